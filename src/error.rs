@@ -1,0 +1,107 @@
+//! Errors about the user's input. Every one names where the problem is (file, line,
+//! field), what was expected, and maps to exit code 2 at the CLI edge.
+
+use std::fmt;
+
+/// A problem with something the user wrote: a scenario, a trace, a flag.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputError {
+    /// The file (or `--set`, `<command line>`, …) the input came from.
+    pub source: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// The field or flag, e.g. `server.hicache_size`, when known.
+    pub field: Option<String>,
+    /// What is wrong and what was expected.
+    pub message: String,
+}
+
+impl InputError {
+    pub fn new(source: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            source: source.into(),
+            line: None,
+            field: None,
+            message: message.into(),
+        }
+    }
+    pub fn at_line(mut self, line: usize) -> Self {
+        self.line = Some(line);
+        self
+    }
+    pub fn line_opt(mut self, line: Option<usize>) -> Self {
+        self.line = line;
+        self
+    }
+    pub fn field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.source)?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        if let Some(fd) = &self.field {
+            write!(f, ": field `{fd}`")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+/// The candidate closest to `word` by edit distance, if any is reasonably close:
+/// used for "unknown key `hicache_sise`, did you mean `hicache_size`?".
+pub fn nearest<'a, I: IntoIterator<Item = &'a str>>(word: &str, candidates: I) -> Option<&'a str> {
+    let mut best: Option<(usize, &str)> = None;
+    for c in candidates {
+        let d = levenshtein(word, c);
+        if best.is_none_or(|(bd, bc)| d < bd || (d == bd && c < bc)) {
+            best = Some((d, c));
+        }
+    }
+    best.filter(|&(d, c)| d <= (c.len().max(word.len()) / 2).max(2))
+        .map(|(_, c)| c)
+}
+
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_key() {
+        let keys = ["hicache_size", "hicache_ratio", "page_size"];
+        assert_eq!(nearest("hicache_sise", keys), Some("hicache_size"));
+        assert_eq!(nearest("zzzzzzzzzzzzzz", keys), None);
+    }
+
+    #[test]
+    fn display_has_file_line_field() {
+        let e = InputError::new("s.yaml", "expected a size")
+            .at_line(4)
+            .field("server.hicache_size");
+        assert_eq!(
+            e.to_string(),
+            "s.yaml:4: field `server.hicache_size`: expected a size"
+        );
+    }
+}

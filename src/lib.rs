@@ -1,0 +1,27 @@
+//! hicache-sim: a discrete-event simulator of SGLang's HiCache memory tiers — GPU HBM
+//! (L1), pinned host DRAM (L2) and storage (L3) — and of the start-up sizing of the host
+//! pools under each SGLang version's rules, on real machines under real memory limits.
+//!
+//! The binary (`src/main.rs`) is a thin CLI over this library. Module map:
+//! - [`units`], [`error`]: quantities at the edges, input errors with file/line/field;
+//! - [`engine`]: virtual time, event queue, seeded RNG — no model code;
+//! - [`hardware`], [`model`]: node presets, Linux/cgroup memory accounting, KV geometry;
+//! - [`sizing`]: SGLang's host-pool sizing rules, one policy per version;
+//! - [`startup`]: ranks starting up as events, Monte Carlo over rank jitter;
+//! - [`cache`], [`runtime`], [`workload`], [`policy_sim`]: the runtime tiers and traces;
+//! - [`scenario`], [`sweep`], [`report`]: YAML input, parameter sweeps, text/JSON/plots.
+
+pub mod cache;
+pub mod engine;
+pub mod error;
+pub mod hardware;
+pub mod model;
+pub mod policy_sim;
+pub mod report;
+pub mod runtime;
+pub mod scenario;
+pub mod sizing;
+pub mod startup;
+pub mod sweep;
+pub mod units;
+pub mod workload;

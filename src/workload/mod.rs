@@ -1,0 +1,23 @@
+//! Workloads: what requests arrive, when, and which prompt pages they carry.
+//! Trace readers and generators live here and never know about tiers.
+
+/// A per-page chained prefix hash: page `i` of a request stands for its tokens
+/// `[i*page_size, (i+1)*page_size)` *and everything before them*, so equal hashes mean
+/// equal prefixes (as SGLang's `get_hash_str` chains page hashes).
+pub type PageHash = u64;
+
+/// One request as the runtime sees it, already at the engine's page size.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Request {
+    /// Position in the (stably time-sorted) trace.
+    pub id: u64,
+    /// Arrival time in virtual nanoseconds from the trace start.
+    pub arrival_ns: u64,
+    /// Prompt length in tokens (may end in a partial page).
+    pub input_tokens: u32,
+    /// Tokens to generate.
+    pub output_tokens: u32,
+    /// Chained hashes of the prompt's whole pages; a trailing partial page is not
+    /// listed (SGLang page-aligns keys before matching and inserting).
+    pub page_hashes: Vec<PageHash>,
+}
