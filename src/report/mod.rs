@@ -1,1 +1,3 @@
-//! (to be written)
+//! Output: text tables and JSON for each command, and plots.
+
+pub mod startup;

@@ -5,9 +5,11 @@
 pub mod launch;
 pub mod lines;
 pub mod load;
+pub mod resolve;
 pub mod schema;
 pub mod server;
 
 pub use load::{LoadedScenario, load_file, load_str};
+pub use resolve::Scenario;
 pub use schema::ScenarioFile;
 pub use server::ServerArgs;
