@@ -7,7 +7,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::error::InputError;
 
-mod startup_cmd;
+pub mod startup_cmd;
 mod versions_cmd;
 
 pub use startup_cmd::startup;

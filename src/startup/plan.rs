@@ -171,8 +171,9 @@ pub struct StartupPlan {
     pub load_bw_per_rank: f64,
     pub load_through_cache: bool,
     pub load_steps: u32,
-    /// Cache each rank's share of aging/reclaim drops just before it sizes its pools.
-    pub reclaimed_per_rank: u64,
+    /// Page cache of the node dropped (aged out, reclaimed) by the time its first rank
+    /// sizes its pools.
+    pub reclaimed_per_node: u64,
     pub post_load: Nanos,
     pub pin_bw: f64,
     pub pin_steps: u32,
@@ -282,8 +283,7 @@ impl StartupPlan {
             load_bw_per_rank: read_bw / ranks_per_node.max(1) as f64,
             load_through_cache: s.startup.weight_load.through_page_cache.unwrap_or(true),
             load_steps: 4,
-            reclaimed_per_rank: s.startup.weight_load.reclaimed_before_sizing.0
-                / ranks_per_node.max(1) as u64,
+            reclaimed_per_node: s.startup.weight_load.reclaimed_before_sizing.0,
             post_load: s
                 .startup
                 .post_load

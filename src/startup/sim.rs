@@ -109,6 +109,8 @@ struct RankState {
 pub struct Scratch {
     queue: EventQueue<Ev>,
     nodes: Vec<HostMemory>,
+    /// Whether each node's pre-sizing reclaim has happened.
+    reclaimed: Vec<bool>,
     ranks: Vec<RankState>,
     pub results: Vec<RankResult>,
     /// Ranks waiting in the world all-reduce.
@@ -121,10 +123,13 @@ pub fn simulate(plan: &StartupPlan, rng: &mut SimRng, scratch: &mut Scratch) {
     let Scratch {
         queue,
         nodes,
+        reclaimed,
         ranks,
         results,
         waiting,
     } = scratch;
+    reclaimed.clear();
+    reclaimed.resize(plan.nnodes as usize, false);
     queue.reset();
     waiting.clear();
     nodes.truncate(plan.nnodes as usize);
@@ -169,6 +174,7 @@ pub fn simulate(plan: &StartupPlan, rng: &mut SimRng, scratch: &mut Scratch) {
         plan,
         queue,
         nodes,
+        reclaimed,
         ranks,
         results,
         waiting,
@@ -180,6 +186,7 @@ struct Sim<'a> {
     plan: &'a StartupPlan,
     queue: &'a mut EventQueue<Ev>,
     nodes: &'a mut Vec<HostMemory>,
+    reclaimed: &'a mut Vec<bool>,
     ranks: &'a mut Vec<RankState>,
     results: &'a mut Vec<RankResult>,
     waiting: &'a mut Vec<u32>,
@@ -275,9 +282,10 @@ impl Sim<'_> {
     /// The host pools are about to be built: sample, or join the all-reduce.
     fn size(&mut self, r: u32) {
         let p = self.plan;
-        if p.reclaimed_per_rank > 0 {
-            let node = self.ranks[r as usize].node as usize;
-            self.nodes[node].drop_page_cache(p.job_cgroup, p.reclaimed_per_rank);
+        let node = self.ranks[r as usize].node as usize;
+        if p.reclaimed_per_node > 0 && !self.reclaimed[node] {
+            self.reclaimed[node] = true;
+            self.nodes[node].drop_page_cache(p.job_cgroup, p.reclaimed_per_node);
         }
         match p.sizing {
             HicacheSizing::Off => self.ready(r),
