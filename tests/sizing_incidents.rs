@@ -324,3 +324,29 @@ fn device_pool_tokens_profile() {
         105 * G
     );
 }
+
+#[test]
+fn rules_helpers_per_version() {
+    let (m, _job, ranks) = gb300_tray();
+    let v = m.snapshot(ranks[0]);
+    let whole = SglangVersion::Pr40135WholeHeadroom.rules();
+    // Explicit path against the whole headroom: max(0, 420 GB − 10 GiB).
+    assert_eq!(
+        whole.explicit_budget(&v, 4).unwrap(),
+        (420 * G - 10 * GIB) as i128
+    );
+    // Its auto-size keeps the per-rank share.
+    assert_eq!(fmt_gb(whole.per_rank_share(&v, 4).unwrap()), "102.32");
+    let v0 = SglangVersion::Pre28614.rules();
+    assert_eq!(
+        v0.explicit_budget(&v, 4).unwrap(),
+        (890 * G - 10 * GIB) as i128
+    );
+    assert_eq!(
+        SglangVersion::ExplicitSnapshot
+            .rules()
+            .explicit_budget(&v, 4)
+            .unwrap(),
+        ((840 * G - 10 * GIB) / 4) as i128
+    );
+}

@@ -3,8 +3,10 @@
 
 use serde::Serialize;
 
+use super::host_memory::{HostMemoryError, available_host_memory_bytes};
 use super::pyops::py_floordiv;
-use super::version::BudgetSplit;
+use super::version::{BudgetSplit, ExplicitPath, Rules};
+use crate::hardware::HostMemoryView;
 use crate::units::fmt_gb;
 
 /// `HICACHE_HOST_MEMORY_RESERVE_BYTES = 10 * 1024**3` (`pool_host/base.py`, all versions).
@@ -102,5 +104,44 @@ impl BudgetScope {
 
     pub fn remaining(&self) -> i128 {
         self.allowance
+    }
+}
+
+impl Rules {
+    /// `available_host_memory_bytes()` (or psutil's available) as this version reads it.
+    pub fn available(&self, view: &HostMemoryView) -> Result<i128, HostMemoryError> {
+        available_host_memory_bytes(view, self.available, self.allow_cgroup_fallback)
+    }
+
+    /// `host_memory_budget_bytes()` outside any scope: the rank's share
+    /// `(available - 10 GiB) [// ranks_per_host]`. The #40135 auto-size multiplies this by
+    /// the fraction; the snapshot path all-reduces it.
+    pub fn per_rank_share(
+        &self,
+        view: &HostMemoryView,
+        ranks_per_host: u64,
+    ) -> Result<i128, HostMemoryError> {
+        Ok(host_memory_budget_bytes(
+            self.available(view)?,
+            ranks_per_host,
+            self.budget_split,
+        ))
+    }
+
+    /// The figure an explicitly sized pool is checked against when it samples `view`:
+    /// the live per-rank share (`LivePerPool`), `max(0, available - 10 GiB)`
+    /// (`LiveWholeHeadroom`), or this rank's snapshot before the MIN all-reduce
+    /// (`SnapshotMinAllReduce`; the caller all-reduces and opens a [`BudgetScope`]).
+    pub fn explicit_budget(
+        &self,
+        view: &HostMemoryView,
+        ranks_per_host: u64,
+    ) -> Result<i128, HostMemoryError> {
+        match self.explicit_path {
+            ExplicitPath::LivePerPool | ExplicitPath::SnapshotMinAllReduce => {
+                self.per_rank_share(view, ranks_per_host)
+            }
+            ExplicitPath::LiveWholeHeadroom => Ok(whole_headroom_budget(self.available(view)?)),
+        }
     }
 }

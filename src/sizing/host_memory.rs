@@ -50,7 +50,6 @@ fn effective_usage(
     variant: HeadroomVariant,
     version: CgroupVersion,
     level: &CgroupLevel,
-    idx: usize,
     usage: u64,
 ) -> Result<u64, HostMemoryError> {
     let need_stat = || {
@@ -58,7 +57,6 @@ fn effective_usage(
             reason: "memory.stat is missing for a known limit",
         })
     };
-    let _ = idx;
     Ok(match variant {
         HeadroomVariant::Raw => usage,
         HeadroomVariant::InactiveV1Only => match (version, level.stat) {
@@ -125,7 +123,7 @@ pub fn cgroup_memory_headroom(
                     cgroup: level.cgroup,
                 }
             })?;
-            let eff = effective_usage(variant, version, level, i, usage)?;
+            let eff = effective_usage(variant, version, level, usage)?;
             let remaining = limit.saturating_sub(eff);
             headroom = Some(headroom.map_or(remaining, |h| h.min(remaining)));
         }
