@@ -257,6 +257,18 @@ fn missing_cgroupfs() {
         assert!(available_host_memory_bytes(&v, reading, false).is_err());
         assert_eq!(available_host_memory_bytes(&v, reading, true), Ok(10_000));
     }
+    // Variant D (upstream 049da31f) has no fallback parameter.
+    let d = AvailableReading::CgroupMin(HV::CleanCredit);
+    let e = available_host_memory_bytes(&v, d, true).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("Cannot locate the process memory cgroup"),
+        "{e}"
+    );
+    // Auto-size reads never fall back, even where explicit reads do.
+    let rules = hicache_sim::sizing::SglangVersion::AutoHicache.rules();
+    assert_eq!(rules.explicit_budget(&v, 1), Ok(5000 - (10i128 << 30)));
+    assert!(rules.per_rank_share(&v, 1).is_err());
     // No procfs at all (not Linux): no bound.
     let v = HostMemoryView {
         psutil_available: 5000,

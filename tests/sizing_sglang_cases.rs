@@ -155,6 +155,10 @@ fn s7_2_auto_hicache_ratio() {
     let low = (1.2 * d as f64 / 0.8) as i128;
     let why = auto_hicache_ratio(share(low), 0.8, d).unwrap_err();
     assert!(why.contains("minimum"), "{why}");
+    assert_eq!(
+        why,
+        "0.0 GiB of host memory per rank holds only 1.14x the 0.0 GiB device cache (minimum 1.5x)"
+    );
     // Halving on pin failure: 8 → 4 → 2 → off.
     assert_eq!(auto_hicache_halve_on_pin_failure(8.0), Some(4.0));
     assert_eq!(auto_hicache_halve_on_pin_failure(4.0), Some(2.0));
@@ -325,6 +329,10 @@ fn version_rules_table() {
     let r = V::AutoHicache.rules();
     assert_eq!(r.auto_size, AutoSizeRule::AutoHicache);
     assert!(r.allow_cgroup_fallback);
+    assert_eq!(r.explicit_path, ExplicitPath::LivePerPool);
+    assert!(V::PageCacheCredit.rules().allow_cgroup_fallback);
+    assert!(!V::PageCacheCreditClean.rules().allow_cgroup_fallback);
+    assert!(!V::Pr40135.rules().allow_cgroup_fallback);
 }
 
 #[test]

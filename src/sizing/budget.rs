@@ -108,21 +108,27 @@ impl BudgetScope {
 }
 
 impl Rules {
-    /// `available_host_memory_bytes()` (or psutil's available) as this version reads it.
+    /// `available_host_memory_bytes()` (or psutil's available) as this version reads it
+    /// for an explicitly sized pool (with the version's cgroup fallback).
     pub fn available(&self, view: &HostMemoryView) -> Result<i128, HostMemoryError> {
         available_host_memory_bytes(view, self.available, self.allow_cgroup_fallback)
     }
 
-    /// `host_memory_budget_bytes()` outside any scope: the rank's share
-    /// `(available - 10 GiB) [// ranks_per_host]`. The #40135 auto-size multiplies this by
-    /// the fraction; the snapshot path all-reduces it.
+    /// The same reading for auto-sizing: never falls back to psutil.
+    pub fn available_auto(&self, view: &HostMemoryView) -> Result<i128, HostMemoryError> {
+        available_host_memory_bytes(view, self.available, false)
+    }
+
+    /// `host_memory_budget_bytes()` outside any scope, as auto-size reads it: the rank's
+    /// share `(available - 10 GiB) [// ranks_per_host]`, without cgroup fallback. The
+    /// #40135 / V5 auto-size multiply it by the fraction.
     pub fn per_rank_share(
         &self,
         view: &HostMemoryView,
         ranks_per_host: u64,
     ) -> Result<i128, HostMemoryError> {
         Ok(host_memory_budget_bytes(
-            self.available(view)?,
+            self.available_auto(view)?,
             ranks_per_host,
             self.budget_split,
         ))
@@ -138,9 +144,9 @@ impl Rules {
         ranks_per_host: u64,
     ) -> Result<i128, HostMemoryError> {
         match self.explicit_path {
-            ExplicitPath::LivePerPool | ExplicitPath::SnapshotMinAllReduce => {
-                self.per_rank_share(view, ranks_per_host)
-            }
+            ExplicitPath::LivePerPool | ExplicitPath::SnapshotMinAllReduce => Ok(
+                host_memory_budget_bytes(self.available(view)?, ranks_per_host, self.budget_split),
+            ),
             ExplicitPath::LiveWholeHeadroom => Ok(whole_headroom_budget(self.available(view)?)),
         }
     }
