@@ -373,3 +373,15 @@ fn small_host_and_prefetch_rules() {
         250
     );
 }
+
+#[test]
+fn indexer_pool_has_its_own_refusal_text() {
+    assert_eq!(
+        refusal_message_for("indexer", 2_500_000_000, 1_000_000_000),
+        "Not enough host memory for DSA indexer hierarchical cache. Requesting 2.50 GB but only have 1.00 GB free."
+    );
+    assert_eq!(
+        refusal_message_for("kv", 2_500_000_000, 1_000_000_000),
+        refusal_message(2_500_000_000, 1_000_000_000)
+    );
+}

@@ -55,6 +55,27 @@ pub fn refusal_message(requested: u64, budget: i128) -> String {
     )
 }
 
+/// The DSA indexer host pool's own refusal text (upstream `pool_host/dsa.py:
+/// DSAIndexerPoolHost.__init__` @ 03ba7b5b; note: no "Please reduce…" sentence). Which
+/// older versions used it is not verified; [`refusal_message`] is the KV pools' text.
+pub fn indexer_refusal_message(requested: u64, budget: i128) -> String {
+    format!(
+        "Not enough host memory for DSA indexer hierarchical cache. Requesting {} GB but only have {} GB free.",
+        fmt_gb(requested as i128),
+        fmt_gb(budget)
+    )
+}
+
+/// The refusal text for a pool named as in [`crate::model::PoolGeometry::name`]:
+/// the indexer's own text for `"indexer"`, the common one otherwise.
+pub fn refusal_message_for(pool: &str, requested: u64, budget: i128) -> String {
+    if pool == "indexer" {
+        indexer_refusal_message(requested, budget)
+    } else {
+        refusal_message(requested, budget)
+    }
+}
+
 /// A refused pool: what was requested and the figure it was checked against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, thiserror::Error)]
 #[error("{}", refusal_message(*requested, *budget))]
