@@ -350,3 +350,21 @@ fn rules_helpers_per_version() {
         ((840 * G - 10 * GIB) / 4) as i128
     );
 }
+
+#[test]
+fn reset_to_restores_a_template() {
+    let (template, job, ranks) = gb300_tray();
+    let mut m = template.clone();
+    m.charge(ranks[0], ChargeKind::Anon, 135 * G).unwrap();
+    m.drop_page_cache(job, 10 * G);
+    m.set_limits(job, CgroupLimits::max(1));
+    m.reset_to(&template);
+    assert_eq!(m.usage(job), 480 * G);
+    assert_eq!(m.limits(job), CgroupLimits::max(900 * G));
+    assert_eq!(m.snapshot(ranks[1]), template.snapshot(ranks[1]));
+    // A different tree: falls back to a clone.
+    let mut other = HostMemory::new(CgroupVersion::V1, 1);
+    other.reset_to(&template);
+    assert_eq!(other.usage(job), 480 * G);
+    assert_eq!(other.version, CgroupVersion::V2);
+}
