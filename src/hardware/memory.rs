@@ -206,6 +206,32 @@ impl HostMemory {
         }
     }
 
+    /// Makes `self` equal to `template` without reallocating when both have the same
+    /// cgroup tree (the start-up Monte Carlo resets one node per run); otherwise clones.
+    pub fn reset_to(&mut self, template: &HostMemory) {
+        let same_tree = self.cgroups.len() == template.cgroups.len()
+            && self
+                .cgroups
+                .iter()
+                .zip(&template.cgroups)
+                .all(|(a, b)| a.parent == b.parent && a.path == b.path);
+        if !same_tree {
+            *self = template.clone();
+            return;
+        }
+        self.version = template.version;
+        self.mem_total = template.mem_total;
+        self.other_used = template.other_used;
+        self.other_cache = template.other_cache;
+        self.low_watermark = template.low_watermark;
+        self.cgroupfs_mounted = template.cgroupfs_mounted;
+        for (a, b) in self.cgroups.iter_mut().zip(&template.cgroups) {
+            a.limits = b.limits;
+            a.own = b.own;
+            a.subtree = b.subtree;
+        }
+    }
+
     /// The mount root.
     pub fn root(&self) -> CgroupId {
         CgroupId(0)

@@ -87,6 +87,8 @@ impl CgroupChain {
 }
 
 /// What reading `/proc/self/cgroup` + `/proc/self/mountinfo` + cgroupfs gives.
+// Large by design: the chain is inline so a snapshot never allocates.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum CgroupRead {
     /// No procfs (not Linux): SGLang's headroom is `None` (no cgroup bound).

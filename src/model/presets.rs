@@ -91,7 +91,11 @@ impl ModelPreset {
     /// layers: same per-layer geometry, `mtp_layers` layers (the draft lives on the last
     /// PP stage, so it is not divided by `pp_size`). SGLang gives it a host pool with the
     /// same slot count as the target host pool (`kv_cache_builder.maybe_register_hicache_draft`).
-    /// Only used when speculative decoding is on; the caller decides.
+    /// Only used when speculative decoding is on; the caller decides. Newer SGLang
+    /// (V3+, "packed MTP KV layers") packs the draft layers into the target host pools
+    /// instead (`layer_num = target_layer_num + draft layers`, same slot count): then add
+    /// this figure to the `"kv"` pool's bytes per token (and, for DSA, one indexer layer
+    /// per draft layer, `pool_host/dsa.py`).
     pub fn mtp_draft_pool(&self, layout: &ParallelLayout, dtype: KvDtype) -> Option<PoolGeometry> {
         (self.mtp_layers > 0).then(|| PoolGeometry {
             name: "draft",

@@ -13,6 +13,15 @@ pub enum HostMemoryMode {
     BufferOnly,
 }
 
+impl HostMemoryMode {
+    pub fn id(self) -> &'static str {
+        match self {
+            HostMemoryMode::Cache => "cache",
+            HostMemoryMode::BufferOnly => "buffer_only",
+        }
+    }
+}
+
 /// The HiCache flags that decide sizing, as the user gave them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -80,7 +89,10 @@ pub fn default_ratio(mode: HostMemoryMode) -> f64 {
     }
 }
 
-/// `handle_hicache_ratio_default` then `validate_hicache_host_memory_mode`.
+/// `handle_hicache_ratio_default` then `validate_hicache_host_memory_mode`. A decode
+/// server keeps the ratio unset (SGLang's `kv_cache_builder` resolves it later against
+/// the retraction-backup backend; not modelled). The fraction rule is from the
+/// `hicache_hook.py` copy the spec read (§1.4); some later copies no longer carry it.
 pub fn resolve_hicache_args(a: &HicacheArgs) -> Result<ResolvedHicacheArgs, SizingArgError> {
     if let Some(f) = a.fraction
         && !(f > 0.0 && f <= 1.0)
@@ -108,26 +120,27 @@ pub fn resolve_hicache_args(a: &HicacheArgs) -> Result<ResolvedHicacheArgs, Sizi
     } else {
         (a.fraction, None)
     };
-    if a.size_gb <= 0.0 && ratio.is_none_or(|r| r <= 0.0) && !a.is_decode {
-        return Err(SizingArgError(
-            "HiCache host pool needs a size: set --hicache-ratio > 0 or --hicache-size > 0.".into(),
-        ));
+    // Texts verbatim from `hicache_hook.py: validate_hicache_host_memory_mode`.
+    if a.size_gb <= 0.0 && ratio.is_none() && !a.is_decode {
+        return Err(SizingArgError(format!(
+            "--hicache-host-memory-mode {} requires a host pool size: pass --hicache-size or --hicache-ratio.",
+            a.mode.id()
+        )));
     }
     if a.mode == HostMemoryMode::BufferOnly {
         if !a.storage_backend {
             return Err(SizingArgError(
-                "--hicache-host-memory-mode buffer_only requires --hicache-storage-backend.".into(),
+                "--hicache-host-memory-mode buffer_only requires a storage backend (--hicache-storage-backend): host memory is only a staging buffer and all cached data lives in storage.".into(),
             ));
         }
         if a.write_back {
             return Err(SizingArgError(
-                "--hicache-host-memory-mode buffer_only does not support --hicache-write-policy write_back.".into(),
+                "--hicache-host-memory-mode buffer_only does not support --hicache-write-policy write_back; use write_through or write_through_selective.".into(),
             ));
         }
         if a.is_decode {
             return Err(SizingArgError(
-                "--hicache-host-memory-mode buffer_only is not supported on decode instances."
-                    .into(),
+                "--hicache-host-memory-mode buffer_only is not supported on decode instances: the decode-side prefetch and offload paths bypass the buffer-mode pipeline, fetching without its prefix context and never consuming its staged holds. Prefill instances share the standard scheduler path and are supported.".into(),
             ));
         }
     }

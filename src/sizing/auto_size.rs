@@ -71,7 +71,9 @@ pub struct AutoHicachePlan {
 
 /// V5 `hicache_auto.py`: `budget = int(share * fraction)`,
 /// `ratio = min(8.0, budget * 0.95 / max(device_bytes, 1))` (no cap at the 2.0 default);
-/// below 1.5 HiCache stays off, with a reason containing "minimum".
+/// below 1.5 HiCache stays off, with the reason SGLang logs (`_local_size`).
+/// The caller MIN-all-reduces the ratio over the world (0 for a blocked rank; an agreed
+/// 0 is "another rank cannot host the tier").
 pub fn auto_hicache_ratio(
     per_rank_share: i128,
     fraction: f64,
@@ -81,8 +83,11 @@ pub fn auto_hicache_ratio(
     let ratio = AUTO_HICACHE_MAX_RATIO
         .min(budget as f64 * (1.0 - ALLOCATION_SLACK_FRACTION) / device_bytes.max(1) as f64);
     if ratio < AUTO_HICACHE_MIN_RATIO {
+        const GIB: f64 = (1u64 << 30) as f64;
         return Err(format!(
-            "the host memory budget holds only {ratio:.2}x the device KV pool (minimum {AUTO_HICACHE_MIN_RATIO}x)"
+            "{:.1} GiB of host memory per rank holds only {ratio:.2}x the {:.1} GiB device cache (minimum {AUTO_HICACHE_MIN_RATIO}x)",
+            budget as f64 / GIB,
+            device_bytes as f64 / GIB
         ));
     }
     Ok(AutoHicachePlan { budget, ratio })

@@ -3,8 +3,10 @@
 
 use serde::Serialize;
 
+use super::host_memory::{HostMemoryError, available_host_memory_bytes};
 use super::pyops::py_floordiv;
-use super::version::BudgetSplit;
+use super::version::{BudgetSplit, ExplicitPath, Rules};
+use crate::hardware::HostMemoryView;
 use crate::units::fmt_gb;
 
 /// `HICACHE_HOST_MEMORY_RESERVE_BYTES = 10 * 1024**3` (`pool_host/base.py`, all versions).
@@ -51,6 +53,27 @@ pub fn refusal_message(requested: u64, budget: i128) -> String {
         fmt_gb(requested as i128),
         fmt_gb(budget)
     )
+}
+
+/// The DSA indexer host pool's own refusal text (upstream `pool_host/dsa.py:
+/// DSAIndexerPoolHost.__init__` @ 03ba7b5b; note: no "Please reduce…" sentence). Which
+/// older versions used it is not verified; [`refusal_message`] is the KV pools' text.
+pub fn indexer_refusal_message(requested: u64, budget: i128) -> String {
+    format!(
+        "Not enough host memory for DSA indexer hierarchical cache. Requesting {} GB but only have {} GB free.",
+        fmt_gb(requested as i128),
+        fmt_gb(budget)
+    )
+}
+
+/// The refusal text for a pool named as in [`crate::model::PoolGeometry::name`]:
+/// the indexer's own text for `"indexer"`, the common one otherwise.
+pub fn refusal_message_for(pool: &str, requested: u64, budget: i128) -> String {
+    if pool == "indexer" {
+        indexer_refusal_message(requested, budget)
+    } else {
+        refusal_message(requested, budget)
+    }
 }
 
 /// A refused pool: what was requested and the figure it was checked against.
@@ -102,5 +125,50 @@ impl BudgetScope {
 
     pub fn remaining(&self) -> i128 {
         self.allowance
+    }
+}
+
+impl Rules {
+    /// `available_host_memory_bytes()` (or psutil's available) as this version reads it
+    /// for an explicitly sized pool (with the version's cgroup fallback).
+    pub fn available(&self, view: &HostMemoryView) -> Result<i128, HostMemoryError> {
+        available_host_memory_bytes(view, self.available, self.allow_cgroup_fallback)
+    }
+
+    /// The same reading for auto-sizing: never falls back to psutil.
+    pub fn available_auto(&self, view: &HostMemoryView) -> Result<i128, HostMemoryError> {
+        available_host_memory_bytes(view, self.available, false)
+    }
+
+    /// `host_memory_budget_bytes()` outside any scope, as auto-size reads it: the rank's
+    /// share `(available - 10 GiB) [// ranks_per_host]`, without cgroup fallback. The
+    /// #40135 / V5 auto-size multiply it by the fraction.
+    pub fn per_rank_share(
+        &self,
+        view: &HostMemoryView,
+        ranks_per_host: u64,
+    ) -> Result<i128, HostMemoryError> {
+        Ok(host_memory_budget_bytes(
+            self.available_auto(view)?,
+            ranks_per_host,
+            self.budget_split,
+        ))
+    }
+
+    /// The figure an explicitly sized pool is checked against when it samples `view`:
+    /// the live per-rank share (`LivePerPool`), `max(0, available - 10 GiB)`
+    /// (`LiveWholeHeadroom`), or this rank's snapshot before the MIN all-reduce
+    /// (`SnapshotMinAllReduce`; the caller all-reduces and opens a [`BudgetScope`]).
+    pub fn explicit_budget(
+        &self,
+        view: &HostMemoryView,
+        ranks_per_host: u64,
+    ) -> Result<i128, HostMemoryError> {
+        match self.explicit_path {
+            ExplicitPath::LivePerPool | ExplicitPath::SnapshotMinAllReduce => Ok(
+                host_memory_budget_bytes(self.available(view)?, ranks_per_host, self.budget_split),
+            ),
+            ExplicitPath::LiveWholeHeadroom => Ok(whole_headroom_budget(self.available(view)?)),
+        }
     }
 }

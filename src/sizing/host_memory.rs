@@ -35,13 +35,13 @@ fn usage_file(v: CgroupVersion) -> &'static str {
 }
 
 /// Whether a variant reports read failures with the newer "set --hicache-size" text
-/// (and honours `allow_cgroup_fallback`).
+/// and has the `allow_cgroup_fallback` parameter: C and E. A, B and D (upstream
+/// `049da31f`: `available_host_memory_bytes()` takes no argument) raise
+/// "Cannot locate the process memory cgroup…" / `FileNotFoundError` instead.
 fn newer(variant: HeadroomVariant) -> bool {
     matches!(
         variant,
-        HeadroomVariant::ActiveInactiveCredit
-            | HeadroomVariant::CleanCredit
-            | HeadroomVariant::ProtectedSibling
+        HeadroomVariant::ActiveInactiveCredit | HeadroomVariant::ProtectedSibling
     )
 }
 
@@ -50,7 +50,6 @@ fn effective_usage(
     variant: HeadroomVariant,
     version: CgroupVersion,
     level: &CgroupLevel,
-    idx: usize,
     usage: u64,
 ) -> Result<u64, HostMemoryError> {
     let need_stat = || {
@@ -58,7 +57,6 @@ fn effective_usage(
             reason: "memory.stat is missing for a known limit",
         })
     };
-    let _ = idx;
     Ok(match variant {
         HeadroomVariant::Raw => usage,
         HeadroomVariant::InactiveV1Only => match (version, level.stat) {
@@ -125,7 +123,7 @@ pub fn cgroup_memory_headroom(
                     cgroup: level.cgroup,
                 }
             })?;
-            let eff = effective_usage(variant, version, level, i, usage)?;
+            let eff = effective_usage(variant, version, level, usage)?;
             let remaining = limit.saturating_sub(eff);
             headroom = Some(headroom.map_or(remaining, |h| h.min(remaining)));
         }
@@ -136,7 +134,7 @@ pub fn cgroup_memory_headroom(
 /// `available_host_memory_bytes(*, allow_cgroup_fallback)`: psutil's available, bounded
 /// by the cgroup headroom when the reading is [`AvailableReading::CgroupMin`].
 ///
-/// With `allow_cgroup_fallback` (variants C/D/E; A and B have no such parameter and
+/// With `allow_cgroup_fallback` (variants C and E; A, B and D have no such parameter and
 /// always raise) an unreadable cgroup gives psutil's value (SGLang logs a warning).
 pub fn available_host_memory_bytes(
     view: &HostMemoryView,

@@ -1,13 +1,16 @@
-//! The L3 prefetch capacity limit (`mem_cache/hiradix_cache.py: HiRadixCache.__init__`,
-//! `prefetch_capacity_limit`), per version, for the runtime.
+//! The L3 prefetch capacity limit (`managers/cache_controller.py:
+//! HiCacheController.__init__`, `prefetch_capacity_limit`), per version, for the runtime.
 
 use super::version::PrefetchCapRule;
 
 /// Host tokens L3 prefetches may hold at once.
-/// - V0 (`ExcessOverDevice`): `max(0, int(0.8 * (host - device)))` — zero whenever
-///   host ≤ device;
-/// - #28614+ (`HalfHost`): `int(0.5 * host)`, or `int(0.9 * host)` in buffer-only mode
-///   (newest `hiradix_cache.py`);
+/// - V0 (`ExcessOverDevice`): `int(0.8 * (host - device))`. SGLang does not clamp it,
+///   but V0 asserts host > device so it is positive there; applied as a what-if to a
+///   smaller host it is floored at 0 here (a negative limit blocks every prefetch, as 0
+///   does);
+/// - #28614+ (`HalfHost`): `int(0.5 * host)`, or
+///   `int(HICACHE_LOAD_POOL_USAGE_FRACTION * host)` = `int(0.9 * host)` in buffer-only
+///   mode (newest `cache_controller.py`);
 /// - #16909 proposal: `0.8 * (host - device)` if host > device else `0.5 * host`.
 pub fn prefetch_capacity_limit(
     rule: PrefetchCapRule,

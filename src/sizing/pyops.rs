@@ -15,17 +15,11 @@ pub fn py_floordiv(a: i128, b: i128) -> i128 {
 /// Python `a // b` on floats (CPython `float_floor_div`: `(a - fmod(a, b)) / b`, adjusted
 /// to the floor, then snapped to the nearest integer when within 0.5).
 pub fn py_float_floordiv(a: f64, b: f64) -> f64 {
-    let mut m = a % b;
+    let m = a % b;
     let mut div = (a - m) / b;
-    if m != 0.0 {
-        if (b < 0.0) != (m < 0.0) {
-            m += b;
-            div -= 1.0;
-        }
-    } else {
-        m = 0.0_f64.copysign(b);
+    if m != 0.0 && ((b < 0.0) != (m < 0.0)) {
+        div -= 1.0;
     }
-    let _ = m;
     if div != 0.0 {
         let mut floordiv = div.floor();
         if div - floordiv > 0.5 {

@@ -175,6 +175,7 @@ impl SglangVersion {
             },
             V::PageCacheCredit => Rules {
                 available: AvailableReading::CgroupMin(HeadroomVariant::ActiveInactiveCredit),
+                allow_cgroup_fallback: true,
                 ..v3
             },
             V::PageCacheCreditClean => Rules {
@@ -183,16 +184,21 @@ impl SglangVersion {
             },
             V::ExplicitSnapshot => Rules {
                 available: AvailableReading::CgroupMin(HeadroomVariant::ProtectedSibling),
+                allow_cgroup_fallback: true,
                 explicit_path: ExplicitPath::SnapshotMinAllReduce,
                 ..v3
             },
-            // Choice (not settled by the evidence, spec README §2): explicit sizes keep the
-            // explicit-snapshot path; the cgroup fallback is allowed, as the newest tests
-            // expect (`test_host_memory.py` @ 2b484a51).
+            // Choice (the spec leaves it open, README §2): page-cache credit with the
+            // cgroup fallback, as the newest tests expect (`test_host_memory.py` @
+            // 2b484a51); explicit sizes checked *live* per pool, as the V5 code says
+            // (`hicache_auto.py: _budget_scope`: "An explicit --hicache-ratio/--hicache-size
+            // has no snapshot: each pool checks live host memory, as it does without auto
+            // mode"; `pool_host/base.py` @ 6e47bc52 has no explicit snapshot). Pick
+            // `explicit-snapshot` for the snapshot behaviour.
             V::AutoHicache => Rules {
                 available: AvailableReading::CgroupMin(HeadroomVariant::ProtectedSibling),
                 allow_cgroup_fallback: true,
-                explicit_path: ExplicitPath::SnapshotMinAllReduce,
+                explicit_path: ExplicitPath::LivePerPool,
                 auto_size: AutoSizeRule::AutoHicache,
                 ..v3
             },
@@ -218,8 +224,12 @@ impl std::str::FromStr for SglangVersion {
 pub struct Rules {
     /// What `available` is.
     pub available: AvailableReading,
-    /// `allow_cgroup_fallback` passed to `available_host_memory_bytes`: an unreadable
-    /// cgroup falls back to psutil (with a warning) instead of raising.
+    /// `allow_cgroup_fallback` passed to `available_host_memory_bytes` on the
+    /// explicit-size path: an unreadable cgroup falls back to psutil (with a warning)
+    /// instead of raising "…set --hicache-size explicitly…". Auto-size reads never fall
+    /// back (V5 `hicache_auto.py: _local_size` turns the error into "the host memory
+    /// limit cannot be read"). [I] which callers pass `True` is inferred from that error
+    /// text; only variants C and E have the parameter.
     pub allow_cgroup_fallback: bool,
     /// Whether the budget is divided by `ranks_per_host`.
     pub budget_split: BudgetSplit,
