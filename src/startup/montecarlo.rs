@@ -67,35 +67,58 @@ pub struct RunOutcomes {
     pub oom_killed: u64,
 }
 
-/// Per-run digest (small, so runs can be computed in parallel and folded in order).
+/// Counts and samples folded over a range of runs (order-independent: sums, and values
+/// that are sorted before quantiles are read).
 #[derive(Debug, Clone, Default)]
-struct Digest {
-    worst: Option<Outcome>,
+struct Tally {
+    runs: RunOutcomes,
+    runs_refused: u64,
+    runs_killed: u64,
     ranks: RunOutcomes,
     budgets: Vec<i128>,
     margins: Vec<i128>,
 }
 
-fn digest(results: &[RankResult]) -> Digest {
-    let mut d = Digest {
-        worst: Some(Outcome::Started),
-        ..Digest::default()
-    };
-    for r in results {
-        match r.outcome {
-            Outcome::Started => d.ranks.started += 1,
-            Outcome::Refused => d.ranks.refused += 1,
-            Outcome::OomKilled => d.ranks.oom_killed += 1,
+impl Tally {
+    fn add(&mut self, results: &[RankResult]) {
+        let mut worst = Outcome::Started;
+        let (mut refused, mut killed) = (false, false);
+        for r in results {
+            match r.outcome {
+                Outcome::Started => self.ranks.started += 1,
+                Outcome::Refused => {
+                    self.ranks.refused += 1;
+                    refused = true;
+                }
+                Outcome::OomKilled => {
+                    self.ranks.oom_killed += 1;
+                    killed = true;
+                }
+            }
+            worst = worst.max(r.outcome);
+            self.budgets.extend(r.budget_bytes);
+            self.margins.extend(r.margin_bytes);
         }
-        d.worst = d.worst.max(Some(r.outcome));
-        if let Some(b) = r.budget_bytes {
-            d.budgets.push(b);
+        match worst {
+            Outcome::OomKilled => self.runs.oom_killed += 1,
+            Outcome::Refused => self.runs.refused += 1,
+            Outcome::Started => self.runs.started += 1,
         }
-        if let Some(m) = r.margin_bytes {
-            d.margins.push(m);
-        }
+        self.runs_refused += u64::from(refused);
+        self.runs_killed += u64::from(killed);
     }
-    d
+
+    fn merge(&mut self, o: Tally) {
+        for (a, b) in [(&mut self.runs, o.runs), (&mut self.ranks, o.ranks)] {
+            a.started += b.started;
+            a.refused += b.refused;
+            a.oom_killed += b.oom_killed;
+        }
+        self.runs_refused += o.runs_refused;
+        self.runs_killed += o.runs_killed;
+        self.budgets.extend(o.budgets);
+        self.margins.extend(o.margins);
+    }
 }
 
 /// Runs `runs` start-ups of `plan` under `seed` on the current rayon pool.
@@ -105,57 +128,41 @@ pub fn run(plan: &StartupPlan, seed: u64, runs: u64) -> MonteCarlo {
     let mut rng = engine::stream(seed, 0);
     simulate(plan, &mut rng, &mut scratch);
     let first_run = scratch.results.clone();
-    let first = digest(&first_run);
+    let mut total = Tally::default();
+    total.add(&first_run);
 
-    // Chunks keep one scratch per task; the fold order is by run index.
-    const CHUNK: u64 = 256;
+    // One scratch per chunk of runs; run i always draws from stream i.
+    const CHUNK: u64 = 1024;
     let chunks: Vec<(u64, u64)> = (1..runs)
         .step_by(CHUNK as usize)
         .map(|s| (s, (s + CHUNK).min(runs)))
         .collect();
-    let digests: Vec<Vec<Digest>> = chunks
+    let tallies: Vec<Tally> = chunks
         .par_iter()
         .map(|&(a, b)| {
             let mut scratch = Scratch::default();
-            (a..b)
-                .map(|i| {
-                    let mut rng = engine::stream(seed, i);
-                    simulate(plan, &mut rng, &mut scratch);
-                    digest(&scratch.results)
-                })
-                .collect()
+            let mut t = Tally::default();
+            for i in a..b {
+                let mut rng = engine::stream(seed, i);
+                simulate(plan, &mut rng, &mut scratch);
+                t.add(&scratch.results);
+            }
+            t
         })
         .collect();
-
-    let mut outcomes = RunOutcomes::default();
-    let mut rank_outcomes = RunOutcomes::default();
-    let mut budgets = Vec::new();
-    let mut margins = Vec::new();
-    let (mut runs_refused, mut runs_killed) = (0u64, 0u64);
-    for d in std::iter::once(first).chain(digests.into_iter().flatten()) {
-        match d.worst {
-            Some(Outcome::OomKilled) => outcomes.oom_killed += 1,
-            Some(Outcome::Refused) => outcomes.refused += 1,
-            _ => outcomes.started += 1,
-        }
-        runs_refused += u64::from(d.ranks.refused > 0);
-        runs_killed += u64::from(d.ranks.oom_killed > 0);
-        rank_outcomes.started += d.ranks.started;
-        rank_outcomes.refused += d.ranks.refused;
-        rank_outcomes.oom_killed += d.ranks.oom_killed;
-        budgets.extend(d.budgets);
-        margins.extend(d.margins);
+    for t in tallies {
+        total.merge(t);
     }
     let n = runs as f64;
     MonteCarlo {
         runs,
-        outcomes,
-        refusal_probability: runs_refused as f64 / n,
-        oom_probability: runs_killed as f64 / n,
-        start_probability: outcomes.started as f64 / n,
-        rank_outcomes,
-        budget_bytes: Quantiles::of(&mut budgets),
-        margin_bytes: Quantiles::of(&mut margins),
+        outcomes: total.runs,
+        refusal_probability: total.runs_refused as f64 / n,
+        oom_probability: total.runs_killed as f64 / n,
+        start_probability: total.runs.started as f64 / n,
+        rank_outcomes: total.ranks,
+        budget_bytes: Quantiles::of(&mut total.budgets),
+        margin_bytes: Quantiles::of(&mut total.margins),
         first_run,
     }
 }

@@ -145,6 +145,10 @@ impl Jitter {
     }
 }
 
+/// Steps a rank's weight load charges the page cache in (a later rank sees an earlier
+/// rank's cache grow).
+const LOAD_STEPS: u32 = 4;
+
 /// Everything one start-up run needs.
 #[derive(Debug, Clone)]
 pub struct StartupPlan {
@@ -171,6 +175,8 @@ pub struct StartupPlan {
     pub load_bw_per_rank: f64,
     pub load_through_cache: bool,
     pub load_steps: u32,
+    /// Time of one load step.
+    pub load_step_ns: Nanos,
     /// Page cache of the node dropped (aged out, reclaimed) by the time its first rank
     /// sizes its pools.
     pub reclaimed_per_node: u64,
@@ -282,7 +288,11 @@ impl StartupPlan {
             load_bytes_per_rank: ckpt / ranks_per_node.max(1) as u64,
             load_bw_per_rank: read_bw / ranks_per_node.max(1) as f64,
             load_through_cache: s.startup.weight_load.through_page_cache.unwrap_or(true),
-            load_steps: 4,
+            load_steps: LOAD_STEPS,
+            load_step_ns: Self::duration(
+                ckpt / ranks_per_node.max(1) as u64 / LOAD_STEPS as u64,
+                read_bw / ranks_per_node.max(1) as f64,
+            ),
             reclaimed_per_node: s.startup.weight_load.reclaimed_before_sizing.0,
             post_load: s
                 .startup

@@ -8,7 +8,7 @@
 //! A rank that is refused or killed exits and its memory is freed (the page cache it
 //! read stays charged to the job, as in the kernel).
 
-use crate::engine::{EventQueue, SimRng};
+use crate::engine::{SimRng, SmallEventQueue};
 use crate::hardware::{ChargeKind, HostMemory};
 use crate::sizing::{self, BudgetScope, ExplicitPath, HostPoolSizeArg, SmallHostCheck};
 use crate::units::Nanos;
@@ -75,6 +75,39 @@ pub struct RankResult {
     pub hicache_off: bool,
 }
 
+impl RankResult {
+    fn new(rank: u32, node: u32, arrived_at: Nanos) -> Self {
+        RankResult {
+            rank,
+            node,
+            outcome: Outcome::Started,
+            arrived_at,
+            sampled_at: None,
+            ready_at: None,
+            psutil_available: None,
+            available_bytes: None,
+            budget_bytes: None,
+            requested_bytes: None,
+            margin_bytes: None,
+            fitted_ratio: None,
+            pools: Vec::new(),
+            message: None,
+            reclaimed_bytes: 0,
+            hicache_off: false,
+        }
+    }
+
+    /// As `new`, keeping the pools buffer.
+    fn reset(&mut self, rank: u32, node: u32, arrived_at: Nanos) {
+        let mut pools = std::mem::take(&mut self.pools);
+        pools.clear();
+        *self = RankResult {
+            pools,
+            ..RankResult::new(rank, node, arrived_at)
+        };
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 enum Ev {
     Start(u32),
@@ -93,6 +126,7 @@ struct RankState {
     /// Bytes of the current pool still to pin, and per step.
     pin_left: u64,
     pin_step_bytes: u64,
+    pin_step_ns: Nanos,
     /// Bytes pinned so far (all pools), to free on exit.
     pinned: u64,
     /// Booking allowance when pools book against one budget.
@@ -107,7 +141,7 @@ struct RankState {
 /// Reusable buffers for runs (Monte Carlo keeps allocations out of the loop).
 #[derive(Debug, Default)]
 pub struct Scratch {
-    queue: EventQueue<Ev>,
+    queue: SmallEventQueue<Ev>,
     nodes: Vec<HostMemory>,
     /// Whether each node's pre-sizing reclaim has happened.
     reclaimed: Vec<bool>,
@@ -135,13 +169,14 @@ pub fn simulate(plan: &StartupPlan, rng: &mut SimRng, scratch: &mut Scratch) {
     nodes.truncate(plan.nnodes as usize);
     for n in 0..plan.nnodes as usize {
         if n < nodes.len() {
-            nodes[n].clone_from(&plan.memory);
+            nodes[n].reset_to(&plan.memory);
         } else {
             nodes.push(plan.memory.clone());
         }
     }
     ranks.clear();
-    results.clear();
+    // Results are reset in place so a Monte Carlo run allocates nothing but messages.
+    results.truncate(world);
     for r in 0..world as u32 {
         let node = r / plan.ranks_per_node.max(1);
         let arrive = plan.offsets[r as usize].saturating_add(plan.jitter.draw(rng));
@@ -150,24 +185,11 @@ pub fn simulate(plan: &StartupPlan, rng: &mut SimRng, scratch: &mut Scratch) {
             alive: true,
             ..RankState::default()
         });
-        results.push(RankResult {
-            rank: r,
-            node,
-            outcome: Outcome::Started,
-            arrived_at: arrive,
-            sampled_at: None,
-            ready_at: None,
-            psutil_available: None,
-            available_bytes: None,
-            budget_bytes: None,
-            requested_bytes: None,
-            margin_bytes: None,
-            fitted_ratio: None,
-            pools: Vec::new(),
-            message: None,
-            reclaimed_bytes: 0,
-            hicache_off: false,
-        });
+        if let Some(res) = results.get_mut(r as usize) {
+            res.reset(r, node, arrive);
+        } else {
+            results.push(RankResult::new(r, node, arrive));
+        }
         queue.schedule_at(arrive, Ev::Start(r));
     }
     let mut sim = Sim {
@@ -184,7 +206,7 @@ pub fn simulate(plan: &StartupPlan, rng: &mut SimRng, scratch: &mut Scratch) {
 
 struct Sim<'a> {
     plan: &'a StartupPlan,
-    queue: &'a mut EventQueue<Ev>,
+    queue: &'a mut SmallEventQueue<Ev>,
     nodes: &'a mut Vec<HostMemory>,
     reclaimed: &'a mut Vec<bool>,
     ranks: &'a mut Vec<RankState>,
@@ -250,12 +272,7 @@ impl Sim<'_> {
 
     fn schedule_load(&mut self, r: u32, k: u32) {
         let p = self.plan;
-        let steps = p.load_steps.max(1);
-        let bytes = p.load_bytes_per_rank / steps as u64;
-        self.queue.schedule_in(
-            StartupPlan::duration(bytes, p.load_bw_per_rank),
-            Ev::LoadStep(r, k),
-        );
+        self.queue.schedule_in(p.load_step_ns, Ev::LoadStep(r, k));
     }
 
     fn load_step(&mut self, r: u32, k: u32) {
@@ -318,19 +335,27 @@ impl Sim<'_> {
                 let Some(share) = self.sample_budget(r) else {
                     return;
                 };
+                // A rank below the minimum votes 0, with SGLang's reason; its peers then
+                // report that another rank cannot host the tier.
+                let vote = match sizing::auto_hicache_ratio(share, fraction, p.device_bytes) {
+                    Ok(plan) => plan.ratio,
+                    Err(reason) => {
+                        self.results[r as usize].message = Some(format!("HiCache off: {reason}"));
+                        0.0
+                    }
+                };
                 let st = &mut self.ranks[r as usize];
                 st.reduce_budget = sizing::auto_size_budget(share, fraction);
-                // A rank below the minimum votes 0 ("another rank cannot host the tier").
-                st.reduce_value = sizing::auto_hicache_ratio(share, fraction, p.device_bytes)
-                    .map(|x| x.ratio)
-                    .unwrap_or(0.0);
+                st.reduce_value = vote;
                 self.arrive_collective(r);
             }
         }
     }
 
-    /// Reads `available` now and turns it into this version's per-rank share; a cgroup
-    /// read error refuses the rank with SGLang's message.
+    /// Reads `available` now (`Rules::available`, or `available_auto` when auto-sizing,
+    /// which never falls back to psutil) and turns it into the figure this version checks:
+    /// the per-rank share, or the whole headroom (`LiveWholeHeadroom`). A cgroup read error
+    /// refuses the rank with SGLang's message.
     fn sample_budget(&mut self, r: u32) -> Option<i128> {
         let p = self.plan;
         let node = self.ranks[r as usize].node as usize;
@@ -341,25 +366,28 @@ impl Sim<'_> {
             res.sampled_at = Some(now);
             res.psutil_available = Some(view.psutil_available);
         }
-        match sizing::available_host_memory_bytes(
-            &view,
-            p.rules.available,
-            p.rules.allow_cgroup_fallback,
-        ) {
+        let explicit = matches!(p.sizing, HicacheSizing::Explicit { .. });
+        let avail = if explicit {
+            p.rules.available(&view)
+        } else {
+            p.rules.available_auto(&view)
+        };
+        match avail {
             Ok(avail) => {
                 if res.available_bytes.is_none() {
                     res.available_bytes = Some(avail);
                 }
-                Some(match (p.sizing, p.rules.explicit_path) {
-                    (HicacheSizing::Explicit { .. }, ExplicitPath::LiveWholeHeadroom) => {
+                Some(
+                    if explicit && p.rules.explicit_path == ExplicitPath::LiveWholeHeadroom {
                         sizing::whole_headroom_budget(avail)
-                    }
-                    _ => sizing::host_memory_budget_bytes(
-                        avail,
-                        p.ranks_per_host,
-                        p.rules.budget_split,
-                    ),
-                })
+                    } else {
+                        sizing::host_memory_budget_bytes(
+                            avail,
+                            p.ranks_per_host,
+                            p.rules.budget_split,
+                        )
+                    },
+                )
             }
             Err(e) => {
                 res.message = Some(e.to_string());
@@ -408,14 +436,10 @@ impl Sim<'_> {
             HicacheSizing::AutoHicache { .. } if min_ratio < sizing::AUTO_HICACHE_MIN_RATIO => {
                 let res = &mut self.results[r as usize];
                 res.hicache_off = true;
-                res.message = Some(if min_ratio > 0.0 {
-                    format!(
-                        "HiCache off: the host memory budget holds only {min_ratio:.2}x the device KV pool (minimum {}x)",
-                        sizing::AUTO_HICACHE_MIN_RATIO
-                    )
-                } else {
-                    "HiCache off: another rank cannot host the tier".to_string()
-                });
+                if res.message.is_none() {
+                    res.message =
+                        Some("HiCache off: another rank cannot host the tier".to_string());
+                }
                 return self.ready(r);
             }
             HicacheSizing::AutoSize { .. } | HicacheSizing::AutoHicache { .. } => {
@@ -534,7 +558,11 @@ impl Sim<'_> {
             res.margin_bytes = Some(budget - requested as i128);
             res.budget_bytes = Some(budget);
             res.requested_bytes = Some(requested);
-            res.message = Some(sizing::refusal_message(requested, budget));
+            res.message = Some(sizing::refusal_message_for(
+                self.plan.pools[pool].name,
+                requested,
+                budget,
+            ));
             return self.exit(r, Outcome::Refused);
         }
         if self.results[r as usize].pools.len() == pool {
@@ -548,16 +576,20 @@ impl Sim<'_> {
         let st = &mut self.ranks[r as usize];
         st.pin_left = bytes;
         st.pin_step_bytes = bytes.div_ceil(steps).max(1);
+        st.pin_step_ns = StartupPlan::duration(st.pin_step_bytes, self.plan.pin_bw);
         self.schedule_pin(r, 0);
     }
 
     fn schedule_pin(&mut self, r: u32, k: u32) {
         let st = &self.ranks[r as usize];
+        // Every step but a short last one takes the precomputed time.
         let step = st.pin_step_bytes.min(st.pin_left);
-        self.queue.schedule_in(
-            StartupPlan::duration(step, self.plan.pin_bw),
-            Ev::PinStep(r, k),
-        );
+        let ns = if step == st.pin_step_bytes {
+            st.pin_step_ns
+        } else {
+            StartupPlan::duration(step, self.plan.pin_bw)
+        };
+        self.queue.schedule_in(ns, Ev::PinStep(r, k));
     }
 
     fn pin_step(&mut self, r: u32, k: u32) {
