@@ -213,9 +213,9 @@ impl Simulator {
         }
         if n.parent != ROOT && !self.tree.n(n.parent).has_h {
             return Err(PolicySimError::Invariant(format!(
-                "write-through H residency is not prefix-closed: {:?} -> {:?}",
-                self.tree.path_tuple(n.parent),
-                self.tree.path_tuple(node)
+                "write-through H residency is not prefix-closed: {} -> {}",
+                self.tree.path_repr(n.parent),
+                self.tree.path_repr(node)
             )));
         }
         Ok(())
@@ -231,9 +231,9 @@ impl Simulator {
         }
         if !self.tree.n(n.parent).has_h {
             return Err(PolicySimError::Invariant(format!(
-                "boundary invariant violation: D-only parent has H-only child {:?} -> {:?}",
-                self.tree.path_tuple(n.parent),
-                self.tree.path_tuple(node)
+                "boundary invariant violation: D-only parent has H-only child {} -> {}",
+                self.tree.path_repr(n.parent),
+                self.tree.path_repr(node)
             )));
         }
         Ok(())

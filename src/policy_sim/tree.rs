@@ -147,6 +147,17 @@ impl Tree {
         self.reprs[sx as usize].cmp(&self.reprs[sy as usize])
     }
 
+    /// `repr(self._path_tuple(node))`: the path as Python prints the tuple.
+    pub fn path_repr(&self, node: NodeId) -> String {
+        let ids = self.path_tuple(node);
+        let parts: Vec<String> = ids.iter().map(HashId::repr).collect();
+        if parts.len() == 1 {
+            format!("({},)", parts[0])
+        } else {
+            format!("({})", parts.join(", "))
+        }
+    }
+
     /// The block ids from the root to `node` (`_path_tuple`).
     pub fn path_tuple(&self, mut node: NodeId) -> Vec<HashId> {
         let mut out = Vec::new();
