@@ -34,4 +34,4 @@ pub use read::{
 };
 pub use reblock::Reblocker;
 pub use stats::{StatsBuilder, TraceStats, block_stats, stats};
-pub use write::write_mooncake_jsonl;
+pub use write::{MooncakeWriter, write_mooncake_jsonl};

@@ -5,6 +5,8 @@
 
 use std::io::{self, Write};
 
+use rustc_hash::FxHashMap;
+
 use super::read::BlockRecord;
 
 /// The timestamp field: whole milliseconds as an integer, otherwise milliseconds with
@@ -50,6 +52,53 @@ pub fn write_mooncake_jsonl<W: Write, I: IntoIterator<Item = BlockRecord>>(
     }
     w.flush()?;
     Ok(n)
+}
+
+/// A Mooncake JSONL writer that can renumber hash ids `0, 1, 2, …` in order of first
+/// appearance, as the public Mooncake traces are numbered: same prefix structure,
+/// shorter lines. Memory: one map entry per distinct block.
+pub struct MooncakeWriter<W: Write> {
+    w: W,
+    remap: Option<FxHashMap<u64, u64>>,
+    scratch: BlockRecord,
+    written: u64,
+}
+
+impl<W: Write> MooncakeWriter<W> {
+    pub fn new(w: W, remap_ids: bool) -> Self {
+        MooncakeWriter {
+            w,
+            remap: remap_ids.then(FxHashMap::default),
+            scratch: BlockRecord::default(),
+            written: 0,
+        }
+    }
+
+    pub fn write(&mut self, r: &BlockRecord) -> io::Result<()> {
+        self.written += 1;
+        match &mut self.remap {
+            None => write_mooncake_line(&mut self.w, r),
+            Some(map) => {
+                self.scratch.arrival_ns = r.arrival_ns;
+                self.scratch.input_tokens = r.input_tokens;
+                self.scratch.output_tokens = r.output_tokens;
+                self.scratch.block_hashes.clear();
+                for h in &r.block_hashes {
+                    let next = map.len() as u64;
+                    self.scratch
+                        .block_hashes
+                        .push(*map.entry(*h).or_insert(next));
+                }
+                write_mooncake_line(&mut self.w, &self.scratch)
+            }
+        }
+    }
+
+    /// Flush and return the writer and how many records were written.
+    pub fn finish(mut self) -> io::Result<(W, u64)> {
+        self.w.flush()?;
+        Ok((self.w, self.written))
+    }
 }
 
 #[cfg(test)]
