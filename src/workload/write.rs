@@ -135,4 +135,26 @@ mod tests {
                 .starts_with("{\"timestamp\": 3, ")
         );
     }
+
+    #[test]
+    fn remapped_ids_count_from_zero_in_first_appearance_order() {
+        let rec = |ids: Vec<u64>| BlockRecord {
+            input_tokens: 16 * ids.len() as u32,
+            block_hashes: ids,
+            ..BlockRecord::default()
+        };
+        let mut w = MooncakeWriter::new(Vec::new(), true);
+        w.write(&rec(vec![900, 77])).unwrap();
+        w.write(&rec(vec![900, 5, 6])).unwrap();
+        let (out, n) = w.finish().unwrap();
+        assert_eq!(n, 2);
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].ends_with("\"hash_ids\": [0, 1]}"), "{}", lines[0]);
+        assert!(
+            lines[1].ends_with("\"hash_ids\": [0, 2, 3]}"),
+            "{}",
+            lines[1]
+        );
+    }
 }
