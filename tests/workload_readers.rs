@@ -70,6 +70,7 @@ fn mooncake_bad_rows_name_their_line() {
     let e = first_err(&p, Some(TraceFormat::Mooncake), 512);
     assert_eq!(e.line, Some(2), "{e}");
     assert!(e.source.ends_with("a.jsonl"));
+    assert!(e.message.starts_with("truncated line"), "{e}");
     // wrong type
     let p = file(
         &d,
@@ -81,6 +82,7 @@ fn mooncake_bad_rows_name_their_line() {
     let e = first_err(&p, Some(TraceFormat::Mooncake), 512);
     assert_eq!(e.line, Some(3));
     assert!(e.message.contains("invalid type"), "{e}");
+    assert_eq!(e.field.as_deref(), Some("input_length"));
     // unknown field, named
     let p = file(
         &d,

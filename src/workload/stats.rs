@@ -43,6 +43,37 @@ pub struct TraceStats {
     pub out_of_order_requests: u64,
 }
 
+impl TraceStats {
+    /// A short human-readable summary that states each definition next to its figure.
+    pub fn to_text(&self) -> String {
+        let pct = |x: f64| format!("{:.2} %", 100.0 * x);
+        format!(
+            "requests                 {}\n\
+             time span                {:.3} s (first to last arrival)\n\
+             input tokens             {} (mean {:.1}, max {})\n\
+             output tokens            {} (mean {:.1})\n\
+             page references          {} ({}-token pages, whole pages of each prompt)\n\
+             distinct pages           {}\n\
+             hit ceiling, pages       {} (1 - distinct/references: infinite cache, cold start)\n\
+             hit ceiling, tokens      {} (tokens of repeated pages / all input tokens)\n\
+             out-of-order requests    {}\n",
+            self.requests,
+            self.time_span_ns as f64 / 1e9,
+            self.input_tokens,
+            self.mean_input_tokens,
+            self.max_input_tokens,
+            self.output_tokens,
+            self.mean_output_tokens,
+            self.pages,
+            self.unit_tokens,
+            self.distinct_pages,
+            pct(self.infinite_capacity_hit_ceiling),
+            pct(self.infinite_capacity_token_hit_ceiling),
+            self.out_of_order_requests,
+        )
+    }
+}
+
 /// Accumulates [`TraceStats`] one request at a time.
 #[derive(Debug, Clone)]
 pub struct StatsBuilder {
@@ -190,6 +221,9 @@ mod tests {
         assert_eq!(s.infinite_capacity_token_hit_ceiling, 8.0 / 18.0);
         assert_eq!(s.time_span_ns, 5);
         assert_eq!(s.out_of_order_requests, 1);
+        let t = s.to_text();
+        assert!(t.contains("hit ceiling, pages       40.00 %"), "{t}");
+        assert!(t.contains("hit ceiling, tokens      44.44 %"), "{t}");
     }
 
     #[test]

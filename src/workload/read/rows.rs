@@ -33,22 +33,48 @@ pub(crate) fn to_ns(n: &serde_json::Number, unit_ns: u64, field: &str) -> Result
     }
 }
 
-/// Split serde_json's "… at line 1 column 17" into the message and a column, and
-/// guess the field from "unknown field `x`" / "missing field `x`" messages.
-pub(crate) fn json_row_error(e: &serde_json::Error) -> RowError {
+/// serde_json's error as a row error: "… at line 1 column 17" becomes "(column 17)",
+/// a cut-off line is called truncated, and the field is named — from "unknown field
+/// `x`" / "missing field `x`", or else the last `"key":` before the error's column
+/// (the rows are flat objects).
+pub(crate) fn json_row_error_in(line: &str, e: &serde_json::Error) -> RowError {
     let full = e.to_string();
-    let msg = match full.rfind(" at line ") {
-        Some(i) => format!("{} (column {})", &full[..i], e.column()),
-        None => full.clone(),
+    let base = match full.rfind(" at line ") {
+        Some(i) => &full[..i],
+        None => full.as_str(),
     };
-    let field = ["unknown field `", "missing field `"]
+    let msg = if e.is_eof() {
+        format!("truncated line: {base}")
+    } else {
+        format!("{base} (column {})", e.column())
+    };
+    let named = ["unknown field `", "missing field `"]
         .iter()
         .find_map(|pfx| {
             let i = full.find(pfx)? + pfx.len();
             let j = full[i..].find('`')?;
             Some(full[i..i + j].to_string())
         });
+    let field = named.or_else(|| {
+        if e.line() != 1 || e.is_eof() {
+            return None;
+        }
+        let upto = line.get(..e.column().min(line.len()))?;
+        let colon = upto.rfind("\":")?;
+        let start = upto[..colon].rfind('"')? + 1;
+        Some(upto[start..colon].to_string())
+    });
     (field, msg)
+}
+
+/// For whole documents (kv-cache-tester): only the named-field forms.
+pub(crate) fn json_row_error(e: &serde_json::Error) -> RowError {
+    json_row_error_in("", e)
+}
+
+/// One line without its line ending.
+fn body(line: &str) -> &str {
+    line.trim_end_matches(['\r', '\n'])
 }
 
 /// Mooncake JSONL (`FAST25-release/traces/*.jsonl`): `timestamp` in ms,
@@ -70,7 +96,8 @@ struct MooncakeRow {
 }
 
 pub(crate) fn mooncake(line: &str, rec: &mut BlockRecord) -> Result<(), RowError> {
-    let r: MooncakeRow = serde_json::from_str(line).map_err(|e| json_row_error(&e))?;
+    let line = body(line);
+    let r: MooncakeRow = serde_json::from_str(line).map_err(|e| json_row_error_in(line, &e))?;
     rec.arrival_ns = to_ns(&r.timestamp, NS_PER_MS, "timestamp")?;
     rec.input_tokens = r.input_length;
     rec.output_tokens = r.output_length;
@@ -101,7 +128,8 @@ struct BailianRow {
 }
 
 pub(crate) fn bailian(line: &str, rec: &mut BlockRecord) -> Result<(), RowError> {
-    let r: BailianRow = serde_json::from_str(line).map_err(|e| json_row_error(&e))?;
+    let line = body(line);
+    let r: BailianRow = serde_json::from_str(line).map_err(|e| json_row_error_in(line, &e))?;
     rec.arrival_ns = to_ns(&r.timestamp, NS_PER_S, "timestamp")?;
     rec.input_tokens = r.input_length;
     rec.output_tokens = r.output_length;
