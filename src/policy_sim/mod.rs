@@ -196,7 +196,7 @@ pub fn run(
         sim.process_request(&records[r].hash_ids, false)?;
         let index = i + 1;
         if cfg.sanity_check_interval > 0
-            && (index as u64 % cfg.sanity_check_interval == 0 || index == total)
+            && ((index as u64).is_multiple_of(cfg.sanity_check_interval) || index == total)
         {
             sim.sanity_check()?;
         }

@@ -69,7 +69,7 @@ impl Reblocker {
                 page: page_size,
             });
         }
-        if block_size % page_size != 0 && page_size % block_size != 0 {
+        if !block_size.is_multiple_of(page_size) && !page_size.is_multiple_of(block_size) {
             return Err(ReblockError::Incompatible {
                 block: block_size,
                 page: page_size,

@@ -140,7 +140,7 @@ pub struct BlockRecord {
 }
 
 /// How to open a trace.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TraceOptions {
     /// `None`: [`TraceFormat::detect`].
     pub format: Option<TraceFormat>,
@@ -148,16 +148,6 @@ pub struct TraceOptions {
     pub block_size: Option<u32>,
     /// A timestamp going backwards is an error at its line.
     pub require_monotonic: bool,
-}
-
-impl Default for TraceOptions {
-    fn default() -> Self {
-        TraceOptions {
-            format: None,
-            block_size: None,
-            require_monotonic: false,
-        }
-    }
 }
 
 enum Source {
@@ -352,21 +342,21 @@ impl RecordReader {
         rec.line = self.line_no;
         rec.index = self.index;
         self.index += 1;
-        if let Some(last) = self.last_arrival {
-            if rec.arrival_ns < last {
-                if self.first_out_of_order.is_none() {
-                    self.first_out_of_order = Some(rec.line);
-                }
-                if self.require_monotonic {
-                    return Err(self.err(
-                        rec.line,
-                        Some("timestamp".into()),
-                        format!(
-                            "timestamp goes backwards ({} ns after {} ns); the trace must be sorted by time",
-                            rec.arrival_ns, last
-                        ),
-                    ));
-                }
+        if let Some(last) = self.last_arrival
+            && rec.arrival_ns < last
+        {
+            if self.first_out_of_order.is_none() {
+                self.first_out_of_order = Some(rec.line);
+            }
+            if self.require_monotonic {
+                return Err(self.err(
+                    rec.line,
+                    Some("timestamp".into()),
+                    format!(
+                        "timestamp goes backwards ({} ns after {} ns); the trace must be sorted by time",
+                        rec.arrival_ns, last
+                    ),
+                ));
             }
         }
         self.last_arrival = Some(
