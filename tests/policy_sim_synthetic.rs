@@ -47,3 +47,14 @@ fn synthetic_l1_6000_l2_12000_matches_the_python_tool() {
 fn synthetic_l1_6000_l2_3000_matches_the_python_tool() {
     check(6000, 3000, PY_L1_6000_L2_3000);
 }
+
+#[test]
+fn records_from_the_workload_reader_equal_the_tools_loader() {
+    use hicache_sim::workload::{TraceOptions, read::RecordReader};
+    let p = Path::new("traces/synthetic_trace.jsonl");
+    let tool = policy_sim::load_trace_records(p, None).unwrap();
+    let ours =
+        policy_sim::records_from_blocks(RecordReader::open(p, &TraceOptions::default()).unwrap())
+            .unwrap();
+    assert_eq!(tool, ours);
+}

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::hash_id::HashId;
 use crate::error::InputError;
+use crate::workload::BlockRecord;
 
 /// `TraceRecord(timestamp, hash_ids, output_length)`.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +36,26 @@ impl TraceRecord {
             ids.iter().map(|&i| HashId::Int(i as i128)).collect(),
         )
     }
+}
+
+/// Records from any format the workload readers know (Mooncake, Bailian,
+/// kv-cache-tester, CSV): one page per trace hash id, as the tool counts them, and
+/// `timestamp` = arrival in milliseconds (for a Mooncake file, the tool's own values;
+/// the order, which is all the tool uses it for, is the same in every format).
+pub fn records_from_blocks<I, E>(records: I) -> Result<Vec<TraceRecord>, E>
+where
+    I: IntoIterator<Item = Result<BlockRecord, E>>,
+{
+    records
+        .into_iter()
+        .map(|r| {
+            r.map(|r| TraceRecord {
+                timestamp: r.arrival_ns as f64 / 1e6,
+                hash_ids: r.block_hashes.iter().map(|&h| HashId::from(h)).collect(),
+                output_length: Some(i64::from(r.output_tokens)),
+            })
+        })
+        .collect()
 }
 
 /// Read a trace the way the tool does, stopping after `max_requests` records.
