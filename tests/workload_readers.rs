@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use hicache_sim::error::InputError;
 use hicache_sim::workload::reblock::mix;
 use hicache_sim::workload::{
-    Request, TraceFormat, TraceOptions, block_stats, open_trace, open_trace_with,
+    Request, TraceFormat, TraceOptions, block_stats, collect_sorted, open_trace, open_trace_with,
     read::RecordReader, stats,
 };
 
@@ -151,6 +151,14 @@ fn out_of_order_timestamps_are_flagged_or_refused() {
         .unwrap_err();
     assert_eq!(e.line, Some(3));
     assert_eq!(e.field.as_deref(), Some("timestamp"));
+    // or sorted stably, ids renumbered to the sorted position
+    let sorted = collect_sorted(open_trace(&p, None, 512).unwrap()).unwrap();
+    let t: Vec<u64> = sorted.iter().map(|r| r.arrival_ns / 1_000_000).collect();
+    assert_eq!(t, vec![3, 5, 7, 9]);
+    assert_eq!(
+        sorted.iter().map(|r| r.id).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3]
+    );
 }
 
 #[test]

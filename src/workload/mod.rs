@@ -30,7 +30,8 @@ pub mod write;
 
 pub use generate::{GeneratorConfig, generate, generate_records};
 pub use read::{
-    BlockRecord, RecordReader, TraceFormat, TraceOptions, TraceReader, open_trace, open_trace_with,
+    BlockRecord, RecordReader, TraceFormat, TraceOptions, TraceReader, collect_sorted, open_trace,
+    open_trace_with,
 };
 pub use reblock::Reblocker;
 pub use stats::{StatsBuilder, TraceStats, block_stats, stats};

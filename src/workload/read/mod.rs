@@ -481,3 +481,19 @@ pub fn open_trace_with(
 ) -> Result<TraceReader, InputError> {
     TraceReader::new(RecordReader::open(path, opts)?, page_size)
 }
+
+/// Collect requests and sort them stably by arrival, renumbering `id` to the position in
+/// the sorted trace (what [`Request::id`] means). A file already in time order comes
+/// back unchanged. Holds the whole trace: for replays that need an ordered trace from
+/// a file that is not.
+pub fn collect_sorted<I, E>(requests: I) -> Result<Vec<Request>, E>
+where
+    I: IntoIterator<Item = Result<Request, E>>,
+{
+    let mut v: Vec<Request> = requests.into_iter().collect::<Result<_, _>>()?;
+    v.sort_by_key(|r| r.arrival_ns);
+    for (i, r) in v.iter_mut().enumerate() {
+        r.id = i as u64;
+    }
+    Ok(v)
+}
