@@ -88,7 +88,9 @@ pub enum SessionKind {
         think_time_s: f64,
     },
     /// Agentic tool loop: a long task context once, then `loops` requests, each
-    /// appending the previous answer (the tool call) and a short tool result.
+    /// appending the previous answer (the tool call) and a short tool result. The
+    /// context shared *across* sessions (tool definitions, a repository map) is the
+    /// system prompt: give the pool long prompts for that.
     Agentic {
         weight: f64,
         context_tokens: Range,

@@ -11,8 +11,8 @@
 //! Order: readers keep the file order and never sort. A timestamp earlier than the
 //! one before it is remembered ([`RecordReader::first_out_of_order`] gives its line);
 //! with [`TraceOptions::require_monotonic`] it is an error at that line instead, so a
-//! timing-on replay can refuse the trace. (SGLang's policy simulator sorts stably by
-//! timestamp; [`crate::policy_sim`] does that itself.) `Request::arrival_ns` is the
+//! timing-on replay can refuse the trace; or [`collect_sorted`] sorts it stably, as
+//! SGLang's policy simulator does (and [`crate::policy_sim`] does itself). `Request::arrival_ns` is the
 //! trace's own timestamp in nanoseconds (the traces' clocks start near zero);
 //! `Request::id` is the row's 0-based position in the file.
 
