@@ -428,15 +428,16 @@ impl HiRadixTree {
     }
 
     /// `_split_node`: the first `at` pages become a new parent of `child`. The new
-    /// node copies `lock_ref`, `hit_count`, `host_ref` and both values (which split).
+    /// node copies `lock_ref` (a count over the subtree, so it stays right) and
+    /// `hit_count`, and both values split. `host_ref` is not copied: host pins are per
+    /// node and are released on the node that was pinned (the lower part keeps its id).
     fn split_node(&mut self, child: NodeId, at: usize) -> NodeId {
         let c = &self.nodes[child as usize];
         let parent = c.parent;
-        let (on_dev, backed, lock_ref, host_ref, hit, prio) = (
+        let (on_dev, backed, lock_ref, hit, prio) = (
             c.on_device,
             c.backed_up,
             c.lock_ref,
-            c.host_ref,
             c.hit_count,
             c.priority,
         );
@@ -454,7 +455,6 @@ impl HiRadixTree {
             n.on_device = on_dev;
             n.backed_up = backed;
             n.lock_ref = lock_ref;
-            n.host_ref = host_ref;
             n.hit_count = hit;
             n.priority = prio;
             n.children.push(child);

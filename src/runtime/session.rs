@@ -3,7 +3,7 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::cache::{BackupRecord, HiRadixTree, HostMemoryMode, Storage, TreeConfig};
+use crate::cache::{HiRadixTree, HostMemoryMode, Storage, TreeConfig};
 
 use super::config::ReplayConfig;
 use super::metrics::{ReplayMetrics, TimelinePoint};
@@ -42,7 +42,6 @@ pub(crate) struct Session {
     /// `prefetch_tokens_occupied`.
     pub prefetch_occupied: u64,
     pub prefetch_limit: u64,
-    pub backups: Vec<BackupRecord>,
     pub timeline_stride: u64,
     pub device_hit_pages: u64,
     pub host_hit_pages: u64,
@@ -73,8 +72,13 @@ impl Session {
             m: ReplayMetrics::default(),
             ps: u64::from(cfg.page_size),
             prefetch_occupied: 0,
-            prefetch_limit: cfg.prefetch_capacity_limit_tokens(),
-            backups: Vec::new(),
+            // buffer_only budgets staging at 0.9 × host whatever rule was named.
+            prefetch_limit: if host_tier {
+                cfg.prefetch_capacity_limit_tokens()
+            } else {
+                crate::cache::PrefetchCapacityRule::BufferOnly
+                    .limit_tokens(cfg.l2_pages * u64::from(cfg.page_size), 0)
+            },
             timeline_stride: 1,
             device_hit_pages: 0,
             host_hit_pages: 0,
