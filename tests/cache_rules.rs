@@ -20,6 +20,9 @@ fn serve(t: &mut HiRadixTree, pages: &[u32]) -> (u64, u64) {
     let m = t.match_prefix(pages);
     t.inc_lock_ref(m.last_node);
     let loaded = t.load_back(&m);
+    if loaded == 0 {
+        t.stats.load_back_skipped_pages += m.host_pages;
+    }
     let on_dev = m.device_pages + loaded;
     let need = pages.len() as u64 - on_dev;
     assert!(

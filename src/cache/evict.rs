@@ -295,14 +295,15 @@ impl HiRadixTree {
     /// pages to the device, all or nothing. Skipped (returns 0) below
     /// `load_back_threshold` tokens or when the device cannot make room after `evict`.
     /// The host copies are kept (the nodes become device + host). The loaded nodes are
-    /// returned pinned through `m.last_node`'s lock, which the caller holds.
+    /// returned pinned through `m.last_node`'s lock, which the caller holds. Skips are
+    /// counted by the caller (`TreeStats::load_back_skipped_pages`) once the request is
+    /// admitted, so a retried admission does not count twice.
     pub fn load_back(&mut self, m: &MatchResult) -> u64 {
         let n = m.host_pages;
         if n == 0 {
             return 0;
         }
         if n * u64::from(self.cfg.page_size) < u64::from(self.cfg.load_back_threshold) {
-            self.stats.load_back_skipped_pages += n;
             return 0;
         }
         // `inc_lock_ref(ancestor)` + `protect_host` of the loaded nodes while allocating.
@@ -320,7 +321,6 @@ impl HiRadixTree {
         }
         self.dec_lock_ref(m.last_device_node);
         if !ok {
-            self.stats.load_back_skipped_pages += n;
             return 0;
         }
         self.device_used -= n;

@@ -358,6 +358,9 @@ impl<I: Iterator<Item = Request>> Sim<I> {
                 self.waiting.insert(j, w);
                 break;
             };
+            if loaded == 0 {
+                s.tree.stats.load_back_skipped_pages += m.host_pages;
+            }
             let fetched_hit = if loaded > 0 { fetched.min(loaded) } else { 0 };
             let h = Hits {
                 device: m.device_pages,

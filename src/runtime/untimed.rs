@@ -83,6 +83,9 @@ pub(crate) fn process(
     }
     s.tree.inc_lock_ref(m.last_node);
     let loaded = s.tree.load_back(&m);
+    if loaded == 0 {
+        s.tree.stats.load_back_skipped_pages += m.host_pages;
+    }
     let on_dev = m.device_pages + loaded;
     let want = pages.len() as u64;
     let need = want - on_dev;
