@@ -1,7 +1,7 @@
 //! Moving KV between tiers inside the tree: `write_backup`, `evict`, `evict_host`,
 //! `load_back` (`mem_cache/hiradix_cache.py`, V1 line numbers unless noted).
 
-use super::node::{NodeId, ROOT};
+use super::node::{NIL, NodeId, ROOT};
 use super::policy::{EvictHostRule, EvictVersion, WritePolicy};
 use super::tree::{BackupRecord, HiRadixTree, MatchResult};
 
@@ -23,7 +23,7 @@ impl HiRadixTree {
             return 0;
         }
         if self.host_free() < len {
-            self.evict_host(len, parent);
+            self.evict_host_protect(len, [parent, id]);
             if self.host_free() < len {
                 self.stats.failed_backups += 1;
                 return 0;
@@ -193,11 +193,13 @@ impl HiRadixTree {
             || !self.nodes[p as usize].on_device
             || self.nodes[p as usize].backed_up
             || self.boundary_backup(p, x) > 0;
+        // The backup of `p` may not take `x`'s own copy (protected), so `x` is still
+        // backed up here.
         if parent_ok {
             self.set_on_device(x, false);
             return len;
         }
-        if self.nodes[x as usize].n_backed_children == 0 {
+        if self.nodes[x as usize].n_backed_children == 0 && self.nodes[x as usize].host_ref == 0 {
             self.stats.host_evicted_pages += len;
             self.set_backed_up(x, false);
             return self.delete_unbacked_leaf(x);
@@ -219,7 +221,7 @@ impl HiRadixTree {
                 0
             };
         if self.host_free() < need {
-            self.evict_host(need, p);
+            self.evict_host_protect(need, [p, x]);
         }
         if self.host_free() >= need {
             if need_parent {
@@ -235,17 +237,31 @@ impl HiRadixTree {
     }
 
     /// A boundary-rule backup of `p` (protecting `x`): no parent constraint, no pin.
-    fn boundary_backup(&mut self, p: NodeId, _x: NodeId) -> u64 {
+    fn boundary_backup(&mut self, p: NodeId, x: NodeId) -> u64 {
+        let len = self.nodes[p as usize].len();
+        if self.host_free() < len {
+            self.evict_host_protect(len, [p, x]);
+            if self.host_free() < len {
+                self.stats.failed_backups += 1;
+                return 0;
+            }
+        }
         self.write_backup(p, true)
     }
 
     /// `evict_host(num_tokens)` (L1259, every version seen) in pages. Shipped rule: pops
     /// host leaves (evicted, unpinned, no backed-up child), frees their host copy and
     /// removes them from the tree; host copies of device-resident nodes are never
-    /// reclaimed. What-if rules per [`EvictHostRule`]. `protect` (a node whose child is
-    /// being backed up) is never reclaimed. Returns pages freed; 0 without a host tier
-    /// (buffer_only).
-    pub fn evict_host(&mut self, num: u64, protect: NodeId) -> u64 {
+    /// reclaimed. What-if rules per [`EvictHostRule`]. Returns pages freed; 0 without a
+    /// host tier (buffer_only).
+    pub fn evict_host(&mut self, num: u64) -> u64 {
+        self.evict_host_protect(num, [NIL, NIL])
+    }
+
+    /// [`evict_host`](Self::evict_host) that never reclaims the `protect` nodes (the
+    /// node being backed up and its parent, whose copies the what-if rules could
+    /// otherwise take).
+    pub(crate) fn evict_host_protect(&mut self, num: u64, protect: [NodeId; 2]) -> u64 {
         if !self.cfg.host_tier {
             return 0;
         }
@@ -255,7 +271,7 @@ impl HiRadixTree {
             let dup = self
                 .dup_leaves
                 .iter()
-                .find(|&&(_, id)| id != protect)
+                .find(|&&(_, id)| !protect.contains(&id))
                 .copied();
             let pick = match self.cfg.evict_host_rule {
                 EvictHostRule::EvictedOnly => host.map(|h| (h, false)),

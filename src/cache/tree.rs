@@ -403,6 +403,7 @@ impl HiRadixTree {
         debug_assert!(id != ROOT);
         let n = &self.nodes[id as usize];
         debug_assert!(!n.on_device && !n.backed_up && n.children.is_empty());
+        debug_assert!(n.host_ref == 0, "deleting host-pinned node {id}");
         let parent = n.parent;
         let first = n.pages[0];
         self.child_map.remove(&ckey(parent, first));
@@ -568,6 +569,10 @@ impl HiRadixTree {
         if id == ROOT {
             return;
         }
+        debug_assert!(
+            self.nodes[id as usize].alive,
+            "protect_host on dead node {id}"
+        );
         self.nodes[id as usize].host_ref += 1;
         self.refresh(id);
     }
@@ -730,7 +735,7 @@ impl HiRadixTree {
             return 0;
         }
         if self.host_free() < n {
-            self.evict_host(n, NIL);
+            self.evict_host(n);
         }
         let got = if self.host_free() >= n {
             n

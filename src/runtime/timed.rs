@@ -234,11 +234,13 @@ impl<I: Iterator<Item = Request>> Sim<I> {
             }
             (got, got * s.ps)
         } else {
+            // The anchor is pinned before the allocation's `evict_host` can take it.
+            s.tree.protect_host(m.last_node);
             let got = s.tree.reserve_host(hit, thr_pages);
             if got == 0 {
+                s.tree.release_host(m.last_node);
                 return None;
             }
-            s.tree.protect_host(m.last_node);
             (got, span_tokens)
         };
         s.prefetch_occupied += charged;

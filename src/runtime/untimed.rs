@@ -57,10 +57,15 @@ pub(crate) fn process(
                     let thr_pages = thr.div_ceil(s.ps);
                     match s.cfg.host_memory_mode {
                         HostMemoryMode::Cache => {
+                            // Pin the anchor so the allocation's evict_host keeps it.
+                            s.tree.protect_host(m.last_node);
                             let got = s.tree.reserve_host(hit, thr_pages);
                             if got > 0 {
                                 s.tree
                                     .insert_host_only(m.last_node, &span[..got as usize], got);
+                            }
+                            s.tree.release_host(m.last_node);
+                            if got > 0 {
                                 s.m.prefetch_bytes += s.bytes(got);
                                 fetched = got;
                                 m = s.tree.match_prefix(pages);
