@@ -311,3 +311,46 @@ fn default_plots_and_missing_columns() {
     assert!(e.to_string().contains("no column `outcome`"), "{e}");
     assert!(!d.join("nope.png").exists());
 }
+
+#[test]
+fn plot_command_redraws_from_a_csv() {
+    let (_keep, d) = out_dir();
+    let csv = d.join("results_for_cmd.csv");
+    std::fs::write(&csv, sweep_csv()).unwrap();
+    let out = d.join("cmd");
+    let infos = plot::plot_csv(&csv, None, None, None, &out).unwrap();
+    assert_eq!(infos.len(), 3);
+    assert!(out.join("outcome_map.svg").exists());
+    // --x ratio --group fraction swaps the axes of the default plots.
+    let infos = plot::plot_csv(&csv, Some(RATIO), None, Some(FRACTION), &out).unwrap();
+    assert!(infos[0].files[0].ends_with("hit_rate_vs_hicache_ratio.png"));
+    assert_eq!(
+        infos[0].panels[0].series[0].name,
+        "hicache_host_memory_fraction=0.5"
+    );
+    let infos = plot::plot_csv(
+        &csv,
+        None,
+        Some("hit_rate_total,hit_rate_host"),
+        Some(RATIO),
+        &out,
+    )
+    .unwrap();
+    assert!(
+        infos[0].files[1]
+            .ends_with("hit_rate_total+hit_rate_host_vs_hicache_host_memory_fraction.svg")
+    );
+    assert_eq!(
+        infos[0].panels[0].series[0].name,
+        "hit_rate_total | hicache_ratio=unset"
+    );
+    let e = plot::plot_csv(
+        &csv,
+        Some("server.nope"),
+        Some("hit_rate_total"),
+        None,
+        &out,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("no column `server.nope`"), "{e}");
+}

@@ -230,3 +230,38 @@ fn every_point_runs_exactly_once_across_threads() {
     sweep::run(&pts, &counting, &opts(d.path(), 2)).unwrap();
     assert_eq!(calls.load(Ordering::Relaxed), 48);
 }
+
+#[test]
+fn a_complete_sweep_draws_its_default_plots() {
+    let pts = points();
+    let d = tempfile::tempdir().unwrap();
+    let mut o = opts(d.path(), 2);
+    o.columns.push("hit_rate_total".into());
+    o.plots = true;
+    let with_total = |p: &Point| {
+        runner(p).map(|r| {
+            let h = r.get("hit_rate_host").unwrap().to_string();
+            r.with("hit_rate_total", h)
+        })
+    };
+    let s = sweep::run(&pts, &with_total, &o).unwrap();
+    let names: Vec<String> = s
+        .plots
+        .iter()
+        .map(|i| {
+            i.files[0]
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "hit_rate_vs_hicache_host_memory_fraction.png",
+            "outcome_map.png"
+        ]
+    );
+    assert!(d.path().join("outcome_map.svg").exists());
+}

@@ -181,3 +181,9 @@ pub fn merge(files: &[PathBuf]) -> Result<Vec<u8>, SweepError> {
     let recs: Vec<Vec<String>> = rows.into_iter().map(|r| r.1).collect();
     Ok(csv_bytes(&h, recs.iter()))
 }
+
+/// `hicache-sim merge OUT FILES…`: merge and write `out` (atomically).
+pub fn merge_to(files: &[PathBuf], out: &Path) -> Result<(), SweepError> {
+    let bytes = merge(files)?;
+    super::run::write_atomic(out, &bytes)
+}

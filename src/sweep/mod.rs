@@ -19,7 +19,7 @@ pub mod row;
 pub mod run;
 pub mod shard;
 
-pub use merge::merge;
+pub use merge::{merge, merge_to};
 pub use row::{Row, value_cell};
 pub use run::{RunOptions, Runner, SweepSummary, run};
 pub use shard::Shard;
@@ -50,6 +50,8 @@ pub enum SweepError {
     Pool(String),
     #[error(transparent)]
     Input(#[from] crate::error::InputError),
+    #[error(transparent)]
+    Plot(#[from] crate::report::plot::PlotError),
 }
 
 impl SweepError {

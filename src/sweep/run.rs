@@ -42,6 +42,9 @@ pub struct RunOptions {
     /// Compute at most this many points in this invocation, then stop as if interrupted
     /// (journal kept, no final CSV). For chunked runs and for tests.
     pub stop_after: Option<usize>,
+    /// Draw the default plots (`report::plot::default_plots`) next to the final CSV of a
+    /// complete, unsharded run (a merged run gets them from `hicache-sim plot`).
+    pub plots: bool,
 }
 
 impl RunOptions {
@@ -54,6 +57,7 @@ impl RunOptions {
             quiet: true,
             columns,
             stop_after: None,
+            plots: false,
         }
     }
 }
@@ -79,6 +83,8 @@ pub struct SweepSummary {
     /// Wall time of this invocation (for the points-per-second figure only; never in
     /// any output file).
     pub elapsed: std::time::Duration,
+    /// The plots drawn (with `RunOptions::plots`).
+    pub plots: Vec<crate::report::plot::PlotInfo>,
 }
 
 /// The CSV header of a sweep: `point`, the axis paths, `seed`, the runner's columns
@@ -266,9 +272,16 @@ pub fn run(
         .filter(|r| !r[header.len() - 1].is_empty())
         .count();
     let complete = rows.len() == owned.len();
+    let mut plots = Vec::new();
     let csv = if complete {
         let bytes = csv_bytes(&header, rows.iter().copied());
         write_atomic(&csv_path, &bytes)?;
+        if opts.plots && opts.shard.is_none() {
+            let table =
+                crate::report::plot::Table::from_csv(&bytes, &csv_path.display().to_string())?;
+            let axes = &header[1..1 + n_axes];
+            plots = crate::report::plot::default_plots(&table, axes, &opts.out_dir)?;
+        }
         Some(csv_path)
     } else {
         None
@@ -283,6 +296,7 @@ pub fn run(
         csv,
         journal: journal_path,
         elapsed: t0.elapsed(),
+        plots,
     })
 }
 

@@ -459,6 +459,13 @@ pub fn default_plots(
     } else {
         axes
     };
+    let (x, group) = pick_axes(t, axes);
+    plots_for(t, x.as_deref(), group.as_deref(), out_dir)
+}
+
+/// The x axis (the `…fraction` axis, else the first numeric one) and the group axis (the
+/// `…ratio` axis, else the next one) of the default plots.
+pub(crate) fn pick_axes(t: &Table, axes: &[String]) -> (Option<String>, Option<String>) {
     let numeric = |a: &String| {
         t.header
             .iter()
@@ -474,11 +481,21 @@ pub fn default_plots(
             .find(|a| *a != x && a.contains("ratio"))
             .or_else(|| axes.iter().find(|a| *a != x))
     });
+    (x.cloned(), group.cloned())
+}
+
+/// The default plots for a given x and group.
+pub(crate) fn plots_for(
+    t: &Table,
+    x: Option<&str>,
+    group: Option<&str>,
+    out_dir: &Path,
+) -> Result<Vec<PlotInfo>, PlotError> {
     let mut out = Vec::new();
     if let Some(x) = x {
         if TIERS.iter().any(|(c, _)| t.has(c)) {
             let stem = out_dir.join(format!("hit_rate_vs_{}", short(x)));
-            out.push(hit_rate_vs(t, x, group.map(String::as_str), &stem)?);
+            out.push(hit_rate_vs(t, x, group, &stem)?);
         }
         if let Some(g) = group
             && t.has("outcome")

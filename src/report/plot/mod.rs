@@ -97,3 +97,50 @@ impl PlotInfo {
             .collect()
     }
 }
+
+/// `hicache-sim plot RESULTS.csv [--x FIELD] [--y FIELD] [--group FIELD]`: with `y`, the
+/// generic [`plot_xy`] (x defaults to the first sweep axis; `y` may list columns separated
+/// by commas), written as `OUT_DIR/Y_vs_X.{png,svg}`; without, a timeline CSV (a `time_s`,
+/// `time_ms` or `time_ns` column) gets [`timeline`] and a sweep CSV its
+/// [`default_plots`] (`x`/`group` override the axes they pick).
+pub fn plot_csv(
+    csv: &std::path::Path,
+    x: Option<&str>,
+    y: Option<&str>,
+    group: Option<&str>,
+    out_dir: &std::path::Path,
+) -> Result<Vec<PlotInfo>, PlotError> {
+    let t = Table::read(csv)?;
+    let axes = sweep_axes(&t);
+    if let Some(y) = y {
+        let x = match x.or(axes.first().map(String::as_str)) {
+            Some(x) => x,
+            None => {
+                return Err(t
+                    .col("point")
+                    .err()
+                    .unwrap_or_else(|| t.col("--x").unwrap_err()));
+            }
+        };
+        let name = format!("{}_vs_{}", y.replace(',', "+"), short(x)).replace(['/', ' '], "_");
+        return Ok(vec![plot_xy(&t, x, y, group, &out_dir.join(name))?]);
+    }
+    if ["time_s", "time_ms", "time_ns"].iter().any(|c| t.has(c)) && axes.is_empty() {
+        return Ok(vec![timeline(&t, x, &out_dir.join("timeline"))?]);
+    }
+    let (hx, hg) = charts::pick_axes(&t, &axes);
+    let x = x.map(str::to_string).or(hx);
+    let group = group
+        .map(str::to_string)
+        .or(hg.filter(|g| Some(g.as_str()) != x.as_deref()));
+    let infos = charts::plots_for(&t, x.as_deref(), group.as_deref(), out_dir)?;
+    if infos.is_empty() {
+        return Err(PlotError::NoData {
+            file: t.source.clone(),
+            message: "nothing to plot: no hit_rate_*, outcome or budget_bytes/requested_bytes \
+                      columns; pass --x and --y"
+                .into(),
+        });
+    }
+    Ok(infos)
+}
