@@ -1,3 +1,4 @@
 //! Output: text tables and JSON for each command, and plots.
 
+pub mod plot;
 pub mod startup;
