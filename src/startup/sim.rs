@@ -129,8 +129,9 @@ struct RankState {
     pin_step_ns: Nanos,
     /// Bytes pinned so far (all pools), to free on exit.
     pinned: u64,
-    /// Booking allowance when pools book against one budget.
+    /// Booking allowance when pools book against one budget, and what it opened with.
     scope: Option<BudgetScope>,
+    scope_budget: i128,
     /// Host tokens per pool (same slot count for every pool of a rank).
     host_tokens: u64,
     /// Value this rank contributes to the world MIN all-reduce.
@@ -431,6 +432,7 @@ impl Sim<'_> {
                 let tokens = self.host_tokens(None);
                 let st = &mut self.ranks[r as usize];
                 st.scope = Some(BudgetScope::new(min_budget));
+                st.scope_budget = min_budget;
                 st.host_tokens = tokens;
             }
             HicacheSizing::AutoHicache { .. } if min_ratio < sizing::AUTO_HICACHE_MIN_RATIO => {
@@ -451,6 +453,7 @@ impl Sim<'_> {
                 self.results[r as usize].fitted_ratio = Some(min_ratio);
                 let st = &mut self.ranks[r as usize];
                 st.scope = Some(BudgetScope::new(st.reduce_budget));
+                st.scope_budget = st.reduce_budget;
                 st.host_tokens = tokens;
             }
         }
@@ -520,12 +523,44 @@ impl Sim<'_> {
             .as_mut()
             .expect("booking path has a scope");
         let allowance = scope.remaining();
-        match scope.book(requested) {
+        let booked = scope.book(requested);
+        let remaining = scope.remaining();
+        // The rank's figures on this path are the whole booking: the budget the scope
+        // opened with, everything requested so far, and what is left.
+        let budget = self.ranks[r as usize].scope_budget;
+        let res = &mut self.results[r as usize];
+        let total = res.pools.iter().map(|p| p.requested_bytes).sum::<u64>() + requested;
+        match booked {
             Ok(()) => {
-                self.record_pool(r, pool, tokens, requested, allowance);
+                res.pools.push(PoolResult {
+                    name: self.plan.pools[pool].name,
+                    tokens,
+                    requested_bytes: requested,
+                    budget_bytes: allowance,
+                });
+                res.budget_bytes = Some(budget);
+                res.requested_bytes = Some(total);
+                res.margin_bytes = Some(remaining);
                 self.start_pin(r, requested);
             }
-            Err(_) => self.check_and_pin(r, pool, tokens, requested, allowance),
+            Err(_) => {
+                // SGLang's message names this pool against the allowance left.
+                res.pools.push(PoolResult {
+                    name: self.plan.pools[pool].name,
+                    tokens,
+                    requested_bytes: requested,
+                    budget_bytes: allowance,
+                });
+                res.budget_bytes = Some(budget);
+                res.requested_bytes = Some(total);
+                res.margin_bytes = Some(budget - total as i128);
+                res.message = Some(sizing::refusal_message_for(
+                    self.plan.pools[pool].name,
+                    requested,
+                    allowance,
+                ));
+                self.exit(r, Outcome::Refused);
+            }
         }
     }
 
