@@ -7,11 +7,13 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::error::InputError;
 
+mod replay_cmd;
 pub mod startup_cmd;
 pub mod sweep_cmd;
 mod trace_cmd;
 mod versions_cmd;
 
+pub use replay_cmd::replay;
 pub use startup_cmd::startup;
 pub use sweep_cmd::{merge, plot, sweep};
 pub use trace_cmd::trace;
@@ -208,8 +210,4 @@ pub struct TraceStatsArgs {
     pub block_size: Option<u32>,
     #[arg(long = "output-format", value_enum, default_value_t = OutputFormat::Text)]
     pub output_format: OutputFormat,
-}
-
-pub fn replay(_a: ReplayArgs) -> CmdResult {
-    Err(CommandError::Other("replay: not wired yet".into()))
 }

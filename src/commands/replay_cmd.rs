@@ -1,0 +1,404 @@
+//! `hicache-sim replay`: a trace through the tiers, from a scenario (pools from its
+//! start-up) or from flags alone (a trace and two capacities are enough).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::{CmdResult, CommandError, OutputFormat, ReplayArgs};
+use crate::error::InputError;
+use crate::pipeline::{self, Engine, RuntimeSection};
+use crate::policy_sim::{self, PolicySimConfig, SimPolicy};
+use crate::runtime::{ReplayConfig, ReplayMetrics, definitions};
+use crate::startup::{self, StartupPlan};
+use crate::workload::read::{RecordReader, TraceFormat, TraceOptions};
+
+/// The `runtime.replay` overrides the flags make.
+fn flag_overrides(a: &ReplayArgs) -> Result<Map<String, Value>, InputError> {
+    let mut m = Map::new();
+    let mut put = |k: &str, v: Value| {
+        m.insert(k.to_string(), v);
+    };
+    if let Some(p) = a.page_size {
+        put("page_size", p.into());
+    }
+    if let Some(p) = a.l1_pages {
+        put("l1_pages", p.into());
+    }
+    if let Some(p) = a.l2_pages {
+        put("l2_pages", p.into());
+    }
+    match a.l3_pages.as_deref() {
+        None => {}
+        Some("unbounded") => put("l3_unbounded", true.into()),
+        Some(n) => {
+            let n: u64 = n.parse().map_err(|_| {
+                InputError::new(
+                    "--l3-pages",
+                    format!("expected a page count or `unbounded`, got `{n}`"),
+                )
+            })?;
+            put("l3_pages", n.into());
+        }
+    }
+    if let Some(w) = a.write_policy.as_deref().filter(|w| *w != "boundary_l1_l2") {
+        put("write_policy", w.into());
+    }
+    if let Some(e) = &a.eviction_policy {
+        put("eviction_policy", e.as_str().into());
+    }
+    if let Some(t) = &a.timing {
+        put("timing", t.as_str().into());
+    }
+    if let Some(w) = a.warmup {
+        put("warmup_requests", w.into());
+    }
+    if a.timeline.is_some() {
+        put("timeline_samples", 200.into());
+    }
+    Ok(m)
+}
+
+pub fn replay(a: ReplayArgs) -> CmdResult {
+    let mut overrides = Map::new();
+    let (mut section, base_cfg): (RuntimeSection, Option<(ReplayConfig, String)>) = match &a
+        .scenario
+    {
+        Some(path) => {
+            let s = super::startup_cmd::load_scenario(path, &a.sets, None)?;
+            let plan = super::startup_cmd::plan_for(&s)?;
+            let section = s.runtime.clone().unwrap_or_default();
+            let mc = startup::run(&plan, s.seed, 1);
+            let host = pipeline::host_pool_tokens(&mc);
+            let note = match host {
+                Some(t) => format!(
+                    "pools from the start-up of {path}: device {} tokens, host {t} tokens",
+                    plan.device_tokens
+                ),
+                None => format!(
+                    "the start-up of {path} did not give every rank a host pool (refused, killed or HiCache off): replaying with L2 = 0"
+                ),
+            };
+            overrides.extend(section.replay.clone());
+            (section, Some((derive(&s, &plan, host, &Map::new())?, note)))
+        }
+        None => (RuntimeSection::default(), None),
+    };
+    overrides.extend(flag_overrides(&a)?);
+    if let Some(t) = &a.trace {
+        section.trace = Some(t.clone());
+    }
+    if let Some(f) = &a.trace_format {
+        section.trace_format = Some(f.clone());
+    }
+    if let Some(b) = a.block_size {
+        section.block_size = Some(b);
+    }
+    let engine = match a.engine.as_deref() {
+        None if a.write_policy.as_deref() == Some("boundary_l1_l2") => Engine::PolicySimulator,
+        None => section.engine,
+        Some("hiradix") => Engine::Hiradix,
+        Some("policy-simulator") => Engine::PolicySimulator,
+        Some(e) => {
+            return Err(InputError::new(
+                "--engine",
+                format!("unknown engine `{e}`: expected hiradix or policy-simulator"),
+            )
+            .into());
+        }
+    };
+    if engine == Engine::PolicySimulator {
+        return policy_simulator(&a, &section, &overrides, base_cfg.map(|(c, _)| c));
+    }
+    let (cfg, note) = match base_cfg {
+        Some((c, note)) => (apply(c, &overrides)?, Some(note)),
+        None => (apply(ReplayConfig::default(), &overrides)?, None),
+    };
+    let m = pipeline::run_replay(&section, &cfg)?;
+    if let Some(path) = &a.timeline {
+        write_timeline(&m, path)?;
+    }
+    match a.format {
+        OutputFormat::Json => {
+            let v = serde_json::json!({ "config": cfg, "trace": section.trace, "metrics": m, "definitions": definitions() });
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&v).map_err(|e| CommandError::Other(e.to_string()))?
+            );
+        }
+        OutputFormat::Text => print!("{}", render(&cfg, &section, &m, note.as_deref())),
+    }
+    Ok(0)
+}
+
+fn derive(
+    s: &crate::scenario::Scenario,
+    plan: &StartupPlan,
+    host: Option<u64>,
+    o: &Map<String, Value>,
+) -> Result<ReplayConfig, InputError> {
+    pipeline::replay_config(s, plan, host, o)
+        .map_err(|m| InputError::new(&s.source, m).field("runtime.replay"))
+}
+
+/// `cfg` with `overrides` applied field by field (unknown fields are errors).
+fn apply(cfg: ReplayConfig, overrides: &Map<String, Value>) -> Result<ReplayConfig, InputError> {
+    let mut v = serde_json::to_value(&cfg).expect("config serializes");
+    let o = v.as_object_mut().expect("a map");
+    for (k, val) in overrides {
+        if !o.contains_key(k) {
+            let hint = crate::error::nearest(k, o.keys().map(String::as_str))
+                .map(|n| format!(" (did you mean `{n}`?)"))
+                .unwrap_or_default();
+            return Err(
+                InputError::new("runtime.replay", format!("unknown key `{k}`{hint}"))
+                    .field(format!("runtime.replay.{k}")),
+            );
+        }
+        let val = match (k.as_str(), val) {
+            ("timing", Value::Bool(b)) => Value::String(if *b { "on" } else { "off" }.into()),
+            _ => val.clone(),
+        };
+        o.insert(k.clone(), val);
+    }
+    let cfg: ReplayConfig = serde_path_to_error::deserialize(v).map_err(|e| {
+        let f = format!("runtime.replay.{}", e.path());
+        InputError::new("runtime.replay", e.into_inner().to_string()).field(f)
+    })?;
+    cfg.validate()
+        .map_err(|e| InputError::new("runtime.replay", e.to_string()))?;
+    Ok(cfg)
+}
+
+/// The exact port of SGLang's `benchmark/hicache/hicache_policy_simulator.py`: one page
+/// per trace block, L1/L2 page capacities, `main_write_through` or `boundary_l1_l2`.
+fn policy_simulator(
+    a: &ReplayArgs,
+    section: &RuntimeSection,
+    o: &Map<String, Value>,
+    base: Option<ReplayConfig>,
+) -> CmdResult {
+    let trace = section
+        .trace
+        .as_deref()
+        .ok_or_else(|| InputError::new("--trace", "the policy simulator needs a trace"))?;
+    let base = base.unwrap_or_default();
+    let get = |k: &str, d: u64| o.get(k).and_then(Value::as_u64).unwrap_or(d);
+    let l1 = get("l1_pages", base.l1_pages);
+    let l2 = get("l2_pages", base.l2_pages);
+    let policy = match a.write_policy.as_deref().unwrap_or("write_through") {
+        "write_through" => SimPolicy::MainWriteThrough,
+        "boundary_l1_l2" => SimPolicy::BoundaryL1L2,
+        w => {
+            return Err(InputError::new("--write-policy", format!("the policy simulator models `write_through` (its main_write_through) and `boundary_l1_l2`, not `{w}`")).into());
+        }
+    };
+    let format = section
+        .trace_format
+        .as_deref()
+        .map(|f| {
+            TraceFormat::from_id(f)
+                .ok_or_else(|| InputError::new(trace, format!("unknown trace format `{f}`")))
+        })
+        .transpose()?;
+    let opts = TraceOptions {
+        format,
+        block_size: section.block_size,
+        require_monotonic: false,
+    };
+    if let (Some(p), Some(b)) = (a.page_size, section.block_size)
+        && p != b
+    {
+        return Err(InputError::new(
+            "--page-size",
+            format!("the policy simulator's page is one trace block ({b} tokens), not {p}"),
+        )
+        .into());
+    }
+    let reader = RecordReader::open(Path::new(trace), &opts)?;
+    let records = policy_sim::records_from_blocks(reader)?;
+    let cfg = PolicySimConfig::new(policy, l1, l2);
+    let rep = policy_sim::run(&cfg, &records).map_err(|e| InputError::new(trace, e.to_string()))?;
+    match a.format {
+        OutputFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&rep).map_err(|e| CommandError::Other(e.to_string()))?
+        ),
+        OutputFormat::Text => {
+            println!(
+                "engine: policy-simulator (exact port of SGLang benchmark/hicache/hicache_policy_simulator.py; page = one trace block; page-counted hit rates)"
+            );
+            println!("trace: {trace}; L1 {l1} pages, L2 {l2} pages");
+            print!("{}", policy_sim::format_summary(std::slice::from_ref(&rep)));
+        }
+    }
+    Ok(0)
+}
+
+fn pct(x: f64) -> String {
+    format!("{:6.2} %", 100.0 * x)
+}
+
+fn render(
+    cfg: &ReplayConfig,
+    section: &RuntimeSection,
+    m: &ReplayMetrics,
+    note: Option<&str>,
+) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "hicache-sim replay: {}",
+        section.trace.as_deref().unwrap_or("-")
+    );
+    if let Some(n) = note {
+        let _ = writeln!(o, "{n}");
+    }
+    let _ = writeln!(
+        o,
+        "engine hiradix; page {} tokens; L1 {} pages, L2 {} pages, L3 {}; write policy {}; eviction {}; timing {}",
+        cfg.page_size,
+        cfg.l1_pages,
+        cfg.l2_pages,
+        if cfg.l3_unbounded {
+            "unbounded".to_string()
+        } else {
+            cfg.l3_pages
+                .map(|p| format!("{p} pages"))
+                .unwrap_or_else(|| "none".into())
+        },
+        serde_json::to_value(cfg.write_policy)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+        serde_json::to_value(cfg.eviction_policy)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+        serde_json::to_value(cfg.timing)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+    );
+    let _ = writeln!(
+        o,
+        "requests {} (measured {}), input tokens {}, whole pages {}",
+        m.requests, m.measured_requests, m.input_tokens, m.input_pages
+    );
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "{:<8} {:>14} {:>10} {:>14}",
+        "tier", "hit tokens", "hit_rate", "page_hit_rate"
+    );
+    for (t, tok, r, pr) in [
+        (
+            "device",
+            m.device_hit_tokens,
+            m.device_hit_rate,
+            m.device_page_hit_rate,
+        ),
+        (
+            "host",
+            m.host_hit_tokens,
+            m.host_hit_rate,
+            m.host_page_hit_rate,
+        ),
+        (
+            "storage",
+            m.storage_hit_tokens,
+            m.storage_hit_rate,
+            m.storage_page_hit_rate,
+        ),
+        (
+            "miss",
+            m.miss_tokens,
+            1.0 - m.total_hit_rate,
+            1.0 - m.total_page_hit_rate,
+        ),
+        (
+            "total",
+            m.total_hit_tokens,
+            m.total_hit_rate,
+            m.total_page_hit_rate,
+        ),
+    ] {
+        let _ = writeln!(o, "{t:<8} {tok:>14} {:>10} {:>14}", pct(r), pct(pr));
+    }
+    let _ = writeln!(o);
+    let gb = |b: u64| format!("{:.2} GB", b as f64 / 1e9);
+    let _ = writeln!(
+        o,
+        "traffic: load-back {}, backup {}, prefetch {}, L3 writes {}",
+        gb(m.load_back_bytes),
+        gb(m.backup_bytes),
+        gb(m.prefetch_bytes),
+        gb(m.l3_write_bytes)
+    );
+    let _ = writeln!(
+        o,
+        "evictions: device {} pages, host {} pages, storage {} pages; failed backups {}; tokens dropped without backup {}",
+        m.device_evicted_pages,
+        m.host_evicted_pages,
+        m.storage_evicted_pages,
+        m.failed_backups,
+        m.tokens_dropped_without_backup
+    );
+    let _ = writeln!(
+        o,
+        "host occupancy: final {} pages backing device-resident nodes + {} host-only; peak {}",
+        m.final_host_device_resident_pages, m.final_host_only_pages, m.peak_host_pages
+    );
+    if let (Some(p50), Some(p90), Some(p99)) = (m.ttft_p50_s, m.ttft_p90_s, m.ttft_p99_s) {
+        let _ = writeln!(
+            o,
+            "TTFT: p50 {p50:.3} s, p90 {p90:.3} s, p99 {p99:.3} s; makespan {:.1} s",
+            m.makespan_s.unwrap_or(0.0)
+        );
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "Definitions: {}", definitions());
+    o
+}
+
+/// The timeline as CSV (one row per sample) and its plot next to it.
+fn write_timeline(m: &ReplayMetrics, path: &str) -> Result<(), CommandError> {
+    let mut w =
+        csv::Writer::from_path(path).map_err(|e| CommandError::Other(format!("{path}: {e}")))?;
+    w.write_record([
+        "request_index",
+        "time_s",
+        "device_pages",
+        "host_device_resident_pages",
+        "host_only_pages",
+        "hit_rate_device",
+        "hit_rate_host",
+        "hit_rate_storage",
+        "hit_rate_total",
+    ])
+    .map_err(|e| CommandError::Other(e.to_string()))?;
+    for p in &m.timeline {
+        w.write_record([
+            p.request_index.to_string(),
+            format!("{:.6}", p.time_ns as f64 / 1e9),
+            p.device_pages.to_string(),
+            p.host_device_resident_pages.to_string(),
+            p.host_only_pages.to_string(),
+            format!("{:.6}", p.device_hit_rate),
+            format!("{:.6}", p.host_hit_rate),
+            format!("{:.6}", p.storage_hit_rate),
+            format!("{:.6}", p.total_hit_rate),
+        ])
+        .map_err(|e| CommandError::Other(e.to_string()))?;
+    }
+    w.flush()?;
+    let csv_path = Path::new(path);
+    let dir = csv_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    crate::report::plot::plot_csv(csv_path, None, None, None, dir)
+        .map_err(|e| CommandError::Other(e.to_string()))?;
+    Ok(())
+}
