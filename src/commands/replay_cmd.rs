@@ -117,7 +117,7 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
     };
     let m = pipeline::run_replay(&section, &cfg)?;
     if let Some(path) = &a.timeline {
-        write_timeline(&m, path)?;
+        write_timeline(&m, path, cfg.timing == crate::runtime::Timing::Off)?;
     }
     match a.format {
         OutputFormat::Json => {
@@ -363,7 +363,7 @@ fn render(
 }
 
 /// The timeline as CSV (one row per sample) and its plot next to it.
-fn write_timeline(m: &ReplayMetrics, path: &str) -> Result<(), CommandError> {
+fn write_timeline(m: &ReplayMetrics, path: &str, untimed: bool) -> Result<(), CommandError> {
     let mut w =
         csv::Writer::from_path(path).map_err(|e| CommandError::Other(format!("{path}: {e}")))?;
     w.write_record([
@@ -398,7 +398,9 @@ fn write_timeline(m: &ReplayMetrics, path: &str) -> Result<(), CommandError> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    crate::report::plot::plot_csv(csv_path, None, None, None, dir)
+    // Without timing every sample is at t = 0: plot against the request index.
+    let x = untimed.then_some("request_index");
+    crate::report::plot::plot_csv(csv_path, x, None, None, dir)
         .map_err(|e| CommandError::Other(e.to_string()))?;
     Ok(())
 }
