@@ -127,13 +127,9 @@ proptest! {
             evict_host_rule: HOST_RULE[r], debug_checks: true, ..TreeConfig::default()
         });
         let reqs = trace(&sp, 1);
-        let mut ids = rustc_hash::FxHashMap::default();
         let mut pages_of = Vec::new();
         for q in &reqs {
-            let p: Vec<u32> = q.page_hashes.iter().map(|h| {
-                let n = ids.len() as u32;
-                *ids.entry(*h).or_insert(n)
-            }).collect();
+            let p: Vec<u64> = q.page_hashes.clone();
             let m = t.match_prefix(&p);
             t.inc_lock_ref(m.last_node);
             let loaded = t.load_back(&m);

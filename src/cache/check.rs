@@ -35,10 +35,8 @@ impl HiRadixTree {
                 if cn.parent != id {
                     return Err(format!("node {c} parent {} != {id}", cn.parent));
                 }
-                if self
-                    .child_map
-                    .get(&((u64::from(id) << 32) | u64::from(cn.pages[0])))
-                    != Some(&c)
+                if self.child_map.get(&(id, cn.pages[0])) != Some(&c)
+                    || n.children.get(cn.pos_in_parent as usize) != Some(&c)
                 {
                     return Err(format!("child map misses {c}"));
                 }

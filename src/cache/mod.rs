@@ -12,7 +12,7 @@ mod policy;
 pub mod storage;
 mod tree;
 
-pub use node::{Node, NodeId, PrioKey, ROOT};
+pub use node::{Node, NodeId, PageKey, PrioKey, ROOT};
 pub use page_lru::PageLru;
 pub use policy::{
     DeviceEvictAmount, EvictHostRule, EvictVersion, EvictionPolicy, HostMemoryMode, LruMode,

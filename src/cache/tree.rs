@@ -3,8 +3,8 @@
 //! Mirrors `mem_cache/radix_cache.py` (TreeNode, `_split_node`, `inc_lock_ref`,
 //! `dec_lock_ref`, `_update_leaf_status`) and `mem_cache/hiradix_cache.py` (V1,
 //! upstream 2026-07-20: `match_prefix` L1613, `_insert_helper` L1787,
-//! `_update_host_leaf_status` L1100). Keys are interned page ids (dense `u32`), one
-//! per page; a node holds a run of pages. Device and host values are flags: the tree
+//! `_update_host_leaf_status` L1100). Keys are the trace's chained page hashes (`u64`),
+//! one per page, used directly: a lookup costs one hash probe per node, not per page; a node holds a run of pages. Device and host values are flags: the tree
 //! counts pages, it does not hand out slot indices.
 //!
 //! Known deviations (documented, deliberate):
@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 
 use rustc_hash::FxHashMap;
 
-use super::node::{NIL, Node, NodeId, PrioKey, ROOT};
+use super::node::{NIL, Node, NodeId, PageKey, PrioKey, ROOT};
 use super::policy::{DeviceEvictAmount, EvictHostRule, EvictVersion, EvictionPolicy, WritePolicy};
 
 /// Tree-level configuration (pages, not bytes).
@@ -117,8 +117,8 @@ pub struct HiRadixTree {
     pub(crate) cfg: TreeConfig,
     pub(crate) nodes: Vec<Node>,
     pub(crate) free: Vec<NodeId>,
-    /// `(parent << 32) | first page` → child.
-    pub(crate) child_map: FxHashMap<u64, NodeId>,
+    /// `(parent, first page)` → child.
+    pub(crate) child_map: FxHashMap<(NodeId, PageKey), NodeId>,
     pub(crate) dev_leaves: BTreeSet<(PrioKey, NodeId)>,
     pub(crate) host_leaves: BTreeSet<(PrioKey, NodeId)>,
     /// Backed-up device-resident leaves of the host tree; kept only for
@@ -139,8 +139,8 @@ pub struct HiRadixTree {
 }
 
 #[inline]
-fn ckey(parent: NodeId, page: u32) -> u64 {
-    (u64::from(parent) << 32) | u64::from(page)
+fn ckey(parent: NodeId, page: PageKey) -> (NodeId, PageKey) {
+    (parent, page)
 }
 
 impl HiRadixTree {
@@ -365,7 +365,7 @@ impl HiRadixTree {
         s.peak_host_used = s.peak_host_used.max(self.host_used + self.host_reserved);
     }
 
-    fn alloc_node(&mut self, parent: NodeId, pages: &[u32]) -> NodeId {
+    fn alloc_node(&mut self, parent: NodeId, pages: &[PageKey]) -> NodeId {
         self.clock += 1;
         let clock = self.clock;
         let id = if let Some(id) = self.free.pop() {
@@ -394,8 +394,25 @@ impl HiRadixTree {
         n.host_key = None;
         n.dup_key = None;
         self.child_map.insert(ckey(parent, pages[0]), id);
-        self.nodes[parent as usize].children.push(id);
+        self.link_child(parent, id);
         id
+    }
+
+    fn link_child(&mut self, parent: NodeId, id: NodeId) {
+        let ch = &mut self.nodes[parent as usize].children;
+        let pos = ch.len() as u32;
+        ch.push(id);
+        self.nodes[id as usize].pos_in_parent = pos;
+    }
+
+    fn unlink_child(&mut self, parent: NodeId, id: NodeId) {
+        let pos = self.nodes[id as usize].pos_in_parent as usize;
+        let ch = &mut self.nodes[parent as usize].children;
+        debug_assert_eq!(ch[pos], id);
+        ch.swap_remove(pos);
+        if let Some(&moved) = ch.get(pos) {
+            self.nodes[moved as usize].pos_in_parent = pos as u32;
+        }
     }
 
     /// Unlinks a node that holds neither a device nor a host value and has no children.
@@ -407,10 +424,7 @@ impl HiRadixTree {
         let parent = n.parent;
         let first = n.pages[0];
         self.child_map.remove(&ckey(parent, first));
-        let ch = &mut self.nodes[parent as usize].children;
-        if let Some(pos) = ch.iter().position(|&c| c == id) {
-            ch.swap_remove(pos);
-        }
+        self.unlink_child(parent, id);
         self.refresh(id); // drops it from every set (alive still true: clear keys)
         let n = &mut self.nodes[id as usize];
         if let Some(k) = n.dev_key.take() {
@@ -444,12 +458,9 @@ impl HiRadixTree {
         );
         let first = c.pages[0];
         // Move the head pages into a new node.
-        let head: Vec<u32> = c.pages[..at].to_vec();
+        let head: Vec<PageKey> = c.pages[..at].to_vec();
         self.child_map.remove(&ckey(parent, first));
-        let ch = &mut self.nodes[parent as usize].children;
-        if let Some(pos) = ch.iter().position(|&x| x == child) {
-            ch.swap_remove(pos);
-        }
+        self.unlink_child(parent, child);
         let new = self.alloc_node(parent, &head);
         {
             let n = &mut self.nodes[new as usize];
@@ -466,6 +477,7 @@ impl HiRadixTree {
         let c = &mut self.nodes[child as usize];
         c.pages.drain(..at);
         c.parent = new;
+        c.pos_in_parent = 0;
         let cfirst = c.pages[0];
         self.child_map.insert(ckey(new, cfirst), child);
         self.refresh(child);
@@ -473,7 +485,7 @@ impl HiRadixTree {
         new
     }
 
-    fn child(&self, parent: NodeId, page: u32) -> Option<NodeId> {
+    fn child(&self, parent: NodeId, page: PageKey) -> Option<NodeId> {
         self.child_map.get(&ckey(parent, page)).copied()
     }
 
@@ -481,7 +493,7 @@ impl HiRadixTree {
 
     /// `match_prefix` (`hiradix_cache.py` L1613, V1): walks the pages, splitting a node
     /// on a partial match and refreshing `last_access_time` along the path.
-    pub fn match_prefix(&mut self, pages: &[u32]) -> MatchResult {
+    pub fn match_prefix(&mut self, pages: &[PageKey]) -> MatchResult {
         let mut node = ROOT;
         let mut i = 0usize;
         self.touch_root();
@@ -627,7 +639,7 @@ impl HiRadixTree {
     /// nodes get `_inc_hit_count`; evicted nodes on the path get their device value back
     /// (recompute); the new leaf gets `_inc_hit_count` unless write_back. Reserved pages
     /// not needed (already cached) are freed. Returns the deepest node.
-    pub fn insert(&mut self, pages: &[u32], reserved: u64) -> NodeId {
+    pub fn insert(&mut self, pages: &[PageKey], reserved: u64) -> NodeId {
         self.device_used -= reserved;
         let mut node = ROOT;
         let mut i = 0usize;
@@ -690,7 +702,7 @@ impl HiRadixTree {
     /// `pages` below `anchor` as host-only nodes holding host pages that were already
     /// reserved (`reserved`). Pages that already exist in the tree are not duplicated:
     /// their reserved host pages are freed. Returns the number of new host pages.
-    pub fn insert_host_only(&mut self, anchor: NodeId, pages: &[u32], reserved: u64) -> u64 {
+    pub fn insert_host_only(&mut self, anchor: NodeId, pages: &[PageKey], reserved: u64) -> u64 {
         self.host_reserved -= reserved;
         let mut node = anchor;
         let mut i = 0usize;
@@ -755,6 +767,6 @@ impl HiRadixTree {
 }
 
 #[inline]
-fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+fn common_prefix(a: &[PageKey], b: &[PageKey]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }

@@ -27,7 +27,7 @@
 
 use std::collections::VecDeque;
 
-use crate::cache::{BackupRecord, HostMemoryMode, NodeId, PrefetchPolicy, ROOT};
+use crate::cache::{BackupRecord, HostMemoryMode, NodeId, PageKey, PrefetchPolicy, ROOT};
 use crate::engine::EventQueue;
 use crate::units::Nanos;
 use crate::workload::Request;
@@ -67,7 +67,7 @@ struct Waiting {
     arrival: Nanos,
     input_tokens: u32,
     output_tokens: u32,
-    pages: Vec<u32>,
+    pages: Vec<PageKey>,
     prefetch: Option<Prefetch>,
 }
 
@@ -100,7 +100,7 @@ struct Sim<I: Iterator<Item = Request>> {
     swrite: Link,
     ttft: Vec<f64>,
     recs: Vec<BackupRecord>,
-    scratch: Vec<u32>,
+    scratch: Vec<PageKey>,
 }
 
 pub(crate) fn run<I: IntoIterator<Item = Request>>(
@@ -186,8 +186,7 @@ impl<I: Iterator<Item = Request>> Sim<I> {
     fn arrival(&mut self) -> Result<(), ReplayError> {
         let (index, req) = self.next.take().expect("arrival without a request");
         let now = self.q.now();
-        let mut pages = Vec::with_capacity(req.page_hashes.len());
-        self.s.interner.intern(&req.page_hashes, &mut pages);
+        let pages = req.page_hashes;
         let prefetch = self.issue_prefetch(&pages, now);
         self.waiting.push_back(Waiting {
             index,
@@ -202,7 +201,7 @@ impl<I: Iterator<Item = Request>> Sim<I> {
     }
 
     /// `_prefetch_kvcache` + `prefetch_from_storage` + the hit query and allocation.
-    fn issue_prefetch(&mut self, pages: &[u32], now: Nanos) -> Option<Prefetch> {
+    fn issue_prefetch(&mut self, pages: &[PageKey], now: Nanos) -> Option<Prefetch> {
         self.s.storage.as_ref()?;
         let s = &mut self.s;
         let m = s.tree.match_prefix(pages);

@@ -3,7 +3,7 @@
 //! its termination, all pages arrived), `match_prefix`, `init_load_back`, device
 //! allocation, `insert` (`cache_unfinished_req`), D2H acks and L3 backups, release.
 
-use crate::cache::{HostMemoryMode, LruMode, PageLru, ROOT};
+use crate::cache::{HostMemoryMode, LruMode, PageKey, PageLru, ROOT};
 use crate::workload::Request;
 
 use super::config::ReplayConfig;
@@ -18,12 +18,11 @@ pub(crate) fn run<I: IntoIterator<Item = Request>>(
         return run_plain(cfg, requests);
     }
     let mut s = Session::new(cfg);
-    let mut pages: Vec<u32> = Vec::new();
     let mut recs = Vec::new();
     for (index, req) in requests.into_iter().enumerate() {
         let index = index as u64;
-        s.interner.intern(&req.page_hashes, &mut pages);
-        let h = process(&mut s, &pages, &mut recs);
+        let pages = &req.page_hashes;
+        let h = process(&mut s, pages, &mut recs);
         s.record(index, req.input_tokens, pages.len() as u64, h);
         s.sample(index, 0);
     }
@@ -33,7 +32,7 @@ pub(crate) fn run<I: IntoIterator<Item = Request>>(
 /// One request through the tree with instant transfers.
 pub(crate) fn process(
     s: &mut Session,
-    pages: &[u32],
+    pages: &[PageKey],
     recs: &mut Vec<crate::cache::BackupRecord>,
 ) -> Hits {
     let mut m = s.tree.match_prefix(pages);
@@ -145,10 +144,11 @@ fn run_plain<I: IntoIterator<Item = Request>>(cfg: &ReplayConfig, requests: I) -
     let mut s = Session::new(cfg);
     let mut l1 = PageLru::new(cfg.l1_pages);
     let mut l2 = PageLru::new(cfg.l2_pages);
+    let mut interner = super::session::Interner::default();
     let mut pages = Vec::new();
     for (index, req) in requests.into_iter().enumerate() {
         let index = index as u64;
-        s.interner.intern(&req.page_hashes, &mut pages);
+        interner.intern(&req.page_hashes, &mut pages);
         let mut h = Hits::default();
         let mut leading = true;
         for &p in &pages {
