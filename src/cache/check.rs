@@ -111,7 +111,13 @@ impl HiRadixTree {
                 self.node_count()
             ));
         }
-        if dev != self.dev_leaves || host != self.host_leaves || dup != self.dup_leaves {
+        if dev != self.dev_leaves.live_set(&self.nodes)
+            || host != self.host_leaves.live_set(&self.nodes)
+            || dup != self.dup_leaves.live_set(&self.nodes)
+            || dev.len() != self.dev_leaves.live()
+            || host.len() != self.host_leaves.live()
+            || dup.len() != self.dup_leaves.live()
+        {
             return Err("evictable sets differ from a fresh derivation".into());
         }
         if h_used != self.host_used || h_dev != self.host_device_resident {

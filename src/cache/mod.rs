@@ -6,6 +6,7 @@
 
 mod check;
 mod evict;
+mod leaf_heap;
 mod node;
 pub mod page_lru;
 mod policy;

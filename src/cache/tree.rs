@@ -13,10 +13,9 @@
 //! - Ties in the eviction key are broken by node id (SGLang: heap order of
 //!   `TreeNode.__lt__`), so long runs of equal keys may evict in another order.
 
-use std::collections::BTreeSet;
-
 use rustc_hash::FxHashMap;
 
+use super::leaf_heap::{LeafHeap, LeafSet};
 use super::node::{NIL, Node, NodeId, PageKey, PrioKey, ROOT};
 use super::policy::{DeviceEvictAmount, EvictHostRule, EvictVersion, EvictionPolicy, WritePolicy};
 
@@ -119,11 +118,11 @@ pub struct HiRadixTree {
     pub(crate) free: Vec<NodeId>,
     /// `(parent, first page)` → child.
     pub(crate) child_map: FxHashMap<(NodeId, PageKey), NodeId>,
-    pub(crate) dev_leaves: BTreeSet<(PrioKey, NodeId)>,
-    pub(crate) host_leaves: BTreeSet<(PrioKey, NodeId)>,
+    pub(crate) dev_leaves: LeafHeap,
+    pub(crate) host_leaves: LeafHeap,
     /// Backed-up device-resident leaves of the host tree; kept only for
     /// `reclaim_device_resident` / `boundary_l1_l2`.
-    pub(crate) dup_leaves: BTreeSet<(PrioKey, NodeId)>,
+    pub(crate) dup_leaves: LeafHeap,
     pub(crate) clock: u64,
     /// Device pages in use: tree pages on device plus pages reserved by requests.
     pub(crate) device_used: u64,
@@ -159,9 +158,9 @@ impl HiRadixTree {
             nodes: vec![root],
             free: Vec::new(),
             child_map: FxHashMap::default(),
-            dev_leaves: BTreeSet::new(),
-            host_leaves: BTreeSet::new(),
-            dup_leaves: BTreeSet::new(),
+            dev_leaves: LeafHeap::new(LeafSet::Device),
+            host_leaves: LeafHeap::new(LeafSet::Host),
+            dup_leaves: LeafHeap::new(LeafSet::Dup),
             clock: 0,
             device_used: 0,
             host_used: 0,
@@ -265,34 +264,23 @@ impl HiRadixTree {
             && Self::is_dup_leaf(n))
         .then_some(key);
         let (old_dev, old_host, old_dup) = (n.dev_key, n.host_key, n.dup_key);
-        if old_dev != want_dev {
-            if let Some(k) = old_dev {
-                self.dev_leaves.remove(&(k, id));
-            }
-            if let Some(k) = want_dev {
-                self.dev_leaves.insert((k, id));
-            }
-        }
-        if old_host != want_host {
-            if let Some(k) = old_host {
-                self.host_leaves.remove(&(k, id));
-            }
-            if let Some(k) = want_host {
-                self.host_leaves.insert((k, id));
-            }
-        }
-        if old_dup != want_dup {
-            if let Some(k) = old_dup {
-                self.dup_leaves.remove(&(k, id));
-            }
-            if let Some(k) = want_dup {
-                self.dup_leaves.insert((k, id));
-            }
+        if old_dev == want_dev && old_host == want_host && old_dup == want_dup {
+            return;
         }
         let n = &mut self.nodes[id as usize];
         n.dev_key = want_dev;
         n.host_key = want_host;
         n.dup_key = want_dup;
+        if old_dev != want_dev {
+            self.dev_leaves.update(&self.nodes, id, old_dev, want_dev);
+        }
+        if old_host != want_host {
+            self.host_leaves
+                .update(&self.nodes, id, old_host, want_host);
+        }
+        if old_dup != want_dup {
+            self.dup_leaves.update(&self.nodes, id, old_dup, want_dup);
+        }
     }
 
     pub(crate) fn touch(&mut self, id: NodeId) {
@@ -425,17 +413,9 @@ impl HiRadixTree {
         let first = n.pages[0];
         self.child_map.remove(&ckey(parent, first));
         self.unlink_child(parent, id);
-        self.refresh(id); // drops it from every set (alive still true: clear keys)
+        // Flags are all off, so refresh takes it out of every set.
+        self.refresh(id);
         let n = &mut self.nodes[id as usize];
-        if let Some(k) = n.dev_key.take() {
-            self.dev_leaves.remove(&(k, id));
-        }
-        if let Some(k) = n.host_key.take() {
-            self.host_leaves.remove(&(k, id));
-        }
-        if let Some(k) = n.dup_key.take() {
-            self.dup_leaves.remove(&(k, id));
-        }
         n.alive = false;
         n.pages.clear();
         self.free.push(id);
