@@ -28,6 +28,17 @@ pub enum ReplayError {
         message: String,
     },
     #[error(
+        "request #{index} (id {id}): {pages} whole pages of {page_size} tokens need at least {need} input tokens, but input_tokens is {input_tokens}"
+    )]
+    PagesExceedInput {
+        index: u64,
+        id: u64,
+        pages: u64,
+        page_size: u32,
+        need: u64,
+        input_tokens: u32,
+    },
+    #[error(
         "request #{index} (id {id}) arrives at {arrival_ns} ns, before the previous request ({previous_ns} ns): timing on needs arrivals in non-decreasing order (sort the trace by timestamp)"
     )]
     ArrivalOutOfOrder {
@@ -38,6 +49,26 @@ pub enum ReplayError {
     },
 }
 
+/// Rejects a request whose whole pages cover more tokens than its prompt.
+pub(crate) fn check_request(
+    cfg: &ReplayConfig,
+    index: u64,
+    r: &Request,
+) -> Result<(), ReplayError> {
+    let need = r.page_hashes.len() as u64 * u64::from(cfg.page_size);
+    if need > u64::from(r.input_tokens) {
+        return Err(ReplayError::PagesExceedInput {
+            index,
+            id: r.id,
+            pages: r.page_hashes.len() as u64,
+            page_size: cfg.page_size,
+            need,
+            input_tokens: r.input_tokens,
+        });
+    }
+    Ok(())
+}
+
 /// Replays `requests` through the tiers configured by `cfg`. Streaming: memory grows
 /// with distinct pages (interned to dense ids), not with trace length.
 pub fn replay<I: IntoIterator<Item = Request>>(
@@ -46,7 +77,7 @@ pub fn replay<I: IntoIterator<Item = Request>>(
 ) -> Result<ReplayMetrics, ReplayError> {
     cfg.validate()?;
     match cfg.timing {
-        Timing::Off => Ok(untimed::run(cfg, requests)),
+        Timing::Off => untimed::run(cfg, requests),
         Timing::On => timed::run(cfg, requests),
     }
 }

@@ -45,7 +45,7 @@ enum Ev {
     BatchDone(u32),
     Finish { last: NodeId },
     D2hAck(u32),
-    StorageAck { node: NodeId, pages: u32 },
+    StorageAck { node: NodeId },
 }
 
 #[derive(Debug)]
@@ -139,10 +139,7 @@ pub(crate) fn run<I: IntoIterator<Item = Request>>(
                 sim.running -= 1;
             }
             Ev::D2hAck(a) => sim.d2h_ack(a),
-            Ev::StorageAck { node, pages } => {
-                let _ = pages;
-                sim.s.tree.release_host(node);
-            }
+            Ev::StorageAck { node } => sim.s.tree.release_host(node),
         }
         sim.schedule();
     }
@@ -168,6 +165,7 @@ impl<I: Iterator<Item = Request>> Sim<I> {
     fn pull(&mut self) -> Result<(), ReplayError> {
         self.next = None;
         if let Some((i, r)) = self.src.next() {
+            super::check_request(&self.s.cfg, i as u64, &r)?;
             if r.arrival_ns < self.prev_arrival {
                 return Err(ReplayError::ArrivalOutOfOrder {
                     index: i as u64,
@@ -498,6 +496,17 @@ impl<I: Iterator<Item = Request>> Sim<I> {
             c.d2h_run_overhead.0,
         );
         let t = self.d2h.transfer(now, d);
+        // write_back backups are not pinned and their node may be reclaimed before
+        // the ack; their L3 write is issued now, after the blocking flush
+        // (`writing_check(write_back=True)`), on the storage-write link.
+        if self.s.storage.is_some() {
+            for i in 0..self.recs.len() {
+                let r = self.recs[i];
+                if !r.locked {
+                    self.storage_backup(r.node, t, false);
+                }
+            }
+        }
         let recs = std::mem::take(&mut self.recs);
         let id = match self.free_acks.pop() {
             Some(id) => {
@@ -519,31 +528,33 @@ impl<I: Iterator<Item = Request>> Sim<I> {
         self.free_acks.push(a);
         for r in &recs {
             self.s.tree.backup_acked(r);
-            if self.s.storage.is_some() && self.s.tree.node(r.node).alive {
-                self.scratch.clear();
-                self.scratch
-                    .extend_from_slice(&self.s.tree.node(r.node).pages);
-                let pages = std::mem::take(&mut self.scratch);
-                let bytes = self.s.bytes(pages.len() as u64);
-                let d = storage_time_ns(bytes, self.s.cfg.storage_write_bandwidth.0);
-                let t = self.swrite.transfer(now, d);
-                self.s.write_storage(&pages);
-                if self.s.tree.node(r.node).backed_up {
-                    self.s.tree.protect_host(r.node);
-                    self.q.schedule_at(
-                        t,
-                        Ev::StorageAck {
-                            node: r.node,
-                            pages: pages.len() as u32,
-                        },
-                    );
-                }
-                self.scratch = pages;
+            if r.locked && self.s.storage.is_some() {
+                self.storage_backup(r.node, now, true);
             }
         }
         self.recs = recs;
         self.recs.clear();
         // Backups made by evictions outside a batch end.
         self.flush_backups(now);
+    }
+
+    /// `write_backup_storage`: the node's pages go to L3 on the storage-write link; with
+    /// `pin`, its host copy is protected until the storage ack.
+    fn storage_backup(&mut self, node: NodeId, at: Nanos, pin: bool) {
+        if !self.s.tree.node(node).alive {
+            return;
+        }
+        let mut pages = std::mem::take(&mut self.scratch);
+        pages.clear();
+        pages.extend_from_slice(&self.s.tree.node(node).pages);
+        let bytes = self.s.bytes(pages.len() as u64);
+        let d = storage_time_ns(bytes, self.s.cfg.storage_write_bandwidth.0);
+        let t = self.swrite.transfer(at, d);
+        self.s.write_storage(&pages);
+        if pin && self.s.tree.node(node).backed_up {
+            self.s.tree.protect_host(node);
+            self.q.schedule_at(t, Ev::StorageAck { node });
+        }
+        self.scratch = pages;
     }
 }
