@@ -6,6 +6,21 @@
 //! - `untimed`: `Timing::Off` — each request = match, prefetch, load_back, insert, release;
 //! - `timed`: `Timing::On` — arrivals, a FIFO scheduler, compute model, links;
 //! - [`transfer`]: the SGLang-simulator effective-bandwidth cost model.
+//!
+//! Known deviations from SGLang (deliberate, each small):
+//! - Prefetch is issued only when the deepest matched node is backed up (or is the
+//!   root). SGLang's `_prefetch_kvcache` anchors at `last_host_node` but keys the fetch
+//!   from `len(device) + host_hit`, so with device-only nodes between the two it would
+//!   insert host nodes under the wrong parent; we skip that case instead.
+//! - The storage existence query (`batch_exists`, 128 pages per call) is instant, and
+//!   host slots for the hits are allocated at issue time (SGLang: the next tick).
+//! - One H2D/D2H run per tree node (SGLang splits runs by index contiguity).
+//! - Output tokens are not inserted and do not occupy device pages.
+//! - The `priority` eviction policy sees priority 0 for every node (requests carry no
+//!   priority), so it orders like LRU.
+//! - `alloc_extend`'s extra page per request in the eviction request is not modelled.
+//! - Prefetch termination in buffer_only mode stages the arrived pages straight to the
+//!   device (the op-owned host slots are counted in the prefetch budget only).
 
 pub mod config;
 pub mod metrics;

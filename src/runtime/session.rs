@@ -112,7 +112,7 @@ impl Session {
     /// doubles the stride when it grows past twice `timeline_samples` (streaming).
     pub fn sample(&mut self, index: u64, time_ns: u64) {
         let want = u64::from(self.cfg.timeline_samples);
-        if want == 0 || (index + 1) % self.timeline_stride != 0 {
+        if want == 0 || !(index + 1).is_multiple_of(self.timeline_stride) {
             return;
         }
         let m = &self.m;
@@ -160,7 +160,7 @@ impl Session {
         let bpt = self.cfg.bytes_per_token;
         let m = &mut self.m;
         m.load_back_bytes = st.load_back_pages * ps * bpt;
-        m.backup_bytes = st.backup_pages * ps * bpt + m.backup_bytes;
+        m.backup_bytes += st.backup_pages * ps * bpt;
         m.device_evicted_pages = st.device_evicted_pages;
         m.host_evicted_pages = st.host_evicted_pages;
         m.failed_backups = st.failed_backups;

@@ -311,12 +311,12 @@ impl<I: Iterator<Item = Request>> Sim<I> {
             if self.running + batch.len() as u32 >= max_run {
                 break;
             }
-            if let Some(p) = &self.waiting[j].prefetch {
-                if let Err(t) = self.can_terminate(p, now) {
-                    wake = Some(wake.map_or(t, |w| w.min(t)));
-                    j += 1;
-                    continue;
-                }
+            if let Some(p) = &self.waiting[j].prefetch
+                && let Err(t) = self.can_terminate(p, now)
+            {
+                wake = Some(wake.map_or(t, |w| w.min(t)));
+                j += 1;
+                continue;
             }
             // Would it fit the token budget? (Estimate from a fresh match.)
             let m0 = self.s.tree.match_prefix(&self.waiting[j].pages);
