@@ -285,3 +285,43 @@ fn pages_beyond_the_prompt_are_rejected() {
         }
     ));
 }
+
+#[test]
+fn warmup_and_timeline() {
+    let cfg = ReplayConfig {
+        warmup_requests: 2,
+        timeline_samples: 2,
+        ..ReplayConfig::default()
+    };
+    let trace: Vec<Request> = (0..10).map(|i| req(i, 0, 1..5, 64, 1)).collect();
+    let m = replay(&cfg, trace).unwrap();
+    assert_eq!(m.requests, 10);
+    assert_eq!(m.measured_requests, 8);
+    assert_eq!(m.input_tokens, 8 * 256);
+    assert_eq!(m.device_hit_tokens, 8 * 256);
+    assert_eq!(m.device_hit_rate, 1.0);
+    assert_eq!(m.total_page_hit_rate, 1.0);
+    assert!((2..=4).contains(&m.timeline.len()), "{}", m.timeline.len());
+    assert!(
+        m.timeline
+            .windows(2)
+            .all(|w| w[0].request_index < w[1].request_index)
+    );
+    let last = m.timeline.last().unwrap();
+    assert_eq!(last.total_hit_rate, 1.0);
+    assert_eq!(last.host_device_resident_pages, 4);
+    let json = serde_json::to_value(&m).unwrap();
+    for k in [
+        "device_hit_tokens",
+        "host_hit_rate",
+        "total_page_hit_rate",
+        "failed_backups",
+        "tokens_dropped_without_backup",
+        "peak_host_only_pages",
+        "ttft_p99_s",
+        "timeline",
+    ] {
+        assert!(json.get(k).is_some(), "{k}");
+    }
+    assert!(hicache_sim::runtime::definitions().contains("longest-prefix"));
+}
