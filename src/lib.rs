@@ -12,10 +12,12 @@
 //! - [`scenario`], [`sweep`], [`report`]: YAML input, parameter sweeps, text/JSON/plots.
 
 pub mod cache;
+pub mod commands;
 pub mod engine;
 pub mod error;
 pub mod hardware;
 pub mod model;
+pub mod pipeline;
 pub mod policy_sim;
 pub mod report;
 pub mod runtime;

@@ -1,0 +1,514 @@
+//! Line and scatter charts over a results table: hit rate per tier vs an axis, the
+//! generic x/y/group plot, budget vs request, and a replay's timeline.
+//!
+//! Replicas (several seeds per point) are averaged over the runs that started; points
+//! where start-up was refused or OOM-killed have no hit rate, and are drawn as markers
+//! at y = 0 (× refused, ▲ OOM-killed) so that they are never silently skipped.
+
+use std::path::Path;
+
+use super::figure::{Figure, Kind, Panel, Series, color, render};
+use super::{PlotError, PlotInfo, Table};
+
+/// The hit-rate columns of the sweep CSV, with the tier each belongs to.
+pub const TIERS: [(&str, &str); 4] = [
+    ("hit_rate_device", "device (L1)"),
+    ("hit_rate_host", "host (L2)"),
+    ("hit_rate_storage", "storage (L3)"),
+    ("hit_rate_total", "total"),
+];
+
+/// Last segment of a dotted path: `server.hicache_ratio` → `hicache_ratio`.
+pub fn short(path: &str) -> &str {
+    path.rsplit('.').next().unwrap_or(path)
+}
+
+fn shown(v: &str) -> &str {
+    if v.is_empty() { "unset" } else { v }
+}
+
+/// How x positions are computed: numbers, or category indices.
+struct XAxis {
+    col: usize,
+    categories: Option<Vec<String>>,
+}
+
+impl XAxis {
+    fn new(t: &Table, col: usize) -> Self {
+        let has_empty = (0..t.rows.len()).any(|r| t.cell(r, col).is_empty());
+        let categories = if t.is_numeric(col) && !has_empty {
+            None
+        } else {
+            Some(t.distinct(col))
+        };
+        XAxis { col, categories }
+    }
+    fn x(&self, t: &Table, r: usize) -> Option<f64> {
+        match &self.categories {
+            None => t.num(r, self.col),
+            Some(c) => c
+                .iter()
+                .position(|v| v == t.cell(r, self.col))
+                .map(|i| i as f64),
+        }
+    }
+    fn labels(&self) -> Option<Vec<String>> {
+        self.categories
+            .as_ref()
+            .map(|c| c.iter().map(|v| shown(v).to_string()).collect())
+    }
+}
+
+/// Lines of `ycol` over `x`, one per value of `gcol`, plus refused / OOM markers.
+/// `name_prefix` goes in front of series names (for several y columns in one panel).
+fn grouped_series(
+    t: &Table,
+    x: &XAxis,
+    ycol: usize,
+    gcol: Option<usize>,
+    name_prefix: &str,
+    color_offset: usize,
+    legend_markers: &mut (bool, bool),
+) -> Vec<Series> {
+    let outcome = t.header.iter().position(|h| h == "outcome");
+    let groups: Vec<Option<String>> = match gcol {
+        Some(g) => t.distinct(g).into_iter().map(Some).collect(),
+        None => vec![None],
+    };
+    let mut out = Vec::new();
+    for (gi, gv) in groups.iter().enumerate() {
+        let label = match (gcol, gv) {
+            (Some(g), Some(v)) => format!("{name_prefix}{}={}", short(&t.header[g]), shown(v)),
+            _ => name_prefix.trim_end_matches(" | ").to_string(),
+        };
+        let c = color(gi + color_offset);
+        // x → (sum, n) of started values; and the x of refused / OOM runs.
+        let mut acc: Vec<(f64, f64, usize)> = Vec::new();
+        let mut refused: Vec<f64> = Vec::new();
+        let mut oom: Vec<f64> = Vec::new();
+        for r in 0..t.rows.len() {
+            if let (Some(g), Some(v)) = (gcol, gv)
+                && t.cell(r, g) != v
+            {
+                continue;
+            }
+            let Some(xv) = x.x(t, r) else { continue };
+            let oc = outcome.map(|o| t.cell(r, o));
+            match oc {
+                Some("refused") => {
+                    if !refused.contains(&xv) {
+                        refused.push(xv);
+                    }
+                    continue;
+                }
+                Some("oom_killed") => {
+                    if !oom.contains(&xv) {
+                        oom.push(xv);
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            if let Some(yv) = t.num(r, ycol) {
+                match acc.iter_mut().find(|a| a.0 == xv) {
+                    Some(a) => {
+                        a.1 += yv;
+                        a.2 += 1;
+                    }
+                    None => acc.push((xv, yv, 1)),
+                }
+            }
+        }
+        acc.sort_by(|a, b| a.0.total_cmp(&b.0));
+        refused.sort_by(f64::total_cmp);
+        oom.sort_by(f64::total_cmp);
+        out.push(Series {
+            name: label.clone(),
+            kind: Kind::Line,
+            color: c,
+            points: acc.iter().map(|a| (a.0, a.1 / a.2 as f64)).collect(),
+            legend: Some(label.clone()),
+        });
+        if !refused.is_empty() {
+            let first = !legend_markers.0;
+            legend_markers.0 = true;
+            out.push(Series {
+                name: format!("refused: {label}"),
+                kind: Kind::Crosses,
+                color: c,
+                points: refused.iter().map(|&x| (x, 0.0)).collect(),
+                legend: first.then(|| "refused (× at 0, group colour)".to_string()),
+            });
+        }
+        if !oom.is_empty() {
+            let first = !legend_markers.1;
+            legend_markers.1 = true;
+            out.push(Series {
+                name: format!("oom_killed: {label}"),
+                kind: Kind::Triangles,
+                color: c,
+                points: oom.iter().map(|&x| (x, 0.0)).collect(),
+                legend: first.then(|| "OOM-killed (▲ at 0, group colour)".to_string()),
+            });
+        }
+    }
+    out
+}
+
+/// Hit rates are fractions: a fixed 0..1 axis (with room for the markers at 0) unless
+/// the data says otherwise (e.g. percentages).
+fn rate_range(series: &[Series]) -> Option<(f64, f64)> {
+    let max = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .fold(0.0f64, f64::max);
+    (max <= 1.0).then_some((-0.04, 1.04))
+}
+
+/// Hit rate per tier (device, host, storage, total — those present) vs `x`, one line per
+/// value of `group`; refused / OOM-killed points marked at 0. Writes `STEM.png/.svg`.
+pub fn hit_rate_vs(
+    t: &Table,
+    x: &str,
+    group: Option<&str>,
+    stem: &Path,
+) -> Result<PlotInfo, PlotError> {
+    let xc = t.col(x)?;
+    let gc = group.map(|g| t.col(g)).transpose()?;
+    let tiers: Vec<(usize, &str, &str)> = TIERS
+        .iter()
+        .filter_map(|&(c, name)| t.header.iter().position(|h| h == c).map(|i| (i, c, name)))
+        .collect();
+    if tiers.is_empty() {
+        return Err(t.col("hit_rate_total").unwrap_err());
+    }
+    let xa = XAxis::new(t, xc);
+    let mut panels = Vec::new();
+    for (yc, col, name) in tiers {
+        let mut lm = (false, false);
+        let series = grouped_series(t, &xa, yc, gc, "", 0, &mut lm);
+        panels.push(Panel {
+            title: format!("{name}: {col}"),
+            x_label: x.to_string(),
+            y_label: "hit rate (mean of started runs)".into(),
+            y_range: rate_range(&series),
+            series,
+            x_categories: xa.labels(),
+        });
+    }
+    let fig = Figure {
+        title: format!(
+            "Hit rate per tier vs {}{}",
+            short(x),
+            group
+                .map(|g| format!(", by {}", short(g)))
+                .unwrap_or_default()
+        ),
+        cols: 2,
+        size: if panels.len() > 2 {
+            (1400, 1000)
+        } else {
+            (1400, 520)
+        },
+        panels,
+    };
+    let files = render(&fig, stem)?;
+    Ok(fig.info(files))
+}
+
+/// Any column(s) against any other: `y` may list several columns separated by commas;
+/// one line per (y, group value), replicas averaged, refused / OOM marked at 0.
+pub fn plot_xy(
+    t: &Table,
+    x: &str,
+    y: &str,
+    group: Option<&str>,
+    stem: &Path,
+) -> Result<PlotInfo, PlotError> {
+    let xc = t.col(x)?;
+    let gc = group.map(|g| t.col(g)).transpose()?;
+    let ys: Vec<&str> = y
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let ycs = ys.iter().map(|c| t.col(c)).collect::<Result<Vec<_>, _>>()?;
+    if ycs.is_empty() {
+        return Err(t.col("").unwrap_err());
+    }
+    let xa = XAxis::new(t, xc);
+    let mut series = Vec::new();
+    let mut lm = (false, false);
+    let n_groups = gc.map_or(1, |g| t.distinct(g).len());
+    for (i, (&yc, yn)) in ycs.iter().zip(&ys).enumerate() {
+        let prefix = if ys.len() > 1 {
+            format!("{yn} | ")
+        } else {
+            String::new()
+        };
+        let mut s = grouped_series(t, &xa, yc, gc, &prefix, i * n_groups, &mut lm);
+        if ys.len() == 1 && gc.is_none() {
+            s[0].name = yn.to_string();
+            s[0].legend = Some(yn.to_string());
+        }
+        series.extend(s);
+    }
+    let all_rates = ys.iter().all(|y| y.contains("hit_rate"));
+    let panel = Panel {
+        title: String::new(),
+        x_label: x.to_string(),
+        y_label: ys.join(", "),
+        y_range: if all_rates { rate_range(&series) } else { None },
+        series,
+        x_categories: xa.labels(),
+    };
+    let fig = Figure {
+        title: format!(
+            "{} vs {}{}",
+            ys.join(", "),
+            short(x),
+            group
+                .map(|g| format!(", by {}", short(g)))
+                .unwrap_or_default()
+        ),
+        cols: 1,
+        size: (1000, 650),
+        panels: vec![panel],
+    };
+    let files = render(&fig, stem)?;
+    Ok(fig.info(files))
+}
+
+/// Per-rank (or per-point) host budget vs the request, in GB (10^9 B, as SGLang prints),
+/// coloured by outcome, with the refusal line budget = request: every point below it is a
+/// refusal.
+pub fn budget_vs_request(t: &Table, stem: &Path) -> Result<PlotInfo, PlotError> {
+    let bc = t.col("budget_bytes")?;
+    let rc = t.col("requested_bytes")?;
+    let oc = t.header.iter().position(|h| h == "outcome");
+    let kinds: [(&str, Kind, usize); 4] = [
+        ("started", Kind::Points, 2),
+        ("refused", Kind::Crosses, 3),
+        ("oom_killed", Kind::Triangles, 4),
+        ("other", Kind::Points, 7),
+    ];
+    let mut buckets: Vec<Vec<(f64, f64)>> = vec![Vec::new(); kinds.len()];
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for r in 0..t.rows.len() {
+        let (Some(b), Some(q)) = (t.num(r, bc), t.num(r, rc)) else {
+            continue;
+        };
+        let (b, q) = (b / 1e9, q / 1e9);
+        lo = lo.min(b).min(q);
+        hi = hi.max(b).max(q);
+        let o = oc.map_or("other", |o| t.cell(r, o));
+        let k = kinds.iter().position(|k| k.0 == o).unwrap_or(3);
+        buckets[k].push((q, b));
+    }
+    if !lo.is_finite() {
+        return Err(PlotError::NoData {
+            file: t.source.clone(),
+            message: "no row has both budget_bytes and requested_bytes".into(),
+        });
+    }
+    let mut series = vec![Series {
+        name: "refusal line (budget = request)".into(),
+        kind: Kind::Reference,
+        color: color(7),
+        points: vec![(lo.min(0.0), lo.min(0.0)), (hi, hi)],
+        legend: Some("refusal line (budget = request)".into()),
+    }];
+    for ((name, kind, ci), pts) in kinds.iter().zip(buckets) {
+        if !pts.is_empty() {
+            series.push(Series {
+                name: name.to_string(),
+                kind: *kind,
+                color: color(*ci),
+                points: pts,
+                legend: Some(name.to_string()),
+            });
+        }
+    }
+    let fig = Figure {
+        title: "Host pool: budget checked against vs requested".into(),
+        cols: 1,
+        size: (900, 700),
+        panels: vec![Panel {
+            title: String::new(),
+            x_label: "requested host pool (GB)".into(),
+            y_label: "budget (GB)".into(),
+            series,
+            x_categories: None,
+            y_range: None,
+        }],
+    };
+    let files = render(&fig, stem)?;
+    Ok(fig.info(files))
+}
+
+/// One replay over time: host-pool occupancy (columns starting with `host_`) above, hit
+/// rates (columns starting with `hit_rate` or `page_hit_rate`) below. Time from `x`, or
+/// else `time_s`, `time_ms` or `time_ns` (shown in seconds).
+pub fn timeline(t: &Table, x: Option<&str>, stem: &Path) -> Result<PlotInfo, PlotError> {
+    let (xc, scale) = match x {
+        Some(x) => (t.col(x)?, 1.0),
+        None => {
+            let found = [("time_s", 1.0), ("time_ms", 1e-3), ("time_ns", 1e-9)]
+                .iter()
+                .find_map(|&(c, s)| t.header.iter().position(|h| h == c).map(|i| (i, s)));
+            match found {
+                Some(f) => f,
+                None => return Err(t.col("time_s").unwrap_err()),
+            }
+        }
+    };
+    let cols_with = |pred: &dyn Fn(&str) -> bool| -> Vec<usize> {
+        (0..t.header.len())
+            .filter(|&i| i != xc && pred(&t.header[i]))
+            .collect()
+    };
+    let host = cols_with(&|h| h.starts_with("host_"));
+    let rates = cols_with(&|h| h.starts_with("hit_rate") || h.starts_with("page_hit_rate"));
+    if host.is_empty() && rates.is_empty() {
+        return Err(t.col("host_occupancy").unwrap_err());
+    }
+    let line = |c: usize, i: usize| {
+        let mut pts: Vec<(f64, f64)> = (0..t.rows.len())
+            .filter_map(|r| Some((t.num(r, xc)? * scale, t.num(r, c)?)))
+            .collect();
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Series {
+            name: t.header[c].clone(),
+            kind: Kind::Path,
+            color: color(i),
+            points: pts,
+            legend: Some(t.header[c].clone()),
+        }
+    };
+    let x_label = match x {
+        Some(x) => x.to_string(),
+        None => "time (s)".to_string(),
+    };
+    let mut panels = Vec::new();
+    if !host.is_empty() {
+        panels.push(Panel {
+            title: "host pool (L2) occupancy".into(),
+            x_label: x_label.clone(),
+            y_label: host
+                .iter()
+                .map(|&c| t.header[c].as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            series: host.iter().enumerate().map(|(i, &c)| line(c, i)).collect(),
+            ..Default::default()
+        });
+    }
+    if !rates.is_empty() {
+        let series: Vec<Series> = rates
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| line(c, i + 3))
+            .collect();
+        panels.push(Panel {
+            title: "hit rate".into(),
+            x_label,
+            y_label: "hit rate".into(),
+            y_range: rate_range(&series),
+            series,
+            ..Default::default()
+        });
+    }
+    let fig = Figure {
+        title: "Replay timeline".into(),
+        cols: 1,
+        size: (1100, 450 * panels.len() as u32 + 40),
+        panels,
+    };
+    let files = render(&fig, stem)?;
+    Ok(fig.info(files))
+}
+
+/// The axis columns of a sweep CSV: those between `point` and `seed`.
+pub fn sweep_axes(t: &Table) -> Vec<String> {
+    let (Some(p), Some(s)) = (
+        t.header.iter().position(|h| h == "point"),
+        t.header.iter().position(|h| h == "seed"),
+    ) else {
+        return Vec::new();
+    };
+    if s <= p {
+        return Vec::new();
+    }
+    t.header[p + 1..s].to_vec()
+}
+
+/// The plots a sweep writes next to its CSV, each when its columns are there:
+/// `hit_rate_vs_X` (X = the `…fraction` axis, or the first numeric one; grouped by the
+/// `…ratio` axis or the next one), `outcome_map` (needs `outcome` and two axes),
+/// `budget_vs_request` (needs `budget_bytes` and `requested_bytes`). `axes` defaults to
+/// [`sweep_axes`] when empty.
+pub fn default_plots(
+    t: &Table,
+    axes: &[String],
+    out_dir: &Path,
+) -> Result<Vec<PlotInfo>, PlotError> {
+    let found;
+    let axes = if axes.is_empty() {
+        found = sweep_axes(t);
+        &found[..]
+    } else {
+        axes
+    };
+    let (x, group) = pick_axes(t, axes);
+    plots_for(t, x.as_deref(), group.as_deref(), out_dir)
+}
+
+/// The x axis (the `…fraction` axis, else the first numeric one) and the group axis (the
+/// `…ratio` axis, else the next one) of the default plots.
+pub(crate) fn pick_axes(t: &Table, axes: &[String]) -> (Option<String>, Option<String>) {
+    let numeric = |a: &String| {
+        t.header
+            .iter()
+            .position(|h| h == a)
+            .is_some_and(|c| t.is_numeric(c))
+    };
+    let x = axes
+        .iter()
+        .find(|a| a.contains("fraction") && numeric(a))
+        .or_else(|| axes.iter().find(|a| numeric(a)));
+    let group = x.and_then(|x| {
+        axes.iter()
+            .find(|a| *a != x && a.contains("ratio"))
+            .or_else(|| axes.iter().find(|a| *a != x))
+    });
+    (x.cloned(), group.cloned())
+}
+
+/// The default plots for a given x and group.
+pub(crate) fn plots_for(
+    t: &Table,
+    x: Option<&str>,
+    group: Option<&str>,
+    out_dir: &Path,
+) -> Result<Vec<PlotInfo>, PlotError> {
+    let mut out = Vec::new();
+    if let Some(x) = x {
+        if TIERS.iter().any(|(c, _)| t.has(c)) {
+            let stem = out_dir.join(format!("hit_rate_vs_{}", short(x)));
+            out.push(hit_rate_vs(t, x, group, &stem)?);
+        }
+        if let Some(g) = group
+            && t.has("outcome")
+        {
+            out.push(super::outcome_map(t, x, g, &out_dir.join("outcome_map"))?);
+        }
+    }
+    if t.has("budget_bytes") && t.has("requested_bytes") {
+        match budget_vs_request(t, &out_dir.join("budget_vs_request")) {
+            Ok(i) => out.push(i),
+            Err(PlotError::NoData { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,107 @@
+//! A results CSV as plots read it: a header and rows of strings, numbers parsed on
+//! demand (an empty cell is "no value", e.g. the hit rate of a refused point).
+
+use std::path::Path;
+
+use super::PlotError;
+use crate::error::nearest;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Table {
+    /// File name, for errors.
+    pub source: String,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn read(path: &Path) -> Result<Self, PlotError> {
+        let bytes = std::fs::read(path).map_err(|e| PlotError::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        Self::from_csv(&bytes, &path.display().to_string())
+    }
+
+    pub fn from_csv(bytes: &[u8], source: &str) -> Result<Self, PlotError> {
+        let bad = |m: String| PlotError::Csv {
+            file: source.to_string(),
+            message: m,
+        };
+        let mut rdr = csv::ReaderBuilder::new()
+            .has_headers(true)
+            .from_reader(bytes);
+        let header: Vec<String> = rdr
+            .headers()
+            .map_err(|e| bad(e.to_string()))?
+            .iter()
+            .map(str::to_string)
+            .collect();
+        let mut rows = Vec::new();
+        for r in rdr.records() {
+            let r = r.map_err(|e| bad(e.to_string()))?;
+            rows.push(r.iter().map(str::to_string).collect());
+        }
+        Ok(Table {
+            source: source.to_string(),
+            header,
+            rows,
+        })
+    }
+
+    pub fn has(&self, column: &str) -> bool {
+        self.header.iter().any(|h| h == column)
+    }
+
+    /// Index of `column`, or an error naming the file and the nearest column.
+    pub fn col(&self, column: &str) -> Result<usize, PlotError> {
+        self.header
+            .iter()
+            .position(|h| h == column)
+            .ok_or_else(|| PlotError::MissingColumn {
+                file: self.source.clone(),
+                column: column.to_string(),
+                hint: nearest(column, self.header.iter().map(String::as_str))
+                    .map(|n| format!("; did you mean `{n}`?"))
+                    .unwrap_or_else(|| format!("; columns are: {}", self.header.join(", "))),
+            })
+    }
+
+    pub fn cell(&self, row: usize, col: usize) -> &str {
+        self.rows[row].get(col).map_or("", String::as_str)
+    }
+
+    /// The cell as a number; `None` when empty or not a number.
+    pub fn num(&self, row: usize, col: usize) -> Option<f64> {
+        self.cell(row, col)
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+    }
+
+    /// Whether every non-empty value of `col` is a number.
+    pub fn is_numeric(&self, col: usize) -> bool {
+        (0..self.rows.len()).all(|r| self.cell(r, col).is_empty() || self.num(r, col).is_some())
+    }
+
+    /// Distinct values of `col`, sorted numerically when they all are numbers (empty
+    /// first), otherwise in order of first appearance.
+    pub fn distinct(&self, col: usize) -> Vec<String> {
+        let mut v: Vec<String> = Vec::new();
+        for r in 0..self.rows.len() {
+            let c = self.cell(r, col);
+            if !v.iter().any(|x| x == c) {
+                v.push(c.to_string());
+            }
+        }
+        if self.is_numeric(col) {
+            v.sort_by(|a, b| {
+                let fa = a.parse::<f64>().unwrap_or(f64::NEG_INFINITY);
+                let fb = b.parse::<f64>().unwrap_or(f64::NEG_INFINITY);
+                fa.total_cmp(&fb)
+            });
+        }
+        v
+    }
+}

@@ -1,0 +1,157 @@
+//! The journal: `STEM.journal.jsonl`, one JSON line per finished point, appended and
+//! flushed as each point finishes, so an interrupted or crashing sweep keeps every
+//! finished row and `--resume` computes only what is missing.
+//!
+//! Line 1 is a header naming the sweep it belongs to (a fingerprint of its points and
+//! columns, the point count, the shard); every other line is
+//! `{"point": i, "row": [cells of the final CSV row]}`. A last line cut short by a crash
+//! (no trailing newline, or not valid JSON) is dropped on resume and overwritten.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::SweepError;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    /// Format version of the journal.
+    pub hicache_sim_journal: u32,
+    /// FNV-1a 64 of the whole sweep (all points, not only this shard's, and the header).
+    pub fingerprint: String,
+    /// Points in the whole sweep.
+    pub points_total: usize,
+    /// `K/N` when sharded.
+    pub shard: Option<String>,
+    /// The CSV header.
+    pub columns: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Entry {
+    pub point: usize,
+    pub row: Vec<String>,
+}
+
+/// An open journal, appending.
+pub struct Journal {
+    path: PathBuf,
+    out: BufWriter<File>,
+}
+
+impl Journal {
+    /// Start a fresh journal (truncating any old one) with `header`.
+    pub fn create(path: &Path, header: &Header) -> Result<Self, SweepError> {
+        let f = File::create(path).map_err(|e| SweepError::io(path, e))?;
+        let mut j = Journal {
+            path: path.to_path_buf(),
+            out: BufWriter::new(f),
+        };
+        let line = serde_json::to_string(header).expect("journal header serialises");
+        j.write_line(&line)?;
+        Ok(j)
+    }
+
+    /// Reopen an existing journal for appending after [`read`] validated it; `keep` is the
+    /// byte length of its intact prefix (a torn last line is cut off).
+    pub fn reopen(path: &Path, keep: u64) -> Result<Self, SweepError> {
+        let f = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| SweepError::io(path, e))?;
+        f.set_len(keep).map_err(|e| SweepError::io(path, e))?;
+        drop(f);
+        let f = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|e| SweepError::io(path, e))?;
+        Ok(Journal {
+            path: path.to_path_buf(),
+            out: BufWriter::new(f),
+        })
+    }
+
+    /// Append one finished point and flush it to the OS.
+    pub fn append(&mut self, e: &Entry) -> Result<(), SweepError> {
+        let line = serde_json::to_string(e).expect("journal entry serialises");
+        self.write_line(&line)
+    }
+
+    fn write_line(&mut self, line: &str) -> Result<(), SweepError> {
+        let p = &self.path;
+        self.out
+            .write_all(line.as_bytes())
+            .and_then(|_| self.out.write_all(b"\n"))
+            .and_then(|_| self.out.flush())
+            .map_err(|e| SweepError::io(p, e))
+    }
+}
+
+/// What an existing journal holds.
+pub struct Contents {
+    pub header: Header,
+    pub entries: Vec<Entry>,
+    /// Byte length of the intact prefix (everything up to the last good line).
+    pub intact_len: u64,
+}
+
+/// Read a journal. A torn final line is ignored; a bad line anywhere else is an error
+/// naming the file and line.
+pub fn read(path: &Path) -> Result<Contents, SweepError> {
+    let mut text = String::new();
+    File::open(path)
+        .and_then(|mut f| f.read_to_string(&mut text))
+        .map_err(|e| SweepError::io(path, e))?;
+    let bad = |line: usize, m: String| SweepError::Journal {
+        path: path.to_path_buf(),
+        line,
+        message: m,
+    };
+    let mut header: Option<Header> = None;
+    let mut entries = Vec::new();
+    let mut intact_len = 0u64;
+    let mut offset = 0usize;
+    let n_lines = text.split_inclusive('\n').count();
+    for (i, raw) in text.split_inclusive('\n').enumerate() {
+        let last = i + 1 == n_lines;
+        let complete = raw.ends_with('\n');
+        let line = raw.trim_end_matches('\n');
+        offset += raw.len();
+        if !complete && last {
+            // Torn by a crash mid-write: drop it.
+            break;
+        }
+        if i == 0 {
+            let h: Header = serde_json::from_str(line)
+                .map_err(|e| bad(1, format!("not a sweep journal header: {e}")))?;
+            header = Some(h);
+        } else {
+            let e: Entry = match serde_json::from_str(line) {
+                Ok(e) => e,
+                Err(_) if last => break,
+                Err(e) => return Err(bad(i + 1, format!("corrupt journal line: {e}"))),
+            };
+            entries.push(e);
+        }
+        intact_len = offset as u64;
+    }
+    let header = header.ok_or_else(|| bad(1, "empty journal (no header line)".into()))?;
+    Ok(Contents {
+        header,
+        entries,
+        intact_len,
+    })
+}
+
+/// FNV-1a 64, for fingerprints (stable across platforms and releases, unlike std's
+/// hasher).
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}

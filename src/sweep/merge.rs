@@ -1,0 +1,189 @@
+//! `hicache-sim merge`: join shard CSVs into exactly the file an unsharded run writes.
+//!
+//! Checks before writing anything: every file has the same header with a `point` column;
+//! no point index appears twice; indices cover `0..total` without a gap, where `total`
+//! comes from the shards' journals when they sit next to the CSVs (so a missing last
+//! point is caught too) and otherwise from the largest index; files named
+//! `…shard-K-of-N…` hold only their own points and all N shards are present.
+
+use std::path::{Path, PathBuf};
+
+use super::SweepError;
+use super::journal;
+use super::row::csv_bytes;
+use super::shard::Shard;
+
+fn merr(m: String) -> SweepError {
+    SweepError::Merge(m)
+}
+
+/// The journal next to a shard CSV (`X.csv` → `X.journal.jsonl`), if present.
+fn journal_of(csv: &Path) -> Option<PathBuf> {
+    let name = csv.file_name()?.to_str()?;
+    let stem = name.strip_suffix(".csv")?;
+    let p = csv.with_file_name(format!("{stem}.journal.jsonl"));
+    p.exists().then_some(p)
+}
+
+/// Merge shard CSVs; returns the bytes of the unsharded CSV.
+pub fn merge(files: &[PathBuf]) -> Result<Vec<u8>, SweepError> {
+    if files.is_empty() {
+        return Err(merr("no CSV files to merge".into()));
+    }
+    let mut header: Option<(Vec<String>, &PathBuf)> = None;
+    // (point index, record, file number)
+    let mut rows: Vec<(usize, Vec<String>, usize)> = Vec::new();
+    let mut total: Option<(usize, String, &PathBuf)> = None;
+    let mut shards: Vec<(Shard, &PathBuf)> = Vec::new();
+
+    for (fi, f) in files.iter().enumerate() {
+        let mut rdr = csv::ReaderBuilder::new()
+            .has_headers(true)
+            .from_path(f)
+            .map_err(|e| merr(format!("{}: {e}", f.display())))?;
+        let h: Vec<String> = rdr
+            .headers()
+            .map_err(|e| merr(format!("{}: {e}", f.display())))?
+            .iter()
+            .map(str::to_string)
+            .collect();
+        match &header {
+            None => header = Some((h.clone(), f)),
+            Some((h0, f0)) if *h0 != h => {
+                let i = h0
+                    .iter()
+                    .zip(&h)
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(h0.len().min(h.len()));
+                return Err(merr(format!(
+                    "{} and {} have different headers (first difference at column {}: `{}` vs `{}`)",
+                    f0.display(),
+                    f.display(),
+                    i + 1,
+                    h0.get(i).map_or("", String::as_str),
+                    h.get(i).map_or("", String::as_str)
+                )));
+            }
+            _ => {}
+        }
+        if h.first().map(String::as_str) != Some("point") {
+            return Err(merr(format!(
+                "{}: the first column must be `point` (a sweep results CSV)",
+                f.display()
+            )));
+        }
+        let shard = f
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(Shard::from_file_name);
+        if let Some(s) = shard {
+            shards.push((s, f));
+        }
+        for (li, rec) in rdr.records().enumerate() {
+            let rec = rec.map_err(|e| merr(format!("{}: {e}", f.display())))?;
+            let line = li + 2;
+            let idx: usize = rec[0].parse().map_err(|_| {
+                merr(format!(
+                    "{}:{line}: `point` is not an index: `{}`",
+                    f.display(),
+                    &rec[0]
+                ))
+            })?;
+            if let Some(s) = shard
+                && !s.owns(idx)
+            {
+                return Err(merr(format!(
+                    "{}:{line}: point {idx} does not belong to shard {s}",
+                    f.display()
+                )));
+            }
+            rows.push((idx, rec.iter().map(str::to_string).collect(), fi));
+        }
+        if let Some(j) = journal_of(f) {
+            let c = journal::read(&j)?;
+            match &total {
+                None => total = Some((c.header.points_total, c.header.fingerprint, f)),
+                Some((t, fp, f0)) if *t != c.header.points_total || *fp != c.header.fingerprint => {
+                    return Err(merr(format!(
+                        "{} and {} come from different sweeps ({t} points, fingerprint {fp} vs {} points, {})",
+                        f0.display(),
+                        f.display(),
+                        c.header.points_total,
+                        c.header.fingerprint
+                    )));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    if let Some((s0, _)) = shards.first() {
+        let n = s0.n;
+        if let Some((s, f)) = shards.iter().find(|(s, _)| s.n != n) {
+            return Err(merr(format!(
+                "{} is shard {s} but others are of {n}",
+                f.display()
+            )));
+        }
+        for k in 1..=n {
+            let c = shards.iter().filter(|(s, _)| s.k == k).count();
+            if c == 0 && shards.len() == files.len() {
+                return Err(merr(format!("shard {k}/{n} is missing")));
+            }
+            if c > 1 {
+                return Err(merr(format!("shard {k}/{n} is given more than once")));
+            }
+        }
+    }
+
+    rows.sort_by_key(|r| r.0);
+    for w in rows.windows(2) {
+        if w[0].0 == w[1].0 {
+            return Err(merr(format!(
+                "point {} appears twice ({} and {})",
+                w[0].0,
+                files[w[0].2].display(),
+                files[w[1].2].display()
+            )));
+        }
+    }
+    let expected = match &total {
+        Some((t, _, _)) => *t,
+        None => rows.last().map_or(0, |r| r.0 + 1),
+    };
+    let missing: Vec<usize> = {
+        let mut have = vec![false; expected.max(rows.last().map_or(0, |r| r.0 + 1))];
+        for r in &rows {
+            have[r.0] = true;
+        }
+        have.iter()
+            .enumerate()
+            .filter(|(_, h)| !**h)
+            .map(|(i, _)| i)
+            .collect()
+    };
+    if !missing.is_empty() {
+        let shown: Vec<String> = missing.iter().take(10).map(usize::to_string).collect();
+        return Err(merr(format!(
+            "{} point(s) missing: {}{}",
+            missing.len(),
+            shown.join(", "),
+            if missing.len() > 10 { ", …" } else { "" }
+        )));
+    }
+    if rows.len() > expected {
+        return Err(merr(format!(
+            "{} rows but the sweep has {expected} points",
+            rows.len()
+        )));
+    }
+    let (h, _) = header.expect("at least one file");
+    let recs: Vec<Vec<String>> = rows.into_iter().map(|r| r.1).collect();
+    Ok(csv_bytes(&h, recs.iter()))
+}
+
+/// `hicache-sim merge OUT FILES…`: merge and write `out` (atomically).
+pub fn merge_to(files: &[PathBuf], out: &Path) -> Result<(), SweepError> {
+    let bytes = merge(files)?;
+    super::run::write_atomic(out, &bytes)
+}
