@@ -127,13 +127,9 @@ proptest! {
             evict_host_rule: HOST_RULE[r], debug_checks: true, ..TreeConfig::default()
         });
         let reqs = trace(&sp, 1);
-        let mut ids = rustc_hash::FxHashMap::default();
         let mut pages_of = Vec::new();
         for q in &reqs {
-            let p: Vec<u32> = q.page_hashes.iter().map(|h| {
-                let n = ids.len() as u32;
-                *ids.entry(*h).or_insert(n)
-            }).collect();
+            let p: Vec<u64> = q.page_hashes.clone();
             let m = t.match_prefix(&p);
             t.inc_lock_ref(m.last_node);
             let loaded = t.load_back(&m);
@@ -210,5 +206,41 @@ proptest! {
         prop_assert_eq!(m.device_hit_tokens, hits);
         prop_assert_eq!(m.device_evicted_pages, evictions);
         prop_assert_eq!(m.final_device_pages, lru.len() as u64);
+    }
+}
+
+/// Long enough for the lazy leaf heaps to compact (stale entries > 2 × live + 1024),
+/// with every invariant re-derived after each operation.
+#[test]
+fn long_trace_with_heap_compaction_keeps_invariants() {
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let specs: Vec<Spec> = (0..3000)
+        .map(|_| (next() % 6, next() % 14, next() % 4, next() % 5))
+        .collect();
+    for (w, r) in [(0, 0), (1, 1), (2, 2), (2, 0)] {
+        let cfg = ReplayConfig {
+            page_size: 1,
+            l1_pages: 40,
+            l2_pages: 60,
+            l3_pages: Some(200),
+            write_policy: WRITE[w],
+            evict_host_rule: HOST_RULE[r],
+            debug_checks: true,
+            ..ReplayConfig::default()
+        };
+        let t = trace(&specs, 1);
+        let input: u64 = t.iter().map(|r| u64::from(r.input_tokens)).sum();
+        let m = replay(&cfg, t).unwrap();
+        assert_eq!(
+            m.device_hit_tokens + m.host_hit_tokens + m.storage_hit_tokens + m.miss_tokens,
+            input
+        );
+        assert!(m.total_hit_tokens > 0 && m.device_evicted_pages > 1000);
     }
 }

@@ -16,7 +16,7 @@ fn tree(l1: u64, l2: u64, wp: WritePolicy) -> HiRadixTree {
 
 /// One request as the untimed replay runs it: match, lock, load_back, allocate,
 /// insert, release, instant D2H acks. Returns (device hit, host hit loaded).
-fn serve(t: &mut HiRadixTree, pages: &[u32]) -> (u64, u64) {
+fn serve(t: &mut HiRadixTree, pages: &[u64]) -> (u64, u64) {
     let m = t.match_prefix(pages);
     t.inc_lock_ref(m.last_node);
     let loaded = t.load_back(&m);
@@ -106,7 +106,7 @@ fn write_through_vs_selective_vs_write_back() {
     assert_eq!(wb.stats.load_back_pages, 0);
     assert_eq!(wb.host_device_resident_pages(), 3);
     // 10 tokens load back.
-    let ten: Vec<u32> = (20..30).collect();
+    let ten: Vec<u64> = (20..30).collect();
     serve(&mut wb, &ten);
     // evict(10) pops whole leaves until 10 pages: [1,2,3] (LRU, 3) then the ten.
     assert_eq!(wb.evict(10), 13);

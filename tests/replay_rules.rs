@@ -208,3 +208,120 @@ fn config_deserializes_from_yaml_with_sglang_names() {
     let e = serde_saphyr::from_str::<ReplayConfig>("l1_page: 3\n");
     assert!(e.is_err());
 }
+
+#[test]
+fn timing_on_prefetch_policies() {
+    // P, Q, Q' as in the untimed case, 100 ms apart; then P again at 300 ms. P's 6
+    // pages (384 kB) stream from L3 at 1 GB/s: 384 µs.
+    let base = ReplayConfig {
+        page_size: 64,
+        l1_pages: 8,
+        l2_pages: 16,
+        l3_unbounded: true,
+        timing: Timing::On,
+        bytes_per_token: 1000,
+        num_layers: 1,
+        h2d_bandwidth: Bandwidth(10e9),
+        storage_read_bandwidth: Bandwidth(1e9),
+        storage_write_bandwidth: Bandwidth(1e9),
+        prefill_tokens_per_s: 10_000.0,
+        decode_tokens_per_s: 1e9,
+        warmup_requests: 3,
+        debug_checks: true,
+        ..ReplayConfig::default()
+    };
+    let trace = || {
+        vec![
+            req(0, 0, 100..106, 64, 1),
+            req(1, 100, 200..208, 64, 1),
+            req(2, 200, 300..308, 64, 1),
+            req(3, 300, 100..106, 64, 1),
+        ]
+    };
+    use hicache_sim::cache::PrefetchPolicy;
+    // best_effort: terminated at once with nothing arrived: recompute 384 tokens.
+    let m = replay(
+        &ReplayConfig {
+            prefetch_policy: PrefetchPolicy::BestEffort,
+            ..base.clone()
+        },
+        trace(),
+    )
+    .unwrap();
+    assert_eq!(m.storage_hit_tokens, 0);
+    assert_eq!(m.ttft_p50_s, Some(0.0384));
+    // wait_complete / timeout (2 s + 0.1 s × 384/1024 ≫ 384 µs): all 6 pages, then an
+    // H2D load of 6670 ns + 384000 / 8.5e9 s = 51 846 ns, no compute.
+    for policy in [PrefetchPolicy::WaitComplete, PrefetchPolicy::Timeout] {
+        let m = replay(
+            &ReplayConfig {
+                prefetch_policy: policy,
+                ..base.clone()
+            },
+            trace(),
+        )
+        .unwrap();
+        assert_eq!(m.storage_hit_tokens, 384, "{policy:?}");
+        assert_eq!(
+            m.ttft_p50_s,
+            Some((384_000 + 51_846) as f64 / 1e9),
+            "{policy:?}"
+        );
+    }
+}
+
+#[test]
+fn pages_beyond_the_prompt_are_rejected() {
+    let mut r = req(5, 0, 1..4, 64, 1);
+    r.input_tokens = 100;
+    let e = replay(&ReplayConfig::default(), vec![r]).unwrap_err();
+    assert!(matches!(
+        e,
+        ReplayError::PagesExceedInput {
+            index: 0,
+            id: 5,
+            need: 192,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn warmup_and_timeline() {
+    let cfg = ReplayConfig {
+        warmup_requests: 2,
+        timeline_samples: 2,
+        ..ReplayConfig::default()
+    };
+    let trace: Vec<Request> = (0..10).map(|i| req(i, 0, 1..5, 64, 1)).collect();
+    let m = replay(&cfg, trace).unwrap();
+    assert_eq!(m.requests, 10);
+    assert_eq!(m.measured_requests, 8);
+    assert_eq!(m.input_tokens, 8 * 256);
+    assert_eq!(m.device_hit_tokens, 8 * 256);
+    assert_eq!(m.device_hit_rate, 1.0);
+    assert_eq!(m.total_page_hit_rate, 1.0);
+    assert!((2..=4).contains(&m.timeline.len()), "{}", m.timeline.len());
+    assert!(
+        m.timeline
+            .windows(2)
+            .all(|w| w[0].request_index < w[1].request_index)
+    );
+    let last = m.timeline.last().unwrap();
+    assert_eq!(last.total_hit_rate, 1.0);
+    assert_eq!(last.host_device_resident_pages, 4);
+    let json = serde_json::to_value(&m).unwrap();
+    for k in [
+        "device_hit_tokens",
+        "host_hit_rate",
+        "total_page_hit_rate",
+        "failed_backups",
+        "tokens_dropped_without_backup",
+        "peak_host_only_pages",
+        "ttft_p99_s",
+        "timeline",
+    ] {
+        assert!(json.get(k).is_some(), "{k}");
+    }
+    assert!(hicache_sim::runtime::definitions().contains("longest-prefix"));
+}

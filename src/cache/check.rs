@@ -35,10 +35,8 @@ impl HiRadixTree {
                 if cn.parent != id {
                     return Err(format!("node {c} parent {} != {id}", cn.parent));
                 }
-                if self
-                    .child_map
-                    .get(&((u64::from(id) << 32) | u64::from(cn.pages[0])))
-                    != Some(&c)
+                if self.child_map.get(&(id, cn.pages[0])) != Some(&c)
+                    || n.children.get(cn.pos_in_parent as usize) != Some(&c)
                 {
                     return Err(format!("child map misses {c}"));
                 }
@@ -113,7 +111,13 @@ impl HiRadixTree {
                 self.node_count()
             ));
         }
-        if dev != self.dev_leaves || host != self.host_leaves || dup != self.dup_leaves {
+        if dev != self.dev_leaves.live_set(&self.nodes)
+            || host != self.host_leaves.live_set(&self.nodes)
+            || dup != self.dup_leaves.live_set(&self.nodes)
+            || dev.len() != self.dev_leaves.live()
+            || host.len() != self.host_leaves.live()
+            || dup.len() != self.dup_leaves.live()
+        {
             return Err("evictable sets differ from a fresh derivation".into());
         }
         if h_used != self.host_used || h_dev != self.host_device_resident {

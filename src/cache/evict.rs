@@ -59,23 +59,24 @@ impl HiRadixTree {
         let mut skipped: Vec<NodeId> = std::mem::take(&mut self.scratch);
         skipped.clear();
         while evicted < num {
-            let Some(&(k, x)) = self.dev_leaves.first() else {
+            let Some((k, x)) = self.dev_leaves.peek(&self.nodes) else {
                 break;
             };
-            self.dev_leaves.remove(&(k, x));
+            self.dev_leaves.pop_top();
+            // Out of the set while it is processed (a later refresh may re-add it).
+            self.dev_leaves.update(&self.nodes, x, Some(k), None);
             self.nodes[x as usize].dev_key = None;
             let freed = self.evict_one(x);
             if freed == 0 {
                 // Kept: take it out of the candidates for the rest of this call.
                 if let Some(k2) = self.nodes[x as usize].dev_key.take() {
-                    self.dev_leaves.remove(&(k2, x));
+                    self.dev_leaves.update(&self.nodes, x, Some(k2), None);
                 }
                 skipped.push(x);
             }
             evicted += freed;
         }
         for &x in &skipped {
-            self.nodes[x as usize].dev_key = None;
             self.refresh(x);
         }
         self.scratch = skipped;
@@ -267,12 +268,12 @@ impl HiRadixTree {
         }
         let mut freed = 0u64;
         while freed < num {
-            let host = self.host_leaves.first().copied();
-            let dup = self
-                .dup_leaves
-                .iter()
-                .find(|&&(_, id)| !protect.contains(&id))
-                .copied();
+            let host = self.host_leaves.peek(&self.nodes);
+            let dup = if self.cfg.evict_host_rule == EvictHostRule::EvictedOnly {
+                None
+            } else {
+                self.dup_leaves.first_except(&self.nodes, &protect)
+            };
             let pick = match self.cfg.evict_host_rule {
                 EvictHostRule::EvictedOnly => host.map(|h| (h, false)),
                 EvictHostRule::ReclaimDeviceResident => match (host, dup) {

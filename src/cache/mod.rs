@@ -6,13 +6,14 @@
 
 mod check;
 mod evict;
+mod leaf_heap;
 mod node;
 pub mod page_lru;
 mod policy;
 pub mod storage;
 mod tree;
 
-pub use node::{Node, NodeId, PrioKey, ROOT};
+pub use node::{Node, NodeId, PageKey, PrioKey, ROOT};
 pub use page_lru::PageLru;
 pub use policy::{
     DeviceEvictAmount, EvictHostRule, EvictVersion, EvictionPolicy, HostMemoryMode, LruMode,

@@ -12,12 +12,17 @@ pub(crate) const NIL: u32 = u32::MAX;
 /// Eviction priority key (smaller is evicted first), then the node id as tiebreak.
 pub type PrioKey = (i64, i64);
 
+/// A page key: the trace's chained per-page hash (`get_hash_str`), used as is.
+pub type PageKey = u64;
+
 #[derive(Debug, Clone, Default)]
 pub struct Node {
     pub parent: NodeId,
-    /// The node's key: interned page ids, in order.
-    pub pages: Vec<u32>,
+    /// The node's key: its pages' chained hashes, in order.
+    pub pages: Vec<PageKey>,
     pub children: Vec<NodeId>,
+    /// Index of this node in its parent's `children` (O(1) unlink).
+    pub(crate) pos_in_parent: u32,
     /// `value is not None`.
     pub on_device: bool,
     /// `host_value is not None` (`backuped`).

@@ -3,8 +3,8 @@
 //! Mirrors `mem_cache/radix_cache.py` (TreeNode, `_split_node`, `inc_lock_ref`,
 //! `dec_lock_ref`, `_update_leaf_status`) and `mem_cache/hiradix_cache.py` (V1,
 //! upstream 2026-07-20: `match_prefix` L1613, `_insert_helper` L1787,
-//! `_update_host_leaf_status` L1100). Keys are interned page ids (dense `u32`), one
-//! per page; a node holds a run of pages. Device and host values are flags: the tree
+//! `_update_host_leaf_status` L1100). Keys are the trace's chained page hashes (`u64`),
+//! one per page, used directly: a lookup costs one hash probe per node, not per page; a node holds a run of pages. Device and host values are flags: the tree
 //! counts pages, it does not hand out slot indices.
 //!
 //! Known deviations (documented, deliberate):
@@ -13,11 +13,10 @@
 //! - Ties in the eviction key are broken by node id (SGLang: heap order of
 //!   `TreeNode.__lt__`), so long runs of equal keys may evict in another order.
 
-use std::collections::BTreeSet;
-
 use rustc_hash::FxHashMap;
 
-use super::node::{NIL, Node, NodeId, PrioKey, ROOT};
+use super::leaf_heap::{LeafHeap, LeafSet};
+use super::node::{NIL, Node, NodeId, PageKey, PrioKey, ROOT};
 use super::policy::{DeviceEvictAmount, EvictHostRule, EvictVersion, EvictionPolicy, WritePolicy};
 
 /// Tree-level configuration (pages, not bytes).
@@ -117,13 +116,13 @@ pub struct HiRadixTree {
     pub(crate) cfg: TreeConfig,
     pub(crate) nodes: Vec<Node>,
     pub(crate) free: Vec<NodeId>,
-    /// `(parent << 32) | first page` → child.
-    pub(crate) child_map: FxHashMap<u64, NodeId>,
-    pub(crate) dev_leaves: BTreeSet<(PrioKey, NodeId)>,
-    pub(crate) host_leaves: BTreeSet<(PrioKey, NodeId)>,
+    /// `(parent, first page)` → child.
+    pub(crate) child_map: FxHashMap<(NodeId, PageKey), NodeId>,
+    pub(crate) dev_leaves: LeafHeap,
+    pub(crate) host_leaves: LeafHeap,
     /// Backed-up device-resident leaves of the host tree; kept only for
     /// `reclaim_device_resident` / `boundary_l1_l2`.
-    pub(crate) dup_leaves: BTreeSet<(PrioKey, NodeId)>,
+    pub(crate) dup_leaves: LeafHeap,
     pub(crate) clock: u64,
     /// Device pages in use: tree pages on device plus pages reserved by requests.
     pub(crate) device_used: u64,
@@ -139,8 +138,8 @@ pub struct HiRadixTree {
 }
 
 #[inline]
-fn ckey(parent: NodeId, page: u32) -> u64 {
-    (u64::from(parent) << 32) | u64::from(page)
+fn ckey(parent: NodeId, page: PageKey) -> (NodeId, PageKey) {
+    (parent, page)
 }
 
 impl HiRadixTree {
@@ -159,9 +158,9 @@ impl HiRadixTree {
             nodes: vec![root],
             free: Vec::new(),
             child_map: FxHashMap::default(),
-            dev_leaves: BTreeSet::new(),
-            host_leaves: BTreeSet::new(),
-            dup_leaves: BTreeSet::new(),
+            dev_leaves: LeafHeap::new(LeafSet::Device),
+            host_leaves: LeafHeap::new(LeafSet::Host),
+            dup_leaves: LeafHeap::new(LeafSet::Dup),
             clock: 0,
             device_used: 0,
             host_used: 0,
@@ -265,34 +264,23 @@ impl HiRadixTree {
             && Self::is_dup_leaf(n))
         .then_some(key);
         let (old_dev, old_host, old_dup) = (n.dev_key, n.host_key, n.dup_key);
-        if old_dev != want_dev {
-            if let Some(k) = old_dev {
-                self.dev_leaves.remove(&(k, id));
-            }
-            if let Some(k) = want_dev {
-                self.dev_leaves.insert((k, id));
-            }
-        }
-        if old_host != want_host {
-            if let Some(k) = old_host {
-                self.host_leaves.remove(&(k, id));
-            }
-            if let Some(k) = want_host {
-                self.host_leaves.insert((k, id));
-            }
-        }
-        if old_dup != want_dup {
-            if let Some(k) = old_dup {
-                self.dup_leaves.remove(&(k, id));
-            }
-            if let Some(k) = want_dup {
-                self.dup_leaves.insert((k, id));
-            }
+        if old_dev == want_dev && old_host == want_host && old_dup == want_dup {
+            return;
         }
         let n = &mut self.nodes[id as usize];
         n.dev_key = want_dev;
         n.host_key = want_host;
         n.dup_key = want_dup;
+        if old_dev != want_dev {
+            self.dev_leaves.update(&self.nodes, id, old_dev, want_dev);
+        }
+        if old_host != want_host {
+            self.host_leaves
+                .update(&self.nodes, id, old_host, want_host);
+        }
+        if old_dup != want_dup {
+            self.dup_leaves.update(&self.nodes, id, old_dup, want_dup);
+        }
     }
 
     pub(crate) fn touch(&mut self, id: NodeId) {
@@ -365,7 +353,7 @@ impl HiRadixTree {
         s.peak_host_used = s.peak_host_used.max(self.host_used + self.host_reserved);
     }
 
-    fn alloc_node(&mut self, parent: NodeId, pages: &[u32]) -> NodeId {
+    fn alloc_node(&mut self, parent: NodeId, pages: &[PageKey]) -> NodeId {
         self.clock += 1;
         let clock = self.clock;
         let id = if let Some(id) = self.free.pop() {
@@ -394,8 +382,25 @@ impl HiRadixTree {
         n.host_key = None;
         n.dup_key = None;
         self.child_map.insert(ckey(parent, pages[0]), id);
-        self.nodes[parent as usize].children.push(id);
+        self.link_child(parent, id);
         id
+    }
+
+    fn link_child(&mut self, parent: NodeId, id: NodeId) {
+        let ch = &mut self.nodes[parent as usize].children;
+        let pos = ch.len() as u32;
+        ch.push(id);
+        self.nodes[id as usize].pos_in_parent = pos;
+    }
+
+    fn unlink_child(&mut self, parent: NodeId, id: NodeId) {
+        let pos = self.nodes[id as usize].pos_in_parent as usize;
+        let ch = &mut self.nodes[parent as usize].children;
+        debug_assert_eq!(ch[pos], id);
+        ch.swap_remove(pos);
+        if let Some(&moved) = ch.get(pos) {
+            self.nodes[moved as usize].pos_in_parent = pos as u32;
+        }
     }
 
     /// Unlinks a node that holds neither a device nor a host value and has no children.
@@ -407,21 +412,10 @@ impl HiRadixTree {
         let parent = n.parent;
         let first = n.pages[0];
         self.child_map.remove(&ckey(parent, first));
-        let ch = &mut self.nodes[parent as usize].children;
-        if let Some(pos) = ch.iter().position(|&c| c == id) {
-            ch.swap_remove(pos);
-        }
-        self.refresh(id); // drops it from every set (alive still true: clear keys)
+        self.unlink_child(parent, id);
+        // Flags are all off, so refresh takes it out of every set.
+        self.refresh(id);
         let n = &mut self.nodes[id as usize];
-        if let Some(k) = n.dev_key.take() {
-            self.dev_leaves.remove(&(k, id));
-        }
-        if let Some(k) = n.host_key.take() {
-            self.host_leaves.remove(&(k, id));
-        }
-        if let Some(k) = n.dup_key.take() {
-            self.dup_leaves.remove(&(k, id));
-        }
         n.alive = false;
         n.pages.clear();
         self.free.push(id);
@@ -444,12 +438,9 @@ impl HiRadixTree {
         );
         let first = c.pages[0];
         // Move the head pages into a new node.
-        let head: Vec<u32> = c.pages[..at].to_vec();
+        let head: Vec<PageKey> = c.pages[..at].to_vec();
         self.child_map.remove(&ckey(parent, first));
-        let ch = &mut self.nodes[parent as usize].children;
-        if let Some(pos) = ch.iter().position(|&x| x == child) {
-            ch.swap_remove(pos);
-        }
+        self.unlink_child(parent, child);
         let new = self.alloc_node(parent, &head);
         {
             let n = &mut self.nodes[new as usize];
@@ -466,6 +457,7 @@ impl HiRadixTree {
         let c = &mut self.nodes[child as usize];
         c.pages.drain(..at);
         c.parent = new;
+        c.pos_in_parent = 0;
         let cfirst = c.pages[0];
         self.child_map.insert(ckey(new, cfirst), child);
         self.refresh(child);
@@ -473,7 +465,7 @@ impl HiRadixTree {
         new
     }
 
-    fn child(&self, parent: NodeId, page: u32) -> Option<NodeId> {
+    fn child(&self, parent: NodeId, page: PageKey) -> Option<NodeId> {
         self.child_map.get(&ckey(parent, page)).copied()
     }
 
@@ -481,7 +473,7 @@ impl HiRadixTree {
 
     /// `match_prefix` (`hiradix_cache.py` L1613, V1): walks the pages, splitting a node
     /// on a partial match and refreshing `last_access_time` along the path.
-    pub fn match_prefix(&mut self, pages: &[u32]) -> MatchResult {
+    pub fn match_prefix(&mut self, pages: &[PageKey]) -> MatchResult {
         let mut node = ROOT;
         let mut i = 0usize;
         self.touch_root();
@@ -627,7 +619,7 @@ impl HiRadixTree {
     /// nodes get `_inc_hit_count`; evicted nodes on the path get their device value back
     /// (recompute); the new leaf gets `_inc_hit_count` unless write_back. Reserved pages
     /// not needed (already cached) are freed. Returns the deepest node.
-    pub fn insert(&mut self, pages: &[u32], reserved: u64) -> NodeId {
+    pub fn insert(&mut self, pages: &[PageKey], reserved: u64) -> NodeId {
         self.device_used -= reserved;
         let mut node = ROOT;
         let mut i = 0usize;
@@ -690,7 +682,7 @@ impl HiRadixTree {
     /// `pages` below `anchor` as host-only nodes holding host pages that were already
     /// reserved (`reserved`). Pages that already exist in the tree are not duplicated:
     /// their reserved host pages are freed. Returns the number of new host pages.
-    pub fn insert_host_only(&mut self, anchor: NodeId, pages: &[u32], reserved: u64) -> u64 {
+    pub fn insert_host_only(&mut self, anchor: NodeId, pages: &[PageKey], reserved: u64) -> u64 {
         self.host_reserved -= reserved;
         let mut node = anchor;
         let mut i = 0usize;
@@ -755,6 +747,6 @@ impl HiRadixTree {
 }
 
 #[inline]
-fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+fn common_prefix(a: &[PageKey], b: &[PageKey]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }

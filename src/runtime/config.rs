@@ -200,10 +200,10 @@ impl ReplayConfig {
             );
         }
         if self.timing == Timing::On {
-            if !(self.prefill_tokens_per_s > 0.0) {
+            if self.prefill_tokens_per_s.is_nan() || self.prefill_tokens_per_s <= 0.0 {
                 return bad("prefill_tokens_per_s", "must be greater than 0".into());
             }
-            if !(self.decode_tokens_per_s > 0.0) {
+            if self.decode_tokens_per_s.is_nan() || self.decode_tokens_per_s <= 0.0 {
                 return bad("decode_tokens_per_s", "must be greater than 0".into());
             }
             if self.max_running_requests == 0 {

@@ -6,6 +6,21 @@
 //! - `untimed`: `Timing::Off` — each request = match, prefetch, load_back, insert, release;
 //! - `timed`: `Timing::On` — arrivals, a FIFO scheduler, compute model, links;
 //! - [`transfer`]: the SGLang-simulator effective-bandwidth cost model.
+//!
+//! Known deviations from SGLang (deliberate, each small):
+//! - Prefetch is issued only when the deepest matched node is backed up (or is the
+//!   root). SGLang's `_prefetch_kvcache` anchors at `last_host_node` but keys the fetch
+//!   from `len(device) + host_hit`, so with device-only nodes between the two it would
+//!   insert host nodes under the wrong parent; we skip that case instead.
+//! - The storage existence query (`batch_exists`, 128 pages per call) is instant, and
+//!   host slots for the hits are allocated at issue time (SGLang: the next tick).
+//! - One H2D/D2H run per tree node (SGLang splits runs by index contiguity).
+//! - Output tokens are not inserted and do not occupy device pages.
+//! - The `priority` eviction policy sees priority 0 for every node (requests carry no
+//!   priority), so it orders like LRU.
+//! - `alloc_extend`'s extra page per request in the eviction request is not modelled.
+//! - Prefetch termination in buffer_only mode stages the arrived pages straight to the
+//!   device (the op-owned host slots are counted in the prefetch budget only).
 
 pub mod config;
 pub mod metrics;
@@ -28,6 +43,17 @@ pub enum ReplayError {
         message: String,
     },
     #[error(
+        "request #{index} (id {id}): {pages} whole pages of {page_size} tokens need at least {need} input tokens, but input_tokens is {input_tokens}"
+    )]
+    PagesExceedInput {
+        index: u64,
+        id: u64,
+        pages: u64,
+        page_size: u32,
+        need: u64,
+        input_tokens: u32,
+    },
+    #[error(
         "request #{index} (id {id}) arrives at {arrival_ns} ns, before the previous request ({previous_ns} ns): timing on needs arrivals in non-decreasing order (sort the trace by timestamp)"
     )]
     ArrivalOutOfOrder {
@@ -38,6 +64,26 @@ pub enum ReplayError {
     },
 }
 
+/// Rejects a request whose whole pages cover more tokens than its prompt.
+pub(crate) fn check_request(
+    cfg: &ReplayConfig,
+    index: u64,
+    r: &Request,
+) -> Result<(), ReplayError> {
+    let need = r.page_hashes.len() as u64 * u64::from(cfg.page_size);
+    if need > u64::from(r.input_tokens) {
+        return Err(ReplayError::PagesExceedInput {
+            index,
+            id: r.id,
+            pages: r.page_hashes.len() as u64,
+            page_size: cfg.page_size,
+            need,
+            input_tokens: r.input_tokens,
+        });
+    }
+    Ok(())
+}
+
 /// Replays `requests` through the tiers configured by `cfg`. Streaming: memory grows
 /// with distinct pages (interned to dense ids), not with trace length.
 pub fn replay<I: IntoIterator<Item = Request>>(
@@ -46,7 +92,7 @@ pub fn replay<I: IntoIterator<Item = Request>>(
 ) -> Result<ReplayMetrics, ReplayError> {
     cfg.validate()?;
     match cfg.timing {
-        Timing::Off => Ok(untimed::run(cfg, requests)),
+        Timing::Off => untimed::run(cfg, requests),
         Timing::On => timed::run(cfg, requests),
     }
 }

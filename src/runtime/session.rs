@@ -8,7 +8,7 @@ use crate::cache::{HiRadixTree, HostMemoryMode, Storage, TreeConfig};
 use super::config::ReplayConfig;
 use super::metrics::{ReplayMetrics, TimelinePoint};
 
-/// Interns 64-bit page hashes to dense `u32` ids (memory ∝ distinct pages).
+/// Interns 64-bit page hashes to dense `u32` ids (plain page mode's `Vec` LRU).
 #[derive(Debug, Default)]
 pub(crate) struct Interner {
     map: FxHashMap<u64, u32>,
@@ -36,7 +36,6 @@ pub(crate) struct Session {
     pub cfg: ReplayConfig,
     pub tree: HiRadixTree,
     pub storage: Option<Storage>,
-    pub interner: Interner,
     pub m: ReplayMetrics,
     pub ps: u64,
     /// `prefetch_tokens_occupied`.
@@ -68,7 +67,6 @@ impl Session {
             cfg: cfg.clone(),
             tree,
             storage: cfg.has_storage().then(|| Storage::new(cfg.l3_capacity())),
-            interner: Interner::default(),
             m: ReplayMetrics::default(),
             ps: u64::from(cfg.page_size),
             prefetch_occupied: 0,
@@ -114,7 +112,7 @@ impl Session {
     /// doubles the stride when it grows past twice `timeline_samples` (streaming).
     pub fn sample(&mut self, index: u64, time_ns: u64) {
         let want = u64::from(self.cfg.timeline_samples);
-        if want == 0 || (index + 1) % self.timeline_stride != 0 {
+        if want == 0 || !(index + 1).is_multiple_of(self.timeline_stride) {
             return;
         }
         let m = &self.m;
@@ -148,7 +146,7 @@ impl Session {
     }
 
     /// Writes `pages` to L3 (after a D2H ack, or through the bounce buffer).
-    pub fn write_storage(&mut self, pages: &[u32]) {
+    pub fn write_storage(&mut self, pages: &[crate::cache::PageKey]) {
         if let Some(s) = self.storage.as_mut() {
             let new = s.write(pages);
             self.m.l3_write_bytes += new * self.ps * self.cfg.bytes_per_token;
@@ -162,7 +160,7 @@ impl Session {
         let bpt = self.cfg.bytes_per_token;
         let m = &mut self.m;
         m.load_back_bytes = st.load_back_pages * ps * bpt;
-        m.backup_bytes = st.backup_pages * ps * bpt + m.backup_bytes;
+        m.backup_bytes += st.backup_pages * ps * bpt;
         m.device_evicted_pages = st.device_evicted_pages;
         m.host_evicted_pages = st.host_evicted_pages;
         m.failed_backups = st.failed_backups;

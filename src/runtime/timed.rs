@@ -27,7 +27,7 @@
 
 use std::collections::VecDeque;
 
-use crate::cache::{BackupRecord, HostMemoryMode, NodeId, PrefetchPolicy, ROOT};
+use crate::cache::{BackupRecord, HostMemoryMode, NodeId, PageKey, PrefetchPolicy, ROOT};
 use crate::engine::EventQueue;
 use crate::units::Nanos;
 use crate::workload::Request;
@@ -45,7 +45,7 @@ enum Ev {
     BatchDone(u32),
     Finish { last: NodeId },
     D2hAck(u32),
-    StorageAck { node: NodeId, pages: u32 },
+    StorageAck { node: NodeId },
 }
 
 #[derive(Debug)]
@@ -67,7 +67,7 @@ struct Waiting {
     arrival: Nanos,
     input_tokens: u32,
     output_tokens: u32,
-    pages: Vec<u32>,
+    pages: Vec<PageKey>,
     prefetch: Option<Prefetch>,
 }
 
@@ -100,7 +100,7 @@ struct Sim<I: Iterator<Item = Request>> {
     swrite: Link,
     ttft: Vec<f64>,
     recs: Vec<BackupRecord>,
-    scratch: Vec<u32>,
+    scratch: Vec<PageKey>,
 }
 
 pub(crate) fn run<I: IntoIterator<Item = Request>>(
@@ -139,10 +139,7 @@ pub(crate) fn run<I: IntoIterator<Item = Request>>(
                 sim.running -= 1;
             }
             Ev::D2hAck(a) => sim.d2h_ack(a),
-            Ev::StorageAck { node, pages } => {
-                let _ = pages;
-                sim.s.tree.release_host(node);
-            }
+            Ev::StorageAck { node } => sim.s.tree.release_host(node),
         }
         sim.schedule();
     }
@@ -168,6 +165,7 @@ impl<I: Iterator<Item = Request>> Sim<I> {
     fn pull(&mut self) -> Result<(), ReplayError> {
         self.next = None;
         if let Some((i, r)) = self.src.next() {
+            super::check_request(&self.s.cfg, i as u64, &r)?;
             if r.arrival_ns < self.prev_arrival {
                 return Err(ReplayError::ArrivalOutOfOrder {
                     index: i as u64,
@@ -186,8 +184,7 @@ impl<I: Iterator<Item = Request>> Sim<I> {
     fn arrival(&mut self) -> Result<(), ReplayError> {
         let (index, req) = self.next.take().expect("arrival without a request");
         let now = self.q.now();
-        let mut pages = Vec::with_capacity(req.page_hashes.len());
-        self.s.interner.intern(&req.page_hashes, &mut pages);
+        let pages = req.page_hashes;
         let prefetch = self.issue_prefetch(&pages, now);
         self.waiting.push_back(Waiting {
             index,
@@ -202,7 +199,7 @@ impl<I: Iterator<Item = Request>> Sim<I> {
     }
 
     /// `_prefetch_kvcache` + `prefetch_from_storage` + the hit query and allocation.
-    fn issue_prefetch(&mut self, pages: &[u32], now: Nanos) -> Option<Prefetch> {
+    fn issue_prefetch(&mut self, pages: &[PageKey], now: Nanos) -> Option<Prefetch> {
         self.s.storage.as_ref()?;
         let s = &mut self.s;
         let m = s.tree.match_prefix(pages);
@@ -314,12 +311,12 @@ impl<I: Iterator<Item = Request>> Sim<I> {
             if self.running + batch.len() as u32 >= max_run {
                 break;
             }
-            if let Some(p) = &self.waiting[j].prefetch {
-                if let Err(t) = self.can_terminate(p, now) {
-                    wake = Some(wake.map_or(t, |w| w.min(t)));
-                    j += 1;
-                    continue;
-                }
+            if let Some(p) = &self.waiting[j].prefetch
+                && let Err(t) = self.can_terminate(p, now)
+            {
+                wake = Some(wake.map_or(t, |w| w.min(t)));
+                j += 1;
+                continue;
             }
             // Would it fit the token budget? (Estimate from a fresh match.)
             let m0 = self.s.tree.match_prefix(&self.waiting[j].pages);
@@ -499,6 +496,17 @@ impl<I: Iterator<Item = Request>> Sim<I> {
             c.d2h_run_overhead.0,
         );
         let t = self.d2h.transfer(now, d);
+        // write_back backups are not pinned and their node may be reclaimed before
+        // the ack; their L3 write is issued now, after the blocking flush
+        // (`writing_check(write_back=True)`), on the storage-write link.
+        if self.s.storage.is_some() {
+            for i in 0..self.recs.len() {
+                let r = self.recs[i];
+                if !r.locked {
+                    self.storage_backup(r.node, t, false);
+                }
+            }
+        }
         let recs = std::mem::take(&mut self.recs);
         let id = match self.free_acks.pop() {
             Some(id) => {
@@ -520,31 +528,33 @@ impl<I: Iterator<Item = Request>> Sim<I> {
         self.free_acks.push(a);
         for r in &recs {
             self.s.tree.backup_acked(r);
-            if self.s.storage.is_some() && self.s.tree.node(r.node).alive {
-                self.scratch.clear();
-                self.scratch
-                    .extend_from_slice(&self.s.tree.node(r.node).pages);
-                let pages = std::mem::take(&mut self.scratch);
-                let bytes = self.s.bytes(pages.len() as u64);
-                let d = storage_time_ns(bytes, self.s.cfg.storage_write_bandwidth.0);
-                let t = self.swrite.transfer(now, d);
-                self.s.write_storage(&pages);
-                if self.s.tree.node(r.node).backed_up {
-                    self.s.tree.protect_host(r.node);
-                    self.q.schedule_at(
-                        t,
-                        Ev::StorageAck {
-                            node: r.node,
-                            pages: pages.len() as u32,
-                        },
-                    );
-                }
-                self.scratch = pages;
+            if r.locked && self.s.storage.is_some() {
+                self.storage_backup(r.node, now, true);
             }
         }
         self.recs = recs;
         self.recs.clear();
         // Backups made by evictions outside a batch end.
         self.flush_backups(now);
+    }
+
+    /// `write_backup_storage`: the node's pages go to L3 on the storage-write link; with
+    /// `pin`, its host copy is protected until the storage ack.
+    fn storage_backup(&mut self, node: NodeId, at: Nanos, pin: bool) {
+        if !self.s.tree.node(node).alive {
+            return;
+        }
+        let mut pages = std::mem::take(&mut self.scratch);
+        pages.clear();
+        pages.extend_from_slice(&self.s.tree.node(node).pages);
+        let bytes = self.s.bytes(pages.len() as u64);
+        let d = storage_time_ns(bytes, self.s.cfg.storage_write_bandwidth.0);
+        let t = self.swrite.transfer(at, d);
+        self.s.write_storage(&pages);
+        if pin && self.s.tree.node(node).backed_up {
+            self.s.tree.protect_host(node);
+            self.q.schedule_at(t, Ev::StorageAck { node });
+        }
+        self.scratch = pages;
     }
 }

@@ -3,37 +3,38 @@
 //! its termination, all pages arrived), `match_prefix`, `init_load_back`, device
 //! allocation, `insert` (`cache_unfinished_req`), D2H acks and L3 backups, release.
 
-use crate::cache::{HostMemoryMode, LruMode, PageLru, ROOT};
+use crate::cache::{HostMemoryMode, LruMode, PageKey, PageLru, ROOT};
 use crate::workload::Request;
 
 use super::config::ReplayConfig;
 use super::metrics::ReplayMetrics;
 use super::session::{Hits, Session};
+use super::{ReplayError, check_request};
 
 pub(crate) fn run<I: IntoIterator<Item = Request>>(
     cfg: &ReplayConfig,
     requests: I,
-) -> ReplayMetrics {
+) -> Result<ReplayMetrics, ReplayError> {
     if cfg.lru_mode == LruMode::PlainPage {
         return run_plain(cfg, requests);
     }
     let mut s = Session::new(cfg);
-    let mut pages: Vec<u32> = Vec::new();
     let mut recs = Vec::new();
     for (index, req) in requests.into_iter().enumerate() {
         let index = index as u64;
-        s.interner.intern(&req.page_hashes, &mut pages);
-        let h = process(&mut s, &pages, &mut recs);
+        check_request(cfg, index, &req)?;
+        let pages = &req.page_hashes;
+        let h = process(&mut s, pages, &mut recs);
         s.record(index, req.input_tokens, pages.len() as u64, h);
         s.sample(index, 0);
     }
-    s.finish()
+    Ok(s.finish())
 }
 
 /// One request through the tree with instant transfers.
 pub(crate) fn process(
     s: &mut Session,
-    pages: &[u32],
+    pages: &[PageKey],
     recs: &mut Vec<crate::cache::BackupRecord>,
 ) -> Hits {
     let mut m = s.tree.match_prefix(pages);
@@ -129,10 +130,11 @@ fn drain_backups(s: &mut Session, recs: &mut Vec<crate::cache::BackupRecord>) {
     s.tree.take_backups(recs);
     for r in recs.iter() {
         s.tree.backup_acked(r);
-        if s.storage.is_some() {
-            let node_pages = s.tree.node(r.node).pages.clone();
-            if s.tree.node(r.node).alive {
-                s.write_storage(&node_pages);
+        if let Some(st) = s.storage.as_mut() {
+            let n = s.tree.node(r.node);
+            if n.alive {
+                let new = st.write(&n.pages);
+                s.m.l3_write_bytes += new * s.ps * s.cfg.bytes_per_token;
             }
         }
     }
@@ -141,14 +143,19 @@ fn drain_backups(s: &mut Session, recs: &mut Vec<crate::cache::BackupRecord>) {
 /// `lru_mode: plain_page`: every page its own LRU entry; L1 evictions demote to an
 /// exclusive L2 LRU (when `l2_pages > 0`), L2 hits move back to L1. Hits are
 /// longest-prefix: the leading run of pages found in L1, then L2.
-fn run_plain<I: IntoIterator<Item = Request>>(cfg: &ReplayConfig, requests: I) -> ReplayMetrics {
+fn run_plain<I: IntoIterator<Item = Request>>(
+    cfg: &ReplayConfig,
+    requests: I,
+) -> Result<ReplayMetrics, ReplayError> {
     let mut s = Session::new(cfg);
     let mut l1 = PageLru::new(cfg.l1_pages);
     let mut l2 = PageLru::new(cfg.l2_pages);
+    let mut interner = super::session::Interner::default();
     let mut pages = Vec::new();
     for (index, req) in requests.into_iter().enumerate() {
         let index = index as u64;
-        s.interner.intern(&req.page_hashes, &mut pages);
+        check_request(cfg, index, &req)?;
+        interner.intern(&req.page_hashes, &mut pages);
         let mut h = Hits::default();
         let mut leading = true;
         for &p in &pages {
@@ -190,5 +197,5 @@ fn run_plain<I: IntoIterator<Item = Request>>(cfg: &ReplayConfig, requests: I) -
     m.load_back_bytes = lb;
     m.final_device_pages = l1.len();
     m.final_host_only_pages = l2.len();
-    m
+    Ok(m)
 }
