@@ -19,7 +19,7 @@ fn points(n_a: usize, n_b: usize, seeds: u64) -> Vec<Point> {
 }
 
 fn runner(p: &Point) -> Result<Row, String> {
-    if p.seed % 7 == 0 {
+    if p.seed.is_multiple_of(7) {
         return Err(format!("unlucky seed {}", p.seed));
     }
     Ok(Row::new()
