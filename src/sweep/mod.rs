@@ -8,7 +8,6 @@
 //! writes depends on the points and the runner's results, never on thread count,
 //! completion order, interruptions or sharding.
 
-pub mod cli;
 pub mod expand;
 pub mod spec;
 
