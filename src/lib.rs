@@ -12,6 +12,7 @@
 //! - [`scenario`], [`sweep`], [`report`]: YAML input, parameter sweeps, text/JSON/plots.
 
 pub mod cache;
+pub mod commands;
 pub mod engine;
 pub mod error;
 pub mod hardware;

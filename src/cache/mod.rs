@@ -1,1 +1,22 @@
-//! (to be written)
+//! The runtime tiers' data structure: SGLang's HiRadixCache radix tree at page
+//! granularity (`mem_cache/radix_cache.py`, `mem_cache/hiradix_cache.py`), its
+//! eviction priorities (`mem_cache/evict_policy.py`), the rules that changed between
+//! versions as selectable enums, a plain page LRU for cross-checks, and the L3 store.
+//! The tree never reads a clock: the replay (`crate::runtime`) owns time.
+
+mod check;
+mod evict;
+mod node;
+pub mod page_lru;
+mod policy;
+pub mod storage;
+mod tree;
+
+pub use node::{Node, NodeId, PrioKey, ROOT};
+pub use page_lru::PageLru;
+pub use policy::{
+    DeviceEvictAmount, EvictHostRule, EvictVersion, EvictionPolicy, HostMemoryMode, LruMode,
+    PrefetchCapacityRule, PrefetchPolicy, WritePolicy,
+};
+pub use storage::Storage;
+pub use tree::{BackupRecord, HiRadixTree, MatchResult, TreeConfig, TreeStats};

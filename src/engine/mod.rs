@@ -5,8 +5,10 @@
 
 mod queue;
 mod rng;
+mod small_queue;
 
 pub use queue::{EventQueue, Scheduled};
 pub use rng::{SimRng, derive_seed, stream};
+pub use small_queue::SmallEventQueue;
 
 pub use crate::units::Nanos as SimTime;

@@ -1,1 +1,15 @@
-//! (to be written)
+//! Hardware: node presets (embedded `nodes.yaml`) and host memory as Linux accounts it —
+//! MemAvailable as psutil reads it, and a cgroup tree (v1 or v2) with limits, charges,
+//! page-cache reclaim and OOM kills. The start-up simulator mutates a [`HostMemory`] over
+//! virtual time and hands [`HostMemoryView`]s to the sizing rules (`crate::sizing`).
+
+mod memory;
+mod nodes;
+mod view;
+
+pub use memory::{
+    CgroupId, CgroupLimits, CgroupVersion, ChargeKind, ChargeOutcome, Charges, HostMemory,
+    MAX_CGROUP_DEPTH, MemoryError, Oom,
+};
+pub use nodes::{NodePreset, node_preset, node_presets};
+pub use view::{CgroupChain, CgroupLevel, CgroupRead, HostMemoryView, MemStat, V1_UNLIMITED};

@@ -1,3 +1,4 @@
-//! (to be written)
+//! Output: text tables and JSON for each command, and plots.
 
 pub mod plot;
+pub mod startup;

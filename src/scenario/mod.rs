@@ -1,1 +1,15 @@
-//! (to be written)
+//! Scenarios: the YAML a recipe author writes (node, model, SGLang flags, memory limits,
+//! start-up timing, runtime and sweep settings), read with errors that name file, line
+//! and field, and resolved against the node and model presets.
+
+pub mod launch;
+pub mod lines;
+pub mod load;
+pub mod resolve;
+pub mod schema;
+pub mod server;
+
+pub use load::{LoadedScenario, load_file, load_str};
+pub use resolve::Scenario;
+pub use schema::ScenarioFile;
+pub use server::ServerArgs;

@@ -1,1 +1,10 @@
-//! (to be written)
+//! The start-up simulation: ranks as event sequences on each node's memory, sized under
+//! one SGLang version's rules; one run per seed, or a Monte Carlo over rank jitter.
+
+pub mod montecarlo;
+pub mod plan;
+pub mod sim;
+
+pub use montecarlo::{MonteCarlo, Quantiles, RunOutcomes, run};
+pub use plan::StartupPlan;
+pub use sim::{Outcome, PoolResult, RankResult, Scratch, simulate};

@@ -21,3 +21,18 @@ pub struct Request {
     /// listed (SGLang page-aligns keys before matching and inserting).
     pub page_hashes: Vec<PageHash>,
 }
+
+pub mod generate;
+pub mod read;
+pub mod reblock;
+pub mod stats;
+pub mod write;
+
+pub use generate::{GeneratorConfig, generate, generate_records};
+pub use read::{
+    BlockRecord, RecordReader, TraceFormat, TraceOptions, TraceReader, collect_sorted, open_trace,
+    open_trace_with,
+};
+pub use reblock::Reblocker;
+pub use stats::{StatsBuilder, TraceStats, block_stats, stats};
+pub use write::{MooncakeWriter, write_mooncake_jsonl};

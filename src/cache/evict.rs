@@ -1,0 +1,354 @@
+//! Moving KV between tiers inside the tree: `write_backup`, `evict`, `evict_host`,
+//! `load_back` (`mem_cache/hiradix_cache.py`, V1 line numbers unless noted).
+
+use super::node::{NIL, NodeId, ROOT};
+use super::policy::{EvictHostRule, EvictVersion, WritePolicy};
+use super::tree::{BackupRecord, HiRadixTree, MatchResult};
+
+impl HiRadixTree {
+    /// `write_backup(node, write_back)` (L833, V1). Write-through family: the parent
+    /// must be the root or backed up (backups stay a prefix from the root). The host
+    /// allocation retries once after `evict_host(len)`; if it still fails the node stays
+    /// device-only and a failed backup is counted. On success (not write_back) the node
+    /// is pinned on device until its D2H ack ([`backup_acked`](Self::backup_acked)).
+    /// Returns the pages backed up (0 on failure).
+    pub fn write_backup(&mut self, id: NodeId, write_back: bool) -> u64 {
+        if !self.cfg.host_tier {
+            return 0;
+        }
+        let n = &self.nodes[id as usize];
+        let len = n.len();
+        let parent = n.parent;
+        if !write_back && parent != ROOT && !self.nodes[parent as usize].backed_up {
+            return 0;
+        }
+        if self.host_free() < len {
+            self.evict_host_protect(len, [parent, id]);
+            if self.host_free() < len {
+                self.stats.failed_backups += 1;
+                return 0;
+            }
+        }
+        self.set_backed_up(id, true);
+        self.stats.backup_pages += len;
+        let locked = !write_back;
+        if locked {
+            self.inc_lock_ref(id);
+        }
+        self.backups.push(BackupRecord {
+            node: id,
+            pages: len,
+            locked,
+        });
+        len
+    }
+
+    /// The D2H ack of a backup (`writing_check`, L981): unpins the node.
+    pub fn backup_acked(&mut self, rec: &BackupRecord) {
+        if rec.locked {
+            self.dec_lock_ref(rec.node);
+        }
+    }
+
+    /// `evict(num_tokens)` (L1115) in pages: pops device leaves by priority until
+    /// `num` pages are freed or none is left. Returns pages freed.
+    pub fn evict(&mut self, num: u64) -> u64 {
+        let mut evicted = 0u64;
+        // Nodes popped but kept (V0 write_back failure, protected subtree): out of the
+        // candidate set for the rest of this call, as SGLang's popped heap entries are.
+        let mut skipped: Vec<NodeId> = std::mem::take(&mut self.scratch);
+        skipped.clear();
+        while evicted < num {
+            let Some(&(k, x)) = self.dev_leaves.first() else {
+                break;
+            };
+            self.dev_leaves.remove(&(k, x));
+            self.nodes[x as usize].dev_key = None;
+            let freed = self.evict_one(x);
+            if freed == 0 {
+                // Kept: take it out of the candidates for the rest of this call.
+                if let Some(k2) = self.nodes[x as usize].dev_key.take() {
+                    self.dev_leaves.remove(&(k2, x));
+                }
+                skipped.push(x);
+            }
+            evicted += freed;
+        }
+        for &x in &skipped {
+            self.nodes[x as usize].dev_key = None;
+            self.refresh(x);
+        }
+        self.scratch = skipped;
+        self.stats.device_evicted_pages += evicted;
+        if self.cfg.debug_checks {
+            self.check();
+        }
+        evicted
+    }
+
+    /// One device leaf, per write policy, version and evict_host rule.
+    fn evict_one(&mut self, x: NodeId) -> u64 {
+        let len = self.nodes[x as usize].len();
+        if self.nodes[x as usize].backed_up {
+            if self.cfg.evict_host_rule == EvictHostRule::BoundaryL1L2 {
+                return self.boundary_evict_backed(x);
+            }
+            // `_evict_backuped`: free device slots, keep the node as host-only.
+            self.set_on_device(x, false);
+            return len;
+        }
+        if self.cfg.evict_host_rule == EvictHostRule::BoundaryL1L2 {
+            return self.boundary_evict_unbacked(x);
+        }
+        match (self.cfg.write_policy, self.cfg.evict_version) {
+            (WritePolicy::WriteBack, EvictVersion::V1) => {
+                // `_evict_write_back` (after #28614/#29817): back up then demote, else
+                // drop the subtree without a host copy unless it is host-protected.
+                if self.write_backup(x, true) > 0 {
+                    self.set_on_device(x, false);
+                    len
+                } else {
+                    self.drop_subtree_no_host(x)
+                }
+            }
+            (WritePolicy::WriteBack, EvictVersion::V0) => {
+                // V0: write, then `_evict_backuped`; a failed write frees nothing.
+                if self.write_backup(x, true) > 0 {
+                    self.set_on_device(x, false);
+                    len
+                } else {
+                    0
+                }
+            }
+            _ => {
+                // `_evict_regular`: free device slots and delete the leaf.
+                self.delete_unbacked_leaf(x)
+            }
+        }
+    }
+
+    /// `_evict_regular` on an unbacked device leaf. Any evicted descendants (possible
+    /// only off the write-through invariant) go with it.
+    fn delete_unbacked_leaf(&mut self, x: NodeId) -> u64 {
+        if self.nodes[x as usize].children.is_empty() {
+            let len = self.nodes[x as usize].len();
+            self.set_on_device(x, false);
+            self.delete_node(x);
+            len
+        } else {
+            self.free_subtree(x).0
+        }
+    }
+
+    /// `_drop_subtree_no_host` (V1 write_back): if any node of the subtree is pinned on
+    /// host, nothing happens; otherwise the whole subtree's device and host copies are
+    /// freed and it is unlinked. Counts the device tokens dropped without backup.
+    fn drop_subtree_no_host(&mut self, x: NodeId) -> u64 {
+        let mut stack = vec![x];
+        while let Some(n) = stack.pop() {
+            let node = &self.nodes[n as usize];
+            if node.host_ref > 0 || (n != x && node.lock_ref > 0) {
+                return 0;
+            }
+            stack.extend_from_slice(&node.children);
+        }
+        let (dev, _host) = self.free_subtree(x);
+        self.stats.dropped_pages_without_backup += dev;
+        dev
+    }
+
+    /// Frees device and host copies of the subtree at `x` and unlinks it, deepest first.
+    /// Returns (device pages, host pages) freed.
+    fn free_subtree(&mut self, x: NodeId) -> (u64, u64) {
+        let mut order = Vec::new();
+        let mut stack = vec![x];
+        while let Some(n) = stack.pop() {
+            order.push(n);
+            stack.extend_from_slice(&self.nodes[n as usize].children);
+        }
+        let (mut dev, mut host) = (0, 0);
+        for &n in order.iter().rev() {
+            let len = self.nodes[n as usize].len();
+            if self.nodes[n as usize].on_device {
+                dev += len;
+                self.set_on_device(n, false);
+            }
+            if self.nodes[n as usize].backed_up {
+                host += len;
+                self.set_backed_up(n, false);
+            }
+            self.delete_node(n);
+        }
+        self.stats.host_evicted_pages += host;
+        (dev, host)
+    }
+
+    /// `boundary_l1_l2` (policy simulator `_boundary_evict_l1_node`) for a backed-up
+    /// device leaf: demote it once its parent is not device-only; back up a device-only
+    /// parent first; if that fails and the node has no backed-up descendant, delete it.
+    fn boundary_evict_backed(&mut self, x: NodeId) -> u64 {
+        let len = self.nodes[x as usize].len();
+        let p = self.nodes[x as usize].parent;
+        let parent_ok = p == ROOT
+            || !self.nodes[p as usize].on_device
+            || self.nodes[p as usize].backed_up
+            || self.boundary_backup(p, x) > 0;
+        // The backup of `p` may not take `x`'s own copy (protected), so `x` is still
+        // backed up here.
+        if parent_ok {
+            self.set_on_device(x, false);
+            return len;
+        }
+        if self.nodes[x as usize].n_backed_children == 0 && self.nodes[x as usize].host_ref == 0 {
+            self.stats.host_evicted_pages += len;
+            self.set_backed_up(x, false);
+            return self.delete_unbacked_leaf(x);
+        }
+        0
+    }
+
+    /// `boundary_l1_l2` for an unbacked device leaf (`_try_ensure_h_for_demote`): back up
+    /// its device-only parent (if any) and itself, then demote; else delete it.
+    fn boundary_evict_unbacked(&mut self, x: NodeId) -> u64 {
+        let len = self.nodes[x as usize].len();
+        let p = self.nodes[x as usize].parent;
+        let need_parent =
+            p != ROOT && self.nodes[p as usize].on_device && !self.nodes[p as usize].backed_up;
+        let need = len
+            + if need_parent {
+                self.nodes[p as usize].len()
+            } else {
+                0
+            };
+        if self.host_free() < need {
+            self.evict_host_protect(need, [p, x]);
+        }
+        if self.host_free() >= need {
+            if need_parent {
+                self.boundary_backup(p, x);
+            }
+            self.write_backup(x, true);
+            self.set_on_device(x, false);
+            len
+        } else {
+            self.stats.failed_backups += 1;
+            self.delete_unbacked_leaf(x)
+        }
+    }
+
+    /// A boundary-rule backup of `p` (protecting `x`): no parent constraint, no pin.
+    fn boundary_backup(&mut self, p: NodeId, x: NodeId) -> u64 {
+        let len = self.nodes[p as usize].len();
+        if self.host_free() < len {
+            self.evict_host_protect(len, [p, x]);
+            if self.host_free() < len {
+                self.stats.failed_backups += 1;
+                return 0;
+            }
+        }
+        self.write_backup(p, true)
+    }
+
+    /// `evict_host(num_tokens)` (L1259, every version seen) in pages. Shipped rule: pops
+    /// host leaves (evicted, unpinned, no backed-up child), frees their host copy and
+    /// removes them from the tree; host copies of device-resident nodes are never
+    /// reclaimed. What-if rules per [`EvictHostRule`]. Returns pages freed; 0 without a
+    /// host tier (buffer_only).
+    pub fn evict_host(&mut self, num: u64) -> u64 {
+        self.evict_host_protect(num, [NIL, NIL])
+    }
+
+    /// [`evict_host`](Self::evict_host) that never reclaims the `protect` nodes (the
+    /// node being backed up and its parent, whose copies the what-if rules could
+    /// otherwise take).
+    pub(crate) fn evict_host_protect(&mut self, num: u64, protect: [NodeId; 2]) -> u64 {
+        if !self.cfg.host_tier {
+            return 0;
+        }
+        let mut freed = 0u64;
+        while freed < num {
+            let host = self.host_leaves.first().copied();
+            let dup = self
+                .dup_leaves
+                .iter()
+                .find(|&&(_, id)| !protect.contains(&id))
+                .copied();
+            let pick = match self.cfg.evict_host_rule {
+                EvictHostRule::EvictedOnly => host.map(|h| (h, false)),
+                EvictHostRule::ReclaimDeviceResident => match (host, dup) {
+                    (Some(h), Some(d)) => Some(if d < h { (d, true) } else { (h, false) }),
+                    (Some(h), None) => Some((h, false)),
+                    (None, Some(d)) => Some((d, true)),
+                    (None, None) => None,
+                },
+                EvictHostRule::BoundaryL1L2 => dup.map(|d| (d, true)).or(host.map(|h| (h, false))),
+            };
+            let Some(((_, x), is_dup)) = pick else {
+                break;
+            };
+            let len = self.nodes[x as usize].len();
+            if is_dup {
+                // The node keeps its device copy and loses its backup.
+                self.set_backed_up(x, false);
+            } else {
+                self.set_backed_up(x, false);
+                // A host leaf has no backed-up child, and an evicted node has no device
+                // child, so it has no children; `free_subtree` is a safety net.
+                debug_assert!(self.nodes[x as usize].children.is_empty());
+                if self.nodes[x as usize].children.is_empty() {
+                    self.delete_node(x);
+                } else {
+                    self.free_subtree(x);
+                }
+            }
+            freed += len;
+        }
+        self.stats.host_evicted_pages += freed;
+        freed
+    }
+
+    /// `load_back` (L1294) from `m` (a fresh `match_prefix`): loads the trailing host
+    /// pages to the device, all or nothing. Skipped (returns 0) below
+    /// `load_back_threshold` tokens or when the device cannot make room after `evict`.
+    /// The host copies are kept (the nodes become device + host). The loaded nodes are
+    /// returned pinned through `m.last_node`'s lock, which the caller holds. Skips are
+    /// counted by the caller (`TreeStats::load_back_skipped_pages`) once the request is
+    /// admitted, so a retried admission does not count twice.
+    pub fn load_back(&mut self, m: &MatchResult) -> u64 {
+        let n = m.host_pages;
+        if n == 0 {
+            return 0;
+        }
+        if n * u64::from(self.cfg.page_size) < u64::from(self.cfg.load_back_threshold) {
+            return 0;
+        }
+        // `inc_lock_ref(ancestor)` + `protect_host` of the loaded nodes while allocating.
+        self.inc_lock_ref(m.last_device_node);
+        let mut x = m.last_node;
+        while x != m.last_device_node {
+            self.protect_host(x);
+            x = self.nodes[x as usize].parent;
+        }
+        let ok = self.alloc_device(n);
+        let mut x = m.last_node;
+        while x != m.last_device_node {
+            self.release_host(x);
+            x = self.nodes[x as usize].parent;
+        }
+        self.dec_lock_ref(m.last_device_node);
+        if !ok {
+            return 0;
+        }
+        self.device_used -= n;
+        let mut x = m.last_node;
+        while x != m.last_device_node {
+            self.set_on_device(x, true);
+            x = self.nodes[x as usize].parent;
+        }
+        self.stats.load_back_pages += n;
+        if self.cfg.debug_checks {
+            self.check();
+        }
+        n
+    }
+}

@@ -1,0 +1,55 @@
+//! One radix-tree node (`mem_cache/radix_cache.py: TreeNode`, with the HiCache fields
+//! of `hiradix_cache.py`). Values are not index lists here: a node is on the device
+//! (`value is not None`) or not, backed up on host (`host_value is not None`) or not,
+//! and its length is `pages.len()`.
+
+/// Arena index of a node. The root is [`ROOT`].
+pub type NodeId = u32;
+/// The root: `value=[]`, `host_value=[]` — neither evicted nor unbacked.
+pub const ROOT: NodeId = 0;
+pub(crate) const NIL: u32 = u32::MAX;
+
+/// Eviction priority key (smaller is evicted first), then the node id as tiebreak.
+pub type PrioKey = (i64, i64);
+
+#[derive(Debug, Clone, Default)]
+pub struct Node {
+    pub parent: NodeId,
+    /// The node's key: interned page ids, in order.
+    pub pages: Vec<u32>,
+    pub children: Vec<NodeId>,
+    /// `value is not None`.
+    pub on_device: bool,
+    /// `host_value is not None` (`backuped`).
+    pub backed_up: bool,
+    /// Device pin, counted on the node and every ancestor (`inc_lock_ref`).
+    pub lock_ref: u32,
+    /// Host pin (`protect_host` / `release_host`).
+    pub host_ref: u32,
+    pub hit_count: u32,
+    pub last_access: u64,
+    pub creation: u64,
+    pub priority: i64,
+    /// Children that are on the device.
+    pub n_device_children: u32,
+    /// Children that are backed up.
+    pub n_backed_children: u32,
+    pub alive: bool,
+    /// Key under which the node sits in each evictable set, if it does.
+    pub(crate) dev_key: Option<PrioKey>,
+    pub(crate) host_key: Option<PrioKey>,
+    pub(crate) dup_key: Option<PrioKey>,
+}
+
+impl Node {
+    pub fn len(&self) -> u64 {
+        self.pages.len() as u64
+    }
+    pub fn is_empty(&self) -> bool {
+        self.pages.is_empty()
+    }
+    /// `evicted` in SGLang.
+    pub fn evicted(&self) -> bool {
+        !self.on_device
+    }
+}

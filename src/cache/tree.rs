@@ -1,0 +1,760 @@
+//! `HiRadixTree`: SGLang's HiRadixCache radix tree at page granularity, as an arena.
+//!
+//! Mirrors `mem_cache/radix_cache.py` (TreeNode, `_split_node`, `inc_lock_ref`,
+//! `dec_lock_ref`, `_update_leaf_status`) and `mem_cache/hiradix_cache.py` (V1,
+//! upstream 2026-07-20: `match_prefix` L1613, `_insert_helper` L1787,
+//! `_update_host_leaf_status` L1100). Keys are interned page ids (dense `u32`), one
+//! per page; a node holds a run of pages. Device and host values are flags: the tree
+//! counts pages, it does not hand out slot indices.
+//!
+//! Known deviations (documented, deliberate):
+//! - `last_access_time` is a strictly increasing logical tick (one per touch), which
+//!   orders exactly like `time.monotonic()` without reading a clock.
+//! - Ties in the eviction key are broken by node id (SGLang: heap order of
+//!   `TreeNode.__lt__`), so long runs of equal keys may evict in another order.
+
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap;
+
+use super::node::{NIL, Node, NodeId, PrioKey, ROOT};
+use super::policy::{DeviceEvictAmount, EvictHostRule, EvictVersion, EvictionPolicy, WritePolicy};
+
+/// Tree-level configuration (pages, not bytes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TreeConfig {
+    pub l1_pages: u64,
+    pub l2_pages: u64,
+    pub page_size: u32,
+    pub write_policy: WritePolicy,
+    pub eviction_policy: EvictionPolicy,
+    pub evict_host_rule: EvictHostRule,
+    pub evict_version: EvictVersion,
+    pub device_evict_amount: DeviceEvictAmount,
+    /// False in `buffer_only` mode: the tree never holds a host value.
+    pub host_tier: bool,
+    /// `load_back_threshold` in tokens (SGLang: 10).
+    pub load_back_threshold: u32,
+    /// Re-derive every invariant after each public operation (tests).
+    pub debug_checks: bool,
+}
+
+impl Default for TreeConfig {
+    fn default() -> Self {
+        Self {
+            l1_pages: 1024,
+            l2_pages: 2048,
+            page_size: 1,
+            write_policy: WritePolicy::WriteThrough,
+            eviction_policy: EvictionPolicy::Lru,
+            evict_host_rule: EvictHostRule::EvictedOnly,
+            evict_version: EvictVersion::V1,
+            device_evict_amount: DeviceEvictAmount::Requested,
+            host_tier: true,
+            load_back_threshold: 10,
+            debug_checks: false,
+        }
+    }
+}
+
+/// Counters the tree keeps (pages unless named otherwise).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TreeStats {
+    /// Device pages freed by `evict` (demoted or deleted).
+    pub device_evicted_pages: u64,
+    /// Host pages freed by `evict_host` (or dropped with a subtree).
+    pub host_evicted_pages: u64,
+    /// `write_backup` calls that found no host room even after `evict_host`.
+    pub failed_backups: u64,
+    /// Device pages freed with no host copy under write_back (V1 `_drop_subtree_no_host`).
+    pub dropped_pages_without_backup: u64,
+    /// Pages written device → host.
+    pub backup_pages: u64,
+    /// Pages loaded host → device.
+    pub load_back_pages: u64,
+    /// Host-hit pages not loaded back (under `load_back_threshold` or no device room).
+    pub load_back_skipped_pages: u64,
+    /// Peaks of host occupancy.
+    pub peak_host_device_resident: u64,
+    pub peak_host_only: u64,
+    pub peak_host_used: u64,
+}
+
+/// Result of `match_prefix` (`hiradix_cache.py: match_prefix`, L1613).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MatchResult {
+    /// Pages on the device (`len(device_indices)`), a prefix of the request.
+    pub device_pages: u64,
+    /// Pages of the trailing evicted-but-backed-up nodes (`host_hit_length`).
+    pub host_pages: u64,
+    /// First non-evicted node walking up from the deepest match.
+    pub last_device_node: NodeId,
+    /// Deepest backed-up node on the path (root counts as backed up).
+    pub last_host_node: NodeId,
+    /// Deepest matched node.
+    pub last_node: NodeId,
+}
+
+impl MatchResult {
+    pub fn matched_pages(&self) -> u64 {
+        self.device_pages + self.host_pages
+    }
+}
+
+/// A write to host done by `write_backup`, for the runtime to time (D2H) and to
+/// follow with an L3 write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackupRecord {
+    pub node: NodeId,
+    pub pages: u64,
+    /// True when the node was pinned on device until the D2H ack (write-through family).
+    pub locked: bool,
+}
+
+/// The tree. All sizes in pages.
+#[derive(Debug, Clone)]
+pub struct HiRadixTree {
+    pub(crate) cfg: TreeConfig,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) free: Vec<NodeId>,
+    /// `(parent << 32) | first page` → child.
+    pub(crate) child_map: FxHashMap<u64, NodeId>,
+    pub(crate) dev_leaves: BTreeSet<(PrioKey, NodeId)>,
+    pub(crate) host_leaves: BTreeSet<(PrioKey, NodeId)>,
+    /// Backed-up device-resident leaves of the host tree; kept only for
+    /// `reclaim_device_resident` / `boundary_l1_l2`.
+    pub(crate) dup_leaves: BTreeSet<(PrioKey, NodeId)>,
+    pub(crate) clock: u64,
+    /// Device pages in use: tree pages on device plus pages reserved by requests.
+    pub(crate) device_used: u64,
+    /// Host pages holding backups in the tree.
+    pub(crate) host_used: u64,
+    /// Host pages reserved outside the tree (in-flight prefetch).
+    pub(crate) host_reserved: u64,
+    /// Backed-up pages that are also on device.
+    pub(crate) host_device_resident: u64,
+    pub stats: TreeStats,
+    pub(crate) backups: Vec<BackupRecord>,
+    pub(crate) scratch: Vec<NodeId>,
+}
+
+#[inline]
+fn ckey(parent: NodeId, page: u32) -> u64 {
+    (u64::from(parent) << 32) | u64::from(page)
+}
+
+impl HiRadixTree {
+    pub fn new(cfg: TreeConfig) -> Self {
+        let root = Node {
+            parent: NIL,
+            on_device: true,
+            backed_up: true,
+            alive: true,
+            // The root is never evictable: a permanent pin.
+            lock_ref: 1,
+            ..Node::default()
+        };
+        Self {
+            cfg,
+            nodes: vec![root],
+            free: Vec::new(),
+            child_map: FxHashMap::default(),
+            dev_leaves: BTreeSet::new(),
+            host_leaves: BTreeSet::new(),
+            dup_leaves: BTreeSet::new(),
+            clock: 0,
+            device_used: 0,
+            host_used: 0,
+            host_reserved: 0,
+            host_device_resident: 0,
+            stats: TreeStats::default(),
+            backups: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    pub fn config(&self) -> &TreeConfig {
+        &self.cfg
+    }
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id as usize]
+    }
+    /// Device pages in use (tree + request reservations).
+    pub fn device_used(&self) -> u64 {
+        self.device_used
+    }
+    /// Host pages in use (tree backups + prefetch reservations).
+    pub fn host_used(&self) -> u64 {
+        self.host_used + self.host_reserved
+    }
+    /// Host pages holding copies of device-resident nodes.
+    pub fn host_device_resident_pages(&self) -> u64 {
+        self.host_device_resident
+    }
+    /// Host pages of host-only (evicted) nodes.
+    pub fn host_only_pages(&self) -> u64 {
+        self.host_used - self.host_device_resident
+    }
+    pub fn host_free(&self) -> u64 {
+        self.cfg.l2_pages.saturating_sub(self.host_used())
+    }
+    pub fn device_free(&self) -> u64 {
+        self.cfg.l1_pages.saturating_sub(self.device_used)
+    }
+    /// Live nodes, root included.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len() - self.free.len()
+    }
+    /// Drains the backups made since the last call.
+    pub fn take_backups(&mut self, out: &mut Vec<BackupRecord>) {
+        out.append(&mut self.backups);
+    }
+
+    // ----- priority keys and leaf sets -------------------------------------------------
+
+    /// `evict_policy.py: *Strategy.get_priority` (V1).
+    fn prio(&self, n: &Node) -> PrioKey {
+        let la = n.last_access as i64;
+        match self.cfg.eviction_policy {
+            EvictionPolicy::Lru => (la, 0),
+            EvictionPolicy::Lfu => (i64::from(n.hit_count), la),
+            EvictionPolicy::Fifo => (n.creation as i64, 0),
+            EvictionPolicy::Mru => (-la, 0),
+            EvictionPolicy::Filo => (-(n.creation as i64), 0),
+            EvictionPolicy::Priority => (n.priority, la),
+            EvictionPolicy::Slru => (i64::from(n.hit_count >= 2), la),
+        }
+    }
+
+    /// Device leaf: `radix_cache._update_leaf_status` — not evicted, `lock_ref == 0`,
+    /// no non-evicted child.
+    pub(crate) fn is_dev_leaf(n: &Node) -> bool {
+        n.alive && n.on_device && n.lock_ref == 0 && n.n_device_children == 0
+    }
+    /// Host leaf: `hiradix_cache._update_host_leaf_status` (after #23537) — evicted,
+    /// `lock_ref == 0`, no backed-up child; unpinned on host (checked at pop in SGLang).
+    pub(crate) fn is_host_leaf(n: &Node) -> bool {
+        n.alive
+            && !n.on_device
+            && n.backed_up
+            && n.lock_ref == 0
+            && n.host_ref == 0
+            && n.n_backed_children == 0
+    }
+    /// Duplicate leaf (what-if rules only): on device and on host, unpinned, no
+    /// backed-up child.
+    pub(crate) fn is_dup_leaf(n: &Node) -> bool {
+        n.alive
+            && n.on_device
+            && n.backed_up
+            && n.lock_ref == 0
+            && n.host_ref == 0
+            && n.n_backed_children == 0
+    }
+
+    /// Recomputes `id`'s membership and key in every evictable set.
+    pub(crate) fn refresh(&mut self, id: NodeId) {
+        if id == ROOT {
+            return;
+        }
+        let n = &self.nodes[id as usize];
+        let key = self.prio(n);
+        let want_dev = Self::is_dev_leaf(n).then_some(key);
+        let want_host = Self::is_host_leaf(n).then_some(key);
+        let want_dup = (self.cfg.evict_host_rule != EvictHostRule::EvictedOnly
+            && Self::is_dup_leaf(n))
+        .then_some(key);
+        let (old_dev, old_host, old_dup) = (n.dev_key, n.host_key, n.dup_key);
+        if old_dev != want_dev {
+            if let Some(k) = old_dev {
+                self.dev_leaves.remove(&(k, id));
+            }
+            if let Some(k) = want_dev {
+                self.dev_leaves.insert((k, id));
+            }
+        }
+        if old_host != want_host {
+            if let Some(k) = old_host {
+                self.host_leaves.remove(&(k, id));
+            }
+            if let Some(k) = want_host {
+                self.host_leaves.insert((k, id));
+            }
+        }
+        if old_dup != want_dup {
+            if let Some(k) = old_dup {
+                self.dup_leaves.remove(&(k, id));
+            }
+            if let Some(k) = want_dup {
+                self.dup_leaves.insert((k, id));
+            }
+        }
+        let n = &mut self.nodes[id as usize];
+        n.dev_key = want_dev;
+        n.host_key = want_host;
+        n.dup_key = want_dup;
+    }
+
+    pub(crate) fn touch(&mut self, id: NodeId) {
+        self.clock += 1;
+        self.nodes[id as usize].last_access = self.clock;
+        self.refresh(id);
+    }
+
+    // ----- node state changes (keep parent counters and occupancy in step) ------------
+
+    pub(crate) fn set_on_device(&mut self, id: NodeId, on: bool) {
+        let n = &mut self.nodes[id as usize];
+        if n.on_device == on {
+            return;
+        }
+        n.on_device = on;
+        let len = n.len();
+        let backed = n.backed_up;
+        let parent = n.parent;
+        if on {
+            self.device_used += len;
+            if backed {
+                self.host_device_resident += len;
+            }
+            self.nodes[parent as usize].n_device_children += 1;
+        } else {
+            self.device_used -= len;
+            if backed {
+                self.host_device_resident -= len;
+            }
+            self.nodes[parent as usize].n_device_children -= 1;
+        }
+        self.refresh(id);
+        self.refresh(parent);
+    }
+
+    pub(crate) fn set_backed_up(&mut self, id: NodeId, on: bool) {
+        let n = &mut self.nodes[id as usize];
+        if n.backed_up == on {
+            return;
+        }
+        n.backed_up = on;
+        let len = n.len();
+        let dev = n.on_device;
+        let parent = n.parent;
+        if on {
+            self.host_used += len;
+            if dev {
+                self.host_device_resident += len;
+            }
+            self.nodes[parent as usize].n_backed_children += 1;
+            self.note_host_peak();
+        } else {
+            self.host_used -= len;
+            if dev {
+                self.host_device_resident -= len;
+            }
+            self.nodes[parent as usize].n_backed_children -= 1;
+        }
+        self.refresh(id);
+        self.refresh(parent);
+    }
+
+    pub(crate) fn note_host_peak(&mut self) {
+        let s = &mut self.stats;
+        s.peak_host_device_resident = s.peak_host_device_resident.max(self.host_device_resident);
+        s.peak_host_only = s
+            .peak_host_only
+            .max(self.host_used - self.host_device_resident);
+        s.peak_host_used = s.peak_host_used.max(self.host_used + self.host_reserved);
+    }
+
+    fn alloc_node(&mut self, parent: NodeId, pages: &[u32]) -> NodeId {
+        self.clock += 1;
+        let clock = self.clock;
+        let id = if let Some(id) = self.free.pop() {
+            id
+        } else {
+            self.nodes.push(Node::default());
+            (self.nodes.len() - 1) as NodeId
+        };
+        let n = &mut self.nodes[id as usize];
+        n.parent = parent;
+        n.pages.clear();
+        n.pages.extend_from_slice(pages);
+        n.children.clear();
+        n.on_device = false;
+        n.backed_up = false;
+        n.lock_ref = 0;
+        n.host_ref = 0;
+        n.hit_count = 0;
+        n.last_access = clock;
+        n.creation = clock;
+        n.priority = 0;
+        n.n_device_children = 0;
+        n.n_backed_children = 0;
+        n.alive = true;
+        n.dev_key = None;
+        n.host_key = None;
+        n.dup_key = None;
+        self.child_map.insert(ckey(parent, pages[0]), id);
+        self.nodes[parent as usize].children.push(id);
+        id
+    }
+
+    /// Unlinks a node that holds neither a device nor a host value and has no children.
+    pub(crate) fn delete_node(&mut self, id: NodeId) {
+        debug_assert!(id != ROOT);
+        let n = &self.nodes[id as usize];
+        debug_assert!(!n.on_device && !n.backed_up && n.children.is_empty());
+        debug_assert!(n.host_ref == 0, "deleting host-pinned node {id}");
+        let parent = n.parent;
+        let first = n.pages[0];
+        self.child_map.remove(&ckey(parent, first));
+        let ch = &mut self.nodes[parent as usize].children;
+        if let Some(pos) = ch.iter().position(|&c| c == id) {
+            ch.swap_remove(pos);
+        }
+        self.refresh(id); // drops it from every set (alive still true: clear keys)
+        let n = &mut self.nodes[id as usize];
+        if let Some(k) = n.dev_key.take() {
+            self.dev_leaves.remove(&(k, id));
+        }
+        if let Some(k) = n.host_key.take() {
+            self.host_leaves.remove(&(k, id));
+        }
+        if let Some(k) = n.dup_key.take() {
+            self.dup_leaves.remove(&(k, id));
+        }
+        n.alive = false;
+        n.pages.clear();
+        self.free.push(id);
+        self.refresh(parent);
+    }
+
+    /// `_split_node`: the first `at` pages become a new parent of `child`. The new
+    /// node copies `lock_ref` (a count over the subtree, so it stays right) and
+    /// `hit_count`, and both values split. `host_ref` is not copied: host pins are per
+    /// node and are released on the node that was pinned (the lower part keeps its id).
+    fn split_node(&mut self, child: NodeId, at: usize) -> NodeId {
+        let c = &self.nodes[child as usize];
+        let parent = c.parent;
+        let (on_dev, backed, lock_ref, hit, prio) = (
+            c.on_device,
+            c.backed_up,
+            c.lock_ref,
+            c.hit_count,
+            c.priority,
+        );
+        let first = c.pages[0];
+        // Move the head pages into a new node.
+        let head: Vec<u32> = c.pages[..at].to_vec();
+        self.child_map.remove(&ckey(parent, first));
+        let ch = &mut self.nodes[parent as usize].children;
+        if let Some(pos) = ch.iter().position(|&x| x == child) {
+            ch.swap_remove(pos);
+        }
+        let new = self.alloc_node(parent, &head);
+        {
+            let n = &mut self.nodes[new as usize];
+            n.on_device = on_dev;
+            n.backed_up = backed;
+            n.lock_ref = lock_ref;
+            n.hit_count = hit;
+            n.priority = prio;
+            n.children.push(child);
+            n.n_device_children = u32::from(on_dev);
+            n.n_backed_children = u32::from(backed);
+        }
+        // The parent's counters are unchanged: `new` replaces `child` with equal flags.
+        let c = &mut self.nodes[child as usize];
+        c.pages.drain(..at);
+        c.parent = new;
+        let cfirst = c.pages[0];
+        self.child_map.insert(ckey(new, cfirst), child);
+        self.refresh(child);
+        self.refresh(new);
+        new
+    }
+
+    fn child(&self, parent: NodeId, page: u32) -> Option<NodeId> {
+        self.child_map.get(&ckey(parent, page)).copied()
+    }
+
+    // ----- match_prefix ----------------------------------------------------------------
+
+    /// `match_prefix` (`hiradix_cache.py` L1613, V1): walks the pages, splitting a node
+    /// on a partial match and refreshing `last_access_time` along the path.
+    pub fn match_prefix(&mut self, pages: &[u32]) -> MatchResult {
+        let mut node = ROOT;
+        let mut i = 0usize;
+        self.touch_root();
+        while i < pages.len() {
+            let Some(c) = self.child(node, pages[i]) else {
+                break;
+            };
+            let cl = self.nodes[c as usize].pages.len();
+            let rest = &pages[i..];
+            let k = common_prefix(&self.nodes[c as usize].pages, rest);
+            let c = if k < cl { self.split_node(c, k) } else { c };
+            self.touch(c);
+            node = c;
+            i += k;
+            if k < cl {
+                break;
+            }
+        }
+        self.result_for(node)
+    }
+
+    fn touch_root(&mut self) {
+        self.clock += 1;
+        self.nodes[ROOT as usize].last_access = self.clock;
+    }
+
+    /// Device/host split of the path ending at `last`.
+    pub(crate) fn result_for(&self, last: NodeId) -> MatchResult {
+        let mut host_pages = 0;
+        let mut n = last;
+        while !self.nodes[n as usize].on_device {
+            host_pages += self.nodes[n as usize].len();
+            n = self.nodes[n as usize].parent;
+        }
+        let last_device_node = n;
+        let mut device_pages = 0;
+        while n != ROOT {
+            device_pages += self.nodes[n as usize].len();
+            n = self.nodes[n as usize].parent;
+        }
+        let mut h = last;
+        while !self.nodes[h as usize].backed_up {
+            h = self.nodes[h as usize].parent;
+        }
+        MatchResult {
+            device_pages,
+            host_pages,
+            last_device_node,
+            last_host_node: h,
+            last_node: last,
+        }
+    }
+
+    // ----- locks -----------------------------------------------------------------------
+
+    /// `inc_lock_ref`: pins `id` and its ancestors on the device.
+    pub fn inc_lock_ref(&mut self, mut id: NodeId) {
+        while id != ROOT {
+            let n = &mut self.nodes[id as usize];
+            n.lock_ref += 1;
+            let p = n.parent;
+            if n.lock_ref == 1 {
+                self.refresh(id);
+            }
+            id = p;
+        }
+    }
+
+    /// `dec_lock_ref`.
+    pub fn dec_lock_ref(&mut self, mut id: NodeId) {
+        while id != ROOT {
+            let n = &mut self.nodes[id as usize];
+            debug_assert!(n.lock_ref > 0, "dec_lock_ref below zero");
+            n.lock_ref -= 1;
+            let p = n.parent;
+            if n.lock_ref == 0 {
+                self.refresh(id);
+            }
+            id = p;
+        }
+    }
+
+    /// `protect_host`: pins the node's host copy (prefetch anchor, L3 backup, load-back).
+    pub fn protect_host(&mut self, id: NodeId) {
+        if id == ROOT {
+            return;
+        }
+        debug_assert!(
+            self.nodes[id as usize].alive,
+            "protect_host on dead node {id}"
+        );
+        self.nodes[id as usize].host_ref += 1;
+        self.refresh(id);
+    }
+
+    /// `release_host`.
+    pub fn release_host(&mut self, id: NodeId) {
+        if id == ROOT {
+            return;
+        }
+        let n = &mut self.nodes[id as usize];
+        debug_assert!(n.host_ref > 0);
+        n.host_ref -= 1;
+        self.refresh(id);
+    }
+
+    // ----- device allocation -------------------------------------------------------------
+
+    /// `alloc_token_slots` for `n` pages: when short, `evict_from_tree_cache` asks the
+    /// tree to evict (the whole request in V1, the shortfall in newer code), then the
+    /// allocation succeeds or fails. On success the pages are reserved until
+    /// [`insert`](Self::insert) consumes them or [`free_device`](Self::free_device).
+    pub fn alloc_device(&mut self, n: u64) -> bool {
+        if n == 0 {
+            return true;
+        }
+        let avail = self.device_free();
+        if avail < n {
+            let amount = match self.cfg.device_evict_amount {
+                DeviceEvictAmount::Requested => n,
+                DeviceEvictAmount::Shortfall => n - avail,
+            };
+            self.evict(amount);
+        }
+        if self.device_free() >= n {
+            self.device_used += n;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Returns reserved device pages that were not inserted.
+    pub fn free_device(&mut self, n: u64) {
+        self.device_used -= n;
+    }
+
+    // ----- insert ------------------------------------------------------------------------
+
+    /// `insert` / `_insert_helper` (`hiradix_cache.py` L1787, V1) of a request's pages,
+    /// whose device pages beyond the matched prefix were reserved with
+    /// [`alloc_device`](Self::alloc_device) (`reserved` pages). Fully matched device
+    /// nodes get `_inc_hit_count`; evicted nodes on the path get their device value back
+    /// (recompute); the new leaf gets `_inc_hit_count` unless write_back. Reserved pages
+    /// not needed (already cached) are freed. Returns the deepest node.
+    pub fn insert(&mut self, pages: &[u32], reserved: u64) -> NodeId {
+        self.device_used -= reserved;
+        let mut node = ROOT;
+        let mut i = 0usize;
+        self.touch_root();
+        while i < pages.len() {
+            let Some(c) = self.child(node, pages[i]) else {
+                break;
+            };
+            let cl = self.nodes[c as usize].pages.len();
+            let k = common_prefix(&self.nodes[c as usize].pages, &pages[i..]);
+            let c = if k < cl { self.split_node(c, k) } else { c };
+            self.touch(c);
+            if self.nodes[c as usize].on_device {
+                self.inc_hit_count(c);
+            } else {
+                // Recompute: the evicted node gets the freshly computed device value.
+                self.set_on_device(c, true);
+            }
+            node = c;
+            i += k;
+        }
+        if i < pages.len() {
+            let new = self.alloc_node(node, &pages[i..]);
+            self.set_on_device(new, true);
+            self.touch(new);
+            if self.cfg.write_policy != WritePolicy::WriteBack {
+                self.inc_hit_count(new);
+            }
+            node = new;
+        }
+        if self.cfg.debug_checks {
+            self.check();
+        }
+        node
+    }
+
+    /// `_inc_hit_count`: `hit_count += 1`; write-through family backs the node up once
+    /// it reaches `write_through_threshold`. Skipped entirely under write_back.
+    fn inc_hit_count(&mut self, id: NodeId) {
+        if self.cfg.write_policy == WritePolicy::WriteBack {
+            return;
+        }
+        let n = &mut self.nodes[id as usize];
+        n.hit_count = n.hit_count.saturating_add(1);
+        let hit = n.hit_count;
+        let backed = n.backed_up;
+        self.refresh(id);
+        if !backed && hit >= self.cfg.write_policy.write_through_threshold() {
+            self.write_backup(id, false);
+        }
+    }
+
+    /// Sets a node's `priority` (the `priority` eviction policy).
+    pub fn set_priority(&mut self, id: NodeId, priority: i64) {
+        self.nodes[id as usize].priority = priority;
+        self.refresh(id);
+    }
+
+    /// `_insert_helper_host` (`hiradix_cache.py`, prefetch termination): inserts
+    /// `pages` below `anchor` as host-only nodes holding host pages that were already
+    /// reserved (`reserved`). Pages that already exist in the tree are not duplicated:
+    /// their reserved host pages are freed. Returns the number of new host pages.
+    pub fn insert_host_only(&mut self, anchor: NodeId, pages: &[u32], reserved: u64) -> u64 {
+        self.host_reserved -= reserved;
+        let mut node = anchor;
+        let mut i = 0usize;
+        while i < pages.len() {
+            let Some(c) = self.child(node, pages[i]) else {
+                break;
+            };
+            let cl = self.nodes[c as usize].pages.len();
+            let k = common_prefix(&self.nodes[c as usize].pages, &pages[i..]);
+            let c = if k < cl { self.split_node(c, k) } else { c };
+            if !self.nodes[c as usize].backed_up {
+                // Device-only node already there: keep the fetched copy as its backup
+                // only if its parent chain is backed up (prefix-closed backups).
+                let p = self.nodes[c as usize].parent;
+                if p == ROOT || self.nodes[p as usize].backed_up {
+                    self.set_backed_up(c, true);
+                }
+            }
+            self.touch(c);
+            node = c;
+            i += k;
+        }
+        let mut added = 0;
+        if i < pages.len() && self.nodes[node as usize].backed_up {
+            let new = self.alloc_node(node, &pages[i..]);
+            self.set_backed_up(new, true);
+            self.touch(new);
+            added = (pages.len() - i) as u64;
+        }
+        if self.cfg.debug_checks {
+            self.check();
+        }
+        added
+    }
+
+    /// Reserves `n` host pages outside the tree (prefetch), calling `evict_host` once
+    /// and retrying when short (`_drain_and_alloc_storage_hit`). Returns pages reserved:
+    /// `n`, or the page-aligned fallback `min(n, free)` if that is at least
+    /// `min_fallback`, else 0.
+    pub fn reserve_host(&mut self, n: u64, min_fallback: u64) -> u64 {
+        if !self.cfg.host_tier || n == 0 {
+            return 0;
+        }
+        if self.host_free() < n {
+            self.evict_host(n);
+        }
+        let got = if self.host_free() >= n {
+            n
+        } else {
+            let f = self.host_free();
+            if f >= min_fallback && f > 0 { f } else { 0 }
+        };
+        self.host_reserved += got;
+        self.note_host_peak();
+        got
+    }
+
+    /// Releases host pages reserved by [`reserve_host`](Self::reserve_host).
+    pub fn unreserve_host(&mut self, n: u64) {
+        self.host_reserved -= n;
+    }
+}
+
+#[inline]
+fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}

@@ -1,0 +1,222 @@
+//! The subcommands behind the CLI: each reads its inputs, calls the library, and writes
+//! text or JSON. Kept apart from `main.rs` so that tests can call them in-process.
+
+use std::fmt;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use crate::error::InputError;
+
+pub mod startup_cmd;
+mod versions_cmd;
+
+pub use startup_cmd::startup;
+pub use versions_cmd::versions;
+
+/// Why a command stopped. Exit codes: 2 for bad input, 3 for anything else
+/// (I/O failures); 1 is reserved for `--fail-on-refusal`.
+#[derive(Debug)]
+pub enum CommandError {
+    Input(InputError),
+    Other(String),
+}
+
+impl CommandError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CommandError::Input(_) => 2,
+            CommandError::Other(_) => 3,
+        }
+    }
+}
+
+impl fmt::Display for CommandError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CommandError::Input(e) => write!(f, "{e}"),
+            CommandError::Other(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+impl From<InputError> for CommandError {
+    fn from(e: InputError) -> Self {
+        CommandError::Input(e)
+    }
+}
+
+impl From<std::io::Error> for CommandError {
+    fn from(e: std::io::Error) -> Self {
+        CommandError::Other(e.to_string())
+    }
+}
+
+pub type CmdResult = Result<u8, CommandError>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct StartupArgs {
+    /// Scenario YAML.
+    pub scenario: String,
+    /// SGLang sizing rules (see `hicache-sim versions`); overrides the scenario's `sglang`.
+    #[arg(long)]
+    pub sglang: Option<String>,
+    /// Seed of the run (overrides the scenario's `seed`).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Monte Carlo runs over rank-start jitter (overrides the scenario's `runs`).
+    #[arg(long)]
+    pub runs: Option<u64>,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
+    /// Exit with code 1 when any rank of any run is refused or OOM-killed.
+    #[arg(long)]
+    pub fail_on_refusal: bool,
+    /// Override a scenario field: `--set server.hicache_size=150` (repeatable).
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub sets: Vec<String>,
+    /// Threads for Monte Carlo runs (results are identical for any value).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// Optional scenario YAML (its `runtime:` section and start-up pool sizes).
+    pub scenario: Option<String>,
+    #[arg(long)]
+    pub trace: Option<String>,
+    /// Trace format (default: from the file name / content).
+    #[arg(long)]
+    pub trace_format: Option<String>,
+    /// Block size of the trace's hash ids in tokens (default: the format's).
+    #[arg(long)]
+    pub block_size: Option<u32>,
+    #[arg(long)]
+    pub page_size: Option<u32>,
+    #[arg(long)]
+    pub l1_pages: Option<u64>,
+    #[arg(long)]
+    pub l2_pages: Option<u64>,
+    /// L3 capacity in pages, or `unbounded`.
+    #[arg(long)]
+    pub l3_pages: Option<String>,
+    #[arg(long)]
+    pub write_policy: Option<String>,
+    #[arg(long)]
+    pub eviction_policy: Option<String>,
+    /// `on` or `off`.
+    #[arg(long)]
+    pub timing: Option<String>,
+    /// Requests excluded from the hit-rate figures.
+    #[arg(long)]
+    pub warmup: Option<u64>,
+    /// Engine: `hiradix` (SGLang's runtime rules) or `policy-simulator` (an exact port of
+    /// SGLang's benchmark/hicache/hicache_policy_simulator.py).
+    #[arg(long)]
+    pub engine: Option<String>,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub sets: Vec<String>,
+    /// Write the occupancy / hit-rate timeline as CSV (and a plot next to it).
+    #[arg(long)]
+    pub timeline: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    pub scenario: String,
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    #[arg(long, default_value = "out")]
+    pub out: String,
+    #[arg(long)]
+    pub resume: bool,
+    /// `K/N`: run the K-th of N deterministic shards.
+    #[arg(long)]
+    pub shard: Option<String>,
+    #[arg(long)]
+    pub quiet: bool,
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub sets: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Shard CSVs.
+    pub files: Vec<String>,
+    #[arg(long, short)]
+    pub output: String,
+}
+
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    pub csv: String,
+    #[arg(long)]
+    pub x: Option<String>,
+    #[arg(long)]
+    pub y: Option<String>,
+    #[arg(long)]
+    pub group: Option<String>,
+    /// Output file stem (PNG and SVG are written).
+    #[arg(long)]
+    pub out: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TraceCommand {
+    /// Generate a synthetic trace (Mooncake JSONL).
+    Gen(TraceGenArgs),
+    /// Requests, pages, distinct pages, hit ceiling, time span.
+    Stats(TraceStatsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TraceGenArgs {
+    /// Generator config YAML, or a built-in kind: `chat`, `agentic`, `system-prompts`.
+    #[arg(long, default_value = "chat")]
+    pub kind: String,
+    #[arg(long, default_value_t = 1000)]
+    pub requests: u64,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[arg(long, short)]
+    pub output: String,
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub sets: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct TraceStatsArgs {
+    pub file: String,
+    #[arg(long)]
+    pub format: Option<String>,
+    #[arg(long)]
+    pub page_size: Option<u32>,
+    #[arg(long)]
+    pub block_size: Option<u32>,
+    #[arg(long = "output-format", value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
+}
+
+pub fn replay(_a: ReplayArgs) -> CmdResult {
+    Err(CommandError::Other("replay: not wired yet".into()))
+}
+pub fn sweep(_a: SweepArgs) -> CmdResult {
+    Err(CommandError::Other("sweep: not wired yet".into()))
+}
+pub fn merge(_a: MergeArgs) -> CmdResult {
+    Err(CommandError::Other("merge: not wired yet".into()))
+}
+pub fn plot(_a: PlotArgs) -> CmdResult {
+    Err(CommandError::Other("plot: not wired yet".into()))
+}
+pub fn trace(_c: TraceCommand) -> CmdResult {
+    Err(CommandError::Other("trace: not wired yet".into()))
+}

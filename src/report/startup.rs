@@ -1,0 +1,374 @@
+//! The start-up report: a per-rank table and a one-paragraph verdict (text), or the same
+//! numbers as JSON. Byte figures print the way SGLang prints them (`{x/1e9:.2f} GB`).
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::scenario::Scenario;
+use crate::startup::{MonteCarlo, Outcome, Quantiles, RankResult, RunOutcomes, StartupPlan};
+use crate::units::{fmt_gb, secs};
+
+/// The JSON document of `hicache-sim startup --format json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct StartupReport {
+    pub scenario: String,
+    pub sglang: &'static str,
+    pub sglang_summary: &'static str,
+    pub seed: u64,
+    pub runs: u64,
+    pub outcomes: RunOutcomes,
+    pub refusal_probability: f64,
+    pub oom_probability: f64,
+    pub start_probability: f64,
+    pub rank_outcomes: RunOutcomes,
+    pub budget_bytes: QuantilesI64,
+    pub margin_bytes: QuantilesI64,
+    pub world_size: u32,
+    pub nnodes: u32,
+    pub ranks_per_host: u64,
+    pub device_pool_tokens: u64,
+    pub device_pool_bytes: u64,
+    pub host_pools: Vec<PoolGeometryOut>,
+    pub notes: Vec<String>,
+    /// Run 0, rank by rank.
+    pub ranks: Vec<RankOut>,
+    pub verdict: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PoolGeometryOut {
+    pub name: &'static str,
+    pub bytes_per_token: u64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct QuantilesI64 {
+    pub count: u64,
+    pub min: i64,
+    pub p01: i64,
+    pub p50: i64,
+    pub p99: i64,
+    pub max: i64,
+}
+
+impl From<Quantiles> for QuantilesI64 {
+    fn from(q: Quantiles) -> Self {
+        let c = |x: i128| x.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+        QuantilesI64 {
+            count: q.count,
+            min: c(q.min),
+            p01: c(q.p01),
+            p50: c(q.p50),
+            p99: c(q.p99),
+            max: c(q.max),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RankOut {
+    pub rank: u32,
+    pub node: u32,
+    pub outcome: &'static str,
+    pub requested_bytes: Option<u64>,
+    pub budget_bytes: Option<i64>,
+    pub margin_bytes: Option<i64>,
+    pub available_bytes: Option<i64>,
+    pub psutil_available_bytes: Option<u64>,
+    pub arrived_at_s: f64,
+    pub sampled_at_s: Option<f64>,
+    pub ready_at_s: Option<f64>,
+    pub fitted_ratio: Option<f64>,
+    pub hicache_off: bool,
+    pub reclaimed_bytes: u64,
+    pub pools: Vec<PoolOut>,
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PoolOut {
+    pub name: &'static str,
+    pub tokens: u64,
+    pub requested_bytes: u64,
+    pub budget_bytes: i64,
+}
+
+fn i64c(x: i128) -> i64 {
+    x.clamp(i64::MIN as i128, i64::MAX as i128) as i64
+}
+
+fn rank_out(r: &RankResult) -> RankOut {
+    RankOut {
+        rank: r.rank,
+        node: r.node,
+        outcome: r.outcome.id(),
+        requested_bytes: r.requested_bytes,
+        budget_bytes: r.budget_bytes.map(i64c),
+        margin_bytes: r.margin_bytes.map(i64c),
+        available_bytes: r.available_bytes.map(i64c),
+        psutil_available_bytes: r.psutil_available,
+        arrived_at_s: secs(r.arrived_at),
+        sampled_at_s: r.sampled_at.map(secs),
+        ready_at_s: r.ready_at.map(secs),
+        fitted_ratio: r.fitted_ratio,
+        hicache_off: r.hicache_off,
+        reclaimed_bytes: r.reclaimed_bytes,
+        pools: r
+            .pools
+            .iter()
+            .map(|p| PoolOut {
+                name: p.name,
+                tokens: p.tokens,
+                requested_bytes: p.requested_bytes,
+                budget_bytes: i64c(p.budget_bytes),
+            })
+            .collect(),
+        message: r.message.clone(),
+    }
+}
+
+/// Builds the report of a Monte Carlo (or single) run.
+pub fn build(s: &Scenario, plan: &StartupPlan, mc: &MonteCarlo, seed: u64) -> StartupReport {
+    let mut rep = StartupReport {
+        scenario: s.name.clone(),
+        sglang: s.version.id(),
+        sglang_summary: s.version.summary(),
+        seed,
+        runs: mc.runs,
+        outcomes: mc.outcomes,
+        refusal_probability: mc.refusal_probability,
+        oom_probability: mc.oom_probability,
+        start_probability: mc.start_probability,
+        rank_outcomes: mc.rank_outcomes,
+        budget_bytes: mc.budget_bytes.into(),
+        margin_bytes: mc.margin_bytes.into(),
+        world_size: plan.world_size,
+        nnodes: plan.nnodes,
+        ranks_per_host: plan.ranks_per_host,
+        device_pool_tokens: plan.device_tokens,
+        device_pool_bytes: plan.device_bytes,
+        host_pools: plan
+            .pools
+            .iter()
+            .map(|p| PoolGeometryOut {
+                name: p.name,
+                bytes_per_token: p.bytes_per_token,
+            })
+            .collect(),
+        notes: s.notes.clone(),
+        ranks: mc.first_run.iter().map(rank_out).collect(),
+        verdict: String::new(),
+    };
+    rep.verdict = verdict(s, mc);
+    rep
+}
+
+fn gb(x: i128) -> String {
+    format!("{} GB", fmt_gb(x))
+}
+
+/// One paragraph: what happened in run 0 and, with several runs, how likely each outcome is.
+pub fn verdict(s: &Scenario, mc: &MonteCarlo) -> String {
+    let ranks = &mc.first_run;
+    let started = ranks
+        .iter()
+        .filter(|r| r.outcome == Outcome::Started)
+        .count();
+    let refused: Vec<&RankResult> = ranks
+        .iter()
+        .filter(|r| r.outcome == Outcome::Refused)
+        .collect();
+    let killed: Vec<&RankResult> = ranks
+        .iter()
+        .filter(|r| r.outcome == Outcome::OomKilled)
+        .collect();
+    let mut v = String::new();
+    if refused.is_empty() && killed.is_empty() {
+        let min_margin = ranks.iter().filter_map(|r| r.margin_bytes).min();
+        let off = ranks.iter().filter(|r| r.hicache_off).count();
+        let _ = write!(
+            v,
+            "Under {} all {} ranks start",
+            s.version.id(),
+            ranks.len()
+        );
+        if let Some(m) = min_margin {
+            let _ = write!(
+                v,
+                "; the tightest rank has {} of margin between its budget and its request",
+                gb(m)
+            );
+        }
+        if off > 0 {
+            let _ = write!(
+                v,
+                "; HiCache is switched off on {off} rank(s) (budget below the minimum ratio)"
+            );
+        }
+        v.push('.');
+    } else {
+        let _ = write!(
+            v,
+            "Under {} {} of {} ranks start",
+            s.version.id(),
+            started,
+            ranks.len()
+        );
+        if let Some(r) = refused.first() {
+            let _ = write!(
+                v,
+                "; {} refused (first: rank {} sampled at {:.2} s: {})",
+                refused.len(),
+                r.rank,
+                r.sampled_at.map(secs).unwrap_or(0.0),
+                r.message.as_deref().unwrap_or("")
+            );
+        }
+        if let Some(r) = killed.first() {
+            let _ = write!(
+                v,
+                "; {} OOM-killed (first: rank {}: {})",
+                killed.len(),
+                r.rank,
+                r.message.as_deref().unwrap_or("")
+            );
+        }
+        v.push('.');
+    }
+    if mc.runs > 1 {
+        let _ = write!(
+            v,
+            " Over {} runs with rank-start jitter: all ranks start in {:.2} % of runs, a rank is refused in {:.2} %, OOM-killed in {:.2} %.",
+            mc.runs,
+            100.0 * mc.start_probability,
+            100.0 * mc.refusal_probability,
+            100.0 * mc.oom_probability
+        );
+    }
+    v
+}
+
+/// The text report.
+pub fn render_text(s: &Scenario, plan: &StartupPlan, rep: &StartupReport) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "hicache-sim startup: {}", rep.scenario);
+    let _ = writeln!(o, "SGLang rules: {} ({})", rep.sglang, rep.sglang_summary);
+    let _ = writeln!(
+        o,
+        "Node: {} x{} ({} GPUs {}, host {}), model {} (kv {}), TP{} PP{} DP{}, {} rank(s) per host, page {}",
+        s.node_name,
+        plan.nnodes,
+        s.node.gpus_per_node,
+        s.node.gpu,
+        gb(s.memory
+            .host_total
+            .map(|b| b.0)
+            .unwrap_or(s.node.host_dram.0) as i128),
+        s.model_name,
+        s.kv_dtype.id(),
+        s.layout.tp_size,
+        s.layout.pp_size,
+        s.layout.dp_size,
+        plan.ranks_per_host,
+        plan.page_size
+    );
+    let pools: Vec<String> = plan
+        .pools
+        .iter()
+        .map(|p| format!("{} {} B/token", p.name, p.bytes_per_token))
+        .collect();
+    let _ = writeln!(
+        o,
+        "Device pool: {} tokens per rank; host pools: {}",
+        plan.device_tokens,
+        pools.join(", ")
+    );
+    for n in &rep.notes {
+        let _ = writeln!(o, "Note: {n}");
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "Run 0 (seed {}):", rep.seed);
+    let _ = writeln!(
+        o,
+        "{:>4} {:>4} {:>9} {:>9} {:>12} {:>12} {:>12} {:>12} {:>11}  {}",
+        "rank",
+        "node",
+        "arrived",
+        "sampled",
+        "psutil avail",
+        "available",
+        "budget",
+        "requested",
+        "margin",
+        "outcome"
+    );
+    for r in &rep.ranks {
+        let opt = |x: Option<i64>| x.map(|b| gb(b as i128)).unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            o,
+            "{:>4} {:>4} {:>8.2}s {:>9} {:>12} {:>12} {:>12} {:>12} {:>11}  {}",
+            r.rank,
+            r.node,
+            r.arrived_at_s,
+            r.sampled_at_s
+                .map(|t| format!("{t:.2}s"))
+                .unwrap_or_else(|| "-".into()),
+            r.psutil_available_bytes
+                .map(|b| gb(b as i128))
+                .unwrap_or_else(|| "-".into()),
+            opt(r.available_bytes),
+            opt(r.budget_bytes),
+            r.requested_bytes
+                .map(|b| gb(b as i128))
+                .unwrap_or_else(|| "-".into()),
+            opt(r.margin_bytes),
+            r.outcome
+        );
+    }
+    let msgs: Vec<&RankOut> = rep
+        .ranks
+        .iter()
+        .filter(|r| r.outcome != "started" && r.message.is_some())
+        .collect();
+    if !msgs.is_empty() {
+        let _ = writeln!(o);
+        for r in msgs {
+            let _ = writeln!(
+                o,
+                "rank {} {}: {}",
+                r.rank,
+                r.outcome,
+                r.message.as_deref().unwrap_or("")
+            );
+        }
+    }
+    if rep.runs > 1 {
+        let _ = writeln!(o);
+        let _ = writeln!(
+            o,
+            "Monte Carlo: {} runs: started {}, refused {}, oom_killed {}; P(refusal) = {:.4}, P(OOM) = {:.4}",
+            rep.runs,
+            rep.outcomes.started,
+            rep.outcomes.refused,
+            rep.outcomes.oom_killed,
+            rep.refusal_probability,
+            rep.oom_probability
+        );
+        let q = |q: &QuantilesI64| {
+            format!(
+                "min {} / p1 {} / p50 {} / p99 {} / max {}",
+                gb(q.min as i128),
+                gb(q.p01 as i128),
+                gb(q.p50 as i128),
+                gb(q.p99 as i128),
+                gb(q.max as i128)
+            )
+        };
+        let _ = writeln!(o, "Budget per rank: {}", q(&rep.budget_bytes));
+        let _ = writeln!(o, "Margin per rank: {}", q(&rep.margin_bytes));
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "Verdict: {}", rep.verdict);
+    o
+}

@@ -1,0 +1,215 @@
+//! `ReplayConfig`: everything one replay needs. It deserializes straight from a
+//! scenario's `runtime:` YAML section (field names = CLI flags without dashes).
+
+use serde::{Deserialize, Serialize};
+
+use crate::cache::{
+    DeviceEvictAmount, EvictHostRule, EvictVersion, EvictionPolicy, HostMemoryMode, LruMode,
+    PrefetchCapacityRule, PrefetchPolicy, WritePolicy,
+};
+use crate::units::{Bandwidth, Duration, GB, NS_PER_MS, NS_PER_S, NS_PER_US};
+
+use super::ReplayError;
+
+/// Whether the replay models time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Timing {
+    /// Pure cache replay: requests one after another in trace order, each = match,
+    /// load_back, insert, release; transfers complete instantly.
+    #[default]
+    Off,
+    /// Discrete-event replay: arrivals, a FIFO scheduler with a compute model, and
+    /// transfers that occupy links.
+    On,
+}
+
+/// One replay's configuration. Capacities are in pages of `page_size` tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReplayConfig {
+    /// Tokens per page (SGLang `--page-size`; HiCache commonly 64).
+    pub page_size: u32,
+    /// Device (L1) KV pool, pages.
+    pub l1_pages: u64,
+    /// Host (L2) pool, pages (0 = no host tier).
+    pub l2_pages: u64,
+    /// Storage (L3) capacity in pages; `None` = no L3 unless `l3_unbounded`.
+    pub l3_pages: Option<u64>,
+    /// L3 present with unbounded capacity (overrides `l3_pages`).
+    pub l3_unbounded: bool,
+    pub write_policy: WritePolicy,
+    pub eviction_policy: EvictionPolicy,
+    pub lru_mode: LruMode,
+    pub evict_host_rule: EvictHostRule,
+    pub evict_version: EvictVersion,
+    /// How much the tree is asked to evict when the device pool is short.
+    pub device_evict_amount: DeviceEvictAmount,
+    pub prefetch_capacity_rule: PrefetchCapacityRule,
+    pub prefetch_policy: PrefetchPolicy,
+    /// `--hicache-storage-prefetch-threshold`-like floor in tokens; the effective
+    /// threshold is `max(prefetch_threshold, page_size)` (default 256).
+    pub prefetch_threshold: u32,
+    /// Host hits shorter than this many tokens are not loaded back (SGLang: 10).
+    pub load_back_threshold: u32,
+    pub host_memory_mode: HostMemoryMode,
+    pub timing: Timing,
+    /// KV bytes per token, all layers (for transfer sizes and byte counters).
+    pub bytes_per_token: u64,
+    /// Layers (H2D is issued layer by layer: one run overhead per layer).
+    pub num_layers: u32,
+    pub h2d_bandwidth: Bandwidth,
+    pub d2h_bandwidth: Bandwidth,
+    pub storage_read_bandwidth: Bandwidth,
+    pub storage_write_bandwidth: Bandwidth,
+    /// Fraction of the link bandwidth reached (SGLang simulator: 0.85).
+    pub bandwidth_efficiency: f64,
+    /// Fixed cost per H2D run (SGLang simulator: 6.67 µs).
+    pub h2d_run_overhead: Duration,
+    /// Fixed cost per D2H run (SGLang simulator: 4 µs).
+    pub d2h_run_overhead: Duration,
+    /// Compute model: prefill throughput of the engine, tokens/s (new tokens only).
+    pub prefill_tokens_per_s: f64,
+    /// Compute model: decode speed of one request, tokens/s.
+    pub decode_tokens_per_s: f64,
+    /// Requests running (prefill or decode) at once.
+    pub max_running_requests: u32,
+    /// Tokens admitted into one prefill batch (at least one request always goes).
+    pub max_prefill_tokens: u32,
+    /// Prefetch timeout policy: base, per 1024 tokens, and cap (2 s, 0.1 s, 30 s).
+    pub prefetch_timeout_base: Duration,
+    pub prefetch_timeout_per_ki_token: Duration,
+    pub prefetch_timeout_max: Duration,
+    /// Requests excluded from hit metrics at the start (still replayed).
+    pub warmup_requests: u64,
+    /// Points in the `timeline` series (0 = none).
+    pub timeline_samples: u32,
+    /// Re-derive leaf sets and invariants after every operation (slow; tests).
+    pub debug_checks: bool,
+}
+
+impl Default for ReplayConfig {
+    fn default() -> Self {
+        Self {
+            page_size: 64,
+            l1_pages: 4096,
+            l2_pages: 8192,
+            l3_pages: None,
+            l3_unbounded: false,
+            write_policy: WritePolicy::default(),
+            eviction_policy: EvictionPolicy::default(),
+            lru_mode: LruMode::default(),
+            evict_host_rule: EvictHostRule::default(),
+            evict_version: EvictVersion::default(),
+            device_evict_amount: DeviceEvictAmount::default(),
+            prefetch_capacity_rule: PrefetchCapacityRule::default(),
+            prefetch_policy: PrefetchPolicy::default(),
+            prefetch_threshold: 256,
+            load_back_threshold: 10,
+            host_memory_mode: HostMemoryMode::default(),
+            timing: Timing::Off,
+            // Llama-3-8B-like bf16 MHA: 2 * 8 heads * 128 dim * 2 B * 32 layers.
+            bytes_per_token: 131_072,
+            num_layers: 32,
+            h2d_bandwidth: Bandwidth(55.0 * GB as f64),
+            d2h_bandwidth: Bandwidth(55.0 * GB as f64),
+            storage_read_bandwidth: Bandwidth(10.0 * GB as f64),
+            storage_write_bandwidth: Bandwidth(5.0 * GB as f64),
+            bandwidth_efficiency: 0.85,
+            h2d_run_overhead: Duration(6_670),
+            d2h_run_overhead: Duration(4 * NS_PER_US),
+            prefill_tokens_per_s: 20_000.0,
+            decode_tokens_per_s: 50.0,
+            max_running_requests: 64,
+            max_prefill_tokens: 16_384,
+            prefetch_timeout_base: Duration(2 * NS_PER_S),
+            prefetch_timeout_per_ki_token: Duration(100 * NS_PER_MS),
+            prefetch_timeout_max: Duration(30 * NS_PER_S),
+            warmup_requests: 0,
+            timeline_samples: 0,
+            debug_checks: false,
+        }
+    }
+}
+
+impl ReplayConfig {
+    /// Whether an L3 tier exists.
+    pub fn has_storage(&self) -> bool {
+        self.l3_unbounded || self.l3_pages.is_some()
+    }
+
+    /// L3 capacity in pages (`u64::MAX` when unbounded, 0 when absent).
+    pub fn l3_capacity(&self) -> u64 {
+        if self.l3_unbounded {
+            u64::MAX
+        } else {
+            self.l3_pages.unwrap_or(0)
+        }
+    }
+
+    /// `max(prefetch_threshold, page_size)` in tokens (`hiradix_cache.py` L1646).
+    pub fn effective_prefetch_threshold(&self) -> u64 {
+        u64::from(self.prefetch_threshold.max(self.page_size))
+    }
+
+    /// `prefetch_capacity_limit` in tokens.
+    pub fn prefetch_capacity_limit_tokens(&self) -> u64 {
+        let ps = u64::from(self.page_size);
+        self.prefetch_capacity_rule
+            .limit_tokens(self.l2_pages * ps, self.l1_pages * ps)
+    }
+
+    /// Rejects impossible combinations with a message naming the field.
+    pub fn validate(&self) -> Result<(), ReplayError> {
+        let bad = |field: &'static str, message: String| {
+            Err(ReplayError::InvalidConfig { field, message })
+        };
+        if self.page_size == 0 {
+            return bad("page_size", "must be at least 1 token".into());
+        }
+        if self.host_memory_mode == HostMemoryMode::BufferOnly && !self.has_storage() {
+            return bad(
+                "host_memory_mode",
+                "buffer_only requires storage (set l3_pages or l3_unbounded)".into(),
+            );
+        }
+        if self.host_memory_mode == HostMemoryMode::BufferOnly
+            && self.write_policy == WritePolicy::WriteBack
+        {
+            return bad(
+                "write_policy",
+                "buffer_only does not support write_back (SGLang rejects it)".into(),
+            );
+        }
+        if self.lru_mode == LruMode::PlainPage && self.timing == Timing::On {
+            return bad(
+                "lru_mode",
+                "plain_page is a timing-off cross-check mode; use timing: off".into(),
+            );
+        }
+        if self.lru_mode == LruMode::PlainPage && self.has_storage() {
+            return bad(
+                "lru_mode",
+                "plain_page models L1 and L2 only; remove l3_pages / l3_unbounded".into(),
+            );
+        }
+        if !(self.bandwidth_efficiency > 0.0 && self.bandwidth_efficiency <= 1.0) {
+            return bad(
+                "bandwidth_efficiency",
+                format!("{} must be in (0, 1]", self.bandwidth_efficiency),
+            );
+        }
+        if self.timing == Timing::On {
+            if !(self.prefill_tokens_per_s > 0.0) {
+                return bad("prefill_tokens_per_s", "must be greater than 0".into());
+            }
+            if !(self.decode_tokens_per_s > 0.0) {
+                return bad("decode_tokens_per_s", "must be greater than 0".into());
+            }
+            if self.max_running_requests == 0 {
+                return bad("max_running_requests", "must be at least 1".into());
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,120 @@
+//! `ReplayMetrics`: the outcome of one replay. Field names are used verbatim as JSON
+//! keys and CSV columns.
+
+use serde::Serialize;
+
+/// The hit-rate definitions, for the CLI to print next to any figure.
+pub fn definitions() -> &'static str {
+    "hit tokens are longest-prefix, per request, at page granularity: a request's prompt \
+pages are matched from the start of the prompt; the matched device pages are `device` hits, \
+the following evicted-but-backed-up pages are `host` hits (loaded back only if at least \
+load_back_threshold tokens), the following pages fetched from L3 are `storage` hits; \
+everything after is a miss; a trailing partial page is always a miss. \
+hit_rate = hit tokens / input tokens (token-weighted over all measured requests); \
+page_hit_rate = hit pages / whole prompt pages; total = device + host + storage. \
+Only requests after warmup_requests are counted. Tree eviction is SGLang's leaf-only \
+LRU unless lru_mode = plain_page."
+}
+
+/// One timeline point.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimelinePoint {
+    /// Request index (timing off) or the number of requests that arrived (timing on).
+    pub request_index: u64,
+    /// Virtual time, ns (0 with timing off).
+    pub time_ns: u64,
+    /// Host pages holding copies of device-resident nodes.
+    pub host_device_resident_pages: u64,
+    /// Host pages of host-only nodes.
+    pub host_only_pages: u64,
+    pub device_pages: u64,
+    /// Cumulative hit rates (token-weighted) since warm-up.
+    pub device_hit_rate: f64,
+    pub host_hit_rate: f64,
+    pub storage_hit_rate: f64,
+    pub total_hit_rate: f64,
+}
+
+/// Outcome of a replay.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct ReplayMetrics {
+    /// Requests replayed (including warm-up).
+    pub requests: u64,
+    /// Requests counted in the hit metrics (after warm-up).
+    pub measured_requests: u64,
+    /// Prompt tokens of measured requests.
+    pub input_tokens: u64,
+    /// Whole prompt pages of measured requests.
+    pub input_pages: u64,
+    pub device_hit_tokens: u64,
+    pub host_hit_tokens: u64,
+    pub storage_hit_tokens: u64,
+    pub miss_tokens: u64,
+    pub total_hit_tokens: u64,
+    pub device_hit_rate: f64,
+    pub host_hit_rate: f64,
+    pub storage_hit_rate: f64,
+    pub total_hit_rate: f64,
+    pub device_page_hit_rate: f64,
+    pub host_page_hit_rate: f64,
+    pub storage_page_hit_rate: f64,
+    pub total_page_hit_rate: f64,
+    /// Host hits too short to load back (under load_back_threshold), counted as misses.
+    pub load_back_skipped_tokens: u64,
+    /// Bytes moved host → device.
+    pub load_back_bytes: u64,
+    /// Bytes moved device → host (write_backup).
+    pub backup_bytes: u64,
+    /// Bytes moved storage → host.
+    pub prefetch_bytes: u64,
+    /// Bytes written host → storage.
+    pub l3_write_bytes: u64,
+    /// Prefetches issued / dropped by the capacity limit / under the threshold.
+    pub prefetches_issued: u64,
+    pub prefetches_rate_limited: u64,
+    /// Device pages freed by eviction (demoted or deleted).
+    pub device_evicted_pages: u64,
+    /// Host pages freed by evict_host.
+    pub host_evicted_pages: u64,
+    /// L3 pages evicted (bounded L3).
+    pub storage_evicted_pages: u64,
+    /// write_backup calls that found no host room even after evict_host.
+    pub failed_backups: u64,
+    /// Tokens freed from the device without any host copy under write_back (V1 drop).
+    pub tokens_dropped_without_backup: u64,
+    /// Requests whose pages could not all be cached on the device (too few free pages).
+    pub insert_truncated_requests: u64,
+    pub final_device_pages: u64,
+    pub final_host_device_resident_pages: u64,
+    pub final_host_only_pages: u64,
+    pub peak_host_device_resident_pages: u64,
+    pub peak_host_only_pages: u64,
+    pub peak_host_pages: u64,
+    pub final_storage_pages: u64,
+    /// TTFT percentiles in seconds (timing on only).
+    pub ttft_p50_s: Option<f64>,
+    pub ttft_p90_s: Option<f64>,
+    pub ttft_p99_s: Option<f64>,
+    /// Virtual time at the end (timing on), seconds.
+    pub makespan_s: Option<f64>,
+    /// Time series for plots (not a CSV column).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<TimelinePoint>,
+}
+
+impl ReplayMetrics {
+    /// Fills the rate fields from the counters (hit pages per tier for page rates).
+    pub fn finish_rates(&mut self, device_pages: u64, host_pages: u64, storage_pages: u64) {
+        let r = |n: u64, d: u64| if d == 0 { 0.0 } else { n as f64 / d as f64 };
+        self.total_hit_tokens =
+            self.device_hit_tokens + self.host_hit_tokens + self.storage_hit_tokens;
+        self.device_hit_rate = r(self.device_hit_tokens, self.input_tokens);
+        self.host_hit_rate = r(self.host_hit_tokens, self.input_tokens);
+        self.storage_hit_rate = r(self.storage_hit_tokens, self.input_tokens);
+        self.total_hit_rate = r(self.total_hit_tokens, self.input_tokens);
+        self.device_page_hit_rate = r(device_pages, self.input_pages);
+        self.host_page_hit_rate = r(host_pages, self.input_pages);
+        self.storage_page_hit_rate = r(storage_pages, self.input_pages);
+        self.total_page_hit_rate = r(device_pages + host_pages + storage_pages, self.input_pages);
+    }
+}

@@ -1,0 +1,189 @@
+//! State shared by the timed and untimed replays: page interning, the tree, the L3
+//! store, the prefetch budget, and the metric accumulators.
+
+use rustc_hash::FxHashMap;
+
+use crate::cache::{HiRadixTree, HostMemoryMode, Storage, TreeConfig};
+
+use super::config::ReplayConfig;
+use super::metrics::{ReplayMetrics, TimelinePoint};
+
+/// Interns 64-bit page hashes to dense `u32` ids (memory ∝ distinct pages).
+#[derive(Debug, Default)]
+pub(crate) struct Interner {
+    map: FxHashMap<u64, u32>,
+}
+
+impl Interner {
+    pub fn intern(&mut self, hashes: &[u64], out: &mut Vec<u32>) {
+        out.clear();
+        for &h in hashes {
+            let next = self.map.len() as u32;
+            out.push(*self.map.entry(h).or_insert(next));
+        }
+    }
+}
+
+/// Per-request hit split, in pages.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Hits {
+    pub device: u64,
+    pub host: u64,
+    pub storage: u64,
+}
+
+pub(crate) struct Session {
+    pub cfg: ReplayConfig,
+    pub tree: HiRadixTree,
+    pub storage: Option<Storage>,
+    pub interner: Interner,
+    pub m: ReplayMetrics,
+    pub ps: u64,
+    /// `prefetch_tokens_occupied`.
+    pub prefetch_occupied: u64,
+    pub prefetch_limit: u64,
+    pub timeline_stride: u64,
+    pub device_hit_pages: u64,
+    pub host_hit_pages: u64,
+    pub storage_hit_pages: u64,
+}
+
+impl Session {
+    pub fn new(cfg: &ReplayConfig) -> Self {
+        let host_tier = cfg.host_memory_mode == HostMemoryMode::Cache;
+        let tree = HiRadixTree::new(TreeConfig {
+            l1_pages: cfg.l1_pages,
+            l2_pages: if host_tier { cfg.l2_pages } else { 0 },
+            page_size: cfg.page_size,
+            write_policy: cfg.write_policy,
+            eviction_policy: cfg.eviction_policy,
+            evict_host_rule: cfg.evict_host_rule,
+            evict_version: cfg.evict_version,
+            device_evict_amount: cfg.device_evict_amount,
+            host_tier,
+            load_back_threshold: cfg.load_back_threshold,
+            debug_checks: cfg.debug_checks,
+        });
+        Self {
+            cfg: cfg.clone(),
+            tree,
+            storage: cfg.has_storage().then(|| Storage::new(cfg.l3_capacity())),
+            interner: Interner::default(),
+            m: ReplayMetrics::default(),
+            ps: u64::from(cfg.page_size),
+            prefetch_occupied: 0,
+            // buffer_only budgets staging at 0.9 × host whatever rule was named.
+            prefetch_limit: if host_tier {
+                cfg.prefetch_capacity_limit_tokens()
+            } else {
+                crate::cache::PrefetchCapacityRule::BufferOnly
+                    .limit_tokens(cfg.l2_pages * u64::from(cfg.page_size), 0)
+            },
+            timeline_stride: 1,
+            device_hit_pages: 0,
+            host_hit_pages: 0,
+            storage_hit_pages: 0,
+        }
+    }
+
+    pub fn bytes(&self, pages: u64) -> u64 {
+        pages * self.ps * self.cfg.bytes_per_token
+    }
+
+    /// Counts one request's hits (after warm-up).
+    pub fn record(&mut self, index: u64, input_tokens: u32, whole_pages: u64, h: Hits) {
+        self.m.requests = self.m.requests.max(index + 1);
+        if index < self.cfg.warmup_requests {
+            return;
+        }
+        let ps = self.ps;
+        let m = &mut self.m;
+        m.measured_requests += 1;
+        m.input_tokens += u64::from(input_tokens);
+        m.input_pages += whole_pages;
+        m.device_hit_tokens += h.device * ps;
+        m.host_hit_tokens += h.host * ps;
+        m.storage_hit_tokens += h.storage * ps;
+        m.miss_tokens += u64::from(input_tokens) - (h.device + h.host + h.storage) * ps;
+        self.device_hit_pages += h.device;
+        self.host_hit_pages += h.host;
+        self.storage_hit_pages += h.storage;
+    }
+
+    /// Adds a timeline point every `timeline_stride` requests; halves the series and
+    /// doubles the stride when it grows past twice `timeline_samples` (streaming).
+    pub fn sample(&mut self, index: u64, time_ns: u64) {
+        let want = u64::from(self.cfg.timeline_samples);
+        if want == 0 || (index + 1) % self.timeline_stride != 0 {
+            return;
+        }
+        let m = &self.m;
+        let r = |n: u64| {
+            if m.input_tokens == 0 {
+                0.0
+            } else {
+                n as f64 / m.input_tokens as f64
+            }
+        };
+        let point = TimelinePoint {
+            request_index: index + 1,
+            time_ns,
+            host_device_resident_pages: self.tree.host_device_resident_pages(),
+            host_only_pages: self.tree.host_only_pages(),
+            device_pages: self.tree.device_used(),
+            device_hit_rate: r(m.device_hit_tokens),
+            host_hit_rate: r(m.host_hit_tokens),
+            storage_hit_rate: r(m.storage_hit_tokens),
+            total_hit_rate: r(m.device_hit_tokens + m.host_hit_tokens + m.storage_hit_tokens),
+        };
+        self.m.timeline.push(point);
+        if self.m.timeline.len() as u64 >= 2 * want {
+            let mut i = 0;
+            self.m.timeline.retain(|_| {
+                i += 1;
+                i % 2 == 0
+            });
+            self.timeline_stride *= 2;
+        }
+    }
+
+    /// Writes `pages` to L3 (after a D2H ack, or through the bounce buffer).
+    pub fn write_storage(&mut self, pages: &[u32]) {
+        if let Some(s) = self.storage.as_mut() {
+            let new = s.write(pages);
+            self.m.l3_write_bytes += new * self.ps * self.cfg.bytes_per_token;
+        }
+    }
+
+    /// Final counters from the tree and the store.
+    pub fn finish(mut self) -> ReplayMetrics {
+        let st = self.tree.stats;
+        let ps = self.ps;
+        let bpt = self.cfg.bytes_per_token;
+        let m = &mut self.m;
+        m.load_back_bytes = st.load_back_pages * ps * bpt;
+        m.backup_bytes = st.backup_pages * ps * bpt + m.backup_bytes;
+        m.device_evicted_pages = st.device_evicted_pages;
+        m.host_evicted_pages = st.host_evicted_pages;
+        m.failed_backups = st.failed_backups;
+        m.tokens_dropped_without_backup = st.dropped_pages_without_backup * ps;
+        m.load_back_skipped_tokens = st.load_back_skipped_pages * ps;
+        m.final_device_pages = self.tree.device_used();
+        m.final_host_device_resident_pages = self.tree.host_device_resident_pages();
+        m.final_host_only_pages = self.tree.host_only_pages();
+        m.peak_host_device_resident_pages = st.peak_host_device_resident;
+        m.peak_host_only_pages = st.peak_host_only;
+        m.peak_host_pages = st.peak_host_used;
+        if let Some(s) = &self.storage {
+            m.final_storage_pages = s.len();
+            m.storage_evicted_pages = s.evicted_pages;
+        }
+        let (d, h, s) = (
+            self.device_hit_pages,
+            self.host_hit_pages,
+            self.storage_hit_pages,
+        );
+        m.finish_rates(d, h, s);
+        self.m
+    }
+}

@@ -1,0 +1,550 @@
+//! `Timing::On`: a discrete-event replay. The replay owns virtual time; the tree is
+//! only told what happens.
+//!
+//! Model (documented simplifications of SGLang's scheduler):
+//! - **Arrival** (`scheduler._add_request_to_queue` → `_prefetch_kvcache`): match the
+//!   prefix; with storage, issue an L3 prefetch of the missing span when it is at least
+//!   `max(prefetch_threshold, page_size)` tokens and `prefetch_tokens_occupied <
+//!   prefetch_capacity_limit`. The existence query is instant; the hit pages get host
+//!   slots at once (SGLang allocates them a scheduler tick later) and stream from
+//!   storage on the storage-read link, arriving linearly over the transfer.
+//! - **Scheduling** (one prefill batch at a time, FIFO with skips like
+//!   `get_new_batch_prefill`): a waiting request whose prefetch may not terminate yet
+//!   (`can_terminate_prefetch`: best_effort / wait_complete / timeout) is skipped; on
+//!   termination the arrived pages are inserted as host-only nodes. Then `match_prefix`,
+//!   `load_back` of the host hit (H2D on the H2D link), device allocation of the
+//!   rest. A batch holds at most `max_prefill_tokens` new tokens (one request always
+//!   fits) and the engine runs at most `max_running_requests`.
+//! - **Prefill** takes `H2D time + new tokens / prefill_tokens_per_s` (the SGLang
+//!   simulator's non-overlap clock). At its end the request's pages are inserted
+//!   (`cache_unfinished_req`), write-through backups go onto the D2H link and stay
+//!   pinned until their ack; after the ack an L3 backup goes onto the storage-write
+//!   link with the node's host copy pinned until the storage ack. TTFT = end of
+//!   prefill − arrival.
+//! - **Decode** keeps the request running (its prefix locked) for
+//!   `output_tokens / decode_tokens_per_s`; decode does not block prefill and output
+//!   tokens are not inserted into the tree.
+
+use std::collections::VecDeque;
+
+use crate::cache::{BackupRecord, HostMemoryMode, NodeId, PrefetchPolicy, ROOT};
+use crate::engine::EventQueue;
+use crate::units::Nanos;
+use crate::workload::Request;
+
+use super::ReplayError;
+use super::config::ReplayConfig;
+use super::metrics::ReplayMetrics;
+use super::session::{Hits, Session};
+use super::transfer::{Link, run_time_ns, storage_time_ns};
+
+#[derive(Debug, Clone, Copy)]
+enum Ev {
+    Arrival,
+    Tick,
+    BatchDone(u32),
+    Finish { last: NodeId },
+    D2hAck(u32),
+    StorageAck { node: NodeId, pages: u32 },
+}
+
+#[derive(Debug)]
+struct Prefetch {
+    anchor: NodeId,
+    span_start: usize,
+    /// Pages with host slots (cache mode) or staged (buffer_only).
+    pages: u64,
+    span_tokens: u64,
+    charged: u64,
+    issued: Nanos,
+    start: Nanos,
+    end: Nanos,
+}
+
+#[derive(Debug)]
+struct Waiting {
+    index: u64,
+    arrival: Nanos,
+    input_tokens: u32,
+    output_tokens: u32,
+    pages: Vec<u32>,
+    prefetch: Option<Prefetch>,
+}
+
+#[derive(Debug)]
+struct Admitted {
+    w: Waiting,
+    lock: NodeId,
+    reserved: u64,
+    upto: u64,
+    on_dev: u64,
+    staged: u64,
+}
+
+struct Sim<I: Iterator<Item = Request>> {
+    s: Session,
+    q: EventQueue<Ev>,
+    src: std::iter::Enumerate<I>,
+    next: Option<(u64, Request)>,
+    prev_arrival: Nanos,
+    waiting: VecDeque<Waiting>,
+    running: u32,
+    gpu_busy: bool,
+    batches: Vec<Option<Vec<Admitted>>>,
+    free_batches: Vec<u32>,
+    acks: Vec<Option<Vec<BackupRecord>>>,
+    free_acks: Vec<u32>,
+    h2d: Link,
+    d2h: Link,
+    sread: Link,
+    swrite: Link,
+    ttft: Vec<f64>,
+    recs: Vec<BackupRecord>,
+    scratch: Vec<u32>,
+}
+
+pub(crate) fn run<I: IntoIterator<Item = Request>>(
+    cfg: &ReplayConfig,
+    requests: I,
+) -> Result<ReplayMetrics, ReplayError> {
+    let mut sim = Sim {
+        s: Session::new(cfg),
+        q: EventQueue::new(),
+        src: requests.into_iter().enumerate(),
+        next: None,
+        prev_arrival: 0,
+        waiting: VecDeque::new(),
+        running: 0,
+        gpu_busy: false,
+        batches: Vec::new(),
+        free_batches: Vec::new(),
+        acks: Vec::new(),
+        free_acks: Vec::new(),
+        h2d: Link::default(),
+        d2h: Link::default(),
+        sread: Link::default(),
+        swrite: Link::default(),
+        ttft: Vec::new(),
+        recs: Vec::new(),
+        scratch: Vec::new(),
+    };
+    sim.pull()?;
+    while let Some(ev) = sim.q.pop() {
+        match ev.event {
+            Ev::Arrival => sim.arrival()?,
+            Ev::Tick => {}
+            Ev::BatchDone(b) => sim.batch_done(b),
+            Ev::Finish { last } => {
+                sim.s.tree.dec_lock_ref(last);
+                sim.running -= 1;
+            }
+            Ev::D2hAck(a) => sim.d2h_ack(a),
+            Ev::StorageAck { node, pages } => {
+                let _ = pages;
+                sim.s.tree.release_host(node);
+            }
+        }
+        sim.schedule();
+    }
+    let end = sim.q.now();
+    let mut ttft = std::mem::take(&mut sim.ttft);
+    let mut m = sim.s.finish();
+    if !ttft.is_empty() {
+        ttft.sort_by(f64::total_cmp);
+        let pct = |p: f64| {
+            let i = ((p * ttft.len() as f64).ceil() as usize).clamp(1, ttft.len()) - 1;
+            ttft[i]
+        };
+        m.ttft_p50_s = Some(pct(0.50));
+        m.ttft_p90_s = Some(pct(0.90));
+        m.ttft_p99_s = Some(pct(0.99));
+    }
+    m.makespan_s = Some(end as f64 / 1e9);
+    Ok(m)
+}
+
+impl<I: Iterator<Item = Request>> Sim<I> {
+    /// Reads the next request and schedules its arrival (streaming).
+    fn pull(&mut self) -> Result<(), ReplayError> {
+        self.next = None;
+        if let Some((i, r)) = self.src.next() {
+            if r.arrival_ns < self.prev_arrival {
+                return Err(ReplayError::ArrivalOutOfOrder {
+                    index: i as u64,
+                    id: r.id,
+                    arrival_ns: r.arrival_ns,
+                    previous_ns: self.prev_arrival,
+                });
+            }
+            self.prev_arrival = r.arrival_ns;
+            self.q.schedule_at(r.arrival_ns, Ev::Arrival);
+            self.next = Some((i as u64, r));
+        }
+        Ok(())
+    }
+
+    fn arrival(&mut self) -> Result<(), ReplayError> {
+        let (index, req) = self.next.take().expect("arrival without a request");
+        let now = self.q.now();
+        let mut pages = Vec::with_capacity(req.page_hashes.len());
+        self.s.interner.intern(&req.page_hashes, &mut pages);
+        let prefetch = self.issue_prefetch(&pages, now);
+        self.waiting.push_back(Waiting {
+            index,
+            arrival: now,
+            input_tokens: req.input_tokens,
+            output_tokens: req.output_tokens,
+            pages,
+            prefetch,
+        });
+        self.s.sample(index, now);
+        self.pull()
+    }
+
+    /// `_prefetch_kvcache` + `prefetch_from_storage` + the hit query and allocation.
+    fn issue_prefetch(&mut self, pages: &[u32], now: Nanos) -> Option<Prefetch> {
+        self.s.storage.as_ref()?;
+        let s = &mut self.s;
+        let m = s.tree.match_prefix(pages);
+        let matched = m.matched_pages() as usize;
+        let span = &pages[matched..];
+        let thr = s.cfg.effective_prefetch_threshold();
+        let buffer = s.cfg.host_memory_mode == HostMemoryMode::BufferOnly;
+        let anchor_ok = buffer || m.last_node == ROOT || s.tree.node(m.last_node).backed_up;
+        if !anchor_ok || (span.len() as u64) * s.ps < thr {
+            return None;
+        }
+        if s.prefetch_occupied >= s.prefetch_limit {
+            s.m.prefetches_rate_limited += 1;
+            return None;
+        }
+        s.m.prefetches_issued += 1;
+        let span_tokens = span.len() as u64 * s.ps;
+        let hit = s.storage.as_mut().map_or(0, |st| st.hit_run(span));
+        if hit * s.ps < thr {
+            return None; // revoked
+        }
+        let thr_pages = thr.div_ceil(s.ps);
+        let (got, charged) = if buffer {
+            // Charged only when the hit is known; staging limited by the budget.
+            let room = (s.prefetch_limit - s.prefetch_occupied) / s.ps;
+            let got = hit.min(room);
+            if got * s.ps < thr {
+                return None;
+            }
+            (got, got * s.ps)
+        } else {
+            // The anchor is pinned before the allocation's `evict_host` can take it.
+            s.tree.protect_host(m.last_node);
+            let got = s.tree.reserve_host(hit, thr_pages);
+            if got == 0 {
+                s.tree.release_host(m.last_node);
+                return None;
+            }
+            (got, span_tokens)
+        };
+        s.prefetch_occupied += charged;
+        let bytes = s.bytes(got);
+        s.m.prefetch_bytes += bytes;
+        let dur = storage_time_ns(bytes, s.cfg.storage_read_bandwidth.0);
+        let end = self.sread.transfer(now, dur);
+        Some(Prefetch {
+            anchor: m.last_node,
+            span_start: matched,
+            pages: got,
+            span_tokens,
+            charged,
+            issued: now,
+            start: end - dur,
+            end,
+        })
+    }
+
+    /// Pages of a prefetch arrived by `now` (linear over the transfer).
+    fn completed(p: &Prefetch, now: Nanos) -> u64 {
+        if now >= p.end {
+            p.pages
+        } else if now <= p.start {
+            0
+        } else {
+            (u128::from(p.pages) * u128::from(now - p.start) / u128::from(p.end - p.start)) as u64
+        }
+    }
+
+    /// `can_terminate_prefetch` at `now`; on "not yet", the time worth re-checking.
+    fn can_terminate(&self, p: &Prefetch, now: Nanos) -> Result<(), Nanos> {
+        match self.s.cfg.prefetch_policy {
+            PrefetchPolicy::BestEffort => Ok(()),
+            PrefetchPolicy::WaitComplete => {
+                if now >= p.end {
+                    Ok(())
+                } else {
+                    Err(p.end)
+                }
+            }
+            PrefetchPolicy::Timeout => {
+                let c = &self.s.cfg;
+                let t = (c.prefetch_timeout_base.0
+                    + (c.prefetch_timeout_per_ki_token.0 as u128 * u128::from(p.span_tokens) / 1024)
+                        as u64)
+                    .min(c.prefetch_timeout_max.0);
+                if now >= p.end || now - p.issued > t {
+                    Ok(())
+                } else {
+                    Err(p.end.min(p.issued + t + 1))
+                }
+            }
+        }
+    }
+
+    fn schedule(&mut self) {
+        if self.gpu_busy || self.waiting.is_empty() {
+            return;
+        }
+        let now = self.q.now();
+        let max_run = self.s.cfg.max_running_requests;
+        let max_tok = u64::from(self.s.cfg.max_prefill_tokens);
+        let mut batch: Vec<Admitted> = Vec::new();
+        let mut tokens = 0u64;
+        let mut h2d_bytes = 0u64;
+        let mut h2d_runs = 0u64;
+        let mut wake: Option<Nanos> = None;
+        let mut j = 0;
+        while j < self.waiting.len() {
+            if self.running + batch.len() as u32 >= max_run {
+                break;
+            }
+            if let Some(p) = &self.waiting[j].prefetch {
+                if let Err(t) = self.can_terminate(p, now) {
+                    wake = Some(wake.map_or(t, |w| w.min(t)));
+                    j += 1;
+                    continue;
+                }
+            }
+            // Would it fit the token budget? (Estimate from a fresh match.)
+            let m0 = self.s.tree.match_prefix(&self.waiting[j].pages);
+            let new_tokens = u64::from(self.waiting[j].input_tokens)
+                .saturating_sub(m0.matched_pages() * self.s.ps);
+            if !batch.is_empty() && tokens + new_tokens > max_tok {
+                break;
+            }
+            let mut w = self.waiting.remove(j).expect("index in range");
+            let (fetched, staged) = self.terminate_prefetch(&mut w, now);
+            let s = &mut self.s;
+            let m = s.tree.match_prefix(&w.pages);
+            s.tree.inc_lock_ref(m.last_node);
+            let loaded = s.tree.load_back(&m);
+            if loaded > 0 {
+                h2d_bytes += s.bytes(loaded);
+                // One run per loaded node.
+                let mut x = m.last_node;
+                while x != m.last_device_node {
+                    h2d_runs += 1;
+                    x = s.tree.node(x).parent;
+                }
+            }
+            let on_dev = m.device_pages + loaded;
+            let want = w.pages.len() as u64;
+            let need = want - on_dev;
+            let (reserved, upto) = if s.tree.alloc_device(need) {
+                (need, want)
+            } else if batch.is_empty() && self.running == 0 {
+                // Nothing will free device pages: cache what fits.
+                let avail = s.tree.device_free().min(need);
+                s.tree.alloc_device(avail);
+                s.m.insert_truncated_requests += 1;
+                (avail, on_dev + avail)
+            } else {
+                // Wait for running requests to release their pages.
+                s.tree.dec_lock_ref(m.last_node);
+                self.waiting.insert(j, w);
+                break;
+            };
+            if loaded == 0 {
+                s.tree.stats.load_back_skipped_pages += m.host_pages;
+            }
+            let fetched_hit = if loaded > 0 { fetched.min(loaded) } else { 0 };
+            let h = Hits {
+                device: m.device_pages,
+                host: loaded - fetched_hit,
+                storage: fetched_hit + staged.min(upto - on_dev),
+            };
+            s.record(w.index, w.input_tokens, want, h);
+            tokens += u64::from(w.input_tokens).saturating_sub((on_dev + h.storage) * s.ps);
+            batch.push(Admitted {
+                w,
+                lock: m.last_node,
+                reserved,
+                upto,
+                on_dev,
+                staged,
+            });
+        }
+        if batch.is_empty() {
+            if let Some(t) = wake {
+                self.q.schedule_at(t, Ev::Tick);
+            }
+            return;
+        }
+        let c = &self.s.cfg;
+        let per_layer_runs = h2d_runs * u64::from(c.num_layers.max(1));
+        let h2d_time = run_time_ns(
+            h2d_bytes,
+            per_layer_runs,
+            c.h2d_bandwidth.0,
+            c.bandwidth_efficiency,
+            c.h2d_run_overhead.0,
+        );
+        let forward = (tokens as f64 / c.prefill_tokens_per_s * 1e9).round() as Nanos;
+        let loaded_at = if h2d_time > 0 {
+            self.h2d.transfer(now, h2d_time)
+        } else {
+            now
+        };
+        self.running += batch.len() as u32;
+        self.gpu_busy = true;
+        let id = match self.free_batches.pop() {
+            Some(id) => {
+                self.batches[id as usize] = Some(batch);
+                id
+            }
+            None => {
+                self.batches.push(Some(batch));
+                (self.batches.len() - 1) as u32
+            }
+        };
+        self.q.schedule_at(loaded_at + forward, Ev::BatchDone(id));
+    }
+
+    /// Prefetch termination: insert the arrived span as host-only nodes (cache mode),
+    /// free the unused tail, release the anchor, return the budget. Returns
+    /// (pages fetched into host, pages staged for the device in buffer_only).
+    fn terminate_prefetch(&mut self, w: &mut Waiting, now: Nanos) -> (u64, u64) {
+        let Some(p) = w.prefetch.take() else {
+            return (0, 0);
+        };
+        let done = Self::completed(&p, now);
+        let s = &mut self.s;
+        s.prefetch_occupied -= p.charged;
+        if s.cfg.host_memory_mode == HostMemoryMode::BufferOnly {
+            return (0, done);
+        }
+        s.tree.unreserve_host(p.pages - done);
+        let mut fetched = 0;
+        if done > 0 {
+            let span = &w.pages[p.span_start..p.span_start + done as usize];
+            let anchor_alive = s.tree.node(p.anchor).alive;
+            if anchor_alive {
+                fetched = s.tree.insert_host_only(p.anchor, span, done);
+            } else {
+                s.tree.unreserve_host(done);
+            }
+        }
+        s.tree.release_host(p.anchor);
+        (fetched, 0)
+    }
+
+    fn batch_done(&mut self, b: u32) {
+        let now = self.q.now();
+        let batch = self.batches[b as usize].take().expect("batch exists");
+        self.free_batches.push(b);
+        self.gpu_busy = false;
+        for a in batch {
+            let s = &mut self.s;
+            let last = s.tree.insert(&a.w.pages[..a.upto as usize], a.reserved);
+            s.tree.inc_lock_ref(last);
+            s.tree.dec_lock_ref(a.lock);
+            if s.cfg.host_memory_mode == HostMemoryMode::BufferOnly && a.upto > a.on_dev {
+                let lo = (a.on_dev + a.staged).min(a.upto) as usize;
+                let new = &a.w.pages[lo..a.upto as usize];
+                let bytes = s.bytes(new.len() as u64);
+                s.m.backup_bytes += bytes;
+                let d = run_time_ns(
+                    bytes,
+                    1,
+                    s.cfg.d2h_bandwidth.0,
+                    s.cfg.bandwidth_efficiency,
+                    s.cfg.d2h_run_overhead.0,
+                );
+                let t = self.d2h.transfer(now, d);
+                let wt = storage_time_ns(bytes, s.cfg.storage_write_bandwidth.0);
+                self.swrite.transfer(t, wt);
+                s.write_storage(new);
+            }
+            if a.w.index >= s.cfg.warmup_requests {
+                self.ttft.push((now - a.w.arrival) as f64 / 1e9);
+            }
+            let decode =
+                (f64::from(a.w.output_tokens) / s.cfg.decode_tokens_per_s * 1e9).round() as Nanos;
+            self.q.schedule_at(now + decode, Ev::Finish { last });
+        }
+        self.flush_backups(now);
+    }
+
+    /// Puts the backups made since the last call on the D2H link as one op
+    /// (`start_writing` merges queued writes; one run per node).
+    fn flush_backups(&mut self, now: Nanos) {
+        self.recs.clear();
+        self.s.tree.take_backups(&mut self.recs);
+        if self.recs.is_empty() {
+            return;
+        }
+        let pages: u64 = self.recs.iter().map(|r| r.pages).sum();
+        let c = &self.s.cfg;
+        let d = run_time_ns(
+            self.s.bytes(pages),
+            self.recs.len() as u64,
+            c.d2h_bandwidth.0,
+            c.bandwidth_efficiency,
+            c.d2h_run_overhead.0,
+        );
+        let t = self.d2h.transfer(now, d);
+        let recs = std::mem::take(&mut self.recs);
+        let id = match self.free_acks.pop() {
+            Some(id) => {
+                self.acks[id as usize] = Some(recs);
+                id
+            }
+            None => {
+                self.acks.push(Some(recs));
+                (self.acks.len() - 1) as u32
+            }
+        };
+        self.q.schedule_at(t, Ev::D2hAck(id));
+    }
+
+    /// `writing_check`: unpin the nodes; start their L3 backups.
+    fn d2h_ack(&mut self, a: u32) {
+        let now = self.q.now();
+        let recs = self.acks[a as usize].take().expect("ack exists");
+        self.free_acks.push(a);
+        for r in &recs {
+            self.s.tree.backup_acked(r);
+            if self.s.storage.is_some() && self.s.tree.node(r.node).alive {
+                self.scratch.clear();
+                self.scratch
+                    .extend_from_slice(&self.s.tree.node(r.node).pages);
+                let pages = std::mem::take(&mut self.scratch);
+                let bytes = self.s.bytes(pages.len() as u64);
+                let d = storage_time_ns(bytes, self.s.cfg.storage_write_bandwidth.0);
+                let t = self.swrite.transfer(now, d);
+                self.s.write_storage(&pages);
+                if self.s.tree.node(r.node).backed_up {
+                    self.s.tree.protect_host(r.node);
+                    self.q.schedule_at(
+                        t,
+                        Ev::StorageAck {
+                            node: r.node,
+                            pages: pages.len() as u32,
+                        },
+                    );
+                }
+                self.scratch = pages;
+            }
+        }
+        self.recs = recs;
+        self.recs.clear();
+        // Backups made by evictions outside a batch end.
+        self.flush_backups(now);
+    }
+}

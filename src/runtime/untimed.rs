@@ -1,0 +1,194 @@
+//! `Timing::Off`: requests replayed instantly in trace order. Each request is SGLang's
+//! path with every transfer completing at once: `_prefetch_kvcache` on arrival (and
+//! its termination, all pages arrived), `match_prefix`, `init_load_back`, device
+//! allocation, `insert` (`cache_unfinished_req`), D2H acks and L3 backups, release.
+
+use crate::cache::{HostMemoryMode, LruMode, PageLru, ROOT};
+use crate::workload::Request;
+
+use super::config::ReplayConfig;
+use super::metrics::ReplayMetrics;
+use super::session::{Hits, Session};
+
+pub(crate) fn run<I: IntoIterator<Item = Request>>(
+    cfg: &ReplayConfig,
+    requests: I,
+) -> ReplayMetrics {
+    if cfg.lru_mode == LruMode::PlainPage {
+        return run_plain(cfg, requests);
+    }
+    let mut s = Session::new(cfg);
+    let mut pages: Vec<u32> = Vec::new();
+    let mut recs = Vec::new();
+    for (index, req) in requests.into_iter().enumerate() {
+        let index = index as u64;
+        s.interner.intern(&req.page_hashes, &mut pages);
+        let h = process(&mut s, &pages, &mut recs);
+        s.record(index, req.input_tokens, pages.len() as u64, h);
+        s.sample(index, 0);
+    }
+    s.finish()
+}
+
+/// One request through the tree with instant transfers.
+pub(crate) fn process(
+    s: &mut Session,
+    pages: &[u32],
+    recs: &mut Vec<crate::cache::BackupRecord>,
+) -> Hits {
+    let mut m = s.tree.match_prefix(pages);
+    let mut staged = 0u64; // buffer_only: L3 pages staged straight to the device
+    let mut fetched = 0u64; // cache mode: L3 pages inserted as host-only nodes
+    if s.storage.is_some() {
+        let matched = m.matched_pages() as usize;
+        let span = &pages[matched..];
+        let thr = s.cfg.effective_prefetch_threshold();
+        let anchor_ok = m.last_node == ROOT
+            || s.tree.node(m.last_node).backed_up
+            || s.cfg.host_memory_mode == HostMemoryMode::BufferOnly;
+        if anchor_ok && span.len() as u64 * s.ps >= thr {
+            if s.prefetch_occupied >= s.prefetch_limit {
+                // `prefetch_rate_limited()`.
+                s.m.prefetches_rate_limited += 1;
+            } else {
+                s.m.prefetches_issued += 1;
+                let hit = s.storage.as_mut().map_or(0, |st| st.hit_run(span));
+                if hit * s.ps >= thr {
+                    let thr_pages = thr.div_ceil(s.ps);
+                    match s.cfg.host_memory_mode {
+                        HostMemoryMode::Cache => {
+                            // Pin the anchor so the allocation's evict_host keeps it.
+                            s.tree.protect_host(m.last_node);
+                            let got = s.tree.reserve_host(hit, thr_pages);
+                            if got > 0 {
+                                s.tree
+                                    .insert_host_only(m.last_node, &span[..got as usize], got);
+                            }
+                            s.tree.release_host(m.last_node);
+                            if got > 0 {
+                                s.m.prefetch_bytes += s.bytes(got);
+                                fetched = got;
+                                m = s.tree.match_prefix(pages);
+                            }
+                        }
+                        HostMemoryMode::BufferOnly => {
+                            // Staged in op-owned host slots (capacity-limited), then
+                            // spliced into the device tree at admission.
+                            let cap = s.prefetch_limit / s.ps;
+                            let got = hit.min(cap);
+                            if got * s.ps >= thr {
+                                staged = got;
+                                s.m.prefetch_bytes += s.bytes(got);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    s.tree.inc_lock_ref(m.last_node);
+    let loaded = s.tree.load_back(&m);
+    if loaded == 0 {
+        s.tree.stats.load_back_skipped_pages += m.host_pages;
+    }
+    let on_dev = m.device_pages + loaded;
+    let want = pages.len() as u64;
+    let need = want - on_dev;
+    let (reserved, upto) = if s.tree.alloc_device(need) {
+        (need, want)
+    } else {
+        // Not enough unpinned device pages: cache what fits.
+        let avail = s.tree.device_free().min(need);
+        let ok = s.tree.alloc_device(avail);
+        debug_assert!(ok);
+        s.m.insert_truncated_requests += 1;
+        (avail, on_dev + avail)
+    };
+    s.tree.insert(&pages[..upto as usize], reserved);
+    s.tree.dec_lock_ref(m.last_node);
+    if s.cfg.host_memory_mode == HostMemoryMode::BufferOnly && upto > on_dev {
+        // Write-through to storage through the bounce buffer (D2H then L3 write).
+        let lo = (on_dev + staged).min(upto) as usize;
+        let new = &pages[lo..upto as usize];
+        s.m.backup_bytes += s.bytes(new.len() as u64);
+        s.write_storage(new);
+    }
+    drain_backups(s, recs);
+    // Hit split: L3-fetched pages are the tail of the loaded host span.
+    let storage = if loaded > 0 { fetched.min(loaded) } else { 0 } + staged.min(upto - on_dev);
+    Hits {
+        device: m.device_pages,
+        host: loaded - if loaded > 0 { fetched.min(loaded) } else { 0 },
+        storage,
+    }
+}
+
+/// D2H acks (instant) and the L3 backups they start.
+fn drain_backups(s: &mut Session, recs: &mut Vec<crate::cache::BackupRecord>) {
+    recs.clear();
+    s.tree.take_backups(recs);
+    for r in recs.iter() {
+        s.tree.backup_acked(r);
+        if s.storage.is_some() {
+            let node_pages = s.tree.node(r.node).pages.clone();
+            if s.tree.node(r.node).alive {
+                s.write_storage(&node_pages);
+            }
+        }
+    }
+}
+
+/// `lru_mode: plain_page`: every page its own LRU entry; L1 evictions demote to an
+/// exclusive L2 LRU (when `l2_pages > 0`), L2 hits move back to L1. Hits are
+/// longest-prefix: the leading run of pages found in L1, then L2.
+fn run_plain<I: IntoIterator<Item = Request>>(cfg: &ReplayConfig, requests: I) -> ReplayMetrics {
+    let mut s = Session::new(cfg);
+    let mut l1 = PageLru::new(cfg.l1_pages);
+    let mut l2 = PageLru::new(cfg.l2_pages);
+    let mut pages = Vec::new();
+    for (index, req) in requests.into_iter().enumerate() {
+        let index = index as u64;
+        s.interner.intern(&req.page_hashes, &mut pages);
+        let mut h = Hits::default();
+        let mut leading = true;
+        for &p in &pages {
+            let in1 = l1.contains(p);
+            let in2 = !in1 && l2.remove(p);
+            if leading {
+                if in1 {
+                    h.device += 1;
+                } else if in2 {
+                    h.host += 1;
+                } else {
+                    leading = false;
+                }
+            }
+            if let Some(v) = l1.insert(p) {
+                s.m.device_evicted_pages += 1;
+                if cfg.l2_pages > 0 {
+                    s.m.backup_bytes += s.bytes(1);
+                    if l2.insert(v).is_some() {
+                        s.m.host_evicted_pages += 1;
+                    }
+                }
+            }
+        }
+        s.m.load_back_bytes += s.bytes(h.host);
+        s.record(index, req.input_tokens, pages.len() as u64, h);
+        s.sample(index, 0);
+    }
+    let (de, he, bb, lb) = (
+        s.m.device_evicted_pages,
+        s.m.host_evicted_pages,
+        s.m.backup_bytes,
+        s.m.load_back_bytes,
+    );
+    let mut m = s.finish();
+    m.device_evicted_pages = de;
+    m.host_evicted_pages = he;
+    m.backup_bytes = bb;
+    m.load_back_bytes = lb;
+    m.final_device_pages = l1.len();
+    m.final_host_only_pages = l2.len();
+    m
+}

@@ -1,0 +1,132 @@
+//! Where a field sits in a YAML file: a dotted path → 1-based line index built by a
+//! light scan of block-style YAML. Typed deserialization reports a field path; this turns
+//! it into `file:line`. Flow collections (`{a: 1}`, `[1, 2]`) map every inner path to the
+//! line they start on, via the longest known prefix.
+
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Default)]
+pub struct LineIndex {
+    lines: BTreeMap<String, usize>,
+}
+
+impl LineIndex {
+    pub fn build(text: &str) -> Self {
+        let mut lines = BTreeMap::new();
+        // (indent, path) of the open mapping keys / sequence items.
+        let mut stack: Vec<(usize, String)> = Vec::new();
+        let mut seq_counts: BTreeMap<String, usize> = BTreeMap::new();
+        for (no, raw) in text.lines().enumerate() {
+            let line_no = no + 1;
+            let without_comment = strip_comment(raw);
+            if without_comment.trim().is_empty() || without_comment.trim_start().starts_with("---")
+            {
+                continue;
+            }
+            let mut indent = without_comment.len() - without_comment.trim_start().len();
+            let mut rest = without_comment.trim_start();
+            // Sequence items: `- x` or `- key: v`.
+            while let Some(after) = rest
+                .strip_prefix("- ")
+                .or_else(|| (rest == "-").then_some(""))
+            {
+                // `key:\n- item` (the item at its key's indent) is valid YAML, so only
+                // deeper entries close here.
+                while stack.last().is_some_and(|(i, _)| *i > indent) {
+                    stack.pop();
+                }
+                let parent = stack.last().map(|(_, p)| p.clone()).unwrap_or_default();
+                let n = seq_counts.entry(parent.clone()).or_insert(0);
+                let path = format!("{parent}[{n}]");
+                *n += 1;
+                lines.entry(path.clone()).or_insert(line_no);
+                stack.push((indent + 1, path));
+                indent += 2;
+                rest = after.trim_start();
+            }
+            if let Some(colon) = key_colon(rest) {
+                let key = rest[..colon].trim().trim_matches(|c| c == '"' || c == '\'');
+                while stack.last().is_some_and(|(i, _)| *i >= indent) {
+                    stack.pop();
+                }
+                let parent = stack.last().map(|(_, p)| p.clone()).unwrap_or_default();
+                let path = if parent.is_empty() {
+                    key.to_string()
+                } else {
+                    format!("{parent}.{key}")
+                };
+                lines.entry(path.clone()).or_insert(line_no);
+                seq_counts.remove(&path);
+                stack.push((indent, path));
+            }
+        }
+        Self { lines }
+    }
+
+    /// The line of `path` (`server.hicache_size`, `sweep.axes[2]`), or of its longest
+    /// known prefix.
+    pub fn line_of(&self, path: &str) -> Option<usize> {
+        let mut p = path.to_string();
+        loop {
+            if let Some(&l) = self.lines.get(&p) {
+                return Some(l);
+            }
+            let cut = p.rfind(['.', '['])?;
+            p.truncate(cut);
+        }
+    }
+}
+
+fn strip_comment(s: &str) -> &str {
+    let mut in_s = false;
+    let mut in_d = false;
+    let mut prev = ' ';
+    for (i, c) in s.char_indices() {
+        match c {
+            '\'' if !in_d => in_s = !in_s,
+            '"' if !in_s => in_d = !in_d,
+            '#' if !in_s && !in_d && (prev == ' ' || i == 0) => return &s[..i],
+            _ => {}
+        }
+        prev = c;
+    }
+    s
+}
+
+/// Byte offset of the `:` that ends a mapping key on this line, if the line starts with one.
+fn key_colon(s: &str) -> Option<usize> {
+    if s.starts_with(['{', '[', '"', '\'', '|', '>']) && !s.starts_with(['"', '\'']) {
+        return None;
+    }
+    let mut in_q: Option<char> = None;
+    for (i, c) in s.char_indices() {
+        match (in_q, c) {
+            (Some(q), c) if c == q => in_q = None,
+            (None, '"' | '\'') if i == 0 => in_q = Some(c),
+            (None, ':') if s[i + 1..].is_empty() || s[i + 1..].starts_with(' ') => return Some(i),
+            (None, ' ') if s[..i].trim().is_empty() => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_to_lines() {
+        let y = "name: x\nserver:\n  tp_size: 8   # comment\n  hicache_size: 135\nmemory:\n  cgroup:\n    max: 900GB\nsweep:\n  axes:\n    - path: a\n      values: [1, 2]\n    - path: b\n";
+        let ix = LineIndex::build(y);
+        assert_eq!(ix.line_of("name"), Some(1));
+        assert_eq!(ix.line_of("server.tp_size"), Some(3));
+        assert_eq!(ix.line_of("server.hicache_size"), Some(4));
+        assert_eq!(ix.line_of("memory.cgroup.max"), Some(7));
+        assert_eq!(ix.line_of("sweep.axes[0].path"), Some(10));
+        assert_eq!(ix.line_of("sweep.axes[0].values[1]"), Some(11));
+        assert_eq!(ix.line_of("sweep.axes[1].path"), Some(12));
+        assert_eq!(ix.line_of("server.unknown"), Some(2));
+        assert_eq!(ix.line_of("nothing"), None);
+    }
+}

@@ -1,0 +1,279 @@
+//! Reading a scenario: YAML text → JSON value tree (syntax errors with line/column) →
+//! `server.launch` merged in → `--set` overrides applied → typed [`ScenarioFile`] (field
+//! errors with file, line and field path, and the nearest valid key for a typo).
+
+use serde_json::{Map, Value};
+
+use super::launch::parse_launch;
+use super::lines::LineIndex;
+use super::schema::ScenarioFile;
+use crate::error::{InputError, nearest};
+
+/// A scenario as read from disk, before presets are resolved.
+#[derive(Debug, Clone)]
+pub struct LoadedScenario {
+    /// Where it came from (for error messages).
+    pub source: String,
+    pub lines: LineIndex,
+    pub file: ScenarioFile,
+    /// Launch-command flags accepted but not modelled.
+    pub not_modelled_flags: Vec<String>,
+}
+
+/// Parses YAML text into a value tree; syntax errors carry the line.
+pub fn parse_yaml_value(text: &str, source: &str) -> Result<Value, InputError> {
+    serde_saphyr::from_str::<Value>(text).map_err(|e| {
+        let line = e.location().map(|l| l.line() as usize);
+        let msg = e.to_string();
+        let first = msg
+            .lines()
+            .next()
+            .unwrap_or("invalid YAML")
+            .trim_start_matches("error: ")
+            .to_string();
+        InputError::new(source, format!("invalid YAML: {first}")).line_opt(line)
+    })
+}
+
+/// Reads and checks `path`, applying `sets` (`server.hicache_size=150`).
+pub fn load_file(path: &str, sets: &[String]) -> Result<LoadedScenario, InputError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::new(path, format!("cannot read the scenario: {e}")))?;
+    load_str(&text, path, sets)
+}
+
+/// As [`load_file`], from text already in memory.
+pub fn load_str(text: &str, source: &str, sets: &[String]) -> Result<LoadedScenario, InputError> {
+    let lines = LineIndex::build(text);
+    let mut value = parse_yaml_value(text, source)?;
+    if !value.is_object() {
+        return Err(InputError::new(
+            source,
+            "a scenario must be a YAML mapping (`node:`, `model:`, `server:` …)",
+        ));
+    }
+    let not_modelled = merge_launch(&mut value, source, &lines)?;
+    for s in sets {
+        apply_set(&mut value, s)?;
+    }
+    let file = typed_from_value(value, source, &lines)?;
+    Ok(LoadedScenario {
+        source: source.to_string(),
+        lines,
+        file,
+        not_modelled_flags: not_modelled,
+    })
+}
+
+/// Merges `server.launch` into `server`: explicit fields in the file win.
+fn merge_launch(
+    value: &mut Value,
+    source: &str,
+    lines: &LineIndex,
+) -> Result<Vec<String>, InputError> {
+    let Some(server) = value.get_mut("server").and_then(Value::as_object_mut) else {
+        return Ok(Vec::new());
+    };
+    let Some(cmd) = server.get("launch") else {
+        return Ok(Vec::new());
+    };
+    let Some(cmd) = cmd.as_str() else {
+        return Err(
+            InputError::new(source, "expected the SGLang launch command as a string")
+                .line_opt(lines.line_of("server.launch"))
+                .field("server.launch"),
+        );
+    };
+    let parsed = parse_launch(cmd, source, lines.line_of("server.launch"))?;
+    for (k, v) in parsed.fields {
+        server.entry(k).or_insert(v);
+    }
+    Ok(parsed.not_modelled)
+}
+
+/// Applies one `path=value` override; the value is read as YAML (`150`, `null`, `[1,2]`).
+pub fn apply_set(value: &mut Value, set: &str) -> Result<(), InputError> {
+    let src = format!("--set {set}");
+    let (path, raw) = set.split_once('=').ok_or_else(|| {
+        InputError::new(&src, "expected PATH=VALUE, e.g. server.hicache_size=150")
+    })?;
+    let v = if raw.trim().is_empty() {
+        Value::Null
+    } else {
+        parse_yaml_value(raw, &src)?
+    };
+    set_path(value, path.trim(), v).map_err(|m| InputError::new(&src, m).field(path.trim()))
+}
+
+/// Sets `a.b.c` in a value tree, creating maps on the way.
+pub fn set_path(root: &mut Value, path: &str, v: Value) -> Result<(), String> {
+    let mut cur = root;
+    let parts: Vec<&str> = path.split('.').collect();
+    for (i, p) in parts.iter().enumerate() {
+        if p.is_empty() {
+            return Err(format!("empty component in path `{path}`"));
+        }
+        if !cur.is_object() {
+            if cur.is_null() || cur.is_string() {
+                // A preset given by name (`node: gb300`) becomes `{preset: gb300}`.
+                let name = cur.as_str().map(str::to_string);
+                let mut m = Map::new();
+                if let Some(n) = name {
+                    m.insert("preset".into(), Value::String(n));
+                }
+                *cur = Value::Object(m);
+            } else {
+                return Err(format!("`{}` is not a mapping", parts[..i].join(".")));
+            }
+        }
+        let obj = cur.as_object_mut().expect("made an object above");
+        if i + 1 == parts.len() {
+            obj.insert(p.to_string(), v);
+            return Ok(());
+        }
+        cur = obj.entry(p.to_string()).or_insert(Value::Null);
+    }
+    Ok(())
+}
+
+/// Deserializes the typed scenario; errors name the field path and its line.
+pub fn typed_from_value(
+    value: Value,
+    source: &str,
+    lines: &LineIndex,
+) -> Result<ScenarioFile, InputError> {
+    serde_path_to_error::deserialize::<_, ScenarioFile>(value).map_err(|e| {
+        let path = clean_path(&e.path().to_string());
+        let inner = e.into_inner().to_string();
+        field_error(source, lines, &path, &inner)
+    })
+}
+
+/// `server.hicache_sise` with "unknown field `hicache_sise`, expected one of …" becomes
+/// "unknown key `hicache_sise` (did you mean `hicache_size`?)".
+pub fn field_error(source: &str, lines: &LineIndex, path: &str, inner: &str) -> InputError {
+    let msg = if let Some(rest) = inner.strip_prefix("unknown field `") {
+        let key = rest.split('`').next().unwrap_or("");
+        let expected: Vec<&str> = rest
+            .split("expected ")
+            .nth(1)
+            .map(|e| {
+                e.split('`')
+                    .filter(|s| s.chars().all(|c| c.is_alphanumeric() || c == '_'))
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let hint = nearest(key, expected.iter().copied())
+            .map(|n| format!(" (did you mean `{n}`?)"))
+            .unwrap_or_else(|| {
+                if expected.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (valid keys: {})", expected.join(", "))
+                }
+            });
+        format!("unknown key `{key}`{hint}")
+    } else if inner.contains("did not match any variant of untagged enum PresetRef") {
+        "expected a preset name (`gb300`) or a mapping with `preset:` and field overrides"
+            .to_string()
+    } else {
+        inner.to_string()
+    };
+    let field = if path.is_empty() || path == "." {
+        None
+    } else {
+        Some(path.to_string())
+    };
+    let mut err =
+        InputError::new(source, msg).line_opt(field.as_deref().and_then(|p| lines.line_of(p)));
+    err.field = field;
+    err
+}
+
+fn clean_path(p: &str) -> String {
+    // serde_path_to_error prints `?` for untracked segments and `.` for the root.
+    let p = p.trim_start_matches('.');
+    p.split('.')
+        .filter(|s| *s != "?")
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "name: t\nnode: gb300\nmodel: {preset: glm-5.2, kv_cache_dtype: fp8}\nserver:\n  tp_size: 4\n  hicache_size: 135\n";
+
+    #[test]
+    fn loads_and_applies_sets() {
+        let s = load_str(
+            BASE,
+            "t.yaml",
+            &[
+                "server.hicache_size=150".into(),
+                "node.host_dram=880GB".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(s.file.server.hicache_size, 150.0);
+        assert_eq!(s.file.server.tp_size, 4);
+        let (name, over) = s.file.node.split();
+        assert_eq!(name.as_deref(), Some("gb300"));
+        assert_eq!(over["host_dram"], Value::String("880GB".into()));
+    }
+
+    #[test]
+    fn unknown_key_names_line_field_and_nearest() {
+        let text = BASE.replace("hicache_size: 135", "hicache_sise: 135");
+        let e = load_str(&text, "t.yaml", &[]).unwrap_err();
+        assert_eq!(e.line, Some(6));
+        assert_eq!(e.field.as_deref(), Some("server.hicache_sise"));
+        assert!(
+            e.message.contains("did you mean `hicache_size`"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn wrong_type_and_unit() {
+        let text = BASE.replace("tp_size: 4", "tp_size: four");
+        let e = load_str(&text, "t.yaml", &[]).unwrap_err();
+        assert_eq!(
+            (e.line, e.field.as_deref()),
+            (Some(5), Some("server.tp_size"))
+        );
+        let text = format!("{BASE}memory:\n  host_other_used: 40 GBs\n");
+        let e = load_str(&text, "t.yaml", &[]).unwrap_err();
+        assert_eq!(
+            (e.line, e.field.as_deref()),
+            (Some(8), Some("memory.host_other_used"))
+        );
+        assert!(e.message.contains("unknown unit"), "{}", e.message);
+        let text = format!("{BASE}memory:\n  host_other_used: -4GB\n");
+        let e = load_str(&text, "t.yaml", &[]).unwrap_err();
+        assert!(e.message.contains("negative"), "{}", e.message);
+    }
+
+    #[test]
+    fn launch_command_merges_and_explicit_fields_win() {
+        let text = "node: gb300\nmodel: glm-5.2\nserver:\n  launch: python -m sglang.launch_server --tp 8 --hicache-size 176 --page-size 64\n  page_size: 32\n";
+        let s = load_str(text, "t.yaml", &[]).unwrap();
+        assert_eq!(s.file.server.tp_size, 8);
+        assert_eq!(s.file.server.hicache_size, 176.0);
+        assert_eq!(s.file.server.page_size, 32);
+        let bad = text.replace("--tp 8", "--tp 8 --hicache-sizes 3");
+        let e = load_str(&bad, "t.yaml", &[]).unwrap_err();
+        assert_eq!(e.line, Some(4));
+        assert!(e.message.contains("SGLang has no flag `--hicache-sizes`"));
+    }
+
+    #[test]
+    fn yaml_syntax_error_has_line() {
+        let e = load_str("node: gb300\nmodel: [a\n", "t.yaml", &[]).unwrap_err();
+        assert!(e.line.is_some());
+        assert!(e.message.starts_with("invalid YAML"));
+    }
+}

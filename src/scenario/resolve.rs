@@ -1,0 +1,276 @@
+//! From a scenario file to a resolved scenario: presets looked up and overridden field
+//! by field, SGLang's flags checked the way SGLang checks them, and the parallel layout
+//! derived. Everything the start-up and runtime simulations need, nothing read twice.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::load::{LoadedScenario, field_error};
+use super::schema::{MemorySpec, ScenarioFile, StartupSpec};
+use super::server::ServerArgs;
+use crate::error::{InputError, nearest};
+use crate::hardware::{NodePreset, node_presets};
+use crate::model::{KvDtype, ModelPreset, ParallelLayout, model_presets};
+use crate::sizing::SglangVersion;
+
+/// A scenario with presets resolved and flags checked.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub source: String,
+    pub name: String,
+    pub version: SglangVersion,
+    pub seed: u64,
+    pub runs: u64,
+    pub node_name: String,
+    pub node: NodePreset,
+    pub model_name: String,
+    pub model: ModelPreset,
+    pub kv_dtype: KvDtype,
+    pub server: ServerArgs,
+    pub layout: ParallelLayout,
+    pub memory: MemorySpec,
+    pub startup: StartupSpec,
+    pub runtime: Option<Value>,
+    pub sweep: Option<Value>,
+    /// Things SGLang would log once (an ignored fraction) and flags not modelled.
+    pub notes: Vec<String>,
+}
+
+impl Scenario {
+    /// Loads, overrides and resolves `path`.
+    pub fn load(path: &str, sets: &[String]) -> Result<Scenario, InputError> {
+        let loaded = super::load::load_file(path, sets)?;
+        resolve(&loaded)
+    }
+}
+
+/// Resolves a loaded scenario.
+pub fn resolve(l: &LoadedScenario) -> Result<Scenario, InputError> {
+    resolve_file(&l.file, &l.source, &l.lines, &l.not_modelled_flags)
+}
+
+/// Resolves a typed scenario file (also used for sweep points).
+pub fn resolve_file(
+    f: &ScenarioFile,
+    source: &str,
+    lines: &super::lines::LineIndex,
+    not_modelled: &[String],
+) -> Result<Scenario, InputError> {
+    let at = |field: &str, msg: String| {
+        InputError::new(source, msg)
+            .line_opt(lines.line_of(field))
+            .field(field)
+    };
+    let version = SglangVersion::from_id(&f.sglang).map_err(|m| at("sglang", m.to_string()))?;
+
+    let (node_name, node_over) = f.node.split();
+    let node_name =
+        node_name.ok_or_else(|| at("node", "expected `preset:` naming a node preset".into()))?;
+    let node_base = node_presets().get(&node_name).ok_or_else(|| {
+        at(
+            "node",
+            unknown_preset(
+                "node",
+                &node_name,
+                node_presets().keys().map(String::as_str),
+            ),
+        )
+    })?;
+    let node: NodePreset = override_preset(node_base, &node_over, "node", source, lines)?;
+
+    let (model_name, model_over) = f.model.split();
+    let model_name =
+        model_name.ok_or_else(|| at("model", "expected `preset:` naming a model preset".into()))?;
+    let model_base = crate::model::model_preset(&model_name).map_err(|_| {
+        at(
+            "model",
+            unknown_preset(
+                "model",
+                &model_name,
+                model_presets().keys().map(String::as_str),
+            ),
+        )
+    })?;
+    let model: ModelPreset = override_preset(model_base, &model_over, "model", source, lines)?;
+
+    let s = &f.server;
+    let kv_dtype = if s.kv_cache_dtype == "auto" {
+        model.default_kv_dtype
+    } else {
+        KvDtype::from_id(&s.kv_cache_dtype).ok_or_else(|| {
+            at(
+                "server.kv_cache_dtype",
+                format!("unknown kv cache dtype `{}`: expected auto, bf16, fp16, fp8_e4m3, fp8_e5m2 or fp8_ds_mla", s.kv_cache_dtype),
+            )
+        })?
+    };
+    model
+        .attention
+        .check_dtype(kv_dtype)
+        .map_err(|m| at("server.kv_cache_dtype", m))?;
+
+    for (field, v) in [
+        ("server.tp_size", s.tp_size),
+        ("server.pp_size", s.pp_size),
+        ("server.dp_size", s.dp_size),
+        ("server.nnodes", s.nnodes),
+        ("server.page_size", s.page_size),
+    ] {
+        if v == 0 {
+            return Err(at(field, "must be at least 1".into()));
+        }
+    }
+    if let Some(m) = s.mem_fraction_static
+        && !(m > 0.0 && m < 1.0)
+    {
+        return Err(at(
+            "server.mem_fraction_static",
+            format!("{m} must be in (0, 1)"),
+        ));
+    }
+    if let Some(r) = s.hicache_ratio
+        && !(r > 0.0 && r.is_finite())
+    {
+        return Err(at(
+            "server.hicache_ratio",
+            format!("{r} must be greater than 0"),
+        ));
+    }
+    if s.hicache_size < 0.0 || !s.hicache_size.is_finite() {
+        return Err(at(
+            "server.hicache_size",
+            format!(
+                "{} must be at least 0 (GB per rank; 0 = unset)",
+                s.hicache_size
+            ),
+        ));
+    }
+    if s.hicache_enabled() && s.disable_radix_cache {
+        return Err(at(
+            "server.disable_radix_cache",
+            "--enable-hierarchical-cache and --disable-radix-cache are mutually exclusive (SGLang raises ValueError)".into(),
+        ));
+    }
+    let layout = ParallelLayout {
+        tp_size: s.tp_size,
+        pp_size: s.pp_size,
+        dp_size: s.dp_size,
+        enable_dp_attention: s.enable_dp_attention,
+        nnodes: s.nnodes,
+    };
+    let world = layout.world_size();
+    if world % s.nnodes as u64 != 0 {
+        return Err(at(
+            "server.nnodes",
+            format!(
+                "world size {world} (tp × pp) is not divisible by nnodes {}",
+                s.nnodes
+            ),
+        ));
+    }
+    let per_node = world / s.nnodes as u64;
+    if per_node > node.gpus_per_node as u64 {
+        return Err(at(
+            "server.tp_size",
+            format!(
+                "{per_node} ranks per node but node `{node_name}` has {} GPUs: raise --nnodes",
+                node.gpus_per_node
+            ),
+        ));
+    }
+    if f.runs == 0 {
+        return Err(at("runs", "must be at least 1".into()));
+    }
+    let mut notes: Vec<String> = not_modelled
+        .iter()
+        .map(|fl| format!("launch flag {fl} is accepted but not modelled"))
+        .collect();
+    if let Some(p) = &f.startup.pin.steps
+        && *p == 0
+    {
+        return Err(at("startup.pin.steps", "must be at least 1".into()));
+    }
+    if s.hicache_enabled() || version == SglangVersion::AutoHicache {
+        let r = crate::sizing::resolve_hicache_args(&crate::startup::plan::hicache_args(s))
+            .map_err(|e| {
+                let field = if e.0.contains("fraction") {
+                    "server.hicache_host_memory_fraction"
+                } else {
+                    "server"
+                };
+                at(field, e.0)
+            })?;
+        notes.extend(r.fraction_note);
+    }
+
+    Ok(Scenario {
+        source: source.to_string(),
+        name: if f.name.is_empty() {
+            source.to_string()
+        } else {
+            f.name.clone()
+        },
+        version,
+        seed: f.seed,
+        runs: f.runs,
+        node_name,
+        node,
+        model_name,
+        model,
+        kv_dtype,
+        server: s.clone(),
+        layout,
+        memory: f.memory.clone(),
+        startup: f.startup.clone(),
+        runtime: f.runtime.clone(),
+        sweep: f.sweep.clone(),
+        notes,
+    })
+}
+
+fn unknown_preset<'a>(
+    what: &str,
+    name: &str,
+    known: impl Iterator<Item = &'a str> + Clone,
+) -> String {
+    let list: Vec<&str> = known.clone().collect();
+    let hint = nearest(name, known)
+        .map(|n| format!(" (did you mean `{n}`?)"))
+        .unwrap_or_default();
+    format!(
+        "unknown {what} preset `{name}`{hint}; known: {}",
+        list.join(", ")
+    )
+}
+
+/// `base` with `overrides` applied field by field; an unknown field is an error naming
+/// the nearest real one.
+pub fn override_preset<T: Serialize + DeserializeOwned>(
+    base: &T,
+    overrides: &BTreeMap<String, Value>,
+    prefix: &str,
+    source: &str,
+    lines: &super::lines::LineIndex,
+) -> Result<T, InputError> {
+    let mut v = serde_json::to_value(base).map_err(|e| InputError::new(source, e.to_string()))?;
+    let obj = v.as_object_mut().expect("presets serialize to maps");
+    for (k, val) in overrides {
+        if !obj.contains_key(k) {
+            let path = format!("{prefix}.{k}");
+            let hint = nearest(k, obj.keys().map(String::as_str).chain(["preset"]))
+                .map(|n| format!(" (did you mean `{n}`?)"))
+                .unwrap_or_default();
+            return Err(InputError::new(source, format!("unknown key `{k}`{hint}"))
+                .line_opt(lines.line_of(&path))
+                .field(path));
+        }
+        obj.insert(k.clone(), val.clone());
+    }
+    serde_path_to_error::deserialize::<_, T>(v).map_err(|e| {
+        let path = format!("{prefix}.{}", e.path());
+        field_error(source, lines, &path, &e.into_inner().to_string())
+    })
+}

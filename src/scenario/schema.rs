@@ -1,0 +1,226 @@
+//! The scenario file, field by field. Every struct denies unknown keys so a typo is an
+//! error with the nearest valid key; sizes, bandwidths and durations take the units a
+//! person writes (`880GB`, `135GiB`, `5GB/s`, `20s`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::server::ServerArgs;
+use crate::units::{Bandwidth, ByteSize, Duration};
+
+/// A preset by name with field-by-field overrides: `node: gb300` or
+/// `node: {preset: gb300, host_dram: 880GB}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum PresetRef {
+    Name(String),
+    WithOverrides(BTreeMap<String, Value>),
+}
+
+impl PresetRef {
+    /// The preset name and the overrides (without the `preset` key).
+    pub fn split(&self) -> (Option<String>, BTreeMap<String, Value>) {
+        match self {
+            PresetRef::Name(n) => (Some(n.clone()), BTreeMap::new()),
+            PresetRef::WithOverrides(m) => {
+                let mut m = m.clone();
+                let name = m
+                    .remove("preset")
+                    .and_then(|v| v.as_str().map(str::to_string));
+                (name, m)
+            }
+        }
+    }
+}
+
+/// cgroup interface version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum CgroupVersionSpec {
+    V1,
+    #[default]
+    V2,
+}
+
+/// One cgroup level above the job (its parent first).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct CgroupLevelSpec {
+    pub name: String,
+    /// v2 `memory.max` / v1 `memory.limit_in_bytes`; absent = unlimited (`max`).
+    pub max: Option<ByteSize>,
+    /// v2 `memory.high`; absent = `max`.
+    pub high: Option<ByteSize>,
+}
+
+/// A sibling cgroup of the job under the same parent (another engine, a sidecar).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct SiblingSpec {
+    pub name: String,
+    pub anon: ByteSize,
+    /// Clean, reclaimable page cache charged to the sibling.
+    pub page_cache: ByteSize,
+    pub shmem: ByteSize,
+    /// v2 `memory.min`: protects this much of the sibling's memory from reclaim.
+    pub min: ByteSize,
+    pub max: Option<ByteSize>,
+}
+
+/// The job's memory cgroup (Slurm job/step, Kubernetes container).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct CgroupSpec {
+    pub version: CgroupVersionSpec,
+    /// The job cgroup's `memory.max` (v1 `memory.limit_in_bytes`); absent = unlimited.
+    pub max: Option<ByteSize>,
+    /// `memory.high`; absent = `max` (Slurm's default AllowedRAMSpace=100 sets high = max).
+    pub high: Option<ByteSize>,
+    /// Anonymous memory already charged to the job before the ranks start.
+    pub preexisting_anon: ByteSize,
+    /// Clean page cache already charged to the job before the ranks start.
+    pub preexisting_page_cache: ByteSize,
+    /// Ancestors from the parent up to the mount root.
+    pub parents: Vec<CgroupLevelSpec>,
+    pub siblings: Vec<SiblingSpec>,
+}
+
+/// Host memory outside the job, and the job's cgroup.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemorySpec {
+    /// Host RAM as `/proc/meminfo` MemTotal; absent = the node preset's `host_dram`.
+    pub host_total: Option<ByteSize>,
+    /// Unreclaimable memory used on the host outside the job (OS, daemons, other tenants).
+    pub host_other_used: ByteSize,
+    /// Clean page cache on the host outside the job (psutil counts it as available).
+    pub host_other_page_cache: ByteSize,
+    /// The job's cgroup; absent = no memory cgroup is visible (bare metal).
+    pub cgroup: Option<CgroupSpec>,
+}
+
+/// A distribution of per-rank start delays, in virtual time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(tag = "dist", rename_all = "snake_case", deny_unknown_fields)]
+pub enum JitterSpec {
+    /// Every rank starts at its offset.
+    #[default]
+    None,
+    /// Uniform in `[low, high]`.
+    Uniform { low: Duration, high: Duration },
+    /// Normal, truncated at 0.
+    Normal { mean: Duration, std: Duration },
+    /// Exponential with the given mean.
+    Exponential { mean: Duration },
+    /// Log-normal given the median and the shape sigma.
+    LogNormal { median: Duration, sigma: f64 },
+}
+
+/// How ranks arrive: fixed per-rank offsets plus random jitter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct ArrivalSpec {
+    /// Offset of each rank (index = global rank); missing ranks get 0.
+    pub offsets: Vec<Duration>,
+    /// Added to every rank's offset, drawn independently per rank and run.
+    pub jitter: JitterSpec,
+}
+
+/// How a host pool is pinned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum PinMethod {
+    /// malloc + cudaHostRegister: charged as anon, never reclaimable.
+    #[default]
+    #[serde(rename = "cudaHostRegister")]
+    CudaHostRegister,
+    /// cudaHostAlloc (torch pin_memory): charged as shmem.
+    #[serde(rename = "cudaHostAlloc")]
+    CudaHostAlloc,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct PinSpec {
+    pub method: PinMethod,
+    /// Populate + register speed; absent = the node preset's `pin_bandwidth`.
+    pub bandwidth: Option<Bandwidth>,
+    /// How many steps a pool's charge is applied in while it pins (a later rank sees
+    /// a partly pinned pool). At least 1.
+    pub steps: Option<u32>,
+}
+
+/// The model-weight load that fills the page cache before the host pools are sized.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct WeightLoadSpec {
+    /// Checkpoint bytes read on each node; absent = the model's checkpoint for its
+    /// quantisation divided by the number of nodes.
+    pub bytes_per_node: Option<ByteSize>,
+    /// Checkpoint quantisation key of the model preset (`fp8`, `nvfp4`, …).
+    pub quantization: Option<String>,
+    /// Read speed of the whole node; absent = the node preset's `local_read_bandwidth`.
+    pub read_bandwidth: Option<Bandwidth>,
+    /// Read through the page cache (safetensors mmap): the cache stays charged to the job.
+    pub through_page_cache: Option<bool>,
+    /// Cache already reclaimed (aged out, dropped) by the time the ranks size their pools.
+    pub reclaimed_before_sizing: ByteSize,
+}
+
+/// Start-up phases and their timing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct StartupSpec {
+    /// Anonymous memory of each rank's process (Python, CUDA context, buffers).
+    pub process_memory: Option<ByteSize>,
+    pub arrival: ArrivalSpec,
+    pub weight_load: WeightLoadSpec,
+    /// Time from the end of the weight load to the host-pool sizing (device pool,
+    /// CUDA graphs before HiCache, …).
+    pub post_load: Option<Duration>,
+    pub pin: PinSpec,
+}
+
+/// The model: a preset and a KV dtype, plus overrides.
+pub type ModelRef = PresetRef;
+
+/// A whole scenario file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// SGLang sizing rules (`hicache-sim versions`).
+    #[serde(default = "default_sglang")]
+    pub sglang: String,
+    #[serde(default)]
+    pub seed: u64,
+    /// Monte Carlo runs of the start-up (`--runs` overrides).
+    #[serde(default = "one")]
+    pub runs: u64,
+    pub node: PresetRef,
+    pub model: ModelRef,
+    #[serde(default)]
+    pub server: ServerArgs,
+    #[serde(default)]
+    pub memory: MemorySpec,
+    #[serde(default)]
+    pub startup: StartupSpec,
+    /// Runtime replay settings (`hicache-sim replay`, sweeps); see `runtime::ReplayConfig`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<Value>,
+    /// Sweep axes (`hicache-sim sweep`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<Value>,
+}
+
+fn default_sglang() -> String {
+    "pr40135".into()
+}
+
+fn one() -> u64 {
+    1
+}

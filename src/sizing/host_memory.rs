@@ -1,0 +1,155 @@
+//! `mem_cache/host_memory.py: available_host_memory_bytes` and its cgroup headroom walk,
+//! in the variants SGLang shipped (#40135 era onwards; `sglang-hicache.md` §2.3).
+
+use crate::hardware::{
+    CgroupId, CgroupLevel, CgroupRead, CgroupVersion, HostMemoryView, V1_UNLIMITED,
+};
+
+use super::version::{AvailableReading, HeadroomVariant};
+
+/// Why the cgroup could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostMemoryError {
+    /// Variants A/B: memberships exist but no cgroupfs directory was resolved.
+    #[error("Cannot locate the process memory cgroup in mounted cgroup filesystems")]
+    CgroupNotFound,
+    /// Variants A/B: a usage file is missing for a known limit (raises on purpose).
+    #[error("{file} is missing in a memory cgroup with a known limit (level {level})")]
+    MissingFile {
+        file: &'static str,
+        level: usize,
+        cgroup: Option<CgroupId>,
+    },
+    /// Variants C/D/E: any failure to read the cgroup, without the fallback.
+    #[error(
+        "Cannot automatically size HiCache host memory; set --hicache-size explicitly (GB per rank), leaving room for other memory use within the container limit. ({reason})"
+    )]
+    Unreadable { reason: &'static str },
+}
+
+fn usage_file(v: CgroupVersion) -> &'static str {
+    match v {
+        CgroupVersion::V2 => "memory.current",
+        CgroupVersion::V1 => "memory.usage_in_bytes",
+    }
+}
+
+/// Whether a variant reports read failures with the newer "set --hicache-size" text
+/// and has the `allow_cgroup_fallback` parameter: C and E. A, B and D (upstream
+/// `049da31f`: `available_host_memory_bytes()` takes no argument) raise
+/// "Cannot locate the process memory cgroup…" / `FileNotFoundError` instead.
+fn newer(variant: HeadroomVariant) -> bool {
+    matches!(
+        variant,
+        HeadroomVariant::ActiveInactiveCredit | HeadroomVariant::ProtectedSibling
+    )
+}
+
+/// Usage of one level as the variant counts it.
+fn effective_usage(
+    variant: HeadroomVariant,
+    version: CgroupVersion,
+    level: &CgroupLevel,
+    usage: u64,
+) -> Result<u64, HostMemoryError> {
+    let need_stat = || {
+        level.stat.ok_or(HostMemoryError::Unreadable {
+            reason: "memory.stat is missing for a known limit",
+        })
+    };
+    Ok(match variant {
+        HeadroomVariant::Raw => usage,
+        HeadroomVariant::InactiveV1Only => match (version, level.stat) {
+            (CgroupVersion::V1, Some(s)) => usage.saturating_sub(s.inactive_file),
+            _ => usage,
+        },
+        HeadroomVariant::ActiveInactiveCredit => {
+            let s = need_stat()?;
+            usage.saturating_sub(s.active_file + s.inactive_file)
+        }
+        HeadroomVariant::CleanCredit => match level.stat {
+            None => usage,
+            Some(s) => {
+                let lru = s.active_file + s.inactive_file;
+                usage.saturating_sub(lru.saturating_sub(s.file_dirty + s.file_writeback))
+            }
+        },
+        HeadroomVariant::ProtectedSibling => {
+            let s = need_stat()?;
+            let credit =
+                (s.active_file + s.inactive_file).saturating_sub(level.protected_sibling_cache);
+            usage.saturating_sub(credit)
+        }
+    })
+}
+
+/// `_cgroup_memory_headroom`: the minimum over the job's cgroup and every ancestor up to
+/// and including the mount root of `max(0, limit - usage_eff)`, for each limit that is
+/// set (v2 `memory.max` and `memory.high`; v1 `memory.limit_in_bytes`, where the
+/// `2^63 - 4096` sentinel means unlimited). `Ok(None)`: no limit anywhere, or no procfs.
+pub fn cgroup_memory_headroom(
+    view: &HostMemoryView,
+    variant: HeadroomVariant,
+) -> Result<Option<u64>, HostMemoryError> {
+    let chain = match &view.cgroup {
+        CgroupRead::NoProcfs => return Ok(None),
+        CgroupRead::NotFound => {
+            return Err(if newer(variant) {
+                HostMemoryError::Unreadable {
+                    reason: "no mounted cgroup filesystem holds this process's memory cgroup",
+                }
+            } else {
+                HostMemoryError::CgroupNotFound
+            });
+        }
+        CgroupRead::Found(c) => c,
+    };
+    let version = chain.version;
+    let mut headroom: Option<u64> = None;
+    for (i, level) in chain.levels().iter().enumerate() {
+        let limits = match version {
+            CgroupVersion::V2 => [level.max, level.high],
+            CgroupVersion::V1 => [level.max.filter(|&m| m < V1_UNLIMITED), None],
+        };
+        for limit in limits.into_iter().flatten() {
+            let usage = level.usage.ok_or(if newer(variant) {
+                HostMemoryError::Unreadable {
+                    reason: "memory.current is missing for a known limit",
+                }
+            } else {
+                HostMemoryError::MissingFile {
+                    file: usage_file(version),
+                    level: i,
+                    cgroup: level.cgroup,
+                }
+            })?;
+            let eff = effective_usage(variant, version, level, usage)?;
+            let remaining = limit.saturating_sub(eff);
+            headroom = Some(headroom.map_or(remaining, |h| h.min(remaining)));
+        }
+    }
+    Ok(headroom)
+}
+
+/// `available_host_memory_bytes(*, allow_cgroup_fallback)`: psutil's available, bounded
+/// by the cgroup headroom when the reading is [`AvailableReading::CgroupMin`].
+///
+/// With `allow_cgroup_fallback` (variants C and E; A, B and D have no such parameter and
+/// always raise) an unreadable cgroup gives psutil's value (SGLang logs a warning).
+pub fn available_host_memory_bytes(
+    view: &HostMemoryView,
+    reading: AvailableReading,
+    allow_cgroup_fallback: bool,
+) -> Result<i128, HostMemoryError> {
+    let host = view.psutil_available as i128;
+    let variant = match reading {
+        AvailableReading::PsutilOnly => return Ok(host),
+        AvailableReading::CgroupMin(v) => v,
+    };
+    match cgroup_memory_headroom(view, variant) {
+        Ok(None) => Ok(host),
+        Ok(Some(h)) => Ok(host.min(h as i128)),
+        Err(_) if allow_cgroup_fallback && newer(variant) => Ok(host),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,425 @@
+//! A start-up plan: everything about one scenario that does not change between Monte
+//! Carlo runs, computed once — pool geometry, device pool, timings, the memory template —
+//! so a run only draws jitter and replays events.
+
+use crate::engine::SimRng;
+use crate::hardware::{CgroupId, CgroupLimits, CgroupVersion, ChargeKind, HostMemory};
+use crate::model::{DevicePoolInputs, device_pool_bytes, device_pool_tokens};
+use crate::scenario::Scenario;
+use crate::scenario::schema::{CgroupVersionSpec, JitterSpec, PinMethod};
+use crate::sizing::{AutoSizeRule, HicacheArgs, HostMemoryMode, Rules, SglangVersion};
+use crate::units::{GIB, Nanos};
+
+use rand::RngExt;
+use rand_distr::{Distribution, Exp, LogNormal, Normal};
+
+/// One host-mirrored pool of a rank.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PoolPlan {
+    pub name: &'static str,
+    pub bytes_per_token: u64,
+}
+
+/// How a rank sizes its host pools, from the flags and the version's rules.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum HicacheSizing {
+    /// HiCache is off: no host pools.
+    Off,
+    /// `--hicache-size` (GB, > 0) or a ratio (explicit, or the default where the version
+    /// has no auto-size): checked by the version's explicit path.
+    Explicit { ratio: f64, size_gb: f64 },
+    /// #40135 auto-size (`hicache_auto_size.py`): neither ratio nor size given.
+    AutoSize { fraction: f64, default_ratio: f64 },
+    /// V5 auto-HiCache (`hicache_auto.py`): `--enable-hierarchical-cache` left unset.
+    AutoHicache { fraction: f64 },
+}
+
+/// The SGLang flags that decide sizing, as `sizing::resolve_hicache_args` takes them.
+pub fn hicache_args(s: &crate::scenario::ServerArgs) -> HicacheArgs {
+    HicacheArgs {
+        ratio: s.hicache_ratio,
+        size_gb: s.hicache_size,
+        fraction: s.hicache_host_memory_fraction,
+        mode: if s.hicache_host_memory_mode == "buffer_only" {
+            HostMemoryMode::BufferOnly
+        } else {
+            HostMemoryMode::Cache
+        },
+        storage_backend: s.hicache_storage_backend.is_some(),
+        write_back: s.hicache_write_policy == "write_back",
+        is_decode: false,
+    }
+}
+
+/// Resolves the sizing mode; errors carry SGLang's ValueError text.
+pub fn hicache_sizing(
+    s: &crate::scenario::ServerArgs,
+    rules: &Rules,
+) -> Result<HicacheSizing, String> {
+    let auto_mode =
+        s.enable_hierarchical_cache.is_none() && rules.auto_size == AutoSizeRule::AutoHicache;
+    if !s.hicache_enabled() && !auto_mode {
+        return Ok(HicacheSizing::Off);
+    }
+    let r = crate::sizing::resolve_hicache_args(&hicache_args(s)).map_err(|e| e.0)?;
+    let ratio = r.ratio.unwrap_or(2.0);
+    Ok(match (r.fraction, rules.auto_size) {
+        (Some(f), AutoSizeRule::AutoHicache) if auto_mode => {
+            HicacheSizing::AutoHicache { fraction: f }
+        }
+        (Some(f), AutoSizeRule::Pr40135 | AutoSizeRule::AutoHicache) => HicacheSizing::AutoSize {
+            fraction: f,
+            default_ratio: ratio,
+        },
+        _ => HicacheSizing::Explicit {
+            ratio,
+            size_gb: r.size_gb,
+        },
+    })
+}
+
+/// How each rank's arrival is drawn.
+#[derive(Debug, Clone)]
+pub enum Jitter {
+    None,
+    Uniform { low: f64, high: f64 },
+    Normal(Normal<f64>),
+    Exponential(Exp<f64>),
+    LogNormal(LogNormal<f64>),
+}
+
+impl Jitter {
+    fn from_spec(s: &JitterSpec) -> Result<Self, String> {
+        Ok(match s {
+            JitterSpec::None => Jitter::None,
+            JitterSpec::Uniform { low, high } => {
+                if high.0 < low.0 {
+                    return Err("startup.arrival.jitter: `high` must be at least `low`".into());
+                }
+                Jitter::Uniform {
+                    low: low.0 as f64,
+                    high: high.0 as f64,
+                }
+            }
+            JitterSpec::Normal { mean, std } => Jitter::Normal(
+                Normal::new(mean.0 as f64, std.0 as f64)
+                    .map_err(|e| format!("startup.arrival.jitter: {e}"))?,
+            ),
+            JitterSpec::Exponential { mean } => {
+                if mean.0 == 0 {
+                    Jitter::None
+                } else {
+                    Jitter::Exponential(
+                        Exp::new(1.0 / mean.0 as f64)
+                            .map_err(|e| format!("startup.arrival.jitter: {e}"))?,
+                    )
+                }
+            }
+            JitterSpec::LogNormal { median, sigma } => Jitter::LogNormal(
+                LogNormal::new((median.0.max(1) as f64).ln(), *sigma)
+                    .map_err(|e| format!("startup.arrival.jitter: {e}"))?,
+            ),
+        })
+    }
+
+    /// One delay in nanoseconds (negative draws are truncated at 0).
+    pub fn draw(&self, rng: &mut SimRng) -> Nanos {
+        let x = match self {
+            Jitter::None => 0.0,
+            Jitter::Uniform { low, high } => {
+                if high > low {
+                    rng.random_range(*low..=*high)
+                } else {
+                    *low
+                }
+            }
+            Jitter::Normal(d) => d.sample(rng),
+            Jitter::Exponential(d) => d.sample(rng),
+            Jitter::LogNormal(d) => d.sample(rng),
+        };
+        if x.is_finite() && x > 0.0 {
+            x.round() as Nanos
+        } else {
+            0
+        }
+    }
+}
+
+/// Steps a rank's weight load charges the page cache in (a later rank sees an earlier
+/// rank's cache grow).
+const LOAD_STEPS: u32 = 4;
+
+/// Everything one start-up run needs.
+#[derive(Debug, Clone)]
+pub struct StartupPlan {
+    pub version: SglangVersion,
+    pub rules: Rules,
+    pub nnodes: u32,
+    pub world_size: u32,
+    /// Ranks placed on each node (`world_size / nnodes`).
+    pub ranks_per_node: u32,
+    /// What SGLang's `ranks_per_host()` returns (`world_size // nnodes`).
+    pub ranks_per_host: u64,
+    pub page_size: u64,
+    /// The device KV pool's usable size in tokens (same on every rank).
+    pub device_tokens: u64,
+    /// Σ device bytes of the host-mirrored pools (`_estimate_hicache_bytes`).
+    pub device_bytes: u64,
+    pub pools: Vec<PoolPlan>,
+    /// How the host pools are sized (explicit, auto, off).
+    pub sizing: HicacheSizing,
+    pub process_memory: u64,
+    /// Checkpoint bytes each rank reads.
+    pub load_bytes_per_rank: u64,
+    /// Read speed of one rank (the node's bandwidth shared by its ranks).
+    pub load_bw_per_rank: f64,
+    pub load_through_cache: bool,
+    pub load_steps: u32,
+    /// Time of one load step.
+    pub load_step_ns: Nanos,
+    /// Page cache of the node dropped (aged out, reclaimed) by the time its first rank
+    /// sizes its pools.
+    pub reclaimed_per_node: u64,
+    pub post_load: Nanos,
+    pub pin_bw: f64,
+    pub pin_steps: u32,
+    pub pin_kind: ChargeKind,
+    pub offsets: Vec<Nanos>,
+    pub jitter: Jitter,
+    /// The memory of one node before any rank starts.
+    pub memory: HostMemory,
+    /// The job's cgroup in `memory` (the mount root when no cgroup is modelled).
+    pub job_cgroup: CgroupId,
+}
+
+impl StartupPlan {
+    /// Builds the plan of `s`; errors are about the scenario (the caller adds file/line).
+    pub fn new(s: &Scenario) -> Result<Self, (String, String)> {
+        let rules = s.version.rules();
+        let world = s.layout.world_size() as u32;
+        let nnodes = s.layout.nnodes.max(1);
+        let ranks_per_node = world / nnodes;
+        let page_size = s.server.page_size.max(1) as u64;
+        let pools: Vec<PoolPlan> = s
+            .model
+            .host_pools(&s.layout, s.kv_dtype)
+            .into_iter()
+            .map(|p| PoolPlan {
+                name: p.name,
+                bytes_per_token: p.bytes_per_token,
+            })
+            .collect();
+        let cell: u64 = pools.iter().map(|p| p.bytes_per_token).sum();
+        let quant = s.startup.weight_load.quantization.as_deref();
+        let weights_per_rank = s
+            .model
+            .weights_per_rank(&s.layout, quant)
+            .map_err(|m| ("startup.weight_load.quantization".to_string(), m))?;
+        let gpu_overhead = GIB; // CUDA context + NCCL buffers before the load [EST]
+        let device_tokens = device_pool_tokens(&DevicePoolInputs {
+            free_before_load: s.node.gpu_memory.0.saturating_sub(gpu_overhead),
+            weights_per_rank,
+            mem_fraction_static: s.server.mem_fraction_static.unwrap_or(0.85),
+            cell_size: cell,
+            page_size,
+            max_total_tokens: s.server.max_total_tokens,
+        });
+        if device_tokens == 0 {
+            return Err((
+                "server.mem_fraction_static".into(),
+                format!(
+                    "no GPU memory is left for the KV cache: {} weights per rank on a {} GPU; raise --mem-fraction-static or set --max-total-tokens",
+                    crate::units::human_bytes(weights_per_rank),
+                    s.node.gpu
+                ),
+            ));
+        }
+        let device_bytes = pools
+            .iter()
+            .map(|p| device_pool_bytes(device_tokens, page_size, p.bytes_per_token))
+            .sum();
+        let sizing = hicache_sizing(&s.server, &rules).map_err(|m| ("server".to_string(), m))?;
+
+        let ckpt = match s.startup.weight_load.bytes_per_node {
+            Some(b) => b.0,
+            None => {
+                s.model
+                    .checkpoint_bytes(quant)
+                    .map_err(|m| ("startup.weight_load.quantization".to_string(), m))?
+                    / nnodes as u64
+            }
+        };
+        let read_bw = s
+            .startup
+            .weight_load
+            .read_bandwidth
+            .map(|b| b.0)
+            .unwrap_or(s.node.local_read_bandwidth.0);
+        let pin_bw = s
+            .startup
+            .pin
+            .bandwidth
+            .map(|b| b.0)
+            .unwrap_or(s.node.pin_bandwidth.0);
+
+        let (memory, job_cgroup) = build_memory(s)?;
+        let jitter = Jitter::from_spec(&s.startup.arrival.jitter)
+            .map_err(|m| ("startup.arrival.jitter".to_string(), m))?;
+        let mut offsets: Vec<Nanos> = s.startup.arrival.offsets.iter().map(|d| d.0).collect();
+        offsets.resize(world as usize, 0);
+
+        Ok(StartupPlan {
+            version: s.version,
+            rules,
+            nnodes,
+            world_size: world,
+            ranks_per_node,
+            ranks_per_host: s.layout.ranks_per_host(),
+            page_size,
+            device_tokens,
+            device_bytes,
+            pools,
+            sizing,
+            process_memory: s
+                .startup
+                .process_memory
+                .map(|b| b.0)
+                .unwrap_or(15 * crate::units::GB),
+            load_bytes_per_rank: ckpt / ranks_per_node.max(1) as u64,
+            load_bw_per_rank: read_bw / ranks_per_node.max(1) as f64,
+            load_through_cache: s.startup.weight_load.through_page_cache.unwrap_or(true),
+            load_steps: LOAD_STEPS,
+            load_step_ns: Self::duration(
+                ckpt / ranks_per_node.max(1) as u64 / LOAD_STEPS as u64,
+                read_bw / ranks_per_node.max(1) as f64,
+            ),
+            reclaimed_per_node: s.startup.weight_load.reclaimed_before_sizing.0,
+            post_load: s
+                .startup
+                .post_load
+                .map(|d| d.0)
+                .unwrap_or(5 * crate::units::NS_PER_S),
+            pin_bw,
+            pin_steps: s.startup.pin.steps.unwrap_or(8),
+            pin_kind: match s.startup.pin.method {
+                PinMethod::CudaHostRegister => ChargeKind::Anon,
+                PinMethod::CudaHostAlloc => ChargeKind::Shmem,
+            },
+            offsets,
+            jitter,
+            memory,
+            job_cgroup,
+        })
+    }
+
+    /// Nanoseconds to move `bytes` at `bw` bytes/s.
+    pub fn duration(bytes: u64, bw: f64) -> Nanos {
+        if bw <= 0.0 {
+            0
+        } else {
+            (bytes as f64 / bw * 1e9).round() as Nanos
+        }
+    }
+}
+
+/// One node's memory: host RAM, other tenants, the job cgroup with its ancestors and
+/// siblings, and what was charged before the ranks start.
+fn build_memory(s: &Scenario) -> Result<(HostMemory, CgroupId), (String, String)> {
+    let m = &s.memory;
+    let total = m.host_total.map(|b| b.0).unwrap_or(s.node.host_dram.0);
+    let version = match m.cgroup.as_ref().map(|c| c.version) {
+        Some(CgroupVersionSpec::V1) => CgroupVersion::V1,
+        _ => CgroupVersion::V2,
+    };
+    let mut mem = HostMemory::new(version, total);
+    mem.other_used = m.host_other_used.0;
+    mem.other_cache = m.host_other_page_cache.0;
+    if m.host_other_used.0 > total {
+        return Err((
+            "memory.host_other_used".into(),
+            "is larger than the host's memory".into(),
+        ));
+    }
+    let Some(cg) = &m.cgroup else {
+        // No memory cgroup visible: SGLang's headroom is None and only psutil bounds.
+        let root = mem.root();
+        return Ok((mem, root));
+    };
+    let bad = |field: &str, e: String| (field.to_string(), e);
+    let mut parent = mem.root();
+    for (i, p) in cg.parents.iter().rev().enumerate() {
+        let name = if p.name.is_empty() {
+            format!("level{i}")
+        } else {
+            p.name.clone()
+        };
+        parent = mem
+            .add_cgroup(
+                parent,
+                &name,
+                CgroupLimits {
+                    max: p.max.map(|b| b.0),
+                    high: p.high.map(|b| b.0),
+                    min: 0,
+                },
+            )
+            .map_err(|e| bad("memory.cgroup.parents", e.to_string()))?;
+    }
+    for (i, sib) in cg.siblings.iter().enumerate() {
+        let name = if sib.name.is_empty() {
+            format!("sibling{i}")
+        } else {
+            sib.name.clone()
+        };
+        let id = mem
+            .add_cgroup(
+                parent,
+                &name,
+                CgroupLimits {
+                    max: sib.max.map(|b| b.0),
+                    high: None,
+                    min: sib.min.0,
+                },
+            )
+            .map_err(|e| bad("memory.cgroup.siblings", e.to_string()))?;
+        for (kind, b) in [
+            (ChargeKind::Anon, sib.anon.0),
+            (ChargeKind::Shmem, sib.shmem.0),
+            (ChargeKind::PageCache, sib.page_cache.0),
+        ] {
+            if b > 0 {
+                mem.charge(id, kind, b).map_err(|e| {
+                    bad(
+                        "memory.cgroup.siblings",
+                        format!("does not fit before start-up: {e}"),
+                    )
+                })?;
+            }
+        }
+    }
+    let job = mem
+        .add_cgroup(
+            parent,
+            "job",
+            CgroupLimits {
+                max: cg.max.map(|b| b.0),
+                high: cg.high.map(|b| b.0),
+                min: 0,
+            },
+        )
+        .map_err(|e| bad("memory.cgroup", e.to_string()))?;
+    for (kind, b) in [
+        (ChargeKind::Anon, cg.preexisting_anon.0),
+        (ChargeKind::PageCache, cg.preexisting_page_cache.0),
+    ] {
+        if b > 0 {
+            mem.charge(job, kind, b).map_err(|e| {
+                bad(
+                    "memory.cgroup",
+                    format!("pre-existing charges do not fit: {e}"),
+                )
+            })?;
+        }
+    }
+    Ok((mem, job))
+}

@@ -1,0 +1,624 @@
+//! One start-up run as events. Per rank: process start (after its arrival offset and
+//! jitter), the weight load filling the page cache, the device pool, then the host pools
+//! sized under the version's rules — sampled live per pool, or from one snapshot agreed
+//! by a world MIN all-reduce — and pinned step by step, so that a later rank's sample
+//! sees what earlier ranks have pinned so far. Outcome: started, refused (SGLang's exact
+//! message) or OOM-killed.
+//!
+//! A rank that is refused or killed exits and its memory is freed (the page cache it
+//! read stays charged to the job, as in the kernel).
+
+use crate::engine::{SimRng, SmallEventQueue};
+use crate::hardware::{ChargeKind, HostMemory};
+use crate::sizing::{self, BudgetScope, ExplicitPath, HostPoolSizeArg, SmallHostCheck};
+use crate::units::Nanos;
+
+use super::plan::{HicacheSizing, StartupPlan};
+
+/// How a rank's start-up ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Started,
+    Refused,
+    OomKilled,
+}
+
+impl Outcome {
+    pub fn id(self) -> &'static str {
+        match self {
+            Outcome::Started => "started",
+            Outcome::Refused => "refused",
+            Outcome::OomKilled => "oom_killed",
+        }
+    }
+}
+
+/// One host pool a rank built (or tried to).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PoolResult {
+    pub name: &'static str,
+    pub tokens: u64,
+    pub requested_bytes: u64,
+    /// The figure the pool was checked against (per-rank share, or the remaining
+    /// booking allowance).
+    pub budget_bytes: i128,
+}
+
+/// What happened to one rank in one run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RankResult {
+    pub rank: u32,
+    pub node: u32,
+    pub outcome: Outcome,
+    pub arrived_at: Nanos,
+    /// When the rank (first) read host memory for its pools.
+    pub sampled_at: Option<Nanos>,
+    pub ready_at: Option<Nanos>,
+    /// psutil's `available` at that sample.
+    pub psutil_available: Option<u64>,
+    /// `available_host_memory_bytes()` (psutil bounded by the cgroup, per version).
+    pub available_bytes: Option<i128>,
+    /// Budget of the binding pool (the refused one, or the one with the least margin).
+    pub budget_bytes: Option<i128>,
+    pub requested_bytes: Option<u64>,
+    /// `budget - requested` of the binding pool.
+    pub margin_bytes: Option<i128>,
+    /// The ratio auto-sizing settled on (after the MIN all-reduce).
+    pub fitted_ratio: Option<f64>,
+    pub pools: Vec<PoolResult>,
+    /// SGLang's message when refused, the OOM kill's description when killed.
+    pub message: Option<String>,
+    /// Page cache the kernel reclaimed while this rank charged memory.
+    pub reclaimed_bytes: u64,
+    /// HiCache was switched off (auto-hicache below its minimum ratio).
+    pub hicache_off: bool,
+}
+
+impl RankResult {
+    fn new(rank: u32, node: u32, arrived_at: Nanos) -> Self {
+        RankResult {
+            rank,
+            node,
+            outcome: Outcome::Started,
+            arrived_at,
+            sampled_at: None,
+            ready_at: None,
+            psutil_available: None,
+            available_bytes: None,
+            budget_bytes: None,
+            requested_bytes: None,
+            margin_bytes: None,
+            fitted_ratio: None,
+            pools: Vec::new(),
+            message: None,
+            reclaimed_bytes: 0,
+            hicache_off: false,
+        }
+    }
+
+    /// As `new`, keeping the pools buffer.
+    fn reset(&mut self, rank: u32, node: u32, arrived_at: Nanos) {
+        let mut pools = std::mem::take(&mut self.pools);
+        pools.clear();
+        *self = RankResult {
+            pools,
+            ..RankResult::new(rank, node, arrived_at)
+        };
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Ev {
+    Start(u32),
+    LoadStep(u32, u32),
+    Size(u32),
+    PinStep(u32, u32),
+}
+
+/// Per-rank progress.
+#[derive(Debug, Clone, Default)]
+struct RankState {
+    node: u32,
+    alive: bool,
+    /// Index of the pool being built.
+    pool: usize,
+    /// Bytes of the current pool still to pin, and per step.
+    pin_left: u64,
+    pin_step_bytes: u64,
+    pin_step_ns: Nanos,
+    /// Bytes pinned so far (all pools), to free on exit.
+    pinned: u64,
+    /// Booking allowance when pools book against one budget.
+    scope: Option<BudgetScope>,
+    /// Host tokens per pool (same slot count for every pool of a rank).
+    host_tokens: u64,
+    /// Value this rank contributes to the world MIN all-reduce.
+    reduce_value: f64,
+    reduce_budget: i128,
+}
+
+/// Reusable buffers for runs (Monte Carlo keeps allocations out of the loop).
+#[derive(Debug, Default)]
+pub struct Scratch {
+    queue: SmallEventQueue<Ev>,
+    nodes: Vec<HostMemory>,
+    /// Whether each node's pre-sizing reclaim has happened.
+    reclaimed: Vec<bool>,
+    ranks: Vec<RankState>,
+    pub results: Vec<RankResult>,
+    /// Ranks waiting in the world all-reduce.
+    waiting: Vec<u32>,
+}
+
+/// Runs one start-up with `rng` drawing the jitter; results land in `scratch.results`.
+pub fn simulate(plan: &StartupPlan, rng: &mut SimRng, scratch: &mut Scratch) {
+    let world = plan.world_size as usize;
+    let Scratch {
+        queue,
+        nodes,
+        reclaimed,
+        ranks,
+        results,
+        waiting,
+    } = scratch;
+    reclaimed.clear();
+    reclaimed.resize(plan.nnodes as usize, false);
+    queue.reset();
+    waiting.clear();
+    nodes.truncate(plan.nnodes as usize);
+    for n in 0..plan.nnodes as usize {
+        if n < nodes.len() {
+            nodes[n].reset_to(&plan.memory);
+        } else {
+            nodes.push(plan.memory.clone());
+        }
+    }
+    ranks.clear();
+    // Results are reset in place so a Monte Carlo run allocates nothing but messages.
+    results.truncate(world);
+    for r in 0..world as u32 {
+        let node = r / plan.ranks_per_node.max(1);
+        let arrive = plan.offsets[r as usize].saturating_add(plan.jitter.draw(rng));
+        ranks.push(RankState {
+            node,
+            alive: true,
+            ..RankState::default()
+        });
+        if let Some(res) = results.get_mut(r as usize) {
+            res.reset(r, node, arrive);
+        } else {
+            results.push(RankResult::new(r, node, arrive));
+        }
+        queue.schedule_at(arrive, Ev::Start(r));
+    }
+    let mut sim = Sim {
+        plan,
+        queue,
+        nodes,
+        reclaimed,
+        ranks,
+        results,
+        waiting,
+    };
+    sim.run();
+}
+
+struct Sim<'a> {
+    plan: &'a StartupPlan,
+    queue: &'a mut SmallEventQueue<Ev>,
+    nodes: &'a mut Vec<HostMemory>,
+    reclaimed: &'a mut Vec<bool>,
+    ranks: &'a mut Vec<RankState>,
+    results: &'a mut Vec<RankResult>,
+    waiting: &'a mut Vec<u32>,
+}
+
+impl Sim<'_> {
+    fn run(&mut self) {
+        while let Some(s) = self.queue.pop() {
+            match s.event {
+                Ev::Start(r) => self.start(r),
+                Ev::LoadStep(r, k) => self.load_step(r, k),
+                Ev::Size(r) => self.size(r),
+                Ev::PinStep(r, k) => self.pin_step(r, k),
+            }
+        }
+        // A collective that never completed (a peer died before reaching it): the
+        // survivors hang in SGLang; report them as refused with the reason.
+        for &r in self.waiting.iter() {
+            let res = &mut self.results[r as usize];
+            res.outcome = Outcome::Refused;
+            res.message = Some("a peer rank exited before the host-memory all-reduce; this rank would hang until the collective times out".into());
+        }
+    }
+
+    fn charge(&mut self, r: u32, kind: ChargeKind, bytes: u64) -> bool {
+        let node = self.ranks[r as usize].node as usize;
+        match self.nodes[node].charge(self.plan.job_cgroup, kind, bytes) {
+            Ok(o) => {
+                self.results[r as usize].reclaimed_bytes += o.reclaimed;
+                true
+            }
+            Err(oom) => {
+                self.results[r as usize].message = Some(oom.to_string());
+                self.exit(r, Outcome::OomKilled);
+                false
+            }
+        }
+    }
+
+    /// The rank's process exits: its anonymous memory and pinned pools are freed.
+    fn exit(&mut self, r: u32, outcome: Outcome) {
+        let st = &mut self.ranks[r as usize];
+        if !st.alive {
+            return;
+        }
+        st.alive = false;
+        let (node, pinned) = (st.node as usize, st.pinned);
+        let cg = self.plan.job_cgroup;
+        let mem = &mut self.nodes[node];
+        mem.uncharge(cg, self.plan.pin_kind, pinned);
+        mem.uncharge(cg, ChargeKind::Anon, self.plan.process_memory);
+        self.results[r as usize].outcome = outcome;
+    }
+
+    fn start(&mut self, r: u32) {
+        if !self.charge(r, ChargeKind::Anon, self.plan.process_memory) {
+            return;
+        }
+        self.schedule_load(r, 0);
+    }
+
+    fn schedule_load(&mut self, r: u32, k: u32) {
+        let p = self.plan;
+        self.queue.schedule_in(p.load_step_ns, Ev::LoadStep(r, k));
+    }
+
+    fn load_step(&mut self, r: u32, k: u32) {
+        let p = self.plan;
+        let steps = p.load_steps.max(1);
+        if p.load_through_cache {
+            let bytes = p.load_bytes_per_rank / steps as u64
+                + if k + 1 == steps {
+                    p.load_bytes_per_rank % steps as u64
+                } else {
+                    0
+                };
+            if !self.charge(r, ChargeKind::PageCache, bytes) {
+                return;
+            }
+        }
+        if k + 1 < steps {
+            self.schedule_load(r, k + 1);
+        } else {
+            self.queue.schedule_in(p.post_load, Ev::Size(r));
+        }
+    }
+
+    /// The host pools are about to be built: sample, or join the all-reduce.
+    fn size(&mut self, r: u32) {
+        let p = self.plan;
+        let node = self.ranks[r as usize].node as usize;
+        if p.reclaimed_per_node > 0 && !self.reclaimed[node] {
+            self.reclaimed[node] = true;
+            self.nodes[node].drop_page_cache(p.job_cgroup, p.reclaimed_per_node);
+        }
+        match p.sizing {
+            HicacheSizing::Off => self.ready(r),
+            HicacheSizing::Explicit { .. } => match p.rules.explicit_path {
+                ExplicitPath::LivePerPool | ExplicitPath::LiveWholeHeadroom => {
+                    self.build_pool_live(r)
+                }
+                ExplicitPath::SnapshotMinAllReduce => {
+                    let Some(budget) = self.sample_budget(r) else {
+                        return;
+                    };
+                    self.ranks[r as usize].reduce_budget = budget;
+                    self.arrive_collective(r);
+                }
+            },
+            HicacheSizing::AutoSize {
+                fraction,
+                default_ratio,
+            } => {
+                let Some(share) = self.sample_budget(r) else {
+                    return;
+                };
+                let budget = sizing::auto_size_budget(share, fraction);
+                let st = &mut self.ranks[r as usize];
+                st.reduce_budget = budget;
+                st.reduce_value = sizing::auto_size_ratio(default_ratio, budget, p.device_bytes);
+                self.arrive_collective(r);
+            }
+            HicacheSizing::AutoHicache { fraction } => {
+                let Some(share) = self.sample_budget(r) else {
+                    return;
+                };
+                // A rank below the minimum votes 0, with SGLang's reason; its peers then
+                // report that another rank cannot host the tier.
+                let vote = match sizing::auto_hicache_ratio(share, fraction, p.device_bytes) {
+                    Ok(plan) => plan.ratio,
+                    Err(reason) => {
+                        self.results[r as usize].message = Some(format!("HiCache off: {reason}"));
+                        0.0
+                    }
+                };
+                let st = &mut self.ranks[r as usize];
+                st.reduce_budget = sizing::auto_size_budget(share, fraction);
+                st.reduce_value = vote;
+                self.arrive_collective(r);
+            }
+        }
+    }
+
+    /// Reads `available` now (`Rules::available`, or `available_auto` when auto-sizing,
+    /// which never falls back to psutil) and turns it into the figure this version checks:
+    /// the per-rank share, or the whole headroom (`LiveWholeHeadroom`). A cgroup read error
+    /// refuses the rank with SGLang's message.
+    fn sample_budget(&mut self, r: u32) -> Option<i128> {
+        let p = self.plan;
+        let node = self.ranks[r as usize].node as usize;
+        let view = self.nodes[node].snapshot(p.job_cgroup);
+        let now = self.queue.now();
+        let res = &mut self.results[r as usize];
+        if res.sampled_at.is_none() {
+            res.sampled_at = Some(now);
+            res.psutil_available = Some(view.psutil_available);
+        }
+        let explicit = matches!(p.sizing, HicacheSizing::Explicit { .. });
+        let avail = if explicit {
+            p.rules.available(&view)
+        } else {
+            p.rules.available_auto(&view)
+        };
+        match avail {
+            Ok(avail) => {
+                if res.available_bytes.is_none() {
+                    res.available_bytes = Some(avail);
+                }
+                Some(
+                    if explicit && p.rules.explicit_path == ExplicitPath::LiveWholeHeadroom {
+                        sizing::whole_headroom_budget(avail)
+                    } else {
+                        sizing::host_memory_budget_bytes(
+                            avail,
+                            p.ranks_per_host,
+                            p.rules.budget_split,
+                        )
+                    },
+                )
+            }
+            Err(e) => {
+                res.message = Some(e.to_string());
+                self.exit(r, Outcome::Refused);
+                None
+            }
+        }
+    }
+
+    fn arrive_collective(&mut self, r: u32) {
+        self.waiting.push(r);
+        let alive = self.ranks.iter().filter(|s| s.alive).count();
+        if self.waiting.len() < alive {
+            return;
+        }
+        // Everyone alive is here: MIN over the world, then all proceed at this instant.
+        let min_budget = self
+            .waiting
+            .iter()
+            .map(|&w| self.ranks[w as usize].reduce_budget)
+            .min()
+            .unwrap_or(0);
+        let min_ratio = self
+            .waiting
+            .iter()
+            .map(|&w| self.ranks[w as usize].reduce_value)
+            .fold(f64::INFINITY, f64::min);
+        let members = std::mem::take(self.waiting);
+        for &w in &members {
+            self.after_collective(w, min_budget, min_ratio);
+        }
+        *self.waiting = members;
+        self.waiting.clear();
+    }
+
+    fn after_collective(&mut self, r: u32, min_budget: i128, min_ratio: f64) {
+        let p = self.plan;
+        match p.sizing {
+            HicacheSizing::Off => return self.ready(r),
+            HicacheSizing::Explicit { .. } => {
+                let tokens = self.host_tokens(None);
+                let st = &mut self.ranks[r as usize];
+                st.scope = Some(BudgetScope::new(min_budget));
+                st.host_tokens = tokens;
+            }
+            HicacheSizing::AutoHicache { .. } if min_ratio < sizing::AUTO_HICACHE_MIN_RATIO => {
+                let res = &mut self.results[r as usize];
+                res.hicache_off = true;
+                if res.message.is_none() {
+                    res.message =
+                        Some("HiCache off: another rank cannot host the tier".to_string());
+                }
+                return self.ready(r);
+            }
+            HicacheSizing::AutoSize { .. } | HicacheSizing::AutoHicache { .. } => {
+                if let Err(e) = sizing::check_auto_size_ratio(min_ratio) {
+                    self.results[r as usize].message = Some(e.to_string());
+                    return self.exit(r, Outcome::Refused);
+                }
+                let tokens = self.host_tokens(Some(min_ratio));
+                self.results[r as usize].fitted_ratio = Some(min_ratio);
+                let st = &mut self.ranks[r as usize];
+                st.scope = Some(BudgetScope::new(st.reduce_budget));
+                st.host_tokens = tokens;
+            }
+        }
+        self.build_pool_booked(r);
+    }
+
+    /// Host tokens of every pool of a rank: from `--hicache-size` (against the first
+    /// pool's bytes per token) or the ratio; the other pools share the slot count.
+    fn host_tokens(&self, auto_ratio: Option<f64>) -> u64 {
+        let p = self.plan;
+        let kv_bpt = p.pools.first().map(|x| x.bytes_per_token).unwrap_or(1);
+        let arg = match (auto_ratio, p.sizing) {
+            (Some(ratio), _) => HostPoolSizeArg::Ratio(ratio),
+            (None, HicacheSizing::Explicit { size_gb, .. }) if size_gb > 0.0 => {
+                HostPoolSizeArg::SizeGb(size_gb)
+            }
+            (None, HicacheSizing::Explicit { ratio, .. }) => HostPoolSizeArg::Ratio(ratio),
+            (None, HicacheSizing::AutoSize { default_ratio, .. }) => {
+                HostPoolSizeArg::Ratio(default_ratio)
+            }
+            (None, HicacheSizing::AutoHicache { .. } | HicacheSizing::Off) => {
+                HostPoolSizeArg::Ratio(0.0)
+            }
+        };
+        sizing::host_pool_size(p.device_tokens, arg, p.page_size, kv_bpt).tokens
+    }
+
+    fn pool_request(&self, pool: usize, tokens: u64) -> u64 {
+        tokens * self.plan.pools[pool].bytes_per_token
+    }
+
+    /// Live path: each pool samples `available` in its constructor.
+    fn build_pool_live(&mut self, r: u32) {
+        let p = self.plan;
+        let pool = self.ranks[r as usize].pool;
+        if pool >= p.pools.len() {
+            return self.ready(r);
+        }
+        if pool == 0 {
+            self.ranks[r as usize].host_tokens = self.host_tokens(None);
+        }
+        let Some(budget) = self.sample_budget(r) else {
+            return;
+        };
+        let tokens = self.ranks[r as usize].host_tokens;
+        let requested = self.pool_request(pool, tokens);
+        if let SmallHostCheck::AssertionFailed(m) =
+            sizing::check_small_host(p.rules.small_host, tokens, p.device_tokens)
+        {
+            self.record_pool(r, pool, tokens, requested, budget);
+            self.results[r as usize].message = Some(m);
+            return self.exit(r, Outcome::Refused);
+        }
+        self.check_and_pin(r, pool, tokens, requested, budget);
+    }
+
+    /// Booking path: each pool books against the rank's one budget.
+    fn build_pool_booked(&mut self, r: u32) {
+        let pool = self.ranks[r as usize].pool;
+        if pool >= self.plan.pools.len() {
+            return self.ready(r);
+        }
+        let tokens = self.ranks[r as usize].host_tokens;
+        let requested = self.pool_request(pool, tokens);
+        let scope = self.ranks[r as usize]
+            .scope
+            .as_mut()
+            .expect("booking path has a scope");
+        let allowance = scope.remaining();
+        match scope.book(requested) {
+            Ok(()) => {
+                self.record_pool(r, pool, tokens, requested, allowance);
+                self.start_pin(r, requested);
+            }
+            Err(_) => self.check_and_pin(r, pool, tokens, requested, allowance),
+        }
+    }
+
+    fn record_pool(&mut self, r: u32, pool: usize, tokens: u64, requested: u64, budget: i128) {
+        let res = &mut self.results[r as usize];
+        res.pools.push(PoolResult {
+            name: self.plan.pools[pool].name,
+            tokens,
+            requested_bytes: requested,
+            budget_bytes: budget,
+        });
+        let margin = budget - requested as i128;
+        if res.margin_bytes.is_none_or(|m| margin < m) {
+            res.margin_bytes = Some(margin);
+            res.budget_bytes = Some(budget);
+            res.requested_bytes = Some(requested);
+        }
+    }
+
+    fn check_and_pin(&mut self, r: u32, pool: usize, tokens: u64, requested: u64, budget: i128) {
+        if requested as i128 > budget {
+            // Refusal: the binding pool is this one, whatever earlier pools had.
+            let res = &mut self.results[r as usize];
+            res.pools.push(PoolResult {
+                name: self.plan.pools[pool].name,
+                tokens,
+                requested_bytes: requested,
+                budget_bytes: budget,
+            });
+            res.margin_bytes = Some(budget - requested as i128);
+            res.budget_bytes = Some(budget);
+            res.requested_bytes = Some(requested);
+            res.message = Some(sizing::refusal_message_for(
+                self.plan.pools[pool].name,
+                requested,
+                budget,
+            ));
+            return self.exit(r, Outcome::Refused);
+        }
+        if self.results[r as usize].pools.len() == pool {
+            self.record_pool(r, pool, tokens, requested, budget);
+        }
+        self.start_pin(r, requested);
+    }
+
+    fn start_pin(&mut self, r: u32, bytes: u64) {
+        let steps = self.plan.pin_steps.max(1) as u64;
+        let st = &mut self.ranks[r as usize];
+        st.pin_left = bytes;
+        st.pin_step_bytes = bytes.div_ceil(steps).max(1);
+        st.pin_step_ns = StartupPlan::duration(st.pin_step_bytes, self.plan.pin_bw);
+        self.schedule_pin(r, 0);
+    }
+
+    fn schedule_pin(&mut self, r: u32, k: u32) {
+        let st = &self.ranks[r as usize];
+        // Every step but a short last one takes the precomputed time.
+        let step = st.pin_step_bytes.min(st.pin_left);
+        let ns = if step == st.pin_step_bytes {
+            st.pin_step_ns
+        } else {
+            StartupPlan::duration(step, self.plan.pin_bw)
+        };
+        self.queue.schedule_in(ns, Ev::PinStep(r, k));
+    }
+
+    fn pin_step(&mut self, r: u32, k: u32) {
+        if !self.ranks[r as usize].alive {
+            return;
+        }
+        let st = &self.ranks[r as usize];
+        let step = st.pin_step_bytes.min(st.pin_left);
+        if !self.charge(r, self.plan.pin_kind, step) {
+            return;
+        }
+        let st = &mut self.ranks[r as usize];
+        st.pinned += step;
+        st.pin_left -= step;
+        if st.pin_left > 0 {
+            return self.schedule_pin(r, k + 1);
+        }
+        st.pool += 1;
+        if st.scope.is_some() {
+            self.build_pool_booked(r)
+        } else {
+            self.build_pool_live(r)
+        }
+    }
+
+    fn ready(&mut self, r: u32) {
+        let now = self.queue.now();
+        let res = &mut self.results[r as usize];
+        res.ready_at = Some(now);
+        res.outcome = Outcome::Started;
+    }
+}

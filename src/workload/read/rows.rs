@@ -1,0 +1,199 @@
+//! Parsing one row of each line-based format into a [`BlockRecord`]. Unknown fields are
+//! errors (a typo must not silently change a run); the optional fields that derivative
+//! traces add are accepted and ignored, and listed on each row type.
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+
+use super::BlockRecord;
+use crate::units::{NS_PER_MS, NS_PER_S};
+
+/// A row-level problem: the field (when known) and what is wrong.
+pub(crate) type RowError = (Option<String>, String);
+
+/// A JSON timestamp in `unit_ns` units (ms or s) to integer nanoseconds.
+/// Integers convert exactly; fractions round to the nearest nanosecond.
+pub(crate) fn to_ns(n: &serde_json::Number, unit_ns: u64, field: &str) -> Result<u64, RowError> {
+    if let Some(u) = n.as_u64() {
+        return u.checked_mul(unit_ns).ok_or_else(|| {
+            (
+                Some(field.to_string()),
+                format!("timestamp {u} is too large"),
+            )
+        });
+    }
+    match n.as_f64() {
+        Some(x) if x.is_finite() && x >= 0.0 && x * (unit_ns as f64) < u64::MAX as f64 => {
+            Ok((x * unit_ns as f64).round() as u64)
+        }
+        _ => Err((
+            Some(field.to_string()),
+            format!("expected a non-negative timestamp, found {n}"),
+        )),
+    }
+}
+
+/// serde_json's error as a row error: "… at line 1 column 17" becomes "(column 17)",
+/// a cut-off line is called truncated, and the field is named — from "unknown field
+/// `x`" / "missing field `x`", or else the last `"key":` before the error's column
+/// (the rows are flat objects).
+pub(crate) fn json_row_error_in(line: &str, e: &serde_json::Error) -> RowError {
+    let full = e.to_string();
+    let base = match full.rfind(" at line ") {
+        Some(i) => &full[..i],
+        None => full.as_str(),
+    };
+    let msg = if e.is_eof() {
+        format!("truncated line: {base}")
+    } else {
+        format!("{base} (column {})", e.column())
+    };
+    let named = ["unknown field `", "missing field `"]
+        .iter()
+        .find_map(|pfx| {
+            let i = full.find(pfx)? + pfx.len();
+            let j = full[i..].find('`')?;
+            Some(full[i..i + j].to_string())
+        });
+    let field = named.or_else(|| {
+        if e.line() != 1 || e.is_eof() {
+            return None;
+        }
+        let upto = line.get(..e.column().min(line.len()))?;
+        let colon = upto.rfind("\":")?;
+        let start = upto[..colon].rfind('"')? + 1;
+        Some(upto[start..colon].to_string())
+    });
+    (field, msg)
+}
+
+/// For whole documents (kv-cache-tester): only the named-field forms.
+pub(crate) fn json_row_error(e: &serde_json::Error) -> RowError {
+    json_row_error_in("", e)
+}
+
+/// One line without its line ending.
+fn body(line: &str) -> &str {
+    line.trim_end_matches(['\r', '\n'])
+}
+
+/// Mooncake JSONL (`FAST25-release/traces/*.jsonl`): `timestamp` in ms,
+/// `input_length`, `output_length`, `hash_ids` of 512-token blocks. Accepted and
+/// ignored: `session_id`, `delay` (seen in derivative traces).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MooncakeRow {
+    timestamp: serde_json::Number,
+    input_length: u32,
+    output_length: u32,
+    hash_ids: Vec<u64>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    session_id: Option<IgnoredAny>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    delay: Option<IgnoredAny>,
+}
+
+pub(crate) fn mooncake(line: &str, rec: &mut BlockRecord) -> Result<(), RowError> {
+    let line = body(line);
+    let r: MooncakeRow = serde_json::from_str(line).map_err(|e| json_row_error_in(line, &e))?;
+    rec.arrival_ns = to_ns(&r.timestamp, NS_PER_MS, "timestamp")?;
+    rec.input_tokens = r.input_length;
+    rec.output_tokens = r.output_length;
+    rec.block_hashes = r.hash_ids;
+    Ok(())
+}
+
+/// Qwen Bailian JSONL (alibaba-edu/qwen-bailian-usagetraces-anon): `chat_id`,
+/// `parent_chat_id` (−1 for a root), `timestamp` in s, `input_length`,
+/// `output_length`, `type` (text/search/image/file), `turn`, `hash_ids` of 16-token
+/// blocks. Session fields are checked for type and otherwise not used: the chained
+/// hash ids already carry the shared prefixes.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct BailianRow {
+    chat_id: i64,
+    #[serde(default)]
+    parent_chat_id: Option<i64>,
+    timestamp: serde_json::Number,
+    input_length: u32,
+    output_length: u32,
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    turn: Option<u32>,
+    hash_ids: Vec<u64>,
+}
+
+pub(crate) fn bailian(line: &str, rec: &mut BlockRecord) -> Result<(), RowError> {
+    let line = body(line);
+    let r: BailianRow = serde_json::from_str(line).map_err(|e| json_row_error_in(line, &e))?;
+    rec.arrival_ns = to_ns(&r.timestamp, NS_PER_S, "timestamp")?;
+    rec.input_tokens = r.input_length;
+    rec.output_tokens = r.output_length;
+    rec.block_hashes = r.hash_ids;
+    Ok(())
+}
+
+/// The plain CSV: header `timestamp_ms,input_length,output_length,hash_ids`, hash ids
+/// separated by `;` inside the last column (may be empty). Lines starting with `#` are
+/// comments. Integers only; the timestamp may have a fraction of a millisecond.
+pub const CSV_HEADER: &str = "timestamp_ms,input_length,output_length,hash_ids";
+
+pub(crate) fn csv(line: &str, rec: &mut BlockRecord) -> Result<(), RowError> {
+    let cols: Vec<&str> = line.trim_end_matches(['\r', '\n']).split(',').collect();
+    if cols.len() != 4 {
+        return Err((
+            None,
+            format!(
+                "expected 4 comma-separated columns ({CSV_HEADER}), found {}",
+                cols.len()
+            ),
+        ));
+    }
+    let int = |s: &str, field: &str| -> Result<u32, RowError> {
+        s.trim().parse::<u32>().map_err(|_| {
+            (
+                Some(field.to_string()),
+                format!("expected a non-negative integer, found `{}`", s.trim()),
+            )
+        })
+    };
+    let ts: f64 = cols[0].trim().parse().map_err(|_| {
+        (
+            Some("timestamp_ms".to_string()),
+            format!(
+                "expected a number of milliseconds, found `{}`",
+                cols[0].trim()
+            ),
+        )
+    })?;
+    let num = serde_json::Number::from_f64(ts).ok_or_else(|| {
+        (
+            Some("timestamp_ms".to_string()),
+            "expected a finite number".to_string(),
+        )
+    })?;
+    rec.arrival_ns = match cols[0].trim().parse::<u64>() {
+        Ok(u) => to_ns(&u.into(), NS_PER_MS, "timestamp_ms")?,
+        Err(_) => to_ns(&num, NS_PER_MS, "timestamp_ms")?,
+    };
+    rec.input_tokens = int(cols[1], "input_length")?;
+    rec.output_tokens = int(cols[2], "output_length")?;
+    rec.block_hashes.clear();
+    let ids = cols[3].trim();
+    if !ids.is_empty() {
+        for (i, s) in ids.split(';').enumerate() {
+            let v = s.trim().parse::<u64>().map_err(|_| {
+                (
+                    Some("hash_ids".to_string()),
+                    format!("element {i} `{}` is not a non-negative integer", s.trim()),
+                )
+            })?;
+            rec.block_hashes.push(v);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,210 @@
+//! Replay-level hand-worked cases: L3 prefetch threshold and capacity limit,
+//! buffer_only, a timing-on case with hand-computed transfer times, input errors.
+
+use hicache_sim::cache::{HostMemoryMode, PrefetchCapacityRule, WritePolicy};
+use hicache_sim::runtime::{ReplayConfig, ReplayError, Timing, replay};
+use hicache_sim::units::Bandwidth;
+use hicache_sim::workload::Request;
+
+fn req(id: u64, at_ms: u64, hashes: std::ops::Range<u64>, ps: u32, out: u32) -> Request {
+    let page_hashes: Vec<u64> = hashes.collect();
+    Request {
+        id,
+        arrival_ns: at_ms * 1_000_000,
+        input_tokens: page_hashes.len() as u32 * ps,
+        output_tokens: out,
+        page_hashes,
+    }
+}
+
+/// P(6) Q(8) Q'(8) P X(3) on L1 8 / L2 16 pages of 64 tokens, unbounded L3.
+fn prefetch_trace() -> Vec<Request> {
+    vec![
+        req(0, 0, 100..106, 64, 1),
+        req(1, 0, 200..208, 64, 1),
+        req(2, 0, 300..308, 64, 1),
+        req(3, 0, 100..106, 64, 1),
+        req(4, 0, 400..403, 64, 1),
+    ]
+}
+
+fn l3_cfg() -> ReplayConfig {
+    ReplayConfig {
+        page_size: 64,
+        l1_pages: 8,
+        l2_pages: 16,
+        l3_unbounded: true,
+        bytes_per_token: 1,
+        debug_checks: true,
+        ..ReplayConfig::default()
+    }
+}
+
+#[test]
+fn capacity_limit_rules() {
+    let (h, d) = (16 * 64, 8 * 64);
+    assert_eq!(PrefetchCapacityRule::Pre28614.limit_tokens(h, d), 409); // 0.8*512
+    assert_eq!(PrefetchCapacityRule::Pr28614.limit_tokens(h, d), 512);
+    assert_eq!(PrefetchCapacityRule::BufferOnly.limit_tokens(h, d), 921);
+    assert_eq!(PrefetchCapacityRule::Pr16909.limit_tokens(h, d), 409);
+    // host <= device: zero before #28614, half the host in the #16909 proposal.
+    assert_eq!(PrefetchCapacityRule::Pre28614.limit_tokens(d, d), 0);
+    assert_eq!(PrefetchCapacityRule::Pre28614.limit_tokens(d / 2, d), 0);
+    assert_eq!(PrefetchCapacityRule::Pr16909.limit_tokens(d, d), 256);
+}
+
+#[test]
+fn l3_prefetch_brings_back_a_prefix_dropped_from_both_tiers() {
+    let m = replay(&l3_cfg(), prefetch_trace()).unwrap();
+    // R1..R4 miss ≥ 256 tokens beyond device+host: issued; R5 misses 192: not issued.
+    assert_eq!(m.prefetches_issued, 4);
+    assert_eq!(m.prefetches_rate_limited, 0);
+    // R4: P was evicted from device (R2) and host (R3's evict_host); L3 serves 6 pages.
+    assert_eq!(m.storage_hit_tokens, 384);
+    assert_eq!(m.prefetch_bytes, 384);
+    assert_eq!(m.device_hit_tokens, 0);
+    assert_eq!(m.host_hit_tokens, 0);
+    assert_eq!(m.input_tokens, 31 * 64);
+    assert_eq!(m.miss_tokens, 31 * 64 - 384);
+    // Every computed page was written to L3 once: P, Q, Q', X.
+    assert_eq!(m.l3_write_bytes, (6 + 8 + 8 + 3) * 64);
+    assert_eq!(m.final_storage_pages, 25);
+    assert!((m.storage_hit_rate - 384.0 / 1984.0).abs() < 1e-12);
+}
+
+#[test]
+fn pre_28614_limit_is_zero_when_host_not_larger_than_device() {
+    let cfg = ReplayConfig {
+        l2_pages: 8,
+        prefetch_capacity_rule: PrefetchCapacityRule::Pre28614,
+        ..l3_cfg()
+    };
+    let m = replay(&cfg, prefetch_trace()).unwrap();
+    assert_eq!(m.prefetches_issued, 0);
+    assert_eq!(m.prefetches_rate_limited, 4);
+    assert_eq!(m.storage_hit_tokens, 0);
+    let cfg = ReplayConfig {
+        prefetch_capacity_rule: PrefetchCapacityRule::Pr16909,
+        ..cfg
+    };
+    let m = replay(&cfg, prefetch_trace()).unwrap();
+    assert_eq!(m.prefetches_rate_limited, 0);
+    assert_eq!(m.prefetches_issued, 4);
+}
+
+#[test]
+fn buffer_only_stages_l3_hits_without_host_values() {
+    let cfg = ReplayConfig {
+        l2_pages: 10,
+        host_memory_mode: HostMemoryMode::BufferOnly,
+        ..l3_cfg()
+    };
+    let trace = vec![
+        req(0, 0, 100..106, 64, 1),
+        req(1, 0, 200..208, 64, 1),
+        req(2, 0, 100..106, 64, 1),
+    ];
+    let m = replay(&cfg, trace).unwrap();
+    assert_eq!(m.storage_hit_tokens, 384);
+    assert_eq!(m.host_hit_tokens, 0);
+    assert_eq!(m.peak_host_pages, 0);
+    assert_eq!(
+        m.final_host_only_pages + m.final_host_device_resident_pages,
+        0
+    );
+    assert_eq!(m.l3_write_bytes, 14 * 64);
+    assert_eq!(m.backup_bytes, 14 * 64);
+    assert_eq!(m.prefetch_bytes, 6 * 64);
+    // buffer_only needs storage.
+    let bad = ReplayConfig {
+        l3_unbounded: false,
+        ..cfg
+    };
+    assert!(matches!(
+        replay(&bad, Vec::new()),
+        Err(ReplayError::InvalidConfig {
+            field: "host_memory_mode",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn timing_on_hand_computed_transfers() {
+    let cfg = ReplayConfig {
+        page_size: 64,
+        l1_pages: 6,
+        l2_pages: 100,
+        timing: Timing::On,
+        bytes_per_token: 1000,
+        num_layers: 2,
+        h2d_bandwidth: Bandwidth(10e9),
+        d2h_bandwidth: Bandwidth(10e9),
+        prefill_tokens_per_s: 10_000.0,
+        decode_tokens_per_s: 100.0,
+        debug_checks: true,
+        ..ReplayConfig::default()
+    };
+    let trace = vec![
+        req(0, 0, 1..5, 64, 10),     // P, 256 tokens: prefill 25.6 ms
+        req(1, 200, 11..17, 64, 10), // Q, 384 tokens: 38.4 ms, evicts P to host
+        req(2, 400, 1..5, 64, 10),   // P: 4 host pages loaded back, nothing to compute
+    ];
+    let m = replay(&cfg, trace).unwrap();
+    assert_eq!(m.host_hit_tokens, 256);
+    assert_eq!(m.load_back_bytes, 256_000);
+    // D2H: P 256 kB + Q 384 kB.
+    assert_eq!(m.backup_bytes, 640_000);
+    // H2D of P: 2 layers x 1 run x 6.67 µs + 256000 B / (0.85 x 10 GB/s)
+    //         = 13_340 + 30_118 = 43_458 ns; no new tokens to prefill.
+    let h2d = 43_458e-9;
+    // TTFTs: 25.6 ms, 38.4 ms, 43.458 µs (nearest-rank percentiles).
+    assert_eq!(m.ttft_p50_s, Some(0.0256));
+    assert_eq!(m.ttft_p90_s, Some(0.0384));
+    assert_eq!(m.ttft_p99_s, Some(0.0384));
+    // Last event: P's decode ends 10 / 100 tok/s = 0.1 s after its prefill.
+    let end = m.makespan_s.unwrap();
+    assert!((end - (0.4 + h2d + 0.1)).abs() < 1e-12, "{end}");
+    assert_eq!(m.load_back_skipped_tokens, 0);
+    // Q's backup: 384000 B / 8.5 GB/s + 4 µs; P's was acked long before.
+    assert_eq!(m.final_host_device_resident_pages, 4);
+    assert_eq!(m.final_host_only_pages, 6);
+}
+
+#[test]
+fn timing_on_rejects_out_of_order_arrivals() {
+    let cfg = ReplayConfig {
+        timing: Timing::On,
+        ..ReplayConfig::default()
+    };
+    let trace = vec![req(7, 5, 1..3, 64, 1), req(8, 4, 1..3, 64, 1)];
+    let e = replay(&cfg, trace).unwrap_err();
+    assert_eq!(
+        e,
+        ReplayError::ArrivalOutOfOrder {
+            index: 1,
+            id: 8,
+            arrival_ns: 4_000_000,
+            previous_ns: 5_000_000
+        }
+    );
+    assert!(e.to_string().contains("request #1"));
+}
+
+#[test]
+fn config_deserializes_from_yaml_with_sglang_names() {
+    let y = "page_size: 64\nl1_pages: 1000\nl2_pages: 3000\nl3_pages: 100000\n\
+             write_policy: write_through_selective\neviction_policy: lfu\n\
+             evict_host_rule: boundary_l1_l2\nprefetch_capacity_rule: pre-28614\n\
+             prefetch_policy: timeout\nhost_memory_mode: cache\ntiming: on\n\
+             h2d_bandwidth: 50GB/s\nprefetch_timeout_base: 2s\n";
+    let c: ReplayConfig = serde_saphyr::from_str(y).unwrap();
+    assert_eq!(c.write_policy, WritePolicy::WriteThroughSelective);
+    assert_eq!(c.prefetch_capacity_rule, PrefetchCapacityRule::Pre28614);
+    assert_eq!(c.l3_pages, Some(100_000));
+    assert_eq!(c.timing, Timing::On);
+    assert_eq!(c.h2d_bandwidth, Bandwidth(50e9));
+    assert_eq!(c.l2_pages, 3000);
+    let e = serde_saphyr::from_str::<ReplayConfig>("l1_page: 3\n");
+    assert!(e.is_err());
+}

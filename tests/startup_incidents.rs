@@ -1,0 +1,180 @@
+//! The incidents of spec README §3, reproduced from the bundled scenarios with their
+//! exact figures.
+
+use hicache_sim::commands::startup_cmd::{load_scenario, plan_for};
+use hicache_sim::startup::{self, MonteCarlo, Outcome};
+
+fn run(path: &str, version: Option<&str>, runs: u64) -> MonteCarlo {
+    let s = load_scenario(path, &[], version).expect("scenario loads");
+    let plan = plan_for(&s).expect("plan builds");
+    startup::run(&plan, s.seed, runs)
+}
+
+const MSG_HEAD: &str = "Not enough host memory available. Requesting ";
+const MSG_TAIL: &str = " GB free. Please reduce the size of the hierarchical cache.";
+
+#[test]
+fn gb300_refused_under_40135_with_budgets_100_to_117_gb() {
+    let mc = run("scenarios/gb300-glm52-135g.yaml", None, 1);
+    assert_eq!(mc.first_run.len(), 4);
+    // 135e9 // 44,928 = 3,004,807 tokens → 46,951 pages of 64 → 3,004,864 tokens.
+    let requested = 46_951u64 * 64 * 44_928;
+    assert_eq!(requested, 135_002_529_792);
+    let mut budgets: Vec<i128> = Vec::new();
+    for r in &mc.first_run {
+        assert_eq!(r.outcome, Outcome::Refused, "rank {}", r.rank);
+        assert_eq!(r.requested_bytes, Some(requested));
+        let b = r.budget_bytes.unwrap();
+        assert!(
+            (100_000_000_000..=117_000_000_000).contains(&b),
+            "budget {b}"
+        );
+        budgets.push(b);
+    }
+    // All four ranks loaded their shards: (900 GB − 60 GB − 420 GB − 10 GiB) // 4.
+    let all_cache = (900_000_000_000i128 - 60_000_000_000 - 420_000_000_000 - 10 * (1 << 30)) / 4;
+    assert_eq!(all_cache, 102_315_645_440); // prints 102.32
+    assert!(budgets.contains(&all_cache), "{budgets:?}");
+    let r = mc
+        .first_run
+        .iter()
+        .find(|r| r.budget_bytes == Some(all_cache))
+        .unwrap();
+    assert_eq!(
+        r.message.as_deref(),
+        Some(
+            "Not enough host memory available. Requesting 135.00 GB but only have 102.32 GB free. Please reduce the size of the hierarchical cache."
+        )
+    );
+}
+
+#[test]
+fn gb300_with_60_gb_reclaimed_gives_117_32() {
+    let s = load_scenario(
+        "scenarios/gb300-glm52-135g.yaml",
+        &[
+            "startup.weight_load.reclaimed_before_sizing=60GB".into(),
+            "startup.arrival.jitter={dist: none}".into(),
+        ],
+        None,
+    )
+    .unwrap();
+    let mc = startup::run(&plan_for(&s).unwrap(), 0, 1);
+    // The first rank to sample: (900 − 60 − (420 − 60) GB − 10 GiB) // 4 = 117.32 GB.
+    let r0 = &mc.first_run[0];
+    assert_eq!(r0.budget_bytes, Some(117_315_645_440));
+    assert!(
+        r0.message
+            .as_deref()
+            .unwrap()
+            .contains("Requesting 135.00 GB but only have 117.32 GB free")
+    );
+    assert!(mc.first_run.iter().all(|r| r.outcome == Outcome::Refused));
+}
+
+#[test]
+fn gb300_starts_with_page_cache_credit_and_kernel_reclaims_cache() {
+    let mc = run(
+        "scenarios/gb300-glm52-135g.yaml",
+        Some("page-cache-credit"),
+        1,
+    );
+    assert!(mc.first_run.iter().all(|r| r.outcome == Outcome::Started));
+    // Crediting the clean cache: (900 − 60 GB − 10 GiB) // 4 = 207.32 GB for the ranks
+    // that sample before any peer has pinned.
+    assert!(
+        mc.first_run
+            .iter()
+            .any(|r| r.budget_bytes == Some(207_315_645_440))
+    );
+    // Pinned: 4 × (135.00 GB KV + 8.33 GB indexer); the kernel reclaims exactly what
+    // crosses memory.max: 60 + 4 × pools + 420 − 900 GB, and kills nobody.
+    let pools: u64 = mc
+        .first_run
+        .iter()
+        .flat_map(|r| r.pools.iter())
+        .map(|p| p.requested_bytes)
+        .sum();
+    let reclaimed: u64 = mc.first_run.iter().map(|r| r.reclaimed_bytes).sum();
+    assert_eq!(
+        reclaimed,
+        60_000_000_000 + pools + 420_000_000_000 - 900_000_000_000
+    );
+}
+
+#[test]
+fn gb300_starts_under_35540_on_usual_timing_but_races_with_stragglers() {
+    let mc = run("scenarios/gb300-glm52-135g.yaml", Some("pr35540"), 2000);
+    assert!(mc.first_run.iter().all(|r| r.outcome == Outcome::Started));
+    // psutil counts the cache as available: (890 GB − 10 GiB) // 4 ≈ 219.82 GB.
+    assert!(
+        mc.first_run
+            .iter()
+            .any(|r| r.budget_bytes == Some(219_815_645_440))
+    );
+    assert!(
+        mc.refusal_probability > 0.0 && mc.refusal_probability < 0.2,
+        "{}",
+        mc.refusal_probability
+    );
+    assert_eq!(mc.oom_probability, 0.0);
+    let under_40135 = run("scenarios/gb300-glm52-135g.yaml", None, 500);
+    assert_eq!(under_40135.refusal_probability, 1.0);
+}
+
+#[test]
+fn tp8_race_shows_the_exact_message_and_is_a_probability() {
+    let mc = run("scenarios/tp8-startup-race.yaml", None, 2000);
+    let refused: Vec<_> = mc
+        .first_run
+        .iter()
+        .filter(|r| r.outcome == Outcome::Refused)
+        .collect();
+    assert_eq!(refused.len(), 1);
+    assert_eq!(refused[0].rank, 7);
+    assert_eq!(
+        refused[0].message.as_deref(),
+        Some(format!("{MSG_HEAD}24.77 GB but only have 22.74{MSG_TAIL}").as_str())
+    );
+    assert_eq!(refused[0].requested_bytes, Some(24_767_299_584));
+    // 206.69 GB / 8 for every rank that sampled before any peer had pinned.
+    assert!(
+        mc.first_run
+            .iter()
+            .filter(|r| r.outcome == Outcome::Started)
+            .all(|r| r.budget_bytes == Some(25_836_250_000))
+    );
+    assert_eq!(
+        refused[0].budget_bytes,
+        Some((206_690_000_000 - 24_767_299_584) / 8)
+    );
+    assert!(
+        mc.refusal_probability > 0.0 && mc.refusal_probability < 1.0,
+        "{}",
+        mc.refusal_probability
+    );
+    for fixed in ["explicit-snapshot", "pr40135-whole-headroom"] {
+        let mc = run("scenarios/tp8-startup-race.yaml", Some(fixed), 2000);
+        assert_eq!(mc.refusal_probability, 0.0, "{fixed}");
+        assert_eq!(mc.outcomes.started, 2000, "{fixed}");
+    }
+}
+
+#[test]
+fn tp8_1772gib_fails_intermittently_and_the_fixes_start() {
+    let mc = run("scenarios/tp8-1772gib-176g.yaml", None, 2000);
+    assert!(
+        mc.refusal_probability > 0.0 && mc.refusal_probability < 1.0,
+        "{}",
+        mc.refusal_probability
+    );
+    // 176e9 // 40,016 = 4,398,240 → 68,723 pages of 64 → 4,398,272 tokens → 176.00 GB;
+    // the indexer pool shares the slot count: 4,398,272 × 8,052 B.
+    let r0 = &mc.first_run[0];
+    assert_eq!(r0.pools[0].requested_bytes, 4_398_272 * 40_016);
+    assert_eq!(r0.pools[1].requested_bytes, 4_398_272 * 8_052);
+    for fixed in ["explicit-snapshot", "pr40135-whole-headroom"] {
+        let mc = run("scenarios/tp8-1772gib-176g.yaml", Some(fixed), 2000);
+        assert_eq!(mc.refusal_probability, 0.0, "{fixed}");
+    }
+}
