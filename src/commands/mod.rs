@@ -8,9 +8,13 @@ use clap::{Args, Subcommand, ValueEnum};
 use crate::error::InputError;
 
 pub mod startup_cmd;
+pub mod sweep_cmd;
+mod trace_cmd;
 mod versions_cmd;
 
 pub use startup_cmd::startup;
+pub use sweep_cmd::{merge, plot, sweep};
+pub use trace_cmd::trace;
 pub use versions_cmd::versions;
 
 /// Why a command stopped. Exit codes: 2 for bad input, 3 for anything else
@@ -164,7 +168,7 @@ pub struct PlotArgs {
     pub y: Option<String>,
     #[arg(long)]
     pub group: Option<String>,
-    /// Output file stem (PNG and SVG are written).
+    /// Output folder (default: the CSV's folder).
     #[arg(long)]
     pub out: Option<String>,
 }
@@ -179,22 +183,23 @@ pub enum TraceCommand {
 
 #[derive(Debug, Args)]
 pub struct TraceGenArgs {
-    /// Generator config YAML, or a built-in kind: `chat`, `agentic`, `system-prompts`.
-    #[arg(long, default_value = "chat")]
-    pub kind: String,
-    #[arg(long, default_value_t = 1000)]
-    pub requests: u64,
+    /// Generator config (JSON or YAML: `workload::generate::GeneratorConfig`, e.g.
+    /// `traces/recipes/chat_agentic_mix.json`); default: a chat + agentic example mix.
+    #[arg(long)]
+    pub config: Option<String>,
+    /// Requests to generate (overrides the config's `requests`; default 1000 without a config).
+    #[arg(long)]
+    pub requests: Option<u64>,
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     #[arg(long, short)]
     pub output: String,
-    #[arg(long = "set", value_name = "PATH=VALUE")]
-    pub sets: Vec<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct TraceStatsArgs {
     pub file: String,
+    /// Trace format: mooncake, bailian, kv-cache-tester or csv (default: detected).
     #[arg(long)]
     pub format: Option<String>,
     #[arg(long)]
@@ -207,16 +212,4 @@ pub struct TraceStatsArgs {
 
 pub fn replay(_a: ReplayArgs) -> CmdResult {
     Err(CommandError::Other("replay: not wired yet".into()))
-}
-pub fn sweep(_a: SweepArgs) -> CmdResult {
-    Err(CommandError::Other("sweep: not wired yet".into()))
-}
-pub fn merge(_a: MergeArgs) -> CmdResult {
-    Err(CommandError::Other("merge: not wired yet".into()))
-}
-pub fn plot(_a: PlotArgs) -> CmdResult {
-    Err(CommandError::Other("plot: not wired yet".into()))
-}
-pub fn trace(_c: TraceCommand) -> CmdResult {
-    Err(CommandError::Other("trace: not wired yet".into()))
 }

@@ -33,7 +33,7 @@ pub struct Scenario {
     pub layout: ParallelLayout,
     pub memory: MemorySpec,
     pub startup: StartupSpec,
-    pub runtime: Option<Value>,
+    pub runtime: Option<crate::pipeline::RuntimeSection>,
     pub sweep: Option<Value>,
     /// Things SGLang would log once (an ignored fraction) and flags not modelled.
     pub notes: Vec<String>,
@@ -206,6 +206,16 @@ pub fn resolve_file(
         notes.extend(r.fraction_note);
     }
 
+    let runtime = match &f.runtime {
+        None => None,
+        Some(v) => Some(
+            serde_path_to_error::deserialize::<_, crate::pipeline::RuntimeSection>(v.clone())
+                .map_err(|e| {
+                    let path = format!("runtime.{}", e.path());
+                    field_error(source, lines, &path, &e.into_inner().to_string())
+                })?,
+        ),
+    };
     Ok(Scenario {
         source: source.to_string(),
         name: if f.name.is_empty() {
@@ -225,7 +235,7 @@ pub fn resolve_file(
         layout,
         memory: f.memory.clone(),
         startup: f.startup.clone(),
-        runtime: f.runtime.clone(),
+        runtime,
         sweep: f.sweep.clone(),
         notes,
     })

@@ -1,0 +1,143 @@
+//! `hicache-sim sweep`, `merge` and `plot`.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::{CmdResult, CommandError, MergeArgs, PlotArgs, SweepArgs};
+use crate::error::InputError;
+use crate::pipeline::{COLUMNS, point_row};
+use crate::runtime::ReplayConfig;
+use crate::scenario::load_file;
+use crate::scenario::resolve::resolve;
+use crate::sweep::{self, RunOptions, Shard, SweepSpec};
+
+/// The scenario as a value tree with every field present (the sweep checks axis paths
+/// and value types against it), without its `sweep:` section.
+pub fn sweep_base(path: &str, sets: &[String]) -> Result<(Value, SweepSpec), InputError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::new(path, format!("cannot read the scenario: {e}")))?;
+    let spec = SweepSpec::from_scenario_yaml(&text, path)?;
+    let loaded = load_file(path, sets)?;
+    // Resolve once up front: a bad base scenario is an error before any work starts.
+    resolve(&loaded)?;
+    let mut base =
+        serde_json::to_value(&loaded.file).map_err(|e| InputError::new(path, e.to_string()))?;
+    let o = base
+        .as_object_mut()
+        .expect("a scenario serializes to a map");
+    o.remove("sweep");
+    if let Some(rt) = o.get_mut("runtime").and_then(Value::as_object_mut) {
+        // Every replay field, so `runtime.replay.X` axes can be checked; the pipeline
+        // only applies the keys the file or an axis sets.
+        let mut full = serde_json::to_value(ReplayConfig::default()).expect("serializes");
+        if let (Some(f), Some(user)) = (
+            full.as_object_mut(),
+            rt.get("replay").and_then(Value::as_object),
+        ) {
+            for (k, v) in user {
+                f.insert(k.clone(), v.clone());
+            }
+        }
+        rt.insert("replay".into(), full);
+    }
+    Ok((base, spec))
+}
+
+pub fn sweep(a: SweepArgs) -> CmdResult {
+    let (base, spec) = sweep_base(&a.scenario, &a.sets)?;
+    let points = sweep::expand(&spec, &base)?;
+    // The replay keys the file itself sets (the base was filled with every default).
+    let loaded = load_file(&a.scenario, &a.sets)?;
+    let user_replay: Vec<String> = loaded
+        .file
+        .runtime
+        .as_ref()
+        .and_then(|r| r.get("replay"))
+        .and_then(Value::as_object)
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    let source = a.scenario.clone();
+    let runner = |p: &sweep::Point| {
+        let mut v = sweep::apply(&base, p);
+        keep_explicit_replay_keys(&mut v, &user_replay, p);
+        point_row(&v, p, &source)
+    };
+    let mut opts = RunOptions::new(&a.out, COLUMNS.iter().map(|c| c.to_string()).collect());
+    opts.jobs = a.jobs.unwrap_or(0);
+    opts.resume = a.resume;
+    opts.quiet = a.quiet;
+    opts.plots = true;
+    opts.shard = a.shard.as_deref().map(Shard::parse).transpose()?;
+    let summary =
+        sweep::run(&points, &runner, &opts).map_err(|e| CommandError::Other(e.to_string()))?;
+    eprintln!(
+        "{} points ({} owned, {} computed, {} resumed, {} with errors) in {:.2} s{}",
+        summary.points_total,
+        summary.points_owned,
+        summary.computed,
+        summary.resumed,
+        summary.failed,
+        summary.elapsed.as_secs_f64(),
+        summary
+            .csv
+            .as_ref()
+            .map(|c| format!(" -> {}", c.display()))
+            .unwrap_or_default()
+    );
+    for p in &summary.plots {
+        for f in &p.files {
+            eprintln!("plot: {}", f.display());
+        }
+    }
+    Ok(0)
+}
+
+/// Drops `runtime.replay` keys that neither the file nor this point's axes set, so the
+/// replay derives them from the start-up (e.g. `l2_pages` from the host pool).
+fn keep_explicit_replay_keys(v: &mut Value, user: &[String], p: &sweep::Point) {
+    let Some(replay) = v
+        .pointer_mut("/runtime/replay")
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    let from_axes: Vec<&str> = p
+        .values
+        .iter()
+        .filter_map(|(k, _)| k.strip_prefix("runtime.replay."))
+        .collect();
+    replay.retain(|k, _| user.iter().any(|u| u == k) || from_axes.contains(&k.as_str()));
+}
+
+pub fn merge(a: MergeArgs) -> CmdResult {
+    let files: Vec<PathBuf> = a.files.iter().map(PathBuf::from).collect();
+    sweep::merge_to(&files, Path::new(&a.output))
+        .map_err(|e| CommandError::Other(e.to_string()))?;
+    eprintln!("merged {} files -> {}", files.len(), a.output);
+    Ok(0)
+}
+
+pub fn plot(a: PlotArgs) -> CmdResult {
+    let csv = Path::new(&a.csv);
+    let out_dir = a
+        .out
+        .as_deref()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| csv.parent().unwrap_or(Path::new(".")).to_path_buf());
+    std::fs::create_dir_all(&out_dir)?;
+    let infos = crate::report::plot::plot_csv(
+        csv,
+        a.x.as_deref(),
+        a.y.as_deref(),
+        a.group.as_deref(),
+        &out_dir,
+    )
+    .map_err(|e| CommandError::Input(InputError::new(&a.csv, e.to_string())))?;
+    for i in infos {
+        for f in i.files {
+            println!("{}", f.display());
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,91 @@
+//! `hicache-sim trace gen` and `trace stats`.
+
+use std::io::BufWriter;
+use std::path::Path;
+
+use super::{CmdResult, CommandError, OutputFormat, TraceCommand, TraceGenArgs, TraceStatsArgs};
+use crate::error::InputError;
+use crate::workload::generate::{GeneratorConfig, generate_records};
+use crate::workload::read::{TraceFormat, TraceOptions, open_trace_with};
+use crate::workload::stats::stats;
+use crate::workload::write::MooncakeWriter;
+
+pub fn trace(c: TraceCommand) -> CmdResult {
+    match c {
+        TraceCommand::Gen(a) => gen_cmd(a),
+        TraceCommand::Stats(a) => stats_cmd(a),
+    }
+}
+
+/// The generator config: a JSON/YAML file, or the built-in example with `--requests`.
+fn gen_config(a: &TraceGenArgs) -> Result<GeneratorConfig, InputError> {
+    let mut cfg = match a.config.as_deref() {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
+            let v = crate::scenario::load::parse_yaml_value(&text, path)?;
+            let lines = crate::scenario::lines::LineIndex::build(&text);
+            serde_path_to_error::deserialize::<_, GeneratorConfig>(v).map_err(|e| {
+                let p = e.path().to_string();
+                crate::scenario::load::field_error(path, &lines, &p, &e.into_inner().to_string())
+            })?
+        }
+        None => GeneratorConfig::example(a.requests.unwrap_or(1000)),
+    };
+    if let Some(n) = a.requests {
+        cfg.requests = n;
+    }
+    Ok(cfg)
+}
+
+fn gen_cmd(a: TraceGenArgs) -> CmdResult {
+    let cfg = gen_config(&a)?;
+    let records =
+        generate_records(&cfg, a.seed).map_err(|e| InputError::new("trace gen", e.to_string()))?;
+    let file = std::fs::File::create(&a.output)
+        .map_err(|e| CommandError::Other(format!("{}: {e}", a.output)))?;
+    let mut w = MooncakeWriter::new(BufWriter::new(file), true);
+    for r in records {
+        w.write(&r)?;
+    }
+    let (_, n) = w.finish()?;
+    eprintln!(
+        "wrote {n} requests to {} (Mooncake JSONL, hash_ids of {}-token blocks: read it with --block-size {})",
+        a.output, cfg.block_size, cfg.block_size
+    );
+    Ok(0)
+}
+
+fn stats_cmd(a: TraceStatsArgs) -> CmdResult {
+    let format = a
+        .format
+        .as_deref()
+        .map(|f| TraceFormat::from_id(f).ok_or_else(|| InputError::new(&a.file, format!("unknown trace format `{f}`: expected mooncake, bailian, kv-cache-tester or csv"))))
+        .transpose()?;
+    let opts = TraceOptions {
+        format,
+        block_size: a.block_size,
+        require_monotonic: false,
+    };
+    let fmt = match format {
+        Some(f) => f,
+        None => TraceFormat::detect(Path::new(&a.file))?,
+    };
+    let page = a
+        .page_size
+        .or(a.block_size)
+        .unwrap_or_else(|| fmt.default_block_size());
+    let reader = open_trace_with(Path::new(&a.file), &opts, page)?;
+    let st = stats(reader, page)?;
+    match a.output_format {
+        OutputFormat::Text => {
+            println!("{} ({}, {page}-token pages)", a.file, fmt.id());
+            print!("{}", st.to_text());
+        }
+        OutputFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&st).map_err(|e| CommandError::Other(e.to_string()))?
+        ),
+    }
+    Ok(0)
+}

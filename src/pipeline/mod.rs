@@ -1,0 +1,142 @@
+//! The pipeline that joins the two halves: a scenario's start-up gives each rank its
+//! host pool (or a refusal), and the runtime replays a trace through a device pool and a
+//! host pool of exactly those sizes. One call = one sweep point = one CSV row.
+
+mod row;
+mod runtime_section;
+
+pub use row::{COLUMNS, point_row};
+pub use runtime_section::{Engine, RuntimeSection};
+
+use serde_json::{Map, Value};
+
+use crate::error::InputError;
+use crate::runtime::{ReplayConfig, ReplayMetrics, Timing};
+use crate::scenario::Scenario;
+use crate::startup::{MonteCarlo, Outcome, StartupPlan};
+use crate::workload::read::{TraceFormat, TraceOptions, open_trace_with};
+
+/// The host pool the runtime gets from a start-up: the smallest over the ranks that
+/// started (TP ranks hold the same token slots; auto-size agrees on one ratio).
+pub fn host_pool_tokens(mc: &MonteCarlo) -> Option<u64> {
+    mc.first_run
+        .iter()
+        .filter(|r| r.outcome == Outcome::Started && !r.hicache_off)
+        .filter_map(|r| r.pools.first().map(|p| p.tokens))
+        .min()
+}
+
+/// The replay configuration a scenario implies: page size, policies and link speeds
+/// from the SGLang flags, node and model; L1 = the device pool; L2 = `host_tokens`
+/// (0 when HiCache is off); L3 when a storage backend is set. `overrides` (the
+/// scenario's `runtime.replay` keys) win over everything derived.
+pub fn replay_config(
+    s: &Scenario,
+    plan: &StartupPlan,
+    host_tokens: Option<u64>,
+    overrides: &Map<String, Value>,
+) -> Result<ReplayConfig, String> {
+    let page = plan.page_size.max(1);
+    let mut cfg = ReplayConfig {
+        page_size: page as u32,
+        l1_pages: plan.device_tokens / page,
+        l2_pages: host_tokens.unwrap_or(0) / page,
+        l3_unbounded: s.server.hicache_storage_backend.is_some(),
+        bytes_per_token: plan.pools.iter().map(|p| p.bytes_per_token).sum(),
+        num_layers: s.model.layers / s.layout.pp_size.max(1),
+        h2d_bandwidth: s.node.h2d_bandwidth,
+        d2h_bandwidth: s.node.d2h_bandwidth,
+        storage_read_bandwidth: s.node.storage_read_bandwidth,
+        storage_write_bandwidth: s.node.storage_write_bandwidth,
+        ..ReplayConfig::default()
+    };
+    // SGLang flag values map onto the runtime's enums by their serde names.
+    let mut v = serde_json::to_value(&cfg).map_err(|e| e.to_string())?;
+    let o = v.as_object_mut().expect("config serializes to a map");
+    o.insert(
+        "write_policy".into(),
+        Value::String(s.server.hicache_write_policy.clone()),
+    );
+    o.insert(
+        "eviction_policy".into(),
+        Value::String(s.server.radix_eviction_policy.clone()),
+    );
+    o.insert(
+        "host_memory_mode".into(),
+        Value::String(s.server.hicache_host_memory_mode.clone()),
+    );
+    o.insert(
+        "prefetch_policy".into(),
+        Value::String(s.server.hicache_storage_prefetch_policy.clone()),
+    );
+    let cap = match (
+        s.version.rules().prefetch_cap,
+        s.server.hicache_host_memory_mode.as_str(),
+    ) {
+        (_, "buffer_only") => "buffer_only",
+        (crate::sizing::PrefetchCapRule::ExcessOverDevice, _) => "pre-28614",
+        (crate::sizing::PrefetchCapRule::Pr16909Proposal, _) => "pr16909",
+        _ => "pr28614",
+    };
+    o.insert("prefetch_capacity_rule".into(), Value::String(cap.into()));
+    o.insert(
+        "max_prefill_tokens".into(),
+        Value::from(s.server.max_prefill_tokens),
+    );
+    if let Some(m) = s.server.max_running_requests {
+        o.insert("max_running_requests".into(), Value::from(m));
+    }
+    for (k, val) in overrides {
+        // YAML 1.1 reads a bare `timing: off` as a boolean.
+        let val = match (k.as_str(), val) {
+            ("timing", Value::Bool(b)) => Value::String(if *b { "on" } else { "off" }.into()),
+            _ => val.clone(),
+        };
+        o.insert(k.clone(), val);
+    }
+    cfg = serde_path_to_error::deserialize(v)
+        .map_err(|e| format!("runtime.replay.{}: {}", e.path(), e.inner()))?;
+    cfg.validate().map_err(|e| e.to_string())?;
+    Ok(cfg)
+}
+
+/// Replays the section's trace (or generator) under `cfg`.
+pub fn run_replay(
+    section: &RuntimeSection,
+    cfg: &ReplayConfig,
+) -> Result<ReplayMetrics, InputError> {
+    let Some(path) = section.trace.as_deref() else {
+        return Err(InputError::new(
+            "runtime.trace",
+            "no trace: set runtime.trace (or pass --trace)",
+        ));
+    };
+    let format = section
+        .trace_format
+        .as_deref()
+        .map(|f| TraceFormat::from_id(f).ok_or_else(|| InputError::new(path, format!("unknown trace format `{f}`: expected mooncake, bailian, kv-cache-tester or csv"))))
+        .transpose()?;
+    let opts = TraceOptions {
+        format,
+        block_size: section.block_size,
+        require_monotonic: cfg.timing == Timing::On,
+    };
+    let reader = open_trace_with(std::path::Path::new(path), &opts, cfg.page_size)?;
+    let mut err: Option<InputError> = None;
+    let limit = section.max_requests.unwrap_or(u64::MAX);
+    let requests = reader
+        .map_while(|r| match r {
+            Ok(req) => Some(req),
+            Err(e) => {
+                err = Some(e);
+                None
+            }
+        })
+        .take(limit.min(usize::MAX as u64) as usize);
+    let metrics =
+        crate::runtime::replay(cfg, requests).map_err(|e| InputError::new(path, e.to_string()));
+    if let Some(e) = err {
+        return Err(e);
+    }
+    metrics
+}
