@@ -26,6 +26,8 @@ if [ ! -x "$venv/bin/jupyter" ] || ! cmp -s "$here/requirements.txt" "$venv/.req
   cp "$here/requirements.txt" "$venv/.requirements.txt"
 fi
 
+# The default output folder is ours: start it afresh so no stale figure survives.
+[ -z "${NOTEBOOK_OUT:-}" ] && rm -rf "$out"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 export SWEEP_CSV="$csv" NOTEBOOK_OUT="$out" MPLBACKEND=Agg
