@@ -150,7 +150,14 @@ impl Panel {
         mesh.draw().map_err(|e| e.to_string())?;
 
         let mut any_legend = false;
-        for s in &self.series {
+        // Lines first, markers after: the legend lists the groups together.
+        let is_line = |s: &&Series| matches!(s.kind, Kind::Line | Kind::Path | Kind::Reference);
+        let ordered = self
+            .series
+            .iter()
+            .filter(is_line)
+            .chain(self.series.iter().filter(|s| !is_line(s)));
+        for s in ordered {
             let c = s.color;
             let pts = s.points.clone();
             let anno = match s.kind {
