@@ -47,6 +47,18 @@ pub fn sweep_base(path: &str, sets: &[String]) -> Result<(Value, SweepSpec), Inp
 pub fn sweep(a: SweepArgs) -> CmdResult {
     let (base, spec) = sweep_base(&a.scenario, &a.sets)?;
     let points = sweep::expand(&spec, &base)?;
+    // Every combination is checked the way SGLang checks its flags, before any work.
+    let source0 = a.scenario.clone();
+    sweep::check_points(&spec, &base, &points, &|v: &Value| {
+        let lines = crate::scenario::lines::LineIndex::default();
+        let file = crate::scenario::load::typed_from_value(v.clone(), &source0, &lines)
+            .map_err(|e| e.message)?;
+        let s = crate::scenario::resolve::resolve_file(&file, &source0, &lines, &[])
+            .map_err(|e| e.message)?;
+        crate::startup::StartupPlan::new(&s)
+            .map(|_| ())
+            .map_err(|(f, m)| format!("{f}: {m}"))
+    })?;
     // The replay keys the file itself sets (the base was filled with every default).
     let loaded = load_file(&a.scenario, &a.sets)?;
     let user_replay: Vec<String> = loaded

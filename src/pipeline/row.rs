@@ -22,6 +22,7 @@ pub const COLUMNS: &[&str] = &[
     "fitted_ratio",
     "refusal_probability",
     "oom_probability",
+    "start_probability",
     "device_pool_tokens",
     "host_pool_tokens",
     "l1_pages",
@@ -118,6 +119,7 @@ pub fn point_row(scenario: &Value, point: &Point, base_source: &str) -> Result<R
             format!("{:.6}", mc.refusal_probability),
         )
         .with("oom_probability", format!("{:.6}", mc.oom_probability))
+        .with("start_probability", format!("{:.6}", mc.start_probability))
         .with("device_pool_tokens", plan.device_tokens)
         .with(
             "host_pool_tokens",
