@@ -133,6 +133,10 @@ pub struct ReplayArgs {
     /// Write the occupancy / hit-rate timeline as CSV (and a plot next to it).
     #[arg(long)]
     pub timeline: Option<String>,
+    /// Any replay setting: `--config lru_mode=plain_page`, `--config evict_host_rule=reclaim_device_resident`
+    /// (repeatable; the fields of `runtime.replay`).
+    #[arg(long = "config", value_name = "KEY=VALUE")]
+    pub config: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -57,6 +57,16 @@ fn flag_overrides(a: &ReplayArgs) -> Result<Map<String, Value>, InputError> {
     if a.timeline.is_some() {
         put("timeline_samples", 200.into());
     }
+    for kv in &a.config {
+        let (k, v) = kv.split_once('=').ok_or_else(|| {
+            InputError::new(
+                format!("--config {kv}"),
+                "expected KEY=VALUE, e.g. lru_mode=plain_page",
+            )
+        })?;
+        let v = crate::scenario::load::parse_yaml_value(v, &format!("--config {kv}"))?;
+        put(k.trim(), v);
+    }
     Ok(m)
 }
 
