@@ -325,3 +325,18 @@ fn warmup_and_timeline() {
     }
     assert!(hicache_sim::runtime::definitions().contains("longest-prefix"));
 }
+
+#[test]
+fn config_round_trips_through_json_and_yaml() {
+    let c = ReplayConfig {
+        l3_pages: Some(77),
+        prefetch_capacity_rule: PrefetchCapacityRule::Pr16909,
+        host_memory_mode: HostMemoryMode::BufferOnly,
+        ..ReplayConfig::default()
+    };
+    let j = serde_json::to_string(&c).unwrap();
+    let back: ReplayConfig = serde_json::from_str(&j).unwrap();
+    assert_eq!(back, c);
+    assert!(j.contains("\"prefetch_capacity_rule\":\"pr16909\""), "{j}");
+    assert!(j.contains("\"write_policy\":\"write_through\""));
+}
