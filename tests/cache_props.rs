@@ -209,7 +209,7 @@ proptest! {
     }
 }
 
-/// Long enough for the lazy leaf heaps to compact (stale entries > 2 × live + 1024),
+/// Long enough for the lazy leaf heaps to compact (entries > 4 × live + 4096),
 /// with every invariant re-derived after each operation.
 #[test]
 fn long_trace_with_heap_compaction_keeps_invariants() {
@@ -220,7 +220,7 @@ fn long_trace_with_heap_compaction_keeps_invariants() {
         x ^= x << 17;
         x
     };
-    let specs: Vec<Spec> = (0..3000)
+    let specs: Vec<Spec> = (0..12000)
         .map(|_| (next() % 6, next() % 14, next() % 4, next() % 5))
         .collect();
     for (w, r) in [(0, 0), (1, 1), (2, 2), (2, 0)] {

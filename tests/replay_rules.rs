@@ -325,3 +325,60 @@ fn warmup_and_timeline() {
     }
     assert!(hicache_sim::runtime::definitions().contains("longest-prefix"));
 }
+
+#[test]
+fn config_round_trips_through_json_and_yaml() {
+    let c = ReplayConfig {
+        l3_pages: Some(77),
+        prefetch_capacity_rule: PrefetchCapacityRule::Pr16909,
+        host_memory_mode: HostMemoryMode::BufferOnly,
+        ..ReplayConfig::default()
+    };
+    let j = serde_json::to_string(&c).unwrap();
+    let back: ReplayConfig = serde_json::from_str(&j).unwrap();
+    assert_eq!(back, c);
+    assert!(j.contains("\"prefetch_capacity_rule\":\"pr16909\""), "{j}");
+    assert!(j.contains("\"write_policy\":\"write_through\""));
+}
+
+#[test]
+fn incident_c_host_smaller_than_device() {
+    // L1 4 pages, L2 2 pages of 16 tokens; A, B, C (2 pages each), then A again.
+    let trace = || {
+        vec![
+            req(0, 0, 1..3, 16, 1),
+            req(1, 0, 11..13, 16, 1),
+            req(2, 0, 21..23, 16, 1),
+            req(3, 0, 1..3, 16, 1),
+        ]
+    };
+    let base = ReplayConfig {
+        page_size: 16,
+        l1_pages: 4,
+        l2_pages: 2,
+        debug_checks: true,
+        ..ReplayConfig::default()
+    };
+    // write_through: A's copy fills the host; B's backup fails (A is device-resident,
+    // evict_host may not take it); C evicts A to host and then reclaims it; A misses,
+    // evicts B, and its own backup fails against C's device-resident copy.
+    let m = replay(&base, trace()).unwrap();
+    assert_eq!(m.failed_backups, 2);
+    assert_eq!(m.host_hit_tokens, 0);
+    assert_eq!(m.host_evicted_pages, 2);
+    assert_eq!(m.total_hit_tokens, 0);
+    // write_back: A is backed up when C evicts it; A's load-back evicts B, whose backup
+    // fails (A's copy is pinned by the load-back), so B is dropped without backup.
+    let m = replay(
+        &ReplayConfig {
+            write_policy: WritePolicy::WriteBack,
+            ..base
+        },
+        trace(),
+    )
+    .unwrap();
+    assert_eq!(m.host_hit_tokens, 32);
+    assert_eq!(m.failed_backups, 1);
+    assert_eq!(m.tokens_dropped_without_backup, 32);
+    assert_eq!(m.load_back_bytes, 32 * 131_072);
+}

@@ -2,7 +2,7 @@
 //! deletion, like SGLang's `heapq` of leaves rebuilt per `evict` call but kept
 //! incrementally. An entry is live iff the node still sits in the set under that key
 //! (`Node::{dev,host,dup}_key`); stale entries are dropped when they reach the top,
-//! and the heap is compacted when stale entries outnumber live ones.
+//! and the heap is compacted when stale entries outnumber live ones three to one (amortised O(1) per push).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap};
@@ -62,7 +62,7 @@ impl LeafHeap {
             (true, None) => self.live -= 1,
             (false, None) => {}
         }
-        if self.heap.len() > 2 * self.live + 1024 {
+        if self.heap.len() > 4 * self.live + 4096 {
             self.compact(nodes);
         }
     }
@@ -111,14 +111,12 @@ impl LeafHeap {
         found
     }
 
+    /// Drops stale entries and re-heapifies in O(n). Rare duplicate live entries (a node
+    /// that left and re-entered under the same key) are kept: popping one takes the
+    /// node out of the set, which makes the other stale.
     fn compact(&mut self, nodes: &[Node]) {
-        let mut v: Vec<_> = std::mem::take(&mut self.heap)
-            .into_vec()
-            .into_iter()
-            .filter(|Reverse((k, id))| self.valid(nodes, *k, *id))
-            .collect();
-        v.sort_unstable();
-        v.dedup();
+        let mut v = std::mem::take(&mut self.heap).into_vec();
+        v.retain(|Reverse((k, id))| self.valid(nodes, *k, *id));
         self.heap = BinaryHeap::from(v);
     }
 
