@@ -184,13 +184,42 @@ fn psutil_blind_to_the_cgroup_pins_into_an_oom_kill() {
     // #35540 reads psutil, which ignores memory.max: with a 560 GB job limit every rank
     // sees ~220 GB and pins 135 GB + 8.33 GB; the kernel reclaims the whole 420 GB of
     // checkpoint cache and then has to kill.
-    let s = load_scenario("scenarios/gb300-glm52-135g.yaml", &["memory.cgroup.max=560GB".into()], Some("pr35540")).unwrap();
+    let s = load_scenario(
+        "scenarios/gb300-glm52-135g.yaml",
+        &["memory.cgroup.max=560GB".into()],
+        Some("pr35540"),
+    )
+    .unwrap();
     let mc = startup::run(&plan_for(&s).unwrap(), s.seed, 1);
-    let killed: Vec<_> = mc.first_run.iter().filter(|r| r.outcome == Outcome::OomKilled).collect();
+    let killed: Vec<_> = mc
+        .first_run
+        .iter()
+        .filter(|r| r.outcome == Outcome::OomKilled)
+        .collect();
     assert!(!killed.is_empty());
-    assert!(killed[0].message.as_deref().unwrap().contains("OOM kill in cgroup /job"), "{:?}", killed[0].message);
+    assert!(
+        killed[0]
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("OOM kill in cgroup /job"),
+        "{:?}",
+        killed[0].message
+    );
     // The same limit under #40135 refuses instead of pinning: no kill.
-    let mc = startup::run(&plan_for(&load_scenario("scenarios/gb300-glm52-135g.yaml", &["memory.cgroup.max=560GB".into()], None).unwrap()).unwrap(), 2, 1);
+    let mc = startup::run(
+        &plan_for(
+            &load_scenario(
+                "scenarios/gb300-glm52-135g.yaml",
+                &["memory.cgroup.max=560GB".into()],
+                None,
+            )
+            .unwrap(),
+        )
+        .unwrap(),
+        2,
+        1,
+    );
     assert!(mc.first_run.iter().all(|r| r.outcome == Outcome::Refused));
 }
 
@@ -198,14 +227,41 @@ fn psutil_blind_to_the_cgroup_pins_into_an_oom_kill() {
 fn tp8_over_two_trays_splits_four_ways_and_reduces_over_both_nodes() {
     // TP8 over two 4-GPU GB300 trays: ranks_per_host = 8 // 2 = 4; each tray has its own
     // memory and cgroup (420 GB of checkpoint cache on each: 840 GB / 2 nodes).
-    let sets = ["server.tp_size=8".into(), "server.nnodes=2".into(), "startup.weight_load.bytes_per_node=420GB".into(), "startup.arrival.jitter={dist: none}".into()];
-    let s = load_scenario("scenarios/gb300-glm52-135g.yaml", &sets, Some("explicit-snapshot")).unwrap();
+    let sets = [
+        "server.tp_size=8".into(),
+        "server.nnodes=2".into(),
+        "startup.weight_load.bytes_per_node=420GB".into(),
+        "startup.arrival.jitter={dist: none}".into(),
+    ];
+    let s = load_scenario(
+        "scenarios/gb300-glm52-135g.yaml",
+        &sets,
+        Some("explicit-snapshot"),
+    )
+    .unwrap();
     let plan = plan_for(&s).unwrap();
-    assert_eq!((plan.world_size, plan.nnodes, plan.ranks_per_node, plan.ranks_per_host), (8, 2, 4, 4));
+    assert_eq!(
+        (
+            plan.world_size,
+            plan.nnodes,
+            plan.ranks_per_node,
+            plan.ranks_per_host
+        ),
+        (8, 2, 4, 4)
+    );
     let mc = startup::run(&plan, 0, 1);
     assert_eq!(mc.first_run.iter().filter(|r| r.node == 1).count(), 4);
     // One snapshot per rank, MIN over the world: every rank books against the same
     // (900 − 60 GB − 10 GiB) // 4 with the cache credited (variant E).
     assert!(mc.first_run.iter().all(|r| r.outcome == Outcome::Started));
-    assert!(mc.first_run.iter().all(|r| r.budget_bytes == Some(207_315_645_440)), "{:?}", mc.first_run.iter().map(|r| r.budget_bytes).collect::<Vec<_>>());
+    assert!(
+        mc.first_run
+            .iter()
+            .all(|r| r.budget_bytes == Some(207_315_645_440)),
+        "{:?}",
+        mc.first_run
+            .iter()
+            .map(|r| r.budget_bytes)
+            .collect::<Vec<_>>()
+    );
 }
