@@ -49,16 +49,25 @@ pub fn sweep(a: SweepArgs) -> CmdResult {
     let points = sweep::expand(&spec, &base)?;
     // Every combination is checked the way SGLang checks its flags, before any work.
     let source0 = a.scenario.clone();
+    let notes = std::sync::Mutex::new(std::collections::BTreeSet::new());
     sweep::check_points(&spec, &base, &points, &|v: &Value| {
         let lines = crate::scenario::lines::LineIndex::default();
         let file = crate::scenario::load::typed_from_value(v.clone(), &source0, &lines)
             .map_err(|e| e.message)?;
         let s = crate::scenario::resolve::resolve_file(&file, &source0, &lines, &[])
             .map_err(|e| e.message)?;
+        notes
+            .lock()
+            .expect("not poisoned")
+            .extend(s.notes.iter().cloned());
         crate::startup::StartupPlan::new(&s)
             .map(|_| ())
             .map_err(|(f, m)| format!("{f}: {m}"))
     })?;
+    // What SGLang would log once (an explicit ratio turning the fraction off), said once.
+    for n in notes.into_inner().expect("not poisoned") {
+        eprintln!("note: {n}");
+    }
     // The replay keys the file itself sets (the base was filled with every default).
     let loaded = load_file(&a.scenario, &a.sets)?;
     let user_replay: Vec<String> = loaded
