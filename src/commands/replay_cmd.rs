@@ -152,33 +152,8 @@ fn derive(
         .map_err(|m| InputError::new(&s.source, m).field("runtime.replay"))
 }
 
-/// `cfg` with `overrides` applied field by field (unknown fields are errors).
 fn apply(cfg: ReplayConfig, overrides: &Map<String, Value>) -> Result<ReplayConfig, InputError> {
-    let mut v = serde_json::to_value(&cfg).expect("config serializes");
-    let o = v.as_object_mut().expect("a map");
-    for (k, val) in overrides {
-        if !o.contains_key(k) {
-            let hint = crate::error::nearest(k, o.keys().map(String::as_str))
-                .map(|n| format!(" (did you mean `{n}`?)"))
-                .unwrap_or_default();
-            return Err(
-                InputError::new("runtime.replay", format!("unknown key `{k}`{hint}"))
-                    .field(format!("runtime.replay.{k}")),
-            );
-        }
-        let val = match (k.as_str(), val) {
-            ("timing", Value::Bool(b)) => Value::String(if *b { "on" } else { "off" }.into()),
-            _ => val.clone(),
-        };
-        o.insert(k.clone(), val);
-    }
-    let cfg: ReplayConfig = serde_path_to_error::deserialize(v).map_err(|e| {
-        let f = format!("runtime.replay.{}", e.path());
-        InputError::new("runtime.replay", e.into_inner().to_string()).field(f)
-    })?;
-    cfg.validate()
-        .map_err(|e| InputError::new("runtime.replay", e.to_string()))?;
-    Ok(cfg)
+    pipeline::apply_overrides(cfg, overrides)
 }
 
 /// The exact port of SGLang's `benchmark/hicache/hicache_policy_simulator.py`: one page

@@ -37,7 +37,7 @@ pub fn replay_config(
     overrides: &Map<String, Value>,
 ) -> Result<ReplayConfig, String> {
     let page = plan.page_size.max(1);
-    let mut cfg = ReplayConfig {
+    let cfg = ReplayConfig {
         page_size: page as u32,
         l1_pages: plan.device_tokens / page,
         l2_pages: host_tokens.unwrap_or(0) / page,
@@ -51,24 +51,6 @@ pub fn replay_config(
         ..ReplayConfig::default()
     };
     // SGLang flag values map onto the runtime's enums by their serde names.
-    let mut v = serde_json::to_value(&cfg).map_err(|e| e.to_string())?;
-    let o = v.as_object_mut().expect("config serializes to a map");
-    o.insert(
-        "write_policy".into(),
-        Value::String(s.server.hicache_write_policy.clone()),
-    );
-    o.insert(
-        "eviction_policy".into(),
-        Value::String(s.server.radix_eviction_policy.clone()),
-    );
-    o.insert(
-        "host_memory_mode".into(),
-        Value::String(s.server.hicache_host_memory_mode.clone()),
-    );
-    o.insert(
-        "prefetch_policy".into(),
-        Value::String(s.server.hicache_storage_prefetch_policy.clone()),
-    );
     let cap = match (
         s.version.rules().prefetch_cap,
         s.server.hicache_host_memory_mode.as_str(),
@@ -78,15 +60,53 @@ pub fn replay_config(
         (crate::sizing::PrefetchCapRule::Pr16909Proposal, _) => "pr16909",
         _ => "pr28614",
     };
-    o.insert("prefetch_capacity_rule".into(), Value::String(cap.into()));
-    o.insert(
+    let mut derived = Map::new();
+    derived.insert(
+        "write_policy".into(),
+        Value::String(s.server.hicache_write_policy.clone()),
+    );
+    derived.insert(
+        "eviction_policy".into(),
+        Value::String(s.server.radix_eviction_policy.clone()),
+    );
+    derived.insert(
+        "host_memory_mode".into(),
+        Value::String(s.server.hicache_host_memory_mode.clone()),
+    );
+    derived.insert(
+        "prefetch_policy".into(),
+        Value::String(s.server.hicache_storage_prefetch_policy.clone()),
+    );
+    derived.insert("prefetch_capacity_rule".into(), Value::String(cap.into()));
+    derived.insert(
         "max_prefill_tokens".into(),
         Value::from(s.server.max_prefill_tokens),
     );
     if let Some(m) = s.server.max_running_requests {
-        o.insert("max_running_requests".into(), Value::from(m));
+        derived.insert("max_running_requests".into(), Value::from(m));
     }
+    derived.extend(overrides.clone());
+    apply_overrides(cfg, &derived).map_err(|e| e.to_string())
+}
+
+/// `cfg` with `overrides` (`runtime.replay` keys: field name → value) applied field by
+/// field; an unknown field is an error naming the nearest real one.
+pub fn apply_overrides(
+    cfg: ReplayConfig,
+    overrides: &Map<String, Value>,
+) -> Result<ReplayConfig, InputError> {
+    let mut v = serde_json::to_value(&cfg).expect("config serializes");
+    let o = v.as_object_mut().expect("config serializes to a map");
     for (k, val) in overrides {
+        if !o.contains_key(k) {
+            let hint = crate::error::nearest(k, o.keys().map(String::as_str))
+                .map(|n| format!(" (did you mean `{n}`?)"))
+                .unwrap_or_default();
+            return Err(
+                InputError::new("runtime.replay", format!("unknown key `{k}`{hint}"))
+                    .field(format!("runtime.replay.{k}")),
+            );
+        }
         // YAML 1.1 reads a bare `timing: off` as a boolean.
         let val = match (k.as_str(), val) {
             ("timing", Value::Bool(b)) => Value::String(if *b { "on" } else { "off" }.into()),
@@ -94,9 +114,12 @@ pub fn replay_config(
         };
         o.insert(k.clone(), val);
     }
-    cfg = serde_path_to_error::deserialize(v)
-        .map_err(|e| format!("runtime.replay.{}: {}", e.path(), e.inner()))?;
-    cfg.validate().map_err(|e| e.to_string())?;
+    let cfg: ReplayConfig = serde_path_to_error::deserialize(v).map_err(|e| {
+        let f = format!("runtime.replay.{}", e.path());
+        InputError::new("runtime.replay", e.into_inner().to_string()).field(f)
+    })?;
+    cfg.validate()
+        .map_err(|e| InputError::new("runtime.replay", e.to_string()))?;
     Ok(cfg)
 }
 

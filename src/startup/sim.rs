@@ -524,43 +524,27 @@ impl Sim<'_> {
             .expect("booking path has a scope");
         let allowance = scope.remaining();
         let booked = scope.book(requested);
-        let remaining = scope.remaining();
         // The rank's figures on this path are the whole booking: the budget the scope
         // opened with, everything requested so far, and what is left.
         let budget = self.ranks[r as usize].scope_budget;
         let res = &mut self.results[r as usize];
         let total = res.pools.iter().map(|p| p.requested_bytes).sum::<u64>() + requested;
-        match booked {
-            Ok(()) => {
-                res.pools.push(PoolResult {
-                    name: self.plan.pools[pool].name,
-                    tokens,
-                    requested_bytes: requested,
-                    budget_bytes: allowance,
-                });
-                res.budget_bytes = Some(budget);
-                res.requested_bytes = Some(total);
-                res.margin_bytes = Some(remaining);
-                self.start_pin(r, requested);
-            }
-            Err(_) => {
-                // SGLang's message names this pool against the allowance left.
-                res.pools.push(PoolResult {
-                    name: self.plan.pools[pool].name,
-                    tokens,
-                    requested_bytes: requested,
-                    budget_bytes: allowance,
-                });
-                res.budget_bytes = Some(budget);
-                res.requested_bytes = Some(total);
-                res.margin_bytes = Some(budget - total as i128);
-                res.message = Some(sizing::refusal_message_for(
-                    self.plan.pools[pool].name,
-                    requested,
-                    allowance,
-                ));
-                self.exit(r, Outcome::Refused);
-            }
+        let name = self.plan.pools[pool].name;
+        res.pools.push(PoolResult {
+            name,
+            tokens,
+            requested_bytes: requested,
+            budget_bytes: allowance,
+        });
+        res.budget_bytes = Some(budget);
+        res.requested_bytes = Some(total);
+        res.margin_bytes = Some(budget - total as i128);
+        if booked.is_ok() {
+            self.start_pin(r, requested);
+        } else {
+            // SGLang's message names this pool against the allowance left.
+            res.message = Some(sizing::refusal_message_for(name, requested, allowance));
+            self.exit(r, Outcome::Refused);
         }
     }
 
