@@ -118,6 +118,13 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
             .into());
         }
     };
+    if engine == Engine::Hiradix && a.write_policy.as_deref() == Some("boundary_l1_l2") {
+        return Err(InputError::new(
+            "--write-policy",
+            "boundary_l1_l2 is a policy of SGLang's policy simulator: use --engine policy-simulator (or --config evict_host_rule=boundary_l1_l2 for the runtime what-if)",
+        )
+        .into());
+    }
     if engine == Engine::PolicySimulator {
         return policy_simulator(&a, &section, &overrides, base_cfg.map(|(c, _)| c));
     }
@@ -168,10 +175,21 @@ fn policy_simulator(
         .trace
         .as_deref()
         .ok_or_else(|| InputError::new("--trace", "the policy simulator needs a trace"))?;
-    let base = base.unwrap_or_default();
+    // Its page is one trace block: capacities derived from a scenario (in pages of the
+    // engine's page size) are converted to blocks; flags are taken as blocks.
+    let block = u64::from(section.block_size.unwrap_or(512));
+    let to_blocks = |c: &ReplayConfig, pages: u64| pages * u64::from(c.page_size) / block.max(1);
     let get = |k: &str, d: u64| o.get(k).and_then(Value::as_u64).unwrap_or(d);
-    let l1 = get("l1_pages", base.l1_pages);
-    let l2 = get("l2_pages", base.l2_pages);
+    let (l1, l2) = match &base {
+        Some(c) => (
+            get("l1_pages", to_blocks(c, c.l1_pages)),
+            get("l2_pages", to_blocks(c, c.l2_pages)),
+        ),
+        None => {
+            let c = ReplayConfig::default();
+            (get("l1_pages", c.l1_pages), get("l2_pages", c.l2_pages))
+        }
+    };
     let policy = match a.write_policy.as_deref().unwrap_or("write_through") {
         "write_through" => SimPolicy::MainWriteThrough,
         "boundary_l1_l2" => SimPolicy::BoundaryL1L2,

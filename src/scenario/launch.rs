@@ -275,7 +275,10 @@ pub fn parse_launch(
                 .unwrap_or_default();
             return Err(err(
                 "server.launch",
-                format!("SGLang has no flag `{flag}`{hint}"),
+                format!(
+                    "SGLang has no flag `{flag}`{hint} (checked against the {} SGLang flags hicache-sim knows; drop it, or set the matching `server:` field)",
+                    MODELLED.len() + NOT_MODELLED.len()
+                ),
             ));
         }
     }

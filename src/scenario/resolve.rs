@@ -131,21 +131,86 @@ pub fn resolve_file(
             format!("{m} must be in (0, 1)"),
         ));
     }
+    // Bounds far beyond any machine keep the byte arithmetic inside u64.
     if let Some(r) = s.hicache_ratio
-        && !(r > 0.0 && r.is_finite())
+        && !(r > 0.0 && r <= 1000.0)
     {
         return Err(at(
             "server.hicache_ratio",
-            format!("{r} must be greater than 0"),
+            format!("{r} must be in (0, 1000]"),
         ));
     }
-    if s.hicache_size < 0.0 || !s.hicache_size.is_finite() {
+    if !(0.0..=1e6).contains(&s.hicache_size) {
         return Err(at(
             "server.hicache_size",
             format!(
-                "{} must be at least 0 (GB per rank; 0 = unset)",
+                "{} must be between 0 and 1,000,000 (GB per rank; 0 = unset)",
                 s.hicache_size
             ),
+        ));
+    }
+    if s.page_size > 1 << 20 {
+        return Err(at(
+            "server.page_size",
+            format!("{} tokens is not a page size", s.page_size),
+        ));
+    }
+    // SGLang's choices for the flags the runtime reads (`server_args.py`).
+    for (field, value, choices) in [
+        (
+            "server.hicache_write_policy",
+            &s.hicache_write_policy,
+            &["write_back", "write_through", "write_through_selective"][..],
+        ),
+        (
+            "server.hicache_host_memory_mode",
+            &s.hicache_host_memory_mode,
+            &["cache", "buffer_only"][..],
+        ),
+        (
+            "server.hicache_storage_prefetch_policy",
+            &s.hicache_storage_prefetch_policy,
+            &["best_effort", "wait_complete", "timeout"][..],
+        ),
+        (
+            "server.radix_eviction_policy",
+            &s.radix_eviction_policy,
+            &["lru", "lfu", "fifo", "mru", "filo", "priority", "slru"][..],
+        ),
+        (
+            "server.hicache_io_backend",
+            &s.hicache_io_backend,
+            &["direct", "kernel", "kernel_ascend"][..],
+        ),
+        (
+            "server.hicache_mem_layout",
+            &s.hicache_mem_layout,
+            &[
+                "layer_first",
+                "page_first",
+                "page_first_direct",
+                "page_first_kv_split",
+                "page_head",
+            ][..],
+        ),
+    ] {
+        if !choices.contains(&value.as_str()) {
+            let hint = nearest(value, choices.iter().copied())
+                .map(|n| format!(" (did you mean `{n}`?)"))
+                .unwrap_or_default();
+            return Err(at(
+                field,
+                format!(
+                    "invalid choice `{value}`{hint}: expected one of {}",
+                    choices.join(", ")
+                ),
+            ));
+        }
+    }
+    if s.dp_size > 1 && !s.enable_dp_attention {
+        return Err(at(
+            "server.dp_size",
+            "data parallelism without --enable-dp-attention (separate engine replicas sharing the host) is not modelled: simulate one replica, or enable DP attention".into(),
         ));
     }
     if s.hicache_enabled() && s.disable_radix_cache {
@@ -171,6 +236,14 @@ pub fn resolve_file(
             ),
         ));
     }
+    if world > 4096 {
+        return Err(at(
+            "server.tp_size",
+            format!(
+                "world size {world} (tp × pp) is larger than this simulator models (4096 ranks)"
+            ),
+        ));
+    }
     let per_node = world / s.nnodes as u64;
     if per_node > node.gpus_per_node as u64 {
         return Err(at(
@@ -183,6 +256,35 @@ pub fn resolve_file(
     }
     if f.runs == 0 {
         return Err(at("runs", "must be at least 1".into()));
+    }
+    if f.startup.arrival.offsets.len() as u64 > world {
+        return Err(at(
+            "startup.arrival.offsets",
+            format!(
+                "{} offsets for a world of {world} ranks",
+                f.startup.arrival.offsets.len()
+            ),
+        ));
+    }
+    if let super::schema::JitterSpec::LogNormal { sigma, .. } = f.startup.arrival.jitter
+        && !(sigma >= 0.0 && sigma.is_finite())
+    {
+        return Err(at(
+            "startup.arrival.jitter.sigma",
+            format!("{sigma} must be at least 0"),
+        ));
+    }
+    let host_total = f.memory.host_total.map(|b| b.0).unwrap_or(node.host_dram.0);
+    if f.memory
+        .host_other_used
+        .0
+        .saturating_add(f.memory.host_other_page_cache.0)
+        > host_total
+    {
+        return Err(at(
+            "memory.host_other_page_cache",
+            "host_other_used + host_other_page_cache is larger than the host's memory".into(),
+        ));
     }
     let mut notes: Vec<String> = not_modelled
         .iter()

@@ -94,30 +94,25 @@ impl Jitter {
             JitterSpec::None => Jitter::None,
             JitterSpec::Uniform { low, high } => {
                 if high.0 < low.0 {
-                    return Err("startup.arrival.jitter: `high` must be at least `low`".into());
+                    return Err("`high` must be at least `low`".into());
                 }
                 Jitter::Uniform {
                     low: low.0 as f64,
                     high: high.0 as f64,
                 }
             }
-            JitterSpec::Normal { mean, std } => Jitter::Normal(
-                Normal::new(mean.0 as f64, std.0 as f64)
-                    .map_err(|e| format!("startup.arrival.jitter: {e}"))?,
-            ),
+            JitterSpec::Normal { mean, std } => {
+                Jitter::Normal(Normal::new(mean.0 as f64, std.0 as f64).map_err(|e| e.to_string())?)
+            }
             JitterSpec::Exponential { mean } => {
                 if mean.0 == 0 {
                     Jitter::None
                 } else {
-                    Jitter::Exponential(
-                        Exp::new(1.0 / mean.0 as f64)
-                            .map_err(|e| format!("startup.arrival.jitter: {e}"))?,
-                    )
+                    Jitter::Exponential(Exp::new(1.0 / mean.0 as f64).map_err(|e| e.to_string())?)
                 }
             }
             JitterSpec::LogNormal { median, sigma } => Jitter::LogNormal(
-                LogNormal::new((median.0.max(1) as f64).ln(), *sigma)
-                    .map_err(|e| format!("startup.arrival.jitter: {e}"))?,
+                LogNormal::new((median.0.max(1) as f64).ln(), *sigma).map_err(|e| e.to_string())?,
             ),
         })
     }

@@ -250,12 +250,20 @@ impl Sim<'_> {
     }
 
     /// The rank's process exits: its anonymous memory and pinned pools are freed.
+    /// The rank stops. A refused rank raises `ValueError` and holds its memory until the
+    /// launcher tears the job down (`launch_server` kills the whole process tree), so
+    /// peers that sample meanwhile still see it; an OOM-killed rank's memory is freed
+    /// by the kernel at once.
     fn exit(&mut self, r: u32, outcome: Outcome) {
         let st = &mut self.ranks[r as usize];
         if !st.alive {
             return;
         }
         st.alive = false;
+        if outcome != Outcome::OomKilled {
+            self.results[r as usize].outcome = outcome;
+            return;
+        }
         let (node, pinned) = (st.node as usize, st.pinned);
         let cg = self.plan.job_cgroup;
         let mem = &mut self.nodes[node];
@@ -341,7 +349,10 @@ impl Sim<'_> {
                 let vote = match sizing::auto_hicache_ratio(share, fraction, p.device_bytes) {
                     Ok(plan) => plan.ratio,
                     Err(reason) => {
-                        self.results[r as usize].message = Some(format!("HiCache off: {reason}"));
+                        let res = &mut self.results[r as usize];
+                        if res.message.is_none() {
+                            res.message = Some(format!("HiCache off: {reason}"));
+                        }
                         0.0
                     }
                 };
@@ -390,6 +401,14 @@ impl Sim<'_> {
                     },
                 )
             }
+            Err(e) if matches!(p.sizing, HicacheSizing::AutoHicache { .. }) => {
+                // V5 (`hicache_auto.py`): an unreadable limit blocks auto mode on this
+                // rank; it votes 0 in the MIN and the tier stays off everywhere.
+                res.message = Some(format!(
+                    "HiCache off: the host memory limit cannot be read ({e})"
+                ));
+                Some(0)
+            }
             Err(e) => {
                 res.message = Some(e.to_string());
                 self.exit(r, Outcome::Refused);
@@ -400,11 +419,12 @@ impl Sim<'_> {
 
     fn arrive_collective(&mut self, r: u32) {
         self.waiting.push(r);
-        let alive = self.ranks.iter().filter(|s| s.alive).count();
-        if self.waiting.len() < alive {
+        // A world collective completes only when every rank of the world has joined; if
+        // a peer exited first, the others wait forever (reported at the end of the run).
+        if self.waiting.len() < self.plan.world_size as usize {
             return;
         }
-        // Everyone alive is here: MIN over the world, then all proceed at this instant.
+        // The whole world is here: MIN over it, then all proceed at this instant.
         let min_budget = self
             .waiting
             .iter()
@@ -541,10 +561,49 @@ impl Sim<'_> {
         res.margin_bytes = Some(budget - total as i128);
         if booked.is_ok() {
             self.start_pin(r, requested);
+        } else if let HicacheSizing::AutoHicache { .. } = self.plan.sizing {
+            self.auto_hicache_retry(r);
         } else {
             // SGLang's message names this pool against the allowance left.
             res.message = Some(sizing::refusal_message_for(name, requested, allowance));
             self.exit(r, Outcome::Refused);
+        }
+    }
+
+    /// V5 auto-HiCache never refuses: a pool that does not fit makes the rank unpin
+    /// what it pinned and halve the ratio while the half stays ≥ 1.5, else switch the
+    /// tier off (`hicache_auto.py`, `auto_hicache_halve_on_pin_failure`). SGLang agrees
+    /// the retry across ranks through its attach gate; here each rank retries alone.
+    fn auto_hicache_retry(&mut self, r: u32) {
+        let p = self.plan;
+        let node = self.ranks[r as usize].node as usize;
+        let pinned = std::mem::take(&mut self.ranks[r as usize].pinned);
+        self.nodes[node].uncharge(p.job_cgroup, p.pin_kind, pinned);
+        let res = &mut self.results[r as usize];
+        res.pools.clear();
+        match res
+            .fitted_ratio
+            .and_then(sizing::auto_hicache_halve_on_pin_failure)
+        {
+            Some(half) => {
+                res.fitted_ratio = Some(half);
+                res.message = None;
+                let tokens = self.host_tokens(Some(half));
+                let st = &mut self.ranks[r as usize];
+                st.pool = 0;
+                st.host_tokens = tokens;
+                st.scope = Some(BudgetScope::new(st.scope_budget));
+                self.build_pool_booked(r);
+            }
+            None => {
+                res.hicache_off = true;
+                res.fitted_ratio = None;
+                res.message = Some(
+                    "HiCache off: the host pools did not fit even at the minimum ratio".into(),
+                );
+                self.ranks[r as usize].scope = None;
+                self.ready(r);
+            }
         }
     }
 
