@@ -113,7 +113,7 @@ enum Ev {
     Start(u32),
     LoadStep(u32, u32),
     Size(u32),
-    PinStep(u32, u32),
+    PinStep(u32),
 }
 
 /// Per-rank progress.
@@ -222,7 +222,7 @@ impl Sim<'_> {
                 Ev::Start(r) => self.start(r),
                 Ev::LoadStep(r, k) => self.load_step(r, k),
                 Ev::Size(r) => self.size(r),
-                Ev::PinStep(r, k) => self.pin_step(r, k),
+                Ev::PinStep(r) => self.pin_step(r),
             }
         }
         // A collective that never completed (a peer died before reaching it): the
@@ -378,29 +378,26 @@ impl Sim<'_> {
             res.sampled_at = Some(now);
             res.psutil_available = Some(view.psutil_available);
         }
+        // The figure checked comes from the sizing rules' own entry points (the ones
+        // SGLang's unit-test cases are asserted against): `explicit_budget` for explicit
+        // sizes, `per_rank_share` (never falling back to psutil) for auto-sizing.
         let explicit = matches!(p.sizing, HicacheSizing::Explicit { .. });
-        let avail = if explicit {
-            p.rules.available(&view)
+        let budget = if explicit {
+            p.rules.explicit_budget(&view, p.ranks_per_host)
         } else {
-            p.rules.available_auto(&view)
+            p.rules.per_rank_share(&view, p.ranks_per_host)
         };
-        match avail {
-            Ok(avail) => {
-                if res.available_bytes.is_none() {
-                    res.available_bytes = Some(avail);
-                }
-                Some(
-                    if explicit && p.rules.explicit_path == ExplicitPath::LiveWholeHeadroom {
-                        sizing::whole_headroom_budget(avail)
-                    } else {
-                        sizing::host_memory_budget_bytes(
-                            avail,
-                            p.ranks_per_host,
-                            p.rules.budget_split,
-                        )
-                    },
-                )
-            }
+        if budget.is_ok() && res.available_bytes.is_none() {
+            // For the report only: what `available_host_memory_bytes()` returned.
+            let avail = if explicit {
+                p.rules.available(&view)
+            } else {
+                p.rules.available_auto(&view)
+            };
+            res.available_bytes = avail.ok();
+        }
+        match budget {
+            Ok(budget) => Some(budget),
             Err(e) if matches!(p.sizing, HicacheSizing::AutoHicache { .. }) => {
                 // V5 (`hicache_auto.py`): an unreadable limit blocks auto mode on this
                 // rank; it votes 0 in the MIN and the tier stays off everywhere.
@@ -643,9 +640,7 @@ impl Sim<'_> {
             ));
             return self.exit(r, Outcome::Refused);
         }
-        if self.results[r as usize].pools.len() == pool {
-            self.record_pool(r, pool, tokens, requested, budget);
-        }
+        self.record_pool(r, pool, tokens, requested, budget);
         self.start_pin(r, requested);
     }
 
@@ -655,10 +650,10 @@ impl Sim<'_> {
         st.pin_left = bytes;
         st.pin_step_bytes = bytes.div_ceil(steps).max(1);
         st.pin_step_ns = StartupPlan::duration(st.pin_step_bytes, self.plan.pin_bw);
-        self.schedule_pin(r, 0);
+        self.schedule_pin(r);
     }
 
-    fn schedule_pin(&mut self, r: u32, k: u32) {
+    fn schedule_pin(&mut self, r: u32) {
         let st = &self.ranks[r as usize];
         // Every step but a short last one takes the precomputed time.
         let step = st.pin_step_bytes.min(st.pin_left);
@@ -667,10 +662,10 @@ impl Sim<'_> {
         } else {
             StartupPlan::duration(step, self.plan.pin_bw)
         };
-        self.queue.schedule_in(ns, Ev::PinStep(r, k));
+        self.queue.schedule_in(ns, Ev::PinStep(r));
     }
 
-    fn pin_step(&mut self, r: u32, k: u32) {
+    fn pin_step(&mut self, r: u32) {
         if !self.ranks[r as usize].alive {
             return;
         }
@@ -683,7 +678,7 @@ impl Sim<'_> {
         st.pinned += step;
         st.pin_left -= step;
         if st.pin_left > 0 {
-            return self.schedule_pin(r, k + 1);
+            return self.schedule_pin(r);
         }
         st.pool += 1;
         if st.scope.is_some() {
