@@ -174,6 +174,9 @@ pub struct WeightLoadSpec {
 pub struct StartupSpec {
     /// Anonymous memory of each rank's process (Python, CUDA context, buffers).
     pub process_memory: Option<ByteSize>,
+    /// GPU memory taken before the weight load (CUDA context, NCCL buffers) on each GPU;
+    /// default 1 GiB [EST]. The device pool is sized from what is left.
+    pub gpu_reserved: Option<ByteSize>,
     pub arrival: ArrivalSpec,
     pub weight_load: WeightLoadSpec,
     /// Time from the end of the weight load to the host-pool sizing (device pool,

@@ -210,7 +210,8 @@ impl StartupPlan {
             .model
             .weights_per_rank(&s.layout, quant)
             .map_err(|m| ("startup.weight_load.quantization".to_string(), m))?;
-        let gpu_overhead = GIB; // CUDA context + NCCL buffers before the load [EST]
+        // CUDA context + NCCL buffers before the load [EST, scenario-overridable].
+        let gpu_overhead = s.startup.gpu_reserved.map(|b| b.0).unwrap_or(GIB);
         let device_tokens = device_pool_tokens(&DevicePoolInputs {
             free_before_load: s.node.gpu_memory.0.saturating_sub(gpu_overhead),
             weights_per_rank,
