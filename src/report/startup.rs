@@ -329,7 +329,7 @@ pub fn render_text(s: &Scenario, plan: &StartupPlan, rep: &StartupReport) -> Str
     let msgs: Vec<&RankOut> = rep
         .ranks
         .iter()
-        .filter(|r| r.outcome != "started" && r.message.is_some())
+        .filter(|r| (r.outcome != "started" || r.hicache_off) && r.message.is_some())
         .collect();
     if !msgs.is_empty() {
         let _ = writeln!(o);
