@@ -35,6 +35,11 @@ enum Command {
         #[command(subcommand)]
         command: commands::TraceCommand,
     },
+    /// List the node and model presets a scenario can name.
+    Presets {
+        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+        format: OutputFormat,
+    },
     /// List the SGLang sizing-rule versions this simulator models.
     Versions {
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
@@ -51,6 +56,7 @@ fn main() -> ExitCode {
         Command::Merge(a) => commands::merge(a),
         Command::Plot(a) => commands::plot(a),
         Command::Trace { command } => commands::trace(command),
+        Command::Presets { format } => commands::presets(format),
         Command::Versions { format } => commands::versions(format),
     };
     match result {

@@ -246,3 +246,20 @@ fn unknown_version_and_missing_file() {
         .assert()
         .code(2);
 }
+
+#[test]
+fn presets_lists_nodes_and_models() {
+    let out = sim().args(["presets"]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("gb300      4 x GB300 (277.5 GiB nvidia-smi)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("glm-5.2          78 layers, kv bf16: kv 89856 B, indexer 2772 B"),
+        "{text}"
+    );
+    let v = json(&["presets", "--format", "json"]);
+    assert_eq!(v["nodes"]["hgx-h200"]["gpu_memory"], 150_754_820_096u64);
+    assert_eq!(v["models"].as_object().unwrap().len(), 11);
+}

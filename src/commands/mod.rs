@@ -7,12 +7,14 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::error::InputError;
 
+mod presets_cmd;
 mod replay_cmd;
 pub mod startup_cmd;
 pub mod sweep_cmd;
 mod trace_cmd;
 mod versions_cmd;
 
+pub use presets_cmd::presets;
 pub use replay_cmd::replay;
 pub use startup_cmd::startup;
 pub use sweep_cmd::{merge, plot, sweep};
