@@ -263,3 +263,26 @@ fn presets_lists_nodes_and_models() {
     assert_eq!(v["nodes"]["hgx-h200"]["gpu_memory"], 150_754_820_096u64);
     assert_eq!(v["models"].as_object().unwrap().len(), 11);
 }
+
+#[test]
+fn startup_csv_has_every_rank_and_its_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("race.csv");
+    sim()
+        .args(["startup", "scenarios/tp8-startup-race.yaml", "--csv"])
+        .arg(&csv)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert_eq!(text.lines().count(), 9);
+    assert!(
+        text.lines().nth(8).unwrap().starts_with("7,0,refused,"),
+        "{text}"
+    );
+    assert!(
+        text.contains(",22740337552,24767299584,-2026962032,"),
+        "{text}"
+    );
+    let png = std::fs::read(dir.path().join("race_budget_vs_request.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+}

@@ -91,6 +91,10 @@ pub struct StartupArgs {
     /// Threads for Monte Carlo runs (results are identical for any value).
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// Write run 0 rank by rank to this CSV, and its per-rank budget-vs-request plot
+    /// (PNG + SVG) next to it.
+    #[arg(long)]
+    pub csv: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -59,6 +59,57 @@ pub fn startup(a: StartupArgs) -> CmdResult {
             )
         }
     }
+    if let Some(path) = &a.csv {
+        write_ranks_csv(&rep, path)?;
+    }
     let failed = mc.outcomes.refused + mc.outcomes.oom_killed > 0;
     Ok(if a.fail_on_refusal && failed { 1 } else { 0 })
+}
+
+/// Run 0 rank by rank as CSV, and the per-rank budget-vs-request plot beside it.
+fn write_ranks_csv(rep: &report::StartupReport, path: &str) -> Result<(), CommandError> {
+    let err = |e: &dyn std::fmt::Display| CommandError::Other(format!("{path}: {e}"));
+    let mut w = csv::Writer::from_path(path).map_err(|e| err(&e))?;
+    w.write_record([
+        "rank",
+        "node",
+        "outcome",
+        "sampled_at_s",
+        "available_bytes",
+        "budget_bytes",
+        "requested_bytes",
+        "margin_bytes",
+        "message",
+    ])
+    .map_err(|e| err(&e))?;
+    let opt = |x: Option<i64>| x.map(|v| v.to_string()).unwrap_or_default();
+    for r in &rep.ranks {
+        w.write_record([
+            r.rank.to_string(),
+            r.node.to_string(),
+            r.outcome.to_string(),
+            r.sampled_at_s
+                .map(|t| format!("{t:.6}"))
+                .unwrap_or_default(),
+            opt(r.available_bytes),
+            opt(r.budget_bytes),
+            r.requested_bytes.map(|v| v.to_string()).unwrap_or_default(),
+            opt(r.margin_bytes),
+            r.message.clone().unwrap_or_default(),
+        ])
+        .map_err(|e| err(&e))?;
+    }
+    w.flush()?;
+    let table =
+        crate::report::plot::Table::read(std::path::Path::new(path)).map_err(|e| err(&e))?;
+    let stem = std::path::Path::new(path).with_extension("");
+    let stem = stem.with_file_name(format!(
+        "{}_budget_vs_request",
+        stem.file_name().and_then(|n| n.to_str()).unwrap_or("ranks")
+    ));
+    let info = crate::report::plot::budget_vs_request(&table, &stem).map_err(|e| err(&e))?;
+    for f in info.files {
+        eprintln!("plot: {}", f.display());
+    }
+    Ok(())
 }
