@@ -52,6 +52,13 @@ pub fn hicache_args(s: &crate::scenario::ServerArgs) -> HicacheArgs {
 }
 
 /// Resolves the sizing mode; errors carry SGLang's ValueError text.
+///
+/// Mirrors `arg_groups/hicache_hook.py: handle_hicache_ratio_default` (an explicit
+/// `--hicache-ratio` or `--hicache-size` turns the fraction off, #40135+) and the V5
+/// `handle_hicache_auto` (HiCache left unset = auto mode, `auto-hicache` only). With
+/// HiCache switched on explicitly and no size, #40135's `hicache_auto_size.py` applies
+/// (ratio capped at the 2.0 / 1.2 default) in every version that has auto-size; before
+/// #40135 the default ratio is checked like an explicit one.
 pub fn hicache_sizing(
     s: &crate::scenario::ServerArgs,
     rules: &Rules,

@@ -234,6 +234,10 @@ impl Sim<'_> {
         }
     }
 
+    /// Charges `bytes` to the job cgroup for rank `r`. If the kernel cannot make room,
+    /// the charging rank is the OOM victim — an estimate: the kernel's OOM killer picks
+    /// the task with the largest badness score (`mm/oom_kill.c: oom_badness`), usually
+    /// but not always the one allocating; `memory.oom.group` would kill every rank.
     fn charge(&mut self, r: u32, kind: ChargeKind, bytes: u64) -> bool {
         let node = self.ranks[r as usize].node as usize;
         match self.nodes[node].charge(self.plan.job_cgroup, kind, bytes) {
@@ -414,6 +418,10 @@ impl Sim<'_> {
         }
     }
 
+    /// The one world MIN all-reduce before any pool is built: of the explicit-size
+    /// snapshot (`pool_host/base.py: explicit_host_memory_budget`, int64 MIN over the
+    /// world group) or of the auto-size ratio (`mem_cache/hicache_auto_size.py:
+    /// auto_size_hicache`, float64 MIN over the world CPU group).
     fn arrive_collective(&mut self, r: u32) {
         self.waiting.push(r);
         // A world collective completes only when every rank of the world has joined; if
@@ -478,7 +486,11 @@ impl Sim<'_> {
     }
 
     /// Host tokens of every pool of a rank: from `--hicache-size` (against the first
-    /// pool's bytes per token) or the ratio; the other pools share the slot count.
+    /// pool's bytes per token) or the ratio; the other pools share the slot count
+    /// (`pool_host/base.py: HostKVCache.__init__` sizes the KV pool; the DSA indexer and
+    /// draft host pools mirror its slots one to one — `hybrid_pool_assembler`,
+    /// `kv_cache_builder.maybe_register_hicache_draft`; #32373's SWA split of a fixed
+    /// size is not modelled).
     fn host_tokens(&self, auto_ratio: Option<f64>) -> u64 {
         let p = self.plan;
         let kv_bpt = p.pools.first().map(|x| x.bytes_per_token).unwrap_or(1);
