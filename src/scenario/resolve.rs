@@ -318,6 +318,10 @@ pub fn resolve_file(
                 })?,
         ),
     };
+    let runtime = runtime.map(|mut rt| {
+        rt.trace = rt.trace.map(|t| resolve_relative(&t, source));
+        rt
+    });
     Ok(Scenario {
         source: source.to_string(),
         name: if f.name.is_empty() {
@@ -385,4 +389,17 @@ pub fn override_preset<T: Serialize + DeserializeOwned>(
         let path = format!("{prefix}.{}", e.path());
         field_error(source, lines, &path, &e.into_inner().to_string())
     })
+}
+
+/// A relative path in a scenario: as given when it exists from the working directory,
+/// else relative to the scenario file's folder (so a scenario runs from anywhere).
+fn resolve_relative(path: &str, scenario: &str) -> String {
+    let p = std::path::Path::new(path);
+    if p.is_absolute() || p.exists() {
+        return path.to_string();
+    }
+    match std::path::Path::new(scenario).parent() {
+        Some(dir) if dir.join(p).exists() => dir.join(p).display().to_string(),
+        _ => path.to_string(),
+    }
 }
