@@ -385,20 +385,21 @@ fn build_memory(s: &Scenario) -> Result<(HostMemory, CgroupId), (String, String)
                 },
             )
             .map_err(|e| bad("memory.cgroup.siblings", e.to_string()))?;
-        for (kind, b) in [
-            (ChargeKind::Anon, sib.anon.0),
-            (ChargeKind::Shmem, sib.shmem.0),
-            (ChargeKind::PageCache, sib.page_cache.0),
-        ] {
-            if b > 0 {
-                mem.charge(id, kind, b).map_err(|e| {
-                    bad(
-                        "memory.cgroup.siblings",
-                        format!("does not fit before start-up: {e}"),
-                    )
-                })?;
-            }
-        }
+        precharge(
+            &mut mem,
+            id,
+            &[
+                (ChargeKind::Anon, sib.anon.0),
+                (ChargeKind::Shmem, sib.shmem.0),
+                (ChargeKind::PageCache, sib.page_cache.0),
+            ],
+        )
+        .map_err(|e| {
+            bad(
+                "memory.cgroup.siblings",
+                format!("does not fit before start-up: {e}"),
+            )
+        })?;
     }
     let job = mem
         .add_cgroup(
@@ -411,18 +412,31 @@ fn build_memory(s: &Scenario) -> Result<(HostMemory, CgroupId), (String, String)
             },
         )
         .map_err(|e| bad("memory.cgroup", e.to_string()))?;
-    for (kind, b) in [
-        (ChargeKind::Anon, cg.preexisting_anon.0),
-        (ChargeKind::PageCache, cg.preexisting_page_cache.0),
-    ] {
-        if b > 0 {
-            mem.charge(job, kind, b).map_err(|e| {
-                bad(
-                    "memory.cgroup",
-                    format!("pre-existing charges do not fit: {e}"),
-                )
-            })?;
-        }
-    }
+    precharge(
+        &mut mem,
+        job,
+        &[
+            (ChargeKind::Anon, cg.preexisting_anon.0),
+            (ChargeKind::PageCache, cg.preexisting_page_cache.0),
+        ],
+    )
+    .map_err(|e| {
+        bad(
+            "memory.cgroup",
+            format!("pre-existing charges do not fit: {e}"),
+        )
+    })?;
     Ok((mem, job))
+}
+
+/// Charges that exist before any rank starts (a sibling's memory, the job's own).
+fn precharge(
+    mem: &mut HostMemory,
+    cg: CgroupId,
+    charges: &[(ChargeKind, u64)],
+) -> Result<(), crate::hardware::Oom> {
+    for &(kind, bytes) in charges.iter().filter(|c| c.1 > 0) {
+        mem.charge(cg, kind, bytes)?;
+    }
+    Ok(())
 }

@@ -155,69 +155,47 @@ pub struct Scratch {
 /// Runs one start-up with `rng` drawing the jitter; results land in `scratch.results`.
 pub fn simulate(plan: &StartupPlan, rng: &mut SimRng, scratch: &mut Scratch) {
     let world = plan.world_size as usize;
-    let Scratch {
-        queue,
-        nodes,
-        reclaimed,
-        ranks,
-        results,
-        waiting,
-    } = scratch;
-    reclaimed.clear();
-    reclaimed.resize(plan.nnodes as usize, false);
-    queue.reset();
-    waiting.clear();
-    nodes.truncate(plan.nnodes as usize);
+    scratch.reclaimed.clear();
+    scratch.reclaimed.resize(plan.nnodes as usize, false);
+    scratch.queue.reset();
+    scratch.waiting.clear();
+    scratch.nodes.truncate(plan.nnodes as usize);
     for n in 0..plan.nnodes as usize {
-        if n < nodes.len() {
-            nodes[n].reset_to(&plan.memory);
+        if n < scratch.nodes.len() {
+            scratch.nodes[n].reset_to(&plan.memory);
         } else {
-            nodes.push(plan.memory.clone());
+            scratch.nodes.push(plan.memory.clone());
         }
     }
-    ranks.clear();
+    scratch.ranks.clear();
     // Results are reset in place so a Monte Carlo run allocates nothing but messages.
-    results.truncate(world);
+    scratch.results.truncate(world);
     for r in 0..world as u32 {
         let node = r / plan.ranks_per_node.max(1);
         let arrive = plan.offsets[r as usize].saturating_add(plan.jitter.draw(rng));
-        ranks.push(RankState {
+        scratch.ranks.push(RankState {
             node,
             alive: true,
             ..RankState::default()
         });
-        if let Some(res) = results.get_mut(r as usize) {
+        if let Some(res) = scratch.results.get_mut(r as usize) {
             res.reset(r, node, arrive);
         } else {
-            results.push(RankResult::new(r, node, arrive));
+            scratch.results.push(RankResult::new(r, node, arrive));
         }
-        queue.schedule_at(arrive, Ev::Start(r));
+        scratch.queue.schedule_at(arrive, Ev::Start(r));
     }
-    let mut sim = Sim {
-        plan,
-        queue,
-        nodes,
-        reclaimed,
-        ranks,
-        results,
-        waiting,
-    };
-    sim.run();
+    Sim { plan, s: scratch }.run();
 }
 
 struct Sim<'a> {
     plan: &'a StartupPlan,
-    queue: &'a mut SmallEventQueue<Ev>,
-    nodes: &'a mut Vec<HostMemory>,
-    reclaimed: &'a mut Vec<bool>,
-    ranks: &'a mut Vec<RankState>,
-    results: &'a mut Vec<RankResult>,
-    waiting: &'a mut Vec<u32>,
+    s: &'a mut Scratch,
 }
 
 impl Sim<'_> {
     fn run(&mut self) {
-        while let Some(s) = self.queue.pop() {
+        while let Some(s) = self.s.queue.pop() {
             match s.event {
                 Ev::Start(r) => self.start(r),
                 Ev::LoadStep(r, k) => self.load_step(r, k),
@@ -227,8 +205,8 @@ impl Sim<'_> {
         }
         // A collective that never completed (a peer died before reaching it): the
         // survivors hang in SGLang; report them as refused with the reason.
-        for &r in self.waiting.iter() {
-            let res = &mut self.results[r as usize];
+        for &r in self.s.waiting.iter() {
+            let res = &mut self.s.results[r as usize];
             res.outcome = Outcome::Refused;
             res.message = Some("a peer rank exited before the host-memory all-reduce; this rank would hang until the collective times out".into());
         }
@@ -239,14 +217,14 @@ impl Sim<'_> {
     /// the task with the largest badness score (`mm/oom_kill.c: oom_badness`), usually
     /// but not always the one allocating; `memory.oom.group` would kill every rank.
     fn charge(&mut self, r: u32, kind: ChargeKind, bytes: u64) -> bool {
-        let node = self.ranks[r as usize].node as usize;
-        match self.nodes[node].charge(self.plan.job_cgroup, kind, bytes) {
+        let node = self.s.ranks[r as usize].node as usize;
+        match self.s.nodes[node].charge(self.plan.job_cgroup, kind, bytes) {
             Ok(o) => {
-                self.results[r as usize].reclaimed_bytes += o.reclaimed;
+                self.s.results[r as usize].reclaimed_bytes += o.reclaimed;
                 true
             }
             Err(oom) => {
-                self.results[r as usize].message = Some(oom.to_string());
+                self.s.results[r as usize].message = Some(oom.to_string());
                 self.exit(r, Outcome::OomKilled);
                 false
             }
@@ -259,21 +237,21 @@ impl Sim<'_> {
     /// peers that sample meanwhile still see it; an OOM-killed rank's memory is freed
     /// by the kernel at once.
     fn exit(&mut self, r: u32, outcome: Outcome) {
-        let st = &mut self.ranks[r as usize];
+        let st = &mut self.s.ranks[r as usize];
         if !st.alive {
             return;
         }
         st.alive = false;
         if outcome != Outcome::OomKilled {
-            self.results[r as usize].outcome = outcome;
+            self.s.results[r as usize].outcome = outcome;
             return;
         }
         let (node, pinned) = (st.node as usize, st.pinned);
         let cg = self.plan.job_cgroup;
-        let mem = &mut self.nodes[node];
+        let mem = &mut self.s.nodes[node];
         mem.uncharge(cg, self.plan.pin_kind, pinned);
         mem.uncharge(cg, ChargeKind::Anon, self.plan.process_memory);
-        self.results[r as usize].outcome = outcome;
+        self.s.results[r as usize].outcome = outcome;
     }
 
     fn start(&mut self, r: u32) {
@@ -285,7 +263,7 @@ impl Sim<'_> {
 
     fn schedule_load(&mut self, r: u32, k: u32) {
         let p = self.plan;
-        self.queue.schedule_in(p.load_step_ns, Ev::LoadStep(r, k));
+        self.s.queue.schedule_in(p.load_step_ns, Ev::LoadStep(r, k));
     }
 
     fn load_step(&mut self, r: u32, k: u32) {
@@ -305,17 +283,17 @@ impl Sim<'_> {
         if k + 1 < steps {
             self.schedule_load(r, k + 1);
         } else {
-            self.queue.schedule_in(p.post_load, Ev::Size(r));
+            self.s.queue.schedule_in(p.post_load, Ev::Size(r));
         }
     }
 
     /// The host pools are about to be built: sample, or join the all-reduce.
     fn size(&mut self, r: u32) {
         let p = self.plan;
-        let node = self.ranks[r as usize].node as usize;
-        if p.reclaimed_per_node > 0 && !self.reclaimed[node] {
-            self.reclaimed[node] = true;
-            self.nodes[node].drop_page_cache(p.job_cgroup, p.reclaimed_per_node);
+        let node = self.s.ranks[r as usize].node as usize;
+        if p.reclaimed_per_node > 0 && !self.s.reclaimed[node] {
+            self.s.reclaimed[node] = true;
+            self.s.nodes[node].drop_page_cache(p.job_cgroup, p.reclaimed_per_node);
         }
         match p.sizing {
             HicacheSizing::Off => self.ready(r),
@@ -327,7 +305,7 @@ impl Sim<'_> {
                     let Some(budget) = self.sample_budget(r) else {
                         return;
                     };
-                    self.ranks[r as usize].reduce_budget = budget;
+                    self.s.ranks[r as usize].reduce_budget = budget;
                     self.arrive_collective(r);
                 }
             },
@@ -339,7 +317,7 @@ impl Sim<'_> {
                     return;
                 };
                 let budget = sizing::auto_size_budget(share, fraction);
-                let st = &mut self.ranks[r as usize];
+                let st = &mut self.s.ranks[r as usize];
                 st.reduce_budget = budget;
                 st.reduce_value = sizing::auto_size_ratio(default_ratio, budget, p.device_bytes);
                 self.arrive_collective(r);
@@ -353,14 +331,14 @@ impl Sim<'_> {
                 let vote = match sizing::auto_hicache_ratio(share, fraction, p.device_bytes) {
                     Ok(plan) => plan.ratio,
                     Err(reason) => {
-                        let res = &mut self.results[r as usize];
+                        let res = &mut self.s.results[r as usize];
                         if res.message.is_none() {
                             res.message = Some(format!("HiCache off: {reason}"));
                         }
                         0.0
                     }
                 };
-                let st = &mut self.ranks[r as usize];
+                let st = &mut self.s.ranks[r as usize];
                 st.reduce_budget = sizing::auto_size_budget(share, fraction);
                 st.reduce_value = vote;
                 self.arrive_collective(r);
@@ -374,10 +352,10 @@ impl Sim<'_> {
     /// refuses the rank with SGLang's message.
     fn sample_budget(&mut self, r: u32) -> Option<i128> {
         let p = self.plan;
-        let node = self.ranks[r as usize].node as usize;
-        let view = self.nodes[node].snapshot(p.job_cgroup);
-        let now = self.queue.now();
-        let res = &mut self.results[r as usize];
+        let node = self.s.ranks[r as usize].node as usize;
+        let view = self.s.nodes[node].snapshot(p.job_cgroup);
+        let now = self.s.queue.now();
+        let res = &mut self.s.results[r as usize];
         if res.sampled_at.is_none() {
             res.sampled_at = Some(now);
             res.psutil_available = Some(view.psutil_available);
@@ -423,30 +401,34 @@ impl Sim<'_> {
     /// world group) or of the auto-size ratio (`mem_cache/hicache_auto_size.py:
     /// auto_size_hicache`, float64 MIN over the world CPU group).
     fn arrive_collective(&mut self, r: u32) {
-        self.waiting.push(r);
+        self.s.waiting.push(r);
         // A world collective completes only when every rank of the world has joined; if
         // a peer exited first, the others wait forever (reported at the end of the run).
-        if self.waiting.len() < self.plan.world_size as usize {
+        if self.s.waiting.len() < self.plan.world_size as usize {
             return;
         }
         // The whole world is here: MIN over it, then all proceed at this instant.
         let min_budget = self
+            .s
             .waiting
             .iter()
-            .map(|&w| self.ranks[w as usize].reduce_budget)
+            .map(|&w| self.s.ranks[w as usize].reduce_budget)
             .min()
             .unwrap_or(0);
         let min_ratio = self
+            .s
             .waiting
             .iter()
-            .map(|&w| self.ranks[w as usize].reduce_value)
+            .map(|&w| self.s.ranks[w as usize].reduce_value)
             .fold(f64::INFINITY, f64::min);
-        let members = std::mem::take(self.waiting);
+        // Taken out (and put back) to call `&mut self` methods while iterating, keeping
+        // the buffer's allocation for the next run.
+        let members = std::mem::take(&mut self.s.waiting);
         for &w in &members {
             self.after_collective(w, min_budget, min_ratio);
         }
-        *self.waiting = members;
-        self.waiting.clear();
+        self.s.waiting = members;
+        self.s.waiting.clear();
     }
 
     fn after_collective(&mut self, r: u32, min_budget: i128, min_ratio: f64) {
@@ -455,13 +437,13 @@ impl Sim<'_> {
             HicacheSizing::Off => return self.ready(r),
             HicacheSizing::Explicit { .. } => {
                 let tokens = self.host_tokens(None);
-                let st = &mut self.ranks[r as usize];
+                let st = &mut self.s.ranks[r as usize];
                 st.scope = Some(BudgetScope::new(min_budget));
                 st.scope_budget = min_budget;
                 st.host_tokens = tokens;
             }
             HicacheSizing::AutoHicache { .. } if min_ratio < sizing::AUTO_HICACHE_MIN_RATIO => {
-                let res = &mut self.results[r as usize];
+                let res = &mut self.s.results[r as usize];
                 res.hicache_off = true;
                 if res.message.is_none() {
                     res.message =
@@ -471,12 +453,12 @@ impl Sim<'_> {
             }
             HicacheSizing::AutoSize { .. } | HicacheSizing::AutoHicache { .. } => {
                 if let Err(e) = sizing::check_auto_size_ratio(min_ratio) {
-                    self.results[r as usize].message = Some(e.to_string());
+                    self.s.results[r as usize].message = Some(e.to_string());
                     return self.exit(r, Outcome::Refused);
                 }
                 let tokens = self.host_tokens(Some(min_ratio));
-                self.results[r as usize].fitted_ratio = Some(min_ratio);
-                let st = &mut self.ranks[r as usize];
+                self.s.results[r as usize].fitted_ratio = Some(min_ratio);
+                let st = &mut self.s.ranks[r as usize];
                 st.scope = Some(BudgetScope::new(st.reduce_budget));
                 st.scope_budget = st.reduce_budget;
                 st.host_tokens = tokens;
@@ -517,23 +499,23 @@ impl Sim<'_> {
     /// Live path: each pool samples `available` in its constructor.
     fn build_pool_live(&mut self, r: u32) {
         let p = self.plan;
-        let pool = self.ranks[r as usize].pool;
+        let pool = self.s.ranks[r as usize].pool;
         if pool >= p.pools.len() {
             return self.ready(r);
         }
         if pool == 0 {
-            self.ranks[r as usize].host_tokens = self.host_tokens(None);
+            self.s.ranks[r as usize].host_tokens = self.host_tokens(None);
         }
         let Some(budget) = self.sample_budget(r) else {
             return;
         };
-        let tokens = self.ranks[r as usize].host_tokens;
+        let tokens = self.s.ranks[r as usize].host_tokens;
         let requested = self.pool_request(pool, tokens);
         if let SmallHostCheck::AssertionFailed(m) =
             sizing::check_small_host(p.rules.small_host, tokens, p.device_tokens)
         {
             self.record_pool(r, pool, tokens, requested, budget);
-            self.results[r as usize].message = Some(m);
+            self.s.results[r as usize].message = Some(m);
             return self.exit(r, Outcome::Refused);
         }
         self.check_and_pin(r, pool, tokens, requested, budget);
@@ -541,13 +523,13 @@ impl Sim<'_> {
 
     /// Booking path: each pool books against the rank's one budget.
     fn build_pool_booked(&mut self, r: u32) {
-        let pool = self.ranks[r as usize].pool;
+        let pool = self.s.ranks[r as usize].pool;
         if pool >= self.plan.pools.len() {
             return self.ready(r);
         }
-        let tokens = self.ranks[r as usize].host_tokens;
+        let tokens = self.s.ranks[r as usize].host_tokens;
         let requested = self.pool_request(pool, tokens);
-        let scope = self.ranks[r as usize]
+        let scope = self.s.ranks[r as usize]
             .scope
             .as_mut()
             .expect("booking path has a scope");
@@ -555,8 +537,8 @@ impl Sim<'_> {
         let booked = scope.book(requested);
         // The rank's figures on this path are the whole booking: the budget the scope
         // opened with, everything requested so far, and what is left.
-        let budget = self.ranks[r as usize].scope_budget;
-        let res = &mut self.results[r as usize];
+        let budget = self.s.ranks[r as usize].scope_budget;
+        let res = &mut self.s.results[r as usize];
         let total = res.pools.iter().map(|p| p.requested_bytes).sum::<u64>() + requested;
         let name = self.plan.pools[pool].name;
         res.pools.push(PoolResult {
@@ -585,10 +567,10 @@ impl Sim<'_> {
     /// the retry across ranks through its attach gate; here each rank retries alone.
     fn auto_hicache_retry(&mut self, r: u32) {
         let p = self.plan;
-        let node = self.ranks[r as usize].node as usize;
-        let pinned = std::mem::take(&mut self.ranks[r as usize].pinned);
-        self.nodes[node].uncharge(p.job_cgroup, p.pin_kind, pinned);
-        let res = &mut self.results[r as usize];
+        let node = self.s.ranks[r as usize].node as usize;
+        let pinned = std::mem::take(&mut self.s.ranks[r as usize].pinned);
+        self.s.nodes[node].uncharge(p.job_cgroup, p.pin_kind, pinned);
+        let res = &mut self.s.results[r as usize];
         res.pools.clear();
         match res
             .fitted_ratio
@@ -598,7 +580,7 @@ impl Sim<'_> {
                 res.fitted_ratio = Some(half);
                 res.message = None;
                 let tokens = self.host_tokens(Some(half));
-                let st = &mut self.ranks[r as usize];
+                let st = &mut self.s.ranks[r as usize];
                 st.pool = 0;
                 st.host_tokens = tokens;
                 st.scope = Some(BudgetScope::new(st.scope_budget));
@@ -610,14 +592,14 @@ impl Sim<'_> {
                 res.message = Some(
                     "HiCache off: the host pools did not fit even at the minimum ratio".into(),
                 );
-                self.ranks[r as usize].scope = None;
+                self.s.ranks[r as usize].scope = None;
                 self.ready(r);
             }
         }
     }
 
     fn record_pool(&mut self, r: u32, pool: usize, tokens: u64, requested: u64, budget: i128) {
-        let res = &mut self.results[r as usize];
+        let res = &mut self.s.results[r as usize];
         res.pools.push(PoolResult {
             name: self.plan.pools[pool].name,
             tokens,
@@ -635,7 +617,7 @@ impl Sim<'_> {
     fn check_and_pin(&mut self, r: u32, pool: usize, tokens: u64, requested: u64, budget: i128) {
         if requested as i128 > budget {
             // Refusal: the binding pool is this one, whatever earlier pools had.
-            let res = &mut self.results[r as usize];
+            let res = &mut self.s.results[r as usize];
             res.pools.push(PoolResult {
                 name: self.plan.pools[pool].name,
                 tokens,
@@ -658,7 +640,7 @@ impl Sim<'_> {
 
     fn start_pin(&mut self, r: u32, bytes: u64) {
         let steps = self.plan.pin_steps.max(1) as u64;
-        let st = &mut self.ranks[r as usize];
+        let st = &mut self.s.ranks[r as usize];
         st.pin_left = bytes;
         st.pin_step_bytes = bytes.div_ceil(steps).max(1);
         st.pin_step_ns = StartupPlan::duration(st.pin_step_bytes, self.plan.pin_bw);
@@ -666,7 +648,7 @@ impl Sim<'_> {
     }
 
     fn schedule_pin(&mut self, r: u32) {
-        let st = &self.ranks[r as usize];
+        let st = &self.s.ranks[r as usize];
         // Every step but a short last one takes the precomputed time.
         let step = st.pin_step_bytes.min(st.pin_left);
         let ns = if step == st.pin_step_bytes {
@@ -674,19 +656,19 @@ impl Sim<'_> {
         } else {
             StartupPlan::duration(step, self.plan.pin_bw)
         };
-        self.queue.schedule_in(ns, Ev::PinStep(r));
+        self.s.queue.schedule_in(ns, Ev::PinStep(r));
     }
 
     fn pin_step(&mut self, r: u32) {
-        if !self.ranks[r as usize].alive {
+        if !self.s.ranks[r as usize].alive {
             return;
         }
-        let st = &self.ranks[r as usize];
+        let st = &self.s.ranks[r as usize];
         let step = st.pin_step_bytes.min(st.pin_left);
         if !self.charge(r, self.plan.pin_kind, step) {
             return;
         }
-        let st = &mut self.ranks[r as usize];
+        let st = &mut self.s.ranks[r as usize];
         st.pinned += step;
         st.pin_left -= step;
         if st.pin_left > 0 {
@@ -701,8 +683,8 @@ impl Sim<'_> {
     }
 
     fn ready(&mut self, r: u32) {
-        let now = self.queue.now();
-        let res = &mut self.results[r as usize];
+        let now = self.s.queue.now();
+        let res = &mut self.s.results[r as usize];
         res.ready_at = Some(now);
         res.outcome = Outcome::Started;
     }
