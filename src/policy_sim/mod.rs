@@ -15,11 +15,11 @@
 //!
 //! Verified against the Python tool itself (a verbatim transcription run with CPython
 //! 3.11, outside the repository): identical metrics, every counter, on the Mooncake
-//! synthetic trace (pinned in `tests/policy_sim_synthetic.rs`) and conversation trace
+//! synthetic trace (pinned in `tests/it/policy_sim_synthetic.rs`) and conversation trace
 //! (12,031 requests) at L1 6000 / L2 12000 and L1 6000 / L2 3000, and on 240 random
 //! mixed int/str-id traces with tiny capacities and thresholds 1–3, including the 27
 //! runs where the tool stops on its own `boundary invariant violation` (one pinned in
-//! `tests/policy_sim_mixed_ids.rs`). PR #29049's figures come from the Mooncake FAST'25
+//! `tests/it/policy_sim_mixed_ids.rs`). PR #29049's figures come from the Mooncake FAST'25
 //! `toolagent_trace.jsonl` (23,608 requests, 409,356 block references), not shipped here.
 //!
 //! This is *not* SGLang's runtime `HiRadixCache` (see `crate::cache`): the runtime breaks

@@ -1,6 +1,6 @@
 //! The generated traces shipped in `traces/` are reproducible byte for byte from their
 //! recipe and seed (see `traces/README.md`). To rewrite them after a deliberate change
-//! of the generator: `REGEN_TRACES=1 cargo test --test workload_shipped_traces`.
+//! of the generator: `REGEN_TRACES=1 cargo test --test it workload_shipped_traces`.
 
 use std::path::Path;
 

@@ -1,6 +1,6 @@
 //! Golden outputs: the JSON report of each incident scenario is pinned byte for byte, so
 //! any change to a reproduced figure is a reviewed decision, not noise. Regenerate with
-//! `UPDATE_GOLDEN=1 cargo test --test golden_startup` and review the diff.
+//! `UPDATE_GOLDEN=1 cargo test --test it golden_startup` and review the diff.
 
 use assert_cmd::Command;
 

@@ -1,0 +1,28 @@
+//! One integration-test crate: a module per area, so `cargo test` links one test binary
+//! instead of one per file (the link step dominated a cold build on 2 cores).
+
+mod cache_props;
+mod cache_rules;
+mod cli_replay_trace;
+mod cli_startup;
+mod golden_startup;
+mod pipeline_quickstart;
+mod plot_charts;
+mod policy_sim_mixed_ids;
+mod policy_sim_props;
+mod policy_sim_synthetic;
+mod replay_rules;
+mod sizing_headroom;
+mod sizing_host_memory_props;
+mod sizing_incidents;
+mod sizing_presets;
+mod sizing_sglang_cases;
+mod startup_incidents;
+mod sweep_cli;
+mod sweep_props;
+mod sweep_run;
+mod sweep_spec;
+mod workload_generate;
+mod workload_props;
+mod workload_readers;
+mod workload_shipped_traces;
