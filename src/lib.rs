@@ -17,6 +17,7 @@ pub mod engine;
 pub mod error;
 pub mod hardware;
 pub mod model;
+pub mod output;
 pub mod pipeline;
 pub mod policy_sim;
 pub mod report;

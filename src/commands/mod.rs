@@ -26,13 +26,16 @@ pub use versions_cmd::versions;
 #[derive(Debug)]
 pub enum CommandError {
     Input(InputError),
+    /// Bad input that is not a scenario field (a merge of CSVs that do not belong
+    /// together, a resume of another sweep): exit 2.
+    Usage(String),
     Other(String),
 }
 
 impl CommandError {
     pub fn exit_code(&self) -> u8 {
         match self {
-            CommandError::Input(_) => 2,
+            CommandError::Input(_) | CommandError::Usage(_) => 2,
             CommandError::Other(_) => 3,
         }
     }
@@ -42,7 +45,7 @@ impl fmt::Display for CommandError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CommandError::Input(e) => write!(f, "{e}"),
-            CommandError::Other(m) => write!(f, "{m}"),
+            CommandError::Usage(m) | CommandError::Other(m) => write!(f, "{m}"),
         }
     }
 }
@@ -53,6 +56,23 @@ impl From<InputError> for CommandError {
     }
 }
 
+impl From<crate::sweep::SweepError> for CommandError {
+    /// Exit 2 for what the user handed in (files that do not belong together, a journal
+    /// of another sweep), 3 for I/O and a folder another run holds.
+    fn from(e: crate::sweep::SweepError) -> Self {
+        use crate::sweep::SweepError as E;
+        match e {
+            E::Input(i) => CommandError::Input(i),
+            E::Merge(_) | E::Mismatch { .. } | E::Journal { .. } => {
+                CommandError::Usage(e.to_string())
+            }
+            E::Io { .. } | E::Pool(_) | E::Locked(_) | E::Plot(_) => {
+                CommandError::Other(e.to_string())
+            }
+        }
+    }
+}
+
 impl From<std::io::Error> for CommandError {
     fn from(e: std::io::Error) -> Self {
         CommandError::Other(e.to_string())
@@ -60,6 +80,17 @@ impl From<std::io::Error> for CommandError {
 }
 
 pub type CmdResult = Result<u8, CommandError>;
+
+/// `--jobs N` as threads: 0 or unset = every core, and never more threads than cores
+/// (`--jobs 10000` would spawn thousands of threads for nothing; results are identical
+/// for any count).
+pub fn clamp_jobs(jobs: Option<usize>) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    match jobs {
+        None | Some(0) => cores,
+        Some(j) => j.min(cores),
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {

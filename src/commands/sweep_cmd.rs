@@ -1,5 +1,6 @@
 //! `hicache-sim sweep`, `merge` and `plot`.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -85,13 +86,18 @@ pub fn sweep(a: SweepArgs) -> CmdResult {
         point_row(&v, p, &source)
     };
     let mut opts = RunOptions::new(&a.out, COLUMNS.iter().map(|c| c.to_string()).collect());
-    opts.jobs = a.jobs.unwrap_or(0);
+    opts.scenario = provenance(&base, &points, &a.scenario)?;
+    opts.holder = format!(
+        "hicache-sim sweep {}{}",
+        a.scenario,
+        a.sets.iter().map(|s| format!(" --set {s}")).collect::<String>()
+    );
+    opts.jobs = crate::commands::clamp_jobs(a.jobs);
     opts.resume = a.resume;
     opts.quiet = a.quiet;
     opts.plots = true;
     opts.shard = a.shard.as_deref().map(Shard::parse).transpose()?;
-    let summary =
-        sweep::run(&points, &runner, &opts).map_err(|e| CommandError::Other(e.to_string()))?;
+    let summary = sweep::run(&points, &runner, &opts)?;
     eprintln!(
         "{} points ({} owned, {} computed, {} resumed, {} with errors) in {:.2} s{}",
         summary.points_total,
@@ -111,7 +117,77 @@ pub fn sweep(a: SweepArgs) -> CmdResult {
             eprintln!("plot: {}", f.display());
         }
     }
+    if summary.failed > 0 {
+        // Every finished row is kept (CSV and journal); the run still did not do its job.
+        let mut m = format!(
+            "{} of {} points failed (their rows carry the message in the `error` column):",
+            summary.failed, summary.points_owned
+        );
+        for (n, point, msg) in summary.errors.iter().take(5) {
+            m.push_str(&format!("\n  {n} point(s), first point {point}: {msg}"));
+        }
+        if summary.errors.len() > 5 {
+            m.push_str(&format!("\n  … and {} other message(s)", summary.errors.len() - 5));
+        }
+        return Err(CommandError::Other(m));
+    }
     Ok(0)
+}
+
+/// The base scenario flattened (`server.hicache_size` → `135`) and the content hash of
+/// every trace a point reads: what a `--resume` or `merge` must find unchanged.
+fn provenance(
+    base: &Value,
+    points: &[sweep::Point],
+    scenario: &str,
+) -> Result<BTreeMap<String, String>, CommandError> {
+    let mut m = BTreeMap::new();
+    flatten(base, "", &mut m);
+    m.insert("hicache_sim_version".into(), env!("CARGO_PKG_VERSION").into());
+    let mut traces: Vec<String> = base
+        .pointer("/runtime/trace")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .into_iter()
+        .collect();
+    for p in points {
+        for (k, v) in &p.values {
+            if k == "runtime.trace"
+                && let Some(t) = v.as_str()
+            {
+                traces.push(t.to_string());
+            }
+        }
+    }
+    traces.sort();
+    traces.dedup();
+    for t in traces {
+        let path = crate::scenario::resolve::resolve_relative(&t, scenario);
+        let hash = crate::workload::content_hash(Path::new(&path)).map_err(|e| {
+            InputError::new(scenario, format!("cannot read the trace `{path}`: {e}"))
+                .field("runtime.trace")
+        })?;
+        m.insert(format!("trace content {t}"), format!("{hash:016x}"));
+    }
+    Ok(m)
+}
+
+fn flatten(v: &Value, prefix: &str, out: &mut BTreeMap<String, String>) {
+    match v {
+        Value::Object(o) if !o.is_empty() => {
+            for (k, x) in o {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(x, &key, out);
+            }
+        }
+        _ => {
+            out.insert(prefix.to_string(), v.to_string());
+        }
+    }
 }
 
 /// Drops `runtime.replay` keys that neither the file nor this point's axes set, so the
@@ -133,8 +209,7 @@ fn keep_explicit_replay_keys(v: &mut Value, user: &[String], p: &sweep::Point) {
 
 pub fn merge(a: MergeArgs) -> CmdResult {
     let files: Vec<PathBuf> = a.files.iter().map(PathBuf::from).collect();
-    sweep::merge_to(&files, Path::new(&a.output))
-        .map_err(|e| CommandError::Other(e.to_string()))?;
+    sweep::merge_to(&files, Path::new(&a.output))?;
     eprintln!("merged {} files -> {}", files.len(), a.output);
     Ok(0)
 }
@@ -146,7 +221,8 @@ pub fn plot(a: PlotArgs) -> CmdResult {
         .as_deref()
         .map(PathBuf::from)
         .unwrap_or_else(|| csv.parent().unwrap_or(Path::new(".")).to_path_buf());
-    std::fs::create_dir_all(&out_dir)?;
+    std::fs::create_dir_all(&out_dir)
+        .map_err(|e| CommandError::Other(format!("{}: {e}", out_dir.display())))?;
     let infos = crate::report::plot::plot_csv(
         csv,
         a.x.as_deref(),
@@ -154,11 +230,23 @@ pub fn plot(a: PlotArgs) -> CmdResult {
         a.group.as_deref(),
         &out_dir,
     )
-    .map_err(|e| CommandError::Input(InputError::new(&a.csv, e.to_string())))?;
+    .map_err(plot_error)?;
     for i in infos {
         for f in i.files {
             println!("{}", f.display());
         }
     }
     Ok(0)
+}
+
+/// A plot failure: exit 3 when writing failed (I/O, drawing, the font), exit 2 when the
+/// CSV or the columns asked for are wrong.
+pub fn plot_error(e: crate::report::plot::PlotError) -> CommandError {
+    use crate::report::plot::PlotError as P;
+    match e {
+        P::Io { .. } | P::Draw { .. } | P::Font => CommandError::Other(e.to_string()),
+        P::Csv { .. } | P::MissingColumn { .. } | P::NoData { .. } => {
+            CommandError::Usage(e.to_string())
+        }
+    }
 }

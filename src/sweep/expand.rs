@@ -49,10 +49,13 @@ fn replica_seed(seeds: &Seeds, scenario_seed: u64, r: usize) -> u64 {
 
 fn replica_count(seeds: &Seeds) -> usize {
     match seeds {
-        Seeds::Count(n) => *n as usize,
+        Seeds::Count(n) => usize::try_from(*n).unwrap_or(usize::MAX),
         Seeds::List(v) => v.len(),
     }
 }
+
+/// Most points one sweep may have (before sharding): 10^7 rows is a 5 GB CSV.
+pub const MAX_POINTS: usize = 10_000_000;
 
 /// Look a dotted path up in a JSON tree (`a.b.0.c`; numeric segments index arrays).
 pub fn lookup<'a>(root: &'a Value, path: &str) -> Option<&'a Value> {
@@ -280,8 +283,26 @@ pub fn expand(spec: &SweepSpec, base: &Value) -> Result<Vec<Point>, InputError> 
     let mut factors: Vec<Vec<&Axis>> = spec.axes.iter().map(|a| vec![a]).collect();
     factors.extend(spec.zip.iter().map(|g| g.axes.iter().collect()));
     let lens: Vec<usize> = factors.iter().map(|f| f[0].values.len()).collect();
-    let combos: usize = lens.iter().product();
     let replicas = replica_count(&spec.seeds);
+    // Sizes checked before anything is allocated: a product that overflows (eight axes
+    // of 256 values wrap to 0 in u64) or a sweep nobody can run is refused.
+    let total = lens
+        .iter()
+        .chain(std::iter::once(&replicas))
+        .try_fold(1usize, |acc, &n| acc.checked_mul(n))
+        .filter(|&t| t <= MAX_POINTS)
+        .ok_or_else(|| {
+            let sizes: Vec<String> = lens.iter().map(usize::to_string).collect();
+            InputError::new(
+                &spec.source,
+                format!(
+                    "the sweep has {} × {replicas} seed(s) points, more than {MAX_POINTS}: split it into several sweeps (or shards of a smaller one)",
+                    sizes.join(" × ")
+                ),
+            )
+            .field("sweep")
+        })?;
+    let combos = total / replicas.max(1);
     let s0 = scenario_seed(base);
 
     let mut points = Vec::with_capacity(combos * replicas);

@@ -27,6 +27,34 @@ pub struct Header {
     pub shard: Option<String>,
     /// The CSV header.
     pub columns: Vec<String>,
+    /// The resolved base scenario, flattened (`server.hicache_size` → `135`), with the
+    /// content hash of every trace the sweep reads (`trace:PATH` → FNV-1a 64): a resume
+    /// or a merge with anything else different is refused, naming what differs.
+    #[serde(default)]
+    pub scenario: std::collections::BTreeMap<String, String>,
+}
+
+/// The journal format this build writes (2: the header carries the scenario).
+pub const FORMAT: u32 = 2;
+
+/// What differs between two flattened scenarios, for "refused: … differs" messages
+/// (at most `max` entries, in key order).
+pub fn scenario_diff(
+    old: &std::collections::BTreeMap<String, String>,
+    new: &std::collections::BTreeMap<String, String>,
+    max: usize,
+) -> Vec<String> {
+    let mut keys: Vec<&String> = old.keys().chain(new.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|k| old.get(*k) != new.get(*k))
+        .take(max)
+        .map(|k| {
+            let show = |v: Option<&String>| v.map_or("(unset)".to_string(), |s| s.clone());
+            format!("{k}: {} vs {}", show(old.get(k)), show(new.get(k)))
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

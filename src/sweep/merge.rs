@@ -33,7 +33,8 @@ pub fn merge(files: &[PathBuf]) -> Result<Vec<u8>, SweepError> {
     let mut header: Option<(Vec<String>, &PathBuf)> = None;
     // (point index, record, file number)
     let mut rows: Vec<(usize, Vec<String>, usize)> = Vec::new();
-    let mut total: Option<(usize, String, &PathBuf)> = None;
+    let mut total: Option<(journal::Header, &PathBuf)> = None;
+    let mut unchecked: Vec<&PathBuf> = Vec::new();
     let mut shards: Vec<(Shard, &PathBuf)> = Vec::new();
 
     for (fi, f) in files.iter().enumerate() {
@@ -82,13 +83,17 @@ pub fn merge(files: &[PathBuf]) -> Result<Vec<u8>, SweepError> {
         for (li, rec) in rdr.records().enumerate() {
             let rec = rec.map_err(|e| merr(format!("{}: {e}", f.display())))?;
             let line = li + 2;
-            let idx: usize = rec[0].parse().map_err(|_| {
-                merr(format!(
-                    "{}:{line}: `point` is not an index: `{}`",
-                    f.display(),
-                    &rec[0]
-                ))
-            })?;
+            let idx: usize = rec[0]
+                .parse()
+                .ok()
+                .filter(|&i| i < super::expand::MAX_POINTS)
+                .ok_or_else(|| {
+                    merr(format!(
+                        "{}:{line}: `point` is not a point index of a sweep: `{}`",
+                        f.display(),
+                        &rec[0]
+                    ))
+                })?;
             if let Some(s) = shard
                 && !s.owns(idx)
             {
@@ -102,19 +107,30 @@ pub fn merge(files: &[PathBuf]) -> Result<Vec<u8>, SweepError> {
         if let Some(j) = journal_of(f) {
             let c = journal::read(&j)?;
             match &total {
-                None => total = Some((c.header.points_total, c.header.fingerprint, f)),
-                Some((t, fp, f0)) if *t != c.header.points_total || *fp != c.header.fingerprint => {
+                None => total = Some((c.header, f)),
+                Some((h0, f0)) if h0.fingerprint != c.header.fingerprint => {
+                    // Shards share everything but the shard: compare as if unsharded.
+                    let mut h = c.header.clone();
+                    h.shard = h0.shard.clone();
                     return Err(merr(format!(
-                        "{} and {} come from different sweeps ({t} points, fingerprint {fp} vs {} points, {})",
+                        "{} and {} come from different sweeps: {}",
                         f0.display(),
                         f.display(),
-                        c.header.points_total,
-                        c.header.fingerprint
+                        super::run::header_difference(h0, &h)
                     )));
                 }
                 _ => {}
             }
+        } else {
+            unchecked.push(f);
         }
+    }
+    if total.is_some() && !unchecked.is_empty() {
+        return Err(merr(format!(
+            "{} has no journal beside it ({}), so it cannot be checked to come from the same scenario as the others; copy the journals with the CSVs",
+            unchecked[0].display(),
+            unchecked[0].with_extension("journal.jsonl").display()
+        )));
     }
 
     if let Some((s0, _)) = shards.first() {
@@ -148,27 +164,33 @@ pub fn merge(files: &[PathBuf]) -> Result<Vec<u8>, SweepError> {
         }
     }
     let expected = match &total {
-        Some((t, _, _)) => *t,
+        Some((h, _)) => h.points_total,
         None => rows.last().map_or(0, |r| r.0 + 1),
     };
-    let missing: Vec<usize> = {
-        let mut have = vec![false; expected.max(rows.last().map_or(0, |r| r.0 + 1))];
-        for r in &rows {
-            have[r.0] = true;
-        }
-        have.iter()
-            .enumerate()
-            .filter(|(_, h)| !**h)
-            .map(|(i, _)| i)
-            .collect()
-    };
-    if !missing.is_empty() {
-        let shown: Vec<String> = missing.iter().take(10).map(usize::to_string).collect();
+    // Walk the sorted indices for the gaps (no table sized by an index read from a file).
+    let mut missing: Vec<usize> = Vec::new();
+    let mut n_missing = 0usize;
+    let mut next = 0usize;
+    if let Some(r) = rows.iter().find(|r| r.0 >= expected) {
         return Err(merr(format!(
-            "{} point(s) missing: {}{}",
-            missing.len(),
+            "{}: point {} is beyond the sweep's {expected} points",
+            files[r.2].display(),
+            r.0
+        )));
+    }
+    for r in rows.iter().map(|r| r.0).chain(std::iter::once(expected)) {
+        if r > next {
+            n_missing += r - next;
+            missing.extend((next..r).take(10usize.saturating_sub(missing.len())));
+        }
+        next = r + 1;
+    }
+    if n_missing > 0 {
+        let shown: Vec<String> = missing.iter().map(usize::to_string).collect();
+        return Err(merr(format!(
+            "{n_missing} point(s) missing: {}{}",
             shown.join(", "),
-            if missing.len() > 10 { ", …" } else { "" }
+            if n_missing > 10 { ", …" } else { "" }
         )));
     }
     if rows.len() > expected {
@@ -182,8 +204,11 @@ pub fn merge(files: &[PathBuf]) -> Result<Vec<u8>, SweepError> {
     Ok(csv_bytes(&h, recs.iter()))
 }
 
-/// `hicache-sim merge OUT FILES…`: merge and write `out` (atomically).
+/// `hicache-sim merge OUT FILES…`: merge and write `out` (atomically, through symlinks,
+/// never over one of the inputs).
 pub fn merge_to(files: &[PathBuf], out: &Path) -> Result<(), SweepError> {
+    let inputs: Vec<(&str, &Path)> = files.iter().map(|f| ("input CSV", f.as_path())).collect();
+    crate::output::refuse_input_as_output("--output", out, &inputs)?;
     let bytes = merge(files)?;
     super::run::write_atomic(out, &bytes)
 }

@@ -46,6 +46,8 @@ pub enum SweepError {
     Mismatch { path: PathBuf, message: String },
     #[error("merge: {0}")]
     Merge(String),
+    #[error("{0}")]
+    Locked(String),
     #[error("thread pool: {0}")]
     Pool(String),
     #[error(transparent)]

@@ -45,6 +45,11 @@ pub struct RunOptions {
     /// Draw the default plots (`report::plot::default_plots`) next to the final CSV of a
     /// complete, unsharded run (a merged run gets them from `hicache-sim plot`).
     pub plots: bool,
+    /// The resolved base scenario, flattened, with trace content hashes
+    /// ([`journal::Header::scenario`]): part of the fingerprint.
+    pub scenario: std::collections::BTreeMap<String, String>,
+    /// What holds the output folder's lock (shown to a second run).
+    pub holder: String,
 }
 
 impl RunOptions {
@@ -58,6 +63,8 @@ impl RunOptions {
             columns,
             stop_after: None,
             plots: false,
+            scenario: Default::default(),
+            holder: "hicache-sim sweep".into(),
         }
     }
 }
@@ -75,6 +82,8 @@ pub struct SweepSummary {
     pub resumed: usize,
     /// Rows with a non-empty `error`.
     pub failed: usize,
+    /// The distinct errors of those rows, most frequent first: (rows, first point, message).
+    pub errors: Vec<(usize, usize, String)>,
     /// Every owned point is done and the final CSV was written.
     pub complete: bool,
     /// The final CSV (`results.csv` / `results.shard-K-of-N.csv`) when complete.
@@ -104,14 +113,53 @@ pub fn header(points: &[Point], columns: &[String]) -> Vec<String> {
     h
 }
 
-/// Fingerprint of a whole sweep: its header and every point.
-pub fn fingerprint(points: &[Point], header: &[String]) -> String {
+/// Fingerprint of a whole sweep: its header, its base scenario and every point.
+pub fn fingerprint(
+    points: &[Point],
+    header: &[String],
+    scenario: &std::collections::BTreeMap<String, String>,
+) -> String {
     let mut buf = serde_json::to_vec(header).expect("header serialises");
+    buf.extend(serde_json::to_vec(scenario).expect("scenario serialises"));
     for p in points {
         let v = serde_json::json!([p.index, p.values, p.seed]);
         buf.extend(serde_json::to_vec(&v).expect("point serialises"));
     }
     format!("{:016x}", journal::fnv1a(&buf))
+}
+
+/// What differs between a journal's header and this run's, in words.
+pub fn header_difference(old: &Header, new: &Header) -> String {
+    if old.hicache_sim_journal != new.hicache_sim_journal {
+        return format!(
+            "journal format {} written by another hicache-sim, this one writes {}",
+            old.hicache_sim_journal, new.hicache_sim_journal
+        );
+    }
+    let d = journal::scenario_diff(&old.scenario, &new.scenario, 8);
+    if !d.is_empty() {
+        return format!("the scenario differs: {}", d.join("; "));
+    }
+    if old.columns != new.columns {
+        return "the columns differ (sweep axes or output columns changed)".into();
+    }
+    if old.points_total != new.points_total {
+        return format!(
+            "{} points there, {} here (sweep axes or seeds changed)",
+            old.points_total, new.points_total
+        );
+    }
+    if old.shard != new.shard {
+        return format!(
+            "shard {} there, {} here",
+            old.shard.as_deref().unwrap_or("none"),
+            new.shard.as_deref().unwrap_or("none")
+        );
+    }
+    format!(
+        "the sweep's points differ: axis values or seeds (fingerprint {} there, {} here)",
+        old.fingerprint, new.fingerprint
+    )
 }
 
 /// One point's final CSV row.
@@ -172,17 +220,21 @@ pub fn run(
     let t0 = Instant::now();
     let header = header(points, &opts.columns);
     let n_axes = points.first().map_or(0, |p| p.values.len());
-    let fp = fingerprint(points, &header);
+    let fp = fingerprint(points, &header, &opts.scenario);
     let stem = stem(opts.shard);
     std::fs::create_dir_all(&opts.out_dir).map_err(|e| SweepError::io(&opts.out_dir, e))?;
+    // One run per folder: a second sweep into it fails at once, naming the first.
+    let _lock = crate::output::DirLock::acquire(&opts.out_dir, &opts.holder)
+        .map_err(|e| SweepError::Locked(e.to_string()))?;
     let journal_path = opts.out_dir.join(format!("{stem}.journal.jsonl"));
     let csv_path = opts.out_dir.join(format!("{stem}.csv"));
     let jheader = Header {
-        hicache_sim_journal: 1,
+        hicache_sim_journal: journal::FORMAT,
         fingerprint: fp.clone(),
         points_total: points.len(),
         shard: opts.shard.map(|s| s.to_string()),
         columns: header.clone(),
+        scenario: opts.scenario.clone(),
     };
 
     let owned: Vec<&Point> = points
@@ -192,23 +244,44 @@ pub fn run(
 
     // Finished rows by point index (None = still to do).
     let mut done: Vec<Option<Vec<String>>> = vec![None; points.len()];
-    let mut journal = if opts.resume && journal_path.exists() {
+    // A journal cut inside its header line (killed while creating it) holds no row:
+    // start it again rather than refusing every later --resume.
+    let torn_header = opts.resume
+        && std::fs::read(&journal_path).is_ok_and(|b| !b.contains(&b'\n'));
+    let mut journal = if opts.resume && journal_path.exists() && !torn_header {
         let c = journal::read(&journal_path)?;
         if c.header != jheader {
             return Err(SweepError::Mismatch {
                 path: journal_path.clone(),
                 message: format!(
-                    "this journal belongs to a different sweep (fingerprint {} with {} points, \
-                     this one is {} with {}); use another --out or run without --resume",
-                    c.header.fingerprint,
-                    c.header.points_total,
-                    fp,
-                    points.len()
+                    "--resume refused: this journal belongs to a different sweep ({}); use another --out or run without --resume",
+                    header_difference(&c.header, &jheader)
                 ),
             });
         }
-        for e in c.entries {
-            if e.point < done.len() && done[e.point].is_none() && e.row.len() == header.len() {
+        for (i, e) in c.entries.into_iter().enumerate() {
+            // The row must be the point's own: its index and axis values as this sweep
+            // writes them (a hand-edited or spliced journal is refused, not trusted).
+            let own = points.get(e.point).is_some_and(|p| {
+                e.row.len() == header.len()
+                    && e.row[0] == p.index.to_string()
+                    && p.values
+                        .iter()
+                        .zip(&e.row[1..])
+                        .all(|((_, v), cell)| value_cell(v) == *cell)
+                    && e.row[1 + n_axes] == p.seed.to_string()
+            });
+            if !own {
+                return Err(SweepError::Journal {
+                    path: journal_path.clone(),
+                    line: i + 2,
+                    message: format!(
+                        "entry for point {} does not hold that point's row (index, axis values, seed); the journal was edited or spliced: remove it or use another --out",
+                        e.point
+                    ),
+                });
+            }
+            if done[e.point].is_none() {
                 done[e.point] = Some(e.row);
             }
         }
@@ -267,10 +340,17 @@ pub fn run(
         .iter()
         .filter_map(|p| done[p.index].as_ref())
         .collect();
-    let failed = rows
-        .iter()
-        .filter(|r| !r[header.len() - 1].is_empty())
-        .count();
+    let err_col = header.len() - 1;
+    let failed = rows.iter().filter(|r| !r[err_col].is_empty()).count();
+    let mut errors: Vec<(usize, usize, String)> = Vec::new();
+    for r in rows.iter().filter(|r| !r[err_col].is_empty()) {
+        let point = r[0].parse().unwrap_or(0);
+        match errors.iter_mut().find(|e| e.2 == r[err_col]) {
+            Some(e) => e.0 += 1,
+            None => errors.push((1, point, r[err_col].clone())),
+        }
+    }
+    errors.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     let complete = rows.len() == owned.len();
     let mut plots = Vec::new();
     let csv = if complete {
@@ -292,6 +372,7 @@ pub fn run(
         computed,
         resumed,
         failed,
+        errors,
         complete,
         csv,
         journal: journal_path,
@@ -300,9 +381,8 @@ pub fn run(
     })
 }
 
-/// Write `path` via a temporary file and a rename, so a reader never sees half a CSV.
+/// Write `path` via a temporary file and a rename, so a reader never sees half a CSV
+/// (through symlinks, and in place for devices: [`crate::output::write_file`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SweepError> {
-    let tmp = path.with_extension("csv.tmp");
-    std::fs::write(&tmp, bytes).map_err(|e| SweepError::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| SweepError::io(path, e))
+    crate::output::write_file(path, bytes).map_err(|e| SweepError::io(path, e))
 }

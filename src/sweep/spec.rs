@@ -144,8 +144,16 @@ pub fn saphyr_error(e: serde_saphyr::Error, source: &str) -> crate::error::Input
     let line = e.location().map(|l| l.line() as usize).filter(|&l| l > 0);
     let msg = e.to_string();
     // Display prints "line L column C: message" plus a snippet; keep the first line.
-    let first = msg.lines().next().unwrap_or("").to_string();
-    crate::error::InputError::new(source, first).line_opt(line)
+    // The line goes in the `file:line:` prefix; keep the column and the message.
+    let first = msg.lines().next().unwrap_or("");
+    let first = first.trim_start_matches("error: ");
+    let first = match first.strip_prefix("line ") {
+        Some(rest) => rest
+            .split_once(' ')
+            .map_or(rest, |(_, r)| r.trim_start()),
+        None => first,
+    };
+    crate::error::InputError::new(source, first.to_string()).line_opt(line)
 }
 
 fn line_of<T>(s: &Spanned<T>) -> usize {

@@ -36,3 +36,22 @@ pub use read::{
 pub use reblock::Reblocker;
 pub use stats::{StatsBuilder, TraceStats, block_stats, stats};
 pub use write::{MooncakeWriter, write_mooncake_jsonl};
+
+/// FNV-1a 64 of a file's bytes, streamed: the identity of a trace's content (a sweep's
+/// resume and merge refuse a trace that changed under the same name).
+pub fn content_hash(path: &std::path::Path) -> std::io::Result<u64> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            return Ok(h);
+        }
+        for &b in &buf[..n] {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+}
