@@ -2,6 +2,7 @@
 //! arguments and maps results to exit codes: 0 done, 1 the simulation found what the
 //! user asked to fail on (`--fail-on-refusal`), 2 bad input.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -47,7 +48,48 @@ enum Command {
     },
 }
 
+/// What a failed write to stdout/stderr means for the exit: `print!` panics with
+/// "failed printing to stdout: …"; a closed pipe (`hicache-sim presets | head -1`) ends
+/// the command quietly with 0, as `rg` does; anything else (`> /dev/full`) is exit 3.
+fn stream_failure(msg: &str) -> Option<ExitCode> {
+    let rest = msg
+        .strip_prefix("failed printing to stdout: ")
+        .map(|r| ("stdout", r))
+        .or_else(|| {
+            msg.strip_prefix("failed printing to stderr: ")
+                .map(|r| ("stderr", r))
+        })?;
+    if rest.1.contains("Broken pipe") {
+        return Some(ExitCode::SUCCESS);
+    }
+    if rest.0 == "stdout" {
+        let _ = writeln!(std::io::stderr(), "error: <stdout>: {}", rest.1);
+    }
+    Some(ExitCode::from(3))
+}
+
+fn panic_text(p: &(dyn std::any::Any + Send)) -> &str {
+    p.downcast_ref::<&str>()
+        .copied()
+        .or_else(|| p.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("")
+}
+
 fn main() -> ExitCode {
+    // Stream failures are not bugs: keep the default panic message for everything else.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !panic_text(info.payload()).starts_with("failed printing to std") {
+            default_hook(info);
+        }
+    }));
+    match std::panic::catch_unwind(run) {
+        Ok(code) => code,
+        Err(p) => stream_failure(panic_text(p.as_ref())).unwrap_or(ExitCode::from(101)),
+    }
+}
+
+fn run() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Startup(a) => commands::startup(a),
@@ -59,10 +101,18 @@ fn main() -> ExitCode {
         Command::Presets { format } => commands::presets(format),
         Command::Versions { format } => commands::versions(format),
     };
+    // Flush here, inside the catch: a failure at exit would be silent.
+    if let Err(e) = std::io::stdout().flush() {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            return ExitCode::SUCCESS;
+        }
+        let _ = writeln!(std::io::stderr(), "error: <stdout>: {e}");
+        return ExitCode::from(3);
+    }
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("error: {e}");
+            let _ = writeln!(std::io::stderr(), "error: {e}");
             ExitCode::from(e.exit_code())
         }
     }

@@ -132,8 +132,20 @@ pub fn parse_duration(s: &str) -> Result<Nanos, UnitError> {
             "`{s}` is negative: a duration must be at least 0"
         )));
     }
-    Ok((v * mult).round() as Nanos)
+    let ns = v * mult;
+    if ns.is_nan() || ns > MAX_DURATION_NS as f64 {
+        return Err(UnitError(format!(
+            "`{s}` is longer than {} s (116 days): no start-up or trace step takes that long",
+            MAX_DURATION_NS / NS_PER_S
+        )));
+    }
+    Ok(ns.round() as Nanos)
 }
+
+/// The longest duration a scenario may give (and the longest jitter draw: a draw past it
+/// is taken as this), 10^7 s: far from u64 nanoseconds' 584 years, so sums of a few
+/// durations never wrap.
+pub const MAX_DURATION_NS: Nanos = 10_000_000 * NS_PER_S;
 
 /// `{bytes/1e9:.2f}`: the way SGLang prints GB in its messages (sign kept: `-0.50`).
 pub fn fmt_gb(bytes: i128) -> String {

@@ -98,6 +98,22 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
     overrides.extend(flag_overrides(&a)?);
     if let Some(t) = &a.trace {
         section.trace = Some(t.clone());
+        // A trace given on the command line is read in its own format (detected from the
+        // file), not in the scenario's `trace_format`, unless --trace-format says.
+        if a.trace_format.is_none() {
+            section.trace_format = None;
+            section.block_size = None;
+        }
+    }
+    if let Some(tl) = &a.timeline {
+        let mut inputs: Vec<(&str, &Path)> = Vec::new();
+        if let Some(t) = &section.trace {
+            inputs.push(("trace", Path::new(t)));
+        }
+        if let Some(sc) = &a.scenario {
+            inputs.push(("scenario", Path::new(sc)));
+        }
+        crate::output::refuse_input_as_output("--timeline", Path::new(tl), &inputs)?;
     }
     if let Some(f) = &a.trace_format {
         section.trace_format = Some(f.clone());
@@ -129,10 +145,17 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
         return policy_simulator(&a, &section, &overrides, base_cfg.map(|(c, _)| c));
     }
     let (cfg, note) = match base_cfg {
-        Some((c, note)) => (apply(c, &overrides)?, Some(note)),
-        None => (apply(ReplayConfig::default(), &overrides)?, None),
+        Some((c, note)) => (
+            apply(c, &overrides).map_err(|e| locate(e, a.scenario.as_deref()))?,
+            Some(note),
+        ),
+        None => (
+            apply(ReplayConfig::default(), &overrides)
+                .map_err(|e| locate(e, a.scenario.as_deref()))?,
+            None,
+        ),
     };
-    let m = pipeline::run_replay(&section, &cfg)?;
+    let m = pipeline::run_replay(&section, &cfg).map_err(|e| locate(e, a.scenario.as_deref()))?;
     if let Some(path) = &a.timeline {
         write_timeline(&m, path, cfg.timing == crate::runtime::Timing::Off)?;
     }
@@ -157,6 +180,28 @@ fn derive(
 ) -> Result<ReplayConfig, InputError> {
     pipeline::replay_config(s, plan, host, o)
         .map_err(|m| InputError::new(&s.source, m).field("runtime.replay"))
+}
+
+/// An error about a `runtime.*` field (its `source` is the field path) as the scenario's
+/// `file:line` when a scenario was given, else as the flags that stand for it.
+fn locate(mut e: InputError, scenario: Option<&str>) -> InputError {
+    if !e.source.starts_with("runtime") {
+        return e;
+    }
+    let field = e.field.clone().unwrap_or_else(|| e.source.clone());
+    match scenario {
+        Some(path) => {
+            let lines = crate::scenario::lines::LineIndex::build(
+                &std::fs::read_to_string(path).unwrap_or_default(),
+            );
+            e.line = lines.line_of(&field);
+            e.source = path.to_string();
+            e.field = Some(field);
+        }
+        None if field == "runtime.trace" => e.source = "--trace".into(),
+        None => e.source = "--config".into(),
+    }
+    e
 }
 
 fn apply(cfg: ReplayConfig, overrides: &Map<String, Value>) -> Result<ReplayConfig, InputError> {
@@ -221,6 +266,13 @@ fn policy_simulator(
     }
     let reader = RecordReader::open(Path::new(trace), &opts)?;
     let records = policy_sim::records_from_blocks(reader)?;
+    if records.is_empty() {
+        return Err(InputError::new(
+            trace,
+            "nothing to measure: the trace has no requests",
+        )
+        .into());
+    }
     let cfg = PolicySimConfig::new(policy, l1, l2);
     let rep = policy_sim::run(&cfg, &records).map_err(|e| InputError::new(trace, e.to_string()))?;
     match a.format {
@@ -380,7 +432,7 @@ fn write_timeline(m: &ReplayMetrics, path: &str, untimed: bool) -> Result<(), Co
         "hit_rate_storage",
         "hit_rate_total",
     ])
-    .map_err(|e| CommandError::Other(e.to_string()))?;
+    .map_err(|e| CommandError::Other(format!("{path}: {e}")))?;
     for p in &m.timeline {
         w.write_record([
             p.request_index.to_string(),
@@ -393,9 +445,10 @@ fn write_timeline(m: &ReplayMetrics, path: &str, untimed: bool) -> Result<(), Co
             format!("{:.6}", p.storage_hit_rate),
             format!("{:.6}", p.total_hit_rate),
         ])
-        .map_err(|e| CommandError::Other(e.to_string()))?;
+        .map_err(|e| CommandError::Other(format!("{path}: {e}")))?;
     }
-    w.flush()?;
+    w.flush()
+        .map_err(|e| CommandError::Other(format!("{path}: {e}")))?;
     let csv_path = Path::new(path);
     let dir = csv_path
         .parent()
@@ -404,6 +457,6 @@ fn write_timeline(m: &ReplayMetrics, path: &str, untimed: bool) -> Result<(), Co
     // Without timing every sample is at t = 0: plot against the request index.
     let x = untimed.then_some("request_index");
     crate::report::plot::plot_csv(csv_path, x, None, None, dir)
-        .map_err(|e| CommandError::Other(e.to_string()))?;
+        .map_err(super::sweep_cmd::plot_error)?;
     Ok(())
 }

@@ -17,7 +17,15 @@ pub fn load_scenario(
         sets.push(format!("sglang={v}"));
     }
     let loaded = load_file(path, &sets)?;
-    resolve(&loaded)
+    resolve(&loaded).map_err(|mut e| {
+        // `--sglang V` travels as `--set sglang=V`: name the flag the user typed.
+        if let Some(v) = sglang
+            && e.source == format!("--set sglang={v}")
+        {
+            e.source = format!("--sglang {v}");
+        }
+        e
+    })
 }
 
 /// Builds the plan; a plan error is an input error at the field it names.
@@ -32,17 +40,32 @@ pub fn plan_for(s: &Scenario) -> Result<StartupPlan, InputError> {
     })
 }
 
+/// Most Monte Carlo runs one command takes (a billion start-ups is hours of work; more is
+/// a typo). Memory does not grow with the count.
+pub const MAX_RUNS: u64 = 1_000_000_000;
+
 pub fn startup(a: StartupArgs) -> CmdResult {
+    if let Some(csv) = &a.csv {
+        crate::output::refuse_input_as_output(
+            "--csv",
+            std::path::Path::new(csv),
+            &[("scenario", std::path::Path::new(&a.scenario))],
+        )?;
+    }
     let s = load_scenario(&a.scenario, &a.sets, a.sglang.as_deref())?;
     let plan = plan_for(&s)?;
     let seed = a.seed.unwrap_or(s.seed);
     let runs = a.runs.unwrap_or(s.runs);
-    if runs == 0 {
-        return Err(InputError::new("--runs", "must be at least 1").into());
+    if runs == 0 || runs > MAX_RUNS {
+        return Err(InputError::new(
+            "--runs",
+            format!("must be between 1 and {MAX_RUNS}, got {runs}"),
+        )
+        .into());
     }
     let mc = match a.jobs {
         Some(j) => rayon::ThreadPoolBuilder::new()
-            .num_threads(j.max(1))
+            .num_threads(super::clamp_jobs(Some(j)))
             .build()
             .map_err(|e| CommandError::Other(e.to_string()))?
             .install(|| startup::run(&plan, seed, runs)),
@@ -99,7 +122,7 @@ fn write_ranks_csv(rep: &report::StartupReport, path: &str) -> Result<(), Comman
         ])
         .map_err(|e| err(&e))?;
     }
-    w.flush()?;
+    w.flush().map_err(|e| err(&e))?;
     let table =
         crate::report::plot::Table::read(std::path::Path::new(path)).map_err(|e| err(&e))?;
     let stem = std::path::Path::new(path).with_extension("");

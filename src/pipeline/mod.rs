@@ -161,5 +161,34 @@ pub fn run_replay(
     if let Some(e) = err {
         return Err(e);
     }
-    metrics
+    let metrics = metrics?;
+    nothing_to_measure(&metrics, path, cfg.warmup_requests, section.max_requests)?;
+    Ok(metrics)
+}
+
+/// A replay that measured no request has no hit rate: saying "100 % miss" would be a
+/// number nobody measured. Names why (empty trace, warm-up, `max_requests`).
+pub fn nothing_to_measure(
+    m: &ReplayMetrics,
+    path: &str,
+    warmup: u64,
+    max_requests: Option<u64>,
+) -> Result<(), InputError> {
+    if m.measured_requests > 0 {
+        return Ok(());
+    }
+    let why = if m.requests == 0 && max_requests == Some(0) {
+        "runtime.max_requests is 0".to_string()
+    } else if m.requests == 0 {
+        "the trace has no requests".to_string()
+    } else {
+        format!(
+            "all {} request(s) are warm-up (warmup_requests = {warmup}): lower --warmup",
+            m.requests
+        )
+    };
+    Err(InputError::new(
+        path,
+        format!("nothing to measure: no request is counted ({why})"),
+    ))
 }

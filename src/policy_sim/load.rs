@@ -3,7 +3,6 @@
 //! does *not* re-block), `timestamp` optional (default: the record's index),
 //! `output_length` optional; every other field ignored, as the tool does.
 
-use std::io::BufRead;
 use std::path::Path;
 
 use serde_json::Value;
@@ -78,9 +77,16 @@ pub fn load_trace_records(
             break;
         }
         line.clear();
-        let n = reader
-            .read_line(&mut line)
-            .map_err(|e| InputError::new(&src, format!("read error: {e}")).at_line(line_no + 1))?;
+        let cap = crate::workload::read::max_line_bytes();
+        let n = crate::workload::read::read_line_capped(&mut reader, &mut line, cap)
+            .map_err(|e| InputError::new(&src, format!("read error: {e}")).at_line(line_no + 1))?
+            .ok_or_else(|| {
+                InputError::new(
+                    &src,
+                    format!("line longer than {cap} bytes (a binary file, or no newlines?)"),
+                )
+                .at_line(line_no + 1)
+            })?;
         if n == 0 {
             break;
         }

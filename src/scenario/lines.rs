@@ -8,6 +8,9 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Default)]
 pub struct LineIndex {
     lines: BTreeMap<String, usize>,
+    /// Paths whose value came from elsewhere than the file (`--set server.x=1`): an error
+    /// at or below them names that origin, not the file's line of their section.
+    origins: Vec<(String, String)>,
 }
 
 impl LineIndex {
@@ -60,7 +63,30 @@ impl LineIndex {
                 stack.push((indent, path));
             }
         }
-        Self { lines }
+        Self {
+            lines,
+            origins: Vec::new(),
+        }
+    }
+
+    /// Record that `path`'s value came from `origin` (e.g. `--set server.tp_size=3`).
+    pub fn set_origin(&mut self, path: &str, origin: impl Into<String>) {
+        self.origins.push((path.to_string(), origin.into()));
+    }
+
+    /// Where an error about `field` should point: the origin of the last override at or
+    /// above it (no line), else `source` at the field's line.
+    pub fn locate(&self, source: &str, field: &str) -> (String, Option<usize>) {
+        let under = |p: &str| {
+            field == p
+                || field
+                    .strip_prefix(p)
+                    .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
+        };
+        match self.origins.iter().rev().find(|(p, _)| under(p)) {
+            Some((_, o)) => (o.clone(), None),
+            None => (source.to_string(), self.line_of(field)),
+        }
     }
 
     /// The line of `path` (`server.hicache_size`, `sweep.axes[2]`), or of its longest

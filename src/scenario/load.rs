@@ -44,7 +44,7 @@ pub fn load_file(path: &str, sets: &[String]) -> Result<LoadedScenario, InputErr
 
 /// As [`load_file`], from text already in memory.
 pub fn load_str(text: &str, source: &str, sets: &[String]) -> Result<LoadedScenario, InputError> {
-    let lines = LineIndex::build(text);
+    let mut lines = LineIndex::build(text);
     let mut value = parse_yaml_value(text, source)?;
     if !value.is_object() {
         return Err(InputError::new(
@@ -52,10 +52,15 @@ pub fn load_str(text: &str, source: &str, sets: &[String]) -> Result<LoadedScena
             "a scenario must be a YAML mapping (`node:`, `model:`, `server:` …)",
         ));
     }
-    let not_modelled = merge_launch(&mut value, source, &lines)?;
+    // `--set` first, so `--set server.launch=…` is read like a launch in the file; an
+    // explicit field (in the file or from `--set`) still wins over the launch's flag.
     for s in sets {
         apply_set(&mut value, s)?;
+        if let Some((path, _)) = s.split_once('=') {
+            lines.set_origin(path.trim(), format!("--set {s}"));
+        }
     }
+    let not_modelled = merge_launch(&mut value, source, &lines)?;
     let file = typed_from_value(value, source, &lines)?;
     Ok(LoadedScenario {
         source: source.to_string(),
@@ -97,6 +102,13 @@ pub fn apply_set(value: &mut Value, set: &str) -> Result<(), InputError> {
     let (path, raw) = set.split_once('=').ok_or_else(|| {
         InputError::new(&src, "expected PATH=VALUE, e.g. server.hicache_size=150")
     })?;
+    if path.trim() == "sweep" || path.trim().starts_with("sweep.") {
+        return Err(InputError::new(
+            &src,
+            "--set cannot change the sweep (its axes and seeds are read from the file's `sweep:` section): edit the file, or put the value you want fixed in its field (e.g. --set server.hicache_ratio=2)",
+        )
+        .field(path.trim()));
+    }
     let v = if raw.trim().is_empty() {
         Value::Null
     } else {
@@ -185,8 +197,16 @@ pub fn field_error(source: &str, lines: &LineIndex, path: &str, inner: &str) -> 
     } else {
         Some(path.to_string())
     };
-    let mut err =
-        InputError::new(source, msg).line_opt(field.as_deref().and_then(|p| lines.line_of(p)));
+    let (src, mut line) = match field.as_deref() {
+        Some(p) => lines.locate(source, p),
+        None => (source.to_string(), None),
+    };
+    // A missing key has no line of its own: point at the mapping that lacks it (the
+    // file's first line for a top-level key).
+    if line.is_none() && src == source && inner.starts_with("missing field") {
+        line = Some(field.as_deref().and_then(|p| lines.line_of(p)).unwrap_or(1));
+    }
+    let mut err = InputError::new(src, msg).line_opt(line);
     err.field = field;
     err
 }

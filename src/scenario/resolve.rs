@@ -60,9 +60,8 @@ pub fn resolve_file(
     not_modelled: &[String],
 ) -> Result<Scenario, InputError> {
     let at = |field: &str, msg: String| {
-        InputError::new(source, msg)
-            .line_opt(lines.line_of(field))
-            .field(field)
+        let (src, line) = lines.locate(source, field);
+        InputError::new(src, msg).line_opt(line).field(field)
     };
     let version = SglangVersion::from_id(&f.sglang).map_err(|m| at("sglang", m.to_string()))?;
 
@@ -207,6 +206,38 @@ pub fn resolve_file(
             ));
         }
     }
+    // `--hicache-storage-backend` choices (0.5.23 `arg_groups/fields/memory.py`): any
+    // other string (`""`, `none`, a typo) would switch on an L3 SGLang never builds.
+    if let Some(b) = &s.hicache_storage_backend {
+        const BACKENDS: &[&str] = &[
+            "file",
+            "sim",
+            "mooncake",
+            "npu_memcache",
+            "hf3fs",
+            "nixl",
+            "aibrix",
+            "dynamic",
+            "eic",
+            "simm",
+            "mori",
+            "shm",
+            "tensorcast",
+            "seaweedfs",
+        ];
+        if !BACKENDS.contains(&b.as_str()) {
+            let hint = nearest(b, BACKENDS.iter().copied())
+                .map(|n| format!(" (did you mean `{n}`?)"))
+                .unwrap_or_default();
+            return Err(at(
+                "server.hicache_storage_backend",
+                format!(
+                    "invalid choice `{b}`{hint}: expected one of {} (or leave it unset for no storage tier)",
+                    BACKENDS.join(", ")
+                ),
+            ));
+        }
+    }
     if s.dp_size > 1 && !s.enable_dp_attention {
         return Err(at(
             "server.dp_size",
@@ -267,11 +298,13 @@ pub fn resolve_file(
         ));
     }
     if let super::schema::JitterSpec::LogNormal { sigma, .. } = f.startup.arrival.jitter
-        && !(sigma >= 0.0 && sigma.is_finite())
+        && !(0.0..=10.0).contains(&sigma)
     {
         return Err(at(
             "startup.arrival.jitter.sigma",
-            format!("{sigma} must be at least 0"),
+            format!(
+                "{sigma} must be between 0 and 10 (sigma 10 already spreads ranks over e^±10 = 22,000× the median)"
+            ),
         ));
     }
     let host_total = f.memory.host_total.map(|b| b.0).unwrap_or(node.host_dram.0);
@@ -379,8 +412,9 @@ pub fn override_preset<T: Serialize + DeserializeOwned>(
             let hint = nearest(k, obj.keys().map(String::as_str).chain(["preset"]))
                 .map(|n| format!(" (did you mean `{n}`?)"))
                 .unwrap_or_default();
-            return Err(InputError::new(source, format!("unknown key `{k}`{hint}"))
-                .line_opt(lines.line_of(&path))
+            let (src, line) = lines.locate(source, &path);
+            return Err(InputError::new(src, format!("unknown key `{k}`{hint}"))
+                .line_opt(line)
                 .field(path));
         }
         obj.insert(k.clone(), val.clone());
@@ -391,15 +425,15 @@ pub fn override_preset<T: Serialize + DeserializeOwned>(
     })
 }
 
-/// A relative path in a scenario: as given when it exists from the working directory,
-/// else relative to the scenario file's folder (so a scenario runs from anywhere).
-fn resolve_relative(path: &str, scenario: &str) -> String {
+/// A relative path in a scenario resolves against the scenario file's folder, wherever
+/// the command runs from: the same scenario always reads the same file.
+pub fn resolve_relative(path: &str, scenario: &str) -> String {
     let p = std::path::Path::new(path);
-    if p.is_absolute() || p.exists() {
+    if p.is_absolute() {
         return path.to_string();
     }
     match std::path::Path::new(scenario).parent() {
-        Some(dir) if dir.join(p).exists() => dir.join(p).display().to_string(),
+        Some(dir) if !dir.as_os_str().is_empty() => dir.join(p).display().to_string(),
         _ => path.to_string(),
     }
 }

@@ -22,19 +22,116 @@ pub struct Quantiles {
 }
 
 impl Quantiles {
-    fn of(v: &mut [i128]) -> Quantiles {
-        if v.is_empty() {
+    fn of(s: &Sketch) -> Quantiles {
+        if s.count == 0 {
             return Quantiles::default();
         }
-        v.sort_unstable();
-        let q = |f: f64| v[((v.len() - 1) as f64 * f).round() as usize];
+        // The value at sorted position `i` (0-based), walking the counts.
+        let at = |i: u64| {
+            let mut seen = 0u64;
+            for (&v, &c) in &s.counts {
+                seen += c;
+                if seen > i {
+                    return v;
+                }
+            }
+            *s.counts.keys().next_back().expect("non-empty")
+        };
+        let q = |f: f64| at(((s.count - 1) as f64 * f).round() as u64);
         Quantiles {
-            count: v.len() as u64,
-            min: v[0],
+            count: s.count,
+            min: s.min,
             p01: q(0.01),
             p50: q(0.5),
             p99: q(0.99),
-            max: v[v.len() - 1],
+            max: s.max,
+        }
+    }
+}
+
+/// Most distinct values a [`Sketch`] keeps exactly.
+pub const SKETCH_EXACT_DISTINCT: usize = 1 << 16;
+
+/// A distribution in bounded memory, the same whatever the order values arrive and
+/// chunks merge in: exact counts per distinct value while there are at most
+/// [`SKETCH_EXACT_DISTINCT`] of them (every start-up scenario seen so far), else counts
+/// per value rounded to 12 significant bits (quantiles within 0.025 %; min and max stay
+/// exact). Whether it rounds depends only on the multiset of values, so the result is
+/// identical for any thread count.
+#[derive(Debug, Clone, Default)]
+pub struct Sketch {
+    counts: std::collections::BTreeMap<i128, u64>,
+    rounded: bool,
+    count: u64,
+    min: i128,
+    max: i128,
+}
+
+fn round_12_bits(v: i128) -> i128 {
+    let m = v.unsigned_abs();
+    let bits = 128 - m.leading_zeros();
+    let r = if bits <= 12 {
+        m
+    } else {
+        let drop = bits - 12;
+        (m >> drop) << drop
+    } as i128;
+    if v < 0 { -r } else { r }
+}
+
+impl Sketch {
+    pub fn add(&mut self, v: i128) {
+        self.add_n(v, 1);
+    }
+
+    fn add_n(&mut self, v: i128, n: u64) {
+        if self.count == 0 {
+            self.min = v;
+            self.max = v;
+        } else {
+            self.min = self.min.min(v);
+            self.max = self.max.max(v);
+        }
+        self.count += n;
+        let k = if self.rounded { round_12_bits(v) } else { v };
+        *self.counts.entry(k).or_insert(0) += n;
+        if !self.rounded && self.counts.len() > SKETCH_EXACT_DISTINCT {
+            self.round();
+        }
+    }
+
+    fn round(&mut self) {
+        let old = std::mem::take(&mut self.counts);
+        for (v, c) in old {
+            *self.counts.entry(round_12_bits(v)).or_insert(0) += c;
+        }
+        self.rounded = true;
+    }
+
+    pub fn merge(&mut self, mut o: Sketch) {
+        if o.count == 0 {
+            return;
+        }
+        if self.rounded && !o.rounded {
+            o.round();
+        }
+        if o.rounded && !self.rounded {
+            self.round();
+        }
+        let (min, max) = (o.min, o.max);
+        for (v, c) in std::mem::take(&mut o.counts) {
+            *self.counts.entry(v).or_insert(0) += c;
+        }
+        if self.count == 0 {
+            self.min = min;
+            self.max = max;
+        } else {
+            self.min = self.min.min(min);
+            self.max = self.max.max(max);
+        }
+        self.count += o.count;
+        if !self.rounded && self.counts.len() > SKETCH_EXACT_DISTINCT {
+            self.round();
         }
     }
 }
@@ -75,8 +172,8 @@ struct Tally {
     runs_refused: u64,
     runs_killed: u64,
     ranks: RunOutcomes,
-    budgets: Vec<i128>,
-    margins: Vec<i128>,
+    budgets: Sketch,
+    margins: Sketch,
 }
 
 impl Tally {
@@ -96,8 +193,12 @@ impl Tally {
                 }
             }
             worst = worst.max(r.outcome);
-            self.budgets.extend(r.budget_bytes);
-            self.margins.extend(r.margin_bytes);
+            if let Some(b) = r.budget_bytes {
+                self.budgets.add(b);
+            }
+            if let Some(m) = r.margin_bytes {
+                self.margins.add(m);
+            }
         }
         match worst {
             Outcome::OomKilled => self.runs.oom_killed += 1,
@@ -116,8 +217,8 @@ impl Tally {
         }
         self.runs_refused += o.runs_refused;
         self.runs_killed += o.runs_killed;
-        self.budgets.extend(o.budgets);
-        self.margins.extend(o.margins);
+        self.budgets.merge(o.budgets);
+        self.margins.merge(o.margins);
     }
 }
 
@@ -131,15 +232,16 @@ pub fn run(plan: &StartupPlan, seed: u64, runs: u64) -> MonteCarlo {
     let mut total = Tally::default();
     total.add(&first_run);
 
-    // One scratch per chunk of runs; run i always draws from stream i.
+    // One scratch per chunk of runs; run i always draws from stream i. Chunks are
+    // folded as they finish (memory does not grow with `runs`); every fold is a sum or a
+    // sketch merge, so the result does not depend on the order.
     const CHUNK: u64 = 1024;
-    let chunks: Vec<(u64, u64)> = (1..runs)
-        .step_by(CHUNK as usize)
-        .map(|s| (s, (s + CHUNK).min(runs)))
-        .collect();
-    let tallies: Vec<Tally> = chunks
-        .par_iter()
-        .map(|&(a, b)| {
+    let n_chunks = (runs - 1).div_ceil(CHUNK);
+    let rest = (0..n_chunks)
+        .into_par_iter()
+        .map(|c| {
+            let a = 1 + c * CHUNK;
+            let b = (a + CHUNK).min(runs);
             let mut scratch = Scratch::default();
             let mut t = Tally::default();
             for i in a..b {
@@ -149,10 +251,11 @@ pub fn run(plan: &StartupPlan, seed: u64, runs: u64) -> MonteCarlo {
             }
             t
         })
-        .collect();
-    for t in tallies {
-        total.merge(t);
-    }
+        .reduce(Tally::default, |mut x, y| {
+            x.merge(y);
+            x
+        });
+    total.merge(rest);
     let n = runs as f64;
     MonteCarlo {
         runs,
@@ -161,8 +264,47 @@ pub fn run(plan: &StartupPlan, seed: u64, runs: u64) -> MonteCarlo {
         oom_probability: total.runs_killed as f64 / n,
         start_probability: total.runs.started as f64 / n,
         rank_outcomes: total.ranks,
-        budget_bytes: Quantiles::of(&mut total.budgets),
-        margin_bytes: Quantiles::of(&mut total.margins),
+        budget_bytes: Quantiles::of(&total.budgets),
+        margin_bytes: Quantiles::of(&total.margins),
         first_run,
+    }
+}
+
+#[cfg(test)]
+mod sketch_tests {
+    use super::*;
+
+    #[test]
+    fn exact_below_the_cap_and_order_free_above() {
+        let mut a = Sketch::default();
+        for v in [5i128, -3, 5, 9] {
+            a.add(v);
+        }
+        let q = Quantiles::of(&a);
+        assert_eq!((q.count, q.min, q.p50, q.max), (4, -3, 5, 9));
+        // Above the cap: the same result however the values are split and merged.
+        let vals: Vec<i128> = (0..200_000i128).map(|i| i * 7919 % 1_000_003).collect();
+        let mut whole = Sketch::default();
+        vals.iter().for_each(|&v| whole.add(v));
+        let mut parts: Vec<Sketch> = vals
+            .chunks(999)
+            .map(|c| {
+                let mut s = Sketch::default();
+                c.iter().for_each(|&v| s.add(v));
+                s
+            })
+            .collect();
+        parts.reverse();
+        let mut merged = Sketch::default();
+        for p in parts {
+            merged.merge(p);
+        }
+        assert_eq!(Quantiles::of(&whole), Quantiles::of(&merged));
+        // 12 significant bits: 2,048 buckets per bit length above 12 bits (20 here).
+        assert!(whole.counts.len() <= 4096 + 8 * 2048, "{}", whole.counts.len());
+        let q = Quantiles::of(&whole);
+        let (lo, hi) = (*vals.iter().min().unwrap(), *vals.iter().max().unwrap());
+        assert_eq!((q.min, q.max), (lo, hi));
+        assert!((q.p50 - 500_000).abs() < 500_000 / 2000, "{}", q.p50);
     }
 }

@@ -124,7 +124,8 @@ impl Jitter {
         })
     }
 
-    /// One delay in nanoseconds (negative draws are truncated at 0).
+    /// One delay in nanoseconds (negative draws are truncated at 0, draws past
+    /// [`crate::units::MAX_DURATION_NS`] — a log-normal's far tail — at that bound).
     pub fn draw(&self, rng: &mut SimRng) -> Nanos {
         let x = match self {
             Jitter::None => 0.0,
@@ -139,8 +140,9 @@ impl Jitter {
             Jitter::Exponential(d) => d.sample(rng),
             Jitter::LogNormal(d) => d.sample(rng),
         };
-        if x.is_finite() && x > 0.0 {
-            x.round() as Nanos
+        if x > 0.0 {
+            // `+inf` and finite draws past the bound saturate; NaN fails `x > 0`.
+            x.min(crate::units::MAX_DURATION_NS as f64).round() as Nanos
         } else {
             0
         }

@@ -29,6 +29,16 @@ use super::{PageHash, Request};
 use crate::engine::{SimRng, stream};
 use crate::units::NS_PER_S;
 
+/// Most requests one `trace gen` writes.
+pub const MAX_REQUESTS: u64 = 100_000_000;
+/// Longest prompt segment (system prompt, user message, context, answer) in tokens.
+pub const MAX_SEGMENT_TOKENS: u32 = 10_000_000;
+/// Session arrival rates that keep timestamps within u64 nanoseconds and apart.
+pub const MIN_RATE_PER_S: f64 = 1e-6;
+pub const MAX_RATE_PER_S: f64 = 1e9;
+/// Longest mean think time between a session's turns.
+pub const MAX_THINK_TIME_S: f64 = 1e6;
+
 /// An inclusive uniform range of tokens or counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -190,6 +200,57 @@ impl GeneratorConfig {
     pub fn validate(&self) -> Result<(), GeneratorError> {
         Reblocker::new(self.block_size, self.page_size)
             .map_err(|e| gerr("page_size", e.to_string()))?;
+        if self.requests > MAX_REQUESTS {
+            return Err(gerr(
+                "requests",
+                format!(
+                    "{} is more than {MAX_REQUESTS} (the writer keeps one entry per distinct block to renumber ids; generate in parts)",
+                    self.requests
+                ),
+            ));
+        }
+        let range = |field: &str, r: &Range| -> Result<(), GeneratorError> {
+            if r.min > r.max {
+                return Err(gerr(
+                    field,
+                    format!("min {} is larger than max {}", r.min, r.max),
+                ));
+            }
+            if r.max > MAX_SEGMENT_TOKENS {
+                return Err(gerr(
+                    field,
+                    format!(
+                        "max {} is more than {MAX_SEGMENT_TOKENS} tokens: no prompt segment is that long",
+                        r.max
+                    ),
+                ));
+            }
+            Ok(())
+        };
+        range("system_prompts.tokens", &self.system_prompts.tokens)?;
+        for (i, s) in self.sessions.iter().enumerate() {
+            let f = |k: &str| format!("sessions[{i}].{k}");
+            match s {
+                SessionKind::Chat {
+                    user_tokens,
+                    output_tokens,
+                    ..
+                } => {
+                    range(&f("user_tokens"), user_tokens)?;
+                    range(&f("output_tokens"), output_tokens)?;
+                }
+                SessionKind::Agentic {
+                    context_tokens,
+                    append_tokens,
+                    output_tokens,
+                    ..
+                } => {
+                    range(&f("context_tokens"), context_tokens)?;
+                    range(&f("append_tokens"), append_tokens)?;
+                    range(&f("output_tokens"), output_tokens)?;
+                }
+            }
+        }
         let rate = match self.arrivals {
             Arrivals::Poisson { rate_per_s } => rate_per_s,
             Arrivals::Gamma { rate_per_s, cv } => {
@@ -201,6 +262,14 @@ impl GeneratorConfig {
         };
         if !(rate.is_finite() && rate > 0.0) {
             return Err(gerr("arrivals.rate_per_s", "must be a positive number"));
+        }
+        if !(MIN_RATE_PER_S..=MAX_RATE_PER_S).contains(&rate) {
+            return Err(gerr(
+                "arrivals.rate_per_s",
+                format!(
+                    "{rate} sessions/s is outside [{MIN_RATE_PER_S}, {MAX_RATE_PER_S}]: timestamps would overflow or collapse"
+                ),
+            ));
         }
         let sp = &self.system_prompts;
         if sp.count > 0 && !(sp.zipf_s.is_finite() && sp.zipf_s >= 0.0) {
@@ -236,6 +305,12 @@ impl GeneratorConfig {
             }
             if !(think.is_finite() && *think >= 0.0) {
                 return Err(gerr(&format!("sessions[{i}].think_time_s"), "must be ≥ 0"));
+            }
+            if *think > MAX_THINK_TIME_S {
+                return Err(gerr(
+                    &format!("sessions[{i}].think_time_s"),
+                    format!("{think} s is more than {MAX_THINK_TIME_S} s (11.6 days) between turns"),
+                ));
             }
         }
         if total <= 0.0 {

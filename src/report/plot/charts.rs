@@ -236,6 +236,11 @@ pub fn plot_xy(
     if ycs.is_empty() {
         return Err(t.col("").unwrap_err());
     }
+    // A y column must hold numbers: a text, NaN or empty column would be drawn as a
+    // chart of "refused" points at 0.
+    for (&yc, yn) in ycs.iter().zip(&ys) {
+        t.numeric_column(yc, yn)?;
+    }
     let xa = XAxis::new(t, xc);
     let mut series = Vec::new();
     let mut lm = (false, false);

@@ -28,6 +28,7 @@ impl Table {
             file: source.to_string(),
             message: m,
         };
+        let bytes = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
         let mut rdr = csv::ReaderBuilder::new()
             .has_headers(true)
             .from_reader(bytes);
@@ -78,6 +79,35 @@ impl Table {
             .parse::<f64>()
             .ok()
             .filter(|v| v.is_finite())
+    }
+
+    /// `Ok` when `col` has at least one number and every non-empty cell is a finite
+    /// number; otherwise an error naming the column and the first bad row.
+    pub fn numeric_column(&self, col: usize, name: &str) -> Result<(), PlotError> {
+        let bad = |m: String| PlotError::NoData {
+            file: self.source.clone(),
+            message: m,
+        };
+        let mut any = false;
+        for r in 0..self.rows.len() {
+            let c = self.cell(r, col).trim();
+            if c.is_empty() {
+                continue;
+            }
+            if self.num(r, col).is_none() {
+                return Err(bad(format!(
+                    "column `{name}` is not numeric: row {} holds `{c}`",
+                    r + 2
+                )));
+            }
+            any = true;
+        }
+        if !any {
+            return Err(bad(format!(
+                "column `{name}` has no value to plot (every cell is empty)"
+            )));
+        }
+        Ok(())
     }
 
     /// Whether every non-empty value of `col` is a number.

@@ -139,6 +139,43 @@ pub struct BlockRecord {
     pub block_hashes: Vec<u64>,
 }
 
+/// The longest trace line read (64 MiB; `HICACHE_SIM_MAX_LINE_BYTES` sets another): a
+/// file without newlines (`/dev/zero`, a binary file) would otherwise grow one string
+/// until memory runs out.
+pub const DEFAULT_MAX_LINE_BYTES: usize = 64 << 20;
+
+/// The line cap in force ([`DEFAULT_MAX_LINE_BYTES`] unless the environment says).
+pub fn max_line_bytes() -> usize {
+    std::env::var("HICACHE_SIM_MAX_LINE_BYTES")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|&n: &usize| n > 0)
+        .unwrap_or(DEFAULT_MAX_LINE_BYTES)
+}
+
+/// `read_line` that stops at `cap` bytes: `Ok(None)` when the line is longer.
+pub fn read_line_capped(
+    reader: &mut (impl BufRead + ?Sized),
+    buf: &mut String,
+    cap: usize,
+) -> std::io::Result<Option<usize>> {
+    let n = reader.take(cap as u64 + 1).read_line(buf)?;
+    if n > cap && !buf.ends_with('\n') {
+        return Ok(None);
+    }
+    Ok(Some(n))
+}
+
+fn line_too_long(src: &str, line: usize, cap: usize) -> InputError {
+    InputError::new(
+        src,
+        format!(
+            "line longer than {cap} bytes (a binary file, or no newlines?); set HICACHE_SIM_MAX_LINE_BYTES to read longer lines"
+        ),
+    )
+    .at_line(line)
+}
+
 /// How to open a trace.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TraceOptions {
@@ -168,6 +205,8 @@ pub struct RecordReader {
     first_out_of_order: Option<usize>,
     require_monotonic: bool,
     done: bool,
+    /// [`max_line_bytes`] when opened.
+    max_line: usize,
 }
 
 impl RecordReader {
@@ -214,9 +253,10 @@ impl RecordReader {
                 let mut header = String::new();
                 loop {
                     header.clear();
-                    let n = reader
-                        .read_line(&mut header)
-                        .map_err(|e| InputError::new(&src, format!("read error: {e}")))?;
+                    let cap = max_line_bytes();
+                    let n = read_line_capped(&mut reader, &mut header, cap)
+                        .map_err(|e| InputError::new(&src, format!("read error: {e}")))?
+                        .ok_or_else(|| line_too_long(&src, line_no + 1, cap))?;
                     line_no += 1;
                     if n == 0 {
                         return Err(InputError::new(
@@ -265,6 +305,7 @@ impl RecordReader {
             last_arrival: None,
             first_out_of_order: None,
             require_monotonic: opts.require_monotonic,
+            max_line: max_line_bytes(),
             done: false,
         })
     }
@@ -316,9 +357,13 @@ impl RecordReader {
             }
             Source::Lines(reader) => loop {
                 self.buf.clear();
-                let n = reader.read_line(&mut self.buf).map_err(|e| {
-                    InputError::new(&self.src, format!("read error: {e}")).at_line(self.line_no + 1)
-                })?;
+                let cap = self.max_line;
+                let n = read_line_capped(reader, &mut self.buf, cap)
+                    .map_err(|e| {
+                        InputError::new(&self.src, format!("read error: {e}"))
+                            .at_line(self.line_no + 1)
+                    })?
+                    .ok_or_else(|| line_too_long(&self.src, self.line_no + 1, cap))?;
                 if n == 0 {
                     self.done = true;
                     return Ok(false);
@@ -339,6 +384,22 @@ impl RecordReader {
             },
         };
         parsed?;
+        // One rule for both engines: a request names at most the blocks its prompt
+        // fills (ceil(input_length / block_size)); more would be counted by the policy
+        // simulator (every hash id) and dropped by the runtime (page-aligned prompt).
+        let need = (rec.input_tokens as u64).div_ceil(self.block_size.max(1) as u64);
+        if rec.block_hashes.len() as u64 > need {
+            return Err(self.err(
+                self.line_no,
+                Some("hash_ids".into()),
+                format!(
+                    "{} hash ids for input_length {} at {}-token blocks (at most {need}): the trace is inconsistent (wrong --block-size?)",
+                    rec.block_hashes.len(),
+                    rec.input_tokens,
+                    self.block_size
+                ),
+            ));
+        }
         rec.line = self.line_no;
         rec.index = self.index;
         self.index += 1;

@@ -1,0 +1,535 @@
+//! Hostile input and faults (issue #10): a test per defect, through the real binary.
+//! Each asserts the exit code and the words of the message a user would see.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_hicache-sim");
+
+/// A small sweep with a trace beside it: GB300, page-cache-credit, 2 × 2 points.
+const SCENARIO: &str = "\
+name: reliability
+sglang: page-cache-credit
+seed: 2
+runs: 20
+node: gb300
+model: glm-5.2
+server:
+  tp_size: 4
+  page_size: 64
+  kv_cache_dtype: fp8_e4m3
+  mem_fraction_static: 0.85
+  enable_hierarchical_cache: true
+  hicache_write_policy: write_through
+memory:
+  host_other_used: 10GB
+  cgroup:
+    version: v2
+    max: 900GB
+startup:
+  process_memory: 15GB
+  weight_load:
+    bytes_per_node: 420GB
+    read_bandwidth: 15GB/s
+  arrival:
+    jitter: {dist: log_normal, median: 1s, sigma: 1.5}
+  post_load: 5s
+runtime:
+  trace: trace.jsonl
+  trace_format: mooncake
+  replay:
+    timing: off
+sweep:
+  axes:
+    server.hicache_host_memory_fraction: [0.5, 1.0]
+    server.hicache_ratio: [null, 2.0]
+";
+
+fn run(args: &[&str], dir: &Path) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A temp folder with `s.yaml` and a 300-request slice of the bundled synthetic trace.
+fn workdir() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
+    let trace = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/synthetic_trace.jsonl"),
+    )
+    .unwrap();
+    let head: String = trace.lines().take(300).map(|l| format!("{l}\n")).collect();
+    std::fs::write(d.path().join("trace.jsonl"), head).unwrap();
+    d
+}
+
+fn ok(o: &Output) {
+    assert_eq!(code(o), 0, "{}", stderr(o));
+}
+
+// 1. --resume and merge refuse another scenario, naming what differs.
+#[test]
+fn resume_refuses_each_kind_of_change_by_name() {
+    let d = workdir();
+    ok(&run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path()));
+    let base = SCENARIO.to_string();
+    // (what changes, the scenario text, the words the refusal must carry)
+    let changes: Vec<(&str, String, &str)> = vec![
+        (
+            "version",
+            base.replace("sglang: page-cache-credit", "sglang: pr40135"),
+            "sglang",
+        ),
+        (
+            "host DRAM",
+            base.replace("node: gb300", "node: {preset: gb300, host_dram: 800GB}"),
+            "node.host_dram",
+        ),
+        (
+            "cgroup max",
+            base.replace("max: 900GB", "max: 880GB"),
+            "memory.cgroup.max",
+        ),
+        ("runs", base.replace("runs: 20", "runs: 21"), "runs"),
+        (
+            "timing",
+            base.replace("timing: off", "timing: on"),
+            "runtime.replay.timing",
+        ),
+        ("model", base.replace("model: glm-5.2", "model: glm-5"), "model"),
+        (
+            "axis values",
+            base.replace("[0.5, 1.0]", "[0.5, 0.9]"),
+            "axis values or seeds",
+        ),
+        (
+            "seeds",
+            format!("{base}  seeds: 2\n"),
+            "sweep axes or seeds",
+        ),
+    ];
+    for (what, text, words) in &changes {
+        std::fs::write(d.path().join("b.yaml"), text).unwrap();
+        let o = run(
+            &["sweep", "b.yaml", "--out", "o", "--quiet", "--resume"],
+            d.path(),
+        );
+        assert_eq!(code(&o), 2, "{what}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("--resume refused") && e.contains(words),
+            "{what}: {e}"
+        );
+    }
+    // The trace's content under the same name.
+    let t = d.path().join("trace.jsonl");
+    let text = std::fs::read_to_string(&t).unwrap();
+    let fewer: String = text.lines().take(299).map(|l| format!("{l}\n")).collect();
+    std::fs::write(&t, fewer).unwrap();
+    let o = run(
+        &["sweep", "s.yaml", "--out", "o", "--quiet", "--resume"],
+        d.path(),
+    );
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("trace content trace.jsonl"), "{}", stderr(&o));
+    std::fs::write(&t, text).unwrap();
+    // --set on resume.
+    let o = run(
+        &[
+            "sweep",
+            "s.yaml",
+            "--out",
+            "o",
+            "--quiet",
+            "--resume",
+            "--set",
+            "server.mem_fraction_static=0.8",
+        ],
+        d.path(),
+    );
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("server.mem_fraction_static"), "{}", stderr(&o));
+    // The unchanged scenario still resumes.
+    let o = run(
+        &["sweep", "s.yaml", "--out", "o", "--quiet", "--resume"],
+        d.path(),
+    );
+    ok(&o);
+    assert!(stderr(&o).contains("4 resumed"), "{}", stderr(&o));
+}
+
+#[test]
+fn merge_refuses_shards_of_different_scenarios() {
+    let d = workdir();
+    std::fs::write(
+        d.path().join("b.yaml"),
+        SCENARIO.replace("max: 900GB", "max: 880GB"),
+    )
+    .unwrap();
+    ok(&run(
+        &["sweep", "s.yaml", "--out", "a", "--quiet", "--shard", "1/2"],
+        d.path(),
+    ));
+    ok(&run(
+        &["sweep", "b.yaml", "--out", "b", "--quiet", "--shard", "2/2"],
+        d.path(),
+    ));
+    let o = run(
+        &[
+            "merge",
+            "a/results.shard-1-of-2.csv",
+            "b/results.shard-2-of-2.csv",
+            "-o",
+            "m.csv",
+        ],
+        d.path(),
+    );
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("different sweeps") && stderr(&o).contains("memory.cgroup.max"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!d.path().join("m.csv").exists());
+}
+
+// 2. An output that is an input is refused before anything is written.
+#[test]
+fn outputs_never_overwrite_inputs() {
+    let d = workdir();
+    let before = std::fs::read(d.path().join("s.yaml")).unwrap();
+    let o = run(&["startup", "s.yaml", "--csv", "s.yaml"], d.path());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("scenario"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(d.path().join("s.yaml")).unwrap(), before);
+    let trace = std::fs::read(d.path().join("trace.jsonl")).unwrap();
+    let o = run(
+        &[
+            "replay",
+            "--trace",
+            "trace.jsonl",
+            "--l1-pages",
+            "100",
+            "--timeline",
+            "./trace.jsonl",
+        ],
+        d.path(),
+    );
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("trace"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(d.path().join("trace.jsonl")).unwrap(), trace);
+    // merge -o one of its inputs
+    ok(&run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path()));
+    let o = run(
+        &["merge", "o/results.csv", "-o", "o/results.csv"],
+        d.path(),
+    );
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+}
+
+// 3. merge -o through a symlink writes its target; a device is written in place.
+#[test]
+fn merge_writes_through_links_and_never_renames_over_a_device() {
+    let d = workdir();
+    ok(&run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path()));
+    let target = d.path().join("target.csv");
+    std::fs::write(&target, "old").unwrap();
+    std::os::unix::fs::symlink(&target, d.path().join("link.csv")).unwrap();
+    ok(&run(&["merge", "o/results.csv", "-o", "link.csv"], d.path()));
+    let meta = std::fs::symlink_metadata(d.path().join("link.csv")).unwrap();
+    assert!(meta.file_type().is_symlink());
+    assert_eq!(
+        std::fs::read(&target).unwrap(),
+        std::fs::read(d.path().join("o/results.csv")).unwrap()
+    );
+    if Path::new("/dev/full").exists() {
+        let o = run(&["merge", "o/results.csv", "-o", "/dev/full"], d.path());
+        assert_eq!(code(&o), 3, "{}", stderr(&o));
+        assert!(stderr(&o).contains("/dev/full"), "{}", stderr(&o));
+        use std::os::unix::fs::FileTypeExt;
+        assert!(
+            std::fs::metadata("/dev/full")
+                .unwrap()
+                .file_type()
+                .is_char_device()
+        );
+    }
+}
+
+// 4. Two sweeps into one folder: the second fails at once, naming the first.
+#[test]
+fn second_sweep_into_a_held_folder_fails_naming_the_holder() {
+    let d = workdir();
+    std::fs::create_dir(d.path().join("o")).unwrap();
+    // Hold the lock the way a running sweep does.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(d.path().join("o/.hicache-sim.lock"))
+        .unwrap();
+    f.try_lock().unwrap();
+    std::fs::write(d.path().join("o/.hicache-sim.lock"), "pid 1: hicache-sim sweep a.yaml").unwrap();
+    let o = run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path());
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("another hicache-sim run") && stderr(&o).contains("a.yaml"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!d.path().join("o/results.csv").exists());
+    drop(f);
+    ok(&run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path()));
+}
+
+// 5. Failed points: every row kept, exit non-zero with how many and why.
+#[test]
+fn sweep_with_failed_points_exits_non_zero_and_keeps_rows() {
+    let d = workdir();
+    let text = SCENARIO.replace(
+        "    server.hicache_ratio: [null, 2.0]\n",
+        "    server.hicache_ratio: [null, 2.0]\n    runtime.trace: [trace.jsonl, bad.jsonl]\n",
+    );
+    std::fs::write(d.path().join("f.yaml"), text).unwrap();
+    let trace = std::fs::read_to_string(d.path().join("trace.jsonl")).unwrap();
+    let bad: String = trace.lines().take(5).map(|l| format!("{l}\n")).collect::<String>() + "{not json\n";
+    std::fs::write(d.path().join("bad.jsonl"), bad).unwrap();
+    let o = run(&["sweep", "f.yaml", "--out", "o", "--quiet"], d.path());
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("points failed") && e.contains("bad.jsonl:6"), "{e}");
+    let csv = std::fs::read_to_string(d.path().join("o/results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 8, "{csv}");
+}
+
+// 6. Nothing to measure is said, not reported as 100 % miss.
+#[test]
+fn zero_measured_requests_is_an_error() {
+    let d = workdir();
+    std::fs::write(d.path().join("empty.jsonl"), "").unwrap();
+    let o = run(
+        &[
+            "replay",
+            "--trace",
+            "empty.jsonl",
+            "--trace-format",
+            "mooncake",
+            "--l1-pages",
+            "100",
+        ],
+        d.path(),
+    );
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("nothing to measure"), "{}", stderr(&o));
+    let o = run(
+        &[
+            "replay",
+            "--trace",
+            "trace.jsonl",
+            "--l1-pages",
+            "100",
+            "--warmup",
+            "300",
+        ],
+        d.path(),
+    );
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("nothing to measure") && stderr(&o).contains("warm-up"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(
+        &[
+            "replay",
+            "--trace",
+            "empty.jsonl",
+            "--trace-format",
+            "mooncake",
+            "--l1-pages",
+            "100",
+            "--engine",
+            "policy-simulator",
+        ],
+        d.path(),
+    );
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+}
+
+// 7. The storage backend takes SGLang's choices only.
+#[test]
+fn storage_backend_must_be_a_choice() {
+    let d = workdir();
+    for bad in ["''", "none", "floppy"] {
+        let o = run(
+            &[
+                "startup",
+                "s.yaml",
+                "--set",
+                &format!("server.hicache_storage_backend={bad}"),
+            ],
+            d.path(),
+        );
+        assert_eq!(code(&o), 2, "{bad}: {}", stderr(&o));
+        assert!(stderr(&o).contains("hicache_storage_backend"), "{}", stderr(&o));
+    }
+    ok(&run(
+        &[
+            "startup",
+            "s.yaml",
+            "--set",
+            "server.hicache_storage_backend=mooncake",
+        ],
+        d.path(),
+    ));
+}
+
+// 8. --set on the sweep is refused; --set server.launch is applied.
+#[test]
+fn set_sweep_is_refused_and_set_launch_is_applied() {
+    let d = workdir();
+    for s in ["sweep={}", "sweep.seeds=3"] {
+        let o = run(&["sweep", "s.yaml", "--out", "o", "--set", s], d.path());
+        assert_eq!(code(&o), 2, "{s}: {}", stderr(&o));
+        assert!(stderr(&o).contains("--set cannot change the sweep"), "{}", stderr(&o));
+    }
+    let text = SCENARIO.replace("  tp_size: 4\n", "");
+    std::fs::write(d.path().join("l.yaml"), text).unwrap();
+    let o = run(
+        &[
+            "startup",
+            "l.yaml",
+            "--format",
+            "json",
+            "--set",
+            "server.launch=python -m sglang.launch_server --tp 2",
+        ],
+        d.path(),
+    );
+    ok(&o);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ranks = v.pointer("/ranks").and_then(|r| r.as_array()).unwrap();
+    assert_eq!(ranks.len(), 2, "{v}");
+}
+
+// 9. Durations past any meaning are refused; the trace resolves from the scenario's folder.
+#[test]
+fn huge_durations_are_refused_and_trace_paths_follow_the_scenario() {
+    let d = workdir();
+    let o = run(
+        &["startup", "s.yaml", "--set", "startup.post_load=1e30s"],
+        d.path(),
+    );
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("116 days"), "{}", stderr(&o));
+    let o = run(
+        &[
+            "startup",
+            "s.yaml",
+            "--set",
+            "startup.arrival.jitter={dist: log_normal, median: 1s, sigma: 1e300}",
+        ],
+        d.path(),
+    );
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    // A trace of the same name in the working directory is not read: the scenario's is.
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("trace.jsonl"), "{not a trace\n").unwrap();
+    let scen = d.path().join("s.yaml");
+    let o = run(
+        &["replay", scen.to_str().unwrap(), "--l1-pages", "100"],
+        other.path(),
+    );
+    ok(&o);
+}
+
+#[test]
+fn trace_gen_refuses_what_cannot_be_meant() {
+    let d = workdir();
+    let base = r#"{"requests": 10, "arrivals": {"process": "poisson", "rate_per_s": 1.0},
+ "system_prompts": {"count": 1, "zipf_s": 1.0, "tokens": {"min": MIN, "max": 100}},
+ "sessions": [{"kind": "chat", "weight": 1.0, "turns": {"min": 1, "max": 2},
+   "user_tokens": {"min": 5, "max": 10}, "output_tokens": {"min": 5, "max": 10}, "think_time_s": THINK}]}"#;
+    for (min, think, words) in [
+        ("200", "1.0", "larger than max"),
+        ("5", "1e308", "think_time_s"),
+    ] {
+        std::fs::write(
+            d.path().join("g.json"),
+            base.replace("MIN", min).replace("THINK", think),
+        )
+        .unwrap();
+        let o = run(
+            &["trace", "gen", "--config", "g.json", "-o", "t.jsonl"],
+            d.path(),
+        );
+        assert_eq!(code(&o), 2, "{}", stderr(&o));
+        assert!(stderr(&o).contains(words), "{}", stderr(&o));
+    }
+}
+
+// 10. plot refuses a column that is not numbers.
+#[test]
+fn plot_refuses_non_numeric_columns() {
+    let d = workdir();
+    std::fs::write(
+        d.path().join("r.csv"),
+        "point,x,name,nan,empty\n0,1,a,NaN,\n1,2,b,NaN,\n",
+    )
+    .unwrap();
+    for col in ["name", "nan", "empty"] {
+        let o = run(&["plot", "r.csv", "--x", "x", "--y", col], d.path());
+        assert_eq!(code(&o), 2, "{col}: {}", stderr(&o));
+        assert!(stderr(&o).contains(&format!("`{col}`")), "{}", stderr(&o));
+        assert!(!d.path().join(format!("{col}_vs_x.png")).exists());
+    }
+}
+
+// 11. A closed or full stdout.
+#[test]
+fn closed_pipe_is_quiet_and_full_disk_is_exit_3() {
+    let mut child = Command::new(BIN)
+        .args(["presets"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take()); // the reader went away before anything was written
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    if Path::new("/dev/full").exists() {
+        let o = Command::new(BIN)
+            .args(["presets"])
+            .stdout(std::fs::File::create("/dev/full").unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 3, "{}", stderr(&o));
+        assert!(stderr(&o).contains("No space left"), "{}", stderr(&o));
+    }
+}
+
+// 15. --jobs beyond the cores is clamped (the run succeeds, identical output).
+#[test]
+fn absurd_jobs_are_clamped() {
+    let d = workdir();
+    let a = run(&["startup", "s.yaml", "--runs", "50", "--jobs", "18446744073709551615", "--format", "json"], d.path());
+    ok(&a);
+    let b = run(&["startup", "s.yaml", "--runs", "50", "--jobs", "1", "--format", "json"], d.path());
+    assert_eq!(a.stdout, b.stdout);
+    let o = run(&["startup", "s.yaml", "--runs", "9223372036854775808"], d.path());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+}
