@@ -51,16 +51,18 @@ pub fn sweep(a: SweepArgs) -> CmdResult {
     // Every combination is checked the way SGLang checks its flags, before any work.
     let source0 = a.scenario.clone();
     let notes = std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let lines = crate::scenario::lines::LineIndex::default();
     sweep::check_points(&spec, &base, &points, &|v: &Value| {
-        let lines = crate::scenario::lines::LineIndex::default();
-        let file = crate::scenario::load::typed_from_value(v.clone(), &source0, &lines)
+        let file = crate::scenario::load::typed_from_ref(v, &source0, &lines)
             .map_err(|e| e.message)?;
         let s = crate::scenario::resolve::resolve_file(&file, &source0, &lines, &[])
             .map_err(|e| e.message)?;
-        notes
-            .lock()
-            .expect("not poisoned")
-            .extend(s.notes.iter().cloned());
+        if !s.notes.is_empty() {
+            notes
+                .lock()
+                .expect("not poisoned")
+                .extend(s.notes.iter().cloned());
+        }
         crate::startup::StartupPlan::new(&s)
             .map(|_| ())
             .map_err(|(f, m)| format!("{f}: {m}"))

@@ -161,6 +161,20 @@ pub fn typed_from_value(
     })
 }
 
+/// As [`typed_from_value`], reading the tree in place (no copy): the sweep checks every
+/// point this way.
+pub fn typed_from_ref(
+    value: &Value,
+    source: &str,
+    lines: &LineIndex,
+) -> Result<ScenarioFile, InputError> {
+    serde_path_to_error::deserialize::<_, ScenarioFile>(value).map_err(|e| {
+        let path = clean_path(&e.path().to_string());
+        let inner = e.into_inner().to_string();
+        field_error(source, lines, &path, &inner)
+    })
+}
+
 /// `server.hicache_sise` with "unknown field `hicache_sise`, expected one of …" becomes
 /// "unknown key `hicache_sise` (did you mean `hicache_size`?)".
 pub fn field_error(source: &str, lines: &LineIndex, path: &str, inner: &str) -> InputError {

@@ -324,9 +324,12 @@ pub fn resolve_file(
         .map(|fl| format!("launch flag {fl} is accepted but not modelled"))
         .collect();
     if let Some(p) = &f.startup.pin.steps
-        && *p == 0
+        && !(1..=MAX_PIN_STEPS).contains(p)
     {
-        return Err(at("startup.pin.steps", "must be at least 1".into()));
+        return Err(at(
+            "startup.pin.steps",
+            format!("{p} must be between 1 and {MAX_PIN_STEPS} (each step is an event per rank and pool)"),
+        ));
     }
     if s.hicache_enabled() || version == SglangVersion::AutoHicache {
         let r = crate::sizing::resolve_hicache_args(&crate::startup::plan::hicache_args(s))
@@ -424,6 +427,10 @@ pub fn override_preset<T: Serialize + DeserializeOwned>(
         field_error(source, lines, &path, &e.into_inner().to_string())
     })
 }
+
+/// Most steps a pool's pinning is split into: 10,000 already resolves a 1 TB pool in
+/// 100 MB steps, and every step is an event of every rank's start-up.
+pub const MAX_PIN_STEPS: u32 = 10_000;
 
 /// A relative path in a scenario resolves against the scenario file's folder, wherever
 /// the command runs from: the same scenario always reads the same file.

@@ -357,24 +357,51 @@ pub fn apply(base: &Value, point: &Point) -> Value {
 }
 
 /// Run `validate` (e.g. the scenario's typed conversion and SGLang's own argument checks)
-/// on every point before any work starts; the first failure comes back naming the
-/// point's values, so an invalid combination is refused as SGLang would refuse it.
+/// on every point before any work starts; the first failure (by point index) comes back
+/// naming the point's values, so an invalid combination is refused as SGLang would
+/// refuse it.
+///
+/// Fast enough for 10^6 points: each thread patches the axis values into its own copy of
+/// the base in place (no clone of the scenario per point), and the points are split
+/// over the rayon pool.
 pub fn check_points(
     spec: &SweepSpec,
     base: &Value,
     points: &[Point],
-    validate: &dyn Fn(&Value) -> Result<(), String>,
+    validate: &(dyn Fn(&Value) -> Result<(), String> + Sync),
 ) -> Result<(), InputError> {
-    for p in points.iter().filter(|p| p.replica == 0) {
-        if let Err(m) = validate(&apply(base, p)) {
-            let desc: Vec<String> = p.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            return Err(InputError::new(
-                spec.source.clone(),
-                format!("invalid combination {}: {m}", desc.join(", ")),
-            )
-            .line_opt((spec.line > 0).then_some(spec.line))
-            .field("sweep"));
-        }
+    use rayon::prelude::*;
+    let firsts: Vec<&Point> = points.iter().filter(|p| p.replica == 0).collect();
+    let chunk = firsts.len().div_ceil(rayon::current_num_threads().max(1) * 8).max(1);
+    let first_bad = firsts
+        .par_chunks(chunk)
+        .filter_map(|ps| {
+            let mut v = base.clone();
+            for p in ps {
+                for (path, val) in &p.values {
+                    if let Some(slot) = lookup_mut(&mut v, path) {
+                        *slot = val.clone();
+                    }
+                }
+                if let Some(Value::Number(_)) = v.get("seed") {
+                    v["seed"] = Value::from(p.seed);
+                }
+                if let Err(m) = validate(&v) {
+                    return Some((p.index, m));
+                }
+            }
+            None
+        })
+        .min_by_key(|(i, _)| *i);
+    if let Some((i, m)) = first_bad {
+        let p = &points[i];
+        let desc: Vec<String> = p.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        return Err(InputError::new(
+            spec.source.clone(),
+            format!("invalid combination {}: {m}", desc.join(", ")),
+        )
+        .line_opt((spec.line > 0).then_some(spec.line))
+        .field("sweep"));
     }
     Ok(())
 }

@@ -533,3 +533,119 @@ fn absurd_jobs_are_clamped() {
     let o = run(&["startup", "s.yaml", "--runs", "9223372036854775808"], d.path());
     assert_eq!(code(&o), 2, "{}", stderr(&o));
 }
+
+// 12. Sweep sizes that overflow, and merge point ids from a file, are refused.
+#[test]
+fn oversized_sweeps_and_absurd_point_ids_are_refused() {
+    let d = workdir();
+    let seeds = format!("{SCENARIO}  seeds: 18446744073709551615\n");
+    std::fs::write(d.path().join("seeds.yaml"), seeds).unwrap();
+    let o = run(&["sweep", "seeds.yaml", "--out", "o", "--quiet"], d.path());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("more than 10000000"), "{}", stderr(&o));
+    // Eight axes of 256 values: 2^64 points, which wraps to 0 in u64.
+    let vals: Vec<String> = (0..256).map(|i| format!("{}", i + 1)).collect();
+    let list = format!("[{}]", vals.join(", "));
+    let mut text = SCENARIO
+        .split("sweep:")
+        .next()
+        .unwrap()
+        .to_string();
+    text.push_str("sweep:\n  axes:\n");
+    for f in [
+        "server.hicache_size",
+        "server.page_size",
+        "seed",
+        "runs",
+        "server.tp_size",
+        "memory.host_other_used",
+        "startup.process_memory",
+        "server.mem_fraction_static",
+    ] {
+        text.push_str(&format!("    {f}: {list}\n"));
+    }
+    std::fs::write(d.path().join("wide.yaml"), text).unwrap();
+    let o = run(&["sweep", "wide.yaml", "--out", "o", "--quiet"], d.path());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(!d.path().join("o/results.csv").exists());
+    // merge: point ids past any sweep
+    for id in ["18446744073709551615", "999999999999"] {
+        std::fs::write(
+            d.path().join("m.csv"),
+            format!("point,x,seed,error\n0,1,2,\n{id},1,2,\n"),
+        )
+        .unwrap();
+        let o = run(&["merge", "m.csv", "-o", "out.csv"], d.path());
+        assert_eq!(code(&o), 2, "{id}: {}", stderr(&o));
+    }
+}
+
+// 14. A line without end is cut at the cap, naming the file and line.
+#[test]
+fn endless_trace_lines_are_capped() {
+    let d = workdir();
+    let mut text = std::fs::read_to_string(d.path().join("trace.jsonl")).unwrap();
+    text.push_str(&"x".repeat(5000));
+    std::fs::write(d.path().join("long.jsonl"), text).unwrap();
+    let o = Command::new(BIN)
+        .args(["replay", "--trace", "long.jsonl", "--trace-format", "mooncake", "--l1-pages", "100"])
+        .env("HICACHE_SIM_MAX_LINE_BYTES", "4096")
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("long.jsonl:301") && stderr(&o).contains("longer than 4096 bytes"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+// 16. Values no one can mean are bounded.
+#[test]
+fn pin_steps_are_bounded() {
+    let d = workdir();
+    let o = run(&["startup", "s.yaml", "--set", "startup.pin.steps=4000000000"], d.path());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("--set startup.pin.steps"), "{}", stderr(&o));
+}
+
+// 18–20. Messages: --sglang names the flag; sweep YAML errors say `line` once; a BOM
+// is not a different header; more hash ids than the prompt holds are refused.
+#[test]
+fn messages_name_the_right_place() {
+    let d = workdir();
+    let o = run(&["startup", "s.yaml", "--sglang", "0.0.1-nope"], d.path());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).starts_with("error: --sglang 0.0.1-nope"), "{}", stderr(&o));
+    std::fs::write(
+        d.path().join("y.yaml"),
+        SCENARIO.replace("    server.hicache_ratio: [null, 2.0]\n", "    server.hicache_ratio: 2\n"),
+    )
+    .unwrap();
+    let o = run(&["sweep", "y.yaml", "--out", "o"], d.path());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(!stderr(&o).contains("error: line"), "{}", stderr(&o));
+    ok(&run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path()));
+    let csv = std::fs::read(d.path().join("o/results.csv")).unwrap();
+    let mut bom = b"\xef\xbb\xbf".to_vec();
+    bom.extend(&csv);
+    std::fs::write(d.path().join("bom.csv"), bom).unwrap();
+    ok(&run(
+        &["plot", "bom.csv", "--x", "server.hicache_host_memory_fraction", "--y", "hit_rate_total", "--out", "p"],
+        d.path(),
+    ));
+    std::fs::write(
+        d.path().join("ids.jsonl"),
+        "{\"timestamp\": 0, \"input_length\": 600, \"output_length\": 1, \"hash_ids\": [1, 2, 3]}\n",
+    )
+    .unwrap();
+    for engine in ["hiradix", "policy-simulator"] {
+        let o = run(
+            &["replay", "--trace", "ids.jsonl", "--l1-pages", "10", "--engine", engine],
+            d.path(),
+        );
+        assert_eq!(code(&o), 2, "{engine}: {}", stderr(&o));
+        assert!(stderr(&o).contains("ids.jsonl:1"), "{}", stderr(&o));
+    }
+}
