@@ -136,6 +136,10 @@ pub struct ReplayArgs {
     pub format: OutputFormat,
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub sets: Vec<String>,
+    /// SGLang release or what-if whose controller defaults the replay uses (overrides
+    /// the scenario's `sglang`; default `latest` = 0.5.23).
+    #[arg(long)]
+    pub sglang: Option<String>,
     /// Write the occupancy / hit-rate timeline as CSV (and a plot next to it).
     #[arg(long)]
     pub timeline: Option<String>,
@@ -161,6 +165,10 @@ pub struct SweepArgs {
     pub quiet: bool,
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub sets: Vec<String>,
+    /// SGLang release or what-if (overrides the scenario's `sglang`; a `sglang` sweep
+    /// axis still wins per point).
+    #[arg(long)]
+    pub sglang: Option<String>,
 }
 
 #[derive(Debug, Args)]
