@@ -74,7 +74,9 @@ pub fn startup(a: StartupArgs) -> CmdResult {
 fn startup_all(a: &StartupArgs) -> CmdResult {
     use crate::report::startup_all as all;
     if a.csv.is_some() {
-        return Err(InputError::new("--csv", "is for one SGLang version, not `--sglang all`").into());
+        return Err(
+            InputError::new("--csv", "is for one SGLang version, not `--sglang all`").into(),
+        );
     }
     // The scenario itself must be valid under its own (or the default) version.
     let own = load_scenario(&a.scenario, &a.sets, None)?;
@@ -120,7 +122,11 @@ fn startup_all(a: &StartupArgs) -> CmdResult {
             .map_err(|e| CommandError::Other(e.to_string()))?
         ),
     }
-    Ok(if a.fail_on_refusal && any_failed { 1 } else { 0 })
+    Ok(if a.fail_on_refusal && any_failed {
+        1
+    } else {
+        0
+    })
 }
 
 /// Run 0 rank by rank as CSV, and the per-rank budget-vs-request plot beside it.

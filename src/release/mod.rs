@@ -22,11 +22,11 @@ use serde::Serialize;
 
 use crate::sizing::{self, SglangVersion};
 
-pub use server_check::{FieldError, check_server};
 pub use rules::{
-    BufferOnlyWriteBack, ControllerRules, EvictionChoices, FlagRules, PrefetchTimeout,
-    PrefetchTimeoutClock, PrefetchRetries, ReleaseRules, StorageWriteGate, TreeVariant,
+    BufferOnlyWriteBack, ControllerRules, EvictionChoices, FlagRules, PrefetchRetries,
+    PrefetchTimeout, PrefetchTimeoutClock, ReleaseRules, StorageWriteGate, TreeVariant,
 };
+pub use server_check::{FieldError, check_server};
 
 /// A released SGLang wheel on PyPI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -141,9 +141,7 @@ impl Release {
             R::V0_5_15 | R::V0_5_15Post1 | R::V0_5_16 => {
                 "host <= device only warns; prefetch cap 0.5 x host; device eviction asks for the whole request"
             }
-            R::V0_5_17 | R::V0_5_18 => {
-                "as 0.5.15; device eviction asks only for the shortfall"
-            }
+            R::V0_5_17 | R::V0_5_18 => "as 0.5.15; device eviction asks only for the shortfall",
             R::V0_5_19 | R::V0_5_20 => {
                 "(psutil available - 10 GiB) // ranks_per_host, sampled live by each pool (the start-up race); UnifiedRadixCache for every model; buffer_only cap 0.9 x host"
             }
@@ -184,9 +182,7 @@ pub fn first_shipped(v: SglangVersion) -> Option<Release> {
 pub fn nearest_release(v: SglangVersion) -> Release {
     first_shipped(v).unwrap_or(match v {
         SglangVersion::Pr40135WholeHeadroom => Release::V0_5_21,
-        SglangVersion::PageCacheCredit | SglangVersion::PageCacheCreditClean => {
-            Release::V0_5_22
-        }
+        SglangVersion::PageCacheCredit | SglangVersion::PageCacheCreditClean => Release::V0_5_22,
         _ => Release::LATEST,
     })
 }
@@ -225,7 +221,10 @@ impl Sglang {
     /// Parses a release id (`0.5.21`, `v0.5.21`, `latest`) or a what-if id / alias.
     pub fn from_id(s: &str) -> Result<Sglang, UnknownSglang> {
         let t = s.trim().to_ascii_lowercase();
-        let r = t.strip_prefix('v').filter(|x| x.starts_with('0')).unwrap_or(&t);
+        let r = t
+            .strip_prefix('v')
+            .filter(|x| x.starts_with('0'))
+            .unwrap_or(&t);
         if r == "latest" {
             return Ok(Sglang::Release(Release::LATEST));
         }

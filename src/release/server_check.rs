@@ -51,7 +51,8 @@ pub fn check_server(
         );
     }
     // `arg_groups/hicache_hook.py`: buffer_only + write_back.
-    if server.hicache_host_memory_mode == "buffer_only" && server.hicache_write_policy == "write_back"
+    if server.hicache_host_memory_mode == "buffer_only"
+        && server.hicache_write_policy == "write_back"
     {
         match rr.controller.buffer_only_write_back {
             BufferOnlyWriteBack::Error => {} // the sizing-argument check raises SGLang's ValueError

@@ -3,7 +3,10 @@ use crate::sizing::{HeadroomVariant, SglangVersion as V};
 
 #[test]
 fn latest_is_0_5_23_and_the_default() {
-    assert_eq!(Sglang::from_id("latest").unwrap(), Sglang::Release(Release::V0_5_23));
+    assert_eq!(
+        Sglang::from_id("latest").unwrap(),
+        Sglang::Release(Release::V0_5_23)
+    );
     assert_eq!(Sglang::DEFAULT.id(), "0.5.23");
     assert_eq!(selected_release_id(None).unwrap(), "0.5.23");
     assert_eq!(Sglang::from_id("v0.5.21").unwrap().id(), "0.5.21");
@@ -19,7 +22,9 @@ fn every_release_id_parses_back() {
     }
     let e = Sglang::from_id("0.5.24").unwrap_err().to_string();
     assert!(e.contains("the newest is 0.5.23"), "{e}");
-    let e = Sglang::from_id("page-cache-credti").unwrap_err().to_string();
+    let e = Sglang::from_id("page-cache-credti")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("did you mean `page-cache-credit`"), "{e}");
 }
 
@@ -79,20 +84,66 @@ fn first_shipped_and_nearest() {
 fn controller_defaults_move_with_releases() {
     let c14 = Release::V0_5_14.rules().controller;
     assert_eq!(c14.prefetch_timeout.max_ms, Some(30_000));
-    assert_eq!((c14.prefetch_timeout.base_ms, c14.prefetch_timeout.per_ki_token_ms), (2000, 100));
+    assert_eq!(
+        (
+            c14.prefetch_timeout.base_ms,
+            c14.prefetch_timeout.per_ki_token_ms
+        ),
+        (2000, 100)
+    );
     let c23 = Release::V0_5_23.rules().controller;
     assert_eq!(c23.prefetch_timeout.max_ms, None);
-    assert_eq!((c23.prefetch_timeout.base_ms, c23.prefetch_timeout.per_ki_token_ms), (1000, 250));
-    assert_eq!(c23.prefetch_timeout_clock, PrefetchTimeoutClock::FirstBlockedPoll);
-    assert_eq!(Release::V0_5_22.rules().controller.prefetch_timeout_clock, PrefetchTimeoutClock::Issue);
-    assert_eq!((c23.prefetch_retries.poll_interval, c23.prefetch_retries.max_attempts), (8, 8));
-    assert_eq!(c23.eviction_choices.choices(), ["lru", "lfu", "slru", "priority", "tlru"]);
-    assert_eq!(Release::V0_5_20.rules().controller.eviction_choices.choices().len(), 4);
-    assert_eq!(c23.buffer_only_write_back, BufferOnlyWriteBack::CoerceWriteThrough);
-    assert_eq!(Release::V0_5_21.rules().controller.buffer_only_write_back, BufferOnlyWriteBack::Error);
+    assert_eq!(
+        (
+            c23.prefetch_timeout.base_ms,
+            c23.prefetch_timeout.per_ki_token_ms
+        ),
+        (1000, 250)
+    );
+    assert_eq!(
+        c23.prefetch_timeout_clock,
+        PrefetchTimeoutClock::FirstBlockedPoll
+    );
+    assert_eq!(
+        Release::V0_5_22.rules().controller.prefetch_timeout_clock,
+        PrefetchTimeoutClock::Issue
+    );
+    assert_eq!(
+        (
+            c23.prefetch_retries.poll_interval,
+            c23.prefetch_retries.max_attempts
+        ),
+        (8, 8)
+    );
+    assert_eq!(
+        c23.eviction_choices.choices(),
+        ["lru", "lfu", "slru", "priority", "tlru"]
+    );
+    assert_eq!(
+        Release::V0_5_20
+            .rules()
+            .controller
+            .eviction_choices
+            .choices()
+            .len(),
+        4
+    );
+    assert_eq!(
+        c23.buffer_only_write_back,
+        BufferOnlyWriteBack::CoerceWriteThrough
+    );
+    assert_eq!(
+        Release::V0_5_21.rules().controller.buffer_only_write_back,
+        BufferOnlyWriteBack::Error
+    );
     assert!(!Release::V0_5_20.rules().flags.hicache_host_memory_fraction);
     assert!(Release::V0_5_21.rules().flags.hicache_host_memory_fraction);
-    assert!(!Sglang::WhatIf(V::Pr35540).release_rules().flags.hicache_host_memory_fraction);
+    assert!(
+        !Sglang::WhatIf(V::Pr35540)
+            .release_rules()
+            .flags
+            .hicache_host_memory_fraction
+    );
     assert_eq!(Release::V0_5_18.rules().tree, TreeVariant::V1HiRadix);
     assert_eq!(Release::V0_5_19.rules().tree, TreeVariant::Unified);
 }

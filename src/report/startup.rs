@@ -369,7 +369,11 @@ pub fn render_text(s: &Scenario, plan: &StartupPlan, rep: &StartupReport) -> Str
             rep.oom_probability
         );
         if rep.outcomes.failed > 0 {
-            let _ = writeln!(o, "  failed before sizing (assertion): {} runs", rep.outcomes.failed);
+            let _ = writeln!(
+                o,
+                "  failed before sizing (assertion): {} runs",
+                rep.outcomes.failed
+            );
         }
         let q = |q: &QuantilesI64| {
             format!(

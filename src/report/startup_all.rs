@@ -106,7 +106,10 @@ pub fn invalid_row(v: Sglang, message: String) -> SglangRow {
 /// The text table.
 pub fn render_text(scenario: &str, rows: &[SglangRow]) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "hicache-sim startup: {scenario}, every SGLang release and what-if");
+    let _ = writeln!(
+        o,
+        "hicache-sim startup: {scenario}, every SGLang release and what-if"
+    );
     let _ = writeln!(
         o,
         "{:<24} {:<10} {:<12} {:>7} {:>11} {:>11} {:>11} {:>10}  shipped",

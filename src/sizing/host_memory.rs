@@ -1,9 +1,7 @@
 //! `mem_cache/host_memory.py: available_host_memory_bytes` and its cgroup headroom walk,
 //! in the variants SGLang shipped (#40135 era onwards; `sglang-hicache.md` §2.3).
 
-use crate::hardware::{
-    CgroupId, CgroupLevel, CgroupRead, CgroupVersion, HostMemoryView,
-};
+use crate::hardware::{CgroupId, CgroupLevel, CgroupRead, CgroupVersion, HostMemoryView};
 
 use super::version::{AvailableReading, HeadroomVariant};
 
@@ -85,11 +83,12 @@ fn effective_usage(
         HeadroomVariant::ProtectedDescendants => {
             let s = need_stat()?;
             let page_cache = s.active_file + s.inactive_file;
-            let credit = if version == CgroupVersion::V2 && page_cache > 0 && level.protected_descendants {
-                0
-            } else {
-                page_cache
-            };
+            let credit =
+                if version == CgroupVersion::V2 && page_cache > 0 && level.protected_descendants {
+                    0
+                } else {
+                    page_cache
+                };
             usage.saturating_sub(credit)
         }
     })

@@ -11,6 +11,7 @@ mod plot_charts;
 mod policy_sim_mixed_ids;
 mod policy_sim_props;
 mod policy_sim_synthetic;
+mod releases;
 mod replay_rules;
 mod sizing_headroom;
 mod sizing_host_memory_props;

@@ -1,0 +1,397 @@
+//! SGLang releases as versions (issue 7): release ids, the 0.5.22+ memory.min rule on a
+//! hand-built cgroup tree and as a scenario, the incidents under the releases that ship
+//! them, `--sglang all`, `versions`, and the two defects (0.5.14's assertion, the
+//! fraction flag before 0.5.21).
+
+use assert_cmd::Command;
+use hicache_sim::hardware::*;
+use hicache_sim::sizing::{HeadroomVariant as HV, cgroup_memory_headroom};
+
+fn sim() -> Command {
+    Command::cargo_bin("hicache-sim").unwrap()
+}
+
+fn run_json(args: &[&str]) -> serde_json::Value {
+    let out = sim().args(args).output().unwrap();
+    assert!(
+        out.status.code() == Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// releases.md "Worked case": parent `task` (max 900, usage 850 of which 600 is inactive
+/// file cache of a sibling with memory.min 100); the engine (max 1000, usage 250).
+fn worked_case(sibling_min: u64, engine_min: u64) -> HostMemoryView {
+    let mut m = HostMemory::new(CgroupVersion::V2, 10_000);
+    let task = m
+        .add_cgroup(m.root(), "task", CgroupLimits::max(900))
+        .unwrap();
+    let sib = m
+        .add_cgroup(
+            task,
+            "sibling",
+            CgroupLimits {
+                min: sibling_min,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let eng = m
+        .add_cgroup(
+            task,
+            "engine",
+            CgroupLimits {
+                max: Some(1000),
+                min: engine_min,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    m.charge(sib, ChargeKind::PageCache, 600).unwrap();
+    m.charge(eng, ChargeKind::Anon, 250).unwrap();
+    assert_eq!(m.usage(task), 850);
+    m.snapshot(eng)
+}
+
+#[test]
+fn worked_memory_min_case_by_hand() {
+    let h = |v: &HostMemoryView, var| cgroup_memory_headroom(v, var).unwrap();
+    let v = worked_case(100, 0);
+    // 0.5.22/0.5.23: a descendant of task has memory.min != 0 -> no credit: 900 - 850.
+    assert_eq!(h(&v, HV::ProtectedDescendants), Some(50));
+    assert_eq!(h(&v, HV::Raw), Some(50));
+    // page-cache-credit credits all 600: min(1000 - 250, 900 - 250).
+    assert_eq!(h(&v, HV::ActiveInactiveCredit), Some(650));
+    // explicit-snapshot's rule keeps the 100 memory.min protects: 900 - 350.
+    assert_eq!(h(&v, HV::ProtectedSibling), Some(550));
+    // Sibling min 0: credit applies again.
+    assert_eq!(h(&worked_case(0, 0), HV::ProtectedDescendants), Some(650));
+    // The engine's own min of 1 protects it from task's reclaim: no credit at task.
+    assert_eq!(h(&worked_case(0, 1), HV::ProtectedDescendants), Some(50));
+}
+
+#[test]
+fn unreadable_descendant_min_counts_as_protected() {
+    // A hand-built chain: the flag is what `_has_protected_descendants` returns for an
+    // unreadable memory.min, too.
+    let stat = MemStat {
+        inactive_file: 600,
+        ..Default::default()
+    };
+    let level = |max, usage, protected| CgroupLevel {
+        max: Some(max),
+        usage: Some(usage),
+        stat: Some(stat),
+        protected_descendants: protected,
+        ..Default::default()
+    };
+    let v = |p| HostMemoryView {
+        psutil_available: 1 << 40,
+        cgroup: CgroupRead::Found(CgroupChain::from_levels(
+            CgroupVersion::V2,
+            &[level(900, 850, p)],
+        )),
+    };
+    assert_eq!(
+        cgroup_memory_headroom(&v(true), HV::ProtectedDescendants),
+        Ok(Some(50))
+    );
+    assert_eq!(
+        cgroup_memory_headroom(&v(false), HV::ProtectedDescendants),
+        Ok(Some(650))
+    );
+    // cgroup v1 has no memory.min: the flag is never consulted there.
+    let v1 = HostMemoryView {
+        psutil_available: 1 << 40,
+        cgroup: CgroupRead::Found(CgroupChain::from_levels(
+            CgroupVersion::V1,
+            &[level(900, 850, true)],
+        )),
+    };
+    assert_eq!(
+        cgroup_memory_headroom(&v1, HV::ProtectedDescendants),
+        Ok(Some(650))
+    );
+}
+
+#[test]
+fn memory_min_scenario_gives_50_gb_of_headroom_under_0_5_22_and_0_5_23() {
+    // (50 GB - 10 GiB) // 4 ranks.
+    let budget = (50_000_000_000i64 - 10 * (1 << 30)) / 4;
+    for v in ["0.5.22", "0.5.23", "latest"] {
+        let j = run_json(&[
+            "startup",
+            "scenarios/memory-min-sibling.yaml",
+            "--sglang",
+            v,
+            "--format",
+            "json",
+        ]);
+        for r in j["ranks"].as_array().unwrap() {
+            assert_eq!(r["available_bytes"], 50_000_000_000i64, "{v}");
+            assert_eq!(r["budget_bytes"], budget, "{v}");
+            assert_eq!(r["outcome"], "refused", "{v}");
+            assert_eq!(
+                r["message"],
+                "Not enough host memory available. Requesting 20.00 GB but only have 9.82 GB free. Please reduce the size of the hierarchical cache."
+            );
+        }
+    }
+    // page-cache-credit: 650 GB; explicit-snapshot: 550 GB. Both start.
+    for (v, avail) in [
+        ("page-cache-credit", 650_000_000_000i64),
+        ("explicit-snapshot", 550_000_000_000),
+    ] {
+        let j = run_json(&[
+            "startup",
+            "scenarios/memory-min-sibling.yaml",
+            "--sglang",
+            v,
+            "--format",
+            "json",
+        ]);
+        assert_eq!(j["ranks"][0]["available_bytes"], avail, "{v}");
+        assert_eq!(j["outcomes"]["started"], 1, "{v}");
+    }
+    // Without the sibling's memory.min, 0.5.23 credits the cache and starts.
+    let j = run_json(&[
+        "startup",
+        "scenarios/memory-min-sibling.yaml",
+        "--set",
+        "memory.cgroup.siblings=[{name: cache-holder, page_cache: 600GB}]",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(j["sglang"], "0.5.23");
+    assert_eq!(j["ranks"][0]["available_bytes"], 650_000_000_000i64);
+}
+
+#[test]
+fn gb300_135g_under_0_5_21_is_the_pr40135_report_to_the_character() {
+    let out = sim()
+        .args([
+            "startup",
+            "scenarios/gb300-glm52-135g.yaml",
+            "--sglang",
+            "0.5.21",
+            "--format",
+            "json",
+            "--runs",
+            "200",
+        ])
+        .output()
+        .unwrap();
+    let got = String::from_utf8(out.stdout).unwrap();
+    let golden = std::fs::read_to_string("tests/golden/gb300-glm52-135g.json").unwrap();
+    let mut want: serde_json::Value = serde_json::from_str(&golden).unwrap();
+    want["sglang"] = "0.5.21".into();
+    want["sglang_summary"] = hicache_sim::release::Release::V0_5_21.summary().into();
+    want["verdict"] = want["verdict"]
+        .as_str()
+        .unwrap()
+        .replace("Under pr40135", "Under 0.5.21")
+        .into();
+    let got_v: serde_json::Value = serde_json::from_str(&got).unwrap();
+    assert_eq!(got_v, want);
+    assert!(got.contains(
+        "Not enough host memory available. Requesting 135.00 GB but only have 102.32 GB free. Please reduce the size of the hierarchical cache."
+    ));
+}
+
+#[test]
+fn the_startup_race_remains_in_0_5_23() {
+    let j = run_json(&[
+        "startup",
+        "scenarios/tp8-startup-race.yaml",
+        "--sglang",
+        "0.5.23",
+        "--runs",
+        "2000",
+        "--format",
+        "json",
+    ]);
+    let p = j["refusal_probability"].as_f64().unwrap();
+    assert!(p > 0.0 && p < 1.0, "{p}");
+    // The proposal that removes it is not a release.
+    let j = run_json(&[
+        "startup",
+        "scenarios/tp8-startup-race.yaml",
+        "--sglang",
+        "explicit-snapshot",
+        "--runs",
+        "2000",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(j["refusal_probability"], 0.0);
+}
+
+#[test]
+fn pre_28614_small_host_pool_fails_before_reading_memory() {
+    // Defect: a host pool not larger than the device pool was reported as `refused` with
+    // a psutil budget and margin; 0.5.14 asserts before `psutil.virtual_memory()`.
+    for v in ["pre-28614", "0.5.14"] {
+        let j = run_json(&[
+            "startup",
+            "scenarios/gb300-glm52-135g.yaml",
+            "--sglang",
+            v,
+            "--set",
+            "server.hicache_size=20",
+            "--format",
+            "json",
+        ]);
+        assert_eq!(j["outcomes"]["failed"], 1, "{v}");
+        assert_eq!(j["outcomes"]["refused"], 0, "{v}");
+        assert_eq!(j["refusal_probability"], 0.0, "{v}");
+        for r in j["ranks"].as_array().unwrap() {
+            assert_eq!(r["outcome"], "failed");
+            assert!(r["budget_bytes"].is_null(), "{r}");
+            assert!(r["margin_bytes"].is_null(), "{r}");
+            assert!(r["sampled_at_s"].is_null(), "{r}");
+            assert_eq!(
+                r["message"],
+                "The host memory should be larger than the device memory with the current protocol"
+            );
+        }
+    }
+    // 0.5.15 only warns.
+    let j = run_json(&[
+        "startup",
+        "scenarios/gb300-glm52-135g.yaml",
+        "--sglang",
+        "0.5.15",
+        "--set",
+        "server.hicache_size=20",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(j["ranks"][0]["outcome"], "started");
+}
+
+#[test]
+fn fraction_flag_is_an_unknown_argument_before_0_5_21() {
+    for v in ["0.5.20", "pr35540", "pr28614", "0.5.14"] {
+        let out = sim()
+            .args([
+                "startup",
+                "scenarios/gb300-glm52-135g.yaml",
+                "--sglang",
+                v,
+                "--set",
+                "server.hicache_host_memory_fraction=0.5",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{v}");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains("server.hicache_host_memory_fraction"), "{e}");
+        assert!(
+            e.contains("unrecognized arguments: --hicache-host-memory-fraction"),
+            "{e}"
+        );
+    }
+    // Written in the file, even at the default value.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.yaml");
+    std::fs::write(
+        &p,
+        "sglang: 0.5.19\nnode: gb300\nmodel: glm-5.2\nserver:\n  tp_size: 4\n  hicache_host_memory_fraction: 0.8\n",
+    )
+    .unwrap();
+    let out = sim()
+        .args(["startup", p.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(":6:"));
+    // 0.5.21 has it.
+    let out = sim()
+        .args([
+            "startup",
+            "scenarios/gb300-glm52-135g.yaml",
+            "--sglang",
+            "0.5.21",
+            "--set",
+            "server.hicache_host_memory_fraction=0.5",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn eviction_policy_choices_follow_the_release() {
+    let go = |v: &str, p: &str| {
+        sim()
+            .args([
+                "startup",
+                "scenarios/gb300-glm52-135g.yaml",
+                "--sglang",
+                v,
+                "--set",
+                &format!("server.radix_eviction_policy={p}"),
+            ])
+            .output()
+            .unwrap()
+            .status
+            .code()
+    };
+    assert_eq!(go("0.5.23", "tlru"), Some(0));
+    assert_eq!(go("0.5.20", "tlru"), Some(2));
+    assert_eq!(go("0.5.23", "fifo"), Some(2));
+}
+
+#[test]
+fn startup_all_has_one_row_per_release_and_what_if() {
+    let j = run_json(&[
+        "startup",
+        "scenarios/memory-min-sibling.yaml",
+        "--sglang",
+        "all",
+        "--format",
+        "json",
+    ]);
+    let rows = j["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 11 + 9);
+    let row = |id: &str| rows.iter().find(|r| r["sglang"] == id).unwrap().clone();
+    assert_eq!(row("0.5.23")["outcome"], "refused");
+    assert_eq!(
+        row("0.5.23")["budget_bytes"],
+        (50_000_000_000i64 - 10 * (1 << 30)) / 4
+    );
+    assert_eq!(row("0.5.23")["shipped"], "2026-10-30");
+    assert_eq!(row("page-cache-credit")["outcome"], "started");
+    assert_eq!(row("pr40135")["shipped"], "0.5.21 (2026-10-01)");
+    assert_eq!(
+        row("explicit-snapshot")["shipped"],
+        "in no release up to 0.5.23 (a proposal)"
+    );
+    assert_eq!(row("0.5.14")["outcome"], "failed");
+}
+
+#[test]
+fn versions_lists_releases_with_dates_and_what_ifs() {
+    let out = sim().args(["versions"]).output().unwrap();
+    let t = String::from_utf8(out.stdout).unwrap();
+    assert!(t.contains("0.5.23"), "{t}");
+    assert!(t.contains("2026-10-30"), "{t}");
+    assert!(!t.to_lowercase().contains("newest:"), "{t}");
+    let j = run_json(&["versions", "--format", "json"]);
+    let all = j.as_array().unwrap();
+    let get = |id: &str| all.iter().find(|v| v["id"] == id).unwrap().clone();
+    assert_eq!(get("latest")["same_as"], "0.5.23");
+    assert_eq!(get("0.5.16")["same_as"], "0.5.15");
+    assert_eq!(
+        get("auto-hicache")["first_shipped"],
+        serde_json::Value::Null
+    );
+    assert_eq!(
+        get("auto-hicache")["shipped"],
+        "in no release up to 0.5.23 (a proposal)"
+    );
+    assert_eq!(get("pr40135")["first_shipped"], "0.5.21");
+    assert_eq!(get("0.5.22")["kind"], "release");
+}
