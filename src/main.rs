@@ -40,10 +40,18 @@ enum Command {
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
     },
-    /// List the SGLang sizing-rule versions this simulator models.
+    /// List the SGLang releases and what-if rule sets this simulator models.
     Versions {
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
+    },
+    /// Differential-test hook: sizing figures of memory states (JSON lines).
+    #[command(hide = true)]
+    DebugSizing {
+        /// JSON-lines file of states (`tests/sglang_diff/`).
+        states: String,
+        #[arg(long, default_value = "latest")]
+        sglang: String,
     },
 }
 
@@ -58,6 +66,7 @@ fn main() -> ExitCode {
         Command::Trace { command } => commands::trace(command),
         Command::Presets { format } => commands::presets(format),
         Command::Versions { format } => commands::versions(format),
+        Command::DebugSizing { states, sglang } => commands::debug_sizing(&states, &sglang),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -7,6 +7,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::error::InputError;
 
+mod debug_cmd;
 mod presets_cmd;
 mod replay_cmd;
 pub mod startup_cmd;
@@ -14,6 +15,7 @@ pub mod sweep_cmd;
 mod trace_cmd;
 mod versions_cmd;
 
+pub use debug_cmd::debug_sizing;
 pub use presets_cmd::presets;
 pub use replay_cmd::replay;
 pub use startup_cmd::startup;
