@@ -111,7 +111,10 @@ fn parent(path: &str) -> Option<String> {
     if path.is_empty() {
         None
     } else {
-        Some(path.rsplit_once('/').map_or(String::new(), |(p, _)| p.to_string()))
+        Some(
+            path.rsplit_once('/')
+                .map_or(String::new(), |(p, _)| p.to_string()),
+        )
     }
 }
 
@@ -168,15 +171,19 @@ impl MemoryState {
                         CgroupVersion::V1 => None,
                     },
                     usage: num(&c.current),
-                    stat: if c.stat_file == "ok" { c.stat.map(|s| MemStat {
-                        anon: s.anon,
-                        file: s.active_file + s.inactive_file + s.shmem,
-                        active_file: s.active_file,
-                        inactive_file: s.inactive_file,
-                        file_dirty: s.file_dirty,
-                        file_writeback: s.file_writeback,
-                        shmem: s.shmem,
-                    }) } else { None },
+                    stat: if c.stat_file == "ok" {
+                        c.stat.map(|s| MemStat {
+                            anon: s.anon,
+                            file: s.active_file + s.inactive_file + s.shmem,
+                            active_file: s.active_file,
+                            inactive_file: s.inactive_file,
+                            file_dirty: s.file_dirty,
+                            file_writeback: s.file_writeback,
+                            shmem: s.shmem,
+                        })
+                    } else {
+                        None
+                    },
                     min: num(&c.min).unwrap_or(0),
                     protected_sibling_cache: 0,
                     protected_descendants,
@@ -305,8 +312,7 @@ pub fn run_lines(input: &str, sglang: Sglang) -> Result<String, (usize, String)>
         if line.trim().is_empty() {
             continue;
         }
-        let state: MemoryState =
-            serde_json::from_str(line).map_err(|e| (n + 1, e.to_string()))?;
+        let state: MemoryState = serde_json::from_str(line).map_err(|e| (n + 1, e.to_string()))?;
         out.push_str(&serde_json::to_string(&evaluate(&state, sglang)).expect("plain data"));
         out.push('\n');
     }

@@ -395,3 +395,81 @@ fn versions_lists_releases_with_dates_and_what_ifs() {
     assert_eq!(get("pr40135")["first_shipped"], "0.5.21");
     assert_eq!(get("0.5.22")["kind"], "release");
 }
+
+/// `sglang` as a sweep axis: one CSV row group per release, the release ids in the
+/// `sglang` column and in the plots' legends.
+#[test]
+fn sglang_is_a_sweep_axis_labelled_in_the_plots() {
+    let dir = tempfile::tempdir().unwrap();
+    let scen = dir.path().join("s.yaml");
+    std::fs::write(
+        &scen,
+        "\
+name: sweep-sglang
+seed: 2
+runs: 20
+node: gb300
+model: glm-5.2
+server:
+  tp_size: 4
+  page_size: 64
+  kv_cache_dtype: fp8_e4m3
+  mem_fraction_static: 0.85
+  enable_hierarchical_cache: true
+memory:
+  host_other_used: 10GB
+  cgroup:
+    version: v2
+    max: 900GB
+startup:
+  process_memory: 15GB
+  weight_load:
+    bytes_per_node: 420GB
+    read_bandwidth: 15GB/s
+  post_load: 5s
+sweep:
+  axes:
+    server.hicache_size: [60, 100, 135]
+    sglang: ['0.5.21', '0.5.23', page-cache-credit]
+",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = sim()
+        .args([
+            "sweep",
+            scen.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "sglang").unwrap();
+    let ids: std::collections::BTreeSet<String> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(col).unwrap().to_string())
+        .collect();
+    assert_eq!(
+        ids.into_iter().collect::<Vec<_>>(),
+        ["0.5.21", "0.5.23", "page-cache-credit"]
+    );
+    // The budget-vs-request plot groups by the sglang axis and names each release.
+    let svgs: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .filter_map(|e| {
+            let p = e.unwrap().path();
+            (p.extension().is_some_and(|x| x == "svg")).then(|| std::fs::read_to_string(p).unwrap())
+        })
+        .collect();
+    assert!(!svgs.is_empty());
+    assert!(
+        svgs.iter()
+            .any(|s| s.contains("0.5.21") && s.contains("0.5.23")),
+        "no plot names the releases"
+    );
+}
