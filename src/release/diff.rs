@@ -77,6 +77,15 @@ pub struct PoolRequest {
     pub ratio: f64,
 }
 
+/// `hicache_auto_size.py: auto_size_hicache` inputs: `--hicache-host-memory-fraction`,
+/// the default ratio it may lower, and the device bytes of the host-mirrored pools.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AutoSizeRequest {
+    pub fraction: f64,
+    pub ratio: f64,
+    pub device_bytes: u64,
+}
+
 /// A memory state as SGLang's functions read it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemoryState {
@@ -93,6 +102,7 @@ pub struct MemoryState {
     pub cgroups: Vec<CgroupState>,
     pub ranks_per_host: u64,
     pub pools: Vec<PoolRequest>,
+    pub auto: AutoSizeRequest,
 }
 
 /// A failure, by the Python exception's category.
@@ -223,6 +233,11 @@ pub struct StateResult {
     /// `host_memory_budget_bytes(auto_size=True)`.
     pub auto_budget: serde_json::Value,
     pub pools: Vec<PoolResult>,
+    /// `auto_size_hicache`: the fitted ratio, or `no_host_memory` (its `ValueError`), or
+    /// `error` (the cgroup could not be read).
+    pub auto_ratio: serde_json::Value,
+    /// The budget of the booking scope it opens (`int(share * fraction)`).
+    pub auto_scope_budget: serde_json::Value,
 }
 
 fn val<T: Into<serde_json::Value>>(r: Result<T, &'static str>) -> serde_json::Value {
@@ -294,6 +309,19 @@ pub fn evaluate(state: &MemoryState, sglang: Sglang) -> StateResult {
             }
         })
         .collect();
+    let (auto_ratio, auto_scope_budget) = match rules.per_rank_share(&view, state.ranks_per_host)
+    {
+        Err(_) => ("error".into(), "error".into()),
+        Ok(share) => {
+            let a = state.auto;
+            let budget = sizing::auto_size_budget(share, a.fraction);
+            let ratio = sizing::auto_size_ratio(a.ratio, budget, a.device_bytes);
+            match sizing::check_auto_size_ratio(ratio) {
+                Ok(r) => (serde_json::Value::from(r), i(budget)),
+                Err(_) => ("no_host_memory".into(), "error".into()),
+            }
+        }
+    };
     StateResult {
         id: state.id.clone(),
         headroom,
@@ -301,6 +329,8 @@ pub fn evaluate(state: &MemoryState, sglang: Sglang) -> StateResult {
         available,
         auto_budget,
         pools,
+        auto_ratio,
+        auto_scope_budget,
     }
 }
 

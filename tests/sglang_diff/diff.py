@@ -17,16 +17,20 @@ own functions on it:
 - `pool_host/base.py: host_memory_budget_bytes(auto_size=True)` (0.5.21: no argument);
 - `pool_host/base.py: HostKVCache.__init__` (a subclass whose `init_kv_buffer` stops
   before allocating): host tokens, requested bytes, the budget checked and SGLang's
-  refusal text.
+  refusal text;
+- `hicache_auto_size.py: auto_size_hicache` (the auto-size fit): the ratio it sets and
+  the budget of the booking scope it opens, on one MHA device pool of the state's bytes.
 
 Stubbed, as import noise only: `torch` (`distributed.is_available() -> False`, so
 `sync_fixed_hicache_size` returns its input as it does without a PP group), `psutil`
 (`virtual_memory().available` = the state's value), the package `__init__` files of
 `sglang`, `sglang.srt`, `sglang.srt.mem_cache`, `...pool_host` (not executed),
-`sglang.srt.mem_cache.memory_pool` (`KVCache`, 0.5.21 only), `...pool_host.common`
+`sglang.srt.mem_cache.memory_pool` (empty pool classes, for imports and `isinstance`),
+`base_swa_memory_pool`, `swa_memory_pool`, `...pool_host.common`
 (`get_allocator_from_storage`, `_cuda_host_unregister`), `sglang.srt.runtime_context`
-(`get_parallel`) and `sglang.srt.utils` (`is_cuda`, `is_hip`); `ranks_per_host` is set
-to the state's value.
+(`get_parallel`; `get_memory` / `get_context` hand over the fraction and ratio and catch
+the ratio override) and `sglang.srt.utils` (`is_cuda`, `is_hip`); `ranks_per_host`
+returns the state's value.
 
 The same states go through `hicache-sim debug-sizing --sglang X`; every field must
 agree exactly, or the script exits 1 naming the first differing states.
@@ -171,10 +175,13 @@ def gen_state(rng, idx):
             ratio = 2.0
         pools.append({"device_tokens": dev, "size_per_token": spt, "page_size": page,
                       "host_size": host_size, "ratio": ratio})
+    auto = {"fraction": rng.choice([0.1, 0.5, 0.8, 1.0, round(rng.uniform(0.01, 1), 3)]),
+            "ratio": rng.choice([2.0, 1.2, 4.0]),
+            "device_bytes": rng.randint(1, 400) * GB + rng.randint(0, GB)}
     return {
         "id": f"s{idx}", "cgroup_version": version, "psutil_available": psutil_avail,
         "procfs": procfs, "mounted": mounted, "engine": engine, "cgroups": cgroups,
-        "ranks_per_host": ranks, "pools": pools,
+        "ranks_per_host": ranks, "pools": pools, "auto": auto,
     }
 
 
@@ -301,12 +308,19 @@ def _load_sglang():
     def get_parallel():
         raise RuntimeError("no parallel context in the differential test")
 
-    module("sglang.srt.runtime_context", get_parallel=get_parallel,
-           get_context=get_parallel, get_memory=get_parallel)
+    rc = module("sglang.srt.runtime_context", get_parallel=get_parallel,
+                get_context=get_parallel, get_memory=get_parallel)
     module("sglang.srt.utils", is_cuda=lambda: False, is_hip=lambda: False)
+    pools = {n: type(n, (), {}) for n in (
+        "KVCache", "HybridLinearKVPool", "HybridReqToTokenPool", "MHATokenToKVPool",
+        "MiniMaxSparseKVPool", "MLATokenToKVPool")}
+    sys.modules["sglang.srt.mem_cache.memory_pool"].__dict__.update(pools)
+    module("sglang.srt.mem_cache.base_swa_memory_pool", BaseSWAKVPool=type("BaseSWAKVPool", (), {}))
+    module("sglang.srt.mem_cache.swa_memory_pool", SWAKVPool=type("SWAKVPool", (), {}))
     hm = importlib.import_module("sglang.srt.mem_cache.host_memory")
     base = importlib.import_module("sglang.srt.mem_cache.pool_host.base")
-    return hm, base, psutil
+    auto = importlib.import_module("sglang.srt.mem_cache.hicache_auto_size")
+    return hm, base, psutil, auto, rc, pools["MHATokenToKVPool"]
 
 
 def _category(e):
@@ -324,7 +338,7 @@ def worker(states_path, out_path, scratch):
     from pathlib import Path
 
     logging.disable(logging.CRITICAL)
-    hm, base, psutil = _load_sglang()
+    hm, base, psutil, auto_mod, rc, mha = _load_sglang()
     has_fallback = "allow_cgroup_fallback" in inspect.signature(hm.available_host_memory_bytes).parameters
     has_auto = "auto_size" in inspect.signature(base.host_memory_budget_bytes).parameters
     old_ctor = "device_pool" in inspect.signature(base.HostKVCache.__init__).parameters
@@ -416,9 +430,34 @@ def worker(states_path, out_path, scratch):
                     "budget": seen[-1] if seen else "error", "outcome": pool.outcome,
                     "message": pool.message,
                 })
+            # auto_size_hicache: one MHA device pool of the state's bytes (as a (k, v)
+            # tuple half the time, which `_pool_bytes` sums).
+            a = st["auto"]
+            dev = mha()
+            kv = a["device_bytes"]
+            dev.get_kv_size_bytes = (lambda kv=kv: (kv // 2, kv - kv // 2)) if kv % 2 else (lambda kv=kv: kv)
+            params = types.SimpleNamespace(
+                token_to_kv_pool_allocator=types.SimpleNamespace(get_kvcache=lambda d=dev: d),
+                req_to_token_pool=object(), mtp_draft_device_pools=[])
+            got = {}
+            rc.get_memory = lambda a=a: types.SimpleNamespace(
+                hicache_host_memory_fraction=a["fraction"], hicache_ratio=a["ratio"])
+            rc.get_context = lambda: types.SimpleNamespace(
+                override=lambda name, **kw: got.update(kw))
+            auto_mod.get_memory, auto_mod.get_context = rc.get_memory, rc.get_context
+            try:
+                with auto_mod.auto_size_hicache(params, None, enabled=True):
+                    scope = base._host_memory_budget.get()
+                auto_ratio, auto_scope = got["hicache_ratio"], scope
+            except ValueError:
+                auto_ratio, auto_scope = "no_host_memory", "error"
+            except Exception:  # noqa: BLE001
+                auto_ratio, auto_scope = "error", "error"
             out.write(json.dumps({"id": st["id"], "headroom": h,
                                   "available_fallback": avail_fb, "available": avail,
-                                  "auto_budget": auto, "pools": pools}) + "\n")
+                                  "auto_budget": auto, "pools": pools,
+                                  "auto_ratio": auto_ratio,
+                                  "auto_scope_budget": auto_scope}) + "\n")
             shutil.rmtree(root, ignore_errors=True)
     hm._cgroup_memory_headroom.__defaults__ = default_root
 
@@ -494,8 +533,10 @@ def main():
             counts[type(w["headroom"]).__name__] = counts.get(type(w["headroom"]).__name__, 0) + 1
         refused = sum(p["outcome"] == "refused" for w in want for p in w["pools"])
         oks = sum(p["outcome"] == "ok" for w in want for p in w["pools"])
+        fits = sum(isinstance(w["auto_ratio"], float) for w in want)
         print(f"sglang_diff {rel}: {len(states)} states, {len(states) - len(bad)} agree "
-              f"(headroom kinds {dict(sorted(counts.items()))}; pools ok {oks}, refused {refused})")
+              f"(headroom kinds {dict(sorted(counts.items()))}; pools ok {oks}, refused {refused}; "
+              f"auto-size fits {fits})")
         for w, g in bad[:5]:
             s = next(x for x in states if x["id"] == w["id"])
             print(f"  DIFFERS {rel} state {w['id']}:\n    sglang:      {json.dumps(w)}\n"

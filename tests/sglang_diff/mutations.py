@@ -34,6 +34,10 @@ M = [
   "Ok(Some(h)) => Ok(host.min(h as i128)),", "Ok(Some(h)) => Ok(h as i128),", "0.5.23"),
  ("M12 0.5.21 credits page cache (0.5.22 rules)", "src/release/rules.rs",
   "sizing: SglangVersion::Pr40135.rules(),", "sizing: Rules { available: AvailableReading::CgroupMin(HeadroomVariant::ProtectedDescendants), ..SglangVersion::Pr40135.rules() },", "0.5.21"),
+ ("M13 auto-size slack 10 % instead of 5 %", "src/sizing/auto_size.rs",
+  "pub const ALLOCATION_SLACK_FRACTION: f64 = 0.05;", "pub const ALLOCATION_SLACK_FRACTION: f64 = 0.10;", "0.5.23"),
+ ("M14 auto-size budget rounds instead of truncating", "src/sizing/auto_size.rs",
+  "py_int(per_rank_share as f64 * fraction)", "(per_rank_share as f64 * fraction).round() as i128", "0.5.22"),
 ]
 only = sys.argv[1:]
 for name, f, old, new, rel in M:
