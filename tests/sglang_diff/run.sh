@@ -13,7 +13,7 @@ STATES="${STATES:-1200}"
 PY="${PYTHON:-python3}"
 
 # Can PyPI be reached? (pip's own client: the package's version list only.)
-if ! "$PY" -m pip index versions sglang --disable-pip-version-check >/dev/null 2>&1; then
+if ! "$PY" -m pip index versions sglang --disable-pip-version-check --retries 1 --timeout 15 >/dev/null 2>&1; then
     echo "sglang_diff: skipped: PyPI cannot be reached (the test installs sglang==X --no-deps from it)"
     exit 0
 fi
