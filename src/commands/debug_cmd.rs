@@ -11,7 +11,7 @@ pub fn debug_sizing(states: &str, sglang: &str) -> CmdResult {
     let text = std::fs::read_to_string(states)
         .map_err(|e| InputError::new(states, format!("cannot read: {e}")))?;
     let out = diff::run_lines(&text, v)
-        .map_err(|(line, m)| InputError::new(states, format!("line {line}: {m}")))?;
+        .map_err(|(line, m)| InputError::new(states, m).line_opt(Some(line)))?;
     print!("{out}");
     Ok(0)
 }

@@ -309,8 +309,7 @@ pub fn evaluate(state: &MemoryState, sglang: Sglang) -> StateResult {
             }
         })
         .collect();
-    let (auto_ratio, auto_scope_budget) = match rules.per_rank_share(&view, state.ranks_per_host)
-    {
+    let (auto_ratio, auto_scope_budget) = match rules.per_rank_share(&view, state.ranks_per_host) {
         Err(_) => ("error".into(), "error".into()),
         Ok(share) => {
             let a = state.auto;

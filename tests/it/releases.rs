@@ -473,3 +473,150 @@ sweep:
         "no plot names the releases"
     );
 }
+
+#[test]
+fn buffer_only_write_back_is_coerced_from_0_5_22_and_an_error_before() {
+    let args = |v: &str| {
+        vec![
+            "startup".to_string(),
+            "scenarios/gb300-glm52-135g.yaml".into(),
+            "--sglang".into(),
+            v.into(),
+            "--set".into(),
+            "server.hicache_host_memory_mode=buffer_only".into(),
+            "--set".into(),
+            "server.hicache_write_policy=write_back".into(),
+            "--set".into(),
+            "server.hicache_storage_backend=file".into(),
+            "--format".into(),
+            "json".into(),
+        ]
+    };
+    let out = sim().args(args("0.5.21")).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("does not support --hicache-write-policy write_back")
+    );
+    let j = run_json(
+        &args("0.5.22")
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    let notes = j["notes"].as_array().unwrap();
+    assert!(
+        notes.iter().any(|n| n
+            .as_str()
+            .unwrap()
+            .contains("switches --hicache-write-policy write_back to write_through")),
+        "{notes:?}"
+    );
+}
+
+#[test]
+fn replay_takes_the_controller_defaults_of_the_release() {
+    use hicache_sim::cache::{DeviceEvictAmount, EvictVersion, PrefetchCapacityRule};
+    use hicache_sim::release::Release;
+    use hicache_sim::runtime::ReplayConfig;
+    let c = |r: Release| ReplayConfig::default().with_release(&r.rules().controller);
+    let c14 = c(Release::V0_5_14);
+    assert_eq!(c14.evict_version, EvictVersion::V0);
+    assert_eq!(c14.prefetch_capacity_rule, PrefetchCapacityRule::Pre28614);
+    assert_eq!(c14.device_evict_amount, DeviceEvictAmount::Requested);
+    assert_eq!(c14.prefetch_timeout_max.0, 30_000_000_000);
+    assert_eq!(c14.prefetch_timeout_base.0, 2_000_000_000);
+    let c23 = c(Release::V0_5_23);
+    assert_eq!(c23.evict_version, EvictVersion::V1);
+    assert_eq!(c23.device_evict_amount, DeviceEvictAmount::Shortfall);
+    assert_eq!(c23.prefetch_timeout_base.0, 1_000_000_000);
+    assert_eq!(c23.prefetch_timeout_per_ki_token.0, 250_000_000);
+    assert!(c23.prefetch_timeout_max.0 > 1_000_000 * 1_000_000_000);
+    // The README's figure: device hit rate at 2,000 pages of 64 tokens, 0.5.16 vs 0.5.23.
+    let rate = |v: &str| {
+        let out = sim()
+            .args([
+                "replay",
+                "--trace",
+                "traces/synthetic_trace.jsonl",
+                "--page-size",
+                "64",
+                "--l1-pages",
+                "2000",
+                "--l2-pages",
+                "0",
+                "--sglang",
+                v,
+            ])
+            .output()
+            .unwrap();
+        let t = String::from_utf8(out.stdout).unwrap();
+        t.lines()
+            .find(|l| l.starts_with("device"))
+            .unwrap()
+            .split_whitespace()
+            .nth(2)
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(rate("0.5.16"), "1.92");
+    assert_eq!(rate("latest"), "2.12");
+}
+
+#[test]
+fn debug_sizing_reads_states_and_names_a_bad_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jsonl");
+    // The worked memory.min case as files: task (max 900, current 850) holding the
+    // sibling's 600 inactive file pages, the engine (max 1000, current 250).
+    let cg = |path: &str, max: serde_json::Value, min: u64, cur: u64, inactive: u64| {
+        serde_json::json!({"path": path, "max": max, "high": "max", "min": min,
+            "current": cur, "stat": {"inactive_file": inactive}, "stat_file": "ok"})
+    };
+    let state = serde_json::json!({
+        "id": "worked", "cgroup_version": "v2", "psutil_available": 5000u64,
+        "procfs": true, "mounted": true, "engine": "task/engine",
+        "cgroups": [
+            cg("", "missing".into(), 0, 2000, 600),
+            cg("task", 900.into(), 0, 850, 600),
+            cg("task/sibling", "max".into(), 100, 600, 600),
+            cg("task/engine", 1000.into(), 0, 250, 0),
+        ],
+        "ranks_per_host": 1, "pools": [],
+        "auto": {"fraction": 0.8, "ratio": 2.0, "device_bytes": 1000}
+    });
+    std::fs::write(&p, format!("{state}\n")).unwrap();
+    let out = sim()
+        .args(["debug-sizing", p.to_str().unwrap(), "--sglang", "0.5.23"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["headroom"], 50);
+    let out = sim()
+        .args([
+            "debug-sizing",
+            p.to_str().unwrap(),
+            "--sglang",
+            "page-cache-credit",
+        ])
+        .output()
+        .unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["headroom"], 650);
+    std::fs::write(&p, format!("{state}\n{{\"id\": 3}}\n")).unwrap();
+    let out = sim()
+        .args(["debug-sizing", p.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(":2"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
