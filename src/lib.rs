@@ -6,6 +6,8 @@
 //! - [`units`], [`error`]: quantities at the edges, input errors with file/line/field;
 //! - [`engine`]: virtual time, event queue, seeded RNG — no model code;
 //! - [`hardware`], [`model`]: node presets, Linux/cgroup memory accounting, KV geometry;
+//! - [`release`]: SGLang releases (`0.5.14`…`0.5.23`) and PR-era what-ifs, each one
+//!   complete rule set (sizing, controller, tree, flags) read by every layer;
 //! - [`sizing`]: SGLang's host-pool sizing rules, one policy per version;
 //! - [`startup`]: ranks starting up as events, Monte Carlo over rank jitter;
 //! - [`cache`], [`runtime`], [`workload`], [`policy_sim`]: the runtime tiers and traces;
@@ -20,6 +22,7 @@ pub mod model;
 pub mod output;
 pub mod pipeline;
 pub mod policy_sim;
+pub mod release;
 pub mod report;
 pub mod runtime;
 pub mod scenario;

@@ -41,10 +41,18 @@ enum Command {
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
     },
-    /// List the SGLang sizing-rule versions this simulator models.
+    /// List the SGLang releases and what-if rule sets this simulator models.
     Versions {
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
+    },
+    /// Differential-test hook: sizing figures of memory states (JSON lines).
+    #[command(hide = true)]
+    DebugSizing {
+        /// JSON-lines file of states (`tests/sglang_diff/`).
+        states: String,
+        #[arg(long, default_value = "latest")]
+        sglang: String,
     },
 }
 
@@ -100,6 +108,7 @@ fn run() -> ExitCode {
         Command::Trace { command } => commands::trace(command),
         Command::Presets { format } => commands::presets(format),
         Command::Versions { format } => commands::versions(format),
+        Command::DebugSizing { states, sglang } => commands::debug_sizing(&states, &sglang),
     };
     // Flush here, inside the catch: a failure at exit would be silent.
     if let Err(e) = std::io::stdout().flush() {

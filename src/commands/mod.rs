@@ -7,6 +7,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::error::InputError;
 
+mod debug_cmd;
 mod presets_cmd;
 mod replay_cmd;
 pub mod startup_cmd;
@@ -14,6 +15,7 @@ pub mod sweep_cmd;
 mod trace_cmd;
 mod versions_cmd;
 
+pub use debug_cmd::debug_sizing;
 pub use presets_cmd::presets;
 pub use replay_cmd::replay;
 pub use startup_cmd::startup;
@@ -167,6 +169,10 @@ pub struct ReplayArgs {
     pub format: OutputFormat,
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub sets: Vec<String>,
+    /// SGLang release or what-if whose controller defaults the replay uses (overrides
+    /// the scenario's `sglang`; default `latest` = 0.5.23).
+    #[arg(long)]
+    pub sglang: Option<String>,
     /// Write the occupancy / hit-rate timeline as CSV (and a plot next to it).
     #[arg(long)]
     pub timeline: Option<String>,
@@ -192,6 +198,10 @@ pub struct SweepArgs {
     pub quiet: bool,
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub sets: Vec<String>,
+    /// SGLang release or what-if (overrides the scenario's `sglang`; a `sglang` sweep
+    /// axis still wins per point).
+    #[arg(long)]
+    pub sglang: Option<String>,
 }
 
 #[derive(Debug, Args)]

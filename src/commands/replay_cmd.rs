@@ -76,7 +76,7 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
         .scenario
     {
         Some(path) => {
-            let s = super::startup_cmd::load_scenario(path, &a.sets, None)?;
+            let s = super::startup_cmd::load_scenario(path, &a.sets, a.sglang.as_deref())?;
             let plan = super::startup_cmd::plan_for(&s)?;
             let section = s.runtime.clone().unwrap_or_default();
             let mc = startup::run(&plan, s.seed, 1);
@@ -149,11 +149,18 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
             apply(c, &overrides).map_err(|e| locate(e, a.scenario.as_deref()))?,
             Some(note),
         ),
-        None => (
-            apply(ReplayConfig::default(), &overrides)
-                .map_err(|e| locate(e, a.scenario.as_deref()))?,
-            None,
-        ),
+        None => {
+            let sglang = match &a.sglang {
+                Some(v) => crate::release::Sglang::from_id(v)
+                    .map_err(|e| InputError::new("--sglang", e.to_string()))?,
+                None => crate::release::Sglang::DEFAULT,
+            };
+            let base = ReplayConfig::default().with_release(&sglang.release_rules().controller);
+            (
+                apply(base, &overrides).map_err(|e| locate(e, a.scenario.as_deref()))?,
+                None,
+            )
+        }
     };
     let m = pipeline::run_replay(&section, &cfg).map_err(|e| locate(e, a.scenario.as_deref()))?;
     if let Some(path) = &a.timeline {

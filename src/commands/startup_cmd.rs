@@ -52,6 +52,9 @@ pub fn startup(a: StartupArgs) -> CmdResult {
             &[("scenario", std::path::Path::new(&a.scenario))],
         )?;
     }
+    if a.sglang.as_deref().map(str::trim) == Some("all") {
+        return startup_all(&a);
+    }
     let s = load_scenario(&a.scenario, &a.sets, a.sglang.as_deref())?;
     let plan = plan_for(&s)?;
     let seed = a.seed.unwrap_or(s.seed);
@@ -85,8 +88,75 @@ pub fn startup(a: StartupArgs) -> CmdResult {
     if let Some(path) = &a.csv {
         write_ranks_csv(&rep, path)?;
     }
-    let failed = mc.outcomes.refused + mc.outcomes.oom_killed > 0;
+    let failed = mc.outcomes.refused + mc.outcomes.oom_killed + mc.outcomes.failed > 0;
     Ok(if a.fail_on_refusal && failed { 1 } else { 0 })
+}
+
+/// `--sglang all`: the scenario under every release and what-if. A release that
+/// rejects the scenario's flags gets an `invalid_args` row, not an error.
+fn startup_all(a: &StartupArgs) -> CmdResult {
+    use crate::report::startup_all as all;
+    if a.csv.is_some() {
+        return Err(
+            InputError::new("--csv", "is for one SGLang version, not `--sglang all`").into(),
+        );
+    }
+    // The scenario itself must be valid under its own (or the default) version.
+    let own = load_scenario(&a.scenario, &a.sets, None)?;
+    let mut rows = Vec::new();
+    let mut any_failed = false;
+    for v in crate::release::Sglang::all() {
+        let s = match load_scenario(&a.scenario, &a.sets, Some(v.id())) {
+            Ok(s) => s,
+            Err(e) => {
+                rows.push(all::invalid_row(v, e.message));
+                continue;
+            }
+        };
+        let plan = match StartupPlan::new(&s) {
+            Ok(p) => p,
+            Err((_, m)) => {
+                rows.push(all::invalid_row(v, m));
+                continue;
+            }
+        };
+        let seed = a.seed.unwrap_or(s.seed);
+        let runs = a.runs.unwrap_or(s.runs);
+        if runs == 0 || runs > MAX_RUNS {
+            return Err(InputError::new(
+                "--runs",
+                format!("must be between 1 and {MAX_RUNS}, got {runs}"),
+            )
+            .into());
+        }
+        let mc = match a.jobs {
+            Some(j) => rayon::ThreadPoolBuilder::new()
+                .num_threads(super::clamp_jobs(Some(j)))
+                .build()
+                .map_err(|e| CommandError::Other(e.to_string()))?
+                .install(|| startup::run(&plan, seed, runs)),
+            None => startup::run(&plan, seed, runs),
+        };
+        any_failed |= mc.outcomes.refused + mc.outcomes.oom_killed + mc.outcomes.failed > 0;
+        let rep = report::build(&s, &plan, &mc, seed);
+        rows.push(all::row(v, &rep));
+    }
+    match a.format {
+        OutputFormat::Text => print!("{}", all::render_text(&own.name, &rows)),
+        OutputFormat::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "scenario": own.name,
+                "rows": rows,
+            }))
+            .map_err(|e| CommandError::Other(e.to_string()))?
+        ),
+    }
+    Ok(if a.fail_on_refusal && any_failed {
+        1
+    } else {
+        0
+    })
 }
 
 /// Run 0 rank by rank as CSV, and the per-rank budget-vs-request plot beside it.

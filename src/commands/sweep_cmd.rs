@@ -45,7 +45,10 @@ pub fn sweep_base(path: &str, sets: &[String]) -> Result<(Value, SweepSpec), Inp
     Ok((base, spec))
 }
 
-pub fn sweep(a: SweepArgs) -> CmdResult {
+pub fn sweep(mut a: SweepArgs) -> CmdResult {
+    if let Some(v) = &a.sglang {
+        a.sets.push(format!("sglang={v}"));
+    }
     let (base, spec) = sweep_base(&a.scenario, &a.sets)?;
     let points = sweep::expand(&spec, &base)?;
     // Every combination is checked the way SGLang checks its flags, before any work.

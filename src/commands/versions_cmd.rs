@@ -1,33 +1,92 @@
-//! `hicache-sim versions`.
+//! `hicache-sim versions`: the SGLang releases (with their wheel dates) and the PR-era
+//! what-ifs (with the release that first shipped each, or "a proposal").
 
 use serde::Serialize;
 
 use super::{CmdResult, OutputFormat};
-use crate::sizing::SglangVersion;
+use crate::release::{Release, ReleaseRules, Sglang, first_shipped, nearest_release};
+use crate::report::startup_all::shipped;
 
 #[derive(Serialize)]
 struct VersionOut {
     id: &'static str,
+    /// `release`, `alias` (`latest`) or `what_if`.
+    kind: &'static str,
+    /// Release: the wheel's date; what-if: first shipping release and date, or "in no
+    /// release up to 0.5.23 (a proposal)".
+    shipped: String,
+    /// The release whose rules this id repeats (aliases, `latest`).
+    same_as: Option<&'static str>,
+    /// What-ifs: the release that first shipped the rule set.
+    first_shipped: Option<&'static str>,
+    /// What-ifs: the release whose controller, tree and flags complete the rule set.
+    nearest_release: Option<&'static str>,
     summary: &'static str,
-    rules: crate::sizing::Rules,
+    rules: ReleaseRules,
+}
+
+fn all() -> Vec<VersionOut> {
+    let mut out: Vec<VersionOut> = Release::ALL
+        .iter()
+        .map(|&r| VersionOut {
+            id: r.id(),
+            kind: "release",
+            shipped: r.date().to_string(),
+            same_as: r.same_as().map(Release::id),
+            first_shipped: None,
+            nearest_release: None,
+            summary: r.summary(),
+            rules: r.rules(),
+        })
+        .collect();
+    out.push(VersionOut {
+        id: "latest",
+        kind: "alias",
+        shipped: Release::LATEST.date().to_string(),
+        same_as: Some(Release::LATEST.id()),
+        first_shipped: None,
+        nearest_release: None,
+        summary: "the newest modelled release; the default when a scenario names none",
+        rules: Release::LATEST.rules(),
+    });
+    for v in crate::sizing::SglangVersion::ALL {
+        let s = Sglang::WhatIf(v);
+        out.push(VersionOut {
+            id: v.id(),
+            kind: "what_if",
+            shipped: shipped(s),
+            same_as: None,
+            first_shipped: first_shipped(v).map(Release::id),
+            nearest_release: Some(nearest_release(v).id()),
+            summary: v.summary(),
+            rules: s.release_rules(),
+        });
+    }
+    out
 }
 
 pub fn versions(format: OutputFormat) -> CmdResult {
+    let all = all();
     match format {
         OutputFormat::Text => {
-            for v in SglangVersion::ALL {
-                println!("{:<24} {}", v.id(), v.summary());
+            println!("SGLang releases (--sglang X; wheel dates):");
+            for v in all.iter().filter(|v| v.kind != "what_if") {
+                let same = v
+                    .same_as
+                    .map(|s| format!("same rules as {s}; "))
+                    .unwrap_or_default();
+                println!("  {:<14} {}  {}{}", v.id, v.shipped, same, v.summary);
+            }
+            println!();
+            println!(
+                "What-ifs (PR-era rule sets; controller, tree and flags of the nearest release):"
+            );
+            for v in all.iter().filter(|v| v.kind == "what_if") {
+                println!("  {:<24} {}", v.id, v.summary);
+                println!("  {:<24} shipped: {}", "", v.shipped);
             }
         }
         OutputFormat::Json => {
-            let all: Vec<VersionOut> = SglangVersion::ALL
-                .iter()
-                .map(|v| VersionOut {
-                    id: v.id(),
-                    summary: v.summary(),
-                    rules: v.rules(),
-                })
-                .collect();
             println!(
                 "{}",
                 serde_json::to_string_pretty(&all).expect("plain data serializes")

@@ -549,6 +549,11 @@ impl HostMemory {
                 .filter(|&&s| Some(s) != below)
                 .map(|&s| self.protected_cache(s))
                 .sum();
+            let protected_descendants = self.version == CgroupVersion::V2
+                && (0..self.cgroups.len()).any(|i| {
+                    let c = CgroupId(i as u32);
+                    c != x && self.cgroups[i].limits.min != 0 && self.is_in_subtree(c, x)
+                });
             chain.push(CgroupLevel {
                 cgroup: Some(x),
                 max,
@@ -557,6 +562,7 @@ impl HostMemory {
                 stat: Some(g.subtree.stat()),
                 min,
                 protected_sibling_cache,
+                protected_descendants,
             });
             below = Some(x);
             cur = g.parent;

@@ -30,8 +30,8 @@ pub struct MemStat {
 pub struct CgroupLevel {
     /// The modelled cgroup, when the view came from a [`super::HostMemory`].
     pub cgroup: Option<CgroupId>,
-    /// v2 `memory.max` (`None` = "max"); v1 `memory.limit_in_bytes` (raw, so
-    /// [`V1_UNLIMITED`] when unlimited).
+    /// v2 `memory.max` (`None` = "max" or no file); v1 `memory.limit_in_bytes` (raw, so
+    /// [`V1_UNLIMITED`] when unlimited: SGLang compares against it as a number).
     pub max: Option<u64>,
     /// v2 `memory.high` (`None` = "max"); always `None` on v1.
     pub high: Option<u64>,
@@ -45,6 +45,10 @@ pub struct CgroupLevel {
     /// reclaim by their `memory.min`: `file_lru - min(file_lru, max(0, usage - min))`
     /// summed over those children.
     pub protected_sibling_cache: u64,
+    /// Some cgroup strictly below this level has a non-zero — or unreadable —
+    /// `memory.min` (v2). 0.5.22+ `mem_cache/host_memory.py: _has_protected_descendants`
+    /// then drops this level's whole page-cache credit.
+    pub protected_descendants: bool,
 }
 
 /// Levels from the job's cgroup (index 0) up to and including the mount root.

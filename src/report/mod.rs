@@ -2,3 +2,4 @@
 
 pub mod plot;
 pub mod startup;
+pub mod startup_all;

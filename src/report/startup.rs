@@ -183,8 +183,12 @@ pub fn verdict(s: &Scenario, mc: &MonteCarlo) -> String {
         .iter()
         .filter(|r| r.outcome == Outcome::OomKilled)
         .collect();
+    let failed: Vec<&RankResult> = ranks
+        .iter()
+        .filter(|r| r.outcome == Outcome::Failed)
+        .collect();
     let mut v = String::new();
-    if refused.is_empty() && killed.is_empty() {
+    if refused.is_empty() && killed.is_empty() && failed.is_empty() {
         let min_margin = ranks.iter().filter_map(|r| r.margin_bytes).min();
         let off = ranks.iter().filter(|r| r.hicache_off).count();
         let _ = write!(
@@ -222,6 +226,15 @@ pub fn verdict(s: &Scenario, mc: &MonteCarlo) -> String {
                 refused.len(),
                 r.rank,
                 r.sampled_at.map(secs).unwrap_or(0.0),
+                r.message.as_deref().unwrap_or("")
+            );
+        }
+        if let Some(r) = failed.first() {
+            let _ = write!(
+                v,
+                "; {} failed before sizing read any memory (first: rank {}: AssertionError: {})",
+                failed.len(),
+                r.rank,
                 r.message.as_deref().unwrap_or("")
             );
         }
@@ -355,6 +368,13 @@ pub fn render_text(s: &Scenario, plan: &StartupPlan, rep: &StartupReport) -> Str
             rep.refusal_probability,
             rep.oom_probability
         );
+        if rep.outcomes.failed > 0 {
+            let _ = writeln!(
+                o,
+                "  failed before sizing (assertion): {} runs",
+                rep.outcomes.failed
+            );
+        }
         let q = |q: &QuantilesI64| {
             format!(
                 "min {} / p1 {} / p50 {} / p99 {} / max {}",

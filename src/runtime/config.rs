@@ -132,7 +132,43 @@ impl Default for ReplayConfig {
     }
 }
 
+/// How an uncapped prefetch timeout (0.5.19+) is held in `prefetch_timeout_max`: the
+/// longest duration a scenario may hold (116 days, `units::MAX_DURATION_NS`), so it
+/// survives the config's text round trip and `issued + timeout` cannot overflow.
+pub const PREFETCH_TIMEOUT_UNCAPPED: Duration = Duration(crate::units::MAX_DURATION_NS);
+
 impl ReplayConfig {
+    /// The controller defaults a release ships (`release::ControllerRules`): device
+    /// eviction amount and code path, prefetch capacity rule (cache mode), and the
+    /// prefetch timeout formula. Not modelled here (the replay has no admission polls):
+    /// the 0.5.23 clock start at the first blocked poll, storage re-issue retries and
+    /// the storage write gate; see `release::rules`.
+    pub fn with_release(mut self, c: &crate::release::ControllerRules) -> Self {
+        use crate::sizing::PrefetchCapRule as P;
+        self.evict_version = if c.evict_v0 {
+            EvictVersion::V0
+        } else {
+            EvictVersion::V1
+        };
+        self.device_evict_amount = if c.device_evict_shortfall {
+            DeviceEvictAmount::Shortfall
+        } else {
+            DeviceEvictAmount::Requested
+        };
+        self.prefetch_capacity_rule = match c.prefetch_cap {
+            P::ExcessOverDevice => PrefetchCapacityRule::Pre28614,
+            P::HalfHost => PrefetchCapacityRule::Pr28614,
+            P::Pr16909Proposal => PrefetchCapacityRule::Pr16909,
+        };
+        let t = c.prefetch_timeout;
+        self.prefetch_timeout_base = Duration(t.base_ms * NS_PER_MS);
+        self.prefetch_timeout_per_ki_token = Duration(t.per_ki_token_ms * NS_PER_MS);
+        self.prefetch_timeout_max = t
+            .max_ms
+            .map_or(PREFETCH_TIMEOUT_UNCAPPED, |m| Duration(m * NS_PER_MS));
+        self
+    }
+
     /// Whether an L3 tier exists.
     pub fn has_storage(&self) -> bool {
         self.l3_unbounded || self.l3_pages.is_some()

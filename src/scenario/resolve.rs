@@ -14,6 +14,7 @@ use super::server::ServerArgs;
 use crate::error::{InputError, nearest};
 use crate::hardware::{NodePreset, node_presets};
 use crate::model::{KvDtype, ModelPreset, ParallelLayout, model_presets};
+use crate::release::Sglang;
 use crate::sizing::SglangVersion;
 
 /// A scenario with presets resolved and flags checked.
@@ -21,7 +22,8 @@ use crate::sizing::SglangVersion;
 pub struct Scenario {
     pub source: String,
     pub name: String,
-    pub version: SglangVersion,
+    /// The selected release or what-if (`sglang:`, `--sglang`).
+    pub version: Sglang,
     pub seed: u64,
     pub runs: u64,
     pub node_name: String,
@@ -63,7 +65,7 @@ pub fn resolve_file(
         let (src, line) = lines.locate(source, field);
         InputError::new(src, msg).line_opt(line).field(field)
     };
-    let version = SglangVersion::from_id(&f.sglang).map_err(|m| at("sglang", m.to_string()))?;
+    let version = Sglang::from_id(&f.sglang).map_err(|m| at("sglang", m.to_string()))?;
 
     let (node_name, node_over) = f.node.split();
     let node_name =
@@ -95,7 +97,16 @@ pub fn resolve_file(
     })?;
     let model: ModelPreset = override_preset(model_base, &model_over, "model", source, lines)?;
 
-    let s = &f.server;
+    // The release's flags, choices and coercions (`release::check_server`).
+    let mut server = f.server.clone();
+    // Written in the file (its own line, not the `server:` fallback), or not the default.
+    let fraction_line = lines.line_of("server.hicache_host_memory_fraction");
+    let fraction_given = (fraction_line.is_some() && fraction_line != lines.line_of("server"))
+        || server.hicache_host_memory_fraction
+            != ServerArgs::default().hicache_host_memory_fraction;
+    let release_notes = crate::release::check_server(version, &mut server, fraction_given)
+        .map_err(|(field, m)| at(field, m))?;
+    let s = &server;
     let kv_dtype = if s.kv_cache_dtype == "auto" {
         model.default_kv_dtype
     } else {
@@ -170,11 +181,6 @@ pub fn resolve_file(
             "server.hicache_storage_prefetch_policy",
             &s.hicache_storage_prefetch_policy,
             &["best_effort", "wait_complete", "timeout"][..],
-        ),
-        (
-            "server.radix_eviction_policy",
-            &s.radix_eviction_policy,
-            &["lru", "lfu", "fifo", "mru", "filo", "priority", "slru"][..],
         ),
         (
             "server.hicache_io_backend",
@@ -323,6 +329,7 @@ pub fn resolve_file(
         .iter()
         .map(|fl| format!("launch flag {fl} is accepted but not modelled"))
         .collect();
+    notes.extend(release_notes);
     if let Some(p) = &f.startup.pin.steps
         && !(1..=MAX_PIN_STEPS).contains(p)
     {
@@ -331,7 +338,7 @@ pub fn resolve_file(
             format!("{p} must be between 1 and {MAX_PIN_STEPS} (each step is an event per rank and pool)"),
         ));
     }
-    if s.hicache_enabled() || version == SglangVersion::AutoHicache {
+    if s.hicache_enabled() || version == Sglang::WhatIf(SglangVersion::AutoHicache) {
         let r = crate::sizing::resolve_hicache_args(&crate::startup::plan::hicache_args(s))
             .map_err(|e| {
                 let field = if e.0.contains("fraction") {

@@ -78,6 +78,9 @@ pub struct CgroupSpec {
     pub max: Option<ByteSize>,
     /// `memory.high`; absent = `max` (Slurm's default AllowedRAMSpace=100 sets high = max).
     pub high: Option<ByteSize>,
+    /// v2 `memory.min` of the job's cgroup (0.5.22+ drops the parents' page-cache credit
+    /// when it is not 0).
+    pub min: ByteSize,
     /// Anonymous memory already charged to the job before the ranks start.
     pub preexisting_anon: ByteSize,
     /// Clean page cache already charged to the job before the ranks start.
@@ -220,8 +223,9 @@ pub struct ScenarioFile {
     pub sweep: Option<Value>,
 }
 
+/// No `sglang:` means the newest modelled release (`latest`).
 fn default_sglang() -> String {
-    "pr40135".into()
+    crate::release::Release::LATEST.id().into()
 }
 
 fn one() -> u64 {

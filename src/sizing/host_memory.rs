@@ -1,9 +1,7 @@
 //! `mem_cache/host_memory.py: available_host_memory_bytes` and its cgroup headroom walk,
 //! in the variants SGLang shipped (#40135 era onwards; `sglang-hicache.md` §2.3).
 
-use crate::hardware::{
-    CgroupId, CgroupLevel, CgroupRead, CgroupVersion, HostMemoryView, V1_UNLIMITED,
-};
+use crate::hardware::{CgroupId, CgroupLevel, CgroupRead, CgroupVersion, HostMemoryView};
 
 use super::version::{AvailableReading, HeadroomVariant};
 
@@ -41,7 +39,9 @@ fn usage_file(v: CgroupVersion) -> &'static str {
 fn newer(variant: HeadroomVariant) -> bool {
     matches!(
         variant,
-        HeadroomVariant::ActiveInactiveCredit | HeadroomVariant::ProtectedSibling
+        HeadroomVariant::ActiveInactiveCredit
+            | HeadroomVariant::ProtectedSibling
+            | HeadroomVariant::ProtectedDescendants
     )
 }
 
@@ -80,13 +80,26 @@ fn effective_usage(
                 (s.active_file + s.inactive_file).saturating_sub(level.protected_sibling_cache);
             usage.saturating_sub(credit)
         }
+        HeadroomVariant::ProtectedDescendants => {
+            let s = need_stat()?;
+            let page_cache = s.active_file + s.inactive_file;
+            let credit =
+                if version == CgroupVersion::V2 && page_cache > 0 && level.protected_descendants {
+                    0
+                } else {
+                    page_cache
+                };
+            usage.saturating_sub(credit)
+        }
     })
 }
 
 /// `_cgroup_memory_headroom`: the minimum over the job's cgroup and every ancestor up to
 /// and including the mount root of `max(0, limit - usage_eff)`, for each limit that is
 /// set (v2 `memory.max` and `memory.high`; v1 `memory.limit_in_bytes`, where the
-/// `2^63 - 4096` sentinel means unlimited). `Ok(None)`: no limit anywhere, or no procfs.
+/// `2^63 - 4096` "unlimited" sentinel is compared as a number, as 0.5.21–0.5.23 do: it
+/// never binds against psutil, but it makes SGLang read that level's usage files).
+/// `Ok(None)`: no limit anywhere, or no procfs.
 pub fn cgroup_memory_headroom(
     view: &HostMemoryView,
     variant: HeadroomVariant,
@@ -109,7 +122,7 @@ pub fn cgroup_memory_headroom(
     for (i, level) in chain.levels().iter().enumerate() {
         let limits = match version {
             CgroupVersion::V2 => [level.max, level.high],
-            CgroupVersion::V1 => [level.max.filter(|&m| m < V1_UNLIMITED), None],
+            CgroupVersion::V1 => [level.max, None],
         };
         for limit in limits.into_iter().flatten() {
             let usage = level.usage.ok_or(if newer(variant) {

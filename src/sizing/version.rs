@@ -5,8 +5,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// The sizing behaviours of SGLang, by PR (spec README §2). Ids are stable: they appear in
-/// CSVs, scenarios and `--sglang`.
+/// The PR-era sizing rule sets ("what-ifs"; releases are [`crate::release::Release`]).
+/// Ids are stable: they appear in CSVs, scenarios and `--sglang`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum SglangVersion {
     /// Before #28614 (main ≤ 2026-06-26, "V0").
@@ -31,12 +31,13 @@ pub enum SglangVersion {
     /// Same era, only clean file cache credited (dirty and writeback stay charged).
     #[serde(rename = "page-cache-credit-clean")]
     PageCacheCreditClean,
-    /// Newest upstream before auto-HiCache: explicit sizes take one snapshot per rank,
-    /// world MIN all-reduce, then booking.
+    /// A proposal (in no release up to 0.5.23): explicit sizes take one snapshot per
+    /// rank, world MIN all-reduce, then booking.
     #[serde(rename = "explicit-snapshot")]
     ExplicitSnapshot,
-    /// Newest ("V5"): HiCache on by default, ratio min(8, …), off below 1.5, halving on
-    /// pin failure.
+    /// "V5", a proposal (in no release up to 0.5.23; 0.5.23's `enable_hierarchical_cache`
+    /// is a plain `bool = False`): HiCache on by default, ratio min(8, …), off below 1.5,
+    /// halving on pin failure.
     #[serde(rename = "auto-hicache")]
     AutoHicache,
 }
@@ -76,7 +77,8 @@ impl SglangVersion {
         }
     }
 
-    /// Parses an id or an alias (`v0`…`v5`, merge dates, `#40135`, `newest`).
+    /// Parses an id or an alias (`v0`…`v5`, merge dates, `#40135`). Releases and
+    /// `latest` are parsed by [`crate::release::Sglang::from_id`].
     pub fn from_id(s: &str) -> Result<SglangVersion, UnknownVersion> {
         let t = s.trim().to_ascii_lowercase();
         let t = t.trim_start_matches('#');
@@ -92,7 +94,7 @@ impl SglangVersion {
             "41181" | "42039" | "42420" | "variant-c" => SglangVersion::PageCacheCredit,
             "variant-d" => SglangVersion::PageCacheCreditClean,
             "variant-e" | "snapshot" => SglangVersion::ExplicitSnapshot,
-            "v5" | "newest" | "latest" | "auto" => SglangVersion::AutoHicache,
+            "v5" | "auto" => SglangVersion::AutoHicache,
             _ => {
                 let hint = crate::error::nearest(t, Self::ALL.iter().map(|v| v.id()))
                     .map(|n| format!(" (did you mean `{n}`?)"))
@@ -131,10 +133,10 @@ impl SglangVersion {
                 "page-cache credit, clean only: dirty and writeback pages stay charged; explicit live // ranks"
             }
             SglangVersion::ExplicitSnapshot => {
-                "newest before auto-HiCache: page-cache credit (memory.min-protected sibling cache charged); explicit sizes snapshot + world MIN + booking"
+                "proposal (in no release up to 0.5.23): page-cache credit (memory.min-protected sibling cache charged); explicit sizes snapshot + world MIN + booking, so no start-up race"
             }
             SglangVersion::AutoHicache => {
-                "newest: HiCache on by default, ratio min(8, 0.95 x budget / device bytes), off below 1.5, halved on pin failure"
+                "proposal (in no release up to 0.5.23): HiCache on by default, ratio min(8, 0.95 x budget / device bytes), off below 1.5, halved on pin failure"
             }
         }
     }
@@ -273,6 +275,12 @@ pub enum HeadroomVariant {
     /// sibling cgroups protected by `memory.min` stays charged; missing `memory.current`
     /// or `memory.stat` raises "set --hicache-size" unless fallback is allowed.
     ProtectedSibling,
+    /// 0.5.22–0.5.23 `mem_cache/host_memory.py: _cgroup_memory_headroom`: as C (active +
+    /// inactive file credited; v1 `total_*` keys), except that on cgroup v2 a level with
+    /// page cache > 0 gets no credit at all when `_has_protected_descendants` (any
+    /// descendant's `memory.min` non-zero or unreadable). A missing `memory.current` /
+    /// `memory.stat` raises (`OSError`), caught by `available_host_memory_bytes`.
+    ProtectedDescendants,
 }
 
 impl HeadroomVariant {
@@ -283,6 +291,7 @@ impl HeadroomVariant {
             HeadroomVariant::ActiveInactiveCredit => "active_inactive_credit",
             HeadroomVariant::CleanCredit => "clean_credit",
             HeadroomVariant::ProtectedSibling => "protected_sibling",
+            HeadroomVariant::ProtectedDescendants => "protected_descendants",
         }
     }
 }

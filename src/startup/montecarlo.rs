@@ -162,6 +162,13 @@ pub struct RunOutcomes {
     pub started: u64,
     pub refused: u64,
     pub oom_killed: u64,
+    /// Raised before sizing (0.5.14's assertion); omitted from JSON when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub failed: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }
 
 /// Counts and samples folded over a range of runs (order-independent: sums, and values
@@ -187,6 +194,7 @@ impl Tally {
                     self.ranks.refused += 1;
                     refused = true;
                 }
+                Outcome::Failed => self.ranks.failed += 1,
                 Outcome::OomKilled => {
                     self.ranks.oom_killed += 1;
                     killed = true;
@@ -203,6 +211,7 @@ impl Tally {
         match worst {
             Outcome::OomKilled => self.runs.oom_killed += 1,
             Outcome::Refused => self.runs.refused += 1,
+            Outcome::Failed => self.runs.failed += 1,
             Outcome::Started => self.runs.started += 1,
         }
         self.runs_refused += u64::from(refused);
@@ -214,6 +223,7 @@ impl Tally {
             a.started += b.started;
             a.refused += b.refused;
             a.oom_killed += b.oom_killed;
+            a.failed += b.failed;
         }
         self.runs_refused += o.runs_refused;
         self.runs_killed += o.runs_killed;

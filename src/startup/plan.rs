@@ -7,7 +7,7 @@ use crate::hardware::{CgroupId, CgroupLimits, CgroupVersion, ChargeKind, HostMem
 use crate::model::{DevicePoolInputs, device_pool_bytes, device_pool_tokens};
 use crate::scenario::Scenario;
 use crate::scenario::schema::{CgroupVersionSpec, JitterSpec, PinMethod};
-use crate::sizing::{AutoSizeRule, HicacheArgs, HostMemoryMode, Rules, SglangVersion};
+use crate::sizing::{AutoSizeRule, HicacheArgs, HostMemoryMode, Rules};
 use crate::units::{GIB, Nanos};
 
 use rand::RngExt;
@@ -156,7 +156,7 @@ const LOAD_STEPS: u32 = 4;
 /// Everything one start-up run needs.
 #[derive(Debug, Clone)]
 pub struct StartupPlan {
-    pub version: SglangVersion,
+    pub version: crate::release::Sglang,
     pub rules: Rules,
     pub nnodes: u32,
     pub world_size: u32,
@@ -410,7 +410,7 @@ fn build_memory(s: &Scenario) -> Result<(HostMemory, CgroupId), (String, String)
             CgroupLimits {
                 max: cg.max.map(|b| b.0),
                 high: cg.high.map(|b| b.0),
-                min: 0,
+                min: cg.min.0,
             },
         )
         .map_err(|e| bad("memory.cgroup", e.to_string()))?;

@@ -21,6 +21,9 @@ use super::plan::{HicacheSizing, StartupPlan};
 pub enum Outcome {
     Started,
     Refused,
+    /// Start-up raised before sizing read any memory: 0.5.14's (`pre-28614`)
+    /// `AssertionError` for a host pool not larger than the device pool.
+    Failed,
     OomKilled,
 }
 
@@ -29,6 +32,7 @@ impl Outcome {
         match self {
             Outcome::Started => "started",
             Outcome::Refused => "refused",
+            Outcome::Failed => "failed",
             Outcome::OomKilled => "oom_killed",
         }
     }
@@ -506,18 +510,20 @@ impl Sim<'_> {
         if pool == 0 {
             self.s.ranks[r as usize].host_tokens = self.host_tokens(None);
         }
-        let Some(budget) = self.sample_budget(r) else {
-            return;
-        };
         let tokens = self.s.ranks[r as usize].host_tokens;
-        let requested = self.pool_request(pool, tokens);
+        // 0.5.14 `pool_host/base.py: HostKVCache.__init__` asserts `self.size >
+        // device_pool.size` *before* `psutil.virtual_memory()`: no budget was read, so
+        // none is reported, and the rank fails rather than being refused.
         if let SmallHostCheck::AssertionFailed(m) =
             sizing::check_small_host(p.rules.small_host, tokens, p.device_tokens)
         {
-            self.record_pool(r, pool, tokens, requested, budget);
             self.s.results[r as usize].message = Some(m);
-            return self.exit(r, Outcome::Refused);
+            return self.exit(r, Outcome::Failed);
         }
+        let Some(budget) = self.sample_budget(r) else {
+            return;
+        };
+        let requested = self.pool_request(pool, tokens);
         self.check_and_pin(r, pool, tokens, requested, budget);
     }
 

@@ -96,13 +96,23 @@ fn v1_sentinel_is_unlimited() {
     );
     assert_eq!(headroom(&v, HV::Raw), Some(600));
     assert_eq!(headroom(&v, HV::ProtectedSibling), Some(600));
-    // Only the sentinel: no bound.
+    // Only the sentinel: SGLang (0.5.21–0.5.23 `_cgroup_memory_headroom`) compares it
+    // as a number, `2^63 - 4096 - usage`, which never binds against psutil.
     let v = view(
         BIG,
         CgroupVersion::V1,
         &[lvl(Some(V1_UNLIMITED), None, 100)],
     );
-    assert_eq!(headroom(&v, HV::Raw), None);
+    assert_eq!(headroom(&v, HV::Raw), Some(V1_UNLIMITED - 100));
+    assert_eq!(
+        available_host_memory_bytes(&v, AvailableReading::CgroupMin(HV::Raw), false),
+        Ok(BIG as i128)
+    );
+    // ... and so reads that level's usage file: a missing one raises.
+    let mut l = lvl(Some(V1_UNLIMITED), None, 100);
+    l.usage = None;
+    let v = view(BIG, CgroupVersion::V1, &[l]);
+    assert!(cgroup_memory_headroom(&v, HV::Raw).is_err());
 }
 
 fn cache_level(usage: u64) -> CgroupLevel {

@@ -1,0 +1,333 @@
+//! SGLang releases as versions: one value, resolved once from `--sglang` / `sglang:`,
+//! that every layer reads — host-pool sizing ([`crate::sizing::Rules`]), the HiCache
+//! controller ([`ControllerRules`]), which tree the replay uses ([`TreeVariant`]) and
+//! which flags exist ([`FlagRules`]).
+//!
+//! Two kinds of id:
+//! - **releases**, the literal PyPI versions `0.5.14` … `0.5.23` (and `latest` =
+//!   [`Release::LATEST`]). Each was read from its wheel (`pip download sglang==X
+//!   --no-deps`, paths under `sglang/srt/`); a release whose modelled code equals its
+//!   predecessor's is accepted as an id and resolves to the same rules
+//!   ([`Release::same_as`]).
+//! - **what-ifs**, the PR-era rule sets ([`SglangVersion`]: `pre-28614`, …,
+//!   `auto-hicache`): named rule sets, some shipped in a release, some proposals that no
+//!   release up to 0.5.23 contains ([`first_shipped`]).
+
+pub mod diff;
+mod rules;
+mod server_check;
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::sizing::{self, SglangVersion};
+
+pub use rules::{
+    BufferOnlyWriteBack, ControllerRules, EvictionChoices, FlagRules, PrefetchRetries,
+    PrefetchTimeout, PrefetchTimeoutClock, ReleaseRules, StorageWriteGate, TreeVariant,
+};
+pub use server_check::{FieldError, check_server};
+
+/// A released SGLang wheel on PyPI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Release {
+    #[serde(rename = "0.5.14")]
+    V0_5_14,
+    #[serde(rename = "0.5.15")]
+    V0_5_15,
+    #[serde(rename = "0.5.15.post1")]
+    V0_5_15Post1,
+    #[serde(rename = "0.5.16")]
+    V0_5_16,
+    #[serde(rename = "0.5.17")]
+    V0_5_17,
+    #[serde(rename = "0.5.18")]
+    V0_5_18,
+    #[serde(rename = "0.5.19")]
+    V0_5_19,
+    #[serde(rename = "0.5.20")]
+    V0_5_20,
+    #[serde(rename = "0.5.21")]
+    V0_5_21,
+    #[serde(rename = "0.5.22")]
+    V0_5_22,
+    #[serde(rename = "0.5.23")]
+    V0_5_23,
+}
+
+impl Release {
+    /// Oldest first.
+    pub const ALL: [Release; 11] = [
+        Release::V0_5_14,
+        Release::V0_5_15,
+        Release::V0_5_15Post1,
+        Release::V0_5_16,
+        Release::V0_5_17,
+        Release::V0_5_18,
+        Release::V0_5_19,
+        Release::V0_5_20,
+        Release::V0_5_21,
+        Release::V0_5_22,
+        Release::V0_5_23,
+    ];
+
+    /// The newest modelled release: what `latest` and a scenario without `sglang:` mean.
+    pub const LATEST: Release = Release::V0_5_23;
+
+    pub fn id(self) -> &'static str {
+        match self {
+            Release::V0_5_14 => "0.5.14",
+            Release::V0_5_15 => "0.5.15",
+            Release::V0_5_15Post1 => "0.5.15.post1",
+            Release::V0_5_16 => "0.5.16",
+            Release::V0_5_17 => "0.5.17",
+            Release::V0_5_18 => "0.5.18",
+            Release::V0_5_19 => "0.5.19",
+            Release::V0_5_20 => "0.5.20",
+            Release::V0_5_21 => "0.5.21",
+            Release::V0_5_22 => "0.5.22",
+            Release::V0_5_23 => "0.5.23",
+        }
+    }
+
+    /// Build date of the wheel (the newest file timestamp inside it, which is also its
+    /// `dist-info/METADATA` date).
+    pub fn date(self) -> &'static str {
+        match self {
+            Release::V0_5_14 => "2026-06-26",
+            Release::V0_5_15 => "2026-07-10",
+            Release::V0_5_15Post1 => "2026-07-14",
+            Release::V0_5_16 => "2026-07-25",
+            Release::V0_5_17 => "2026-08-08",
+            Release::V0_5_18 => "2026-08-21",
+            Release::V0_5_19 => "2026-09-04",
+            Release::V0_5_20 => "2026-09-18",
+            Release::V0_5_21 => "2026-10-01",
+            Release::V0_5_22 => "2026-10-15",
+            Release::V0_5_23 => "2026-10-30",
+        }
+    }
+
+    /// The earlier release whose modelled rules this one repeats (an alias), if any.
+    pub fn same_as(self) -> Option<Release> {
+        match self {
+            Release::V0_5_15Post1 | Release::V0_5_16 => Some(Release::V0_5_15),
+            Release::V0_5_18 => Some(Release::V0_5_17),
+            _ => None,
+        }
+    }
+
+    /// The PR-era rule set whose *sizing* this release ships, when it ships one exactly.
+    pub fn sizing_what_if(self) -> Option<SglangVersion> {
+        use Release as R;
+        match self {
+            R::V0_5_14 => Some(SglangVersion::Pre28614),
+            R::V0_5_15 | R::V0_5_15Post1 | R::V0_5_16 | R::V0_5_17 | R::V0_5_18 => {
+                Some(SglangVersion::Pr28614)
+            }
+            R::V0_5_19 | R::V0_5_20 => Some(SglangVersion::Pr35540),
+            R::V0_5_21 => Some(SglangVersion::Pr40135),
+            R::V0_5_22 | R::V0_5_23 => None,
+        }
+    }
+
+    /// One line for `hicache-sim versions`.
+    pub fn summary(self) -> &'static str {
+        use Release as R;
+        match self {
+            R::V0_5_14 => {
+                "host pool must exceed the device pool (assert before any memory is read); psutil available - 10 GiB, live per pool; prefetch cap 0.8 x (host - device)"
+            }
+            R::V0_5_15 | R::V0_5_15Post1 | R::V0_5_16 => {
+                "host <= device only warns; prefetch cap 0.5 x host; device eviction asks for the whole request"
+            }
+            R::V0_5_17 | R::V0_5_18 => "as 0.5.15; device eviction asks only for the shortfall",
+            R::V0_5_19 | R::V0_5_20 => {
+                "(psutil available - 10 GiB) // ranks_per_host, sampled live by each pool (the start-up race); UnifiedRadixCache for every model; buffer_only cap 0.9 x host"
+            }
+            R::V0_5_21 => {
+                "min(psutil, cgroup headroom with page cache counted as used) // ranks; no cgroup fallback; auto-size with --hicache-host-memory-fraction; tlru"
+            }
+            R::V0_5_22 => {
+                "page cache credited unless a descendant cgroup has memory.min != 0 or unreadable; explicit sizes fall back to psutil; buffer_only + write_back -> write_through"
+            }
+            R::V0_5_23 => {
+                "as 0.5.22; prefetch timeout clock starts at the first blocked admission poll, retries every 8 polls up to 8"
+            }
+        }
+    }
+
+    /// The complete rule set of this release.
+    pub fn rules(self) -> ReleaseRules {
+        rules::of_release(self)
+    }
+}
+
+impl fmt::Display for Release {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// The release that first shipped a what-if's sizing rules, or `None` when no release up
+/// to [`Release::LATEST`] contains it (a proposal or a downstream layer).
+pub fn first_shipped(v: SglangVersion) -> Option<Release> {
+    Release::ALL
+        .into_iter()
+        .find(|r| r.sizing_what_if() == Some(v))
+}
+
+/// The release a what-if is nearest to: the one that first shipped it, else the release
+/// its rules were written against.
+pub fn nearest_release(v: SglangVersion) -> Release {
+    first_shipped(v).unwrap_or(match v {
+        SglangVersion::Pr40135WholeHeadroom => Release::V0_5_21,
+        SglangVersion::PageCacheCredit | SglangVersion::PageCacheCreditClean => Release::V0_5_22,
+        _ => Release::LATEST,
+    })
+}
+
+/// What the user selected with `--sglang` / `sglang:`: a release or a what-if rule set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Sglang {
+    Release(Release),
+    WhatIf(SglangVersion),
+}
+
+/// An unknown `--sglang` id.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown SGLang version `{given}`{hint}: expected a release ({}, latest) or a what-if ({})",
+    Release::ALL.iter().map(|r| r.id()).collect::<Vec<_>>().join(", "),
+    SglangVersion::ALL.iter().map(|v| v.id()).collect::<Vec<_>>().join(", "))]
+pub struct UnknownSglang {
+    pub given: String,
+    hint: String,
+}
+
+impl Sglang {
+    /// What a scenario without `sglang:` means.
+    pub const DEFAULT: Sglang = Sglang::Release(Release::LATEST);
+
+    /// Every id `--sglang all` expands to: the releases (aliases included), oldest first,
+    /// then the what-ifs.
+    pub fn all() -> Vec<Sglang> {
+        Release::ALL
+            .into_iter()
+            .map(Sglang::Release)
+            .chain(SglangVersion::ALL.into_iter().map(Sglang::WhatIf))
+            .collect()
+    }
+
+    /// Parses a release id (`0.5.21`, `v0.5.21`, `latest`) or a what-if id / alias.
+    pub fn from_id(s: &str) -> Result<Sglang, UnknownSglang> {
+        let t = s.trim().to_ascii_lowercase();
+        let r = t
+            .strip_prefix('v')
+            .filter(|x| x.starts_with('0'))
+            .unwrap_or(&t);
+        if r == "latest" {
+            return Ok(Sglang::Release(Release::LATEST));
+        }
+        if let Some(rel) = Release::ALL.into_iter().find(|x| x.id() == r) {
+            return Ok(Sglang::Release(rel));
+        }
+        match SglangVersion::from_id(&t) {
+            Ok(v) => Ok(Sglang::WhatIf(v)),
+            Err(_) => {
+                let ids = Release::ALL
+                    .iter()
+                    .map(|x| x.id())
+                    .chain(SglangVersion::ALL.iter().map(|v| v.id()))
+                    .chain(["latest"]);
+                let hint = if r.starts_with(|c: char| c.is_ascii_digit()) {
+                    format!(
+                        " (not a modelled release: the newest is {}, `latest`)",
+                        Release::LATEST.id()
+                    )
+                } else {
+                    crate::error::nearest(&t, ids)
+                        .map(|n| format!(" (did you mean `{n}`?)"))
+                        .unwrap_or_default()
+                };
+                Err(UnknownSglang {
+                    given: s.to_string(),
+                    hint,
+                })
+            }
+        }
+    }
+
+    /// The stable id (CSV columns, reports): the release's version string or the
+    /// what-if's id.
+    pub fn id(self) -> &'static str {
+        match self {
+            Sglang::Release(r) => r.id(),
+            Sglang::WhatIf(v) => v.id(),
+        }
+    }
+
+    /// The release id of the selection: the release itself, or for a what-if the release
+    /// that first shipped it / it is nearest to. For the flag table (issue 9).
+    pub fn release_id(self) -> &'static str {
+        self.release().id()
+    }
+
+    /// See [`Sglang::release_id`].
+    pub fn release(self) -> Release {
+        match self {
+            Sglang::Release(r) => r,
+            Sglang::WhatIf(v) => nearest_release(v),
+        }
+    }
+
+    pub fn is_release(self) -> bool {
+        matches!(self, Sglang::Release(_))
+    }
+
+    pub fn summary(self) -> &'static str {
+        match self {
+            Sglang::Release(r) => r.summary(),
+            Sglang::WhatIf(v) => v.summary(),
+        }
+    }
+
+    /// The host-pool sizing rules.
+    pub fn rules(self) -> sizing::Rules {
+        self.release_rules().sizing
+    }
+
+    /// Everything: sizing, controller, tree, flags. A what-if takes its sizing rules
+    /// from the rule set and the rest from the release it is nearest to.
+    pub fn release_rules(self) -> ReleaseRules {
+        match self {
+            Sglang::Release(r) => r.rules(),
+            Sglang::WhatIf(v) => rules::of_what_if(v, nearest_release(v)),
+        }
+    }
+}
+
+impl fmt::Display for Sglang {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+impl std::str::FromStr for Sglang {
+    type Err = UnknownSglang;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::from_id(s)
+    }
+}
+
+/// The release id string of whatever `--sglang` / `sglang:` names (`None` = the
+/// default): the entry point the per-release flag table calls.
+pub fn selected_release_id(selected: Option<&str>) -> Result<&'static str, UnknownSglang> {
+    Ok(match selected {
+        None => Sglang::DEFAULT.release_id(),
+        Some(s) => Sglang::from_id(s)?.release_id(),
+    })
+}
+
+#[cfg(test)]
+mod tests;

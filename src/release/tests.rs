@@ -1,0 +1,149 @@
+use super::*;
+use crate::sizing::{HeadroomVariant, SglangVersion as V};
+
+#[test]
+fn latest_is_0_5_23_and_the_default() {
+    assert_eq!(
+        Sglang::from_id("latest").unwrap(),
+        Sglang::Release(Release::V0_5_23)
+    );
+    assert_eq!(Sglang::DEFAULT.id(), "0.5.23");
+    assert_eq!(selected_release_id(None).unwrap(), "0.5.23");
+    assert_eq!(Sglang::from_id("v0.5.21").unwrap().id(), "0.5.21");
+}
+
+#[test]
+fn every_release_id_parses_back() {
+    for r in Release::ALL {
+        assert_eq!(Sglang::from_id(r.id()).unwrap(), Sglang::Release(r));
+    }
+    for v in V::ALL {
+        assert_eq!(Sglang::from_id(v.id()).unwrap(), Sglang::WhatIf(v));
+    }
+    let e = Sglang::from_id("0.5.24").unwrap_err().to_string();
+    assert!(e.contains("the newest is 0.5.23"), "{e}");
+    let e = Sglang::from_id("page-cache-credti")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("did you mean `page-cache-credit`"), "{e}");
+}
+
+#[test]
+fn aliases_resolve_to_their_predecessor() {
+    for r in Release::ALL {
+        if let Some(p) = r.same_as() {
+            assert_eq!(r.rules(), p.rules(), "{r}");
+        }
+    }
+    // Releases that are not aliases differ from the one before.
+    for w in Release::ALL.windows(2) {
+        if w[1].same_as().is_none() {
+            assert_ne!(w[0].rules(), w[1].rules(), "{} vs {}", w[0], w[1]);
+        }
+    }
+}
+
+#[test]
+fn sizing_of_each_release() {
+    assert_eq!(Release::V0_5_14.rules().sizing, V::Pre28614.rules());
+    assert_eq!(Release::V0_5_18.rules().sizing, V::Pr28614.rules());
+    assert_eq!(Release::V0_5_20.rules().sizing, V::Pr35540.rules());
+    assert_eq!(Release::V0_5_21.rules().sizing, V::Pr40135.rules());
+    let s = Release::V0_5_23.rules().sizing;
+    assert_eq!(
+        s.available,
+        crate::sizing::AvailableReading::CgroupMin(HeadroomVariant::ProtectedDescendants)
+    );
+    assert!(s.allow_cgroup_fallback);
+    // 0.5.23 is not page-cache-credit and not explicit-snapshot.
+    assert_ne!(s, V::PageCacheCredit.rules());
+    assert_ne!(s.explicit_path, V::ExplicitSnapshot.rules().explicit_path);
+}
+
+#[test]
+fn first_shipped_and_nearest() {
+    assert_eq!(first_shipped(V::Pr40135), Some(Release::V0_5_21));
+    assert_eq!(first_shipped(V::Pr35540), Some(Release::V0_5_19));
+    assert_eq!(first_shipped(V::Pr28614), Some(Release::V0_5_15));
+    assert_eq!(first_shipped(V::Pre28614), Some(Release::V0_5_14));
+    for v in [
+        V::Pr40135WholeHeadroom,
+        V::PageCacheCredit,
+        V::PageCacheCreditClean,
+        V::ExplicitSnapshot,
+        V::AutoHicache,
+    ] {
+        assert_eq!(first_shipped(v), None, "{v}");
+    }
+    assert_eq!(Sglang::WhatIf(V::ExplicitSnapshot).release_id(), "0.5.23");
+    assert_eq!(Sglang::WhatIf(V::PageCacheCredit).release_id(), "0.5.22");
+    assert_eq!(Sglang::WhatIf(V::Pr35540).release_id(), "0.5.19");
+}
+
+#[test]
+fn controller_defaults_move_with_releases() {
+    let c14 = Release::V0_5_14.rules().controller;
+    assert_eq!(c14.prefetch_timeout.max_ms, Some(30_000));
+    assert_eq!(
+        (
+            c14.prefetch_timeout.base_ms,
+            c14.prefetch_timeout.per_ki_token_ms
+        ),
+        (2000, 100)
+    );
+    let c23 = Release::V0_5_23.rules().controller;
+    assert_eq!(c23.prefetch_timeout.max_ms, None);
+    assert_eq!(
+        (
+            c23.prefetch_timeout.base_ms,
+            c23.prefetch_timeout.per_ki_token_ms
+        ),
+        (1000, 250)
+    );
+    assert_eq!(
+        c23.prefetch_timeout_clock,
+        PrefetchTimeoutClock::FirstBlockedPoll
+    );
+    assert_eq!(
+        Release::V0_5_22.rules().controller.prefetch_timeout_clock,
+        PrefetchTimeoutClock::Issue
+    );
+    assert_eq!(
+        (
+            c23.prefetch_retries.poll_interval,
+            c23.prefetch_retries.max_attempts
+        ),
+        (8, 8)
+    );
+    assert_eq!(
+        c23.eviction_choices.choices(),
+        ["lru", "lfu", "slru", "priority", "tlru"]
+    );
+    assert_eq!(
+        Release::V0_5_20
+            .rules()
+            .controller
+            .eviction_choices
+            .choices()
+            .len(),
+        4
+    );
+    assert_eq!(
+        c23.buffer_only_write_back,
+        BufferOnlyWriteBack::CoerceWriteThrough
+    );
+    assert_eq!(
+        Release::V0_5_21.rules().controller.buffer_only_write_back,
+        BufferOnlyWriteBack::Error
+    );
+    assert!(!Release::V0_5_20.rules().flags.hicache_host_memory_fraction);
+    assert!(Release::V0_5_21.rules().flags.hicache_host_memory_fraction);
+    assert!(
+        !Sglang::WhatIf(V::Pr35540)
+            .release_rules()
+            .flags
+            .hicache_host_memory_fraction
+    );
+    assert_eq!(Release::V0_5_18.rules().tree, TreeVariant::V1HiRadix);
+    assert_eq!(Release::V0_5_19.rules().tree, TreeVariant::Unified);
+}

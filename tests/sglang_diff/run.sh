@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Differential test of hicache-sim's host-memory sizing against SGLang's own code, for
+# every modelled release from 0.5.21 on (tests/sglang_diff/diff.py says how). Called by
+# .ci/run after the Rust tests. Prints one line and exits 0 when PyPI cannot be reached;
+# exits 1 naming the state when any figure differs.
+#
+#   tests/sglang_diff/run.sh            # 1,200 states per release
+#   STATES=3000 tests/sglang_diff/run.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+RELEASES="${RELEASES:-0.5.21,0.5.22,0.5.23}"
+STATES="${STATES:-1200}"
+PY="${PYTHON:-python3}"
+
+# Can PyPI be reached? (pip's own client: the package's version list only.)
+if ! "$PY" -m pip index versions sglang --disable-pip-version-check --retries 1 --timeout 15 >/dev/null 2>&1; then
+    echo "sglang_diff: skipped: PyPI cannot be reached (the test installs sglang==X --no-deps from it)"
+    exit 0
+fi
+
+TARGET="${CARGO_TARGET_DIR:-target}"
+cargo build --release --quiet
+exec "$PY" tests/sglang_diff/diff.py --bin "$TARGET/release/hicache-sim" \
+    --releases "$RELEASES" --states "$STATES" ${SGLANG_DIFF_KEEP:+--keep "$SGLANG_DIFF_KEEP"}
