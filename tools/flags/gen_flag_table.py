@@ -151,7 +151,7 @@ def main():
         f.write(head[:-1] + ',"flags":[\n')
         f.write(",\n".join(json.dumps(r, sort_keys=True, separators=(",", ":")) for r in flags))
         f.write("\n]}\n")
-    print(f"wrote {args.out}: {len(table['flags'])} flags over {len(RELEASES)} releases")
+    print(f"wrote {args.out}: {len(flags)} flags over {len(RELEASES)} releases")
     return 0
 
 
