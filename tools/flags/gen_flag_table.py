@@ -33,7 +33,7 @@ RELEASES = ["0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20"
 POST_RELEASES = {"0.5.15.post1": "0.5.15"}
 # Pure-Python packages SGLang's import chain needs for real (everything else is stubbed).
 VENV_PACKAGES = ["msgspec", "pydantic", "pyyaml", "dill"]
-ATTRS = ["options", "action", "nargs", "type", "choices", "default", "const", "dest"]
+ATTRS = ["options", "action", "nargs", "type", "choices", "default", "const", "dest", "required"]
 
 
 def registry_reachable():
@@ -102,12 +102,18 @@ def merge(per_release):
                 rec["changes"][rel] = diff
             rec["present"].append(rel)
     out = []
-    for key in sorted(order):
+    keys = sorted(order)
+    for key in keys:
         rec = flags[key]
         if not rec["changes"]:
             del rec["changes"]
         out.append(rec)
-    return out
+    # Registration order per release (argparse lists ambiguous candidates in this order),
+    # as indices into the sorted flag list.
+    index = {k: i for i, k in enumerate(keys)}
+    registration = {rel: [index[a["options"][0]] for a in per_release[rel]["actions"]]
+                    for rel in RELEASES}
+    return out, registration
 
 
 def main():
@@ -141,13 +147,13 @@ def main():
         "post_releases_same_as": posts,
         "option_strings": {rel: sum(len(a["options"]) for a in per_release[rel]["actions"])
                            for rel in RELEASES},
-        "flags": merge(per_release),
     }
+    table["flags"], table["registration_order"] = merge(per_release)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         # One flag per line: reviewable diffs when a release is added.
         flags = table.pop("flags")
-        head = json.dumps(table, sort_keys=True)
+        head = json.dumps(table, sort_keys=True, separators=(",", ":"))
         f.write(head[:-1] + ',"flags":[\n')
         f.write(",\n".join(json.dumps(r, sort_keys=True, separators=(",", ":")) for r in flags))
         f.write("\n]}\n")

@@ -343,6 +343,7 @@ def dump(parser):
             "choices": choices,
             "default": jsonable(a.default) if a.default is not argparse.SUPPRESS else None,
             "const": jsonable(a.const) if kind == "store_const" else None,
+            "required": bool(a.required),
         })
     return {"allow_abbrev": parser.allow_abbrev, "prefix_chars": parser.prefix_chars, "actions": out}
 
