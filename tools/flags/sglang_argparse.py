@@ -268,7 +268,7 @@ def action_kind(a):
     return "store_true" if a.nargs == 0 else "store"
 
 
-PROBES = ["1", "-3", "2.5", "1e3", "abc", "true", "False", "{\"a\": 1}", "nan", "0x10"]
+PROBES = ["1", "-3", "2.5", "1e3", "abc", "true", "False", "{\"a\": 1}", "nan", "0x10", "{}"]
 
 
 def type_kind(t):
@@ -297,6 +297,9 @@ def type_kind(t):
         return "int"
     if "{\"a\": 1}" in ok and "abc" not in ok:
         return "json"
+    if ok == ["{}"]:
+        # e.g. parse_cuda_graph_config_arg: a JSON object whose keys it checks itself.
+        return "json_object"
     if set(ok) <= {"1", "true", "False"} and "true" in ok:
         return "bool"
     return "custom:" + getattr(t, "__name__", type(t).__name__) + ":" + ",".join(ok)
@@ -327,8 +330,7 @@ def dump(parser):
         nargs = a.nargs
         if kind in ("store_true", "store_false", "store_const", "append_const", "count"):
             nargs = 0
-        elif nargs is None:
-            nargs = 1
+        # nargs None (one value, stored bare) stays null; an int N stores a list of N.
         choices = None
         if a.choices is not None:
             choices = [str(c) for c in a.choices]
