@@ -286,10 +286,9 @@ pub fn resolve_file(
             "host_other_used + host_other_page_cache is larger than the host's memory".into(),
         ));
     }
-    let mut notes: Vec<String> = not_modelled
-        .iter()
-        .map(|fl| format!("launch flag {fl} is accepted but not modelled"))
-        .collect();
+    // Already phrased by the launch parser (warnings for unmodelled memory flags,
+    // explicit fields overriding launch flags, HiCache flags without HiCache).
+    let mut notes: Vec<String> = not_modelled.to_vec();
     if let Some(p) = &f.startup.pin.steps
         && *p == 0
     {

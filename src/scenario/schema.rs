@@ -220,7 +220,7 @@ pub struct ScenarioFile {
     pub sweep: Option<Value>,
 }
 
-fn default_sglang() -> String {
+pub(crate) fn default_sglang() -> String {
     "pr40135".into()
 }
 
