@@ -263,6 +263,11 @@ fn to_fields(launch: Launch, release: &str, p: &Parsed) -> LaunchArgs {
         release: release.to_string(),
         launcher: launch.launcher.clone(),
         env: launch.env.clone(),
+        notes: launch
+            .warnings
+            .iter()
+            .map(|w| format!("warning: launch text {w}"))
+            .collect(),
         ..Default::default()
     };
     for g in &p.given {

@@ -396,6 +396,9 @@ pub struct Launch {
     pub env: BTreeMap<String, String>,
     /// `sglang serve` (a leading positional model path becomes `--model-path`, 0.5.16+).
     pub serve: bool,
+    /// Things bash does that are likely not what the author meant (a line of flags that
+    /// runs as its own command because the line before lacks a `\`).
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -429,10 +432,10 @@ fn assignment(w: &RawWord) -> Option<(String, Vec<Part>)> {
 /// blanks (bash's default IFS); an unquoted expansion that yields nothing vanishes.
 fn expand(
     parts: &[Part],
-    line: usize,
     vars: &BTreeMap<String, String>,
     split: bool,
-) -> Result<Vec<String>, ShellError> {
+    unset: &mut Option<String>,
+) -> Vec<String> {
     let mut fields: Vec<String> = Vec::new();
     let mut cur = String::new();
     let mut has = false;
@@ -451,10 +454,10 @@ fn expand(
                     (Some(v), _) if !v.is_empty() || default.is_none() => v.clone(),
                     (_, Some(d)) => d.clone(),
                     (None, None) => {
-                        return err(
-                            line,
-                            format!("`${name}` is not set in the pasted text (bash would pass an empty value): set it (`{name}=…`) or paste the value"),
-                        );
+                        // Bash expands it to nothing; an error only if the SGLang
+                        // command uses it (see `scan`).
+                        unset.get_or_insert_with(|| name.clone());
+                        String::new()
                     }
                     (Some(v), None) => v.clone(),
                 };
@@ -486,7 +489,7 @@ fn expand(
     if has {
         fields.push(cur);
     }
-    Ok(fields)
+    fields
 }
 
 /// Simple commands of the token stream: words with redirection targets dropped.
@@ -621,6 +624,7 @@ pub fn find_launch(src: &Src) -> Result<Launch, ShellError> {
                     lines: words.iter().map(|w| w.line).collect(),
                     env,
                     serve: false,
+                    warnings: Vec::new(),
                 });
             }
             err(
@@ -659,7 +663,7 @@ fn scan(
         let mut env = BTreeMap::new();
         let mut k = 0;
         while let Some((name, parts)) = cmd.get(k).and_then(assignment) {
-            let v = expand(&parts, cmd[k].line + line_offset, vars, false)?.concat();
+            let v = expand(&parts, vars, false, &mut None).concat();
             env.insert(name, v);
             k += 1;
         }
@@ -668,16 +672,23 @@ fn scan(
             continue;
         }
         let mut words = Vec::new();
+        let mut unset_uses: Vec<(usize, usize, String)> = Vec::new();
         let mut exporting = false;
         for (n, w) in cmd[k..].iter().enumerate() {
             let line = w.line + line_offset;
             if exporting && let Some((name, parts)) = assignment(w) {
-                let v = expand(&parts, line, vars, false)?.concat();
+                let v = expand(&parts, vars, false, &mut None).concat();
                 vars.insert(name.clone(), v.clone());
                 env.insert(name, v);
                 continue;
             }
-            for text in expand(&w.parts, line, vars, true)? {
+            let mut unset = None;
+            let fields = expand(&w.parts, vars, true, &mut unset);
+            if let Some(name) = unset {
+                // Where in `words` the unset variable was used (even if it vanished).
+                unset_uses.push((words.len(), line, name));
+            }
+            for text in fields {
                 if n == 0 && text == "export" {
                     exporting = true;
                     continue;
@@ -691,6 +702,13 @@ fn scan(
         let mut all_env = vars.clone();
         all_env.extend(env);
         if let Some((start, launcher, serve)) = launcher_at(&words) {
+            // A variable the text never sets, used in the SGLang command itself.
+            if let Some((_, line, name)) = unset_uses.iter().find(|(i, _, _)| *i >= start) {
+                return err(
+                    *line,
+                    format!("`${name}` is not set in the pasted text (bash would pass an empty value): set it (`{name}=…`) or paste the value"),
+                );
+            }
             wrapper_env(&words, start, &mut all_env);
             found.push(Launch {
                 launcher,
@@ -698,8 +716,19 @@ fn scan(
                 lines: words[start..].iter().map(|w| w.line).collect(),
                 env: all_env,
                 serve,
+                warnings: Vec::new(),
             });
-        } else if let Some(script) = shell_c(&words) {
+            continue;
+        }
+        if let (Some(last), Some(first)) = (found.last_mut(), words.first())
+            && first.text.starts_with("--")
+        {
+            last.warnings.push(format!(
+                "line {}: `{}` runs as a command of its own (bash: command not found), not as a flag of the SGLang command: is a `\\` missing at the end of the line before?",
+                first.line, first.text
+            ));
+        }
+        if let Some(script) = shell_c(&words) {
             let inner = Src::literal(&script.text);
             scan(&inner, script.line - 1, &mut vars.clone(), found, first_words)?;
         } else if first_words.is_none() {
@@ -763,6 +792,10 @@ mod tests {
         assert!(e.message.contains("`$TP` is not set"), "{}", e.message);
         let e = find_launch(&Src::literal("python -m sglang.launch_server\n --x 'abc")).unwrap_err();
         assert_eq!((e.line, e.message.as_str()), (2, "unclosed single quote `'`"));
+        // Unset outside the SGLang command: bash's empty value, no error.
+        let l = find_launch(&Src::literal("export LD=$LD:/x\npython -m sglang.launch_server --tp 2\n--page-size 64")).unwrap();
+        assert_eq!(l.argv, ["--tp", "2"]);
+        assert!(l.warnings[0].starts_with("line 3: `--page-size` runs as a command of its own"), "{:?}", l.warnings);
         let e = find_launch(&Src::literal("echo hi")).unwrap_err();
         assert!(e.message.starts_with("no SGLang launch command found"));
     }
