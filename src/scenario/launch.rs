@@ -193,12 +193,12 @@ pub fn parse_launch_src(
             .line_opt(line)
             .field("server.launch")
     };
-    let launch = find_launch(src).map_err(|e| err(Some(e.line), e.message))?;
     let release_flags = table()
         .release(release)
         .map_err(|m| err(None, m))?;
-    let argv = serve_argv(&launch, release);
-    let parsed = crate::flags::parse(release_flags, &argv).map_err(|e| {
+    let Reading { launch, result, .. } =
+        read_text(src, release).map_err(|e| err(Some(e.line), e.message))?;
+    let parsed = result.map_err(|e| {
         let line = e.index.and_then(|i| launch.lines.get(i.min(launch.lines.len().saturating_sub(1))).copied());
         let mut msg = format!("SGLang {release} refuses this command: {}", e.message);
         // A flag the release lacks: name the release that has it.
@@ -223,6 +223,31 @@ pub fn parse_launch_src(
         err(line, msg)
     })?;
     Ok(to_fields(launch, release, &parsed))
+}
+
+/// What SGLang `release` makes of a pasted text: the launch bash would run, the argv
+/// SGLang's parser receives, and argparse's verdict.
+#[derive(Debug, Clone)]
+pub struct Reading {
+    pub launch: Launch,
+    pub argv: Vec<String>,
+    pub result: Result<Parsed, crate::flags::ArgError>,
+}
+
+/// Reads `src` as bash, then as SGLang `release`'s parser.
+pub fn read_text(src: &Src, release: &str) -> Result<Reading, super::shell::ShellError> {
+    let launch = find_launch(src)?;
+    let flags = table().release(release).map_err(|m| super::shell::ShellError {
+        message: m,
+        line: 1,
+    })?;
+    let argv = serve_argv(&launch, release);
+    let result = crate::flags::parse(flags, &argv);
+    Ok(Reading {
+        launch,
+        argv,
+        result,
+    })
 }
 
 /// `sglang serve` hands argv on after taking a leading positional model path (0.5.16–

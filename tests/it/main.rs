@@ -6,6 +6,7 @@ mod cache_rules;
 mod cli_replay_trace;
 mod cli_startup;
 mod golden_startup;
+mod launch_corpus;
 mod pipeline_quickstart;
 mod plot_charts;
 mod policy_sim_mixed_ids;

@@ -350,21 +350,41 @@ def dump(parser):
     return {"allow_abbrev": parser.allow_abbrev, "prefix_chars": parser.prefix_chars, "actions": out}
 
 
+def serve_argv(argv):
+    """`sglang serve` argv as the release's own `cli/serve.py` hands it to the parser."""
+    serve = importlib.import_module("sglang.cli.serve")
+    out = serve._extract_model_type_override(list(argv))
+    argv = out[1] if isinstance(out, tuple) else argv
+    norm = getattr(serve, "_normalize_positional_model_path", None)
+    if norm is not None:
+        argv = norm(list(argv))[0]
+    return list(argv)
+
+
 def parse_many(parser, lines):
+    """Each line: {"argv": [...], "serve": bool}. Returns the verdict of parse_args."""
     results = []
     for line in lines:
         line = line.strip()
         if not line:
             continue
-        argv = json.loads(line)
+        case = json.loads(line)
+        argv = case["argv"]
         err = io.StringIO()
         try:
             with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                if case.get("serve"):
+                    argv = serve_argv(argv)
                 ns = parser.parse_args(argv)
-            results.append({"ok": True, "values": {k: jsonable(v) for k, v in sorted(vars(ns).items())}})
+            results.append({"ok": True, "argv": argv,
+                            "values": {k: jsonable(v) for k, v in sorted(vars(ns).items())}})
         except SystemExit as e:
             msg = err.getvalue().strip().splitlines()
-            results.append({"ok": False, "error": msg[-1] if msg else f"exit {e.code}"})
+            last = msg[-1] if msg else f"exit {e.code}"
+            results.append({"ok": False, "argv": argv,
+                            "error": last.removeprefix(parser.prog + ": error: ")})
+        except Exception as e:  # serve helpers raise ValueError on a bad --model-type
+            results.append({"ok": False, "argv": argv, "error": f"{type(e).__name__}: {e}"})
     return results
 
 
