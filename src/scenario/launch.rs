@@ -345,6 +345,85 @@ fn to_fields(launch: Launch, release: &str, p: &Parsed) -> LaunchArgs {
     out
 }
 
+/// What a `--model-path` says about the model preset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathModel {
+    /// The checkpoint's name is a preset (or an alias of one): its canonical id.
+    Preset(String),
+    /// No preset, but the model family (`qwen3`, `deepseek`, `glm`, …) is recognisable.
+    Family(String),
+    /// Nothing recognisable (a local path like `/models/ft-7`).
+    Unknown,
+}
+
+/// The leading letters-and-digits token of a name: `qwen3-235b…` → `qwen3`,
+/// `deepseek-v3` → `deepseek`, `glm-5.2` → `glm`.
+fn family(name: &str) -> &str {
+    name.split(['-', '_', '.', '/']).next().unwrap_or("")
+}
+
+/// Matches a `--model-path` (hub id or local path) to a model preset by its last path
+/// component: the preset id or an alias, alone or followed by `-suffix`
+/// (`GLM-5.2-NVFP4` → `glm-5.2`, `DeepSeek-R1` → `deepseek-v3`).
+pub fn model_from_path(path: &str) -> PathModel {
+    let base = path
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if base.is_empty() {
+        return PathModel::Unknown;
+    }
+    let mut names: Vec<(String, String)> = crate::model::model_presets()
+        .iter()
+        .flat_map(|(id, p)| {
+            std::iter::once((id.clone(), id.clone()))
+                .chain(p.aliases.iter().map(move |a| (a.clone(), id.clone())))
+        })
+        .collect();
+    // Longest name first: `deepseek-v3.2` before `deepseek-v3`.
+    names.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
+    for (name, id) in &names {
+        if base == *name || base.strip_prefix(name.as_str()).is_some_and(|r| r.starts_with('-')) {
+            return PathModel::Preset(id.clone());
+        }
+    }
+    let fam = family(&base);
+    if names.iter().any(|(n, _)| family(n) == fam) || ["qwen", "qwen2", "qwen2.5", "qwen3", "qwen3.5", "llama", "mistral", "mixtral", "gemma", "phi"].contains(&fam) {
+        PathModel::Family(fam.to_string())
+    } else {
+        PathModel::Unknown
+    }
+}
+
+/// Checks `--model-path` against the scenario's `model:` preset (canonical id), or picks
+/// the preset when the scenario has none. `Ok(Some(id))` = the preset to use.
+pub fn check_model_path(path: &str, model: Option<&str>) -> Result<Option<String>, String> {
+    let canonical = |m: &str| {
+        crate::model::model_presets()
+            .iter()
+            .find(|(id, p)| id.as_str() == m || p.aliases.iter().any(|a| a == m))
+            .map(|(id, _)| id.clone())
+    };
+    match (model_from_path(path), model) {
+        (PathModel::Preset(id), None) => Ok(Some(id)),
+        (PathModel::Preset(id), Some(m)) => match canonical(m) {
+            Some(c) if c != id => Err(format!(
+                "--model-path {path} is the `{id}` preset, but `model:` is `{m}`: drop `model:` (the launch command picks it) or fix one of them"
+            )),
+            _ => Ok(None),
+        },
+        (PathModel::Family(f), Some(m)) if family(&canonical(m).unwrap_or_else(|| m.to_string())) != f => Err(format!(
+            "--model-path {path} is a {f} model, but `model:` is `{m}`: the KV geometry would be another model's; pick the matching preset (`hicache-sim presets`) or describe the model with overrides"
+        )),
+        (PathModel::Family(_) | PathModel::Unknown, None) => Err(format!(
+            "--model-path {path} names no model preset: add `model:` (a preset, with overrides for this checkpoint's geometry)"
+        )),
+        _ => Ok(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -393,6 +472,21 @@ mod tests {
             e.message,
             "SGLang 0.5.23 refuses this command: argument --tp-size/--tensor-parallel-size: invalid int value: 'eight'"
         );
+    }
+
+    #[test]
+    fn model_path_picks_or_contradicts_the_preset() {
+        assert_eq!(model_from_path("zai-org/GLM-5.2-NVFP4"), PathModel::Preset("glm-5.2".into()));
+        assert_eq!(model_from_path("/xxx/DeepSeek-R1/"), PathModel::Preset("deepseek-v3".into()));
+        assert_eq!(model_from_path("deepseek-ai/DeepSeek-V3.2"), PathModel::Preset("deepseek-v3.2".into()));
+        assert_eq!(model_from_path("Qwen/Qwen3-32B"), PathModel::Family("qwen3".into()));
+        assert_eq!(check_model_path("deepseek-ai/DeepSeek-V3.2", None), Ok(Some("deepseek-v3.2".into())));
+        assert_eq!(check_model_path("zai-org/GLM-5.2-NVFP4", Some("glm-5.2")), Ok(None));
+        let e = check_model_path("Qwen/Qwen3-32B", Some("deepseek-v3")).unwrap_err();
+        assert!(e.starts_with("--model-path Qwen/Qwen3-32B is a qwen3 model, but `model:` is `deepseek-v3`"), "{e}");
+        let e = check_model_path("deepseek-ai/DeepSeek-V3.2", Some("glm-5.2")).unwrap_err();
+        assert!(e.contains("is the `deepseek-v3.2` preset"), "{e}");
+        assert_eq!(check_model_path("/models/ft-7", Some("glm-5.2")), Ok(None));
     }
 
     #[test]

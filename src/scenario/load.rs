@@ -168,6 +168,13 @@ fn merge_launch(
         Some(Value::String(s)) => s.clone(),
         _ => super::schema::default_sglang(),
     };
+    // The preset `model:` names (a bare name or `{preset: …}`), if any.
+    let model_name: Option<String> = match value.get("model") {
+        Some(Value::String(m)) => Some(m.clone()),
+        Some(Value::Object(o)) => o.get("preset").and_then(Value::as_str).map(str::to_string),
+        _ => None,
+    };
+    let has_model = value.get("model").is_some();
     let Some(server) = value.get_mut("server").and_then(Value::as_object_mut) else {
         return Ok(None);
     };
@@ -188,6 +195,29 @@ fn merge_launch(
     })?;
     let (src, pos) = launch_src(text, lines.line_of("server.launch"), cmd);
     let mut parsed = parse_launch_src(&src, release, source, pos)?;
+    if let Some(Value::String(path)) = parsed.given.get("model_path") {
+        let at_model = |m: String| {
+            InputError::new(source, m)
+                .line_opt(lines.line_of("model").or(lines.line_of("server.launch")))
+                .field("model")
+        };
+        match super::launch::check_model_path(path, model_name.as_deref()) {
+            Ok(Some(id)) if !has_model => {
+                parsed.notes.push(format!("model: {id} (picked from --model-path {path})"));
+                value
+                    .as_object_mut()
+                    .expect("checked a mapping")
+                    .insert("model".into(), Value::String(id));
+            }
+            Ok(_) => {}
+            Err(m) if has_model || !m.contains("names no model preset") => return Err(at_model(m)),
+            Err(_) => {}
+        }
+    }
+    let server = value
+        .get_mut("server")
+        .and_then(Value::as_object_mut)
+        .expect("checked above");
     for (k, v) in parsed.fields.clone() {
         match server.get(&k) {
             Some(explicit) if !same_value(explicit, &v) => parsed.notes.push(format!(
