@@ -101,7 +101,9 @@ pub fn py_repr(s: &str) -> String {
                 out.push('\\');
                 out.push(c);
             }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
             c => out.push(c),
         }
     }
@@ -193,10 +195,7 @@ fn classify(r: &ReleaseFlags, idx: usize, arg: &str) -> Result<Word, ArgError> {
         let names: Vec<&str> = tuples.iter().map(|t| t.1.as_str()).collect();
         return Err(ArgError::at(
             idx,
-            format!(
-                "ambiguous option: {arg} could match {}",
-                names.join(", ")
-            ),
+            format!("ambiguous option: {arg} could match {}", names.join(", ")),
         ));
     }
     if let Some((action, option, explicit)) = tuples.into_iter().next() {
@@ -361,7 +360,9 @@ pub fn parse(r: &ReleaseFlags, argv: &[String]) -> Result<Parsed, ArgError> {
     }
     let mut values: BTreeMap<String, Value> = BTreeMap::new();
     for a in &r.actions {
-        values.entry(a.dest.clone()).or_insert_with(|| a.default.clone());
+        values
+            .entry(a.dest.clone())
+            .or_insert_with(|| a.default.clone());
     }
     let mut given = Vec::new();
     let mut seen = vec![false; r.actions.len()];
@@ -401,10 +402,7 @@ pub fn parse(r: &ReleaseFlags, argv: &[String]) -> Result<Parsed, ArgError> {
                 let (args, stop): (Vec<String>, usize) = match explicit {
                     Some(e) => {
                         if matches!(a.nargs, Nargs::Exactly(0)) {
-                            return Err(err(format!(
-                                "ignored explicit argument {}",
-                                py_repr(e)
-                            )));
+                            return Err(err(format!("ignored explicit argument {}", py_repr(e))));
                         }
                         match_count(a, 1).map_err(err)?;
                         if matches!(a.nargs, Nargs::Exactly(n) if n > 1) {
@@ -557,7 +555,10 @@ mod tests {
             e.message
         );
         let e = run("0.5.23", "--model-path m --tp-size").unwrap_err();
-        assert_eq!(e.message, "argument --tp-size/--tensor-parallel-size: expected one argument");
+        assert_eq!(
+            e.message,
+            "argument --tp-size/--tensor-parallel-size: expected one argument"
+        );
         let e = run("0.5.23", "--model-path m --tp-size 2 4").unwrap_err();
         assert_eq!(e.message, "unrecognized arguments: 4");
         let e = run("0.5.23", "--tp-size 2").unwrap_err();
@@ -565,8 +566,16 @@ mod tests {
             e.message,
             "the following arguments are required: --model-path/--model"
         );
-        let e = run("0.5.23", "--model-path m --hicache-storage-backend moonkake").unwrap_err();
-        assert!(e.message.contains("invalid choice: 'moonkake'"), "{}", e.message);
+        let e = run(
+            "0.5.23",
+            "--model-path m --hicache-storage-backend moonkake",
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains("invalid choice: 'moonkake'"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

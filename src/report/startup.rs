@@ -74,6 +74,14 @@ pub fn server_object(s: &Scenario) -> serde_json::Map<String, serde_json::Value>
     };
     if let Some(r) = release.and_then(|r| crate::flags::table().release(&r).ok()) {
         m.retain(|dest, _| r.actions.iter().any(|a| a.dest == *dest));
+        // "Unset" in the simulator (None) is the release's default in SGLang's namespace.
+        for (dest, v) in m.iter_mut() {
+            if v.is_null()
+                && let Some(a) = r.actions.iter().find(|a| a.dest == *dest)
+            {
+                *v = a.default.clone();
+            }
+        }
     }
     if let Some(l) = &s.launch {
         for (dest, v) in &l.given {
@@ -335,7 +343,11 @@ pub fn hicache_settings(s: &Scenario) -> String {
         v.tp_size,
         v.pp_size,
         v.dp_size,
-        if v.enable_dp_attention { " (DP attention)" } else { "" }
+        if v.enable_dp_attention {
+            " (DP attention)"
+        } else {
+            ""
+        }
     )
 }
 

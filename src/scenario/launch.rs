@@ -74,34 +74,109 @@ const MODELLED: &[&str] = &[
 /// Memory-relevant flags this simulator does not model: (dest prefix or name, what is
 /// left out and which way the figures may be off). First match wins.
 const MEMORY_UNMODELLED: &[(&str, &str)] = &[
-    ("speculative_", "speculative decoding / MTP drafts are not modelled: draft weights and draft KV take GPU memory (the real device pool is smaller) and SGLang packs MTP draft layers into the target's host pool (real host requests are larger)"),
-    ("enable_multi_layer_eagle", "multi-layer EAGLE drafts are not modelled: real device pool smaller, host requests larger"),
-    ("quantization", "weight quantization is not modelled from the flag: weight bytes come from the model preset (`startup.weight_load.quantization`); the device pool is off by the difference"),
-    ("modelopt_quant", "ModelOpt weight quantization is not modelled: weight bytes come from the model preset"),
-    ("quantize_and_serve", "on-the-fly weight quantization is not modelled: weight bytes come from the model preset"),
-    ("dtype", "the weight dtype is not modelled: weight bytes come from the model preset"),
-    ("disaggregation_", "PD disaggregation is not modelled: the server is simulated as one colocated prefill+decode engine (a decode node that offloads KV to host holds different pools)"),
+    (
+        "speculative_",
+        "speculative decoding / MTP drafts are not modelled: draft weights and draft KV take GPU memory (the real device pool is smaller) and SGLang packs MTP draft layers into the target's host pool (real host requests are larger)",
+    ),
+    (
+        "enable_multi_layer_eagle",
+        "multi-layer EAGLE drafts are not modelled: real device pool smaller, host requests larger",
+    ),
+    (
+        "quantization",
+        "weight quantization is not modelled from the flag: weight bytes come from the model preset (`startup.weight_load.quantization`); the device pool is off by the difference",
+    ),
+    (
+        "modelopt_quant",
+        "ModelOpt weight quantization is not modelled: weight bytes come from the model preset",
+    ),
+    (
+        "quantize_and_serve",
+        "on-the-fly weight quantization is not modelled: weight bytes come from the model preset",
+    ),
+    (
+        "dtype",
+        "the weight dtype is not modelled: weight bytes come from the model preset",
+    ),
+    (
+        "disaggregation_",
+        "PD disaggregation is not modelled: the server is simulated as one colocated prefill+decode engine (a decode node that offloads KV to host holds different pools)",
+    ),
     ("enable_pd_role_switch", "PD role switching is not modelled"),
-    ("mamba_", "hybrid/Mamba state-pool strategies are not modelled: state pools are sized from the preset's defaults"),
-    ("max_mamba_cache_size", "the Mamba state-cache size is not modelled: state pools are sized from the preset's defaults"),
-    ("swa_full_tokens_ratio", "the SWA full/sliding pool ratio is not modelled: pools use the preset's split"),
-    ("disable_hybrid_swa_memory", "hybrid SWA memory off is not modelled: pools use the preset's split"),
-    ("enable_unified_memory", "unified memory is not modelled: host and device pools are treated as separate memories"),
-    ("cpu_offload_gb", "weight CPU offload is not modelled: host memory holds the offloaded weights (real host margin smaller) and the device pool is larger"),
-    ("enable_weights_cpu_backup", "a CPU copy of the weights is not modelled: real host margin smaller"),
-    ("enable_draft_weights_cpu_backup", "a CPU copy of the draft weights is not modelled: real host margin smaller"),
-    ("offload_", "layer offload is not modelled: real host margin smaller, device pool larger"),
-    ("enable_lmcache", "LMCache is not modelled: its host buffers take host memory (real host margin smaller)"),
-    ("enable_flexkv", "FlexKV is not modelled: its host buffers take host memory (real host margin smaller)"),
+    (
+        "mamba_",
+        "hybrid/Mamba state-pool strategies are not modelled: state pools are sized from the preset's defaults",
+    ),
+    (
+        "max_mamba_cache_size",
+        "the Mamba state-cache size is not modelled: state pools are sized from the preset's defaults",
+    ),
+    (
+        "swa_full_tokens_ratio",
+        "the SWA full/sliding pool ratio is not modelled: pools use the preset's split",
+    ),
+    (
+        "disable_hybrid_swa_memory",
+        "hybrid SWA memory off is not modelled: pools use the preset's split",
+    ),
+    (
+        "enable_unified_memory",
+        "unified memory is not modelled: host and device pools are treated as separate memories",
+    ),
+    (
+        "cpu_offload_gb",
+        "weight CPU offload is not modelled: host memory holds the offloaded weights (real host margin smaller) and the device pool is larger",
+    ),
+    (
+        "enable_weights_cpu_backup",
+        "a CPU copy of the weights is not modelled: real host margin smaller",
+    ),
+    (
+        "enable_draft_weights_cpu_backup",
+        "a CPU copy of the draft weights is not modelled: real host margin smaller",
+    ),
+    (
+        "offload_",
+        "layer offload is not modelled: real host margin smaller, device pool larger",
+    ),
+    (
+        "enable_lmcache",
+        "LMCache is not modelled: its host buffers take host memory (real host margin smaller)",
+    ),
+    (
+        "enable_flexkv",
+        "FlexKV is not modelled: its host buffers take host memory (real host margin smaller)",
+    ),
     ("enable_hisparse", "HiSparse is not modelled"),
-    ("context_length", "the context length does not change the pools here; SGLang may cap max_total_tokens by it"),
-    ("cuda_graph_", "CUDA graph buffers are not modelled from the flag: they are part of `startup.gpu_reserved`"),
-    ("disable_cuda_graph", "CUDA graphs off is not modelled: the real device pool may be slightly larger"),
-    ("enable_lora", "LoRA adapters are not modelled: their GPU memory makes the real device pool smaller"),
-    ("max_loras_per_batch", "LoRA adapters are not modelled: their GPU memory makes the real device pool smaller"),
-    ("lora_paths", "LoRA adapters are not modelled: their GPU memory makes the real device pool smaller"),
+    (
+        "context_length",
+        "the context length does not change the pools here; SGLang may cap max_total_tokens by it",
+    ),
+    (
+        "cuda_graph_",
+        "CUDA graph buffers are not modelled from the flag: they are part of `startup.gpu_reserved`",
+    ),
+    (
+        "disable_cuda_graph",
+        "CUDA graphs off is not modelled: the real device pool may be slightly larger",
+    ),
+    (
+        "enable_lora",
+        "LoRA adapters are not modelled: their GPU memory makes the real device pool smaller",
+    ),
+    (
+        "max_loras_per_batch",
+        "LoRA adapters are not modelled: their GPU memory makes the real device pool smaller",
+    ),
+    (
+        "lora_paths",
+        "LoRA adapters are not modelled: their GPU memory makes the real device pool smaller",
+    ),
     ("enable_memory_saver", "the memory saver is not modelled"),
-    ("ep_size", "expert parallelism does not change the KV pools here; EP-sharded weights change the device pool SGLang gets"),
+    (
+        "ep_size",
+        "expert parallelism does not change the KV pools here; EP-sharded weights change the device pool SGLang gets",
+    ),
     ("moe_dense_tp_size", "the dense-MLP TP size is not modelled"),
     ("attn_cp_size", "context parallelism is not modelled"),
     ("dcp_size", "decode context parallelism is not modelled"),
@@ -185,7 +260,10 @@ pub fn parse_launch_src(
 ) -> Result<LaunchArgs, InputError> {
     let err = |line_in_text: Option<usize>, msg: String| {
         let (line, msg) = match (pos.first_line, line_in_text) {
-            (Some(f), Some(l)) if pos.block => (Some(f + l - 1), format!("line {l} of the launch block: {msg}")),
+            (Some(f), Some(l)) if pos.block => (
+                Some(f + l - 1),
+                format!("line {l} of the launch block: {msg}"),
+            ),
             (Some(f), Some(l)) => (Some(f + l - 1), msg),
             (f, _) => (f, msg),
         };
@@ -193,21 +271,35 @@ pub fn parse_launch_src(
             .line_opt(line)
             .field("server.launch")
     };
-    let release_flags = table()
-        .release(release)
-        .map_err(|m| err(None, m))?;
+    let release_flags = table().release(release).map_err(|m| err(None, m))?;
     let Reading { launch, result, .. } =
         read_text(src, release).map_err(|e| err(Some(e.line), e.message))?;
     let parsed = result.map_err(|e| {
-        let line = e.index.and_then(|i| launch.lines.get(i.min(launch.lines.len().saturating_sub(1))).copied());
+        let line = e.index.and_then(|i| {
+            launch
+                .lines
+                .get(i.min(launch.lines.len().saturating_sub(1)))
+                .copied()
+        });
         let mut msg = format!("SGLang {release} refuses this command: {}", e.message);
+        // An ambiguous prefix that is a whole flag in other releases: say so.
+        if let Some(rest) = e.message.strip_prefix("ambiguous option: ") {
+            let opt = rest.split(' ').next().unwrap_or("");
+            let opt = opt.split('=').next().unwrap_or(opt);
+            if let Some(h) = table().history(opt, release) {
+                msg.push_str(&format!(" ({opt} itself: {h})"));
+            }
+        }
         // A flag the release lacks: name the release that has it.
         if let Some(rest) = e.message.strip_prefix("unrecognized arguments: ") {
             let first = rest.split(' ').next().unwrap_or("");
             let opt = first.split('=').next().unwrap_or(first);
             if opt.starts_with("--") {
                 msg = match table().history(opt, release) {
-                    Some(h) => format!("SGLang {release} has no flag {opt} ({h}); argparse: {}", e.message),
+                    Some(h) => format!(
+                        "SGLang {release} has no flag {opt} ({h}); argparse: {}",
+                        e.message
+                    ),
                     None => {
                         let hint = crate::error::nearest(
                             opt,
@@ -215,7 +307,10 @@ pub fn parse_launch_src(
                         )
                         .map(|n| format!(" (did you mean {n}?)"))
                         .unwrap_or_default();
-                        format!("SGLang {release} has no flag {opt}{hint}; argparse: {}", e.message)
+                        format!(
+                            "SGLang {release} has no flag {opt}{hint}; argparse: {}",
+                            e.message
+                        )
                     }
                 };
             }
@@ -237,10 +332,12 @@ pub struct Reading {
 /// Reads `src` as bash, then as SGLang `release`'s parser.
 pub fn read_text(src: &Src, release: &str) -> Result<Reading, super::shell::ShellError> {
     let launch = find_launch(src)?;
-    let flags = table().release(release).map_err(|m| super::shell::ShellError {
-        message: m,
-        line: 1,
-    })?;
+    let flags = table()
+        .release(release)
+        .map_err(|m| super::shell::ShellError {
+            message: m,
+            line: 1,
+        })?;
     let argv = serve_argv(&launch, release);
     let result = crate::flags::parse(flags, &argv);
     Ok(Reading {
@@ -307,7 +404,8 @@ fn to_fields(launch: Launch, release: &str, p: &Parsed) -> LaunchArgs {
             // 0.5.23 `--attn-dp-size N` is DP attention of size N (`--enable-dp-attention
             // --dp N` before it; `parallel_hook.py` folds the old spelling into it).
             if let Some(n) = v.as_u64().filter(|&n| n > 1) {
-                out.fields.insert("enable_dp_attention".into(), Value::Bool(true));
+                out.fields
+                    .insert("enable_dp_attention".into(), Value::Bool(true));
                 out.fields.entry("dp_size").or_insert(Value::from(n));
             }
         } else if !out.not_modelled.iter().any(|n| n.dest == g.dest) {
@@ -339,7 +437,8 @@ fn to_fields(launch: Launch, release: &str, p: &Parsed) -> LaunchArgs {
     }
     for n in &out.not_modelled {
         if let Some(m) = &n.memory_effect {
-            out.notes.push(format!("warning: {} is not modelled: {m}", n.flag));
+            out.notes
+                .push(format!("warning: {} is not modelled: {m}", n.flag));
         }
     }
     out
@@ -385,12 +484,22 @@ pub fn model_from_path(path: &str) -> PathModel {
     // Longest name first: `deepseek-v3.2` before `deepseek-v3`.
     names.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
     for (name, id) in &names {
-        if base == *name || base.strip_prefix(name.as_str()).is_some_and(|r| r.starts_with('-')) {
+        if base == *name
+            || base
+                .strip_prefix(name.as_str())
+                .is_some_and(|r| r.starts_with('-'))
+        {
             return PathModel::Preset(id.clone());
         }
     }
     let fam = family(&base);
-    if names.iter().any(|(n, _)| family(n) == fam) || ["qwen", "qwen2", "qwen2.5", "qwen3", "qwen3.5", "llama", "mistral", "mixtral", "gemma", "phi"].contains(&fam) {
+    if names.iter().any(|(n, _)| family(n) == fam)
+        || [
+            "qwen", "qwen2", "qwen2.5", "qwen3", "qwen3.5", "llama", "mistral", "mixtral", "gemma",
+            "phi",
+        ]
+        .contains(&fam)
+    {
         PathModel::Family(fam.to_string())
     } else {
         PathModel::Unknown
@@ -414,9 +523,13 @@ pub fn check_model_path(path: &str, model: Option<&str>) -> Result<Option<String
             )),
             _ => Ok(None),
         },
-        (PathModel::Family(f), Some(m)) if family(&canonical(m).unwrap_or_else(|| m.to_string())) != f => Err(format!(
-            "--model-path {path} is a {f} model, but `model:` is `{m}`: the KV geometry would be another model's; pick the matching preset (`hicache-sim presets`) or describe the model with overrides"
-        )),
+        (PathModel::Family(f), Some(m))
+            if family(&canonical(m).unwrap_or_else(|| m.to_string())) != f =>
+        {
+            Err(format!(
+                "--model-path {path} is a {f} model, but `model:` is `{m}`: the KV geometry would be another model's; pick the matching preset (`hicache-sim presets`) or describe the model with overrides"
+            ))
+        }
         (PathModel::Family(_) | PathModel::Unknown, None) => Err(format!(
             "--model-path {path} names no model preset: add `model:` (a preset, with overrides for this checkpoint's geometry)"
         )),
@@ -463,7 +576,9 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            e.message.starts_with("SGLang 0.5.20 has no flag --hicache-host-memory-fraction (added in 0.5.21)"),
+            e.message.starts_with(
+                "SGLang 0.5.20 has no flag --hicache-host-memory-fraction (added in 0.5.21)"
+            ),
             "{}",
             e.message
         );
@@ -476,14 +591,37 @@ mod tests {
 
     #[test]
     fn model_path_picks_or_contradicts_the_preset() {
-        assert_eq!(model_from_path("zai-org/GLM-5.2-NVFP4"), PathModel::Preset("glm-5.2".into()));
-        assert_eq!(model_from_path("/xxx/DeepSeek-R1/"), PathModel::Preset("deepseek-v3".into()));
-        assert_eq!(model_from_path("deepseek-ai/DeepSeek-V3.2"), PathModel::Preset("deepseek-v3.2".into()));
-        assert_eq!(model_from_path("Qwen/Qwen3-32B"), PathModel::Family("qwen3".into()));
-        assert_eq!(check_model_path("deepseek-ai/DeepSeek-V3.2", None), Ok(Some("deepseek-v3.2".into())));
-        assert_eq!(check_model_path("zai-org/GLM-5.2-NVFP4", Some("glm-5.2")), Ok(None));
+        assert_eq!(
+            model_from_path("zai-org/GLM-5.2-NVFP4"),
+            PathModel::Preset("glm-5.2".into())
+        );
+        assert_eq!(
+            model_from_path("/xxx/DeepSeek-R1/"),
+            PathModel::Preset("deepseek-v3".into())
+        );
+        assert_eq!(
+            model_from_path("deepseek-ai/DeepSeek-V3.2"),
+            PathModel::Preset("deepseek-v3.2".into())
+        );
+        assert_eq!(
+            model_from_path("Qwen/Qwen3-32B"),
+            PathModel::Family("qwen3".into())
+        );
+        assert_eq!(
+            check_model_path("deepseek-ai/DeepSeek-V3.2", None),
+            Ok(Some("deepseek-v3.2".into()))
+        );
+        assert_eq!(
+            check_model_path("zai-org/GLM-5.2-NVFP4", Some("glm-5.2")),
+            Ok(None)
+        );
         let e = check_model_path("Qwen/Qwen3-32B", Some("deepseek-v3")).unwrap_err();
-        assert!(e.starts_with("--model-path Qwen/Qwen3-32B is a qwen3 model, but `model:` is `deepseek-v3`"), "{e}");
+        assert!(
+            e.starts_with(
+                "--model-path Qwen/Qwen3-32B is a qwen3 model, but `model:` is `deepseek-v3`"
+            ),
+            "{e}"
+        );
         let e = check_model_path("deepseek-ai/DeepSeek-V3.2", Some("glm-5.2")).unwrap_err();
         assert!(e.contains("is the `deepseek-v3.2` preset"), "{e}");
         assert_eq!(check_model_path("/models/ft-7", Some("glm-5.2")), Ok(None));

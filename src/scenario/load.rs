@@ -5,9 +5,9 @@
 use serde_json::{Map, Value};
 
 use super::launch::{LaunchArgs, TextPos, flag_release, parse_launch_src};
-use super::shell::Src;
 use super::lines::LineIndex;
 use super::schema::ScenarioFile;
+use super::shell::Src;
 use crate::error::{InputError, nearest};
 
 /// A scenario as read from disk, before presets are resolved.
@@ -141,7 +141,13 @@ fn launch_src(text: &str, line: Option<usize>, value: &str) -> (Src, TextPos) {
         });
     let lines: Vec<&str> = body
         .iter()
-        .map(|l| if l.len() >= indent { &l[indent..] } else { l.trim_start() })
+        .map(|l| {
+            if l.len() >= indent {
+                &l[indent..]
+            } else {
+                l.trim_start()
+            }
+        })
         .collect();
     let src = if indicator.starts_with('>') {
         Src::folded(&lines)
@@ -203,7 +209,9 @@ fn merge_launch(
         };
         match super::launch::check_model_path(path, model_name.as_deref()) {
             Ok(Some(id)) if !has_model => {
-                parsed.notes.push(format!("model: {id} (picked from --model-path {path})"));
+                parsed
+                    .notes
+                    .push(format!("model: {id} (picked from --model-path {path})"));
                 value
                     .as_object_mut()
                     .expect("checked a mapping")
@@ -223,7 +231,11 @@ fn merge_launch(
             Some(explicit) if !same_value(explicit, &v) => parsed.notes.push(format!(
                 "server.{k}: {} (explicit field) overrides {} {} from the launch command",
                 show(explicit),
-                parsed.given_as.get(&k).map(String::as_str).unwrap_or("the flag"),
+                parsed
+                    .given_as
+                    .get(&k)
+                    .map(String::as_str)
+                    .unwrap_or("the flag"),
                 show(&v)
             )),
             Some(_) => {}
@@ -424,13 +436,17 @@ mod tests {
         assert_eq!(s.file.server.page_size, 32);
         assert_eq!(
             s.not_modelled_flags,
-            ["server.page_size: 32 (explicit field) overrides --page-size 64 from the launch command"]
+            [
+                "server.page_size: 32 (explicit field) overrides --page-size 64 from the launch command"
+            ]
         );
         let bad = text.replace("--tp 8", "--tp 8 --hicache-sizes 3");
         let e = load_str(&bad, "t.yaml", &[]).unwrap_err();
         assert_eq!(e.line, Some(4));
         assert!(
-            e.message.starts_with("SGLang 0.5.21 has no flag --hicache-sizes (did you mean --hicache-size?)"),
+            e.message.starts_with(
+                "SGLang 0.5.21 has no flag --hicache-sizes (did you mean --hicache-size?)"
+            ),
             "{}",
             e.message
         );
@@ -439,12 +455,21 @@ mod tests {
     #[test]
     fn launch_blocks_in_every_yaml_style() {
         let head = "node: gb300\nmodel: glm-5.2\nsglang: \"0.5.23\"\nserver:\n";
-        let cmd = ["python -m sglang.launch_server \\", "--model-path m --tp 4 \\", "--enable-hierarchical-cache --hicache-size 100 # host pool", "> log 2>&1 &"];
+        let cmd = [
+            "python -m sglang.launch_server \\",
+            "--model-path m --tp 4 \\",
+            "--enable-hierarchical-cache --hicache-size 100 # host pool",
+            "> log 2>&1 &",
+        ];
         for style in ["|", "|-", ">", ">-", ">+"] {
             let body: String = cmd.iter().map(|l| format!("    {l}\n")).collect();
             let text = format!("{head}  launch: {style}\n{body}");
             let s = load_str(&text, "t.yaml", &[]).unwrap_or_else(|e| panic!("{style}: {e}"));
-            assert_eq!((s.file.server.tp_size, s.file.server.hicache_size), (4, 100.0), "{style}");
+            assert_eq!(
+                (s.file.server.tp_size, s.file.server.hicache_size),
+                (4, 100.0),
+                "{style}"
+            );
             let bad = text.replace("--tp 4", "--tp four");
             let e = load_str(&bad, "t.yaml", &[]).unwrap_err();
             // Line 2 of the block is line 7 of the file.
@@ -453,7 +478,9 @@ mod tests {
         }
         // CRLF line ends.
         let body: String = cmd.iter().map(|l| format!("    {l}\r\n")).collect();
-        let text = format!("{head}  launch: >-\r\n{body}").replace("\n", "\r\n").replace("\r\r", "\r");
+        let text = format!("{head}  launch: >-\r\n{body}")
+            .replace("\n", "\r\n")
+            .replace("\r\r", "\r");
         let s = load_str(&text, "t.yaml", &[]).unwrap();
         assert_eq!(s.file.server.tp_size, 4);
     }

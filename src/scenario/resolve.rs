@@ -188,7 +188,9 @@ pub fn resolve_file(
             // SGLang's parser: lru, lfu, slru, priority (0.5.14–0.5.23) and tlru (0.5.21+,
             // flag table); fifo/mru/filo are SGLang strategies the runtime replays but no
             // release's CLI offers (accepted as explicit fields only).
-            &["lru", "lfu", "fifo", "mru", "filo", "priority", "slru", "tlru"][..],
+            &[
+                "lru", "lfu", "fifo", "mru", "filo", "priority", "slru", "tlru",
+            ][..],
         ),
         (
             "server.hicache_io_backend",

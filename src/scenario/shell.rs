@@ -162,12 +162,21 @@ impl Lexer<'_> {
                 }
                 let inner: String = self.s.chars[start..self.i].iter().collect();
                 self.i += 1;
-                let (name, default) = match inner.split_once(":-").or_else(|| inner.split_once('-')) {
+                let (name, default) = match inner.split_once(":-").or_else(|| inner.split_once('-'))
+                {
                     Some((n, d)) => (n.to_string(), Some(d.to_string())),
                     None => (inner.clone(), None),
                 };
-                if name.is_empty() || !name.chars().all(is_name) || !is_name_start(name.chars().next().unwrap_or('0')) {
-                    return err(line, format!("`${{{inner}}}` cannot be read: only `${{NAME}}` and `${{NAME:-default}}` are supported"));
+                if name.is_empty()
+                    || !name.chars().all(is_name)
+                    || !is_name_start(name.chars().next().unwrap_or('0'))
+                {
+                    return err(
+                        line,
+                        format!(
+                            "`${{{inner}}}` cannot be read: only `${{NAME}}` and `${{NAME:-default}}` are supported"
+                        ),
+                    );
                 }
                 Ok(Some(Part::Var {
                     name,
@@ -298,7 +307,10 @@ impl Lexer<'_> {
                                 }
                             }
                             Some('`') => {
-                                return err(self.line(), "command substitution with backticks cannot be read: paste the command with its values");
+                                return err(
+                                    self.line(),
+                                    "command substitution with backticks cannot be read: paste the command with its values",
+                                );
                             }
                             Some(x) => {
                                 lit!(x, true);
@@ -322,7 +334,10 @@ impl Lexer<'_> {
                     }
                 }
                 '`' => {
-                    return err(line, "command substitution with backticks cannot be read: paste the command with its values");
+                    return err(
+                        line,
+                        "command substitution with backticks cannot be read: paste the command with its values",
+                    );
                 }
                 '#' if !in_word => {
                     while self.peek(0).is_some_and(|c| c != '\n') {
@@ -364,7 +379,10 @@ impl Lexer<'_> {
                     }
                     end_word!();
                     if c == '<' && self.peek(1) == Some('<') {
-                        return err(line, "here-documents (`<<`) cannot be read in a launch command");
+                        return err(
+                            line,
+                            "here-documents (`<<`) cannot be read in a launch command",
+                        );
                     }
                     self.i += 1;
                     // `>>`, `>|`, `<>`, `>&`, `<&`.
@@ -465,7 +483,10 @@ fn expand(
                     cur.push_str(&v);
                     has = true;
                 } else {
-                    let mut pieces = v.split([' ', '\t', '\n']).filter(|s| !s.is_empty()).peekable();
+                    let mut pieces = v
+                        .split([' ', '\t', '\n'])
+                        .filter(|s| !s.is_empty())
+                        .peekable();
                     let starts_blank = v.starts_with([' ', '\t', '\n']);
                     if starts_blank && has {
                         fields.push(std::mem::take(&mut cur));
@@ -539,7 +560,11 @@ fn launcher_at(words: &[Word]) -> Option<(usize, String, bool)> {
         let next = words.get(j + 1).map(|w| w.text.as_str());
         if (t == "-m" && next == Some("sglang.launch_server")) || t == "-msglang.launch_server" {
             let skip = if t == "-m" { 2 } else { 1 };
-            let who = if j > 0 { basename(&words[0].text).to_string() } else { "python".into() };
+            let who = if j > 0 {
+                basename(&words[0].text).to_string()
+            } else {
+                "python".into()
+            };
             let who = words[..j]
                 .iter()
                 .rev()
@@ -706,7 +731,9 @@ fn scan(
             if let Some((_, line, name)) = unset_uses.iter().find(|(i, _, _)| *i >= start) {
                 return err(
                     *line,
-                    format!("`${name}` is not set in the pasted text (bash would pass an empty value): set it (`{name}=…`) or paste the value"),
+                    format!(
+                        "`${name}` is not set in the pasted text (bash would pass an empty value): set it (`{name}=…`) or paste the value"
+                    ),
                 );
             }
             wrapper_env(&words, start, &mut all_env);
@@ -730,7 +757,13 @@ fn scan(
         }
         if let Some(script) = shell_c(&words) {
             let inner = Src::literal(&script.text);
-            scan(&inner, script.line - 1, &mut vars.clone(), found, first_words)?;
+            scan(
+                &inner,
+                script.line - 1,
+                &mut vars.clone(),
+                found,
+                first_words,
+            )?;
         } else if first_words.is_none() {
             *first_words = Some((words, all_env));
         }
@@ -749,10 +782,15 @@ mod tests {
     #[test]
     fn quotes_escapes_comments_continuations() {
         assert_eq!(
-            argv("python3 -m sglang.launch_server --a 'x y' --b \"{\\\"a\\\": 1}\" \\\n  --c z # trailing\n"),
+            argv(
+                "python3 -m sglang.launch_server --a 'x y' --b \"{\\\"a\\\": 1}\" \\\n  --c z # trailing\n"
+            ),
             ["--a", "x y", "--b", "{\"a\": 1}", "--c", "z"]
         );
-        assert_eq!(argv("python -m sglang.launch_server --x a\\ b\r\n"), ["--x", "a b"]);
+        assert_eq!(
+            argv("python -m sglang.launch_server --x a\\ b\r\n"),
+            ["--x", "a b"]
+        );
     }
 
     #[test]
@@ -763,15 +801,21 @@ mod tests {
         assert_eq!(l.lines, [2, 2]);
         assert_eq!(l.env["CUDA_VISIBLE_DEVICES"], "0,1");
         assert_eq!(
-            argv("nohup bash -c \"python3 -m sglang.launch_server --tp 4 --page-size 64\" > x.log &"),
+            argv(
+                "nohup bash -c \"python3 -m sglang.launch_server --tp 4 --page-size 64\" > x.log &"
+            ),
             ["--tp", "4", "--page-size", "64"]
         );
         assert_eq!(
-            argv("docker run --gpus all -e HF_TOKEN=x --shm-size 32g lmsysorg/sglang:latest python3 -m sglang.launch_server --tp 8"),
+            argv(
+                "docker run --gpus all -e HF_TOKEN=x --shm-size 32g lmsysorg/sglang:latest python3 -m sglang.launch_server --tp 8"
+            ),
             ["--tp", "8"]
         );
         assert_eq!(
-            argv("srun -N 1 --ntasks-per-node=1 env SGLANG_X=1 python -u /opt/sglang/python/sglang/launch_server.py --tp 2 | tee s.log"),
+            argv(
+                "srun -N 1 --ntasks-per-node=1 env SGLANG_X=1 python -u /opt/sglang/python/sglang/launch_server.py --tp 2 | tee s.log"
+            ),
             ["--tp", "2"]
         );
         let l = find_launch(&Src::literal("sglang serve Qwen/Qwen3-8B --tp 2")).unwrap();
@@ -786,16 +830,34 @@ mod tests {
         ))
         .unwrap_err();
         assert_eq!(e.line, 2);
-        assert!(e.message.contains("2 SGLang launch commands (lines 1, 2)"), "{}", e.message);
-        let e = find_launch(&Src::literal("python -m sglang.launch_server \\\n --tp $TP")).unwrap_err();
+        assert!(
+            e.message.contains("2 SGLang launch commands (lines 1, 2)"),
+            "{}",
+            e.message
+        );
+        let e = find_launch(&Src::literal(
+            "python -m sglang.launch_server \\\n --tp $TP",
+        ))
+        .unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.message.contains("`$TP` is not set"), "{}", e.message);
-        let e = find_launch(&Src::literal("python -m sglang.launch_server\n --x 'abc")).unwrap_err();
-        assert_eq!((e.line, e.message.as_str()), (2, "unclosed single quote `'`"));
+        let e =
+            find_launch(&Src::literal("python -m sglang.launch_server\n --x 'abc")).unwrap_err();
+        assert_eq!(
+            (e.line, e.message.as_str()),
+            (2, "unclosed single quote `'`")
+        );
         // Unset outside the SGLang command: bash's empty value, no error.
-        let l = find_launch(&Src::literal("export LD=$LD:/x\npython -m sglang.launch_server --tp 2\n--page-size 64")).unwrap();
+        let l = find_launch(&Src::literal(
+            "export LD=$LD:/x\npython -m sglang.launch_server --tp 2\n--page-size 64",
+        ))
+        .unwrap();
         assert_eq!(l.argv, ["--tp", "2"]);
-        assert!(l.warnings[0].starts_with("line 3: `--page-size` runs as a command of its own"), "{:?}", l.warnings);
+        assert!(
+            l.warnings[0].starts_with("line 3: `--page-size` runs as a command of its own"),
+            "{:?}",
+            l.warnings
+        );
         let e = find_launch(&Src::literal("echo hi")).unwrap_err();
         assert!(e.message.starts_with("no SGLang launch command found"));
     }

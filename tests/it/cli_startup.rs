@@ -203,7 +203,9 @@ fn launch_command_with_a_flag_sglang_does_not_have() {
     let e = bad(body);
     assert!(
         e.contains("bad.yaml:4")
-            && e.contains("SGLang 0.5.21 has no flag --hicache-sizes (did you mean --hicache-size?)"),
+            && e.contains(
+                "SGLang 0.5.21 has no flag --hicache-sizes (did you mean --hicache-size?)"
+            ),
         "{e}"
     );
 }

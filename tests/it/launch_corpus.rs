@@ -32,16 +32,27 @@ fn disagreement(text: &str, v: &Value) -> Option<String> {
     if v["launches"] != Value::from(1) {
         return match reading {
             Err(_) => None,
-            Ok(r) => Some(format!("bash ran {} SGLang commands, simulator found one: {:?}", v["launches"], r.argv)),
+            Ok(r) => Some(format!(
+                "bash ran {} SGLang commands, simulator found one: {:?}",
+                v["launches"], r.argv
+            )),
         };
     }
     let r = match reading {
         Ok(r) => r,
-        Err(e) => return Some(format!("simulator could not read the text: line {}: {}", e.line, e.message)),
+        Err(e) => {
+            return Some(format!(
+                "simulator could not read the text: line {}: {}",
+                e.line, e.message
+            ));
+        }
     };
     let argv: Vec<String> = serde_json::from_value(v["argv"].clone()).unwrap();
     if r.argv != argv {
-        return Some(format!("argv differs:\n  bash:      {argv:?}\n  simulator: {:?}", r.argv));
+        return Some(format!(
+            "argv differs:\n  bash:      {argv:?}\n  simulator: {:?}",
+            r.argv
+        ));
     }
     match (&r.result, v["ok"].as_bool().unwrap()) {
         (Ok(p), true) => {
@@ -56,10 +67,24 @@ fn disagreement(text: &str, v: &Value) -> Option<String> {
         (Err(e), false) => {
             let want = v["error"].as_str().unwrap();
             // Choices held in a Python set print in hash order: compare up to the list.
-            let cut = |m: &str| m.split(" (choose from").next().unwrap_or(m).trim().to_string();
-            (cut(&e.message) != cut(want)).then(|| format!("error differs:\n  SGLang:    {want}\n  simulator: {}", e.message))
+            let cut = |m: &str| {
+                m.split(" (choose from")
+                    .next()
+                    .unwrap_or(m)
+                    .trim()
+                    .to_string()
+            };
+            (cut(&e.message) != cut(want)).then(|| {
+                format!(
+                    "error differs:\n  SGLang:    {want}\n  simulator: {}",
+                    e.message
+                )
+            })
         }
-        (Ok(_), false) => Some(format!("SGLang refuses ({}), simulator accepts", v["error"])),
+        (Ok(_), false) => Some(format!(
+            "SGLang refuses ({}), simulator accepts",
+            v["error"]
+        )),
         (Err(e), true) => Some(format!("SGLang accepts, simulator refuses: {}", e.message)),
     }
 }
@@ -74,7 +99,11 @@ fn corpus_agrees_with_sglang_on_every_command() {
         .collect();
     files.sort();
     assert!(files.len() >= 20, "{} commands", files.len());
-    assert_eq!(files.len(), verdicts.len(), "verdicts.json is stale: rerun the script");
+    assert_eq!(
+        files.len(),
+        verdicts.len(),
+        "verdicts.json is stale: rerun the script"
+    );
     let mut bad = Vec::new();
     for f in &files {
         let text = std::fs::read_to_string(dir().join(f)).unwrap();
@@ -85,7 +114,10 @@ fn corpus_agrees_with_sglang_on_every_command() {
     }
     assert!(bad.is_empty(), "{}", bad.join("\n"));
     // The corpus holds both verdicts.
-    let refused = verdicts.values().filter(|v| v["ok"] == Value::Bool(false)).count();
+    let refused = verdicts
+        .values()
+        .filter(|v| v["ok"] == Value::Bool(false))
+        .count();
     assert!(refused >= 2 && refused < verdicts.len());
 }
 
@@ -100,7 +132,12 @@ fn generated_variants_agree_at_least_99_percent() {
         }
     }
     let rate = 1.0 - bad.len() as f64 / variants.len() as f64;
-    println!("variants: {} of {} agree ({:.2} %)", variants.len() - bad.len(), variants.len(), 100.0 * rate);
+    println!(
+        "variants: {} of {} agree ({:.2} %)",
+        variants.len() - bad.len(),
+        variants.len(),
+        100.0 * rate
+    );
     for b in bad.iter().take(20) {
         println!("{b}\n");
     }
