@@ -307,7 +307,7 @@ fn convert(a: &FlagSpec, s: &str) -> Result<Value, String> {
             Value::String(s) => s.clone(),
             other => other.to_string(),
         };
-        if !choices.iter().any(|c| *c == shown) {
+        if !choices.contains(&shown) {
             let list: Vec<String> = choices.iter().map(|c| py_repr(c)).collect();
             let value = match &v {
                 Value::String(s) => py_repr(s),

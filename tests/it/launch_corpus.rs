@@ -29,7 +29,7 @@ fn same(a: &Value, b: &Value) -> bool {
 fn disagreement(text: &str, v: &Value) -> Option<String> {
     let release = v["release"].as_str().unwrap();
     let reading = read_text(&Src::literal(text), release);
-    if v["launches"] != Value::from(1) {
+    if v["launches"] != 1 {
         return match reading {
             Err(_) => None,
             Ok(r) => Some(format!(
