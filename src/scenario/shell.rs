@@ -818,6 +818,14 @@ mod tests {
             ),
             ["--tp", "2"]
         );
+        assert_eq!(
+            argv("torchrun --nproc-per-node 8 -m sglang.launch_server --tp 8; echo done || true"),
+            ["--tp", "8"]
+        );
+        assert_eq!(
+            argv("env -u X A=1 numactl --cpunodebind=0 python3.11 -u -m sglang.launch_server --tp 1 |& tee l"),
+            ["--tp", "1"]
+        );
         let l = find_launch(&Src::literal("sglang serve Qwen/Qwen3-8B --tp 2")).unwrap();
         assert!(l.serve);
         assert_eq!(l.argv, ["Qwen/Qwen3-8B", "--tp", "2"]);

@@ -92,16 +92,19 @@ def run_bash(text):
 
 
 class Parsers:
-    """One long-lived SGLang parser process per release."""
+    """SGLang's parser of each release (wheels and venv made as gen_flag_table.py makes them)."""
 
     def __init__(self, work):
+        sys.path.insert(0, HERE)
+        import gen_flag_table as gen
+
+        self.gen = gen
         self.work = work
-        self.py = os.path.join(work, "venv", "bin", "python")
-        if not os.path.exists(self.py):
-            sys.exit(f"no venv in {work}: run tools/flags/gen_flag_table.py first")
+        os.makedirs(work, exist_ok=True)
+        self.py = gen.ensure_venv(work)
 
     def parse(self, release, cases):
-        tree = os.path.join(self.work, "tree", release)
+        tree = self.gen.unpacked(self.work, release)
         inp = "\n".join(json.dumps(c) for c in cases) + "\n"
         r = subprocess.run([self.py, os.path.join(HERE, "sglang_argparse.py"), tree, "parse"],
                            input=inp, capture_output=True, text=True)
@@ -265,6 +268,14 @@ def main():
     if shutil.which("bash") is None:
         print("launch_verdicts: skipped, no bash on this machine")
         return 0
+    fresh = not os.path.exists(os.path.join(args.work, "venv"))
+    if fresh:
+        sys.path.insert(0, HERE)
+        import gen_flag_table as gen
+
+        if not gen.registry_reachable():
+            print("launch_verdicts: skipped, PyPI (https://pypi.org) cannot be reached")
+            return 0
     parsers = Parsers(args.work)
     if args.what == "corpus":
         out = verdicts(corpus_texts(), parsers)
