@@ -32,7 +32,7 @@ RELEASES = ["0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18", "0.5.19", "0.5.20"
 # Post releases published on PyPI inside that range; recorded only if their parser differs.
 POST_RELEASES = {"0.5.15.post1": "0.5.15"}
 # Pure-Python packages SGLang's import chain needs for real (everything else is stubbed).
-VENV_PACKAGES = ["msgspec", "pydantic", "pyyaml", "dill"]
+VENV_PACKAGES = ["msgspec==0.23.0", "pydantic==2.14.4", "pyyaml==6.0.4", "dill==0.4.1"]
 ATTRS = ["options", "action", "nargs", "type", "choices", "default", "const", "dest", "required"]
 
 
