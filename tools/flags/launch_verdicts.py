@@ -44,6 +44,17 @@ with open(os.environ["LAUNCH_CAPTURE"], "a") as f:
 '''
 
 
+# `docker run … IMAGE cmd` / `srun … cmd`: run the command (the first python/sglang/shell word).
+WRAPPER = r'''#!/usr/bin/env python3
+import os, re, sys
+a = sys.argv[1:]
+for i, w in enumerate(a):
+    if re.fullmatch(r"(python[0-9.]*|sglang|bash|sh)", os.path.basename(w)):
+        os.execvp(a[i], a[i:])
+sys.exit(127)
+'''
+
+
 def header(text, key):
     m = re.search(r"^# %s: (.+)$" % key, text, re.M)
     return m.group(1).strip() if m else None
@@ -60,6 +71,11 @@ def run_bash(text):
                 os.path.join(home, "ve_sgl_dev", "bin", "sglang")]:
             with open(p, "w") as f:
                 f.write(FAKE.replace("/usr/bin/env python3", sys.executable, 1))
+            os.chmod(p, os.stat(p).st_mode | stat.S_IEXEC)
+        for n in ("docker", "srun"):
+            p = os.path.join(fake, n)
+            with open(p, "w") as f:
+                f.write(WRAPPER.replace("/usr/bin/env python3", sys.executable, 1))
             os.chmod(p, os.stat(p).st_mode | stat.S_IEXEC)
         script = os.path.join(d, "cmd.sh")
         with open(script, "w", newline="") as f:
@@ -222,7 +238,7 @@ def render(rng, argv, serve, release):
         pre += "export SGLANG_HICACHE_X=1\n"
     if rng.random() < 0.3:
         pre += "TP=%d\n" % rng.choice([1, 2, 8])
-    wrap = rng.randrange(7)
+    wrap = rng.randrange(9)
     if wrap == 1:
         text = "nohup " + text + " > server.log 2>&1 &"
     elif wrap == 2:
@@ -236,6 +252,11 @@ def render(rng, argv, serve, release):
         text = "nohup bash -c " + shlex.quote(text.replace("\\\n    ", "")) + " &"
     elif wrap == 6:
         text = "time " + text + "; echo done"
+    elif wrap == 7:
+        text = ("docker run --gpus all --shm-size 32g --ipc=host -e HF_TOKEN=x "
+                "-v /models:/models lmsysorg/sglang:latest " + text)
+    elif wrap == 8:
+        text = "srun -N 1 --ntasks-per-node=1 --gpus-per-node 8 " + text + " &> srun.log"
     text = pre + text + ("  # end\n" if rng.random() < 0.3 else "\n")
     if rng.random() < 0.2:
         text = text.replace("\n", "\r\n")
