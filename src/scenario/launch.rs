@@ -435,6 +435,15 @@ fn to_fields(launch: Launch, release: &str, p: &Parsed) -> LaunchArgs {
             stray.join(", ")
         ));
     }
+    // 0.5.14–0.5.23 `prepare_server_args` merges a `--config` YAML file into argv before
+    // argparse; the file is not read here.
+    if let Some(Value::String(f)) = p.values.get("config")
+        && p.was_given("config")
+    {
+        out.notes.push(format!(
+            "warning: --config {f} is not read: the flags in that file are not simulated (paste them into the launch command)"
+        ));
+    }
     for n in &out.not_modelled {
         if let Some(m) = &n.memory_effect {
             out.notes
@@ -552,6 +561,18 @@ mod tests {
         let nm: Vec<&str> = a.not_modelled.iter().map(|n| n.flag.as_str()).collect();
         assert_eq!(nm, ["--trust-remote-code", "--port"]);
         assert!(a.not_modelled.iter().all(|n| n.memory_effect.is_none()));
+        let a = parse_launch(
+            "sglang serve m --config cfg.yaml --speculative-algorithm EAGLE",
+            "0.5.23",
+            "s.yaml",
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            a.notes[0],
+            "warning: --config cfg.yaml is not read: the flags in that file are not simulated (paste them into the launch command)"
+        );
+        assert!(a.notes[1].starts_with("warning: --speculative-algorithm is not modelled: speculative decoding / MTP drafts"), "{:?}", a.notes);
     }
 
     #[test]

@@ -823,7 +823,9 @@ mod tests {
             ["--tp", "8"]
         );
         assert_eq!(
-            argv("env -u X A=1 numactl --cpunodebind=0 python3.11 -u -m sglang.launch_server --tp 1 |& tee l"),
+            argv(
+                "env -u X A=1 numactl --cpunodebind=0 python3.11 -u -m sglang.launch_server --tp 1 |& tee l"
+            ),
             ["--tp", "1"]
         );
         let l = find_launch(&Src::literal("sglang serve Qwen/Qwen3-8B --tp 2")).unwrap();
