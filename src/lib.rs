@@ -17,6 +17,7 @@ pub mod cache;
 pub mod commands;
 pub mod engine;
 pub mod error;
+pub mod flags;
 pub mod hardware;
 pub mod model;
 pub mod output;

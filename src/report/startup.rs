@@ -31,9 +31,73 @@ pub struct StartupReport {
     pub device_pool_bytes: u64,
     pub host_pools: Vec<PoolGeometryOut>,
     pub notes: Vec<String>,
+    /// The resolved server arguments under SGLang's own dest names (`tp_size`,
+    /// `hicache_write_policy`, …): what the launch command's flags hold in SGLang's parser,
+    /// explicit `server:` fields where they override it, SGLang's defaults otherwise.
+    pub server: serde_json::Map<String, serde_json::Value>,
+    /// How the pasted launch command was read, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launch: Option<LaunchOut>,
     /// Run 0, rank by rank.
     pub ranks: Vec<RankOut>,
     pub verdict: String,
+}
+
+/// The launch command as SGLang's parser read it.
+#[derive(Debug, Clone, Serialize)]
+pub struct LaunchOut {
+    /// The release whose flag table and argparse rules read it.
+    pub release: String,
+    pub launcher: String,
+    /// Flags given that the simulator does not model (with the memory effect left out,
+    /// when they have one).
+    pub not_modelled: Vec<crate::scenario::launch::NotModelled>,
+    /// Environment given to the command.
+    pub env: std::collections::BTreeMap<String, String>,
+}
+
+/// `server` of the JSON report: the resolved fields, with SGLang's own typed values for
+/// what the launch command gave, plus every other dest it gave.
+pub fn server_object(s: &Scenario) -> serde_json::Map<String, serde_json::Value> {
+    use serde_json::Value;
+    let mut m = match serde_json::to_value(&s.server) {
+        Ok(Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    m.remove("launch");
+    // Only dests the release's parser has (0.5.20 has no hicache_host_memory_fraction).
+    let release = match &s.launch {
+        Some(l) => Some(l.release.clone()),
+        None => crate::scenario::launch::flag_release(s.version.id())
+            .ok()
+            .map(str::to_string),
+    };
+    if let Some(r) = release.and_then(|r| crate::flags::table().release(&r).ok()) {
+        m.retain(|dest, _| r.actions.iter().any(|a| a.dest == *dest));
+        // "Unset" in the simulator (None) is the release's default in SGLang's namespace.
+        for (dest, v) in m.iter_mut() {
+            if v.is_null()
+                && let Some(a) = r.actions.iter().find(|a| a.dest == *dest)
+            {
+                *v = a.default.clone();
+            }
+        }
+    }
+    if let Some(l) = &s.launch {
+        for (dest, v) in &l.given {
+            let same = match (m.get(dest), v) {
+                (Some(a), b) => match (a.as_f64(), b.as_f64()) {
+                    (Some(x), Some(y)) => x == y,
+                    _ => a == b,
+                },
+                (None, _) => true,
+            };
+            if same {
+                m.insert(dest.clone(), v.clone());
+            }
+        }
+    }
+    m
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -83,6 +147,9 @@ pub struct RankOut {
     pub hicache_off: bool,
     pub reclaimed_bytes: u64,
     pub pools: Vec<PoolOut>,
+    /// Every host pool's request summed (`requested_bytes` is the pool that binds: the
+    /// refused one, or the one with the least margin).
+    pub requested_total_bytes: Option<u64>,
     pub message: Option<String>,
 }
 
@@ -124,6 +191,8 @@ fn rank_out(r: &RankResult) -> RankOut {
                 budget_bytes: i64c(p.budget_bytes),
             })
             .collect(),
+        requested_total_bytes: (!r.pools.is_empty())
+            .then(|| r.pools.iter().map(|p| p.requested_bytes).sum()),
         message: r.message.clone(),
     }
 }
@@ -157,6 +226,13 @@ pub fn build(s: &Scenario, plan: &StartupPlan, mc: &MonteCarlo, seed: u64) -> St
             })
             .collect(),
         notes: s.notes.clone(),
+        server: server_object(s),
+        launch: s.launch.as_ref().map(|l| LaunchOut {
+            release: l.release.clone(),
+            launcher: l.launcher.clone(),
+            not_modelled: l.not_modelled.clone(),
+            env: l.env.clone(),
+        }),
         ranks: mc.first_run.iter().map(rank_out).collect(),
         verdict: String::new(),
     };
@@ -262,6 +338,32 @@ pub fn verdict(s: &Scenario, mc: &MonteCarlo) -> String {
     v
 }
 
+/// One line with the HiCache settings the scenario resolved to (from the launch command
+/// and explicit fields).
+pub fn hicache_settings(s: &Scenario) -> String {
+    let v = &s.server;
+    format!(
+        "HiCache: {}; write policy {}, storage backend {}, io backend {}, mem layout {}, prefetch policy {}, eviction policy {}, page size {}, host memory mode {}, TP{} PP{} DP{}{}",
+        if v.hicache_enabled() { "on" } else { "off" },
+        v.hicache_write_policy,
+        v.hicache_storage_backend.as_deref().unwrap_or("none"),
+        v.hicache_io_backend,
+        v.hicache_mem_layout,
+        v.hicache_storage_prefetch_policy,
+        v.radix_eviction_policy,
+        v.page_size,
+        v.hicache_host_memory_mode,
+        v.tp_size,
+        v.pp_size,
+        v.dp_size,
+        if v.enable_dp_attention {
+            " (DP attention)"
+        } else {
+            ""
+        }
+    )
+}
+
 /// The text report.
 pub fn render_text(s: &Scenario, plan: &StartupPlan, rep: &StartupReport) -> String {
     let mut o = String::new();
@@ -297,6 +399,19 @@ pub fn render_text(s: &Scenario, plan: &StartupPlan, rep: &StartupReport) -> Str
         plan.device_tokens,
         pools.join(", ")
     );
+    let _ = writeln!(o, "{}", hicache_settings(s));
+    if let Some(l) = &rep.launch {
+        let _ = writeln!(
+            o,
+            "Launch command read by SGLang {}'s parser{}",
+            l.release,
+            if l.launcher.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", l.launcher)
+            }
+        );
+    }
     for n in &rep.notes {
         let _ = writeln!(o, "Note: {n}");
     }
@@ -338,6 +453,27 @@ pub fn render_text(s: &Scenario, plan: &StartupPlan, rep: &StartupReport) -> Str
             opt(r.margin_bytes),
             r.outcome
         );
+    }
+    // A rank with several host pools (KV + indexer, KV + state): each pool and the total.
+    if rep.ranks.iter().any(|r| r.pools.len() > 1) {
+        let _ = writeln!(o);
+        for r in &rep.ranks {
+            if r.pools.is_empty() {
+                continue;
+            }
+            let parts: Vec<String> = r
+                .pools
+                .iter()
+                .map(|p| format!("{} {}", p.name, gb(p.requested_bytes as i128)))
+                .collect();
+            let _ = writeln!(
+                o,
+                "rank {} host pools: {} = {} requested in all",
+                r.rank,
+                parts.join(" + "),
+                gb(r.requested_total_bytes.unwrap_or(0) as i128)
+            );
+        }
     }
     let msgs: Vec<&RankOut> = rep
         .ranks

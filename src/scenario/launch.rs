@@ -1,307 +1,544 @@
-//! A pasted SGLang launch command (`python -m sglang.launch_server --model-path … --tp 8
-//! --enable-hierarchical-cache --hicache-size 176 …`) turned into `server:` fields.
+//! A pasted SGLang launch command turned into `server:` fields, read exactly as SGLang
+//! reads it: bash semantics for the text around it ([`super::shell`]), then the selected
+//! release's own argparse rules over the generated flag table ([`crate::flags`]).
 //!
-//! Flags that matter to HiCache are mapped onto [`ServerArgs`](super::server::ServerArgs)
-//! fields; other real SGLang flags are accepted and reported as not modelled; a flag
-//! SGLang does not have is an error (with the nearest real flag).
+//! Flags the simulator models fill [`ServerArgs`](super::server::ServerArgs) fields (the
+//! same names as SGLang's dests); flags that change memory but are not modelled give a
+//! warning saying what is left out and which way the figures may be off; the rest (ports,
+//! logging, parsers) are listed in the JSON report only.
 
+use std::collections::BTreeMap;
+
+use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::error::{InputError, nearest};
+use super::shell::{Launch, Src, find_launch};
+use crate::error::InputError;
+use crate::flags::{Parsed, table};
 
-/// How a modelled flag's value is read.
-#[derive(Clone, Copy)]
-enum Kind {
-    Bool,
-    Int,
-    Float,
-    Str,
+/// The SGLang release whose flag table applies to a scenario's `sglang:` value.
+///
+/// A release id (`0.5.14` … `0.5.23`) is itself; `latest` and the what-if rule sets map
+/// to the release the release module says they stand for
+/// ([`crate::release::selected_release_id`]).
+pub fn flag_release(sglang: &str) -> Result<&'static str, String> {
+    let t = table();
+    if let Some(r) = t.releases.iter().find(|r| r.as_str() == sglang.trim()) {
+        // `table()` is 'static.
+        return Ok(r.as_str());
+    }
+    // A release alias (`latest`, `v0.5.23`) or a what-if: the release it stands for
+    // (`release::Sglang::release_id`: the release that shipped it, or the nearest one).
+    let id = crate::release::selected_release_id(Some(sglang)).map_err(|e| e.to_string())?;
+    t.releases
+        .iter()
+        .find(|r| r.as_str() == id)
+        .map(String::as_str)
+        .ok_or_else(|| format!("no flag table for SGLang {id}"))
 }
 
-/// (flag, field, kind): the flags this simulator models, with SGLang's aliases.
-const MODELLED: &[(&str, &str, Kind)] = &[
-    ("--model-path", "model_path", Kind::Str),
-    ("--model", "model_path", Kind::Str),
-    ("--tp-size", "tp_size", Kind::Int),
-    ("--tp", "tp_size", Kind::Int),
-    ("--tensor-parallel-size", "tp_size", Kind::Int),
-    ("--pp-size", "pp_size", Kind::Int),
-    ("--pp", "pp_size", Kind::Int),
-    ("--pipeline-parallel-size", "pp_size", Kind::Int),
-    ("--dp-size", "dp_size", Kind::Int),
-    ("--dp", "dp_size", Kind::Int),
-    ("--data-parallel-size", "dp_size", Kind::Int),
-    ("--enable-dp-attention", "enable_dp_attention", Kind::Bool),
-    ("--nnodes", "nnodes", Kind::Int),
-    ("--page-size", "page_size", Kind::Int),
-    ("--mem-fraction-static", "mem_fraction_static", Kind::Float),
-    ("--max-total-tokens", "max_total_tokens", Kind::Int),
-    ("--kv-cache-dtype", "kv_cache_dtype", Kind::Str),
-    (
-        "--enable-hierarchical-cache",
-        "enable_hierarchical_cache",
-        Kind::Bool,
-    ),
-    ("--hicache-ratio", "hicache_ratio", Kind::Float),
-    ("--hicache-size", "hicache_size", Kind::Float),
-    (
-        "--hicache-host-memory-fraction",
-        "hicache_host_memory_fraction",
-        Kind::Float,
-    ),
-    ("--hicache-write-policy", "hicache_write_policy", Kind::Str),
-    (
-        "--hicache-host-memory-mode",
-        "hicache_host_memory_mode",
-        Kind::Str,
-    ),
-    ("--hicache-io-backend", "hicache_io_backend", Kind::Str),
-    ("--hicache-mem-layout", "hicache_mem_layout", Kind::Str),
-    (
-        "--hicache-storage-backend",
-        "hicache_storage_backend",
-        Kind::Str,
-    ),
-    (
-        "--hicache-storage-prefetch-policy",
-        "hicache_storage_prefetch_policy",
-        Kind::Str,
-    ),
-    (
-        "--radix-eviction-policy",
-        "radix_eviction_policy",
-        Kind::Str,
-    ),
-    ("--disable-radix-cache", "disable_radix_cache", Kind::Bool),
-    ("--max-running-requests", "max_running_requests", Kind::Int),
-    ("--chunked-prefill-size", "chunked_prefill_size", Kind::Int),
-    ("--max-prefill-tokens", "max_prefill_tokens", Kind::Int),
+/// SGLang dests that map onto a `ServerArgs` field of the same name.
+const MODELLED: &[&str] = &[
+    "model_path",
+    "tp_size",
+    "pp_size",
+    "dp_size",
+    "enable_dp_attention",
+    "nnodes",
+    "page_size",
+    "mem_fraction_static",
+    "max_total_tokens",
+    "kv_cache_dtype",
+    "enable_hierarchical_cache",
+    "hicache_ratio",
+    "hicache_size",
+    "hicache_host_memory_fraction",
+    "hicache_write_policy",
+    "hicache_host_memory_mode",
+    "hicache_io_backend",
+    "hicache_mem_layout",
+    "hicache_storage_backend",
+    "hicache_storage_prefetch_policy",
+    "radix_eviction_policy",
+    "disable_radix_cache",
+    "max_running_requests",
+    "chunked_prefill_size",
+    "max_prefill_tokens",
 ];
 
-/// Real SGLang flags (`server_args.py`) that do not change what this simulator
-/// computes: accepted, reported as not modelled. `true` = takes a value.
-const NOT_MODELLED: &[(&str, bool)] = &[
-    ("--host", true),
-    ("--port", true),
-    ("--trust-remote-code", false),
-    ("--tokenizer-path", true),
-    ("--tokenizer-mode", true),
-    ("--served-model-name", true),
-    ("--context-length", true),
-    ("--dtype", true),
-    ("--quantization", true),
-    ("--load-format", true),
-    ("--revision", true),
-    ("--download-dir", true),
-    ("--attention-backend", true),
-    ("--prefill-attention-backend", true),
-    ("--decode-attention-backend", true),
-    ("--sampling-backend", true),
-    ("--grammar-backend", true),
-    ("--moe-runner-backend", true),
-    ("--moe-a2a-backend", true),
-    ("--ep-size", true),
-    ("--ep", true),
-    ("--enable-ep-moe", false),
-    ("--enable-deepep-moe", false),
-    ("--deepep-mode", true),
-    ("--cuda-graph-max-bs", true),
-    ("--cuda-graph-bs", true),
-    ("--disable-cuda-graph", false),
-    ("--enable-torch-compile", false),
-    ("--torch-compile-max-bs", true),
-    ("--speculative-algorithm", true),
-    ("--speculative-draft-model-path", true),
-    ("--speculative-num-steps", true),
-    ("--speculative-eagle-topk", true),
-    ("--speculative-num-draft-tokens", true),
-    ("--dist-init-addr", true),
-    ("--node-rank", true),
-    ("--schedule-policy", true),
-    ("--schedule-conservativeness", true),
-    ("--stream-interval", true),
-    ("--random-seed", true),
-    ("--log-level", true),
-    ("--log-requests", false),
-    ("--enable-metrics", false),
-    ("--watchdog-timeout", true),
-    ("--dist-timeout", true),
-    ("--disaggregation-mode", true),
-    ("--disaggregation-transfer-backend", true),
-    ("--disaggregation-ib-device", true),
-    ("--hicache-storage-backend-extra-config", true),
-    ("--hicache-storage-prefetch-retry-poll-interval", true),
-    ("--hicache-storage-prefetch-retry-max-attempts", true),
-    ("--enable-mixed-chunk", false),
-    ("--enable-nan-detection", false),
-    ("--reasoning-parser", true),
-    ("--tool-call-parser", true),
-    ("--chat-template", true),
-    ("--api-key", true),
-    ("--skip-server-warmup", false),
-    ("--enable-two-batch-overlap", false),
-    ("--enable-dp-lm-head", false),
-    ("--moe-dense-tp-size", true),
-    ("--max-queued-requests", true),
-    ("--model-loader-extra-config", true),
-    ("--enable-multimodal", false),
-    ("--swa-full-tokens-ratio", true),
-    ("--disable-hybrid-swa-memory", false),
-    ("--enable-cache-report", false),
-    ("--decode-log-interval", true),
-    ("--nsa-prefill-backend", true),
-    ("--nsa-decode-backend", true),
+/// Memory-relevant flags this simulator does not model: (dest prefix or name, what is
+/// left out and which way the figures may be off). First match wins.
+const MEMORY_UNMODELLED: &[(&str, &str)] = &[
+    (
+        "speculative_",
+        "speculative decoding / MTP drafts are not modelled: draft weights and draft KV take GPU memory (the real device pool is smaller) and SGLang packs MTP draft layers into the target's host pool (real host requests are larger)",
+    ),
+    (
+        "enable_multi_layer_eagle",
+        "multi-layer EAGLE drafts are not modelled: real device pool smaller, host requests larger",
+    ),
+    (
+        "quantization",
+        "weight quantization is not modelled from the flag: weight bytes come from the model preset (`startup.weight_load.quantization`); the device pool is off by the difference",
+    ),
+    (
+        "modelopt_quant",
+        "ModelOpt weight quantization is not modelled: weight bytes come from the model preset",
+    ),
+    (
+        "quantize_and_serve",
+        "on-the-fly weight quantization is not modelled: weight bytes come from the model preset",
+    ),
+    (
+        "dtype",
+        "the weight dtype is not modelled: weight bytes come from the model preset",
+    ),
+    (
+        "disaggregation_",
+        "PD disaggregation is not modelled: the server is simulated as one colocated prefill+decode engine (a decode node that offloads KV to host holds different pools)",
+    ),
+    ("enable_pd_role_switch", "PD role switching is not modelled"),
+    (
+        "mamba_",
+        "hybrid/Mamba state-pool strategies are not modelled: state pools are sized from the preset's defaults",
+    ),
+    (
+        "max_mamba_cache_size",
+        "the Mamba state-cache size is not modelled: state pools are sized from the preset's defaults",
+    ),
+    (
+        "swa_full_tokens_ratio",
+        "the SWA full/sliding pool ratio is not modelled: pools use the preset's split",
+    ),
+    (
+        "disable_hybrid_swa_memory",
+        "hybrid SWA memory off is not modelled: pools use the preset's split",
+    ),
+    (
+        "enable_unified_memory",
+        "unified memory is not modelled: host and device pools are treated as separate memories",
+    ),
+    (
+        "cpu_offload_gb",
+        "weight CPU offload is not modelled: host memory holds the offloaded weights (real host margin smaller) and the device pool is larger",
+    ),
+    (
+        "enable_weights_cpu_backup",
+        "a CPU copy of the weights is not modelled: real host margin smaller",
+    ),
+    (
+        "enable_draft_weights_cpu_backup",
+        "a CPU copy of the draft weights is not modelled: real host margin smaller",
+    ),
+    (
+        "offload_",
+        "layer offload is not modelled: real host margin smaller, device pool larger",
+    ),
+    (
+        "enable_lmcache",
+        "LMCache is not modelled: its host buffers take host memory (real host margin smaller)",
+    ),
+    (
+        "enable_flexkv",
+        "FlexKV is not modelled: its host buffers take host memory (real host margin smaller)",
+    ),
+    ("enable_hisparse", "HiSparse is not modelled"),
+    (
+        "context_length",
+        "the context length does not change the pools here; SGLang may cap max_total_tokens by it",
+    ),
+    (
+        "cuda_graph_",
+        "CUDA graph buffers are not modelled from the flag: they are part of `startup.gpu_reserved`",
+    ),
+    (
+        "disable_cuda_graph",
+        "CUDA graphs off is not modelled: the real device pool may be slightly larger",
+    ),
+    (
+        "enable_lora",
+        "LoRA adapters are not modelled: their GPU memory makes the real device pool smaller",
+    ),
+    (
+        "max_loras_per_batch",
+        "LoRA adapters are not modelled: their GPU memory makes the real device pool smaller",
+    ),
+    (
+        "lora_paths",
+        "LoRA adapters are not modelled: their GPU memory makes the real device pool smaller",
+    ),
+    ("enable_memory_saver", "the memory saver is not modelled"),
+    (
+        "ep_size",
+        "expert parallelism does not change the KV pools here; EP-sharded weights change the device pool SGLang gets",
+    ),
+    ("moe_dense_tp_size", "the dense-MLP TP size is not modelled"),
+    ("attn_cp_size", "context parallelism is not modelled"),
+    ("dcp_size", "decode context parallelism is not modelled"),
 ];
 
-/// Parsed launch command: the `server:` fields it sets, and the flags not modelled.
+/// A flag the command set that the simulator does not model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NotModelled {
+    /// The option as typed (`--mem-frac`).
+    pub flag: String,
+    pub dest: String,
+    /// What is left out and which way the figures may be off (None: no memory effect).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_effect: Option<String>,
+}
+
+/// A parsed launch command.
 #[derive(Debug, Clone, Default)]
 pub struct LaunchArgs {
+    /// The release whose parser read it.
+    pub release: String,
+    pub launcher: String,
+    /// `server:` fields it sets (modelled dests only, given explicitly).
     pub fields: Map<String, Value>,
-    pub not_modelled: Vec<String>,
+    /// Every dest the command gave, with the value SGLang's parser holds (SGLang names).
+    pub given: BTreeMap<String, Value>,
+    /// The option each given dest came from (`--tp`), for notices.
+    pub given_as: BTreeMap<String, String>,
+    pub not_modelled: Vec<NotModelled>,
+    /// Notes and warnings (HiCache flags without HiCache, deprecated spellings, …).
+    pub notes: Vec<String>,
+    pub env: BTreeMap<String, String>,
 }
 
-/// Splits a command line like a POSIX shell would for plain words and quotes
-/// (backslash-newline continuations included).
-fn shell_words(cmd: &str) -> Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut has = false;
-    let mut chars = cmd.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => match chars.next() {
-                Some('\n') => {}
-                Some(n) => {
-                    cur.push(n);
-                    has = true;
-                }
-                None => {}
-            },
-            '\'' | '"' => {
-                has = true;
-                loop {
-                    match chars.next() {
-                        Some(q) if q == c => break,
-                        Some(x) => cur.push(x),
-                        None => return Err(format!("unclosed {c} quote")),
-                    }
-                }
-            }
-            c if c.is_whitespace() => {
-                if has {
-                    words.push(std::mem::take(&mut cur));
-                    has = false;
-                }
-            }
-            c => {
-                cur.push(c);
-                has = true;
-            }
-        }
-    }
-    if has {
-        words.push(cur);
-    }
-    Ok(words)
+/// Where the launch text sits in the scenario file, for errors: the line of line 1 of
+/// the text, and whether it is a block (`launch: |` / `>-`), so messages name the line
+/// within the block.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TextPos {
+    pub first_line: Option<usize>,
+    pub block: bool,
 }
 
-/// Parses `cmd`; `source` and `line` locate it for errors.
+fn memory_effect(dest: &str) -> Option<&'static str> {
+    MEMORY_UNMODELLED
+        .iter()
+        .find(|(p, _)| {
+            if p.ends_with('_') {
+                dest.starts_with(p)
+            } else {
+                dest == *p
+            }
+        })
+        .map(|(_, m)| *m)
+}
+
+/// Parses `cmd` (literal text) for `release`; `source` and `pos` locate it for errors.
 pub fn parse_launch(
     cmd: &str,
+    release: &str,
     source: &str,
     line: Option<usize>,
 ) -> Result<LaunchArgs, InputError> {
-    let err = |field: &str, msg: String| {
-        InputError::new(source, msg)
-            .line_opt(line)
-            .field(field.to_string())
-    };
-    let words = shell_words(cmd).map_err(|m| err("server.launch", m))?;
-    // Skip everything up to the launcher (`python -m sglang.launch_server`, `sglang serve`).
-    let start = words
-        .iter()
-        .position(|w| {
-            w == "sglang.launch_server" || w.ends_with("launch_server.py") || w == "serve"
-        })
-        .map(|i| i + 1)
-        .unwrap_or_else(|| {
-            words
-                .iter()
-                .position(|w| w.starts_with("--"))
-                .unwrap_or(words.len())
-        });
-    let mut out = LaunchArgs::default();
-    let mut i = start;
-    while i < words.len() {
-        let w = &words[i];
-        let (flag, inline) = match w.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
-            _ => (w.clone(), None),
-        };
-        if !flag.starts_with("--") {
-            return Err(err(
-                "server.launch",
-                format!("unexpected word `{w}` in the launch command: expected a `--flag`"),
-            ));
-        }
-        i += 1;
-        let next_is_value = |i: usize| i < words.len() && !words[i].starts_with("--");
-        if let Some(&(_, field, kind)) = MODELLED.iter().find(|(f, _, _)| *f == flag) {
-            let value = match (kind, inline) {
-                (Kind::Bool, Some(v)) => Value::Bool(v != "false" && v != "False" && v != "0"),
-                (Kind::Bool, None) => Value::Bool(true),
-                (_, Some(v)) => typed(kind, &v).map_err(|m| err(field, format!("{flag}: {m}")))?,
-                (_, None) => {
-                    if !next_is_value(i) {
-                        return Err(err(field, format!("{flag} needs a value")));
-                    }
-                    i += 1;
-                    typed(kind, &words[i - 1]).map_err(|m| err(field, format!("{flag}: {m}")))?
-                }
-            };
-            out.fields.insert(field.to_string(), value);
-        } else if let Some(&(_, takes)) = NOT_MODELLED.iter().find(|(f, _)| *f == flag) {
-            if takes && inline.is_none() && next_is_value(i) {
-                i += 1;
-            }
-            out.not_modelled.push(flag);
-        } else {
-            let all = MODELLED
-                .iter()
-                .map(|(f, _, _)| *f)
-                .chain(NOT_MODELLED.iter().map(|(f, _)| *f));
-            let hint = nearest(&flag, all)
-                .map(|n| format!(" (did you mean `{n}`?)"))
-                .unwrap_or_default();
-            return Err(err(
-                "server.launch",
-                format!(
-                    "SGLang has no flag `{flag}`{hint} (checked against the {} SGLang flags hicache-sim knows; drop it, or set the matching `server:` field)",
-                    MODELLED.len() + NOT_MODELLED.len()
-                ),
-            ));
-        }
-    }
-    Ok(out)
+    parse_launch_src(
+        &Src::literal(cmd),
+        release,
+        source,
+        TextPos {
+            first_line: line,
+            block: false,
+        },
+    )
 }
 
-fn typed(kind: Kind, v: &str) -> Result<Value, String> {
-    Ok(match kind {
-        Kind::Int => Value::from(
-            v.parse::<u64>()
-                .map_err(|_| format!("expected a whole number, got `{v}`"))?,
-        ),
-        Kind::Float => {
-            let f = v
-                .parse::<f64>()
-                .map_err(|_| format!("expected a number, got `{v}`"))?;
-            serde_json::Number::from_f64(f)
-                .map(Value::Number)
-                .ok_or_else(|| format!("`{v}` is not finite"))?
+/// As [`parse_launch`], from a lexing source (a folded YAML block keeps its raw lines).
+pub fn parse_launch_src(
+    src: &Src,
+    release: &str,
+    source: &str,
+    pos: TextPos,
+) -> Result<LaunchArgs, InputError> {
+    let err = |line_in_text: Option<usize>, msg: String| {
+        let (line, msg) = match (pos.first_line, line_in_text) {
+            (Some(f), Some(l)) if pos.block => (
+                Some(f + l - 1),
+                format!("line {l} of the launch block: {msg}"),
+            ),
+            (Some(f), Some(l)) => (Some(f + l - 1), msg),
+            (f, _) => (f, msg),
+        };
+        InputError::new(source, msg)
+            .line_opt(line)
+            .field("server.launch")
+    };
+    let release_flags = table().release(release).map_err(|m| err(None, m))?;
+    let Reading { launch, result, .. } =
+        read_text(src, release).map_err(|e| err(Some(e.line), e.message))?;
+    let parsed = result.map_err(|e| {
+        let line = e.index.and_then(|i| {
+            launch
+                .lines
+                .get(i.min(launch.lines.len().saturating_sub(1)))
+                .copied()
+        });
+        let mut msg = format!("SGLang {release} refuses this command: {}", e.message);
+        // An ambiguous prefix that is a whole flag in other releases: say so.
+        if let Some(rest) = e.message.strip_prefix("ambiguous option: ") {
+            let opt = rest.split(' ').next().unwrap_or("");
+            let opt = opt.split('=').next().unwrap_or(opt);
+            if let Some(h) = table().history(opt, release) {
+                msg.push_str(&format!(" ({opt} itself: {h})"));
+            }
         }
-        Kind::Str => Value::String(v.to_string()),
-        Kind::Bool => Value::Bool(true),
+        // A flag the release lacks: name the release that has it.
+        if let Some(rest) = e.message.strip_prefix("unrecognized arguments: ") {
+            let first = rest.split(' ').next().unwrap_or("");
+            let opt = first.split('=').next().unwrap_or(first);
+            if opt.starts_with("--") {
+                msg = match table().history(opt, release) {
+                    Some(h) => format!(
+                        "SGLang {release} has no flag {opt} ({h}); argparse: {}",
+                        e.message
+                    ),
+                    None => {
+                        let hint = crate::error::nearest(
+                            opt,
+                            release_flags.option_strings.iter().map(|(o, _)| o.as_str()),
+                        )
+                        .map(|n| format!(" (did you mean {n}?)"))
+                        .unwrap_or_default();
+                        format!(
+                            "SGLang {release} has no flag {opt}{hint}; argparse: {}",
+                            e.message
+                        )
+                    }
+                };
+            }
+        }
+        err(line, msg)
+    })?;
+    Ok(to_fields(launch, release, &parsed))
+}
+
+/// What SGLang `release` makes of a pasted text: the launch bash would run, the argv
+/// SGLang's parser receives, and argparse's verdict.
+#[derive(Debug, Clone)]
+pub struct Reading {
+    pub launch: Launch,
+    pub argv: Vec<String>,
+    pub result: Result<Parsed, crate::flags::ArgError>,
+}
+
+/// Reads `src` as bash, then as SGLang `release`'s parser.
+pub fn read_text(src: &Src, release: &str) -> Result<Reading, super::shell::ShellError> {
+    let launch = find_launch(src)?;
+    let flags = table()
+        .release(release)
+        .map_err(|m| super::shell::ShellError {
+            message: m,
+            line: 1,
+        })?;
+    let argv = serve_argv(&launch, release);
+    let result = crate::flags::parse(flags, &argv);
+    Ok(Reading {
+        launch,
+        argv,
+        result,
     })
+}
+
+/// `sglang serve` hands argv on after taking a leading positional model path (0.5.16–
+/// 0.5.23 `cli/serve.py: _normalize_positional_model_path`) and `--model-type X`
+/// (`_extract_model_type_override`, exact spelling only).
+fn serve_argv(l: &Launch, release: &str) -> Vec<String> {
+    if !l.serve {
+        return l.argv.clone();
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < l.argv.len() {
+        let a = &l.argv[i];
+        if a == "--model-type" {
+            i += 2;
+            continue;
+        }
+        if a.starts_with("--model-type=") {
+            i += 1;
+            continue;
+        }
+        out.push(a.clone());
+        i += 1;
+    }
+    if positional_model_path(release) && out.first().is_some_and(|a| !a.starts_with('-')) {
+        out.insert(0, "--model-path".into());
+    }
+    out
+}
+
+/// Releases whose `sglang serve` reads a leading positional model path (0.5.16+).
+fn positional_model_path(release: &str) -> bool {
+    !matches!(release, "0.5.14" | "0.5.15")
+}
+
+fn to_fields(launch: Launch, release: &str, p: &Parsed) -> LaunchArgs {
+    let mut out = LaunchArgs {
+        release: release.to_string(),
+        launcher: launch.launcher.clone(),
+        env: launch.env.clone(),
+        notes: launch
+            .warnings
+            .iter()
+            .map(|w| format!("warning: launch text {w}"))
+            .collect(),
+        ..Default::default()
+    };
+    for g in &p.given {
+        let v = p.values.get(&g.dest).cloned().unwrap_or(Value::Null);
+        out.given.insert(g.dest.clone(), v.clone());
+        out.given_as.insert(g.dest.clone(), g.typed.clone());
+        if MODELLED.contains(&g.dest.as_str()) {
+            if !v.is_null() {
+                out.fields.insert(g.dest.clone(), v);
+            }
+        } else if g.dest == "attn_dp_size" {
+            // 0.5.23 `--attn-dp-size N` is DP attention of size N (`--enable-dp-attention
+            // --dp N` before it; `parallel_hook.py` folds the old spelling into it).
+            if let Some(n) = v.as_u64().filter(|&n| n > 1) {
+                out.fields
+                    .insert("enable_dp_attention".into(), Value::Bool(true));
+                out.fields.entry("dp_size").or_insert(Value::from(n));
+            }
+        } else if !out.not_modelled.iter().any(|n| n.dest == g.dest) {
+            out.not_modelled.push(NotModelled {
+                flag: g.typed.clone(),
+                dest: g.dest.clone(),
+                memory_effect: memory_effect(&g.dest).map(str::to_string),
+            });
+        }
+    }
+    if p.was_given("dp_size") && p.was_given("attn_dp_size") {
+        out.fields.insert(
+            "dp_size".into(),
+            p.values.get("dp_size").cloned().unwrap_or(Value::Null),
+        );
+    }
+    let hicache_on = p.values.get("enable_hierarchical_cache") == Some(&Value::Bool(true));
+    let stray: Vec<&str> = p
+        .given
+        .iter()
+        .filter(|g| g.dest.starts_with("hicache_"))
+        .map(|g| g.typed.as_str())
+        .collect();
+    if !hicache_on && !stray.is_empty() {
+        out.notes.push(format!(
+            "warning: {} given without --enable-hierarchical-cache: SGLang keeps HiCache off and ignores them (add --enable-hierarchical-cache, or set server.enable_hierarchical_cache: true)",
+            stray.join(", ")
+        ));
+    }
+    // 0.5.14–0.5.23 `prepare_server_args` merges a `--config` YAML file into argv before
+    // argparse; the file is not read here.
+    if let Some(Value::String(f)) = p.values.get("config")
+        && p.was_given("config")
+    {
+        out.notes.push(format!(
+            "warning: --config {f} is not read: the flags in that file are not simulated (paste them into the launch command)"
+        ));
+    }
+    for n in &out.not_modelled {
+        if let Some(m) = &n.memory_effect {
+            out.notes
+                .push(format!("warning: {} is not modelled: {m}", n.flag));
+        }
+    }
+    out
+}
+
+/// What a `--model-path` says about the model preset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PathModel {
+    /// The checkpoint's name is a preset (or an alias of one): its canonical id.
+    Preset(String),
+    /// No preset, but the model family (`qwen3`, `deepseek`, `glm`, …) is recognisable.
+    Family(String),
+    /// Nothing recognisable (a local path like `/models/ft-7`).
+    Unknown,
+}
+
+/// The leading letters-and-digits token of a name: `qwen3-235b…` → `qwen3`,
+/// `deepseek-v3` → `deepseek`, `glm-5.2` → `glm`.
+fn family(name: &str) -> &str {
+    name.split(['-', '_', '.', '/']).next().unwrap_or("")
+}
+
+/// Matches a `--model-path` (hub id or local path) to a model preset by its last path
+/// component: the preset id or an alias, alone or followed by `-suffix`
+/// (`GLM-5.2-NVFP4` → `glm-5.2`, `DeepSeek-R1` → `deepseek-v3`).
+pub fn model_from_path(path: &str) -> PathModel {
+    let base = path
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if base.is_empty() {
+        return PathModel::Unknown;
+    }
+    let mut names: Vec<(String, String)> = crate::model::model_presets()
+        .iter()
+        .flat_map(|(id, p)| {
+            std::iter::once((id.clone(), id.clone()))
+                .chain(p.aliases.iter().map(move |a| (a.clone(), id.clone())))
+        })
+        .collect();
+    // Longest name first: `deepseek-v3.2` before `deepseek-v3`.
+    names.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
+    for (name, id) in &names {
+        if base == *name
+            || base
+                .strip_prefix(name.as_str())
+                .is_some_and(|r| r.starts_with('-'))
+        {
+            return PathModel::Preset(id.clone());
+        }
+    }
+    let fam = family(&base);
+    if names.iter().any(|(n, _)| family(n) == fam)
+        || [
+            "qwen", "qwen2", "qwen2.5", "qwen3", "qwen3.5", "llama", "mistral", "mixtral", "gemma",
+            "phi",
+        ]
+        .contains(&fam)
+    {
+        PathModel::Family(fam.to_string())
+    } else {
+        PathModel::Unknown
+    }
+}
+
+/// Checks `--model-path` against the scenario's `model:` preset (canonical id), or picks
+/// the preset when the scenario has none. `Ok(Some(id))` = the preset to use.
+pub fn check_model_path(path: &str, model: Option<&str>) -> Result<Option<String>, String> {
+    let canonical = |m: &str| {
+        crate::model::model_presets()
+            .iter()
+            .find(|(id, p)| id.as_str() == m || p.aliases.iter().any(|a| a == m))
+            .map(|(id, _)| id.clone())
+    };
+    match (model_from_path(path), model) {
+        (PathModel::Preset(id), None) => Ok(Some(id)),
+        (PathModel::Preset(id), Some(m)) => match canonical(m) {
+            Some(c) if c != id => Err(format!(
+                "--model-path {path} is the `{id}` preset, but `model:` is `{m}`: drop `model:` (the launch command picks it) or fix one of them"
+            )),
+            _ => Ok(None),
+        },
+        (PathModel::Family(f), Some(m))
+            if family(&canonical(m).unwrap_or_else(|| m.to_string())) != f =>
+        {
+            Err(format!(
+                "--model-path {path} is a {f} model, but `model:` is `{m}`: the KV geometry would be another model's; pick the matching preset (`hicache-sim presets`) or describe the model with overrides"
+            ))
+        }
+        (PathModel::Family(_) | PathModel::Unknown, None) => Err(format!(
+            "--model-path {path} names no model preset: add `model:` (a preset, with overrides for this checkpoint's geometry)"
+        )),
+        _ => Ok(None),
+    }
 }
 
 #[cfg(test)]
@@ -311,30 +548,108 @@ mod tests {
     #[test]
     fn parses_a_real_command() {
         let cmd = "python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3.2 --tp 8 \\\n --enable-hierarchical-cache --hicache-size 176 --page-size 64 --trust-remote-code --port=30000";
-        let a = parse_launch(cmd, "s.yaml", Some(3)).unwrap();
+        let a = parse_launch(cmd, "0.5.23", "s.yaml", Some(3)).unwrap();
         assert_eq!(a.fields["tp_size"], Value::from(8u64));
-        assert_eq!(a.fields["hicache_size"], Value::from(176.0));
+        assert_eq!(a.fields["hicache_size"], Value::from(176u64));
         assert_eq!(a.fields["page_size"], Value::from(64u64));
         assert_eq!(a.fields["enable_hierarchical_cache"], Value::Bool(true));
-        assert_eq!(a.not_modelled, vec!["--trust-remote-code", "--port"]);
+        let nm: Vec<&str> = a.not_modelled.iter().map(|n| n.flag.as_str()).collect();
+        assert_eq!(nm, ["--trust-remote-code", "--port"]);
+        assert!(a.not_modelled.iter().all(|n| n.memory_effect.is_none()));
+        let a = parse_launch(
+            "sglang serve m --config cfg.yaml --speculative-algorithm EAGLE",
+            "0.5.23",
+            "s.yaml",
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            a.notes[0],
+            "warning: --config cfg.yaml is not read: the flags in that file are not simulated (paste them into the launch command)"
+        );
+        assert!(a.notes[1].starts_with("warning: --speculative-algorithm is not modelled: speculative decoding / MTP drafts"), "{:?}", a.notes);
     }
 
     #[test]
-    fn unknown_flag_is_an_error_with_a_suggestion() {
+    fn unknown_flag_names_the_release_and_a_suggestion() {
         let e = parse_launch(
-            "python -m sglang.launch_server --hicache-sise 135",
+            "python -m sglang.launch_server --model-path m --hicache-sise 135",
+            "0.5.23",
             "s.yaml",
             Some(7),
         )
         .unwrap_err();
         assert_eq!(e.line, Some(7));
+        assert_eq!(
+            e.message,
+            "SGLang 0.5.23 has no flag --hicache-sise (did you mean --hicache-size?); argparse: unrecognized arguments: --hicache-sise 135"
+        );
+        let e = parse_launch(
+            "python -m sglang.launch_server --model-path m --hicache-host-memory-fraction 0.5",
+            "0.5.20",
+            "s.yaml",
+            None,
+        )
+        .unwrap_err();
         assert!(
-            e.message.contains("SGLang has no flag `--hicache-sise`"),
+            e.message.starts_with(
+                "SGLang 0.5.20 has no flag --hicache-host-memory-fraction (added in 0.5.21)"
+            ),
             "{}",
             e.message
         );
-        assert!(e.message.contains("--hicache-size"), "{}", e.message);
-        let e = parse_launch("sglang serve --tp eight", "s.yaml", None).unwrap_err();
-        assert!(e.message.contains("whole number"));
+        let e = parse_launch("sglang serve m --tp eight", "0.5.23", "s.yaml", None).unwrap_err();
+        assert_eq!(
+            e.message,
+            "SGLang 0.5.23 refuses this command: argument --tp-size/--tensor-parallel-size: invalid int value: 'eight'"
+        );
+    }
+
+    #[test]
+    fn model_path_picks_or_contradicts_the_preset() {
+        assert_eq!(
+            model_from_path("zai-org/GLM-5.2-NVFP4"),
+            PathModel::Preset("glm-5.2".into())
+        );
+        assert_eq!(
+            model_from_path("/xxx/DeepSeek-R1/"),
+            PathModel::Preset("deepseek-v3".into())
+        );
+        assert_eq!(
+            model_from_path("deepseek-ai/DeepSeek-V3.2"),
+            PathModel::Preset("deepseek-v3.2".into())
+        );
+        assert_eq!(
+            model_from_path("Qwen/Qwen3-32B"),
+            PathModel::Family("qwen3".into())
+        );
+        assert_eq!(
+            check_model_path("deepseek-ai/DeepSeek-V3.2", None),
+            Ok(Some("deepseek-v3.2".into()))
+        );
+        assert_eq!(
+            check_model_path("zai-org/GLM-5.2-NVFP4", Some("glm-5.2")),
+            Ok(None)
+        );
+        let e = check_model_path("Qwen/Qwen3-32B", Some("deepseek-v3")).unwrap_err();
+        assert!(
+            e.starts_with(
+                "--model-path Qwen/Qwen3-32B is a qwen3 model, but `model:` is `deepseek-v3`"
+            ),
+            "{e}"
+        );
+        let e = check_model_path("deepseek-ai/DeepSeek-V3.2", Some("glm-5.2")).unwrap_err();
+        assert!(e.contains("is the `deepseek-v3.2` preset"), "{e}");
+        assert_eq!(check_model_path("/models/ft-7", Some("glm-5.2")), Ok(None));
+    }
+
+    #[test]
+    fn release_ids() {
+        assert_eq!(flag_release("0.5.19").unwrap(), "0.5.19");
+        // #35540 first shipped in 0.5.19 (the release module's map).
+        assert_eq!(flag_release("pr35540").unwrap(), "0.5.19");
+        assert_eq!(flag_release("pr40135-whole-headroom").unwrap(), "0.5.21");
+        assert_eq!(flag_release("latest").unwrap(), "0.5.23");
+        assert!(flag_release("0.4.0").is_err());
     }
 }

@@ -4,9 +4,10 @@
 
 use serde_json::{Map, Value};
 
-use super::launch::parse_launch;
+use super::launch::{LaunchArgs, TextPos, flag_release, parse_launch_src};
 use super::lines::LineIndex;
 use super::schema::ScenarioFile;
+use super::shell::Src;
 use crate::error::{InputError, nearest};
 
 /// A scenario as read from disk, before presets are resolved.
@@ -16,8 +17,10 @@ pub struct LoadedScenario {
     pub source: String,
     pub lines: LineIndex,
     pub file: ScenarioFile,
-    /// Launch-command flags accepted but not modelled.
+    /// Notes and warnings from the launch command (flags not modelled, overrides, …).
     pub not_modelled_flags: Vec<String>,
+    /// The parsed launch command, when the scenario has one.
+    pub launch: Option<LaunchArgs>,
 }
 
 /// Parses YAML text into a value tree; syntax errors carry the line.
@@ -52,35 +55,141 @@ pub fn load_str(text: &str, source: &str, sets: &[String]) -> Result<LoadedScena
             "a scenario must be a YAML mapping (`node:`, `model:`, `server:` …)",
         ));
     }
-    // `--set` first, so `--set server.launch=…` is read like a launch in the file; an
-    // explicit field (in the file or from `--set`) still wins over the launch's flag.
+    // `--set` (and `--sglang`) first: the release picks the flag table, `--set
+    // server.launch=…` is read like a launch in the file, and an explicit field set on
+    // the command line wins over the launch flag like one in the file.
     for s in sets {
         apply_set(&mut value, s)?;
         if let Some((path, _)) = s.split_once('=') {
             lines.set_origin(path.trim(), format!("--set {s}"));
         }
     }
-    let not_modelled = merge_launch(&mut value, source, &lines)?;
+    let launch = merge_launch(&mut value, text, source, &lines)?;
     let file = typed_from_value(value, source, &lines)?;
     Ok(LoadedScenario {
         source: source.to_string(),
         lines,
         file,
-        not_modelled_flags: not_modelled,
+        not_modelled_flags: launch.as_ref().map(|l| l.notes.clone()).unwrap_or_default(),
+        launch,
     })
 }
 
-/// Merges `server.launch` into `server`: explicit fields in the file win.
+/// The launch text as the lexer should see it: a block scalar (`|`, `>-`, …) or a plain
+/// scalar spread over lines is read from its raw lines (so `\` continuations and error
+/// lines survive YAML's folding); a quoted or one-line scalar from its YAML value.
+fn launch_src(text: &str, line: Option<usize>, value: &str) -> (Src, TextPos) {
+    let one = |l: Option<usize>| {
+        (
+            Src::literal(value),
+            TextPos {
+                first_line: l,
+                block: false,
+            },
+        )
+    };
+    let Some(line) = line else {
+        return one(None);
+    };
+    let raw: Vec<&str> = text.lines().map(|l| l.trim_end_matches('\r')).collect();
+    let Some(key_line) = raw.get(line - 1) else {
+        return one(Some(line));
+    };
+    let key_indent = key_line.len() - key_line.trim_start().len();
+    let Some(after) = key_line.split_once("launch:").map(|(_, a)| a.trim()) else {
+        return one(Some(line));
+    };
+    let indicator = after.split(" #").next().unwrap_or("").trim();
+    let is_block = indicator.starts_with(['|', '>']);
+    if !is_block && (after.starts_with(['"', '\'']) || after.is_empty()) {
+        return one(Some(line));
+    }
+    // The lines that belong to the scalar: deeper than the key, or blank.
+    let mut body: Vec<&str> = Vec::new();
+    for l in &raw[line..] {
+        let ind = l.len() - l.trim_start().len();
+        if l.trim().is_empty() || ind > key_indent {
+            body.push(l);
+        } else {
+            break;
+        }
+    }
+    while body.last().is_some_and(|l| l.trim().is_empty()) {
+        body.pop();
+    }
+    if !is_block {
+        if body.is_empty() {
+            return one(Some(line));
+        }
+        // A plain scalar over several lines: YAML folds them with spaces.
+        let mut lines: Vec<&str> = vec![after];
+        lines.extend(body.iter().map(|l| l.trim()));
+        return (
+            Src::folded(&lines),
+            TextPos {
+                first_line: Some(line),
+                block: false,
+            },
+        );
+    }
+    let indent = indicator
+        .chars()
+        .find(|c| c.is_ascii_digit())
+        .and_then(|c| c.to_digit(10))
+        .map(|d| key_indent + d as usize)
+        .unwrap_or_else(|| {
+            body.iter()
+                .find(|l| !l.trim().is_empty())
+                .map(|l| l.len() - l.trim_start().len())
+                .unwrap_or(0)
+        });
+    let lines: Vec<&str> = body
+        .iter()
+        .map(|l| {
+            if l.len() >= indent {
+                &l[indent..]
+            } else {
+                l.trim_start()
+            }
+        })
+        .collect();
+    let src = if indicator.starts_with('>') {
+        Src::folded(&lines)
+    } else {
+        Src::literal(&lines.join("\n"))
+    };
+    (
+        src,
+        TextPos {
+            first_line: Some(line + 1),
+            block: true,
+        },
+    )
+}
+
+/// Merges `server.launch` into `server`: explicit fields win, with a notice.
 fn merge_launch(
     value: &mut Value,
+    text: &str,
     source: &str,
     lines: &LineIndex,
-) -> Result<Vec<String>, InputError> {
+) -> Result<Option<LaunchArgs>, InputError> {
+    let sglang = match value.get("sglang") {
+        Some(Value::String(s)) => s.clone(),
+        _ => super::schema::default_sglang(),
+    };
+    // The preset `model:` names (a bare name or `{preset: …}`), if any.
+    let model_name: Option<String> = match value.get("model") {
+        Some(Value::String(m)) => Some(m.clone()),
+        Some(Value::Object(o)) => o.get("preset").and_then(Value::as_str).map(str::to_string),
+        _ => None,
+    };
+    let has_model = value.get("model").is_some();
     let Some(server) = value.get_mut("server").and_then(Value::as_object_mut) else {
-        return Ok(Vec::new());
+        return Ok(None);
     };
     let Some(cmd) = server.get("launch") else {
-        return Ok(Vec::new());
+        return Ok(None);
     };
     let Some(cmd) = cmd.as_str() else {
         return Err(
@@ -89,11 +198,71 @@ fn merge_launch(
                 .field("server.launch"),
         );
     };
-    let parsed = parse_launch(cmd, source, lines.line_of("server.launch"))?;
-    for (k, v) in parsed.fields {
-        server.entry(k).or_insert(v);
+    let release = flag_release(&sglang).map_err(|m| {
+        InputError::new(source, m)
+            .line_opt(lines.line_of("sglang"))
+            .field("sglang")
+    })?;
+    let (src, pos) = launch_src(text, lines.line_of("server.launch"), cmd);
+    let mut parsed = parse_launch_src(&src, release, source, pos)?;
+    if let Some(Value::String(path)) = parsed.given.get("model_path") {
+        let at_model = |m: String| {
+            InputError::new(source, m)
+                .line_opt(lines.line_of("model").or(lines.line_of("server.launch")))
+                .field("model")
+        };
+        match super::launch::check_model_path(path, model_name.as_deref()) {
+            Ok(Some(id)) if !has_model => {
+                parsed
+                    .notes
+                    .push(format!("model: {id} (picked from --model-path {path})"));
+                value
+                    .as_object_mut()
+                    .expect("checked a mapping")
+                    .insert("model".into(), Value::String(id));
+            }
+            Ok(_) => {}
+            Err(m) if has_model || !m.contains("names no model preset") => return Err(at_model(m)),
+            Err(_) => {}
+        }
     }
-    Ok(parsed.not_modelled)
+    let server = value
+        .get_mut("server")
+        .and_then(Value::as_object_mut)
+        .expect("checked above");
+    for (k, v) in parsed.fields.clone() {
+        match server.get(&k) {
+            Some(explicit) if !same_value(explicit, &v) => parsed.notes.push(format!(
+                "server.{k}: {} (explicit field) overrides {} {} from the launch command",
+                show(explicit),
+                parsed
+                    .given_as
+                    .get(&k)
+                    .map(String::as_str)
+                    .unwrap_or("the flag"),
+                show(&v)
+            )),
+            Some(_) => {}
+            None => {
+                server.insert(k, v);
+            }
+        }
+    }
+    Ok(Some(parsed))
+}
+
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+fn show(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
 }
 
 /// Applies one `path=value` override; the value is read as YAML (`150`, `null`, `[1,2]`).
@@ -293,15 +462,60 @@ mod tests {
 
     #[test]
     fn launch_command_merges_and_explicit_fields_win() {
-        let text = "node: gb300\nmodel: glm-5.2\nserver:\n  launch: python -m sglang.launch_server --tp 8 --hicache-size 176 --page-size 64\n  page_size: 32\n";
+        let text = "node: gb300\nmodel: glm-5.2\nserver:\n  launch: python -m sglang.launch_server --model-path m --tp 8 --enable-hierarchical-cache --hicache-size 176 --page-size 64\n  page_size: 32\n";
         let s = load_str(text, "t.yaml", &[]).unwrap();
         assert_eq!(s.file.server.tp_size, 8);
         assert_eq!(s.file.server.hicache_size, 176.0);
         assert_eq!(s.file.server.page_size, 32);
+        assert_eq!(
+            s.not_modelled_flags,
+            [
+                "server.page_size: 32 (explicit field) overrides --page-size 64 from the launch command"
+            ]
+        );
         let bad = text.replace("--tp 8", "--tp 8 --hicache-sizes 3");
         let e = load_str(&bad, "t.yaml", &[]).unwrap_err();
         assert_eq!(e.line, Some(4));
-        assert!(e.message.contains("SGLang has no flag `--hicache-sizes`"));
+        assert!(
+            e.message.starts_with(
+                "SGLang 0.5.23 has no flag --hicache-sizes (did you mean --hicache-size?)"
+            ),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn launch_blocks_in_every_yaml_style() {
+        let head = "node: gb300\nmodel: glm-5.2\nsglang: \"0.5.23\"\nserver:\n";
+        let cmd = [
+            "python -m sglang.launch_server \\",
+            "--model-path m --tp 4 \\",
+            "--enable-hierarchical-cache --hicache-size 100 # host pool",
+            "> log 2>&1 &",
+        ];
+        for style in ["|", "|-", ">", ">-", ">+"] {
+            let body: String = cmd.iter().map(|l| format!("    {l}\n")).collect();
+            let text = format!("{head}  launch: {style}\n{body}");
+            let s = load_str(&text, "t.yaml", &[]).unwrap_or_else(|e| panic!("{style}: {e}"));
+            assert_eq!(
+                (s.file.server.tp_size, s.file.server.hicache_size),
+                (4, 100.0),
+                "{style}"
+            );
+            let bad = text.replace("--tp 4", "--tp four");
+            let e = load_str(&bad, "t.yaml", &[]).unwrap_err();
+            // Line 2 of the block is line 7 of the file.
+            assert_eq!(e.line, Some(7), "{style}");
+            assert!(e.message.starts_with("line 2 of the launch block: SGLang 0.5.23 refuses this command: argument --tp-size/--tensor-parallel-size: invalid int value: 'four'"), "{}", e.message);
+        }
+        // CRLF line ends.
+        let body: String = cmd.iter().map(|l| format!("    {l}\r\n")).collect();
+        let text = format!("{head}  launch: >-\r\n{body}")
+            .replace("\n", "\r\n")
+            .replace("\r\r", "\r");
+        let s = load_str(&text, "t.yaml", &[]).unwrap();
+        assert_eq!(s.file.server.tp_size, 4);
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod load;
 pub mod resolve;
 pub mod schema;
 pub mod server;
+pub mod shell;
 
 pub use load::{LoadedScenario, load_file, load_str};
 pub use resolve::Scenario;

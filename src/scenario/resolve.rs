@@ -39,6 +39,8 @@ pub struct Scenario {
     pub sweep: Option<Value>,
     /// Things SGLang would log once (an ignored fraction) and flags not modelled.
     pub notes: Vec<String>,
+    /// The pasted launch command as SGLang's parser read it (set by [`resolve`]).
+    pub launch: Option<super::launch::LaunchArgs>,
 }
 
 impl Scenario {
@@ -51,7 +53,9 @@ impl Scenario {
 
 /// Resolves a loaded scenario.
 pub fn resolve(l: &LoadedScenario) -> Result<Scenario, InputError> {
-    resolve_file(&l.file, &l.source, &l.lines, &l.not_modelled_flags)
+    let mut s = resolve_file(&l.file, &l.source, &l.lines, &l.not_modelled_flags)?;
+    s.launch = l.launch.clone();
+    Ok(s)
 }
 
 /// Resolves a typed scenario file (also used for sweep points).
@@ -113,7 +117,13 @@ pub fn resolve_file(
         KvDtype::from_id(&s.kv_cache_dtype).ok_or_else(|| {
             at(
                 "server.kv_cache_dtype",
-                format!("unknown kv cache dtype `{}`: expected auto, bf16, fp16, fp8_e4m3, fp8_e5m2 or fp8_ds_mla", s.kv_cache_dtype),
+                if ["mxfp8", "nvfp4", "fp4_mx_block16", "fp4_e2m1"].contains(&s.kv_cache_dtype.as_str()) {
+                    // Valid `--kv-cache-dtype` choices of 0.5.14–0.5.23 (flag table) whose
+                    // packed data + scale buffers this simulator does not size.
+                    format!("kv cache dtype `{}` is a valid SGLang choice, but its bytes per token (packed values + block scales) are not modelled: simulate with fp8_e4m3 or bf16 and scale the pools by hand", s.kv_cache_dtype)
+                } else {
+                    format!("unknown kv cache dtype `{}`: expected auto, bf16, fp16, fp8_e4m3, fp8_e5m2 or fp8_ds_mla", s.kv_cache_dtype)
+                },
             )
         })?
     };
@@ -291,8 +301,15 @@ pub fn resolve_file(
             ),
         ));
     }
-    if f.runs == 0 {
-        return Err(at("runs", "must be at least 1".into()));
+    if f.runs == 0 || f.runs > crate::commands::startup_cmd::MAX_RUNS {
+        return Err(at(
+            "runs",
+            format!(
+                "{} must be between 1 and {} (memory does not grow with runs; time does)",
+                f.runs,
+                crate::commands::startup_cmd::MAX_RUNS
+            ),
+        ));
     }
     if f.startup.arrival.offsets.len() as u64 > world {
         return Err(at(
@@ -325,11 +342,13 @@ pub fn resolve_file(
             "host_other_used + host_other_page_cache is larger than the host's memory".into(),
         ));
     }
-    let mut notes: Vec<String> = not_modelled
-        .iter()
-        .map(|fl| format!("launch flag {fl} is accepted but not modelled"))
-        .collect();
+    // Already phrased by the launch parser (warnings for unmodelled memory flags,
+    // explicit fields overriding launch flags, HiCache flags without HiCache).
+    let mut notes: Vec<String> = not_modelled.to_vec();
     notes.extend(release_notes);
+    if s.radix_eviction_policy == "tlru" {
+        notes.push("warning: radix eviction policy tlru (SGLang 0.5.21+) is not modelled by the runtime replay: start-up sizing is unaffected, a replay refuses it".into());
+    }
     if let Some(p) = &f.startup.pin.steps
         && !(1..=MAX_PIN_STEPS).contains(p)
     {
@@ -387,6 +406,7 @@ pub fn resolve_file(
         runtime,
         sweep: f.sweep.clone(),
         notes,
+        launch: None,
     })
 }
 

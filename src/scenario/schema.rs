@@ -224,7 +224,7 @@ pub struct ScenarioFile {
 }
 
 /// No `sglang:` means the newest modelled release (`latest`).
-fn default_sglang() -> String {
+pub(crate) fn default_sglang() -> String {
     crate::release::Release::LATEST.id().into()
 }
 

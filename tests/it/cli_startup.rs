@@ -207,10 +207,13 @@ fn unknown_preset_lists_the_known_ones() {
 
 #[test]
 fn launch_command_with_a_flag_sglang_does_not_have() {
-    let body = "node: gb300\nmodel: glm-5.2\nserver:\n  launch: python -m sglang.launch_server --tp 4 --enable-hierarchical-cache --hicache-sizes 135\n";
+    let body = "node: gb300\nmodel: glm-5.2\nserver:\n  launch: python -m sglang.launch_server --model-path m --tp 4 --enable-hierarchical-cache --hicache-sizes 135\n";
     let e = bad(body);
     assert!(
-        e.contains("bad.yaml:4") && e.contains("SGLang has no flag `--hicache-sizes`"),
+        e.contains("bad.yaml:4")
+            && e.contains(
+                "SGLang 0.5.23 has no flag --hicache-sizes (did you mean --hicache-size?)"
+            ),
         "{e}"
     );
 }

@@ -7,6 +7,8 @@ mod cli_replay_trace;
 mod cli_startup;
 mod fuzz_cli;
 mod golden_startup;
+mod launch_corpus;
+mod launch_issue9;
 mod pipeline_quickstart;
 mod plot_charts;
 mod policy_sim_mixed_ids;

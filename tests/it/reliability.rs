@@ -415,7 +415,7 @@ fn set_sweep_is_refused_and_set_launch_is_applied() {
             "--format",
             "json",
             "--set",
-            "server.launch=python -m sglang.launch_server --tp 2",
+            "server.launch=python -m sglang.launch_server --model-path m --tp 2",
         ],
         d.path(),
     );

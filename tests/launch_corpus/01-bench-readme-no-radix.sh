@@ -1,0 +1,3 @@
+# source: sgl-project/sglang benchmark/hicache/README.md (commit 1dc322ca15c4), "SGLang server with radix cache disabled"
+# release: 0.5.23
+python -m sglang.launch_server --model-path Qwen/Qwen2.5-14B-Instruct --port 30000 --disable-radix-cache

@@ -1,0 +1,7 @@
+# source: sgl-project/sglang python/sglang/srt/mem_cache/storage/seaweedfs/README.md (commit 569eb6b7945f), "Launch"
+# release: 0.5.23
+python -m sglang.launch_server \
+  --model-path Qwen/Qwen3-8B \
+  --enable-hierarchical-cache \
+  --hicache-storage-backend seaweedfs \
+  --hicache-storage-backend-extra-config '{"endpoint": "http://seaweedfs-s3:8333", "bucket": "sglang-hicache"}'
