@@ -162,7 +162,16 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
             )
         }
     };
-    let m = pipeline::run_replay(&section, &cfg).map_err(|e| locate(e, a.scenario.as_deref()))?;
+    let m = pipeline::run_replay(&section, &cfg).map_err(|e| {
+        // A trace named by the scenario that cannot be opened: say where it was named.
+        match (&a.scenario, &a.trace, &section.trace) {
+            (Some(sc), None, Some(t)) if e.line.is_none() && e.source == *t => locate(
+                InputError::new("runtime.trace", format!("trace `{t}`: {}", e.message)),
+                Some(sc),
+            ),
+            _ => locate(e, a.scenario.as_deref()),
+        }
+    })?;
     if let Some(path) = &a.timeline {
         write_timeline(&m, path, cfg.timing == crate::runtime::Timing::Off)?;
     }

@@ -380,6 +380,16 @@ pub fn resolve_file(
                 })?,
         ),
     };
+    if runtime
+        .as_ref()
+        .and_then(|r| r.trace.as_deref())
+        .is_some_and(|t| t.trim().is_empty())
+    {
+        return Err(at(
+            "runtime.trace",
+            "an empty path: name a trace file, or leave the key out".into(),
+        ));
+    }
     let runtime = runtime.map(|mut rt| {
         rt.trace = rt.trace.map(|t| resolve_relative(&t, source));
         rt

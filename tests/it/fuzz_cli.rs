@@ -116,6 +116,18 @@ const FIELDS: &[&str] = &[
     "runtime.max_requests",
 ];
 
+/// 48 cases per property from a fixed seed (CI runs the same cases every time);
+/// `PROPTEST_CASES=N` and `FUZZ_SEED=S` for a longer or another campaign.
+fn config() -> ProptestConfig {
+    let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u64>().ok());
+    ProptestConfig {
+        cases: env("PROPTEST_CASES").unwrap_or(48) as u32,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(env("FUZZ_SEED").unwrap_or(10)),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
+}
+
 fn run_limited(args: &[&str], dir: &Path) -> Output {
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
@@ -181,7 +193,7 @@ fn mutate(text: &str, line: usize, kind: u8, value: &str) -> String {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(config())]
 
     #[test]
     fn mutated_scenarios(line in 0usize..60, kind in 0u8..4, v in 0usize..HOSTILE.len(), replay in any::<bool>()) {
