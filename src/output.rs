@@ -113,7 +113,16 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// dropped (or the process ends, however it ends). The file says who holds it.
 #[derive(Debug)]
 pub struct DirLock {
-    _file: File,
+    file: File,
+}
+
+impl Drop for DirLock {
+    /// Unlock explicitly: a process forked by another thread between our open and its
+    /// exec holds a copy of the descriptor, and closing ours alone would leave the lock
+    /// held until that copy closes.
+    fn drop(&mut self) {
+        let _ = self.file.unlock();
+    }
 }
 
 /// Why a folder could not be locked.
@@ -169,7 +178,7 @@ impl DirLock {
         f.rewind().map_err(io)?;
         f.write_all(who.as_bytes()).map_err(io)?;
         f.flush().map_err(io)?;
-        Ok(DirLock { _file: f })
+        Ok(DirLock { file: f })
     }
 }
 
