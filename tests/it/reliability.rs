@@ -649,3 +649,91 @@ fn messages_name_the_right_place() {
         assert!(stderr(&o).contains("ids.jsonl:1"), "{}", stderr(&o));
     }
 }
+
+// 16 (trace gen). Rates, segment lengths and request counts no one can mean.
+#[test]
+fn trace_gen_sizes_are_bounded() {
+    let d = workdir();
+    let cfg = |rate: &str, max: &str| {
+        format!(
+            r#"{{"requests": 10, "arrivals": {{"process": "poisson", "rate_per_s": {rate}}},
+ "system_prompts": {{"count": 1, "zipf_s": 1.0, "tokens": {{"min": 5, "max": {max}}}}},
+ "sessions": [{{"kind": "chat", "weight": 1.0, "turns": {{"min": 1, "max": 2}},
+   "user_tokens": {{"min": 5, "max": 10}}, "output_tokens": {{"min": 5, "max": 10}}, "think_time_s": 1.0}}]}}"#
+        )
+    };
+    for (text, words) in [
+        (cfg("1e-300", "100"), "rate_per_s"),
+        (cfg("1.0", "4000000000"), "no prompt segment is that long"),
+    ] {
+        std::fs::write(d.path().join("g.json"), text).unwrap();
+        let o = run(&["trace", "gen", "--config", "g.json", "-o", "t.jsonl"], d.path());
+        assert_eq!(code(&o), 2, "{}", stderr(&o));
+        assert!(stderr(&o).contains(words), "{}", stderr(&o));
+    }
+    let o = run(
+        &["trace", "gen", "--requests", "1000000000", "-o", "t.jsonl"],
+        d.path(),
+    );
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("requests"), "{}", stderr(&o));
+}
+
+// 18. runtime.* errors name the scenario's file and line.
+#[test]
+fn runtime_errors_name_the_scenario_line() {
+    let d = workdir();
+    let text = SCENARIO.replace("  trace: trace.jsonl\n", "");
+    std::fs::write(d.path().join("n.yaml"), text).unwrap();
+    let o = run(&["replay", "n.yaml"], d.path());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("n.yaml:27: field `runtime.trace`"), "{}", stderr(&o));
+    let text = SCENARIO.replace("    timing: off\n", "    timing: off\n    l1_pagez: 5\n");
+    std::fs::write(d.path().join("k.yaml"), text).unwrap();
+    let o = run(&["replay", "k.yaml"], d.path());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("k.yaml:") && stderr(&o).contains("did you mean `l1_pages`"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+// 19. A plot that cannot be written is exit 3 with the path.
+#[test]
+fn plot_write_failure_is_exit_3_with_the_path() {
+    let d = workdir();
+    ok(&run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path()));
+    std::fs::write(d.path().join("afile"), "x").unwrap();
+    let o = run(&["plot", "o/results.csv", "--out", "afile/sub"], d.path());
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(stderr(&o).contains("afile/sub"), "{}", stderr(&o));
+}
+
+// 20. A journal torn inside its header is recovered; a spliced entry is refused.
+#[test]
+fn torn_journal_header_recovers_and_spliced_entries_are_refused() {
+    let d = workdir();
+    std::fs::create_dir(d.path().join("o")).unwrap();
+    std::fs::write(
+        d.path().join("o/results.journal.jsonl"),
+        "{\"hicache_sim_journal\": 2, \"fingerp",
+    )
+    .unwrap();
+    let o = run(&["sweep", "s.yaml", "--out", "o", "--quiet", "--resume"], d.path());
+    ok(&o);
+    assert!(stderr(&o).contains("4 computed"), "{}", stderr(&o));
+    // Swap the points of two entries: each row now sits under another point's id.
+    let j = d.path().join("o/results.journal.jsonl");
+    let text = std::fs::read_to_string(&j).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let swap = |l: &str, from: &str, to: &str| l.replacen(from, to, 1);
+    let a = lines.iter().position(|l| l.starts_with("{\"point\":0,")).unwrap();
+    let b = lines.iter().position(|l| l.starts_with("{\"point\":1,")).unwrap();
+    lines[a] = swap(&lines[a], "{\"point\":0,", "{\"point\":1,");
+    lines[b] = swap(&lines[b], "{\"point\":1,", "{\"point\":0,");
+    std::fs::write(&j, lines.join("\n") + "\n").unwrap();
+    let o = run(&["sweep", "s.yaml", "--out", "o", "--quiet", "--resume"], d.path());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("does not hold that point's row"), "{}", stderr(&o));
+}
