@@ -3,9 +3,10 @@
 
 use super::node::{NIL, NodeId, ROOT};
 use super::policy::{EvictHostRule, EvictVersion, WritePolicy};
+use super::rules::TreeRules;
 use super::tree::{BackupRecord, HiRadixTree, MatchResult};
 
-impl HiRadixTree {
+impl<R: TreeRules> HiRadixTree<R> {
     /// `write_backup(node, write_back)` (L833, V1). Write-through family: the parent
     /// must be the root or backed up (backups stay a prefix from the root). The host
     /// allocation retries once after `evict_host(len)`; if it still fails the node stays

@@ -22,6 +22,7 @@ mod sweep_cli;
 mod sweep_props;
 mod sweep_run;
 mod sweep_spec;
+mod tree_golden;
 mod workload_generate;
 mod workload_props;
 mod workload_readers;
