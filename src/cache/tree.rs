@@ -142,6 +142,11 @@ pub struct HiRadixTree<R: TreeRules = V1> {
     pub stats: TreeStats,
     pub(crate) backups: Vec<BackupRecord>,
     pub(crate) scratch: Vec<NodeId>,
+    /// 0.5.23 `full_host_duplicates` (a dict: insertion order, lazy stale entries):
+    /// `(node, ticket)`, live while `nodes[node].dup_seq == ticket`.
+    pub(crate) dup_order: Vec<(NodeId, u64)>,
+    pub(crate) dup_live: usize,
+    pub(crate) dup_ticket: u64,
     pub(crate) _rules: std::marker::PhantomData<R>,
 }
 
@@ -181,6 +186,9 @@ impl<R: TreeRules> HiRadixTree<R> {
             stats: TreeStats::default(),
             backups: Vec::new(),
             scratch: Vec::new(),
+            dup_order: Vec::new(),
+            dup_live: 0,
+            dup_ticket: 0,
             _rules: std::marker::PhantomData,
         }
     }
@@ -394,6 +402,7 @@ impl<R: TreeRules> HiRadixTree<R> {
         n.dev_key = None;
         n.host_key = None;
         n.dup_key = None;
+        n.dup_seq = 0;
         self.child_map.insert(ckey(parent, pages[0]), id);
         self.link_child(parent, id);
         id
@@ -428,6 +437,8 @@ impl<R: TreeRules> HiRadixTree<R> {
         self.unlink_child(parent, id);
         // Flags are all off, so refresh takes it out of every set.
         self.refresh(id);
+        // `_remove_leaf_from_parent`: deleted nodes leave `full_host_duplicates`.
+        self.untrack_duplicate(id);
         let n = &mut self.nodes[id as usize];
         n.alive = false;
         n.pages.clear();
@@ -486,6 +497,9 @@ impl<R: TreeRules> HiRadixTree<R> {
         }
         self.refresh(child);
         self.refresh(new);
+        if R::RECLAIM_HOST_DUPLICATES {
+            self.track_duplicate(new);
+        }
         new
     }
 
@@ -727,6 +741,10 @@ impl<R: TreeRules> HiRadixTree<R> {
             } else {
                 // Recompute: the evicted node gets the freshly computed device value.
                 self.set_on_device(c, true);
+                if R::RECLAIM_HOST_DUPLICATES {
+                    // `_unevict_node_on_insert`: a backed-up node is a duplicate at once.
+                    self.track_duplicate(c);
+                }
                 if R::HIT_ON_UNEVICT {
                     self.inc_hit_count(c);
                 }
@@ -844,4 +862,45 @@ impl<R: TreeRules> HiRadixTree<R> {
 #[inline]
 fn common_prefix(a: &[PageKey], b: &[PageKey]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+impl<R: TreeRules> HiRadixTree<R> {
+    /// 0.5.23 `unified_tree_core.py: _update_duplicate_tracking`: a node on device and
+    /// on host joins `full_host_duplicates` (keeping its old place if already there,
+    /// `dict.setdefault`); any other node leaves it. Only kept under write_back, the
+    /// one policy that reads it (`drive_host_eviction`).
+    pub(crate) fn track_duplicate(&mut self, id: NodeId) {
+        if !R::RECLAIM_HOST_DUPLICATES || self.cfg.write_policy != WritePolicy::WriteBack {
+            return;
+        }
+        let n = &self.nodes[id as usize];
+        if id != ROOT && n.on_device && n.backed_up {
+            if n.dup_seq == 0 {
+                if self.dup_order.len() > 64 && self.dup_order.len() > 4 * self.dup_live {
+                    let nodes = &self.nodes;
+                    self.dup_order
+                        .retain(|&(x, t)| nodes[x as usize].dup_seq == t);
+                }
+                self.dup_ticket += 1;
+                let t = self.dup_ticket;
+                self.nodes[id as usize].dup_seq = t;
+                self.dup_order.push((id, t));
+                self.dup_live += 1;
+            }
+        } else {
+            self.untrack_duplicate(id);
+        }
+    }
+
+    /// `full_host_duplicates.pop(node.id)`.
+    pub(crate) fn untrack_duplicate(&mut self, id: NodeId) {
+        if !R::RECLAIM_HOST_DUPLICATES {
+            return;
+        }
+        let n = &mut self.nodes[id as usize];
+        if n.dup_seq != 0 {
+            n.dup_seq = 0;
+            self.dup_live -= 1;
+        }
+    }
 }

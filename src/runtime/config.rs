@@ -206,6 +206,15 @@ impl ReplayConfig {
                 "buffer_only does not support write_back (SGLang rejects it)".into(),
             );
         }
+        if self.tree == TreeKind::Unified0523
+            && (self.evict_host_rule != EvictHostRule::EvictedOnly
+                || self.evict_version != EvictVersion::V1)
+        {
+            return bad(
+                "tree",
+                "unified_0_5_23 has 0.5.23's own host rules (duplicate reclaim, ancestor chaining, shortfall evict_host): evict_host_rule must be evicted_only and evict_version v1 (those what-ifs apply to tree: v1)".into(),
+            );
+        }
         if self.call_pattern == CallPattern::Scheduler0523
             && (self.timing == Timing::On
                 || self.has_storage()

@@ -23,6 +23,7 @@ mod sweep_props;
 mod sweep_run;
 mod sweep_spec;
 mod tree_golden;
+mod tree_unified_rules;
 mod workload_generate;
 mod workload_props;
 mod workload_readers;

@@ -4,6 +4,7 @@
 #
 #   tests/sglang_diff/tree/run.sh            # the whole grid (about 40 min on 2 cores)
 #   JOBS=1 CORE=rust tests/sglang_diff/tree/run.sh
+#   SKIP_EXISTING=1 tests/sglang_diff/tree/run.sh   # only the files not written yet
 #
 # Needs Python 3.11 and PyPI. Installs into $VENV (default /tmp/venv-tree): the
 # sglang 0.5.23 wheel (--no-deps), torch 2.14.1 (the version the wheel pins; the
@@ -38,13 +39,14 @@ fi
 
 mkdir -p "$OUT"
 # trace block  page  capacities (pages)
+# Shortest first; the synthetic trace at 64-token pages (about 5 CPU-minutes a file) last.
 GRID="
-synthetic_trace.jsonl 512 64 2000 8000 32000 48000
-synthetic_trace.jsonl 512 512 250 1000 4000 6000
-generated_chat_agentic_mix.jsonl 64 64 500 1000 2000 4000
-generated_chat_agentic_mix.jsonl 64 512 64 128 256 512
 generated_agentic_bursty.jsonl 64 64 250 500 1000 2000
 generated_agentic_bursty.jsonl 64 512 32 64 128 256
+generated_chat_agentic_mix.jsonl 64 64 500 1000 2000 4000
+generated_chat_agentic_mix.jsonl 64 512 64 128 256 512
+synthetic_trace.jsonl 512 512 250 1000 4000 6000
+synthetic_trace.jsonl 512 64 2000 8000 32000 48000
 "
 jobs_file=$(mktemp)
 echo "$GRID" | while read -r trace block ps c1 c2 c3 c4; do
@@ -53,12 +55,12 @@ echo "$GRID" | while read -r trace block ps c1 c2 c3 c4; do
     for pol in lru lfu; do
       for pat in sim scheduler; do
         name="${trace%.jsonl}.p${ps}.l1_${cap}.${pol}.${pat}.txt"
+        if [ -n "${SKIP_EXISTING:-}" ] && [ -s "$OUT/$name" ]; then continue; fi
         echo "--trace traces/$trace --block $block --page-size $ps --l1-pages $cap --policy $pol --pattern $pat --evict shortfall --core $CORE --out $OUT/$name"
       done
     done
   done
 done > "$jobs_file"
-# The synthetic trace at 64-token pages first (longest).
 xargs -P "$JOBS" -L 1 "$VENV/bin/python" -W ignore tests/sglang_diff/tree/replay_tree.py < "$jobs_file" 2>&1 | grep -v -i "warn" || true
 rm -f "$jobs_file"
 ls "$OUT" | wc -l
