@@ -8,6 +8,7 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rand::RngExt;
 
+use hicache_sim::cache::TreeKind;
 use hicache_sim::engine::{SimRng, stream};
 use hicache_sim::runtime::{ReplayConfig, Timing, replay};
 use hicache_sim::workload::Request;
@@ -94,6 +95,14 @@ fn bench(c: &mut Criterion) {
     g.throughput(Throughput::Elements(pages));
     g.bench_function("timing_off_1M_requests_page_lookups", |b| {
         b.iter(|| replay(&cfg, Gen::new(n, convs, 7)).unwrap())
+    });
+    // The same replay under 0.5.23's tree (`tree: unified_0_5_23`).
+    let cfg_unified = ReplayConfig {
+        tree: TreeKind::Unified0523,
+        ..cfg.clone()
+    };
+    g.bench_function("timing_off_1M_requests_page_lookups_unified_0_5_23", |b| {
+        b.iter(|| replay(&cfg_unified, Gen::new(n, convs, 7)).unwrap())
     });
     let n_on = 200_000;
     let cfg_on = ReplayConfig {
