@@ -12,13 +12,18 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub enum TreeKind {
     /// `HiRadixCache` as modelled since the project began (upstream 2026-07-20,
-    /// `mem_cache/hiradix_cache.py`); the tree of releases up to 0.5.18 (plain models).
+    /// `mem_cache/hiradix_cache.py`): the tree of 0.5.14–0.5.18 for plain models (with
+    /// `device_evict_amount: requested` up to 0.5.16, `shortfall` from 0.5.17). Those
+    /// wheels already refresh the split child before `_split_node`; this tree does not
+    /// (a known deviation).
     #[default]
     #[serde(rename = "v1")]
     V1,
     /// 0.5.23's `UnifiedRadixCache` (`mem_cache/unified_radix_cache.py`,
     /// `mem_cache/unified_cache/unified_tree_core.py`): split-tail refresh, match
-    /// stamps the path once, shortfall eviction, and the 0.5.23 host-tier rules.
+    /// stamps the path once, shortfall eviction, and the 0.5.23 host-tier rules. The
+    /// tree of 0.5.19–0.5.23 (every HiCache path); the device tier is checked against
+    /// SGLang 0.5.23's own tree by `tests/golden/tree/`.
     #[serde(rename = "unified_0_5_23")]
     Unified0523,
 }
