@@ -35,7 +35,7 @@ pub enum CallPattern {
     /// 0.5.23's scheduler: match limited to `input_len − 1` tokens
     /// (`managers/schedule_batch.py: Req._compute_max_prefix_len`), demand
     /// `extend + 1 page` through `evict_to_free_tokens`
-    /// (`mem_cache/common.py: alloc_paged_token_slots_extend`), allocate
+    /// (`mem_cache/allocation.py: alloc_paged_token_slots_extend`), allocate
     /// `ceil(input / P) − prefix` pages, insert the whole pages
     /// (`cache_unfinished_req`), free the partial last page, unlock.
     #[serde(rename = "scheduler_0_5_23")]

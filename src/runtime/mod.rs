@@ -18,7 +18,8 @@
 //! - Output tokens are not inserted and do not occupy device pages.
 //! - The `priority` eviction policy sees priority 0 for every node (requests carry no
 //!   priority), so it orders like LRU.
-//! - `alloc_extend`'s extra page per request in the eviction request is not modelled.
+//! - `alloc_extend`'s extra page per request in the eviction request is modelled only by
+//!   `call_pattern: scheduler_0_5_23` (timing off).
 //! - Prefetch termination in buffer_only mode stages the arrived pages straight to the
 //!   device (the op-owned host slots are counted in the prefetch budget only).
 

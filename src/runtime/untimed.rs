@@ -156,7 +156,7 @@ pub(crate) fn process<R: TreeRules>(
 /// One request as 0.5.23's scheduler drives the tree ([`CallPattern::Scheduler0523`]),
 /// instant transfers, no storage: the match is limited to `input_len − 1` tokens
 /// (`Req._compute_max_prefix_len`); `evict_to_free_tokens` is asked for the extend
-/// plus one page (`alloc_paged_token_slots_extend`: `extend + page_size` tokens);
+/// plus one page (`mem_cache/allocation.py: alloc_paged_token_slots_extend`: `extend + page_size` tokens, then `mem_cache/common.py: evict_from_tree_cache`);
 /// the request holds `ceil(input / P) − prefix` pages; the tree takes the whole pages
 /// (`cache_unfinished_req`, duplicates freed) and the partial last page is freed.
 pub(crate) fn process_scheduler<R: TreeRules>(
