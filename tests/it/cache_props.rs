@@ -243,7 +243,7 @@ fn locked_path<R: TreeRules>(
         debug_checks: true,
         ..TreeConfig::default()
     });
-    let reqs = trace(&sp, 1);
+    let reqs = trace(sp, 1);
     let mut pages_of = Vec::new();
     for q in &reqs {
         let p: Vec<u64> = q.page_hashes.clone();
