@@ -8,6 +8,7 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rand::RngExt;
 
+use hicache_sim::cache::TreeKind;
 use hicache_sim::engine::{SimRng, stream};
 use hicache_sim::runtime::{ReplayConfig, Timing, replay};
 use hicache_sim::workload::Request;
@@ -79,6 +80,13 @@ fn total_pages(n: u64, convs: usize) -> u64 {
         .sum()
 }
 
+/// CPU time this thread has run, in ns (`/proc/thread-self/schedstat`, Linux), so the
+/// figure holds on a shared machine where wall time does not.
+fn thread_cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
 fn bench(c: &mut Criterion) {
     let n = 1_000_000;
     let convs = 100_000;
@@ -89,11 +97,36 @@ fn bench(c: &mut Criterion) {
         l2_pages: 400_000,
         ..ReplayConfig::default()
     };
+    // Timing-off throughput per CPU-second, both trees (printed once).
+    for tree in [TreeKind::V1, TreeKind::Unified0523] {
+        let cfg_t = ReplayConfig {
+            tree,
+            ..cfg.clone()
+        };
+        if let Some(t0) = thread_cpu_ns() {
+            replay(&cfg_t, Gen::new(n, convs, 7)).unwrap();
+            if let Some(t1) = thread_cpu_ns() {
+                eprintln!(
+                    "timing off, tree {}: {:.2} M page lookups per CPU-second",
+                    tree.id(),
+                    pages as f64 / ((t1 - t0) as f64 / 1e9) / 1e6
+                );
+            }
+        }
+    }
     let mut g = c.benchmark_group("replay");
     g.sample_size(10);
     g.throughput(Throughput::Elements(pages));
     g.bench_function("timing_off_1M_requests_page_lookups", |b| {
         b.iter(|| replay(&cfg, Gen::new(n, convs, 7)).unwrap())
+    });
+    // The same replay under 0.5.23's tree (`tree: unified_0_5_23`).
+    let cfg_unified = ReplayConfig {
+        tree: TreeKind::Unified0523,
+        ..cfg.clone()
+    };
+    g.bench_function("timing_off_1M_requests_page_lookups_unified_0_5_23", |b| {
+        b.iter(|| replay(&cfg_unified, Gen::new(n, convs, 7)).unwrap())
     });
     let n_on = 200_000;
     let cfg_on = ReplayConfig {

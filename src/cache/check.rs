@@ -5,9 +5,10 @@ use std::collections::BTreeSet;
 
 use super::node::{NodeId, ROOT};
 use super::policy::{EvictHostRule, WritePolicy};
+use super::rules::TreeRules;
 use super::tree::HiRadixTree;
 
-impl HiRadixTree {
+impl<R: TreeRules> HiRadixTree<R> {
     /// Panics with a description of the first broken invariant.
     pub fn check(&self) {
         if let Err(e) = self.try_check() {

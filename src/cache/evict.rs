@@ -3,9 +3,10 @@
 
 use super::node::{NIL, NodeId, ROOT};
 use super::policy::{EvictHostRule, EvictVersion, WritePolicy};
+use super::rules::TreeRules;
 use super::tree::{BackupRecord, HiRadixTree, MatchResult};
 
-impl HiRadixTree {
+impl<R: TreeRules> HiRadixTree<R> {
     /// `write_backup(node, write_back)` (L833, V1). Write-through family: the parent
     /// must be the root or backed up (backups stay a prefix from the root). The host
     /// allocation retries once after `evict_host(len)`; if it still fails the node stays
@@ -16,17 +17,64 @@ impl HiRadixTree {
         if !self.cfg.host_tier {
             return 0;
         }
+        if R::CHAIN_ANCESTOR_BACKUPS && !write_back {
+            return self.write_backup_chain(id);
+        }
         let n = &self.nodes[id as usize];
-        let len = n.len();
         let parent = n.parent;
         if !write_back && parent != ROOT && !self.nodes[parent as usize].backed_up {
             return 0;
         }
+        self.write_backup_one(id, write_back)
+    }
+
+    /// 0.5.23 `unified_tree_core.py: _build_backup_kv_action` +
+    /// `unified_radix_cache.py: _execute_and_commit_kv_backup` (write-through family):
+    /// the node's unbacked ancestors are backed up first, top-down; the chain stops at
+    /// the first failure (0 returned). Returns the last node's pages.
+    fn write_backup_chain(&mut self, id: NodeId) -> u64 {
+        let mut chain = std::mem::take(&mut self.scratch);
+        chain.clear();
+        chain.push(id);
+        let mut a = self.nodes[id as usize].parent;
+        while a != ROOT && !self.nodes[a as usize].backed_up {
+            chain.push(a);
+            a = self.nodes[a as usize].parent;
+        }
+        let mut written = 0;
+        for &x in chain.iter().rev() {
+            if self.nodes[x as usize].backed_up {
+                continue;
+            }
+            written = self.write_backup_one(x, false);
+            if written == 0 {
+                break;
+            }
+        }
+        self.scratch = chain;
+        written
+    }
+
+    /// One node's backup (no parent rule): host room, then the copy.
+    fn write_backup_one(&mut self, id: NodeId, write_back: bool) -> u64 {
+        let n = &self.nodes[id as usize];
+        let len = n.len();
+        let parent = n.parent;
         if self.host_free() < len {
-            self.evict_host_protect(len, [parent, id]);
-            if self.host_free() < len {
-                self.stats.failed_backups += 1;
-                return 0;
+            if R::EVICT_HOST_SHORTFALL {
+                // 0.5.23 `_execute_kv_backup`: `needed = kv_tokens - host_avail`;
+                // `if self.evict_host(needed) < needed: return None`.
+                let needed = len - self.host_free();
+                if self.evict_host(needed) < needed || self.host_free() < len {
+                    self.stats.failed_backups += 1;
+                    return 0;
+                }
+            } else {
+                self.evict_host_protect(len, [parent, id]);
+                if self.host_free() < len {
+                    self.stats.failed_backups += 1;
+                    return 0;
+                }
             }
         }
         self.set_backed_up(id, true);
@@ -47,6 +95,10 @@ impl HiRadixTree {
     pub fn backup_acked(&mut self, rec: &BackupRecord) {
         if rec.locked {
             self.dec_lock_ref(rec.node);
+        }
+        // 0.5.23 `finish_write_through`: the copy becomes a tracked duplicate now.
+        if R::RECLAIM_HOST_DUPLICATES && self.nodes[rec.node as usize].alive {
+            self.track_duplicate(rec.node);
         }
     }
 
@@ -106,6 +158,11 @@ impl HiRadixTree {
                 // `_evict_write_back` (after #28614/#29817): back up then demote, else
                 // drop the subtree without a host copy unless it is host-protected.
                 if self.write_backup(x, true) > 0 {
+                    if R::RECLAIM_HOST_DUPLICATES {
+                        // 0.5.23: `writing_check(write_back=True)` acks the copy (a
+                        // duplicate, registered) before `_demote` (left stale).
+                        self.track_duplicate(x);
+                    }
                     self.set_on_device(x, false);
                     len
                 } else {
@@ -267,6 +324,9 @@ impl HiRadixTree {
             return 0;
         }
         let mut freed = 0u64;
+        if R::RECLAIM_HOST_DUPLICATES && self.cfg.write_policy == WritePolicy::WriteBack {
+            freed += self.reclaim_host_duplicates(num);
+        }
         while freed < num {
             let host = self.host_leaves.peek(&self.nodes);
             let dup = if self.cfg.evict_host_rule == EvictHostRule::EvictedOnly {
@@ -344,6 +404,10 @@ impl HiRadixTree {
         let mut x = m.last_node;
         while x != m.last_device_node {
             self.set_on_device(x, true);
+            if R::RECLAIM_HOST_DUPLICATES {
+                // 0.5.23 `finish_load_back`.
+                self.track_duplicate(x);
+            }
             x = self.nodes[x as usize].parent;
         }
         self.stats.load_back_pages += n;
@@ -351,5 +415,44 @@ impl HiRadixTree {
             self.check();
         }
         n
+    }
+
+    /// 0.5.23 `unified_tree_core.py: _reclaim_full_host_duplicates` (write_back, before
+    /// host leaves): walks `full_host_duplicates` in insertion order, freeing the host
+    /// copy of device-resident nodes (no in-flight DMA, no host pin) until `num` pages
+    /// are freed; pass 1 spares evictable device leaves (their eviction would demote
+    /// onto that copy), pass 2 takes them. Stale entries are swept. Off in SGLang with
+    /// `SGLANG_HICACHE_SKIP_HOST_DUPLICATE_RECLAIM=1` (not modelled).
+    fn reclaim_host_duplicates(&mut self, num: u64) -> u64 {
+        let mut freed = 0u64;
+        for spare_leaves in [true, false] {
+            if freed >= num {
+                break;
+            }
+            let mut i = 0;
+            while i < self.dup_order.len() && freed < num {
+                let (x, t) = self.dup_order[i];
+                i += 1;
+                let n = &self.nodes[x as usize];
+                if n.dup_seq != t {
+                    continue;
+                }
+                if !n.on_device || !n.backed_up {
+                    self.untrack_duplicate(x); // stale entry, swept
+                    continue;
+                }
+                if spare_leaves && Self::is_dev_leaf(n) {
+                    continue;
+                }
+                if n.host_ref > 0 {
+                    continue;
+                }
+                let len = n.len();
+                self.set_backed_up(x, false);
+                self.untrack_duplicate(x);
+                freed += len;
+            }
+        }
+        freed
     }
 }

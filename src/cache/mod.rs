@@ -10,6 +10,7 @@ mod leaf_heap;
 mod node;
 pub mod page_lru;
 mod policy;
+mod rules;
 pub mod storage;
 mod tree;
 
@@ -19,5 +20,6 @@ pub use policy::{
     DeviceEvictAmount, EvictHostRule, EvictVersion, EvictionPolicy, HostMemoryMode, LruMode,
     PrefetchCapacityRule, PrefetchPolicy, WritePolicy,
 };
+pub use rules::{TreeKind, TreeRules, Unified0523, V1};
 pub use storage::Storage;
-pub use tree::{BackupRecord, HiRadixTree, MatchResult, TreeConfig, TreeStats};
+pub use tree::{BackupRecord, HiRadixTree, MatchResult, TreeConfig, TreeStats, UnifiedRadixTree};

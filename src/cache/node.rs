@@ -44,6 +44,8 @@ pub struct Node {
     pub(crate) dev_key: Option<PrioKey>,
     pub(crate) host_key: Option<PrioKey>,
     pub(crate) dup_key: Option<PrioKey>,
+    /// Position ticket in 0.5.23's insertion-ordered `full_host_duplicates` (0 = absent).
+    pub(crate) dup_seq: u64,
 }
 
 impl Node {

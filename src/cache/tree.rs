@@ -18,6 +18,12 @@ use rustc_hash::FxHashMap;
 use super::leaf_heap::{LeafHeap, LeafSet};
 use super::node::{NIL, Node, NodeId, PageKey, PrioKey, ROOT};
 use super::policy::{DeviceEvictAmount, EvictHostRule, EvictVersion, EvictionPolicy, WritePolicy};
+use super::rules::{TreeRules, Unified0523, V1};
+
+/// One logical clock tick in `last_access` units. A tick is `2^20` units so that
+/// 0.5.23's match stamp (`cur_time - 1e-5` per level towards the root, see
+/// [`TreeRules::MATCH_STAMPS_PATH`]) is `tick - depth`: same order, integers only.
+pub(crate) const TICK: u64 = 1 << 20;
 
 /// Tree-level configuration (pages, not bytes).
 #[derive(Debug, Clone, PartialEq)]
@@ -110,9 +116,10 @@ pub struct BackupRecord {
     pub locked: bool,
 }
 
-/// The tree. All sizes in pages.
+/// The tree. All sizes in pages. `R` is the rule set ([`V1`] HiRadixCache, or
+/// [`Unified0523`], 0.5.23's UnifiedRadixCache: [`UnifiedRadixTree`]).
 #[derive(Debug, Clone)]
-pub struct HiRadixTree {
+pub struct HiRadixTree<R: TreeRules = V1> {
     pub(crate) cfg: TreeConfig,
     pub(crate) nodes: Vec<Node>,
     pub(crate) free: Vec<NodeId>,
@@ -135,14 +142,24 @@ pub struct HiRadixTree {
     pub stats: TreeStats,
     pub(crate) backups: Vec<BackupRecord>,
     pub(crate) scratch: Vec<NodeId>,
+    /// 0.5.23 `full_host_duplicates` (a dict: insertion order, lazy stale entries):
+    /// `(node, ticket)`, live while `nodes[node].dup_seq == ticket`.
+    pub(crate) dup_order: Vec<(NodeId, u64)>,
+    pub(crate) dup_live: usize,
+    pub(crate) dup_ticket: u64,
+    pub(crate) _rules: std::marker::PhantomData<R>,
 }
+
+/// 0.5.23's `UnifiedRadixCache` tree (`mem_cache/unified_radix_cache.py`,
+/// `unified_cache/unified_tree_core.py`).
+pub type UnifiedRadixTree = HiRadixTree<Unified0523>;
 
 #[inline]
 fn ckey(parent: NodeId, page: PageKey) -> (NodeId, PageKey) {
     (parent, page)
 }
 
-impl HiRadixTree {
+impl<R: TreeRules> HiRadixTree<R> {
     pub fn new(cfg: TreeConfig) -> Self {
         let root = Node {
             parent: NIL,
@@ -169,6 +186,10 @@ impl HiRadixTree {
             stats: TreeStats::default(),
             backups: Vec::new(),
             scratch: Vec::new(),
+            dup_order: Vec::new(),
+            dup_live: 0,
+            dup_ticket: 0,
+            _rules: std::marker::PhantomData,
         }
     }
 
@@ -284,7 +305,7 @@ impl HiRadixTree {
     }
 
     pub(crate) fn touch(&mut self, id: NodeId) {
-        self.clock += 1;
+        self.clock += TICK;
         self.nodes[id as usize].last_access = self.clock;
         self.refresh(id);
     }
@@ -354,7 +375,7 @@ impl HiRadixTree {
     }
 
     fn alloc_node(&mut self, parent: NodeId, pages: &[PageKey]) -> NodeId {
-        self.clock += 1;
+        self.clock += TICK;
         let clock = self.clock;
         let id = if let Some(id) = self.free.pop() {
             id
@@ -381,6 +402,7 @@ impl HiRadixTree {
         n.dev_key = None;
         n.host_key = None;
         n.dup_key = None;
+        n.dup_seq = 0;
         self.child_map.insert(ckey(parent, pages[0]), id);
         self.link_child(parent, id);
         id
@@ -415,6 +437,8 @@ impl HiRadixTree {
         self.unlink_child(parent, id);
         // Flags are all off, so refresh takes it out of every set.
         self.refresh(id);
+        // `_remove_leaf_from_parent`: deleted nodes leave `full_host_duplicates`.
+        self.untrack_duplicate(id);
         let n = &mut self.nodes[id as usize];
         n.alive = false;
         n.pages.clear();
@@ -429,12 +453,13 @@ impl HiRadixTree {
     fn split_node(&mut self, child: NodeId, at: usize) -> NodeId {
         let c = &self.nodes[child as usize];
         let parent = c.parent;
-        let (on_dev, backed, lock_ref, hit, prio) = (
+        let (on_dev, backed, lock_ref, hit, prio, creation) = (
             c.on_device,
             c.backed_up,
             c.lock_ref,
             c.hit_count,
             c.priority,
+            c.creation,
         );
         let first = c.pages[0];
         // Move the head pages into a new node.
@@ -452,6 +477,10 @@ impl HiRadixTree {
             n.children.push(child);
             n.n_device_children = u32::from(on_dev);
             n.n_backed_children = u32::from(backed);
+            if R::SPLIT_REFRESH_TAIL {
+                // 0.5.23 `_split_node`: `new_node.creation_time = child.creation_time`.
+                n.creation = creation;
+            }
         }
         // The parent's counters are unchanged: `new` replaces `child` with equal flags.
         let c = &mut self.nodes[child as usize];
@@ -460,8 +489,17 @@ impl HiRadixTree {
         c.pos_in_parent = 0;
         let cfirst = c.pages[0];
         self.child_map.insert(ckey(new, cfirst), child);
+        if R::SPLIT_REFRESH_TAIL {
+            // 0.5.23 `_split_node`: `child.last_access_time = get_and_increase_time_counter()`
+            // after the new parent was created: the unmatched tail keeps a fresh time.
+            self.clock += TICK;
+            self.nodes[child as usize].last_access = self.clock;
+        }
         self.refresh(child);
         self.refresh(new);
+        if R::RECLAIM_HOST_DUPLICATES {
+            self.track_duplicate(new);
+        }
         new
     }
 
@@ -474,6 +512,9 @@ impl HiRadixTree {
     /// `match_prefix` (`hiradix_cache.py` L1613, V1): walks the pages, splitting a node
     /// on a partial match and refreshing `last_access_time` along the path.
     pub fn match_prefix(&mut self, pages: &[PageKey]) -> MatchResult {
+        if R::MATCH_STAMPS_PATH {
+            return self.match_prefix_stamped(pages);
+        }
         let mut node = ROOT;
         let mut i = 0usize;
         self.touch_root();
@@ -495,8 +536,45 @@ impl HiRadixTree {
         self.result_for(node)
     }
 
+    /// 0.5.23 `unified_tree_core.py: _match_prefix_helper` + `_match_post_processor`:
+    /// walk without touching, stop at a dead node (evicted, not backed up), split a
+    /// partially matched node (which refreshes the tail), then stamp the best match
+    /// and every ancestor with one fresh time, `1e-5` older per level upwards.
+    fn match_prefix_stamped(&mut self, pages: &[PageKey]) -> MatchResult {
+        let mut node = ROOT;
+        let mut i = 0usize;
+        while i < pages.len() {
+            let Some(c) = self.child(node, pages[i]) else {
+                break;
+            };
+            let cn = &self.nodes[c as usize];
+            if !cn.on_device && !cn.backed_up {
+                break;
+            }
+            let cl = cn.pages.len();
+            let k = common_prefix(&cn.pages, &pages[i..]);
+            if k < cl {
+                node = self.split_node(c, k);
+                break;
+            }
+            node = c;
+            i += k;
+        }
+        self.clock += TICK;
+        let mut t = self.clock;
+        let mut n = node;
+        while n != ROOT {
+            self.nodes[n as usize].last_access = t;
+            self.refresh(n);
+            t -= 1;
+            n = self.nodes[n as usize].parent;
+        }
+        self.nodes[ROOT as usize].last_access = t;
+        self.result_for(node)
+    }
+
     fn touch_root(&mut self) {
-        self.clock += 1;
+        self.clock += TICK;
         self.nodes[ROOT as usize].last_access = self.clock;
     }
 
@@ -590,20 +668,39 @@ impl HiRadixTree {
         if n == 0 {
             return true;
         }
-        let avail = self.device_free();
-        if avail < n {
-            let amount = match self.cfg.device_evict_amount {
-                DeviceEvictAmount::Requested => n,
-                DeviceEvictAmount::Shortfall => n - avail,
-            };
-            self.evict(amount);
-        }
+        self.make_device_room(n);
         if self.device_free() >= n {
             self.device_used += n;
             true
         } else {
             false
         }
+    }
+
+    /// `evict_from_tree_cache(n)`: when fewer than `n` device pages are free, asks the
+    /// tree to evict — the whole `n` (V1 with `device_evict_amount: requested`) or the
+    /// shortfall (0.5.23 `allocator/base.py: evict_to_free_tokens`, and V1 with
+    /// `shortfall`). Returns the free pages afterwards.
+    pub fn make_device_room(&mut self, n: u64) -> u64 {
+        let avail = self.device_free();
+        if avail < n {
+            let amount = if R::DEVICE_EVICT_SHORTFALL {
+                n - avail
+            } else {
+                match self.cfg.device_evict_amount {
+                    DeviceEvictAmount::Requested => n,
+                    DeviceEvictAmount::Shortfall => n - avail,
+                }
+            };
+            self.evict(amount);
+        }
+        self.device_free()
+    }
+
+    /// Reserves `n` free device pages without evicting (`n <= device_free()`).
+    pub fn reserve_device(&mut self, n: u64) {
+        debug_assert!(n <= self.device_free());
+        self.device_used += n;
     }
 
     /// Returns reserved device pages that were not inserted.
@@ -630,13 +727,27 @@ impl HiRadixTree {
             };
             let cl = self.nodes[c as usize].pages.len();
             let k = common_prefix(&self.nodes[c as usize].pages, &pages[i..]);
-            let c = if k < cl { self.split_node(c, k) } else { c };
-            self.touch(c);
+            let c = if R::SPLIT_REFRESH_TAIL {
+                // 0.5.23 `_insert_walk_step`: `_touch_node(child)` before the split.
+                self.touch(c);
+                if k < cl { self.split_node(c, k) } else { c }
+            } else {
+                let c = if k < cl { self.split_node(c, k) } else { c };
+                self.touch(c);
+                c
+            };
             if self.nodes[c as usize].on_device {
                 self.inc_hit_count(c);
             } else {
                 // Recompute: the evicted node gets the freshly computed device value.
                 self.set_on_device(c, true);
+                if R::RECLAIM_HOST_DUPLICATES {
+                    // `_unevict_node_on_insert`: a backed-up node is a duplicate at once.
+                    self.track_duplicate(c);
+                }
+                if R::HIT_ON_UNEVICT {
+                    self.inc_hit_count(c);
+                }
             }
             node = c;
             i += k;
@@ -644,7 +755,9 @@ impl HiRadixTree {
         if i < pages.len() {
             let new = self.alloc_node(node, &pages[i..]);
             self.set_on_device(new, true);
-            self.touch(new);
+            if !R::MATCH_STAMPS_PATH {
+                self.touch(new);
+            }
             if self.cfg.write_policy != WritePolicy::WriteBack {
                 self.inc_hit_count(new);
             }
@@ -749,4 +862,45 @@ impl HiRadixTree {
 #[inline]
 fn common_prefix(a: &[PageKey], b: &[PageKey]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+impl<R: TreeRules> HiRadixTree<R> {
+    /// 0.5.23 `unified_tree_core.py: _update_duplicate_tracking`: a node on device and
+    /// on host joins `full_host_duplicates` (keeping its old place if already there,
+    /// `dict.setdefault`); any other node leaves it. Only kept under write_back, the
+    /// one policy that reads it (`drive_host_eviction`).
+    pub(crate) fn track_duplicate(&mut self, id: NodeId) {
+        if !R::RECLAIM_HOST_DUPLICATES || self.cfg.write_policy != WritePolicy::WriteBack {
+            return;
+        }
+        let n = &self.nodes[id as usize];
+        if id != ROOT && n.on_device && n.backed_up {
+            if n.dup_seq == 0 {
+                if self.dup_order.len() > 64 && self.dup_order.len() > 4 * self.dup_live {
+                    let nodes = &self.nodes;
+                    self.dup_order
+                        .retain(|&(x, t)| nodes[x as usize].dup_seq == t);
+                }
+                self.dup_ticket += 1;
+                let t = self.dup_ticket;
+                self.nodes[id as usize].dup_seq = t;
+                self.dup_order.push((id, t));
+                self.dup_live += 1;
+            }
+        } else {
+            self.untrack_duplicate(id);
+        }
+    }
+
+    /// `full_host_duplicates.pop(node.id)`.
+    pub(crate) fn untrack_duplicate(&mut self, id: NodeId) {
+        if !R::RECLAIM_HOST_DUPLICATES {
+            return;
+        }
+        let n = &mut self.nodes[id as usize];
+        if n.dup_seq != 0 {
+            n.dup_seq = 0;
+            self.dup_live -= 1;
+        }
+    }
 }

@@ -155,7 +155,10 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
                     .map_err(|e| InputError::new("--sglang", e.to_string()))?,
                 None => crate::release::Sglang::DEFAULT,
             };
-            let base = ReplayConfig::default().with_release(&sglang.release_rules().controller);
+            let rules = sglang.release_rules();
+            let base = ReplayConfig::default()
+                .with_release(&rules.controller)
+                .with_tree(rules.tree);
             (
                 apply(base, &overrides).map_err(|e| locate(e, a.scenario.as_deref()))?,
                 None,

@@ -48,7 +48,9 @@ pub fn replay_config(
         d2h_bandwidth: s.node.d2h_bandwidth,
         storage_read_bandwidth: s.node.storage_read_bandwidth,
         storage_write_bandwidth: s.node.storage_write_bandwidth,
-        ..ReplayConfig::default().with_release(&s.version.release_rules().controller)
+        ..ReplayConfig::default()
+            .with_release(&s.version.release_rules().controller)
+            .with_tree(s.version.release_rules().tree)
     };
     // SGLang flag values map onto the runtime's enums by their serde names.
     let cap = match (

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cache::{
     DeviceEvictAmount, EvictHostRule, EvictVersion, EvictionPolicy, HostMemoryMode, LruMode,
-    PrefetchCapacityRule, PrefetchPolicy, WritePolicy,
+    PrefetchCapacityRule, PrefetchPolicy, TreeKind, WritePolicy,
 };
 use crate::units::{Bandwidth, Duration, GB, NS_PER_MS, NS_PER_S, NS_PER_US};
 
@@ -22,6 +22,24 @@ pub enum Timing {
     /// Discrete-event replay: arrivals, a FIFO scheduler with a compute model, and
     /// transfers that occupy links.
     On,
+}
+
+/// How the timing-off replay drives the tree for one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallPattern {
+    /// The simulator's: match the whole pages, lock, allocate the missing pages
+    /// (evicting when short), cache what fits, insert, unlock.
+    #[default]
+    Simulator,
+    /// 0.5.23's scheduler: match limited to `input_len − 1` tokens
+    /// (`managers/schedule_batch.py: Req._compute_max_prefix_len`), demand
+    /// `extend + 1 page` through `evict_to_free_tokens`
+    /// (`mem_cache/allocation.py: alloc_paged_token_slots_extend`), allocate
+    /// `ceil(input / P) − prefix` pages, insert the whole pages
+    /// (`cache_unfinished_req`), free the partial last page, unlock.
+    #[serde(rename = "scheduler_0_5_23")]
+    Scheduler0523,
 }
 
 /// One replay's configuration. Capacities are in pages of `page_size` tokens.
@@ -45,6 +63,11 @@ pub struct ReplayConfig {
     pub evict_version: EvictVersion,
     /// How much the tree is asked to evict when the device pool is short.
     pub device_evict_amount: DeviceEvictAmount,
+    /// Which radix tree: `v1` (HiRadixCache) or `unified_0_5_23` (0.5.23's
+    /// UnifiedRadixCache, which always evicts the shortfall).
+    pub tree: TreeKind,
+    /// How the timing-off replay drives the tree (`simulator` or `scheduler_0_5_23`).
+    pub call_pattern: CallPattern,
     pub prefetch_capacity_rule: PrefetchCapacityRule,
     pub prefetch_policy: PrefetchPolicy,
     /// `--hicache-storage-prefetch-threshold`-like floor in tokens; the effective
@@ -102,6 +125,8 @@ impl Default for ReplayConfig {
             evict_host_rule: EvictHostRule::default(),
             evict_version: EvictVersion::default(),
             device_evict_amount: DeviceEvictAmount::default(),
+            tree: TreeKind::default(),
+            call_pattern: CallPattern::default(),
             prefetch_capacity_rule: PrefetchCapacityRule::default(),
             prefetch_policy: PrefetchPolicy::default(),
             prefetch_threshold: 256,
@@ -143,6 +168,16 @@ impl ReplayConfig {
     /// prefetch timeout formula. Not modelled here (the replay has no admission polls):
     /// the 0.5.23 clock start at the first blocked poll, storage re-issue retries and
     /// the storage write gate; see `release::rules`.
+    /// The tree a release runs (`release::TreeVariant`): `HiRadixCache` up to 0.5.18
+    /// (`tree: v1`), `UnifiedRadixCache` from 0.5.19 (`tree: unified_0_5_23`).
+    pub fn with_tree(mut self, t: crate::release::TreeVariant) -> Self {
+        self.tree = match t {
+            crate::release::TreeVariant::V1HiRadix => crate::cache::TreeKind::V1,
+            crate::release::TreeVariant::Unified => crate::cache::TreeKind::Unified0523,
+        };
+        self
+    }
+
     pub fn with_release(mut self, c: &crate::release::ControllerRules) -> Self {
         use crate::sizing::PrefetchCapRule as P;
         self.evict_version = if c.evict_v0 {
@@ -215,6 +250,25 @@ impl ReplayConfig {
             return bad(
                 "write_policy",
                 "buffer_only does not support write_back (SGLang rejects it)".into(),
+            );
+        }
+        if self.tree == TreeKind::Unified0523
+            && (self.evict_host_rule != EvictHostRule::EvictedOnly
+                || self.evict_version != EvictVersion::V1)
+        {
+            return bad(
+                "tree",
+                "unified_0_5_23 has 0.5.23's own host rules (duplicate reclaim, ancestor chaining, shortfall evict_host): evict_host_rule must be evicted_only and evict_version v1 (those what-ifs apply to tree: v1)".into(),
+            );
+        }
+        if self.call_pattern == CallPattern::Scheduler0523
+            && (self.timing == Timing::On
+                || self.has_storage()
+                || self.lru_mode == LruMode::PlainPage)
+        {
+            return bad(
+                "call_pattern",
+                "scheduler_0_5_23 is a timing-off pattern for the tree's L1/L2 (no storage, no plain_page); use call_pattern: simulator".into(),
             );
         }
         if self.lru_mode == LruMode::PlainPage && self.timing == Timing::On {

@@ -18,7 +18,8 @@
 //! - Output tokens are not inserted and do not occupy device pages.
 //! - The `priority` eviction policy sees priority 0 for every node (requests carry no
 //!   priority), so it orders like LRU.
-//! - `alloc_extend`'s extra page per request in the eviction request is not modelled.
+//! - `alloc_extend`'s extra page per request in the eviction request is modelled only by
+//!   `call_pattern: scheduler_0_5_23` (timing off).
 //! - Prefetch termination in buffer_only mode stages the arrived pages straight to the
 //!   device (the op-owned host slots are counted in the prefetch budget only).
 
@@ -29,7 +30,7 @@ mod timed;
 pub mod transfer;
 mod untimed;
 
-pub use config::{ReplayConfig, Timing};
+pub use config::{CallPattern, ReplayConfig, Timing};
 pub use metrics::{ReplayMetrics, TimelinePoint, definitions};
 
 use crate::workload::Request;
@@ -82,6 +83,39 @@ pub(crate) fn check_request(
         });
     }
     Ok(())
+}
+
+/// One request's hits in pages, per tier (longest prefix: device, then host, then
+/// storage).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RequestHits {
+    pub device: u64,
+    pub host: u64,
+    pub storage: u64,
+}
+
+/// A timing-off tree replay (`timing: off`, `lru_mode: leaf_only`) that also returns
+/// every request's hits, in trace order (golden-file comparisons).
+pub fn replay_hits<I: IntoIterator<Item = Request>>(
+    cfg: &ReplayConfig,
+    requests: I,
+) -> Result<(ReplayMetrics, Vec<RequestHits>), ReplayError> {
+    cfg.validate()?;
+    if cfg.timing != Timing::Off || cfg.lru_mode != crate::cache::LruMode::LeafOnly {
+        return Err(ReplayError::InvalidConfig {
+            field: "timing",
+            message: "per-request hits need timing: off and lru_mode: leaf_only".into(),
+        });
+    }
+    let mut hits = Vec::new();
+    let m = untimed::run_with(cfg, requests, &mut |_, h| {
+        hits.push(RequestHits {
+            device: h.device,
+            host: h.host,
+            storage: h.storage,
+        })
+    })?;
+    Ok((m, hits))
 }
 
 /// Replays `requests` through the tiers configured by `cfg`. Streaming: memory grows

@@ -3,7 +3,7 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::cache::{HiRadixTree, HostMemoryMode, Storage, TreeConfig};
+use crate::cache::{HiRadixTree, HostMemoryMode, Storage, TreeConfig, TreeRules};
 
 use super::config::ReplayConfig;
 use super::metrics::{ReplayMetrics, TimelinePoint};
@@ -32,9 +32,9 @@ pub(crate) struct Hits {
     pub storage: u64,
 }
 
-pub(crate) struct Session {
+pub(crate) struct Session<R: TreeRules> {
     pub cfg: ReplayConfig,
-    pub tree: HiRadixTree,
+    pub tree: HiRadixTree<R>,
     pub storage: Option<Storage>,
     pub m: ReplayMetrics,
     pub ps: u64,
@@ -47,7 +47,7 @@ pub(crate) struct Session {
     pub storage_hit_pages: u64,
 }
 
-impl Session {
+impl<R: TreeRules> Session<R> {
     pub fn new(cfg: &ReplayConfig) -> Self {
         let host_tier = cfg.host_memory_mode == HostMemoryMode::Cache;
         let tree = HiRadixTree::new(TreeConfig {

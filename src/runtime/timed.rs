@@ -37,6 +37,7 @@ use super::config::ReplayConfig;
 use super::metrics::ReplayMetrics;
 use super::session::{Hits, Session};
 use super::transfer::{Link, run_time_ns, storage_time_ns};
+use crate::cache::{TreeKind, TreeRules, Unified0523, V1};
 
 #[derive(Debug, Clone, Copy)]
 enum Ev {
@@ -81,8 +82,8 @@ struct Admitted {
     staged: u64,
 }
 
-struct Sim<I: Iterator<Item = Request>> {
-    s: Session,
+struct Sim<I: Iterator<Item = Request>, R: TreeRules> {
+    s: Session<R>,
     q: EventQueue<Ev>,
     src: std::iter::Enumerate<I>,
     next: Option<(u64, Request)>,
@@ -107,8 +108,19 @@ pub(crate) fn run<I: IntoIterator<Item = Request>>(
     cfg: &ReplayConfig,
     requests: I,
 ) -> Result<ReplayMetrics, ReplayError> {
+    // The one place the tree's rule set is chosen (monomorphised below).
+    match cfg.tree {
+        TreeKind::V1 => run_tree::<V1, _>(cfg, requests),
+        TreeKind::Unified0523 => run_tree::<Unified0523, _>(cfg, requests),
+    }
+}
+
+fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
+    cfg: &ReplayConfig,
+    requests: I,
+) -> Result<ReplayMetrics, ReplayError> {
     let mut sim = Sim {
-        s: Session::new(cfg),
+        s: Session::<R>::new(cfg),
         q: EventQueue::new(),
         src: requests.into_iter().enumerate(),
         next: None,
@@ -160,7 +172,7 @@ pub(crate) fn run<I: IntoIterator<Item = Request>>(
     Ok(m)
 }
 
-impl<I: Iterator<Item = Request>> Sim<I> {
+impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
     /// Reads the next request and schedules its arrival (streaming).
     fn pull(&mut self) -> Result<(), ReplayError> {
         self.next = None;

@@ -3,10 +3,12 @@
 //! its termination, all pages arrived), `match_prefix`, `init_load_back`, device
 //! allocation, `insert` (`cache_unfinished_req`), D2H acks and L3 backups, release.
 
-use crate::cache::{HostMemoryMode, LruMode, PageKey, PageLru, ROOT};
+use crate::cache::{
+    HostMemoryMode, LruMode, PageKey, PageLru, ROOT, TreeKind, TreeRules, Unified0523, V1,
+};
 use crate::workload::Request;
 
-use super::config::ReplayConfig;
+use super::config::{CallPattern, ReplayConfig};
 use super::metrics::ReplayMetrics;
 use super::session::{Hits, Session};
 use super::{ReplayError, check_request};
@@ -18,13 +20,40 @@ pub(crate) fn run<I: IntoIterator<Item = Request>>(
     if cfg.lru_mode == LruMode::PlainPage {
         return run_plain(cfg, requests);
     }
-    let mut s = Session::new(cfg);
+    run_with(cfg, requests, &mut |_, _| {})
+}
+
+/// [`run`] for a tree replay, calling `on_hits(index, hits)` after every request.
+pub(crate) fn run_with<I: IntoIterator<Item = Request>>(
+    cfg: &ReplayConfig,
+    requests: I,
+    on_hits: &mut dyn FnMut(u64, &Hits),
+) -> Result<ReplayMetrics, ReplayError> {
+    // The one place the tree's rule set is chosen (monomorphised below).
+    match cfg.tree {
+        TreeKind::V1 => run_tree::<V1, _>(cfg, requests, on_hits),
+        TreeKind::Unified0523 => run_tree::<Unified0523, _>(cfg, requests, on_hits),
+    }
+}
+
+fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
+    cfg: &ReplayConfig,
+    requests: I,
+    on_hits: &mut dyn FnMut(u64, &Hits),
+) -> Result<ReplayMetrics, ReplayError> {
+    let mut s = Session::<R>::new(cfg);
     let mut recs = Vec::new();
+    let scheduler = cfg.call_pattern == CallPattern::Scheduler0523;
     for (index, req) in requests.into_iter().enumerate() {
         let index = index as u64;
         check_request(cfg, index, &req)?;
         let pages = &req.page_hashes;
-        let h = process(&mut s, pages, &mut recs);
+        let h = if scheduler {
+            process_scheduler(&mut s, pages, req.input_tokens, &mut recs)
+        } else {
+            process(&mut s, pages, &mut recs)
+        };
+        on_hits(index, &h);
         s.record(index, req.input_tokens, pages.len() as u64, h);
         s.sample(index, 0);
     }
@@ -32,8 +61,8 @@ pub(crate) fn run<I: IntoIterator<Item = Request>>(
 }
 
 /// One request through the tree with instant transfers.
-pub(crate) fn process(
-    s: &mut Session,
+pub(crate) fn process<R: TreeRules>(
+    s: &mut Session<R>,
     pages: &[PageKey],
     recs: &mut Vec<crate::cache::BackupRecord>,
 ) -> Hits {
@@ -124,8 +153,50 @@ pub(crate) fn process(
     }
 }
 
+/// One request as 0.5.23's scheduler drives the tree ([`CallPattern::Scheduler0523`]),
+/// instant transfers, no storage: the match is limited to `input_len − 1` tokens
+/// (`Req._compute_max_prefix_len`); `evict_to_free_tokens` is asked for the extend
+/// plus one page (`mem_cache/allocation.py: alloc_paged_token_slots_extend`: `extend + page_size` tokens, then `mem_cache/common.py: evict_from_tree_cache`);
+/// the request holds `ceil(input / P) − prefix` pages; the tree takes the whole pages
+/// (`cache_unfinished_req`, duplicates freed) and the partial last page is freed.
+pub(crate) fn process_scheduler<R: TreeRules>(
+    s: &mut Session<R>,
+    pages: &[PageKey],
+    input_tokens: u32,
+    recs: &mut Vec<crate::cache::BackupRecord>,
+) -> Hits {
+    let input = u64::from(input_tokens);
+    let max_prefix = (input.saturating_sub(1) / s.ps).min(pages.len() as u64);
+    let m = s.tree.match_prefix(&pages[..max_prefix as usize]);
+    s.tree.inc_lock_ref(m.last_node);
+    let loaded = s.tree.load_back(&m);
+    if loaded == 0 {
+        s.tree.stats.load_back_skipped_pages += m.host_pages;
+    }
+    let on_dev = m.device_pages + loaded;
+    let need = input.div_ceil(s.ps) - on_dev;
+    let free = s.tree.make_device_room(need + 1);
+    let got = need.min(free);
+    if got < need {
+        s.m.insert_truncated_requests += 1;
+    }
+    s.tree.reserve_device(got);
+    let upto = (on_dev + got).min(pages.len() as u64);
+    let reserved = upto - on_dev;
+    // The partial last page (and pages past the listed ids) go back to the pool.
+    s.tree.free_device(got - reserved);
+    s.tree.insert(&pages[..upto as usize], reserved);
+    s.tree.dec_lock_ref(m.last_node);
+    drain_backups(s, recs);
+    Hits {
+        device: m.device_pages,
+        host: loaded,
+        storage: 0,
+    }
+}
+
 /// D2H acks (instant) and the L3 backups they start.
-fn drain_backups(s: &mut Session, recs: &mut Vec<crate::cache::BackupRecord>) {
+fn drain_backups<R: TreeRules>(s: &mut Session<R>, recs: &mut Vec<crate::cache::BackupRecord>) {
     recs.clear();
     s.tree.take_backups(recs);
     for r in recs.iter() {
@@ -147,7 +218,7 @@ fn run_plain<I: IntoIterator<Item = Request>>(
     cfg: &ReplayConfig,
     requests: I,
 ) -> Result<ReplayMetrics, ReplayError> {
-    let mut s = Session::new(cfg);
+    let mut s = Session::<V1>::new(cfg);
     let mut l1 = PageLru::new(cfg.l1_pages);
     let mut l2 = PageLru::new(cfg.l2_pages);
     let mut interner = super::session::Interner::default();

@@ -6,9 +6,9 @@ use proptest::prelude::*;
 
 use hicache_sim::cache::{
     EvictHostRule, EvictVersion, EvictionPolicy, HiRadixTree, HostMemoryMode, LruMode,
-    PrefetchPolicy, TreeConfig, WritePolicy,
+    PrefetchPolicy, TreeConfig, TreeKind, TreeRules, Unified0523, V1, WritePolicy,
 };
-use hicache_sim::runtime::{ReplayConfig, Timing, replay};
+use hicache_sim::runtime::{CallPattern, ReplayConfig, Timing, replay};
 use hicache_sim::workload::Request;
 
 /// (conversation, shared prefix length, private suffix length, suffix variant)
@@ -50,6 +50,9 @@ const EVICT: [EvictionPolicy; 7] = [
     EvictionPolicy::Priority,
     EvictionPolicy::Slru,
 ];
+/// Every property runs on both trees.
+const TREES: [TreeKind; 2] = [TreeKind::V1, TreeKind::Unified0523];
+
 const HOST_RULE: [EvictHostRule; 3] = [
     EvictHostRule::EvictedOnly,
     EvictHostRule::ReclaimDeviceResident,
@@ -77,9 +80,16 @@ proptest! {
         buffer in any::<bool>(),
         pp in 0usize..3,
         ps in prop::sample::select(vec![1u32, 4, 16]),
+        tr in 0usize..2,
+        sched in any::<bool>(),
     ) {
         let buffer = buffer && l3.is_some() && WRITE[w] != WritePolicy::WriteBack;
+        let sched = sched && !timed && l3.is_none();
+        // The 0.5.23 tree has its own host rules; the what-if rules are V1's.
+        let (r, v0) = if TREES[tr] == TreeKind::Unified0523 { (0, false) } else { (r, v0) };
         let cfg = ReplayConfig {
+            tree: TREES[tr],
+            call_pattern: if sched { CallPattern::Scheduler0523 } else { CallPattern::Simulator },
             page_size: ps,
             l1_pages: l1,
             l2_pages: l2,
@@ -122,43 +132,14 @@ proptest! {
 
     #[test]
     fn locked_path_is_never_evicted(sp in specs(), pick in 0usize..60, l2 in 0u64..30, w in 0usize..3, r in 0usize..3) {
-        let mut t = HiRadixTree::new(TreeConfig {
-            l1_pages: 1000, l2_pages: l2, page_size: 1, write_policy: WRITE[w],
-            evict_host_rule: HOST_RULE[r], debug_checks: true, ..TreeConfig::default()
-        });
-        let reqs = trace(&sp, 1);
-        let mut pages_of = Vec::new();
-        for q in &reqs {
-            let p: Vec<u64> = q.page_hashes.clone();
-            let m = t.match_prefix(&p);
-            t.inc_lock_ref(m.last_node);
-            let loaded = t.load_back(&m);
-            let need = p.len() as u64 - m.device_pages - loaded;
-            prop_assert!(t.alloc_device(need));
-            t.insert(&p, need);
-            t.dec_lock_ref(m.last_node);
-            let mut recs = Vec::new();
-            t.take_backups(&mut recs);
-            for rec in &recs { t.backup_acked(rec); }
-            pages_of.push(p);
-        }
-        let p = &pages_of[pick % pages_of.len()];
-        let m = t.match_prefix(p);
-        t.inc_lock_ref(m.last_device_node);
-        t.evict(u64::MAX);
-        t.check();
-        let m2 = t.match_prefix(p);
-        prop_assert_eq!(m2.device_pages, m.device_pages);
-        prop_assert_eq!(t.device_used(), m.device_pages);
-        t.dec_lock_ref(m.last_device_node);
-        t.evict(u64::MAX);
-        prop_assert_eq!(t.device_used(), 0);
-        t.check();
+        locked_path::<V1>(&sp, pick, l2, w, r)?;
+        locked_path::<Unified0523>(&sp, pick, l2, w, 0)?;
     }
 
     #[test]
-    fn unbounded_capacity_hits_every_repeat(sp in specs(), w in 0usize..3, plain in any::<bool>()) {
+    fn unbounded_capacity_hits_every_repeat(sp in specs(), w in 0usize..3, plain in any::<bool>(), tr in 0usize..2) {
         let cfg = ReplayConfig {
+            tree: TREES[tr],
             page_size: 1, l1_pages: 100_000, l2_pages: 100_000, write_policy: WRITE[w],
             lru_mode: if plain { LruMode::PlainPage } else { LruMode::LeafOnly },
             debug_checks: true, ..ReplayConfig::default()
@@ -243,4 +224,54 @@ fn long_trace_with_heap_compaction_keeps_invariants() {
         );
         assert!(m.total_hit_tokens > 0 && m.device_evicted_pages > 1000);
     }
+}
+
+/// One case of `locked_path_is_never_evicted` on the tree with rules `R`.
+fn locked_path<R: TreeRules>(
+    sp: &[Spec],
+    pick: usize,
+    l2: u64,
+    w: usize,
+    r: usize,
+) -> Result<(), TestCaseError> {
+    let mut t = HiRadixTree::<R>::new(TreeConfig {
+        l1_pages: 1000,
+        l2_pages: l2,
+        page_size: 1,
+        write_policy: WRITE[w],
+        evict_host_rule: HOST_RULE[r],
+        debug_checks: true,
+        ..TreeConfig::default()
+    });
+    let reqs = trace(sp, 1);
+    let mut pages_of = Vec::new();
+    for q in &reqs {
+        let p: Vec<u64> = q.page_hashes.clone();
+        let m = t.match_prefix(&p);
+        t.inc_lock_ref(m.last_node);
+        let loaded = t.load_back(&m);
+        let need = p.len() as u64 - m.device_pages - loaded;
+        prop_assert!(t.alloc_device(need));
+        t.insert(&p, need);
+        t.dec_lock_ref(m.last_node);
+        let mut recs = Vec::new();
+        t.take_backups(&mut recs);
+        for rec in &recs {
+            t.backup_acked(rec);
+        }
+        pages_of.push(p);
+    }
+    let p = &pages_of[pick % pages_of.len()];
+    let m = t.match_prefix(p);
+    t.inc_lock_ref(m.last_device_node);
+    t.evict(u64::MAX);
+    t.check();
+    let m2 = t.match_prefix(p);
+    prop_assert_eq!(m2.device_pages, m.device_pages);
+    prop_assert_eq!(t.device_used(), m.device_pages);
+    t.dec_lock_ref(m.last_device_node);
+    t.evict(u64::MAX);
+    prop_assert_eq!(t.device_used(), 0);
+    t.check();
+    Ok(())
 }

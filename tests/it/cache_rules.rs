@@ -1,10 +1,10 @@
 //! Hand-worked cases, one per rule, with exact pages per tier. Page size 1 unless
 //! stated, so pages = tokens and page ids are the numbers written.
 
-use hicache_sim::cache::{EvictHostRule, EvictVersion, HiRadixTree, TreeConfig, WritePolicy};
+use hicache_sim::cache::{EvictHostRule, EvictVersion, HiRadixTree, TreeConfig, V1, WritePolicy};
 
 fn tree(l1: u64, l2: u64, wp: WritePolicy) -> HiRadixTree {
-    HiRadixTree::new(TreeConfig {
+    HiRadixTree::<V1>::new(TreeConfig {
         l1_pages: l1,
         l2_pages: l2,
         page_size: 1,
@@ -154,7 +154,7 @@ fn full_host_of_device_resident_backups_fails_backup() {
     assert_eq!(t.match_prefix(&[3, 4]).matched_pages(), 0);
 
     // #16909 what-if: the host copy of device-resident A is reclaimed instead.
-    let mut r = HiRadixTree::new(TreeConfig {
+    let mut r = HiRadixTree::<V1>::new(TreeConfig {
         l1_pages: 4,
         l2_pages: 2,
         page_size: 1,
@@ -176,7 +176,7 @@ fn full_host_of_device_resident_backups_fails_backup() {
 fn boundary_rule_demotes_unbacked_leaf() {
     // write_through with a host of 2: A is backed, B fails. Under boundary_l1_l2,
     // B's backup reclaims A's duplicate host copy; evicting A later re-backs it.
-    let mut t = HiRadixTree::new(TreeConfig {
+    let mut t = HiRadixTree::<V1>::new(TreeConfig {
         l1_pages: 4,
         l2_pages: 2,
         page_size: 1,
@@ -205,7 +205,7 @@ fn boundary_rule_demotes_unbacked_leaf() {
 #[test]
 fn write_back_drops_subtree_without_backup_v1_and_frees_nothing_v0() {
     for (version, dropped, failed) in [(EvictVersion::V1, 2, 1), (EvictVersion::V0, 0, 2)] {
-        let mut t = HiRadixTree::new(TreeConfig {
+        let mut t = HiRadixTree::<V1>::new(TreeConfig {
             l1_pages: 4,
             l2_pages: 1,
             page_size: 1,

@@ -27,6 +27,8 @@ mod sweep_cli;
 mod sweep_props;
 mod sweep_run;
 mod sweep_spec;
+mod tree_golden;
+mod tree_unified_rules;
 mod workload_generate;
 mod workload_props;
 mod workload_readers;
