@@ -90,7 +90,10 @@ pub fn sweep(a: SweepArgs) -> CmdResult {
     opts.holder = format!(
         "hicache-sim sweep {}{}",
         a.scenario,
-        a.sets.iter().map(|s| format!(" --set {s}")).collect::<String>()
+        a.sets
+            .iter()
+            .map(|s| format!(" --set {s}"))
+            .collect::<String>()
     );
     opts.jobs = crate::commands::clamp_jobs(a.jobs);
     opts.resume = a.resume;
@@ -127,7 +130,10 @@ pub fn sweep(a: SweepArgs) -> CmdResult {
             m.push_str(&format!("\n  {n} point(s), first point {point}: {msg}"));
         }
         if summary.errors.len() > 5 {
-            m.push_str(&format!("\n  … and {} other message(s)", summary.errors.len() - 5));
+            m.push_str(&format!(
+                "\n  … and {} other message(s)",
+                summary.errors.len() - 5
+            ));
         }
         return Err(CommandError::Other(m));
     }
@@ -143,7 +149,10 @@ fn provenance(
 ) -> Result<BTreeMap<String, String>, CommandError> {
     let mut m = BTreeMap::new();
     flatten(base, "", &mut m);
-    m.insert("hicache_sim_version".into(), env!("CARGO_PKG_VERSION").into());
+    m.insert(
+        "hicache_sim_version".into(),
+        env!("CARGO_PKG_VERSION").into(),
+    );
     let mut traces: Vec<String> = base
         .pointer("/runtime/trace")
         .and_then(Value::as_str)
