@@ -46,6 +46,12 @@ pub fn sweep_base(path: &str, sets: &[String]) -> Result<(Value, SweepSpec), Inp
 }
 
 pub fn sweep(a: SweepArgs) -> CmdResult {
+    // Every point replays the same trace(s): parse each once, share it read-only.
+    // `HICACHE_SIM_NO_TRACE_SHARING=1` parses per point instead (the test that the
+    // shared parse changes no byte of the CSV compares the two).
+    if std::env::var_os("HICACHE_SIM_NO_TRACE_SHARING").is_none() {
+        crate::workload::read::enable_sharing();
+    }
     let (base, spec) = sweep_base(&a.scenario, &a.sets)?;
     let points = sweep::expand(&spec, &base)?;
     // Every combination is checked the way SGLang checks its flags, before any work.

@@ -24,6 +24,7 @@ mod sweep_cli;
 mod sweep_props;
 mod sweep_run;
 mod sweep_spec;
+mod trace_scale;
 mod workload_generate;
 mod workload_props;
 mod workload_readers;
