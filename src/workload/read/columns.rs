@@ -147,6 +147,61 @@ impl TraceColumns {
 
     /// Parse the binary form from its bytes; `src` names the file in errors.
     pub fn from_binary(src: &str, b: &[u8]) -> Result<Self, InputError> {
+        let h = Header::parse(src, b, b.len() as u64)?;
+        let bad = |m: String| InputError::new(src, m);
+        let n = h.n as usize;
+        let m = h.m as usize;
+        let mut at = HEADER_BYTES;
+        let arrival_ns = read_u64s(b, &mut at, n);
+        let line = read_u64s(b, &mut at, n);
+        let input_tokens = read_u32s(b, &mut at, n);
+        let output_tokens = read_u32s(b, &mut at, n);
+        let offsets = read_u64s(b, &mut at, n + 1);
+        let ids = read_u64s(b, &mut at, m);
+        if offsets[0] != 0 || offsets[n] != m as u64 || offsets.windows(2).any(|w| w[0] > w[1]) {
+            return Err(bad(DAMAGED.into()));
+        }
+        Ok(TraceColumns {
+            format: h.format,
+            block_size: h.block_size,
+            arrival_ns,
+            line,
+            input_tokens,
+            output_tokens,
+            offsets,
+            ids,
+            tail_error: None,
+            source_hash: h.source_hash,
+            source_len: h.source_len,
+        })
+    }
+
+    /// Read a binary trace file: one bulk read, then the columns.
+    pub fn read_binary(path: &Path) -> Result<Self, InputError> {
+        let src = path.display().to_string();
+        let bytes =
+            std::fs::read(path).map_err(|e| InputError::new(&src, format!("cannot read: {e}")))?;
+        Self::from_binary(&src, &bytes)
+    }
+}
+
+const DAMAGED: &str =
+    "binary trace offsets are not increasing from 0 to the id count: the file is damaged";
+
+/// The fixed header, checked against the file's length.
+struct Header {
+    format: TraceFormat,
+    block_size: u32,
+    n: u64,
+    m: u64,
+    source_hash: u64,
+    source_len: u64,
+}
+
+impl Header {
+    /// `b`: at least the header's bytes (or the whole file if shorter); `file_len`: the
+    /// file's length.
+    fn parse(src: &str, b: &[u8], file_len: u64) -> Result<Self, InputError> {
         let bad = |m: String| InputError::new(src, m);
         if b.len() < 8 || &b[..8] != BIN_MAGIC {
             return Err(bad(
@@ -176,47 +231,156 @@ impl TraceColumns {
         }
         let (n, m) = (u64_at(24), u64_at(32));
         let expect = expected_len(n, m);
-        if expect != Some(b.len() as u64) {
+        if expect != Some(file_len) {
             return Err(bad(format!(
-                "binary trace is {} bytes, its header ({n} records, {m} hash ids) says {}: truncated or not written by `trace convert`",
-                b.len(),
+                "binary trace is {file_len} bytes, its header ({n} records, {m} hash ids) says {}: truncated or not written by `trace convert`",
                 expect.map_or("more than 2^64".to_string(), |e| e.to_string())
             )));
         }
-        let n = n as usize;
-        let m = m as usize;
-        let mut at = HEADER_BYTES;
-        let arrival_ns = read_u64s(b, &mut at, n);
-        let line = read_u64s(b, &mut at, n);
-        let input_tokens = read_u32s(b, &mut at, n);
-        let output_tokens = read_u32s(b, &mut at, n);
-        let offsets = read_u64s(b, &mut at, n + 1);
-        let ids = read_u64s(b, &mut at, m);
-        if offsets[0] != 0 || offsets[n] != m as u64 || offsets.windows(2).any(|w| w[0] > w[1]) {
-            return Err(bad("binary trace offsets are not increasing from 0 to the id count: the file is damaged".into()));
-        }
-        Ok(TraceColumns {
+        Ok(Header {
             format,
             block_size,
-            arrival_ns,
-            line,
-            input_tokens,
-            output_tokens,
-            offsets,
-            ids,
-            tail_error: None,
+            n,
+            m,
             source_hash: u64_at(40),
             source_len: u64_at(48),
         })
     }
+}
 
-    /// Read a binary trace file: one bulk read, then the columns.
-    pub fn read_binary(path: &Path) -> Result<Self, InputError> {
-        let src = path.display().to_string();
-        let bytes =
-            std::fs::read(path).map_err(|e| InputError::new(&src, format!("cannot read: {e}")))?;
-        Self::from_binary(&src, &bytes)
+/// A binary trace read record by record: one buffered cursor per column, so a single
+/// replay's memory stays flat in trace length (a sweep shares [`TraceColumns`]).
+pub(crate) struct BinStream {
+    src: String,
+    pub format: TraceFormat,
+    pub block_size: u32,
+    n: u64,
+    m: u64,
+    pos: u64,
+    prev: u64,
+    arrival: std::io::BufReader<std::fs::File>,
+    line: std::io::BufReader<std::fs::File>,
+    input: std::io::BufReader<std::fs::File>,
+    output: std::io::BufReader<std::fs::File>,
+    offsets: std::io::BufReader<std::fs::File>,
+    ids: std::io::BufReader<std::fs::File>,
+    buf: Vec<u8>,
+}
+
+impl std::fmt::Debug for BinStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "BinStream({}, {}/{})", self.src, self.pos, self.n)
     }
+}
+
+impl BinStream {
+    pub fn open(path: &Path) -> Result<Self, InputError> {
+        use std::io::{BufReader, Seek, SeekFrom};
+        let src = path.display().to_string();
+        let io = |e: std::io::Error| InputError::new(&src, format!("read error: {e}"));
+        let mut f = std::fs::File::open(path).map_err(io)?;
+        let file_len = f.metadata().map_err(io)?.len();
+        let mut head = Vec::with_capacity(HEADER_BYTES);
+        (&mut f)
+            .take(HEADER_BYTES as u64)
+            .read_to_end(&mut head)
+            .map_err(io)?;
+        let h = Header::parse(&src, &head, file_len)?;
+        let (n, m) = (h.n, h.m);
+        let starts = [
+            HEADER_BYTES as u64,
+            HEADER_BYTES as u64 + 8 * n,
+            HEADER_BYTES as u64 + 16 * n,
+            HEADER_BYTES as u64 + 16 * n + pad8(4 * n),
+            HEADER_BYTES as u64 + 16 * n + 2 * pad8(4 * n),
+            HEADER_BYTES as u64 + 16 * n + 2 * pad8(4 * n) + 8 * (n + 1),
+        ];
+        let cursor = |at: u64| -> Result<BufReader<std::fs::File>, InputError> {
+            let mut f = std::fs::File::open(path).map_err(io)?;
+            f.seek(SeekFrom::Start(at)).map_err(io)?;
+            Ok(BufReader::with_capacity(1 << 16, f))
+        };
+        let mut s = BinStream {
+            format: h.format,
+            block_size: h.block_size,
+            n,
+            m,
+            pos: 0,
+            prev: 0,
+            arrival: cursor(starts[0])?,
+            line: cursor(starts[1])?,
+            input: cursor(starts[2])?,
+            output: cursor(starts[3])?,
+            offsets: cursor(starts[4])?,
+            ids: cursor(starts[5])?,
+            buf: Vec::new(),
+            src: src.clone(),
+        };
+        if s.u64_from(Col::Offsets)? != 0 {
+            return Err(InputError::new(&src, DAMAGED));
+        }
+        Ok(s)
+    }
+
+    fn u64_from(&mut self, c: Col) -> Result<u64, InputError> {
+        let r = match c {
+            Col::Arrival => &mut self.arrival,
+            Col::Line => &mut self.line,
+            Col::Offsets => &mut self.offsets,
+        };
+        let mut b = [0u8; 8];
+        r.read_exact(&mut b)
+            .map_err(|e| InputError::new(&self.src, format!("read error: {e}")))?;
+        Ok(u64::from_le_bytes(b))
+    }
+
+    fn u32_from(&mut self, input: bool) -> Result<u32, InputError> {
+        let r = if input {
+            &mut self.input
+        } else {
+            &mut self.output
+        };
+        let mut b = [0u8; 4];
+        r.read_exact(&mut b)
+            .map_err(|e| InputError::new(&self.src, format!("read error: {e}")))?;
+        Ok(u32::from_le_bytes(b))
+    }
+
+    /// The next record into `rec`; `Ok(false)` at the end. Returns the record's line.
+    pub fn next(&mut self, rec: &mut BlockRecord) -> Result<Option<usize>, InputError> {
+        if self.pos == self.n {
+            return Ok(None);
+        }
+        self.pos += 1;
+        let end = self.u64_from(Col::Offsets)?;
+        if end < self.prev || end > self.m || (self.pos == self.n && end != self.m) {
+            return Err(InputError::new(&self.src, DAMAGED));
+        }
+        rec.arrival_ns = self.u64_from(Col::Arrival)?;
+        let line = self.u64_from(Col::Line)? as usize;
+        rec.input_tokens = self.u32_from(true)?;
+        rec.output_tokens = self.u32_from(false)?;
+        let k = (end - self.prev) as usize;
+        self.prev = end;
+        self.buf.resize(8 * k, 0);
+        self.ids
+            .read_exact(&mut self.buf)
+            .map_err(|e| InputError::new(&self.src, format!("read error: {e}")))?;
+        rec.block_hashes.clear();
+        rec.block_hashes.extend(
+            self.buf
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))),
+        );
+        Ok(Some(line))
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Col {
+    Arrival,
+    Line,
+    Offsets,
 }
 
 fn pad8(bytes: u64) -> u64 {

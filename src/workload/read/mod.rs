@@ -207,11 +207,13 @@ pub struct TraceOptions {
 enum Source {
     Lines(Box<dyn BufRead + Send>),
     KvTester(std::vec::IntoIter<kv_tester::KvTesterRequest>),
-    /// A parsed trace (a binary file, or a sweep's shared parse).
+    /// A parsed trace (a sweep's shared parse, or a binary file read whole).
     Columns {
         cols: Arc<TraceColumns>,
         pos: usize,
     },
+    /// A binary trace streamed column by column (a single replay).
+    Binary(Box<columns::BinStream>),
 }
 
 /// Streaming reader of [`BlockRecord`]s.
@@ -246,8 +248,27 @@ impl RecordReader {
     pub(crate) fn open_unshared(path: &Path, opts: &TraceOptions) -> Result<Self, InputError> {
         let src = path.display().to_string();
         if columns::is_binary(path) {
-            let cols = TraceColumns::read_binary(path)?;
-            return Self::from_columns(src, Arc::new(cols), opts);
+            let bin = columns::BinStream::open(path)?;
+            let block_size = opts.block_size.unwrap_or(bin.block_size);
+            if block_size == 0 {
+                return Err(
+                    InputError::new(&src, "block size must be positive").field("block_size")
+                );
+            }
+            return Ok(RecordReader {
+                src,
+                format: bin.format,
+                block_size,
+                source: Source::Binary(Box::new(bin)),
+                line_no: 0,
+                index: 0,
+                buf: String::new(),
+                last_arrival: None,
+                first_out_of_order: None,
+                require_monotonic: opts.require_monotonic,
+                max_line: max_line_bytes(),
+                done: false,
+            });
         }
         let format = match opts.format {
             Some(f) => f,
@@ -437,6 +458,16 @@ impl RecordReader {
                 self.line_no = cols.line[i] as usize;
                 Ok(())
             }
+            Source::Binary(bin) => match bin.next(rec)? {
+                Some(line) => {
+                    self.line_no = line;
+                    Ok(())
+                }
+                None => {
+                    self.done = true;
+                    return Ok(false);
+                }
+            },
             Source::Lines(reader) => loop {
                 self.buf.clear();
                 let cap = self.max_line;
