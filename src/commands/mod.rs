@@ -232,6 +232,24 @@ pub enum TraceCommand {
     Gen(TraceGenArgs),
     /// Requests, pages, distinct pages, hit ceiling, time span.
     Stats(TraceStatsArgs),
+    /// Write a trace in hicache-sim's binary columnar form (read back by every command
+    /// whatever its name: found by its magic bytes). Parses once; replays skip JSON.
+    Convert(TraceConvertArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TraceConvertArgs {
+    /// The trace to convert (any format `replay` reads).
+    pub input: String,
+    /// Where to write the binary trace (refused if it is the input).
+    #[arg(long, short)]
+    pub output: String,
+    /// Trace format: mooncake, bailian, kv-cache-tester or csv (default: detected).
+    #[arg(long)]
+    pub format: Option<String>,
+    /// Tokens per hash id (default: the format's); stored in the binary file.
+    #[arg(long)]
+    pub block_size: Option<u32>,
 }
 
 #[derive(Debug, Args)]

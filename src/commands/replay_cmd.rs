@@ -286,11 +286,7 @@ fn policy_simulator(
     let reader = RecordReader::open(Path::new(trace), &opts)?;
     let records = policy_sim::records_from_blocks(reader)?;
     if records.is_empty() {
-        return Err(InputError::new(
-            trace,
-            "nothing to measure: the trace has no requests",
-        )
-        .into());
+        return Err(InputError::new(trace, "nothing to measure: the trace has no requests").into());
     }
     let cfg = PolicySimConfig::new(policy, l1, l2);
     let rep = policy_sim::run(&cfg, &records).map_err(|e| InputError::new(trace, e.to_string()))?;

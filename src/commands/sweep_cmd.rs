@@ -49,6 +49,12 @@ pub fn sweep(mut a: SweepArgs) -> CmdResult {
     if let Some(v) = &a.sglang {
         a.sets.push(format!("sglang={v}"));
     }
+    // Every point replays the same trace(s): parse each once, share it read-only.
+    // `HICACHE_SIM_NO_TRACE_SHARING=1` parses per point instead (the test that the
+    // shared parse changes no byte of the CSV compares the two).
+    if std::env::var_os("HICACHE_SIM_NO_TRACE_SHARING").is_none() {
+        crate::workload::read::enable_sharing();
+    }
     let (base, spec) = sweep_base(&a.scenario, &a.sets)?;
     let points = sweep::expand(&spec, &base)?;
     // Every combination is checked the way SGLang checks its flags, before any work.
@@ -95,7 +101,10 @@ pub fn sweep(mut a: SweepArgs) -> CmdResult {
     opts.holder = format!(
         "hicache-sim sweep {}{}",
         a.scenario,
-        a.sets.iter().map(|s| format!(" --set {s}")).collect::<String>()
+        a.sets
+            .iter()
+            .map(|s| format!(" --set {s}"))
+            .collect::<String>()
     );
     opts.jobs = crate::commands::clamp_jobs(a.jobs);
     opts.resume = a.resume;
@@ -132,7 +141,10 @@ pub fn sweep(mut a: SweepArgs) -> CmdResult {
             m.push_str(&format!("\n  {n} point(s), first point {point}: {msg}"));
         }
         if summary.errors.len() > 5 {
-            m.push_str(&format!("\n  … and {} other message(s)", summary.errors.len() - 5));
+            m.push_str(&format!(
+                "\n  … and {} other message(s)",
+                summary.errors.len() - 5
+            ));
         }
         return Err(CommandError::Other(m));
     }
@@ -148,7 +160,10 @@ fn provenance(
 ) -> Result<BTreeMap<String, String>, CommandError> {
     let mut m = BTreeMap::new();
     flatten(base, "", &mut m);
-    m.insert("hicache_sim_version".into(), env!("CARGO_PKG_VERSION").into());
+    m.insert(
+        "hicache_sim_version".into(),
+        env!("CARGO_PKG_VERSION").into(),
+    );
     let mut traces: Vec<String> = base
         .pointer("/runtime/trace")
         .and_then(Value::as_str)

@@ -1,12 +1,17 @@
-//! `hicache-sim trace gen` and `trace stats`.
+//! `hicache-sim trace gen`, `trace stats` and `trace convert`.
 
 use std::io::BufWriter;
 use std::path::Path;
 
-use super::{CmdResult, CommandError, OutputFormat, TraceCommand, TraceGenArgs, TraceStatsArgs};
+use super::{
+    CmdResult, CommandError, OutputFormat, TraceCommand, TraceConvertArgs, TraceGenArgs,
+    TraceStatsArgs,
+};
 use crate::error::InputError;
 use crate::workload::generate::{GeneratorConfig, generate_records};
-use crate::workload::read::{TraceFormat, TraceOptions, open_trace_with};
+use crate::workload::read::{
+    RecordReader, TraceColumns, TraceFormat, TraceOptions, open_trace_with,
+};
 use crate::workload::stats::stats;
 use crate::workload::write::MooncakeWriter;
 
@@ -14,7 +19,80 @@ pub fn trace(c: TraceCommand) -> CmdResult {
     match c {
         TraceCommand::Gen(a) => gen_cmd(a),
         TraceCommand::Stats(a) => stats_cmd(a),
+        TraceCommand::Convert(a) => convert_cmd(a),
     }
+}
+
+fn parse_format(file: &str, f: Option<&str>) -> Result<Option<TraceFormat>, InputError> {
+    f.map(|f| {
+        TraceFormat::from_id(f).ok_or_else(|| {
+            InputError::new(
+                file,
+                format!(
+                    "unknown trace format `{f}`: expected mooncake, bailian, kv-cache-tester or csv"
+                ),
+            )
+        })
+    })
+    .transpose()
+}
+
+/// `trace convert IN -o OUT`: parse the whole trace (any error is refused: a binary
+/// file holds only good records), then write the columns next to OUT and rename.
+fn convert_cmd(a: TraceConvertArgs) -> CmdResult {
+    let input = Path::new(&a.input);
+    let output = Path::new(&a.output);
+    if let (Ok(i), Ok(o)) = (input.canonicalize(), output.canonicalize())
+        && i == o
+    {
+        return Err(InputError::new(
+            "-o",
+            format!("{} is the input trace: choose another output", a.output),
+        )
+        .into());
+    }
+    let opts = TraceOptions {
+        format: parse_format(&a.input, a.format.as_deref())?,
+        block_size: a.block_size,
+        require_monotonic: false,
+    };
+    let mut cols = TraceColumns::collect(RecordReader::open(input, &opts)?);
+    if let Some(e) = cols.tail_error.take() {
+        return Err(e.into());
+    }
+    cols.source_hash = crate::workload::content_hash(input)
+        .map_err(|e| InputError::new(&a.input, format!("cannot read: {e}")))?;
+    cols.source_len = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
+    let tmp = output.with_file_name(format!(
+        ".{}.tmp-{}",
+        output
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("trace"),
+        std::process::id()
+    ));
+    let write = || -> std::io::Result<()> {
+        let mut w = BufWriter::new(std::fs::File::create(&tmp)?);
+        cols.write_binary(&mut w)?;
+        use std::io::Write;
+        w.flush()?;
+        drop(w);
+        std::fs::rename(&tmp, output)
+    };
+    if let Err(e) = write() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(CommandError::Other(format!("{}: {e}", a.output)));
+    }
+    eprintln!(
+        "wrote {} requests, {} hash ids of {}-token blocks ({} source) to {} (binary trace v{})",
+        cols.len(),
+        cols.id_count(),
+        cols.block_size,
+        cols.format.id(),
+        a.output,
+        crate::workload::read::columns::BIN_VERSION
+    );
+    Ok(0)
 }
 
 /// The generator config: a JSON/YAML file, or the built-in example with `--requests`.

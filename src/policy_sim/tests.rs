@@ -281,3 +281,32 @@ fn heap_kinds_start_empty() {
     let mut s = sim(SimPolicy::MainWriteThrough, 1, 1);
     assert_eq!(s.heap_len(HeapKind::L1Leaf), 0);
 }
+
+/// A 10,000-page request (then a second one sharing half of it) through both policies
+/// with capacities that force evictions inside the request. Before the O(log depth)
+/// path comparison this took seconds per policy (every heap comparison walked both
+/// paths up); the values are the counts the tool's rules give, worked out by hand:
+/// - main_write_through, L1 4000 / L2 20000, threshold 1: request 1 misses all 10,000
+///   pages, backs each up to H as it is touched (its parent is on H), and L1 drops the
+///   6,000 deepest D copies (all backed up); request 2 = the first 5,000 pages hits
+///   4,000 on L1 and 1,000 on L2.
+/// - boundary_l1_l2, L1 4000 / L2 20000: the whole path is reserved on H, L1 evicts
+///   6,000 D+H leaves (clear D only); request 2 hits the same 4,000 + 1,000.
+#[test]
+fn test_ten_thousand_page_request_finishes() {
+    let first: Vec<HashId> = (0..10_000i64).map(|i| HashId::Int(i as i128)).collect();
+    let second: Vec<HashId> = first[..5_000].to_vec();
+    for policy in SimPolicy::ALL {
+        let mut s = sim(policy, 4_000, 20_000);
+        s.process_request(&first, false).unwrap();
+        s.process_request(&second, false).unwrap();
+        s.sanity_check().unwrap();
+        let m = s.metrics();
+        assert_eq!(m.requests, 2, "{policy}");
+        assert_eq!(m.total_input_pages, 15_000, "{policy}");
+        assert_eq!(m.l1_hit_pages, 4_000, "{policy}");
+        assert_eq!(m.l2_hit_pages, 1_000, "{policy}");
+        assert_eq!(m.miss_pages, 10_000, "{policy}");
+        assert_eq!(s.residency(), (4_000, 10_000), "{policy}");
+    }
+}

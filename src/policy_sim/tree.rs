@@ -22,6 +22,10 @@ pub(crate) struct SimNode {
     pub sym: u32,
     pub parent: NodeId,
     pub depth: u32,
+    /// Skew-binary jump pointer (Myers 1983): an ancestor whose depth depends only on
+    /// this node's depth, so that an ancestor at any depth, and the point where two
+    /// paths part, are found in O(log depth) steps instead of one step per level.
+    pub jump: NodeId,
     /// Children in no particular order; only ever scanned for "any child has D/H".
     pub children: Vec<NodeId>,
     pub has_d: bool,
@@ -48,6 +52,7 @@ impl Tree {
             sym: NO_SYM,
             parent: ROOT,
             depth: 0,
+            jump: ROOT,
             children: Vec::new(),
             has_d: false,
             has_h: false,
@@ -80,10 +85,20 @@ impl Tree {
     pub fn add_child(&mut self, parent: NodeId, sym: u32) -> NodeId {
         let id = self.nodes.len() as NodeId;
         let depth = self.nodes[parent as usize].depth + 1;
+        let jump = {
+            let p = self.n(parent);
+            let j = self.n(p.jump);
+            if p.depth - j.depth == j.depth - self.n(j.jump).depth {
+                j.jump
+            } else {
+                parent
+            }
+        };
         self.nodes.push(SimNode {
             sym,
             parent,
             depth,
+            jump,
             children: Vec::new(),
             has_d: false,
             has_h: false,
@@ -118,9 +133,62 @@ impl Tree {
         &mut self.nodes[id as usize]
     }
 
+    /// The ancestor of `node` at `depth` (at most the node's own depth): jump while the
+    /// jump does not overshoot, else one step up.
+    fn ancestor_at(&self, mut node: NodeId, depth: u32) -> NodeId {
+        while self.n(node).depth > depth {
+            let n = self.n(node);
+            node = if self.n(n.jump).depth >= depth {
+                n.jump
+            } else {
+                n.parent
+            };
+        }
+        node
+    }
+
     /// Python's comparison of two `path_key` tuples of `repr` strings: a proper prefix
     /// sorts first; otherwise the first differing element decides (string order).
+    ///
+    /// Same answer as walking both paths up level by level (`path_cmp_walk`, kept for
+    /// the tests), in O(log depth): with the walk, every heap comparison between two
+    /// nodes of one long request cost its depth, which made the port quadratic in the
+    /// request length.
     pub fn path_cmp(&self, a: NodeId, b: NodeId) -> Ordering {
+        if a == b {
+            return Ordering::Equal;
+        }
+        let (da, db) = (self.n(a).depth, self.n(b).depth);
+        let d = da.min(db);
+        let mut x = self.ancestor_at(a, d);
+        let mut y = self.ancestor_at(b, d);
+        if x == y {
+            // one is an ancestor of the other: the shorter tuple is its prefix
+            return da.cmp(&db);
+        }
+        // x and y are at one depth, so are their jumps: climb to the two children of
+        // the deepest common ancestor
+        while self.n(x).parent != self.n(y).parent {
+            let (jx, jy) = (self.n(x).jump, self.n(y).jump);
+            if jx != jy {
+                x = jx;
+                y = jy;
+            } else {
+                x = self.n(x).parent;
+                y = self.n(y).parent;
+            }
+        }
+        let (sx, sy) = (self.n(x).sym, self.n(y).sym);
+        if sx == sy {
+            // a detached node and its re-created twin share a path: equal keys
+            return Ordering::Equal;
+        }
+        self.reprs[sx as usize].cmp(&self.reprs[sy as usize])
+    }
+
+    /// The level-by-level walk `path_cmp` replaces (the reference for its tests).
+    #[cfg(test)]
+    pub fn path_cmp_walk(&self, a: NodeId, b: NodeId) -> Ordering {
         if a == b {
             return Ordering::Equal;
         }
@@ -132,7 +200,6 @@ impl Tree {
             y = self.n(y).parent;
         }
         if x == y {
-            // one is an ancestor of the other: the shorter tuple is its prefix
             return self.n(a).depth.cmp(&self.n(b).depth);
         }
         while self.n(x).parent != self.n(y).parent {
@@ -141,7 +208,6 @@ impl Tree {
         }
         let (sx, sy) = (self.n(x).sym, self.n(y).sym);
         if sx == sy {
-            // a detached node and its re-created twin share a path: equal keys
             return Ordering::Equal;
         }
         self.reprs[sx as usize].cmp(&self.reprs[sy as usize])
@@ -291,5 +357,53 @@ mod tests {
         let order: Vec<NodeId> = std::iter::from_fn(|| h.pop(&t).map(|e| e.node)).collect();
         // last_access 0: blocks 0,2,4 ; then 1: blocks 1,3
         assert_eq!(order, vec![ids[0], ids[2], ids[4], ids[1], ids[3]]);
+    }
+
+    /// The O(log depth) comparison answers as the level-by-level walk on every pair of
+    /// a random tree with long chains, shared prefixes and same-id siblings of
+    /// different parents (fixed seed, a plain LCG: no test-order dependence).
+    #[test]
+    fn fast_path_cmp_equals_the_walk() {
+        let mut t = Tree::new();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |m: u64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) % m
+        };
+        let syms: Vec<u32> = (0..12u64).map(|i| t.intern(&HashId::from(i))).collect();
+        let mut nodes = vec![ROOT];
+        for _ in 0..3000 {
+            // mostly extend a recent node (deep chains), sometimes branch anywhere
+            let parent = if next(64) == 0 {
+                nodes[next(nodes.len() as u64) as usize]
+            } else {
+                nodes[nodes.len() - 1]
+            };
+            let sym = syms[next(syms.len() as u64) as usize];
+            let node = t
+                .child(parent, sym)
+                .unwrap_or_else(|| t.add_child(parent, sym));
+            nodes.push(node);
+        }
+        let max_depth = nodes.iter().map(|&n| t.n(n).depth).max().unwrap();
+        assert!(
+            max_depth > 300,
+            "the tree must hold long chains ({max_depth})"
+        );
+        for _ in 0..200_000 {
+            let a = nodes[next(nodes.len() as u64) as usize];
+            let b = nodes[next(nodes.len() as u64) as usize];
+            assert_eq!(t.path_cmp(a, b), t.path_cmp_walk(a, b), "{a} vs {b}");
+        }
+        // every node against its own ancestors at every depth
+        let deep = *nodes.iter().max_by_key(|&&n| t.n(n).depth).unwrap();
+        let mut x = deep;
+        while x != ROOT {
+            assert_eq!(t.path_cmp(x, deep), t.path_cmp_walk(x, deep));
+            assert_eq!(t.ancestor_at(deep, t.n(x).depth), x);
+            x = t.n(x).parent;
+        }
     }
 }

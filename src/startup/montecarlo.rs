@@ -311,7 +311,11 @@ mod sketch_tests {
         }
         assert_eq!(Quantiles::of(&whole), Quantiles::of(&merged));
         // 12 significant bits: 2,048 buckets per bit length above 12 bits (20 here).
-        assert!(whole.counts.len() <= 4096 + 8 * 2048, "{}", whole.counts.len());
+        assert!(
+            whole.counts.len() <= 4096 + 8 * 2048,
+            "{}",
+            whole.counts.len()
+        );
         let q = Quantiles::of(&whole);
         let (lo, hi) = (*vals.iter().min().unwrap(), *vals.iter().max().unwrap());
         assert_eq!((q.min, q.max), (lo, hi));

@@ -246,8 +246,8 @@ pub fn run(
     let mut done: Vec<Option<Vec<String>>> = vec![None; points.len()];
     // A journal cut inside its header line (killed while creating it) holds no row:
     // start it again rather than refusing every later --resume.
-    let torn_header = opts.resume
-        && std::fs::read(&journal_path).is_ok_and(|b| !b.contains(&b'\n'));
+    let torn_header =
+        opts.resume && std::fs::read(&journal_path).is_ok_and(|b| !b.contains(&b'\n'));
     let mut journal = if opts.resume && journal_path.exists() && !torn_header {
         let c = journal::read(&journal_path)?;
         if c.header != jheader {

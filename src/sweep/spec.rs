@@ -148,9 +148,7 @@ pub fn saphyr_error(e: serde_saphyr::Error, source: &str) -> crate::error::Input
     let first = msg.lines().next().unwrap_or("");
     let first = first.trim_start_matches("error: ");
     let first = match first.strip_prefix("line ") {
-        Some(rest) => rest
-            .split_once(' ')
-            .map_or(rest, |(_, r)| r.trim_start()),
+        Some(rest) => rest.split_once(' ').map_or(rest, |(_, r)| r.trim_start()),
         None => first,
     };
     crate::error::InputError::new(source, first.to_string()).line_opt(line)

@@ -309,7 +309,9 @@ impl GeneratorConfig {
             if *think > MAX_THINK_TIME_S {
                 return Err(gerr(
                     &format!("sessions[{i}].think_time_s"),
-                    format!("{think} s is more than {MAX_THINK_TIME_S} s (11.6 days) between turns"),
+                    format!(
+                        "{think} s is more than {MAX_THINK_TIME_S} s (11.6 days) between turns"
+                    ),
                 ));
             }
         }

@@ -131,9 +131,7 @@ fn config() -> ProptestConfig {
 fn run_limited(args: &[&str], dir: &Path) -> Output {
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
-        .arg(format!(
-            "ulimit -v {MEMORY_LIMIT_KIB}; exec \"$0\" \"$@\""
-        ))
+        .arg(format!("ulimit -v {MEMORY_LIMIT_KIB}; exec \"$0\" \"$@\""))
         .arg(BIN)
         .args(args)
         .current_dir(dir)

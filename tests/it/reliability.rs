@@ -83,7 +83,10 @@ fn ok(o: &Output) {
 #[test]
 fn resume_refuses_each_kind_of_change_by_name() {
     let d = workdir();
-    ok(&run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path()));
+    ok(&run(
+        &["sweep", "s.yaml", "--out", "o", "--quiet"],
+        d.path(),
+    ));
     let base = SCENARIO.to_string();
     // (what changes, the scenario text, the words the refusal must carry)
     let changes: Vec<(&str, String, &str)> = vec![
@@ -108,7 +111,11 @@ fn resume_refuses_each_kind_of_change_by_name() {
             base.replace("timing: off", "timing: on"),
             "runtime.replay.timing",
         ),
-        ("model", base.replace("model: glm-5.2", "model: glm-5"), "model"),
+        (
+            "model",
+            base.replace("model: glm-5.2", "model: glm-5"),
+            "model",
+        ),
         (
             "axis values",
             base.replace("[0.5, 1.0]", "[0.5, 0.9]"),
@@ -143,7 +150,11 @@ fn resume_refuses_each_kind_of_change_by_name() {
         d.path(),
     );
     assert_eq!(code(&o), 2, "{}", stderr(&o));
-    assert!(stderr(&o).contains("trace content trace.jsonl"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("trace content trace.jsonl"),
+        "{}",
+        stderr(&o)
+    );
     std::fs::write(&t, text).unwrap();
     // --set on resume.
     let o = run(
@@ -160,7 +171,11 @@ fn resume_refuses_each_kind_of_change_by_name() {
         d.path(),
     );
     assert_eq!(code(&o), 2, "{}", stderr(&o));
-    assert!(stderr(&o).contains("server.mem_fraction_static"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("server.mem_fraction_static"),
+        "{}",
+        stderr(&o)
+    );
     // The unchanged scenario still resumes.
     let o = run(
         &["sweep", "s.yaml", "--out", "o", "--quiet", "--resume"],
@@ -231,11 +246,11 @@ fn outputs_never_overwrite_inputs() {
     assert!(stderr(&o).contains("trace"), "{}", stderr(&o));
     assert_eq!(std::fs::read(d.path().join("trace.jsonl")).unwrap(), trace);
     // merge -o one of its inputs
-    ok(&run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path()));
-    let o = run(
-        &["merge", "o/results.csv", "-o", "o/results.csv"],
+    ok(&run(
+        &["sweep", "s.yaml", "--out", "o", "--quiet"],
         d.path(),
-    );
+    ));
+    let o = run(&["merge", "o/results.csv", "-o", "o/results.csv"], d.path());
     assert_eq!(code(&o), 2, "{}", stderr(&o));
 }
 
@@ -243,11 +258,17 @@ fn outputs_never_overwrite_inputs() {
 #[test]
 fn merge_writes_through_links_and_never_renames_over_a_device() {
     let d = workdir();
-    ok(&run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path()));
+    ok(&run(
+        &["sweep", "s.yaml", "--out", "o", "--quiet"],
+        d.path(),
+    ));
     let target = d.path().join("target.csv");
     std::fs::write(&target, "old").unwrap();
     std::os::unix::fs::symlink(&target, d.path().join("link.csv")).unwrap();
-    ok(&run(&["merge", "o/results.csv", "-o", "link.csv"], d.path()));
+    ok(&run(
+        &["merge", "o/results.csv", "-o", "link.csv"],
+        d.path(),
+    ));
     let meta = std::fs::symlink_metadata(d.path().join("link.csv")).unwrap();
     assert!(meta.file_type().is_symlink());
     assert_eq!(
@@ -282,7 +303,11 @@ fn second_sweep_into_a_held_folder_fails_naming_the_holder() {
         .open(d.path().join("o/.hicache-sim.lock"))
         .unwrap();
     f.try_lock().unwrap();
-    std::fs::write(d.path().join("o/.hicache-sim.lock"), "pid 1: hicache-sim sweep a.yaml").unwrap();
+    std::fs::write(
+        d.path().join("o/.hicache-sim.lock"),
+        "pid 1: hicache-sim sweep a.yaml",
+    )
+    .unwrap();
     let o = run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path());
     assert_eq!(code(&o), 3, "{}", stderr(&o));
     assert!(
@@ -292,7 +317,10 @@ fn second_sweep_into_a_held_folder_fails_naming_the_holder() {
     );
     assert!(!d.path().join("o/results.csv").exists());
     drop(f);
-    ok(&run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path()));
+    ok(&run(
+        &["sweep", "s.yaml", "--out", "o", "--quiet"],
+        d.path(),
+    ));
 }
 
 // 5. Failed points: every row kept, exit non-zero with how many and why.
@@ -305,12 +333,20 @@ fn sweep_with_failed_points_exits_non_zero_and_keeps_rows() {
     );
     std::fs::write(d.path().join("f.yaml"), text).unwrap();
     let trace = std::fs::read_to_string(d.path().join("trace.jsonl")).unwrap();
-    let bad: String = trace.lines().take(5).map(|l| format!("{l}\n")).collect::<String>() + "{not json\n";
+    let bad: String = trace
+        .lines()
+        .take(5)
+        .map(|l| format!("{l}\n"))
+        .collect::<String>()
+        + "{not json\n";
     std::fs::write(d.path().join("bad.jsonl"), bad).unwrap();
     let o = run(&["sweep", "f.yaml", "--out", "o", "--quiet"], d.path());
     assert_eq!(code(&o), 3, "{}", stderr(&o));
     let e = stderr(&o);
-    assert!(e.contains("points failed") && e.contains("bad.jsonl:6"), "{e}");
+    assert!(
+        e.contains("points failed") && e.contains("bad.jsonl:6"),
+        "{e}"
+    );
     let csv = std::fs::read_to_string(d.path().join("o/results.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 8, "{csv}");
 }
@@ -384,7 +420,11 @@ fn storage_backend_must_be_a_choice() {
             d.path(),
         );
         assert_eq!(code(&o), 2, "{bad}: {}", stderr(&o));
-        assert!(stderr(&o).contains("hicache_storage_backend"), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("hicache_storage_backend"),
+            "{}",
+            stderr(&o)
+        );
     }
     ok(&run(
         &[
@@ -404,7 +444,11 @@ fn set_sweep_is_refused_and_set_launch_is_applied() {
     for s in ["sweep={}", "sweep.seeds=3"] {
         let o = run(&["sweep", "s.yaml", "--out", "o", "--set", s], d.path());
         assert_eq!(code(&o), 2, "{s}: {}", stderr(&o));
-        assert!(stderr(&o).contains("--set cannot change the sweep"), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("--set cannot change the sweep"),
+            "{}",
+            stderr(&o)
+        );
     }
     let text = SCENARIO.replace("  tp_size: 4\n", "");
     std::fs::write(d.path().join("l.yaml"), text).unwrap();
@@ -526,11 +570,31 @@ fn closed_pipe_is_quiet_and_full_disk_is_exit_3() {
 #[test]
 fn absurd_jobs_are_clamped() {
     let d = workdir();
-    let a = run(&["startup", "s.yaml", "--runs", "50", "--jobs", "18446744073709551615", "--format", "json"], d.path());
+    let a = run(
+        &[
+            "startup",
+            "s.yaml",
+            "--runs",
+            "50",
+            "--jobs",
+            "18446744073709551615",
+            "--format",
+            "json",
+        ],
+        d.path(),
+    );
     ok(&a);
-    let b = run(&["startup", "s.yaml", "--runs", "50", "--jobs", "1", "--format", "json"], d.path());
+    let b = run(
+        &[
+            "startup", "s.yaml", "--runs", "50", "--jobs", "1", "--format", "json",
+        ],
+        d.path(),
+    );
     assert_eq!(a.stdout, b.stdout);
-    let o = run(&["startup", "s.yaml", "--runs", "9223372036854775808"], d.path());
+    let o = run(
+        &["startup", "s.yaml", "--runs", "9223372036854775808"],
+        d.path(),
+    );
     assert_eq!(code(&o), 2, "{}", stderr(&o));
 }
 

@@ -16,12 +16,14 @@
 //! trace's own timestamp in nanoseconds (the traces' clocks start near zero);
 //! `Request::id` is the row's 0-based position in the file.
 
+pub mod columns;
 mod kv_tester;
 mod rows;
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +31,7 @@ use super::reblock::Reblocker;
 use super::{PageHash, Request};
 use crate::error::InputError;
 
+pub use columns::{TraceColumns, enable_sharing, is_binary, shared, sharing_enabled};
 pub use rows::CSV_HEADER;
 
 /// The trace formats we read. Ids are stable (CLI `--format`, scenarios).
@@ -83,6 +86,20 @@ impl TraceFormat {
     /// starting `timestamp_ms` → CSV, `"requests"` → kv-cache-tester, else Mooncake.
     pub fn detect(path: &Path) -> Result<Self, InputError> {
         let src = path.display().to_string();
+        if columns::is_binary(path) {
+            // a binary trace names its source's format in its header
+            let mut head = [0u8; 16];
+            File::open(path)
+                .and_then(|mut f| f.read_exact(&mut head))
+                .map_err(|e| InputError::new(&src, format!("read error: {e}")))?;
+            let i = u32::from_le_bytes(head[12..16].try_into().expect("4 bytes"));
+            return TraceFormat::ALL.get(i as usize).copied().ok_or_else(|| {
+                InputError::new(
+                    &src,
+                    format!("binary trace: unknown source format index {i}"),
+                )
+            });
+        }
         match path.extension().and_then(|e| e.to_str()) {
             Some("csv") => return Ok(TraceFormat::Csv),
             Some("json") => return Ok(TraceFormat::KvCacheTester),
@@ -190,6 +207,13 @@ pub struct TraceOptions {
 enum Source {
     Lines(Box<dyn BufRead + Send>),
     KvTester(std::vec::IntoIter<kv_tester::KvTesterRequest>),
+    /// A parsed trace (a sweep's shared parse, or a binary file read whole).
+    Columns {
+        cols: Arc<TraceColumns>,
+        pos: usize,
+    },
+    /// A binary trace streamed column by column (a single replay).
+    Binary(Box<columns::BinStream>),
 }
 
 /// Streaming reader of [`BlockRecord`]s.
@@ -213,13 +237,74 @@ impl RecordReader {
     /// Open a file. Format detection, the CSV header and the whole kv-cache-tester
     /// document are checked here.
     pub fn open(path: &Path, opts: &TraceOptions) -> Result<Self, InputError> {
+        if columns::sharing_enabled() {
+            let src = path.display().to_string();
+            return Self::from_columns(src, columns::shared(path, opts)?, opts);
+        }
+        Self::open_unshared(path, opts)
+    }
+
+    /// [`RecordReader::open`] without the sweep's shared parse (what that parse uses).
+    pub(crate) fn open_unshared(path: &Path, opts: &TraceOptions) -> Result<Self, InputError> {
         let src = path.display().to_string();
+        if columns::is_binary(path) {
+            let bin = columns::BinStream::open(path)?;
+            let block_size = opts.block_size.unwrap_or(bin.block_size);
+            if block_size == 0 {
+                return Err(
+                    InputError::new(&src, "block size must be positive").field("block_size")
+                );
+            }
+            return Ok(RecordReader {
+                src,
+                format: bin.format,
+                block_size,
+                source: Source::Binary(Box::new(bin)),
+                line_no: 0,
+                index: 0,
+                buf: String::new(),
+                last_arrival: None,
+                first_out_of_order: None,
+                require_monotonic: opts.require_monotonic,
+                max_line: max_line_bytes(),
+                done: false,
+            });
+        }
         let format = match opts.format {
             Some(f) => f,
             None => TraceFormat::detect(path)?,
         };
         let f = File::open(path).map_err(|e| InputError::new(&src, format!("cannot open: {e}")))?;
         Self::from_reader(src, BufReader::new(f), format, opts)
+    }
+
+    /// Read a parsed trace (records in file order; the order check and the
+    /// ids-per-input rule apply as for a file). `opts.block_size` overrides the
+    /// trace's; `opts.format` is the trace's own.
+    pub fn from_columns(
+        src: impl Into<String>,
+        cols: Arc<TraceColumns>,
+        opts: &TraceOptions,
+    ) -> Result<Self, InputError> {
+        let src = src.into();
+        let block_size = opts.block_size.unwrap_or(cols.block_size);
+        if block_size == 0 {
+            return Err(InputError::new(&src, "block size must be positive").field("block_size"));
+        }
+        Ok(RecordReader {
+            src,
+            format: cols.format,
+            block_size,
+            source: Source::Columns { cols, pos: 0 },
+            line_no: 0,
+            index: 0,
+            buf: String::new(),
+            last_arrival: None,
+            first_out_of_order: None,
+            require_monotonic: opts.require_monotonic,
+            max_line: max_line_bytes(),
+            done: false,
+        })
     }
 
     /// Read from any buffered reader; `src` names it in errors.
@@ -355,6 +440,34 @@ impl RecordReader {
                         .field(format!("requests[{i}].{}", f.unwrap_or_default()))
                 })
             }
+            Source::Columns { cols, pos } => {
+                let i = *pos;
+                if i >= cols.len() {
+                    self.done = true;
+                    return match &cols.tail_error {
+                        Some(e) => Err(e.clone()),
+                        None => Ok(false),
+                    };
+                }
+                *pos += 1;
+                rec.arrival_ns = cols.arrival_ns[i];
+                rec.input_tokens = cols.input_tokens[i];
+                rec.output_tokens = cols.output_tokens[i];
+                rec.block_hashes.clear();
+                rec.block_hashes.extend_from_slice(cols.ids_of(i));
+                self.line_no = cols.line[i] as usize;
+                Ok(())
+            }
+            Source::Binary(bin) => match bin.next(rec)? {
+                Some(line) => {
+                    self.line_no = line;
+                    Ok(())
+                }
+                None => {
+                    self.done = true;
+                    return Ok(false);
+                }
+            },
             Source::Lines(reader) => loop {
                 self.buf.clear();
                 let cap = self.max_line;

@@ -1,0 +1,501 @@
+//! A parsed trace held whole, in columns: what a sweep shares read-only (`Arc`)
+//! across its points and threads instead of parsing the file once per point, and the
+//! in-memory form of the binary trace file that `hicache-sim trace convert` writes.
+//!
+//! Binary file (all integers little-endian; every column starts 8-byte aligned):
+//!
+//! | bytes | what |
+//! | --- | --- |
+//! | 8 | magic `HCSIMTRC` |
+//! | 4, 4 | format version ([`BIN_VERSION`]), source format (index in [`TraceFormat::ALL`]) |
+//! | 4, 4 | block size (tokens per hash id), reserved 0 |
+//! | 8, 8 | records `n`, hash ids `m` |
+//! | 8, 8 | the source file's [`crate::workload::content_hash`] and its length in bytes |
+//! | 8·n | arrival, ns |
+//! | 8·n | the record's line in the source file |
+//! | 4·n (+pad) | input_length |
+//! | 4·n (+pad) | output_length |
+//! | 8·(n+1) | offsets of each record's ids (first 0, last `m`) |
+//! | 8·m | hash ids |
+//!
+//! Reading it is one bulk read and one decode per column (no allocation per record);
+//! the readers find it by its magic bytes, whatever the file is called. A file whose
+//! version is not this build's, or whose sizes do not add up, is refused.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use super::{BlockRecord, RecordReader, TraceFormat, TraceOptions};
+use crate::error::InputError;
+
+/// The first 8 bytes of a binary trace.
+pub const BIN_MAGIC: &[u8; 8] = b"HCSIMTRC";
+/// The layout version this build writes and reads.
+pub const BIN_VERSION: u32 = 1;
+const HEADER_BYTES: usize = 56;
+
+/// A whole trace, record by record in columns (see the module doc).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceColumns {
+    /// The format the records were read from (for a binary file: its source's).
+    pub format: TraceFormat,
+    /// Tokens per hash id.
+    pub block_size: u32,
+    pub arrival_ns: Vec<u64>,
+    pub line: Vec<u64>,
+    pub input_tokens: Vec<u32>,
+    pub output_tokens: Vec<u32>,
+    /// `ids[offsets[i]..offsets[i+1]]` are record `i`'s hash ids; `len() == n + 1`.
+    pub offsets: Vec<u64>,
+    pub ids: Vec<u64>,
+    /// The error that ended the parse (after the records above), returned to a reader
+    /// that reads past them, exactly where a streaming reader would have met it.
+    pub tail_error: Option<InputError>,
+    /// Provenance of a binary file: the source's content hash and length.
+    pub source_hash: u64,
+    pub source_len: u64,
+}
+
+impl TraceColumns {
+    /// No records yet.
+    pub fn empty(format: TraceFormat, block_size: u32) -> Self {
+        TraceColumns {
+            format,
+            block_size,
+            arrival_ns: Vec::new(),
+            line: Vec::new(),
+            input_tokens: Vec::new(),
+            output_tokens: Vec::new(),
+            offsets: vec![0],
+            ids: Vec::new(),
+            tail_error: None,
+            source_hash: 0,
+            source_len: 0,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.arrival_ns.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.arrival_ns.is_empty()
+    }
+
+    /// Total hash ids (page references at the trace's block size).
+    pub fn id_count(&self) -> u64 {
+        self.ids.len() as u64
+    }
+
+    /// Record `i`'s hash ids.
+    pub fn ids_of(&self, i: usize) -> &[u64] {
+        &self.ids[self.offsets[i] as usize..self.offsets[i + 1] as usize]
+    }
+
+    /// Read every record of `reader` (monotonic order is *not* required here: a reader
+    /// over the columns applies [`TraceOptions::require_monotonic`] itself). A bad row
+    /// ends the columns and is kept as [`TraceColumns::tail_error`].
+    pub fn collect(mut reader: RecordReader) -> Self {
+        let mut c = TraceColumns::empty(reader.format(), reader.block_size());
+        let mut rec = BlockRecord::default();
+        loop {
+            match reader.read_into(&mut rec) {
+                Ok(true) => c.push(&rec),
+                Ok(false) => break,
+                Err(e) => {
+                    c.tail_error = Some(e);
+                    break;
+                }
+            }
+        }
+        c
+    }
+
+    fn push(&mut self, rec: &BlockRecord) {
+        self.arrival_ns.push(rec.arrival_ns);
+        self.line.push(rec.line as u64);
+        self.input_tokens.push(rec.input_tokens);
+        self.output_tokens.push(rec.output_tokens);
+        self.ids.extend_from_slice(&rec.block_hashes);
+        self.offsets.push(self.ids.len() as u64);
+    }
+
+    /// Write the binary form. `source_hash`/`source_len` name the file it came from.
+    pub fn write_binary(&self, w: &mut impl Write) -> std::io::Result<()> {
+        let n = self.len() as u64;
+        let fmt_index = TraceFormat::ALL
+            .iter()
+            .position(|f| *f == self.format)
+            .unwrap_or(0) as u32;
+        w.write_all(BIN_MAGIC)?;
+        w.write_all(&BIN_VERSION.to_le_bytes())?;
+        w.write_all(&fmt_index.to_le_bytes())?;
+        w.write_all(&self.block_size.to_le_bytes())?;
+        w.write_all(&0u32.to_le_bytes())?;
+        for v in [n, self.id_count(), self.source_hash, self.source_len] {
+            w.write_all(&v.to_le_bytes())?;
+        }
+        write_u64s(w, &self.arrival_ns)?;
+        write_u64s(w, &self.line)?;
+        write_u32s(w, &self.input_tokens)?;
+        write_u32s(w, &self.output_tokens)?;
+        write_u64s(w, &self.offsets)?;
+        write_u64s(w, &self.ids)?;
+        Ok(())
+    }
+
+    /// Parse the binary form from its bytes; `src` names the file in errors.
+    pub fn from_binary(src: &str, b: &[u8]) -> Result<Self, InputError> {
+        let h = Header::parse(src, b, b.len() as u64)?;
+        let bad = |m: String| InputError::new(src, m);
+        let n = h.n as usize;
+        let m = h.m as usize;
+        let mut at = HEADER_BYTES;
+        let arrival_ns = read_u64s(b, &mut at, n);
+        let line = read_u64s(b, &mut at, n);
+        let input_tokens = read_u32s(b, &mut at, n);
+        let output_tokens = read_u32s(b, &mut at, n);
+        let offsets = read_u64s(b, &mut at, n + 1);
+        let ids = read_u64s(b, &mut at, m);
+        if offsets[0] != 0 || offsets[n] != m as u64 || offsets.windows(2).any(|w| w[0] > w[1]) {
+            return Err(bad(DAMAGED.into()));
+        }
+        Ok(TraceColumns {
+            format: h.format,
+            block_size: h.block_size,
+            arrival_ns,
+            line,
+            input_tokens,
+            output_tokens,
+            offsets,
+            ids,
+            tail_error: None,
+            source_hash: h.source_hash,
+            source_len: h.source_len,
+        })
+    }
+
+    /// Read a binary trace file: one bulk read, then the columns.
+    pub fn read_binary(path: &Path) -> Result<Self, InputError> {
+        let src = path.display().to_string();
+        let bytes =
+            std::fs::read(path).map_err(|e| InputError::new(&src, format!("cannot read: {e}")))?;
+        Self::from_binary(&src, &bytes)
+    }
+}
+
+const DAMAGED: &str =
+    "binary trace offsets are not increasing from 0 to the id count: the file is damaged";
+
+/// The fixed header, checked against the file's length.
+struct Header {
+    format: TraceFormat,
+    block_size: u32,
+    n: u64,
+    m: u64,
+    source_hash: u64,
+    source_len: u64,
+}
+
+impl Header {
+    /// `b`: at least the header's bytes (or the whole file if shorter); `file_len`: the
+    /// file's length.
+    fn parse(src: &str, b: &[u8], file_len: u64) -> Result<Self, InputError> {
+        let bad = |m: String| InputError::new(src, m);
+        if b.len() < 8 || &b[..8] != BIN_MAGIC {
+            return Err(bad(
+                "not a hicache-sim binary trace (no HCSIMTRC magic)".into()
+            ));
+        }
+        if b.len() < HEADER_BYTES {
+            return Err(bad(format!(
+                "binary trace header cut short ({} of {HEADER_BYTES} bytes)",
+                b.len()
+            )));
+        }
+        let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().expect("4 bytes"));
+        let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().expect("8 bytes"));
+        let version = u32_at(8);
+        if version != BIN_VERSION {
+            return Err(bad(format!(
+                "binary trace format version {version}, this build reads version {BIN_VERSION}: re-create it with `hicache-sim trace convert SOURCE -o {src}`"
+            )));
+        }
+        let format = *TraceFormat::ALL
+            .get(u32_at(12) as usize)
+            .ok_or_else(|| bad(format!("unknown source format index {}", u32_at(12))))?;
+        let block_size = u32_at(16);
+        if block_size == 0 {
+            return Err(bad("binary trace with block size 0".into()).field("block_size"));
+        }
+        let (n, m) = (u64_at(24), u64_at(32));
+        let expect = expected_len(n, m);
+        if expect != Some(file_len) {
+            return Err(bad(format!(
+                "binary trace is {file_len} bytes, its header ({n} records, {m} hash ids) says {}: truncated or not written by `trace convert`",
+                expect.map_or("more than 2^64".to_string(), |e| e.to_string())
+            )));
+        }
+        Ok(Header {
+            format,
+            block_size,
+            n,
+            m,
+            source_hash: u64_at(40),
+            source_len: u64_at(48),
+        })
+    }
+}
+
+/// A binary trace read record by record: one buffered cursor per column, so a single
+/// replay's memory stays flat in trace length (a sweep shares [`TraceColumns`]).
+pub(crate) struct BinStream {
+    src: String,
+    pub format: TraceFormat,
+    pub block_size: u32,
+    n: u64,
+    m: u64,
+    pos: u64,
+    prev: u64,
+    arrival: std::io::BufReader<std::fs::File>,
+    line: std::io::BufReader<std::fs::File>,
+    input: std::io::BufReader<std::fs::File>,
+    output: std::io::BufReader<std::fs::File>,
+    offsets: std::io::BufReader<std::fs::File>,
+    ids: std::io::BufReader<std::fs::File>,
+    buf: Vec<u8>,
+}
+
+impl std::fmt::Debug for BinStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "BinStream({}, {}/{})", self.src, self.pos, self.n)
+    }
+}
+
+impl BinStream {
+    pub fn open(path: &Path) -> Result<Self, InputError> {
+        use std::io::{BufReader, Seek, SeekFrom};
+        let src = path.display().to_string();
+        let io = |e: std::io::Error| InputError::new(&src, format!("read error: {e}"));
+        let mut f = std::fs::File::open(path).map_err(io)?;
+        let file_len = f.metadata().map_err(io)?.len();
+        let mut head = Vec::with_capacity(HEADER_BYTES);
+        (&mut f)
+            .take(HEADER_BYTES as u64)
+            .read_to_end(&mut head)
+            .map_err(io)?;
+        let h = Header::parse(&src, &head, file_len)?;
+        let (n, m) = (h.n, h.m);
+        let starts = [
+            HEADER_BYTES as u64,
+            HEADER_BYTES as u64 + 8 * n,
+            HEADER_BYTES as u64 + 16 * n,
+            HEADER_BYTES as u64 + 16 * n + pad8(4 * n),
+            HEADER_BYTES as u64 + 16 * n + 2 * pad8(4 * n),
+            HEADER_BYTES as u64 + 16 * n + 2 * pad8(4 * n) + 8 * (n + 1),
+        ];
+        let cursor = |at: u64| -> Result<BufReader<std::fs::File>, InputError> {
+            let mut f = std::fs::File::open(path).map_err(io)?;
+            f.seek(SeekFrom::Start(at)).map_err(io)?;
+            Ok(BufReader::with_capacity(1 << 16, f))
+        };
+        let mut s = BinStream {
+            format: h.format,
+            block_size: h.block_size,
+            n,
+            m,
+            pos: 0,
+            prev: 0,
+            arrival: cursor(starts[0])?,
+            line: cursor(starts[1])?,
+            input: cursor(starts[2])?,
+            output: cursor(starts[3])?,
+            offsets: cursor(starts[4])?,
+            ids: cursor(starts[5])?,
+            buf: Vec::new(),
+            src: src.clone(),
+        };
+        if s.u64_from(Col::Offsets)? != 0 {
+            return Err(InputError::new(&src, DAMAGED));
+        }
+        Ok(s)
+    }
+
+    fn u64_from(&mut self, c: Col) -> Result<u64, InputError> {
+        let r = match c {
+            Col::Arrival => &mut self.arrival,
+            Col::Line => &mut self.line,
+            Col::Offsets => &mut self.offsets,
+        };
+        let mut b = [0u8; 8];
+        r.read_exact(&mut b)
+            .map_err(|e| InputError::new(&self.src, format!("read error: {e}")))?;
+        Ok(u64::from_le_bytes(b))
+    }
+
+    fn u32_from(&mut self, input: bool) -> Result<u32, InputError> {
+        let r = if input {
+            &mut self.input
+        } else {
+            &mut self.output
+        };
+        let mut b = [0u8; 4];
+        r.read_exact(&mut b)
+            .map_err(|e| InputError::new(&self.src, format!("read error: {e}")))?;
+        Ok(u32::from_le_bytes(b))
+    }
+
+    /// The next record into `rec`; `Ok(false)` at the end. Returns the record's line.
+    pub fn next(&mut self, rec: &mut BlockRecord) -> Result<Option<usize>, InputError> {
+        if self.pos == self.n {
+            return Ok(None);
+        }
+        self.pos += 1;
+        let end = self.u64_from(Col::Offsets)?;
+        if end < self.prev || end > self.m || (self.pos == self.n && end != self.m) {
+            return Err(InputError::new(&self.src, DAMAGED));
+        }
+        rec.arrival_ns = self.u64_from(Col::Arrival)?;
+        let line = self.u64_from(Col::Line)? as usize;
+        rec.input_tokens = self.u32_from(true)?;
+        rec.output_tokens = self.u32_from(false)?;
+        let k = (end - self.prev) as usize;
+        self.prev = end;
+        self.buf.resize(8 * k, 0);
+        self.ids
+            .read_exact(&mut self.buf)
+            .map_err(|e| InputError::new(&self.src, format!("read error: {e}")))?;
+        rec.block_hashes.clear();
+        rec.block_hashes.extend(
+            self.buf
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))),
+        );
+        Ok(Some(line))
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Col {
+    Arrival,
+    Line,
+    Offsets,
+}
+
+fn pad8(bytes: u64) -> u64 {
+    bytes.div_ceil(8) * 8
+}
+
+fn expected_len(n: u64, m: u64) -> Option<u64> {
+    let n8 = n.checked_mul(8)?;
+    let n4 = pad8(n.checked_mul(4)?);
+    (HEADER_BYTES as u64)
+        .checked_add(n8)?
+        .checked_add(n8)?
+        .checked_add(n4)?
+        .checked_add(n4)?
+        .checked_add(n8.checked_add(8)?)?
+        .checked_add(m.checked_mul(8)?)
+}
+
+fn write_u64s(w: &mut impl Write, v: &[u64]) -> std::io::Result<()> {
+    let mut buf = Vec::with_capacity(v.len().min(1 << 16) * 8);
+    for chunk in v.chunks(1 << 16) {
+        buf.clear();
+        for x in chunk {
+            buf.extend_from_slice(&x.to_le_bytes());
+        }
+        w.write_all(&buf)?;
+    }
+    Ok(())
+}
+
+fn write_u32s(w: &mut impl Write, v: &[u32]) -> std::io::Result<()> {
+    let mut buf = Vec::with_capacity(v.len().min(1 << 16) * 4);
+    for chunk in v.chunks(1 << 16) {
+        buf.clear();
+        for x in chunk {
+            buf.extend_from_slice(&x.to_le_bytes());
+        }
+        w.write_all(&buf)?;
+    }
+    if v.len() % 2 == 1 {
+        w.write_all(&[0u8; 4])?;
+    }
+    Ok(())
+}
+
+fn read_u64s(b: &[u8], at: &mut usize, n: usize) -> Vec<u64> {
+    let s = &b[*at..*at + 8 * n];
+    *at += 8 * n;
+    s.chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect()
+}
+
+fn read_u32s(b: &[u8], at: &mut usize, n: usize) -> Vec<u32> {
+    let s = &b[*at..*at + 4 * n];
+    *at += pad8(4 * n as u64) as usize;
+    s.chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
+        .collect()
+}
+
+/// Whether the file starts with [`BIN_MAGIC`] (a missing or short file: no).
+pub fn is_binary(path: &Path) -> bool {
+    let Ok(f) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut head = [0u8; 8];
+    let mut r = std::io::BufReader::new(f);
+    matches!(r.read_exact(&mut head), Ok(())) && &head == BIN_MAGIC
+}
+
+/// Parsed traces shared by every point of a sweep (and every thread), keyed by the
+/// file and the options that change the parse. Off until [`enable_sharing`]: a single
+/// replay streams its JSONL and keeps memory flat in trace length.
+type Key = (PathBuf, Option<TraceFormat>, Option<u32>);
+static SHARED: Mutex<Option<Vec<(Key, Arc<TraceColumns>)>>> = Mutex::new(None);
+
+/// Parse each trace once from now on and share it (sweeps).
+pub fn enable_sharing() {
+    let mut g = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+    if g.is_none() {
+        *g = Some(Vec::new());
+    }
+}
+
+/// Whether [`enable_sharing`] was called.
+pub fn sharing_enabled() -> bool {
+    SHARED.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+}
+
+/// The parsed form of `path` under `opts` (format and block size; the order check is
+/// the reader's), parsed on first use. Concurrent first uses of one trace parse it
+/// once: the lock is held while parsing (the other points wait for it anyway).
+pub fn shared(path: &Path, opts: &TraceOptions) -> Result<Arc<TraceColumns>, InputError> {
+    let key: Key = (path.to_path_buf(), opts.format, opts.block_size);
+    let mut g = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = g.get_or_insert_with(Vec::new);
+    if let Some((_, c)) = cache.iter().find(|(k, _)| *k == key) {
+        return Ok(Arc::clone(c));
+    }
+    let load_opts = TraceOptions {
+        require_monotonic: false,
+        ..opts.clone()
+    };
+    let cols = if is_binary(path) {
+        let mut c = TraceColumns::read_binary(path)?;
+        if let Some(b) = opts.block_size {
+            c.block_size = b;
+        }
+        c
+    } else {
+        let reader = RecordReader::open_unshared(path, &load_opts)?;
+        TraceColumns::collect(reader)
+    };
+    let c = Arc::new(cols);
+    cache.push((key, Arc::clone(&c)));
+    Ok(c)
+}
