@@ -62,8 +62,8 @@ pub fn sweep(mut a: SweepArgs) -> CmdResult {
     let notes = std::sync::Mutex::new(std::collections::BTreeSet::new());
     let lines = crate::scenario::lines::LineIndex::default();
     sweep::check_points(&spec, &base, &points, &|v: &Value| {
-        let file = crate::scenario::load::typed_from_ref(v, &source0, &lines)
-            .map_err(|e| e.message)?;
+        let file =
+            crate::scenario::load::typed_from_ref(v, &source0, &lines).map_err(|e| e.message)?;
         let s = crate::scenario::resolve::resolve_file(&file, &source0, &lines, &[])
             .map_err(|e| e.message)?;
         if !s.notes.is_empty() {

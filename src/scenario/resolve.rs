@@ -354,7 +354,9 @@ pub fn resolve_file(
     {
         return Err(at(
             "startup.pin.steps",
-            format!("{p} must be between 1 and {MAX_PIN_STEPS} (each step is an event per rank and pool)"),
+            format!(
+                "{p} must be between 1 and {MAX_PIN_STEPS} (each step is an event per rank and pool)"
+            ),
         ));
     }
     if s.hicache_enabled() || version == Sglang::WhatIf(SglangVersion::AutoHicache) {

@@ -390,7 +390,10 @@ pub fn check_points(
                 <= 1
         });
     }
-    let chunk = firsts.len().div_ceil(rayon::current_num_threads().max(1) * 8).max(1);
+    let chunk = firsts
+        .len()
+        .div_ceil(rayon::current_num_threads().max(1) * 8)
+        .max(1);
     let first_bad = firsts
         .par_chunks(chunk)
         .filter_map(|ps| {

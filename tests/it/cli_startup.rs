@@ -107,10 +107,7 @@ fn versions_lists_every_id() {
         "0.5.23",
         "latest",
     ] {
-        assert!(
-            text.lines().any(|l| l.trim_start().starts_with(id)),
-            "{id}"
-        );
+        assert!(text.lines().any(|l| l.trim_start().starts_with(id)), "{id}");
     }
     // 11 releases, `latest`, 9 what-ifs.
     let v = json(&["versions", "--format", "json"]);

@@ -54,10 +54,7 @@ fn accepted_as_sglang_accepts_them() {
     assert_eq!(v["server"]["mem_fraction_static"], 0.85);
     assert_eq!(v["server"]["enable_hierarchical_cache"], true);
     assert_eq!(v["server"]["hicache_size"], 100);
-    let v = ok(
-        "0.5.23",
-        "--attn-dp-size 4 --enable-dp-attention",
-    );
+    let v = ok("0.5.23", "--attn-dp-size 4 --enable-dp-attention");
     assert_eq!(
         (
             v["server"]["dp_size"].clone(),
@@ -111,10 +108,7 @@ fn refused_as_sglang_refuses_them() {
     assert!(e.contains("SGLang 0.5.23 refuses this command: ambiguous option: --pp could match --pp-size, --pp-max-micro-batch-size, --pp-async-batch-depth"), "{e}");
     let e = refused("0.5.23", "--kv-cache-dtype fp8");
     assert!(e.contains("argument --kv-cache-dtype: invalid choice: 'fp8' (choose from 'auto', 'fp8_e5m2', 'fp8_e4m3'"), "{e}");
-    let e = refused(
-        "0.5.23",
-        "--enable-hierarchical-cache --hicache-size 135.5",
-    );
+    let e = refused("0.5.23", "--enable-hierarchical-cache --hicache-size 135.5");
     assert!(
         e.contains("argument --hicache-size: invalid int value: '135.5'"),
         "{e}"

@@ -610,11 +610,7 @@ fn oversized_sweeps_and_absurd_point_ids_are_refused() {
     // Eight axes of 256 values: 2^64 points, which wraps to 0 in u64.
     let vals: Vec<String> = (0..256).map(|i| format!("{}", i + 1)).collect();
     let list = format!("[{}]", vals.join(", "));
-    let mut text = SCENARIO
-        .split("sweep:")
-        .next()
-        .unwrap()
-        .to_string();
+    let mut text = SCENARIO.split("sweep:").next().unwrap().to_string();
     text.push_str("sweep:\n  axes:\n");
     for f in [
         "server.hicache_size",
@@ -652,7 +648,15 @@ fn endless_trace_lines_are_capped() {
     text.push_str(&"x".repeat(5000));
     std::fs::write(d.path().join("long.jsonl"), text).unwrap();
     let o = Command::new(BIN)
-        .args(["replay", "--trace", "long.jsonl", "--trace-format", "mooncake", "--l1-pages", "100"])
+        .args([
+            "replay",
+            "--trace",
+            "long.jsonl",
+            "--trace-format",
+            "mooncake",
+            "--l1-pages",
+            "100",
+        ])
         .env("HICACHE_SIM_MAX_LINE_BYTES", "4096")
         .current_dir(d.path())
         .output()
@@ -669,9 +673,16 @@ fn endless_trace_lines_are_capped() {
 #[test]
 fn pin_steps_are_bounded() {
     let d = workdir();
-    let o = run(&["startup", "s.yaml", "--set", "startup.pin.steps=4000000000"], d.path());
+    let o = run(
+        &["startup", "s.yaml", "--set", "startup.pin.steps=4000000000"],
+        d.path(),
+    );
     assert_eq!(code(&o), 2, "{}", stderr(&o));
-    assert!(stderr(&o).contains("--set startup.pin.steps"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--set startup.pin.steps"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 // 18–20. Messages: --sglang names the flag; sweep YAML errors say `line` once; a BOM
@@ -681,22 +692,41 @@ fn messages_name_the_right_place() {
     let d = workdir();
     let o = run(&["startup", "s.yaml", "--sglang", "0.0.1-nope"], d.path());
     assert_eq!(code(&o), 2, "{}", stderr(&o));
-    assert!(stderr(&o).starts_with("error: --sglang 0.0.1-nope"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).starts_with("error: --sglang 0.0.1-nope"),
+        "{}",
+        stderr(&o)
+    );
     std::fs::write(
         d.path().join("y.yaml"),
-        SCENARIO.replace("    server.hicache_ratio: [null, 2.0]\n", "    server.hicache_ratio: 2\n"),
+        SCENARIO.replace(
+            "    server.hicache_ratio: [null, 2.0]\n",
+            "    server.hicache_ratio: 2\n",
+        ),
     )
     .unwrap();
     let o = run(&["sweep", "y.yaml", "--out", "o"], d.path());
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(!stderr(&o).contains("error: line"), "{}", stderr(&o));
-    ok(&run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path()));
+    ok(&run(
+        &["sweep", "s.yaml", "--out", "o", "--quiet"],
+        d.path(),
+    ));
     let csv = std::fs::read(d.path().join("o/results.csv")).unwrap();
     let mut bom = b"\xef\xbb\xbf".to_vec();
     bom.extend(&csv);
     std::fs::write(d.path().join("bom.csv"), bom).unwrap();
     ok(&run(
-        &["plot", "bom.csv", "--x", "server.hicache_host_memory_fraction", "--y", "hit_rate_total", "--out", "p"],
+        &[
+            "plot",
+            "bom.csv",
+            "--x",
+            "server.hicache_host_memory_fraction",
+            "--y",
+            "hit_rate_total",
+            "--out",
+            "p",
+        ],
         d.path(),
     ));
     std::fs::write(
@@ -706,7 +736,15 @@ fn messages_name_the_right_place() {
     .unwrap();
     for engine in ["hiradix", "policy-simulator"] {
         let o = run(
-            &["replay", "--trace", "ids.jsonl", "--l1-pages", "10", "--engine", engine],
+            &[
+                "replay",
+                "--trace",
+                "ids.jsonl",
+                "--l1-pages",
+                "10",
+                "--engine",
+                engine,
+            ],
             d.path(),
         );
         assert_eq!(code(&o), 2, "{engine}: {}", stderr(&o));
@@ -731,7 +769,10 @@ fn trace_gen_sizes_are_bounded() {
         (cfg("1.0", "4000000000"), "no prompt segment is that long"),
     ] {
         std::fs::write(d.path().join("g.json"), text).unwrap();
-        let o = run(&["trace", "gen", "--config", "g.json", "-o", "t.jsonl"], d.path());
+        let o = run(
+            &["trace", "gen", "--config", "g.json", "-o", "t.jsonl"],
+            d.path(),
+        );
         assert_eq!(code(&o), 2, "{}", stderr(&o));
         assert!(stderr(&o).contains(words), "{}", stderr(&o));
     }
@@ -751,7 +792,11 @@ fn runtime_errors_name_the_scenario_line() {
     std::fs::write(d.path().join("n.yaml"), text).unwrap();
     let o = run(&["replay", "n.yaml"], d.path());
     assert_eq!(code(&o), 2, "{}", stderr(&o));
-    assert!(stderr(&o).contains("n.yaml:27: field `runtime.trace`"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("n.yaml:27: field `runtime.trace`"),
+        "{}",
+        stderr(&o)
+    );
     let text = SCENARIO.replace("    timing: off\n", "    timing: off\n    l1_pagez: 5\n");
     std::fs::write(d.path().join("k.yaml"), text).unwrap();
     let o = run(&["replay", "k.yaml"], d.path());
@@ -767,7 +812,10 @@ fn runtime_errors_name_the_scenario_line() {
 #[test]
 fn plot_write_failure_is_exit_3_with_the_path() {
     let d = workdir();
-    ok(&run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path()));
+    ok(&run(
+        &["sweep", "s.yaml", "--out", "o", "--quiet"],
+        d.path(),
+    ));
     std::fs::write(d.path().join("afile"), "x").unwrap();
     let o = run(&["plot", "o/results.csv", "--out", "afile/sub"], d.path());
     assert_eq!(code(&o), 3, "{}", stderr(&o));
@@ -784,7 +832,10 @@ fn torn_journal_header_recovers_and_spliced_entries_are_refused() {
         "{\"hicache_sim_journal\": 2, \"fingerp",
     )
     .unwrap();
-    let o = run(&["sweep", "s.yaml", "--out", "o", "--quiet", "--resume"], d.path());
+    let o = run(
+        &["sweep", "s.yaml", "--out", "o", "--quiet", "--resume"],
+        d.path(),
+    );
     ok(&o);
     assert!(stderr(&o).contains("4 computed"), "{}", stderr(&o));
     // Swap the points of two entries: each row now sits under another point's id.
@@ -792,12 +843,25 @@ fn torn_journal_header_recovers_and_spliced_entries_are_refused() {
     let text = std::fs::read_to_string(&j).unwrap();
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     let swap = |l: &str, from: &str, to: &str| l.replacen(from, to, 1);
-    let a = lines.iter().position(|l| l.starts_with("{\"point\":0,")).unwrap();
-    let b = lines.iter().position(|l| l.starts_with("{\"point\":1,")).unwrap();
+    let a = lines
+        .iter()
+        .position(|l| l.starts_with("{\"point\":0,"))
+        .unwrap();
+    let b = lines
+        .iter()
+        .position(|l| l.starts_with("{\"point\":1,"))
+        .unwrap();
     lines[a] = swap(&lines[a], "{\"point\":0,", "{\"point\":1,");
     lines[b] = swap(&lines[b], "{\"point\":1,", "{\"point\":0,");
     std::fs::write(&j, lines.join("\n") + "\n").unwrap();
-    let o = run(&["sweep", "s.yaml", "--out", "o", "--quiet", "--resume"], d.path());
+    let o = run(
+        &["sweep", "s.yaml", "--out", "o", "--quiet", "--resume"],
+        d.path(),
+    );
     assert_eq!(code(&o), 2, "{}", stderr(&o));
-    assert!(stderr(&o).contains("does not hold that point's row"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("does not hold that point's row"),
+        "{}",
+        stderr(&o)
+    );
 }
