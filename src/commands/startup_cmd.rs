@@ -44,6 +44,31 @@ pub fn plan_for(s: &Scenario) -> Result<StartupPlan, InputError> {
 /// a typo). Memory does not grow with the count.
 pub const MAX_RUNS: u64 = 1_000_000_000;
 
+/// `runs` start-ups of `plan` (checked: 1 ..= [`MAX_RUNS`]) on `jobs` threads (clamped
+/// to the cores; the result is the same for any count).
+fn monte_carlo(
+    runs: u64,
+    jobs: Option<usize>,
+    plan: &StartupPlan,
+    seed: u64,
+) -> Result<startup::MonteCarlo, CommandError> {
+    if runs == 0 || runs > MAX_RUNS {
+        return Err(InputError::new(
+            "--runs",
+            format!("must be between 1 and {MAX_RUNS}, got {runs}"),
+        )
+        .into());
+    }
+    Ok(match jobs {
+        Some(j) => rayon::ThreadPoolBuilder::new()
+            .num_threads(super::clamp_jobs(Some(j)))
+            .build()
+            .map_err(|e| CommandError::Other(e.to_string()))?
+            .install(|| startup::run(plan, seed, runs)),
+        None => startup::run(plan, seed, runs),
+    })
+}
+
 pub fn startup(a: StartupArgs) -> CmdResult {
     if let Some(csv) = &a.csv {
         crate::output::refuse_input_as_output(
@@ -58,22 +83,7 @@ pub fn startup(a: StartupArgs) -> CmdResult {
     let s = load_scenario(&a.scenario, &a.sets, a.sglang.as_deref())?;
     let plan = plan_for(&s)?;
     let seed = a.seed.unwrap_or(s.seed);
-    let runs = a.runs.unwrap_or(s.runs);
-    if runs == 0 || runs > MAX_RUNS {
-        return Err(InputError::new(
-            "--runs",
-            format!("must be between 1 and {MAX_RUNS}, got {runs}"),
-        )
-        .into());
-    }
-    let mc = match a.jobs {
-        Some(j) => rayon::ThreadPoolBuilder::new()
-            .num_threads(super::clamp_jobs(Some(j)))
-            .build()
-            .map_err(|e| CommandError::Other(e.to_string()))?
-            .install(|| startup::run(&plan, seed, runs)),
-        None => startup::run(&plan, seed, runs),
-    };
+    let mc = monte_carlo(a.runs.unwrap_or(s.runs), a.jobs, &plan, seed)?;
     let rep = report::build(&s, &plan, &mc, seed);
     match a.format {
         OutputFormat::Text => print!("{}", report::render_text(&s, &plan, &rep)),
@@ -121,22 +131,7 @@ fn startup_all(a: &StartupArgs) -> CmdResult {
             }
         };
         let seed = a.seed.unwrap_or(s.seed);
-        let runs = a.runs.unwrap_or(s.runs);
-        if runs == 0 || runs > MAX_RUNS {
-            return Err(InputError::new(
-                "--runs",
-                format!("must be between 1 and {MAX_RUNS}, got {runs}"),
-            )
-            .into());
-        }
-        let mc = match a.jobs {
-            Some(j) => rayon::ThreadPoolBuilder::new()
-                .num_threads(super::clamp_jobs(Some(j)))
-                .build()
-                .map_err(|e| CommandError::Other(e.to_string()))?
-                .install(|| startup::run(&plan, seed, runs)),
-            None => startup::run(&plan, seed, runs),
-        };
+        let mc = monte_carlo(a.runs.unwrap_or(s.runs), a.jobs, &plan, seed)?;
         any_failed |= mc.outcomes.refused + mc.outcomes.oom_killed + mc.outcomes.failed > 0;
         let rep = report::build(&s, &plan, &mc, seed);
         rows.push(all::row(v, &rep));

@@ -222,34 +222,31 @@ pub fn resolve_file(
             ));
         }
     }
-    // `--hicache-storage-backend` choices (0.5.23 `arg_groups/fields/memory.py`): any
-    // other string (`""`, `none`, a typo) would switch on an L3 SGLang never builds.
+    // `--hicache-storage-backend` choices of the release (its parser, as recorded in the
+    // generated flag table; 0.5.23: `arg_groups/fields/memory.py`): any other string
+    // (`""`, `none`, a typo) would switch on an L3 SGLang never builds.
     if let Some(b) = &s.hicache_storage_backend {
-        const BACKENDS: &[&str] = &[
-            "file",
-            "sim",
-            "mooncake",
-            "npu_memcache",
-            "hf3fs",
-            "nixl",
-            "aibrix",
-            "dynamic",
-            "eic",
-            "simm",
-            "mori",
-            "shm",
-            "tensorcast",
-            "seaweedfs",
-        ];
-        if !BACKENDS.contains(&b.as_str()) {
-            let hint = nearest(b, BACKENDS.iter().copied())
+        let release = super::launch::flag_release(version.id()).map_err(|m| at("sglang", m))?;
+        let choices: Vec<&str> = crate::flags::table()
+            .release(release)
+            .ok()
+            .and_then(|r| {
+                r.actions
+                    .iter()
+                    .find(|a| a.dest == "hicache_storage_backend")
+            })
+            .and_then(|a| a.choices.as_ref())
+            .map(|c| c.iter().map(String::as_str).collect())
+            .unwrap_or_default();
+        if !choices.contains(&b.as_str()) {
+            let hint = nearest(b, choices.iter().copied())
                 .map(|n| format!(" (did you mean `{n}`?)"))
                 .unwrap_or_default();
             return Err(at(
                 "server.hicache_storage_backend",
                 format!(
-                    "invalid choice `{b}`{hint}: expected one of {} (or leave it unset for no storage tier)",
-                    BACKENDS.join(", ")
+                    "invalid choice `{b}`{hint}: SGLang {release} accepts {} (or leave it unset for no storage tier)",
+                    choices.join(", ")
                 ),
             ));
         }

@@ -345,15 +345,21 @@ pub fn expand(spec: &SweepSpec, base: &Value) -> Result<Vec<Point>, InputError> 
 /// reproduces the point).
 pub fn apply(base: &Value, point: &Point) -> Value {
     let mut v = base.clone();
+    apply_in_place(&mut v, point);
+    v
+}
+
+/// Writes `point`'s axis values and seed into `v` (a copy of the base whose earlier
+/// patches, on the same axis paths, are all overwritten).
+fn apply_in_place(v: &mut Value, point: &Point) {
     for (path, val) in &point.values {
-        if let Some(slot) = lookup_mut(&mut v, path) {
+        if let Some(slot) = lookup_mut(v, path) {
             *slot = val.clone();
         }
     }
     if let Some(Value::Number(_)) = v.get("seed") {
         v["seed"] = Value::from(point.seed);
     }
-    v
 }
 
 /// Up to this many combinations, [`check_points`] checks every one before any work
@@ -399,14 +405,7 @@ pub fn check_points(
         .filter_map(|ps| {
             let mut v = base.clone();
             for p in ps {
-                for (path, val) in &p.values {
-                    if let Some(slot) = lookup_mut(&mut v, path) {
-                        *slot = val.clone();
-                    }
-                }
-                if let Some(Value::Number(_)) = v.get("seed") {
-                    v["seed"] = Value::from(p.seed);
-                }
+                apply_in_place(&mut v, p);
                 if let Err(m) = validate(&v) {
                     return Some((p.index, m));
                 }

@@ -43,15 +43,12 @@ pub fn content_hash(path: &std::path::Path) -> std::io::Result<u64> {
     use std::io::Read;
     let mut f = std::fs::File::open(path)?;
     let mut buf = vec![0u8; 1 << 20];
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut h = crate::sweep::journal::FNV1A_INIT;
     loop {
         let n = f.read(&mut buf)?;
         if n == 0 {
             return Ok(h);
         }
-        for &b in &buf[..n] {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
+        h = crate::sweep::journal::fnv1a_update(h, &buf[..n]);
     }
 }
