@@ -165,10 +165,11 @@ pub fn simulate(plan: &StartupPlan, rng: &mut SimRng, scratch: &mut Scratch) {
     scratch.waiting.clear();
     scratch.nodes.truncate(plan.nnodes as usize);
     for n in 0..plan.nnodes as usize {
+        let template = &plan.nodes[n].memory;
         if n < scratch.nodes.len() {
-            scratch.nodes[n].reset_to(&plan.memory);
+            scratch.nodes[n].reset_to(template);
         } else {
-            scratch.nodes.push(plan.memory.clone());
+            scratch.nodes.push(template.clone());
         }
     }
     scratch.ranks.clear();
@@ -222,7 +223,7 @@ impl Sim<'_> {
     /// but not always the one allocating; `memory.oom.group` would kill every rank.
     fn charge(&mut self, r: u32, kind: ChargeKind, bytes: u64) -> bool {
         let node = self.s.ranks[r as usize].node as usize;
-        match self.s.nodes[node].charge(self.plan.job_cgroup, kind, bytes) {
+        match self.s.nodes[node].charge(self.plan.nodes[node].job_cgroup, kind, bytes) {
             Ok(o) => {
                 self.s.results[r as usize].reclaimed_bytes += o.reclaimed;
                 true
@@ -251,7 +252,7 @@ impl Sim<'_> {
             return;
         }
         let (node, pinned) = (st.node as usize, st.pinned);
-        let cg = self.plan.job_cgroup;
+        let cg = self.plan.nodes[node].job_cgroup;
         let mem = &mut self.s.nodes[node];
         mem.uncharge(cg, self.plan.pin_kind, pinned);
         mem.uncharge(cg, ChargeKind::Anon, self.plan.process_memory);
@@ -297,7 +298,7 @@ impl Sim<'_> {
         let node = self.s.ranks[r as usize].node as usize;
         if p.reclaimed_per_node > 0 && !self.s.reclaimed[node] {
             self.s.reclaimed[node] = true;
-            self.s.nodes[node].drop_page_cache(p.job_cgroup, p.reclaimed_per_node);
+            self.s.nodes[node].drop_page_cache(p.nodes[node].job_cgroup, p.reclaimed_per_node);
         }
         match p.sizing {
             HicacheSizing::Off => self.ready(r),
@@ -357,7 +358,7 @@ impl Sim<'_> {
     fn sample_budget(&mut self, r: u32) -> Option<i128> {
         let p = self.plan;
         let node = self.s.ranks[r as usize].node as usize;
-        let view = self.s.nodes[node].snapshot(p.job_cgroup);
+        let view = self.s.nodes[node].snapshot(p.nodes[node].job_cgroup);
         let now = self.s.queue.now();
         let res = &mut self.s.results[r as usize];
         if res.sampled_at.is_none() {
@@ -575,7 +576,7 @@ impl Sim<'_> {
         let p = self.plan;
         let node = self.s.ranks[r as usize].node as usize;
         let pinned = std::mem::take(&mut self.s.ranks[r as usize].pinned);
-        self.s.nodes[node].uncharge(p.job_cgroup, p.pin_kind, pinned);
+        self.s.nodes[node].uncharge(p.nodes[node].job_cgroup, p.pin_kind, pinned);
         let res = &mut self.s.results[r as usize];
         res.pools.clear();
         match res

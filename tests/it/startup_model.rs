@@ -1,0 +1,164 @@
+//! Issue #11 part A: the start-up model on shapes the spec did not use — per-node
+//! memory, a cgroup tree of any depth, a pin limit with auto-HiCache's halving, and
+//! SGLang's own log lines. Hand computations in the comments.
+
+use hicache_sim::commands::startup_cmd::{load_scenario, plan_for};
+use hicache_sim::hardware::{CgroupLimits, CgroupVersion, ChargeKind, HostMemory};
+use hicache_sim::startup::{self, MonteCarlo, Outcome};
+
+fn run(path: &str, version: Option<&str>, sets: &[&str]) -> MonteCarlo {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let s = load_scenario(path, &sets, version).expect("scenario loads");
+    let plan = plan_for(&s).expect("plan builds");
+    startup::run(&plan, s.seed, 1)
+}
+
+const GIB: i128 = 1 << 30;
+
+#[test]
+fn two_trays_differ_and_the_world_min_follows_the_tighter() {
+    let mc = run("scenarios/gb200-two-trays-auto-size.yaml", None, &[]);
+    assert_eq!(mc.first_run.len(), 8);
+    // Node 0: job usage 4 × 15 GB = 60 GB → headroom 840 GB; share (840 GB − 10 GiB) // 4.
+    let share0 = (840_000_000_000i128 - 10 * GIB) / 4;
+    assert_eq!(share0, 207_315_645_440);
+    // Node 1: + 600 GB of warm cache charged to the job → 240 GB.
+    let share1 = (240_000_000_000i128 - 10 * GIB) / 4;
+    assert_eq!(share1, 57_315_645_440);
+    // budget = int(share × 0.8)
+    let (b0, b1) = (165_852_516_352i128, 45_852_516_352i128);
+    assert_eq!(((share0 as f64) * 0.8) as i128, b0);
+    assert_eq!(((share1 as f64) * 0.8) as i128, b1);
+    // Device bytes = (447,936 + 64) slots × 70,272 B = 31,481,856,000 B; the MIN is
+    // node 1's ratio b1 × 0.95 / 31,481,856,000 = 1.38365065…
+    let ratio = b1 as f64 * 0.95 / 31_481_856_000f64;
+    // Host tokens int(447,936 × ratio) = 619,786 → 619,786 // 64 + 1 = 9,685 pages
+    // = 619,840 tokens × 70,272 B = 43,557,396,480 B on every rank.
+    assert_eq!((447_936f64 * ratio) as u64, 619_786);
+    for r in &mc.first_run {
+        assert_eq!(r.outcome, Outcome::Started, "rank {}", r.rank);
+        let (node, avail, budget) = if r.rank < 4 {
+            (0, 840_000_000_000i128, b0)
+        } else {
+            (1, 240_000_000_000, b1)
+        };
+        assert_eq!(r.node, node);
+        assert_eq!(r.available_bytes, Some(avail), "rank {}", r.rank);
+        assert_eq!(r.budget_bytes, Some(budget), "rank {}", r.rank);
+        assert_eq!(r.fitted_ratio, Some(ratio));
+        assert_eq!(r.pools[0].tokens, 619_840);
+        assert_eq!(r.requested_bytes, Some(43_557_396_480));
+    }
+    // psutil differs too: node 0 has 10 GB used outside the job: 960 − 10 − 60.
+    assert_eq!(mc.first_run[0].psutil_available, Some(890_000_000_000));
+    assert_eq!(mc.first_run[4].psutil_available, Some(900_000_000_000));
+}
+
+#[test]
+fn psutil_available_is_a_direct_input_exclusive_with_host_other_used() {
+    // psutil 700 GB before start → other_used = 960 − 700 = 260 GB; at sizing node 0
+    // reads 700 − 60 = 640 GB.
+    let mc = run(
+        "scenarios/gb200-two-trays-auto-size.yaml",
+        None,
+        &[
+            "memory.nodes=[{psutil_available: 700GB}, {cgroup: {preexisting: {inactive_file: 600GB}}}]",
+        ],
+    );
+    assert_eq!(mc.first_run[0].psutil_available, Some(640_000_000_000));
+    assert_eq!(mc.first_run[0].available_bytes, Some(640_000_000_000));
+    let s = load_scenario(
+        "scenarios/gb200-two-trays-auto-size.yaml",
+        &["memory.nodes=[{psutil_available: 700GB, host_other_used: 1GB}]".into()],
+        None,
+    )
+    .unwrap();
+    let e = plan_for(&s).unwrap_err().to_string();
+    assert!(e.contains("memory.nodes[0].psutil_available"), "{e}");
+    assert!(e.contains("not both"), "{e}");
+    let s = load_scenario(
+        "scenarios/gb200-two-trays-auto-size.yaml",
+        &["memory.nodes=[{}, {}, {}]".into()],
+        None,
+    )
+    .unwrap();
+    let e = plan_for(&s).unwrap_err().to_string();
+    assert!(e.contains("3 per-node blocks for 2 node(s)"), "{e}");
+}
+
+#[test]
+fn slurm_tree_headroom_under_each_release() {
+    // Job usage 8 × 15 + 1 + 450 = 571 GB under memory.max 1000 GB.
+    let per_rank = |headroom: i128| (headroom - 10 * GIB) / 8;
+    for (v, headroom, outcome) in [
+        ("0.5.21", 429_000_000_000i128, Outcome::Refused),
+        ("0.5.22", 429_000_000_000, Outcome::Refused),
+        ("0.5.23", 429_000_000_000, Outcome::Refused),
+        ("page-cache-credit", 879_000_000_000, Outcome::Started),
+        ("explicit-snapshot", 829_000_000_000, Outcome::Started),
+    ] {
+        let mc = run(
+            "scenarios/slurm-step-task-protected-sibling.yaml",
+            Some(v),
+            &[],
+        );
+        for r in &mc.first_run {
+            assert_eq!(r.outcome, outcome, "{v} rank {}", r.rank);
+            assert_eq!(r.budget_bytes, Some(per_rank(headroom)), "{v}");
+        }
+    }
+    assert_eq!(per_rank(429_000_000_000), 52_282_822_720); // prints 52.28 GB
+    // Without the sibling's memory.min, 0.5.23 credits the cache again (879 GB).
+    let mc = run(
+        "scenarios/slurm-step-task-protected-sibling.yaml",
+        Some("0.5.23"),
+        &[
+            "memory.cgroup.below=[{name: step_0, preexisting: {anon: 1GB}, siblings: [{name: step_batch, page_cache: 450GB}]}, {name: task_0}]",
+        ],
+    );
+    assert_eq!(
+        mc.first_run[0].budget_bytes,
+        Some(per_rank(879_000_000_000))
+    );
+    assert_eq!(mc.first_run[0].outcome, Outcome::Started);
+}
+
+#[test]
+fn memory_low_is_reclaimed_only_after_unprotected_cache() {
+    // Parent max 100; a (low 40) holds 40 of cache, b holds 20, the engine 30 anon.
+    // Charging 30 more needs 20 back: b's 20 goes, a keeps its 40 though it comes first.
+    let mut m = HostMemory::new(CgroupVersion::V2, 1000);
+    let p = m.add_cgroup(m.root(), "p", CgroupLimits::max(100)).unwrap();
+    let a = m
+        .add_cgroup(
+            p,
+            "a",
+            CgroupLimits {
+                low: 40,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let b = m.add_cgroup(p, "b", CgroupLimits::default()).unwrap();
+    let e = m.add_cgroup(p, "e", CgroupLimits::default()).unwrap();
+    m.charge(a, ChargeKind::PageCache, 40).unwrap();
+    m.charge(b, ChargeKind::PageCache, 20).unwrap();
+    m.charge(e, ChargeKind::Anon, 30).unwrap();
+    assert_eq!(m.charge(e, ChargeKind::Anon, 30).unwrap().reclaimed, 20);
+    assert_eq!(m.usage(a), 40);
+    assert_eq!(m.usage(b), 0);
+    // 10 more: nothing unprotected is left, so the second pass breaches a's low.
+    assert_eq!(m.charge(e, ChargeKind::Anon, 10).unwrap().reclaimed, 10);
+    assert_eq!(m.usage(a), 30);
+    // With memory.min = 30 instead, a keeps 30 and the cgroup OOMs.
+    m.set_limits(
+        a,
+        CgroupLimits {
+            min: 30,
+            low: 40,
+            ..Default::default()
+        },
+    );
+    assert!(m.charge(e, ChargeKind::Anon, 10).is_err());
+    assert_eq!(m.usage(a), 30);
+}
