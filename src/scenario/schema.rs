@@ -202,6 +202,12 @@ pub struct PinSpec {
     /// How many steps a pool's charge is applied in while it pins (a later rank sees
     /// a partly pinned pool). At least 1.
     pub steps: Option<u32>,
+    /// The `rc` a failed `cudaHostRegister` returns past `memory.pin_limit_per_rank`;
+    /// default 2 (`cudaErrorMemoryAllocation`, an estimate: the driver's code for a
+    /// refused `mlock` is not documented).
+    pub failure_rc: Option<i64>,
+    /// `cudaGetErrorString(rc)`; default `out of memory`.
+    pub failure_error: Option<String>,
 }
 
 /// The model-weight load that fills the page cache before the host pools are sized.

@@ -5,6 +5,7 @@
 use crate::engine::SimRng;
 use crate::hardware::{CgroupId, CgroupLimits, CgroupVersion, ChargeKind, HostMemory};
 use crate::model::{DevicePoolInputs, device_pool_bytes, device_pool_tokens};
+use crate::release::log_lines::LogRules;
 use crate::scenario::Scenario;
 use crate::scenario::schema::{
     CgroupLevelSpec, CgroupSpec, CgroupVersionSpec, JitterSpec, MemorySpec, PinMethod,
@@ -195,6 +196,14 @@ pub struct StartupPlan {
     pub jitter: Jitter,
     /// Each node's memory before any rank starts (node 0 first).
     pub nodes: Vec<NodeMemory>,
+    /// The log formats (and host-registration rule) of the release the version maps to.
+    pub log_rules: LogRules,
+    /// `--hicache-mem-layout` is `page_first` / `page_first_direct` (registration is
+    /// chunked by page granularity from 0.5.19).
+    pub page_first: bool,
+    /// `startup.pin.failure_rc` / `failure_error`.
+    pub pin_failure_rc: i64,
+    pub pin_failure_error: String,
 }
 
 impl StartupPlan {
@@ -314,6 +323,18 @@ impl StartupPlan {
             offsets,
             jitter,
             nodes,
+            log_rules: LogRules::of(s.version.release()),
+            page_first: matches!(
+                s.server.hicache_mem_layout.as_str(),
+                "page_first" | "page_first_direct"
+            ),
+            pin_failure_rc: s.startup.pin.failure_rc.unwrap_or(2),
+            pin_failure_error: s
+                .startup
+                .pin
+                .failure_error
+                .clone()
+                .unwrap_or_else(|| "out of memory".into()),
         })
     }
 

@@ -162,3 +162,173 @@ fn memory_low_is_reclaimed_only_after_unprotected_cache() {
     assert!(m.charge(e, ChargeKind::Anon, 10).is_err());
     assert_eq!(m.usage(a), 30);
 }
+
+/// Device bytes of the halving scenarios: (200,000 + 64) slots × 70,272 B.
+const DEVICE_BYTES: u64 = 200_064 * 70_272;
+/// Host pool at ratio r: int(200,000 × r) // 64 + 1 pages of 64 tokens × 70,272 B.
+fn host_bytes(ratio: u64) -> u64 {
+    ((200_000 * ratio) / 64 + 1) * 64 * 70_272
+}
+
+#[test]
+fn auto_hicache_halves_8_4_2_on_every_rank_together() {
+    assert_eq!(DEVICE_BYTES, 14_058_897_408);
+    assert_eq!(host_bytes(8), 112_439_697_408); // > 35 GB
+    assert_eq!(host_bytes(4), 56_222_097_408); // > 35 GB
+    assert_eq!(host_bytes(2), 28_113_297_408); // ≤ 35 GB
+    // Budget: psutil 2000 − 20 − 8 × 15 = 1860 GB; share (1860 GB − 10 GiB) // 8 =
+    // 231,157,822,720; int(× 0.8) = 184,926,258,176 → ratio min(8, 0.95 b / d) = 8.
+    let budget = 184_926_258_176i128;
+    assert!(budget as f64 * 0.95 / DEVICE_BYTES as f64 > 8.0);
+    let mc = run("scenarios/auto-hicache-halving.yaml", None, &[]);
+    for r in &mc.first_run {
+        assert_eq!(r.outcome, Outcome::Started);
+        assert!(!r.hicache_off);
+        assert_eq!(r.fitted_ratio, Some(2.0));
+        assert_eq!(r.requested_bytes, Some(host_bytes(2)));
+        assert_eq!(r.budget_bytes, Some(budget));
+    }
+    let s = load_scenario("scenarios/auto-hicache-halving.yaml", &[], None).unwrap();
+    let plan = plan_for(&s).unwrap();
+    let rep = hicache_sim::report::startup::build(&s, &plan, &mc, s.seed);
+    let log = &rep.ranks[5].log;
+    assert_eq!(log.len(), 8, "{log:#?}");
+    assert_eq!(
+        log[2],
+        "HiCache auto: host pools could not be pinned (8 rank(s) could not build their host pools); retrying at 4.00x."
+    );
+    assert_eq!(
+        log[4],
+        "HiCache host pools could not be built here: cudaHostRegister failed (rc=2, out of memory) at offset=0 size=56222097408 (total=56222097408, chunk_limit=274877079552); host buffer is not pinned and device transfers may silently return stale data."
+    );
+    // 184,926,258,176 B = 172.2 GiB; 35 GB = 32.6 GiB.
+    assert_eq!(
+        log[7],
+        "HiCache auto: on, host tier 2.00x the device cache (budget 172.2 GiB per rank, 8 rank(s) on this host, memlock limit 32.6 GiB)."
+    );
+    // The chunk: g = 64 × 70,272 = 4,497,408 B; (256 GiB // g) × g.
+    assert_eq!((256u64 << 30) / 4_497_408 * 4_497_408, 274_877_079_552);
+}
+
+#[test]
+fn auto_hicache_ends_off_when_even_2x_cannot_be_pinned() {
+    let mc = run("scenarios/auto-hicache-off.yaml", None, &[]);
+    for r in &mc.first_run {
+        assert_eq!(r.outcome, Outcome::Started);
+        assert!(r.hicache_off, "rank {}", r.rank);
+        assert_eq!(r.fitted_ratio, None);
+        assert_eq!(
+            r.message.as_deref(),
+            Some(
+                "HiCache off: host pools could not be pinned (8 rank(s) could not build their host pools)"
+            )
+        );
+    }
+}
+
+#[test]
+fn the_attach_gate_agrees_world_wide_across_mixed_pin_limits() {
+    // Two trays of 8: node 0 may pin 35 GB, node 1 60 GB. At 4x (56.22 GB) node 1
+    // fits, node 0 does not: the SUM is 8 (node 0's ranks) and both nodes retry at 2x.
+    let mc = run(
+        "scenarios/auto-hicache-halving.yaml",
+        None,
+        &[
+            "server.tp_size=16",
+            "server.nnodes=2",
+            "memory.nodes=[{pin_limit_per_rank: 35GB}, {pin_limit_per_rank: 60GB}]",
+        ],
+    );
+    assert_eq!(mc.first_run.len(), 16);
+    for r in &mc.first_run {
+        assert_eq!(r.outcome, Outcome::Started);
+        assert_eq!(r.fitted_ratio, Some(2.0), "rank {}", r.rank);
+        assert_eq!(r.requested_bytes, Some(host_bytes(2)));
+    }
+}
+
+#[test]
+fn without_auto_hicache_the_pin_limit_fails_registration() {
+    // 0.5.21 auto-size: ratio min(2.0, …) = 2.0 → 28,113,297,408 B > 26 GB.
+    let sets = [
+        "server.enable_hierarchical_cache=true",
+        "memory.pin_limit_per_rank=26GB",
+    ];
+    let mc = run("scenarios/auto-hicache-halving.yaml", Some("0.5.21"), &sets);
+    for r in &mc.first_run {
+        assert_eq!(r.outcome, Outcome::PinFailed);
+        assert_eq!(
+            r.message.as_deref(),
+            Some(
+                "cudaHostRegister failed (rc=2, out of memory) at offset=0 size=28113297408 (total=28113297408, chunk_limit=274877079552); host buffer is not pinned and device transfers may silently return stale data."
+            )
+        );
+    }
+    // Before 0.5.19 one call for the whole buffer (SGLang prints its pointer); the rc
+    // and error string are scenario fields.
+    let mut sets17 = sets.to_vec();
+    sets17.extend([
+        "startup.pin.failure_rc=1",
+        "startup.pin.failure_error=invalid argument",
+    ]);
+    let mc = run(
+        "scenarios/auto-hicache-halving.yaml",
+        Some("0.5.17"),
+        &sets17,
+    );
+    let r = &mc.first_run[0];
+    assert_eq!(r.outcome, Outcome::PinFailed);
+    // 0.5.17 has no auto-size: the default ratio 2.0 is explicit, same bytes.
+    assert_eq!(
+        r.message.as_deref(),
+        Some(
+            "cudaHostRegister failed (rc=1, invalid argument) for ptr=0x7f0000000000 size=28113297408; host buffer is not pinned and device transfers may silently return stale data."
+        )
+    );
+    // A chunked registration fails at the chunk crossing the limit: with 100 GB pinnable
+    // and 256 GiB chunks of a layer-first buffer (one call), offset 0 again; the run
+    // with no limit starts.
+    let mc = run(
+        "scenarios/auto-hicache-halving.yaml",
+        Some("0.5.21"),
+        &["server.enable_hierarchical_cache=true"],
+    );
+    assert!(mc.first_run.iter().all(|r| r.outcome == Outcome::Started));
+}
+
+#[test]
+fn gb300_under_cgroup_v1_refused_by_0_5_21_started_by_0_5_22() {
+    let sets = ["memory.cgroup.version=v1"];
+    let mc = run("scenarios/gb300-glm52-135g.yaml", Some("0.5.21"), &sets);
+    // (900 GB − 60 GB − 420 GB − 10 GiB) // 4 = 102,315,645,440 B (102.32 GB) < 135 GB.
+    assert!(mc.first_run.iter().all(|r| r.outcome == Outcome::Refused));
+    assert!(
+        mc.first_run
+            .iter()
+            .any(|r| r.budget_bytes == Some(102_315_645_440))
+    );
+    let mc = run("scenarios/gb300-glm52-135g.yaml", Some("0.5.22"), &sets);
+    assert!(mc.first_run.iter().all(|r| r.outcome == Outcome::Started));
+}
+
+#[test]
+fn gb300_log_lines_under_0_5_21_golden() {
+    let s = load_scenario("scenarios/gb300-glm52-135g.yaml", &[], Some("0.5.21")).unwrap();
+    let plan = plan_for(&s).unwrap();
+    let mc = startup::run(&plan, s.seed, 1);
+    let rep = hicache_sim::report::startup::build(&s, &plan, &mc, s.seed);
+    let text = hicache_sim::report::startup::render_log(&rep);
+    // Per rank: the small-host warning (3,004,864 host ≤ 3,090,112 device tokens), the
+    // headroom line (psutil 890 GB = 828.9 GiB; cgroup 900 − 60 − 420 = 420 GB =
+    // 391.2 GiB) and the ValueError: 4 × 3 lines.
+    assert_eq!(text.lines().count(), 12);
+    let path = "tests/golden/gb300-glm52-135g.0.5.21.log";
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(path, &text).unwrap();
+    }
+    let want = std::fs::read_to_string(path).expect("golden log (UPDATE_GOLDEN=1)");
+    for (i, (got, want)) in text.lines().zip(want.lines()).enumerate() {
+        assert_eq!(got, want, "line {}", i + 1);
+    }
+    assert_eq!(text, want);
+}
