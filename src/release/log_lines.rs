@@ -156,8 +156,8 @@ pub enum LogEvent {
         pool: &'static str,
         tokens: u64,
         bytes: u64,
-        /// `--hicache-mem-layout` is page-first (the DSA line prints the layout).
-        page_first: bool,
+        /// `--hicache-mem-layout` (the DSA line prints it).
+        layout: &'static str,
     },
     /// The rank raised; the text is the rank's message.
     Error(ErrorKind),
@@ -222,15 +222,10 @@ pub fn render(ctx: &RenderContext, e: &LogEvent, message: Option<&str>) -> Strin
             pool,
             tokens,
             bytes,
-            page_first,
+            layout,
         } => {
             let gb = bytes as f64 / 1e9;
             if pool == "indexer" {
-                let layout = if page_first {
-                    "page_first"
-                } else {
-                    "layer_first"
-                };
                 format!("Allocating {gb:.2} GB host memory for DSA indexer (layout={layout}).")
             } else {
                 match rules.allocating {
@@ -340,5 +335,145 @@ pub fn register_chunk(style: HostRegister, page_first: bool, granularity: u64, t
             (REGISTER_CHUNK_LIMIT / granularity) * granularity
         }
         _ => total,
+    }
+}
+
+/// `--hicache-mem-layout` as a static string for [`LogEvent::Allocating`] (SGLang's
+/// choices, as the flag table lists them; the parser refuses any other).
+pub fn layout_id(layout: &str) -> &'static str {
+    const KNOWN: [&str; 5] = [
+        "layer_first",
+        "page_first",
+        "page_first_direct",
+        "page_head",
+        "page_first_kv_split",
+    ];
+    KNOWN
+        .iter()
+        .find(|k| **k == layout)
+        .copied()
+        .unwrap_or("layer_first")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(r: Release) -> RenderContext<'static> {
+        RenderContext {
+            rules: LogRules::of(r),
+            pin_failure_rc: 2,
+            pin_failure_error: "out of memory",
+        }
+    }
+
+    const TAIL: &str = "L2 cache effectiveness is reduced.Consider increasing --hicache-ratio (or --hicache-size) for higher L2 cache hit rate.";
+
+    #[test]
+    fn formats_follow_each_wheel() {
+        let small = LogEvent::SmallHost {
+            pool: "kv",
+            host_tokens: 100,
+            device_tokens: 200,
+        };
+        // 0.5.14 asserts instead (the simulator fails the rank before this line).
+        assert_eq!(
+            LogRules::of(Release::V0_5_14).small_host,
+            SmallHostLine::Asserts
+        );
+        assert_eq!(
+            render(&ctx(Release::V0_5_16), &small, None),
+            format!(
+                "HiCache host KV pool (100 tokens) is smaller than the device pool (200 tokens);{TAIL}"
+            )
+        );
+        assert_eq!(
+            render(&ctx(Release::V0_5_17), &small, None),
+            format!(
+                "HiCache kv host pool (100 tokens) is smaller than the device pool (200 tokens);{TAIL}"
+            )
+        );
+        let alloc = LogEvent::Allocating {
+            pool: "kv",
+            tokens: 895_808,
+            bytes: 24_770_000_000,
+            layout: "page_first",
+        };
+        assert_eq!(
+            render(&ctx(Release::V0_5_15), &alloc, None),
+            "Allocating 24.77 GB host memory for hierarchical KV cache."
+        );
+        assert_eq!(
+            render(&ctx(Release::V0_5_23), &alloc, None),
+            "Allocating kv hierarchical KV host pool: 895808 tokens, 24.77 GB host memory."
+        );
+        let dsa = LogEvent::Allocating {
+            pool: "indexer",
+            tokens: 895_808,
+            bytes: 1_234_567_890,
+            layout: "page_first",
+        };
+        assert_eq!(
+            render(&ctx(Release::V0_5_21), &dsa, None),
+            "Allocating 1.23 GB host memory for DSA indexer (layout=page_first)."
+        );
+        // 0.5.21+ only.
+        assert!(!LogRules::of(Release::V0_5_20).headroom_line);
+        assert!(LogRules::of(Release::V0_5_21).headroom_line);
+        // 3 GiB and 1.5 GiB.
+        let head = LogEvent::Headroom {
+            host: 3 << 30,
+            cgroup: 3 << 29,
+        };
+        assert_eq!(
+            render(&ctx(Release::V0_5_22), &head, None),
+            "HiCache memory headroom: host 3.0 GiB, cgroup 1.5 GiB"
+        );
+        // budget 45,852,516,352 B = 42.7 GiB; 31,481,856,000 × 1.38365 / 2^30 = 40.6 GiB.
+        let auto = LogEvent::AutoSize {
+            requested: 2.0,
+            ratio: 1.383_650_650_533_437_4,
+            budget: 45_852_516_352,
+            fraction: 0.8,
+            ranks_per_host: 4,
+            device_bytes: 31_481_856_000,
+        };
+        assert_eq!(
+            render(&ctx(Release::V0_5_21), &auto, None),
+            "HiCache auto-sizing: ratio 2.000 -> 1.384; 42.7 GiB host memory per rank (fraction 0.80, 4 ranks on this host), host pools 40.6 GiB."
+        );
+        assert_eq!(
+            render(
+                &ctx(Release::V0_5_21),
+                &LogEvent::Error(ErrorKind::ValueError),
+                Some("x")
+            ),
+            "ValueError: x"
+        );
+    }
+
+    #[test]
+    fn registration_is_chunked_from_0_5_19() {
+        assert_eq!(
+            LogRules::of(Release::V0_5_18).register,
+            HostRegister::SingleCall
+        );
+        assert_eq!(
+            LogRules::of(Release::V0_5_19).register,
+            HostRegister::Chunked
+        );
+        // Page-first: (256 GiB // g) × g; layer-first: the whole buffer.
+        assert_eq!(
+            register_chunk(HostRegister::Chunked, true, 4_497_408, 10),
+            274_877_079_552
+        );
+        assert_eq!(
+            register_chunk(HostRegister::Chunked, false, 4_497_408, 10),
+            10
+        );
+        assert_eq!(
+            register_chunk(HostRegister::SingleCall, true, 4_497_408, 10),
+            10
+        );
     }
 }

@@ -72,12 +72,16 @@ pub struct CgroupLevelSpec {
     /// v2 `memory.high`; absent = `max`.
     pub high: Option<ByteSize>,
     /// v2 `memory.min` (hard protection from reclaim).
+    #[serde(skip_serializing_if = "is_default")]
     pub min: ByteSize,
     /// v2 `memory.low` (best-effort protection from reclaim).
+    #[serde(skip_serializing_if = "is_default")]
     pub low: ByteSize,
     /// This level's own charges before start-up.
+    #[serde(skip_serializing_if = "is_default")]
     pub preexisting: PreexistingSpec,
     /// Cgroups next to this level (children of the same parent).
+    #[serde(skip_serializing_if = "is_default")]
     pub siblings: Vec<SiblingSpec>,
 }
 
@@ -94,10 +98,13 @@ pub struct SiblingSpec {
     /// v2 `memory.min`: protects this much of the sibling's memory from reclaim.
     pub min: ByteSize,
     /// v2 `memory.low`: best-effort protection (reclaimed only when nothing else is left).
+    #[serde(skip_serializing_if = "is_default")]
     pub low: ByteSize,
     pub max: Option<ByteSize>,
+    #[serde(skip_serializing_if = "is_default")]
     pub high: Option<ByteSize>,
     /// More charges by kind (added to `anon`/`page_cache`/`shmem`).
+    #[serde(skip_serializing_if = "is_default")]
     pub preexisting: PreexistingSpec,
 }
 
@@ -118,8 +125,10 @@ pub struct CgroupSpec {
     /// Clean page cache already charged to the job before the ranks start.
     pub preexisting_page_cache: ByteSize,
     /// v2 `memory.low` of the job's cgroup.
+    #[serde(skip_serializing_if = "is_default")]
     pub low: ByteSize,
     /// More of the job's own charges by kind (added to the two fields above).
+    #[serde(skip_serializing_if = "is_default")]
     pub preexisting: PreexistingSpec,
     /// Ancestors from the parent up to the mount root.
     pub parents: Vec<CgroupLevelSpec>,
@@ -127,6 +136,7 @@ pub struct CgroupSpec {
     pub siblings: Vec<SiblingSpec>,
     /// Levels below the job down to the engine's own cgroup (Slurm: step, then task),
     /// the job's child first. The ranks run, charge and read in the last one.
+    #[serde(skip_serializing_if = "is_default")]
     pub below: Vec<CgroupLevelSpec>,
 }
 
@@ -142,9 +152,11 @@ pub struct MemorySpec {
     pub host_other_page_cache: ByteSize,
     /// `psutil.virtual_memory().available` before any rank starts, as `free -b` prints
     /// it (its `available` column): derives `host_other_used` (exclusive with it).
+    #[serde(skip_serializing_if = "is_default")]
     pub psutil_available: Option<ByteSize>,
     /// The most one rank can pin (`RLIMIT_MEMLOCK`, a container's locked-memory limit):
     /// a `cudaHostRegister` past it fails. Absent = no limit.
+    #[serde(skip_serializing_if = "is_default")]
     pub pin_limit_per_rank: Option<ByteSize>,
     /// The job's cgroup; absent = no memory cgroup is visible (bare metal).
     pub cgroup: Option<CgroupSpec>,
@@ -205,8 +217,10 @@ pub struct PinSpec {
     /// The `rc` a failed `cudaHostRegister` returns past `memory.pin_limit_per_rank`;
     /// default 2 (`cudaErrorMemoryAllocation`, an estimate: the driver's code for a
     /// refused `mlock` is not documented).
+    #[serde(skip_serializing_if = "is_default")]
     pub failure_rc: Option<i64>,
     /// `cudaGetErrorString(rc)`; default `out of memory`.
+    #[serde(skip_serializing_if = "is_default")]
     pub failure_error: Option<String>,
 }
 
@@ -339,4 +353,10 @@ fn merge_json(base: &mut Value, over: &Value) {
         }
         (b, o) => *b = o.clone(),
     }
+}
+
+/// Fields added after the first scenario files serialise only when set, so an older
+/// scenario's serialised form (sweep fingerprints, `--resume`) does not change.
+fn is_default<T: Default + PartialEq>(t: &T) -> bool {
+    *t == T::default()
 }

@@ -201,6 +201,8 @@ pub struct StartupPlan {
     /// `--hicache-mem-layout` is `page_first` / `page_first_direct` (registration is
     /// chunked by page granularity from 0.5.19).
     pub page_first: bool,
+    /// `--hicache-mem-layout`, as the DSA indexer's `Allocating` line prints it.
+    pub mem_layout: &'static str,
     /// `startup.pin.failure_rc` / `failure_error`.
     pub pin_failure_rc: i64,
     pub pin_failure_error: String,
@@ -328,6 +330,7 @@ impl StartupPlan {
                 s.server.hicache_mem_layout.as_str(),
                 "page_first" | "page_first_direct"
             ),
+            mem_layout: crate::release::log_lines::layout_id(&s.server.hicache_mem_layout),
             pin_failure_rc: s.startup.pin.failure_rc.unwrap_or(2),
             pin_failure_error: s
                 .startup

@@ -608,7 +608,7 @@ impl Sim<'_> {
             pool: p.pools[pool].name,
             tokens,
             bytes,
-            page_first: p.page_first,
+            layout: p.mem_layout,
         });
     }
 
