@@ -332,3 +332,48 @@ fn gb300_log_lines_under_0_5_21_golden() {
     }
     assert_eq!(text, want);
 }
+
+#[test]
+fn b200_host_smaller_than_device_warns_and_a_larger_size_is_refused_under_40135() {
+    // HGX B200, DeepSeek-V3 TP8 (70,272 B/token, 200,000 device tokens), job memory.max
+    // 300 GB, 8 × 15 GB process memory (O_DIRECT load): headroom 180 GB = 167.6 GiB;
+    // psutil 2000 − 20 − 120 = 1860 GB = 1732.3 GiB; per rank (180 GB − 10 GiB) // 8 =
+    // 21,157,822,720 B (21.16 GB).
+    let base = [
+        "server.enable_hierarchical_cache=true",
+        "memory.cgroup={version: v2, max: 300GB}",
+    ];
+    let log0 = |size: &str| {
+        let mut sets: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+        sets.push(format!("server.hicache_size={size}"));
+        let s = load_scenario(
+            "scenarios/auto-hicache-halving.yaml",
+            &sets,
+            Some("pr40135"),
+        )
+        .unwrap();
+        let plan = plan_for(&s).unwrap();
+        let mc = startup::run(&plan, s.seed, 1);
+        let rep = hicache_sim::report::startup::build(&s, &plan, &mc, s.seed);
+        (mc.first_run[0].outcome, rep.ranks[0].log.clone())
+    };
+    // --hicache-size 10: 10e9 // 70,272 = 142,303 → 2,223 pages + 1 → 142,336 tokens
+    // ≤ 200,000: the warning; 142,336 × 70,272 = 10,002,235,392 B.
+    let (outcome, log) = log0("10");
+    assert_eq!(outcome, Outcome::Started);
+    assert_eq!(
+        log,
+        [
+            "HiCache kv host pool (142336 tokens) is smaller than the device pool (200000 tokens);L2 cache effectiveness is reduced.Consider increasing --hicache-ratio (or --hicache-size) for higher L2 cache hit rate.",
+            "HiCache memory headroom: host 1732.3 GiB, cgroup 167.6 GiB",
+            "Allocating kv hierarchical KV host pool: 142336 tokens, 10.00 GB host memory.",
+        ]
+    );
+    // --hicache-size 25: 355,760 → 5,559 pages → 355,776 tokens = 25,001,091,072 B.
+    let (outcome, log) = log0("25");
+    assert_eq!(outcome, Outcome::Refused);
+    assert_eq!(
+        log[1],
+        "ValueError: Not enough host memory available. Requesting 25.00 GB but only have 21.16 GB free. Please reduce the size of the hierarchical cache."
+    );
+}
