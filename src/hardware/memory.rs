@@ -111,6 +111,10 @@ pub struct CgroupLimits {
     pub max: Option<u64>,
     pub high: Option<u64>,
     pub min: u64,
+    /// v2 `memory.low`: best-effort protection. Reclaim takes cache under it only when
+    /// the unprotected cache of the subtree is not enough (the kernel's "low breach",
+    /// `mm/vmscan.c: shrink_node_memcgs` retrying with `memcg_low_reclaim`).
+    pub low: u64,
 }
 
 impl CgroupLimits {
@@ -350,9 +354,16 @@ impl HostMemory {
     }
 
     /// Clean cache of `kind` in `c`'s own charges that reclaim rooted at `top` may take:
-    /// bounded by `usage - memory.min` of `c` and of each ancestor strictly below `top`
-    /// (a reclaim's own root is not protected, as in `mem_cgroup_protection`).
-    fn reclaimable_own(&self, c: CgroupId, top: CgroupId, kind: ChargeKind) -> u64 {
+    /// bounded by `usage - memory.min` (and `- memory.low` unless `low_breach`) of `c`
+    /// and of each ancestor strictly below `top` (a reclaim's own root is not
+    /// protected, as in `mem_cgroup_protection`).
+    fn reclaimable_own(
+        &self,
+        c: CgroupId,
+        top: CgroupId,
+        kind: ChargeKind,
+        low_breach: bool,
+    ) -> u64 {
         let mut allowed = self.cgroups[c.0 as usize].own.get(kind);
         let mut cur = Some(c);
         while let Some(x) = cur {
@@ -360,7 +371,12 @@ impl HostMemory {
                 break;
             }
             let g = &self.cgroups[x.0 as usize];
-            allowed = allowed.min(g.subtree.total().saturating_sub(g.limits.min));
+            let protect = if low_breach {
+                g.limits.min
+            } else {
+                g.limits.min.max(g.limits.low)
+            };
+            allowed = allowed.min(g.subtree.total().saturating_sub(protect));
             cur = g.parent;
         }
         allowed
@@ -387,8 +403,18 @@ impl HostMemory {
     }
 
     /// Reclaims up to `want` bytes of clean page cache in `top`'s subtree, inactive
-    /// first, then active, cgroups in creation order; returns what was reclaimed.
+    /// first, then active, cgroups in creation order; returns what was reclaimed. With
+    /// `protect`, `memory.min` is never breached and `memory.low` only in a second pass
+    /// when the first did not free enough.
     fn reclaim(&mut self, top: CgroupId, want: u64, protect: bool) -> u64 {
+        let mut got = self.reclaim_pass(top, want, protect, false);
+        if protect && got < want {
+            got += self.reclaim_pass(top, want - got, true, true);
+        }
+        got
+    }
+
+    fn reclaim_pass(&mut self, top: CgroupId, want: u64, protect: bool, low_breach: bool) -> u64 {
         let mut got = 0;
         for kind in [ChargeKind::PageCache, ChargeKind::PageCacheActive] {
             for i in 0..self.cgroups.len() {
@@ -400,7 +426,7 @@ impl HostMemory {
                     continue;
                 }
                 let avail = if protect {
-                    self.reclaimable_own(c, top, kind)
+                    self.reclaimable_own(c, top, kind, low_breach)
                 } else {
                     self.cgroups[i].own.get(kind)
                 };

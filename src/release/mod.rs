@@ -14,6 +14,7 @@
 //!   release up to 0.5.23 contains ([`first_shipped`]).
 
 pub mod diff;
+pub mod log_lines;
 mod rules;
 mod server_check;
 

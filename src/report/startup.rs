@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::release::log_lines::{self, RenderContext};
 use crate::scenario::Scenario;
 use crate::startup::{MonteCarlo, Outcome, Quantiles, RankResult, RunOutcomes, StartupPlan};
 use crate::units::{fmt_gb, secs};
@@ -151,6 +152,9 @@ pub struct RankOut {
     /// refused one, or the one with the least margin).
     pub requested_total_bytes: Option<u64>,
     pub message: Option<String>,
+    /// SGLang's log lines of this rank, in the order it prints them, in the format of
+    /// the release the version maps to (`release::log_lines`).
+    pub log: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -165,7 +169,24 @@ fn i64c(x: i128) -> i64 {
     x.clamp(i64::MIN as i128, i64::MAX as i128) as i64
 }
 
-fn rank_out(r: &RankResult) -> RankOut {
+/// The rendering context of `plan`'s release and pin-failure figures.
+pub fn log_context(plan: &StartupPlan) -> RenderContext<'_> {
+    RenderContext {
+        rules: plan.log_rules,
+        pin_failure_rc: plan.pin_failure_rc,
+        pin_failure_error: &plan.pin_failure_error,
+    }
+}
+
+/// SGLang's log lines of one rank, rendered.
+pub fn rank_log(ctx: &RenderContext, r: &RankResult) -> Vec<String> {
+    r.log
+        .iter()
+        .map(|e| log_lines::render(ctx, e, r.message.as_deref()))
+        .collect()
+}
+
+fn rank_out(ctx: &RenderContext, r: &RankResult) -> RankOut {
     RankOut {
         rank: r.rank,
         node: r.node,
@@ -194,6 +215,7 @@ fn rank_out(r: &RankResult) -> RankOut {
         requested_total_bytes: (!r.pools.is_empty())
             .then(|| r.pools.iter().map(|p| p.requested_bytes).sum()),
         message: r.message.clone(),
+        log: rank_log(ctx, r),
     }
 }
 
@@ -233,7 +255,10 @@ pub fn build(s: &Scenario, plan: &StartupPlan, mc: &MonteCarlo, seed: u64) -> St
             not_modelled: l.not_modelled.clone(),
             env: l.env.clone(),
         }),
-        ranks: mc.first_run.iter().map(rank_out).collect(),
+        ranks: {
+            let ctx = log_context(plan);
+            mc.first_run.iter().map(|r| rank_out(&ctx, r)).collect()
+        },
         verdict: String::new(),
     };
     rep.verdict = verdict(s, mc);
@@ -263,8 +288,12 @@ pub fn verdict(s: &Scenario, mc: &MonteCarlo) -> String {
         .iter()
         .filter(|r| r.outcome == Outcome::Failed)
         .collect();
+    let pin_failed: Vec<&RankResult> = ranks
+        .iter()
+        .filter(|r| r.outcome == Outcome::PinFailed)
+        .collect();
     let mut v = String::new();
-    if refused.is_empty() && killed.is_empty() && failed.is_empty() {
+    if refused.is_empty() && killed.is_empty() && failed.is_empty() && pin_failed.is_empty() {
         let min_margin = ranks.iter().filter_map(|r| r.margin_bytes).min();
         let off = ranks.iter().filter(|r| r.hicache_off).count();
         let _ = write!(
@@ -281,10 +310,14 @@ pub fn verdict(s: &Scenario, mc: &MonteCarlo) -> String {
             );
         }
         if off > 0 {
-            let _ = write!(
-                v,
-                "; HiCache is switched off on {off} rank(s) (budget below the minimum ratio)"
-            );
+            // The first off rank's reason (SGLang's own, without the prefix).
+            let reason = ranks
+                .iter()
+                .find(|r| r.hicache_off)
+                .and_then(|r| r.message.as_deref())
+                .map(|m| m.strip_prefix("HiCache off: ").unwrap_or(m))
+                .unwrap_or("");
+            let _ = write!(v, "; HiCache is switched off on {off} rank(s) ({reason})");
         }
         v.push('.');
     } else {
@@ -310,6 +343,15 @@ pub fn verdict(s: &Scenario, mc: &MonteCarlo) -> String {
                 v,
                 "; {} failed before sizing read any memory (first: rank {}: AssertionError: {})",
                 failed.len(),
+                r.rank,
+                r.message.as_deref().unwrap_or("")
+            );
+        }
+        if let Some(r) = pin_failed.first() {
+            let _ = write!(
+                v,
+                "; {} could not pin their host pools (first: rank {}: RuntimeError: {})",
+                pin_failed.len(),
                 r.rank,
                 r.message.as_deref().unwrap_or("")
             );
@@ -492,6 +534,19 @@ pub fn render_text(s: &Scenario, plan: &StartupPlan, rep: &StartupReport) -> Str
             );
         }
     }
+    if rep.ranks.iter().any(|r| !r.log.is_empty()) {
+        let _ = writeln!(o);
+        let _ = writeln!(
+            o,
+            "SGLang log, run 0 (SGLang {}'s format strings):",
+            log_release(s)
+        );
+        for r in &rep.ranks {
+            for line in &r.log {
+                let _ = writeln!(o, "[TP{}] {line}", r.rank);
+            }
+        }
+    }
     if rep.runs > 1 {
         let _ = writeln!(o);
         let _ = writeln!(
@@ -526,5 +581,21 @@ pub fn render_text(s: &Scenario, plan: &StartupPlan, rep: &StartupReport) -> Str
     }
     let _ = writeln!(o);
     let _ = writeln!(o, "Verdict: {}", rep.verdict);
+    o
+}
+
+/// The release whose log formats render a version's lines.
+fn log_release(s: &Scenario) -> &'static str {
+    s.version.release().id()
+}
+
+/// The log lines of run 0 as the server prints them, rank by rank (`[TP0] …`).
+pub fn render_log(rep: &StartupReport) -> String {
+    let mut o = String::new();
+    for r in &rep.ranks {
+        for line in &r.log {
+            let _ = writeln!(o, "[TP{}] {line}", r.rank);
+        }
+    }
     o
 }

@@ -53,7 +53,7 @@ fn kind(v: Sglang) -> &'static str {
 
 /// A row from a finished report.
 pub fn row(v: Sglang, rep: &StartupReport) -> SglangRow {
-    let order = ["started", "refused", "failed", "oom_killed"];
+    let order = ["started", "refused", "failed", "pin_failed", "oom_killed"];
     let worst = rep
         .ranks
         .iter()

@@ -44,7 +44,25 @@ pub enum CgroupVersionSpec {
     V2,
 }
 
-/// One cgroup level above the job (its parent first).
+/// Charges that exist in a cgroup before any rank starts (its own, not its children's).
+/// File pages by LRU state: clean inactive (a first read), clean active (touched twice),
+/// dirty and under writeback (charged, not reclaimable until written back).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct PreexistingSpec {
+    pub anon: ByteSize,
+    pub shmem: ByteSize,
+    /// Clean page cache on the inactive list.
+    pub inactive_file: ByteSize,
+    /// Clean page cache on the active list.
+    pub active_file: ByteSize,
+    pub dirty: ByteSize,
+    pub writeback: ByteSize,
+}
+
+/// One cgroup level on the engine's path: an ancestor of the job (`parents`, the
+/// job's parent first) or a level below it (`below`, the job's child first, the
+/// engine's own cgroup last).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct CgroupLevelSpec {
@@ -53,20 +71,41 @@ pub struct CgroupLevelSpec {
     pub max: Option<ByteSize>,
     /// v2 `memory.high`; absent = `max`.
     pub high: Option<ByteSize>,
+    /// v2 `memory.min` (hard protection from reclaim).
+    #[serde(skip_serializing_if = "is_default")]
+    pub min: ByteSize,
+    /// v2 `memory.low` (best-effort protection from reclaim).
+    #[serde(skip_serializing_if = "is_default")]
+    pub low: ByteSize,
+    /// This level's own charges before start-up.
+    #[serde(skip_serializing_if = "is_default")]
+    pub preexisting: PreexistingSpec,
+    /// Cgroups next to this level (children of the same parent).
+    #[serde(skip_serializing_if = "is_default")]
+    pub siblings: Vec<SiblingSpec>,
 }
 
-/// A sibling cgroup of the job under the same parent (another engine, a sidecar).
+/// A cgroup next to a level of the engine's path (another engine, a sidecar, a
+/// monitoring agent), with what it holds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct SiblingSpec {
     pub name: String,
     pub anon: ByteSize,
-    /// Clean, reclaimable page cache charged to the sibling.
+    /// Clean, reclaimable page cache charged to the sibling (inactive list).
     pub page_cache: ByteSize,
     pub shmem: ByteSize,
     /// v2 `memory.min`: protects this much of the sibling's memory from reclaim.
     pub min: ByteSize,
+    /// v2 `memory.low`: best-effort protection (reclaimed only when nothing else is left).
+    #[serde(skip_serializing_if = "is_default")]
+    pub low: ByteSize,
     pub max: Option<ByteSize>,
+    #[serde(skip_serializing_if = "is_default")]
+    pub high: Option<ByteSize>,
+    /// More charges by kind (added to `anon`/`page_cache`/`shmem`).
+    #[serde(skip_serializing_if = "is_default")]
+    pub preexisting: PreexistingSpec,
 }
 
 /// The job's memory cgroup (Slurm job/step, Kubernetes container).
@@ -85,9 +124,20 @@ pub struct CgroupSpec {
     pub preexisting_anon: ByteSize,
     /// Clean page cache already charged to the job before the ranks start.
     pub preexisting_page_cache: ByteSize,
+    /// v2 `memory.low` of the job's cgroup.
+    #[serde(skip_serializing_if = "is_default")]
+    pub low: ByteSize,
+    /// More of the job's own charges by kind (added to the two fields above).
+    #[serde(skip_serializing_if = "is_default")]
+    pub preexisting: PreexistingSpec,
     /// Ancestors from the parent up to the mount root.
     pub parents: Vec<CgroupLevelSpec>,
+    /// Cgroups next to the job (children of its parent).
     pub siblings: Vec<SiblingSpec>,
+    /// Levels below the job down to the engine's own cgroup (Slurm: step, then task),
+    /// the job's child first. The ranks run, charge and read in the last one.
+    #[serde(skip_serializing_if = "is_default")]
+    pub below: Vec<CgroupLevelSpec>,
 }
 
 /// Host memory outside the job, and the job's cgroup.
@@ -100,8 +150,20 @@ pub struct MemorySpec {
     pub host_other_used: ByteSize,
     /// Clean page cache on the host outside the job (psutil counts it as available).
     pub host_other_page_cache: ByteSize,
+    /// `psutil.virtual_memory().available` before any rank starts, as `free -b` prints
+    /// it (its `available` column): derives `host_other_used` (exclusive with it).
+    #[serde(skip_serializing_if = "is_default")]
+    pub psutil_available: Option<ByteSize>,
+    /// The most one rank can pin (`RLIMIT_MEMLOCK`, a container's locked-memory limit):
+    /// a `cudaHostRegister` past it fails. Absent = no limit.
+    #[serde(skip_serializing_if = "is_default")]
+    pub pin_limit_per_rank: Option<ByteSize>,
     /// The job's cgroup; absent = no memory cgroup is visible (bare metal).
     pub cgroup: Option<CgroupSpec>,
+    /// Per-node overrides of this block, node 0 first: each entry is merged over the
+    /// block (mappings key by key, lists replaced); nodes without an entry use the block.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<Value>,
 }
 
 /// A distribution of per-rank start delays, in virtual time.
@@ -152,6 +214,14 @@ pub struct PinSpec {
     /// How many steps a pool's charge is applied in while it pins (a later rank sees
     /// a partly pinned pool). At least 1.
     pub steps: Option<u32>,
+    /// The `rc` a failed `cudaHostRegister` returns past `memory.pin_limit_per_rank`;
+    /// default 2 (`cudaErrorMemoryAllocation`, an estimate: the driver's code for a
+    /// refused `mlock` is not documented).
+    #[serde(skip_serializing_if = "is_default")]
+    pub failure_rc: Option<i64>,
+    /// `cudaGetErrorString(rc)`; default `out of memory`.
+    #[serde(skip_serializing_if = "is_default")]
+    pub failure_error: Option<String>,
 }
 
 /// The model-weight load that fills the page cache before the host pools are sized.
@@ -230,4 +300,63 @@ pub(crate) fn default_sglang() -> String {
 
 fn one() -> u64 {
     1
+}
+
+impl MemorySpec {
+    /// The memory block of node `i`: `nodes[i]` merged over this block (mappings key by
+    /// key, lists and scalars replaced). A node that gives one of the exclusive pair
+    /// `psutil_available` / `host_other_used` drops the other from the default block.
+    /// Errors name the field under `memory.nodes[i]`.
+    pub fn for_node(&self, i: usize) -> Result<MemorySpec, (String, String)> {
+        let field = |f: &str| format!("memory.nodes[{i}]{f}");
+        let mut base = self.clone();
+        base.nodes.clear();
+        let Some(over) = self.nodes.get(i) else {
+            return Ok(base);
+        };
+        let Value::Object(over) = over else {
+            return Err((
+                field(""),
+                "expected a mapping of `memory:` fields for this node".into(),
+            ));
+        };
+        if over.contains_key("nodes") {
+            return Err((
+                field(".nodes"),
+                "per-node blocks cannot nest `nodes`".into(),
+            ));
+        }
+        if over.contains_key("psutil_available") {
+            base.host_other_used = ByteSize(0);
+        }
+        if over.contains_key("host_other_used") {
+            base.psutil_available = None;
+        }
+        let mut v = serde_json::to_value(&base).map_err(|e| (field(""), e.to_string()))?;
+        merge_json(&mut v, &Value::Object(over.clone()));
+        serde_json::from_value(v).map_err(|e| (field(""), e.to_string()))
+    }
+}
+
+/// Deep merge: mappings key by key, everything else replaced.
+fn merge_json(base: &mut Value, over: &Value) {
+    match (base, over) {
+        (Value::Object(b), Value::Object(o)) => {
+            for (k, v) in o {
+                match b.get_mut(k) {
+                    Some(bv) if bv.is_object() && v.is_object() => merge_json(bv, v),
+                    _ => {
+                        b.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (b, o) => *b = o.clone(),
+    }
+}
+
+/// Fields added after the first scenario files serialise only when set, so an older
+/// scenario's serialised form (sweep fingerprints, `--resume`) does not change.
+fn is_default<T: Default + PartialEq>(t: &T) -> bool {
+    *t == T::default()
 }

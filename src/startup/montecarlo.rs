@@ -162,7 +162,8 @@ pub struct RunOutcomes {
     pub started: u64,
     pub refused: u64,
     pub oom_killed: u64,
-    /// Raised before sizing (0.5.14's assertion); omitted from JSON when 0.
+    /// Raised before or while building the pools (0.5.14's assertion, a failed
+    /// `cudaHostRegister`); omitted from JSON when 0.
     #[serde(skip_serializing_if = "is_zero")]
     pub failed: u64,
 }
@@ -194,7 +195,7 @@ impl Tally {
                     self.ranks.refused += 1;
                     refused = true;
                 }
-                Outcome::Failed => self.ranks.failed += 1,
+                Outcome::Failed | Outcome::PinFailed => self.ranks.failed += 1,
                 Outcome::OomKilled => {
                     self.ranks.oom_killed += 1;
                     killed = true;
@@ -211,7 +212,7 @@ impl Tally {
         match worst {
             Outcome::OomKilled => self.runs.oom_killed += 1,
             Outcome::Refused => self.runs.refused += 1,
-            Outcome::Failed => self.runs.failed += 1,
+            Outcome::Failed | Outcome::PinFailed => self.runs.failed += 1,
             Outcome::Started => self.runs.started += 1,
         }
         self.runs_refused += u64::from(refused);

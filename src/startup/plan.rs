@@ -5,8 +5,12 @@
 use crate::engine::SimRng;
 use crate::hardware::{CgroupId, CgroupLimits, CgroupVersion, ChargeKind, HostMemory};
 use crate::model::{DevicePoolInputs, device_pool_bytes, device_pool_tokens};
+use crate::release::log_lines::LogRules;
 use crate::scenario::Scenario;
-use crate::scenario::schema::{CgroupVersionSpec, JitterSpec, PinMethod};
+use crate::scenario::schema::{
+    CgroupLevelSpec, CgroupSpec, CgroupVersionSpec, JitterSpec, MemorySpec, PinMethod,
+    PreexistingSpec, SiblingSpec,
+};
 use crate::sizing::{AutoSizeRule, HicacheArgs, HostMemoryMode, Rules};
 use crate::units::{GIB, Nanos};
 
@@ -190,10 +194,18 @@ pub struct StartupPlan {
     pub pin_kind: ChargeKind,
     pub offsets: Vec<Nanos>,
     pub jitter: Jitter,
-    /// The memory of one node before any rank starts.
-    pub memory: HostMemory,
-    /// The job's cgroup in `memory` (the mount root when no cgroup is modelled).
-    pub job_cgroup: CgroupId,
+    /// Each node's memory before any rank starts (node 0 first).
+    pub nodes: Vec<NodeMemory>,
+    /// The log formats (and host-registration rule) of the release the version maps to.
+    pub log_rules: LogRules,
+    /// `--hicache-mem-layout` is `page_first` / `page_first_direct` (registration is
+    /// chunked by page granularity from 0.5.19).
+    pub page_first: bool,
+    /// `--hicache-mem-layout`, as the DSA indexer's `Allocating` line prints it.
+    pub mem_layout: &'static str,
+    /// `startup.pin.failure_rc` / `failure_error`.
+    pub pin_failure_rc: i64,
+    pub pin_failure_error: String,
 }
 
 impl StartupPlan {
@@ -267,7 +279,7 @@ impl StartupPlan {
             .map(|b| b.0)
             .unwrap_or(s.node.pin_bandwidth.0);
 
-        let (memory, job_cgroup) = build_memory(s)?;
+        let nodes = build_nodes(s, nnodes)?;
         let jitter = Jitter::from_spec(&s.startup.arrival.jitter)
             .map_err(|m| ("startup.arrival.jitter".to_string(), m))?;
         let mut offsets: Vec<Nanos> = s.startup.arrival.offsets.iter().map(|d| d.0).collect();
@@ -312,8 +324,20 @@ impl StartupPlan {
             },
             offsets,
             jitter,
-            memory,
-            job_cgroup,
+            nodes,
+            log_rules: LogRules::of(s.version.release()),
+            page_first: matches!(
+                s.server.hicache_mem_layout.as_str(),
+                "page_first" | "page_first_direct"
+            ),
+            mem_layout: crate::release::log_lines::layout_id(&s.server.hicache_mem_layout),
+            pin_failure_rc: s.startup.pin.failure_rc.unwrap_or(2),
+            pin_failure_error: s
+                .startup
+                .pin
+                .failure_error
+                .clone()
+                .unwrap_or_else(|| "out of memory".into()),
         })
     }
 
@@ -327,82 +351,126 @@ impl StartupPlan {
     }
 }
 
-/// One node's memory: host RAM, other tenants, the job cgroup with its ancestors and
-/// siblings, and what was charged before the ranks start.
-fn build_memory(s: &Scenario) -> Result<(HostMemory, CgroupId), (String, String)> {
-    let m = &s.memory;
+/// One node's memory before any rank starts, where its ranks run, and what they may pin.
+#[derive(Debug, Clone)]
+pub struct NodeMemory {
+    pub memory: HostMemory,
+    /// The engine's cgroup in `memory`: the job, or the deepest `below` level (the mount
+    /// root when no cgroup is modelled). Ranks charge and read here.
+    pub job_cgroup: CgroupId,
+    /// `memory.pin_limit_per_rank`: the most one rank can register.
+    pub pin_limit: Option<u64>,
+}
+
+/// Every node's memory (`memory:` with its `nodes:` overrides merged in).
+fn build_nodes(s: &Scenario, nnodes: u32) -> Result<Vec<NodeMemory>, (String, String)> {
+    if s.memory.nodes.len() > nnodes as usize {
+        return Err((
+            "memory.nodes".into(),
+            format!(
+                "{} per-node blocks for {} node(s) (world size / GPUs per node)",
+                s.memory.nodes.len(),
+                nnodes
+            ),
+        ));
+    }
+    (0..nnodes as usize)
+        .map(|i| {
+            let spec = s.memory.for_node(i)?;
+            // Errors inside a per-node block name it.
+            let prefix = |f: String| {
+                if s.memory.nodes.get(i).is_some() {
+                    f.replacen("memory", &format!("memory.nodes[{i}]"), 1)
+                } else {
+                    f
+                }
+            };
+            let (memory, job_cgroup) = build_memory(s, &spec).map_err(|(f, m)| (prefix(f), m))?;
+            Ok(NodeMemory {
+                memory,
+                job_cgroup,
+                pin_limit: spec.pin_limit_per_rank.map(|b| b.0),
+            })
+        })
+        .collect()
+}
+
+/// One node's memory: host RAM, other tenants, the cgroup tree (ancestors, siblings at
+/// any level, the job, levels below it down to the engine's cgroup) and what was charged
+/// before the ranks start.
+fn build_memory(s: &Scenario, m: &MemorySpec) -> Result<(HostMemory, CgroupId), (String, String)> {
     let total = m.host_total.map(|b| b.0).unwrap_or(s.node.host_dram.0);
     let version = match m.cgroup.as_ref().map(|c| c.version) {
         Some(CgroupVersionSpec::V1) => CgroupVersion::V1,
         _ => CgroupVersion::V2,
     };
+    if m.psutil_available.is_some() && m.host_other_used.0 != 0 {
+        return Err((
+            "memory.psutil_available".into(),
+            "give either `psutil_available` (what `free -b` shows as available) or `host_other_used` (which derives it), not both".into(),
+        ));
+    }
     let mut mem = HostMemory::new(version, total);
     mem.other_used = m.host_other_used.0;
     mem.other_cache = m.host_other_page_cache.0;
-    if m.host_other_used.0 > total {
+    if m.host_other_used
+        .0
+        .saturating_add(m.host_other_page_cache.0)
+        > total
+    {
         return Err((
             "memory.host_other_used".into(),
-            "is larger than the host's memory".into(),
+            "host_other_used + host_other_page_cache is larger than the host's memory".into(),
         ));
     }
-    let Some(cg) = &m.cgroup else {
+    let engine = match &m.cgroup {
         // No memory cgroup visible: SGLang's headroom is None and only psutil bounds.
-        let root = mem.root();
-        return Ok((mem, root));
+        None => mem.root(),
+        Some(cg) => build_tree(&mut mem, cg)?,
     };
-    let bad = |field: &str, e: String| (field.to_string(), e);
+    if let Some(avail) = m.psutil_available {
+        // MemAvailable falls one for one with unreclaimable memory outside the cgroups.
+        let now = mem.psutil_available();
+        if avail.0 > now {
+            return Err((
+                "memory.psutil_available".into(),
+                format!(
+                    "{} B is more than this node can have available ({} B: host memory less the page cache and pre-existing charges given)",
+                    avail.0, now
+                ),
+            ));
+        }
+        mem.other_used = now - avail.0;
+    }
+    Ok((mem, engine))
+}
+
+fn level_name(name: &str, default: String) -> String {
+    if name.is_empty() {
+        default
+    } else {
+        name.to_string()
+    }
+}
+
+/// Builds the cgroup tree of `cg` in `mem`; returns the engine's cgroup.
+fn build_tree(mem: &mut HostMemory, cg: &CgroupSpec) -> Result<CgroupId, (String, String)> {
+    let bad = |field: String, e: String| (field, e);
+    // Mount root down to the job's parent; each level's siblings go next to it.
     let mut parent = mem.root();
-    for (i, p) in cg.parents.iter().rev().enumerate() {
-        let name = if p.name.is_empty() {
-            format!("level{i}")
-        } else {
-            p.name.clone()
-        };
-        parent = mem
-            .add_cgroup(
-                parent,
-                &name,
-                CgroupLimits {
-                    max: p.max.map(|b| b.0),
-                    high: p.high.map(|b| b.0),
-                    min: 0,
-                },
-            )
-            .map_err(|e| bad("memory.cgroup.parents", e.to_string()))?;
+    let n = cg.parents.len();
+    for (k, p) in cg.parents.iter().enumerate().rev() {
+        let field = format!("memory.cgroup.parents[{k}]");
+        add_siblings(mem, parent, &p.siblings, &format!("{field}.siblings"))?;
+        parent = add_level(
+            mem,
+            parent,
+            p,
+            level_name(&p.name, format!("level{}", n - 1 - k)),
+            &field,
+        )?;
     }
-    for (i, sib) in cg.siblings.iter().enumerate() {
-        let name = if sib.name.is_empty() {
-            format!("sibling{i}")
-        } else {
-            sib.name.clone()
-        };
-        let id = mem
-            .add_cgroup(
-                parent,
-                &name,
-                CgroupLimits {
-                    max: sib.max.map(|b| b.0),
-                    high: None,
-                    min: sib.min.0,
-                },
-            )
-            .map_err(|e| bad("memory.cgroup.siblings", e.to_string()))?;
-        precharge(
-            &mut mem,
-            id,
-            &[
-                (ChargeKind::Anon, sib.anon.0),
-                (ChargeKind::Shmem, sib.shmem.0),
-                (ChargeKind::PageCache, sib.page_cache.0),
-            ],
-        )
-        .map_err(|e| {
-            bad(
-                "memory.cgroup.siblings",
-                format!("does not fit before start-up: {e}"),
-            )
-        })?;
-    }
+    add_siblings(mem, parent, &cg.siblings, "memory.cgroup.siblings")?;
     let job = mem
         .add_cgroup(
             parent,
@@ -411,32 +479,110 @@ fn build_memory(s: &Scenario) -> Result<(HostMemory, CgroupId), (String, String)
                 max: cg.max.map(|b| b.0),
                 high: cg.high.map(|b| b.0),
                 min: cg.min.0,
+                low: cg.low.0,
             },
         )
-        .map_err(|e| bad("memory.cgroup", e.to_string()))?;
-    precharge(
-        &mut mem,
-        job,
-        &[
-            (ChargeKind::Anon, cg.preexisting_anon.0),
-            (ChargeKind::PageCache, cg.preexisting_page_cache.0),
-        ],
-    )
-    .map_err(|e| {
+        .map_err(|e| bad("memory.cgroup".into(), e.to_string()))?;
+    let mut own = cg.preexisting.clone();
+    own.anon.0 += cg.preexisting_anon.0;
+    own.inactive_file.0 += cg.preexisting_page_cache.0;
+    precharge(mem, job, &own).map_err(|e| {
         bad(
-            "memory.cgroup",
+            "memory.cgroup".into(),
             format!("pre-existing charges do not fit: {e}"),
         )
     })?;
-    Ok((mem, job))
+    let mut engine = job;
+    for (k, b) in cg.below.iter().enumerate() {
+        let field = format!("memory.cgroup.below[{k}]");
+        add_siblings(mem, engine, &b.siblings, &format!("{field}.siblings"))?;
+        engine = add_level(
+            mem,
+            engine,
+            b,
+            level_name(&b.name, format!("below{k}")),
+            &field,
+        )?;
+    }
+    Ok(engine)
+}
+
+/// A level of the engine's path with its limits and its own pre-existing charges.
+fn add_level(
+    mem: &mut HostMemory,
+    parent: CgroupId,
+    l: &CgroupLevelSpec,
+    name: String,
+    field: &str,
+) -> Result<CgroupId, (String, String)> {
+    let id = mem
+        .add_cgroup(
+            parent,
+            &name,
+            CgroupLimits {
+                max: l.max.map(|b| b.0),
+                high: l.high.map(|b| b.0),
+                min: l.min.0,
+                low: l.low.0,
+            },
+        )
+        .map_err(|e| (field.to_string(), e.to_string()))?;
+    precharge(mem, id, &l.preexisting).map_err(|e| {
+        (
+            format!("{field}.preexisting"),
+            format!("does not fit before start-up: {e}"),
+        )
+    })?;
+    Ok(id)
+}
+
+fn add_siblings(
+    mem: &mut HostMemory,
+    parent: CgroupId,
+    sibs: &[SiblingSpec],
+    field: &str,
+) -> Result<(), (String, String)> {
+    for (i, sib) in sibs.iter().enumerate() {
+        let id = mem
+            .add_cgroup(
+                parent,
+                &level_name(&sib.name, format!("sibling{i}")),
+                CgroupLimits {
+                    max: sib.max.map(|b| b.0),
+                    high: sib.high.map(|b| b.0),
+                    min: sib.min.0,
+                    low: sib.low.0,
+                },
+            )
+            .map_err(|e| (field.to_string(), e.to_string()))?;
+        let mut own = sib.preexisting.clone();
+        own.anon.0 += sib.anon.0;
+        own.shmem.0 += sib.shmem.0;
+        own.inactive_file.0 += sib.page_cache.0;
+        precharge(mem, id, &own).map_err(|e| {
+            (
+                format!("{field}[{i}]"),
+                format!("does not fit before start-up: {e}"),
+            )
+        })?;
+    }
+    Ok(())
 }
 
 /// Charges that exist before any rank starts (a sibling's memory, the job's own).
 fn precharge(
     mem: &mut HostMemory,
     cg: CgroupId,
-    charges: &[(ChargeKind, u64)],
+    p: &PreexistingSpec,
 ) -> Result<(), crate::hardware::Oom> {
+    let charges = [
+        (ChargeKind::Anon, p.anon.0),
+        (ChargeKind::Shmem, p.shmem.0),
+        (ChargeKind::PageCache, p.inactive_file.0),
+        (ChargeKind::PageCacheActive, p.active_file.0),
+        (ChargeKind::PageCacheDirty, p.dirty.0),
+        (ChargeKind::PageCacheWriteback, p.writeback.0),
+    ];
     for &(kind, bytes) in charges.iter().filter(|c| c.1 > 0) {
         mem.charge(cg, kind, bytes)?;
     }

@@ -10,6 +10,7 @@
 
 use crate::engine::{SimRng, SmallEventQueue};
 use crate::hardware::{ChargeKind, HostMemory};
+use crate::release::log_lines::{self, AttachFailure, ErrorKind, LogEvent, SmallHostLine};
 use crate::sizing::{self, BudgetScope, ExplicitPath, HostPoolSizeArg, SmallHostCheck};
 use crate::units::Nanos;
 
@@ -24,6 +25,8 @@ pub enum Outcome {
     /// Start-up raised before sizing read any memory: 0.5.14's (`pre-28614`)
     /// `AssertionError` for a host pool not larger than the device pool.
     Failed,
+    /// `cudaHostRegister` failed (a pin limit): SGLang raises `RuntimeError`.
+    PinFailed,
     OomKilled,
 }
 
@@ -33,6 +36,7 @@ impl Outcome {
             Outcome::Started => "started",
             Outcome::Refused => "refused",
             Outcome::Failed => "failed",
+            Outcome::PinFailed => "pin_failed",
             Outcome::OomKilled => "oom_killed",
         }
     }
@@ -77,6 +81,9 @@ pub struct RankResult {
     pub reclaimed_bytes: u64,
     /// HiCache was switched off (auto-hicache below its minimum ratio).
     pub hicache_off: bool,
+    /// SGLang's log lines of this rank as numbers, in the order it prints them
+    /// (rendered by `release::log_lines::render` at report time).
+    pub log: Vec<LogEvent>,
 }
 
 impl RankResult {
@@ -98,15 +105,19 @@ impl RankResult {
             message: None,
             reclaimed_bytes: 0,
             hicache_off: false,
+            log: Vec::new(),
         }
     }
 
-    /// As `new`, keeping the pools buffer.
+    /// As `new`, keeping the pools and log buffers.
     fn reset(&mut self, rank: u32, node: u32, arrived_at: Nanos) {
         let mut pools = std::mem::take(&mut self.pools);
         pools.clear();
+        let mut log = std::mem::take(&mut self.log);
+        log.clear();
         *self = RankResult {
             pools,
+            log,
             ..RankResult::new(rank, node, arrived_at)
         };
     }
@@ -118,6 +129,8 @@ enum Ev {
     LoadStep(u32, u32),
     Size(u32),
     PinStep(u32),
+    /// V5's attach gate completed with this many failed ranks.
+    GateDone(u32, u32),
 }
 
 /// Per-rank progress.
@@ -141,6 +154,8 @@ struct RankState {
     /// Value this rank contributes to the world MIN all-reduce.
     reduce_value: f64,
     reduce_budget: i128,
+    /// V5: this rank's build failed inside the attach gate this attempt.
+    attach_failed: bool,
 }
 
 /// Reusable buffers for runs (Monte Carlo keeps allocations out of the loop).
@@ -154,6 +169,8 @@ pub struct Scratch {
     pub results: Vec<RankResult>,
     /// Ranks waiting in the world all-reduce.
     waiting: Vec<u32>,
+    /// Ranks waiting in V5's attach gate (SUM all-reduce of failures).
+    gate: Vec<u32>,
 }
 
 /// Runs one start-up with `rng` drawing the jitter; results land in `scratch.results`.
@@ -163,12 +180,14 @@ pub fn simulate(plan: &StartupPlan, rng: &mut SimRng, scratch: &mut Scratch) {
     scratch.reclaimed.resize(plan.nnodes as usize, false);
     scratch.queue.reset();
     scratch.waiting.clear();
+    scratch.gate.clear();
     scratch.nodes.truncate(plan.nnodes as usize);
     for n in 0..plan.nnodes as usize {
+        let template = &plan.nodes[n].memory;
         if n < scratch.nodes.len() {
-            scratch.nodes[n].reset_to(&plan.memory);
+            scratch.nodes[n].reset_to(template);
         } else {
-            scratch.nodes.push(plan.memory.clone());
+            scratch.nodes.push(template.clone());
         }
     }
     scratch.ranks.clear();
@@ -205,11 +224,12 @@ impl Sim<'_> {
                 Ev::LoadStep(r, k) => self.load_step(r, k),
                 Ev::Size(r) => self.size(r),
                 Ev::PinStep(r) => self.pin_step(r),
+                Ev::GateDone(r, failed) => self.gate_done(r, failed),
             }
         }
         // A collective that never completed (a peer died before reaching it): the
         // survivors hang in SGLang; report them as refused with the reason.
-        for &r in self.s.waiting.iter() {
+        for &r in self.s.waiting.iter().chain(self.s.gate.iter()) {
             let res = &mut self.s.results[r as usize];
             res.outcome = Outcome::Refused;
             res.message = Some("a peer rank exited before the host-memory all-reduce; this rank would hang until the collective times out".into());
@@ -222,7 +242,7 @@ impl Sim<'_> {
     /// but not always the one allocating; `memory.oom.group` would kill every rank.
     fn charge(&mut self, r: u32, kind: ChargeKind, bytes: u64) -> bool {
         let node = self.s.ranks[r as usize].node as usize;
-        match self.s.nodes[node].charge(self.plan.job_cgroup, kind, bytes) {
+        match self.s.nodes[node].charge(self.plan.nodes[node].job_cgroup, kind, bytes) {
             Ok(o) => {
                 self.s.results[r as usize].reclaimed_bytes += o.reclaimed;
                 true
@@ -246,12 +266,21 @@ impl Sim<'_> {
             return;
         }
         st.alive = false;
+        let kind = match outcome {
+            Outcome::Refused => Some(ErrorKind::ValueError),
+            Outcome::Failed => Some(ErrorKind::AssertionError),
+            Outcome::PinFailed => Some(ErrorKind::RuntimeError),
+            Outcome::Started | Outcome::OomKilled => None,
+        };
+        if let Some(k) = kind {
+            self.s.results[r as usize].log.push(LogEvent::Error(k));
+        }
         if outcome != Outcome::OomKilled {
             self.s.results[r as usize].outcome = outcome;
             return;
         }
         let (node, pinned) = (st.node as usize, st.pinned);
-        let cg = self.plan.job_cgroup;
+        let cg = self.plan.nodes[node].job_cgroup;
         let mem = &mut self.s.nodes[node];
         mem.uncharge(cg, self.plan.pin_kind, pinned);
         mem.uncharge(cg, ChargeKind::Anon, self.plan.process_memory);
@@ -297,7 +326,7 @@ impl Sim<'_> {
         let node = self.s.ranks[r as usize].node as usize;
         if p.reclaimed_per_node > 0 && !self.s.reclaimed[node] {
             self.s.reclaimed[node] = true;
-            self.s.nodes[node].drop_page_cache(p.job_cgroup, p.reclaimed_per_node);
+            self.s.nodes[node].drop_page_cache(p.nodes[node].job_cgroup, p.reclaimed_per_node);
         }
         match p.sizing {
             HicacheSizing::Off => self.ready(r),
@@ -357,9 +386,19 @@ impl Sim<'_> {
     fn sample_budget(&mut self, r: u32) -> Option<i128> {
         let p = self.plan;
         let node = self.s.ranks[r as usize].node as usize;
-        let view = self.s.nodes[node].snapshot(p.job_cgroup);
+        let view = self.s.nodes[node].snapshot(p.nodes[node].job_cgroup);
         let now = self.s.queue.now();
         let res = &mut self.s.results[r as usize];
+        // 0.5.21+ `available_host_memory_bytes` logs both figures when a cgroup bounds.
+        if p.log_rules.headroom_line
+            && let sizing::AvailableReading::CgroupMin(variant) = p.rules.available
+            && let Ok(Some(h)) = sizing::cgroup_memory_headroom(&view, variant)
+        {
+            res.log.push(LogEvent::Headroom {
+                host: view.psutil_available,
+                cgroup: h,
+            });
+        }
         if res.sampled_at.is_none() {
             res.sampled_at = Some(now);
             res.psutil_available = Some(view.psutil_available);
@@ -453,6 +492,7 @@ impl Sim<'_> {
                     res.message =
                         Some("HiCache off: another rank cannot host the tier".to_string());
                 }
+                res.log.push(LogEvent::AutoOff { failed_ranks: 0 });
                 return self.ready(r);
             }
             HicacheSizing::AutoSize { .. } | HicacheSizing::AutoHicache { .. } => {
@@ -461,6 +501,22 @@ impl Sim<'_> {
                     return self.exit(r, Outcome::Refused);
                 }
                 let tokens = self.host_tokens(Some(min_ratio));
+                if let HicacheSizing::AutoSize {
+                    fraction,
+                    default_ratio,
+                } = p.sizing
+                    && p.log_rules.auto_size_line
+                {
+                    let budget = self.s.ranks[r as usize].reduce_budget;
+                    self.s.results[r as usize].log.push(LogEvent::AutoSize {
+                        requested: default_ratio,
+                        ratio: min_ratio,
+                        budget,
+                        fraction,
+                        ranks_per_host: p.ranks_per_host,
+                        device_bytes: p.device_bytes,
+                    });
+                }
                 self.s.results[r as usize].fitted_ratio = Some(min_ratio);
                 let st = &mut self.s.ranks[r as usize];
                 st.scope = Some(BudgetScope::new(st.reduce_budget));
@@ -520,6 +576,7 @@ impl Sim<'_> {
             self.s.results[r as usize].message = Some(m);
             return self.exit(r, Outcome::Failed);
         }
+        self.log_small_host(r, pool, tokens);
         let Some(budget) = self.sample_budget(r) else {
             return;
         };
@@ -527,13 +584,42 @@ impl Sim<'_> {
         self.check_and_pin(r, pool, tokens, requested, budget);
     }
 
+    /// `HostKVCache.__init__` warns before its budget check when the host pool is not
+    /// larger than the device pool (0.5.15+; the DSA indexer pool copies the KV pool's
+    /// slots and does not warn).
+    fn log_small_host(&mut self, r: u32, pool: usize, tokens: u64) {
+        let p = self.plan;
+        let name = p.pools[pool].name;
+        if p.log_rules.small_host != SmallHostLine::Asserts
+            && name != "indexer"
+            && tokens <= p.device_tokens
+        {
+            self.s.results[r as usize].log.push(LogEvent::SmallHost {
+                pool: name,
+                host_tokens: tokens,
+                device_tokens: p.device_tokens,
+            });
+        }
+    }
+
+    fn log_allocating(&mut self, r: u32, pool: usize, tokens: u64, bytes: u64) {
+        let p = self.plan;
+        self.s.results[r as usize].log.push(LogEvent::Allocating {
+            pool: p.pools[pool].name,
+            tokens,
+            bytes,
+            layout: p.mem_layout,
+        });
+    }
+
     /// Booking path: each pool books against the rank's one budget.
     fn build_pool_booked(&mut self, r: u32) {
         let pool = self.s.ranks[r as usize].pool;
         if pool >= self.plan.pools.len() {
-            return self.ready(r);
+            return self.pools_built(r);
         }
         let tokens = self.s.ranks[r as usize].host_tokens;
+        self.log_small_host(r, pool, tokens);
         let requested = self.pool_request(pool, tokens);
         let scope = self.s.ranks[r as usize]
             .scope
@@ -557,25 +643,97 @@ impl Sim<'_> {
         res.requested_bytes = Some(total);
         res.margin_bytes = Some(budget - total as i128);
         if booked.is_ok() {
-            self.start_pin(r, requested);
-        } else if let HicacheSizing::AutoHicache { .. } = self.plan.sizing {
-            self.auto_hicache_retry(r);
+            self.log_allocating(r, pool, tokens, requested);
+            self.start_pin(r, pool, requested);
         } else {
             // SGLang's message names this pool against the allowance left.
-            res.message = Some(sizing::refusal_message_for(name, requested, allowance));
-            self.exit(r, Outcome::Refused);
+            if let HicacheSizing::AutoHicache { .. } = self.plan.sizing {
+                // `HostMemoryBudgetError` is recoverable inside the attach gate.
+                self.attach_failed(
+                    r,
+                    AttachFailure::Budget {
+                        pool: name,
+                        requested,
+                        allowance,
+                    },
+                );
+            } else {
+                res.message = Some(sizing::refusal_message_for(name, requested, allowance));
+                self.exit(r, Outcome::Refused);
+            }
         }
     }
 
-    /// V5 auto-HiCache never refuses: a pool that does not fit makes the rank unpin
-    /// what it pinned and halve the ratio while the half stays ≥ 1.5, else switch the
-    /// tier off (`hicache_auto.py`, `auto_hicache_halve_on_pin_failure`). SGLang agrees
-    /// the retry across ranks through its attach gate; here each rank retries alone.
-    fn auto_hicache_retry(&mut self, r: u32) {
+    /// Every pool of the rank is pinned: V5 waits in the attach gate, the others are
+    /// ready.
+    fn pools_built(&mut self, r: u32) {
+        if let HicacheSizing::AutoHicache { .. } = self.plan.sizing {
+            self.gate_arrive(r);
+        } else {
+            self.ready(r);
+        }
+    }
+
+    /// V5 (`hicache_auto.py: AutoHiCacheAttachGate.run`): a recoverable build error
+    /// (pin failure, budget) on this rank; it logs why and joins the gate.
+    fn attach_failed(&mut self, r: u32, why: AttachFailure) {
+        self.s.ranks[r as usize].attach_failed = true;
+        self.s.results[r as usize]
+            .log
+            .push(LogEvent::AttachFailedHere(why));
+        self.gate_arrive(r);
+    }
+
+    /// The gate's SUM all-reduce of failures over the world: when every rank is in,
+    /// all commit (none failed) or all unpin and retry at half the agreed ratio while
+    /// the half is ≥ 1.5, else serve without HiCache
+    /// (`build_tree_cache_with_auto_hicache`). The ratio was agreed world-wide, so
+    /// every rank halves to the same figure.
+    fn gate_arrive(&mut self, r: u32) {
+        self.s.gate.push(r);
+        if self.s.gate.len() < self.plan.world_size as usize {
+            return;
+        }
+        let failed = self
+            .s
+            .gate
+            .iter()
+            .filter(|&&w| self.s.ranks[w as usize].attach_failed)
+            .count() as u32;
+        // Every rank leaves the collective at this instant; each continues as its own
+        // event, so a retry that fails at once joins the next gate cleanly.
+        for i in 0..self.s.gate.len() {
+            let w = self.s.gate[i];
+            self.s.queue.schedule_in(0, Ev::GateDone(w, failed));
+        }
+        self.s.gate.clear();
+    }
+
+    fn gate_done(&mut self, r: u32, failed: u32) {
+        if failed > 0 {
+            return self.auto_hicache_retry(r, failed);
+        }
+        let p = self.plan;
+        let node = self.s.ranks[r as usize].node as usize;
+        let res = &mut self.s.results[r as usize];
+        res.log.push(LogEvent::AutoOn {
+            ratio: res.fitted_ratio.unwrap_or(0.0),
+            budget: self.s.ranks[r as usize].scope_budget,
+            ranks_per_host: p.ranks_per_host,
+            memlock: p.nodes[node].pin_limit,
+        });
+        self.ready(r);
+    }
+
+    /// V5 auto-HiCache never refuses: after a failed gate every rank unpins what it
+    /// pinned and halves the ratio while the half stays ≥ 1.5, else switches the tier
+    /// off (`hicache_auto.py`, `auto_hicache_halve_on_pin_failure`).
+    fn auto_hicache_retry(&mut self, r: u32, failed_ranks: u32) {
         let p = self.plan;
         let node = self.s.ranks[r as usize].node as usize;
         let pinned = std::mem::take(&mut self.s.ranks[r as usize].pinned);
-        self.s.nodes[node].uncharge(p.job_cgroup, p.pin_kind, pinned);
+        self.s.nodes[node].uncharge(p.nodes[node].job_cgroup, p.pin_kind, pinned);
+        self.s.ranks[r as usize].attach_failed = false;
         let res = &mut self.s.results[r as usize];
         res.pools.clear();
         match res
@@ -585,6 +743,10 @@ impl Sim<'_> {
             Some(half) => {
                 res.fitted_ratio = Some(half);
                 res.message = None;
+                res.log.push(LogEvent::AutoRetry {
+                    failed_ranks,
+                    ratio: half,
+                });
                 let tokens = self.host_tokens(Some(half));
                 let st = &mut self.s.ranks[r as usize];
                 st.pool = 0;
@@ -595,9 +757,10 @@ impl Sim<'_> {
             None => {
                 res.hicache_off = true;
                 res.fitted_ratio = None;
-                res.message = Some(
-                    "HiCache off: the host pools did not fit even at the minimum ratio".into(),
-                );
+                res.message = Some(format!(
+                    "HiCache off: host pools could not be pinned ({failed_ranks} rank(s) could not build their host pools)"
+                ));
+                res.log.push(LogEvent::AutoOff { failed_ranks });
                 self.s.ranks[r as usize].scope = None;
                 self.ready(r);
             }
@@ -641,10 +804,46 @@ impl Sim<'_> {
             return self.exit(r, Outcome::Refused);
         }
         self.record_pool(r, pool, tokens, requested, budget);
-        self.start_pin(r, requested);
+        self.log_allocating(r, pool, tokens, requested);
+        self.start_pin(r, pool, requested);
     }
 
-    fn start_pin(&mut self, r: u32, bytes: u64) {
+    /// `_cuda_host_register` of one pool: past the node's pin limit the call fails
+    /// (`RuntimeError` with the release's text; V5 recovers inside the attach gate).
+    /// The failing call is the chunk that crosses the limit; chunks registered before
+    /// it are rolled back at once and not charged here.
+    fn start_pin(&mut self, r: u32, pool: usize, bytes: u64) {
+        let p = self.plan;
+        let node = self.s.ranks[r as usize].node as usize;
+        if let Some(limit) = p.nodes[node].pin_limit {
+            let pinned = self.s.ranks[r as usize].pinned;
+            if pinned.saturating_add(bytes) > limit {
+                let style = p.log_rules.register;
+                let granularity = p.page_size * p.pools[pool].bytes_per_token;
+                let chunk = log_lines::register_chunk(style, p.page_first, granularity, bytes);
+                let offset = (limit.saturating_sub(pinned) / chunk.max(1)) * chunk;
+                let size = chunk.min(bytes - offset);
+                if let HicacheSizing::AutoHicache { .. } = p.sizing {
+                    let why = AttachFailure::Register {
+                        offset,
+                        size,
+                        total: bytes,
+                        chunk,
+                    };
+                    return self.attach_failed(r, why);
+                }
+                self.s.results[r as usize].message = Some(log_lines::register_error(
+                    style,
+                    p.pin_failure_rc,
+                    &p.pin_failure_error,
+                    offset,
+                    size,
+                    bytes,
+                    chunk,
+                ));
+                return self.exit(r, Outcome::PinFailed);
+            }
+        }
         let steps = self.plan.pin_steps.max(1) as u64;
         let st = &mut self.s.ranks[r as usize];
         st.pin_left = bytes;
