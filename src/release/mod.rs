@@ -24,8 +24,9 @@ use serde::Serialize;
 use crate::sizing::{self, SglangVersion};
 
 pub use rules::{
-    BufferOnlyWriteBack, ControllerRules, EvictionChoices, FlagRules, PrefetchRetries,
-    PrefetchTimeout, PrefetchTimeoutClock, ReleaseRules, StorageWriteGate, TreeVariant,
+    BufferOnlyWriteBack, ControllerRules, EvictionChoices, FlagRules, HicacheSizeSplit,
+    MambaSlotFormula, MtpDraftHost, PoolRules, PrefetchRetries, PrefetchTimeout,
+    PrefetchTimeoutClock, ReleaseRules, StorageWriteGate, TreeVariant,
 };
 pub use server_check::{FieldError, check_server};
 
@@ -113,7 +114,6 @@ impl Release {
     pub fn same_as(self) -> Option<Release> {
         match self {
             Release::V0_5_15Post1 | Release::V0_5_16 => Some(Release::V0_5_15),
-            Release::V0_5_18 => Some(Release::V0_5_17),
             _ => None,
         }
     }

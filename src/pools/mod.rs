@@ -1,0 +1,17 @@
+//! The pools a release builds for a model on one rank (issue 11): the device pools
+//! SGLang profiles at start-up — full-attention KV, the sliding-window (SWA) pool, the
+//! Mamba / linear-attention state pool — and the host pools that mirror them, with how
+//! `--hicache-size` or the ratio reaches each one under the release's
+//! [`PoolRules`](crate::release::PoolRules).
+//!
+//! [`device`] sizes the device pools (`profile_max_num_token`, the SWA and Mamba
+//! configurators); [`host`] lists the host pools and sizes them (`HostKVCache.__init__`,
+//! `MambaPoolHost.__init__`, `_split_hicache_size`, the MTP draft pool or packing).
+
+pub mod device;
+pub mod host;
+
+pub use device::{DevicePools, PoolSetInputs, SpecDraft, device_pools};
+pub use host::{
+    HostPoolSpec, HostSizing, PoolUnit, host_pool_counts, host_pool_specs, split_hicache_size,
+};
