@@ -234,9 +234,7 @@ impl StartupPlan {
                 page_size,
                 max_total_tokens: s.server.max_total_tokens,
             },
-            draft: crate::pools::SpecDraft {
-                mtp_layers: s.server.mtp_draft_layers(s.model.mtp_layers),
-            },
+            draft: crate::pools::spec_draft(&s.server, &s.model).0,
             swa_full_tokens_ratio: s.server.swa_full_tokens_ratio(),
             mamba_full_memory_ratio: s.server.mamba_full_memory_ratio(),
             max_mamba_cache_size: s.server.max_mamba_cache_size,

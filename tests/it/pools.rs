@@ -412,3 +412,52 @@ fn spec_flags_read_from_the_launch_command() {
     srv.speculative_draft_model_path = Some("other/draft".into());
     assert_eq!(srv.mtp_draft_layers(1), 0);
 }
+
+#[test]
+fn speculative_notes_say_what_is_mirrored_and_what_is_left_out() {
+    let s = load_scenario(DSV3, &[], None).unwrap();
+    assert!(
+        s.notes.iter().any(|n| n.starts_with(
+            "--speculative-algorithm EAGLE: 1 MTP draft layer(s) mirrored on the host"
+        )),
+        "{:?}",
+        s.notes
+    );
+    // Qwen3-Next has an MTP layer, but hybrid drafts (state slots) are left out: the host
+    // pools stay the target's, with a warning.
+    let sets = ["server.speculative_algorithm=NEXTN".to_string()];
+    let s = load_scenario(QWEN, &sets, None).unwrap();
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.contains("MTP drafts of sliding-window / hybrid models are not modelled")),
+        "{:?}",
+        s.notes
+    );
+    let p = plan_for(&s).unwrap();
+    let got: Vec<_> = p
+        .pools
+        .iter()
+        .map(|x| (x.name, x.bytes_per_token))
+        .collect();
+    assert_eq!(got, [("kv", 12_288), ("state", 19_316_736)]);
+}
+
+#[test]
+fn report_shows_each_pool_with_its_unit_and_the_total() {
+    use hicache_sim::report::startup::build;
+    let s = load_scenario(QWEN, &[], None).unwrap();
+    let p = plan_for(&s).unwrap();
+    let mc = startup::run(&p, s.seed, 1);
+    let rep = build(&s, &p, &mc, s.seed);
+    let v = serde_json::to_value(&rep).unwrap();
+    assert_eq!(v["device_state_slots"], 600);
+    assert_eq!(v["host_pools"][1]["bytes_per_slot"], 19_316_736u64);
+    assert!(v["host_pools"][1].get("bytes_per_token").is_none());
+    let r0 = &v["ranks"][0];
+    assert_eq!(r0["pools"][0]["tokens"], 3_056_064u64);
+    assert_eq!(r0["pools"][1]["slots"], 1_163u64);
+    assert!(r0["pools"][1].get("tokens").is_none());
+    // 3,056,064 × 12,288 + 1,163 × 19,316,736 = 37,552,914,432 + 22,465,363,968.
+    assert_eq!(r0["requested_total_bytes"], 60_018_278_400u64);
+}
