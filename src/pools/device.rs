@@ -144,12 +144,12 @@ pub fn device_pools(inp: &PoolSetInputs<'_>) -> Result<DevicePools, String> {
         swa_tokens,
         m.attention.sliding_window(),
         inp.rules.swa_floor_check,
-    ) {
-        if window as u64 + page >= t && full_tokens > 0 {
-            return Err(format!(
-                "SWA pool ({t} tokens) cannot hold even one request: the prefill admission floor is sliding_window_size ({window}) + page_size ({page}). Increase --swa-full-tokens-ratio or the total KV budget."
-            ));
-        }
+    ) && window as u64 + page >= t
+        && full_tokens > 0
+    {
+        return Err(format!(
+            "SWA pool ({t} tokens) cannot hold even one request: the prefill admission floor is sliding_window_size ({window}) + page_size ({page}). Increase --swa-full-tokens-ratio or the total KV budget."
+        ));
     }
     Ok(DevicePools {
         full_tokens,

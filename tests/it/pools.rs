@@ -329,6 +329,9 @@ fn qwen3_next_state_pool_is_checked_and_refused_like_kv() {
 
 #[test]
 fn deepseek_v3_mtp_packed_or_separate() {
+    // DeepSeek-V3 config.json: kv_lora_rank 512, qk_rope_head_dim 64 → (512 + 64) × 2 B
+    // = 1,152 B per layer (MLA, every rank); num_hidden_layers 61,
+    // num_nextn_predict_layers 1.
     // 0.5.19+: layer_num = 61 + 1 → 62 × 1,152 = 71,424 B/token; 150e9 // 71,424 =
     // 2,100,134 → 32,815 pages = 2,100,160 tokens.
     let (p, r) = rank0(DSV3, &[], None);
