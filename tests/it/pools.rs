@@ -463,4 +463,34 @@ fn report_shows_each_pool_with_its_unit_and_the_total() {
     assert!(r0["pools"][1].get("tokens").is_none());
     // 3,056,064 × 12,288 + 1,163 × 19,316,736 = 37,552,914,432 + 22,465,363,968.
     assert_eq!(r0["requested_total_bytes"], 60_018_278_400u64);
+    // Sliding-window: the SWA device pool next to the full one; plain models get neither
+    // field (the golden files keep their shape).
+    let s = load_scenario(SWA, &[], None).unwrap();
+    let p = plan_for(&s).unwrap();
+    let mc = startup::run(&p, s.seed, 1);
+    let v = serde_json::to_value(build(&s, &p, &mc, s.seed)).unwrap();
+    assert_eq!(v["device_swa_pool_tokens"], 947_072u64);
+    assert!(v.get("device_state_slots").is_none());
+    // 55,556,702,208 + 44,444,418,048.
+    assert_eq!(v["ranks"][0]["requested_total_bytes"], 100_001_120_256u64);
+}
+
+#[test]
+fn swa_ratio_out_of_range_is_refused_like_sglang() {
+    // `kv_cache_hook.py` (0.5.21+; `server_args.py` before): `0 < ratio <= 1.0`.
+    let e =
+        load_scenario(SWA, &["server.swa_full_tokens_ratio=1.5".to_string()], None).unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("server.swa_full_tokens_ratio"));
+    assert_eq!(
+        e.message,
+        "1.5: --swa-full-tokens-ratio should be in range (0, 1.0]."
+    );
+    // A smaller ratio shrinks the SWA pool and grows the full one: cell = 18,432 × 1.5 =
+    // 27,648 → 39,280,007,936 // 27,648 = 1,420,718 → 1,420,672; SWA int(710,336) →
+    // 710,336 (11,099 pages).
+    let p = plan(SWA, &["server.swa_full_tokens_ratio=0.5"], None);
+    assert_eq!(
+        (p.device_tokens, p.device_swa_tokens),
+        (1_420_672, Some(710_336))
+    );
 }
