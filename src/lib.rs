@@ -23,6 +23,7 @@ pub mod model;
 pub mod output;
 pub mod pipeline;
 pub mod policy_sim;
+pub mod pools;
 pub mod release;
 pub mod report;
 pub mod runtime;

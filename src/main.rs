@@ -54,6 +54,14 @@ enum Command {
         #[arg(long, default_value = "latest")]
         sglang: String,
     },
+    /// Differential-test hook: `--hicache-size` split between host pools (JSON lines).
+    #[command(hide = true)]
+    DebugSplit {
+        /// JSON-lines file of split cases (`tests/sglang_diff/`).
+        cases: String,
+        #[arg(long, default_value = "latest")]
+        sglang: String,
+    },
 }
 
 /// What a failed write to stdout/stderr means for the exit: `print!` panics with
@@ -109,6 +117,7 @@ fn run() -> ExitCode {
         Command::Presets { format } => commands::presets(format),
         Command::Versions { format } => commands::versions(format),
         Command::DebugSizing { states, sglang } => commands::debug_sizing(&states, &sglang),
+        Command::DebugSplit { cases, sglang } => commands::debug_split(&cases, &sglang),
     };
     // Flush here, inside the catch: a failure at exit would be silent.
     if let Err(e) = std::io::stdout().flush() {

@@ -15,7 +15,7 @@ pub mod sweep_cmd;
 mod trace_cmd;
 mod versions_cmd;
 
-pub use debug_cmd::debug_sizing;
+pub use debug_cmd::{debug_sizing, debug_split};
 pub use presets_cmd::presets;
 pub use replay_cmd::replay;
 pub use startup_cmd::startup;

@@ -31,11 +31,15 @@ pub fn presets(format: OutputFormat) -> CmdResult {
                 "Models (bytes per token per rank at TP1, default KV dtype; checkpoint sizes):"
             );
             for (name, m) in model_presets() {
-                let pools: Vec<String> = m
+                let mut pools: Vec<String> = m
                     .host_pools(&ParallelLayout::default(), m.default_kv_dtype)
                     .iter()
                     .map(|p| format!("{} {} B", p.name, p.bytes_per_token))
                     .collect();
+                // Hybrid models: the linear-attention state pool, per slot.
+                if let Some(b) = m.attention.state_bytes_per_slot(&ParallelLayout::default()) {
+                    pools.push(format!("state {b} B/slot"));
+                }
                 let ckpt: Vec<String> = m
                     .checkpoint
                     .iter()

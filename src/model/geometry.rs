@@ -47,6 +47,21 @@ pub enum Attention {
         swa_layers: u32,
         window: u32,
     },
+    /// Qwen3-Next: GQA on `full_layers` (every `full_attention_interval`-th layer), Gated
+    /// DeltaNet linear attention on `linear_layers`, whose per-request state lives in a
+    /// Mamba pool (`MambaPool`: one slot per request, not per token). Field names are the
+    /// model's `config.json` keys.
+    GqaLinear {
+        kv_heads: u32,
+        head_dim: u32,
+        full_layers: u32,
+        linear_layers: u32,
+        linear_num_key_heads: u32,
+        linear_num_value_heads: u32,
+        linear_key_head_dim: u32,
+        linear_value_head_dim: u32,
+        linear_conv_kernel_dim: u32,
+    },
 }
 
 /// One host-mirrored pool of a model on one rank: `"kv"` (full attention / MLA latent),
@@ -61,7 +76,10 @@ impl Attention {
     /// Whether `dtype` can be used with this attention kind (`fp8_ds_mla` is MLA-only).
     pub fn check_dtype(&self, dtype: KvDtype) -> Result<(), String> {
         match (self, dtype) {
-            (Attention::Gqa { .. } | Attention::GqaSwa { .. }, KvDtype::Fp8DsMla) => Err(
+            (
+                Attention::Gqa { .. } | Attention::GqaSwa { .. } | Attention::GqaLinear { .. },
+                KvDtype::Fp8DsMla,
+            ) => Err(
                 "kv dtype `fp8_ds_mla` is an MLA cache layout; this model uses GQA: expected auto, bf16, fp16 or fp8"
                     .into(),
             ),
@@ -89,6 +107,9 @@ impl Attention {
         match *self {
             Attention::Gqa { kv_heads, head_dim } => gqa(kv_heads, head_dim),
             Attention::GqaSwa {
+                kv_heads, head_dim, ..
+            }
+            | Attention::GqaLinear {
                 kv_heads, head_dim, ..
             } => gqa(kv_heads, head_dim),
             Attention::Mla {
@@ -146,6 +167,10 @@ impl Attention {
                 name: "kv",
                 bytes_per_token: per_layer * stage(mla_layers),
             }],
+            Attention::GqaLinear { full_layers, .. } => vec![PoolGeometry {
+                name: "kv",
+                bytes_per_token: per_layer * stage(full_layers),
+            }],
             Attention::GqaSwa {
                 full_layers,
                 swa_layers,
@@ -160,6 +185,55 @@ impl Attention {
                     bytes_per_token: per_layer * stage(swa_layers),
                 },
             ],
+        }
+    }
+}
+
+impl Attention {
+    /// Bytes of one request's linear-attention state on one rank (one Mamba pool slot),
+    /// for models with such a pool (`None` otherwise).
+    ///
+    /// Mirrors `configs/qwen3_next.py: mamba2_cache_params` → `configs/mamba_utils.py:
+    /// Mamba2StateShape.create` (0.5.14–0.5.23): `conv_dim = intermediate_size + 2 *
+    /// n_groups * state_size` with `intermediate_size = linear_value_head_dim *
+    /// linear_num_value_heads`, `n_groups = linear_num_key_heads`, `state_size =
+    /// linear_key_head_dim`; conv state `(conv_dim / tp, conv_kernel - 1)` in the model
+    /// dtype (bf16), temporal state `(num_value_heads / tp, value_head_dim, key_head_dim)`
+    /// in `mamba2_state_dtype` (fp32 by default); and `pool_host/mamba.py:
+    /// get_size_per_token` = (conv + temporal) × layers. Layers per stage `// pp_size`.
+    pub fn state_bytes_per_slot(&self, layout: &ParallelLayout) -> Option<u64> {
+        let Attention::GqaLinear {
+            linear_layers,
+            linear_num_key_heads,
+            linear_num_value_heads,
+            linear_key_head_dim,
+            linear_value_head_dim,
+            linear_conv_kernel_dim,
+            ..
+        } = *self
+        else {
+            return None;
+        };
+        let tp = layout.attn_tp_size().max(1);
+        let pp = layout.pp_size.max(1) as u64;
+        let conv_dim = linear_value_head_dim as u64 * linear_num_value_heads as u64
+            + 2 * linear_num_key_heads as u64 * linear_key_head_dim as u64;
+        const CONV_ITEMSIZE: u64 = 2; // bf16
+        const TEMPORAL_ITEMSIZE: u64 = 4; // fp32 (SGLANG_MAMBA_SSM_DTYPE default)
+        let conv =
+            conv_dim / tp * (linear_conv_kernel_dim as u64).saturating_sub(1) * CONV_ITEMSIZE;
+        let temporal = linear_num_value_heads as u64 / tp
+            * linear_value_head_dim as u64
+            * linear_key_head_dim as u64
+            * TEMPORAL_ITEMSIZE;
+        Some((conv + temporal) * (linear_layers as u64 / pp))
+    }
+
+    /// The sliding window of an SWA model (`sliding_window_size`), if any.
+    pub fn sliding_window(&self) -> Option<u32> {
+        match *self {
+            Attention::GqaSwa { window, .. } => Some(window),
+            _ => None,
         }
     }
 }

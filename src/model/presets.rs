@@ -87,15 +87,12 @@ impl ModelPreset {
         self.attention.host_pools(self.layers, layout, dtype)
     }
 
-    /// The MTP (NEXTN/EAGLE) draft model's KV pool on one rank, if the model has MTP
+    /// The MTP (NEXTN/EAGLE) draft model's KV per token on one rank, if the model has MTP
     /// layers: same per-layer geometry, `mtp_layers` layers (the draft lives on the last
-    /// PP stage, so it is not divided by `pp_size`). SGLang gives it a host pool with the
-    /// same slot count as the target host pool (`kv_cache_builder.maybe_register_hicache_draft`).
-    /// Only used when speculative decoding is on; the caller decides. Newer SGLang
-    /// (V3+, "packed MTP KV layers") packs the draft layers into the target host pools
-    /// instead (`layer_num = target_layer_num + draft layers`, same slot count): then add
-    /// this figure to the `"kv"` pool's bytes per token (and, for DSA, one indexer layer
-    /// per draft layer, `pool_host/dsa.py`).
+    /// PP stage, so it is not divided by `pp_size`). Where a release puts it — a separate
+    /// host pool with the target's slot count (≤ 0.5.17), packed into the target pools
+    /// (`layer_num = target + drafts`, 0.5.19+), or nowhere (0.5.18 under `HiRadixCache`)
+    /// — is [`crate::pools::host_pool_specs`]'s, per `release::MtpDraftHost`.
     pub fn mtp_draft_pool(&self, layout: &ParallelLayout, dtype: KvDtype) -> Option<PoolGeometry> {
         (self.mtp_layers > 0).then(|| PoolGeometry {
             name: "draft",

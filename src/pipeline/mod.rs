@@ -42,7 +42,13 @@ pub fn replay_config(
         l1_pages: plan.device_tokens / page,
         l2_pages: host_tokens.unwrap_or(0) / page,
         l3_unbounded: s.server.hicache_storage_backend.is_some(),
-        bytes_per_token: plan.pools.iter().map(|p| p.bytes_per_token).sum(),
+        // Per-token pools only: a hybrid model's state pool is bytes per slot.
+        bytes_per_token: plan
+            .pools
+            .iter()
+            .filter(|p| p.spec.unit == crate::pools::PoolUnit::Tokens)
+            .map(|p| p.bytes_per_token)
+            .sum(),
         num_layers: s.model.layers / s.layout.pp_size.max(1),
         h2d_bandwidth: s.node.h2d_bandwidth,
         d2h_bandwidth: s.node.d2h_bandwidth,

@@ -68,6 +68,10 @@ pub struct LogRules {
     /// `HiCache auto-sizing: …` (0.5.21+, where auto-size exists).
     pub auto_size_line: bool,
     pub register: HostRegister,
+    /// `pool_host/mamba.py: MambaPoolHost.__init__`: the state pool's `Allocating …`
+    /// line names its slot count from 0.5.23 (`… Mamba cache (%d state slots,
+    /// layout=%s).`); 0.5.15–0.5.22 print `… Mamba cache (layout=%s).`
+    pub mamba_allocating_slots: bool,
 }
 
 impl LogRules {
@@ -92,6 +96,7 @@ impl LogRules {
             } else {
                 HostRegister::SingleCall
             },
+            mamba_allocating_slots: r >= V0_5_23,
         }
     }
 }
@@ -183,7 +188,9 @@ const GIB: f64 = (1u64 << 30) as f64;
 fn small_host(style: SmallHostLine, pool: &str, host: u64, device: u64) -> String {
     let tail = "L2 cache effectiveness is reduced.Consider increasing --hicache-ratio (or --hicache-size) for higher L2 cache hit rate.";
     match style {
-        SmallHostLine::Labelled => format!(
+        // `pool_host/mamba.py: MambaPoolHost.__init__` (0.5.15–0.5.23) keeps the
+        // unlabelled "host KV pool" text for the state pool, counting slots as tokens.
+        SmallHostLine::Labelled if pool != "state" => format!(
             "HiCache {pool} host pool ({host} tokens) is smaller than the device pool ({device} tokens);{tail}"
         ),
         _ => format!(
@@ -227,6 +234,17 @@ pub fn render(ctx: &RenderContext, e: &LogEvent, message: Option<&str>) -> Strin
             let gb = bytes as f64 / 1e9;
             if pool == "indexer" {
                 format!("Allocating {gb:.2} GB host memory for DSA indexer (layout={layout}).")
+            } else if pool == "state" {
+                // `pool_host/mamba.py: MambaPoolHost.__init__`; `tokens` counts slots.
+                if rules.mamba_allocating_slots {
+                    format!(
+                        "Allocating {gb:.2} GB host memory for hierarchical Mamba cache ({tokens} state slots, layout={layout})."
+                    )
+                } else {
+                    format!(
+                        "Allocating {gb:.2} GB host memory for hierarchical Mamba cache (layout={layout})."
+                    )
+                }
             } else {
                 match rules.allocating {
                     AllocatingLine::Unlabelled => {

@@ -25,8 +25,9 @@ use serde::Serialize;
 use crate::sizing::{self, SglangVersion};
 
 pub use rules::{
-    BufferOnlyWriteBack, ControllerRules, EvictionChoices, FlagRules, PrefetchRetries,
-    PrefetchTimeout, PrefetchTimeoutClock, ReleaseRules, StorageWriteGate, TreeVariant,
+    BufferOnlyWriteBack, ControllerRules, EvictionChoices, FlagRules, HicacheSizeSplit,
+    MambaSlotFormula, MtpDraftHost, PoolRules, PrefetchRetries, PrefetchTimeout,
+    PrefetchTimeoutClock, ReleaseRules, StorageWriteGate, TreeVariant,
 };
 pub use server_check::{FieldError, check_server};
 
@@ -114,7 +115,6 @@ impl Release {
     pub fn same_as(self) -> Option<Release> {
         match self {
             Release::V0_5_15Post1 | Release::V0_5_16 => Some(Release::V0_5_15),
-            Release::V0_5_18 => Some(Release::V0_5_17),
             _ => None,
         }
     }
@@ -143,9 +143,17 @@ impl Release {
             R::V0_5_15 | R::V0_5_15Post1 | R::V0_5_16 => {
                 "host <= device only warns; prefetch cap 0.5 x host; device eviction asks for the whole request"
             }
-            R::V0_5_17 | R::V0_5_18 => "as 0.5.15; device eviction asks only for the shortfall",
-            R::V0_5_19 | R::V0_5_20 => {
-                "(psutil available - 10 GiB) // ranks_per_host, sampled live by each pool (the start-up race); UnifiedRadixCache for every model; buffer_only cap 0.9 x host"
+            R::V0_5_17 => {
+                "as 0.5.15; device eviction asks only for the shortfall; --hicache-size split between host pools by device bytes; Mamba state pool keeps a padding slot"
+            }
+            R::V0_5_18 => {
+                "as 0.5.17; NextN MTP drafts packed into UnifiedRadixCache host pools (plain models' HiRadixCache keeps no host copy of the draft KV)"
+            }
+            R::V0_5_19 => {
+                "(psutil available - 10 GiB) // ranks_per_host, sampled live by each pool (the start-up race); UnifiedRadixCache for every model; buffer_only cap 0.9 x host; MTP drafts packed into the target host pools"
+            }
+            R::V0_5_20 => {
+                "as 0.5.19; retries every 8 polls up to 8; an SWA device pool below sliding window + page size is refused"
             }
             R::V0_5_21 => {
                 "min(psutil, cgroup headroom with page cache counted as used) // ranks; no cgroup fallback; auto-size with --hicache-host-memory-fraction; tlru"

@@ -118,6 +118,63 @@ pub struct FlagRules {
     pub hicache_host_memory_fraction: bool,
 }
 
+/// How `--hicache-size` reaches the host pools of a model with more than one
+/// independently sized pool (SWA full + sliding window, KV + Mamba/linear state).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HicacheSizeSplit {
+    /// 0.5.14–0.5.16 (`mem_cache/hybrid_cache/hybrid_pool_assembler.py` has no split):
+    /// every pool is built with the whole `--hicache-size`.
+    WholeSizeEachPool,
+    /// 0.5.17+ `hybrid_pool_assembler.py: _split_hicache_size`: each pool gets
+    /// `hicache_size * device_bytes / Σ device_bytes` (`get_kv_size_bytes`).
+    ByDeviceBytes,
+}
+
+/// Where the KV of MTP (NextN) draft layers lives on the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MtpDraftHost {
+    /// ≤ 0.5.17 `mem_cache/kv_cache_builder.py: maybe_register_hicache_draft`: a
+    /// separate draft host pool with `host_to_device_ratio = primary.size / pool.size`,
+    /// `host_size = 0` (the target's slot count, plus its own padding page).
+    SeparatePool,
+    /// 0.5.18 `speculative/base_spec_worker.py: _build_hicache_draft_plan` chooses
+    /// `HiCacheDraftMode.PACKED` for NextN MTP, which only `UnifiedRadixCache`'s host
+    /// pools honour (`pool_host/mla.py` / `mha.py`: `layer_num = target + drafts`);
+    /// `hiradix_cache.py: HiRadixCache` (plain MHA/MLA models in 0.5.18) builds the
+    /// target pool alone and `maybe_register_hicache_draft` returns for `PACKED`: the
+    /// draft KV gets no host copy.
+    PackedUnifiedTreeOnly,
+    /// 0.5.19+: every model runs `UnifiedRadixCache`; draft layers packed into the
+    /// target host pools (`layer_num = target_layer_num + len(mtp_draft_device_pools)`).
+    Packed,
+}
+
+/// How the device Mamba/linear-state pool's slot count is derived
+/// (`max_mamba_cache_size`, `kv_cache_configurator.py: _handle_max_mamba_cache`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MambaSlotFormula {
+    /// ≤ 0.5.16: `int(mamba_budget_bytes // per_req)`; state memory `K * per_req`.
+    Floor,
+    /// 0.5.17+: `int((mamba_budget_bytes - per_slot) // per_slot)`; state memory
+    /// `(K + 1) * per_slot` (the pool's padding slot).
+    PaddingSlot,
+}
+
+/// The pools a release builds for a model (issue 11): the data behind
+/// [`crate::sizing::pool_set`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PoolRules {
+    pub hicache_size_split: HicacheSizeSplit,
+    pub mtp_draft_host: MtpDraftHost,
+    pub mamba_slots: MambaSlotFormula,
+    /// 0.5.20+ `model_executor/pool_configurator.py: validate_swa_pool_size`: an SWA
+    /// device pool of at most `sliding_window_size + page_size` tokens is a `ValueError`.
+    pub swa_floor_check: bool,
+}
+
 /// Everything a release (or a what-if) decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ReleaseRules {
@@ -125,6 +182,7 @@ pub struct ReleaseRules {
     pub controller: ControllerRules,
     pub tree: TreeVariant,
     pub flags: FlagRules,
+    pub pools: PoolRules,
 }
 
 /// 0.5.14 (`mem_cache/pool_host/base.py: HostKVCache.__init__`: `assert self.size >
@@ -158,6 +216,12 @@ fn r0_5_14() -> ReleaseRules {
         flags: FlagRules {
             hicache_host_memory_fraction: false,
         },
+        pools: PoolRules {
+            hicache_size_split: HicacheSizeSplit::WholeSizeEachPool,
+            mtp_draft_host: MtpDraftHost::SeparatePool,
+            mamba_slots: MambaSlotFormula::Floor,
+            swa_floor_check: false,
+        },
     }
 }
 
@@ -176,13 +240,29 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
         },
         ..v0_5_14
     };
-    // 0.5.17: `allocator/base.py` evicts the shortfall only.
+    // 0.5.17: `allocator/base.py` evicts the shortfall only;
+    // `hybrid_pool_assembler.py: _split_hicache_size` splits `--hicache-size` by device
+    // bytes; `kv_cache_configurator.py` reserves the Mamba pool's padding slot.
     let v0_5_17 = ReleaseRules {
         controller: ControllerRules {
             device_evict_shortfall: true,
             ..v0_5_15.controller
         },
+        pools: PoolRules {
+            hicache_size_split: HicacheSizeSplit::ByDeviceBytes,
+            mamba_slots: MambaSlotFormula::PaddingSlot,
+            ..v0_5_15.pools
+        },
         ..v0_5_15
+    };
+    // 0.5.18: `base_spec_worker.py: _can_pack_hicache_mtp` packs NextN drafts (only
+    // `UnifiedRadixCache` honours it, see `MtpDraftHost::PackedUnifiedTreeOnly`).
+    let v0_5_18 = ReleaseRules {
+        pools: PoolRules {
+            mtp_draft_host: MtpDraftHost::PackedUnifiedTreeOnly,
+            ..v0_5_17.pools
+        },
+        ..v0_5_17
     };
     // 0.5.19 (#35540): `pool_host/base.py: host_memory_budget_bytes` = (psutil available
     // - 10 GiB) // ranks_per_host(); `registry.py` routes every model to
@@ -205,9 +285,14 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
             ..v0_5_17.controller
         },
         tree: TreeVariant::Unified,
-        ..v0_5_17
+        pools: PoolRules {
+            mtp_draft_host: MtpDraftHost::Packed,
+            ..v0_5_18.pools
+        },
+        ..v0_5_18
     };
-    // 0.5.20: `server_args.py` retry poll interval 8, max attempts 8.
+    // 0.5.20: `server_args.py` retry poll interval 8, max attempts 8;
+    // `pool_configurator.py: validate_swa_pool_size` (the SWA admission floor).
     let v0_5_20 = ReleaseRules {
         controller: ControllerRules {
             prefetch_retries: PrefetchRetries {
@@ -215,6 +300,10 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
                 max_attempts: 8,
             },
             ..v0_5_19.controller
+        },
+        pools: PoolRules {
+            swa_floor_check: true,
+            ..v0_5_19.pools
         },
         ..v0_5_19
     };
@@ -262,7 +351,8 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
     match r {
         R::V0_5_14 => v0_5_14,
         R::V0_5_15 | R::V0_5_15Post1 | R::V0_5_16 => v0_5_15,
-        R::V0_5_17 | R::V0_5_18 => v0_5_17,
+        R::V0_5_17 => v0_5_17,
+        R::V0_5_18 => v0_5_18,
         R::V0_5_19 => v0_5_19,
         R::V0_5_20 => v0_5_20,
         R::V0_5_21 => v0_5_21,

@@ -29,6 +29,16 @@ pub fn check_server(
             ),
         ));
     }
+    // `server_args.py` (0.5.14–0.5.20) / `arg_groups/kv_cache_hook.py` (0.5.21+): the
+    // SWA ratio's range check, every modelled release.
+    if let Some(r) = server.swa_full_tokens_ratio
+        && !(r > 0.0 && r <= 1.0)
+    {
+        return Err((
+            "server.swa_full_tokens_ratio",
+            format!("{r}: --swa-full-tokens-ratio should be in range (0, 1.0]."),
+        ));
+    }
     // `server_args.py: RADIX_EVICTION_POLICY_CHOICES` of the release.
     let choices = rr.controller.eviction_choices.choices();
     if !choices.contains(&server.radix_eviction_policy.as_str()) {

@@ -30,6 +30,12 @@ pub struct StartupReport {
     pub ranks_per_host: u64,
     pub device_pool_tokens: u64,
     pub device_pool_bytes: u64,
+    /// The device SWA pool of a sliding-window model (`swa_max_total_num_tokens`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_swa_pool_tokens: Option<u64>,
+    /// The device state pool of a hybrid model (`max_mamba_cache_size`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_state_slots: Option<u64>,
     pub host_pools: Vec<PoolGeometryOut>,
     pub notes: Vec<String>,
     /// The resolved server arguments under SGLang's own dest names (`tp_size`,
@@ -104,7 +110,12 @@ pub fn server_object(s: &Scenario) -> serde_json::Map<String, serde_json::Value>
 #[derive(Debug, Clone, Serialize)]
 pub struct PoolGeometryOut {
     pub name: &'static str,
-    pub bytes_per_token: u64,
+    /// Per-token pools (KV, SWA, indexer, draft).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_per_token: Option<u64>,
+    /// The Mamba / linear-attention state pool: bytes per state slot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_per_slot: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -160,7 +171,12 @@ pub struct RankOut {
 #[derive(Debug, Clone, Serialize)]
 pub struct PoolOut {
     pub name: &'static str,
-    pub tokens: u64,
+    /// Host tokens of a per-token pool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    /// Host state slots of the state pool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slots: Option<u64>,
     pub requested_bytes: u64,
     pub budget_bytes: i64,
 }
@@ -186,7 +202,12 @@ pub fn rank_log(ctx: &RenderContext, r: &RankResult) -> Vec<String> {
         .collect()
 }
 
-fn rank_out(ctx: &RenderContext, r: &RankResult) -> RankOut {
+fn rank_out(plan: &StartupPlan, ctx: &RenderContext, r: &RankResult) -> RankOut {
+    let slots = |name: &str| {
+        plan.pools
+            .iter()
+            .any(|p| p.name == name && p.spec.unit == crate::pools::PoolUnit::Slots)
+    };
     RankOut {
         rank: r.rank,
         node: r.node,
@@ -207,7 +228,8 @@ fn rank_out(ctx: &RenderContext, r: &RankResult) -> RankOut {
             .iter()
             .map(|p| PoolOut {
                 name: p.name,
-                tokens: p.tokens,
+                tokens: (!slots(p.name)).then_some(p.tokens),
+                slots: slots(p.name).then_some(p.tokens),
                 requested_bytes: p.requested_bytes,
                 budget_bytes: i64c(p.budget_bytes),
             })
@@ -239,12 +261,18 @@ pub fn build(s: &Scenario, plan: &StartupPlan, mc: &MonteCarlo, seed: u64) -> St
         ranks_per_host: plan.ranks_per_host,
         device_pool_tokens: plan.device_tokens,
         device_pool_bytes: plan.device_bytes,
+        device_swa_pool_tokens: plan.device_swa_tokens,
+        device_state_slots: plan.device_state_slots,
         host_pools: plan
             .pools
             .iter()
-            .map(|p| PoolGeometryOut {
-                name: p.name,
-                bytes_per_token: p.bytes_per_token,
+            .map(|p| {
+                let slots = p.spec.unit == crate::pools::PoolUnit::Slots;
+                PoolGeometryOut {
+                    name: p.name,
+                    bytes_per_token: (!slots).then_some(p.bytes_per_token),
+                    bytes_per_slot: slots.then_some(p.bytes_per_token),
+                }
             })
             .collect(),
         notes: s.notes.clone(),
@@ -257,7 +285,10 @@ pub fn build(s: &Scenario, plan: &StartupPlan, mc: &MonteCarlo, seed: u64) -> St
         }),
         ranks: {
             let ctx = log_context(plan);
-            mc.first_run.iter().map(|r| rank_out(&ctx, r)).collect()
+            mc.first_run
+                .iter()
+                .map(|r| rank_out(plan, &ctx, r))
+                .collect()
         },
         verdict: String::new(),
     };
@@ -433,12 +464,26 @@ pub fn render_text(s: &Scenario, plan: &StartupPlan, rep: &StartupReport) -> Str
     let pools: Vec<String> = plan
         .pools
         .iter()
-        .map(|p| format!("{} {} B/token", p.name, p.bytes_per_token))
+        .map(|p| match p.spec.unit {
+            crate::pools::PoolUnit::Tokens => format!("{} {} B/token", p.name, p.bytes_per_token),
+            crate::pools::PoolUnit::Slots => format!("{} {} B/slot", p.name, p.bytes_per_token),
+        })
         .collect();
+    // The SWA and state device pools of sliding-window and hybrid models (issue 11).
+    let extra = [
+        plan.device_swa_tokens
+            .map(|t| format!(", SWA pool {t} tokens")),
+        plan.device_state_slots
+            .map(|k| format!(", state pool {k} slots")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<String>();
     let _ = writeln!(
         o,
-        "Device pool: {} tokens per rank; host pools: {}",
+        "Device pool: {} tokens per rank{}; host pools: {}",
         plan.device_tokens,
+        extra,
         pools.join(", ")
     );
     let _ = writeln!(o, "{}", hicache_settings(s));
@@ -506,7 +551,14 @@ pub fn render_text(s: &Scenario, plan: &StartupPlan, rep: &StartupReport) -> Str
             let parts: Vec<String> = r
                 .pools
                 .iter()
-                .map(|p| format!("{} {}", p.name, gb(p.requested_bytes as i128)))
+                .map(|p| {
+                    let count = match (p.tokens, p.slots) {
+                        (_, Some(k)) => format!(" ({k} slots)"),
+                        (Some(t), None) => format!(" ({t} tokens)"),
+                        (None, None) => String::new(),
+                    };
+                    format!("{} {}{count}", p.name, gb(p.requested_bytes as i128))
+                })
                 .collect();
             let _ = writeln!(
                 o,

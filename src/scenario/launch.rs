@@ -64,6 +64,14 @@ const MODELLED: &[&str] = &[
     "max_running_requests",
     "chunked_prefill_size",
     "max_prefill_tokens",
+    "speculative_algorithm",
+    "speculative_draft_model_path",
+    "speculative_num_steps",
+    "speculative_eagle_topk",
+    "speculative_num_draft_tokens",
+    "swa_full_tokens_ratio",
+    "mamba_full_memory_ratio",
+    "max_mamba_cache_size",
 ];
 
 /// Memory-relevant flags this simulator does not model: (dest prefix or name, what is
@@ -71,7 +79,7 @@ const MODELLED: &[&str] = &[
 const MEMORY_UNMODELLED: &[(&str, &str)] = &[
     (
         "speculative_",
-        "speculative decoding / MTP drafts are not modelled: draft weights and draft KV take GPU memory (the real device pool is smaller) and SGLang packs MTP draft layers into the target's host pool (real host requests are larger)",
+        "draft weights and the draft's device KV take GPU memory (the real device pool is smaller)",
     ),
     (
         "enable_multi_layer_eagle",
@@ -100,15 +108,7 @@ const MEMORY_UNMODELLED: &[(&str, &str)] = &[
     ("enable_pd_role_switch", "PD role switching is not modelled"),
     (
         "mamba_",
-        "hybrid/Mamba state-pool strategies are not modelled: state pools are sized from the preset's defaults",
-    ),
-    (
-        "max_mamba_cache_size",
-        "the Mamba state-cache size is not modelled: state pools are sized from the preset's defaults",
-    ),
-    (
-        "swa_full_tokens_ratio",
-        "the SWA full/sliding pool ratio is not modelled: pools use the preset's split",
+        "the Mamba state pool is sized from --mamba-full-memory-ratio / --max-mamba-cache-size only",
     ),
     (
         "disable_hybrid_swa_memory",
@@ -557,7 +557,7 @@ mod tests {
         assert_eq!(nm, ["--trust-remote-code", "--port"]);
         assert!(a.not_modelled.iter().all(|n| n.memory_effect.is_none()));
         let a = parse_launch(
-            "sglang serve m --config cfg.yaml --speculative-algorithm EAGLE",
+            "sglang serve m --config cfg.yaml --speculative-algorithm EAGLE --speculative-draft-model-quantization fp8",
             "0.5.23",
             "s.yaml",
             None,
@@ -567,7 +567,14 @@ mod tests {
             a.notes[0],
             "warning: --config cfg.yaml is not read: the flags in that file are not simulated (paste them into the launch command)"
         );
-        assert!(a.notes[1].starts_with("warning: --speculative-algorithm is not modelled: speculative decoding / MTP drafts"), "{:?}", a.notes);
+        assert_eq!(a.fields["speculative_algorithm"], Value::from("EAGLE"));
+        assert!(
+            a.notes[1].starts_with(
+                "warning: --speculative-draft-model-quantization is not modelled: draft weights"
+            ),
+            "{:?}",
+            a.notes
+        );
     }
 
     #[test]

@@ -343,6 +343,10 @@ pub fn resolve_file(
     // explicit fields overriding launch flags, HiCache flags without HiCache).
     let mut notes: Vec<String> = not_modelled.to_vec();
     notes.extend(release_notes);
+    // Issue 11: which MTP draft the host pools carry (`crate::pools::spec_draft`).
+    if let (_, Some(n)) = crate::pools::spec_draft(s, &model) {
+        notes.push(n);
+    }
     if s.radix_eviction_policy == "tlru" {
         notes.push("warning: radix eviction policy tlru (SGLang 0.5.21+) is not modelled by the runtime replay: start-up sizing is unaffected, a replay refuses it".into());
     }

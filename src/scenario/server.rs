@@ -66,6 +66,35 @@ pub struct ServerArgs {
     pub chunked_prefill_size: Option<u32>,
     /// `--max-prefill-tokens`.
     pub max_prefill_tokens: u32,
+    /// `--speculative-algorithm` (`EAGLE`, `NEXTN` = EAGLE with the model's own MTP
+    /// layers, `EAGLE3`, `STANDALONE`, `NGRAM`, …). Only NextN/EAGLE MTP drafts of a
+    /// model with MTP layers change the host pools here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speculative_algorithm: Option<String>,
+    /// `--speculative-draft-model-path` (an MTP draft is the target's own layers: unset,
+    /// or the same path as `--model-path`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speculative_draft_model_path: Option<String>,
+    /// `--speculative-num-steps` (informational: the draft KV per token does not depend
+    /// on it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speculative_num_steps: Option<u32>,
+    /// `--speculative-eagle-topk` (informational).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speculative_eagle_topk: Option<u32>,
+    /// `--speculative-num-draft-tokens` (informational).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speculative_num_draft_tokens: Option<u32>,
+    /// `--swa-full-tokens-ratio`: SWA pool tokens / full pool tokens (SGLang's default
+    /// 0.8).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swa_full_tokens_ratio: Option<f64>,
+    /// `--mamba-full-memory-ratio`: Mamba state memory / KV memory (SGLang's default 0.9).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mamba_full_memory_ratio: Option<f64>,
+    /// `--max-mamba-cache-size`: the device state pool's slots, if given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_mamba_cache_size: Option<u64>,
 }
 
 impl Default for ServerArgs {
@@ -97,11 +126,52 @@ impl Default for ServerArgs {
             max_running_requests: None,
             chunked_prefill_size: None,
             max_prefill_tokens: 16384,
+            speculative_algorithm: None,
+            speculative_draft_model_path: None,
+            speculative_num_steps: None,
+            speculative_eagle_topk: None,
+            speculative_num_draft_tokens: None,
+            swa_full_tokens_ratio: None,
+            mamba_full_memory_ratio: None,
+            max_mamba_cache_size: None,
         }
     }
 }
 
 impl ServerArgs {
+    /// `--swa-full-tokens-ratio` as SGLang resolves it (`arg_groups/fields/schedule.py`:
+    /// 0.8).
+    pub fn swa_full_tokens_ratio(&self) -> f64 {
+        self.swa_full_tokens_ratio.unwrap_or(0.8)
+    }
+
+    /// `--mamba-full-memory-ratio` as SGLang resolves it (fallback 0.9).
+    pub fn mamba_full_memory_ratio(&self) -> f64 {
+        self.mamba_full_memory_ratio.unwrap_or(0.9)
+    }
+
+    /// MTP draft layers whose KV the host pools carry: `--speculative-algorithm` EAGLE
+    /// or NEXTN (SGLang turns NEXTN into EAGLE) with the model's own MTP layers as the
+    /// draft (`base_spec_worker.py: _can_pack_hicache_mtp`: EAGLE, not EAGLE3, every draft
+    /// runner with `num_nextn_predict_layers`), else 0.
+    pub fn mtp_draft_layers(&self, model_mtp_layers: u32) -> u32 {
+        let algo = self
+            .speculative_algorithm
+            .as_deref()
+            .map(str::to_ascii_uppercase);
+        let mtp_algo = matches!(algo.as_deref(), Some("EAGLE") | Some("NEXTN"));
+        let own_layers = match (&self.speculative_draft_model_path, &self.model_path) {
+            (None, _) => true,
+            (Some(d), Some(m)) => d == m,
+            (Some(_), None) => false,
+        };
+        if mtp_algo && own_layers {
+            model_mtp_layers
+        } else {
+            0
+        }
+    }
+
     /// Whether the user turned HiCache on (explicitly).
     pub fn hicache_enabled(&self) -> bool {
         self.enable_hierarchical_cache == Some(true)

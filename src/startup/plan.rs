@@ -4,7 +4,7 @@
 
 use crate::engine::SimRng;
 use crate::hardware::{CgroupId, CgroupLimits, CgroupVersion, ChargeKind, HostMemory};
-use crate::model::{DevicePoolInputs, device_pool_bytes, device_pool_tokens};
+use crate::model::DevicePoolInputs;
 use crate::release::log_lines::LogRules;
 use crate::scenario::Scenario;
 use crate::scenario::schema::{
@@ -21,7 +21,10 @@ use rand_distr::{Distribution, Exp, LogNormal, Normal};
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PoolPlan {
     pub name: &'static str,
+    /// Bytes per token, or per state slot when `spec.unit` is slots.
     pub bytes_per_token: u64,
+    /// How the release builds and sizes it (`crate::pools`).
+    pub spec: crate::pools::HostPoolSpec,
 }
 
 /// How a rank sizes its host pools, from the flags and the version's rules.
@@ -171,6 +174,11 @@ pub struct StartupPlan {
     pub page_size: u64,
     /// The device KV pool's usable size in tokens (same on every rank).
     pub device_tokens: u64,
+    /// The device SWA pool (sliding-window models) and state slots (hybrid models).
+    pub device_swa_tokens: Option<u64>,
+    pub device_state_slots: Option<u64>,
+    /// The release's pool rules (`--hicache-size` split, MTP draft, …).
+    pub pool_rules: crate::release::PoolRules,
     /// Σ device bytes of the host-mirrored pools (`_estimate_hicache_bytes`).
     pub device_bytes: u64,
     pub pools: Vec<PoolPlan>,
@@ -216,16 +224,6 @@ impl StartupPlan {
         let nnodes = s.layout.nnodes.max(1);
         let ranks_per_node = world / nnodes;
         let page_size = s.server.page_size.max(1) as u64;
-        let pools: Vec<PoolPlan> = s
-            .model
-            .host_pools(&s.layout, s.kv_dtype)
-            .into_iter()
-            .map(|p| PoolPlan {
-                name: p.name,
-                bytes_per_token: p.bytes_per_token,
-            })
-            .collect();
-        let cell: u64 = pools.iter().map(|p| p.bytes_per_token).sum();
         let quant = s.startup.weight_load.quantization.as_deref();
         let weights_per_rank = s
             .model
@@ -233,14 +231,29 @@ impl StartupPlan {
             .map_err(|m| ("startup.weight_load.quantization".to_string(), m))?;
         // CUDA context + NCCL buffers before the load [EST, scenario-overridable].
         let gpu_overhead = s.startup.gpu_reserved.map(|b| b.0).unwrap_or(GIB);
-        let device_tokens = device_pool_tokens(&DevicePoolInputs {
-            free_before_load: s.node.gpu_memory.0.saturating_sub(gpu_overhead),
-            weights_per_rank,
-            mem_fraction_static: s.server.mem_fraction_static.unwrap_or(0.85),
-            cell_size: cell,
-            page_size,
-            max_total_tokens: s.server.max_total_tokens,
-        });
+        // The pools this release builds for this model (issue 11, `crate::pools`).
+        let pool_rules = s.version.release_rules().pools;
+        let pool_inputs = crate::pools::PoolSetInputs {
+            model: &s.model,
+            layout: &s.layout,
+            dtype: s.kv_dtype,
+            rules: pool_rules,
+            device: DevicePoolInputs {
+                free_before_load: s.node.gpu_memory.0.saturating_sub(gpu_overhead),
+                weights_per_rank,
+                mem_fraction_static: s.server.mem_fraction_static.unwrap_or(0.85),
+                cell_size: 0,
+                page_size,
+                max_total_tokens: s.server.max_total_tokens,
+            },
+            draft: crate::pools::spec_draft(&s.server, &s.model).0,
+            swa_full_tokens_ratio: s.server.swa_full_tokens_ratio(),
+            mamba_full_memory_ratio: s.server.mamba_full_memory_ratio(),
+            max_mamba_cache_size: s.server.max_mamba_cache_size,
+        };
+        let device =
+            crate::pools::device_pools(&pool_inputs).map_err(|m| ("server".to_string(), m))?;
+        let device_tokens = device.full_tokens;
         if device_tokens == 0 {
             return Err((
                 "server.mem_fraction_static".into(),
@@ -251,10 +264,15 @@ impl StartupPlan {
                 ),
             ));
         }
-        let device_bytes = pools
-            .iter()
-            .map(|p| device_pool_bytes(device_tokens, page_size, p.bytes_per_token))
-            .sum();
+        let pools: Vec<PoolPlan> = crate::pools::host_pool_specs(&pool_inputs, &device)
+            .into_iter()
+            .map(|spec| PoolPlan {
+                name: spec.name,
+                bytes_per_token: spec.bytes_per_unit,
+                spec,
+            })
+            .collect();
+        let device_bytes = pools.iter().map(|p| p.spec.device_bytes).sum();
         let sizing = hicache_sizing(&s.server, &rules).map_err(|m| ("server".to_string(), m))?;
 
         let ckpt = match s.startup.weight_load.bytes_per_node {
@@ -294,6 +312,9 @@ impl StartupPlan {
             ranks_per_host: s.layout.ranks_per_host(),
             page_size,
             device_tokens,
+            device_swa_tokens: device.swa_tokens,
+            device_state_slots: device.state_slots,
+            pool_rules,
             device_bytes,
             pools,
             sizing,

@@ -149,8 +149,8 @@ struct RankState {
     /// Booking allowance when pools book against one budget, and what it opened with.
     scope: Option<BudgetScope>,
     scope_budget: i128,
-    /// Host tokens per pool (same slot count for every pool of a rank).
-    host_tokens: u64,
+    /// Host tokens (or state slots) of each pool, in pool order.
+    host_tokens: Vec<u64>,
     /// Value this rank contributes to the world MIN all-reduce.
     reduce_value: f64,
     reduce_budget: i128,
@@ -527,15 +527,12 @@ impl Sim<'_> {
         self.build_pool_booked(r);
     }
 
-    /// Host tokens of every pool of a rank: from `--hicache-size` (against the first
-    /// pool's bytes per token) or the ratio; the other pools share the slot count
-    /// (`pool_host/base.py: HostKVCache.__init__` sizes the KV pool; the DSA indexer and
-    /// draft host pools mirror its slots one to one — `hybrid_pool_assembler`,
-    /// `kv_cache_builder.maybe_register_hicache_draft`; #32373's SWA split of a fixed
-    /// size is not modelled).
-    fn host_tokens(&self, auto_ratio: Option<f64>) -> u64 {
+    /// Host tokens (or state slots) of every pool of a rank, from `--hicache-size` or
+    /// the ratio, under the release's pool rules (`crate::pools::host_pool_counts`: the
+    /// `_split_hicache_size` split from 0.5.17, the DSA indexer mirroring the KV pool's
+    /// slots, the ≤ 0.5.17 MTP draft pool's ratio).
+    fn host_tokens(&self, auto_ratio: Option<f64>) -> Vec<u64> {
         let p = self.plan;
-        let kv_bpt = p.pools.first().map(|x| x.bytes_per_token).unwrap_or(1);
         let arg = match (auto_ratio, p.sizing) {
             (Some(ratio), _) => HostPoolSizeArg::Ratio(ratio),
             (None, HicacheSizing::Explicit { size_gb, .. }) if size_gb > 0.0 => {
@@ -549,7 +546,8 @@ impl Sim<'_> {
                 HostPoolSizeArg::Ratio(0.0)
             }
         };
-        sizing::host_pool_size(p.device_tokens, arg, p.page_size, kv_bpt).tokens
+        let specs: Vec<crate::pools::HostPoolSpec> = p.pools.iter().map(|x| x.spec).collect();
+        crate::pools::host_pool_counts(&specs, arg, p.pool_rules.hicache_size_split)
     }
 
     fn pool_request(&self, pool: usize, tokens: u64) -> u64 {
@@ -566,13 +564,15 @@ impl Sim<'_> {
         if pool == 0 {
             self.s.ranks[r as usize].host_tokens = self.host_tokens(None);
         }
-        let tokens = self.s.ranks[r as usize].host_tokens;
+        let tokens = self.s.ranks[r as usize].host_tokens[pool];
         // 0.5.14 `pool_host/base.py: HostKVCache.__init__` asserts `self.size >
         // device_pool.size` *before* `psutil.virtual_memory()`: no budget was read, so
         // none is reported, and the rank fails rather than being refused.
-        if let SmallHostCheck::AssertionFailed(m) =
-            sizing::check_small_host(p.rules.small_host, tokens, p.device_tokens)
-        {
+        if let SmallHostCheck::AssertionFailed(m) = sizing::check_small_host(
+            p.rules.small_host,
+            tokens,
+            p.pools[pool].spec.device_capacity,
+        ) {
             self.s.results[r as usize].message = Some(m);
             return self.exit(r, Outcome::Failed);
         }
@@ -590,22 +590,34 @@ impl Sim<'_> {
     fn log_small_host(&mut self, r: u32, pool: usize, tokens: u64) {
         let p = self.plan;
         let name = p.pools[pool].name;
-        if p.log_rules.small_host != SmallHostLine::Asserts
-            && name != "indexer"
-            && tokens <= p.device_tokens
+        let device = p.pools[pool].spec.device_capacity;
+        if p.log_rules.small_host != SmallHostLine::Asserts && name != "indexer" && tokens <= device
         {
+            let label = self.pool_label(pool);
             self.s.results[r as usize].log.push(LogEvent::SmallHost {
-                pool: name,
+                pool: label,
                 host_tokens: tokens,
-                device_tokens: p.device_tokens,
+                device_tokens: device,
             });
+        }
+    }
+
+    /// SGLang's `pool_label`: `hybrid_cache/hybrid_pool_assembler.py:
+    /// build_hybrid_swa_stack` labels the full-attention pool `full` beside `swa`
+    /// (0.5.17+); every other KV pool keeps `kv` (`pool_host/base.py`).
+    fn pool_label(&self, pool: usize) -> &'static str {
+        let pools = &self.plan.pools;
+        match pools[pool].name {
+            "kv" if pools.iter().any(|x| x.name == "swa") => "full",
+            name => name,
         }
     }
 
     fn log_allocating(&mut self, r: u32, pool: usize, tokens: u64, bytes: u64) {
         let p = self.plan;
+        let label = self.pool_label(pool);
         self.s.results[r as usize].log.push(LogEvent::Allocating {
-            pool: p.pools[pool].name,
+            pool: label,
             tokens,
             bytes,
             layout: p.mem_layout,
@@ -618,7 +630,7 @@ impl Sim<'_> {
         if pool >= self.plan.pools.len() {
             return self.pools_built(r);
         }
-        let tokens = self.s.ranks[r as usize].host_tokens;
+        let tokens = self.s.ranks[r as usize].host_tokens[pool];
         self.log_small_host(r, pool, tokens);
         let requested = self.pool_request(pool, tokens);
         let scope = self.s.ranks[r as usize]

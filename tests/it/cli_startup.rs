@@ -249,7 +249,7 @@ fn presets_lists_nodes_and_models() {
     );
     let v = json(&["presets", "--format", "json"]);
     assert_eq!(v["nodes"]["hgx-h200"]["gpu_memory"], 150_754_820_096u64);
-    assert_eq!(v["models"].as_object().unwrap().len(), 11);
+    assert_eq!(v["models"].as_object().unwrap().len(), 12);
 }
 
 #[test]

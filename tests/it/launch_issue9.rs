@@ -240,7 +240,7 @@ fn a_multi_pool_rank_reports_each_pool_and_the_total() {
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(
         text.contains(
-            "rank 0 host pools: kv 176.00 GB + indexer 35.41 GB = 211.42 GB requested in all"
+            "rank 0 host pools: kv 176.00 GB (4398272 tokens) + indexer 35.41 GB (4398272 tokens) = 211.42 GB requested in all"
         ),
         "{text}"
     );

@@ -14,6 +14,7 @@ mod plot_charts;
 mod policy_sim_mixed_ids;
 mod policy_sim_props;
 mod policy_sim_synthetic;
+mod pools;
 mod releases;
 mod reliability;
 mod replay_rules;

@@ -465,6 +465,92 @@ def worker(states_path, out_path, scratch):
 # ------------------------------------------------------------------------- driver
 
 
+# ------------------------------------------------------------- the --hicache-size split
+
+
+def gen_split_case(rng, idx):
+    """Two or three device pools (SWA full + sliding, KV + Mamba state, full + SWA +
+    state) and an integer --hicache-size in GB."""
+    pools = []
+    for _ in range(rng.choice([2, 2, 3])):
+        page = rng.choice([1, 16, 64])
+        bpu = rng.choice([1152, 18432, 24576, 12288, 36864, 70272, 19316736, 77266944,
+                          rng.randrange(1, 10**8)])
+        units = rng.randrange(1, 3_000_000) if bpu < 10**6 else rng.randrange(1, 5000)
+        pools.append({"device_bytes": (units + page) * bpu, "bytes_per_unit": bpu,
+                      "page_size": page})
+    return {"id": idx, "hicache_size": rng.choice([1, 7, 60, 100, 150, 176, rng.randrange(1, 2000)]),
+            "pools": pools}
+
+
+def split_worker(cases_path, out_path):
+    """Runs the wheel's own `_split_hicache_size` (its source, cut out of
+    `hybrid_pool_assembler.py` with `ast` and executed alone: the module's imports pull in
+    torch) on stub device pools whose `get_kv_size_bytes()` is the case's bytes, then
+    `HostKVCache.__init__`'s `int(host_size * 1e9 // size_per_token)`, `size // page + 1`
+    pages."""
+    import ast
+    import sysconfig
+    import typing
+    path = os.path.join(sysconfig.get_paths()["purelib"], "sglang", "srt", "mem_cache",
+                        "hybrid_cache", "hybrid_pool_assembler.py")
+    tree = ast.parse(open(path).read())
+    fn = next(n for n in tree.body
+              if isinstance(n, ast.FunctionDef) and n.name == "_split_hicache_size")
+    ns = {"Any": typing.Any}
+    exec(compile(ast.Module(body=[fn], type_ignores=[]), path, "exec"), ns)
+    split = ns["_split_hicache_size"]
+
+    class Pool:
+        def __init__(self, b):
+            self.b = b
+
+        def get_kv_size_bytes(self):
+            return self.b
+
+    with open(out_path, "w") as out:
+        for line in open(cases_path):
+            if not line.strip():
+                continue
+            c = json.loads(line)
+            shares = split(c["hicache_size"], tuple(Pool(p["device_bytes"]) for p in c["pools"]))
+            sizes = []
+            for share, p in zip(shares, c["pools"]):
+                size = int(share * 1e9 // p["bytes_per_unit"])
+                sizes.append((size // p["page_size"] + 1) * p["page_size"])
+            out.write(json.dumps({"id": c["id"], "shares": list(shares), "sizes": sizes}) + "\n")
+
+
+def diff_split(py, bin_, rel, work, cases):
+    """`_split_hicache_size` of release `rel` against `hicache-sim debug-split`."""
+    cases_path = os.path.join(work, "split-cases.jsonl")
+    with open(cases_path, "w") as f:
+        for c in cases:
+            f.write(json.dumps(c) + "\n")
+    theirs = os.path.join(work, f"split-sglang-{rel}.jsonl")
+    ours = os.path.join(work, f"split-sim-{rel}.jsonl")
+    r = subprocess.run([py, os.path.abspath(__file__), "--split-worker", cases_path, theirs])
+    if r.returncode != 0:
+        print(f"sglang_diff: FAILED: SGLang {rel}'s _split_hicache_size did not run")
+        return False
+    with open(ours, "w") as f:
+        r = subprocess.run([bin_, "debug-split", cases_path, "--sglang", rel], stdout=f)
+    if r.returncode != 0:
+        print(f"sglang_diff: FAILED: hicache-sim debug-split exit {r.returncode}")
+        return False
+    want = [json.loads(x) for x in open(theirs) if x.strip()]
+    got = [json.loads(x) for x in open(ours) if x.strip()]
+    bad = [(w, g) for w, g in zip(want, got) if w != g]
+    if len(want) != len(cases) or len(got) != len(cases):
+        print(f"sglang_diff: FAILED {rel} split: {len(want)} SGLang results, {len(got)} simulator results")
+        return False
+    print(f"sglang_diff {rel}: {len(cases)} --hicache-size splits, {len(cases) - len(bad)} agree")
+    for w, g in bad[:5]:
+        print(f"  DIFFERS {rel} split {w['id']}:\n    sglang:      {json.dumps(w)}\n"
+              f"    hicache-sim: {json.dumps(g)}")
+    return not bad
+
+
 def make_venv(release, where):
     """A venv with only the wheel (`--no-deps`). Returns its python, or None if PyPI
     cannot be reached."""
@@ -492,9 +578,14 @@ def main():
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--keep", help="directory for venvs and outputs (reused if present)")
     ap.add_argument("--worker", nargs=3, metavar=("STATES", "OUT", "SCRATCH"))
+    ap.add_argument("--split-worker", nargs=2, metavar=("CASES", "OUT"))
+    ap.add_argument("--splits", type=int, default=2000)
     a = ap.parse_args()
     if a.worker:
         worker(*a.worker)
+        return 0
+    if a.split_worker:
+        split_worker(*a.split_worker)
         return 0
     work = a.keep or tempfile.mkdtemp(prefix="sglang-diff-")
     os.makedirs(work, exist_ok=True)
@@ -504,12 +595,15 @@ def main():
     with open(states_path, "w") as f:
         for s in states:
             f.write(json.dumps(s) + "\n")
+    split_rng = random.Random(a.seed + 1)
+    split_cases = [gen_split_case(split_rng, i) for i in range(a.splits)]
     failed = False
     for rel in a.releases.split(","):
         py = make_venv(rel, work)
         if py is None:
             print(f"sglang_diff: FAILED: could not install sglang=={rel} from PyPI")
             return 1
+        failed |= not diff_split(py, a.bin, rel, work, split_cases)
         ours = os.path.join(work, f"sim-{rel}.jsonl")
         theirs = os.path.join(work, f"sglang-{rel}.jsonl")
         scratch = tempfile.mkdtemp(prefix=f"tree-{rel}-", dir=work)
