@@ -377,3 +377,38 @@ fn b200_host_smaller_than_device_warns_and_a_larger_size_is_refused_under_40135(
         "ValueError: Not enough host memory available. Requesting 25.00 GB but only have 21.16 GB free. Please reduce the size of the hierarchical cache."
     );
 }
+
+#[test]
+fn h200_under_a_cgroup_v1_limit_refused_by_0_5_21_started_by_0_5_22() {
+    // HGX H200 (2 TB), DeepSeek-V3 TP8 with the NextN layer packed, `--hicache-size 150`,
+    // the job's cgroup v1 `memory.limit_in_bytes` = 1400 GB. At sampling the cgroup holds
+    // 8 × 15 GB process memory + the 688 GB fp8 checkpoint's page cache = 808 GB.
+    // request: 150e9 // 71,424 = 2,100,134 → 2,100,160 tokens (page 64) × 71,424
+    //   = 150,001,827,840 B.
+    let sets = ["memory.cgroup.version=v1", "memory.cgroup.max=1400GB"];
+    const REQUEST: u64 = 150_001_827_840;
+    // 0.5.21 counts the page cache as used: headroom 1400 − 808 = 592 GB < psutil 1880 GB;
+    // budget (592e9 − 10 GiB) // 8 = 72,657,822,720 B (72.66 GB) → refused.
+    let mc = run(
+        "scenarios/deepseek-v3-mtp-packed.yaml",
+        Some("0.5.21"),
+        &sets,
+    );
+    for r in &mc.first_run {
+        assert_eq!(r.outcome, Outcome::Refused);
+        assert_eq!(r.available_bytes, Some(592_000_000_000));
+        assert_eq!(r.budget_bytes, Some(72_657_822_720));
+        assert_eq!(r.requested_bytes, Some(REQUEST));
+    }
+    // 0.5.22 credits active + inactive file on v1 as well: 1400 − 120 = 1280 GB;
+    // (1280e9 − 10 GiB) // 8 = 158,657,822,720 B ≥ the request → starts.
+    let mc = run(
+        "scenarios/deepseek-v3-mtp-packed.yaml",
+        Some("0.5.22"),
+        &sets,
+    );
+    for r in &mc.first_run {
+        assert_eq!(r.outcome, Outcome::Started);
+        assert_eq!(r.budget_bytes, Some(158_657_822_720));
+    }
+}
