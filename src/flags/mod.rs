@@ -96,6 +96,10 @@ struct RawTable {
     option_strings: BTreeMap<String, usize>,
     registration_order: BTreeMap<String, Vec<usize>>,
     flags: Vec<RawFlag>,
+    /// Post releases whose parser equals their base release's (the generator records
+    /// a post release's own table only when it differs).
+    #[serde(default)]
+    post_releases_same_as: BTreeMap<String, String>,
 }
 
 /// One release's parser: its actions in registration order.
@@ -121,6 +125,8 @@ impl ReleaseFlags {
 /// All releases of the table.
 pub struct FlagTable {
     pub releases: Vec<String>,
+    /// Post release → the release whose flag table it shares (`0.5.15.post1` → `0.5.15`).
+    pub same_as: BTreeMap<String, String>,
     by_release: BTreeMap<String, ReleaseFlags>,
     /// Option string → releases that have it (for "added in" / "removed in").
     presence: BTreeMap<String, Vec<String>>,
@@ -218,6 +224,7 @@ fn build(json: &str) -> Result<FlagTable, String> {
     }
     Ok(FlagTable {
         releases: raw.releases,
+        same_as: raw.post_releases_same_as,
         by_release,
         presence,
     })

@@ -30,6 +30,7 @@ pub fn flag_release(sglang: &str) -> Result<&'static str, String> {
     // A release alias (`latest`, `v0.5.23`) or a what-if: the release it stands for
     // (`release::Sglang::release_id`: the release that shipped it, or the nearest one).
     let id = crate::release::selected_release_id(Some(sglang)).map_err(|e| e.to_string())?;
+    let id: &str = t.same_as.get(&id[..]).map_or(&id[..], |base| &base[..]);
     t.releases
         .iter()
         .find(|r| r.as_str() == id)

@@ -246,3 +246,17 @@ fn a_multi_pool_rank_reports_each_pool_and_the_total() {
     );
     assert!(text.contains("HiCache: on; write policy write_through, storage backend none, io backend kernel, mem layout page_first, prefetch policy timeout, eviction policy lru, page size 64, host memory mode cache, TP8 PP1 DP1"), "{text}");
 }
+
+#[test]
+fn a_post_release_reads_its_base_releases_flag_table() {
+    // `tools/flags/gen_flag_table.py` records 0.5.15.post1's parser only where it differs
+    // from 0.5.15's (`post_releases_same_as`); it did not, so 0.5.15's table applies.
+    assert_eq!(
+        hicache_sim::scenario::launch::flag_release("0.5.15.post1"),
+        Ok("0.5.15")
+    );
+    assert_eq!(
+        hicache_sim::scenario::launch::flag_release("0.5.15"),
+        Ok("0.5.15")
+    );
+}
