@@ -5,7 +5,8 @@
 #
 # usage: scripts/libcachesim_compare.sh [K] [WORKDIR] [CAPACITY...]
 #        (defaults: K=50, target/libcachesim, capacities 1000 10000 20000 60000 200000)
-# Needs: cargo, python3, and libCacheSim's Python bindings: pip install libcachesim
+# Needs: cargo, python3, and libCacheSim's Python bindings: pip install libcachesim;
+# about 1 GB of disk at K=50 (the flattened trace in both forms, kept for re-runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 K=${1:-50}
