@@ -5,6 +5,9 @@
 //!   point after the first reads).
 //! - `policy_sim/10k`: one 10,000-page request then a 5,000-page prefix, both policies
 //!   (quadratic before: seconds; now milliseconds).
+//! - `replay/binary`: the untimed replay's hot path, the synthetic trace ×8 (ids shifted
+//!   per copy, 975,016 hash ids) from the binary form, 512-token pages, L1 20k / L2 60k
+//!   pages (the figures of `scripts/bench_trace_scale.sh`); throughput in whole pages.
 //!
 //! Run: `cargo bench --bench trace_scale -- --warm-up-time 1 --measurement-time 5`.
 //! The whole-trace figures (×10 / ×50 conversation trace, before/after) come from
@@ -15,7 +18,10 @@ use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use hicache_sim::policy_sim::{HashId, SimPolicy, Simulator};
-use hicache_sim::workload::read::{BlockRecord, RecordReader, TraceColumns, TraceOptions};
+use hicache_sim::runtime::{ReplayConfig, Timing, replay};
+use hicache_sim::workload::read::{
+    BlockRecord, RecordReader, TraceColumns, TraceOptions, open_trace_with,
+};
 
 const TRACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/traces/synthetic_trace.jsonl");
 
@@ -70,5 +76,53 @@ fn policy_sim_long(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, read, policy_sim_long);
+fn replay_binary(c: &mut Criterion) {
+    let opts = TraceOptions::default();
+    let one = TraceColumns::collect(RecordReader::open(Path::new(TRACE), &opts).unwrap());
+    // ×8: copy k's hash ids shifted by k·2^32 (distinct conversations, same tree shape).
+    let mut cols = TraceColumns::empty(one.format, one.block_size);
+    cols.offsets.clear();
+    cols.offsets.push(0);
+    for k in 0..8u64 {
+        for i in 0..one.input_tokens.len() {
+            cols.arrival_ns.push(one.arrival_ns[i]);
+            cols.line.push(one.line[i]);
+            cols.input_tokens.push(one.input_tokens[i]);
+            cols.output_tokens.push(one.output_tokens[i]);
+            let (a, b) = (one.offsets[i] as usize, one.offsets[i + 1] as usize);
+            cols.ids
+                .extend(one.ids[a..b].iter().map(|&x| x + (k << 32)));
+            cols.offsets.push(cols.ids.len() as u64);
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("t8.bin");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&bin).unwrap());
+    cols.write_binary(&mut f).unwrap();
+    drop(f);
+    let cfg = ReplayConfig {
+        page_size: 512,
+        l1_pages: 20_000,
+        l2_pages: 60_000,
+        timing: Timing::Off,
+        ..ReplayConfig::default()
+    };
+    let run = || {
+        replay(
+            &cfg,
+            open_trace_with(&bin, &opts, 512)
+                .unwrap()
+                .map(Result::unwrap),
+        )
+        .unwrap()
+    };
+    let pages = run().input_pages;
+    let mut g = c.benchmark_group("replay");
+    g.throughput(Throughput::Elements(pages));
+    g.sample_size(10);
+    g.bench_function("binary", |b| b.iter(run));
+    g.finish();
+}
+
+criterion_group!(benches, read, policy_sim_long, replay_binary);
 criterion_main!(benches);

@@ -4,9 +4,14 @@
 # (GNU time: wall, user, peak RSS):
 #   - untimed replay from JSONL and from the binary form (×10, ×50);
 #   - the policy simulator on the conversation trace and on one 10,000-page request;
-#   - a 20-point sweep (GB300 quickstart scenario, ×50 trace) from JSONL and binary.
+#   - a 20-point sweep (GB300 quickstart scenario, ×50 trace) from JSONL and binary;
+#   - the 200-point sweep (same scenario, host-memory fraction ×10, ratio auto/1.0,
+#     10 seeds; written to $W/sweep200.yaml) from JSONL and binary, and with one replay
+#     per point (HICACHE_SIM_NO_REPLAY_MEMO=1) to show what the replay memo saves.
 # With BEFORE=/path/to/old/hicache-sim it runs the same commands with that binary too
-# and checks that every output is byte-identical.
+# and checks that every output is byte-identical. The baseline of issue #13 is the
+# binary built from 05e0111^1 (one parse and one replay per point).
+# The machine may be shared: compare user (CPU) seconds as well as wall.
 #
 # usage: scripts/bench_trace_scale.sh [WORKDIR]   (default: target/trace-scale)
 # Needs: cargo, python3 (standard library only), GNU time (/usr/bin/time).
@@ -35,6 +40,17 @@ t = sys.stdin.read()
 t = t[: t.index("sweep:")] + "sweep:\n  axes:\n    server.hicache_host_memory_fraction: [0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0]\n  seeds: 2\n"
 print(t)' > "$W/sweep20.yaml"
 sed "s#x50.jsonl#x50.bin#" "$W/sweep20.yaml" > "$W/sweep20b.yaml"
+python3 - "$W/sweep20.yaml" "$W/sweep200.yaml" <<'PY'
+import sys
+t = open(sys.argv[1]).read()
+t = t[: t.index("sweep:")] + (
+    "sweep:\n  axes:\n"
+    "    server.hicache_host_memory_fraction: [0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0]\n"
+    "    server.hicache_ratio: [null, 1.0]\n"
+    "  seeds: 10\n")
+open(sys.argv[2], "w").write(t)
+PY
+sed "s#x50.jsonl#x50.bin#" "$W/sweep200.yaml" > "$W/sweep200b.yaml"
 
 R="--page-size 512 --l1-pages 20000 --l2-pages 60000 --timing off"
 P="--engine policy-simulator --l1-pages 6000 --l2-pages 12000"
@@ -58,6 +74,15 @@ run_all() { # tag, binary
     rm -rf "$W/$g.sweepb"; t "$g.sweep20.bin" "$b" sweep "$W/sweep20b.yaml" --out "$W/$g.sweepb" --quiet --jobs 2
     cmp "$W/$g.sweep20.csv" "$W/$g.sweepb/results.csv" && echo "sweep CSV from binary: byte-identical"
   fi
+  rm -rf "$W/$g.s200"; t "$g.sweep200.jsonl" "$b" sweep "$W/sweep200.yaml" --out "$W/$g.s200" --quiet --jobs 2
+  cp "$W/$g.s200/results.csv" "$W/$g.sweep200.csv"
+  if [ "$g" != before ]; then
+    rm -rf "$W/$g.s200b"; t "$g.sweep200.bin" "$b" sweep "$W/sweep200b.yaml" --out "$W/$g.s200b" --quiet --jobs 2
+    cmp "$W/$g.sweep200.csv" "$W/$g.s200b/results.csv" && echo "sweep200 CSV from binary: byte-identical"
+    rm -rf "$W/$g.s200n"
+    HICACHE_SIM_NO_REPLAY_MEMO=1 t "$g.sweep200.bin.no-memo" "$b" sweep "$W/sweep200b.yaml" --out "$W/$g.s200n" --quiet --jobs 2
+    cmp "$W/$g.sweep200.csv" "$W/$g.s200n/results.csv" && echo "sweep200 CSV without the replay memo: byte-identical"
+  fi
 }
 run_all after "$A"
 echo "page references (whole 512-token pages): $(python3 -c "
@@ -69,4 +94,5 @@ if [ -n "${BEFORE:-}" ]; then
     cmp -s "$W/after.$f.out" "$W/before.$f.out" && echo "$f: output byte-identical before/after" || echo "$f: OUTPUT DIFFERS"
   done
   cmp "$W/after.sweep20.csv" "$W/before.sweep20.csv" && echo "sweep20 CSV byte-identical before/after"
+  cmp "$W/after.sweep200.csv" "$W/before.sweep200.csv" && echo "sweep200 CSV byte-identical before/after"
 fi

@@ -55,6 +55,11 @@ pub fn sweep(mut a: SweepArgs) -> CmdResult {
     if std::env::var_os("HICACHE_SIM_NO_TRACE_SHARING").is_none() {
         crate::workload::read::enable_sharing();
     }
+    // Points that resolve to the same replay (config, trace) replay it once;
+    // `HICACHE_SIM_NO_REPLAY_MEMO=1` replays per point (the byte-identity test).
+    if std::env::var_os("HICACHE_SIM_NO_REPLAY_MEMO").is_none() {
+        crate::pipeline::replay_memo::enable();
+    }
     let (base, spec) = sweep_base(&a.scenario, &a.sets)?;
     let points = sweep::expand(&spec, &base)?;
     // Every combination is checked the way SGLang checks its flags, before any work.
@@ -126,6 +131,12 @@ pub fn sweep(mut a: SweepArgs) -> CmdResult {
             .map(|c| format!(" -> {}", c.display()))
             .unwrap_or_default()
     );
+    let (replays, asked) = crate::pipeline::replay_memo::stats();
+    if asked > replays {
+        eprintln!(
+            "{replays} distinct replays for {asked} replaying points (the others share a replay: same resolved replay config and trace)"
+        );
+    }
     for p in &summary.plots {
         for f in &p.files {
             eprintln!("plot: {}", f.display());

@@ -2,6 +2,7 @@
 //! host pool (or a refusal), and the runtime replays a trace through a device pool and a
 //! host pool of exactly those sizes. One call = one sweep point = one CSV row.
 
+pub mod replay_memo;
 mod row;
 mod runtime_section;
 

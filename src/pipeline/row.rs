@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{host_pool_tokens, replay_config, run_replay};
+use super::{host_pool_tokens, replay_config, replay_memo};
 use crate::scenario::lines::LineIndex;
 use crate::scenario::load::typed_from_value;
 use crate::scenario::resolve::resolve_file;
@@ -147,7 +147,8 @@ pub fn point_row(scenario: &Value, point: &Point, base_source: &str) -> Result<R
     if section.engine != super::Engine::Hiradix {
         return Err("sweeps replay with the hiradix engine; the policy-simulator engine is for `hicache-sim replay`".into());
     }
-    let m = run_replay(section, &cfg).map_err(|e| e.to_string())?;
+    // Memoised across the sweep's points when on: same resolved config, same result.
+    let m = replay_memo::replay(section, &cfg)?;
     let f = |x: f64| format!("{x:.6}");
     row.push("requests", m.measured_requests);
     row.push("input_tokens", m.input_tokens);

@@ -115,8 +115,19 @@ impl Reblocker {
             // pages inside listed blocks only
             let pages = pages.min(blocks.len() as u64 * k);
             out.reserve(pages as usize);
-            for i in 0..pages {
-                out.push(mix(blocks[(i / k) as usize], i % k));
+            // Page i is (block i / k, index i % k); walked block by block, no division
+            // per page (the untimed replay's hot path, issue #13).
+            if k == 1 {
+                out.extend(blocks[..pages as usize].iter().map(|&b| mix(b, 0)));
+            } else {
+                'blocks: for &blk in blocks {
+                    for r in 0..k {
+                        if out.len() as u64 == pages {
+                            break 'blocks;
+                        }
+                        out.push(mix(blk, r));
+                    }
+                }
             }
         } else {
             let m = p / b;

@@ -301,3 +301,116 @@ sweep:
         assert_eq!(&csvs[0], c);
     }
 }
+
+/// Replay memoisation: a sweep whose points share resolved replays (three seeds of each
+/// start-up; an explicit ratio turns the fraction off) writes the same bytes with the
+/// memo as with one replay per point (`HICACHE_SIM_NO_REPLAY_MEMO=1`), on 1 and 2
+/// threads, and replays each distinct (L1, L2) pool pair once.
+#[test]
+fn replay_memo_sweep_csv_is_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = repo("traces/synthetic_trace.jsonl");
+    let mut runs = Vec::new();
+    for (k, (env, jobs)) in [
+        (&[("HICACHE_SIM_NO_REPLAY_MEMO", "1")][..], "1"),
+        (&[][..], "1"),
+        (&[][..], "2"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let scenario = dir.path().join(format!("m{k}.yaml"));
+        std::fs::write(
+            &scenario,
+            format!(
+                "\
+name: replay-memo
+sglang: page-cache-credit
+seed: 2
+runs: 3
+node: gb300
+model: glm-5.2
+server:
+  tp_size: 4
+  page_size: 64
+  kv_cache_dtype: fp8_e4m3
+  mem_fraction_static: 0.85
+  enable_hierarchical_cache: true
+  hicache_write_policy: write_through
+memory:
+  host_other_used: 10GB
+  cgroup:
+    version: v2
+    max: 900GB
+startup:
+  process_memory: 15GB
+  weight_load:
+    bytes_per_node: 420GB
+    read_bandwidth: 15GB/s
+  post_load: 5s
+runtime:
+  trace: {}
+  trace_format: mooncake
+  max_requests: 1500
+  replay:
+    timing: off
+sweep:
+  axes:
+    server.hicache_host_memory_fraction: [0.6, 1.0]
+    server.hicache_ratio: [null, 1.0, 2.0]
+  seeds: 3
+",
+                trace.display()
+            ),
+        )
+        .unwrap();
+        let out = dir.path().join(format!("out{k}"));
+        let o = run(
+            &[
+                "sweep",
+                scenario.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+                "--quiet",
+                "--jobs",
+                jobs,
+            ],
+            env,
+        );
+        ok(&o);
+        let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+        runs.push((csv, String::from_utf8_lossy(&o.stderr).to_string()));
+    }
+    let (csv0, err0) = &runs[0];
+    // 2 fractions × 3 ratios × 3 seeds = 18 points, a header line each plus one.
+    assert_eq!(csv0.lines().count(), 19, "{csv0}");
+    // Per point: no memo line.
+    assert!(!err0.contains("distinct replays"), "{err0}");
+    // The replaying rows (they carry l1/l2 pages) and their distinct pool pairs, read
+    // from the per-point CSV: the memo must replay exactly that many times.
+    let mut rdr = csv::Reader::from_reader(csv0.as_bytes());
+    let h = rdr.headers().unwrap().clone();
+    let col = |n: &str| h.iter().position(|c| c == n).unwrap();
+    let (l1, l2, hits) = (col("l1_pages"), col("l2_pages"), col("hit_rate_total"));
+    let mut replaying = 0;
+    let mut pairs = std::collections::BTreeSet::new();
+    for r in rdr.records() {
+        let r = r.unwrap();
+        if !r[hits].is_empty() {
+            replaying += 1;
+            pairs.insert((r[l1].to_string(), r[l2].to_string()));
+        }
+    }
+    // Seeds share a replay at least three ways; an explicit ratio shares across fractions.
+    assert!(pairs.len() * 3 <= replaying, "{replaying} rows, {pairs:?}");
+    for (csv, err) in &runs[1..] {
+        assert_eq!(csv0, csv);
+        assert!(
+            err.contains(&format!(
+                "{} distinct replays for {replaying} replaying points",
+                pairs.len()
+            )),
+            "{err}"
+        );
+    }
+}
