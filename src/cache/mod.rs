@@ -6,6 +6,7 @@
 
 mod check;
 mod evict;
+pub mod keyed_lru;
 mod leaf_heap;
 mod node;
 pub mod page_lru;
@@ -14,6 +15,7 @@ mod rules;
 pub mod storage;
 mod tree;
 
+pub use keyed_lru::KeyedLru;
 pub use node::{Node, NodeId, PageKey, PrioKey, ROOT};
 pub use page_lru::PageLru;
 pub use policy::{

@@ -1,28 +1,10 @@
-//! State shared by the timed and untimed replays: page interning, the tree, the L3
+//! State shared by the timed and untimed replays: the tree, the L3
 //! store, the prefetch budget, and the metric accumulators.
-
-use rustc_hash::FxHashMap;
 
 use crate::cache::{HiRadixTree, HostMemoryMode, Storage, TreeConfig, TreeRules};
 
 use super::config::ReplayConfig;
 use super::metrics::{ReplayMetrics, TimelinePoint};
-
-/// Interns 64-bit page hashes to dense `u32` ids (plain page mode's `Vec` LRU).
-#[derive(Debug, Default)]
-pub(crate) struct Interner {
-    map: FxHashMap<u64, u32>,
-}
-
-impl Interner {
-    pub fn intern(&mut self, hashes: &[u64], out: &mut Vec<u32>) {
-        out.clear();
-        for &h in hashes {
-            let next = self.map.len() as u32;
-            out.push(*self.map.entry(h).or_insert(next));
-        }
-    }
-}
 
 /// Per-request hit split, in pages.
 #[derive(Debug, Clone, Copy, Default)]

@@ -4,7 +4,7 @@
 //! allocation, `insert` (`cache_unfinished_req`), D2H acks and L3 backups, release.
 
 use crate::cache::{
-    HostMemoryMode, LruMode, PageKey, PageLru, ROOT, TreeKind, TreeRules, Unified0523, V1,
+    HostMemoryMode, KeyedLru, LruMode, PageKey, ROOT, TreeKind, TreeRules, Unified0523, V1,
 };
 use crate::workload::Request;
 
@@ -54,7 +54,7 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
             process(&mut s, pages, &mut recs)
         };
         on_hits(index, &h);
-        s.record(index, req.input_tokens, pages.len() as u64, h);
+        s.record(index, req.input_tokens, req.page_hashes.len() as u64, h);
         s.sample(index, 0);
     }
     Ok(s.finish())
@@ -219,29 +219,29 @@ fn run_plain<I: IntoIterator<Item = Request>>(
     requests: I,
 ) -> Result<ReplayMetrics, ReplayError> {
     let mut s = Session::<V1>::new(cfg);
-    let mut l1 = PageLru::new(cfg.l1_pages);
-    let mut l2 = PageLru::new(cfg.l2_pages);
-    let mut interner = super::session::Interner::default();
-    let mut pages = Vec::new();
+    let mut l1 = KeyedLru::new(cfg.l1_pages);
+    let mut l2 = KeyedLru::new(cfg.l2_pages);
     for (index, req) in requests.into_iter().enumerate() {
         let index = index as u64;
         check_request(cfg, index, &req)?;
-        interner.intern(&req.page_hashes, &mut pages);
         let mut h = Hits::default();
         let mut leading = true;
-        for &p in &pages {
-            let in1 = l1.contains(p);
-            let in2 = !in1 && l2.remove(p);
-            if leading {
-                if in1 {
-                    h.device += 1;
-                } else if in2 {
-                    h.host += 1;
-                } else {
-                    leading = false;
+        for &p in &req.page_hashes {
+            // L1 first (a hit is final); on a miss the L2 copy is taken out before the
+            // page L1 evicted (which may be `p` itself at capacity 0) is demoted.
+            let evicted = match l1.access(p) {
+                Ok(()) => {
+                    h.device += leading as u64;
+                    continue;
                 }
+                Err(evicted) => evicted,
+            };
+            if l2.remove(p) {
+                h.host += leading as u64;
+            } else {
+                leading = false;
             }
-            if let Some(v) = l1.insert(p) {
+            if let Some(v) = evicted {
                 s.m.device_evicted_pages += 1;
                 if cfg.l2_pages > 0 {
                     s.m.backup_bytes += s.bytes(1);
@@ -252,7 +252,7 @@ fn run_plain<I: IntoIterator<Item = Request>>(
             }
         }
         s.m.load_back_bytes += s.bytes(h.host);
-        s.record(index, req.input_tokens, pages.len() as u64, h);
+        s.record(index, req.input_tokens, req.page_hashes.len() as u64, h);
         s.sample(index, 0);
     }
     let (de, he, bb, lb) = (

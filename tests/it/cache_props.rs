@@ -188,6 +188,47 @@ proptest! {
         prop_assert_eq!(m.device_evicted_pages, evictions);
         prop_assert_eq!(m.final_device_pages, lru.len() as u64);
     }
+
+    #[test]
+    fn plain_page_two_level_lru_matches_reference(sp in specs(), l1 in 0u64..30, l2 in 0u64..30) {
+        let cfg = ReplayConfig {
+            page_size: 1, l1_pages: l1, l2_pages: l2, lru_mode: LruMode::PlainPage,
+            ..ReplayConfig::default()
+        };
+        let t = trace(&sp, 1);
+        // Reference: L1 and an exclusive L2, each a Vec ordered LRU → MRU. An L1 eviction
+        // demotes to L2 (when L2 has room at all), an L2 hit moves the page back to L1;
+        // hits are the leading run found in L1, then L2.
+        let (mut a, mut b): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
+        let (mut dev, mut host, mut dev_ev, mut host_ev) = (0u64, 0u64, 0u64, 0u64);
+        for q in &t {
+            let mut leading = true;
+            for &p in &q.page_hashes {
+                let in1 = a.iter().position(|&x| x == p);
+                let in2 = if in1.is_none() { b.iter().position(|&x| x == p) } else { None };
+                if let Some(i) = in2 { b.remove(i); }
+                if leading {
+                    if in1.is_some() { dev += 1; } else if in2.is_some() { host += 1; } else { leading = false; }
+                }
+                if let Some(i) = in1 { a.remove(i); }
+                a.push(p);
+                if a.len() as u64 > l1 {
+                    let v = a.remove(0);
+                    dev_ev += 1;
+                    if l2 > 0 {
+                        b.push(v);
+                        if b.len() as u64 > l2 { b.remove(0); host_ev += 1; }
+                    }
+                }
+            }
+        }
+        let m = replay(&cfg, t).unwrap();
+        prop_assert_eq!(m.device_hit_tokens, dev);
+        prop_assert_eq!(m.host_hit_tokens, host);
+        prop_assert_eq!(m.device_evicted_pages, dev_ev);
+        prop_assert_eq!(m.host_evicted_pages, host_ev);
+        prop_assert_eq!(m.final_device_pages, a.len() as u64);
+    }
 }
 
 /// Long enough for the lazy leaf heaps to compact (entries > 4 × live + 4096),
