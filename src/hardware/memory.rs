@@ -135,6 +135,9 @@ struct Cgroup {
     limits: CgroupLimits,
     own: Charges,
     subtree: Charges,
+    /// `subtree.total()` (`memory.current`), kept by `add`/`remove`: read on every
+    /// charge at every level.
+    usage: u64,
 }
 
 /// A cgroup OOM kill (or a host OOM when `cgroup` is `None`).
@@ -206,6 +209,7 @@ impl HostMemory {
                 limits: CgroupLimits::default(),
                 own: Charges::default(),
                 subtree: Charges::default(),
+                usage: 0,
             }],
         }
     }
@@ -233,6 +237,7 @@ impl HostMemory {
             a.limits = b.limits;
             a.own = b.own;
             a.subtree = b.subtree;
+            a.usage = b.usage;
         }
     }
 
@@ -267,6 +272,7 @@ impl HostMemory {
             limits,
             own: Charges::default(),
             subtree: Charges::default(),
+            usage: 0,
         });
         self.cgroups[parent.0 as usize].children.push(id);
         Ok(id)
@@ -297,7 +303,7 @@ impl HostMemory {
 
     /// `memory.current`: charges of the subtree.
     pub fn usage(&self, id: CgroupId) -> u64 {
-        self.cgroups[id.0 as usize].subtree.total()
+        self.cgroups[id.0 as usize].usage
     }
 
     /// Subtree charges by kind.
@@ -317,7 +323,7 @@ impl HostMemory {
 
     /// Bytes in use host-wide (MemTotal − MemFree).
     pub fn host_used(&self) -> u64 {
-        self.other_used + self.other_cache + self.cgroups[0].subtree.total()
+        self.other_used + self.other_cache + self.cgroups[0].usage
     }
 
     /// `MemFree`.
@@ -376,7 +382,7 @@ impl HostMemory {
             } else {
                 g.limits.min.max(g.limits.low)
             };
-            allowed = allowed.min(g.subtree.total().saturating_sub(protect));
+            allowed = allowed.min(g.usage.saturating_sub(protect));
             cur = g.parent;
         }
         allowed
@@ -388,6 +394,7 @@ impl HostMemory {
         while let Some(x) = cur {
             let g = &mut self.cgroups[x.0 as usize];
             *g.subtree.slot(kind) -= bytes;
+            g.usage -= bytes;
             cur = g.parent;
         }
     }
@@ -398,6 +405,7 @@ impl HostMemory {
         while let Some(x) = cur {
             let g = &mut self.cgroups[x.0 as usize];
             *g.subtree.slot(kind) += bytes;
+            g.usage += bytes;
             cur = g.parent;
         }
     }
@@ -444,7 +452,46 @@ impl HostMemory {
     /// `cg` or an ancestor, or host RAM) would be crossed. Errors with the OOM kill when
     /// reclaim cannot make room; nothing is charged then (the cache already reclaimed
     /// stays reclaimed, as in the kernel).
+    #[inline]
     pub fn charge(
+        &mut self,
+        cg: CgroupId,
+        kind: ChargeKind,
+        bytes: u64,
+    ) -> Result<ChargeOutcome, Oom> {
+        // Fast path (most charges of a start-up): no limit on the way up, nor host RAM,
+        // would be crossed, so the walk below would reclaim nothing.
+        if self.fits(cg, bytes) {
+            self.add(cg, kind, bytes);
+            return Ok(ChargeOutcome::default());
+        }
+        self.charge_reclaiming(cg, kind, bytes)
+    }
+
+    /// Whether `bytes` more in `cg` stays within `memory.high` and `memory.max` of `cg`
+    /// and every ancestor, and within host RAM. (A level over `memory.high` with
+    /// `memory.max <= memory.high` is over `memory.max` too, so this is exactly "the
+    /// charge reclaims nothing".)
+    #[inline]
+    fn fits(&self, cg: CgroupId, bytes: u64) -> bool {
+        if self.host_used() + bytes > self.mem_total {
+            return false;
+        }
+        let mut cur = Some(cg);
+        while let Some(x) = cur {
+            let g = &self.cgroups[x.0 as usize];
+            let after = g.usage + bytes;
+            if g.limits.high.is_some_and(|h| after > h) || g.limits.max.is_some_and(|m| after > m) {
+                return false;
+            }
+            cur = g.parent;
+        }
+        true
+    }
+
+    /// [`charge`](Self::charge) when some limit would be crossed: reclaim, or the OOM.
+    #[inline(never)]
+    fn charge_reclaiming(
         &mut self,
         cg: CgroupId,
         kind: ChargeKind,
@@ -455,8 +502,7 @@ impl HostMemory {
         let mut cur = Some(cg);
         while let Some(x) = cur {
             let g = &self.cgroups[x.0 as usize];
-            let (max, high, usage, parent) =
-                (g.limits.max, g.limits.high, g.subtree.total(), g.parent);
+            let (max, high, usage, parent) = (g.limits.max, g.limits.high, g.usage, g.parent);
             if let Some(h) = high {
                 // memory.high: reclaim (throttling), never an OOM kill.
                 let over = (usage + bytes).saturating_sub(h);
@@ -465,7 +511,7 @@ impl HostMemory {
                 }
             }
             if let Some(m) = max {
-                let usage = self.cgroups[x.0 as usize].subtree.total();
+                let usage = self.cgroups[x.0 as usize].usage;
                 let over = (usage + bytes).saturating_sub(m);
                 if over > 0 {
                     let got = self.reclaim(x, over, true);
@@ -547,20 +593,36 @@ impl HostMemory {
     fn protected_cache(&self, c: CgroupId) -> u64 {
         let g = &self.cgroups[c.0 as usize];
         let lru = g.subtree.file_lru();
-        lru - lru.min(g.subtree.total().saturating_sub(g.limits.min))
+        lru - lru.min(g.usage.saturating_sub(g.limits.min))
     }
 
     /// What SGLang's `available_host_memory_bytes` would read now from inside `cg`:
     /// psutil's available and the cgroupfs files from `cg` up to the mount root.
     pub fn snapshot(&self, cg: CgroupId) -> HostMemoryView {
-        let psutil_available = self.psutil_available();
+        let mut view = HostMemoryView {
+            psutil_available: 0,
+            cgroup: CgroupRead::NoProcfs,
+        };
+        self.snapshot_into(cg, &mut view);
+        view
+    }
+
+    /// [`snapshot`](Self::snapshot) written over `view` (the start-up Monte Carlo keeps
+    /// one per run: a view holds the whole chain inline, so building it afresh and
+    /// returning it copies a kilobyte per sample).
+    pub fn snapshot_into(&self, cg: CgroupId, view: &mut HostMemoryView) {
+        view.psutil_available = self.psutil_available();
         if !self.cgroupfs_mounted {
-            return HostMemoryView {
-                psutil_available,
-                cgroup: CgroupRead::NotFound,
-            };
+            view.cgroup = CgroupRead::NotFound;
+            return;
         }
-        let mut chain = CgroupChain::empty(self.version);
+        if !matches!(view.cgroup, CgroupRead::Found(_)) {
+            view.cgroup = CgroupRead::Found(CgroupChain::empty(self.version));
+        }
+        let CgroupRead::Found(chain) = &mut view.cgroup else {
+            return;
+        };
+        chain.clear(self.version);
         let mut below: Option<CgroupId> = None;
         let mut cur = Some(cg);
         while let Some(x) = cur {
@@ -584,7 +646,7 @@ impl HostMemory {
                 cgroup: Some(x),
                 max,
                 high,
-                usage: Some(g.subtree.total()),
+                usage: Some(g.usage),
                 stat: Some(g.subtree.stat()),
                 min,
                 protected_sibling_cache,
@@ -592,10 +654,6 @@ impl HostMemory {
             });
             below = Some(x);
             cur = g.parent;
-        }
-        HostMemoryView {
-            psutil_available,
-            cgroup: CgroupRead::Found(chain),
         }
     }
 }
