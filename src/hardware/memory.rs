@@ -86,8 +86,14 @@ impl Charges {
         }
     }
     fn get(&self, kind: ChargeKind) -> u64 {
-        let mut c = *self;
-        *c.slot(kind)
+        match kind {
+            ChargeKind::Anon => self.anon,
+            ChargeKind::Shmem => self.shmem,
+            ChargeKind::PageCache => self.inactive_clean,
+            ChargeKind::PageCacheActive => self.active_clean,
+            ChargeKind::PageCacheDirty => self.dirty,
+            ChargeKind::PageCacheWriteback => self.writeback,
+        }
     }
     fn stat(&self) -> MemStat {
         MemStat {
@@ -424,6 +430,21 @@ impl HostMemory {
 
     fn reclaim_pass(&mut self, top: CgroupId, want: u64, protect: bool, low_breach: bool) -> u64 {
         let mut got = 0;
+        // A leaf (the usual job cgroup): its subtree is itself, and its own limits do not
+        // protect it from its own reclaim — the scan below would find just this.
+        if self.cgroups[top.0 as usize].children.is_empty() {
+            for kind in [ChargeKind::PageCache, ChargeKind::PageCacheActive] {
+                if got >= want {
+                    return got;
+                }
+                let take = self.cgroups[top.0 as usize].own.get(kind).min(want - got);
+                if take > 0 {
+                    self.remove(top, kind, take);
+                    got += take;
+                }
+            }
+            return got;
+        }
         for kind in [ChargeKind::PageCache, ChargeKind::PageCacheActive] {
             for i in 0..self.cgroups.len() {
                 if got >= want {
@@ -623,6 +644,10 @@ impl HostMemory {
             return;
         };
         chain.clear(self.version);
+        // Whether any cgroup has a `memory.min` (v2) at all: if none, no level has a
+        // protected descendant and the per-level scan is skipped.
+        let any_min =
+            self.version == CgroupVersion::V2 && self.cgroups.iter().any(|g| g.limits.min != 0);
         let mut below: Option<CgroupId> = None;
         let mut cur = Some(cg);
         while let Some(x) = cur {
@@ -637,7 +662,7 @@ impl HostMemory {
                 .filter(|&&s| Some(s) != below)
                 .map(|&s| self.protected_cache(s))
                 .sum();
-            let protected_descendants = self.version == CgroupVersion::V2
+            let protected_descendants = any_min
                 && (0..self.cgroups.len()).any(|i| {
                     let c = CgroupId(i as u32);
                     c != x && self.cgroups[i].limits.min != 0 && self.is_in_subtree(c, x)
