@@ -538,14 +538,7 @@ impl HostMemory {
                     let got = self.reclaim(x, over, true);
                     reclaimed += got;
                     if got < over {
-                        return Err(Oom {
-                            cgroup: Some(x),
-                            where_: format!("cgroup {}", self.cgroups[x.0 as usize].path),
-                            requested: bytes,
-                            limit: m,
-                            usage: usage - got,
-                            reclaimed,
-                        });
+                        return Err(self.cgroup_oom(x, bytes, m, usage - got, reclaimed));
                     }
                 }
             }
@@ -572,6 +565,20 @@ impl HostMemory {
         }
         self.add(cg, kind, bytes);
         Ok(ChargeOutcome { reclaimed })
+    }
+
+    /// The OOM kill of cgroup `x` (out of line: rare, and its text is formatted).
+    #[cold]
+    #[inline(never)]
+    fn cgroup_oom(&self, x: CgroupId, bytes: u64, limit: u64, usage: u64, reclaimed: u64) -> Oom {
+        Oom {
+            cgroup: Some(x),
+            where_: format!("cgroup {}", self.cgroups[x.0 as usize].path),
+            requested: bytes,
+            limit,
+            usage,
+            reclaimed,
+        }
     }
 
     /// Frees up to `bytes` of `kind` charged to `cg` itself; returns what was freed.

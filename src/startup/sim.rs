@@ -272,13 +272,20 @@ impl Sim<'_> {
                 true
             }
             Err(oom) => {
-                if self.s.messages {
-                    self.s.results[r as usize].message = Some(oom.to_string());
-                }
-                self.exit(r, Outcome::OomKilled);
+                self.oom_killed(r, &oom);
                 false
             }
         }
+    }
+
+    /// Out of line: rare, and it formats the kill's text.
+    #[cold]
+    #[inline(never)]
+    fn oom_killed(&mut self, r: u32, oom: &crate::hardware::Oom) {
+        if self.s.messages {
+            self.s.results[r as usize].message = Some(oom.to_string());
+        }
+        self.exit(r, Outcome::OomKilled);
     }
 
     /// The rank's process exits: its anonymous memory and pinned pools are freed.
