@@ -86,8 +86,14 @@ impl Charges {
         }
     }
     fn get(&self, kind: ChargeKind) -> u64 {
-        let mut c = *self;
-        *c.slot(kind)
+        match kind {
+            ChargeKind::Anon => self.anon,
+            ChargeKind::Shmem => self.shmem,
+            ChargeKind::PageCache => self.inactive_clean,
+            ChargeKind::PageCacheActive => self.active_clean,
+            ChargeKind::PageCacheDirty => self.dirty,
+            ChargeKind::PageCacheWriteback => self.writeback,
+        }
     }
     fn stat(&self) -> MemStat {
         MemStat {
@@ -135,6 +141,9 @@ struct Cgroup {
     limits: CgroupLimits,
     own: Charges,
     subtree: Charges,
+    /// `subtree.total()` (`memory.current`), kept by `add`/`remove`: read on every
+    /// charge at every level.
+    usage: u64,
 }
 
 /// A cgroup OOM kill (or a host OOM when `cgroup` is `None`).
@@ -206,6 +215,7 @@ impl HostMemory {
                 limits: CgroupLimits::default(),
                 own: Charges::default(),
                 subtree: Charges::default(),
+                usage: 0,
             }],
         }
     }
@@ -233,6 +243,7 @@ impl HostMemory {
             a.limits = b.limits;
             a.own = b.own;
             a.subtree = b.subtree;
+            a.usage = b.usage;
         }
     }
 
@@ -267,6 +278,7 @@ impl HostMemory {
             limits,
             own: Charges::default(),
             subtree: Charges::default(),
+            usage: 0,
         });
         self.cgroups[parent.0 as usize].children.push(id);
         Ok(id)
@@ -297,7 +309,7 @@ impl HostMemory {
 
     /// `memory.current`: charges of the subtree.
     pub fn usage(&self, id: CgroupId) -> u64 {
-        self.cgroups[id.0 as usize].subtree.total()
+        self.cgroups[id.0 as usize].usage
     }
 
     /// Subtree charges by kind.
@@ -317,7 +329,7 @@ impl HostMemory {
 
     /// Bytes in use host-wide (MemTotal − MemFree).
     pub fn host_used(&self) -> u64 {
-        self.other_used + self.other_cache + self.cgroups[0].subtree.total()
+        self.other_used + self.other_cache + self.cgroups[0].usage
     }
 
     /// `MemFree`.
@@ -376,7 +388,7 @@ impl HostMemory {
             } else {
                 g.limits.min.max(g.limits.low)
             };
-            allowed = allowed.min(g.subtree.total().saturating_sub(protect));
+            allowed = allowed.min(g.usage.saturating_sub(protect));
             cur = g.parent;
         }
         allowed
@@ -388,6 +400,7 @@ impl HostMemory {
         while let Some(x) = cur {
             let g = &mut self.cgroups[x.0 as usize];
             *g.subtree.slot(kind) -= bytes;
+            g.usage -= bytes;
             cur = g.parent;
         }
     }
@@ -398,6 +411,7 @@ impl HostMemory {
         while let Some(x) = cur {
             let g = &mut self.cgroups[x.0 as usize];
             *g.subtree.slot(kind) += bytes;
+            g.usage += bytes;
             cur = g.parent;
         }
     }
@@ -416,6 +430,21 @@ impl HostMemory {
 
     fn reclaim_pass(&mut self, top: CgroupId, want: u64, protect: bool, low_breach: bool) -> u64 {
         let mut got = 0;
+        // A leaf (the usual job cgroup): its subtree is itself, and its own limits do not
+        // protect it from its own reclaim — the scan below would find just this.
+        if self.cgroups[top.0 as usize].children.is_empty() {
+            for kind in [ChargeKind::PageCache, ChargeKind::PageCacheActive] {
+                if got >= want {
+                    return got;
+                }
+                let take = self.cgroups[top.0 as usize].own.get(kind).min(want - got);
+                if take > 0 {
+                    self.remove(top, kind, take);
+                    got += take;
+                }
+            }
+            return got;
+        }
         for kind in [ChargeKind::PageCache, ChargeKind::PageCacheActive] {
             for i in 0..self.cgroups.len() {
                 if got >= want {
@@ -444,7 +473,46 @@ impl HostMemory {
     /// `cg` or an ancestor, or host RAM) would be crossed. Errors with the OOM kill when
     /// reclaim cannot make room; nothing is charged then (the cache already reclaimed
     /// stays reclaimed, as in the kernel).
+    #[inline]
     pub fn charge(
+        &mut self,
+        cg: CgroupId,
+        kind: ChargeKind,
+        bytes: u64,
+    ) -> Result<ChargeOutcome, Oom> {
+        // Fast path (most charges of a start-up): no limit on the way up, nor host RAM,
+        // would be crossed, so the walk below would reclaim nothing.
+        if self.fits(cg, bytes) {
+            self.add(cg, kind, bytes);
+            return Ok(ChargeOutcome::default());
+        }
+        self.charge_reclaiming(cg, kind, bytes)
+    }
+
+    /// Whether `bytes` more in `cg` stays within `memory.high` and `memory.max` of `cg`
+    /// and every ancestor, and within host RAM. (A level over `memory.high` with
+    /// `memory.max <= memory.high` is over `memory.max` too, so this is exactly "the
+    /// charge reclaims nothing".)
+    #[inline]
+    fn fits(&self, cg: CgroupId, bytes: u64) -> bool {
+        if self.host_used() + bytes > self.mem_total {
+            return false;
+        }
+        let mut cur = Some(cg);
+        while let Some(x) = cur {
+            let g = &self.cgroups[x.0 as usize];
+            let after = g.usage + bytes;
+            if g.limits.high.is_some_and(|h| after > h) || g.limits.max.is_some_and(|m| after > m) {
+                return false;
+            }
+            cur = g.parent;
+        }
+        true
+    }
+
+    /// [`charge`](Self::charge) when some limit would be crossed: reclaim, or the OOM.
+    #[inline(never)]
+    fn charge_reclaiming(
         &mut self,
         cg: CgroupId,
         kind: ChargeKind,
@@ -455,8 +523,7 @@ impl HostMemory {
         let mut cur = Some(cg);
         while let Some(x) = cur {
             let g = &self.cgroups[x.0 as usize];
-            let (max, high, usage, parent) =
-                (g.limits.max, g.limits.high, g.subtree.total(), g.parent);
+            let (max, high, usage, parent) = (g.limits.max, g.limits.high, g.usage, g.parent);
             if let Some(h) = high {
                 // memory.high: reclaim (throttling), never an OOM kill.
                 let over = (usage + bytes).saturating_sub(h);
@@ -465,20 +532,13 @@ impl HostMemory {
                 }
             }
             if let Some(m) = max {
-                let usage = self.cgroups[x.0 as usize].subtree.total();
+                let usage = self.cgroups[x.0 as usize].usage;
                 let over = (usage + bytes).saturating_sub(m);
                 if over > 0 {
                     let got = self.reclaim(x, over, true);
                     reclaimed += got;
                     if got < over {
-                        return Err(Oom {
-                            cgroup: Some(x),
-                            where_: format!("cgroup {}", self.cgroups[x.0 as usize].path),
-                            requested: bytes,
-                            limit: m,
-                            usage: usage - got,
-                            reclaimed,
-                        });
+                        return Err(self.cgroup_oom(x, bytes, m, usage - got, reclaimed));
                     }
                 }
             }
@@ -505,6 +565,20 @@ impl HostMemory {
         }
         self.add(cg, kind, bytes);
         Ok(ChargeOutcome { reclaimed })
+    }
+
+    /// The OOM kill of cgroup `x` (out of line: rare, and its text is formatted).
+    #[cold]
+    #[inline(never)]
+    fn cgroup_oom(&self, x: CgroupId, bytes: u64, limit: u64, usage: u64, reclaimed: u64) -> Oom {
+        Oom {
+            cgroup: Some(x),
+            where_: format!("cgroup {}", self.cgroups[x.0 as usize].path),
+            requested: bytes,
+            limit,
+            usage,
+            reclaimed,
+        }
     }
 
     /// Frees up to `bytes` of `kind` charged to `cg` itself; returns what was freed.
@@ -547,20 +621,40 @@ impl HostMemory {
     fn protected_cache(&self, c: CgroupId) -> u64 {
         let g = &self.cgroups[c.0 as usize];
         let lru = g.subtree.file_lru();
-        lru - lru.min(g.subtree.total().saturating_sub(g.limits.min))
+        lru - lru.min(g.usage.saturating_sub(g.limits.min))
     }
 
     /// What SGLang's `available_host_memory_bytes` would read now from inside `cg`:
     /// psutil's available and the cgroupfs files from `cg` up to the mount root.
     pub fn snapshot(&self, cg: CgroupId) -> HostMemoryView {
-        let psutil_available = self.psutil_available();
+        let mut view = HostMemoryView {
+            psutil_available: 0,
+            cgroup: CgroupRead::NoProcfs,
+        };
+        self.snapshot_into(cg, &mut view);
+        view
+    }
+
+    /// [`snapshot`](Self::snapshot) written over `view` (the start-up Monte Carlo keeps
+    /// one per run: a view holds the whole chain inline, so building it afresh and
+    /// returning it copies a kilobyte per sample).
+    pub fn snapshot_into(&self, cg: CgroupId, view: &mut HostMemoryView) {
+        view.psutil_available = self.psutil_available();
         if !self.cgroupfs_mounted {
-            return HostMemoryView {
-                psutil_available,
-                cgroup: CgroupRead::NotFound,
-            };
+            view.cgroup = CgroupRead::NotFound;
+            return;
         }
-        let mut chain = CgroupChain::empty(self.version);
+        if !matches!(view.cgroup, CgroupRead::Found(_)) {
+            view.cgroup = CgroupRead::Found(CgroupChain::empty(self.version));
+        }
+        let CgroupRead::Found(chain) = &mut view.cgroup else {
+            return;
+        };
+        chain.clear(self.version);
+        // Whether any cgroup has a `memory.min` (v2) at all: if none, no level has a
+        // protected descendant and the per-level scan is skipped.
+        let any_min =
+            self.version == CgroupVersion::V2 && self.cgroups.iter().any(|g| g.limits.min != 0);
         let mut below: Option<CgroupId> = None;
         let mut cur = Some(cg);
         while let Some(x) = cur {
@@ -575,7 +669,7 @@ impl HostMemory {
                 .filter(|&&s| Some(s) != below)
                 .map(|&s| self.protected_cache(s))
                 .sum();
-            let protected_descendants = self.version == CgroupVersion::V2
+            let protected_descendants = any_min
                 && (0..self.cgroups.len()).any(|i| {
                     let c = CgroupId(i as u32);
                     c != x && self.cgroups[i].limits.min != 0 && self.is_in_subtree(c, x)
@@ -584,7 +678,7 @@ impl HostMemory {
                 cgroup: Some(x),
                 max,
                 high,
-                usage: Some(g.subtree.total()),
+                usage: Some(g.usage),
                 stat: Some(g.subtree.stat()),
                 min,
                 protected_sibling_cache,
@@ -592,10 +686,6 @@ impl HostMemory {
             });
             below = Some(x);
             cur = g.parent;
-        }
-        HostMemoryView {
-            psutil_available,
-            cgroup: CgroupRead::Found(chain),
         }
     }
 }

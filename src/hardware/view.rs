@@ -77,6 +77,12 @@ impl CgroupChain {
         Self::from_levels(version, &[])
     }
 
+    /// Empties the chain in place (levels beyond `len` are never read).
+    pub(crate) fn clear(&mut self, version: CgroupVersion) {
+        self.version = version;
+        self.len = 0;
+    }
+
     pub(crate) fn push(&mut self, l: CgroupLevel) {
         if self.len < MAX_CGROUP_DEPTH {
             self.levels[self.len] = l;

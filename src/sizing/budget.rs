@@ -3,9 +3,11 @@
 
 use serde::Serialize;
 
-use super::host_memory::{HostMemoryError, available_host_memory_bytes};
+use super::host_memory::{
+    HostMemoryError, available_given_headroom, available_host_memory_bytes, cgroup_memory_headroom,
+};
 use super::pyops::py_floordiv;
-use super::version::{BudgetSplit, ExplicitPath, Rules};
+use super::version::{AvailableReading, BudgetSplit, ExplicitPath, Rules};
 use crate::hardware::HostMemoryView;
 use crate::units::fmt_gb;
 
@@ -148,11 +150,12 @@ impl Rules {
         view: &HostMemoryView,
         ranks_per_host: u64,
     ) -> Result<i128, HostMemoryError> {
-        Ok(host_memory_budget_bytes(
-            self.available_auto(view)?,
-            ranks_per_host,
-            self.budget_split,
-        ))
+        Ok(self.per_rank_share_of(self.available_auto(view)?, ranks_per_host))
+    }
+
+    /// [`per_rank_share`](Self::per_rank_share) of an `available` already read.
+    pub fn per_rank_share_of(&self, available: i128, ranks_per_host: u64) -> i128 {
+        host_memory_budget_bytes(available, ranks_per_host, self.budget_split)
     }
 
     /// The figure an explicitly sized pool is checked against when it samples `view`:
@@ -164,11 +167,51 @@ impl Rules {
         view: &HostMemoryView,
         ranks_per_host: u64,
     ) -> Result<i128, HostMemoryError> {
+        Ok(self.explicit_budget_of(self.available(view)?, ranks_per_host))
+    }
+
+    /// [`explicit_budget`](Self::explicit_budget) of an `available` already read.
+    pub fn explicit_budget_of(&self, available: i128, ranks_per_host: u64) -> i128 {
         match self.explicit_path {
-            ExplicitPath::LivePerPool | ExplicitPath::SnapshotMinAllReduce => Ok(
-                host_memory_budget_bytes(self.available(view)?, ranks_per_host, self.budget_split),
-            ),
-            ExplicitPath::LiveWholeHeadroom => Ok(whole_headroom_budget(self.available(view)?)),
+            ExplicitPath::LivePerPool | ExplicitPath::SnapshotMinAllReduce => {
+                host_memory_budget_bytes(available, ranks_per_host, self.budget_split)
+            }
+            ExplicitPath::LiveWholeHeadroom => whole_headroom_budget(available),
         }
     }
+
+    /// One read of host memory as a sizing step makes it: the cgroup headroom (read
+    /// once: SGLang's 0.5.21+ log line prints it, and `available` is bounded by it) and
+    /// `available` as [`available`](Self::available) (`explicit`) or
+    /// [`available_auto`](Self::available_auto) read it. Equal to calling those, with
+    /// one headroom walk instead of several.
+    pub fn read_available(&self, view: &HostMemoryView, explicit: bool) -> AvailableRead {
+        match self.available {
+            AvailableReading::PsutilOnly => AvailableRead {
+                headroom: None,
+                available: Ok(view.psutil_available as i128),
+            },
+            AvailableReading::CgroupMin(variant) => {
+                let h = cgroup_memory_headroom(view, variant);
+                AvailableRead {
+                    headroom: h.as_ref().ok().copied().flatten(),
+                    available: available_given_headroom(
+                        view.psutil_available,
+                        h,
+                        variant,
+                        explicit && self.allow_cgroup_fallback,
+                    ),
+                }
+            }
+        }
+    }
+}
+
+/// What [`Rules::read_available`] read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AvailableRead {
+    /// The cgroup headroom when a cgroup limit bounds and was readable.
+    pub headroom: Option<u64>,
+    /// `available_host_memory_bytes()` (or psutil's available).
+    pub available: Result<i128, HostMemoryError>,
 }

@@ -100,6 +100,9 @@ fn effective_usage(
 /// `2^63 - 4096` "unlimited" sentinel is compared as a number, as 0.5.21–0.5.23 do: it
 /// never binds against psutil, but it makes SGLang read that level's usage files).
 /// `Ok(None)`: no limit anywhere, or no procfs.
+///
+/// Hot in the start-up Monte Carlo (once per sample): levels are walked by reference
+/// and errors are built only when raised.
 pub fn cgroup_memory_headroom(
     view: &HostMemoryView,
     variant: HeadroomVariant,
@@ -120,12 +123,21 @@ pub fn cgroup_memory_headroom(
     let version = chain.version;
     let mut headroom: Option<u64> = None;
     for (i, level) in chain.levels().iter().enumerate() {
-        let limits = match version {
-            CgroupVersion::V2 => [level.max, level.high],
-            CgroupVersion::V1 => [level.max, None],
+        // v1 has no `memory.high`.
+        let high = match version {
+            CgroupVersion::V2 => level.high,
+            CgroupVersion::V1 => None,
         };
-        for limit in limits.into_iter().flatten() {
-            let usage = level.usage.ok_or(if newer(variant) {
+        let limit = match (level.max, high) {
+            (None, None) => continue,
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) | (None, Some(a)) => a,
+        };
+        // Both limits of a level are checked against the same usage: the smaller one
+        // binds (`max(0, a - u)` is monotone in `a`), and a missing file raises for
+        // either.
+        let Some(usage) = level.usage else {
+            return Err(if newer(variant) {
                 HostMemoryError::Unreadable {
                     reason: "memory.current is missing for a known limit",
                 }
@@ -135,11 +147,14 @@ pub fn cgroup_memory_headroom(
                     level: i,
                     cgroup: level.cgroup,
                 }
-            })?;
-            let eff = effective_usage(variant, version, level, usage)?;
-            let remaining = limit.saturating_sub(eff);
-            headroom = Some(headroom.map_or(remaining, |h| h.min(remaining)));
-        }
+            });
+        };
+        let eff = effective_usage(variant, version, level, usage)?;
+        let remaining = limit.saturating_sub(eff);
+        headroom = Some(match headroom {
+            Some(h) => h.min(remaining),
+            None => remaining,
+        });
     }
     Ok(headroom)
 }
@@ -154,12 +169,30 @@ pub fn available_host_memory_bytes(
     reading: AvailableReading,
     allow_cgroup_fallback: bool,
 ) -> Result<i128, HostMemoryError> {
-    let host = view.psutil_available as i128;
     let variant = match reading {
-        AvailableReading::PsutilOnly => return Ok(host),
+        AvailableReading::PsutilOnly => return Ok(view.psutil_available as i128),
         AvailableReading::CgroupMin(v) => v,
     };
-    match cgroup_memory_headroom(view, variant) {
+    available_given_headroom(
+        view.psutil_available,
+        cgroup_memory_headroom(view, variant),
+        variant,
+        allow_cgroup_fallback,
+    )
+}
+
+/// The tail of [`available_host_memory_bytes`] for a headroom already read with
+/// [`cgroup_memory_headroom`] (the start-up simulator reads it once per sample and also
+/// logs it): `min(psutil, headroom)`, psutil alone when no cgroup bounds, and the
+/// variant's fallback on a read error.
+pub fn available_given_headroom(
+    psutil_available: u64,
+    headroom: Result<Option<u64>, HostMemoryError>,
+    variant: HeadroomVariant,
+    allow_cgroup_fallback: bool,
+) -> Result<i128, HostMemoryError> {
+    let host = psutil_available as i128;
+    match headroom {
         Ok(None) => Ok(host),
         Ok(Some(h)) => Ok(host.min(h as i128)),
         Err(_) if allow_cgroup_fallback && newer(variant) => Ok(host),

@@ -25,9 +25,9 @@ pub use auto_size::{
     auto_size_budget, auto_size_hicache, auto_size_ratio, check_auto_size_ratio,
 };
 pub use budget::{
-    BudgetScope, HICACHE_HOST_MEMORY_RESERVE_BYTES, Refusal, explicit_snapshot_budget, guard,
-    host_memory_budget_bytes, indexer_refusal_message, ranks_per_host, refusal_message,
-    refusal_message_for, whole_headroom_budget,
+    AvailableRead, BudgetScope, HICACHE_HOST_MEMORY_RESERVE_BYTES, Refusal,
+    explicit_snapshot_budget, guard, host_memory_budget_bytes, indexer_refusal_message,
+    ranks_per_host, refusal_message, refusal_message_for, whole_headroom_budget,
 };
 pub use host_memory::{HostMemoryError, available_host_memory_bytes, cgroup_memory_headroom};
 pub use host_pool::{

@@ -9,9 +9,11 @@
 //! read stays charged to the job, as in the kernel).
 
 use crate::engine::{SimRng, SmallEventQueue};
-use crate::hardware::{ChargeKind, HostMemory};
+use crate::hardware::{CgroupRead, ChargeKind, HostMemory, HostMemoryView};
 use crate::release::log_lines::{self, AttachFailure, ErrorKind, LogEvent, SmallHostLine};
-use crate::sizing::{self, BudgetScope, ExplicitPath, HostPoolSizeArg, SmallHostCheck};
+use crate::sizing::{
+    self, BudgetScope, ExplicitPath, HostPoolSizeArg, SmallHostCheck, SmallHostRule,
+};
 use crate::units::Nanos;
 
 use super::plan::{HicacheSizing, StartupPlan};
@@ -159,8 +161,12 @@ struct RankState {
 }
 
 /// Reusable buffers for runs (Monte Carlo keeps allocations out of the loop).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Scratch {
+    /// Whether refused, failed and killed ranks get their message text (default). The
+    /// Monte Carlo turns it off for the runs it only tallies: formatting SGLang's text
+    /// is most of a refused rank's cost, and the tally reads only numbers.
+    pub messages: bool,
     queue: SmallEventQueue<Ev>,
     nodes: Vec<HostMemory>,
     /// Whether each node's pre-sizing reclaim has happened.
@@ -171,6 +177,24 @@ pub struct Scratch {
     waiting: Vec<u32>,
     /// Ranks waiting in V5's attach gate (SUM all-reduce of failures).
     gate: Vec<u32>,
+    /// What the last sample read (overwritten in place: it holds the cgroup chain inline).
+    view: Option<HostMemoryView>,
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch {
+            messages: true,
+            queue: SmallEventQueue::default(),
+            nodes: Vec::new(),
+            reclaimed: Vec::new(),
+            ranks: Vec::new(),
+            results: Vec::new(),
+            waiting: Vec::new(),
+            gate: Vec::new(),
+            view: None,
+        }
+    }
 }
 
 /// Runs one start-up with `rng` drawing the jitter; results land in `scratch.results`.
@@ -248,11 +272,20 @@ impl Sim<'_> {
                 true
             }
             Err(oom) => {
-                self.s.results[r as usize].message = Some(oom.to_string());
-                self.exit(r, Outcome::OomKilled);
+                self.oom_killed(r, &oom);
                 false
             }
         }
+    }
+
+    /// Out of line: rare, and it formats the kill's text.
+    #[cold]
+    #[inline(never)]
+    fn oom_killed(&mut self, r: u32, oom: &crate::hardware::Oom) {
+        if self.s.messages {
+            self.s.results[r as usize].message = Some(oom.to_string());
+        }
+        self.exit(r, Outcome::OomKilled);
     }
 
     /// The rank's process exits: its anonymous memory and pinned pools are freed.
@@ -386,13 +419,23 @@ impl Sim<'_> {
     fn sample_budget(&mut self, r: u32) -> Option<i128> {
         let p = self.plan;
         let node = self.s.ranks[r as usize].node as usize;
-        let view = self.s.nodes[node].snapshot(p.nodes[node].job_cgroup);
-        let now = self.s.queue.now();
-        let res = &mut self.s.results[r as usize];
+        let s = &mut *self.s;
+        let view = s.view.get_or_insert(HostMemoryView {
+            psutil_available: 0,
+            cgroup: CgroupRead::NoProcfs,
+        });
+        s.nodes[node].snapshot_into(p.nodes[node].job_cgroup, view);
+        let now = s.queue.now();
+        // The figure checked comes from the sizing rules' own entry points (the ones
+        // SGLang's unit-test cases are asserted against): `explicit_budget` for explicit
+        // sizes, `per_rank_share` (never falling back to psutil) for auto-sizing — here
+        // as `read_available` (one headroom walk) and their `_of` halves.
+        let explicit = matches!(p.sizing, HicacheSizing::Explicit { .. });
+        let read = p.rules.read_available(view, explicit);
+        let res = &mut s.results[r as usize];
         // 0.5.21+ `available_host_memory_bytes` logs both figures when a cgroup bounds.
         if p.log_rules.headroom_line
-            && let sizing::AvailableReading::CgroupMin(variant) = p.rules.available
-            && let Ok(Some(h)) = sizing::cgroup_memory_headroom(&view, variant)
+            && let Some(h) = read.headroom
         {
             res.log.push(LogEvent::Headroom {
                 host: view.psutil_available,
@@ -403,24 +446,17 @@ impl Sim<'_> {
             res.sampled_at = Some(now);
             res.psutil_available = Some(view.psutil_available);
         }
-        // The figure checked comes from the sizing rules' own entry points (the ones
-        // SGLang's unit-test cases are asserted against): `explicit_budget` for explicit
-        // sizes, `per_rank_share` (never falling back to psutil) for auto-sizing.
-        let explicit = matches!(p.sizing, HicacheSizing::Explicit { .. });
-        let budget = if explicit {
-            p.rules.explicit_budget(&view, p.ranks_per_host)
-        } else {
-            p.rules.per_rank_share(&view, p.ranks_per_host)
-        };
-        if budget.is_ok() && res.available_bytes.is_none() {
+        let budget = read.available.map(|avail| {
             // For the report only: what `available_host_memory_bytes()` returned.
-            let avail = if explicit {
-                p.rules.available(&view)
+            if res.available_bytes.is_none() {
+                res.available_bytes = Some(avail);
+            }
+            if explicit {
+                p.rules.explicit_budget_of(avail, p.ranks_per_host)
             } else {
-                p.rules.available_auto(&view)
-            };
-            res.available_bytes = avail.ok();
-        }
+                p.rules.per_rank_share_of(avail, p.ranks_per_host)
+            }
+        });
         match budget {
             Ok(budget) => Some(budget),
             Err(e) if matches!(p.sizing, HicacheSizing::AutoHicache { .. }) => {
@@ -568,11 +604,15 @@ impl Sim<'_> {
         // 0.5.14 `pool_host/base.py: HostKVCache.__init__` asserts `self.size >
         // device_pool.size` *before* `psutil.virtual_memory()`: no budget was read, so
         // none is reported, and the rank fails rather than being refused.
-        if let SmallHostCheck::AssertionFailed(m) = sizing::check_small_host(
-            p.rules.small_host,
-            tokens,
-            p.pools[pool].spec.device_capacity,
-        ) {
+        // (Only the assertion is checked here: the later releases' warning is logged as
+        // `LogEvent::SmallHost`, and formatting its text per Monte Carlo run is costly.)
+        if p.rules.small_host == SmallHostRule::AssertLarger
+            && let SmallHostCheck::AssertionFailed(m) = sizing::check_small_host(
+                p.rules.small_host,
+                tokens,
+                p.pools[pool].spec.device_capacity,
+            )
+        {
             self.s.results[r as usize].message = Some(m);
             return self.exit(r, Outcome::Failed);
         }
@@ -670,7 +710,9 @@ impl Sim<'_> {
                     },
                 );
             } else {
-                res.message = Some(sizing::refusal_message_for(name, requested, allowance));
+                if self.s.messages {
+                    res.message = Some(sizing::refusal_message_for(name, requested, allowance));
+                }
                 self.exit(r, Outcome::Refused);
             }
         }
@@ -808,11 +850,13 @@ impl Sim<'_> {
             res.margin_bytes = Some(budget - requested as i128);
             res.budget_bytes = Some(budget);
             res.requested_bytes = Some(requested);
-            res.message = Some(sizing::refusal_message_for(
-                self.plan.pools[pool].name,
-                requested,
-                budget,
-            ));
+            if self.s.messages {
+                res.message = Some(sizing::refusal_message_for(
+                    self.plan.pools[pool].name,
+                    requested,
+                    budget,
+                ));
+            }
             return self.exit(r, Outcome::Refused);
         }
         self.record_pool(r, pool, tokens, requested, budget);
@@ -844,15 +888,17 @@ impl Sim<'_> {
                     };
                     return self.attach_failed(r, why);
                 }
-                self.s.results[r as usize].message = Some(log_lines::register_error(
-                    style,
-                    p.pin_failure_rc,
-                    &p.pin_failure_error,
-                    offset,
-                    size,
-                    bytes,
-                    chunk,
-                ));
+                if self.s.messages {
+                    self.s.results[r as usize].message = Some(log_lines::register_error(
+                        style,
+                        p.pin_failure_rc,
+                        &p.pin_failure_error,
+                        offset,
+                        size,
+                        bytes,
+                        chunk,
+                    ));
+                }
                 return self.exit(r, Outcome::PinFailed);
             }
         }
