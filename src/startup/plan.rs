@@ -11,7 +11,7 @@ use crate::scenario::schema::{
     CgroupLevelSpec, CgroupSpec, CgroupVersionSpec, JitterSpec, MemorySpec, PinMethod,
     PreexistingSpec, SiblingSpec,
 };
-use crate::sizing::{AutoSizeRule, HicacheArgs, HostMemoryMode, Rules};
+use crate::sizing::{AutoSizeRule, HicacheArgs, HostMemoryMode, HostPoolSizeArg, Rules};
 use crate::units::{GIB, Nanos};
 
 use rand::RngExt;
@@ -160,9 +160,16 @@ impl Jitter {
 /// rank's cache grow).
 const LOAD_STEPS: u32 = 4;
 
+/// Host pools a plan may build (KV, SWA, indexer, state, drafts: five at most today);
+/// a rank keeps its counts in a fixed array so a Monte Carlo run allocates nothing.
+pub const MAX_HOST_POOLS: usize = 8;
+
 /// Everything one start-up run needs.
 #[derive(Debug, Clone)]
 pub struct StartupPlan {
+    /// [`Self::host_tokens`] for the sizes that do not depend on a run (an explicit
+    /// `--hicache-size` or ratio), computed once per plan.
+    pub fixed_host_tokens: Vec<u64>,
     pub version: crate::release::Sglang,
     pub rules: Rules,
     pub nnodes: u32,
@@ -303,7 +310,17 @@ impl StartupPlan {
         let mut offsets: Vec<Nanos> = s.startup.arrival.offsets.iter().map(|d| d.0).collect();
         offsets.resize(world as usize, 0);
 
-        Ok(StartupPlan {
+        if pools.len() > MAX_HOST_POOLS {
+            return Err((
+                "model".to_string(),
+                format!(
+                    "{} host pools; at most {MAX_HOST_POOLS} are modelled",
+                    pools.len()
+                ),
+            ));
+        }
+        let mut plan = StartupPlan {
+            fixed_host_tokens: Vec::new(),
             version: s.version,
             rules,
             nnodes,
@@ -359,7 +376,32 @@ impl StartupPlan {
                 .failure_error
                 .clone()
                 .unwrap_or_else(|| "out of memory".into()),
-        })
+        };
+        plan.fixed_host_tokens = plan.host_tokens(None);
+        Ok(plan)
+    }
+
+    /// Host tokens (or state slots) of every pool of a rank, from `--hicache-size` or
+    /// the ratio, under the release's pool rules (`crate::pools::host_pool_counts`: the
+    /// `_split_hicache_size` split from 0.5.17, the DSA indexer mirroring the KV pool's
+    /// slots, the ≤ 0.5.17 MTP draft pool's ratio).
+    pub fn host_tokens(&self, auto_ratio: Option<f64>) -> Vec<u64> {
+        let p = self;
+        let arg = match (auto_ratio, p.sizing) {
+            (Some(ratio), _) => HostPoolSizeArg::Ratio(ratio),
+            (None, HicacheSizing::Explicit { size_gb, .. }) if size_gb > 0.0 => {
+                HostPoolSizeArg::SizeGb(size_gb)
+            }
+            (None, HicacheSizing::Explicit { ratio, .. }) => HostPoolSizeArg::Ratio(ratio),
+            (None, HicacheSizing::AutoSize { default_ratio, .. }) => {
+                HostPoolSizeArg::Ratio(default_ratio)
+            }
+            (None, HicacheSizing::AutoHicache { .. } | HicacheSizing::Off) => {
+                HostPoolSizeArg::Ratio(0.0)
+            }
+        };
+        let specs: Vec<crate::pools::HostPoolSpec> = p.pools.iter().map(|x| x.spec).collect();
+        crate::pools::host_pool_counts(&specs, arg, p.pool_rules.hicache_size_split)
     }
 
     /// Nanoseconds to move `bytes` at `bw` bytes/s.

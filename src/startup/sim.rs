@@ -11,12 +11,10 @@
 use crate::engine::{SimRng, SmallEventQueue};
 use crate::hardware::{CgroupRead, ChargeKind, HostMemory, HostMemoryView};
 use crate::release::log_lines::{self, AttachFailure, ErrorKind, LogEvent, SmallHostLine};
-use crate::sizing::{
-    self, BudgetScope, ExplicitPath, HostPoolSizeArg, SmallHostCheck, SmallHostRule,
-};
+use crate::sizing::{self, BudgetScope, ExplicitPath, SmallHostCheck, SmallHostRule};
 use crate::units::Nanos;
 
-use super::plan::{HicacheSizing, StartupPlan};
+use super::plan::{HicacheSizing, MAX_HOST_POOLS, StartupPlan};
 
 /// How a rank's start-up ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -152,12 +150,17 @@ struct RankState {
     scope: Option<BudgetScope>,
     scope_budget: i128,
     /// Host tokens (or state slots) of each pool, in pool order.
-    host_tokens: Vec<u64>,
+    host_tokens: [u64; MAX_HOST_POOLS],
     /// Value this rank contributes to the world MIN all-reduce.
     reduce_value: f64,
     reduce_budget: i128,
     /// V5: this rank's build failed inside the attach gate this attempt.
     attach_failed: bool,
+}
+
+/// Copies a plan's per-pool counts into a rank's fixed slots (no allocation per run).
+fn set_pools(dst: &mut [u64; MAX_HOST_POOLS], src: &[u64]) {
+    dst[..src.len()].copy_from_slice(src);
 }
 
 /// Reusable buffers for runs (Monte Carlo keeps allocations out of the loop).
@@ -515,11 +518,10 @@ impl Sim<'_> {
         match p.sizing {
             HicacheSizing::Off => return self.ready(r),
             HicacheSizing::Explicit { .. } => {
-                let tokens = self.host_tokens(None);
                 let st = &mut self.s.ranks[r as usize];
                 st.scope = Some(BudgetScope::new(min_budget));
                 st.scope_budget = min_budget;
-                st.host_tokens = tokens;
+                set_pools(&mut st.host_tokens, &p.fixed_host_tokens);
             }
             HicacheSizing::AutoHicache { .. } if min_ratio < sizing::AUTO_HICACHE_MIN_RATIO => {
                 let res = &mut self.s.results[r as usize];
@@ -536,7 +538,7 @@ impl Sim<'_> {
                     self.s.results[r as usize].message = Some(e.to_string());
                     return self.exit(r, Outcome::Refused);
                 }
-                let tokens = self.host_tokens(Some(min_ratio));
+                let tokens = p.host_tokens(Some(min_ratio));
                 if let HicacheSizing::AutoSize {
                     fraction,
                     default_ratio,
@@ -557,33 +559,10 @@ impl Sim<'_> {
                 let st = &mut self.s.ranks[r as usize];
                 st.scope = Some(BudgetScope::new(st.reduce_budget));
                 st.scope_budget = st.reduce_budget;
-                st.host_tokens = tokens;
+                set_pools(&mut st.host_tokens, &tokens);
             }
         }
         self.build_pool_booked(r);
-    }
-
-    /// Host tokens (or state slots) of every pool of a rank, from `--hicache-size` or
-    /// the ratio, under the release's pool rules (`crate::pools::host_pool_counts`: the
-    /// `_split_hicache_size` split from 0.5.17, the DSA indexer mirroring the KV pool's
-    /// slots, the ≤ 0.5.17 MTP draft pool's ratio).
-    fn host_tokens(&self, auto_ratio: Option<f64>) -> Vec<u64> {
-        let p = self.plan;
-        let arg = match (auto_ratio, p.sizing) {
-            (Some(ratio), _) => HostPoolSizeArg::Ratio(ratio),
-            (None, HicacheSizing::Explicit { size_gb, .. }) if size_gb > 0.0 => {
-                HostPoolSizeArg::SizeGb(size_gb)
-            }
-            (None, HicacheSizing::Explicit { ratio, .. }) => HostPoolSizeArg::Ratio(ratio),
-            (None, HicacheSizing::AutoSize { default_ratio, .. }) => {
-                HostPoolSizeArg::Ratio(default_ratio)
-            }
-            (None, HicacheSizing::AutoHicache { .. } | HicacheSizing::Off) => {
-                HostPoolSizeArg::Ratio(0.0)
-            }
-        };
-        let specs: Vec<crate::pools::HostPoolSpec> = p.pools.iter().map(|x| x.spec).collect();
-        crate::pools::host_pool_counts(&specs, arg, p.pool_rules.hicache_size_split)
     }
 
     fn pool_request(&self, pool: usize, tokens: u64) -> u64 {
@@ -598,7 +577,8 @@ impl Sim<'_> {
             return self.ready(r);
         }
         if pool == 0 {
-            self.s.ranks[r as usize].host_tokens = self.host_tokens(None);
+            let fixed = &self.plan.fixed_host_tokens;
+            set_pools(&mut self.s.ranks[r as usize].host_tokens, fixed);
         }
         let tokens = self.s.ranks[r as usize].host_tokens[pool];
         // 0.5.14 `pool_host/base.py: HostKVCache.__init__` asserts `self.size >
@@ -801,10 +781,10 @@ impl Sim<'_> {
                     failed_ranks,
                     ratio: half,
                 });
-                let tokens = self.host_tokens(Some(half));
+                let tokens = self.plan.host_tokens(Some(half));
                 let st = &mut self.s.ranks[r as usize];
                 st.pool = 0;
-                st.host_tokens = tokens;
+                set_pools(&mut st.host_tokens, &tokens);
                 st.scope = Some(BudgetScope::new(st.scope_budget));
                 self.build_pool_booked(r);
             }
