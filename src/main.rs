@@ -23,6 +23,9 @@ struct Cli {
 enum Command {
     /// Simulate the start-up of every rank: budgets, pool sizes, refusals, OOM kills.
     Startup(commands::StartupArgs),
+    /// Capacity plan: the largest --hicache-size / ratio / fraction that starts every rank
+    /// with P ≥ target, the hit rate it buys, and the flags for the recipe.
+    Plan(commands::PlanArgs),
     /// Replay a trace through the device / host / storage tiers.
     Replay(commands::ReplayArgs),
     /// Run the sweep of a scenario: CSV rows and default plots in --out.
@@ -101,6 +104,7 @@ fn run() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Startup(a) => commands::startup(a),
+        Command::Plan(a) => commands::plan(a),
         Command::Replay(a) => commands::replay(a),
         Command::Sweep(a) => commands::sweep(a),
         Command::Merge(a) => commands::merge(a),

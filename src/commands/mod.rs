@@ -8,6 +8,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use crate::error::InputError;
 
 mod debug_cmd;
+pub mod plan_cmd;
 mod presets_cmd;
 mod replay_cmd;
 pub mod startup_cmd;
@@ -16,6 +17,7 @@ mod trace_cmd;
 mod versions_cmd;
 
 pub use debug_cmd::debug_sizing;
+pub use plan_cmd::plan;
 pub use presets_cmd::presets;
 pub use replay_cmd::replay;
 pub use startup_cmd::startup;
@@ -128,6 +130,39 @@ pub struct StartupArgs {
     /// (PNG + SVG) next to it.
     #[arg(long)]
     pub csv: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// Scenario YAML (node, model, layout, memory, jitter; `runtime.trace` for hit rates).
+    pub scenario: String,
+    /// Release(s) to plan for: one id, a comma-separated list, or `all` (every release
+    /// 0.5.14 … 0.5.23); default the scenario's `sglang`. The first is the primary one
+    /// (its size is recommended and replayed).
+    #[arg(long)]
+    pub sglang: Option<String>,
+    /// P(start) every rank must reach over the jitter distribution.
+    #[arg(long, default_value_t = 0.999)]
+    pub target_start: f64,
+    /// Monte Carlo start-up runs per probe (default 1000).
+    #[arg(long)]
+    pub runs: Option<u64>,
+    /// Seed of every probe (default: the scenario's).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Trace to replay for hit rates (default: the scenario's `runtime.trace`).
+    #[arg(long)]
+    pub trace: Option<String>,
+    /// Start-up only: no hit-rate ladder.
+    #[arg(long)]
+    pub no_replay: bool,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
+    /// Write plan.json, plan.txt, the figures and report.html here.
+    #[arg(long)]
+    pub out: Option<String>,
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub sets: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -10,6 +10,7 @@ mod golden_startup;
 mod launch_corpus;
 mod launch_issue9;
 mod pipeline_quickstart;
+mod plan;
 mod plot_charts;
 mod policy_sim_mixed_ids;
 mod policy_sim_props;

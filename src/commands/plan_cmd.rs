@@ -1,0 +1,66 @@
+//! `hicache-sim plan`: the largest host pool that starts, what it buys, and the flags.
+
+use super::{CmdResult, CommandError, OutputFormat, PlanArgs};
+use crate::error::InputError;
+use crate::plan::{self, PlanOptions};
+
+pub fn plan(a: PlanArgs) -> CmdResult {
+    let runs = a.runs.unwrap_or(plan::DEFAULT_RUNS);
+    if runs == 0 || runs > super::startup_cmd::MAX_RUNS {
+        return Err(InputError::new(
+            "--runs",
+            format!(
+                "must be between 1 and {}, got {runs}",
+                super::startup_cmd::MAX_RUNS
+            ),
+        )
+        .into());
+    }
+    let releases: Vec<Option<String>> = match a.sglang.as_deref().map(str::trim) {
+        None => vec![None],
+        Some("all") => crate::release::Sglang::all()
+            .into_iter()
+            .filter(|v| v.is_release())
+            .map(|v| Some(v.id().to_string()))
+            .collect(),
+        Some(list) => list
+            .split(',')
+            .map(|v| Some(v.trim().to_string()))
+            .collect(),
+    };
+    let releases: Vec<Option<&str>> = releases.iter().map(|r| r.as_deref()).collect();
+    if let Some(out) = &a.out {
+        crate::output::refuse_input_as_output(
+            "--out",
+            std::path::Path::new(out),
+            &[("scenario", std::path::Path::new(&a.scenario))],
+        )?;
+    }
+    crate::workload::read::enable_sharing();
+    let opts = PlanOptions {
+        target: a.target_start,
+        runs,
+        seed: a.seed,
+        sets: a.sets.clone(),
+        trace: a.trace.clone(),
+        no_replay: a.no_replay,
+    };
+    let p = plan::plan(&a.scenario, &releases, &opts)?;
+    let json = || serde_json::to_string_pretty(&p).map_err(|e| CommandError::Other(e.to_string()));
+    match a.format {
+        OutputFormat::Text => print!("{}", plan::text::render(&p)),
+        OutputFormat::Json => println!("{}", json()?),
+    }
+    if let Some(out) = &a.out {
+        let dir = std::path::Path::new(out);
+        std::fs::create_dir_all(dir).map_err(|e| CommandError::Other(format!("{out}: {e}")))?;
+        let write = |name: &str, bytes: &[u8]| {
+            let path = dir.join(name);
+            crate::output::write_file(&path, bytes)
+                .map_err(|e| CommandError::Other(format!("{}: {e}", path.display())))
+        };
+        write("plan.json", json()?.as_bytes())?;
+        write("plan.txt", plan::text::render(&p).as_bytes())?;
+    }
+    Ok(0)
+}
