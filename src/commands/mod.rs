@@ -156,6 +156,9 @@ pub struct PlanArgs {
     /// Start-up only: no hit-rate ladder.
     #[arg(long)]
     pub no_replay: bool,
+    /// Top of the hit-rate ladder in GB (default: twice the planned size).
+    #[arg(long, value_name = "GB")]
+    pub ladder_max: Option<u64>,
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
     /// Write plan.json, plan.txt, the figures and report.html here.

@@ -44,6 +44,7 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         sets: a.sets.clone(),
         trace: a.trace.clone(),
         no_replay: a.no_replay,
+        ladder_max_gb: a.ladder_max,
     };
     let p = plan::plan(&a.scenario, &releases, &opts)?;
     let json = || serde_json::to_string_pretty(&p).map_err(|e| CommandError::Other(e.to_string()));

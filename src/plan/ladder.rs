@@ -25,10 +25,11 @@ pub struct LadderPoint {
     pub size_gb: u64,
     /// A point of the fixed 10 GB ladder (the marginal gain is read between these).
     pub step: bool,
-    /// Run 0 of the start-up starts every rank at this size; a size past the frontier
-    /// is replayed with the pool SGLang would build had it started (`HostKVCache`'s
-    /// rounding), and drawn in the "refuses here" region.
-    pub starts: bool,
+    /// At or below the planned frontier: starts with P(start) ≥ the target. A size past
+    /// it is replayed with the pool SGLang builds for it (run 0's pool when run 0
+    /// started, else `HostKVCache`'s rounding of the size), and drawn in the "refuses
+    /// here" region.
+    pub holds: bool,
     pub host_pool_tokens: u64,
     pub host_pool_bytes: u64,
     pub hit_rate_device: f64,
@@ -72,10 +73,17 @@ pub enum LadderError {
     Input(InputError),
 }
 
-/// Sizes to replay: the 10 GB ladder (a coarser multiple of 10 GB when the plan is
-/// large, at most ~24 steps) up to 1.5 × the plan, and the plan × 1, 3/4, 1/2, 1/4.
-pub fn sizes(planned_gb: u64) -> Vec<(u64, bool)> {
-    let top = (planned_gb * 3 / 2).max(planned_gb + 20);
+/// The top of the ladder by default: twice the plan (past the frontier, drawn in the
+/// "refuses here" region, so the figure shows what the refused memory would have
+/// bought), at least the plan + 40 GB.
+pub fn default_top(planned_gb: u64) -> u64 {
+    (planned_gb * 2).max(planned_gb + 40)
+}
+
+/// Sizes to replay: the 10 GB ladder (a coarser multiple of 10 GB when the range is
+/// large, at most ~24 steps) up to `top`, and the plan × 1, 3/4, 1/2, 1/4.
+pub fn sizes(planned_gb: u64, top: u64) -> Vec<(u64, bool)> {
+    let top = top.max(10);
     let step = (top.div_ceil(24)).div_ceil(10).max(1) * 10;
     let mut v: Vec<(u64, bool)> = (1..=top / step).map(|i| (i * step, true)).collect();
     for q in [4u64, 3, 2, 1] {
@@ -134,7 +142,7 @@ fn replay_at(
 }
 
 /// The ladder around `planned_gb` under the prober's release.
-pub fn run(prober: &Prober, planned_gb: u64) -> Result<Ladder, LadderError> {
+pub fn run(prober: &Prober, planned_gb: u64, top_gb: Option<u64>) -> Result<Ladder, LadderError> {
     let s = prober
         .scenario(&[])
         .map_err(|m| LadderError::Input(InputError::new("plan", m)))?;
@@ -143,15 +151,18 @@ pub fn run(prober: &Prober, planned_gb: u64) -> Result<Ladder, LadderError> {
         .as_ref()
         .and_then(|r| r.trace.clone())
         .ok_or(LadderError::NoTrace)?;
-    let sizes = sizes(planned_gb);
+    let sizes = sizes(
+        planned_gb,
+        top_gb.unwrap_or_else(|| default_top(planned_gb)),
+    );
     let mut points = sizes
         .par_iter()
         .map(|&(size_gb, step)| {
-            let (tokens, starts, m, bytes) = replay_at(prober, size_gb, &[])?;
+            let (tokens, _, m, bytes) = replay_at(prober, size_gb, &[])?;
             Ok(LadderPoint {
                 size_gb,
                 step,
-                starts,
+                holds: size_gb <= planned_gb,
                 host_pool_tokens: tokens,
                 host_pool_bytes: bytes,
                 hit_rate_device: m.device_hit_rate,
@@ -223,14 +234,16 @@ pub fn run(prober: &Prober, planned_gb: u64) -> Result<Ladder, LadderError> {
 mod tests {
     #[test]
     fn ladder_sizes() {
-        // Plan 40 GB: top = max(60, 60) = 60, step = ⌈⌈60/24⌉/10⌉·10 = 10 → 10..60;
+        // Plan 40 GB: top = max(80, 80) = 80, step = ⌈⌈80/24⌉/10⌉·10 = 10 → 10..80;
         // 3/4 = 30 and 1/2 = 20 and 1/4 = 10 are steps already; 40 is one too.
-        let v = super::sizes(40);
+        let v = super::sizes(40, super::default_top(40));
         let s: Vec<u64> = v.iter().map(|x| x.0).collect();
-        assert_eq!(s, vec![10, 20, 30, 40, 50, 60]);
-        // Plan 102: top 153, step ⌈⌈153/24⌉/10⌉·10 = 10 → 10..150, plus 76, 51, 25.
-        let v = super::sizes(102);
-        assert_eq!(v.len(), 15 + 4);
+        assert_eq!(s, vec![10, 20, 30, 40, 50, 60, 70, 80]);
+        // Plan 102: top 204, step ⌈⌈204/24⌉/10⌉·10 = 10 → 10..200, plus 102, 76, 51, 25.
+        let v = super::sizes(102, super::default_top(102));
+        assert_eq!(v.len(), 20 + 4);
         assert!(v.contains(&(102, false)) && v.contains(&(25, false)));
+        // A wide range: top 1000 → step ⌈⌈1000/24⌉/10⌉·10 = 50: 20 steps.
+        assert_eq!(super::sizes(500, 1000).iter().filter(|x| x.1).count(), 20);
     }
 }

@@ -41,6 +41,8 @@ pub struct PlanOptions {
     pub trace: Option<String>,
     /// Skip the hit-rate ladder (start-up only).
     pub no_replay: bool,
+    /// Top of the hit-rate ladder in GB (default [`ladder::default_top`]).
+    pub ladder_max_gb: Option<u64>,
 }
 
 /// Runs per probe when `--runs` is not given: enough that P(start) ≥ 0.999 means at
@@ -181,7 +183,7 @@ pub fn plan(path: &str, releases: &[Option<&str>], opts: &PlanOptions) -> Result
         .and_then(|p| p.size.as_ref().map(|f| f.value));
     let (ladder, ladder_note) = match (&primary, primary_size) {
         _ if opts.no_replay => (None, Some("--no-replay".to_string())),
-        (Some(p), Some(size)) => match ladder::run(p, size) {
+        (Some(p), Some(size)) => match ladder::run(p, size, opts.ladder_max_gb) {
             Ok(l) => (Some(l), None),
             Err(ladder::LadderError::NoTrace) => (
                 None,

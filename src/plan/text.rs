@@ -180,9 +180,9 @@ pub fn render(p: &Plan) -> String {
                     pct(x.hit_rate_total),
                     x.marginal_per_10gb
                         .map_or(String::new(), |g| format!("{:+.2} pp", 100.0 * g)),
-                    match (x.starts, x.size_gb == l.planned_gb) {
+                    match (x.holds, x.size_gb == l.planned_gb) {
                         (_, true) => "  ← planned",
-                        (false, _) => "  (refused)",
+                        (false, _) => "  (past the frontier)",
                         _ => "",
                     }
                 );
