@@ -7,6 +7,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::error::InputError;
 
+pub mod check_cmd;
 mod debug_cmd;
 pub mod plan_cmd;
 mod presets_cmd;
@@ -16,6 +17,7 @@ pub mod sweep_cmd;
 mod trace_cmd;
 mod versions_cmd;
 
+pub use check_cmd::check;
 pub use debug_cmd::debug_sizing;
 pub use plan_cmd::plan;
 pub use presets_cmd::presets;
@@ -166,6 +168,40 @@ pub struct PlanArgs {
     pub out: Option<String>,
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub sets: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CheckFormat {
+    Text,
+    Json,
+    /// JUnit XML: one testcase per file × release.
+    Junit,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Scenario YAML files, or text / shell files holding one `sglang.launch_server`
+    /// command (name the machine with a `# hicache-sim: node=gb300` comment or --node).
+    #[arg(required = true)]
+    pub files: Vec<String>,
+    /// Release(s): one id, a comma-separated list, or `all`; default each file's own.
+    #[arg(long)]
+    pub sglang: Option<String>,
+    /// P(start) a recipe must reach to pass.
+    #[arg(long, default_value_t = 0.999)]
+    pub target_start: f64,
+    /// Monte Carlo start-up runs per file × release.
+    #[arg(long, default_value_t = 1000)]
+    pub runs: u64,
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Node preset for bare launch-command files (overrides their comment).
+    #[arg(long)]
+    pub node: Option<String>,
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub sets: Vec<String>,
+    #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+    pub format: CheckFormat,
 }
 
 #[derive(Debug, Args)]

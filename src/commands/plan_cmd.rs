@@ -4,6 +4,23 @@ use super::{CmdResult, CommandError, OutputFormat, PlanArgs};
 use crate::error::InputError;
 use crate::plan::{self, PlanOptions};
 
+/// `--sglang`: none (the scenario's own), `all` (every release 0.5.14 … 0.5.23, not the
+/// what-ifs), or a comma-separated list of ids.
+pub fn release_list(arg: Option<&str>) -> Vec<Option<String>> {
+    match arg.map(str::trim) {
+        None => vec![None],
+        Some("all") => crate::release::Sglang::all()
+            .into_iter()
+            .filter(|v| v.is_release())
+            .map(|v| Some(v.id().to_string()))
+            .collect(),
+        Some(list) => list
+            .split(',')
+            .map(|v| Some(v.trim().to_string()))
+            .collect(),
+    }
+}
+
 pub fn plan(a: PlanArgs) -> CmdResult {
     let runs = a.runs.unwrap_or(plan::DEFAULT_RUNS);
     if runs == 0 || runs > super::startup_cmd::MAX_RUNS {
@@ -16,18 +33,7 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         )
         .into());
     }
-    let releases: Vec<Option<String>> = match a.sglang.as_deref().map(str::trim) {
-        None => vec![None],
-        Some("all") => crate::release::Sglang::all()
-            .into_iter()
-            .filter(|v| v.is_release())
-            .map(|v| Some(v.id().to_string()))
-            .collect(),
-        Some(list) => list
-            .split(',')
-            .map(|v| Some(v.trim().to_string()))
-            .collect(),
-    };
+    let releases = release_list(a.sglang.as_deref());
     let releases: Vec<Option<&str>> = releases.iter().map(|r| r.as_deref()).collect();
     if let Some(out) = &a.out {
         crate::output::refuse_input_as_output(

@@ -9,6 +9,7 @@
 //! - the hit rate each host pool size buys on a trace ([`ladder`]);
 //! - the flag line to paste into the recipe ([`recommend`]).
 
+pub mod check;
 pub mod ladder;
 pub mod probe;
 pub mod recommend;

@@ -11,7 +11,7 @@ use crate::error::InputError;
 use crate::report::startup as report;
 use crate::scenario::Scenario;
 use crate::scenario::lines::LineIndex;
-use crate::scenario::load::{load_file, set_path, typed_from_value};
+use crate::scenario::load::{load_str, set_path, typed_from_value};
 use crate::scenario::resolve::{resolve, resolve_file};
 use crate::startup::{self, MonteCarlo, Outcome, StartupPlan};
 
@@ -39,11 +39,26 @@ impl Prober {
         seed: Option<u64>,
         runs: u64,
     ) -> Result<Prober, InputError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| InputError::new(path, format!("cannot read the scenario: {e}")))?;
+        Self::from_text(&text, path, sets, sglang, seed, runs)
+    }
+
+    /// As [`load`](Self::load), from scenario text already in memory (`source` names it
+    /// in errors).
+    pub fn from_text(
+        text: &str,
+        path: &str,
+        sets: &[String],
+        sglang: Option<&str>,
+        seed: Option<u64>,
+        runs: u64,
+    ) -> Result<Prober, InputError> {
         let mut sets = sets.to_vec();
         if let Some(v) = sglang {
             sets.push(format!("sglang={v}"));
         }
-        let loaded = load_file(path, &sets)?;
+        let loaded = load_str(text, path, &sets)?;
         let s = resolve(&loaded)?;
         let mut base =
             serde_json::to_value(&loaded.file).map_err(|e| InputError::new(path, e.to_string()))?;
