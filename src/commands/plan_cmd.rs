@@ -68,6 +68,9 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         };
         write("plan.json", json()?.as_bytes())?;
         write("plan.txt", plan::text::render(&p).as_bytes())?;
+        for f in crate::report::html::write_plan_report(&p, dir).map_err(CommandError::Other)? {
+            eprintln!("wrote {}", f.display());
+        }
     }
     Ok(0)
 }

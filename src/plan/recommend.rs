@@ -25,6 +25,8 @@ pub struct Recommendation {
     pub breaks_if: Vec<String>,
     /// Why this write policy.
     pub policy_reason: String,
+    /// Things SGLang itself would warn about at this size.
+    pub notes: Vec<String>,
 }
 
 /// Chooses the primary release's largest size, the write policy with the best total hit
@@ -115,6 +117,19 @@ pub fn recommend(plans: &[ReleasePlan], ladder: Option<&Ladder>, s: &Scenario) -
                 .collect()
         })
         .unwrap_or_default();
+    let mut notes = Vec::new();
+    if let Some(f) = valid.first().and_then(|p| p.size.as_ref()) {
+        let host = f.at.host_pool_tokens.unwrap_or(0);
+        let device = f.at.device_pool_tokens;
+        if host <= device {
+            // `pool_host/base.py: HostKVCache.__init__` (#28614+) logs this and starts.
+            notes.push(format!(
+                "the host pool ({host} tokens, {} GB) is not larger than the device pool ({device} tokens, {} GB): SGLang warns, and a write-through host tier that only mirrors the device pool adds few hits",
+                crate::units::fmt_gb((host * f.at.pool_bytes_per_token) as i128),
+                crate::units::fmt_gb((device * f.at.pool_bytes_per_token) as i128)
+            ));
+        }
+    }
     let flags = match size_gb {
         Some(g) => format!(
             "--enable-hierarchical-cache --hicache-size {g} --hicache-write-policy {write_policy}"
@@ -130,5 +145,6 @@ pub fn recommend(plans: &[ReleasePlan], ladder: Option<&Ladder>, s: &Scenario) -
         safe_on_all_gb,
         breaks_if,
         policy_reason,
+        notes,
     }
 }

@@ -257,5 +257,8 @@ pub fn render(p: &Plan) -> String {
     for b in &r.breaks_if {
         let _ = writeln!(out, "  {b}");
     }
+    for n in &r.notes {
+        let _ = writeln!(out, "  note: {n}");
+    }
     out
 }

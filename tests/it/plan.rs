@@ -328,3 +328,48 @@ fn ladder_is_the_same_on_any_thread_count() {
     let b = serde_json::to_string(&quickstart_ladder(2)).unwrap();
     assert_eq!(a, b);
 }
+
+/// `--out`: plan.json, plan.txt, the figure (PNG + SVG) and report.html with the SVG
+/// inline and the recommended flag line.
+#[test]
+fn out_dir_has_the_figure_and_the_html_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("plan");
+    Command::cargo_bin("hicache-sim")
+        .unwrap()
+        .args([
+            "plan",
+            "scenarios/quickstart.yaml",
+            "--sglang",
+            "page-cache-credit,0.5.21",
+            "--runs",
+            "100",
+            "--set",
+            "runtime.max_requests=300",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .assert()
+        .code(0);
+    let png = std::fs::read(out.join("hit_rate_vs_host_pool.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let svg = std::fs::read_to_string(out.join("hit_rate_vs_host_pool.svg")).unwrap();
+    assert!(svg.contains("refuses here") && svg.contains("recommended: --hicache-size 115"));
+    // 0.5.21's frontier drawn as a labelled line.
+    assert!(svg.contains("0.5.21: ≤ 56 GB"), "{}", &svg[..400]);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<svg"));
+    assert!(html.contains("--enable-hierarchical-cache --hicache-size 115"));
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("plan.json")).unwrap()).unwrap();
+    assert_eq!(v["recommendation"]["size_gb"], 115);
+    assert_eq!(v["recommendation"]["breaks_on"][0][0], "0.5.21");
+    assert_eq!(v["recommendation"]["breaks_on"][0][1], 56);
+    // 115 GB = 2,559,680 tokens < the 3,090,112-token device pool: SGLang's warning.
+    assert!(
+        v["recommendation"]["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("not larger than the device pool (3090112 tokens")
+    );
+}
