@@ -17,6 +17,7 @@ pub mod search;
 pub mod sensitivity;
 pub mod text;
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 pub use ladder::{Ladder, LadderPoint, PolicyPoint};
@@ -148,36 +149,38 @@ pub fn plan(path: &str, releases: &[Option<&str>], opts: &PlanOptions) -> Result
     // The scenario must be valid as it stands (its own release).
     let own = Prober::load(path, &sets, None, opts.seed, opts.runs)?;
     let s0 = own.scenario(&[]).map_err(|m| InputError::new(path, m))?;
-    let mut plans = Vec::new();
-    let mut primary: Option<Prober> = None;
-    for r in releases {
-        let prober = match r {
-            None => Ok(own.clone()),
-            Some(id) => Prober::load(path, &sets, Some(id), opts.seed, opts.runs),
-        };
-        let rp = match prober {
-            Ok(p) => {
-                let rp = plan_release(&p, opts.target).map_err(|m| InputError::new(path, m))?;
-                if primary.is_none() {
-                    primary = Some(p);
+    // Releases are planned in parallel (each a pure function of the scenario and the
+    // release), collected in the order asked.
+    let done = releases
+        .par_iter()
+        .map(|r| {
+            let prober = match r {
+                None => Ok(own.clone()),
+                Some(id) => Prober::load(path, &sets, Some(id), opts.seed, opts.runs),
+            };
+            Ok(match prober {
+                Ok(p) => {
+                    let rp = plan_release(&p, opts.target).map_err(|m| InputError::new(path, m))?;
+                    (rp, Some(p))
                 }
-                rp
-            }
-            Err(e) => {
-                let v = r.and_then(|id| crate::release::Sglang::from_id(id).ok());
-                ReleasePlan {
-                    sglang: v.map_or("?", |v| v.id()),
-                    summary: v.map_or("", |v| v.summary()),
-                    invalid: Some(e.message),
-                    size: None,
-                    ratio: None,
-                    fractions: None,
-                    sensitivity: Vec::new(),
+                Err(e) => {
+                    let v = r.and_then(|id| crate::release::Sglang::from_id(id).ok());
+                    let rp = ReleasePlan {
+                        sglang: v.map_or("?", |v| v.id()),
+                        summary: v.map_or("", |v| v.summary()),
+                        invalid: Some(e.message),
+                        size: None,
+                        ratio: None,
+                        fractions: None,
+                        sensitivity: Vec::new(),
+                    };
+                    (rp, None)
                 }
-            }
-        };
-        plans.push(rp);
-    }
+            })
+        })
+        .collect::<Result<Vec<_>, InputError>>()?;
+    let primary: Option<Prober> = done.iter().find_map(|(_, p)| p.clone());
+    let plans: Vec<ReleasePlan> = done.into_iter().map(|(rp, _)| rp).collect();
     let primary_size = plans
         .iter()
         .find(|p| p.invalid.is_none())

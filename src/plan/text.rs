@@ -20,7 +20,7 @@ fn probe_line(p: &StartProbe) -> String {
     if let (Some(m), Some(b), Some(r)) = (p.margin_bytes, p.budget_bytes, p.requested_bytes) {
         let _ = write!(
             s,
-            ", margin {} (budget {}, request {})",
+            ", run 0's tightest pool: margin {} (budget {}, request {})",
             gb(m as i128),
             gb(b as i128),
             gb(r as i128)

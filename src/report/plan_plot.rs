@@ -20,6 +20,9 @@ const REFUSE: RGBColor = RGBColor(214, 39, 40);
 /// One ladder point: (size GB, device, host, storage, total) in %.
 type Row = (f64, f64, f64, f64, f64);
 
+/// A tier line: legend, colour, its value in a row, stroke width.
+type Tier = (&'static str, RGBColor, fn(&Row) -> f64, u32);
+
 /// The data of the figure, in percent and GB.
 #[derive(Debug, Clone)]
 pub struct PlanFigure {
@@ -152,7 +155,7 @@ impl PlanFigure {
                 )))
                 .map_err(|e| e.to_string())?;
         }
-        let series: [(&str, RGBColor, fn(&Row) -> f64, u32); 4] = [
+        let series: [Tier; 4] = [
             ("total", TOTAL, |p| p.4, 3),
             ("device (L1)", DEVICE, |p| p.1, 2),
             ("host (L2)", HOST, |p| p.2, 2),
