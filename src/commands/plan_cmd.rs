@@ -33,7 +33,14 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         )
         .into());
     }
-    let releases = release_list(a.sglang.as_deref());
+    let mut releases = release_list(a.sglang.as_deref());
+    if a.sglang.as_deref().map(str::trim) == Some("all") {
+        // The scenario's own release (or what-if) first: its size is the one
+        // recommended; every release then says whether it holds.
+        let own = super::startup_cmd::load_scenario(&a.scenario, &a.sets, None)?;
+        releases.retain(|r| r.as_deref() != Some(own.version.id()));
+        releases.insert(0, None);
+    }
     let releases: Vec<Option<&str>> = releases.iter().map(|r| r.as_deref()).collect();
     if let Some(out) = &a.out {
         crate::output::refuse_input_as_output(

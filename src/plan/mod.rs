@@ -65,6 +65,10 @@ pub struct ReleasePlan {
     pub fractions: Option<Vec<FractionRow>>,
     /// Perturbations at the planned size.
     pub sensitivity: Vec<Sensitivity>,
+    /// The primary release's planned size started under this release.
+    pub at_recommended: Option<StartProbe>,
+    /// The smallest of all releases' frontiers started under this release.
+    pub at_smallest_frontier: Option<StartProbe>,
 }
 
 /// The whole plan.
@@ -125,6 +129,8 @@ pub fn plan_release(prober: &Prober, target: f64) -> Result<ReleasePlan, String>
         ratio,
         fractions,
         sensitivity,
+        at_recommended: None,
+        at_smallest_frontier: None,
     })
 }
 
@@ -173,6 +179,8 @@ pub fn plan(path: &str, releases: &[Option<&str>], opts: &PlanOptions) -> Result
                         ratio: None,
                         fractions: None,
                         sensitivity: Vec::new(),
+                        at_recommended: None,
+                        at_smallest_frontier: None,
                     };
                     (rp, None)
                 }
@@ -180,7 +188,32 @@ pub fn plan(path: &str, releases: &[Option<&str>], opts: &PlanOptions) -> Result
         })
         .collect::<Result<Vec<_>, InputError>>()?;
     let primary: Option<Prober> = done.iter().find_map(|(_, p)| p.clone());
-    let plans: Vec<ReleasePlan> = done.into_iter().map(|(rp, _)| rp).collect();
+    // Whether the primary's size, and the smallest frontier, hold under each release: a
+    // probe, not a comparison of frontiers (0.5.14 also fails below the device pool).
+    let primary_gb = done
+        .iter()
+        .find(|(rp, _)| rp.invalid.is_none())
+        .and_then(|(rp, _)| rp.size.as_ref().map(|f| f.value));
+    let smallest_gb = done
+        .iter()
+        .filter(|(rp, _)| rp.invalid.is_none())
+        .filter_map(|(rp, _)| rp.size.as_ref().map(|f| f.value))
+        .min();
+    let plans: Vec<ReleasePlan> = done
+        .into_par_iter()
+        .map(|(mut rp, p)| {
+            if let Some(p) = p {
+                let at = |g: Option<u64>| {
+                    g.map(|g| p.start(&search::size_patch(g)))
+                        .transpose()
+                        .map_err(|m| InputError::new(path, m))
+                };
+                rp.at_recommended = at(primary_gb)?;
+                rp.at_smallest_frontier = at(smallest_gb)?;
+            }
+            Ok(rp)
+        })
+        .collect::<Result<Vec<_>, InputError>>()?;
     let primary_size = plans
         .iter()
         .find(|p| p.invalid.is_none())
@@ -200,7 +233,7 @@ pub fn plan(path: &str, releases: &[Option<&str>], opts: &PlanOptions) -> Result
             Some("no --hicache-size starts: nothing to replay".into()),
         ),
     };
-    let recommendation = recommend::recommend(&plans, ladder.as_ref(), &s0);
+    let recommendation = recommend::recommend(&plans, ladder.as_ref(), &s0, opts.target);
     Ok(Plan {
         scenario: s0.name.clone(),
         node: s0.node_name.clone(),

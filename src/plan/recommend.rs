@@ -32,7 +32,12 @@ pub struct Recommendation {
 /// Chooses the primary release's largest size, the write policy with the best total hit
 /// rate at that size (the scenario's own on a tie or without a trace), and lists where it
 /// holds.
-pub fn recommend(plans: &[ReleasePlan], ladder: Option<&Ladder>, s: &Scenario) -> Recommendation {
+pub fn recommend(
+    plans: &[ReleasePlan],
+    ladder: Option<&Ladder>,
+    s: &Scenario,
+    target: f64,
+) -> Recommendation {
     let valid: Vec<&ReleasePlan> = plans.iter().filter(|p| p.invalid.is_none()).collect();
     let size_gb = valid.first().and_then(|p| p.size.as_ref().map(|f| f.value));
     let own_policy = s.server.hicache_write_policy.clone();
@@ -75,21 +80,33 @@ pub fn recommend(plans: &[ReleasePlan], ladder: Option<&Ladder>, s: &Scenario) -
     };
     let mut holds_on = Vec::new();
     let mut breaks_on = Vec::new();
-    if let Some(size) = size_gb {
+    if size_gb.is_some() {
         for p in &valid {
             let own = p.size.as_ref().map(|f| f.value);
-            if own.is_some_and(|o| o >= size) {
+            if p.at_recommended
+                .as_ref()
+                .is_some_and(|a| a.start_probability >= target)
+            {
                 holds_on.push(p.sglang);
             } else {
                 breaks_on.push((p.sglang, own));
             }
         }
     }
+    // The smallest frontier, if it holds on every release (it may not: 0.5.14 fails
+    // below the device pool, where later releases' frontiers can lie).
     let safe_on_all_gb = valid
         .iter()
         .map(|p| p.size.as_ref().map(|f| f.value))
         .collect::<Option<Vec<u64>>>()
-        .and_then(|v| v.into_iter().min());
+        .and_then(|v| v.into_iter().min())
+        .filter(|_| {
+            valid.iter().all(|p| {
+                p.at_smallest_frontier
+                    .as_ref()
+                    .is_some_and(|a| a.start_probability >= target)
+            })
+        });
     let breaks_if = valid
         .first()
         .map(|p| {

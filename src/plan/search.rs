@@ -10,15 +10,40 @@ use serde_json::Value;
 use super::probe::{Patch, Prober, StartProbe};
 use crate::sizing::{HostPoolSizeArg, host_pool_size};
 
-/// Largest `x` in `lo..=hi` with `pass(x)`, for a `pass` that is true up to some point
-/// and false after it; `None` when `pass(lo)` fails. Probes `lo`, `hi`, then bisects.
+/// Points a search scans when the smallest setting fails: sizes below a floor can fail
+/// for a reason of their own (0.5.14's `assert self.size > device_pool.size` in
+/// `pool_host/base.py: HostKVCache.__init__`: a host pool not larger than the device
+/// pool), so the passing sizes can start above `lo`.
+pub const SCAN_POINTS: u64 = 16;
+
+/// Largest `x` in `lo..=hi` with `pass(x)`, for a `pass` that is false up to some floor,
+/// true up to a frontier and false after it; `None` when no probe passes. Probes `lo`
+/// (else [`SCAN_POINTS`] evenly spaced points for the first that passes), `hi`, then
+/// bisects.
 pub fn largest_passing<E>(
     lo: u64,
     hi: u64,
     mut pass: impl FnMut(u64) -> Result<bool, E>,
 ) -> Result<Option<u64>, E> {
-    if lo > hi || !pass(lo)? {
+    if lo > hi {
         return Ok(None);
+    }
+    let mut lo = lo;
+    if !pass(lo)? {
+        let step = ((hi - lo) / SCAN_POINTS).max(1);
+        let mut found = None;
+        let mut x = lo + step;
+        while x <= hi {
+            if pass(x)? {
+                found = Some(x);
+                break;
+            }
+            x += step;
+        }
+        match found {
+            Some(x) => lo = x,
+            None => return Ok(None),
+        }
     }
     if pass(hi)? {
         return Ok(Some(hi));
@@ -222,6 +247,10 @@ mod tests {
             assert!(probes <= 9, "{probes} probes for edge {edge}");
         }
         assert_eq!(largest_passing::<()>(1, 100, |_| Ok(false)).unwrap(), None);
+        // A floor: 40..=70 pass. The scan (step ⌊99/16⌋ = 6: 7, 13, … 43) finds 43,
+        // then bisection finds 70.
+        let r = largest_passing::<()>(1, 100, |x| Ok((40..=70).contains(&x))).unwrap();
+        assert_eq!(r, Some(70));
     }
 
     #[test]

@@ -249,10 +249,18 @@ pub fn render(p: &Plan) -> String {
             .collect();
         let _ = writeln!(out, "  breaks on: {}", b.join(", "));
     }
-    if p.releases.len() > 1
-        && let Some(g) = r.safe_on_all_gb
-    {
-        let _ = writeln!(out, "  safe on every release above: --hicache-size {g}");
+    if p.releases.len() > 1 {
+        match r.safe_on_all_gb {
+            Some(g) => {
+                let _ = writeln!(out, "  safe on every release above: --hicache-size {g}");
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "  no single --hicache-size is safe on every release above"
+                );
+            }
+        }
     }
     for b in &r.breaks_if {
         let _ = writeln!(out, "  {b}");

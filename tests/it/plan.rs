@@ -373,3 +373,48 @@ fn out_dir_has_the_figure_and_the_html_report() {
             .contains("not larger than the device pool (3090112 tokens")
     );
 }
+
+/// `--sglang all` plans the scenario's own rules first (page-cache-credit: 115 GB) and
+/// probes that size under every release. 0.5.14 asserts the host pool is larger than the
+/// device pool (3,090,112 tokens = 138.83 GB of KV), so 115 GB fails there although its
+/// own frontier (psutil-sized) lies higher, and no one size holds everywhere; 0.5.21
+/// refuses beyond 56 GB.
+#[test]
+fn all_releases_probe_the_recommended_size() {
+    let mut releases: Vec<Option<&str>> = vec![None];
+    releases.extend(["0.5.14", "0.5.21", "0.5.23"].map(Some));
+    let opts = PlanOptions {
+        target: 0.999,
+        runs: 200,
+        seed: None,
+        sets: vec![],
+        trace: None,
+        no_replay: true,
+        ladder_max_gb: None,
+    };
+    let run = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| hicache_sim::plan::plan("scenarios/quickstart.yaml", &releases, &opts))
+            .unwrap()
+    };
+    let p = run(2);
+    let r = &p.recommendation;
+    assert_eq!(r.size_gb, Some(115));
+    assert_eq!(r.holds_on, vec!["page-cache-credit", "0.5.23"]);
+    let v14 = &p.releases[1];
+    assert_eq!(v14.sglang, "0.5.14");
+    let at = v14.at_recommended.as_ref().unwrap();
+    assert_eq!(at.outcome, "failed");
+    assert!(v14.size.as_ref().unwrap().value > 139);
+    assert_eq!(r.breaks_on[0].0, "0.5.14");
+    assert_eq!(r.breaks_on[1], ("0.5.21", Some(56)));
+    assert_eq!(r.safe_on_all_gb, None);
+    // The same plan on one thread.
+    assert_eq!(
+        serde_json::to_string(&p).unwrap(),
+        serde_json::to_string(&run(1)).unwrap()
+    );
+}
