@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::plot::{Chart, FONT_FAMILY, PlotError, render};
 use crate::plan::Plan;
@@ -60,14 +61,24 @@ impl PlanFigure {
             .iter()
             .filter_map(|x| x.marginal_per_10gb.map(|g| (x.size_gb as f64, pc(g))))
             .collect();
-        let others = p
-            .releases
-            .iter()
-            .skip(1)
-            .filter_map(|r| {
-                r.size
-                    .as_ref()
-                    .map(|f| (r.sglang.to_string(), f.value as f64))
+        // One dashed line per distinct frontier: releases that share it share a label
+        // (`--sglang all` has six releases at one value; their labels overprinted).
+        let mut by_value: std::collections::BTreeMap<u64, Vec<&str>> = Default::default();
+        for r in p.releases.iter().skip(1) {
+            if let Some(f) = &r.size {
+                by_value.entry(f.value).or_default().push(r.sglang);
+            }
+        }
+        let others = by_value
+            .into_iter()
+            .map(|(g, names)| {
+                let label = match names.as_slice() {
+                    [a] => a.to_string(),
+                    [a, b] => format!("{a}, {b}"),
+                    [a, .., z] => format!("{a} … {z} ({} releases)", names.len()),
+                    [] => String::new(),
+                };
+                (label, g as f64)
             })
             .collect();
         Some(PlanFigure {
@@ -146,12 +157,23 @@ impl PlanFigure {
                     RGBColor(120, 120, 120).stroke_width(1),
                 ))
                 .map_err(|e| e.to_string())?;
+            // Right of its line, or left of it in the right third (the label ran off
+            // the panel there).
+            let style = (FONT_FAMILY, 12).into_font().color(&RGBColor(90, 90, 90));
+            let (text, style) = if x > x0 + (x1 - x0) * 0.66 {
+                (
+                    format!("{name}: ≤ {g} GB "),
+                    style.pos(Pos::new(HPos::Right, VPos::Top)),
+                )
+            } else {
+                (format!(" {name}: ≤ {g} GB"), style)
+            };
             chart
                 .draw_series(std::iter::once(Text::new(
-                    format!(" {name}: ≤ {g} GB"),
+                    text,
                     // Low on the chart (the legend holds the top left), staggered.
                     (x, ymax * (0.06 + 0.05 * (i % 4) as f64)),
-                    (FONT_FAMILY, 12).into_font().color(&RGBColor(90, 90, 90)),
+                    style,
                 )))
                 .map_err(|e| e.to_string())?;
         }
