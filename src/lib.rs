@@ -22,6 +22,7 @@ pub mod hardware;
 pub mod model;
 pub mod output;
 pub mod pipeline;
+pub mod plan;
 pub mod policy_sim;
 pub mod pools;
 pub mod release;

@@ -23,6 +23,12 @@ struct Cli {
 enum Command {
     /// Simulate the start-up of every rank: budgets, pool sizes, refusals, OOM kills.
     Startup(commands::StartupArgs),
+    /// Capacity plan: the largest --hicache-size / ratio / fraction that starts every rank
+    /// with P ≥ target, the hit rate it buys, and the flags for the recipe.
+    Plan(commands::PlanArgs),
+    /// Check recipes (scenarios or launch-command files) for a CI: one line per file x
+    /// release; exit 1 when any would refuse or be OOM-killed.
+    Check(commands::CheckArgs),
     /// Replay a trace through the device / host / storage tiers.
     Replay(commands::ReplayArgs),
     /// Run the sweep of a scenario: CSV rows and default plots in --out.
@@ -109,6 +115,8 @@ fn run() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Startup(a) => commands::startup(a),
+        Command::Plan(a) => commands::plan(a),
+        Command::Check(a) => commands::check(a),
         Command::Replay(a) => commands::replay(a),
         Command::Sweep(a) => commands::sweep(a),
         Command::Merge(a) => commands::merge(a),

@@ -7,7 +7,9 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::error::InputError;
 
+pub mod check_cmd;
 mod debug_cmd;
+pub mod plan_cmd;
 mod presets_cmd;
 mod replay_cmd;
 pub mod startup_cmd;
@@ -15,7 +17,9 @@ pub mod sweep_cmd;
 mod trace_cmd;
 mod versions_cmd;
 
+pub use check_cmd::check;
 pub use debug_cmd::{debug_sizing, debug_split};
+pub use plan_cmd::plan;
 pub use presets_cmd::presets;
 pub use replay_cmd::replay;
 pub use startup_cmd::startup;
@@ -128,6 +132,76 @@ pub struct StartupArgs {
     /// (PNG + SVG) next to it.
     #[arg(long)]
     pub csv: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// Scenario YAML (node, model, layout, memory, jitter; `runtime.trace` for hit rates).
+    pub scenario: String,
+    /// Release(s) to plan for: one id, a comma-separated list, or `all` (every release
+    /// 0.5.14 … 0.5.23); default the scenario's `sglang`. The first is the primary one
+    /// (its size is recommended and replayed).
+    #[arg(long)]
+    pub sglang: Option<String>,
+    /// P(start) every rank must reach over the jitter distribution.
+    #[arg(long, default_value_t = 0.999)]
+    pub target_start: f64,
+    /// Monte Carlo start-up runs per probe (default 1000).
+    #[arg(long)]
+    pub runs: Option<u64>,
+    /// Seed of every probe (default: the scenario's).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Trace to replay for hit rates (default: the scenario's `runtime.trace`).
+    #[arg(long)]
+    pub trace: Option<String>,
+    /// Start-up only: no hit-rate ladder.
+    #[arg(long)]
+    pub no_replay: bool,
+    /// Top of the hit-rate ladder in GB (default: twice the planned size).
+    #[arg(long, value_name = "GB")]
+    pub ladder_max: Option<u64>,
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub format: OutputFormat,
+    /// Write plan.json, plan.txt, the figures and report.html here.
+    #[arg(long)]
+    pub out: Option<String>,
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub sets: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CheckFormat {
+    Text,
+    Json,
+    /// JUnit XML: one testcase per file × release.
+    Junit,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Scenario YAML files, or text / shell files holding one `sglang.launch_server`
+    /// command (name the machine with a `# hicache-sim: node=gb300` comment or --node).
+    #[arg(required = true)]
+    pub files: Vec<String>,
+    /// Release(s): one id, a comma-separated list, or `all`; default each file's own.
+    #[arg(long)]
+    pub sglang: Option<String>,
+    /// P(start) a recipe must reach to pass.
+    #[arg(long, default_value_t = 0.999)]
+    pub target_start: f64,
+    /// Monte Carlo start-up runs per file × release.
+    #[arg(long, default_value_t = 1000)]
+    pub runs: u64,
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Node preset for bare launch-command files (overrides their comment).
+    #[arg(long)]
+    pub node: Option<String>,
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub sets: Vec<String>,
+    #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+    pub format: CheckFormat,
 }
 
 #[derive(Debug, Args)]

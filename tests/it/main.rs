@@ -3,6 +3,7 @@
 
 mod cache_props;
 mod cache_rules;
+mod check;
 mod cli_replay_trace;
 mod cli_startup;
 mod fuzz_cli;
@@ -10,6 +11,7 @@ mod golden_startup;
 mod launch_corpus;
 mod launch_issue9;
 mod pipeline_quickstart;
+mod plan;
 mod plot_charts;
 mod policy_sim_mixed_ids;
 mod policy_sim_props;

@@ -1,0 +1,83 @@
+//! `hicache-sim plan`: the largest host pool that starts, what it buys, and the flags.
+
+use super::{CmdResult, CommandError, OutputFormat, PlanArgs};
+use crate::error::InputError;
+use crate::plan::{self, PlanOptions};
+
+/// `--sglang`: none (the scenario's own), `all` (every release 0.5.14 … 0.5.23, not the
+/// what-ifs), or a comma-separated list of ids.
+pub fn release_list(arg: Option<&str>) -> Vec<Option<String>> {
+    match arg.map(str::trim) {
+        None => vec![None],
+        Some("all") => crate::release::Sglang::all()
+            .into_iter()
+            .filter(|v| v.is_release())
+            .map(|v| Some(v.id().to_string()))
+            .collect(),
+        Some(list) => list
+            .split(',')
+            .map(|v| Some(v.trim().to_string()))
+            .collect(),
+    }
+}
+
+pub fn plan(a: PlanArgs) -> CmdResult {
+    let runs = a.runs.unwrap_or(plan::DEFAULT_RUNS);
+    if runs == 0 || runs > super::startup_cmd::MAX_RUNS {
+        return Err(InputError::new(
+            "--runs",
+            format!(
+                "must be between 1 and {}, got {runs}",
+                super::startup_cmd::MAX_RUNS
+            ),
+        )
+        .into());
+    }
+    let mut releases = release_list(a.sglang.as_deref());
+    if a.sglang.as_deref().map(str::trim) == Some("all") {
+        // The scenario's own release (or what-if) first: its size is the one
+        // recommended; every release then says whether it holds.
+        let own = super::startup_cmd::load_scenario(&a.scenario, &a.sets, None)?;
+        releases.retain(|r| r.as_deref() != Some(own.version.id()));
+        releases.insert(0, None);
+    }
+    let releases: Vec<Option<&str>> = releases.iter().map(|r| r.as_deref()).collect();
+    if let Some(out) = &a.out {
+        crate::output::refuse_input_as_output(
+            "--out",
+            std::path::Path::new(out),
+            &[("scenario", std::path::Path::new(&a.scenario))],
+        )?;
+    }
+    crate::workload::read::enable_sharing();
+    let opts = PlanOptions {
+        target: a.target_start,
+        runs,
+        seed: a.seed,
+        sets: a.sets.clone(),
+        trace: a.trace.clone(),
+        no_replay: a.no_replay,
+        ladder_max_gb: a.ladder_max,
+    };
+    let p = plan::plan(&a.scenario, &releases, &opts)?;
+    let json = || serde_json::to_string_pretty(&p).map_err(|e| CommandError::Other(e.to_string()));
+    match a.format {
+        OutputFormat::Text => print!("{}", plan::text::render(&p)),
+        OutputFormat::Json => println!("{}", json()?),
+    }
+    if let Some(out) = &a.out {
+        let dir = std::path::Path::new(out);
+        std::fs::create_dir_all(dir).map_err(|e| CommandError::Other(format!("{out}: {e}")))?;
+        let write = |name: &str, bytes: &[u8]| {
+            let path = dir.join(name);
+            crate::output::write_file(&path, bytes)
+                .map_err(|e| CommandError::Other(format!("{}: {e}", path.display())))
+        };
+        write("plan.json", json()?.as_bytes())?;
+        write("plan.txt", plan::text::render(&p).as_bytes())?;
+        for f in crate::report::html::write_plan_report(&p, dir).map_err(CommandError::Other)? {
+            eprintln!("wrote {}", f.display());
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,298 @@
+//! `hicache-sim check`: does each recipe start under each release asked? For a recipe
+//! repository's CI. A file is a scenario (YAML) or a plain text / shell file holding one
+//! `sglang.launch_server` command (`python -m sglang.launch_server …`, `python3 -m …`).
+//!
+//! A bare command file says nothing about the machine, so it names it in comments:
+//! every `key=value` after `# hicache-sim:` is a scenario field set like `--set`
+//! (`# hicache-sim: node=gb300 memory.cgroup.max=900GB
+//! startup.weight_load.bytes_per_node=420GB`). `node` is required (here or with
+//! `--node`); the model comes from `--model-path` (or `model=`); everything else takes
+//! the scenario defaults. Command-line `--node` / `--set` win over the comments.
+
+use serde::Serialize;
+
+use super::probe::Prober;
+use crate::error::InputError;
+
+/// One file under one release.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckRow {
+    pub file: String,
+    pub sglang: String,
+    /// `started`, `refused`, `oom_killed`, `failed` (raised before sizing),
+    /// `invalid_args` (the release rejects the recipe's flags), `skipped` (the simulator
+    /// has no flag table for this release).
+    pub outcome: &'static str,
+    pub passed: bool,
+    pub start_probability: Option<f64>,
+    /// The tightest rank's budget − request in run 0.
+    pub margin_bytes: Option<i64>,
+    /// SGLang's refusal text, the OOM kill, or why the release rejects the flags.
+    pub message: Option<String>,
+}
+
+/// How a file is read.
+#[derive(Debug, Clone)]
+pub struct CheckInput {
+    pub path: String,
+    /// Scenario text (a bare command file wrapped as `server.launch`).
+    pub text: String,
+    /// Lines the wrapper added before the file's first line (to map error lines back).
+    pub line_offset: usize,
+    /// `--set`s from `# hicache-sim:` comments.
+    pub sets: Vec<String>,
+}
+
+/// The `# hicache-sim:` fields of a file, in order.
+pub fn directives(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.trim_start().strip_prefix('#'))
+        .filter_map(|l| l.trim_start().strip_prefix("hicache-sim:"))
+        .flat_map(|rest| {
+            rest.split_whitespace()
+                .filter(|kv| kv.contains('='))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+fn is_yaml(path: &str) -> bool {
+    let p = path.to_ascii_lowercase();
+    p.ends_with(".yaml") || p.ends_with(".yml")
+}
+
+/// Reads `path`: a YAML scenario as it is, any other file as a launch command wrapped
+/// in a scenario (`name`, `server.launch`), with its `# hicache-sim:` fields.
+pub fn read_input(path: &str, cli_sets: &[String]) -> Result<CheckInput, InputError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
+    if is_yaml(path) {
+        return Ok(CheckInput {
+            path: path.into(),
+            text,
+            line_offset: 0,
+            sets: cli_sets.to_vec(),
+        });
+    }
+    let mut sets = directives(&text);
+    sets.extend(cli_sets.iter().cloned());
+    if !sets.iter().any(|s| s.starts_with("node=")) {
+        return Err(InputError::new(
+            path,
+            "a bare launch command does not say which machine it runs on: add a `# hicache-sim: node=gb300` comment (any preset of `hicache-sim presets`) or pass --node",
+        ));
+    }
+    let name = std::path::Path::new(path)
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("recipe");
+    let mut yaml = format!(
+        "name: {}\nserver:\n  launch: |\n",
+        serde_json::to_string(name).unwrap_or_else(|_| "\"recipe\"".into())
+    );
+    for l in text.lines() {
+        yaml.push_str("    ");
+        yaml.push_str(l.trim_end_matches('\r'));
+        yaml.push('\n');
+    }
+    Ok(CheckInput {
+        path: path.into(),
+        text: yaml,
+        line_offset: 3,
+        sets,
+    })
+}
+
+impl CheckInput {
+    /// An error's line in the wrapper mapped back to the file's own.
+    fn fix(&self, mut e: InputError) -> InputError {
+        if e.source == self.path
+            && let Some(l) = e.line
+        {
+            e.line = (l > self.line_offset).then(|| l - self.line_offset);
+        }
+        e
+    }
+
+    pub fn prober(
+        &self,
+        sglang: Option<&str>,
+        seed: Option<u64>,
+        runs: u64,
+    ) -> Result<Prober, InputError> {
+        Prober::from_text(&self.text, &self.path, &self.sets, sglang, seed, runs)
+            .map_err(|e| self.fix(e))
+    }
+}
+
+/// Checks one file under `releases` (`None` = its own). The file must be valid under its
+/// own release (else bad input, exit 2); a release that rejects its flags is a failed
+/// row.
+pub fn check_file(
+    input: &CheckInput,
+    releases: &[Option<&str>],
+    target: f64,
+    seed: Option<u64>,
+    runs: u64,
+) -> Result<Vec<CheckRow>, InputError> {
+    let own = input.prober(None, seed, runs)?;
+    let mut rows = Vec::new();
+    for r in releases {
+        let prober = match r {
+            None => Ok(own.clone()),
+            Some(id) => input.prober(Some(id), seed, runs),
+        };
+        let name = r.map_or(own.sglang.to_string(), str::to_string);
+        let p = match prober {
+            Ok(p) => p,
+            Err(e) => {
+                let no_table =
+                    r.is_some_and(|id| crate::scenario::launch::flag_release(id).is_err());
+                rows.push(CheckRow {
+                    file: input.path.clone(),
+                    sglang: name,
+                    outcome: if no_table { "skipped" } else { "invalid_args" },
+                    passed: no_table,
+                    start_probability: None,
+                    margin_bytes: None,
+                    message: Some(e.message),
+                });
+                continue;
+            }
+        };
+        let probe = p.start(&[]).map_err(|m| InputError::new(&input.path, m))?;
+        let passed = probe.start_probability >= target;
+        let outcome = if passed {
+            "started"
+        } else {
+            probe.failure.as_ref().map_or("refused", |f| f.outcome)
+        };
+        rows.push(CheckRow {
+            file: input.path.clone(),
+            sglang: p.sglang.to_string(),
+            outcome,
+            passed,
+            start_probability: Some(probe.start_probability),
+            margin_bytes: probe.margin_bytes,
+            message: probe.failure.map(|f| f.message),
+        });
+    }
+    Ok(rows)
+}
+
+/// One line per row: file, release, outcome, margin, P(start) (and the message of a
+/// failure on the next line).
+pub fn render_text(rows: &[CheckRow]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let w = rows.iter().map(|r| r.file.len()).max().unwrap_or(4).max(4);
+    let _ = writeln!(
+        out,
+        "{:<w$}  {:<14} {:<13} {:>12} {:>9}",
+        "file", "sglang", "outcome", "margin", "P(start)"
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "{:<w$}  {:<14} {:<13} {:>12} {:>9}",
+            r.file,
+            r.sglang,
+            if r.passed && r.outcome != "started" {
+                r.outcome
+            } else if r.passed {
+                "ok"
+            } else {
+                r.outcome
+            },
+            r.margin_bytes.map_or("-".into(), |m| format!(
+                "{} GB",
+                crate::units::fmt_gb(m as i128)
+            )),
+            r.start_probability
+                .map_or("-".into(), |p| format!("{p:.4}"))
+        );
+        if (!r.passed || r.outcome == "skipped")
+            && let Some(m) = &r.message
+        {
+            let _ = writeln!(out, "{:<w$}    {m}", "");
+        }
+    }
+    let failed = rows.iter().filter(|r| !r.passed).count();
+    let _ = writeln!(
+        out,
+        "{} of {} file × release check(s) failed",
+        failed,
+        rows.len()
+    );
+    out
+}
+
+fn xml_escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&apos;"),
+            // XML 1.0 has no representation for most control characters.
+            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => o.push('?'),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// JUnit XML: one `<testcase>` per file × release (`classname` = file, `name` =
+/// `sglang <release>`), a `<failure>` with SGLang's refusal text, `<skipped>` for a
+/// release the simulator has no flag table for.
+pub fn render_junit(rows: &[CheckRow]) -> String {
+    use std::fmt::Write as _;
+    let failures = rows.iter().filter(|r| !r.passed).count();
+    let skipped = rows.iter().filter(|r| r.outcome == "skipped").count();
+    let mut o = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        o,
+        "<testsuites name=\"hicache-sim check\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\">",
+        rows.len()
+    );
+    let _ = writeln!(
+        o,
+        "  <testsuite name=\"hicache-sim check\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\">",
+        rows.len()
+    );
+    for r in rows {
+        let _ = write!(
+            o,
+            "    <testcase classname=\"{}\" name=\"sglang {}\"",
+            xml_escape(&r.file),
+            xml_escape(&r.sglang)
+        );
+        let msg = r.message.as_deref().unwrap_or("");
+        if r.outcome == "skipped" {
+            let _ = writeln!(
+                o,
+                ">\n      <skipped message=\"{}\"/>\n    </testcase>",
+                xml_escape(msg)
+            );
+        } else if !r.passed {
+            let p = r
+                .start_probability
+                .map_or(String::new(), |p| format!(" (P(start) {p:.4})"));
+            let _ = writeln!(
+                o,
+                ">\n      <failure type=\"{}\" message=\"{}{}\">{}</failure>\n    </testcase>",
+                r.outcome,
+                xml_escape(msg),
+                xml_escape(&p),
+                xml_escape(msg)
+            );
+        } else {
+            let _ = writeln!(o, "/>");
+        }
+    }
+    o.push_str("  </testsuite>\n</testsuites>\n");
+    o
+}

@@ -1,0 +1,250 @@
+//! `hicache-sim plan`: capacity planning in one command. For a scenario's node, model,
+//! layout, memory and jitter, under one release or every release:
+//!
+//! - the largest `--hicache-size`, the largest `--hicache-ratio` (to the page) and the
+//!   auto-size pool of each `--hicache-host-memory-fraction` that start every rank with
+//!   P(start) ≥ a target, found by bisection over the start-up model ([`search`]);
+//! - what fails one step past each frontier, and what would break the plan
+//!   ([`sensitivity`]);
+//! - the hit rate each host pool size buys on a trace ([`ladder`]);
+//! - the flag line to paste into the recipe ([`recommend`]).
+
+pub mod check;
+pub mod ladder;
+pub mod probe;
+pub mod recommend;
+pub mod search;
+pub mod sensitivity;
+pub mod text;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+pub use ladder::{Ladder, LadderPoint, PolicyPoint};
+pub use probe::{Failure, Patch, Prober, StartProbe};
+pub use recommend::Recommendation;
+pub use search::{FractionRow, Frontier, RatioPick, largest_passing};
+pub use sensitivity::Sensitivity;
+
+use crate::error::InputError;
+use crate::sizing::AutoSizeRule;
+
+/// What the user asked.
+#[derive(Debug, Clone)]
+pub struct PlanOptions {
+    /// P(start) every rank must reach (0 < target ≤ 1).
+    pub target: f64,
+    /// Monte Carlo runs per probe.
+    pub runs: u64,
+    pub seed: Option<u64>,
+    /// `--set` overrides.
+    pub sets: Vec<String>,
+    /// Replay this trace instead of the scenario's (`runtime.trace`).
+    pub trace: Option<String>,
+    /// Skip the hit-rate ladder (start-up only).
+    pub no_replay: bool,
+    /// Top of the hit-rate ladder in GB (default [`ladder::default_top`]).
+    pub ladder_max_gb: Option<u64>,
+}
+
+/// Runs per probe when `--runs` is not given: enough that P(start) ≥ 0.999 means at
+/// most one failing run in a thousand.
+pub const DEFAULT_RUNS: u64 = 1000;
+
+/// One release's frontiers.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReleasePlan {
+    pub sglang: &'static str,
+    pub summary: &'static str,
+    /// The scenario does not resolve under this release (a flag it lacks, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<String>,
+    pub size: Option<Frontier<u64>>,
+    pub ratio: Option<Frontier<RatioPick>>,
+    /// `None`: the release has no auto-size (`--hicache-host-memory-fraction`).
+    pub fractions: Option<Vec<FractionRow>>,
+    /// Perturbations at the planned size.
+    pub sensitivity: Vec<Sensitivity>,
+    /// The primary release's planned size started under this release.
+    pub at_recommended: Option<StartProbe>,
+    /// The smallest of all releases' frontiers started under this release.
+    pub at_smallest_frontier: Option<StartProbe>,
+}
+
+/// The whole plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    pub scenario: String,
+    pub node: String,
+    pub model: String,
+    pub tp_size: u64,
+    pub target: f64,
+    pub runs: u64,
+    pub seed: u64,
+    pub releases: Vec<ReleasePlan>,
+    pub ladder: Option<Ladder>,
+    /// Why there is no ladder (no trace, no size starts, `--no-replay`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ladder_note: Option<String>,
+    pub recommendation: Recommendation,
+}
+
+/// The largest host request worth probing: the node's whole host RAM (no pool of that
+/// size can start), in bytes.
+fn max_bytes(s: &crate::scenario::Scenario) -> u64 {
+    s.memory
+        .host_total
+        .map(|b| b.0)
+        .unwrap_or(s.node.host_dram.0)
+}
+
+/// One release's frontiers and sensitivity probes.
+pub fn plan_release(prober: &Prober, target: f64) -> Result<ReleasePlan, String> {
+    let s = prober.scenario(&[])?;
+    let version = s.version;
+    let max_gb = max_bytes(&s).div_ceil(crate::units::GB).max(2);
+    let size = search::size_frontier(prober, target, max_gb)?;
+    let base = prober.start(&search::size_patch(1))?;
+    let ratio = search::ratio_frontier(
+        prober,
+        target,
+        base.device_pool_tokens,
+        s.server.page_size.max(1) as u64,
+        base.pool_bytes_per_token,
+        max_bytes(&s),
+    )?;
+    let fractions = match version.rules().auto_size {
+        AutoSizeRule::None => None,
+        _ => Some(search::fraction_table(prober, target)?),
+    };
+    let sensitivity = match &size {
+        Some(f) => sensitivity::probes(prober, &s, f.value, target)?,
+        None => Vec::new(),
+    };
+    Ok(ReleasePlan {
+        sglang: version.id(),
+        summary: version.summary(),
+        invalid: None,
+        size,
+        ratio,
+        fractions,
+        sensitivity,
+        at_recommended: None,
+        at_smallest_frontier: None,
+    })
+}
+
+/// Runs the plan of `path` under each of `releases` (`None` = the scenario's own). The
+/// first release is the primary one: the ladder and the recommendation's size are its.
+pub fn plan(path: &str, releases: &[Option<&str>], opts: &PlanOptions) -> Result<Plan, InputError> {
+    if !(opts.target > 0.0 && opts.target <= 1.0) {
+        return Err(InputError::new(
+            "--target-start",
+            format!("must be in (0, 1], got {}", opts.target),
+        ));
+    }
+    let mut sets = opts.sets.clone();
+    if let Some(t) = &opts.trace {
+        let abs =
+            std::path::absolute(t).map_err(|e| InputError::new("--trace", format!("{t}: {e}")))?;
+        if !abs.is_file() {
+            return Err(InputError::new("--trace", format!("{t}: no such file")));
+        }
+        sets.push(format!("runtime.trace={}", abs.display()));
+    }
+    // The scenario must be valid as it stands (its own release).
+    let own = Prober::load(path, &sets, None, opts.seed, opts.runs)?;
+    let s0 = own.scenario(&[]).map_err(|m| InputError::new(path, m))?;
+    // Releases are planned in parallel (each a pure function of the scenario and the
+    // release), collected in the order asked.
+    let done = releases
+        .par_iter()
+        .map(|r| {
+            let prober = match r {
+                None => Ok(own.clone()),
+                Some(id) => Prober::load(path, &sets, Some(id), opts.seed, opts.runs),
+            };
+            Ok(match prober {
+                Ok(p) => {
+                    let rp = plan_release(&p, opts.target).map_err(|m| InputError::new(path, m))?;
+                    (rp, Some(p))
+                }
+                Err(e) => {
+                    let v = r.and_then(|id| crate::release::Sglang::from_id(id).ok());
+                    let rp = ReleasePlan {
+                        sglang: v.map_or("?", |v| v.id()),
+                        summary: v.map_or("", |v| v.summary()),
+                        invalid: Some(e.message),
+                        size: None,
+                        ratio: None,
+                        fractions: None,
+                        sensitivity: Vec::new(),
+                        at_recommended: None,
+                        at_smallest_frontier: None,
+                    };
+                    (rp, None)
+                }
+            })
+        })
+        .collect::<Result<Vec<_>, InputError>>()?;
+    let primary: Option<Prober> = done.iter().find_map(|(_, p)| p.clone());
+    // Whether the primary's size, and the smallest frontier, hold under each release: a
+    // probe, not a comparison of frontiers (0.5.14 also fails below the device pool).
+    let primary_gb = done
+        .iter()
+        .find(|(rp, _)| rp.invalid.is_none())
+        .and_then(|(rp, _)| rp.size.as_ref().map(|f| f.value));
+    let smallest_gb = done
+        .iter()
+        .filter(|(rp, _)| rp.invalid.is_none())
+        .filter_map(|(rp, _)| rp.size.as_ref().map(|f| f.value))
+        .min();
+    let plans: Vec<ReleasePlan> = done
+        .into_par_iter()
+        .map(|(mut rp, p)| {
+            if let Some(p) = p {
+                let at = |g: Option<u64>| {
+                    g.map(|g| p.start(&search::size_patch(g)))
+                        .transpose()
+                        .map_err(|m| InputError::new(path, m))
+                };
+                rp.at_recommended = at(primary_gb)?;
+                rp.at_smallest_frontier = at(smallest_gb)?;
+            }
+            Ok(rp)
+        })
+        .collect::<Result<Vec<_>, InputError>>()?;
+    let primary_size = plans
+        .iter()
+        .find(|p| p.invalid.is_none())
+        .and_then(|p| p.size.as_ref().map(|f| f.value));
+    let (ladder, ladder_note) = match (&primary, primary_size) {
+        _ if opts.no_replay => (None, Some("--no-replay".to_string())),
+        (Some(p), Some(size)) => match ladder::run(p, size, opts.ladder_max_gb) {
+            Ok(l) => (Some(l), None),
+            Err(ladder::LadderError::NoTrace) => (
+                None,
+                Some("the scenario has no runtime.trace: pass --trace F for hit rates".into()),
+            ),
+            Err(ladder::LadderError::Input(e)) => return Err(e),
+        },
+        _ => (
+            None,
+            Some("no --hicache-size starts: nothing to replay".into()),
+        ),
+    };
+    let recommendation = recommend::recommend(&plans, ladder.as_ref(), &s0, opts.target);
+    Ok(Plan {
+        scenario: s0.name.clone(),
+        node: s0.node_name.clone(),
+        model: s0.model_name.clone(),
+        tp_size: s0.layout.tp_size as u64,
+        target: opts.target,
+        runs: opts.runs,
+        seed: own.seed,
+        releases: plans,
+        ladder,
+        ladder_note,
+        recommendation,
+    })
+}

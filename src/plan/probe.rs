@@ -1,0 +1,199 @@
+//! One start-up probe: the scenario with a few fields patched (the way a sweep applies a
+//! point: value tree → typed file → resolved scenario), its start-up plan, and a Monte
+//! Carlo over rank jitter with the planner's seed (common random numbers: every probe
+//! of a search draws the same jitter, so the search is deterministic and P(start)
+//! compares like with like).
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::InputError;
+use crate::report::startup as report;
+use crate::scenario::Scenario;
+use crate::scenario::lines::LineIndex;
+use crate::scenario::load::{load_str, set_path, typed_from_value};
+use crate::scenario::resolve::{resolve, resolve_file};
+use crate::startup::{self, MonteCarlo, Outcome, StartupPlan};
+
+/// A scenario ready to be patched and started many times.
+#[derive(Debug, Clone)]
+pub struct Prober {
+    base: Value,
+    source: String,
+    /// The release or what-if every probe runs under.
+    pub sglang: &'static str,
+    pub seed: u64,
+    pub runs: u64,
+}
+
+/// A field patch: path (`server.hicache_size`) and value.
+pub type Patch = (&'static str, Value);
+
+impl Prober {
+    /// Loads `path` with `--set` overrides under `sglang` (the scenario's own when
+    /// `None`); the scenario must resolve as it stands.
+    pub fn load(
+        path: &str,
+        sets: &[String],
+        sglang: Option<&str>,
+        seed: Option<u64>,
+        runs: u64,
+    ) -> Result<Prober, InputError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| InputError::new(path, format!("cannot read the scenario: {e}")))?;
+        Self::from_text(&text, path, sets, sglang, seed, runs)
+    }
+
+    /// As [`load`](Self::load), from scenario text already in memory (`source` names it
+    /// in errors).
+    pub fn from_text(
+        text: &str,
+        path: &str,
+        sets: &[String],
+        sglang: Option<&str>,
+        seed: Option<u64>,
+        runs: u64,
+    ) -> Result<Prober, InputError> {
+        let mut sets = sets.to_vec();
+        if let Some(v) = sglang {
+            sets.push(format!("sglang={v}"));
+        }
+        let loaded = load_str(text, path, &sets)?;
+        let s = resolve(&loaded)?;
+        let mut base =
+            serde_json::to_value(&loaded.file).map_err(|e| InputError::new(path, e.to_string()))?;
+        if let Some(o) = base.as_object_mut() {
+            o.remove("sweep");
+        }
+        Ok(Prober {
+            base,
+            source: path.to_string(),
+            sglang: s.version.id(),
+            seed: seed.unwrap_or(s.seed),
+            runs,
+        })
+    }
+
+    /// The scenario with `patches` applied.
+    pub fn scenario(&self, patches: &[Patch]) -> Result<Scenario, String> {
+        let mut v = self.base.clone();
+        for (p, x) in patches {
+            set_path(&mut v, p, x.clone())?;
+        }
+        let file =
+            typed_from_value(v, &self.source, &LineIndex::default()).map_err(|e| e.to_string())?;
+        resolve_file(&file, &self.source, &LineIndex::default(), &[]).map_err(|e| e.to_string())
+    }
+
+    /// The scenario and its start-up plan.
+    pub fn plan(&self, patches: &[Patch]) -> Result<(Scenario, StartupPlan), String> {
+        let s = self.scenario(patches)?;
+        let plan = StartupPlan::new(&s).map_err(|(f, m)| format!("{f}: {m}"))?;
+        Ok((s, plan))
+    }
+
+    /// Starts the patched scenario `runs` times.
+    pub fn start(&self, patches: &[Patch]) -> Result<StartProbe, String> {
+        let (s, plan) = self.plan(patches)?;
+        let mc = startup::run(&plan, self.seed, self.runs);
+        let mut p = StartProbe::of(&s, &plan, &mc, self.seed);
+        if p.failure.is_none() && p.start_probability < 1.0 {
+            p.failure = first_failure(&plan, self.seed, self.runs);
+        }
+        Ok(p)
+    }
+}
+
+/// What one probe found.
+#[derive(Debug, Clone, Serialize)]
+pub struct StartProbe {
+    pub start_probability: f64,
+    pub refusal_probability: f64,
+    pub oom_probability: f64,
+    /// Run 0's worst rank outcome (`started`, `refused`, `oom_killed`, `failed`).
+    pub outcome: &'static str,
+    /// The tightest started rank of run 0: budget − request.
+    pub margin_bytes: Option<i64>,
+    pub budget_bytes: Option<i64>,
+    pub requested_bytes: Option<u64>,
+    /// Host pool tokens of run 0 (smallest over started ranks).
+    pub host_pool_tokens: Option<u64>,
+    pub device_pool_tokens: u64,
+    /// Bytes per token of the first host pool (the KV pool).
+    pub pool_bytes_per_token: u64,
+    /// The first failure seen (run 0, else the first failing run): outcome and SGLang's
+    /// message.
+    pub failure: Option<Failure>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Failure {
+    pub run: u64,
+    pub rank: u32,
+    pub outcome: &'static str,
+    pub message: String,
+}
+
+impl StartProbe {
+    fn of(s: &Scenario, plan: &StartupPlan, mc: &MonteCarlo, seed: u64) -> StartProbe {
+        let rep = report::build(s, plan, mc, seed);
+        let worst = mc
+            .first_run
+            .iter()
+            .map(|r| r.outcome)
+            .max()
+            .unwrap_or(Outcome::Started);
+        let binding = rep
+            .ranks
+            .iter()
+            .filter(|r| r.margin_bytes.is_some())
+            .min_by_key(|r| r.margin_bytes);
+        let failure = mc
+            .first_run
+            .iter()
+            .find(|r| r.outcome != Outcome::Started)
+            .map(|r| Failure {
+                run: 0,
+                rank: r.rank,
+                outcome: r.outcome.id(),
+                message: r.message.clone().unwrap_or_default(),
+            });
+        StartProbe {
+            start_probability: mc.start_probability,
+            refusal_probability: mc.refusal_probability,
+            oom_probability: mc.oom_probability,
+            outcome: worst.id(),
+            margin_bytes: binding.and_then(|r| r.margin_bytes),
+            budget_bytes: binding.and_then(|r| r.budget_bytes),
+            requested_bytes: binding.and_then(|r| r.requested_bytes),
+            host_pool_tokens: crate::pipeline::host_pool_tokens(mc),
+            device_pool_tokens: rep.device_pool_tokens,
+            pool_bytes_per_token: rep
+                .host_pools
+                .first()
+                .and_then(|p| p.bytes_per_token)
+                .unwrap_or(0),
+            failure,
+        }
+    }
+}
+
+/// The first run in `1..runs` with a rank that did not start (the same streams as the
+/// Monte Carlo: run `i` draws from stream `i` of `seed`).
+fn first_failure(plan: &StartupPlan, seed: u64, runs: u64) -> Option<Failure> {
+    let mut scratch = startup::Scratch::default();
+    (1..runs).find_map(|i| {
+        let mut rng = crate::engine::stream(seed, i);
+        startup::simulate(plan, &mut rng, &mut scratch);
+        scratch
+            .results
+            .iter()
+            .find(|r| r.outcome != Outcome::Started)
+            .map(|r| Failure {
+                run: i,
+                rank: r.rank,
+                outcome: r.outcome.id(),
+                message: r.message.clone().unwrap_or_default(),
+            })
+    })
+}

@@ -1,0 +1,167 @@
+//! The recommendation: the flag line to paste into the recipe, the releases it holds on,
+//! and what would break it.
+
+use serde::Serialize;
+
+use super::ReleasePlan;
+use super::ladder::Ladder;
+use crate::scenario::Scenario;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Recommendation {
+    /// `--enable-hierarchical-cache --hicache-size N --hicache-write-policy P`, or empty
+    /// when no size starts.
+    pub flags: String,
+    pub size_gb: Option<u64>,
+    pub write_policy: String,
+    /// Releases (of those planned) on which the size starts with P ≥ target.
+    pub holds_on: Vec<&'static str>,
+    /// Releases on which it does not, with their own largest size.
+    pub breaks_on: Vec<(&'static str, Option<u64>)>,
+    /// The largest size that holds on every planned release (`--sglang all`: a recipe
+    /// safe on all of them).
+    pub safe_on_all_gb: Option<u64>,
+    /// Perturbations of the primary release under which the size fails, in words.
+    pub breaks_if: Vec<String>,
+    /// Why this write policy.
+    pub policy_reason: String,
+    /// Things SGLang itself would warn about at this size.
+    pub notes: Vec<String>,
+}
+
+/// Chooses the primary release's largest size, the write policy with the best total hit
+/// rate at that size (the scenario's own on a tie or without a trace), and lists where it
+/// holds.
+pub fn recommend(
+    plans: &[ReleasePlan],
+    ladder: Option<&Ladder>,
+    s: &Scenario,
+    target: f64,
+) -> Recommendation {
+    let valid: Vec<&ReleasePlan> = plans.iter().filter(|p| p.invalid.is_none()).collect();
+    let size_gb = valid.first().and_then(|p| p.size.as_ref().map(|f| f.value));
+    let own_policy = s.server.hicache_write_policy.clone();
+    let (write_policy, policy_reason) = match ladder {
+        Some(l) => {
+            let own = l.policies.iter().find(|p| p.policy == own_policy);
+            let best = l.policies.iter().filter(|p| p.error.is_none()).fold(
+                None::<&super::PolicyPoint>,
+                |b, p| match b {
+                    Some(b) if b.hit_rate_total >= p.hit_rate_total => Some(b),
+                    _ => Some(p),
+                },
+            );
+            match (own, best) {
+                (Some(o), Some(b))
+                    if o.error.is_none() && b.hit_rate_total <= o.hit_rate_total + 1e-9 =>
+                {
+                    (
+                        own_policy.clone(),
+                        format!(
+                            "the scenario's policy; no other policy has a higher total hit rate ({:.2} %) on this trace",
+                            100.0 * o.hit_rate_total
+                        ),
+                    )
+                }
+                (_, Some(b)) => (
+                    b.policy.clone(),
+                    format!(
+                        "the highest total hit rate at this size on this trace ({:.2} %)",
+                        100.0 * b.hit_rate_total
+                    ),
+                ),
+                _ => (own_policy.clone(), "the scenario's policy".into()),
+            }
+        }
+        None => (
+            own_policy.clone(),
+            "the scenario's policy (no trace replayed)".into(),
+        ),
+    };
+    let mut holds_on = Vec::new();
+    let mut breaks_on = Vec::new();
+    if size_gb.is_some() {
+        for p in &valid {
+            let own = p.size.as_ref().map(|f| f.value);
+            if p.at_recommended
+                .as_ref()
+                .is_some_and(|a| a.start_probability >= target)
+            {
+                holds_on.push(p.sglang);
+            } else {
+                breaks_on.push((p.sglang, own));
+            }
+        }
+    }
+    // The smallest frontier, if it holds on every release (it may not: 0.5.14 fails
+    // below the device pool, where later releases' frontiers can lie).
+    let safe_on_all_gb = valid
+        .iter()
+        .map(|p| p.size.as_ref().map(|f| f.value))
+        .collect::<Option<Vec<u64>>>()
+        .and_then(|v| v.into_iter().min())
+        .filter(|_| {
+            valid.iter().all(|p| {
+                p.at_smallest_frontier
+                    .as_ref()
+                    .is_some_and(|a| a.start_probability >= target)
+            })
+        });
+    let breaks_if = valid
+        .first()
+        .map(|p| {
+            p.sensitivity
+                .iter()
+                .filter(|x| !x.holds)
+                .map(|x| {
+                    let largest = x
+                        .largest_size_gb
+                        .map_or("no size".to_string(), |g| format!("--hicache-size {g}"));
+                    let how =
+                        x.probe
+                            .failure
+                            .as_ref()
+                            .map_or("fails".to_string(), |f| match f.outcome {
+                                "oom_killed" => "a rank is OOM-killed".to_string(),
+                                "refused" => "refuses".to_string(),
+                                o => o.to_string(),
+                            });
+                    format!(
+                        "with {}, {} {} (P(start) {:.3}); {} still holds",
+                        x.what, p.sglang, how, x.probe.start_probability, largest
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut notes = Vec::new();
+    if let Some(f) = valid.first().and_then(|p| p.size.as_ref()) {
+        let host = f.at.host_pool_tokens.unwrap_or(0);
+        let device = f.at.device_pool_tokens;
+        if host <= device {
+            // `pool_host/base.py: HostKVCache.__init__` (#28614+) logs this and starts.
+            notes.push(format!(
+                "the host pool ({host} tokens, {} GB) is not larger than the device pool ({device} tokens, {} GB): SGLang warns, and a write-through host tier that only mirrors the device pool adds few hits",
+                crate::units::fmt_gb((host * f.at.pool_bytes_per_token) as i128),
+                crate::units::fmt_gb((device * f.at.pool_bytes_per_token) as i128)
+            ));
+        }
+    }
+    let flags = match size_gb {
+        Some(g) => format!(
+            "--enable-hierarchical-cache --hicache-size {g} --hicache-write-policy {write_policy}"
+        ),
+        None => String::new(),
+    };
+    Recommendation {
+        flags,
+        size_gb,
+        write_policy,
+        holds_on,
+        breaks_on,
+        safe_on_all_gb,
+        breaks_if,
+        policy_reason,
+        notes,
+    }
+}

@@ -1,0 +1,420 @@
+//! `hicache-sim plan`: the size frontier against a hand computation from the spec's
+//! numbers and against a brute-force sweep over sizes; ratio to the page; the
+//! recommendation; diminishing returns of the hit-rate ladder; the CLI's outputs.
+
+use assert_cmd::Command;
+use hicache_sim::plan::search::{self, size_frontier, size_patch};
+use hicache_sim::plan::{PlanOptions, Prober};
+
+const GB300: &str = "scenarios/gb300-glm52-135g.yaml";
+
+fn prober(sglang: &str, runs: u64) -> Prober {
+    Prober::load(GB300, &[], Some(sglang), None, runs).unwrap()
+}
+
+/// GB300 tray, GLM-5.2 NVFP4, TP4, job cgroup 900 GB, 4 × 15 GB rank processes, a
+/// 420 GB checkpoint read through the page cache, log-normal rank jitter (median 1 s,
+/// σ 1.5: a straggler now and then). Host pools per rank with `--hicache-size S`
+/// (`pool_host/base.py: HostKVCache.__init__`): KV tokens = (⌊S·1e9 // 44,928⌋ // 64 + 1)
+/// · 64 (always one extra page), KV bytes = tokens · 44,928; the DSA indexer pool has the
+/// same tokens at 2,772 B/token. 135 GB → 46,951 pages = 135.00 GB (the incident).
+///
+/// 0.5.21 charges the page cache: budget B/4 with B = 900e9 − 60e9 − 420e9 − 10 GiB =
+/// 409,262,581,760 (102.32 GB per rank when every rank samples together). A straggler
+/// that samples after its 3 peers have pinned both pools gets (B − 3·(kv+idx)) // 4:
+///   S = 56: 19,476 pages = 1,246,464 tokens; kv 56,001,134,592 + idx 3,455,198,208 =
+///           59,456,332,800; (B − 3·59,456,332,800) // 4 = 57,723,395,840 ≥ kv → starts
+///           (its indexer pool then: (B − 178,368,998,400 − kv) // 4 = 43.72 GB ≥ 3.46 GB);
+///   S = 57: 19,824 pages = 1,268,736 tokens; kv 57,001,771,008 + idx 3,516,936,192 =
+///           60,518,707,200; (B − 3·60,518,707,200) // 4 = 56,926,615,040 < kv → refused
+///           ("Requesting 57.00 GB but only have 56.93 GB free").
+/// Stragglers that late come up in far more than 1 run in 1000 (P(start) at 57 ≈ 0.92),
+/// so the largest size with P(start) ≥ 0.999 under 0.5.21 is 56, not the 102 that the
+/// all-together budget alone would allow.
+///
+/// 0.5.22+ credits the clean page cache: B' = 900e9 − 60e9 − 10 GiB = 829,262,581,760.
+///   S = 115: 39,995 pages = 2,559,680 tokens; kv 115,001,303,040 + idx 7,095,432,960 =
+///            122,096,736,000; (B' − 3·that) // 4 = 115,743,093,440 ≥ kv → starts;
+///   S = 116: 40,343 pages = 2,581,952 tokens; kv 116,001,939,456 + idx 7,157,170,944 =
+///            123,159,110,400; (B' − 3·that) // 4 = 114,946,312,640 < kv → refused
+///            ("only have 114.95 GB free").
+#[test]
+fn largest_size_matches_the_hand_computation() {
+    for (sglang, want, next_msg) in [
+        (
+            "0.5.21",
+            56,
+            "Requesting 57.00 GB but only have 56.93 GB free",
+        ),
+        (
+            "0.5.23",
+            115,
+            "Requesting 116.00 GB but only have 114.95 GB free",
+        ),
+    ] {
+        let p = prober(sglang, 1000);
+        let f = size_frontier(&p, 0.999, 960).unwrap().unwrap();
+        assert_eq!(f.value, want, "{sglang}");
+        assert!(f.at.start_probability >= 0.999);
+        assert!(f.next.start_probability < 0.999);
+        let fail = f.next.failure.as_ref().expect("size + 1 fails somewhere");
+        assert_eq!(fail.outcome, "refused");
+        assert!(
+            fail.message.contains(next_msg),
+            "{sglang}: {}",
+            fail.message
+        );
+    }
+}
+
+/// Every rank sampling together (no jitter): 0.5.21's KV guard alone would allow 102
+/// (102 GB → 35,474 pages = 2,270,336 tokens = 102,001,655,808 B ≤ 102,315,645,440 =
+/// B // 4; 103 GB → 103,002,292,224 > B // 4), and run 0 at 102 shows exactly that
+/// budget. But the DSA indexer pool is sized live after the KV pools are pinned, so it
+/// binds first: the frontier is lower.
+#[test]
+fn kv_guard_alone_allows_102_without_jitter() {
+    let p = Prober::load(
+        GB300,
+        &["startup.arrival.jitter={dist: none}".into()],
+        Some("0.5.21"),
+        None,
+        20,
+    )
+    .unwrap();
+    let at102 = p.start(&size_patch(102)).unwrap();
+    // The KV pool checks 102,001,655,808 B against 102,315,645,440 B on every rank.
+    let (s, plan) = p.plan(&size_patch(102)).unwrap();
+    let mc = hicache_sim::startup::run(&plan, p.seed, 1);
+    for r in &mc.first_run {
+        assert_eq!(r.pools[0].requested_bytes, 102_001_655_808);
+        assert_eq!(r.pools[0].budget_bytes, 102_315_645_440);
+    }
+    let _ = s;
+    // … and the indexer pool that follows is refused on the later ranks.
+    assert_eq!(at102.outcome, "refused");
+    let f = size_frontier(&p, 0.999, 960).unwrap().unwrap();
+    assert!(f.value < 102, "{}", f.value);
+    assert!(f.next.failure.unwrap().message.contains("DSA indexer"));
+}
+
+/// Brute force: the start-up model at every integer size around the frontier, same seed
+/// and runs; the sizes that hold form a prefix (what the bisection relies on) and its
+/// last one is the bisection's answer. P(start) itself is not strictly monotone past the
+/// frontier (0.5.21: 0.874 at 63 GB, 0.876 at 64 GB — a larger pin takes longer, so a
+/// straggler sampling mid-pin sees a little less pinned), which is why the test checks
+/// the pass/fail prefix, not every pair.
+#[test]
+fn bisection_agrees_with_brute_force() {
+    for (sglang, range) in [("0.5.21", 40u64..=70), ("0.5.23", 100..=125)] {
+        let p = prober(sglang, 1000);
+        let ps: Vec<(u64, f64)> = range
+            .clone()
+            .map(|s| (s, p.start(&size_patch(s)).unwrap().start_probability))
+            .collect();
+        let brute = ps
+            .iter()
+            .filter(|x| x.1 >= 0.999)
+            .map(|x| x.0)
+            .max()
+            .unwrap();
+        assert!(brute < *range.end(), "the range must cover the frontier");
+        for &(s, pr) in &ps {
+            assert_eq!(
+                pr >= 0.999,
+                s <= brute,
+                "{sglang}: {s} GB has P(start) {pr}"
+            );
+        }
+        let f = size_frontier(&p, 0.999, 960).unwrap().unwrap();
+        assert_eq!(f.value, brute, "{sglang}");
+    }
+}
+
+/// The ratio frontier names the pool to the page: the flag's pool starts, one page more
+/// does not, and both round-trip through SGLang's `int(device_tokens · ratio)`.
+#[test]
+fn ratio_frontier_is_one_page_from_refusal() {
+    let p = prober("0.5.21", 1000);
+    let base = p.start(&size_patch(1)).unwrap();
+    let d = base.device_pool_tokens;
+    // Device pool 3,090,112 tokens per rank; one 64-token page is 2.07e-5 of ratio, so
+    // 5 decimals.
+    assert_eq!(d, 3_090_112);
+    let f = search::ratio_frontier(&p, 0.999, d, 64, base.pool_bytes_per_token, 960_000_000_000)
+        .unwrap()
+        .unwrap();
+    assert_eq!(f.value.flag.split('.').nth(1).unwrap().len(), 5);
+    assert_eq!(f.next_value.pages, f.value.pages + 1);
+    assert!(f.at.start_probability >= 0.999 && f.next.start_probability < 0.999);
+    let tokens = |r: f64| (((d as f64 * r) as u64) / 64 + 1) * 64;
+    assert_eq!(tokens(f.value.ratio), f.value.pages * 64);
+    assert_eq!(f.at.host_pool_tokens, Some(f.value.pages * 64));
+    // The size frontier (56 GB = 19,476 pages) and the ratio frontier agree to a few
+    // pages: a ratio pool of k pages requests what a size pool of k pages does.
+    assert!(
+        (f.value.pages as i64 - 19_476).abs() < 400,
+        "{}",
+        f.value.pages
+    );
+}
+
+#[test]
+fn recommendation_and_sensitivity_on_the_incident() {
+    let opts = PlanOptions {
+        target: 0.999,
+        runs: 1000,
+        seed: None,
+        sets: vec![],
+        trace: None,
+        no_replay: true,
+        ladder_max_gb: None,
+    };
+    let plan = hicache_sim::plan::plan(GB300, &[Some("0.5.21"), Some("0.5.23")], &opts).unwrap();
+    let r = &plan.recommendation;
+    assert_eq!(
+        r.flags,
+        "--enable-hierarchical-cache --hicache-size 56 --hicache-write-policy write_through"
+    );
+    assert_eq!(r.holds_on, vec!["0.5.21", "0.5.23"]);
+    assert_eq!(r.safe_on_all_gb, Some(56));
+    // 0.5.21 charges the checkpoint's page cache: 5 % more of it (441 GB) takes 21 GB
+    // from B, 5.25 GB per rank, and 56 no longer holds.
+    let s21 = &plan.releases[0].sensitivity;
+    let ckpt = s21
+        .iter()
+        .find(|x| x.field == "startup.weight_load.bytes_per_node")
+        .unwrap();
+    assert_eq!(ckpt.value, 441_000_000_000);
+    assert!(!ckpt.holds);
+    assert!(
+        r.breaks_if
+            .iter()
+            .any(|b| b.contains("5 % larger checkpoint") && b.contains("0.5.21 refuses"))
+    );
+    // 0.5.23 credits the page cache: the larger checkpoint changes nothing.
+    let s23 = &plan.releases[1].sensitivity;
+    assert!(
+        s23.iter()
+            .find(|x| x.field == "startup.weight_load.bytes_per_node")
+            .unwrap()
+            .holds
+    );
+    // 0.5.21 and 0.5.23 both have auto-size: ten fractions each.
+    assert_eq!(plan.releases[0].fractions.as_ref().unwrap().len(), 10);
+}
+
+#[test]
+fn cli_json_and_text() {
+    let out = Command::cargo_bin("hicache-sim")
+        .unwrap()
+        .args([
+            "plan", GB300, "--sglang", "0.5.21", "--runs", "200", "--format", "json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["releases"][0]["sglang"], "0.5.21");
+    assert_eq!(v["releases"][0]["size"]["value"], 56);
+    assert_eq!(v["releases"][0]["size"]["next_value"], 57);
+    let out = Command::cargo_bin("hicache-sim")
+        .unwrap()
+        .args(["plan", GB300, "--sglang", "0.5.14", "--runs", "50"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("no auto-size in this release"), "{text}");
+    // Bad input: exit 2 with the flag named.
+    Command::cargo_bin("hicache-sim")
+        .unwrap()
+        .args(["plan", GB300, "--target-start", "1.5"])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("--target-start"));
+}
+
+/// The quickstart (GB300, GLM-5.2, page-cache-credit) with a small device pool
+/// (131,072 tokens) and the first 300 requests of the bundled Mooncake trace, so the
+/// host pool can outgrow what the trace reuses within the ladder.
+fn quickstart_ladder(threads: usize) -> hicache_sim::plan::Ladder {
+    let p = Prober::load(
+        "scenarios/quickstart.yaml",
+        &[
+            "server.max_total_tokens=131072".into(),
+            "runtime.max_requests=300".into(),
+        ],
+        None,
+        None,
+        100,
+    )
+    .unwrap();
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
+        .install(|| hicache_sim::plan::ladder::run(&p, 115, Some(240)))
+        .map_err(|e| format!("{e:?}"))
+        .unwrap()
+}
+
+/// Diminishing returns: the first 300 requests have a token hit ceiling of 4.88 %
+/// (`trace stats`: 187,904 repeated tokens / 3,853,165 input tokens = 0.048766 — an
+/// infinite cache, cold start). Once the host pool holds everything the trace reuses,
+/// the total hit rate sits at that ceiling and every further 10 GB gains exactly 0, so
+/// the marginal gain is non-increasing from there on. Below it the gain is not monotone
+/// (0.14, 0.38, 0.72, 0.37, 0.81, 0.89 pp per 10 GB from 20 to 70 GB): under LRU a pool
+/// just short of a reuse distance gets nothing from it, and the next step gets it all.
+#[test]
+fn ladder_shows_diminishing_returns() {
+    let l = quickstart_ladder(2);
+    let ceiling = 187_904.0 / 3_853_165.0;
+    let steps: Vec<_> = l.points.iter().filter(|p| p.step).collect();
+    // step 10 GB up to 240: 24 steps.
+    assert_eq!(steps.len(), 24);
+    let top = steps.last().unwrap();
+    assert!(
+        (top.hit_rate_total - ceiling).abs() < 1e-9,
+        "{}",
+        top.hit_rate_total
+    );
+    let first_at_ceiling = steps
+        .iter()
+        .position(|p| (p.hit_rate_total - ceiling).abs() < 1e-9)
+        .unwrap();
+    // The plateau starts at 70 GB (the ladder printed by `plan` shows the same).
+    assert_eq!(steps[first_at_ceiling].size_gb, 70);
+    let gains: Vec<f64> = steps[first_at_ceiling..]
+        .iter()
+        .filter_map(|p| p.marginal_per_10gb)
+        .collect();
+    for w in gains.windows(2) {
+        assert!(w[1] <= w[0] + 1e-12, "{gains:?}");
+    }
+    assert!(gains[1..].iter().all(|g| g.abs() < 1e-12));
+    // Every 10 GB past 70 adds < 0.5 pp: more host memory stops paying at 70 GB.
+    assert_eq!(l.stops_paying_gb, Some(70));
+    // Device hits do not depend on the host pool.
+    assert!(
+        steps
+            .iter()
+            .all(|p| p.hit_rate_device == steps[0].hit_rate_device)
+    );
+    // Sizes past the page-cache-credit frontier (115 GB here: 0.5.23's arithmetic above,
+    // the same rules for explicit sizes) are replayed with the pool SGLang would build
+    // and marked past the frontier.
+    assert!(l.points.iter().all(|p| p.holds == (p.size_gb <= 115)));
+    // Three write policies at the planned size.
+    let pols: Vec<&str> = l.policies.iter().map(|p| p.policy.as_str()).collect();
+    assert_eq!(
+        pols,
+        ["write_through", "write_through_selective", "write_back"]
+    );
+    let wt = &l.policies[0];
+    let planned = l.points.iter().find(|p| p.size_gb == 115).unwrap();
+    assert_eq!(wt.hit_rate_total, planned.hit_rate_total);
+}
+
+/// Replays of different sizes run in parallel; the result does not depend on the
+/// thread count.
+#[test]
+fn ladder_is_the_same_on_any_thread_count() {
+    let a = serde_json::to_string(&quickstart_ladder(1)).unwrap();
+    let b = serde_json::to_string(&quickstart_ladder(2)).unwrap();
+    assert_eq!(a, b);
+}
+
+/// `--out`: plan.json, plan.txt, the figure (PNG + SVG) and report.html with the SVG
+/// inline and the recommended flag line.
+#[test]
+fn out_dir_has_the_figure_and_the_html_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("plan");
+    Command::cargo_bin("hicache-sim")
+        .unwrap()
+        .args([
+            "plan",
+            "scenarios/quickstart.yaml",
+            "--sglang",
+            "page-cache-credit,0.5.21",
+            "--runs",
+            "100",
+            "--set",
+            "runtime.max_requests=300",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .assert()
+        .code(0);
+    let png = std::fs::read(out.join("hit_rate_vs_host_pool.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    let svg = std::fs::read_to_string(out.join("hit_rate_vs_host_pool.svg")).unwrap();
+    assert!(svg.contains("refuses here") && svg.contains("recommended: --hicache-size 115"));
+    // 0.5.21's frontier drawn as a labelled line.
+    assert!(svg.contains("0.5.21: ≤ 56 GB"), "{}", &svg[..400]);
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("<svg"));
+    assert!(html.contains("--enable-hierarchical-cache --hicache-size 115"));
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("plan.json")).unwrap()).unwrap();
+    assert_eq!(v["recommendation"]["size_gb"], 115);
+    assert_eq!(v["recommendation"]["breaks_on"][0][0], "0.5.21");
+    assert_eq!(v["recommendation"]["breaks_on"][0][1], 56);
+    // 115 GB = 2,559,680 tokens < the 3,090,112-token device pool: SGLang's warning.
+    assert!(
+        v["recommendation"]["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("not larger than the device pool (3090112 tokens")
+    );
+}
+
+/// `--sglang all` plans the scenario's own rules first (page-cache-credit: 115 GB) and
+/// probes that size under every release. 0.5.14 asserts the host pool is larger than the
+/// device pool (3,090,112 tokens = 138.83 GB of KV), so 115 GB fails there although its
+/// own frontier (psutil-sized) lies higher, and no one size holds everywhere; 0.5.21
+/// refuses beyond 56 GB.
+#[test]
+fn all_releases_probe_the_recommended_size() {
+    let mut releases: Vec<Option<&str>> = vec![None];
+    releases.extend(["0.5.14", "0.5.21", "0.5.23"].map(Some));
+    let opts = PlanOptions {
+        target: 0.999,
+        runs: 200,
+        seed: None,
+        sets: vec![],
+        trace: None,
+        no_replay: true,
+        ladder_max_gb: None,
+    };
+    let run = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| hicache_sim::plan::plan("scenarios/quickstart.yaml", &releases, &opts))
+            .unwrap()
+    };
+    let p = run(2);
+    let r = &p.recommendation;
+    assert_eq!(r.size_gb, Some(115));
+    assert_eq!(r.holds_on, vec!["page-cache-credit", "0.5.23"]);
+    let v14 = &p.releases[1];
+    assert_eq!(v14.sglang, "0.5.14");
+    let at = v14.at_recommended.as_ref().unwrap();
+    assert_eq!(at.outcome, "failed");
+    assert!(v14.size.as_ref().unwrap().value > 139);
+    assert_eq!(r.breaks_on[0].0, "0.5.14");
+    assert_eq!(r.breaks_on[1], ("0.5.21", Some(56)));
+    assert_eq!(r.safe_on_all_gb, None);
+    // The same plan on one thread.
+    assert_eq!(
+        serde_json::to_string(&p).unwrap(),
+        serde_json::to_string(&run(1)).unwrap()
+    );
+}
