@@ -147,6 +147,32 @@ pub fn recommend(
             ));
         }
     }
+    // Auto-size (where the release has it) may hold a larger pool than any explicit
+    // size: `hicache_auto.py`/`host_memory.py` auto-size agrees one world MIN of the
+    // budgets before any rank pins, so no rank samples after its peers have pinned.
+    if let Some(p) = valid.first()
+        && let (Some(f), Some(rows)) = (p.size.as_ref(), p.fractions.as_ref())
+        && let Some(best) = rows.iter().filter(|r| r.holds).max_by(|a, b| {
+            let kv = |r: &super::search::FractionRow| {
+                r.probe.host_pool_tokens.unwrap_or(0) * r.probe.pool_bytes_per_token
+            };
+            kv(a).cmp(&kv(b))
+        })
+    {
+        let auto = best.probe.host_pool_tokens.unwrap_or(0) * best.probe.pool_bytes_per_token;
+        let explicit = f.at.host_pool_tokens.unwrap_or(0) * f.at.pool_bytes_per_token;
+        if auto > explicit {
+            notes.push(format!(
+                "auto-size holds a larger pool on {}: --hicache-host-memory-fraction {:.1} without --hicache-size (or ratio) gives a {} GB KV host pool per rank with P(start) {:.3}, against {} GB at --hicache-size {}; auto-size agrees one world MIN of the budgets before any rank pins, so no rank samples after its peers have pinned",
+                p.sglang,
+                best.fraction,
+                crate::units::fmt_gb(auto as i128),
+                best.probe.start_probability,
+                crate::units::fmt_gb(explicit as i128),
+                f.value
+            ));
+        }
+    }
     let flags = match size_gb {
         Some(g) => format!(
             "--enable-hierarchical-cache --hicache-size {g} --hicache-write-policy {write_policy}"

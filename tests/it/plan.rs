@@ -202,6 +202,16 @@ fn recommendation_and_sensitivity_on_the_incident() {
     );
     // 0.5.21 and 0.5.23 both have auto-size: ten fractions each.
     assert_eq!(plan.releases[0].fractions.as_ref().unwrap().len(), 10);
+    // Auto-size at fraction 1.0 sizes after the world MIN, before any pin: every rank's
+    // budget is B // 4 = 102,315,645,440 B; × 0.95 = 97.20 GB for both pools, 91.55 GB
+    // of it the KV pool — against 56 GB explicit. The plan says so.
+    assert!(
+        r.notes.iter().any(|n| n.starts_with(
+            "auto-size holds a larger pool on 0.5.21: --hicache-host-memory-fraction 1.0"
+        ) && n.contains("91.55 GB KV host pool")),
+        "{:#?}",
+        r.notes
+    );
 }
 
 #[test]
