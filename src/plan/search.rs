@@ -191,10 +191,23 @@ pub fn ratio_frontier(
     let probe_k = |k: u64| prober.start(&ratio_patch(ratio_of_pages(k, device_tokens, page)));
     let found = largest_passing(0, max_k, |k| probe_k(k).map(|p| passes(&p, target)))?;
     let Some(k) = found else { return Ok(None) };
-    let pick = ratio_flag(k, device_tokens, page, bytes_per_token);
+    let mut pick = ratio_flag(k, device_tokens, page, bytes_per_token);
+    let mut at = prober.start(&ratio_patch(pick.ratio))?;
+    if !passes(&at, target) {
+        // A pool sized from its own device pool (SWA, a hybrid model's state slots) can
+        // grow by a page before the KV pool does, inside the KV pool's ratio interval:
+        // the interval's middle, which the search probed and found to hold, is the answer.
+        let r = ratio_of_pages(k, device_tokens, page);
+        pick = RatioPick {
+            ratio: r,
+            flag: format!("{r}"),
+            pages: k + 1,
+        };
+        at = prober.start(&ratio_patch(r))?;
+    }
     let next = ratio_flag(k + 1, device_tokens, page, bytes_per_token);
     Ok(Some(Frontier {
-        at: prober.start(&ratio_patch(pick.ratio))?,
+        at,
         next: prober.start(&ratio_patch(next.ratio))?,
         value: pick,
         next_value: next,

@@ -67,7 +67,7 @@ fn release_block(out: &mut String, r: &ReleasePlan, target: f64) {
             let pool = f.at.host_pool_tokens.unwrap_or(0) * f.at.pool_bytes_per_token;
             let _ = writeln!(
                 out,
-                "  --hicache-ratio {:<6} {} pages, {} per pool; {}",
+                "  --hicache-ratio {:<6} {} pages, {} KV pool; {}",
                 f.value.flag,
                 f.value.pages,
                 gb(pool as i128),

@@ -428,3 +428,27 @@ fn all_releases_probe_the_recommended_size() {
         serde_json::to_string(&run(1)).unwrap()
     );
 }
+
+/// A model with two host pools sized from different device pools (gpt-oss: full + SWA):
+/// the SWA pool can grow by a page inside the KV pool's ratio interval, so the ratio the
+/// plan prints must itself start (it falls back to the interval's middle, which the
+/// search probed).
+#[test]
+fn ratio_frontier_of_a_swa_model_starts() {
+    let opts = PlanOptions {
+        target: 0.999,
+        runs: 20,
+        seed: None,
+        sets: vec![],
+        trace: None,
+        no_replay: true,
+        ladder_max_gb: None,
+    };
+    let plan =
+        hicache_sim::plan::plan("scenarios/gpt-oss-swa-split.yaml", &[Some("0.5.23")], &opts)
+            .unwrap();
+    let r = plan.releases[0].ratio.as_ref().expect("a ratio frontier");
+    assert!(r.at.start_probability >= 0.999, "{:?}", r.at);
+    assert!(r.next.start_probability < 0.999);
+    assert_eq!(plan.releases[0].size.as_ref().unwrap().value, 979);
+}
