@@ -21,6 +21,10 @@ use rand_distr::{Distribution, Exp, LogNormal, Normal};
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PoolPlan {
     pub name: &'static str,
+    /// SGLang's `pool_label` in its log lines: `hybrid_cache/hybrid_pool_assembler.py:
+    /// build_hybrid_swa_stack` labels the full-attention pool `full` beside `swa`
+    /// (0.5.17+); every other pool keeps its name (`kv` by `pool_host/base.py`'s default).
+    pub label: &'static str,
     /// Bytes per token, or per state slot when `spec.unit` is slots.
     pub bytes_per_token: u64,
     /// How the release builds and sizes it (`crate::pools`).
@@ -271,10 +275,17 @@ impl StartupPlan {
                 ),
             ));
         }
-        let pools: Vec<PoolPlan> = crate::pools::host_pool_specs(&pool_inputs, &device)
+        let specs = crate::pools::host_pool_specs(&pool_inputs, &device);
+        let has_swa = specs.iter().any(|x| x.name == "swa");
+        let pools: Vec<PoolPlan> = specs
             .into_iter()
             .map(|spec| PoolPlan {
                 name: spec.name,
+                label: if spec.name == "kv" && has_swa {
+                    "full"
+                } else {
+                    spec.name
+                },
                 bytes_per_token: spec.bytes_per_unit,
                 spec,
             })

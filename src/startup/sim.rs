@@ -613,7 +613,7 @@ impl Sim<'_> {
         let device = p.pools[pool].spec.device_capacity;
         if p.log_rules.small_host != SmallHostLine::Asserts && name != "indexer" && tokens <= device
         {
-            let label = self.pool_label(pool);
+            let label = p.pools[pool].label;
             self.s.results[r as usize].log.push(LogEvent::SmallHost {
                 pool: label,
                 host_tokens: tokens,
@@ -622,20 +622,9 @@ impl Sim<'_> {
         }
     }
 
-    /// SGLang's `pool_label`: `hybrid_cache/hybrid_pool_assembler.py:
-    /// build_hybrid_swa_stack` labels the full-attention pool `full` beside `swa`
-    /// (0.5.17+); every other KV pool keeps `kv` (`pool_host/base.py`).
-    fn pool_label(&self, pool: usize) -> &'static str {
-        let pools = &self.plan.pools;
-        match pools[pool].name {
-            "kv" if pools.iter().any(|x| x.name == "swa") => "full",
-            name => name,
-        }
-    }
-
     fn log_allocating(&mut self, r: u32, pool: usize, tokens: u64, bytes: u64) {
         let p = self.plan;
-        let label = self.pool_label(pool);
+        let label = p.pools[pool].label;
         self.s.results[r as usize].log.push(LogEvent::Allocating {
             pool: label,
             tokens,
