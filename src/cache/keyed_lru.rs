@@ -1,8 +1,9 @@
 //! A plain LRU keyed by 64-bit page hashes: a hash map holding only the *resident* pages
 //! (bounded by the capacity) over a slab of intrusive list links. This is how libCacheSim
-//! keeps its LRU; an index by dense page id ([`super::PageLru`]) instead needs every
-//! distinct page ever seen interned first, whose map grows with the trace and misses
-//! the CPU caches once it holds millions of pages. Used for `lru_mode: plain_page`.
+//! keeps its LRU; an index by dense page id instead needs every distinct page ever seen
+//! interned first, whose map grows with the trace and misses the CPU caches once it
+//! holds millions of pages. Not SGLang's eviction (SGLang evicts radix-tree leaves
+//! only): used for `lru_mode: plain_page` and as the L3 store's own order.
 
 use std::collections::hash_map::Entry;
 
@@ -30,8 +31,9 @@ pub struct KeyedLru {
     capacity: u64,
 }
 
-/// Slots reserved up front: the capacity, up to this many (larger LRUs grow on demand).
-const RESERVE_MAX: u64 = 1 << 22;
+/// Slots reserved up front: the capacity, up to this many (larger LRUs, and unbounded
+/// ones, grow on demand).
+const RESERVE_MAX: u64 = 1 << 16;
 
 impl KeyedLru {
     pub fn new(capacity: u64) -> Self {
@@ -52,6 +54,9 @@ impl KeyedLru {
     }
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
+    }
+    pub fn contains(&self, k: u64) -> bool {
+        self.map.contains_key(&k)
     }
 
     fn unlink(&mut self, s: u32) {

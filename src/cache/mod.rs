@@ -9,7 +9,6 @@ mod evict;
 pub mod keyed_lru;
 mod leaf_heap;
 mod node;
-pub mod page_lru;
 mod policy;
 mod rules;
 pub mod storage;
@@ -17,7 +16,6 @@ mod tree;
 
 pub use keyed_lru::KeyedLru;
 pub use node::{Node, NodeId, PageKey, PrioKey, ROOT};
-pub use page_lru::PageLru;
 pub use policy::{
     DeviceEvictAmount, EvictHostRule, EvictVersion, EvictionPolicy, HostMemoryMode, LruMode,
     PrefetchCapacityRule, PrefetchPolicy, WritePolicy,

@@ -1,17 +1,14 @@
 //! The L3 store: which pages storage holds, by page hash (one hash per page,
 //! `get_hash_str` chained). Bounded capacity evicts least recently used pages (a
-//! storage backend's own policy, not SGLang's); unbounded never evicts. Hashes are
-//! interned to dense ids here so the LRU can live in a `Vec`.
+//! storage backend's own policy, not SGLang's); unbounded never evicts. The LRU is
+//! keyed by the page hash itself ([`KeyedLru`]: only resident pages are held).
 
-use rustc_hash::FxHashMap;
-
+use super::keyed_lru::KeyedLru;
 use super::node::PageKey;
-use super::page_lru::PageLru;
 
 #[derive(Debug, Clone)]
 pub struct Storage {
-    ids: FxHashMap<PageKey, u32>,
-    lru: PageLru,
+    lru: KeyedLru,
     pub evicted_pages: u64,
 }
 
@@ -19,8 +16,7 @@ impl Storage {
     /// `capacity` in pages; `u64::MAX` = unbounded.
     pub fn new(capacity: u64) -> Self {
         Self {
-            ids: FxHashMap::default(),
-            lru: PageLru::new(capacity),
+            lru: KeyedLru::new(capacity),
             evicted_pages: 0,
         }
     }
@@ -31,17 +27,17 @@ impl Storage {
         self.lru.is_empty()
     }
     pub fn contains(&self, p: PageKey) -> bool {
-        self.ids.get(&p).is_some_and(|&i| self.lru.contains(i))
+        self.lru.contains(p)
     }
     /// `batch_exists` run by `_storage_hit_query`: the number of leading pages present,
     /// stopping at the first miss (reads refresh their LRU position).
     pub fn hit_run(&mut self, pages: &[PageKey]) -> u64 {
         let mut n = 0;
-        for p in pages {
-            match self.ids.get(p) {
-                Some(&i) if self.lru.touch(i) => n += 1,
-                _ => break,
+        for &p in pages {
+            if !self.lru.touch(p) {
+                break;
             }
+            n += 1;
         }
         n
     }
@@ -49,13 +45,11 @@ impl Storage {
     pub fn write(&mut self, pages: &[PageKey]) -> u64 {
         let mut new = 0;
         for &p in pages {
-            let next = self.ids.len() as u32;
-            let i = *self.ids.entry(p).or_insert(next);
-            if !self.lru.contains(i) {
+            if let Err(evicted) = self.lru.access(p) {
                 new += 1;
-            }
-            if self.lru.insert(i).is_some() {
-                self.evicted_pages += 1;
+                if evicted.is_some() {
+                    self.evicted_pages += 1;
+                }
             }
         }
         new

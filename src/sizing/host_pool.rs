@@ -56,10 +56,11 @@ pub fn host_pool_size(
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum SmallHostCheck {
     Ok,
-    /// #28614+: logged, start-up continues.
-    Warning(String),
+    /// #28614+: logged, start-up continues. The line itself is SGLang's log text, which
+    /// changed across releases: `release::log_lines` renders it.
+    Warning,
     /// V0: `AssertionError`, start-up fails.
-    AssertionFailed(String),
+    AssertionFailed(&'static str),
 }
 
 /// V0: `assert self.size > device_pool.size, "The host memory should be larger than the
@@ -74,11 +75,8 @@ pub fn check_small_host(
     }
     match rule {
         SmallHostRule::AssertLarger => SmallHostCheck::AssertionFailed(
-            "The host memory should be larger than the device memory with the current protocol"
-                .into(),
+            "The host memory should be larger than the device memory with the current protocol",
         ),
-        SmallHostRule::Warn => SmallHostCheck::Warning(format!(
-            "HiCache host KV pool ({host_tokens} tokens) is smaller than the device pool ({device_tokens} tokens);L2 cache effectiveness is reduced.Consider increasing --hicache-ratio (or --hicache-size) for higher L2 cache hit rate."
-        )),
+        SmallHostRule::Warn => SmallHostCheck::Warning,
     }
 }

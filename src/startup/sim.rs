@@ -11,7 +11,7 @@
 use crate::engine::{SimRng, SmallEventQueue};
 use crate::hardware::{CgroupRead, ChargeKind, HostMemory, HostMemoryView};
 use crate::release::log_lines::{self, AttachFailure, ErrorKind, LogEvent, SmallHostLine};
-use crate::sizing::{self, BudgetScope, ExplicitPath, SmallHostCheck, SmallHostRule};
+use crate::sizing::{self, BudgetScope, ExplicitPath, SmallHostCheck};
 use crate::units::Nanos;
 
 use super::plan::{HicacheSizing, MAX_HOST_POOLS, StartupPlan};
@@ -584,16 +584,12 @@ impl Sim<'_> {
         // 0.5.14 `pool_host/base.py: HostKVCache.__init__` asserts `self.size >
         // device_pool.size` *before* `psutil.virtual_memory()`: no budget was read, so
         // none is reported, and the rank fails rather than being refused.
-        // (Only the assertion is checked here: the later releases' warning is logged as
-        // `LogEvent::SmallHost`, and formatting its text per Monte Carlo run is costly.)
-        if p.rules.small_host == SmallHostRule::AssertLarger
-            && let SmallHostCheck::AssertionFailed(m) = sizing::check_small_host(
-                p.rules.small_host,
-                tokens,
-                p.pools[pool].spec.device_capacity,
-            )
-        {
-            self.s.results[r as usize].message = Some(m);
+        if let SmallHostCheck::AssertionFailed(m) = sizing::check_small_host(
+            p.rules.small_host,
+            tokens,
+            p.pools[pool].spec.device_capacity,
+        ) {
+            self.s.results[r as usize].message = Some(m.to_string());
             return self.exit(r, Outcome::Failed);
         }
         self.log_small_host(r, pool, tokens);

@@ -345,7 +345,7 @@ fn small_host_and_prefetch_rules() {
     ));
     assert!(matches!(
         check_small_host(SmallHostRule::Warn, 3, 4),
-        SmallHostCheck::Warning(_)
+        SmallHostCheck::Warning
     ));
     // host 1000, device 600.
     assert_eq!(
