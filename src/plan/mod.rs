@@ -104,13 +104,14 @@ pub fn plan_release(prober: &Prober, target: f64) -> Result<ReleasePlan, String>
     let version = s.version;
     let max_gb = max_bytes(&s).div_ceil(crate::units::GB).max(2);
     let size = search::size_frontier(prober, target, max_gb)?;
-    let base = prober.start(&search::size_patch(1))?;
+    // The device pool and the KV pool's bytes per token: the plan's, no run needed.
+    let (_, base) = prober.plan(&search::size_patch(1))?;
     let ratio = search::ratio_frontier(
         prober,
         target,
-        base.device_pool_tokens,
+        base.device_tokens,
         s.server.page_size.max(1) as u64,
-        base.pool_bytes_per_token,
+        base.pools.first().map_or(0, |p| p.bytes_per_token),
         max_bytes(&s),
     )?;
     let fractions = match version.rules().auto_size {

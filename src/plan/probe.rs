@@ -92,6 +92,13 @@ impl Prober {
         Ok((s, plan))
     }
 
+    /// P(start) of the patched scenario over `runs` runs: what a search step needs (the
+    /// same streams as [`start`](Self::start), without the report or the failure scan).
+    pub fn start_probability(&self, patches: &[Patch]) -> Result<f64, String> {
+        let (_, plan) = self.plan(patches)?;
+        Ok(startup::run(&plan, self.seed, self.runs).start_probability)
+    }
+
     /// Starts the patched scenario `runs` times.
     pub fn start(&self, patches: &[Patch]) -> Result<StartProbe, String> {
         let (s, plan) = self.plan(patches)?;
@@ -134,6 +141,21 @@ pub struct Failure {
     pub message: String,
 }
 
+impl Failure {
+    /// The first rank of a run that did not start.
+    fn of(run: u64, ranks: &[startup::RankResult]) -> Option<Failure> {
+        ranks
+            .iter()
+            .find(|r| r.outcome != Outcome::Started)
+            .map(|r| Failure {
+                run,
+                rank: r.rank,
+                outcome: r.outcome.id(),
+                message: r.message.clone().unwrap_or_default(),
+            })
+    }
+}
+
 impl StartProbe {
     fn of(s: &Scenario, plan: &StartupPlan, mc: &MonteCarlo, seed: u64) -> StartProbe {
         let rep = report::build(s, plan, mc, seed);
@@ -148,16 +170,7 @@ impl StartProbe {
             .iter()
             .filter(|r| r.margin_bytes.is_some())
             .min_by_key(|r| r.margin_bytes);
-        let failure = mc
-            .first_run
-            .iter()
-            .find(|r| r.outcome != Outcome::Started)
-            .map(|r| Failure {
-                run: 0,
-                rank: r.rank,
-                outcome: r.outcome.id(),
-                message: r.message.clone().unwrap_or_default(),
-            });
+        let failure = Failure::of(0, &mc.first_run);
         StartProbe {
             start_probability: mc.start_probability,
             refusal_probability: mc.refusal_probability,
@@ -185,15 +198,6 @@ fn first_failure(plan: &StartupPlan, seed: u64, runs: u64) -> Option<Failure> {
     (1..runs).find_map(|i| {
         let mut rng = crate::engine::stream(seed, i);
         startup::simulate(plan, &mut rng, &mut scratch);
-        scratch
-            .results
-            .iter()
-            .find(|r| r.outcome != Outcome::Started)
-            .map(|r| Failure {
-                run: i,
-                rank: r.rank,
-                outcome: r.outcome.id(),
-                message: r.message.clone().unwrap_or_default(),
-            })
+        Failure::of(i, &scratch.results)
     })
 }

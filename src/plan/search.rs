@@ -106,7 +106,9 @@ pub fn size_frontier(
     max_gb: u64,
 ) -> Result<Option<Frontier<u64>>, String> {
     let found = largest_passing(1, max_gb, |s| {
-        prober.start(&size_patch(s)).map(|p| passes(&p, target))
+        prober
+            .start_probability(&size_patch(s))
+            .map(|p| p >= target)
     })?;
     let Some(s) = found else { return Ok(None) };
     Ok(Some(Frontier {
@@ -188,8 +190,11 @@ pub fn ratio_frontier(
         return Ok(None);
     }
     let max_k = max_bytes / (page * bytes_per_token) + 1;
-    let probe_k = |k: u64| prober.start(&ratio_patch(ratio_of_pages(k, device_tokens, page)));
-    let found = largest_passing(0, max_k, |k| probe_k(k).map(|p| passes(&p, target)))?;
+    let found = largest_passing(0, max_k, |k| {
+        prober
+            .start_probability(&ratio_patch(ratio_of_pages(k, device_tokens, page)))
+            .map(|p| p >= target)
+    })?;
     let Some(k) = found else { return Ok(None) };
     let mut pick = ratio_flag(k, device_tokens, page, bytes_per_token);
     let mut at = prober.start(&ratio_patch(pick.ratio))?;

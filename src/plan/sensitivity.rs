@@ -119,7 +119,7 @@ impl ShiftedProber<'_> {
         super::search::largest_passing(1, below, |s| {
             let mut p = size_patch(s);
             p.push(self.extra.clone());
-            self.inner.start(&p).map(|p| p.start_probability >= target)
+            self.inner.start_probability(&p).map(|p| p >= target)
         })
     }
 }
