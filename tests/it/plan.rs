@@ -315,9 +315,9 @@ fn ladder_shows_diminishing_returns() {
             .iter()
             .all(|p| p.hit_rate_device == steps[0].hit_rate_device)
     );
-    // Sizes past the page-cache-credit frontier (115 GB here: 0.5.23's arithmetic above,
-    // the same rules for explicit sizes) are replayed with the pool SGLang would build
-    // and marked past the frontier.
+    // Sizes past the planned size handed to the ladder (115 GB: the page-cache-credit
+    // frontier, asserted by `out_dir_has_the_figure_and_the_html_report`) are replayed
+    // with the pool SGLang would build and marked past the frontier.
     assert!(l.points.iter().all(|p| p.holds == (p.size_gb <= 115)));
     // Three write policies at the planned size.
     let pols: Vec<&str> = l.policies.iter().map(|p| p.policy.as_str()).collect();

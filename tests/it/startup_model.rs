@@ -285,9 +285,7 @@ fn without_auto_hicache_the_pin_limit_fails_registration() {
             "cudaHostRegister failed (rc=1, invalid argument) for ptr=0x7f0000000000 size=28113297408; host buffer is not pinned and device transfers may silently return stale data."
         )
     );
-    // A chunked registration fails at the chunk crossing the limit: with 100 GB pinnable
-    // and 256 GiB chunks of a layer-first buffer (one call), offset 0 again; the run
-    // with no limit starts.
+    // Without a pin limit the same release and pools start.
     let mc = run(
         "scenarios/auto-hicache-halving.yaml",
         Some("0.5.21"),
