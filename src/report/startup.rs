@@ -593,11 +593,7 @@ pub fn render_text(s: &Scenario, plan: &StartupPlan, rep: &StartupReport) -> Str
             "SGLang log, run 0 (SGLang {}'s format strings):",
             log_release(s)
         );
-        for r in &rep.ranks {
-            for line in &r.log {
-                let _ = writeln!(o, "[TP{}] {line}", r.rank);
-            }
-        }
+        o.push_str(&render_log(rep));
     }
     if rep.runs > 1 {
         let _ = writeln!(o);

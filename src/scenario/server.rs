@@ -139,8 +139,8 @@ impl Default for ServerArgs {
 }
 
 impl ServerArgs {
-    /// `--swa-full-tokens-ratio` as SGLang resolves it (`arg_groups/fields/schedule.py`:
-    /// 0.8).
+    /// `--swa-full-tokens-ratio` as SGLang resolves it: 0.8 (`runtime_context.py` in
+    /// 0.5.15, `arg_groups/fields/schedule.py` in 0.5.23).
     pub fn swa_full_tokens_ratio(&self) -> f64 {
         self.swa_full_tokens_ratio.unwrap_or(0.8)
     }
@@ -152,8 +152,8 @@ impl ServerArgs {
 
     /// MTP draft layers whose KV the host pools carry: `--speculative-algorithm` EAGLE
     /// or NEXTN (SGLang turns NEXTN into EAGLE) with the model's own MTP layers as the
-    /// draft (`base_spec_worker.py: _can_pack_hicache_mtp`: EAGLE, not EAGLE3, every draft
-    /// runner with `num_nextn_predict_layers`), else 0.
+    /// draft (`speculative/base_spec_worker.py: _can_pack_hicache_mtp`, 0.5.18–0.5.23:
+    /// EAGLE, not EAGLE3, every draft runner with `num_nextn_predict_layers`), else 0.
     pub fn mtp_draft_layers(&self, model_mtp_layers: u32) -> u32 {
         let algo = self
             .speculative_algorithm

@@ -494,12 +494,18 @@ def split_worker(cases_path, out_path):
     import typing
     path = os.path.join(sysconfig.get_paths()["purelib"], "sglang", "srt", "mem_cache",
                         "hybrid_cache", "hybrid_pool_assembler.py")
-    tree = ast.parse(open(path).read())
-    fn = next(n for n in tree.body
-              if isinstance(n, ast.FunctionDef) and n.name == "_split_hicache_size")
-    ns = {"Any": typing.Any}
-    exec(compile(ast.Module(body=[fn], type_ignores=[]), path, "exec"), ns)
-    split = ns["_split_hicache_size"]
+    tree = ast.parse(open(path).read()) if os.path.exists(path) else ast.Module(body=[])
+    fn = next((n for n in tree.body
+               if isinstance(n, ast.FunctionDef) and n.name == "_split_hicache_size"), None)
+    if fn is None:
+        # 0.5.14-0.5.16 have no split: every host pool is sized from the whole
+        # --hicache-size (what `debug-split` reports for those releases).
+        def split(size, pools):
+            return tuple(float(size) for _ in pools)
+    else:
+        ns = {"Any": typing.Any}
+        exec(compile(ast.Module(body=[fn], type_ignores=[]), path, "exec"), ns)
+        split = ns["_split_hicache_size"]
 
     class Pool:
         def __init__(self, b):
