@@ -31,17 +31,35 @@ pub struct DevicePoolInputs {
 /// alignment `tokens // page_size * page_size`. A negative rest gives 0 (SGLang then
 /// raises "Not enough memory"; the caller decides what to report).
 pub fn device_pool_tokens(inp: &DevicePoolInputs) -> u64 {
+    tokens_from_rest(
+        profile_rest_gib(inp),
+        inp.cell_size.max(1) as f64,
+        inp.max_total_tokens,
+        inp.page_size,
+    )
+}
+
+/// `rest = available_after_load - total_before_load * (1 - mem_fraction_static)` in GiB
+/// floats (`profile_max_num_token`, every modelled release).
+pub fn profile_rest_gib(inp: &DevicePoolInputs) -> f64 {
     const GIB: f64 = (1u64 << 30) as f64;
     let before = inp.free_before_load as f64 / GIB;
     let after = inp.free_before_load.saturating_sub(inp.weights_per_rank) as f64 / GIB;
-    let rest = after - before * (1.0 - inp.mem_fraction_static);
-    let cell = inp.cell_size.max(1) as f64;
-    let profiled = crate::sizing::py_float_floordiv(rest * GIB, cell);
+    after - before * (1.0 - inp.mem_fraction_static)
+}
+
+/// `int(rest * (1 << 30) // cell_size)` (0 when negative), capped by `--max-total-tokens`
+/// and page-aligned: the tail of [`device_pool_tokens`] for a rest and a cell size the
+/// caller worked out (a hybrid model's rest after its state pool, a sliding-window
+/// model's cell).
+pub fn tokens_from_rest(rest_gib: f64, cell: f64, max_total_tokens: Option<u64>, page: u64) -> u64 {
+    const GIB: f64 = (1u64 << 30) as f64;
+    let profiled = crate::sizing::py_float_floordiv(rest_gib * GIB, cell);
     let mut tokens = if profiled > 0.0 { profiled as u64 } else { 0 };
-    if let Some(m) = inp.max_total_tokens {
+    if let Some(m) = max_total_tokens {
         tokens = tokens.min(m);
     }
-    let page = inp.page_size.max(1);
+    let page = page.max(1);
     tokens / page * page
 }
 

@@ -12,7 +12,9 @@ mod geometry;
 mod parallel;
 mod presets;
 
-pub use device_pool::{DevicePoolInputs, device_pool_bytes, device_pool_tokens};
+pub use device_pool::{
+    DevicePoolInputs, device_pool_bytes, device_pool_tokens, profile_rest_gib, tokens_from_rest,
+};
 pub use dtype::KvDtype;
 pub use geometry::{Attention, PoolGeometry};
 pub use parallel::ParallelLayout;

@@ -43,14 +43,6 @@ pub struct DevicePools {
     pub state_slots: Option<u64>,
 }
 
-/// `rest = available_after_load - total_before_load * (1 - mem_fraction_static)` in GiB
-/// floats (`model_runner.py: profile_max_num_token`, every modelled release).
-fn rest_memory_gib(inp: &DevicePoolInputs) -> f64 {
-    let before = inp.free_before_load as f64 / GIB;
-    let after = inp.free_before_load.saturating_sub(inp.weights_per_rank) as f64 / GIB;
-    after - before * (1.0 - inp.mem_fraction_static)
-}
-
 /// The Mamba state pool's slots and the rest left for KV (GiB).
 ///
 /// Mirrors `kv_cache_configurator.py: _handle_max_mamba_cache` (0.5.16+; in 0.5.14–0.5.15
@@ -106,7 +98,7 @@ pub fn device_pools(inp: &PoolSetInputs<'_>) -> Result<DevicePools, String> {
     let m = inp.model;
     let geo = m.host_pools(inp.layout, inp.dtype);
     let page = inp.device.page_size.max(1);
-    let mut rest = rest_memory_gib(&inp.device);
+    let mut rest = crate::model::profile_rest_gib(&inp.device);
     let state_slots = match m.attention.state_bytes_per_slot(inp.layout) {
         Some(per_slot) => {
             let (k, r) = mamba_slots(rest, per_slot, inp)?;
@@ -130,12 +122,8 @@ pub fn device_pools(inp: &PoolSetInputs<'_>) -> Result<DevicePools, String> {
         }
         None => geo.iter().map(|p| p.bytes_per_token).sum::<u64>() as f64,
     };
-    let profiled = py_float_floordiv(rest * GIB, cell.max(1.0));
-    let mut tokens = if profiled > 0.0 { profiled as u64 } else { 0 };
-    if let Some(cap) = inp.device.max_total_tokens {
-        tokens = tokens.min(cap);
-    }
-    let full_tokens = tokens / page * page;
+    let full_tokens =
+        crate::model::tokens_from_rest(rest, cell.max(1.0), inp.device.max_total_tokens, page);
     let swa_tokens = swa.map(|_| {
         let t = py_int(full_tokens as f64 * inp.swa_full_tokens_ratio).max(0) as u64;
         t / page * page
