@@ -161,8 +161,10 @@ for set in server.hicache_write_policy=write_bak server.hicache_host_memory_mode
   server.hicache_storage_backend= server.radix_eviction_policy=lru2 server.radix_eviction_policy=fifo \
   server.kv_cache_dtype=nvfp4 server.kv_cache_dtype=fp9 server.kv_cache_dtype=fp8_ds_mla \
   server.speculative_algorithm=whatever server.hicache_write_policy=3 server.hicache_host_memory_mode=null \
+  server.radix_eviction_policy=3 server.hicache_storage_backend=3 server.kv_cache_dtype=3 server.speculative_algorithm=3 \
+  server.hicache_io_backend=null server.hicache_mem_layout='{a: 1}' server.kv_cache_dtype=null server.radix_eviction_policy=null \
   sglang=bogus sglang=0.5.99 sglang=v0.5.21 'sglang=[1]' server.hicache_host_memory_fraction=0.5; do
-  n=$(echo "$set" | tr '=/[]' '____')
+  n=$(echo "$set" | tr '=/[]{}: ' '________')
   run "err.set.$n" startup $Q --runs 2 --set "$set"
   run "err.set.$n.0.5.20" startup $Q --runs 2 --sglang 0.5.20 --set "$set"
 done
@@ -188,6 +190,10 @@ run err.replay.tree replay --trace $T --config tree=v2
 run err.replay.cap replay --trace $T --config prefetch_capacity_rule=half
 run err.replay.mode replay --trace $T --config host_memory_mode=buffer_only
 run err.replay.key replay --trace $T --config write_polcy=write_back
+for c in eviction_policy=3 eviction_policy=null 'eviction_policy={a: 1}' write_policy=3 host_memory_mode=null prefetch_policy=3 tree=3 prefetch_capacity_rule=3 device_evict_amount=all; do
+  n=$(echo "$c" | tr '=/{}: ' '______')
+  run "err.replay.config.$n" replay --trace $T --config "$c"
+done
 run err.debug_sizing debug-sizing /dev/null --sglang bogus
 run err.runs startup $Q --runs 0
 run err.runs_yaml startup $Q --set runs=0

@@ -4,6 +4,7 @@
 //!
 //! The binary (`src/main.rs`) is a thin CLI over this library. Module map:
 //! - [`units`], [`error`]: quantities at the edges, input errors with file/line/field;
+//! - [`domain`]: SGLang's vocabulary, typed — server arguments and one enum per choice;
 //! - [`engine`]: virtual time, event queue, seeded RNG — no model code;
 //! - [`hardware`], [`model`]: node presets, Linux/cgroup memory accounting, KV geometry;
 //! - [`release`]: SGLang releases (`0.5.14`…`0.5.23`) and PR-era what-ifs, each one
@@ -15,6 +16,7 @@
 
 pub mod cache;
 pub mod commands;
+pub mod domain;
 pub mod engine;
 pub mod error;
 pub mod flags;

@@ -62,30 +62,26 @@ pub fn replay_config(
     // SGLang flag values map onto the runtime's enums by their serde names.
     let cap = match (
         s.version.rules().prefetch_cap,
-        s.server.hicache_host_memory_mode.as_str(),
+        s.server.hicache_host_memory_mode,
     ) {
-        (_, "buffer_only") => "buffer_only",
+        (_, crate::domain::HostMemoryMode::BufferOnly) => "buffer_only",
         (crate::sizing::PrefetchCapRule::ExcessOverDevice, _) => "pre-28614",
         (crate::sizing::PrefetchCapRule::Pr16909Proposal, _) => "pr16909",
         _ => "pr28614",
     };
+    use crate::domain::Choice;
     let mut derived = Map::new();
-    derived.insert(
-        "write_policy".into(),
-        Value::String(s.server.hicache_write_policy.clone()),
-    );
-    derived.insert(
-        "eviction_policy".into(),
-        Value::String(s.server.radix_eviction_policy.clone()),
-    );
-    derived.insert(
-        "host_memory_mode".into(),
-        Value::String(s.server.hicache_host_memory_mode.clone()),
-    );
-    derived.insert(
-        "prefetch_policy".into(),
-        Value::String(s.server.hicache_storage_prefetch_policy.clone()),
-    );
+    for (k, id) in [
+        ("write_policy", s.server.hicache_write_policy.id()),
+        ("eviction_policy", s.server.radix_eviction_policy.id()),
+        ("host_memory_mode", s.server.hicache_host_memory_mode.id()),
+        (
+            "prefetch_policy",
+            s.server.hicache_storage_prefetch_policy.id(),
+        ),
+    ] {
+        derived.insert(k.into(), Value::String(id.into()));
+    }
     derived.insert("prefetch_capacity_rule".into(), Value::String(cap.into()));
     derived.insert(
         "max_prefill_tokens".into(),

@@ -29,7 +29,10 @@ pub use rules::{
     MambaSlotFormula, MtpDraftHost, PoolRules, PrefetchRetries, PrefetchTimeout,
     PrefetchTimeoutClock, ReleaseRules, StorageWriteGate, TreeVariant,
 };
-pub use server_check::{FieldError, check_server};
+pub use server_check::{
+    FieldError, RELEASE_CHOICE_FIELDS, check_server, choice_refusal, eviction_policy_refusal,
+    storage_backend_refusal,
+};
 
 /// A released SGLang wheel on PyPI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -170,6 +173,15 @@ impl Release {
     /// The complete rule set of this release.
     pub fn rules(self) -> ReleaseRules {
         rules::of_release(self)
+    }
+
+    /// This release's argument parser, from the generated flag table (a post release
+    /// reads its base release's table when the generator found it unchanged).
+    pub fn flags(self) -> &'static crate::flags::ReleaseFlags {
+        let t = crate::flags::table();
+        let id = t.same_as.get(self.id()).map_or(self.id(), String::as_str);
+        t.release(id)
+            .expect("the flag table has every modelled release (release::tests)")
     }
 }
 

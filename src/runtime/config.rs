@@ -57,6 +57,8 @@ pub struct ReplayConfig {
     /// L3 present with unbounded capacity (overrides `l3_pages`).
     pub l3_unbounded: bool,
     pub write_policy: WritePolicy,
+    /// Every strategy but `tlru` (not modelled: the tree keeps no T-LRU history).
+    #[serde(deserialize_with = "modelled_eviction_policy")]
     pub eviction_policy: EvictionPolicy,
     pub lru_mode: LruMode,
     pub evict_host_rule: EvictHostRule,
@@ -157,6 +159,33 @@ impl Default for ReplayConfig {
     }
 }
 
+/// `eviction_policy` of a replay: the strategies the tree models, with serde's own
+/// messages ("unknown variant `tlru`, expected one of `lru`, …").
+fn modelled_eviction_policy<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<EvictionPolicy, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    enum Modelled {
+        Lru,
+        Lfu,
+        Fifo,
+        Mru,
+        Filo,
+        Priority,
+        Slru,
+    }
+    Ok(match Modelled::deserialize(d)? {
+        Modelled::Lru => EvictionPolicy::Lru,
+        Modelled::Lfu => EvictionPolicy::Lfu,
+        Modelled::Fifo => EvictionPolicy::Fifo,
+        Modelled::Mru => EvictionPolicy::Mru,
+        Modelled::Filo => EvictionPolicy::Filo,
+        Modelled::Priority => EvictionPolicy::Priority,
+        Modelled::Slru => EvictionPolicy::Slru,
+    })
+}
+
 /// How an uncapped prefetch timeout (0.5.19+) is held in `prefetch_timeout_max`: the
 /// longest duration a scenario may hold (116 days, `units::MAX_DURATION_NS`), so it
 /// survives the config's text round trip and `issued + timeout` cannot overflow.
@@ -237,6 +266,12 @@ impl ReplayConfig {
         };
         if self.page_size == 0 {
             return bad("page_size", "must be at least 1 token".into());
+        }
+        if self.eviction_policy == EvictionPolicy::Tlru {
+            return bad(
+                "eviction_policy",
+                "tlru is not modelled by the replay (the tree keeps no T-LRU history)".into(),
+            );
         }
         if self.host_memory_mode == HostMemoryMode::BufferOnly && !self.has_storage() {
             return bad(

@@ -7,10 +7,8 @@ pub mod lines;
 pub mod load;
 pub mod resolve;
 pub mod schema;
-pub mod server;
 pub mod shell;
 
 pub use load::{LoadedScenario, load_file, load_str};
 pub use resolve::Scenario;
 pub use schema::ScenarioFile;
-pub use server::ServerArgs;

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::load::{LoadedScenario, field_error};
 use super::schema::{MemorySpec, ScenarioFile, StartupSpec};
-use super::server::ServerArgs;
+use crate::domain::ServerArgs;
 use crate::error::{InputError, nearest};
 use crate::hardware::{NodePreset, node_presets};
 use crate::model::{KvDtype, ModelPreset, ParallelLayout, model_presets};
@@ -111,21 +111,20 @@ pub fn resolve_file(
     let release_notes = crate::release::check_server(version, &mut server, fraction_given)
         .map_err(|(field, m)| at(field, m))?;
     let s = &server;
-    let kv_dtype = if s.kv_cache_dtype == "auto" {
-        model.default_kv_dtype
-    } else {
-        KvDtype::from_id(&s.kv_cache_dtype).ok_or_else(|| {
-            at(
+    let kv_dtype = match KvDtype::from_flag(s.kv_cache_dtype) {
+        Some(KvDtype::Auto) => model.default_kv_dtype,
+        Some(d) => d,
+        // Valid `--kv-cache-dtype` choices of 0.5.14–0.5.23 (flag table) whose packed
+        // data + scale buffers this simulator does not size.
+        None => {
+            return Err(at(
                 "server.kv_cache_dtype",
-                if ["mxfp8", "nvfp4", "fp4_mx_block16", "fp4_e2m1"].contains(&s.kv_cache_dtype.as_str()) {
-                    // Valid `--kv-cache-dtype` choices of 0.5.14–0.5.23 (flag table) whose
-                    // packed data + scale buffers this simulator does not size.
-                    format!("kv cache dtype `{}` is a valid SGLang choice, but its bytes per token (packed values + block scales) are not modelled: simulate with fp8_e4m3 or bf16 and scale the pools by hand", s.kv_cache_dtype)
-                } else {
-                    format!("unknown kv cache dtype `{}`: expected auto, bf16, fp16, fp8_e4m3, fp8_e5m2 or fp8_ds_mla", s.kv_cache_dtype)
-                },
-            )
-        })?
+                format!(
+                    "kv cache dtype `{}` is a valid SGLang choice, but its bytes per token (packed values + block scales) are not modelled: simulate with fp8_e4m3 or bf16 and scale the pools by hand",
+                    s.kv_cache_dtype
+                ),
+            ));
+        }
     };
     model
         .attention
@@ -174,82 +173,6 @@ pub fn resolve_file(
             "server.page_size",
             format!("{} tokens is not a page size", s.page_size),
         ));
-    }
-    // SGLang's choices for the flags the runtime reads (`server_args.py`).
-    for (field, value, choices) in [
-        (
-            "server.hicache_write_policy",
-            &s.hicache_write_policy,
-            &["write_back", "write_through", "write_through_selective"][..],
-        ),
-        (
-            "server.hicache_host_memory_mode",
-            &s.hicache_host_memory_mode,
-            &["cache", "buffer_only"][..],
-        ),
-        (
-            "server.hicache_storage_prefetch_policy",
-            &s.hicache_storage_prefetch_policy,
-            &["best_effort", "wait_complete", "timeout"][..],
-        ),
-        (
-            "server.hicache_io_backend",
-            &s.hicache_io_backend,
-            &["direct", "kernel", "kernel_ascend"][..],
-        ),
-        (
-            "server.hicache_mem_layout",
-            &s.hicache_mem_layout,
-            &[
-                "layer_first",
-                "page_first",
-                "page_first_direct",
-                "page_first_kv_split",
-                "page_head",
-            ][..],
-        ),
-    ] {
-        if !choices.contains(&value.as_str()) {
-            let hint = nearest(value, choices.iter().copied())
-                .map(|n| format!(" (did you mean `{n}`?)"))
-                .unwrap_or_default();
-            return Err(at(
-                field,
-                format!(
-                    "invalid choice `{value}`{hint}: expected one of {}",
-                    choices.join(", ")
-                ),
-            ));
-        }
-    }
-    // `--hicache-storage-backend` choices of the release (its parser, as recorded in the
-    // generated flag table; 0.5.23: `arg_groups/fields/memory.py`): any other string
-    // (`""`, `none`, a typo) would switch on an L3 SGLang never builds.
-    if let Some(b) = &s.hicache_storage_backend {
-        let release = super::launch::flag_release(version.id()).map_err(|m| at("sglang", m))?;
-        let choices: Vec<&str> = crate::flags::table()
-            .release(release)
-            .ok()
-            .and_then(|r| {
-                r.actions
-                    .iter()
-                    .find(|a| a.dest == "hicache_storage_backend")
-            })
-            .and_then(|a| a.choices.as_ref())
-            .map(|c| c.iter().map(String::as_str).collect())
-            .unwrap_or_default();
-        if !choices.contains(&b.as_str()) {
-            let hint = nearest(b, choices.iter().copied())
-                .map(|n| format!(" (did you mean `{n}`?)"))
-                .unwrap_or_default();
-            return Err(at(
-                "server.hicache_storage_backend",
-                format!(
-                    "invalid choice `{b}`{hint}: SGLang {release} accepts {} (or leave it unset for no storage tier)",
-                    choices.join(", ")
-                ),
-            ));
-        }
     }
     if s.dp_size > 1 && !s.enable_dp_attention {
         return Err(at(
@@ -347,7 +270,7 @@ pub fn resolve_file(
     if let (_, Some(n)) = crate::pools::spec_draft(s, &model) {
         notes.push(n);
     }
-    if s.radix_eviction_policy == "tlru" {
+    if s.radix_eviction_policy == crate::domain::EvictionPolicy::Tlru {
         notes.push("warning: radix eviction policy tlru (SGLang 0.5.21+) is not modelled by the runtime replay: start-up sizing is unaffected, a replay refuses it".into());
     }
     if let Some(p) = &f.startup.pin.steps
@@ -361,15 +284,16 @@ pub fn resolve_file(
         ));
     }
     if s.hicache_enabled() || version == Sglang::WhatIf(SglangVersion::AutoHicache) {
-        let r = crate::sizing::resolve_hicache_args(&crate::startup::plan::hicache_args(s))
-            .map_err(|e| {
+        let r = crate::sizing::resolve_hicache_args(&crate::sizing::HicacheArgs::of(s)).map_err(
+            |e| {
                 let field = if e.0.contains("fraction") {
                     "server.hicache_host_memory_fraction"
                 } else {
                     "server"
                 };
                 at(field, e.0)
-            })?;
+            },
+        )?;
         notes.extend(r.fraction_note);
     }
 
