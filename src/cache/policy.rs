@@ -51,41 +51,10 @@ pub enum EvictVersion {
     V1,
 }
 
-/// `prefetch_capacity_limit` (`managers/cache_controller.py`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PrefetchCapacityRule {
-    /// V0, before #28614: `max(0, int(0.8*(host - device)))` (cache_controller L466).
-    #[serde(rename = "pre-28614")]
-    Pre28614,
-    /// V1, #28614 and later: `int(0.5*host)` (L484).
-    #[default]
-    #[serde(rename = "pr28614")]
-    Pr28614,
-    /// buffer_only mode (later versions): `int(0.9*host)`.
-    BufferOnly,
-    /// #16909 proposal (not merged): `0.8*(host-device)` if host > device else `0.5*host`.
-    #[serde(rename = "pr16909")]
-    Pr16909,
-}
-
-impl PrefetchCapacityRule {
-    /// The limit in tokens, from pool sizes in tokens.
-    pub fn limit_tokens(self, host_tokens: u64, device_tokens: u64) -> u64 {
-        let h = host_tokens as f64;
-        let d = device_tokens as f64;
-        match self {
-            PrefetchCapacityRule::Pre28614 => (0.8 * (h - d)).max(0.0) as u64,
-            PrefetchCapacityRule::Pr28614 => (0.5 * h) as u64,
-            PrefetchCapacityRule::BufferOnly => (0.9 * h) as u64,
-            PrefetchCapacityRule::Pr16909 => {
-                if host_tokens > device_tokens {
-                    (0.8 * (h - d)) as u64
-                } else {
-                    (0.5 * h) as u64
-                }
-            }
-        }
+impl EvictVersion {
+    /// Serialized as `true` for [`Self::V0`] (the release rule tables' `evict_v0`).
+    pub fn serialize_is_v0<S: serde::Serializer>(v: &Self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bool(*v == EvictVersion::V0)
     }
 }
 
@@ -98,6 +67,24 @@ pub enum DeviceEvictAmount {
     /// request, not the shortfall.
     #[default]
     Requested,
-    /// Newer `common.py`: `evict(num_tokens - available_size)` — only the shortfall.
+    /// Newer `common.py`: `evict(num_tokens - available_size)` — only the shortfall
+    /// (0.5.17+ `allocator/base.py: evict_to_free_tokens`).
     Shortfall,
+}
+
+impl DeviceEvictAmount {
+    /// Pages to ask the tree for when `wanted` are needed and `free` are free (`free <
+    /// wanted`).
+    pub fn to_evict(self, wanted: u64, free: u64) -> u64 {
+        match self {
+            DeviceEvictAmount::Requested => wanted,
+            DeviceEvictAmount::Shortfall => wanted - free,
+        }
+    }
+
+    /// Serialized as `true` for [`Self::Shortfall`] (the release rule tables'
+    /// `device_evict_shortfall`).
+    pub fn serialize_is_shortfall<S: serde::Serializer>(a: &Self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bool(*a == DeviceEvictAmount::Shortfall)
+    }
 }

@@ -695,15 +695,8 @@ impl<R: TreeRules> HiRadixTree<R> {
     pub fn make_device_room(&mut self, n: u64) -> u64 {
         let avail = self.device_free();
         if avail < n {
-            let amount = if R::DEVICE_EVICT_SHORTFALL {
-                n - avail
-            } else {
-                match self.cfg.device_evict_amount {
-                    DeviceEvictAmount::Requested => n,
-                    DeviceEvictAmount::Shortfall => n - avail,
-                }
-            };
-            self.evict(amount);
+            let amount = R::DEVICE_EVICT.unwrap_or(self.cfg.device_evict_amount);
+            self.evict(amount.to_evict(n, avail));
         }
         self.device_free()
     }

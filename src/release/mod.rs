@@ -1,6 +1,6 @@
 //! SGLang releases as versions: one value, resolved once from `--sglang` / `sglang:`,
 //! that every layer reads — host-pool sizing ([`crate::sizing::Rules`]), the HiCache
-//! controller ([`ControllerRules`]), which tree the replay uses ([`TreeVariant`]) and
+//! controller ([`ControllerRules`]), which tree the replay uses ([`ReleaseRules::tree`]) and
 //! which flags exist ([`FlagRules`]).
 //!
 //! Two kinds of id:
@@ -27,7 +27,7 @@ use crate::sizing::{self, SglangVersion};
 pub use rules::{
     BufferOnlyWriteBack, ControllerRules, EvictionChoices, FlagRules, HicacheSizeSplit,
     MambaSlotFormula, MtpDraftHost, PoolRules, PrefetchRetries, PrefetchTimeout,
-    PrefetchTimeoutClock, ReleaseRules, StorageWriteGate, TreeVariant,
+    PrefetchTimeoutClock, ReleaseRules, StorageWriteGate,
 };
 pub use server_check::{
     FieldError, RELEASE_CHOICE_FIELDS, check_server, choice_refusal, eviction_policy_refusal,

@@ -516,13 +516,17 @@ fn buffer_only_write_back_is_coerced_from_0_5_22_and_an_error_before() {
 
 #[test]
 fn replay_takes_the_controller_defaults_of_the_release() {
-    use hicache_sim::cache::{DeviceEvictAmount, EvictVersion, PrefetchCapacityRule};
+    use hicache_sim::cache::{DeviceEvictAmount, EvictVersion};
     use hicache_sim::release::Release;
     use hicache_sim::runtime::ReplayConfig;
+    use hicache_sim::sizing::PrefetchCapRule;
     let c = |r: Release| ReplayConfig::default().with_release(&r.rules().controller);
     let c14 = c(Release::V0_5_14);
     assert_eq!(c14.evict_version, EvictVersion::V0);
-    assert_eq!(c14.prefetch_capacity_rule, PrefetchCapacityRule::Pre28614);
+    assert_eq!(
+        c14.prefetch_capacity_rule,
+        PrefetchCapRule::ExcessOverDevice
+    );
     assert_eq!(c14.device_evict_amount, DeviceEvictAmount::Requested);
     assert_eq!(c14.prefetch_timeout_max.0, 30_000_000_000);
     assert_eq!(c14.prefetch_timeout_base.0, 2_000_000_000);
