@@ -59,15 +59,12 @@ pub fn replay_config(
             .with_release(&s.version.release_rules().controller)
             .with_tree(s.version.release_rules().tree)
     };
-    // SGLang flag values map onto the runtime's enums by their serde names.
-    let cap = match (
-        s.version.rules().prefetch_cap,
-        s.server.hicache_host_memory_mode,
-    ) {
-        (_, crate::domain::HostMemoryMode::BufferOnly) => "buffer_only",
-        (crate::sizing::PrefetchCapRule::ExcessOverDevice, _) => "pre-28614",
-        (crate::sizing::PrefetchCapRule::Pr16909Proposal, _) => "pr16909",
-        _ => "pr28614",
+    // The cap in force in the scenario's host memory mode (buffer_only: 0.9 x host).
+    let cfg = ReplayConfig {
+        prefetch_capacity_rule: cfg
+            .prefetch_capacity_rule
+            .in_mode(s.server.hicache_host_memory_mode),
+        ..cfg
     };
     use crate::domain::Choice;
     let mut derived = Map::new();
@@ -82,7 +79,6 @@ pub fn replay_config(
     ] {
         derived.insert(k.into(), Value::String(id.into()));
     }
-    derived.insert("prefetch_capacity_rule".into(), Value::String(cap.into()));
     derived.insert(
         "max_prefill_tokens".into(),
         Value::from(s.server.max_prefill_tokens),

@@ -48,9 +48,7 @@ pub fn check_server(
         return Err(("server.hicache_storage_backend", m));
     }
     if server.radix_eviction_policy == EvictionPolicy::Tlru {
-        notes.push(
-            "--radix-eviction-policy tlru is accepted (SGLang 0.5.21+) but the replay does not model it".into(),
-        );
+        notes.push("warning: radix eviction policy tlru (SGLang 0.5.21+) is not modelled by the runtime replay: start-up sizing is unaffected, a replay refuses it".into());
     }
     // `arg_groups/hicache_hook.py`: buffer_only + write_back.
     if server.hicache_host_memory_mode == HostMemoryMode::BufferOnly

@@ -270,9 +270,6 @@ pub fn resolve_file(
     if let (_, Some(n)) = crate::pools::spec_draft(s, &model) {
         notes.push(n);
     }
-    if s.radix_eviction_policy == crate::domain::EvictionPolicy::Tlru {
-        notes.push("warning: radix eviction policy tlru (SGLang 0.5.21+) is not modelled by the runtime replay: start-up sizing is unaffected, a replay refuses it".into());
-    }
     if let Some(p) = &f.startup.pin.steps
         && !(1..=MAX_PIN_STEPS).contains(p)
     {
