@@ -194,7 +194,7 @@ fn provenance(
     traces.dedup();
     for t in traces {
         let path = crate::scenario::resolve::resolve_relative(&t, scenario);
-        let hash = crate::workload::content_hash(Path::new(&path)).map_err(|e| {
+        let hash = crate::fingerprint::content_hash(Path::new(&path)).map_err(|e| {
             InputError::new(scenario, format!("cannot read the trace `{path}`: {e}"))
                 .field("runtime.trace")
         })?;

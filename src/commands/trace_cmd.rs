@@ -60,7 +60,7 @@ fn convert_cmd(a: TraceConvertArgs) -> CmdResult {
     if let Some(e) = cols.tail_error.take() {
         return Err(e.into());
     }
-    cols.source_hash = crate::workload::content_hash(input)
+    cols.source_hash = crate::fingerprint::content_hash(input)
         .map_err(|e| InputError::new(&a.input, format!("cannot read: {e}")))?;
     cols.source_len = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
     let tmp = output.with_file_name(format!(

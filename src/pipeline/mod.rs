@@ -4,16 +4,14 @@
 
 pub mod replay_memo;
 mod row;
-mod runtime_section;
 
 pub use row::{COLUMNS, point_row};
-pub use runtime_section::{Engine, RuntimeSection};
 
 use serde_json::{Map, Value};
 
 use crate::error::InputError;
 use crate::runtime::{ReplayConfig, ReplayMetrics, Timing};
-use crate::scenario::Scenario;
+use crate::scenario::{RuntimeSection, Scenario};
 use crate::startup::{MonteCarlo, Outcome, StartupPlan};
 use crate::workload::read::{TraceFormat, TraceOptions, open_trace_with};
 

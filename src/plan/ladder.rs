@@ -11,7 +11,8 @@ use serde_json::Value;
 use super::probe::Prober;
 use super::search::size_patch;
 use crate::error::InputError;
-use crate::pipeline::{Engine, host_pool_tokens, replay_config, run_replay};
+use crate::pipeline::{host_pool_tokens, replay_config, run_replay};
+use crate::scenario::Engine;
 use crate::sizing::{HostPoolSizeArg, host_pool_size};
 use crate::startup;
 

@@ -35,7 +35,7 @@ pub struct Scenario {
     pub layout: ParallelLayout,
     pub memory: MemorySpec,
     pub startup: StartupSpec,
-    pub runtime: Option<crate::pipeline::RuntimeSection>,
+    pub runtime: Option<super::RuntimeSection>,
     pub sweep: Option<Value>,
     /// Things SGLang would log once (an ignored fraction) and flags not modelled.
     pub notes: Vec<String>,
@@ -221,13 +221,12 @@ pub fn resolve_file(
             ),
         ));
     }
-    if f.runs == 0 || f.runs > crate::commands::startup_cmd::MAX_RUNS {
+    if f.runs == 0 || f.runs > MAX_RUNS {
         return Err(at(
             "runs",
             format!(
                 "{} must be between 1 and {} (memory does not grow with runs; time does)",
-                f.runs,
-                crate::commands::startup_cmd::MAX_RUNS
+                f.runs, MAX_RUNS
             ),
         ));
     }
@@ -297,11 +296,12 @@ pub fn resolve_file(
     let runtime = match &f.runtime {
         None => None,
         Some(v) => Some(
-            serde_path_to_error::deserialize::<_, crate::pipeline::RuntimeSection>(v.clone())
-                .map_err(|e| {
+            serde_path_to_error::deserialize::<_, super::RuntimeSection>(v.clone()).map_err(
+                |e| {
                     let path = format!("runtime.{}", e.path());
                     field_error(source, lines, &path, &e.into_inner().to_string())
-                })?,
+                },
+            )?,
         ),
     };
     if runtime
@@ -388,6 +388,10 @@ pub fn override_preset<T: Serialize + DeserializeOwned>(
         field_error(source, lines, &path, &e.into_inner().to_string())
     })
 }
+
+/// Most Monte Carlo runs one command takes (a billion start-ups is hours of work; more is
+/// a typo). Memory does not grow with the count.
+pub const MAX_RUNS: u64 = 1_000_000_000;
 
 /// Most steps a pool's pinning is split into: 10,000 already resolves a 1 TB pool in
 /// 100 MB steps, and every step is an event of every rank's start-up.

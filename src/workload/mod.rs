@@ -36,19 +36,3 @@ pub use read::{
 pub use reblock::Reblocker;
 pub use stats::{StatsBuilder, TraceStats, block_stats, stats};
 pub use write::{MooncakeWriter, write_mooncake_jsonl};
-
-/// FNV-1a 64 of a file's bytes, streamed: the identity of a trace's content (a sweep's
-/// resume and merge refuse a trace that changed under the same name).
-pub fn content_hash(path: &std::path::Path) -> std::io::Result<u64> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path)?;
-    let mut buf = vec![0u8; 1 << 20];
-    let mut h = crate::sweep::journal::FNV1A_INIT;
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            return Ok(h);
-        }
-        h = crate::sweep::journal::fnv1a_update(h, &buf[..n]);
-    }
-}

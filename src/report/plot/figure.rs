@@ -308,3 +308,8 @@ pub fn render(chart: &impl Chart, stem: &Path) -> Result<Vec<PathBuf>, PlotError
     }
     Ok(vec![png, svg])
 }
+
+/// Last segment of a dotted path: `server.hicache_ratio` → `hicache_ratio`.
+pub fn short(path: &str) -> &str {
+    path.rsplit('.').next().unwrap_or(path)
+}
