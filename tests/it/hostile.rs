@@ -1,0 +1,166 @@
+//! Hostile input on the surfaces of issue #21 — `trace convert`, the binary trace, `plan`,
+//! `check`, launch files — a test per case, through the real binary. Each asserts the
+//! exit code and the words a user would see, and fails without its fix:
+//! `HOSTILE_BIN=/path/to/older/hicache-sim cargo test --test it hostile` runs them against
+//! another build (the one before these fixes fails every test).
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+/// The binary under test: this build's, or `HOSTILE_BIN`.
+fn bin() -> String {
+    std::env::var("HOSTILE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_hicache-sim").into())
+}
+
+fn run(args: &[&str], dir: &Path) -> Output {
+    Command::new(bin())
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn run_env(args: &[&str], dir: &Path, env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(bin());
+    c.args(args).current_dir(dir).stdin(Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[track_caller]
+fn ok(o: &Output) {
+    assert_eq!(code(o), 0, "{}", stderr(o));
+}
+
+#[track_caller]
+fn exit2(o: &Output, words: &[&str]) {
+    assert_eq!(code(o), 2, "stdout:\n{}\nstderr:\n{}", stdout(o), stderr(o));
+    for w in words {
+        assert!(stderr(o).contains(w), "missing `{w}` in:\n{}", stderr(o));
+    }
+}
+
+fn repo(p: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
+}
+
+/// A temp folder with `trace.jsonl`: the first 300 requests of the bundled synthetic trace.
+fn workdir() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let trace = std::fs::read_to_string(repo("traces/synthetic_trace.jsonl")).unwrap();
+    let head: String = trace.lines().take(300).map(|l| format!("{l}\n")).collect();
+    std::fs::write(d.path().join("trace.jsonl"), head).unwrap();
+    d
+}
+
+/// GB300, page-cache-credit, a 2 × 2 sweep over the trace beside it (as `reliability`).
+const SCENARIO: &str = "\
+name: hostile
+sglang: page-cache-credit
+seed: 2
+runs: 20
+node: gb300
+model: glm-5.2
+server:
+  tp_size: 4
+  page_size: 64
+  kv_cache_dtype: fp8_e4m3
+  mem_fraction_static: 0.85
+  enable_hierarchical_cache: true
+  hicache_write_policy: write_through
+memory:
+  host_other_used: 10GB
+  cgroup:
+    version: v2
+    max: 900GB
+startup:
+  process_memory: 15GB
+  weight_load:
+    bytes_per_node: 420GB
+    read_bandwidth: 15GB/s
+  arrival:
+    jitter: {dist: log_normal, median: 1s, sigma: 1.5}
+  post_load: 5s
+runtime:
+  trace: trace.jsonl
+  trace_format: mooncake
+  replay:
+    timing: off
+sweep:
+  axes:
+    server.hicache_host_memory_fraction: [0.5, 1.0]
+    server.hicache_ratio: [null, 2.0]
+";
+
+/// The binary trace carries a CRC-32 of its bytes: a bit flipped anywhere (header,
+/// arrivals, lengths, offsets, hash ids — the issue's zeroed ids among them), a cut
+/// file or an older format version is refused with exit 2 naming the file, by
+/// `replay` (the streaming reader), `sweep` (the shared parse) and `trace stats`.
+#[test]
+fn damaged_binary_traces_are_refused() {
+    let d = workdir();
+    ok(&run(&["trace", "convert", "trace.jsonl", "-o", "t.bin"], d.path()));
+    let good = std::fs::read(d.path().join("t.bin")).unwrap();
+    let replay = |dir: &Path| {
+        run(
+            &["replay", "--trace", "t.bin", "--page-size", "512", "--l1-pages", "100", "--l2-pages", "100"],
+            dir,
+        )
+    };
+    ok(&replay(d.path()));
+    // bits spread over the file: the header's counts and block size, every column
+    let n = good.len();
+    let mut bits: Vec<usize> = vec![8 * 16, 8 * 24 + 3, 8 * 60 + 1, 8 * (n / 3) + 5, 8 * (n / 2), 8 * n - 1];
+    bits.extend((0..8).map(|i| 8 * (n - 8 * 300 + 17 * i) + i));
+    for bit in bits {
+        let mut b = good.clone();
+        b[bit / 8] ^= 1 << (bit % 8);
+        std::fs::write(d.path().join("t.bin"), &b).unwrap();
+        let o = replay(d.path());
+        exit2(&o, &["t.bin"]);
+        let o = run(&["trace", "stats", "t.bin"], d.path());
+        exit2(&o, &["t.bin"]);
+    }
+    // the issue's case: every hash id zeroed (the last 8·m bytes)
+    let mut b = good.clone();
+    let m = u64::from_le_bytes(b[32..40].try_into().unwrap()) as usize;
+    for x in &mut b[n - 8 * m..] {
+        *x = 0;
+    }
+    std::fs::write(d.path().join("t.bin"), &b).unwrap();
+    exit2(&replay(d.path()), &["t.bin", "checksum", "trace convert"]);
+    // cut short
+    std::fs::write(d.path().join("t.bin"), &good[..n - 8]).unwrap();
+    exit2(&replay(d.path()), &["t.bin", "truncated"]);
+    // a version-1 file (no checksum): refused, saying how to re-create it
+    let mut b = good.clone();
+    b[8..12].copy_from_slice(&1u32.to_le_bytes());
+    std::fs::write(d.path().join("t.bin"), &b).unwrap();
+    exit2(&replay(d.path()), &["t.bin", "version 1", "trace convert"]);
+    // a sweep's shared parse refuses it too, naming the file
+    std::fs::write(d.path().join("t.bin"), {
+        let mut b = good.clone();
+        b[n / 2] ^= 4;
+        b
+    })
+    .unwrap();
+    std::fs::write(d.path().join("s.yaml"), SCENARIO.replace("trace: trace.jsonl", "trace: t.bin")).unwrap();
+    let o = run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path());
+    assert_ne!(code(&o), 0, "{}", stderr(&o));
+    assert!(stderr(&o).contains("t.bin") && stderr(&o).contains("checksum"), "{}", stderr(&o));
+}
