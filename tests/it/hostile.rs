@@ -164,3 +164,26 @@ fn damaged_binary_traces_are_refused() {
     assert_ne!(code(&o), 0, "{}", stderr(&o));
     assert!(stderr(&o).contains("t.bin") && stderr(&o).contains("checksum"), "{}", stderr(&o));
 }
+
+/// `HICACHE_SIM_MAX_LINE_BYTES` is a byte count from 1 to 1 TiB: anything else is exit 2
+/// naming the variable (2^64 − 1 used to wrap the cap to 0 and read every trace as
+/// empty, exit 0).
+#[test]
+fn max_line_bytes_is_validated() {
+    let d = workdir();
+    for v in ["18446744073709551615", "abc", "-1", "", "0", "1099511627777"] {
+        for args in [
+            vec!["trace", "stats", "trace.jsonl"],
+            vec!["trace", "convert", "trace.jsonl", "-o", "t.bin"],
+            vec!["replay", "--trace", "trace.jsonl", "--l1-pages", "10"],
+        ] {
+            let o = run_env(&args, d.path(), &[("HICACHE_SIM_MAX_LINE_BYTES", v)]);
+            exit2(&o, &["HICACHE_SIM_MAX_LINE_BYTES"]);
+            assert!(!d.path().join("t.bin").exists());
+        }
+    }
+    // a real cap still works: 300 requests at the default and at 1 MiB
+    let o = run_env(&["trace", "stats", "trace.jsonl"], d.path(), &[("HICACHE_SIM_MAX_LINE_BYTES", "1048576")]);
+    ok(&o);
+    assert!(stdout(&o).contains("300"), "{}", stdout(&o));
+}
