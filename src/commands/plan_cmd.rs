@@ -5,9 +5,10 @@ use crate::error::InputError;
 use crate::plan::{self, PlanOptions};
 
 /// `--sglang`: none (the scenario's own), `all` (every release 0.5.14 … 0.5.23, not the
-/// what-ifs), or a comma-separated list of ids.
-pub fn release_list(arg: Option<&str>) -> Vec<Option<String>> {
-    match arg.map(str::trim) {
+/// what-ifs), or a comma-separated list of ids, each of which must be a known release or
+/// what-if (else exit 2 naming it, with the nearest id and the list).
+pub fn release_list(arg: Option<&str>) -> Result<Vec<Option<String>>, InputError> {
+    Ok(match arg.map(str::trim) {
         None => vec![None],
         Some("all") => crate::release::Sglang::all()
             .into_iter()
@@ -16,9 +17,13 @@ pub fn release_list(arg: Option<&str>) -> Vec<Option<String>> {
             .collect(),
         Some(list) => list
             .split(',')
-            .map(|v| Some(v.trim().to_string()))
-            .collect(),
-    }
+            .map(|v| {
+                crate::release::Sglang::from_id(v)
+                    .map(|_| Some(v.trim().to_string()))
+                    .map_err(|e| InputError::new(format!("--sglang {list}"), e.to_string()))
+            })
+            .collect::<Result<_, _>>()?,
+    })
 }
 
 pub fn plan(a: PlanArgs) -> CmdResult {
@@ -33,7 +38,7 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         )
         .into());
     }
-    let mut releases = release_list(a.sglang.as_deref());
+    let mut releases = release_list(a.sglang.as_deref())?;
     if a.sglang.as_deref().map(str::trim) == Some("all") {
         // The scenario's own release (or what-if) first: its size is the one
         // recommended; every release then says whether it holds.

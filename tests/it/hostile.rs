@@ -187,3 +187,26 @@ fn max_line_bytes_is_validated() {
     ok(&o);
     assert!(stdout(&o).contains("300"), "{}", stdout(&o));
 }
+
+/// `check --sglang X` and `plan --sglang X` with X not a release nor a what-if: exit 2,
+/// the nearest id and the list of known releases (was: every row `skipped`, exit 0, a CI
+/// gate passing).
+#[test]
+fn unknown_releases_are_refused_with_the_list() {
+    let d = workdir();
+    std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
+    for v in ["0.5.24", "bogus", "", "0.5.21,0.5.24"] {
+        for fmt in ["text", "junit"] {
+            let o = run(&["check", "s.yaml", "--sglang", v, "--runs", "5", "--format", fmt], d.path());
+            exit2(&o, &["--sglang", "unknown SGLang version", "0.5.14", "0.5.23", "latest"]);
+            assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+        }
+    }
+    let o = run(&["check", "s.yaml", "--sglang", "0.5.24", "--runs", "5"], d.path());
+    exit2(&o, &["did you mean `0.5.23`"]);
+    let o = run(&["check", "s.yaml", "--sglang", "O.5.21", "--runs", "5"], d.path());
+    exit2(&o, &["did you mean `0.5.21`"]);
+    let o = run(&["plan", "s.yaml", "--sglang", "bogus", "--runs", "5", "--no-replay"], d.path());
+    exit2(&o, &["--sglang bogus", "unknown SGLang version", "0.5.23"]);
+    assert!(!stdout(&o).contains("Recommendation"), "{}", stdout(&o));
+}
