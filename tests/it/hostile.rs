@@ -210,3 +210,31 @@ fn unknown_releases_are_refused_with_the_list() {
     exit2(&o, &["--sglang bogus", "unknown SGLang version", "0.5.23"]);
     assert!(!stdout(&o).contains("Recommendation"), "{}", stdout(&o));
 }
+
+/// `# hicache-sim:` comments: a word without `=`, a value with spaces unquoted, a key
+/// set twice: errors naming the file and line (were dropped or overridden silently); a
+/// quoted value with spaces is one value.
+#[test]
+fn directive_comments_are_strict() {
+    let d = workdir();
+    let cmd = "python -m sglang.launch_server --model-path zai-org/GLM-5.2-NVFP4 --tp 4 --page-size 64 --enable-hierarchical-cache --hicache-size 135\n";
+    let cases = [
+        ("# hicache-sim: node=gb300 memory.cgroup.max 900GB\n", 1, "`memory.cgroup.max` is not KEY=VALUE"),
+        ("#!/bin/bash\n# hicache-sim: node=gb300 name=a b c\n", 2, "`b` is not KEY=VALUE"),
+        ("# hicache-sim: node=gb300\n# hicache-sim: memory.cgroup.max=900GB\n# hicache-sim: node=hgx-b200\n", 3, "`node` is set twice"),
+        ("# hicache-sim: node=gb300 name=\"a b\n", 1, "not closed"),
+    ];
+    for (head, line, words) in cases {
+        std::fs::write(d.path().join("r.sh"), format!("{head}{cmd}")).unwrap();
+        let o = run(&["check", "r.sh", "--runs", "5"], d.path());
+        exit2(&o, &[&format!("r.sh:{line}:"), words]);
+    }
+    std::fs::write(
+        d.path().join("r.sh"),
+        format!("# hicache-sim: node=gb300 name=\"a b c\" memory.cgroup.max=900GB # the tray\n{cmd}"),
+    )
+    .unwrap();
+    let o = run(&["check", "r.sh", "--runs", "5", "--sglang", "0.5.21", "--format", "json"], d.path());
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stdout(&o).contains("Not enough host memory"), "{}", stdout(&o));
+}
