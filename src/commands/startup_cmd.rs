@@ -111,15 +111,21 @@ fn startup_all(a: &StartupArgs) -> CmdResult {
             InputError::new("--csv", "is for one SGLang version, not `--sglang all`").into(),
         );
     }
-    // The scenario itself must be valid under its own (or the default) version.
+    // The scenario itself must be valid under its own (or the default) version, as
+    // without `all`: a bad scenario is exit 2 naming its file and line, not a table of
+    // rows that could not be checked.
     let own = load_scenario(&a.scenario, &a.sets, None)?;
+    plan_for(&own)?;
     let mut rows = Vec::new();
+    // A row that could not be checked (the release rejects the scenario) is a failure
+    // for --fail-on-refusal too: a CI gate never passes what it did not check.
     let mut any_failed = false;
     for v in crate::release::Sglang::all() {
         let s = match load_scenario(&a.scenario, &a.sets, Some(v.id())) {
             Ok(s) => s,
             Err(e) => {
                 rows.push(all::invalid_row(v, e.message));
+                any_failed = true;
                 continue;
             }
         };
@@ -127,6 +133,7 @@ fn startup_all(a: &StartupArgs) -> CmdResult {
             Ok(p) => p,
             Err((_, m)) => {
                 rows.push(all::invalid_row(v, m));
+                any_failed = true;
                 continue;
             }
         };

@@ -238,3 +238,36 @@ fn directive_comments_are_strict() {
     assert_eq!(code(&o), 1, "{}", stderr(&o));
     assert!(stdout(&o).contains("Not enough host memory"), "{}", stdout(&o));
 }
+
+/// `startup --sglang all --fail-on-refusal`: a scenario invalid under its own release
+/// (a cgroup tree deeper than 8 levels) is exit 2 as without `all`; a release that
+/// rejects the scenario (an `invalid_args` row) fails the gate (exit 1); without
+/// `--fail-on-refusal` the table is exit 0.
+#[test]
+fn startup_all_fails_the_gate_on_rows_it_could_not_check() {
+    let d = workdir();
+    let below: String = (0..9).map(|i| format!("      - {{name: l{i}}}\n")).collect();
+    std::fs::write(
+        d.path().join("deep.yaml"),
+        SCENARIO.replace("    max: 900GB\n", &format!("    max: 900GB\n    below:\n{below}")),
+    )
+    .unwrap();
+    let o = run(&["startup", "deep.yaml", "--sglang", "all", "--fail-on-refusal", "--runs", "5"], d.path());
+    exit2(&o, &["deep.yaml", "deeper than 8"]);
+    let o = run(&["startup", "deep.yaml", "--runs", "5"], d.path());
+    exit2(&o, &["deep.yaml", "deeper than 8"]);
+    // --hicache-host-memory-fraction exists from 0.5.21: older releases reject it
+    std::fs::write(
+        d.path().join("f.yaml"),
+        SCENARIO.replace("sglang: page-cache-credit", "sglang: 0.5.23").replace(
+            "  hicache_write_policy: write_through\n",
+            "  hicache_write_policy: write_through\n  hicache_host_memory_fraction: 0.5\n",
+        ),
+    )
+    .unwrap();
+    let o = run(&["startup", "f.yaml", "--sglang", "all", "--runs", "5"], d.path());
+    ok(&o);
+    assert!(stdout(&o).contains("invalid_args"), "{}", stdout(&o));
+    let o = run(&["startup", "f.yaml", "--sglang", "all", "--runs", "5", "--fail-on-refusal"], d.path());
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+}
