@@ -271,3 +271,30 @@ fn startup_all_fails_the_gate_on_rows_it_could_not_check() {
     let o = run(&["startup", "f.yaml", "--sglang", "all", "--runs", "5", "--fail-on-refusal"], d.path());
     assert_eq!(code(&o), 1, "{}", stderr(&o));
 }
+
+/// Default plots (a sweep CSV without `--y`) from a hit-rate column holding NaN, `abc`
+/// or nothing where a started point should have a value: exit 2 naming the column and
+/// row, no figure drawn.
+#[test]
+fn default_plots_refuse_bad_hit_rate_columns() {
+    let d = workdir();
+    std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
+    ok(&run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path()));
+    let csv = std::fs::read_to_string(d.path().join("o/results.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "hit_rate_total").unwrap();
+    for bad in ["NaN", "abc", ""] {
+        let mut lines: Vec<String> = csv.lines().map(str::to_string).collect();
+        // the first started row
+        let r = lines.iter().position(|l| l.contains(",started,")).unwrap();
+        let mut cells: Vec<String> = lines[r].split(',').map(str::to_string).collect();
+        assert!(!cells[col].is_empty());
+        cells[col] = bad.to_string();
+        lines[r] = cells.join(",");
+        std::fs::create_dir_all(d.path().join("p")).unwrap();
+        std::fs::write(d.path().join("p/r.csv"), lines.join("\n") + "\n").unwrap();
+        let o = run(&["plot", "p/r.csv"], d.path());
+        exit2(&o, &["p/r.csv", "`hit_rate_total`", &format!("row {}", r + 1)]);
+        assert!(!d.path().join("p/hit_rate_vs_hicache_host_memory_fraction.png").exists());
+    }
+}
