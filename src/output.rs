@@ -68,17 +68,47 @@ pub fn refuse_input_as_output(
 }
 
 /// Writes `bytes` to `path` so a reader never sees half a file and nothing but `path`'s
-/// target changes:
-/// - a symlink is followed and its target written (the link stays a link);
-/// - an existing non-regular file (a device such as `/dev/full`, a FIFO) is written in
-///   place, never renamed over, so its write error (e.g. "No space left on device") is
-///   reported;
-/// - a regular file is written to a temporary file beside the target and renamed over it.
+/// target changes (see [`write_with`]).
 pub fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let target = match std::fs::canonicalize(path) {
-        Ok(t) => t,
-        Err(_) => path.to_path_buf(),
-    };
+    write_with(path, |w| w.write_all(bytes))
+}
+
+/// The file a write to `path` lands in: symlinks followed one hop at a time (so a link
+/// whose target does not exist yet is still followed: its target is created), at most
+/// 40 hops as the kernel allows.
+fn write_target(path: &Path) -> std::io::Result<PathBuf> {
+    let mut p = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&p) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let to = std::fs::read_link(&p)?;
+                p = match p.parent() {
+                    Some(dir) if to.is_relative() => dir.join(to),
+                    _ => to,
+                };
+            }
+            _ => return Ok(p),
+        }
+    }
+    Err(std::io::Error::other("too many levels of symbolic links"))
+}
+
+/// Writes what `fill` produces to `path` so a reader never sees half a file and nothing
+/// but `path`'s target changes:
+/// - a symlink is followed and its target written (the link stays a link);
+/// - an existing non-regular file (a device such as `/dev/full` or `/dev/null`, a FIFO)
+///   is written in place, never renamed over, so its write error (e.g. "No space left
+///   on device") is reported and the device node stays;
+/// - a regular file is written to a temporary file beside the target, synced and
+///   renamed over it: a full disk or a kill leaves the old file (or none), never a
+///   truncated one under the final name.
+///
+/// `fill` writes through a buffer; large outputs (a binary trace) stream through it.
+pub fn write_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let target = write_target(path)?;
     if let Ok(meta) = std::fs::metadata(&target)
         && !meta.is_file()
     {
@@ -88,9 +118,12 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
                 "is a directory",
             ));
         }
-        let mut f = OpenOptions::new().write(true).open(&target)?;
-        f.write_all(bytes)?;
-        return f.flush();
+        let mut w = std::io::BufWriter::with_capacity(
+            1 << 16,
+            OpenOptions::new().write(true).open(&target)?,
+        );
+        fill(&mut w)?;
+        return w.flush();
     }
     let name = target
         .file_name()
@@ -98,9 +131,11 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .unwrap_or_else(|| "out".into());
     let tmp = target.with_file_name(format!(".{name}.tmp.{}", std::process::id()));
     let res = (|| {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, File::create(&tmp)?);
+        fill(&mut w)?;
+        let f = w.into_inner().map_err(|e| e.into_error())?;
         f.sync_data()?;
+        drop(f);
         std::fs::rename(&tmp, &target)
     })();
     if res.is_err() {

@@ -68,6 +68,42 @@ fn workdir() -> tempfile::TempDir {
     d
 }
 
+/// `trace convert IN -o LINK` writes the link's target (the link stays a link), and a
+/// link to a device writes the device in place (its node stays a device).
+#[test]
+fn trace_convert_writes_through_links_and_in_place_on_devices() {
+    use std::os::unix::fs::FileTypeExt;
+    let d = workdir();
+    let target = d.path().join("target.bin");
+    std::fs::write(&target, "old").unwrap();
+    std::os::unix::fs::symlink(&target, d.path().join("link.bin")).unwrap();
+    ok(&run(&["trace", "convert", "trace.jsonl", "-o", "link.bin"], d.path()));
+    let meta = std::fs::symlink_metadata(d.path().join("link.bin")).unwrap();
+    assert!(meta.file_type().is_symlink(), "the link was replaced");
+    assert!(std::fs::read(&target).unwrap().starts_with(b"HCSIMTRC"));
+    // a dangling link: its target is created, the link stays
+    std::os::unix::fs::symlink(d.path().join("new.bin"), d.path().join("dangling.bin")).unwrap();
+    ok(&run(&["trace", "convert", "trace.jsonl", "-o", "dangling.bin"], d.path()));
+    assert!(std::fs::symlink_metadata(d.path().join("dangling.bin")).unwrap().file_type().is_symlink());
+    assert!(std::fs::read(d.path().join("new.bin")).unwrap().starts_with(b"HCSIMTRC"));
+    // a link to /dev/null: written in place, the device stays a device
+    std::os::unix::fs::symlink("/dev/null", d.path().join("null.bin")).unwrap();
+    ok(&run(&["trace", "convert", "trace.jsonl", "-o", "null.bin"], d.path()));
+    assert!(std::fs::symlink_metadata(d.path().join("null.bin")).unwrap().file_type().is_symlink());
+    assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+    // /dev/full: the write error, exit 3, naming the path; the node stays
+    let o = run(&["trace", "convert", "trace.jsonl", "-o", "/dev/full"], d.path());
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(stderr(&o).contains("/dev/full"), "{}", stderr(&o));
+    assert!(std::fs::metadata("/dev/full").unwrap().file_type().is_char_device());
+    // the input through a link is refused
+    std::os::unix::fs::symlink("trace.jsonl", d.path().join("alias.jsonl")).unwrap();
+    exit2(
+        &run(&["trace", "convert", "trace.jsonl", "-o", "alias.jsonl"], d.path()),
+        &["input trace"],
+    );
+}
+
 /// GB300, page-cache-credit, a 2 × 2 sweep over the trace beside it (as `reliability`).
 const SCENARIO: &str = "\
 name: hostile
