@@ -8,8 +8,27 @@
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use crate::error::InputError;
+
+/// The inputs this process read (`what`, path): [`write_with`] refuses to write over any
+/// of them.
+static INPUTS: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+
+/// Records `path` as one of the run's inputs (`what`: "scenario", "trace", …).
+pub fn protect_input(what: &str, path: &Path) {
+    let mut g = INPUTS.lock().unwrap_or_else(|e| e.into_inner());
+    if !g.iter().any(|(_, p)| p == path) {
+        g.push((what.to_string(), path.to_path_buf()));
+    }
+}
+
+/// The recorded input `path` names, if any: (what, the input's path).
+pub fn protected_input(path: &Path) -> Option<(String, PathBuf)> {
+    let g = INPUTS.lock().unwrap_or_else(|e| e.into_inner());
+    g.iter().find(|(_, p)| same_file(path, p)).cloned()
+}
 
 /// The file a path names once symlinks are followed (the path itself when it does not
 /// exist yet, with its parent folder resolved when that exists).
@@ -109,6 +128,12 @@ pub fn write_with(
     fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let target = write_target(path)?;
+    if let Some((what, input)) = protected_input(&target) {
+        return Err(std::io::Error::other(format!(
+            "refusing to write over the run's {what} ({})",
+            input.display()
+        )));
+    }
     if let Ok(meta) = std::fs::metadata(&target)
         && !meta.is_file()
     {

@@ -1,5 +1,7 @@
 //! `hicache-sim plan`: the largest host pool that starts, what it buys, and the flags.
 
+use std::path::{Path, PathBuf};
+
 use super::{CmdResult, CommandError, OutputFormat, PlanArgs};
 use crate::error::InputError;
 use crate::plan::{self, PlanOptions};
@@ -26,6 +28,15 @@ pub fn release_list(arg: Option<&str>) -> Result<Vec<Option<String>>, InputError
     })
 }
 
+/// Every file `plan --out DIR` may write in DIR.
+const OUTPUT_NAMES: &[&str] = &[
+    "plan.json",
+    "plan.txt",
+    "report.html",
+    "hit_rate_vs_host_pool.png",
+    "hit_rate_vs_host_pool.svg",
+];
+
 pub fn plan(a: PlanArgs) -> CmdResult {
     let runs = a.runs.unwrap_or(plan::DEFAULT_RUNS);
     if runs == 0 || runs > super::startup_cmd::MAX_RUNS {
@@ -47,12 +58,16 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         releases.insert(0, None);
     }
     let releases: Vec<Option<&str>> = releases.iter().map(|r| r.as_deref()).collect();
+    // What the plan reads is never written over: the scenario, its trace.
+    let mut inputs: Vec<(&str, PathBuf)> = vec![("scenario", PathBuf::from(&a.scenario))];
+    crate::output::protect_input("scenario", Path::new(&a.scenario));
+    if let Some(t) = &a.trace {
+        inputs.push(("trace", PathBuf::from(t)));
+        crate::output::protect_input("trace", Path::new(t));
+    }
     if let Some(out) = &a.out {
-        crate::output::refuse_input_as_output(
-            "--out",
-            std::path::Path::new(out),
-            &[("scenario", std::path::Path::new(&a.scenario))],
-        )?;
+        let ins: Vec<(&str, &Path)> = inputs.iter().map(|(w, p)| (*w, p.as_path())).collect();
+        crate::output::refuse_input_as_output("--out", Path::new(out), &ins)?;
     }
     crate::workload::read::enable_sharing();
     let opts = PlanOptions {
@@ -71,7 +86,16 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         OutputFormat::Json => println!("{}", json()?),
     }
     if let Some(out) = &a.out {
-        let dir = std::path::Path::new(out);
+        let dir = Path::new(out);
+        // The trace the plan replayed (the scenario's own, resolved) is an input too.
+        if let Some(l) = &p.ladder {
+            inputs.push(("trace", PathBuf::from(&l.trace)));
+            crate::output::protect_input("trace", Path::new(&l.trace));
+        }
+        let ins: Vec<(&str, &Path)> = inputs.iter().map(|(w, p)| (*w, p.as_path())).collect();
+        for name in OUTPUT_NAMES {
+            crate::output::refuse_input_as_output("--out", &dir.join(name), &ins)?;
+        }
         std::fs::create_dir_all(dir).map_err(|e| CommandError::Other(format!("{out}: {e}")))?;
         let write = |name: &str, bytes: &[u8]| {
             let path = dir.join(name);

@@ -50,6 +50,9 @@ pub struct RunOptions {
     pub scenario: std::collections::BTreeMap<String, String>,
     /// What holds the output folder's lock (shown to a second run).
     pub holder: String,
+    /// The run's inputs (what, path): an output file that is one of them is refused
+    /// before anything is written.
+    pub inputs: Vec<(String, PathBuf)>,
 }
 
 impl RunOptions {
@@ -65,6 +68,7 @@ impl RunOptions {
             plots: false,
             scenario: Default::default(),
             holder: "hicache-sim sweep".into(),
+            inputs: Vec::new(),
         }
     }
 }
@@ -222,12 +226,22 @@ pub fn run(
     let n_axes = points.first().map_or(0, |p| p.values.len());
     let fp = fingerprint(points, &header, &opts.scenario);
     let stem = stem(opts.shard);
+    let journal_path = opts.out_dir.join(format!("{stem}.journal.jsonl"));
+    let csv_path = opts.out_dir.join(format!("{stem}.csv"));
+    // No output is an input: checked for every name this run may write, before the
+    // folder is touched.
+    let inputs: Vec<(&str, &Path)> = opts
+        .inputs
+        .iter()
+        .map(|(w, p)| (w.as_str(), p.as_path()))
+        .collect();
+    for name in output_names(&stem, &header[1..1 + n_axes]) {
+        crate::output::refuse_input_as_output("--out", &opts.out_dir.join(&name), &inputs)?;
+    }
     std::fs::create_dir_all(&opts.out_dir).map_err(|e| SweepError::io(&opts.out_dir, e))?;
     // One run per folder: a second sweep into it fails at once, naming the first.
     let _lock = crate::output::DirLock::acquire(&opts.out_dir, &opts.holder)
         .map_err(|e| SweepError::Locked(e.to_string()))?;
-    let journal_path = opts.out_dir.join(format!("{stem}.journal.jsonl"));
-    let csv_path = opts.out_dir.join(format!("{stem}.csv"));
     let jheader = Header {
         hicache_sim_journal: journal::FORMAT,
         fingerprint: fp.clone(),
@@ -379,6 +393,23 @@ pub fn run(
         elapsed: t0.elapsed(),
         plots,
     })
+}
+
+/// Every file name a run of `stem` with these axes may write in its folder: the CSV, the
+/// journal and the default plots (`report::plot::default_plots`).
+fn output_names(stem: &str, axes: &[String]) -> Vec<String> {
+    let mut v = vec![format!("{stem}.csv"), format!("{stem}.journal.jsonl")];
+    let mut stems: Vec<String> = axes
+        .iter()
+        .map(|a| format!("hit_rate_vs_{}", crate::report::plot::short(a)))
+        .collect();
+    stems.push("outcome_map".into());
+    stems.push("budget_vs_request".into());
+    for s in stems {
+        v.push(format!("{s}.png"));
+        v.push(format!("{s}.svg"));
+    }
+    v
 }
 
 /// Write `path` via a temporary file and a rename, so a reader never sees half a CSV

@@ -143,6 +143,54 @@ sweep:
     server.hicache_ratio: [null, 2.0]
 ";
 
+/// `plan S --out D` refuses (exit 2, before anything is written) when its scenario or
+/// its trace sits in D under a name the plan writes; both files stay as they were.
+#[test]
+fn plan_out_never_overwrites_its_scenario_or_trace() {
+    let d = workdir();
+    std::fs::create_dir(d.path().join("o")).unwrap();
+    // the scenario itself as o/plan.json
+    std::fs::write(
+        d.path().join("o/plan.json"),
+        SCENARIO.replace("trace: trace.jsonl", "trace: ../trace.jsonl"),
+    )
+    .unwrap();
+    let before = std::fs::read(d.path().join("o/plan.json")).unwrap();
+    let o = run(
+        &["plan", "o/plan.json", "--runs", "20", "--no-replay", "--out", "o"],
+        d.path(),
+    );
+    exit2(&o, &["plan.json", "scenario"]);
+    assert_eq!(std::fs::read(d.path().join("o/plan.json")).unwrap(), before);
+    assert!(!d.path().join("o/plan.txt").exists());
+    // the trace as o/report.html (the scenario's own runtime.trace)
+    std::fs::remove_file(d.path().join("o/plan.json")).unwrap();
+    std::fs::copy(d.path().join("trace.jsonl"), d.path().join("o/report.html")).unwrap();
+    let trace = std::fs::read(d.path().join("o/report.html")).unwrap();
+    std::fs::write(
+        d.path().join("s.yaml"),
+        SCENARIO.replace("trace: trace.jsonl", "trace: o/report.html"),
+    )
+    .unwrap();
+    let o = run(
+        &["plan", "s.yaml", "--sglang", "0.5.21", "--runs", "20", "--ladder-max", "20", "--out", "o"],
+        d.path(),
+    );
+    exit2(&o, &["report.html", "trace"]);
+    assert_eq!(std::fs::read(d.path().join("o/report.html")).unwrap(), trace);
+    // ... and as --trace
+    std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
+    let o = run(
+        &[
+            "plan", "s.yaml", "--sglang", "0.5.21", "--runs", "20", "--ladder-max", "20",
+            "--trace", "o/report.html", "--out", "o",
+        ],
+        d.path(),
+    );
+    exit2(&o, &["report.html", "trace"]);
+    assert_eq!(std::fs::read(d.path().join("o/report.html")).unwrap(), trace);
+}
+
 /// The binary trace carries a CRC-32 of its bytes: a bit flipped anywhere (header,
 /// arrivals, lengths, offsets, hash ids — the issue's zeroed ids among them), a cut
 /// file or an older format version is refused with exit 2 naming the file, by
