@@ -100,6 +100,10 @@ pub struct SweepSummary {
     pub plots: Vec<crate::report::plot::PlotInfo>,
 }
 
+/// The last column of a shard's CSV: the [`fingerprint`] of the whole sweep (the same
+/// in every shard of one sweep).
+pub const SWEEP_FINGERPRINT: &str = "sweep_fingerprint";
+
 /// The CSV header of a sweep: `point`, the axis paths, `seed`, the runner's columns
 /// (minus any that collide with the former), `error`.
 pub fn header(points: &[Point], columns: &[String]) -> Vec<String> {
@@ -368,7 +372,25 @@ pub fn run(
     let complete = rows.len() == owned.len();
     let mut plots = Vec::new();
     let csv = if complete {
-        let bytes = csv_bytes(&header, rows.iter().copied());
+        let bytes = match opts.shard {
+            // A shard's rows name their sweep, so `merge` can refuse shards of another
+            // sweep even without the journals (CSVs gathered from a cluster); the merged
+            // file drops the column and equals the unsharded one.
+            Some(_) => {
+                let mut h = header.clone();
+                h.push(SWEEP_FINGERPRINT.into());
+                let tagged: Vec<Vec<String>> = rows
+                    .iter()
+                    .map(|r| {
+                        let mut r = (*r).clone();
+                        r.push(fp.clone());
+                        r
+                    })
+                    .collect();
+                csv_bytes(&h, tagged.iter())
+            }
+            None => csv_bytes(&header, rows.iter().copied()),
+        };
         write_atomic(&csv_path, &bytes)?;
         if opts.plots && opts.shard.is_none() {
             let table =

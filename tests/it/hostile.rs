@@ -191,6 +191,60 @@ fn plan_out_never_overwrites_its_scenario_or_trace() {
     assert_eq!(std::fs::read(d.path().join("o/report.html")).unwrap(), trace);
 }
 
+/// Shard CSVs of two scenarios that differ in their release, gathered without their
+/// journals: refused (exit 2) naming `sglang` and both values; two sweeps that differ in
+/// something no column shows: refused by the shards' sweep fingerprint.
+#[test]
+fn merge_without_journals_refuses_shards_of_other_scenarios() {
+    let d = workdir();
+    std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
+    std::fs::write(
+        d.path().join("b.yaml"),
+        SCENARIO.replace("sglang: page-cache-credit", "sglang: 0.5.23"),
+    )
+    .unwrap();
+    std::fs::write(
+        d.path().join("c.yaml"),
+        SCENARIO.replace("max: 900GB", "max: 880GB"),
+    )
+    .unwrap();
+    for (s, out, k) in [("s.yaml", "a", "1/2"), ("b.yaml", "b", "2/2"), ("c.yaml", "c", "2/2"), ("s.yaml", "s2", "2/2")] {
+        ok(&run(&["sweep", s, "--out", out, "--quiet", "--shard", k], d.path()));
+    }
+    // gathered from the cluster: CSVs only
+    std::fs::create_dir(d.path().join("g")).unwrap();
+    for (from, to) in [
+        ("a/results.shard-1-of-2.csv", "g/results.shard-1-of-2.csv"),
+        ("b/results.shard-2-of-2.csv", "g/b.results.shard-2-of-2.csv"),
+        ("c/results.shard-2-of-2.csv", "g/c.results.shard-2-of-2.csv"),
+        ("s2/results.shard-2-of-2.csv", "g/s.results.shard-2-of-2.csv"),
+    ] {
+        std::fs::copy(d.path().join(from), d.path().join(to)).unwrap();
+    }
+    let o = run(
+        &["merge", "g/results.shard-1-of-2.csv", "g/b.results.shard-2-of-2.csv", "-o", "m.csv"],
+        d.path(),
+    );
+    exit2(&o, &["different scenarios", "`sglang`", "page-cache-credit", "0.5.23"]);
+    assert!(!d.path().join("m.csv").exists());
+    let o = run(
+        &["merge", "g/results.shard-1-of-2.csv", "g/c.results.shard-2-of-2.csv", "-o", "m.csv"],
+        d.path(),
+    );
+    exit2(&o, &["different sweeps", "sweep_fingerprint", "journals"]);
+    assert!(!d.path().join("m.csv").exists());
+    // the true pair merges into exactly the unsharded file
+    ok(&run(
+        &["merge", "g/results.shard-1-of-2.csv", "g/s.results.shard-2-of-2.csv", "-o", "m.csv"],
+        d.path(),
+    ));
+    ok(&run(&["sweep", "s.yaml", "--out", "whole", "--quiet"], d.path()));
+    assert_eq!(
+        std::fs::read(d.path().join("m.csv")).unwrap(),
+        std::fs::read(d.path().join("whole/results.csv")).unwrap()
+    );
+}
+
 /// The binary trace carries a CRC-32 of its bytes: a bit flipped anywhere (header,
 /// arrivals, lengths, offsets, hash ids — the zeroed ids among them), a cut
 /// file or an older format version is refused with exit 2 naming the file, by
