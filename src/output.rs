@@ -1,6 +1,7 @@
 //! One place for what the commands write: files (atomically, through symlinks, never
-//! renamed over a device), the rule that an output is never one of the run's inputs, and
-//! the lock that keeps two sweeps out of one output folder.
+//! renamed over a device), the rule that an output is never one of the run's inputs, the
+//! lock that keeps two runs out of one output folder, and the record of what a run wrote
+//! there ([`OutputDir`]) so the next run removes exactly those files.
 //!
 //! Standard output and error are handled at the CLI edge (`main.rs`): a closed pipe ends
 //! the command quietly with exit 0, any other write failure is exit 3 naming the stream.
@@ -10,10 +11,12 @@ use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::InputError;
 
 /// The inputs this process read (`what`, path): [`write_with`] refuses to write over any
-/// of them.
+/// of them and [`OutputDir`] never removes one, whatever a manifest says.
 static INPUTS: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
 
 /// Records `path` as one of the run's inputs (`what`: "scenario", "trace", …).
@@ -239,6 +242,179 @@ impl DirLock {
         f.write_all(who.as_bytes()).map_err(io)?;
         f.flush().map_err(io)?;
         Ok(DirLock { file: f })
+    }
+}
+
+/// The manifest of an output folder: the files the runs into it wrote.
+pub const MANIFEST: &str = ".hicache-sim.outputs";
+
+/// One file a run wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Owned {
+    /// File name inside the folder (never a path).
+    name: String,
+    /// The run it belongs to (`plan`, `sweep <fingerprint>`).
+    run: String,
+    /// The part of that run (a shard's file stem; empty for a whole run).
+    part: String,
+    /// Length and modification time when written: a file changed since is the user's
+    /// now and is left alone. `None` for a file the run keeps appending to (a journal).
+    len: Option<u64>,
+    mtime_ns: Option<u64>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Manifest {
+    hicache_sim_outputs: u32,
+    files: Vec<Owned>,
+}
+
+/// An output folder held by one run (`plan --out`, `sweep --out`): locked, and owned —
+/// the files earlier runs wrote there (listed in [`MANIFEST`]) are removed before this
+/// one writes, so its results never sit beside another run's. Removed are exactly the
+/// files a manifest lists that are still as that run left them (same length and
+/// modification time), plain files directly in the folder, and not one of this run's
+/// inputs; nothing else is touched. Kept: the other shards of the same sweep, and with
+/// `--resume` this run's own files.
+#[derive(Debug)]
+pub struct OutputDir {
+    dir: PathBuf,
+    run: String,
+    part: String,
+    manifest: Manifest,
+    /// What the claim removed (file names), for the run to say.
+    pub removed: Vec<String>,
+    _lock: DirLock,
+}
+
+fn mtime_ns(m: &std::fs::Metadata) -> Option<u64> {
+    m.modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .and_then(|d| u64::try_from(d.as_nanos()).ok())
+}
+
+/// Why an output folder could not be claimed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClaimError {
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl OutputDir {
+    /// Creates `dir` if needed and locks it (`holder` says who); the files earlier runs
+    /// wrote are still there until [`OutputDir::remove_earlier`]. This run's files
+    /// belong to `run` (`plan`, `sweep <fingerprint>`) and its `part` (a shard's stem).
+    pub fn claim(dir: &Path, holder: &str, run: &str, part: &str) -> Result<OutputDir, ClaimError> {
+        std::fs::create_dir_all(dir).map_err(|e| ClaimError::Io {
+            path: dir.to_path_buf(),
+            source: e,
+        })?;
+        let lock = DirLock::acquire(dir, holder)?;
+        // An unreadable or foreign manifest lists nothing we can trust: remove nothing.
+        let old: Manifest = std::fs::read(dir.join(MANIFEST))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        Ok(OutputDir {
+            dir: dir.to_path_buf(),
+            run: run.to_string(),
+            part: part.to_string(),
+            manifest: Manifest {
+                hicache_sim_outputs: 1,
+                files: old.files,
+            },
+            removed: Vec::new(),
+            _lock: lock,
+        })
+    }
+
+    /// Removes the files earlier runs wrote here, except those of this run in another
+    /// part (a sibling shard) and, with `keep_own`, those of this run in this part
+    /// (`sweep --resume`); see [`OutputDir`] for what is never removed. Saves the
+    /// manifest. Call it once the run's input is known good, before it writes.
+    pub fn remove_earlier(&mut self, keep_own: bool) -> Result<(), ClaimError> {
+        let old = std::mem::take(&mut self.manifest.files);
+        for f in old {
+            let ours = f.run == self.run;
+            if ours && (f.part != self.part || keep_own) {
+                self.manifest.files.push(f);
+                continue;
+            }
+            if self.removable(&f) {
+                let p = self.dir.join(&f.name);
+                match std::fs::remove_file(&p) {
+                    Ok(()) => self.removed.push(f.name),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(ClaimError::Io { path: p, source: e }),
+                }
+            }
+        }
+        self.save().map_err(|e| ClaimError::Io {
+            path: self.dir.join(MANIFEST),
+            source: e,
+        })
+    }
+
+    /// Whether a listed file is still what its run wrote and safe to remove.
+    fn removable(&self, f: &Owned) -> bool {
+        let plain = !f.name.is_empty()
+            && f.name != "."
+            && f.name != ".."
+            && !f.name.contains('/')
+            && f.name != MANIFEST
+            && !f.name.starts_with(".hicache-sim.lock");
+        if !plain {
+            return false;
+        }
+        let p = self.dir.join(&f.name);
+        let Ok(m) = std::fs::symlink_metadata(&p) else {
+            return false;
+        };
+        m.file_type().is_file()
+            && f.len.is_none_or(|l| l == m.len())
+            && f.mtime_ns.is_none_or(|t| Some(t) == mtime_ns(&m))
+            && protected_input(&p).is_none()
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Records a file this run wrote in the folder (`growing`: it will change after this
+    /// call, as a journal does, so its length and time are not recorded) and saves the
+    /// manifest, so a run killed later still leaves its files listed.
+    pub fn record(&mut self, path: &Path, growing: bool) -> std::io::Result<()> {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            return Ok(());
+        };
+        let m = std::fs::symlink_metadata(self.dir.join(name))?;
+        if !m.file_type().is_file() {
+            // written through a link or onto a device: not ours to remove later
+            return Ok(());
+        }
+        self.manifest.files.retain(|f| f.name != name);
+        self.manifest.files.push(Owned {
+            name: name.to_string(),
+            run: self.run.clone(),
+            part: self.part.clone(),
+            len: (!growing).then(|| m.len()),
+            mtime_ns: if growing { None } else { mtime_ns(&m) },
+        });
+        self.save()
+    }
+
+    fn save(&self) -> std::io::Result<()> {
+        let bytes = serde_json::to_vec_pretty(&self.manifest).map_err(std::io::Error::other)?;
+        write_file(&self.dir.join(MANIFEST), &bytes)
     }
 }
 

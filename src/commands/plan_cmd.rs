@@ -58,7 +58,7 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         releases.insert(0, None);
     }
     let releases: Vec<Option<&str>> = releases.iter().map(|r| r.as_deref()).collect();
-    // What the plan reads is never written over: the scenario, its trace.
+    // What the plan reads is never written over nor removed: the scenario, its trace.
     let mut inputs: Vec<(&str, PathBuf)> = vec![("scenario", PathBuf::from(&a.scenario))];
     crate::output::protect_input("scenario", Path::new(&a.scenario));
     if let Some(t) = &a.trace {
@@ -96,15 +96,36 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         for name in OUTPUT_NAMES {
             crate::output::refuse_input_as_output("--out", &dir.join(name), &ins)?;
         }
-        std::fs::create_dir_all(dir).map_err(|e| CommandError::Other(format!("{out}: {e}")))?;
-        let write = |name: &str, bytes: &[u8]| {
+        // The folder is this plan's: locked, and what an earlier plan or sweep wrote
+        // there (its manifest) removed before anything is written.
+        let mut outdir = crate::output::OutputDir::claim(
+            dir,
+            &format!("hicache-sim plan {}", a.scenario),
+            "plan",
+            "",
+        )
+        .and_then(|mut o| o.remove_earlier(false).map(|()| o))
+        .map_err(|e| CommandError::Other(e.to_string()))?;
+        if !outdir.removed.is_empty() {
+            eprintln!(
+                "removed {} file(s) an earlier run wrote in {out}: {}",
+                outdir.removed.len(),
+                outdir.removed.join(", ")
+            );
+        }
+        let mut write = |name: &str, bytes: &[u8]| {
             let path = dir.join(name);
             crate::output::write_file(&path, bytes)
+                .and_then(|()| outdir.record(&path, false))
                 .map_err(|e| CommandError::Other(format!("{}: {e}", path.display())))
         };
         write("plan.json", json()?.as_bytes())?;
         write("plan.txt", plan::text::render(&p).as_bytes())?;
-        for f in crate::report::html::write_plan_report(&p, dir).map_err(CommandError::Other)? {
+        let files = crate::report::html::write_plan_report(&p, dir).map_err(CommandError::Other)?;
+        for f in files {
+            outdir
+                .record(&f, false)
+                .map_err(|e| CommandError::Other(format!("{}: {e}", f.display())))?;
             eprintln!("wrote {}", f.display());
         }
     }

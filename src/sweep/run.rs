@@ -51,7 +51,7 @@ pub struct RunOptions {
     /// What holds the output folder's lock (shown to a second run).
     pub holder: String,
     /// The run's inputs (what, path): an output file that is one of them is refused
-    /// before anything is written.
+    /// before anything is written or removed.
     pub inputs: Vec<(String, PathBuf)>,
 }
 
@@ -233,7 +233,7 @@ pub fn run(
     let journal_path = opts.out_dir.join(format!("{stem}.journal.jsonl"));
     let csv_path = opts.out_dir.join(format!("{stem}.csv"));
     // No output is an input: checked for every name this run may write, before the
-    // folder is touched.
+    // folder is claimed (nothing removed, nothing written).
     let inputs: Vec<(&str, &Path)> = opts
         .inputs
         .iter()
@@ -242,10 +242,18 @@ pub fn run(
     for name in output_names(&stem, &header[1..1 + n_axes]) {
         crate::output::refuse_input_as_output("--out", &opts.out_dir.join(&name), &inputs)?;
     }
-    std::fs::create_dir_all(&opts.out_dir).map_err(|e| SweepError::io(&opts.out_dir, e))?;
     // One run per folder: a second sweep into it fails at once, naming the first.
-    let _lock = crate::output::DirLock::acquire(&opts.out_dir, &opts.holder)
-        .map_err(|e| SweepError::Locked(e.to_string()))?;
+    let claim_err = |e| match e {
+        crate::output::ClaimError::Lock(l) => SweepError::Locked(l.to_string()),
+        crate::output::ClaimError::Io { path, source } => SweepError::io(&path, source),
+    };
+    let mut outdir = crate::output::OutputDir::claim(
+        &opts.out_dir,
+        &opts.holder,
+        &format!("sweep {fp}"),
+        &stem,
+    )
+    .map_err(claim_err)?;
     let jheader = Header {
         hicache_sim_journal: journal::FORMAT,
         fingerprint: fp.clone(),
@@ -266,7 +274,13 @@ pub fn run(
     // start it again rather than refusing every later --resume.
     let torn_header =
         opts.resume && std::fs::read(&journal_path).is_ok_and(|b| !b.contains(&b'\n'));
-    let mut journal = if opts.resume && journal_path.exists() && !torn_header {
+    // The files an earlier run wrote in the folder go before this one writes; with a
+    // --resume, once its journal is accepted, and this sweep's own files stay.
+    let resuming = opts.resume && journal_path.exists() && !torn_header;
+    if !resuming {
+        outdir.remove_earlier(false).map_err(claim_err)?;
+    }
+    let mut journal = if resuming {
         let c = journal::read(&journal_path)?;
         if c.header != jheader {
             return Err(SweepError::Mismatch {
@@ -307,6 +321,20 @@ pub fn run(
     } else {
         Journal::create(&journal_path, &jheader)?
     };
+    if resuming {
+        outdir.remove_earlier(true).map_err(claim_err)?;
+    }
+    outdir
+        .record(&journal_path, true)
+        .map_err(|e| SweepError::io(&journal_path, e))?;
+    if !outdir.removed.is_empty() && !opts.quiet {
+        eprintln!(
+            "removed {} file(s) an earlier run wrote in {}: {}",
+            outdir.removed.len(),
+            opts.out_dir.display(),
+            outdir.removed.join(", ")
+        );
+    }
     let resumed = owned.iter().filter(|p| done[p.index].is_some()).count();
     let todo: Vec<&Point> = owned
         .iter()
@@ -392,11 +420,17 @@ pub fn run(
             None => csv_bytes(&header, rows.iter().copied()),
         };
         write_atomic(&csv_path, &bytes)?;
+        outdir
+            .record(&csv_path, false)
+            .map_err(|e| SweepError::io(&csv_path, e))?;
         if opts.plots && opts.shard.is_none() {
             let table =
                 crate::report::plot::Table::from_csv(&bytes, &csv_path.display().to_string())?;
             let axes = &header[1..1 + n_axes];
             plots = crate::report::plot::default_plots(&table, axes, &opts.out_dir)?;
+            for f in plots.iter().flat_map(|p| &p.files) {
+                outdir.record(f, false).map_err(|e| SweepError::io(f, e))?;
+            }
         }
         Some(csv_path)
     } else {

@@ -410,6 +410,74 @@ fn startup_all_fails_the_gate_on_rows_it_could_not_check() {
     assert_eq!(code(&o), 1, "{}", stderr(&o));
 }
 
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with(".hicache-sim."))
+        .collect();
+    v.sort();
+    v
+}
+
+/// `plan` and `sweep` own their `--out`: what an earlier run wrote there (its manifest,
+/// `.hicache-sim.outputs`) is removed before the next one writes, so no result sits
+/// beside another run's; a file the user put there, a file changed since, and the
+/// run's inputs are never removed; `sweep --resume` keeps its journal's rows.
+#[test]
+fn plan_and_sweep_own_their_out_folder() {
+    let d = workdir();
+    std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
+    std::fs::create_dir(d.path().join("o")).unwrap();
+    std::fs::write(d.path().join("o/notes.txt"), "mine").unwrap();
+    // a sweep over fraction × ratio: its CSV, journal and three plots
+    ok(&run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path()));
+    let first = files_in(&d.path().join("o"));
+    assert!(first.contains(&"hit_rate_vs_hicache_host_memory_fraction.png".to_string()), "{first:?}");
+    assert!(first.contains(&"outcome_map.svg".to_string()), "{first:?}");
+    // a second sweep over another axis: the first's figures go
+    std::fs::write(
+        d.path().join("t.yaml"),
+        SCENARIO.replace(
+            "    server.hicache_host_memory_fraction: [0.5, 1.0]\n    server.hicache_ratio: [null, 2.0]\n",
+            "    server.hicache_size: [40, 60]\n",
+        ),
+    )
+    .unwrap();
+    let o = run(&["sweep", "t.yaml", "--out", "o"], d.path());
+    ok(&o);
+    assert!(stderr(&o).contains("removed"), "{}", stderr(&o));
+    let second = files_in(&d.path().join("o"));
+    assert!(!second.iter().any(|f| f.contains("fraction") || f.starts_with("outcome_map")), "{second:?}");
+    assert!(second.contains(&"hit_rate_vs_hicache_size.png".to_string()), "{second:?}");
+    assert!(second.contains(&"notes.txt".to_string()), "{second:?}");
+    // a plan into the same folder: the sweep's files go, the plan's come
+    ok(&run(&["plan", "s.yaml", "--sglang", "0.5.21", "--runs", "20", "--ladder-max", "20", "--out", "o"], d.path()));
+    let third = files_in(&d.path().join("o"));
+    assert_eq!(
+        third,
+        ["hit_rate_vs_host_pool.png", "hit_rate_vs_host_pool.svg", "notes.txt", "plan.json", "plan.txt", "report.html"],
+    );
+    // a plan without a ladder: the figure of the last one does not stay beside it
+    ok(&run(&["plan", "s.yaml", "--sglang", "0.5.21", "--runs", "20", "--no-replay", "--out", "o"], d.path()));
+    assert_eq!(files_in(&d.path().join("o")), ["notes.txt", "plan.json", "plan.txt", "report.html"]);
+    // a file the user changed since is theirs now; an input in the folder is never removed
+    std::fs::write(d.path().join("o/plan.txt"), "edited by hand").unwrap();
+    std::fs::copy(d.path().join("s.yaml"), d.path().join("o/input.yaml")).unwrap();
+    let o = run(&["sweep", "o/input.yaml", "--out", "o", "--quiet", "--set", "runtime.trace=../trace.jsonl"], d.path());
+    ok(&o);
+    let fourth = files_in(&d.path().join("o"));
+    assert!(fourth.contains(&"plan.txt".to_string()) && fourth.contains(&"input.yaml".to_string()), "{fourth:?}");
+    assert!(!fourth.contains(&"plan.json".to_string()), "{fourth:?}");
+    assert_eq!(std::fs::read_to_string(d.path().join("o/plan.txt")).unwrap(), "edited by hand");
+    // --resume keeps the journal's rows (the same sweep), and the results equal a fresh run's
+    let csv = std::fs::read(d.path().join("o/results.csv")).unwrap();
+    let o = run(&["sweep", "o/input.yaml", "--out", "o", "--resume", "--set", "runtime.trace=../trace.jsonl"], d.path());
+    ok(&o);
+    assert!(stderr(&o).contains("4 resumed"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(d.path().join("o/results.csv")).unwrap(), csv);
+}
+
 /// Default plots (a sweep CSV without `--y`) from a hit-rate column holding NaN, `abc`
 /// or nothing where a started point should have a value: exit 2 naming the column and
 /// row, no figure drawn.
