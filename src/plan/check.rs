@@ -206,6 +206,13 @@ impl CheckInput {
         {
             e.line = (l > self.line_offset).then(|| l - self.line_offset);
         }
+        // A bare command file is the launch block: its line is the file's line.
+        if self.line_offset > 0
+            && let Some(rest) = e.message.strip_prefix("line ")
+            && let Some((_, msg)) = rest.split_once(" of the launch block: ")
+        {
+            e.message = msg.to_string();
+        }
         e
     }
 

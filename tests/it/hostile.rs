@@ -504,3 +504,73 @@ fn default_plots_refuse_bad_hit_rate_columns() {
         assert!(!d.path().join("p/hit_rate_vs_hicache_host_memory_fraction.png").exists());
     }
 }
+
+/// Runs the binary under a 2 GiB address-space limit (as the fuzz test does), with
+/// `SIGXFSZ` ignored and files capped at `fsize_blocks` × 512 bytes when given: a write
+/// past the cap fails with EFBIG, as a full disk fails it.
+fn run_limited(args: &[&str], dir: &Path, fsize_blocks: Option<u64>) -> Output {
+    let fsize = fsize_blocks.map_or(String::new(), |b| format!("ulimit -f {b}; "));
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("trap '' XFSZ; ulimit -v {}; {fsize}exec \"$0\" \"$@\"", 2u64 << 20))
+        .arg(bin())
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// A variable that doubles itself 40 times in a launch file is refused at its line
+/// (16 MiB of expanded text at most) instead of growing to 3 GB and aborting.
+#[test]
+fn launch_file_expansion_is_bounded() {
+    let d = workdir();
+    let mut text = String::from("# hicache-sim: node=gb300\nA=x\n");
+    for _ in 0..40 {
+        text.push_str("A=$A$A\n");
+    }
+    text.push_str("python -m sglang.launch_server --model-path zai-org/GLM-5.2-NVFP4 --tp 4 --served-model-name $A\n");
+    std::fs::write(d.path().join("r.sh"), &text).unwrap();
+    let o = run_limited(&["check", "r.sh", "--runs", "5"], d.path(), None);
+    // the budget counts every expansion: 1 + 2 + 4 + … + 2^k = 2^(k+1) − 1 bytes after
+    // k doublings passes 2^24 (16 MiB) at k = 24, the doubling on line 2 + 24 = 26
+    exit2(&o, &["r.sh:26:", "16 MiB", "A=$A$A"]);
+    assert!(!stderr(&o).contains("of the launch block"), "{}", stderr(&o));
+    // the same in a scenario's launch block
+    let yaml = format!(
+        "node: gb300\nserver:\n  launch: |\n{}",
+        text.lines().skip(1).map(|l| format!("    {l}\n")).collect::<String>()
+    );
+    std::fs::write(d.path().join("s.yaml"), yaml).unwrap();
+    let o = run_limited(&["startup", "s.yaml", "--runs", "5"], d.path(), None);
+    exit2(&o, &["s.yaml:", "16 MiB"]);
+}
+
+/// A sparse binary trace whose one record declares 4·10^8 hash ids (3.2 GB of zeros,
+/// the length matching the header) is refused by its checksum before anything is
+/// allocated: exit 2 under a 2 GiB address-space limit (it aborted at 3.2 GB).
+#[test]
+fn huge_declared_lengths_are_refused_before_allocating() {
+    let d = workdir();
+    ok(&run(&["trace", "convert", "trace.jsonl", "-o", "t.bin"], d.path()));
+    let good = std::fs::read(d.path().join("t.bin")).unwrap();
+    // header of one record with m ids: 56 + 8 + 8 + 8 + 8 + 16 + 8·m bytes
+    let m: u64 = 400_000_000;
+    let mut head = good[..56].to_vec();
+    head[24..32].copy_from_slice(&1u64.to_le_bytes());
+    head[32..40].copy_from_slice(&m.to_le_bytes());
+    let len = 56 + 8 + 8 + 8 + 8 + 16 + 8 * m;
+    let f = std::fs::File::create(d.path().join("huge.bin")).unwrap();
+    use std::io::Write;
+    (&f).write_all(&head).unwrap();
+    f.set_len(len).unwrap(); // sparse: no disk used
+    drop(f);
+    for args in [
+        vec!["replay", "--trace", "huge.bin", "--l1-pages", "10", "--l2-pages", "10"],
+        vec!["trace", "stats", "huge.bin"],
+    ] {
+        let o = run_limited(&args, d.path(), None);
+        exit2(&o, &["huge.bin", "checksum"]);
+    }
+}
