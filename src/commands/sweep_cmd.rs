@@ -200,11 +200,15 @@ fn provenance(
     }
     traces.sort();
     traces.dedup();
+    let lines = crate::scenario::lines::LineIndex::build(
+        &std::fs::read_to_string(scenario).unwrap_or_default(),
+    );
     let mut paths = Vec::new();
     for t in traces {
         let path = crate::scenario::resolve::resolve_relative(&t, scenario);
         let hash = crate::workload::content_hash(Path::new(&path)).map_err(|e| {
             InputError::new(scenario, format!("cannot read the trace `{path}`: {e}"))
+                .line_opt(lines.line_of("runtime.trace"))
                 .field("runtime.trace")
         })?;
         m.insert(format!("trace content {t}"), format!("{hash:016x}"));

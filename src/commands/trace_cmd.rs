@@ -51,9 +51,12 @@ fn convert_cmd(a: TraceConvertArgs) -> CmdResult {
     if let Some(e) = cols.tail_error.take() {
         return Err(e.into());
     }
-    cols.source_hash = crate::workload::content_hash(input)
-        .map_err(|e| InputError::new(&a.input, format!("cannot read: {e}")))?;
-    cols.source_len = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
+    // Provenance of a file (a pipe, `<(zcat t.gz)`, was consumed by the parse: none).
+    if std::fs::metadata(input).is_ok_and(|m| m.is_file()) {
+        cols.source_hash = crate::workload::content_hash(input)
+            .map_err(|e| InputError::new(&a.input, format!("cannot read: {e}")))?;
+        cols.source_len = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
+    }
     // Through a symlink to its target, in place on a device, atomically otherwise.
     crate::output::write_with(output, |mut w| cols.write_binary(&mut w))
         .map_err(|e| CommandError::Other(format!("{}: {e}", a.output)))?;

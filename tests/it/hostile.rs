@@ -574,3 +574,28 @@ fn huge_declared_lengths_are_refused_before_allocating() {
         exit2(&o, &["huge.bin", "checksum"]);
     }
 }
+
+/// A sweep whose trace is `/dev/zero` is refused at once, naming the scenario's
+/// `runtime.trace` line (the fingerprint hashed it forever); a FIFO is refused before
+/// it is opened.
+#[test]
+fn sweep_refuses_a_trace_that_is_not_a_file() {
+    let d = workdir();
+    std::fs::write(
+        d.path().join("s.yaml"),
+        SCENARIO.replace("trace: trace.jsonl", "trace: /dev/zero"),
+    )
+    .unwrap();
+    let line = SCENARIO.lines().position(|l| l.contains("trace: trace.jsonl")).unwrap() + 1;
+    let o = run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path());
+    exit2(&o, &[&format!("s.yaml:{line}:"), "runtime.trace", "/dev/zero", "not a regular file"]);
+    let fifo = d.path().join("fifo.jsonl");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    std::fs::write(
+        d.path().join("s.yaml"),
+        SCENARIO.replace("trace: trace.jsonl", "trace: fifo.jsonl"),
+    )
+    .unwrap();
+    let o = run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path());
+    exit2(&o, &["runtime.trace", "fifo.jsonl", "not a regular file"]);
+}
