@@ -164,7 +164,7 @@ fn startup_all(a: &StartupArgs) -> CmdResult {
 /// Run 0 rank by rank as CSV, and the per-rank budget-vs-request plot beside it.
 fn write_ranks_csv(rep: &report::StartupReport, path: &str) -> Result<(), CommandError> {
     let err = |e: &dyn std::fmt::Display| CommandError::Other(format!("{path}: {e}"));
-    let mut w = csv::Writer::from_path(path).map_err(|e| err(&e))?;
+    let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
         "rank",
         "node",
@@ -194,9 +194,10 @@ fn write_ranks_csv(rep: &report::StartupReport, path: &str) -> Result<(), Comman
         ])
         .map_err(|e| err(&e))?;
     }
-    w.flush().map_err(|e| err(&e))?;
-    let table =
-        crate::report::plot::Table::read(std::path::Path::new(path)).map_err(|e| err(&e))?;
+    let bytes = w.into_inner().map_err(|e| err(&e))?;
+    // Atomically, through links, in place on devices (never a half-written CSV).
+    crate::output::write_file(std::path::Path::new(path), &bytes).map_err(|e| err(&e))?;
+    let table = crate::report::plot::Table::from_csv(&bytes, path).map_err(|e| err(&e))?;
     let stem = std::path::Path::new(path).with_extension("");
     let stem = stem.with_file_name(format!(
         "{}_budget_vs_request",

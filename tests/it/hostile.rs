@@ -599,3 +599,48 @@ fn sweep_refuses_a_trace_that_is_not_a_file() {
     let o = run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path());
     exit2(&o, &["runtime.trace", "fifo.jsonl", "not a regular file"]);
 }
+
+/// A disk that fills while `sweep`, `plan --out` or `plot` write (files capped with
+/// `ulimit -f`): exit 3 naming the file, and every figure and CSV under its final name is
+/// whole — the previous one, or none — never a truncated one; no temporary file stays.
+#[test]
+fn a_full_disk_never_leaves_a_truncated_file() {
+    let d = workdir();
+    std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
+    ok(&run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path()));
+    let before: Vec<(String, Vec<u8>)> = files_in(&d.path().join("o"))
+        .into_iter()
+        .map(|f| (f.clone(), std::fs::read(d.path().join("o").join(&f)).unwrap()))
+        .collect();
+    let png = before.iter().find(|(f, _)| f.ends_with(".png")).unwrap();
+    assert!(png.1.len() > 40 * 1024, "{} is {} bytes", png.0, png.1.len());
+    // 40 KiB per file: the CSV fits, the PNGs do not
+    let o = run_limited(&["plot", "o/results.csv"], d.path(), Some(80));
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    assert!(stderr(&o).contains(".png"), "{}", stderr(&o));
+    for (f, bytes) in &before {
+        assert_eq!(&std::fs::read(d.path().join("o").join(f)).unwrap(), bytes, "{f} changed");
+    }
+    let o = run_limited(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path(), Some(80));
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    for f in files_in(&d.path().join("o")) {
+        let b = std::fs::read(d.path().join("o").join(&f)).unwrap();
+        if f.ends_with(".png") {
+            assert!(b.ends_with(b"IEND\xaeB`\x82"), "{f}: a truncated PNG");
+        }
+        assert!(!f.contains(".tmp."), "{f} left behind");
+    }
+    let o = run_limited(
+        &["plan", "s.yaml", "--sglang", "0.5.21", "--runs", "20", "--ladder-max", "20", "--out", "p"],
+        d.path(),
+        Some(80),
+    );
+    assert_eq!(code(&o), 3, "{}", stderr(&o));
+    for f in files_in(&d.path().join("p")) {
+        let b = std::fs::read(d.path().join("p").join(&f)).unwrap();
+        if f.ends_with(".png") {
+            assert!(b.ends_with(b"IEND\xaeB`\x82"), "{f}: a truncated PNG");
+        }
+        assert!(!f.contains(".tmp."), "{f} left behind");
+    }
+}
