@@ -117,7 +117,8 @@ run sweep.q sweep $Q --out "$SCRATCH/sweep" --quiet --jobs 2
 cp "$SCRATCH/sweep/results.csv" "$OUT/sweep.q.results.csv" 2>/dev/null
 # The journal's lines come in completion order (any with --jobs 2): kept sorted.
 sort "$SCRATCH/sweep/results.journal.jsonl" >"$OUT/sweep.q.journal.sorted" 2>/dev/null
-(cd "$SCRATCH/sweep" 2>/dev/null && find . -type f ! -name '.hicache-sim.lock' ! -name '*.journal.jsonl' | sort | xargs sha256sum) >"$OUT/sweep.q.files.sha256"
+# (.hicache-sim.* name the holder and the run's own files: paths and pids.)
+(cd "$SCRATCH/sweep" 2>/dev/null && find . -type f ! -name '.hicache-sim.*' ! -name '*.journal.jsonl' | sort | xargs sha256sum) >"$OUT/sweep.q.files.sha256"
 
 # --- plan ------------------------------------------------------------------------------
 run plan.q.json plan $Q --format json --runs 200
@@ -126,7 +127,7 @@ run plan.q.all.json plan $Q --sglang all --format json --runs 100 --no-replay
 run plan.g.json plan $G --format json --runs 200
 run plan.g.txt plan $G --runs 200 --sglang 0.5.21,0.5.23
 run plan.q.out plan $Q --runs 100 --out "$SCRATCH/plan"
-(cd "$SCRATCH/plan" 2>/dev/null && find . -type f | sort | xargs sha256sum) >"$OUT/plan.q.out.files.sha256"
+(cd "$SCRATCH/plan" 2>/dev/null && find . -type f ! -name '.hicache-sim.*' | sort | xargs sha256sum) >"$OUT/plan.q.out.files.sha256"
 
 # --- check -----------------------------------------------------------------------------
 # Bare launch commands name no machine: each file on an HGX B300
