@@ -644,3 +644,30 @@ fn a_full_disk_never_leaves_a_truncated_file() {
         assert!(!f.contains(".tmp."), "{f} left behind");
     }
 }
+
+/// `runtime.*` mistakes are named at the scenario's line and field, by `replay`, `sweep`
+/// and `plan` alike, before any trace is read (they named the trace's file and line, or
+/// failed point by point in a sweep).
+#[test]
+fn runtime_errors_name_the_scenario_field() {
+    let d = workdir();
+    let line_of = |text: &str, key: &str| text.lines().position(|l| l.trim_start().starts_with(key)).unwrap() + 1;
+    let cases = [
+        ("  trace_format: mooncake\n", "  trace_format: mooncake\n  block_size: 0\n", "block_size:", "runtime.block_size"),
+        ("  trace_format: mooncake\n", "  trace_format: mooncak\n", "trace_format:", "runtime.trace_format"),
+        ("  trace_format: mooncake\n", "  trace_format: mooncake\n  max_requests: 0\n", "max_requests:", "runtime.max_requests"),
+        ("    timing: off\n", "    timing: sideways\n", "timing:", "runtime.replay.timing"),
+    ];
+    for (from, to, key, field) in cases {
+        let text = SCENARIO.replace(from, to);
+        std::fs::write(d.path().join("s.yaml"), &text).unwrap();
+        let at = format!("s.yaml:{}: field `{field}`", line_of(&text, key));
+        for args in [
+            vec!["replay", "s.yaml"],
+            vec!["sweep", "s.yaml", "--out", "o", "--quiet"],
+            vec!["plan", "s.yaml", "--runs", "20", "--ladder-max", "20"],
+        ] {
+            exit2(&run(&args, d.path()), &[&at]);
+        }
+    }
+}
