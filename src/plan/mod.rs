@@ -152,6 +152,10 @@ pub fn plan(path: &str, releases: &[Option<&str>], opts: &PlanOptions) -> Result
             return Err(InputError::new("--trace", format!("{t}: no such file")));
         }
         sets.push(format!("runtime.trace={}", abs.display()));
+        // Another file: its format and block size are its own (detected), not those the
+        // scenario gives for its own trace.
+        sets.push("runtime.trace_format=".into());
+        sets.push("runtime.block_size=".into());
     }
     // The scenario must be valid as it stands (its own release).
     let own = Prober::load(path, &sets, None, opts.seed, opts.runs)?;

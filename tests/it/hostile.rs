@@ -671,3 +671,25 @@ fn runtime_errors_name_the_scenario_field() {
         }
     }
 }
+
+/// `plan --trace F` detects F's format and block size (the scenario's `trace_format` and
+/// `block_size` are its own trace's): a kv-cache-tester JSON and a CSV trace plan.
+#[test]
+fn plan_trace_is_read_in_its_own_format() {
+    let d = workdir();
+    std::fs::write(d.path().join("s.yaml"), SCENARIO.replace("  trace_format: mooncake\n", "  trace_format: mooncake\n  block_size: 512\n")).unwrap();
+    std::fs::copy(repo("traces/kv-cache-tester/trace_0012.json"), d.path().join("kv.json")).unwrap();
+    // the same requests as CSV
+    let mut csv = String::from("timestamp_ms,input_length,output_length,hash_ids\n");
+    for l in std::fs::read_to_string(d.path().join("trace.jsonl")).unwrap().lines().take(50) {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let ids: Vec<String> = v["hash_ids"].as_array().unwrap().iter().map(|x| x.to_string()).collect();
+        csv.push_str(&format!("{},{},{},{}\n", v["timestamp"], v["input_length"], v["output_length"], ids.join(";")));
+    }
+    std::fs::write(d.path().join("t.csv"), csv).unwrap();
+    for t in ["kv.json", "t.csv"] {
+        let o = run(&["plan", "s.yaml", "--sglang", "0.5.21", "--runs", "20", "--ladder-max", "20", "--trace", t], d.path());
+        ok(&o);
+        assert!(stdout(&o).contains("Hit rate by host pool size"), "{}", stdout(&o));
+    }
+}
