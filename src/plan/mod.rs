@@ -102,7 +102,12 @@ fn max_bytes(s: &crate::scenario::Scenario) -> u64 {
 pub fn plan_release(prober: &Prober, target: f64) -> Result<ReleasePlan, String> {
     let s = prober.scenario(&[])?;
     let version = s.version;
-    let max_gb = max_bytes(&s).div_ceil(crate::units::GB).max(2);
+    // Never past the largest size a scenario may give (a huge host would make the
+    // search probe a size the scenario check refuses, blamed on a field not set).
+    let max_gb = max_bytes(&s)
+        .div_ceil(crate::units::GB)
+        .max(2)
+        .min(crate::scenario::resolve::MAX_HICACHE_SIZE_GB as u64 - 1);
     let size = search::size_frontier(prober, target, max_gb)?;
     // The device pool and the KV pool's bytes per token: the plan's, no run needed.
     let (_, base) = prober.plan(&search::size_patch(1))?;

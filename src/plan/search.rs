@@ -189,7 +189,13 @@ pub fn ratio_frontier(
     if device_tokens == 0 || page == 0 || bytes_per_token == 0 {
         return Ok(None);
     }
-    let max_k = max_bytes / (page * bytes_per_token) + 1;
+    // Never past the largest ratio a scenario may give (the pages of ratio 1000, less
+    // the one the frontier's next step probes).
+    let max_k = (max_bytes / (page * bytes_per_token) + 1).min(
+        ((crate::scenario::resolve::MAX_HICACHE_RATIO as u64).saturating_mul(device_tokens)
+            / page)
+            .saturating_sub(2),
+    );
     let found = largest_passing(0, max_k, |k| {
         prober
             .start_probability(&ratio_patch(ratio_of_pages(k, device_tokens, page)))

@@ -693,3 +693,20 @@ fn plan_trace_is_read_in_its_own_format() {
         assert!(stdout(&o).contains("Hit rate by host pool size"), "{}", stdout(&o));
     }
 }
+
+/// `plan` on a host larger than any `--hicache-size` a scenario may give plans up to that
+/// largest size instead of failing on `server.hicache_size`, a field the scenario does not set.
+#[test]
+fn plan_on_a_huge_host_stays_within_the_flag_range() {
+    let d = workdir();
+    std::fs::write(
+        d.path().join("s.yaml"),
+        SCENARIO
+            .replace("node: gb300", "node: {preset: gb300, host_dram: 100000TB}")
+            .replace("    max: 900GB", "    max: 100000TB"),
+    )
+    .unwrap();
+    let o = run(&["plan", "s.yaml", "--runs", "20", "--no-replay"], d.path());
+    ok(&o);
+    assert!(stdout(&o).contains("--hicache-size 999999"), "{}", stdout(&o));
+}
