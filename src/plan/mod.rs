@@ -162,8 +162,11 @@ pub fn plan(path: &str, releases: &[Option<&str>], opts: &PlanOptions) -> Result
         sets.push("runtime.trace_format=".into());
         sets.push("runtime.block_size=".into());
     }
+    // Read once (a scenario from a pipe, `plan <(…)`, cannot be read twice).
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::new(path, format!("cannot read the scenario: {e}")))?;
     // The scenario must be valid as it stands (its own release).
-    let own = Prober::load(path, &sets, None, opts.seed, opts.runs)?;
+    let own = Prober::from_text(&text, path, &sets, None, opts.seed, opts.runs)?;
     let s0 = own.scenario(&[]).map_err(|m| InputError::new(path, m))?;
     // Releases are planned in parallel (each a pure function of the scenario and the
     // release), collected in the order asked.
@@ -172,7 +175,7 @@ pub fn plan(path: &str, releases: &[Option<&str>], opts: &PlanOptions) -> Result
         .map(|r| {
             let prober = match r {
                 None => Ok(own.clone()),
-                Some(id) => Prober::load(path, &sets, Some(id), opts.seed, opts.runs),
+                Some(id) => Prober::from_text(&text, path, &sets, Some(id), opts.seed, opts.runs),
             };
             Ok(match prober {
                 Ok(p) => {

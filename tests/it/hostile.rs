@@ -710,3 +710,20 @@ fn plan_on_a_huge_host_stays_within_the_flag_range() {
     ok(&o);
     assert!(stdout(&o).contains("--hicache-size 999999"), "{}", stdout(&o));
 }
+
+/// `sweep <(…)` and `plan <(…)`: the scenario is read once (a pipe cannot be read twice; it
+/// said "must be a YAML mapping").
+#[test]
+fn scenarios_from_a_pipe_are_read_once() {
+    let d = workdir();
+    std::fs::write(d.path().join("s.yaml"), SCENARIO.replace("trace: trace.jsonl", &format!("trace: {}", d.path().join("trace.jsonl").display()))).unwrap();
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(format!("\"{}\" sweep <(cat s.yaml) --out o --quiet && \"{}\" plan <(cat s.yaml) --runs 20 --no-replay --sglang 0.5.21,0.5.23", bin(), bin()))
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    ok(&o);
+    assert!(d.path().join("o/results.csv").exists());
+    assert!(stdout(&o).contains("SGLang 0.5.23"), "{}", stdout(&o));
+}
