@@ -33,20 +33,25 @@ pub fn check(a: CheckArgs) -> CmdResult {
     }
     // Every file is read (and must be valid) before any is simulated: bad input is
     // exit 2 however many files pass.
+    // `--node N` travels as `--set node=N`: an error about it names the flag typed.
+    let relabel = |mut e: InputError| {
+        if let Some(n) = &a.node
+            && e.source == format!("--set node={n}")
+        {
+            e.source = format!("--node {n}");
+        }
+        e
+    };
     let inputs = a
         .files
         .iter()
-        .map(|f| check::read_input(f, &sets))
+        .map(|f| check::read_input(f, &sets).map_err(relabel))
         .collect::<Result<Vec<_>, InputError>>()?;
     let mut rows = Vec::new();
     for i in &inputs {
-        rows.extend(check::check_file(
-            i,
-            &releases,
-            a.target_start,
-            a.seed,
-            a.runs,
-        )?);
+        rows.extend(
+            check::check_file(i, &releases, a.target_start, a.seed, a.runs).map_err(relabel)?,
+        );
     }
     match a.format {
         CheckFormat::Text => print!("{}", check::render_text(&rows)),

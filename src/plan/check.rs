@@ -39,8 +39,10 @@ pub struct CheckInput {
     pub text: String,
     /// Lines the wrapper added before the file's first line (to map error lines back).
     pub line_offset: usize,
-    /// `--set`s from `# hicache-sim:` comments.
+    /// `--set`s from `# hicache-sim:` comments, then the command line's.
     pub sets: Vec<String>,
+    /// The comments' sets and their lines.
+    pub origins: Vec<(String, usize)>,
 }
 
 /// One `key=value` of a `# hicache-sim:` comment, with its 1-based line.
@@ -167,9 +169,32 @@ pub fn read_input(path: &str, cli_sets: &[String]) -> Result<CheckInput, InputEr
             text,
             line_offset: 0,
             sets: cli_sets.to_vec(),
+            origins: Vec::new(),
         });
     }
-    let mut sets: Vec<String> = directives(path, &text)?.into_iter().map(|d| d.set).collect();
+    // A launch file is text: a NUL or another control byte (a binary file, a paste
+    // gone wrong) is named at its own line, before the file is wrapped in YAML.
+    if let Some((i, l)) = text.lines().enumerate().find(|(_, l)| {
+        l.chars()
+            .any(|c| c.is_control() && !matches!(c, '\t' | '\r'))
+    }) {
+        let c = l
+            .chars()
+            .find(|c| c.is_control() && !matches!(c, '\t' | '\r'))
+            .unwrap_or('\0');
+        return Err(InputError::new(
+            path,
+            format!(
+                "a control character ({}) in a launch-command file: not a text file, or a paste gone wrong",
+                if c == '\0' { "a NUL byte".to_string() } else { format!("U+{:04X}", c as u32) }
+            ),
+        )
+        .at_line(i + 1));
+    }
+    let dirs = directives(path, &text)?;
+    // Where each set came from, so an error about its field names the comment's line.
+    let origins: Vec<(String, usize)> = dirs.iter().map(|d| (d.set.clone(), d.line)).collect();
+    let mut sets: Vec<String> = dirs.into_iter().map(|d| d.set).collect();
     sets.extend(cli_sets.iter().cloned());
     if !sets.iter().any(|s| s.trim_start().starts_with("node=")) {
         return Err(InputError::new(
@@ -195,6 +220,7 @@ pub fn read_input(path: &str, cli_sets: &[String]) -> Result<CheckInput, InputEr
         text: yaml,
         line_offset: 3,
         sets,
+        origins,
     })
 }
 
@@ -212,6 +238,15 @@ impl CheckInput {
             && let Some((_, msg)) = rest.split_once(" of the launch block: ")
         {
             e.message = msg.to_string();
+        }
+        // An error about a field a `# hicache-sim:` comment set: that comment's line.
+        if let Some((_, line)) = self
+            .origins
+            .iter()
+            .find(|(set, _)| e.source == format!("--set {set}"))
+        {
+            e.source = self.path.clone();
+            e.line = Some(*line);
         }
         e
     }

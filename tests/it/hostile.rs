@@ -727,3 +727,24 @@ fn scenarios_from_a_pipe_are_read_once() {
     assert!(d.path().join("o/results.csv").exists());
     assert!(stdout(&o).contains("SGLang 0.5.23"), "{}", stdout(&o));
 }
+
+/// `check`: an error about a field a `# hicache-sim:` comment sets names the file and the
+/// comment's line; one about `--node` names `--node` (both said `--set node=…`); a NUL
+/// byte in a launch file is named at its line (it said "invalid YAML: line 6").
+#[test]
+fn check_names_comment_lines_the_node_flag_and_control_bytes() {
+    let d = workdir();
+    let cmd = "python -m sglang.launch_server --model-path zai-org/GLM-5.2-NVFP4 --tp 4\n";
+    std::fs::write(d.path().join("r.sh"), format!("#!/bin/bash\n# hicache-sim: node=floppy\n{cmd}")).unwrap();
+    exit2(&run(&["check", "r.sh", "--runs", "5"], d.path()), &["r.sh:2:", "node", "floppy"]);
+    std::fs::write(d.path().join("r.sh"), format!("# hicache-sim: node=gb300 memory.cgroup.max=lots\n{cmd}")).unwrap();
+    exit2(&run(&["check", "r.sh", "--runs", "5"], d.path()), &["r.sh:1:", "memory.cgroup.max"]);
+    std::fs::write(d.path().join("r.sh"), cmd).unwrap();
+    let o = run(&["check", "r.sh", "--runs", "5", "--node", "floppy"], d.path());
+    exit2(&o, &["--node floppy"]);
+    assert!(!stderr(&o).contains("--set"), "{}", stderr(&o));
+    std::fs::write(d.path().join("r.sh"), format!("# hicache-sim: node=gb300\n--tp 4 \0\n{cmd}")).unwrap();
+    let o = run(&["check", "r.sh", "--runs", "5"], d.path());
+    exit2(&o, &["r.sh:2:", "NUL"]);
+    assert!(!stderr(&o).contains("YAML"), "{}", stderr(&o));
+}
