@@ -51,6 +51,13 @@ pub fn sweep_base(
 }
 
 pub fn sweep(mut a: SweepArgs) -> CmdResult {
+    if a.out.trim().is_empty() {
+        return Err(InputError::new(
+            "--out",
+            "an empty folder name: name the folder to write the sweep into (`--out .` for this one)",
+        )
+        .into());
+    }
     if let Some(v) = &a.sglang {
         a.sets.push(format!("sglang={v}"));
     }

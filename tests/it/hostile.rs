@@ -505,6 +505,8 @@ fn default_plots_refuse_bad_hit_rate_columns() {
     }
 }
 
+// ---- Crashes, hangs, half-written files ----
+
 /// Runs the binary under a 2 GiB address-space limit (as the fuzz test does), with
 /// `SIGXFSZ` ignored and files capped at `fsize_blocks` × 512 bytes when given: a write
 /// past the cap fails with EFBIG, as a full disk fails it.
@@ -645,6 +647,8 @@ fn a_full_disk_never_leaves_a_truncated_file() {
     }
 }
 
+// ---- Messages ----
+
 /// `runtime.*` mistakes are named at the scenario's line and field, by `replay`, `sweep`
 /// and `plan` alike, before any trace is read (they named the trace's file and line, or
 /// failed point by point in a sweep).
@@ -747,4 +751,26 @@ fn check_names_comment_lines_the_node_flag_and_control_bytes() {
     let o = run(&["check", "r.sh", "--runs", "5"], d.path());
     exit2(&o, &["r.sh:2:", "NUL"]);
     assert!(!stderr(&o).contains("YAML"), "{}", stderr(&o));
+}
+
+/// `--help` into a full stdout is exit 3 naming the stream (it was 0); `--out ''` is
+/// exit 2 (it wrote into the working directory); a long `plan` says so before it starts.
+#[test]
+fn help_to_a_full_disk_empty_out_and_long_plans() {
+    let d = workdir();
+    std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    for args in [vec!["--help"], vec!["plan", "--help"], vec!["--version"]] {
+        let o = Command::new(bin()).args(&args).stdout(full.try_clone().unwrap()).output().unwrap();
+        assert_eq!(code(&o), 3, "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("<stdout>"), "{}", stderr(&o));
+    }
+    ok(&run(&["--help"], d.path()));
+    exit2(&run(&["plan", "s.yaml", "--runs", "5", "--no-replay", "--out", ""], d.path()), &["--out", "empty"]);
+    exit2(&run(&["sweep", "s.yaml", "--quiet", "--out", ""], d.path()), &["--out", "empty"]);
+    assert_eq!(files_in(d.path()), ["s.yaml", "trace.jsonl"]);
+    // the announcement comes before any work (here the run stops at a bad --target-start)
+    let o = run(&["plan", "s.yaml", "--runs", "1000000000", "--target-start", "2"], d.path());
+    exit2(&o, &["--target-start"]);
+    assert!(stderr(&o).contains("1000000000 start-up runs per probe") && stderr(&o).contains("takes a while"), "{}", stderr(&o));
 }
