@@ -774,3 +774,29 @@ fn help_to_a_full_disk_empty_out_and_long_plans() {
     exit2(&o, &["--target-start"]);
     assert!(stderr(&o).contains("1000000000 start-up runs per probe") && stderr(&o).contains("takes a while"), "{}", stderr(&o));
 }
+
+// ---- Tried as a new user would ----
+
+/// The bundled generated traces say their own block size (every line starts with
+/// `"block_size": 64`): `replay --trace` and `trace stats` read them at 64 without
+/// `--block-size`; an explicit other block size is refused at line 1 naming the field.
+#[test]
+fn generated_traces_say_their_block_size() {
+    let d = workdir();
+    for t in ["traces/generated_chat_agentic_mix.jsonl", "traces/generated_agentic_bursty.jsonl"] {
+        let p = repo(t);
+        let p = p.to_str().unwrap();
+        let o = run(&["replay", "--trace", p, "--l1-pages", "500", "--l2-pages", "500"], d.path());
+        ok(&o);
+        assert!(stdout(&o).contains("page 64 tokens"), "{}", stdout(&o));
+        let o = run(&["trace", "stats", p], d.path());
+        ok(&o);
+        assert!(stdout(&o).contains("(mooncake, 64-token pages)"), "{}", stdout(&o));
+        exit2(&run(&["replay", "--trace", p, "--block-size", "512"], d.path()), &[&format!("{p}:1:"), "`block_size`", "64-token blocks"]);
+        ok(&run(&["replay", "--trace", p, "--block-size", "64", "--l1-pages", "500"], d.path()));
+    }
+    // trace gen writes it, and the file reads back at its own block size
+    ok(&run(&["trace", "gen", "--config", repo("traces/recipes/agentic_bursty.json").to_str().unwrap(), "--requests", "20", "-o", "g.jsonl"], d.path()));
+    assert!(std::fs::read_to_string(d.path().join("g.jsonl")).unwrap().starts_with("{\"block_size\": 64, \"timestamp\": "));
+    ok(&run(&["replay", "--trace", "g.jsonl", "--l1-pages", "50"], d.path()));
+}
