@@ -69,6 +69,11 @@ pub struct ReleasePlan {
     pub at_recommended: Option<StartProbe>,
     /// The smallest of all releases' frontiers started under this release.
     pub at_smallest_frontier: Option<StartProbe>,
+    /// The smallest `--hicache-size` that starts under this release, when the primary
+    /// release's size fails here *below* this release's own frontier (0.5.14's host >
+    /// device assertion): the sizes that hold are `floor_gb ..= size`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub floor_gb: Option<u64>,
 }
 
 /// The whole plan.
@@ -137,6 +142,7 @@ pub fn plan_release(prober: &Prober, target: f64) -> Result<ReleasePlan, String>
         sensitivity,
         at_recommended: None,
         at_smallest_frontier: None,
+        floor_gb: None,
     })
 }
 
@@ -194,6 +200,7 @@ pub fn plan(path: &str, releases: &[Option<&str>], opts: &PlanOptions) -> Result
                         sensitivity: Vec::new(),
                         at_recommended: None,
                         at_smallest_frontier: None,
+                        floor_gb: None,
                     };
                     (rp, None)
                 }
@@ -223,6 +230,21 @@ pub fn plan(path: &str, releases: &[Option<&str>], opts: &PlanOptions) -> Result
                 };
                 rp.at_recommended = at(primary_gb)?;
                 rp.at_smallest_frontier = at(smallest_gb)?;
+                // Failing below this release's own frontier: where the sizes that hold
+                // start (the smallest passing size above the recommended one).
+                if let (Some(rec), Some(own), Some(a)) = (
+                    primary_gb,
+                    rp.size.as_ref().map(|f| f.value),
+                    rp.at_recommended.as_ref(),
+                ) && rec < own
+                    && a.start_probability < opts.target
+                {
+                    rp.floor_gb = search::smallest_passing(rec, own, |g| {
+                        p.start_probability(&search::size_patch(g))
+                            .map(|x| x >= opts.target)
+                    })
+                    .map_err(|m| InputError::new(path, m))?;
+                }
             }
             Ok(rp)
         })

@@ -800,3 +800,36 @@ fn generated_traces_say_their_block_size() {
     assert!(std::fs::read_to_string(d.path().join("g.jsonl")).unwrap().starts_with("{\"block_size\": 64, \"timestamp\": "));
     ok(&run(&["replay", "--trace", "g.jsonl", "--l1-pages", "50"], d.path()));
 }
+
+/// `plan`: a release that fails the recommended size *below* its own frontier (0.5.14's
+/// host pool must be larger than the device pool, 138.83 GB of KV) says which sizes hold
+/// there instead of "largest 197"; the fraction table and the auto-size note label the
+/// KV pool and all host pools (97.20 GB of pools is a 91.55 GB KV pool on 0.5.21).
+#[test]
+fn plan_words_floors_and_pool_labels() {
+    let d = workdir();
+    let o = run(
+        &["plan", repo("scenarios/quickstart.yaml").to_str().unwrap(), "--sglang", "page-cache-credit,0.5.14,0.5.21", "--runs", "100", "--no-replay"],
+        d.path(),
+    );
+    ok(&o);
+    let t = stdout(&o);
+    assert!(t.contains("breaks on: 0.5.14 (too small there: only --hicache-size 139 to 197 starts)"), "{t}");
+    assert!(t.contains("fraction      KV pool    all pools  P(start)  outcome"), "{t}");
+    // 0.5.21 at fraction 1.0: 91.55 GB KV of 97.20 GB in both pools (DSA indexer)
+    assert!(t.contains("1.0     91.55 GB     97.20 GB"), "{t}");
+    assert!(t.contains("GB KV host pool per rank (") && t.contains("GB in all host pools)"), "{t}");
+}
+
+/// The HTML report's figure scales to the window (its SVG has a viewBox; the page caps it
+/// at the column width): a 1500-pixel figure no longer overflows a 1400-pixel window.
+#[test]
+fn html_report_figure_fits_the_window() {
+    let d = workdir();
+    std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
+    ok(&run(&["plan", "s.yaml", "--sglang", "0.5.21", "--runs", "20", "--ladder-max", "20", "--out", "o"], d.path()));
+    let html = std::fs::read_to_string(d.path().join("o/report.html")).unwrap();
+    assert!(html.contains(".fig svg{max-width:100%;height:auto}"), "{}", &html[..600]);
+    assert!(html.contains("<div class=\"fig\">"));
+    assert!(html.contains("viewBox=\"0 0 1500 650\""));
+}
