@@ -64,6 +64,11 @@ pub fn load_str(text: &str, source: &str, sets: &[String]) -> Result<LoadedScena
             lines.set_origin(path.trim(), format!("--set {s}"));
         }
     }
+    // `server.X: null` means unset: the field takes its default and counts as not written
+    // (a release without the flag does not refuse it; a launch command's flag applies).
+    for key in unset_nulls(&mut value) {
+        lines.forget(&format!("server.{key}"));
+    }
     let launch = merge_launch(&mut value, text, source, &lines)?;
     let file = typed_from_value(value, source, &lines)?;
     Ok(LoadedScenario {
@@ -317,12 +322,31 @@ pub fn set_path(root: &mut Value, path: &str, v: Value) -> Result<(), String> {
     Ok(())
 }
 
-/// Deserializes the typed scenario; errors name the field path and its line.
+/// Removes the `server:` keys whose value is null (unset: the default applies); returns
+/// their names.
+fn unset_nulls(value: &mut Value) -> Vec<String> {
+    let Some(server) = value.get_mut("server").and_then(Value::as_object_mut) else {
+        return Vec::new();
+    };
+    let nulls: Vec<String> = server
+        .iter()
+        .filter(|(_, v)| v.is_null())
+        .map(|(k, _)| k.clone())
+        .collect();
+    for k in &nulls {
+        server.remove(k);
+    }
+    nulls
+}
+
+/// Deserializes the typed scenario; errors name the field path and its line. A null
+/// `server:` field is unset (its default), as in a file, for sweep points too.
 pub fn typed_from_value(
-    value: Value,
+    mut value: Value,
     source: &str,
     lines: &LineIndex,
 ) -> Result<ScenarioFile, InputError> {
+    unset_nulls(&mut value);
     serde_path_to_error::deserialize::<_, ScenarioFile>(value).map_err(|e| {
         let path = clean_path(&e.path().to_string());
         let inner = e.into_inner().to_string();
@@ -337,6 +361,13 @@ pub fn typed_from_ref(
     source: &str,
     lines: &LineIndex,
 ) -> Result<ScenarioFile, InputError> {
+    if value
+        .get("server")
+        .and_then(Value::as_object)
+        .is_some_and(|m| m.values().any(Value::is_null))
+    {
+        return typed_from_value(value.clone(), source, lines);
+    }
     serde_path_to_error::deserialize::<_, ScenarioFile>(value).map_err(|e| {
         let path = clean_path(&e.path().to_string());
         let inner = e.into_inner().to_string();

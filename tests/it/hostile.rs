@@ -821,6 +821,25 @@ fn plan_words_floors_and_pool_labels() {
     assert!(t.contains("GB KV host pool per rank (") && t.contains("GB in all host pools)"), "{t}");
 }
 
+/// `hicache_host_memory_fraction: null` (or `--set …=null`) is unset: a release without
+/// the flag starts the scenario (it was refused as if the flag were given).
+#[test]
+fn null_fraction_is_unset() {
+    let d = workdir();
+    std::fs::write(
+        d.path().join("s.yaml"),
+        SCENARIO.replace("sglang: page-cache-credit", "sglang: 0.5.20").replace(
+            "  hicache_write_policy: write_through\n",
+            "  hicache_write_policy: write_through\n  hicache_host_memory_fraction: null\n",
+        ),
+    )
+    .unwrap();
+    ok(&run(&["startup", "s.yaml", "--runs", "5"], d.path()));
+    std::fs::write(d.path().join("t.yaml"), SCENARIO.replace("sglang: page-cache-credit", "sglang: 0.5.20")).unwrap();
+    ok(&run(&["startup", "t.yaml", "--runs", "5", "--set", "server.hicache_host_memory_fraction=null"], d.path()));
+    exit2(&run(&["startup", "t.yaml", "--runs", "5", "--set", "server.hicache_host_memory_fraction=0.5"], d.path()), &["has no --hicache-host-memory-fraction"]);
+}
+
 /// The HTML report's figure scales to the window (its SVG has a viewBox; the page caps it
 /// at the column width): a 1500-pixel figure no longer overflows a 1400-pixel window.
 #[test]
