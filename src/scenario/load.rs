@@ -64,10 +64,15 @@ pub fn load_str(text: &str, source: &str, sets: &[String]) -> Result<LoadedScena
             lines.set_origin(path.trim(), format!("--set {s}"));
         }
     }
-    // `server.X: null` means unset: the field takes its default and counts as not written
-    // (a release without the flag does not refuse it; a launch command's flag applies).
-    for key in unset_nulls(&mut value) {
-        lines.forget(&format!("server.{key}"));
+    // `server.X: null` means unset: the field takes its default (`typed_from_value`) and
+    // counts as not written (a release without the flag does not refuse it). It still
+    // overrides a launch command's flag, as an explicit field does.
+    if let Some(server) = value.get("server").and_then(Value::as_object) {
+        for (k, v) in server {
+            if v.is_null() {
+                lines.forget(&format!("server.{k}"));
+            }
+        }
     }
     let launch = merge_launch(&mut value, text, source, &lines)?;
     let file = typed_from_value(value, source, &lines)?;
