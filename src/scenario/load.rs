@@ -216,9 +216,15 @@ fn merge_launch(
     let (src, pos) = launch_src(text, lines.line_of("server.launch"), cmd);
     let mut parsed = parse_launch_src(&src, release, source, pos)?;
     if let Some(Value::String(path)) = parsed.given.get("model_path") {
+        let model_line = parsed.model_path_line;
         let at_model = |m: String| {
             InputError::new(source, m)
-                .line_opt(lines.line_of("model").or(lines.line_of("server.launch")))
+                .line_opt(
+                    lines
+                        .line_of("model")
+                        .or(model_line)
+                        .or(lines.line_of("server.launch")),
+                )
                 .field("model")
         };
         match super::launch::check_model_path(path, model_name.as_deref()) {
@@ -233,7 +239,20 @@ fn merge_launch(
             }
             Ok(_) => {}
             Err(m) if has_model || !m.contains("names no model preset") => return Err(at_model(m)),
-            Err(_) => {}
+            // No `model:` and a path that names no model (a placeholder, another
+            // checkpoint): the recipe does not say what it serves.
+            Err(_) => {
+                let what = if super::launch::is_placeholder(path) {
+                    "is a placeholder, not a model"
+                } else {
+                    "names no model the simulator knows"
+                };
+                return Err(at_model(format!(
+                    "--model-path `{path}` {what}: {}",
+                    super::launch::DESCRIBE_MODEL
+                ))
+                .unknown_model());
+            }
         }
     }
     let server = value

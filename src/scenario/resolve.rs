@@ -147,8 +147,9 @@ pub fn resolve_file(
     let fraction_given = (fraction_line.is_some() && fraction_line != lines.line_of("server"))
         || server.hicache_host_memory_fraction
             != ServerArgs::default().hicache_host_memory_fraction;
+    // SGLang's own server-argument checks (`check`: an invalid_args row).
     let release_notes = crate::release::check_server(version, &mut server, fraction_given)
-        .map_err(|(field, m)| at(field, m))?;
+        .map_err(|(field, m)| at(field, m).sglang_refuses())?;
     let s = &server;
     let kv_dtype = if s.kv_cache_dtype == "auto" {
         model.default_kv_dtype
@@ -407,7 +408,8 @@ pub fn resolve_file(
                 } else {
                     "server"
                 };
-                at(field, e.0)
+                // `hicache_hook.py`'s ValueError: SGLang refuses the arguments.
+                at(field, e.0).sglang_refuses()
             })?;
         notes.extend(r.fraction_note);
     }

@@ -852,3 +852,80 @@ fn html_report_figure_fits_the_window() {
     assert!(html.contains("<div class=\"fig\">"));
     assert!(html.contains("viewBox=\"0 0 1500 650\""));
 }
+
+// ---- Issue #18: check never aborts a batch ----
+
+/// One row per file × release whatever happens: a command SGLang's parser refuses is an
+/// `invalid_args` row (a JUnit failure carrying SGLang's message), an unknown or
+/// placeholder model (`your-model`, `[model_path]`, an unset `$MODEL_PATH`) or a file
+/// without a machine is an `error` row naming the file, line and model path and how to
+/// describe the model (a JUnit error); the good files' rows are all there. Exit 2 when
+/// any file could not be checked, else 1 when any check failed.
+#[test]
+fn check_never_aborts_a_batch() {
+    let d = workdir();
+    let recipe = |model: &str, extra: &str| {
+        format!(
+            "#!/bin/bash\n# hicache-sim: node=gb300 memory.cgroup.max=900GB memory.host_other_used=10GB\n# hicache-sim: startup.weight_load.bytes_per_node=420GB startup.process_memory=15GB\n{extra}python -m sglang.launch_server --model-path {model} --tp 4 \\\n  --kv-cache-dtype fp8_e4m3 --page-size 64 --mem-fraction-static 0.85 \\\n  --enable-hierarchical-cache --hicache-size 135 --hicache-write-policy write_through\n"
+        )
+    };
+    let files = [
+        ("good.sh", recipe("zai-org/GLM-5.2-NVFP4", "")),
+        ("badflag.sh", recipe("zai-org/GLM-5.2-NVFP4", "").replace("--hicache-size 135", "--hicache-size abc")),
+        ("yours.sh", recipe("your-model", "")),
+        ("bracket.sh", recipe("[model_path]", "")),
+        ("unset.sh", recipe("$MODEL_PATH", "")),
+        ("nonode.sh", recipe("zai-org/GLM-5.2-NVFP4", "").replace("node=gb300 ", "")),
+    ];
+    for (n, t) in &files {
+        std::fs::write(d.path().join(n), t).unwrap();
+    }
+    let names: Vec<&str> = files.iter().map(|(n, _)| *n).collect();
+    let mut args = vec!["check"];
+    args.extend(&names);
+    args.extend(["--sglang", "0.5.18,0.5.21", "--runs", "20", "--format", "json"]);
+    let o = run(&args, d.path());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 12, "{v:#}");
+    let row = |f: &str, r: &str| {
+        rows.iter()
+            .find(|x| x["file"] == f && x["sglang"] == r)
+            .unwrap_or_else(|| panic!("no row {f} {r}"))
+    };
+    assert_eq!(row("good.sh", "0.5.18")["outcome"], "started");
+    assert_eq!(row("good.sh", "0.5.21")["outcome"], "refused");
+    for r in ["0.5.18", "0.5.21"] {
+        let b = row("badflag.sh", r);
+        assert_eq!(b["outcome"], "invalid_args");
+        assert!(b["message"].as_str().unwrap().contains("invalid int value: 'abc'"), "{b}");
+        for (f, path) in [("yours.sh", "your-model"), ("bracket.sh", "[model_path]")] {
+            let m = row(f, r);
+            assert_eq!(m["outcome"], "error");
+            let msg = m["message"].as_str().unwrap();
+            assert!(msg.contains(&format!("{f}:4:")) && msg.contains(&format!("`{path}` is a placeholder")), "{msg}");
+            assert!(msg.contains("model=") && msg.contains("hicache-sim presets"), "{msg}");
+        }
+        let u = row("unset.sh", r)["message"].as_str().unwrap().to_string();
+        assert!(u.contains("unset.sh:4:") && u.contains("the model path `$MODEL_PATH` is not set") && u.contains("model="), "{u}");
+        assert_eq!(row("nonode.sh", r)["outcome"], "error");
+    }
+    assert!(stderr(&o).contains("error: yours.sh:4:"), "{}", stderr(&o));
+    // JUnit: failures for SGLang's refusals, errors for what could not be checked
+    let mut args = vec!["check"];
+    args.extend(&names);
+    args.extend(["--sglang", "0.5.18,0.5.21", "--runs", "20", "--format", "junit"]);
+    let o = run(&args, d.path());
+    assert_eq!(code(&o), 2);
+    let xml = stdout(&o);
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let root = doc.root_element();
+    assert_eq!(root.attribute("tests"), Some("12"));
+    assert_eq!(root.attribute("failures"), Some("3")); // good 0.5.21, badflag × 2
+    assert_eq!(root.attribute("errors"), Some("8"));
+    // without the files that cannot be checked: exit 1, the refusals as failures
+    let o = run(&["check", "good.sh", "badflag.sh", "--sglang", "0.5.18", "--runs", "20"], d.path());
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(stdout(&o).contains("invalid_args") && stdout(&o).contains("good.sh"), "{}", stdout(&o));
+}
