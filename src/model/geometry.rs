@@ -412,6 +412,28 @@ fn gqa_layer(
 }
 
 impl Attention {
+    /// Whether layer `l` is a full-attention layer (not a linear / SSM mixer) of a model
+    /// whose config is `text`: Qwen3-Next / 3.5 `(l + 1) % full_attention_interval == 0`,
+    /// Kimi linear: not in `linear_attn_config.kda_layers` (1-based). Every layer of a
+    /// model without linear layers.
+    pub fn is_full_attention_layer(&self, text: &serde_json::Value, l: u32) -> bool {
+        match self {
+            Attention::GqaLinear { .. } => {
+                let i = text
+                    .get("full_attention_interval")
+                    .and_then(serde_json::Value::as_u64)
+                    .unwrap_or(1)
+                    .max(1);
+                (l as u64 + 1) % i == 0
+            }
+            Attention::HybridMla { state: Some(_), .. } => !text
+                .pointer("/linear_attn_config/kda_layers")
+                .and_then(serde_json::Value::as_array)
+                .is_some_and(|k| k.iter().any(|x| x.as_u64() == Some(l as u64 + 1))),
+            _ => true,
+        }
+    }
+
     /// Whether SGLang builds a Mamba (linear-attention / SSM state) pool for this model.
     pub fn has_state_pool(&self) -> bool {
         matches!(

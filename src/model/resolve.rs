@@ -90,16 +90,28 @@ impl ResolvedModel {
     }
 }
 
-/// The answer for a model this simulator cannot find or read.
+/// The answer for a model this simulator cannot find or read: the nearest preset or
+/// catalogue name, the presets, and the three ways to describe a model.
 fn unknown(what: &str) -> String {
-    let hint = crate::error::nearest(
-        what.rsplit('/').next().unwrap_or(what),
-        catalogue::catalogue().iter().map(|e| e.basename()),
-    )
-    .map(|n| format!(" (nearest catalogue model: {n})"))
-    .unwrap_or_default();
+    let base = what
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or(what);
+    let presets = model_presets();
+    let names = presets
+        .iter()
+        .flat_map(|(id, p)| {
+            std::iter::once(id.as_str()).chain(p.aliases.iter().map(String::as_str))
+        })
+        .chain(catalogue::catalogue().iter().map(|e| e.basename()));
+    let hint = crate::error::nearest(base, names)
+        .map(|n| format!(" (did you mean `{n}`?)"))
+        .unwrap_or_default();
     format!(
-        "model `{what}` is not a model preset, not in the bundled catalogue and not a local directory with a config.json{hint}: describe it with `model: {{config: path/to/config.json}}` (its Hugging Face config.json), point --model-path at a local checkpoint directory, or name a preset or catalogue model (`hicache-sim presets` lists them)"
+        "unknown model `{what}`{hint}: not a model preset ({}), not in the bundled catalogue ({} Hugging Face models) and not a local directory with a config.json; describe it with `model: {{config: path/to/config.json}}` (its Hugging Face config.json), point --model-path at a local checkpoint directory, or name a preset or catalogue model (`hicache-sim presets` lists them)",
+        presets.keys().cloned().collect::<Vec<_>>().join(", "),
+        catalogue::catalogue().len()
     )
 }
 

@@ -36,6 +36,8 @@ pub struct ParamCounts {
     pub norms: u64,
     /// MTP / NextN layers (loaded by the draft worker only).
     pub mtp: u64,
+    /// Decoder layers (for per-layer exclusions of a quantisation).
+    pub layers: u32,
 }
 
 impl ParamCounts {
@@ -70,49 +72,130 @@ impl ParamCounts {
             .and_then(Value::as_bool)
             .unwrap_or(false);
         let per_layer_attn = attention_params(text, attention, hidden, heads);
+        let per_layer_linear = linear_mixer_params(text, attention, hidden);
+        // Gated MLPs (SwiGLU: gate, up, down) unless the activation is relu² (up, down).
+        let act = text
+            .get("mlp_hidden_act")
+            .or_else(|| text.get("hidden_act"))
+            .and_then(Value::as_str)
+            .unwrap_or("silu");
+        let mats = if act == "relu2" { 2 } else { 3 };
         // MoE layout.
         let experts = g("n_routed_experts")
             .or_else(|| g("num_experts"))
             .or_else(|| g("num_local_experts"))
             .unwrap_or(0);
-        let inter = g("intermediate_size").unwrap_or(0);
-        let moe_inter = g("moe_intermediate_size").unwrap_or(inter);
+        let inter = g("intermediate_size_mlp")
+            .or_else(|| g("intermediate_size"))
+            .unwrap_or(0);
+        let moe_inter = g("moe_intermediate_size")
+            .or_else(|| g("intermediate_size"))
+            .unwrap_or(inter);
         let shared_inter = g("shared_expert_intermediate_size")
-            .unwrap_or_else(|| g("n_shared_experts").unwrap_or(0) * moe_inter);
+            .or_else(|| g("moe_shared_expert_intermediate_size"))
+            .unwrap_or_else(|| {
+                g("n_shared_experts")
+                    .or_else(|| g("num_shared_experts"))
+                    .unwrap_or(0)
+                    * moe_inter
+            });
+        // Latent MoE (Nemotron-3 Super/Ultra `moe_latent_size`, Kimi-K3
+        // `routed_expert_hidden_size`): the routed experts work in a smaller width, with
+        // a down- and an up-projection around them.
+        let expert_hidden = g("moe_latent_size")
+            .or_else(|| g("routed_expert_hidden_size"))
+            .unwrap_or(hidden);
+        let latent_proj = if expert_hidden != hidden {
+            2 * hidden * expert_hidden
+        } else {
+            0
+        };
         let first_dense = g("first_k_dense_replace").unwrap_or(0);
+        let moe_freq = g("moe_layer_freq").unwrap_or(1).max(1);
+        let interleave = g("interleave_moe_layer_step").unwrap_or(1).max(1);
         let mlp_only: Vec<u64> = text
             .get("mlp_only_layers")
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(Value::as_u64).collect())
             .unwrap_or_default();
+        let mlp_types = text.get("mlp_layer_types").and_then(Value::as_array);
         let sparse_step = g("decoder_sparse_step").unwrap_or(1).max(1);
-        let is_moe_layer = |l: u64| {
-            experts > 0 && l >= first_dense && !mlp_only.contains(&l) && (l + 1) % sparse_step == 0
+        // Nemotron-H: each layer is one block (`M` Mamba, `*` attention, `-` MLP, `E`
+        // MoE).
+        let pattern: Option<Vec<char>> = match text.get("layers_block_type") {
+            Some(Value::Array(list)) => Some(
+                list.iter()
+                    .map(|v| match v.as_str() {
+                        Some("mamba") => 'M',
+                        Some("attention") => '*',
+                        Some("moe") => 'E',
+                        _ => '-',
+                    })
+                    .collect(),
+            ),
+            _ => text
+                .get("hybrid_override_pattern")
+                .and_then(Value::as_str)
+                .map(|p| p.chars().collect()),
         };
+        let is_moe_layer = |l: u64| match mlp_types {
+            Some(t) => t.get(l as usize).and_then(Value::as_str) == Some("sparse"),
+            None => {
+                experts > 0
+                    && l >= first_dense
+                    && l % moe_freq == 0
+                    && !mlp_only.contains(&l)
+                    && (l + 1) % sparse_step == 0
+                    && (l + 1) % interleave == 0
+            }
+        };
+        let full_layer = |l: u64| attention.is_full_attention_layer(text, l as u32);
         let mut p = ParamCounts {
+            layers,
             embed: vocab * hidden,
             lm_head: if tied { 0 } else { vocab * hidden },
             norms: hidden, // final norm
             ..Default::default()
         };
         for l in 0..layers as u64 {
-            p.attention += per_layer_attn;
+            if let Some(pat) = &pattern {
+                p.norms += hidden;
+                match pat.get(l as usize) {
+                    Some('*') => p.attention += per_layer_attn,
+                    Some('M') => p.attention += per_layer_linear,
+                    Some('E') => {
+                        p.routed_experts += experts * mats * expert_hidden * moe_inter;
+                        p.shared_experts += mats * hidden * shared_inter + latent_proj;
+                        p.router += experts * hidden;
+                    }
+                    _ => p.dense_mlp += mats * hidden * inter,
+                }
+                continue;
+            }
+            p.attention += if full_layer(l) {
+                per_layer_attn
+            } else {
+                per_layer_linear
+            };
             p.norms += 2 * hidden;
             if is_moe_layer(l) {
-                p.routed_experts += experts * 3 * hidden * moe_inter;
-                p.shared_experts += 3 * hidden * shared_inter;
+                p.routed_experts += experts * mats * expert_hidden * moe_inter;
+                p.shared_experts += mats * hidden * shared_inter + latent_proj;
                 p.router += experts * hidden;
             } else {
-                p.dense_mlp += 3 * hidden * inter;
+                p.dense_mlp += mats * hidden * inter;
             }
         }
-        // An MTP layer: a MoE decoder layer (as the model's last) + eh_proj (2h → h) +
+        // An MTP layer: a decoder layer (MoE when the model is) + eh_proj (2h → h) +
         // its norms.
         let mtp_layer = per_layer_attn
             + if experts > 0 {
-                experts * 3 * hidden * moe_inter + 3 * hidden * shared_inter + experts * hidden
+                experts * mats * expert_hidden * moe_inter
+                    + mats * hidden * shared_inter
+                    + latent_proj
+                    + experts * hidden
             } else {
-                3 * hidden * inter
+                mats * hidden * inter
             }
             + 2 * hidden * hidden
             + 4 * hidden;
@@ -129,13 +212,14 @@ impl ParamCounts {
     /// bf16 anyway). W4AFP8: routed experts int4 (group 128), the rest fp8.
     pub fn bytes(&self, quant: &Quantization) -> PartBytes {
         let f = quant.format;
-        let excluded = |part: &str| quant.exclude.iter().any(|p| pattern_names(p, part));
+        // The share of a part's layers the exclusions keep unquantised.
+        let kept = |part: &str| excluded_share(&quant.exclude, part, self.layers);
         let q = |n: u64, part: &str| {
-            if f == WeightFormat::Bf16 || excluded(part) {
-                2 * n
-            } else {
-                f.bytes(n)
+            if f == WeightFormat::Bf16 {
+                return 2 * n;
             }
+            let bf16 = (n as f64 * kept(part)).round() as u64;
+            2 * bf16 + f.bytes(n - bf16)
         };
         let experts = match f {
             WeightFormat::W4aFp8 => {
@@ -145,17 +229,17 @@ impl ParamCounts {
             // attention, router, embeddings, LM head).
             _ => q(self.routed_experts, "experts"),
         };
-        let attn = match f {
-            WeightFormat::Mxfp4 => 2 * self.attention,
-            _ => q(self.attention, "self_attn"),
-        };
-        let dense = match f {
-            WeightFormat::Mxfp4 => 2 * self.dense_mlp,
-            _ => q(self.dense_mlp, "mlp"),
-        };
-        let shared = match f {
-            WeightFormat::Mxfp4 => 2 * self.shared_experts,
-            _ => q(self.shared_experts, "shared_experts"),
+        let (attn, dense, shared) = match f {
+            WeightFormat::Mxfp4 => (
+                2 * self.attention,
+                2 * self.dense_mlp,
+                2 * self.shared_experts,
+            ),
+            _ => (
+                q(self.attention, "self_attn"),
+                q(self.dense_mlp, "mlp"),
+                q(self.shared_experts, "shared_experts"),
+            ),
         };
         PartBytes {
             embed: 2 * self.embed,
@@ -174,20 +258,89 @@ impl ParamCounts {
     }
 }
 
-/// Whether an exclusion pattern names every module of a part (`*self_attn*`,
-/// `re:.*self_attn.*`, `model.layers.*.self_attn`). Per-layer patterns
-/// (`model.layers.0*`) name a few layers, not the part, and are not counted.
-fn pattern_names(pattern: &str, part: &str) -> bool {
-    let p = pattern.trim_start_matches("re:");
-    let generic = !p.chars().any(|c| c.is_ascii_digit());
-    generic
-        && match part {
-            "self_attn" => p.contains("self_attn") || p.contains("attention"),
-            "shared_experts" => p.contains("shared_expert"),
-            "experts" => p.contains(".experts") && !p.contains("shared"),
-            "mlp" => p.contains("mlp") && !p.contains("expert") && !p.contains("gate."),
-            _ => false,
+/// The share of `layers` whose `part` module an exclusion list names: each layer's
+/// module (`model.layers.{l}.self_attn.q_proj`, `….mlp.experts.0.up_proj`,
+/// `….mlp.shared_experts.up_proj`, `….mlp.up_proj`, under the `model.`,
+/// `model.language_model.` and `language_model.model.` prefixes) matched against ModelOpt
+/// globs (`fnmatch`) and compressed-tensors `re:` patterns (`re.match`: anchored at the
+/// start; one level of `(a|b)` alternation, `.*`, `\.`).
+fn excluded_share(patterns: &[String], part: &str, layers: u32) -> f64 {
+    if patterns.is_empty() || layers == 0 {
+        return 0.0;
+    }
+    let module = match part {
+        "self_attn" => "self_attn.q_proj",
+        "experts" => "mlp.experts.0.up_proj",
+        "shared_experts" => "mlp.shared_experts.up_proj",
+        _ => "mlp.up_proj",
+    };
+    let globs: Vec<String> = patterns.iter().flat_map(|p| to_globs(p)).collect();
+    let hit = (0..layers)
+        .filter(|l| {
+            [
+                "model.layers.",
+                "model.language_model.layers.",
+                "language_model.model.layers.",
+            ]
+            .iter()
+            .any(|pre| {
+                let name = format!("{pre}{l}.{module}");
+                globs
+                    .iter()
+                    .any(|g| glob_match(g.as_bytes(), name.as_bytes()))
+            })
+        })
+        .count();
+    hit as f64 / layers as f64
+}
+
+/// A ModelOpt glob as is; a `re:` regex as globs (anchored at the start, so a trailing
+/// `*`; `(a|b)` expanded; `.*` → `*`; `\.` → `.`; a lone `.` → `?`).
+fn to_globs(p: &str) -> Vec<String> {
+    let Some(re) = p.strip_prefix("re:") else {
+        return vec![p.to_string()];
+    };
+    let mut alts = vec![String::new()];
+    let mut rest = re;
+    while !rest.is_empty() {
+        if let Some(inner) = rest.strip_prefix('(')
+            && let Some(end) = inner.find(')')
+        {
+            let opts: Vec<&str> = inner[..end].split('|').collect();
+            alts = alts
+                .iter()
+                .flat_map(|a| opts.iter().map(move |o| format!("{a}{o}")))
+                .collect();
+            rest = &inner[end + 1..];
+            continue;
         }
+        let c = rest.chars().next().expect("not empty");
+        let (tok, n): (String, usize) = if rest.starts_with(".*") {
+            ("*".into(), 2)
+        } else if rest.starts_with("\\.") {
+            (".".into(), 2)
+        } else if c == '.' {
+            ("?".into(), 1)
+        } else {
+            (c.to_string(), c.len_utf8())
+        };
+        for a in alts.iter_mut() {
+            a.push_str(&tok);
+        }
+        rest = &rest[n..];
+    }
+    alts.into_iter().map(|a| format!("{a}*")).collect()
+}
+
+/// `fnmatch`: `*` any run, `?` one character.
+fn glob_match(p: &[u8], s: &[u8]) -> bool {
+    match (p.first(), s.first()) {
+        (None, None) => true,
+        (Some(b'*'), _) => glob_match(&p[1..], s) || (!s.is_empty() && glob_match(p, &s[1..])),
+        (Some(b'?'), Some(_)) => glob_match(&p[1..], &s[1..]),
+        (Some(a), Some(b)) if a == b => glob_match(&p[1..], &s[1..]),
+        _ => false,
+    }
 }
 
 /// Bytes of a checkpoint by part (see [`ParamCounts::bytes`]).
@@ -264,6 +417,52 @@ impl PartBytes {
         } else {
             layers.div_ceil(pp) + self.embed.max(self.lm_head).div_ceil(tp)
         }
+    }
+}
+
+/// Parameters of one linear-attention / SSM mixer (Gated DeltaNet: `in_proj_qkvz`,
+/// `in_proj_ba`, `conv1d`, `out_proj`; Mamba2: `in_proj` to `2 × intermediate + 2 ×
+/// n_groups × state + heads`, `conv1d`, `out_proj`; KDA: q/k/v/g/o projections of
+/// `heads × head_dim`). 0 for models without such layers.
+fn linear_mixer_params(text: &Value, attention: &Attention, hidden: u64) -> u64 {
+    use super::geometry::LinearState;
+    let g = |k: &str| text.get(k).and_then(Value::as_u64).unwrap_or(0);
+    match attention {
+        Attention::GqaLinear { .. } => {
+            let (kh, kd, vh, vd) = (
+                g("linear_num_key_heads"),
+                g("linear_key_head_dim"),
+                g("linear_num_value_heads"),
+                g("linear_value_head_dim"),
+            );
+            let conv_dim = 2 * kh * kd + vh * vd;
+            hidden * (2 * kh * kd + 2 * vh * vd)
+                + hidden * 2 * vh
+                + conv_dim * g("linear_conv_kernel_dim")
+                + vh * vd * hidden
+        }
+        _ => match attention.linear_state() {
+            Some(LinearState::Mamba2 {
+                intermediate_size,
+                n_groups,
+                num_heads,
+                state_size,
+                conv_kernel,
+                ..
+            }) => {
+                let i = intermediate_size as u64;
+                let conv_dim = i + 2 * n_groups as u64 * state_size as u64;
+                hidden * (i + conv_dim + num_heads as u64)
+                    + conv_dim * conv_kernel as u64
+                    + i * hidden
+            }
+            Some(LinearState::Kda {
+                num_heads,
+                head_dim,
+                ..
+            }) => 5 * hidden * num_heads as u64 * head_dim as u64,
+            None => 0,
+        },
     }
 }
 

@@ -528,9 +528,9 @@ pub fn check_model_path(path: &str, model: Option<&str>) -> Result<Option<String
             )),
             _ => Ok(None),
         },
-        (PathModel::Family(f), Some(m))
-            if family(&canonical(m).unwrap_or_else(|| m.to_string())) != f =>
-        {
+        // Only a preset `model:` is checked against the path's family: a catalogue
+        // name or `{config: FILE}` describes the checkpoint itself.
+        (PathModel::Family(f), Some(m)) if canonical(m).is_some_and(|c| family(&c) != f) => {
             Err(format!(
                 "--model-path {path} is a {f} model, but `model:` is `{m}`: the KV geometry would be another model's; pick the matching preset (`hicache-sim presets`) or describe the model with overrides"
             ))

@@ -222,7 +222,11 @@ fn merge_launch(
                     .insert("model".into(), Value::String(id));
             }
             Ok(_) => {}
-            Err(m) if has_model || !m.contains("names no model preset") => return Err(at_model(m)),
+            // A path that names no preset is `model::resolve`'s to find (a local
+            // checkpoint, the catalogue) unless `model:` names a preset.
+            Err(m) if model_name.is_some() || !m.contains("names no model preset") => {
+                return Err(at_model(m));
+            }
             Err(_) => {}
         }
     }
