@@ -11,6 +11,7 @@ mod golden_startup;
 mod kv_bytes;
 mod launch_corpus;
 mod launch_issue9;
+mod models;
 mod pipeline_quickstart;
 mod plan;
 mod plot_charts;

@@ -14,7 +14,10 @@ One line per model x TP (1, 2, 4, 8) x `--kv-cache-dtype` (auto, bfloat16, fp8_e
 kv_bytes` checks every line against the simulator (tests/it/kv_bytes.rs).
 
 Usage: python3 tools/models/kv_bytes_golden.py [--releases 0.5.21,0.5.22,0.5.23]
-       [--work /tmp/hicache-sim-kv]
+       [--work /tmp/hicache-sim-kv] [--check]
+
+--check writes nothing: it runs SGLang again and exits 1 naming the first line that
+differs from the committed golden (tests/sglang_diff/run.sh runs it in CI).
 """
 
 import argparse
@@ -96,7 +99,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--releases", default="0.5.21,0.5.22,0.5.23")
     ap.add_argument("--work", default="/tmp/hicache-sim-kv")
+    ap.add_argument("--check", action="store_true")
     a = ap.parse_args()
+    bad = 0
     os.makedirs(OUT, exist_ok=True)
     dirs = model_dirs(a.work)
     for rel in a.releases.split(","):
@@ -116,10 +121,21 @@ def main():
                 lines.append(json.dumps(d, sort_keys=True, separators=(",", ":")))
         lines.sort()
         path = os.path.join(OUT, f"{rel}.jsonl")
-        open(path, "w").write("\n".join(lines) + "\n")
         errs = sum('"error"' in l for l in lines)
+        if a.check:
+            want = open(path).read().splitlines() if os.path.exists(path) else []
+            diff = [(x, y) for x, y in zip(lines, want) if x != y]
+            if len(lines) != len(want) or diff:
+                bad += 1
+                first = diff[0] if diff else ("(line count)", f"{len(lines)} vs {len(want)}")
+                print(f"sglang {rel}: SGLang now says\n  {first[0]}\nthe golden {path} says\n  {first[1]}")
+            else:
+                print(f"sglang {rel}: {len(lines)} cases equal to {path} ({errs} SGLang could not size)")
+            continue
+        open(path, "w").write("\n".join(lines) + "\n")
         print(f"sglang {rel}: {len(lines)} cases ({errs} SGLang could not size) -> {path}")
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
