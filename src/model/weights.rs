@@ -392,18 +392,22 @@ impl PartBytes {
 
     /// Bytes of weights one rank holds after loading, without the MTP draft.
     ///
-    /// SGLang's sharding (`layers/linear.py`, `layers/vocab_parallel_embedding.py`,
-    /// `layers/moe/fused_moe_triton/layer.py`, `layers/dp_attention.py`):
-    /// - attention projections split over the attention TP group, `attn_tp_size = tp /
-    ///   dp` with `--enable-dp-attention` (so DP attention replicates them `dp` times);
-    /// - routed experts split over the whole TP group, as EP (`--ep-size`) or TP, and
-    ///   shared experts / dense MLPs over TP (`--moe-dense-tp-size` unset);
-    /// - the embedding and LM head vocab-parallel over TP (`VocabParallelEmbedding`,
-    ///   `ParallelLMHead`);
-    /// - norms and routers replicated.
+    /// SGLang's sharding (0.5.21–0.5.23):
+    /// - attention projections over the attention-TP group (`layers/linear.py` with
+    ///   `layers/dp_attention.py`: `attn_tp_size = tp / dp` under
+    ///   `--enable-dp-attention`, so DP attention replicates them `dp` times);
+    /// - the input embedding over the attention-TP group too
+    ///   (`layers/vocab_parallel_embedding.py: get_embedding_tp_kwargs`, `models/qwen2.py`,
+    ///   `glm4_moe.py`, `gpt_oss.py`: `use_attn_tp_group=is_dp_attention_enabled()`);
+    /// - the LM head over the whole TP group (`ParallelLMHead`, `--enable-dp-lm-head`
+    ///   off);
+    /// - routed experts over TP × EP together (`--ep-size` splits the experts, the rest of
+    ///   TP splits each expert: `tp` shares either way), shared experts and dense MLPs
+    ///   over TP (`--moe-dense-tp-size` unset);
+    /// - norms and routers on every rank.
     ///
-    /// PP divides the layers (`pp_size`): every part but the embedding (first stage)
-    /// and LM head (last stage) is divided by `pp_size`; the largest stage is taken.
+    /// PP: the decoder layers divide by `pp_size`; the first stage holds the embedding,
+    /// the last the LM head; the larger is taken.
     pub fn per_rank(&self, layout: &ParallelLayout) -> u64 {
         let tp = layout.tp_size.max(1) as u64;
         let attn_tp = layout.attn_tp_size().max(1);
@@ -411,11 +415,12 @@ impl PartBytes {
         let layers = self.attention.div_ceil(attn_tp)
             + (self.routed_experts + self.shared_experts + self.dense_mlp).div_ceil(tp)
             + self.replicated;
-        let vocab = (self.embed + self.lm_head).div_ceil(tp);
+        let embed = self.embed.div_ceil(attn_tp);
+        let lm_head = self.lm_head.div_ceil(tp);
         if pp == 1 {
-            layers + vocab
+            layers + embed + lm_head
         } else {
-            layers.div_ceil(pp) + self.embed.max(self.lm_head).div_ceil(tp)
+            layers.div_ceil(pp) + embed.max(lm_head)
         }
     }
 }

@@ -189,7 +189,8 @@ fn weights_per_rank_by_part() {
         (tp8 as f64 / (parts.total() as f64 / 8.0) - 1.0).abs() < 1e-3,
         "{tp8}"
     );
-    // DeepSeek-V3 TP 8 with DP attention 8: attention replicated on every rank.
+    // DeepSeek-V3 TP 8 with DP attention 8: attention and the input embedding replicated
+    // on every rank (attention-TP group of 1), the LM head and experts still split by 8.
     let ds = catalogue_model("deepseek-ai/DeepSeek-V3");
     let p = ds.part_bytes().unwrap();
     let dp = ParallelLayout {
@@ -200,7 +201,10 @@ fn weights_per_rank_by_part() {
     };
     let plain = ds.weights_per_rank(&ParallelLayout::tp(8)).unwrap();
     let with_dp = ds.weights_per_rank(&dp).unwrap();
-    assert_eq!(with_dp - plain, p.attention - p.attention.div_ceil(8));
+    assert_eq!(
+        with_dp - plain,
+        (p.attention - p.attention.div_ceil(8)) + (p.embed - p.embed.div_ceil(8))
+    );
 }
 
 fn write(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
