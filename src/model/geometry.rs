@@ -155,7 +155,7 @@ impl LinearState {
                 temporal_itemsize,
             } => {
                 let mut groups = n_groups as u64;
-                if groups % tp != 0 {
+                if !groups.is_multiple_of(tp) {
                     // `extra_groups_for_head_shards`: 0 when divisible, else tp - groups
                     // (SGLang asserts groups == 1 in that case).
                     groups += tp.saturating_sub(groups);
@@ -396,10 +396,10 @@ impl Attention {
     }
 }
 
-/// Bytes per token of one GQA layer on one rank: `get_num_kv_heads(attn_tp) * (head_dim
-/// + v_head_dim) * itemsize` (`pool_configurator.py: DefaultPoolConfigurator.
-/// _compute_cell_size`; `model_config.py: get_num_kv_heads` = `max(1, kv_heads //
-/// attn_tp)`, KV heads replicated when TP exceeds them). 0.5.14–0.5.23.
+/// Bytes per token of one GQA layer on one rank, `get_num_kv_heads(attn_tp) × (head_dim
+/// plus v_head_dim) × itemsize` (`pool_configurator.py: DefaultPoolConfigurator.
+/// _compute_cell_size`), with `model_config.py: get_num_kv_heads` = `max(1, kv_heads //
+/// attn_tp)`: KV heads are replicated when TP exceeds them. 0.5.14–0.5.23.
 fn gqa_layer(
     kv_heads: u32,
     head_dim: u32,
@@ -424,7 +424,7 @@ impl Attention {
                     .and_then(serde_json::Value::as_u64)
                     .unwrap_or(1)
                     .max(1);
-                (l as u64 + 1) % i == 0
+                (l as u64 + 1).is_multiple_of(i)
             }
             Attention::HybridMla { state: Some(_), .. } => !text
                 .pointer("/linear_attn_config/kda_layers")

@@ -143,10 +143,10 @@ impl ParamCounts {
             None => {
                 experts > 0
                     && l >= first_dense
-                    && l % moe_freq == 0
+                    && l.is_multiple_of(moe_freq)
                     && !mlp_only.contains(&l)
-                    && (l + 1) % sparse_step == 0
-                    && (l + 1) % interleave == 0
+                    && (l + 1).is_multiple_of(sparse_step)
+                    && (l + 1).is_multiple_of(interleave)
             }
         };
         let full_layer = |l: u64| attention.is_full_attention_layer(text, l as u32);
@@ -495,7 +495,7 @@ fn attention_params(text: &Value, attention: &Attention, hidden: u64, heads: u64
             q + hidden * (rank + rope) + rank * heads * (nope + v) + heads * v * hidden + indexer
         }
         _ => {
-            let hd = g("head_dim").unwrap_or(if heads > 0 { hidden / heads } else { 0 });
+            let hd = g("head_dim").unwrap_or(hidden.checked_div(heads).unwrap_or(0));
             let kv = g("num_key_value_heads").unwrap_or(heads);
             hidden * heads * hd + 2 * hidden * kv * hd + heads * hd * hidden
         }
