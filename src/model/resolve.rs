@@ -24,7 +24,7 @@ use super::dtype::KvDtype;
 use super::hf_config::{ConfigFiles, HfModel, read_model};
 use super::parallel::ParallelLayout;
 use super::presets::{ModelPreset, model_presets};
-use super::quant::Quantization;
+use super::quant::{Quantization, WeightFormat};
 use super::weights::PartBytes;
 use crate::units::ByteSize;
 
@@ -160,18 +160,40 @@ fn read_files(config: &Path) -> Result<ConfigFiles, String> {
 
 /// A [`ModelPreset`] from a config: its geometry, layers, MTP layers, the checkpoint
 /// size in its quantisation (the safetensors index's total when known, else the
-/// parameter count in that format), the KV dtype `auto` means for it.
+/// parameter count in that format; the default) and in the other formats, the KV dtype
+/// `auto` means for it.
 pub fn preset_from_config(hf: &HfModel, quant: &Quantization, description: String) -> ModelPreset {
     let parts = hf.params.bytes(quant);
     let bytes = hf.safetensors_total_size.unwrap_or(parts.total());
     let key = quant.format.key().to_string();
+    // The other formats a scenario may name (`startup.weight_load.quantization`): the
+    // same parameters in bf16, fp8 (block scales), NVFP4, MXFP4 and int4 (group 128),
+    // with no exclusions beyond what every format keeps in bf16.
+    let mut checkpoint: BTreeMap<String, ByteSize> = [
+        WeightFormat::Bf16,
+        WeightFormat::Fp8Block,
+        WeightFormat::Nvfp4,
+        WeightFormat::Mxfp4,
+        WeightFormat::Int4 { group_size: 128 },
+    ]
+    .into_iter()
+    .map(|f| {
+        let q = Quantization {
+            format: f,
+            exclude: Vec::new(),
+            ..quant.clone()
+        };
+        (f.key().to_string(), ByteSize(hf.params.bytes(&q).total()))
+    })
+    .collect();
+    checkpoint.insert(key.clone(), ByteSize(bytes));
     ModelPreset {
         description,
         aliases: Vec::new(),
         attention: hf.attention.clone(),
         layers: hf.layers,
         mtp_layers: hf.mtp_layers,
-        checkpoint: BTreeMap::from([(key.clone(), ByteSize(bytes))]),
+        checkpoint,
         default_quant: key,
         default_kv_dtype: if quant.kv_cache_fp8 {
             KvDtype::Fp8
