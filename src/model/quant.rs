@@ -345,6 +345,20 @@ pub const NAME_SUFFIXES: &[(&str, &str, WeightFormat)] = &[
     ("-bf16", "", WeightFormat::Bf16),
 ];
 
+/// The quantisation a checkpoint path's last component ends with (`…-Instruct-AWQ`,
+/// `…-FP8`, `…-AWQ-INT4`), if any.
+pub fn suffix_of(path: &str) -> Option<Quantization> {
+    let base = path
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()?
+        .to_ascii_lowercase();
+    NAME_SUFFIXES
+        .iter()
+        .find(|(x, _, _)| base.ends_with(x))
+        .and_then(|(x, _, _)| from_suffix(x))
+}
+
 /// The quantisation a name suffix implies (`-AWQ` → AWQ int4, …), when the checkpoint's
 /// own config is not at hand.
 pub fn from_suffix(suffix: &str) -> Option<Quantization> {

@@ -354,6 +354,14 @@ pub fn resolve(q: &ModelQuery<'_>) -> Result<ResolvedModel, String> {
     };
     if let Some(id) = preset_for_path(path) {
         let mut r = preset(&id).expect("a preset id");
+        // A checkpoint format the preset has no size for (`Qwen3-235B-A22B-AWQ`): the
+        // catalogue's config in that format, when it knows the model.
+        if let Some(q) = super::quant::suffix_of(path)
+            && !r.preset.checkpoint.contains_key(q.format.key())
+            && let Some(f) = catalogue::find(path)
+        {
+            return from_catalogue(f);
+        }
         r.note = Some(format!("model: {id} (picked from --model-path {path})"));
         return Ok(r);
     }

@@ -212,7 +212,19 @@ fn merge_launch(
                 .field("model")
         };
         match super::launch::check_model_path(path, model_name.as_deref()) {
-            Ok(Some(id)) if !has_model => {
+            // The preset, unless `model::resolve` finds this path elsewhere (a local
+            // checkpoint, or a format the preset has no size for: the catalogue).
+            Ok(Some(id))
+                if !has_model
+                    && matches!(
+                        crate::model::resolve(&crate::model::ModelQuery {
+                            model_path: Some(path),
+                            ..Default::default()
+                        })
+                        .map(|r| r.source),
+                        Ok(crate::model::ModelSource::Preset(_))
+                    ) =>
+            {
                 parsed
                     .notes
                     .push(format!("model: {id} (picked from --model-path {path})"));

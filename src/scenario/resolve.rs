@@ -123,8 +123,39 @@ pub fn resolve_file(
     })
     .map_err(model_at)?;
     let model_name = resolved.name.clone();
-    let model: ModelPreset =
+    let mut model: ModelPreset =
         override_preset(&resolved.preset, &model_over, "model", source, lines)?;
+    // A preset's checkpoint in the format the --model-path names (`…-AWQ` is int4, not
+    // the preset's default), when the preset has a size for it.
+    let mut quant_note = None;
+    if let (crate::model::ModelSource::Preset(_), Some(path)) =
+        (&resolved.source, f.server.model_path.as_deref())
+        && !model_over.contains_key("default_quant")
+        && let Some(q) = crate::model::quant::suffix_of(path)
+    {
+        let key = q.format.key();
+        if model.checkpoint.contains_key(key) {
+            if model.default_quant != key {
+                quant_note = Some(format!(
+                    "model: --model-path {path} is a {key} checkpoint ({}): the preset's {key} size is used",
+                    q.source
+                ));
+                model.default_quant = key.to_string();
+            }
+        } else {
+            quant_note = Some(format!(
+                "warning: --model-path {path} is a {key} checkpoint ({}), but preset `{model_name}` has no {key} size (it has {}): using {}; set startup.weight_load.bytes_per_node or describe the model with `model: {{config: FILE}}`",
+                q.source,
+                model
+                    .checkpoint
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                model.default_quant
+            ));
+        }
+    }
 
     // The release's flags, choices and coercions (`release::check_server`).
     let mut server = f.server.clone();
@@ -381,6 +412,7 @@ pub fn resolve_file(
     // explicit fields overriding launch flags, HiCache flags without HiCache).
     let mut notes: Vec<String> = not_modelled.to_vec();
     notes.extend(resolved.note.clone());
+    notes.extend(quant_note);
     notes.extend(release_notes);
     // Issue 11: which MTP draft the host pools carry (`crate::pools::spec_draft`).
     if let (_, Some(n)) = crate::pools::spec_draft(s, &model) {

@@ -268,6 +268,26 @@ fn scenarios_describe_models_by_path_config_or_name() {
         s.model.attention,
         Attention::Gqa { kv_heads: 8, .. }
     ));
+    // A preset picked by --model-path takes the path's format when it has a size for it
+    // (the FP8 checkpoint: 73 GB, not the preset's bf16 141 GB).
+    let e = write(
+        dir.path(),
+        "e.yaml",
+        "node: hgx-h200\nserver:\n  launch: python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct-FP8 --tp 4\n",
+    );
+    let s = Scenario::load(e.to_str().unwrap(), &[]).unwrap();
+    assert_eq!(s.model_name, "llama-3.1-70b");
+    assert_eq!(s.model.default_quant, "fp8");
+    assert_eq!(s.model.checkpoint_bytes(None).unwrap(), 73_000_000_000);
+    let f = write(
+        dir.path(),
+        "f.yaml",
+        "node: hgx-h200\nserver:\n  launch: python -m sglang.launch_server --model-path Qwen/Qwen3-235B-A22B-AWQ --tp 8\n",
+    );
+    // The preset has no int4 size: the catalogue's Qwen3-235B-A22B config in AWQ int4.
+    let s = Scenario::load(f.to_str().unwrap(), &[]).unwrap();
+    assert_eq!(s.model_name, "Qwen/Qwen3-235B-A22B");
+    assert_eq!(s.model.default_quant, "int4");
     // An unknown model: exit 2, the path named, the ways to describe it.
     let d = write(
         dir.path(),
