@@ -771,11 +771,9 @@ fn scan(
                 // The model path itself (`--model-path $MODEL_PATH`, `--model-path=$M`).
                 let is_model = |w: &str| matches!(w, "--model-path" | "--model");
                 let model = (*i > 0 && words.get(i - 1).is_some_and(|w| is_model(&w.text)))
-                    || words.get(*i).is_some_and(|w| {
-                        w.text
-                            .split_once('=')
-                            .is_some_and(|(f, _)| is_model(f))
-                    });
+                    || words
+                        .get(*i)
+                        .is_some_and(|w| w.text.split_once('=').is_some_and(|(f, _)| is_model(f)));
                 if model {
                     return Err(ShellError {
                         message: format!(
