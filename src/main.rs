@@ -106,7 +106,11 @@ fn clap_exit(e: &clap::Error) -> ExitCode {
         Ok(()) => ExitCode::from(e.exit_code() as u8),
         Err(io) if io.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(io) => {
-            let stream = if e.use_stderr() { "<stderr>" } else { "<stdout>" };
+            let stream = if e.use_stderr() {
+                "<stderr>"
+            } else {
+                "<stdout>"
+            };
             let _ = writeln!(std::io::stderr(), "error: {stream}: {io}");
             ExitCode::from(3)
         }

@@ -345,12 +345,11 @@ fn convert(a: &FlagSpec, s: &str) -> Result<Value, String> {
                 .unwrap_or_else(|_| Value::String(i.to_string())),
             None => return Err(format!("invalid int value: {}", py_repr(s))),
         },
-        ArgType::HumanInt => human_readable_int(s)
-            .map(|i| {
-                i64::try_from(i)
-                    .map(Value::from)
-                    .unwrap_or_else(|_| Value::String(i.to_string()))
-            })?,
+        ArgType::HumanInt => human_readable_int(s).map(|i| {
+            i64::try_from(i)
+                .map(Value::from)
+                .unwrap_or_else(|_| Value::String(i.to_string()))
+        })?,
         ArgType::Float => match py_float(s) {
             Some(f) => float_value(f),
             None => return Err(format!("invalid float value: {}", py_repr(s))),
@@ -595,7 +594,9 @@ mod tests {
         for v in ["-1k", "1K", "abc", "1e3", "0x10", ""] {
             assert_eq!(
                 human_readable_int(v).unwrap_err(),
-                format!("Invalid integer value: '{v}'. Use a plain integer, SI suffixes (1k, 1M), or IEC suffixes (1Ki, 1Mi). Suffixes are case-sensitive."),
+                format!(
+                    "Invalid integer value: '{v}'. Use a plain integer, SI suffixes (1k, 1M), or IEC suffixes (1Ki, 1Mi). Suffixes are case-sensitive."
+                ),
                 "{v:?}"
             );
         }

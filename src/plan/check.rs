@@ -82,7 +82,9 @@ pub fn own_release_name(text: &str, path: &str, sets: &[String]) -> String {
             .ok()
             .and_then(|v| v.get("sglang").and_then(|x| x.as_str()).map(str::to_string))
     };
-    let id = from_sets.or_else(from_file).unwrap_or_else(|| "latest".into());
+    let id = from_sets
+        .or_else(from_file)
+        .unwrap_or_else(|| "latest".into());
     crate::release::Sglang::from_id(&id).map_or("-".into(), |v| v.id().to_string())
 }
 
@@ -182,11 +184,9 @@ pub fn directives(path: &str, text: &str) -> Result<Vec<Directive>, InputError> 
             .map_err(|m| InputError::new(path, format!("{m}: {FORM}")).at_line(line))?;
         for w in words {
             let Some((key, _)) = w.split_once('=').filter(|(k, _)| !k.trim().is_empty()) else {
-                return Err(InputError::new(
-                    path,
-                    format!("`{w}` is not KEY=VALUE: {FORM}"),
-                )
-                .at_line(line));
+                return Err(
+                    InputError::new(path, format!("`{w}` is not KEY=VALUE: {FORM}")).at_line(line),
+                );
             };
             let key = key.trim();
             if let Some(d) = out
@@ -336,7 +336,10 @@ pub fn check_file(
         Err(_) => own_release_name(&input.text, &input.path, &input.sets),
     };
     // A file-level problem (not SGLang's verdict, not one release's): every row is it.
-    let own_input_error = own.as_ref().err().filter(|e| e.kind != ErrorKind::SglangRefuses);
+    let own_input_error = own
+        .as_ref()
+        .err()
+        .filter(|e| e.kind != ErrorKind::SglangRefuses);
     let mut rows = Vec::new();
     for r in releases {
         let name = r.map_or(own_name.clone(), str::to_string);

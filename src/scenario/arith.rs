@@ -20,8 +20,8 @@ enum Tok {
 }
 
 const OPS: [&str; 27] = [
-    "**", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "+=", "-=", "++", "--", "+", "-",
-    "*", "/", "%", "<", ">", "&", "|", "^", "!", "~", "?", ":",
+    "**", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "+=", "-=", "++", "--", "+", "-", "*",
+    "/", "%", "<", ">", "&", "|", "^", "!", "~", "?", ":",
 ];
 
 fn lex(s: &str) -> Result<Vec<Tok>, String> {
@@ -36,7 +36,9 @@ fn lex(s: &str) -> Result<Vec<Tok>, String> {
         }
         if c.is_ascii_digit() {
             let start = i;
-            while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == '#' || b[i] == '_' || b[i] == '@') {
+            while i < b.len()
+                && (b[i].is_ascii_alphanumeric() || b[i] == '#' || b[i] == '_' || b[i] == '@')
+            {
                 i += 1;
             }
             let w: String = b[start..i].iter().collect();
@@ -318,7 +320,9 @@ impl Parser<'_> {
                 }
                 Ok(v)
             }
-            Some(Tok::Op(op)) => Err(format!("syntax error: operand expected (error token is \"{op}\")")),
+            Some(Tok::Op(op)) => Err(format!(
+                "syntax error: operand expected (error token is \"{op}\")"
+            )),
             None => Err("syntax error: operand expected".into()),
         }
     }
@@ -377,7 +381,7 @@ mod tests {
             ("GPUS / 2", 4),
             ("7 % 4 + 1", 4),
             ("(1 + 1) << 1", 4),
-            ("-9 / 2 + 6", 2),   // truncation toward zero: -4 + 6
+            ("-9 / 2 + 6", 2), // truncation toward zero: -4 + 6
             ("-9 % 4", -1),
             ("2 ** 3 ** 2", 512), // right-associative
             ("-2 ** 2", 4),       // unary minus binds tighter than **

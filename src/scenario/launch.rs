@@ -242,9 +242,17 @@ pub fn is_placeholder(path: &str) -> bool {
     let p = path.to_ascii_lowercase();
     path.trim().is_empty()
         || p.contains(['[', ']', '<', '>', '{', '}'])
-        || ["your-model", "your_model", "yourmodel", "model_path", "model-path", "path/to/", "path_to_"]
-            .iter()
-            .any(|x| p.contains(x))
+        || [
+            "your-model",
+            "your_model",
+            "yourmodel",
+            "model_path",
+            "model-path",
+            "path/to/",
+            "path_to_",
+        ]
+        .iter()
+        .any(|x| p.contains(x))
 }
 
 /// Parses `cmd` (literal text) for `release`; `source` and `pos` locate it for errors.
@@ -286,14 +294,13 @@ pub fn parse_launch_src(
             .field("server.launch")
     };
     let release_flags = table().release(release).map_err(|m| err(None, m))?;
-    let Reading { launch, result, .. } =
-        read_text(src, release).map_err(|e| {
-            if e.model_path {
-                err(Some(e.line), format!("{}; {}", e.message, DESCRIBE_MODEL)).unknown_model()
-            } else {
-                err(Some(e.line), e.message)
-            }
-        })?;
+    let Reading { launch, result, .. } = read_text(src, release).map_err(|e| {
+        if e.model_path {
+            err(Some(e.line), format!("{}; {}", e.message, DESCRIBE_MODEL)).unknown_model()
+        } else {
+            err(Some(e.line), e.message)
+        }
+    })?;
     let parsed = result.map_err(|e| {
         let line = e.index.and_then(|i| {
             launch
@@ -348,7 +355,9 @@ pub fn parse_launch_src(
         .argv
         .iter()
         .position(|w| {
-            w.split('=').next().is_some_and(|f| f == "--model-path" || f == "--model")
+            w.split('=')
+                .next()
+                .is_some_and(|f| f == "--model-path" || f == "--model")
         })
         .and_then(|i| launch.lines.get(i).copied())
         .and_then(|l| pos.first_line.map(|f| f + l - 1));

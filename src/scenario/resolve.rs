@@ -78,13 +78,16 @@ fn check_runtime(rt: &crate::pipeline::RuntimeSection) -> Result<(), (String, St
     {
         return Err((
             "runtime.trace_format".into(),
-            format!("unknown trace format `{f}`: expected mooncake, bailian, kv-cache-tester or csv (leave the key out to detect it)"),
+            format!(
+                "unknown trace format `{f}`: expected mooncake, bailian, kv-cache-tester or csv (leave the key out to detect it)"
+            ),
         ));
     }
     if rt.max_requests == Some(0) {
         return Err((
             "runtime.max_requests".into(),
-            "0 replays nothing: give a positive count, or leave the key out for the whole trace".into(),
+            "0 replays nothing: give a positive count, or leave the key out for the whole trace"
+                .into(),
         ));
     }
     // Each `runtime.replay` key and its type (the values the start-up derives come later).

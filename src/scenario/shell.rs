@@ -502,7 +502,9 @@ fn arith_value(
             }
             return err(
                 line,
-                format!("`$((…))` holding `{expr}`: only `$NAME` and `${{NAME}}` can be read inside"),
+                format!(
+                    "`$((…))` holding `{expr}`: only `$NAME` and `${{NAME}}` can be read inside"
+                ),
             );
         }
         text.push(c[i]);
@@ -864,11 +866,9 @@ fn scan(
                 // The model path itself (`--model-path $MODEL_PATH`, `--model-path=$M`).
                 let is_model = |w: &str| matches!(w, "--model-path" | "--model");
                 let model = (*i > 0 && words.get(i - 1).is_some_and(|w| is_model(&w.text)))
-                    || words.get(*i).is_some_and(|w| {
-                        w.text
-                            .split_once('=')
-                            .is_some_and(|(f, _)| is_model(f))
-                    });
+                    || words
+                        .get(*i)
+                        .is_some_and(|w| w.text.split_once('=').is_some_and(|(f, _)| is_model(f)));
                 if model {
                     return Err(ShellError {
                         message: format!(
@@ -950,7 +950,9 @@ mod tests {
         assert_eq!(l.argv, ["--tp", "4", "\r"]);
         // $(( … )): bash arithmetic on the text's variables
         assert_eq!(
-            argv("G=8\npython -m sglang.launch_server --tp $((G / 2)) --dp \"$(( (1 + 1) * $G ))\"\n"),
+            argv(
+                "G=8\npython -m sglang.launch_server --tp $((G / 2)) --dp \"$(( (1 + 1) * $G ))\"\n"
+            ),
             ["--tp", "4", "--dp", "16"]
         );
     }
