@@ -234,7 +234,7 @@ fn memory_effect(dest: &str) -> Option<&'static str> {
 
 /// How to say which model a recipe serves, for errors about an unknown or placeholder
 /// `--model-path`.
-pub const DESCRIBE_MODEL: &str = "say which model it serves: `model:` in a scenario, or `model=` in a `# hicache-sim:` comment of a launch-command file (`hicache-sim presets` lists the models the simulator knows and how to describe one)";
+pub const DESCRIBE_MODEL: &str = "say which model it serves: `model:` in a scenario (a preset or catalogue name, or `{config: path/to/config.json}`), `model=` in a `# hicache-sim:` comment of a launch-command file, or a --model-path that is a local checkpoint directory with a config.json (`hicache-sim presets` lists the models the simulator knows)";
 
 /// Whether a `--model-path` is a documentation placeholder (`your-model`, `[model_path]`,
 /// `<MODEL>`, `/path/to/model`), not a model.
@@ -579,9 +579,9 @@ pub fn check_model_path(path: &str, model: Option<&str>) -> Result<Option<String
             )),
             _ => Ok(None),
         },
-        (PathModel::Family(f), Some(m))
-            if family(&canonical(m).unwrap_or_else(|| m.to_string())) != f =>
-        {
+        // Only a preset `model:` is checked against the path's family: a catalogue
+        // name or `{config: FILE}` describes the checkpoint itself.
+        (PathModel::Family(f), Some(m)) if canonical(m).is_some_and(|c| family(&c) != f) => {
             Err(format!(
                 "--model-path {path} is a {f} model, but `model:` is `{m}`: the KV geometry would be another model's; pick the matching preset (`hicache-sim presets`) or describe the model with overrides"
             ))
