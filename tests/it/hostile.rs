@@ -909,6 +909,43 @@ fn huge_declared_lengths_are_refused_before_allocating() {
     (&f).write_all(&head).unwrap();
     f.set_len(len).unwrap(); // sparse: no disk used
     drop(f);
+    // a crafted file (the issue's): its own columns written, the ids a hole. Its offsets
+    // say 0 .. 4e8, so only the content (the CRC) tells it is not a trace.
+    let crafted = d.path().join("crafted.bin");
+    std::fs::copy(d.path().join("huge.bin"), &crafted).unwrap();
+    {
+        use std::io::{Seek, SeekFrom};
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&crafted)
+            .unwrap();
+        // arrival 0, line 1, input_length 2^31 (room for the ids at 64 tokens), output 1
+        f.seek(SeekFrom::Start(56 + 8)).unwrap();
+        f.write_all(&1u64.to_le_bytes()).unwrap();
+        f.write_all(&(1u32 << 31).to_le_bytes()).unwrap();
+        f.seek(SeekFrom::Start(56 + 24)).unwrap();
+        f.write_all(&1u32.to_le_bytes()).unwrap();
+        // offsets 0 and m
+        f.seek(SeekFrom::Start(56 + 32 + 8)).unwrap();
+        f.write_all(&m.to_le_bytes()).unwrap();
+    }
+    for args in [
+        vec![
+            "replay",
+            "--trace",
+            "crafted.bin",
+            "--l1-pages",
+            "10",
+            "--block-size",
+            "64",
+        ],
+        vec!["trace", "stats", "crafted.bin"],
+    ] {
+        // refused by its checksum (one pass over the 3.2 GB, nothing allocated for it);
+        // it allocated 3.2 GB and aborted (exit 134) under this limit
+        let o = run_limited(&args, d.path(), None);
+        exit2(&o, &["crafted.bin", "checksum"]);
+    }
     for args in [
         vec![
             "replay",
