@@ -375,16 +375,22 @@ pub fn map_hierarchy(h: &Hierarchy) -> Result<CgroupMapping, InputError> {
         sub.push(r);
     }
     let mut clamped = 0u64;
+    // The charges of each level's listed children (the path child and its siblings).
+    let children: Vec<Raw> = (0..=top)
+        .map(|i| {
+            let mut r = Raw::default();
+            if i > 0 {
+                r = sub[i - 1];
+                for s in &siblings[i - 1] {
+                    r.add(&subtree(s));
+                }
+            }
+            r
+        })
+        .collect();
     let own: Vec<PreexistingSpec> = (0..=top)
         .map(|i| {
-            if i == 0 {
-                return own_charges(&sub[0]);
-            }
-            let mut children = sub[i - 1];
-            for s in &siblings[i - 1] {
-                children.add(&subtree(s));
-            }
-            let (r, c) = sub[i].minus(&children);
+            let (r, c) = sub[i].minus(&children[i]);
             clamped += c;
             own_charges(&r)
         })
@@ -517,16 +523,23 @@ pub fn map_hierarchy(h: &Hierarchy) -> Result<CgroupMapping, InputError> {
         }
         comments.insert(
             format!("{field}.preexisting"),
-            format!(
-                "own charges: {} {} − its children's{}",
-                usef,
-                gib(sub[i].usage),
-                if i == 0 && !engine_inside.children.is_empty() {
-                    " (none modelled)"
-                } else {
-                    ""
-                }
-            ),
+            if i == 0 {
+                format!(
+                    "own charges: {usef} {}{}",
+                    gib(sub[0].usage),
+                    if engine_inside.children.is_empty() {
+                        ""
+                    } else {
+                        ", with the cgroups below it"
+                    }
+                )
+            } else {
+                format!(
+                    "own charges: {usef} {} less its children's {}",
+                    gib(sub[i].usage),
+                    gib(children[i].usage)
+                )
+            },
         );
         for (k, (sib, inside, no_files)) in sibs.into_iter().enumerate() {
             let sf = format!("{field}.siblings[{k}]");

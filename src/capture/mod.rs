@@ -186,7 +186,7 @@ pub fn capture(opts: &Options) -> Result<Captured, InputError> {
                     ),
                 ));
             } else {
-                mapping = choose_and_map(&found, &mut notes)?;
+                mapping = choose_and_map(&found)?;
             }
         }
         _ => notes.push(format!(
@@ -411,11 +411,9 @@ fn gib(b: u64) -> String {
 /// shows a part of it). SGLang takes the smallest headroom over all of them; a second
 /// hierarchy with memory files is noted (it does not happen on a real kernel: a
 /// controller is bound to one hierarchy).
-fn choose_and_map(
-    found: &[procfs::Hierarchy],
-    notes: &mut Vec<String>,
-) -> Result<mapping::CgroupMapping, InputError> {
+fn choose_and_map(found: &[procfs::Hierarchy]) -> Result<mapping::CgroupMapping, InputError> {
     let mut with_memory = Vec::new();
+    let mut info = Vec::new();
     for h in found {
         let dirs: Vec<cgroupfs::Dir> = h
             .walk()
@@ -430,7 +428,7 @@ fn choose_and_map(
         if has {
             with_memory.push(h);
         } else {
-            notes.push(format!(
+            info.push(format!(
                 "{} at {} (mountinfo line {}): no memory controller files on the walk (SGLang finds no limit there)",
                 h.fs.name(),
                 h.mount.display(),
@@ -440,15 +438,17 @@ fn choose_and_map(
     }
     with_memory.sort_by_key(|h| std::cmp::Reverse(h.relative.len()));
     let Some(first) = with_memory.first() else {
+        info.push(format!(
+            "cgroup: {} hierarchy(ies) resolved, none with memory controller files: SGLang's headroom is None; no `cgroup:`",
+            found.len()
+        ));
         return Ok(mapping::CgroupMapping {
-            read: vec![format!(
-                "cgroup: {} hierarchy(ies) resolved, none with memory controller files: SGLang's headroom is None; no `cgroup:`",
-                found.len()
-            )],
+            read: info,
             ..Default::default()
         });
     };
     let mut out = mapping::map_hierarchy(first)?;
+    out.read.extend(info);
     for other in &with_memory[1..] {
         // SGLang reads these too: what it would fail on stops the capture as well.
         let m = mapping::map_hierarchy(other)?;
