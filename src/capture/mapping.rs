@@ -306,11 +306,7 @@ pub fn map_hierarchy(h: &Hierarchy) -> Result<CgroupMapping, InputError> {
             if job > 0 {
                 format!(
                     "; below it down to the process: {}",
-                    (0..job)
-                        .rev()
-                        .map(|i| rel(i))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    (0..job).rev().map(&rel).collect::<Vec<_>>().join(", ")
                 )
             } else {
                 String::new()
@@ -318,10 +314,7 @@ pub fn map_hierarchy(h: &Hierarchy) -> Result<CgroupMapping, InputError> {
             if top > job {
                 format!(
                     "; parents up to the highest limit: {}",
-                    (job + 1..=top)
-                        .map(|i| rel(i))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    (job + 1..=top).map(&rel).collect::<Vec<_>>().join(", ")
                 )
             } else {
                 String::new()
@@ -583,7 +576,6 @@ pub fn map_hierarchy(h: &Hierarchy) -> Result<CgroupMapping, InputError> {
 
     // The scenario's shape: job, parents (the job's parent first), below (the job's
     // child first, the process's cgroup last).
-    let mut levels = levels;
     let parents: Vec<CgroupLevelSpec> = levels.drain(job + 1..).collect();
     let job_level = levels.pop().expect("the job level");
     let below: Vec<CgroupLevelSpec> = levels.into_iter().rev().collect();

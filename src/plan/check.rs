@@ -124,11 +124,9 @@ pub fn directives(path: &str, text: &str) -> Result<Vec<Directive>, InputError> 
             .map_err(|m| InputError::new(path, format!("{m}: {FORM}")).at_line(line))?;
         for w in words {
             let Some((key, _)) = w.split_once('=').filter(|(k, _)| !k.trim().is_empty()) else {
-                return Err(InputError::new(
-                    path,
-                    format!("`{w}` is not KEY=VALUE: {FORM}"),
-                )
-                .at_line(line));
+                return Err(
+                    InputError::new(path, format!("`{w}` is not KEY=VALUE: {FORM}")).at_line(line),
+                );
             };
             let key = key.trim();
             if let Some(d) = out
@@ -169,7 +167,10 @@ pub fn read_input(path: &str, cli_sets: &[String]) -> Result<CheckInput, InputEr
             sets: cli_sets.to_vec(),
         });
     }
-    let mut sets: Vec<String> = directives(path, &text)?.into_iter().map(|d| d.set).collect();
+    let mut sets: Vec<String> = directives(path, &text)?
+        .into_iter()
+        .map(|d| d.set)
+        .collect();
     sets.extend(cli_sets.iter().cloned());
     if !sets.iter().any(|s| s.trim_start().starts_with("node=")) {
         return Err(InputError::new(

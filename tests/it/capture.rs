@@ -110,6 +110,7 @@ impl Fake {
     }
     /// A v1 cgroup directory (`memory.limit_in_bytes`, `memory.usage_in_bytes`,
     /// `memory.stat` with own and `total_*` counters).
+    #[allow(clippy::too_many_arguments)]
     fn v1(
         &self,
         rel: &str,

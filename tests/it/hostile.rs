@@ -77,29 +77,68 @@ fn trace_convert_writes_through_links_and_in_place_on_devices() {
     let target = d.path().join("target.bin");
     std::fs::write(&target, "old").unwrap();
     std::os::unix::fs::symlink(&target, d.path().join("link.bin")).unwrap();
-    ok(&run(&["trace", "convert", "trace.jsonl", "-o", "link.bin"], d.path()));
+    ok(&run(
+        &["trace", "convert", "trace.jsonl", "-o", "link.bin"],
+        d.path(),
+    ));
     let meta = std::fs::symlink_metadata(d.path().join("link.bin")).unwrap();
     assert!(meta.file_type().is_symlink(), "the link was replaced");
     assert!(std::fs::read(&target).unwrap().starts_with(b"HCSIMTRC"));
     // a dangling link: its target is created, the link stays
     std::os::unix::fs::symlink(d.path().join("new.bin"), d.path().join("dangling.bin")).unwrap();
-    ok(&run(&["trace", "convert", "trace.jsonl", "-o", "dangling.bin"], d.path()));
-    assert!(std::fs::symlink_metadata(d.path().join("dangling.bin")).unwrap().file_type().is_symlink());
-    assert!(std::fs::read(d.path().join("new.bin")).unwrap().starts_with(b"HCSIMTRC"));
+    ok(&run(
+        &["trace", "convert", "trace.jsonl", "-o", "dangling.bin"],
+        d.path(),
+    ));
+    assert!(
+        std::fs::symlink_metadata(d.path().join("dangling.bin"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(
+        std::fs::read(d.path().join("new.bin"))
+            .unwrap()
+            .starts_with(b"HCSIMTRC")
+    );
     // a link to /dev/null: written in place, the device stays a device
     std::os::unix::fs::symlink("/dev/null", d.path().join("null.bin")).unwrap();
-    ok(&run(&["trace", "convert", "trace.jsonl", "-o", "null.bin"], d.path()));
-    assert!(std::fs::symlink_metadata(d.path().join("null.bin")).unwrap().file_type().is_symlink());
-    assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+    ok(&run(
+        &["trace", "convert", "trace.jsonl", "-o", "null.bin"],
+        d.path(),
+    ));
+    assert!(
+        std::fs::symlink_metadata(d.path().join("null.bin"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(
+        std::fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device()
+    );
     // /dev/full: the write error, exit 3, naming the path; the node stays
-    let o = run(&["trace", "convert", "trace.jsonl", "-o", "/dev/full"], d.path());
+    let o = run(
+        &["trace", "convert", "trace.jsonl", "-o", "/dev/full"],
+        d.path(),
+    );
     assert_eq!(code(&o), 3, "{}", stderr(&o));
     assert!(stderr(&o).contains("/dev/full"), "{}", stderr(&o));
-    assert!(std::fs::metadata("/dev/full").unwrap().file_type().is_char_device());
+    assert!(
+        std::fs::metadata("/dev/full")
+            .unwrap()
+            .file_type()
+            .is_char_device()
+    );
     // the input through a link is refused
     std::os::unix::fs::symlink("trace.jsonl", d.path().join("alias.jsonl")).unwrap();
     exit2(
-        &run(&["trace", "convert", "trace.jsonl", "-o", "alias.jsonl"], d.path()),
+        &run(
+            &["trace", "convert", "trace.jsonl", "-o", "alias.jsonl"],
+            d.path(),
+        ),
         &["input trace"],
     );
 }
@@ -157,7 +196,15 @@ fn plan_out_never_overwrites_its_scenario_or_trace() {
     .unwrap();
     let before = std::fs::read(d.path().join("o/plan.json")).unwrap();
     let o = run(
-        &["plan", "o/plan.json", "--runs", "20", "--no-replay", "--out", "o"],
+        &[
+            "plan",
+            "o/plan.json",
+            "--runs",
+            "20",
+            "--no-replay",
+            "--out",
+            "o",
+        ],
         d.path(),
     );
     exit2(&o, &["plan.json", "scenario"]);
@@ -173,22 +220,49 @@ fn plan_out_never_overwrites_its_scenario_or_trace() {
     )
     .unwrap();
     let o = run(
-        &["plan", "s.yaml", "--sglang", "0.5.21", "--runs", "20", "--ladder-max", "20", "--out", "o"],
-        d.path(),
-    );
-    exit2(&o, &["report.html", "trace"]);
-    assert_eq!(std::fs::read(d.path().join("o/report.html")).unwrap(), trace);
-    // ... and as --trace
-    std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
-    let o = run(
         &[
-            "plan", "s.yaml", "--sglang", "0.5.21", "--runs", "20", "--ladder-max", "20",
-            "--trace", "o/report.html", "--out", "o",
+            "plan",
+            "s.yaml",
+            "--sglang",
+            "0.5.21",
+            "--runs",
+            "20",
+            "--ladder-max",
+            "20",
+            "--out",
+            "o",
         ],
         d.path(),
     );
     exit2(&o, &["report.html", "trace"]);
-    assert_eq!(std::fs::read(d.path().join("o/report.html")).unwrap(), trace);
+    assert_eq!(
+        std::fs::read(d.path().join("o/report.html")).unwrap(),
+        trace
+    );
+    // ... and as --trace
+    std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
+    let o = run(
+        &[
+            "plan",
+            "s.yaml",
+            "--sglang",
+            "0.5.21",
+            "--runs",
+            "20",
+            "--ladder-max",
+            "20",
+            "--trace",
+            "o/report.html",
+            "--out",
+            "o",
+        ],
+        d.path(),
+    );
+    exit2(&o, &["report.html", "trace"]);
+    assert_eq!(
+        std::fs::read(d.path().join("o/report.html")).unwrap(),
+        trace
+    );
 }
 
 /// Shard CSVs of two scenarios that differ in their release, gathered without their
@@ -208,8 +282,16 @@ fn merge_without_journals_refuses_shards_of_other_scenarios() {
         SCENARIO.replace("max: 900GB", "max: 880GB"),
     )
     .unwrap();
-    for (s, out, k) in [("s.yaml", "a", "1/2"), ("b.yaml", "b", "2/2"), ("c.yaml", "c", "2/2"), ("s.yaml", "s2", "2/2")] {
-        ok(&run(&["sweep", s, "--out", out, "--quiet", "--shard", k], d.path()));
+    for (s, out, k) in [
+        ("s.yaml", "a", "1/2"),
+        ("b.yaml", "b", "2/2"),
+        ("c.yaml", "c", "2/2"),
+        ("s.yaml", "s2", "2/2"),
+    ] {
+        ok(&run(
+            &["sweep", s, "--out", out, "--quiet", "--shard", k],
+            d.path(),
+        ));
     }
     // gathered from the cluster: CSVs only
     std::fs::create_dir(d.path().join("g")).unwrap();
@@ -217,28 +299,60 @@ fn merge_without_journals_refuses_shards_of_other_scenarios() {
         ("a/results.shard-1-of-2.csv", "g/results.shard-1-of-2.csv"),
         ("b/results.shard-2-of-2.csv", "g/b.results.shard-2-of-2.csv"),
         ("c/results.shard-2-of-2.csv", "g/c.results.shard-2-of-2.csv"),
-        ("s2/results.shard-2-of-2.csv", "g/s.results.shard-2-of-2.csv"),
+        (
+            "s2/results.shard-2-of-2.csv",
+            "g/s.results.shard-2-of-2.csv",
+        ),
     ] {
         std::fs::copy(d.path().join(from), d.path().join(to)).unwrap();
     }
     let o = run(
-        &["merge", "g/results.shard-1-of-2.csv", "g/b.results.shard-2-of-2.csv", "-o", "m.csv"],
+        &[
+            "merge",
+            "g/results.shard-1-of-2.csv",
+            "g/b.results.shard-2-of-2.csv",
+            "-o",
+            "m.csv",
+        ],
         d.path(),
     );
-    exit2(&o, &["different scenarios", "`sglang`", "page-cache-credit", "0.5.23"]);
+    exit2(
+        &o,
+        &[
+            "different scenarios",
+            "`sglang`",
+            "page-cache-credit",
+            "0.5.23",
+        ],
+    );
     assert!(!d.path().join("m.csv").exists());
     let o = run(
-        &["merge", "g/results.shard-1-of-2.csv", "g/c.results.shard-2-of-2.csv", "-o", "m.csv"],
+        &[
+            "merge",
+            "g/results.shard-1-of-2.csv",
+            "g/c.results.shard-2-of-2.csv",
+            "-o",
+            "m.csv",
+        ],
         d.path(),
     );
     exit2(&o, &["different sweeps", "sweep_fingerprint", "journals"]);
     assert!(!d.path().join("m.csv").exists());
     // the true pair merges into exactly the unsharded file
     ok(&run(
-        &["merge", "g/results.shard-1-of-2.csv", "g/s.results.shard-2-of-2.csv", "-o", "m.csv"],
+        &[
+            "merge",
+            "g/results.shard-1-of-2.csv",
+            "g/s.results.shard-2-of-2.csv",
+            "-o",
+            "m.csv",
+        ],
         d.path(),
     ));
-    ok(&run(&["sweep", "s.yaml", "--out", "whole", "--quiet"], d.path()));
+    ok(&run(
+        &["sweep", "s.yaml", "--out", "whole", "--quiet"],
+        d.path(),
+    ));
     assert_eq!(
         std::fs::read(d.path().join("m.csv")).unwrap(),
         std::fs::read(d.path().join("whole/results.csv")).unwrap()
@@ -252,18 +366,38 @@ fn merge_without_journals_refuses_shards_of_other_scenarios() {
 #[test]
 fn damaged_binary_traces_are_refused() {
     let d = workdir();
-    ok(&run(&["trace", "convert", "trace.jsonl", "-o", "t.bin"], d.path()));
+    ok(&run(
+        &["trace", "convert", "trace.jsonl", "-o", "t.bin"],
+        d.path(),
+    ));
     let good = std::fs::read(d.path().join("t.bin")).unwrap();
     let replay = |dir: &Path| {
         run(
-            &["replay", "--trace", "t.bin", "--page-size", "512", "--l1-pages", "100", "--l2-pages", "100"],
+            &[
+                "replay",
+                "--trace",
+                "t.bin",
+                "--page-size",
+                "512",
+                "--l1-pages",
+                "100",
+                "--l2-pages",
+                "100",
+            ],
             dir,
         )
     };
     ok(&replay(d.path()));
     // bits spread over the file: the header's counts and block size, every column
     let n = good.len();
-    let mut bits: Vec<usize> = vec![8 * 16, 8 * 24 + 3, 8 * 60 + 1, 8 * (n / 3) + 5, 8 * (n / 2), 8 * n - 1];
+    let mut bits: Vec<usize> = vec![
+        8 * 16,
+        8 * 24 + 3,
+        8 * 60 + 1,
+        8 * (n / 3) + 5,
+        8 * (n / 2),
+        8 * n - 1,
+    ];
     bits.extend((0..8).map(|i| 8 * (n - 8 * 300 + 17 * i) + i));
     for bit in bits {
         let mut b = good.clone();
@@ -297,10 +431,18 @@ fn damaged_binary_traces_are_refused() {
         b
     })
     .unwrap();
-    std::fs::write(d.path().join("s.yaml"), SCENARIO.replace("trace: trace.jsonl", "trace: t.bin")).unwrap();
+    std::fs::write(
+        d.path().join("s.yaml"),
+        SCENARIO.replace("trace: trace.jsonl", "trace: t.bin"),
+    )
+    .unwrap();
     let o = run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path());
     assert_ne!(code(&o), 0, "{}", stderr(&o));
-    assert!(stderr(&o).contains("t.bin") && stderr(&o).contains("checksum"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("t.bin") && stderr(&o).contains("checksum"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// `HICACHE_SIM_MAX_LINE_BYTES` is a byte count from 1 to 1 TiB: anything else is exit 2
@@ -309,7 +451,14 @@ fn damaged_binary_traces_are_refused() {
 #[test]
 fn max_line_bytes_is_validated() {
     let d = workdir();
-    for v in ["18446744073709551615", "abc", "-1", "", "0", "1099511627777"] {
+    for v in [
+        "18446744073709551615",
+        "abc",
+        "-1",
+        "",
+        "0",
+        "1099511627777",
+    ] {
         for args in [
             vec!["trace", "stats", "trace.jsonl"],
             vec!["trace", "convert", "trace.jsonl", "-o", "t.bin"],
@@ -321,7 +470,11 @@ fn max_line_bytes_is_validated() {
         }
     }
     // a real cap still works: 300 requests at the default and at 1 MiB
-    let o = run_env(&["trace", "stats", "trace.jsonl"], d.path(), &[("HICACHE_SIM_MAX_LINE_BYTES", "1048576")]);
+    let o = run_env(
+        &["trace", "stats", "trace.jsonl"],
+        d.path(),
+        &[("HICACHE_SIM_MAX_LINE_BYTES", "1048576")],
+    );
     ok(&o);
     assert!(stdout(&o).contains("300"), "{}", stdout(&o));
 }
@@ -335,16 +488,47 @@ fn unknown_releases_are_refused_with_the_list() {
     std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
     for v in ["0.5.24", "bogus", "", "0.5.21,0.5.24"] {
         for fmt in ["text", "junit"] {
-            let o = run(&["check", "s.yaml", "--sglang", v, "--runs", "5", "--format", fmt], d.path());
-            exit2(&o, &["--sglang", "unknown SGLang version", "0.5.14", "0.5.23", "latest"]);
+            let o = run(
+                &[
+                    "check", "s.yaml", "--sglang", v, "--runs", "5", "--format", fmt,
+                ],
+                d.path(),
+            );
+            exit2(
+                &o,
+                &[
+                    "--sglang",
+                    "unknown SGLang version",
+                    "0.5.14",
+                    "0.5.23",
+                    "latest",
+                ],
+            );
             assert!(stdout(&o).is_empty(), "{}", stdout(&o));
         }
     }
-    let o = run(&["check", "s.yaml", "--sglang", "0.5.24", "--runs", "5"], d.path());
+    let o = run(
+        &["check", "s.yaml", "--sglang", "0.5.24", "--runs", "5"],
+        d.path(),
+    );
     exit2(&o, &["did you mean `0.5.23`"]);
-    let o = run(&["check", "s.yaml", "--sglang", "O.5.21", "--runs", "5"], d.path());
+    let o = run(
+        &["check", "s.yaml", "--sglang", "O.5.21", "--runs", "5"],
+        d.path(),
+    );
     exit2(&o, &["did you mean `0.5.21`"]);
-    let o = run(&["plan", "s.yaml", "--sglang", "bogus", "--runs", "5", "--no-replay"], d.path());
+    let o = run(
+        &[
+            "plan",
+            "s.yaml",
+            "--sglang",
+            "bogus",
+            "--runs",
+            "5",
+            "--no-replay",
+        ],
+        d.path(),
+    );
     exit2(&o, &["--sglang bogus", "unknown SGLang version", "0.5.23"]);
     assert!(!stdout(&o).contains("Recommendation"), "{}", stdout(&o));
 }
@@ -357,9 +541,21 @@ fn directive_comments_are_strict() {
     let d = workdir();
     let cmd = "python -m sglang.launch_server --model-path zai-org/GLM-5.2-NVFP4 --tp 4 --page-size 64 --enable-hierarchical-cache --hicache-size 135\n";
     let cases = [
-        ("# hicache-sim: node=gb300 memory.cgroup.max 900GB\n", 1, "`memory.cgroup.max` is not KEY=VALUE"),
-        ("#!/bin/bash\n# hicache-sim: node=gb300 name=a b c\n", 2, "`b` is not KEY=VALUE"),
-        ("# hicache-sim: node=gb300\n# hicache-sim: memory.cgroup.max=900GB\n# hicache-sim: node=hgx-b200\n", 3, "`node` is set twice"),
+        (
+            "# hicache-sim: node=gb300 memory.cgroup.max 900GB\n",
+            1,
+            "`memory.cgroup.max` is not KEY=VALUE",
+        ),
+        (
+            "#!/bin/bash\n# hicache-sim: node=gb300 name=a b c\n",
+            2,
+            "`b` is not KEY=VALUE",
+        ),
+        (
+            "# hicache-sim: node=gb300\n# hicache-sim: memory.cgroup.max=900GB\n# hicache-sim: node=hgx-b200\n",
+            3,
+            "`node` is set twice",
+        ),
         ("# hicache-sim: node=gb300 name=\"a b\n", 1, "not closed"),
     ];
     for (head, line, words) in cases {
@@ -369,12 +565,23 @@ fn directive_comments_are_strict() {
     }
     std::fs::write(
         d.path().join("r.sh"),
-        format!("# hicache-sim: node=gb300 name=\"a b c\" memory.cgroup.max=900GB # the tray\n{cmd}"),
+        format!(
+            "# hicache-sim: node=gb300 name=\"a b c\" memory.cgroup.max=900GB # the tray\n{cmd}"
+        ),
     )
     .unwrap();
-    let o = run(&["check", "r.sh", "--runs", "5", "--sglang", "0.5.21", "--format", "json"], d.path());
+    let o = run(
+        &[
+            "check", "r.sh", "--runs", "5", "--sglang", "0.5.21", "--format", "json",
+        ],
+        d.path(),
+    );
     assert_eq!(code(&o), 1, "{}", stderr(&o));
-    assert!(stdout(&o).contains("Not enough host memory"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("Not enough host memory"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 /// `startup --sglang all --fail-on-refusal`: a scenario invalid under its own release
@@ -384,29 +591,61 @@ fn directive_comments_are_strict() {
 #[test]
 fn startup_all_fails_the_gate_on_rows_it_could_not_check() {
     let d = workdir();
-    let below: String = (0..9).map(|i| format!("      - {{name: l{i}}}\n")).collect();
+    let below: String = (0..9)
+        .map(|i| format!("      - {{name: l{i}}}\n"))
+        .collect();
     std::fs::write(
         d.path().join("deep.yaml"),
-        SCENARIO.replace("    max: 900GB\n", &format!("    max: 900GB\n    below:\n{below}")),
+        SCENARIO.replace(
+            "    max: 900GB\n",
+            &format!("    max: 900GB\n    below:\n{below}"),
+        ),
     )
     .unwrap();
-    let o = run(&["startup", "deep.yaml", "--sglang", "all", "--fail-on-refusal", "--runs", "5"], d.path());
+    let o = run(
+        &[
+            "startup",
+            "deep.yaml",
+            "--sglang",
+            "all",
+            "--fail-on-refusal",
+            "--runs",
+            "5",
+        ],
+        d.path(),
+    );
     exit2(&o, &["deep.yaml", "deeper than 8"]);
     let o = run(&["startup", "deep.yaml", "--runs", "5"], d.path());
     exit2(&o, &["deep.yaml", "deeper than 8"]);
     // --hicache-host-memory-fraction exists from 0.5.21: older releases reject it
     std::fs::write(
         d.path().join("f.yaml"),
-        SCENARIO.replace("sglang: page-cache-credit", "sglang: 0.5.23").replace(
-            "  hicache_write_policy: write_through\n",
-            "  hicache_write_policy: write_through\n  hicache_host_memory_fraction: 0.5\n",
-        ),
+        SCENARIO
+            .replace("sglang: page-cache-credit", "sglang: 0.5.23")
+            .replace(
+                "  hicache_write_policy: write_through\n",
+                "  hicache_write_policy: write_through\n  hicache_host_memory_fraction: 0.5\n",
+            ),
     )
     .unwrap();
-    let o = run(&["startup", "f.yaml", "--sglang", "all", "--runs", "5"], d.path());
+    let o = run(
+        &["startup", "f.yaml", "--sglang", "all", "--runs", "5"],
+        d.path(),
+    );
     ok(&o);
     assert!(stdout(&o).contains("invalid_args"), "{}", stdout(&o));
-    let o = run(&["startup", "f.yaml", "--sglang", "all", "--runs", "5", "--fail-on-refusal"], d.path());
+    let o = run(
+        &[
+            "startup",
+            "f.yaml",
+            "--sglang",
+            "all",
+            "--runs",
+            "5",
+            "--fail-on-refusal",
+        ],
+        d.path(),
+    );
     assert_eq!(code(&o), 1, "{}", stderr(&o));
 }
 
@@ -431,9 +670,15 @@ fn plan_and_sweep_own_their_out_folder() {
     std::fs::create_dir(d.path().join("o")).unwrap();
     std::fs::write(d.path().join("o/notes.txt"), "mine").unwrap();
     // a sweep over fraction × ratio: its CSV, journal and three plots
-    ok(&run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path()));
+    ok(&run(
+        &["sweep", "s.yaml", "--out", "o", "--quiet"],
+        d.path(),
+    ));
     let first = files_in(&d.path().join("o"));
-    assert!(first.contains(&"hit_rate_vs_hicache_host_memory_fraction.png".to_string()), "{first:?}");
+    assert!(
+        first.contains(&"hit_rate_vs_hicache_host_memory_fraction.png".to_string()),
+        "{first:?}"
+    );
     assert!(first.contains(&"outcome_map.svg".to_string()), "{first:?}");
     // a second sweep over another axis: the first's figures go
     std::fs::write(
@@ -448,31 +693,104 @@ fn plan_and_sweep_own_their_out_folder() {
     ok(&o);
     assert!(stderr(&o).contains("removed"), "{}", stderr(&o));
     let second = files_in(&d.path().join("o"));
-    assert!(!second.iter().any(|f| f.contains("fraction") || f.starts_with("outcome_map")), "{second:?}");
-    assert!(second.contains(&"hit_rate_vs_hicache_size.png".to_string()), "{second:?}");
+    assert!(
+        !second
+            .iter()
+            .any(|f| f.contains("fraction") || f.starts_with("outcome_map")),
+        "{second:?}"
+    );
+    assert!(
+        second.contains(&"hit_rate_vs_hicache_size.png".to_string()),
+        "{second:?}"
+    );
     assert!(second.contains(&"notes.txt".to_string()), "{second:?}");
     // a plan into the same folder: the sweep's files go, the plan's come
-    ok(&run(&["plan", "s.yaml", "--sglang", "0.5.21", "--runs", "20", "--ladder-max", "20", "--out", "o"], d.path()));
+    ok(&run(
+        &[
+            "plan",
+            "s.yaml",
+            "--sglang",
+            "0.5.21",
+            "--runs",
+            "20",
+            "--ladder-max",
+            "20",
+            "--out",
+            "o",
+        ],
+        d.path(),
+    ));
     let third = files_in(&d.path().join("o"));
     assert_eq!(
         third,
-        ["hit_rate_vs_host_pool.png", "hit_rate_vs_host_pool.svg", "notes.txt", "plan.json", "plan.txt", "report.html"],
+        [
+            "hit_rate_vs_host_pool.png",
+            "hit_rate_vs_host_pool.svg",
+            "notes.txt",
+            "plan.json",
+            "plan.txt",
+            "report.html"
+        ],
     );
     // a plan without a ladder: the figure of the last one does not stay beside it
-    ok(&run(&["plan", "s.yaml", "--sglang", "0.5.21", "--runs", "20", "--no-replay", "--out", "o"], d.path()));
-    assert_eq!(files_in(&d.path().join("o")), ["notes.txt", "plan.json", "plan.txt", "report.html"]);
+    ok(&run(
+        &[
+            "plan",
+            "s.yaml",
+            "--sglang",
+            "0.5.21",
+            "--runs",
+            "20",
+            "--no-replay",
+            "--out",
+            "o",
+        ],
+        d.path(),
+    ));
+    assert_eq!(
+        files_in(&d.path().join("o")),
+        ["notes.txt", "plan.json", "plan.txt", "report.html"]
+    );
     // a file the user changed since is theirs now; an input in the folder is never removed
     std::fs::write(d.path().join("o/plan.txt"), "edited by hand").unwrap();
     std::fs::copy(d.path().join("s.yaml"), d.path().join("o/input.yaml")).unwrap();
-    let o = run(&["sweep", "o/input.yaml", "--out", "o", "--quiet", "--set", "runtime.trace=../trace.jsonl"], d.path());
+    let o = run(
+        &[
+            "sweep",
+            "o/input.yaml",
+            "--out",
+            "o",
+            "--quiet",
+            "--set",
+            "runtime.trace=../trace.jsonl",
+        ],
+        d.path(),
+    );
     ok(&o);
     let fourth = files_in(&d.path().join("o"));
-    assert!(fourth.contains(&"plan.txt".to_string()) && fourth.contains(&"input.yaml".to_string()), "{fourth:?}");
+    assert!(
+        fourth.contains(&"plan.txt".to_string()) && fourth.contains(&"input.yaml".to_string()),
+        "{fourth:?}"
+    );
     assert!(!fourth.contains(&"plan.json".to_string()), "{fourth:?}");
-    assert_eq!(std::fs::read_to_string(d.path().join("o/plan.txt")).unwrap(), "edited by hand");
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("o/plan.txt")).unwrap(),
+        "edited by hand"
+    );
     // --resume keeps the journal's rows (the same sweep), and the results equal a fresh run's
     let csv = std::fs::read(d.path().join("o/results.csv")).unwrap();
-    let o = run(&["sweep", "o/input.yaml", "--out", "o", "--resume", "--set", "runtime.trace=../trace.jsonl"], d.path());
+    let o = run(
+        &[
+            "sweep",
+            "o/input.yaml",
+            "--out",
+            "o",
+            "--resume",
+            "--set",
+            "runtime.trace=../trace.jsonl",
+        ],
+        d.path(),
+    );
     ok(&o);
     assert!(stderr(&o).contains("4 resumed"), "{}", stderr(&o));
     assert_eq!(std::fs::read(d.path().join("o/results.csv")).unwrap(), csv);
@@ -485,7 +803,10 @@ fn plan_and_sweep_own_their_out_folder() {
 fn default_plots_refuse_bad_hit_rate_columns() {
     let d = workdir();
     std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
-    ok(&run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path()));
+    ok(&run(
+        &["sweep", "s.yaml", "--out", "o", "--quiet"],
+        d.path(),
+    ));
     let csv = std::fs::read_to_string(d.path().join("o/results.csv")).unwrap();
     let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
     let col = header.iter().position(|h| *h == "hit_rate_total").unwrap();
@@ -500,8 +821,15 @@ fn default_plots_refuse_bad_hit_rate_columns() {
         std::fs::create_dir_all(d.path().join("p")).unwrap();
         std::fs::write(d.path().join("p/r.csv"), lines.join("\n") + "\n").unwrap();
         let o = run(&["plot", "p/r.csv"], d.path());
-        exit2(&o, &["p/r.csv", "`hit_rate_total`", &format!("row {}", r + 1)]);
-        assert!(!d.path().join("p/hit_rate_vs_hicache_host_memory_fraction.png").exists());
+        exit2(
+            &o,
+            &["p/r.csv", "`hit_rate_total`", &format!("row {}", r + 1)],
+        );
+        assert!(
+            !d.path()
+                .join("p/hit_rate_vs_hicache_host_memory_fraction.png")
+                .exists()
+        );
     }
 }
 
@@ -512,7 +840,10 @@ fn run_limited(args: &[&str], dir: &Path, fsize_blocks: Option<u64>) -> Output {
     let fsize = fsize_blocks.map_or(String::new(), |b| format!("ulimit -f {b}; "));
     Command::new("sh")
         .arg("-c")
-        .arg(format!("trap '' XFSZ; ulimit -v {}; {fsize}exec \"$0\" \"$@\"", 2u64 << 20))
+        .arg(format!(
+            "trap '' XFSZ; ulimit -v {}; {fsize}exec \"$0\" \"$@\"",
+            2u64 << 20
+        ))
         .arg(bin())
         .args(args)
         .current_dir(dir)
@@ -536,11 +867,18 @@ fn launch_file_expansion_is_bounded() {
     // the budget counts every expansion: 1 + 2 + 4 + … + 2^k = 2^(k+1) − 1 bytes after
     // k doublings passes 2^24 (16 MiB) at k = 24, the doubling on line 2 + 24 = 26
     exit2(&o, &["r.sh:26:", "16 MiB", "A=$A$A"]);
-    assert!(!stderr(&o).contains("of the launch block"), "{}", stderr(&o));
+    assert!(
+        !stderr(&o).contains("of the launch block"),
+        "{}",
+        stderr(&o)
+    );
     // the same in a scenario's launch block
     let yaml = format!(
         "node: gb300\nserver:\n  launch: |\n{}",
-        text.lines().skip(1).map(|l| format!("    {l}\n")).collect::<String>()
+        text.lines()
+            .skip(1)
+            .map(|l| format!("    {l}\n"))
+            .collect::<String>()
     );
     std::fs::write(d.path().join("s.yaml"), yaml).unwrap();
     let o = run_limited(&["startup", "s.yaml", "--runs", "5"], d.path(), None);
@@ -553,7 +891,10 @@ fn launch_file_expansion_is_bounded() {
 #[test]
 fn huge_declared_lengths_are_refused_before_allocating() {
     let d = workdir();
-    ok(&run(&["trace", "convert", "trace.jsonl", "-o", "t.bin"], d.path()));
+    ok(&run(
+        &["trace", "convert", "trace.jsonl", "-o", "t.bin"],
+        d.path(),
+    ));
     let good = std::fs::read(d.path().join("t.bin")).unwrap();
     // header of one record with m ids: 56 + 8 + 8 + 8 + 8 + 16 + 8·m bytes
     let m: u64 = 400_000_000;
@@ -567,7 +908,15 @@ fn huge_declared_lengths_are_refused_before_allocating() {
     f.set_len(len).unwrap(); // sparse: no disk used
     drop(f);
     for args in [
-        vec!["replay", "--trace", "huge.bin", "--l1-pages", "10", "--l2-pages", "10"],
+        vec![
+            "replay",
+            "--trace",
+            "huge.bin",
+            "--l1-pages",
+            "10",
+            "--l2-pages",
+            "10",
+        ],
         vec!["trace", "stats", "huge.bin"],
     ] {
         let o = run_limited(&args, d.path(), None);
@@ -586,11 +935,29 @@ fn sweep_refuses_a_trace_that_is_not_a_file() {
         SCENARIO.replace("trace: trace.jsonl", "trace: /dev/zero"),
     )
     .unwrap();
-    let line = SCENARIO.lines().position(|l| l.contains("trace: trace.jsonl")).unwrap() + 1;
+    let line = SCENARIO
+        .lines()
+        .position(|l| l.contains("trace: trace.jsonl"))
+        .unwrap()
+        + 1;
     let o = run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path());
-    exit2(&o, &[&format!("s.yaml:{line}:"), "runtime.trace", "/dev/zero", "not a regular file"]);
+    exit2(
+        &o,
+        &[
+            &format!("s.yaml:{line}:"),
+            "runtime.trace",
+            "/dev/zero",
+            "not a regular file",
+        ],
+    );
     let fifo = d.path().join("fifo.jsonl");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
     std::fs::write(
         d.path().join("s.yaml"),
         SCENARIO.replace("trace: trace.jsonl", "trace: fifo.jsonl"),
@@ -607,21 +974,42 @@ fn sweep_refuses_a_trace_that_is_not_a_file() {
 fn a_full_disk_never_leaves_a_truncated_file() {
     let d = workdir();
     std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
-    ok(&run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path()));
+    ok(&run(
+        &["sweep", "s.yaml", "--out", "o", "--quiet"],
+        d.path(),
+    ));
     let before: Vec<(String, Vec<u8>)> = files_in(&d.path().join("o"))
         .into_iter()
-        .map(|f| (f.clone(), std::fs::read(d.path().join("o").join(&f)).unwrap()))
+        .map(|f| {
+            (
+                f.clone(),
+                std::fs::read(d.path().join("o").join(&f)).unwrap(),
+            )
+        })
         .collect();
     let png = before.iter().find(|(f, _)| f.ends_with(".png")).unwrap();
-    assert!(png.1.len() > 40 * 1024, "{} is {} bytes", png.0, png.1.len());
+    assert!(
+        png.1.len() > 40 * 1024,
+        "{} is {} bytes",
+        png.0,
+        png.1.len()
+    );
     // 40 KiB per file: the CSV fits, the PNGs do not
     let o = run_limited(&["plot", "o/results.csv"], d.path(), Some(80));
     assert_eq!(code(&o), 3, "{}", stderr(&o));
     assert!(stderr(&o).contains(".png"), "{}", stderr(&o));
     for (f, bytes) in &before {
-        assert_eq!(&std::fs::read(d.path().join("o").join(f)).unwrap(), bytes, "{f} changed");
+        assert_eq!(
+            &std::fs::read(d.path().join("o").join(f)).unwrap(),
+            bytes,
+            "{f} changed"
+        );
     }
-    let o = run_limited(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path(), Some(80));
+    let o = run_limited(
+        &["sweep", "s.yaml", "--out", "o", "--quiet"],
+        d.path(),
+        Some(80),
+    );
     assert_eq!(code(&o), 3, "{}", stderr(&o));
     for f in files_in(&d.path().join("o")) {
         let b = std::fs::read(d.path().join("o").join(&f)).unwrap();
@@ -631,7 +1019,18 @@ fn a_full_disk_never_leaves_a_truncated_file() {
         assert!(!f.contains(".tmp."), "{f} left behind");
     }
     let o = run_limited(
-        &["plan", "s.yaml", "--sglang", "0.5.21", "--runs", "20", "--ladder-max", "20", "--out", "p"],
+        &[
+            "plan",
+            "s.yaml",
+            "--sglang",
+            "0.5.21",
+            "--runs",
+            "20",
+            "--ladder-max",
+            "20",
+            "--out",
+            "p",
+        ],
         d.path(),
         Some(80),
     );

@@ -722,7 +722,10 @@ mod tests {
         }
         let mut bytes = Vec::new();
         c.write_binary(&mut bytes).unwrap();
-        assert_eq!(TraceColumns::from_binary("t.bin", &bytes).unwrap().ids, c.ids);
+        assert_eq!(
+            TraceColumns::from_binary("t.bin", &bytes).unwrap().ids,
+            c.ids
+        );
         for bit in 0..8 * bytes.len() {
             let mut b = bytes.clone();
             b[bit / 8] ^= 1 << (bit % 8);
