@@ -308,7 +308,11 @@ pub struct ScenarioFile {
     #[serde(default = "one")]
     pub runs: u64,
     pub node: PresetRef,
-    pub model: ModelRef,
+    /// `model: NAME` (a preset or a catalogue model), `{preset: NAME, FIELD: VALUE}`, or
+    /// `{config: FILE}` (a Hugging Face config.json); absent = the launch command's
+    /// `--model-path` (`crate::model::resolve`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelRef>,
     #[serde(default)]
     pub server: ServerArgs,
     #[serde(default)]

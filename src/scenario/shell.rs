@@ -84,12 +84,16 @@ impl Src {
 pub struct ShellError {
     pub message: String,
     pub line: usize,
+    /// About the model path (`--model-path $MODEL_PATH` with the variable never set): the
+    /// recipe does not say which model it serves.
+    pub model_path: bool,
 }
 
 fn err<T>(line: usize, message: impl Into<String>) -> Result<T, ShellError> {
     Err(ShellError {
         message: message.into(),
         line,
+        model_path: false,
     })
 }
 
@@ -763,7 +767,22 @@ fn scan(
         all_env.extend(env);
         if let Some((start, launcher, serve)) = launcher_at(&words) {
             // A variable the text never sets, used in the SGLang command itself.
-            if let Some((_, line, name)) = unset_uses.iter().find(|(i, _, _)| *i >= start) {
+            if let Some((i, line, name)) = unset_uses.iter().find(|(i, _, _)| *i >= start) {
+                // The model path itself (`--model-path $MODEL_PATH`, `--model-path=$M`).
+                let is_model = |w: &str| matches!(w, "--model-path" | "--model");
+                let model = (*i > 0 && words.get(i - 1).is_some_and(|w| is_model(&w.text)))
+                    || words
+                        .get(*i)
+                        .is_some_and(|w| w.text.split_once('=').is_some_and(|(f, _)| is_model(f)));
+                if model {
+                    return Err(ShellError {
+                        message: format!(
+                            "the model path `${name}` is not set in the pasted text (bash would pass an empty --model-path): set it (`{name}=…`) or paste the model's path"
+                        ),
+                        line: *line,
+                        model_path: true,
+                    });
+                }
                 return err(
                     *line,
                     format!(

@@ -833,6 +833,8 @@ fn default_plots_refuse_bad_hit_rate_columns() {
     }
 }
 
+// ---- Crashes, hangs, half-written files ----
+
 /// Runs the binary under a 2 GiB address-space limit (as the fuzz test does), with
 /// `SIGXFSZ` ignored and files capped at `fsize_blocks` × 512 bytes when given: a write
 /// past the cap fails with EFBIG, as a full disk fails it.
@@ -1042,4 +1044,587 @@ fn a_full_disk_never_leaves_a_truncated_file() {
         }
         assert!(!f.contains(".tmp."), "{f} left behind");
     }
+}
+
+// ---- Messages ----
+
+/// `runtime.*` mistakes are named at the scenario's line and field, by `replay`, `sweep`
+/// and `plan` alike, before any trace is read (they named the trace's file and line, or
+/// failed point by point in a sweep).
+#[test]
+fn runtime_errors_name_the_scenario_field() {
+    let d = workdir();
+    let line_of = |text: &str, key: &str| {
+        text.lines()
+            .position(|l| l.trim_start().starts_with(key))
+            .unwrap()
+            + 1
+    };
+    let cases = [
+        (
+            "  trace_format: mooncake\n",
+            "  trace_format: mooncake\n  block_size: 0\n",
+            "block_size:",
+            "runtime.block_size",
+        ),
+        (
+            "  trace_format: mooncake\n",
+            "  trace_format: mooncak\n",
+            "trace_format:",
+            "runtime.trace_format",
+        ),
+        (
+            "  trace_format: mooncake\n",
+            "  trace_format: mooncake\n  max_requests: 0\n",
+            "max_requests:",
+            "runtime.max_requests",
+        ),
+        (
+            "    timing: off\n",
+            "    timing: sideways\n",
+            "timing:",
+            "runtime.replay.timing",
+        ),
+    ];
+    for (from, to, key, field) in cases {
+        let text = SCENARIO.replace(from, to);
+        std::fs::write(d.path().join("s.yaml"), &text).unwrap();
+        let at = format!("s.yaml:{}: field `{field}`", line_of(&text, key));
+        for args in [
+            vec!["replay", "s.yaml"],
+            vec!["sweep", "s.yaml", "--out", "o", "--quiet"],
+            vec!["plan", "s.yaml", "--runs", "20", "--ladder-max", "20"],
+        ] {
+            exit2(&run(&args, d.path()), &[&at]);
+        }
+    }
+}
+
+/// `plan --trace F` detects F's format and block size (the scenario's `trace_format` and
+/// `block_size` are its own trace's): a kv-cache-tester JSON and a CSV trace plan.
+#[test]
+fn plan_trace_is_read_in_its_own_format() {
+    let d = workdir();
+    std::fs::write(
+        d.path().join("s.yaml"),
+        SCENARIO.replace(
+            "  trace_format: mooncake\n",
+            "  trace_format: mooncake\n  block_size: 512\n",
+        ),
+    )
+    .unwrap();
+    std::fs::copy(
+        repo("traces/kv-cache-tester/trace_0012.json"),
+        d.path().join("kv.json"),
+    )
+    .unwrap();
+    // the same requests as CSV
+    let mut csv = String::from("timestamp_ms,input_length,output_length,hash_ids\n");
+    for l in std::fs::read_to_string(d.path().join("trace.jsonl"))
+        .unwrap()
+        .lines()
+        .take(50)
+    {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let ids: Vec<String> = v["hash_ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        csv.push_str(&format!(
+            "{},{},{},{}\n",
+            v["timestamp"],
+            v["input_length"],
+            v["output_length"],
+            ids.join(";")
+        ));
+    }
+    std::fs::write(d.path().join("t.csv"), csv).unwrap();
+    for t in ["kv.json", "t.csv"] {
+        let o = run(
+            &[
+                "plan",
+                "s.yaml",
+                "--sglang",
+                "0.5.21",
+                "--runs",
+                "20",
+                "--ladder-max",
+                "20",
+                "--trace",
+                t,
+            ],
+            d.path(),
+        );
+        ok(&o);
+        assert!(
+            stdout(&o).contains("Hit rate by host pool size"),
+            "{}",
+            stdout(&o)
+        );
+    }
+}
+
+/// `plan` on a host larger than any `--hicache-size` a scenario may give plans up to that
+/// largest size instead of failing on `server.hicache_size`, a field the scenario does not set.
+#[test]
+fn plan_on_a_huge_host_stays_within_the_flag_range() {
+    let d = workdir();
+    std::fs::write(
+        d.path().join("s.yaml"),
+        SCENARIO
+            .replace("node: gb300", "node: {preset: gb300, host_dram: 100000TB}")
+            .replace("    max: 900GB", "    max: 100000TB"),
+    )
+    .unwrap();
+    let o = run(&["plan", "s.yaml", "--runs", "20", "--no-replay"], d.path());
+    ok(&o);
+    assert!(
+        stdout(&o).contains("--hicache-size 999999"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// `sweep <(…)` and `plan <(…)`: the scenario is read once (a pipe cannot be read twice; it
+/// said "must be a YAML mapping").
+#[test]
+fn scenarios_from_a_pipe_are_read_once() {
+    let d = workdir();
+    std::fs::write(
+        d.path().join("s.yaml"),
+        SCENARIO.replace(
+            "trace: trace.jsonl",
+            &format!("trace: {}", d.path().join("trace.jsonl").display()),
+        ),
+    )
+    .unwrap();
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(format!("\"{}\" sweep <(cat s.yaml) --out o --quiet && \"{}\" plan <(cat s.yaml) --runs 20 --no-replay --sglang 0.5.21,0.5.23", bin(), bin()))
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    ok(&o);
+    assert!(d.path().join("o/results.csv").exists());
+    assert!(stdout(&o).contains("SGLang 0.5.23"), "{}", stdout(&o));
+}
+
+/// `check`: an error about a field a `# hicache-sim:` comment sets names the file and the
+/// comment's line; one about `--node` names `--node` (both said `--set node=…`); a NUL
+/// byte in a launch file is named at its line (it said "invalid YAML: line 6").
+#[test]
+fn check_names_comment_lines_the_node_flag_and_control_bytes() {
+    let d = workdir();
+    let cmd = "python -m sglang.launch_server --model-path zai-org/GLM-5.2-NVFP4 --tp 4\n";
+    std::fs::write(
+        d.path().join("r.sh"),
+        format!("#!/bin/bash\n# hicache-sim: node=floppy\n{cmd}"),
+    )
+    .unwrap();
+    exit2(
+        &run(&["check", "r.sh", "--runs", "5"], d.path()),
+        &["r.sh:2:", "node", "floppy"],
+    );
+    std::fs::write(
+        d.path().join("r.sh"),
+        format!("# hicache-sim: node=gb300 memory.cgroup.max=lots\n{cmd}"),
+    )
+    .unwrap();
+    exit2(
+        &run(&["check", "r.sh", "--runs", "5"], d.path()),
+        &["r.sh:1:", "memory.cgroup.max"],
+    );
+    std::fs::write(d.path().join("r.sh"), cmd).unwrap();
+    let o = run(
+        &["check", "r.sh", "--runs", "5", "--node", "floppy"],
+        d.path(),
+    );
+    exit2(&o, &["--node floppy"]);
+    assert!(!stderr(&o).contains("--set"), "{}", stderr(&o));
+    std::fs::write(
+        d.path().join("r.sh"),
+        format!("# hicache-sim: node=gb300\n--tp 4 \0\n{cmd}"),
+    )
+    .unwrap();
+    let o = run(&["check", "r.sh", "--runs", "5"], d.path());
+    exit2(&o, &["r.sh:2:", "NUL"]);
+    assert!(!stderr(&o).contains("YAML"), "{}", stderr(&o));
+}
+
+/// `--help` into a full stdout is exit 3 naming the stream (it was 0); `--out ''` is
+/// exit 2 (it wrote into the working directory); a long `plan` says so before it starts.
+#[test]
+fn help_to_a_full_disk_empty_out_and_long_plans() {
+    let d = workdir();
+    std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    for args in [vec!["--help"], vec!["plan", "--help"], vec!["--version"]] {
+        let o = Command::new(bin())
+            .args(&args)
+            .stdout(full.try_clone().unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 3, "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("<stdout>"), "{}", stderr(&o));
+    }
+    ok(&run(&["--help"], d.path()));
+    exit2(
+        &run(
+            &["plan", "s.yaml", "--runs", "5", "--no-replay", "--out", ""],
+            d.path(),
+        ),
+        &["--out", "empty"],
+    );
+    exit2(
+        &run(&["sweep", "s.yaml", "--quiet", "--out", ""], d.path()),
+        &["--out", "empty"],
+    );
+    assert_eq!(files_in(d.path()), ["s.yaml", "trace.jsonl"]);
+    // the announcement comes before any work (here the run stops at a bad --target-start)
+    let o = run(
+        &[
+            "plan",
+            "s.yaml",
+            "--runs",
+            "1000000000",
+            "--target-start",
+            "2",
+        ],
+        d.path(),
+    );
+    exit2(&o, &["--target-start"]);
+    assert!(
+        stderr(&o).contains("1000000000 start-up runs per probe")
+            && stderr(&o).contains("takes a while"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+// ---- Tried as a new user would ----
+
+/// The bundled generated traces say their own block size (every line starts with
+/// `"block_size": 64`): `replay --trace` and `trace stats` read them at 64 without
+/// `--block-size`; an explicit other block size is refused at line 1 naming the field.
+#[test]
+fn generated_traces_say_their_block_size() {
+    let d = workdir();
+    for t in [
+        "traces/generated_chat_agentic_mix.jsonl",
+        "traces/generated_agentic_bursty.jsonl",
+    ] {
+        let p = repo(t);
+        let p = p.to_str().unwrap();
+        let o = run(
+            &[
+                "replay",
+                "--trace",
+                p,
+                "--l1-pages",
+                "500",
+                "--l2-pages",
+                "500",
+            ],
+            d.path(),
+        );
+        ok(&o);
+        assert!(stdout(&o).contains("page 64 tokens"), "{}", stdout(&o));
+        let o = run(&["trace", "stats", p], d.path());
+        ok(&o);
+        assert!(
+            stdout(&o).contains("(mooncake, 64-token pages)"),
+            "{}",
+            stdout(&o)
+        );
+        exit2(
+            &run(&["replay", "--trace", p, "--block-size", "512"], d.path()),
+            &[&format!("{p}:1:"), "`block_size`", "64-token blocks"],
+        );
+        ok(&run(
+            &[
+                "replay",
+                "--trace",
+                p,
+                "--block-size",
+                "64",
+                "--l1-pages",
+                "500",
+            ],
+            d.path(),
+        ));
+    }
+    // trace gen writes it, and the file reads back at its own block size
+    ok(&run(
+        &[
+            "trace",
+            "gen",
+            "--config",
+            repo("traces/recipes/agentic_bursty.json").to_str().unwrap(),
+            "--requests",
+            "20",
+            "-o",
+            "g.jsonl",
+        ],
+        d.path(),
+    ));
+    assert!(
+        std::fs::read_to_string(d.path().join("g.jsonl"))
+            .unwrap()
+            .starts_with("{\"block_size\": 64, \"timestamp\": ")
+    );
+    ok(&run(
+        &["replay", "--trace", "g.jsonl", "--l1-pages", "50"],
+        d.path(),
+    ));
+}
+
+/// `plan`: a release that fails the recommended size *below* its own frontier (0.5.14's
+/// host pool must be larger than the device pool, 138.83 GB of KV) says which sizes hold
+/// there instead of "largest 197"; the fraction table and the auto-size note label the
+/// KV pool and all host pools (97.20 GB of pools is a 91.55 GB KV pool on 0.5.21).
+#[test]
+fn plan_words_floors_and_pool_labels() {
+    let d = workdir();
+    let o = run(
+        &[
+            "plan",
+            repo("scenarios/quickstart.yaml").to_str().unwrap(),
+            "--sglang",
+            "page-cache-credit,0.5.14,0.5.21",
+            "--runs",
+            "100",
+            "--no-replay",
+        ],
+        d.path(),
+    );
+    ok(&o);
+    let t = stdout(&o);
+    assert!(
+        t.contains("breaks on: 0.5.14 (too small there: only --hicache-size 139 to 197 starts)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("fraction      KV pool    all pools  P(start)  outcome"),
+        "{t}"
+    );
+    // 0.5.21 at fraction 1.0: 91.55 GB KV of 97.20 GB in both pools (DSA indexer)
+    assert!(t.contains("1.0     91.55 GB     97.20 GB"), "{t}");
+    assert!(
+        t.contains("GB KV host pool per rank (") && t.contains("GB in all host pools)"),
+        "{t}"
+    );
+}
+
+/// `hicache_host_memory_fraction: null` (or `--set …=null`) is unset: a release without
+/// the flag starts the scenario (it was refused as if the flag were given).
+#[test]
+fn null_fraction_is_unset() {
+    let d = workdir();
+    std::fs::write(
+        d.path().join("s.yaml"),
+        SCENARIO
+            .replace("sglang: page-cache-credit", "sglang: 0.5.20")
+            .replace(
+                "  hicache_write_policy: write_through\n",
+                "  hicache_write_policy: write_through\n  hicache_host_memory_fraction: null\n",
+            ),
+    )
+    .unwrap();
+    ok(&run(&["startup", "s.yaml", "--runs", "5"], d.path()));
+    std::fs::write(
+        d.path().join("t.yaml"),
+        SCENARIO.replace("sglang: page-cache-credit", "sglang: 0.5.20"),
+    )
+    .unwrap();
+    ok(&run(
+        &[
+            "startup",
+            "t.yaml",
+            "--runs",
+            "5",
+            "--set",
+            "server.hicache_host_memory_fraction=null",
+        ],
+        d.path(),
+    ));
+    exit2(
+        &run(
+            &[
+                "startup",
+                "t.yaml",
+                "--runs",
+                "5",
+                "--set",
+                "server.hicache_host_memory_fraction=0.5",
+            ],
+            d.path(),
+        ),
+        &["has no --hicache-host-memory-fraction"],
+    );
+}
+
+/// The HTML report's figure scales to the window (its SVG has a viewBox; the page caps it
+/// at the column width): a 1500-pixel figure no longer overflows a 1400-pixel window.
+#[test]
+fn html_report_figure_fits_the_window() {
+    let d = workdir();
+    std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
+    ok(&run(
+        &[
+            "plan",
+            "s.yaml",
+            "--sglang",
+            "0.5.21",
+            "--runs",
+            "20",
+            "--ladder-max",
+            "20",
+            "--out",
+            "o",
+        ],
+        d.path(),
+    ));
+    let html = std::fs::read_to_string(d.path().join("o/report.html")).unwrap();
+    assert!(
+        html.contains(".fig svg{max-width:100%;height:auto}"),
+        "{}",
+        &html[..600]
+    );
+    assert!(html.contains("<div class=\"fig\">"));
+    assert!(html.contains("viewBox=\"0 0 1500 650\""));
+}
+
+// ---- Issue #18: check never aborts a batch ----
+
+/// One row per file × release whatever happens: a command SGLang's parser refuses is an
+/// `invalid_args` row (a JUnit failure carrying SGLang's message), an unknown or
+/// placeholder model (`your-model`, `[model_path]`, an unset `$MODEL_PATH`) or a file
+/// without a machine is an `error` row naming the file, line and model path and how to
+/// describe the model (a JUnit error); the good files' rows are all there. Exit 2 when
+/// any file could not be checked, else 1 when any check failed.
+#[test]
+fn check_never_aborts_a_batch() {
+    let d = workdir();
+    let recipe = |model: &str, extra: &str| {
+        format!(
+            "#!/bin/bash\n# hicache-sim: node=gb300 memory.cgroup.max=900GB memory.host_other_used=10GB\n# hicache-sim: startup.weight_load.bytes_per_node=420GB startup.process_memory=15GB\n{extra}python -m sglang.launch_server --model-path {model} --tp 4 \\\n  --kv-cache-dtype fp8_e4m3 --page-size 64 --mem-fraction-static 0.85 \\\n  --enable-hierarchical-cache --hicache-size 135 --hicache-write-policy write_through\n"
+        )
+    };
+    let files = [
+        ("good.sh", recipe("zai-org/GLM-5.2-NVFP4", "")),
+        (
+            "badflag.sh",
+            recipe("zai-org/GLM-5.2-NVFP4", "").replace("--hicache-size 135", "--hicache-size abc"),
+        ),
+        ("yours.sh", recipe("your-model", "")),
+        ("bracket.sh", recipe("[model_path]", "")),
+        ("unset.sh", recipe("$MODEL_PATH", "")),
+        (
+            "nonode.sh",
+            recipe("zai-org/GLM-5.2-NVFP4", "").replace("node=gb300 ", ""),
+        ),
+    ];
+    for (n, t) in &files {
+        std::fs::write(d.path().join(n), t).unwrap();
+    }
+    let names: Vec<&str> = files.iter().map(|(n, _)| *n).collect();
+    let mut args = vec!["check"];
+    args.extend(&names);
+    args.extend([
+        "--sglang",
+        "0.5.18,0.5.21",
+        "--runs",
+        "20",
+        "--format",
+        "json",
+    ]);
+    let o = run(&args, d.path());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 12, "{v:#}");
+    let row = |f: &str, r: &str| {
+        rows.iter()
+            .find(|x| x["file"] == f && x["sglang"] == r)
+            .unwrap_or_else(|| panic!("no row {f} {r}"))
+    };
+    assert_eq!(row("good.sh", "0.5.18")["outcome"], "started");
+    assert_eq!(row("good.sh", "0.5.21")["outcome"], "refused");
+    for r in ["0.5.18", "0.5.21"] {
+        let b = row("badflag.sh", r);
+        assert_eq!(b["outcome"], "invalid_args");
+        assert!(
+            b["message"]
+                .as_str()
+                .unwrap()
+                .contains("invalid int value: 'abc'"),
+            "{b}"
+        );
+        for (f, path) in [("yours.sh", "your-model"), ("bracket.sh", "[model_path]")] {
+            let m = row(f, r);
+            assert_eq!(m["outcome"], "error");
+            let msg = m["message"].as_str().unwrap();
+            assert!(
+                msg.contains(&format!("{f}:4:"))
+                    && msg.contains(&format!("`{path}` is a placeholder")),
+                "{msg}"
+            );
+            assert!(
+                msg.contains("model=") && msg.contains("hicache-sim presets"),
+                "{msg}"
+            );
+        }
+        let u = row("unset.sh", r)["message"].as_str().unwrap().to_string();
+        assert!(
+            u.contains("unset.sh:4:")
+                && u.contains("the model path `$MODEL_PATH` is not set")
+                && u.contains("model="),
+            "{u}"
+        );
+        assert_eq!(row("nonode.sh", r)["outcome"], "error");
+    }
+    assert!(stderr(&o).contains("error: yours.sh:4:"), "{}", stderr(&o));
+    // JUnit: failures for SGLang's refusals, errors for what could not be checked
+    let mut args = vec!["check"];
+    args.extend(&names);
+    args.extend([
+        "--sglang",
+        "0.5.18,0.5.21",
+        "--runs",
+        "20",
+        "--format",
+        "junit",
+    ]);
+    let o = run(&args, d.path());
+    assert_eq!(code(&o), 2);
+    let xml = stdout(&o);
+    let doc = roxmltree::Document::parse(&xml).unwrap();
+    let root = doc.root_element();
+    assert_eq!(root.attribute("tests"), Some("12"));
+    assert_eq!(root.attribute("failures"), Some("3")); // good 0.5.21, badflag × 2
+    assert_eq!(root.attribute("errors"), Some("8"));
+    // without the files that cannot be checked: exit 1, the refusals as failures
+    let o = run(
+        &[
+            "check",
+            "good.sh",
+            "badflag.sh",
+            "--sglang",
+            "0.5.18",
+            "--runs",
+            "20",
+        ],
+        d.path(),
+    );
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("invalid_args") && stdout(&o).contains("good.sh"),
+        "{}",
+        stdout(&o)
+    );
 }
