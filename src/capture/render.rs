@@ -230,7 +230,7 @@ pub fn render(c: &Captured) -> String {
     if c.model.is_none() {
         w.comment(
             0,
-            "Fill in `model:` (hicache-sim presets lists them) and `server:` below, then:",
+            "Fill in the model (`model:`, or `server.launch` and its --model-path) and `server:`, then:",
         );
     }
     w.comment(0, "  hicache-sim startup THIS_FILE");

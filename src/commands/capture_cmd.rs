@@ -21,7 +21,8 @@ pub struct CaptureArgs {
     /// Node preset (default: guessed from nvidia-smi's GPU name; required without it).
     #[arg(long)]
     pub node: Option<String>,
-    /// Model for `model:` (a preset name; default: a commented template to fill in).
+    /// Model for `model:` (a preset or a catalogue id, as `model:` takes it; default: a
+    /// commented template to fill in).
     #[arg(long)]
     pub model: Option<String>,
     /// procfs to read (`meminfo`, `self/cgroup`, `self/mountinfo`); its mountinfo names
