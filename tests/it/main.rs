@@ -3,6 +3,7 @@
 
 mod cache_props;
 mod cache_rules;
+mod capture;
 mod check;
 mod cli_replay_trace;
 mod cli_startup;
