@@ -10,6 +10,7 @@ mod fuzz_cli;
 mod golden_startup;
 mod launch_corpus;
 mod launch_issue9;
+mod log_corpus;
 mod pipeline_quickstart;
 mod plan;
 mod plot_charts;
