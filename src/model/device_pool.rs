@@ -99,6 +99,10 @@ pub struct MemFractionInputs {
     pub max_running_requests: Option<u64>,
     /// `--moe-a2a-backend deepep` (reserves 2 GiB for its buffers, 0.5.15+).
     pub deepep: bool,
+    /// A ROCm (HIP) node: no prefill CUDA graph (`tc_piecewise` is turned off on HIP,
+    /// "non-CUDA hardware", and from 0.5.23 `default_prefill_backend` is `disabled` off
+    /// CUDA).
+    pub hip: bool,
 }
 
 /// The `--mem-fraction-static` a release chooses when the user gives none, and the
@@ -192,6 +196,7 @@ pub fn mem_fraction_static_default(
         max_bs = r as u32;
     }
     let prefill_graph = !inp.disable_cuda_graph
+        && !inp.hip
         && match rules.prefill_graph {
             PrefillGraphDefault::TcPiecewise => {
                 !inp.enable_hierarchical_cache && !inp.enable_dp_attention && inp.pp_size <= 1
@@ -262,6 +267,7 @@ mod tests {
             enable_hierarchical_cache: false,
             max_running_requests: None,
             deepep: false,
+            hip: false,
         }
     }
 
@@ -324,6 +330,18 @@ mod tests {
         assert!(!d(&hicache, Release::V0_5_14).prefill_graph);
         assert_eq!(d(&hicache, Release::V0_5_14).mem_fraction_static, 0.897);
         assert!(d(&hicache, Release::V0_5_15).prefill_graph);
+        // MI300X (196,592 MiB) TP8 / DP8 attention, MLA, 0.5.23: no prefill graph on HIP:
+        // 512 + 16,384 × 1.5 + 1,024 + 512 × 2 + 512 × 8 × 4.5 = 45,568 → 0.768 (the
+        // aiter × 0.85 comes after, in `pools::resolve_mem_fraction`).
+        let mi300 = MemFractionInputs {
+            hip: true,
+            use_mla: true,
+            dp_size: 8,
+            enable_dp_attention: true,
+            ..inp(196_592.0, 8)
+        };
+        assert_eq!(d(&mi300, Release::V0_5_23).reserved_mib, 45_568.0);
+        assert_eq!(d(&mi300, Release::V0_5_23).mem_fraction_static, 0.768);
     }
 
     #[test]

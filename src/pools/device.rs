@@ -218,6 +218,7 @@ pub fn resolve_mem_fraction(s: &crate::scenario::Scenario) -> ResolvedMemFractio
                 enable_hierarchical_cache: s.server.enable_hierarchical_cache.unwrap_or(false),
                 max_running_requests: s.server.max_running_requests.map(u64::from),
                 deepep: false,
+                hip: s.node.gpu_vendor == crate::hardware::GpuVendor::Amd,
             };
             Some(crate::model::mem_fraction_static_default(
                 &inp,

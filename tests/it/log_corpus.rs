@@ -216,6 +216,7 @@ fn run(name: &str, c: &Case) -> Row {
                         enable_hierarchical_cache: false,
                         max_running_requests: None,
                         deepep: false,
+                        hip: false,
                     };
                     mem_fraction_static_default(&inp, Release::V0_5_14.rules().device)
                         .mem_fraction_static
