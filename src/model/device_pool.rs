@@ -202,7 +202,7 @@ pub fn mem_fraction_static_default(
                 !inp.enable_hierarchical_cache && !inp.enable_dp_attention && inp.pp_size <= 1
             }
             PrefillGraphDefault::BreakableNoMla => !inp.use_mla && !inp.enable_dp_attention,
-            PrefillGraphDefault::BreakableNoPlainMla => !(inp.use_mla && !inp.is_dsa),
+            PrefillGraphDefault::BreakableNoPlainMla => !inp.use_mla || inp.is_dsa,
             PrefillGraphDefault::Breakable => true,
         };
     let activation_tokens = if chunk > 0 {
