@@ -25,7 +25,7 @@ pub fn check(a: CheckArgs) -> CmdResult {
         )
         .into());
     }
-    let releases = release_list(a.sglang.as_deref());
+    let releases = release_list(a.sglang.as_deref())?;
     let releases: Vec<Option<&str>> = releases.iter().map(|r| r.as_deref()).collect();
     let mut sets = a.sets.clone();
     if let Some(n) = &a.node {

@@ -102,7 +102,14 @@ pub fn sweep(mut a: SweepArgs) -> CmdResult {
         point_row(&v, p, &source)
     };
     let mut opts = RunOptions::new(&a.out, COLUMNS.iter().map(|c| c.to_string()).collect());
-    opts.scenario = provenance(&base, &points, &a.scenario)?;
+    let (scenario_map, traces) = provenance(&base, &points, &a.scenario)?;
+    opts.scenario = scenario_map;
+    opts.inputs = std::iter::once(("scenario".to_string(), PathBuf::from(&a.scenario)))
+        .chain(traces.into_iter().map(|t| ("trace".to_string(), t)))
+        .collect();
+    for (what, p) in &opts.inputs {
+        crate::output::protect_input(what, p);
+    }
     opts.holder = format!(
         "hicache-sim sweep {}{}",
         a.scenario,
@@ -163,12 +170,13 @@ pub fn sweep(mut a: SweepArgs) -> CmdResult {
 }
 
 /// The base scenario flattened (`server.hicache_size` → `135`) and the content hash of
-/// every trace a point reads: what a `--resume` or `merge` must find unchanged.
+/// every trace a point reads: what a `--resume` or `merge` must find unchanged; and the
+/// traces' paths.
 fn provenance(
     base: &Value,
     points: &[sweep::Point],
     scenario: &str,
-) -> Result<BTreeMap<String, String>, CommandError> {
+) -> Result<(BTreeMap<String, String>, Vec<PathBuf>), CommandError> {
     let mut m = BTreeMap::new();
     flatten(base, "", &mut m);
     m.insert(
@@ -192,15 +200,21 @@ fn provenance(
     }
     traces.sort();
     traces.dedup();
+    let lines = crate::scenario::lines::LineIndex::build(
+        &std::fs::read_to_string(scenario).unwrap_or_default(),
+    );
+    let mut paths = Vec::new();
     for t in traces {
         let path = crate::scenario::resolve::resolve_relative(&t, scenario);
         let hash = crate::workload::content_hash(Path::new(&path)).map_err(|e| {
             InputError::new(scenario, format!("cannot read the trace `{path}`: {e}"))
+                .line_opt(lines.line_of("runtime.trace"))
                 .field("runtime.trace")
         })?;
         m.insert(format!("trace content {t}"), format!("{hash:016x}"));
+        paths.push(PathBuf::from(path));
     }
-    Ok(m)
+    Ok((m, paths))
 }
 
 fn flatten(v: &Value, prefix: &str, out: &mut BTreeMap<String, String>) {

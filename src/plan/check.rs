@@ -43,18 +43,112 @@ pub struct CheckInput {
     pub sets: Vec<String>,
 }
 
-/// The `# hicache-sim:` fields of a file, in order.
-pub fn directives(text: &str) -> Vec<String> {
-    text.lines()
-        .filter_map(|l| l.trim_start().strip_prefix('#'))
-        .filter_map(|l| l.trim_start().strip_prefix("hicache-sim:"))
-        .flat_map(|rest| {
-            rest.split_whitespace()
-                .filter(|kv| kv.contains('='))
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
-        .collect()
+/// One `key=value` of a `# hicache-sim:` comment, with its 1-based line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Directive {
+    /// `key=value` as `--set` takes it (quotes removed).
+    pub set: String,
+    pub line: usize,
+}
+
+/// The words of one directive comment, split as a shell splits them: whitespace
+/// separates, `'…'` and `"…"` group (quotes removed), `\` escapes outside single
+/// quotes; a word starting with `#` ends the comment. `Err`: an unterminated quote.
+fn directive_words(rest: &str) -> Result<Vec<String>, &'static str> {
+    let mut words = Vec::new();
+    let mut cur: Option<String> = None;
+    let mut chars = rest.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if let Some(w) = cur.take() {
+                    words.push(w);
+                }
+            }
+            '#' if cur.is_none() => break,
+            '\'' => {
+                let w = cur.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(x) => w.push(x),
+                        None => return Err("a quote `'` is not closed"),
+                    }
+                }
+            }
+            '"' => {
+                let w = cur.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(x) => w.push(x),
+                            None => return Err("a quote `\"` is not closed"),
+                        },
+                        Some(x) => w.push(x),
+                        None => return Err("a quote `\"` is not closed"),
+                    }
+                }
+            }
+            '\\' => {
+                let w = cur.get_or_insert_with(String::new);
+                if let Some(x) = chars.next() {
+                    w.push(x);
+                }
+            }
+            c => cur.get_or_insert_with(String::new).push(c),
+        }
+    }
+    if let Some(w) = cur {
+        words.push(w);
+    }
+    Ok(words)
+}
+
+/// The `# hicache-sim:` fields of `path`'s text, in order. Every word must be
+/// `key=value` (a value with spaces is quoted: `name="a b c"`) and a key is set once:
+/// anything else is an error at its line, never dropped or overridden silently.
+pub fn directives(path: &str, text: &str) -> Result<Vec<Directive>, InputError> {
+    const FORM: &str = "every word after `# hicache-sim:` is KEY=VALUE, a scenario field as `--set` takes it (quote a value with spaces: name=\"a b c\")";
+    let mut out: Vec<Directive> = Vec::new();
+    for (i, l) in text.lines().enumerate() {
+        let line = i + 1;
+        let Some(rest) = l
+            .trim_start()
+            .strip_prefix('#')
+            .and_then(|l| l.trim_start().strip_prefix("hicache-sim:"))
+        else {
+            continue;
+        };
+        let words = directive_words(rest.trim_end_matches('\r'))
+            .map_err(|m| InputError::new(path, format!("{m}: {FORM}")).at_line(line))?;
+        for w in words {
+            let Some((key, _)) = w.split_once('=').filter(|(k, _)| !k.trim().is_empty()) else {
+                return Err(InputError::new(
+                    path,
+                    format!("`{w}` is not KEY=VALUE: {FORM}"),
+                )
+                .at_line(line));
+            };
+            let key = key.trim();
+            if let Some(d) = out
+                .iter()
+                .find(|d| d.set.split_once('=').is_some_and(|(k, _)| k.trim() == key))
+            {
+                return Err(InputError::new(
+                    path,
+                    format!(
+                        "`{key}` is set twice in `# hicache-sim:` comments (line {} and line {line}): keep one",
+                        d.line
+                    ),
+                )
+                .at_line(line)
+                .field(key));
+            }
+            out.push(Directive { set: w, line });
+        }
+    }
+    Ok(out)
 }
 
 fn is_yaml(path: &str) -> bool {
@@ -75,9 +169,9 @@ pub fn read_input(path: &str, cli_sets: &[String]) -> Result<CheckInput, InputEr
             sets: cli_sets.to_vec(),
         });
     }
-    let mut sets = directives(&text);
+    let mut sets: Vec<String> = directives(path, &text)?.into_iter().map(|d| d.set).collect();
     sets.extend(cli_sets.iter().cloned());
-    if !sets.iter().any(|s| s.starts_with("node=")) {
+    if !sets.iter().any(|s| s.trim_start().starts_with("node=")) {
         return Err(InputError::new(
             path,
             "a bare launch command does not say which machine it runs on: add a `# hicache-sim: node=gb300` comment (any preset of `hicache-sim presets`) or pass --node",
@@ -111,6 +205,13 @@ impl CheckInput {
             && let Some(l) = e.line
         {
             e.line = (l > self.line_offset).then(|| l - self.line_offset);
+        }
+        // A bare command file is the launch block: its line is the file's line.
+        if self.line_offset > 0
+            && let Some(rest) = e.message.strip_prefix("line ")
+            && let Some((_, msg)) = rest.split_once(" of the launch block: ")
+        {
+            e.message = msg.to_string();
         }
         e
     }

@@ -446,20 +446,51 @@ fn assignment(w: &RawWord) -> Option<(String, Vec<Part>)> {
     Some((name.to_string(), parts))
 }
 
+/// The most text variable expansion may produce over a whole launch text (16 MiB): a
+/// launch command is a few kilobytes, and a variable that doubles itself (`A=$A$A` forty
+/// times) would otherwise grow until memory runs out.
+pub const MAX_EXPANSION_BYTES: usize = 16 << 20;
+
+/// What expansion may still produce, counted over every word of one launch text.
+#[derive(Debug, Clone, Copy)]
+struct Budget(usize);
+
+impl Budget {
+    fn take(&mut self, n: usize, line: usize) -> Result<(), ShellError> {
+        match self.0.checked_sub(n) {
+            Some(left) => {
+                self.0 = left;
+                Ok(())
+            }
+            None => err(
+                line,
+                format!(
+                    "expanding the variables here gives more than {} MiB of text (does a variable double itself, as `A=$A$A`?): a launch command is never that long",
+                    MAX_EXPANSION_BYTES >> 20
+                ),
+            ),
+        }
+    }
+}
+
 /// Expands a word's parts: quoted text stays one field; unquoted expansions split on
 /// blanks (bash's default IFS); an unquoted expansion that yields nothing vanishes.
+/// Every byte produced is taken from `budget` (an error at `line` when it runs out).
 fn expand(
     parts: &[Part],
     vars: &BTreeMap<String, String>,
     split: bool,
     unset: &mut Option<String>,
-) -> Vec<String> {
+    budget: &mut Budget,
+    line: usize,
+) -> Result<Vec<String>, ShellError> {
     let mut fields: Vec<String> = Vec::new();
     let mut cur = String::new();
     let mut has = false;
     for p in parts {
         match p {
             Part::Lit { text, quoted } => {
+                budget.take(text.len(), line)?;
                 cur.push_str(text);
                 has |= *quoted || !text.is_empty();
             }
@@ -479,6 +510,7 @@ fn expand(
                     }
                     (Some(v), None) => v.clone(),
                 };
+                budget.take(v.len(), line)?;
                 if *quoted || !split {
                     cur.push_str(&v);
                     has = true;
@@ -510,7 +542,7 @@ fn expand(
     if has {
         fields.push(cur);
     }
-    fields
+    Ok(fields)
 }
 
 /// Simple commands of the token stream: words with redirection targets dropped.
@@ -635,7 +667,8 @@ pub fn find_launch(src: &Src) -> Result<Launch, ShellError> {
     let mut vars = BTreeMap::new();
     let mut found = Vec::new();
     let mut first_words: Option<(Vec<Word>, BTreeMap<String, String>)> = None;
-    scan(src, 0, &mut vars, &mut found, &mut first_words)?;
+    let mut budget = Budget(MAX_EXPANSION_BYTES);
+    scan(src, 0, &mut vars, &mut found, &mut first_words, &mut budget)?;
     match found.len() {
         1 => Ok(found.pop().expect("one")),
         0 => {
@@ -678,6 +711,7 @@ fn scan(
     vars: &mut BTreeMap<String, String>,
     found: &mut Vec<Launch>,
     first_words: &mut Option<(Vec<Word>, BTreeMap<String, String>)>,
+    budget: &mut Budget,
 ) -> Result<(), ShellError> {
     let toks = Lexer { s: src, i: 0 }.tokens().map_err(|mut e| {
         e.line += line_offset;
@@ -688,7 +722,8 @@ fn scan(
         let mut env = BTreeMap::new();
         let mut k = 0;
         while let Some((name, parts)) = cmd.get(k).and_then(assignment) {
-            let v = expand(&parts, vars, false, &mut None).concat();
+            let line = cmd[k].line + line_offset;
+            let v = expand(&parts, vars, false, &mut None, budget, line)?.concat();
             env.insert(name, v);
             k += 1;
         }
@@ -702,13 +737,13 @@ fn scan(
         for (n, w) in cmd[k..].iter().enumerate() {
             let line = w.line + line_offset;
             if exporting && let Some((name, parts)) = assignment(w) {
-                let v = expand(&parts, vars, false, &mut None).concat();
+                let v = expand(&parts, vars, false, &mut None, budget, line)?.concat();
                 vars.insert(name.clone(), v.clone());
                 env.insert(name, v);
                 continue;
             }
             let mut unset = None;
-            let fields = expand(&w.parts, vars, true, &mut unset);
+            let fields = expand(&w.parts, vars, true, &mut unset, budget, line)?;
             if let Some(name) = unset {
                 // Where in `words` the unset variable was used (even if it vanished).
                 unset_uses.push((words.len(), line, name));
@@ -763,6 +798,7 @@ fn scan(
                 &mut vars.clone(),
                 found,
                 first_words,
+                budget,
             )?;
         } else if first_words.is_none() {
             *first_words = Some((words, all_env));
