@@ -8,9 +8,7 @@ use super::{
 };
 use crate::error::InputError;
 use crate::workload::generate::{GeneratorConfig, generate_records};
-use crate::workload::read::{
-    RecordReader, TraceColumns, TraceFormat, TraceOptions, open_trace_with,
-};
+use crate::workload::read::{RecordReader, TraceColumns, TraceFormat, TraceOptions, TraceReader};
 use crate::workload::stats::stats;
 use crate::workload::write::MooncakeWriter;
 
@@ -106,7 +104,7 @@ fn gen_cmd(a: TraceGenArgs) -> CmdResult {
     }
     let mut n = 0;
     crate::output::write_with(Path::new(&a.output), |w| {
-        let mut mw = MooncakeWriter::new(w, true);
+        let mut mw = MooncakeWriter::new(w, true).with_block_size(cfg.block_size);
         for r in records {
             mw.write(&r)?;
         }
@@ -115,7 +113,7 @@ fn gen_cmd(a: TraceGenArgs) -> CmdResult {
     })
     .map_err(|e| CommandError::Other(format!("{}: {e}", a.output)))?;
     eprintln!(
-        "wrote {n} requests to {} (Mooncake JSONL, hash_ids of {}-token blocks: read it with --block-size {})",
+        "wrote {n} requests to {} (Mooncake JSONL, hash_ids of {}-token blocks; every line says \"block_size\": {}, which the readers take)",
         a.output, cfg.block_size, cfg.block_size
     );
     Ok(0)
@@ -132,15 +130,12 @@ fn stats_cmd(a: TraceStatsArgs) -> CmdResult {
         block_size: a.block_size,
         require_monotonic: false,
     };
-    let fmt = match format {
-        Some(f) => f,
-        None => TraceFormat::detect(Path::new(&a.file))?,
-    };
-    let page = a
-        .page_size
-        .or(a.block_size)
-        .unwrap_or_else(|| fmt.default_block_size());
-    let reader = open_trace_with(Path::new(&a.file), &opts, page)?;
+    // Pages default to the trace's own block size (the format's, the file's own
+    // `block_size`, a binary trace's header, or --block-size).
+    let records = RecordReader::open(Path::new(&a.file), &opts)?;
+    let fmt = records.format();
+    let page = a.page_size.unwrap_or(records.block_size());
+    let reader = TraceReader::new(records, page)?;
     let st = stats(reader, page)?;
     match a.output_format {
         OutputFormat::Text => {

@@ -20,15 +20,72 @@ pub struct CheckRow {
     pub file: String,
     pub sglang: String,
     /// `started`, `refused`, `oom_killed`, `failed` (raised before sizing),
-    /// `invalid_args` (the release rejects the recipe's flags), `skipped` (the simulator
-    /// has no flag table for this release).
+    /// `invalid_args` (SGLang rejects the recipe: its argument parser or server checks),
+    /// `error` (the simulator cannot read or simulate the file: bad input, an undescribed
+    /// model), `skipped` (the simulator has no flag table for this release).
     pub outcome: &'static str,
     pub passed: bool,
     pub start_probability: Option<f64>,
     /// The tightest rank's budget − request in run 0.
     pub margin_bytes: Option<i64>,
-    /// SGLang's refusal text, the OOM kill, or why the release rejects the flags.
+    /// SGLang's refusal text, the OOM kill, why the release rejects the flags, or (an
+    /// `error` row) what is wrong with the file, where.
     pub message: Option<String>,
+    /// The error with its file, line and field, for stderr (`invalid_args`, `error`).
+    #[serde(skip)]
+    pub located: Option<String>,
+}
+
+impl CheckRow {
+    /// A row for a file × release that could not be checked: `invalid_args` when SGLang
+    /// itself refuses the recipe (or only this release rejects it), `error` otherwise.
+    pub fn not_checked(file: &str, sglang: String, e: &InputError, sglang_refuses: bool) -> Self {
+        let outcome = if sglang_refuses {
+            "invalid_args"
+        } else {
+            "error"
+        };
+        CheckRow {
+            file: file.to_string(),
+            sglang,
+            outcome,
+            passed: false,
+            start_probability: None,
+            margin_bytes: None,
+            message: Some(if sglang_refuses {
+                match e.line {
+                    Some(l) => format!("line {l}: {}", e.message),
+                    None => e.message.clone(),
+                }
+            } else {
+                e.to_string()
+            }),
+            located: Some(e.to_string()),
+        }
+    }
+
+    /// Whether the row is an error (bad input: exit 2 once every row is printed).
+    pub fn is_error(&self) -> bool {
+        self.outcome == "error"
+    }
+}
+
+/// The release a file asks for (its `sglang:`, or a `--set sglang=…`; else `latest`),
+/// as the rows name it; `-` when it cannot be told.
+pub fn own_release_name(text: &str, path: &str, sets: &[String]) -> String {
+    let from_sets = sets
+        .iter()
+        .rev()
+        .find_map(|s| s.trim().strip_prefix("sglang=").map(str::to_string));
+    let from_file = || {
+        crate::scenario::load::parse_yaml_value(text, path)
+            .ok()
+            .and_then(|v| v.get("sglang").and_then(|x| x.as_str()).map(str::to_string))
+    };
+    let id = from_sets
+        .or_else(from_file)
+        .unwrap_or_else(|| "latest".into());
+    crate::release::Sglang::from_id(&id).map_or("-".into(), |v| v.id().to_string())
 }
 
 /// How a file is read.
@@ -37,10 +94,13 @@ pub struct CheckInput {
     pub path: String,
     /// Scenario text (a bare command file wrapped as `server.launch`).
     pub text: String,
-    /// Lines the wrapper added before the file's first line (to map error lines back).
+    /// How many lines after the wrapper's line the file's line is (to map error lines
+    /// back: the launch text starts on the wrapper's line 3).
     pub line_offset: usize,
-    /// `--set`s from `# hicache-sim:` comments.
+    /// `--set`s from `# hicache-sim:` comments, then the command line's.
     pub sets: Vec<String>,
+    /// The comments' sets and their lines.
+    pub origins: Vec<(String, usize)>,
 }
 
 /// One `key=value` of a `# hicache-sim:` comment, with its 1-based line.
@@ -124,11 +184,9 @@ pub fn directives(path: &str, text: &str) -> Result<Vec<Directive>, InputError> 
             .map_err(|m| InputError::new(path, format!("{m}: {FORM}")).at_line(line))?;
         for w in words {
             let Some((key, _)) = w.split_once('=').filter(|(k, _)| !k.trim().is_empty()) else {
-                return Err(InputError::new(
-                    path,
-                    format!("`{w}` is not KEY=VALUE: {FORM}"),
-                )
-                .at_line(line));
+                return Err(
+                    InputError::new(path, format!("`{w}` is not KEY=VALUE: {FORM}")).at_line(line),
+                );
             };
             let key = key.trim();
             if let Some(d) = out
@@ -167,9 +225,32 @@ pub fn read_input(path: &str, cli_sets: &[String]) -> Result<CheckInput, InputEr
             text,
             line_offset: 0,
             sets: cli_sets.to_vec(),
+            origins: Vec::new(),
         });
     }
-    let mut sets: Vec<String> = directives(path, &text)?.into_iter().map(|d| d.set).collect();
+    // A launch file is text: a NUL or another control byte (a binary file, a paste
+    // gone wrong) is named at its own line, before the file is wrapped in YAML.
+    if let Some((i, l)) = text.lines().enumerate().find(|(_, l)| {
+        l.chars()
+            .any(|c| c.is_control() && !matches!(c, '\t' | '\r'))
+    }) {
+        let c = l
+            .chars()
+            .find(|c| c.is_control() && !matches!(c, '\t' | '\r'))
+            .unwrap_or('\0');
+        return Err(InputError::new(
+            path,
+            format!(
+                "a control character ({}) in a launch-command file: not a text file, or a paste gone wrong",
+                if c == '\0' { "a NUL byte".to_string() } else { format!("U+{:04X}", c as u32) }
+            ),
+        )
+        .at_line(i + 1));
+    }
+    let dirs = directives(path, &text)?;
+    // Where each set came from, so an error about its field names the comment's line.
+    let origins: Vec<(String, usize)> = dirs.iter().map(|d| (d.set.clone(), d.line)).collect();
+    let mut sets: Vec<String> = dirs.into_iter().map(|d| d.set).collect();
     sets.extend(cli_sets.iter().cloned());
     if !sets.iter().any(|s| s.trim_start().starts_with("node=")) {
         return Err(InputError::new(
@@ -181,20 +262,20 @@ pub fn read_input(path: &str, cli_sets: &[String]) -> Result<CheckInput, InputEr
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("recipe");
-    let mut yaml = format!(
-        "name: {}\nserver:\n  launch: |\n",
-        serde_json::to_string(name).unwrap_or_else(|_| "\"recipe\"".into())
+    // The file's text as one JSON-quoted scalar on line 3, byte for byte: a CR stays a CR
+    // (bash's reading of a file saved with CRLF line ends), which a YAML block would
+    // have turned into a line break. Line l of the file is line l of the launch text.
+    let yaml = format!(
+        "name: {}\nserver:\n  launch: {}\n",
+        serde_json::to_string(name).unwrap_or_else(|_| "\"recipe\"".into()),
+        serde_json::to_string(&text).unwrap_or_else(|_| "\"\"".into())
     );
-    for l in text.lines() {
-        yaml.push_str("    ");
-        yaml.push_str(l.trim_end_matches('\r'));
-        yaml.push('\n');
-    }
     Ok(CheckInput {
         path: path.into(),
         text: yaml,
-        line_offset: 3,
+        line_offset: 2,
         sets,
+        origins,
     })
 }
 
@@ -213,6 +294,15 @@ impl CheckInput {
         {
             e.message = msg.to_string();
         }
+        // An error about a field a `# hicache-sim:` comment set: that comment's line.
+        if let Some((_, line)) = self
+            .origins
+            .iter()
+            .find(|(set, _)| e.source == format!("--set {set}"))
+        {
+            e.source = self.path.clone();
+            e.line = Some(*line);
+        }
         e
     }
 
@@ -227,42 +317,72 @@ impl CheckInput {
     }
 }
 
-/// Checks one file under `releases` (`None` = its own). The file must be valid under its
-/// own release (else bad input, exit 2); a release that rejects its flags is a failed
-/// row.
+/// Checks one file under `releases` (`None` = its own): one row per release whatever
+/// happens. SGLang refusing the recipe (its parser, its server checks) is an
+/// `invalid_args` row; a file the simulator cannot read or simulate under its own release
+/// (bad input, an undescribed model) is an `error` row for every release asked; a
+/// release-specific problem of a file valid under its own release is `invalid_args`.
 pub fn check_file(
     input: &CheckInput,
     releases: &[Option<&str>],
     target: f64,
     seed: Option<u64>,
     runs: u64,
-) -> Result<Vec<CheckRow>, InputError> {
-    let own = input.prober(None, seed, runs)?;
+) -> Vec<CheckRow> {
+    use crate::error::ErrorKind;
+    let own = input.prober(None, seed, runs);
+    let own_name = match &own {
+        Ok(p) => p.sglang.to_string(),
+        Err(_) => own_release_name(&input.text, &input.path, &input.sets),
+    };
+    // A file-level problem (not SGLang's verdict, not one release's): every row is it.
+    let own_input_error = own
+        .as_ref()
+        .err()
+        .filter(|e| e.kind != ErrorKind::SglangRefuses);
     let mut rows = Vec::new();
     for r in releases {
-        let prober = match r {
-            None => Ok(own.clone()),
-            Some(id) => input.prober(Some(id), seed, runs),
+        let name = r.map_or(own_name.clone(), str::to_string);
+        let prober = match (r, &own) {
+            (None, Ok(p)) => Ok(p.clone()),
+            (None, Err(e)) => Err(e.clone()),
+            (Some(_), Err(_)) if own_input_error.is_some() => {
+                Err(own_input_error.cloned().expect("checked"))
+            }
+            (Some(id), _) => input.prober(Some(id), seed, runs),
         };
-        let name = r.map_or(own.sglang.to_string(), str::to_string);
         let p = match prober {
             Ok(p) => p,
             Err(e) => {
                 let no_table =
                     r.is_some_and(|id| crate::scenario::launch::flag_release(id).is_err());
-                rows.push(CheckRow {
-                    file: input.path.clone(),
-                    sglang: name,
-                    outcome: if no_table { "skipped" } else { "invalid_args" },
-                    passed: no_table,
-                    start_probability: None,
-                    margin_bytes: None,
-                    message: Some(e.message),
-                });
+                if no_table {
+                    rows.push(CheckRow {
+                        file: input.path.clone(),
+                        sglang: name,
+                        outcome: "skipped",
+                        passed: true,
+                        start_probability: None,
+                        margin_bytes: None,
+                        message: Some(e.message),
+                        located: None,
+                    });
+                    continue;
+                }
+                let refuses = e.kind == ErrorKind::SglangRefuses
+                    || (e.kind == ErrorKind::Input && own_input_error.is_none() && r.is_some());
+                rows.push(CheckRow::not_checked(&input.path, name, &e, refuses));
                 continue;
             }
         };
-        let probe = p.start(&[]).map_err(|m| InputError::new(&input.path, m))?;
+        let probe = match p.start(&[]) {
+            Ok(x) => x,
+            Err(m) => {
+                let e = InputError::new(&input.path, m);
+                rows.push(CheckRow::not_checked(&input.path, name, &e, false));
+                continue;
+            }
+        };
         let passed = probe.start_probability >= target;
         let outcome = if passed {
             "started"
@@ -277,9 +397,10 @@ pub fn check_file(
             start_probability: Some(probe.start_probability),
             margin_bytes: probe.margin_bytes,
             message: probe.failure.map(|f| f.message),
+            located: None,
         });
     }
-    Ok(rows)
+    rows
 }
 
 /// One line per row: file, release, outcome, margin, P(start) (and the message of a
@@ -347,21 +468,23 @@ fn xml_escape(s: &str) -> String {
 }
 
 /// JUnit XML: one `<testcase>` per file × release (`classname` = file, `name` =
-/// `sglang <release>`), a `<failure>` with SGLang's refusal text, `<skipped>` for a
-/// release the simulator has no flag table for.
+/// `sglang <release>`), a `<failure>` with SGLang's refusal text (or its rejection of the
+/// flags), an `<error>` for a file that could not be checked, `<skipped>` for a release
+/// the simulator has no flag table for.
 pub fn render_junit(rows: &[CheckRow]) -> String {
     use std::fmt::Write as _;
-    let failures = rows.iter().filter(|r| !r.passed).count();
+    let errors = rows.iter().filter(|r| r.is_error()).count();
+    let failures = rows.iter().filter(|r| !r.passed && !r.is_error()).count();
     let skipped = rows.iter().filter(|r| r.outcome == "skipped").count();
     let mut o = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         o,
-        "<testsuites name=\"hicache-sim check\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\">",
+        "<testsuites name=\"hicache-sim check\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\">",
         rows.len()
     );
     let _ = writeln!(
         o,
-        "  <testsuite name=\"hicache-sim check\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\">",
+        "  <testsuite name=\"hicache-sim check\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\">",
         rows.len()
     );
     for r in rows {
@@ -376,6 +499,13 @@ pub fn render_junit(rows: &[CheckRow]) -> String {
             let _ = writeln!(
                 o,
                 ">\n      <skipped message=\"{}\"/>\n    </testcase>",
+                xml_escape(msg)
+            );
+        } else if r.is_error() {
+            let _ = writeln!(
+                o,
+                ">\n      <error type=\"error\" message=\"{}\">{}</error>\n    </testcase>",
+                xml_escape(msg),
                 xml_escape(msg)
             );
         } else if !r.passed {

@@ -64,6 +64,16 @@ pub fn load_str(text: &str, source: &str, sets: &[String]) -> Result<LoadedScena
             lines.set_origin(path.trim(), format!("--set {s}"));
         }
     }
+    // `server.X: null` means unset: the field takes its default (`typed_from_value`) and
+    // counts as not written (a release without the flag does not refuse it). It still
+    // overrides a launch command's flag, as an explicit field does.
+    if let Some(server) = value.get("server").and_then(Value::as_object) {
+        for (k, v) in server {
+            if v.is_null() {
+                lines.forget(&format!("server.{k}"));
+            }
+        }
+    }
     let launch = merge_launch(&mut value, text, source, &lines)?;
     let file = typed_from_value(value, source, &lines)?;
     Ok(LoadedScenario {
@@ -206,13 +216,31 @@ fn merge_launch(
     let (src, pos) = launch_src(text, lines.line_of("server.launch"), cmd);
     let mut parsed = parse_launch_src(&src, release, source, pos)?;
     if let Some(Value::String(path)) = parsed.given.get("model_path") {
+        let model_line = parsed.model_path_line;
         let at_model = |m: String| {
             InputError::new(source, m)
-                .line_opt(lines.line_of("model").or(lines.line_of("server.launch")))
+                .line_opt(
+                    lines
+                        .line_of("model")
+                        .or(model_line)
+                        .or(lines.line_of("server.launch")),
+                )
                 .field("model")
         };
         match super::launch::check_model_path(path, model_name.as_deref()) {
-            Ok(Some(id)) if !has_model => {
+            // The preset, unless `model::resolve` finds this path elsewhere (a local
+            // checkpoint, or a format the preset has no size for: the catalogue).
+            Ok(Some(id))
+                if !has_model
+                    && matches!(
+                        crate::model::resolve(&crate::model::ModelQuery {
+                            model_path: Some(path),
+                            ..Default::default()
+                        })
+                        .map(|r| r.source),
+                        Ok(crate::model::ModelSource::Preset(_))
+                    ) =>
+            {
                 parsed
                     .notes
                     .push(format!("model: {id} (picked from --model-path {path})"));
@@ -222,7 +250,20 @@ fn merge_launch(
                     .insert("model".into(), Value::String(id));
             }
             Ok(_) => {}
-            Err(m) if has_model || !m.contains("names no model preset") => return Err(at_model(m)),
+            // A placeholder (`your-model`, `[model_path]`, an unset `$MODEL_PATH`) with no
+            // `model:`: the recipe does not say what it serves.
+            Err(_) if !has_model && super::launch::is_placeholder(path) => {
+                return Err(at_model(format!(
+                    "--model-path `{path}` is a placeholder, not a model: {}",
+                    super::launch::DESCRIBE_MODEL
+                ))
+                .unknown_model());
+            }
+            // A path that names no preset is `model::resolve`'s to find (a local
+            // checkpoint, the catalogue) unless `model:` names a preset.
+            Err(m) if model_name.is_some() || !m.contains("names no model preset") => {
+                return Err(at_model(m));
+            }
             Err(_) => {}
         }
     }
@@ -317,12 +358,31 @@ pub fn set_path(root: &mut Value, path: &str, v: Value) -> Result<(), String> {
     Ok(())
 }
 
-/// Deserializes the typed scenario; errors name the field path and its line.
+/// Removes the `server:` keys whose value is null (unset: the default applies); returns
+/// their names.
+fn unset_nulls(value: &mut Value) -> Vec<String> {
+    let Some(server) = value.get_mut("server").and_then(Value::as_object_mut) else {
+        return Vec::new();
+    };
+    let nulls: Vec<String> = server
+        .iter()
+        .filter(|(_, v)| v.is_null())
+        .map(|(k, _)| k.clone())
+        .collect();
+    for k in &nulls {
+        server.remove(k);
+    }
+    nulls
+}
+
+/// Deserializes the typed scenario; errors name the field path and its line. A null
+/// `server:` field is unset (its default), as in a file, for sweep points too.
 pub fn typed_from_value(
-    value: Value,
+    mut value: Value,
     source: &str,
     lines: &LineIndex,
 ) -> Result<ScenarioFile, InputError> {
+    unset_nulls(&mut value);
     serde_path_to_error::deserialize::<_, ScenarioFile>(value).map_err(|e| {
         let path = clean_path(&e.path().to_string());
         let inner = e.into_inner().to_string();
@@ -337,6 +397,13 @@ pub fn typed_from_ref(
     source: &str,
     lines: &LineIndex,
 ) -> Result<ScenarioFile, InputError> {
+    if value
+        .get("server")
+        .and_then(Value::as_object)
+        .is_some_and(|m| m.values().any(Value::is_null))
+    {
+        return typed_from_value(value.clone(), source, lines);
+    }
     serde_path_to_error::deserialize::<_, ScenarioFile>(value).map_err(|e| {
         let path = clean_path(&e.path().to_string());
         let inner = e.into_inner().to_string();

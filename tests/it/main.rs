@@ -3,15 +3,18 @@
 
 mod cache_props;
 mod cache_rules;
+mod capture;
 mod check;
 mod cli_replay_trace;
 mod cli_startup;
 mod fuzz_cli;
 mod golden_startup;
 mod hostile;
+mod kv_bytes;
 mod launch_corpus;
 mod launch_issue9;
 mod log_corpus;
+mod models;
 mod pipeline_quickstart;
 mod plan;
 mod plot_charts;

@@ -182,7 +182,10 @@ pub fn max_line_bytes() -> Result<usize, InputError> {
         .parse()
         .map_err(|_| InputError::new(VAR, format!("`{v}` is not a byte count: {expected}")))?;
     if n == 0 {
-        return Err(InputError::new(VAR, format!("0 would refuse every line: {expected}")));
+        return Err(InputError::new(
+            VAR,
+            format!("0 would refuse every line: {expected}"),
+        ));
     }
     if n > MAX_LINE_BYTES_LIMIT {
         return Err(InputError::new(
@@ -394,7 +397,19 @@ impl RecordReader {
                 }
                 Source::Lines(Box::new(reader))
             }
-            TraceFormat::Mooncake | TraceFormat::Bailian => Source::Lines(Box::new(reader)),
+            TraceFormat::Mooncake => {
+                // A trace that says its block size on its first line (`trace gen`'s) is
+                // read at it; an explicit block size wins (and a line saying another is
+                // refused at that line).
+                if opts.block_size.is_none()
+                    && let Ok(head) = reader.fill_buf()
+                    && let Some(b) = rows::declared_block_size(head)
+                {
+                    block_size = b;
+                }
+                Source::Lines(Box::new(reader))
+            }
+            TraceFormat::Bailian => Source::Lines(Box::new(reader)),
         };
         if let Some(b) = opts.block_size {
             block_size = b;
@@ -510,8 +525,17 @@ impl RecordReader {
                     continue;
                 }
                 let line = self.line_no;
+                let block_size = self.block_size;
                 let r = match self.format {
-                    TraceFormat::Mooncake => rows::mooncake(&self.buf, rec),
+                    TraceFormat::Mooncake => rows::mooncake(&self.buf, rec).and_then(|b| match b {
+                        Some(b) if b != block_size => Err((
+                            Some("block_size".into()),
+                            format!(
+                                "this row's hash ids are of {b}-token blocks, but the trace is read at {block_size}-token blocks (--block-size / runtime.block_size, or the first line's block_size): one trace has one block size"
+                            ),
+                        )),
+                        _ => Ok(()),
+                    }),
                     TraceFormat::Bailian => rows::bailian(&self.buf, rec),
                     TraceFormat::Csv => rows::csv(&self.buf, rec),
                     TraceFormat::KvCacheTester => unreachable!("kv-cache-tester is parsed whole"),
