@@ -42,6 +42,9 @@ enum Command {
         #[command(subcommand)]
         command: commands::TraceCommand,
     },
+    /// Measure this machine: write the `node:` and `memory:` of a scenario (meminfo, the
+    /// memory cgroup chain as SGLang walks it, nvidia-smi).
+    Capture(commands::CaptureArgs),
     /// List the node and model presets a scenario can name.
     Presets {
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
@@ -152,6 +155,7 @@ fn run() -> ExitCode {
         Command::Merge(a) => commands::merge(a),
         Command::Plot(a) => commands::plot(a),
         Command::Trace { command } => commands::trace(command),
+        Command::Capture(a) => commands::capture(a),
         Command::Presets { format } => commands::presets(format),
         Command::Versions { format } => commands::versions(format),
         Command::DebugSizing { states, sglang } => commands::debug_sizing(&states, &sglang),

@@ -8,7 +8,7 @@ mod nodes;
 mod view;
 
 pub use memory::{CgroupLimits, ChargeKind, ChargeOutcome, Charges, HostMemory, MemoryError, Oom};
-pub use nodes::{NodePreset, node_preset, node_presets};
+pub use nodes::{GpuVendor, NodePreset, node_preset, node_presets};
 pub use view::{
     CgroupChain, CgroupId, CgroupLevel, CgroupRead, CgroupVersion, HostMemoryView,
     MAX_CGROUP_DEPTH, MemStat, V1_UNLIMITED,

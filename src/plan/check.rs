@@ -94,7 +94,8 @@ pub struct CheckInput {
     pub path: String,
     /// Scenario text (a bare command file wrapped as `server.launch`).
     pub text: String,
-    /// Lines the wrapper added before the file's first line (to map error lines back).
+    /// How many lines after the wrapper's line the file's line is (to map error lines
+    /// back: the launch text starts on the wrapper's line 3).
     pub line_offset: usize,
     /// `--set`s from `# hicache-sim:` comments, then the command line's.
     pub sets: Vec<String>,
@@ -261,19 +262,18 @@ pub fn read_input(path: &str, cli_sets: &[String]) -> Result<CheckInput, InputEr
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("recipe");
-    let mut yaml = format!(
-        "name: {}\nserver:\n  launch: |\n",
-        serde_json::to_string(name).unwrap_or_else(|_| "\"recipe\"".into())
+    // The file's text as one JSON-quoted scalar on line 3, byte for byte: a CR stays a CR
+    // (bash's reading of a file saved with CRLF line ends), which a YAML block would
+    // have turned into a line break. Line l of the file is line l of the launch text.
+    let yaml = format!(
+        "name: {}\nserver:\n  launch: {}\n",
+        serde_json::to_string(name).unwrap_or_else(|_| "\"recipe\"".into()),
+        serde_json::to_string(&text).unwrap_or_else(|_| "\"\"".into())
     );
-    for l in text.lines() {
-        yaml.push_str("    ");
-        yaml.push_str(l.trim_end_matches('\r'));
-        yaml.push('\n');
-    }
     Ok(CheckInput {
         path: path.into(),
         text: yaml,
-        line_offset: 3,
+        line_offset: 2,
         sets,
         origins,
     })

@@ -25,9 +25,9 @@ use serde::Serialize;
 use crate::sizing::{self, SglangVersion};
 
 pub use rules::{
-    BufferOnlyWriteBack, ControllerRules, EvictionChoices, FlagRules, HicacheSizeSplit,
-    MambaSlotFormula, MtpDraftHost, PoolRules, PrefetchRetries, PrefetchTimeout,
-    PrefetchTimeoutClock, ReleaseRules, StorageWriteGate,
+    BufferOnlyWriteBack, ControllerRules, DevicePoolRules, DraftCell, EvictionChoices, FlagRules,
+    HicacheSizeSplit, MambaSlotFormula, MidGpuTier, MtpDraftHost, PoolRules, PrefetchRetries,
+    PrefetchTimeout, PrefetchTimeoutClock, PrefillGraphDefault, ReleaseRules, StorageWriteGate,
 };
 pub use server_check::{
     FieldError, RELEASE_CHOICE_FIELDS, check_server, choice_refusal, eviction_policy_refusal,

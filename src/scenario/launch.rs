@@ -342,6 +342,12 @@ pub fn parse_launch_src(
                 };
             }
         }
+        // A carriage return in SGLang's verdict: a file with CRLF line ends, as bash runs
+        // it. Shown as `\r`, and said.
+        if msg.contains('\r') {
+            msg = msg.replace('\r', "\\r")
+                + " (a carriage return: the text has Windows CRLF line ends, and bash passes the CR to SGLang in the last word of each line; a `\\` before CRLF does not continue the line: convert it with `dos2unix`)";
+        }
         // SGLang's own parser refuses the command (`check`: an invalid_args row).
         err(line, msg).sglang_refuses()
     })?;

@@ -12,7 +12,7 @@ use crate::scenario::schema::{
     PreexistingSpec, SiblingSpec,
 };
 use crate::sizing::{AutoSizeRule, HicacheArgs, HostPoolSizeArg, Rules};
-use crate::units::{GIB, Nanos};
+use crate::units::Nanos;
 
 use rand::RngExt;
 use rand_distr::{Distribution, Exp, LogNormal, Normal};
@@ -221,8 +221,14 @@ impl StartupPlan {
             .model
             .weights_per_rank(&s.layout, quant)
             .map_err(|m| ("startup.weight_load.quantization".to_string(), m))?;
-        // CUDA context + NCCL buffers before the load [EST, scenario-overridable].
-        let gpu_overhead = s.startup.gpu_reserved.map(|b| b.0).unwrap_or(GIB);
+        // Device memory gone before the load (CUDA context, communicators): the
+        // scenario's `startup.gpu_reserved`, else the node preset's measured figure.
+        let gpu_overhead = s
+            .startup
+            .gpu_reserved
+            .map(|b| b.0)
+            .unwrap_or_else(|| s.node.gpu_reserved_for(s.layout.world_size()));
+        let mem_fraction_static = crate::pools::resolve_mem_fraction(s).value;
         // The pools this release builds for this model (issue 11, `crate::pools`).
         let pool_rules = s.version.release_rules().pools;
         let pool_inputs = crate::pools::PoolSetInputs {
@@ -233,7 +239,7 @@ impl StartupPlan {
             device: DevicePoolInputs {
                 free_before_load: s.node.gpu_memory.0.saturating_sub(gpu_overhead),
                 weights_per_rank,
-                mem_fraction_static: s.server.mem_fraction_static.unwrap_or(0.85),
+                mem_fraction_static,
                 cell_size: 0,
                 page_size,
                 max_total_tokens: s.server.max_total_tokens,
@@ -414,7 +420,7 @@ pub struct NodeMemory {
 }
 
 /// Every node's memory (`memory:` with its `nodes:` overrides merged in).
-fn build_nodes(s: &Scenario, nnodes: u32) -> Result<Vec<NodeMemory>, (String, String)> {
+pub fn build_nodes(s: &Scenario, nnodes: u32) -> Result<Vec<NodeMemory>, (String, String)> {
     if s.memory.nodes.len() > nnodes as usize {
         return Err((
             "memory.nodes".into(),
@@ -534,6 +540,8 @@ fn build_tree(mem: &mut HostMemory, cg: &CgroupSpec) -> Result<CgroupId, (String
             },
         )
         .map_err(|e| bad("memory.cgroup".into(), e.to_string()))?;
+    mem.set_min_unreadable(job, cg.min_unreadable);
+    mem.set_protected_inside(job, cg.protected_inside);
     let mut own = cg.preexisting.clone();
     own.anon.0 += cg.preexisting_anon.0;
     own.inactive_file.0 += cg.preexisting_page_cache.0;
@@ -578,6 +586,8 @@ fn add_level(
             },
         )
         .map_err(|e| (field.to_string(), e.to_string()))?;
+    mem.set_min_unreadable(id, l.min_unreadable);
+    mem.set_protected_inside(id, l.protected_inside);
     precharge(mem, id, &l.preexisting).map_err(|e| {
         (
             format!("{field}.preexisting"),
@@ -606,6 +616,8 @@ fn add_siblings(
                 },
             )
             .map_err(|e| (field.to_string(), e.to_string()))?;
+        mem.set_min_unreadable(id, sib.min_unreadable);
+        mem.set_protected_inside(id, sib.protected_inside);
         let mut own = sib.preexisting.clone();
         own.anon.0 += sib.anon.0;
         own.shmem.0 += sib.shmem.0;

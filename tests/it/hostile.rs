@@ -888,8 +888,8 @@ fn launch_file_expansion_is_bounded() {
 }
 
 /// A sparse binary trace whose one record declares 4·10^8 hash ids (3.2 GB of zeros,
-/// the length matching the header) is refused by its checksum before anything is
-/// allocated: exit 2 under a 2 GiB address-space limit (it aborted at 3.2 GB).
+/// the length matching the header) is refused before anything is allocated or read in
+/// bulk: exit 2 under a 2 GiB address-space limit (it aborted at 3.2 GB).
 #[test]
 fn huge_declared_lengths_are_refused_before_allocating() {
     let d = workdir();
@@ -909,6 +909,43 @@ fn huge_declared_lengths_are_refused_before_allocating() {
     (&f).write_all(&head).unwrap();
     f.set_len(len).unwrap(); // sparse: no disk used
     drop(f);
+    // a crafted file (the issue's): its own columns written, the ids a hole. Its offsets
+    // say 0 .. 4e8, so only the content (the CRC) tells it is not a trace.
+    let crafted = d.path().join("crafted.bin");
+    std::fs::copy(d.path().join("huge.bin"), &crafted).unwrap();
+    {
+        use std::io::{Seek, SeekFrom};
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&crafted)
+            .unwrap();
+        // arrival 0, line 1, input_length 2^31 (room for the ids at 64 tokens), output 1
+        f.seek(SeekFrom::Start(56 + 8)).unwrap();
+        f.write_all(&1u64.to_le_bytes()).unwrap();
+        f.write_all(&(1u32 << 31).to_le_bytes()).unwrap();
+        f.seek(SeekFrom::Start(56 + 24)).unwrap();
+        f.write_all(&1u32.to_le_bytes()).unwrap();
+        // offsets 0 and m
+        f.seek(SeekFrom::Start(56 + 32 + 8)).unwrap();
+        f.write_all(&m.to_le_bytes()).unwrap();
+    }
+    for args in [
+        vec![
+            "replay",
+            "--trace",
+            "crafted.bin",
+            "--l1-pages",
+            "10",
+            "--block-size",
+            "64",
+        ],
+        vec!["trace", "stats", "crafted.bin"],
+    ] {
+        // refused by its checksum (one pass over the 3.2 GB, nothing allocated for it);
+        // it allocated 3.2 GB and aborted (exit 134) under this limit
+        let o = run_limited(&args, d.path(), None);
+        exit2(&o, &["crafted.bin", "checksum"]);
+    }
     for args in [
         vec![
             "replay",
@@ -922,7 +959,9 @@ fn huge_declared_lengths_are_refused_before_allocating() {
         vec!["trace", "stats", "huge.bin"],
     ] {
         let o = run_limited(&args, d.path(), None);
-        exit2(&o, &["huge.bin", "checksum"]);
+        // its last offset (0, a hole) is not the 4e8 ids declared: refused before the CRC
+        // pass would read 3.2 GB of zeros
+        exit2(&o, &["huge.bin", "damaged"]);
     }
 }
 
@@ -1626,5 +1665,92 @@ fn check_never_aborts_a_batch() {
         stdout(&o).contains("invalid_args") && stdout(&o).contains("good.sh"),
         "{}",
         stdout(&o)
+    );
+}
+
+/// Launch files as bash and SGLang read them (issue #18): a CRLF file keeps the CR in the
+/// last word of each line, so a `\` continuation does not continue and SGLang refuses the
+/// stray `\r` (an invalid_args row saying so), and a CR after a choice is not the choice;
+/// a CRLF YAML scenario's launch block is YAML's (line breaks normalized) and starts;
+/// `$((…))` is bash arithmetic; `--max-total-tokens 1.5M` is SGLang's human-readable int
+/// (`human_readable_int`); `python -m dynamo.sglang` is named, not "no command".
+#[test]
+fn launch_files_read_as_bash_and_sglang_do() {
+    let d = workdir();
+    let w = |n: &str, t: &str| std::fs::write(d.path().join(n), t).unwrap();
+    w(
+        "crlf.sh",
+        "# hicache-sim: node=gb300\r\npython -m sglang.launch_server --model-path zai-org/GLM-5.2-NVFP4 --tp 4 \\\r\n  --page-size 64 --enable-hierarchical-cache --hicache-size 100\r\n",
+    );
+    w(
+        "one.sh",
+        "# hicache-sim: node=gb300\r\npython -m sglang.launch_server --model-path zai-org/GLM-5.2-NVFP4 --tp 4 --enable-hierarchical-cache --hicache-write-policy write_back\r\n",
+    );
+    let o = run(
+        &[
+            "check", "crlf.sh", "one.sh", "--runs", "5", "--format", "json",
+        ],
+        d.path(),
+    );
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v[0]["outcome"], "invalid_args");
+    let m0 = v[0]["message"].as_str().unwrap();
+    assert!(
+        m0.starts_with("line 2: SGLang 0.5.23 refuses this command: unrecognized arguments: \\r")
+            && m0.contains("CRLF"),
+        "{m0}"
+    );
+    let m1 = v[1]["message"].as_str().unwrap();
+    assert!(m1.contains("invalid choice: 'write_back\\r'"), "{m1}");
+    // the same recipe in a YAML scenario saved with CRLF: YAML's line breaks, it starts
+    w(
+        "s.yaml",
+        "node: gb300\r\nserver:\r\n  launch: |\r\n    GPUS=$(( (1 + 1) * 2 ))\r\n    python -m sglang.launch_server --model-path zai-org/GLM-5.2-NVFP4 --tp $GPUS \\\r\n      --page-size 64 --max-total-tokens 1.5M --enable-hierarchical-cache --hicache-size 100\r\n",
+    );
+    let o = run(
+        &["startup", "s.yaml", "--runs", "5", "--format", "json"],
+        d.path(),
+    );
+    ok(&o);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["server"]["tp_size"], 4);
+    assert_eq!(v["server"]["max_total_tokens"], 1_500_000);
+    // arithmetic errors are bash's, at the line
+    w(
+        "div.sh",
+        "# hicache-sim: node=gb300\nN=0\npython -m sglang.launch_server --model-path zai-org/GLM-5.2-NVFP4 --tp $((4 / N))\n",
+    );
+    let o = run(&["check", "div.sh", "--runs", "5"], d.path());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("div.sh:3:") && stderr(&o).contains("division by 0"),
+        "{}",
+        stderr(&o)
+    );
+    // an IEC size with decimals: SGLang's own message
+    w(
+        "iec.sh",
+        "# hicache-sim: node=gb300\npython -m sglang.launch_server --model-path zai-org/GLM-5.2-NVFP4 --tp 4 --max-total-tokens 1.5Mi\n",
+    );
+    let o = run(&["check", "iec.sh", "--runs", "5"], d.path());
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(
+            "argument --max-total-tokens: Decimals are not allowed with IEC suffixes like 'Mi'"
+        ),
+        "{}",
+        stdout(&o)
+    );
+    w(
+        "dyn.sh",
+        "# hicache-sim: node=gb300\npython3 -m dynamo.sglang --model-path zai-org/GLM-5.2-NVFP4 --tp 4 --endpoint dyn://a.b.c\n",
+    );
+    let o = run(&["check", "dyn.sh", "--runs", "5"], d.path());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("dyn.sh:2:") && stderr(&o).contains("dynamo.sglang"),
+        "{}",
+        stderr(&o)
     );
 }

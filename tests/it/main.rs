@@ -3,6 +3,7 @@
 
 mod cache_props;
 mod cache_rules;
+mod capture;
 mod check;
 mod cli_replay_trace;
 mod cli_startup;
@@ -12,6 +13,7 @@ mod hostile;
 mod kv_bytes;
 mod launch_corpus;
 mod launch_issue9;
+mod log_corpus;
 mod models;
 mod pipeline_quickstart;
 mod plan;
