@@ -287,6 +287,17 @@ fn run(name: &str, c: &Case) -> Row {
         row.sim_weights = Some(weights as f64 / GIB);
         row.sim_fraction = Some(fraction);
     }
+    // Weights only (a log whose pool was not sized): the weights as loaded.
+    if row.sim_weights.is_none()
+        && c.logged.weights_gib.is_some()
+        && let Some((m, r)) = &model
+        && r.is_some()
+    {
+        let w = r.as_ref().and_then(|r| r.weights_as_loaded(&layout));
+        row.sim_weights = w
+            .or_else(|| m.weights_per_rank(&layout, None).ok())
+            .map(|w| w as f64 / GIB);
+    }
     row
 }
 
@@ -354,7 +365,11 @@ fn every_case_within_its_recorded_bounds() {
             r.name,
             r.logged_tokens
                 .map(|t| t.to_string())
-                .unwrap_or("refused".into()),
+                .unwrap_or(if c.logged.refused {
+                    "refused".into()
+                } else {
+                    "–".into()
+                }),
             r.profile_tokens
                 .map(|t| t.to_string())
                 .unwrap_or("–".into()),
