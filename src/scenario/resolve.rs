@@ -59,10 +59,10 @@ impl Scenario {
             .quantization
             .as_ref()
             .map(|q| q.format.key());
-        if quant.is_none() || quant == own {
-            if let Some(w) = self.resolved_model.weights_as_loaded(&self.layout) {
-                return Ok(w);
-            }
+        if (quant.is_none() || quant == own)
+            && let Some(w) = self.resolved_model.weights_as_loaded(&self.layout)
+        {
+            return Ok(w);
         }
         self.model.weights_per_rank(&self.layout, quant)
     }
