@@ -66,6 +66,21 @@ pub trait TreeRules: Copy + Default + std::fmt::Debug + Send + Sync + 'static {
     /// A full host evicts only the shortfall (0.5.23 `evict_host(needed)`), not the
     /// whole backup length.
     const EVICT_HOST_SHORTFALL: bool;
+    /// Under write_back, the host copies a load-back reads stay pinned until its H2D
+    /// ack: `unified_tree_core.py: commit_load_back` sets `load_back_pending_id` on
+    /// every loaded node, `_can_reclaim_full_host_duplicate` refuses them, and only
+    /// `finish_load_back` (run by `unified_radix_cache.py: loading_check`, at the next
+    /// scheduler iteration) makes them tracked, reclaimable duplicates
+    /// (`_update_duplicate_tracking`). 0.5.19–0.5.23. Without it the loaded copies
+    /// are reclaimable duplicates at once, so the loading request's own `evict_host`
+    /// can take them.
+    const LOAD_BACK_PENDING: bool;
+    /// `unified_tree_core.py: insert_host` (0.5.23): an L3 prefetch inserted under its
+    /// anchor touches the anchor and every walked node; under write-through a walked
+    /// node without a host copy is refilled from the fetched pages and only already
+    /// backed-up pages are given back; under write_back every walked page is given back;
+    /// a tail under a node without a host copy is dropped (write-through only).
+    const INSERT_HOST_REFILL: bool;
 }
 
 /// The V1 HiRadixCache rules (see [`TreeKind::V1`]).
@@ -81,6 +96,8 @@ impl TreeRules for V1 {
     const CHAIN_ANCESTOR_BACKUPS: bool = false;
     const RECLAIM_HOST_DUPLICATES: bool = false;
     const EVICT_HOST_SHORTFALL: bool = false;
+    const LOAD_BACK_PENDING: bool = false;
+    const INSERT_HOST_REFILL: bool = false;
 }
 
 /// 0.5.23's UnifiedRadixCache rules (see [`TreeKind::Unified0523`]).
@@ -96,4 +113,6 @@ impl TreeRules for Unified0523 {
     const CHAIN_ANCESTOR_BACKUPS: bool = true;
     const RECLAIM_HOST_DUPLICATES: bool = true;
     const EVICT_HOST_SHORTFALL: bool = true;
+    const LOAD_BACK_PENDING: bool = true;
+    const INSERT_HOST_REFILL: bool = true;
 }

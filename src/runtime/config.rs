@@ -263,12 +263,12 @@ impl ReplayConfig {
         }
         if self.call_pattern == CallPattern::Scheduler0523
             && (self.timing == Timing::On
-                || self.has_storage()
+                || self.host_memory_mode == HostMemoryMode::BufferOnly
                 || self.lru_mode == LruMode::PlainPage)
         {
             return bad(
                 "call_pattern",
-                "scheduler_0_5_23 is a timing-off pattern for the tree's L1/L2 (no storage, no plain_page); use call_pattern: simulator".into(),
+                "scheduler_0_5_23 is a timing-off pattern for the tree's tiers in cache mode (no buffer_only, no plain_page); use call_pattern: simulator".into(),
             );
         }
         if self.lru_mode == LruMode::PlainPage && self.timing == Timing::On {

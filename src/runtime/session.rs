@@ -12,6 +12,8 @@ pub(crate) struct Hits {
     pub device: u64,
     pub host: u64,
     pub storage: u64,
+    /// Pages the request's L3 prefetch added to the host tier.
+    pub fetched: u64,
 }
 
 pub(crate) struct Session<R: TreeRules> {
@@ -43,6 +45,7 @@ impl<R: TreeRules> Session<R> {
             device_evict_amount: cfg.device_evict_amount,
             host_tier,
             load_back_threshold: cfg.load_back_threshold,
+            storage_backup_pins: cfg.has_storage() && host_tier,
             debug_checks: cfg.debug_checks,
         });
         Self {

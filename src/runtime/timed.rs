@@ -377,6 +377,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
                 device: m.device_pages,
                 host: loaded - fetched_hit,
                 storage: fetched_hit + staged.min(upto - on_dev),
+                fetched,
             };
             s.record(w.index, w.input_tokens, want, h);
             tokens += u64::from(w.input_tokens).saturating_sub((on_dev + h.storage) * s.ps);
@@ -458,6 +459,9 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         let batch = self.batches[b as usize].take().expect("batch exists");
         self.free_batches.push(b);
         self.gpu_busy = false;
+        // The batch's H2D load-backs finished before its forward: `loading_check`
+        // acks them (`finish_load_back`).
+        self.s.tree.finish_load_backs();
         for a in batch {
             let s = &mut self.s;
             let last = s.tree.insert(&a.w.pages[..a.upto as usize], a.reserved);
@@ -508,15 +512,28 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             c.d2h_run_overhead.0,
         );
         let t = self.d2h.transfer(now, d);
-        // write_back backups are not pinned and their node may be reclaimed before
-        // the ack; their L3 write is issued now, after the blocking flush
-        // (`writing_check(write_back=True)`), on the storage-write link.
+        // write_back backups are not pinned on device; their L3 write is issued now,
+        // after the blocking flush (`writing_check(write_back=True)`), on the
+        // storage-write link, and the host copy the eviction pinned for it
+        // (`TreeConfig::storage_backup_pins`) is released at the storage ack.
         if self.s.storage.is_some() {
+            let mut pins = self.s.tree.take_storage_pins();
             for i in 0..self.recs.len() {
                 let r = self.recs[i];
-                if !r.locked {
-                    self.storage_backup(r.node, t, false);
+                if r.locked {
+                    continue;
                 }
+                let end = self.storage_backup(r.node, t, false);
+                if let Some(k) = pins.iter().position(|&x| x == r.node) {
+                    pins.swap_remove(k);
+                    match end {
+                        Some(end) => self.q.schedule_at(end, Ev::StorageAck { node: r.node }),
+                        None => self.s.tree.release_host(r.node),
+                    }
+                }
+            }
+            for x in pins {
+                self.s.tree.release_host(x);
             }
         }
         let recs = std::mem::take(&mut self.recs);
@@ -552,9 +569,9 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
 
     /// `write_backup_storage`: the node's pages go to L3 on the storage-write link; with
     /// `pin`, its host copy is protected until the storage ack.
-    fn storage_backup(&mut self, node: NodeId, at: Nanos, pin: bool) {
+    fn storage_backup(&mut self, node: NodeId, at: Nanos, pin: bool) -> Option<Nanos> {
         if !self.s.tree.node(node).alive {
-            return;
+            return None;
         }
         let mut pages = std::mem::take(&mut self.scratch);
         pages.clear();
@@ -568,5 +585,6 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             self.q.schedule_at(t, Ev::StorageAck { node });
         }
         self.scratch = pages;
+        Some(t)
     }
 }

@@ -84,7 +84,7 @@ proptest! {
         sched in any::<bool>(),
     ) {
         let buffer = buffer && l3.is_some() && WRITE[w] != WritePolicy::WriteBack;
-        let sched = sched && !timed && l3.is_none();
+        let sched = sched && !timed && !buffer;
         // The 0.5.23 tree has its own host rules; the what-if rules are V1's.
         let (r, v0) = if TREES[tr] == TreeKind::Unified0523 { (0, false) } else { (r, v0) };
         let cfg = ReplayConfig {

@@ -8,6 +8,7 @@ mod cli_replay_trace;
 mod cli_startup;
 mod fuzz_cli;
 mod golden_startup;
+mod host_golden;
 mod launch_corpus;
 mod launch_issue9;
 mod pipeline_quickstart;
