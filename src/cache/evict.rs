@@ -135,6 +135,9 @@ impl<R: TreeRules> HiRadixTree<R> {
             self.refresh(x);
         }
         self.scratch = skipped;
+        if R::WRITE_BACK_STAGES_BACKUPS {
+            self.flush_staged();
+        }
         self.stats.device_evicted_pages += evicted;
         if self.cfg.debug_checks {
             self.check();
@@ -171,9 +174,17 @@ impl<R: TreeRules> HiRadixTree<R> {
                         self.protect_host(x);
                         self.storage_pins.push(x);
                     }
+                    if R::WRITE_BACK_STAGES_BACKUPS {
+                        // `_evict_write_back`: `x.protect_host()`, staged.
+                        self.protect_host(x);
+                        self.staged.push(x);
+                    }
                     self.set_on_device(x, false);
                     len
                 } else {
+                    if R::WRITE_BACK_STAGES_BACKUPS {
+                        self.flush_staged();
+                    }
                     self.drop_subtree_no_host(x)
                 }
             }
@@ -398,7 +409,19 @@ impl<R: TreeRules> HiRadixTree<R> {
             self.protect_host(x);
             x = self.nodes[x as usize].parent;
         }
-        let ok = self.alloc_device(n);
+        let ok = if R::LOAD_BACK_EVICTS_WHOLE_LOAD {
+            // `hiradix_cache.py: load_back`: `cache_controller.load` fails, then
+            // `evict(len(host_indices))`, then `load` again.
+            if self.device_free() < n {
+                self.evict(n);
+            }
+            self.device_free() >= n && {
+                self.device_used += n;
+                true
+            }
+        } else {
+            self.alloc_device(n)
+        };
         let mut x = m.last_node;
         while x != m.last_device_node {
             self.release_host(x);
@@ -430,6 +453,18 @@ impl<R: TreeRules> HiRadixTree<R> {
             self.check();
         }
         n
+    }
+
+    /// `hiradix_cache.py: _evict_write_back: flush_staged`: the staged write_back
+    /// backups are acked and their host pins released
+    /// ([`TreeRules::WRITE_BACK_STAGES_BACKUPS`]).
+    fn flush_staged(&mut self) {
+        let staged = std::mem::take(&mut self.staged);
+        for &x in &staged {
+            self.release_host(x);
+        }
+        self.staged = staged;
+        self.staged.clear();
     }
 
     /// The storage acks of the L3 writes that pinned host copies

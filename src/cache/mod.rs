@@ -20,6 +20,6 @@ pub use policy::{
     DeviceEvictAmount, EvictHostRule, EvictVersion, EvictionPolicy, HostMemoryMode, LruMode,
     PrefetchCapacityRule, PrefetchPolicy, WritePolicy,
 };
-pub use rules::{TreeKind, TreeRules, Unified0523, V1};
+pub use rules::{HiRadix, TreeKind, TreeRules, Unified0523, V1};
 pub use storage::Storage;
 pub use tree::{BackupRecord, HiRadixTree, MatchResult, TreeConfig, TreeStats, UnifiedRadixTree};

@@ -160,6 +160,9 @@ pub struct HiRadixTree<R: TreeRules = V1> {
     /// Nodes whose host copy is pinned by an L3 write not acked yet
     /// (`unified_radix_cache.py: write_backup_storage` → `ongoing_backup`).
     pub(crate) storage_pins: Vec<NodeId>,
+    /// write_back backups staged by the running eviction
+    /// ([`TreeRules::WRITE_BACK_STAGES_BACKUPS`]).
+    pub(crate) staged: Vec<NodeId>,
     pub(crate) _rules: std::marker::PhantomData<R>,
 }
 
@@ -204,6 +207,7 @@ impl<R: TreeRules> HiRadixTree<R> {
             dup_ticket: 0,
             pending_load_backs: Vec::new(),
             storage_pins: Vec::new(),
+            staged: Vec::new(),
             _rules: std::marker::PhantomData,
         }
     }
@@ -545,8 +549,15 @@ impl<R: TreeRules> HiRadixTree<R> {
             let cl = self.nodes[c as usize].pages.len();
             let rest = &pages[i..];
             let k = common_prefix(&self.nodes[c as usize].pages, rest);
-            let c = if k < cl { self.split_node(c, k) } else { c };
-            self.touch(c);
+            let c = if R::TOUCH_BEFORE_SPLIT {
+                // The child first, then the split's new head (created newer).
+                self.touch(c);
+                if k < cl { self.split_node(c, k) } else { c }
+            } else {
+                let c = if k < cl { self.split_node(c, k) } else { c };
+                self.touch(c);
+                c
+            };
             node = c;
             i += k;
             if k < cl {
@@ -747,8 +758,9 @@ impl<R: TreeRules> HiRadixTree<R> {
             };
             let cl = self.nodes[c as usize].pages.len();
             let k = common_prefix(&self.nodes[c as usize].pages, &pages[i..]);
-            let c = if R::SPLIT_REFRESH_TAIL {
-                // 0.5.23 `_insert_walk_step`: `_touch_node(child)` before the split.
+            let c = if R::SPLIT_REFRESH_TAIL || R::TOUCH_BEFORE_SPLIT {
+                // 0.5.23 `_insert_walk_step`: `_touch_node(child)` before the split;
+                // `hiradix_cache.py: insert` the same (the new head is newer).
                 self.touch(c);
                 if k < cl { self.split_node(c, k) } else { c }
             } else {

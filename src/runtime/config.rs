@@ -172,7 +172,7 @@ impl ReplayConfig {
     /// (`tree: v1`), `UnifiedRadixCache` from 0.5.19 (`tree: unified_0_5_23`).
     pub fn with_tree(mut self, t: crate::release::TreeVariant) -> Self {
         self.tree = match t {
-            crate::release::TreeVariant::V1HiRadix => crate::cache::TreeKind::V1,
+            crate::release::TreeVariant::V1HiRadix => crate::cache::TreeKind::HiRadix,
             crate::release::TreeVariant::Unified => crate::cache::TreeKind::Unified0523,
         };
         self

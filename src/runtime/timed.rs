@@ -37,7 +37,7 @@ use super::config::ReplayConfig;
 use super::metrics::ReplayMetrics;
 use super::session::{Hits, Session};
 use super::transfer::{Link, run_time_ns, storage_time_ns};
-use crate::cache::{TreeKind, TreeRules, Unified0523, V1};
+use crate::cache::{HiRadix, TreeKind, TreeRules, Unified0523, V1};
 
 #[derive(Debug, Clone, Copy)]
 enum Ev {
@@ -112,6 +112,7 @@ pub(crate) fn run<I: IntoIterator<Item = Request>>(
     match cfg.tree {
         TreeKind::V1 => run_tree::<V1, _>(cfg, requests),
         TreeKind::Unified0523 => run_tree::<Unified0523, _>(cfg, requests),
+        TreeKind::HiRadix => run_tree::<HiRadix, _>(cfg, requests),
     }
 }
 

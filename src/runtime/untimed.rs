@@ -4,7 +4,7 @@
 //! allocation, `insert` (`cache_unfinished_req`), D2H acks and L3 backups, release.
 
 use crate::cache::{
-    HostMemoryMode, KeyedLru, LruMode, PageKey, ROOT, TreeKind, TreeRules, Unified0523, V1,
+    HiRadix, HostMemoryMode, KeyedLru, LruMode, PageKey, ROOT, TreeKind, TreeRules, Unified0523, V1,
 };
 use crate::workload::Request;
 
@@ -33,6 +33,7 @@ pub(crate) fn run_with<I: IntoIterator<Item = Request>>(
     match cfg.tree {
         TreeKind::V1 => run_tree::<V1, _>(cfg, requests, on_hits),
         TreeKind::Unified0523 => run_tree::<Unified0523, _>(cfg, requests, on_hits),
+        TreeKind::HiRadix => run_tree::<HiRadix, _>(cfg, requests, on_hits),
     }
 }
 
@@ -193,11 +194,23 @@ pub(crate) fn process_scheduler<R: TreeRules>(
         0
     };
     let m = s.tree.match_prefix(key);
-    s.tree.inc_lock_ref(m.last_node);
+    // `PrefillAdder.add_one_req`: the device match is locked while the request is
+    // admitted and its host hit loaded back (`init_load_back` pins the host part
+    // itself); the request then holds `req.lock` on its last device node, which is
+    // the deepest match only if the load-back succeeded. A failed load-back leaves
+    // the host part unlocked: host leaves again for the request's own evictions.
+    s.tree.inc_lock_ref(m.last_device_node);
     let loaded = s.tree.load_back(&m);
     if loaded == 0 {
         s.tree.stats.load_back_skipped_pages += m.host_pages;
     }
+    let last = if loaded > 0 {
+        m.last_node
+    } else {
+        m.last_device_node
+    };
+    s.tree.inc_lock_ref(last);
+    s.tree.dec_lock_ref(m.last_device_node);
     let on_dev = m.device_pages + loaded;
     let need = input.div_ceil(s.ps) - on_dev;
     let free = s.tree.make_device_room(need + 1);
@@ -211,7 +224,11 @@ pub(crate) fn process_scheduler<R: TreeRules>(
     // The partial last page (and pages past the listed ids) go back to the pool.
     s.tree.free_device(got - reserved);
     s.tree.insert(&pages[..upto as usize], reserved);
-    s.tree.dec_lock_ref(m.last_node);
+    if R::REMATCH_AFTER_INSERT {
+        // `radix_cache.py: cache_unfinished_req`: the inserted key matched again.
+        s.tree.match_prefix(&pages[..upto as usize]);
+    }
+    s.tree.dec_lock_ref(last);
     next_iteration(s, recs);
     // Host hits loaded back: the L3-fetched pages are the tail of the host span.
     let storage = fetched.min(loaded);

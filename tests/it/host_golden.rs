@@ -62,12 +62,20 @@ fn requests(trace: &str, block: u32, page_size: u32, n: usize) -> Vec<Request> {
         .collect()
 }
 
+/// The golden files under `dir` and its release folders (`0.5.23/`, `0.5.18/`, …).
 pub(crate) fn golden_files(dir: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(root().join(dir))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
-        .collect();
+    let mut v = Vec::new();
+    let mut dirs = vec![root().join(dir)];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|e| e == "txt") {
+                v.push(p);
+            }
+        }
+    }
     v.sort();
     v
 }

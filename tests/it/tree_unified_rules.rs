@@ -85,6 +85,10 @@ impl TreeRules for NoLoadBackPending {
     const EVICT_HOST_SHORTFALL: bool = true;
     const LOAD_BACK_PENDING: bool = false;
     const INSERT_HOST_REFILL: bool = true;
+    const TOUCH_BEFORE_SPLIT: bool = false;
+    const WRITE_BACK_STAGES_BACKUPS: bool = false;
+    const LOAD_BACK_EVICTS_WHOLE_LOAD: bool = false;
+    const REMATCH_AFTER_INSERT: bool = false;
 }
 
 /// write_back, L1 4, L2 2 (page size 1). A [1,2], B [3,4] fill the device; C [5,6]
