@@ -14,6 +14,22 @@ pub struct InputError {
     pub field: Option<String>,
     /// What is wrong and what was expected.
     pub message: String,
+    /// Whose verdict it is (SGLang's own parser or server check, or the simulator's).
+    pub kind: ErrorKind,
+}
+
+/// Whose verdict an [`InputError`] is: `check` turns SGLang's refusals of a recipe into
+/// failed rows (`invalid_args`) and everything else it cannot read into error rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ErrorKind {
+    /// The simulator cannot read or simulate the input.
+    #[default]
+    Input,
+    /// SGLang itself would refuse the command: its argument parser (the release's flag
+    /// table) or its server-argument checks.
+    SglangRefuses,
+    /// The model is not described: an unknown or placeholder `--model-path`.
+    UnknownModel,
 }
 
 impl InputError {
@@ -23,7 +39,18 @@ impl InputError {
             line: None,
             field: None,
             message: message.into(),
+            kind: ErrorKind::Input,
         }
+    }
+    /// Marks the error as SGLang's own refusal (see [`ErrorKind::SglangRefuses`]).
+    pub fn sglang_refuses(mut self) -> Self {
+        self.kind = ErrorKind::SglangRefuses;
+        self
+    }
+    /// Marks the error as an undescribed model (see [`ErrorKind::UnknownModel`]).
+    pub fn unknown_model(mut self) -> Self {
+        self.kind = ErrorKind::UnknownModel;
+        self
     }
     pub fn at_line(mut self, line: usize) -> Self {
         self.line = Some(line);

@@ -90,6 +90,29 @@ fn stream_failure(msg: &str) -> Option<ExitCode> {
     Some(ExitCode::from(3))
 }
 
+/// What clap has to say instead of a command (`--help`, `--version`, a usage error),
+/// printed with its exit code (0 for help, 2 for a usage error) — unless the print
+/// itself fails: `--help > /dev/full` is exit 3 naming the stream, as any other output
+/// (a closed pipe stays a quiet 0).
+fn clap_exit(e: &clap::Error) -> ExitCode {
+    let printed = e.print().and_then(|()| {
+        if e.use_stderr() {
+            std::io::stderr().flush()
+        } else {
+            std::io::stdout().flush()
+        }
+    });
+    match printed {
+        Ok(()) => ExitCode::from(e.exit_code() as u8),
+        Err(io) if io.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(io) => {
+            let stream = if e.use_stderr() { "<stderr>" } else { "<stdout>" };
+            let _ = writeln!(std::io::stderr(), "error: {stream}: {io}");
+            ExitCode::from(3)
+        }
+    }
+}
+
 fn panic_text(p: &(dyn std::any::Any + Send)) -> &str {
     p.downcast_ref::<&str>()
         .copied()
@@ -112,7 +135,10 @@ fn main() -> ExitCode {
 }
 
 fn run() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => return clap_exit(&e),
+    };
     let result = match cli.command {
         Command::Startup(a) => commands::startup(a),
         Command::Plan(a) => commands::plan(a),

@@ -25,28 +25,47 @@ pub fn check(a: CheckArgs) -> CmdResult {
         )
         .into());
     }
-    let releases = release_list(a.sglang.as_deref());
+    let releases = release_list(a.sglang.as_deref())?;
     let releases: Vec<Option<&str>> = releases.iter().map(|r| r.as_deref()).collect();
     let mut sets = a.sets.clone();
     if let Some(n) = &a.node {
         sets.push(format!("node={n}"));
     }
-    // Every file is read (and must be valid) before any is simulated: bad input is
-    // exit 2 however many files pass.
-    let inputs = a
-        .files
-        .iter()
-        .map(|f| check::read_input(f, &sets))
-        .collect::<Result<Vec<_>, InputError>>()?;
+    // `--node N` travels as `--set node=N`: an error about it names the flag typed.
+    let relabel = |mut e: InputError| {
+        if let Some(n) = &a.node
+            && e.source == format!("--set node={n}")
+        {
+            e.source = format!("--node {n}");
+        }
+        e
+    };
+    // One row per file × release whatever happens: a file that cannot be read is an
+    // `error` row per release, and the other files are still checked.
     let mut rows = Vec::new();
-    for i in &inputs {
-        rows.extend(check::check_file(
-            i,
-            &releases,
-            a.target_start,
-            a.seed,
-            a.runs,
-        )?);
+    for f in &a.files {
+        match check::read_input(f, &sets).map_err(relabel) {
+            Ok(i) => {
+                rows.extend(
+                    check::check_file(&i, &releases, a.target_start, a.seed, a.runs)
+                        .into_iter()
+                        .map(|mut r| {
+                            if let Some(n) = &a.node {
+                                let (from, to) = (format!("--set node={n}"), format!("--node {n}"));
+                                r.located = r.located.map(|l| l.replace(&from, &to));
+                                r.message = r.message.map(|l| l.replace(&from, &to));
+                            }
+                            r
+                        }),
+                )
+            }
+            Err(e) => {
+                for r in &releases {
+                    let name = r.map_or("-".to_string(), str::to_string);
+                    rows.push(check::CheckRow::not_checked(f, name, &e, false));
+                }
+            }
+        }
     }
     match a.format {
         CheckFormat::Text => print!("{}", check::render_text(&rows)),
@@ -56,5 +75,27 @@ pub fn check(a: CheckArgs) -> CmdResult {
         ),
         CheckFormat::Junit => print!("{}", check::render_junit(&rows)),
     }
-    Ok(if rows.iter().all(|r| r.passed) { 0 } else { 1 })
+    // Where each row that could not be checked went wrong, file and line, on stderr.
+    let mut said = std::collections::BTreeSet::new();
+    for r in &rows {
+        if let Some(l) = &r.located
+            && said.insert(l.clone())
+        {
+            let what = if r.is_error() {
+                "error"
+            } else {
+                "refused by SGLang"
+            };
+            eprintln!("{what}: {l}");
+        }
+    }
+    // Exit 2 when any file could not be checked (bad input), after every row is printed;
+    // 1 when any check failed; 0 when all passed.
+    Ok(if rows.iter().any(|r| r.is_error()) {
+        2
+    } else if rows.iter().all(|r| r.passed) {
+        0
+    } else {
+        1
+    })
 }

@@ -1,13 +1,16 @@
 //! `hicache-sim plan`: the largest host pool that starts, what it buys, and the flags.
 
+use std::path::{Path, PathBuf};
+
 use super::{CmdResult, CommandError, OutputFormat, PlanArgs};
 use crate::error::InputError;
 use crate::plan::{self, PlanOptions};
 
 /// `--sglang`: none (the scenario's own), `all` (every release 0.5.14 … 0.5.23, not the
-/// what-ifs), or a comma-separated list of ids.
-pub fn release_list(arg: Option<&str>) -> Vec<Option<String>> {
-    match arg.map(str::trim) {
+/// what-ifs), or a comma-separated list of ids, each of which must be a known release or
+/// what-if (else exit 2 naming it, with the nearest id and the list).
+pub fn release_list(arg: Option<&str>) -> Result<Vec<Option<String>>, InputError> {
+    Ok(match arg.map(str::trim) {
         None => vec![None],
         Some("all") => crate::release::Sglang::all()
             .into_iter()
@@ -16,10 +19,81 @@ pub fn release_list(arg: Option<&str>) -> Vec<Option<String>> {
             .collect(),
         Some(list) => list
             .split(',')
-            .map(|v| Some(v.trim().to_string()))
-            .collect(),
+            .map(|v| {
+                crate::release::Sglang::from_id(v)
+                    .map(|_| Some(v.trim().to_string()))
+                    .map_err(|e| InputError::new(format!("--sglang {list}"), e.to_string()))
+            })
+            .collect::<Result<_, _>>()?,
+    })
+}
+
+/// Runs per probe from which a plan announces itself and shows progress.
+const LONG_RUNS: u64 = 100_000;
+
+/// The progress of a long plan on stderr, until dropped.
+struct Progress {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Progress {
+    fn start(runs: u64) -> Progress {
+        use std::io::IsTerminal;
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&stop);
+        let tty = std::io::stderr().is_terminal();
+        let thread = std::thread::spawn(move || {
+            let t0 = std::time::Instant::now();
+            let bar = if tty {
+                indicatif::ProgressBar::new_spinner()
+            } else {
+                indicatif::ProgressBar::hidden()
+            };
+            let mut last_line = t0;
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                let n = crate::plan::probe::PROBES_DONE.load(Ordering::Relaxed);
+                let msg = format!(
+                    "plan: {n} probes done ({} start-up runs), {:.0} s",
+                    n.saturating_mul(runs),
+                    t0.elapsed().as_secs_f64()
+                );
+                if tty {
+                    bar.set_message(msg);
+                    bar.tick();
+                } else if last_line.elapsed().as_secs() >= 30 {
+                    eprintln!("{msg}");
+                    last_line = std::time::Instant::now();
+                }
+            }
+            bar.finish_and_clear();
+        });
+        Progress {
+            stop,
+            thread: Some(thread),
+        }
     }
 }
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Every file `plan --out DIR` may write in DIR.
+const OUTPUT_NAMES: &[&str] = &[
+    "plan.json",
+    "plan.txt",
+    "report.html",
+    "hit_rate_vs_host_pool.png",
+    "hit_rate_vs_host_pool.svg",
+];
 
 pub fn plan(a: PlanArgs) -> CmdResult {
     let runs = a.runs.unwrap_or(plan::DEFAULT_RUNS);
@@ -33,7 +107,7 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         )
         .into());
     }
-    let mut releases = release_list(a.sglang.as_deref());
+    let mut releases = release_list(a.sglang.as_deref())?;
     if a.sglang.as_deref().map(str::trim) == Some("all") {
         // The scenario's own release (or what-if) first: its size is the one
         // recommended; every release then says whether it holds.
@@ -42,13 +116,33 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         releases.insert(0, None);
     }
     let releases: Vec<Option<&str>> = releases.iter().map(|r| r.as_deref()).collect();
-    if let Some(out) = &a.out {
-        crate::output::refuse_input_as_output(
-            "--out",
-            std::path::Path::new(out),
-            &[("scenario", std::path::Path::new(&a.scenario))],
-        )?;
+    // What the plan reads is never written over nor removed: the scenario, its trace.
+    let mut inputs: Vec<(&str, PathBuf)> = vec![("scenario", PathBuf::from(&a.scenario))];
+    crate::output::protect_input("scenario", Path::new(&a.scenario));
+    if let Some(t) = &a.trace {
+        inputs.push(("trace", PathBuf::from(t)));
+        crate::output::protect_input("trace", Path::new(t));
     }
+    if let Some(out) = &a.out {
+        if out.trim().is_empty() {
+            return Err(InputError::new(
+                "--out",
+                "an empty folder name: name the folder to write the plan into (`--out .` for this one)",
+            )
+            .into());
+        }
+        let ins: Vec<(&str, &Path)> = inputs.iter().map(|(w, p)| (*w, p.as_path())).collect();
+        crate::output::refuse_input_as_output("--out", Path::new(out), &ins)?;
+    }
+    // A long plan says so and shows its progress (a bar on a terminal, a line every
+    // 30 s otherwise); a short one stays quiet.
+    if runs >= LONG_RUNS {
+        eprintln!(
+            "note: {runs} start-up runs per probe, tens of probes per release (size, ratio and fraction searches, sensitivity) for {} release(s): this takes a while; progress on stderr",
+            releases.len()
+        );
+    }
+    let _progress = (runs >= LONG_RUNS).then(|| Progress::start(runs));
     crate::workload::read::enable_sharing();
     let opts = PlanOptions {
         target: a.target_start,
@@ -66,16 +160,46 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         OutputFormat::Json => println!("{}", json()?),
     }
     if let Some(out) = &a.out {
-        let dir = std::path::Path::new(out);
-        std::fs::create_dir_all(dir).map_err(|e| CommandError::Other(format!("{out}: {e}")))?;
-        let write = |name: &str, bytes: &[u8]| {
+        let dir = Path::new(out);
+        // The trace the plan replayed (the scenario's own, resolved) is an input too.
+        if let Some(l) = &p.ladder {
+            inputs.push(("trace", PathBuf::from(&l.trace)));
+            crate::output::protect_input("trace", Path::new(&l.trace));
+        }
+        let ins: Vec<(&str, &Path)> = inputs.iter().map(|(w, p)| (*w, p.as_path())).collect();
+        for name in OUTPUT_NAMES {
+            crate::output::refuse_input_as_output("--out", &dir.join(name), &ins)?;
+        }
+        // The folder is this plan's: locked, and what an earlier plan or sweep wrote
+        // there (its manifest) removed before anything is written.
+        let mut outdir = crate::output::OutputDir::claim(
+            dir,
+            &format!("hicache-sim plan {}", a.scenario),
+            "plan",
+            "",
+        )
+        .and_then(|mut o| o.remove_earlier(false).map(|()| o))
+        .map_err(|e| CommandError::Other(e.to_string()))?;
+        if !outdir.removed.is_empty() {
+            eprintln!(
+                "removed {} file(s) an earlier run wrote in {out}: {}",
+                outdir.removed.len(),
+                outdir.removed.join(", ")
+            );
+        }
+        let mut write = |name: &str, bytes: &[u8]| {
             let path = dir.join(name);
             crate::output::write_file(&path, bytes)
+                .and_then(|()| outdir.record(&path, false))
                 .map_err(|e| CommandError::Other(format!("{}: {e}", path.display())))
         };
         write("plan.json", json()?.as_bytes())?;
         write("plan.txt", plan::text::render(&p).as_bytes())?;
-        for f in crate::report::html::write_plan_report(&p, dir).map_err(CommandError::Other)? {
+        let files = crate::report::html::write_plan_report(&p, dir).map_err(CommandError::Other)?;
+        for f in files {
+            outdir
+                .record(&f, false)
+                .map_err(|e| CommandError::Other(format!("{}: {e}", f.display())))?;
             eprintln!("wrote {}", f.display());
         }
     }

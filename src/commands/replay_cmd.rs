@@ -434,8 +434,7 @@ fn render(
 
 /// The timeline as CSV (one row per sample) and its plot next to it.
 fn write_timeline(m: &ReplayMetrics, path: &str, untimed: bool) -> Result<(), CommandError> {
-    let mut w =
-        csv::Writer::from_path(path).map_err(|e| CommandError::Other(format!("{path}: {e}")))?;
+    let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
         "request_index",
         "time_s",
@@ -462,7 +461,11 @@ fn write_timeline(m: &ReplayMetrics, path: &str, untimed: bool) -> Result<(), Co
         ])
         .map_err(|e| CommandError::Other(format!("{path}: {e}")))?;
     }
-    w.flush()
+    let bytes = w
+        .into_inner()
+        .map_err(|e| CommandError::Other(format!("{path}: {e}")))?;
+    // Atomically, through links, in place on devices (never a half-written CSV).
+    crate::output::write_file(Path::new(path), &bytes)
         .map_err(|e| CommandError::Other(format!("{path}: {e}")))?;
     let csv_path = Path::new(path);
     let dir = csv_path

@@ -111,15 +111,21 @@ fn startup_all(a: &StartupArgs) -> CmdResult {
             InputError::new("--csv", "is for one SGLang version, not `--sglang all`").into(),
         );
     }
-    // The scenario itself must be valid under its own (or the default) version.
+    // The scenario itself must be valid under its own (or the default) version, as
+    // without `all`: a bad scenario is exit 2 naming its file and line, not a table of
+    // rows that could not be checked.
     let own = load_scenario(&a.scenario, &a.sets, None)?;
+    plan_for(&own)?;
     let mut rows = Vec::new();
+    // A row that could not be checked (the release rejects the scenario) is a failure
+    // for --fail-on-refusal too: a CI gate never passes what it did not check.
     let mut any_failed = false;
     for v in crate::release::Sglang::all() {
         let s = match load_scenario(&a.scenario, &a.sets, Some(v.id())) {
             Ok(s) => s,
             Err(e) => {
                 rows.push(all::invalid_row(v, e.message));
+                any_failed = true;
                 continue;
             }
         };
@@ -127,6 +133,7 @@ fn startup_all(a: &StartupArgs) -> CmdResult {
             Ok(p) => p,
             Err((_, m)) => {
                 rows.push(all::invalid_row(v, m));
+                any_failed = true;
                 continue;
             }
         };
@@ -157,7 +164,7 @@ fn startup_all(a: &StartupArgs) -> CmdResult {
 /// Run 0 rank by rank as CSV, and the per-rank budget-vs-request plot beside it.
 fn write_ranks_csv(rep: &report::StartupReport, path: &str) -> Result<(), CommandError> {
     let err = |e: &dyn std::fmt::Display| CommandError::Other(format!("{path}: {e}"));
-    let mut w = csv::Writer::from_path(path).map_err(|e| err(&e))?;
+    let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
         "rank",
         "node",
@@ -187,9 +194,10 @@ fn write_ranks_csv(rep: &report::StartupReport, path: &str) -> Result<(), Comman
         ])
         .map_err(|e| err(&e))?;
     }
-    w.flush().map_err(|e| err(&e))?;
-    let table =
-        crate::report::plot::Table::read(std::path::Path::new(path)).map_err(|e| err(&e))?;
+    let bytes = w.into_inner().map_err(|e| err(&e))?;
+    // Atomically, through links, in place on devices (never a half-written CSV).
+    crate::output::write_file(std::path::Path::new(path), &bytes).map_err(|e| err(&e))?;
+    let table = crate::report::plot::Table::from_csv(&bytes, path).map_err(|e| err(&e))?;
     let stem = std::path::Path::new(path).with_extension("");
     let stem = stem.with_file_name(format!(
         "{}_budget_vs_request",

@@ -9,17 +9,22 @@ use super::{CmdResult, CommandError, MergeArgs, PlotArgs, SweepArgs};
 use crate::error::InputError;
 use crate::pipeline::{COLUMNS, point_row};
 use crate::runtime::ReplayConfig;
-use crate::scenario::load_file;
+use crate::scenario::{LoadedScenario, load_str};
 use crate::scenario::resolve::resolve;
 use crate::sweep::{self, RunOptions, Shard, SweepSpec};
 
 /// The scenario as a value tree with every field present (the sweep checks axis paths
 /// and value types against it), without its `sweep:` section.
-pub fn sweep_base(path: &str, sets: &[String]) -> Result<(Value, SweepSpec), InputError> {
+/// The file is read once (`sweep <(…)`: a pipe cannot be read twice); the scenario as
+/// loaded comes back too.
+pub fn sweep_base(
+    path: &str,
+    sets: &[String],
+) -> Result<(Value, SweepSpec, LoadedScenario), InputError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| InputError::new(path, format!("cannot read the scenario: {e}")))?;
     let spec = SweepSpec::from_scenario_yaml(&text, path)?;
-    let loaded = load_file(path, sets)?;
+    let loaded = load_str(&text, path, sets)?;
     // Resolve once up front: a bad base scenario is an error before any work starts.
     resolve(&loaded)?;
     let mut base =
@@ -42,10 +47,17 @@ pub fn sweep_base(path: &str, sets: &[String]) -> Result<(Value, SweepSpec), Inp
         }
         rt.insert("replay".into(), full);
     }
-    Ok((base, spec))
+    Ok((base, spec, loaded))
 }
 
 pub fn sweep(mut a: SweepArgs) -> CmdResult {
+    if a.out.trim().is_empty() {
+        return Err(InputError::new(
+            "--out",
+            "an empty folder name: name the folder to write the sweep into (`--out .` for this one)",
+        )
+        .into());
+    }
     if let Some(v) = &a.sglang {
         a.sets.push(format!("sglang={v}"));
     }
@@ -60,7 +72,7 @@ pub fn sweep(mut a: SweepArgs) -> CmdResult {
     if std::env::var_os("HICACHE_SIM_NO_REPLAY_MEMO").is_none() {
         crate::pipeline::replay_memo::enable();
     }
-    let (base, spec) = sweep_base(&a.scenario, &a.sets)?;
+    let (base, spec, loaded) = sweep_base(&a.scenario, &a.sets)?;
     let points = sweep::expand(&spec, &base)?;
     // Every combination is checked the way SGLang checks its flags, before any work.
     let source0 = a.scenario.clone();
@@ -86,7 +98,6 @@ pub fn sweep(mut a: SweepArgs) -> CmdResult {
         eprintln!("note: {n}");
     }
     // The replay keys the file itself sets (the base was filled with every default).
-    let loaded = load_file(&a.scenario, &a.sets)?;
     let user_replay: Vec<String> = loaded
         .file
         .runtime
@@ -102,7 +113,14 @@ pub fn sweep(mut a: SweepArgs) -> CmdResult {
         point_row(&v, p, &source)
     };
     let mut opts = RunOptions::new(&a.out, COLUMNS.iter().map(|c| c.to_string()).collect());
-    opts.scenario = provenance(&base, &points, &a.scenario)?;
+    let (scenario_map, traces) = provenance(&base, &points, &a.scenario)?;
+    opts.scenario = scenario_map;
+    opts.inputs = std::iter::once(("scenario".to_string(), PathBuf::from(&a.scenario)))
+        .chain(traces.into_iter().map(|t| ("trace".to_string(), t)))
+        .collect();
+    for (what, p) in &opts.inputs {
+        crate::output::protect_input(what, p);
+    }
     opts.holder = format!(
         "hicache-sim sweep {}{}",
         a.scenario,
@@ -163,12 +181,13 @@ pub fn sweep(mut a: SweepArgs) -> CmdResult {
 }
 
 /// The base scenario flattened (`server.hicache_size` → `135`) and the content hash of
-/// every trace a point reads: what a `--resume` or `merge` must find unchanged.
+/// every trace a point reads: what a `--resume` or `merge` must find unchanged; and the
+/// traces' paths.
 fn provenance(
     base: &Value,
     points: &[sweep::Point],
     scenario: &str,
-) -> Result<BTreeMap<String, String>, CommandError> {
+) -> Result<(BTreeMap<String, String>, Vec<PathBuf>), CommandError> {
     let mut m = BTreeMap::new();
     flatten(base, "", &mut m);
     m.insert(
@@ -192,15 +211,21 @@ fn provenance(
     }
     traces.sort();
     traces.dedup();
+    let lines = crate::scenario::lines::LineIndex::build(
+        &std::fs::read_to_string(scenario).unwrap_or_default(),
+    );
+    let mut paths = Vec::new();
     for t in traces {
         let path = crate::scenario::resolve::resolve_relative(&t, scenario);
         let hash = crate::workload::content_hash(Path::new(&path)).map_err(|e| {
             InputError::new(scenario, format!("cannot read the trace `{path}`: {e}"))
+                .line_opt(lines.line_of("runtime.trace"))
                 .field("runtime.trace")
         })?;
         m.insert(format!("trace content {t}"), format!("{hash:016x}"));
+        paths.push(PathBuf::from(path));
     }
-    Ok(m)
+    Ok((m, paths))
 }
 
 fn flatten(v: &Value, prefix: &str, out: &mut BTreeMap<String, String>) {

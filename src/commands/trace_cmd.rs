@@ -1,6 +1,5 @@
 //! `hicache-sim trace gen`, `trace stats` and `trace convert`.
 
-use std::io::BufWriter;
 use std::path::Path;
 
 use super::{
@@ -9,9 +8,7 @@ use super::{
 };
 use crate::error::InputError;
 use crate::workload::generate::{GeneratorConfig, generate_records};
-use crate::workload::read::{
-    RecordReader, TraceColumns, TraceFormat, TraceOptions, open_trace_with,
-};
+use crate::workload::read::{RecordReader, TraceColumns, TraceFormat, TraceOptions, TraceReader};
 use crate::workload::stats::stats;
 use crate::workload::write::MooncakeWriter;
 
@@ -42,15 +39,7 @@ fn parse_format(file: &str, f: Option<&str>) -> Result<Option<TraceFormat>, Inpu
 fn convert_cmd(a: TraceConvertArgs) -> CmdResult {
     let input = Path::new(&a.input);
     let output = Path::new(&a.output);
-    if let (Ok(i), Ok(o)) = (input.canonicalize(), output.canonicalize())
-        && i == o
-    {
-        return Err(InputError::new(
-            "-o",
-            format!("{} is the input trace: choose another output", a.output),
-        )
-        .into());
-    }
+    crate::output::refuse_input_as_output("-o", output, &[("input trace", input)])?;
     let opts = TraceOptions {
         format: parse_format(&a.input, a.format.as_deref())?,
         block_size: a.block_size,
@@ -60,29 +49,15 @@ fn convert_cmd(a: TraceConvertArgs) -> CmdResult {
     if let Some(e) = cols.tail_error.take() {
         return Err(e.into());
     }
-    cols.source_hash = crate::workload::content_hash(input)
-        .map_err(|e| InputError::new(&a.input, format!("cannot read: {e}")))?;
-    cols.source_len = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
-    let tmp = output.with_file_name(format!(
-        ".{}.tmp-{}",
-        output
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("trace"),
-        std::process::id()
-    ));
-    let write = || -> std::io::Result<()> {
-        let mut w = BufWriter::new(std::fs::File::create(&tmp)?);
-        cols.write_binary(&mut w)?;
-        use std::io::Write;
-        w.flush()?;
-        drop(w);
-        std::fs::rename(&tmp, output)
-    };
-    if let Err(e) = write() {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(CommandError::Other(format!("{}: {e}", a.output)));
+    // Provenance of a file (a pipe, `<(zcat t.gz)`, was consumed by the parse: none).
+    if std::fs::metadata(input).is_ok_and(|m| m.is_file()) {
+        cols.source_hash = crate::workload::content_hash(input)
+            .map_err(|e| InputError::new(&a.input, format!("cannot read: {e}")))?;
+        cols.source_len = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
     }
+    // Through a symlink to its target, in place on a device, atomically otherwise.
+    crate::output::write_with(output, |mut w| cols.write_binary(&mut w))
+        .map_err(|e| CommandError::Other(format!("{}: {e}", a.output)))?;
     eprintln!(
         "wrote {} requests, {} hash ids of {}-token blocks ({} source) to {} (binary trace v{})",
         cols.len(),
@@ -120,15 +95,25 @@ fn gen_cmd(a: TraceGenArgs) -> CmdResult {
     let cfg = gen_config(&a)?;
     let records =
         generate_records(&cfg, a.seed).map_err(|e| InputError::new("trace gen", e.to_string()))?;
-    let file = std::fs::File::create(&a.output)
-        .map_err(|e| CommandError::Other(format!("{}: {e}", a.output)))?;
-    let mut w = MooncakeWriter::new(BufWriter::new(file), true);
-    for r in records {
-        w.write(&r)?;
+    if let Some(cfg_path) = a.config.as_deref() {
+        crate::output::refuse_input_as_output(
+            "-o",
+            Path::new(&a.output),
+            &[("generator config", Path::new(cfg_path))],
+        )?;
     }
-    let (_, n) = w.finish()?;
+    let mut n = 0;
+    crate::output::write_with(Path::new(&a.output), |w| {
+        let mut mw = MooncakeWriter::new(w, true).with_block_size(cfg.block_size);
+        for r in records {
+            mw.write(&r)?;
+        }
+        n = mw.finish()?.1;
+        Ok(())
+    })
+    .map_err(|e| CommandError::Other(format!("{}: {e}", a.output)))?;
     eprintln!(
-        "wrote {n} requests to {} (Mooncake JSONL, hash_ids of {}-token blocks: read it with --block-size {})",
+        "wrote {n} requests to {} (Mooncake JSONL, hash_ids of {}-token blocks; every line says \"block_size\": {}, which the readers take)",
         a.output, cfg.block_size, cfg.block_size
     );
     Ok(0)
@@ -145,15 +130,12 @@ fn stats_cmd(a: TraceStatsArgs) -> CmdResult {
         block_size: a.block_size,
         require_monotonic: false,
     };
-    let fmt = match format {
-        Some(f) => f,
-        None => TraceFormat::detect(Path::new(&a.file))?,
-    };
-    let page = a
-        .page_size
-        .or(a.block_size)
-        .unwrap_or_else(|| fmt.default_block_size());
-    let reader = open_trace_with(Path::new(&a.file), &opts, page)?;
+    // Pages default to the trace's own block size (the format's, the file's own
+    // `block_size`, a binary trace's header, or --block-size).
+    let records = RecordReader::open(Path::new(&a.file), &opts)?;
+    let fmt = records.format();
+    let page = a.page_size.unwrap_or(records.block_size());
+    let reader = TraceReader::new(records, page)?;
     let st = stats(reader, page)?;
     match a.output_format {
         OutputFormat::Text => {

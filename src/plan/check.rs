@@ -20,15 +20,70 @@ pub struct CheckRow {
     pub file: String,
     pub sglang: String,
     /// `started`, `refused`, `oom_killed`, `failed` (raised before sizing),
-    /// `invalid_args` (the release rejects the recipe's flags), `skipped` (the simulator
-    /// has no flag table for this release).
+    /// `invalid_args` (SGLang rejects the recipe: its argument parser or server checks),
+    /// `error` (the simulator cannot read or simulate the file: bad input, an undescribed
+    /// model), `skipped` (the simulator has no flag table for this release).
     pub outcome: &'static str,
     pub passed: bool,
     pub start_probability: Option<f64>,
     /// The tightest rank's budget − request in run 0.
     pub margin_bytes: Option<i64>,
-    /// SGLang's refusal text, the OOM kill, or why the release rejects the flags.
+    /// SGLang's refusal text, the OOM kill, why the release rejects the flags, or (an
+    /// `error` row) what is wrong with the file, where.
     pub message: Option<String>,
+    /// The error with its file, line and field, for stderr (`invalid_args`, `error`).
+    #[serde(skip)]
+    pub located: Option<String>,
+}
+
+impl CheckRow {
+    /// A row for a file × release that could not be checked: `invalid_args` when SGLang
+    /// itself refuses the recipe (or only this release rejects it), `error` otherwise.
+    pub fn not_checked(file: &str, sglang: String, e: &InputError, sglang_refuses: bool) -> Self {
+        let outcome = if sglang_refuses {
+            "invalid_args"
+        } else {
+            "error"
+        };
+        CheckRow {
+            file: file.to_string(),
+            sglang,
+            outcome,
+            passed: false,
+            start_probability: None,
+            margin_bytes: None,
+            message: Some(if sglang_refuses {
+                match e.line {
+                    Some(l) => format!("line {l}: {}", e.message),
+                    None => e.message.clone(),
+                }
+            } else {
+                e.to_string()
+            }),
+            located: Some(e.to_string()),
+        }
+    }
+
+    /// Whether the row is an error (bad input: exit 2 once every row is printed).
+    pub fn is_error(&self) -> bool {
+        self.outcome == "error"
+    }
+}
+
+/// The release a file asks for (its `sglang:`, or a `--set sglang=…`; else `latest`),
+/// as the rows name it; `-` when it cannot be told.
+pub fn own_release_name(text: &str, path: &str, sets: &[String]) -> String {
+    let from_sets = sets
+        .iter()
+        .rev()
+        .find_map(|s| s.trim().strip_prefix("sglang=").map(str::to_string));
+    let from_file = || {
+        crate::scenario::load::parse_yaml_value(text, path)
+            .ok()
+            .and_then(|v| v.get("sglang").and_then(|x| x.as_str()).map(str::to_string))
+    };
+    let id = from_sets.or_else(from_file).unwrap_or_else(|| "latest".into());
+    crate::release::Sglang::from_id(&id).map_or("-".into(), |v| v.id().to_string())
 }
 
 /// How a file is read.
@@ -39,22 +94,118 @@ pub struct CheckInput {
     pub text: String,
     /// Lines the wrapper added before the file's first line (to map error lines back).
     pub line_offset: usize,
-    /// `--set`s from `# hicache-sim:` comments.
+    /// `--set`s from `# hicache-sim:` comments, then the command line's.
     pub sets: Vec<String>,
+    /// The comments' sets and their lines.
+    pub origins: Vec<(String, usize)>,
 }
 
-/// The `# hicache-sim:` fields of a file, in order.
-pub fn directives(text: &str) -> Vec<String> {
-    text.lines()
-        .filter_map(|l| l.trim_start().strip_prefix('#'))
-        .filter_map(|l| l.trim_start().strip_prefix("hicache-sim:"))
-        .flat_map(|rest| {
-            rest.split_whitespace()
-                .filter(|kv| kv.contains('='))
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
-        .collect()
+/// One `key=value` of a `# hicache-sim:` comment, with its 1-based line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Directive {
+    /// `key=value` as `--set` takes it (quotes removed).
+    pub set: String,
+    pub line: usize,
+}
+
+/// The words of one directive comment, split as a shell splits them: whitespace
+/// separates, `'…'` and `"…"` group (quotes removed), `\` escapes outside single
+/// quotes; a word starting with `#` ends the comment. `Err`: an unterminated quote.
+fn directive_words(rest: &str) -> Result<Vec<String>, &'static str> {
+    let mut words = Vec::new();
+    let mut cur: Option<String> = None;
+    let mut chars = rest.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if let Some(w) = cur.take() {
+                    words.push(w);
+                }
+            }
+            '#' if cur.is_none() => break,
+            '\'' => {
+                let w = cur.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(x) => w.push(x),
+                        None => return Err("a quote `'` is not closed"),
+                    }
+                }
+            }
+            '"' => {
+                let w = cur.get_or_insert_with(String::new);
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(x) => w.push(x),
+                            None => return Err("a quote `\"` is not closed"),
+                        },
+                        Some(x) => w.push(x),
+                        None => return Err("a quote `\"` is not closed"),
+                    }
+                }
+            }
+            '\\' => {
+                let w = cur.get_or_insert_with(String::new);
+                if let Some(x) = chars.next() {
+                    w.push(x);
+                }
+            }
+            c => cur.get_or_insert_with(String::new).push(c),
+        }
+    }
+    if let Some(w) = cur {
+        words.push(w);
+    }
+    Ok(words)
+}
+
+/// The `# hicache-sim:` fields of `path`'s text, in order. Every word must be
+/// `key=value` (a value with spaces is quoted: `name="a b c"`) and a key is set once:
+/// anything else is an error at its line, never dropped or overridden silently.
+pub fn directives(path: &str, text: &str) -> Result<Vec<Directive>, InputError> {
+    const FORM: &str = "every word after `# hicache-sim:` is KEY=VALUE, a scenario field as `--set` takes it (quote a value with spaces: name=\"a b c\")";
+    let mut out: Vec<Directive> = Vec::new();
+    for (i, l) in text.lines().enumerate() {
+        let line = i + 1;
+        let Some(rest) = l
+            .trim_start()
+            .strip_prefix('#')
+            .and_then(|l| l.trim_start().strip_prefix("hicache-sim:"))
+        else {
+            continue;
+        };
+        let words = directive_words(rest.trim_end_matches('\r'))
+            .map_err(|m| InputError::new(path, format!("{m}: {FORM}")).at_line(line))?;
+        for w in words {
+            let Some((key, _)) = w.split_once('=').filter(|(k, _)| !k.trim().is_empty()) else {
+                return Err(InputError::new(
+                    path,
+                    format!("`{w}` is not KEY=VALUE: {FORM}"),
+                )
+                .at_line(line));
+            };
+            let key = key.trim();
+            if let Some(d) = out
+                .iter()
+                .find(|d| d.set.split_once('=').is_some_and(|(k, _)| k.trim() == key))
+            {
+                return Err(InputError::new(
+                    path,
+                    format!(
+                        "`{key}` is set twice in `# hicache-sim:` comments (line {} and line {line}): keep one",
+                        d.line
+                    ),
+                )
+                .at_line(line)
+                .field(key));
+            }
+            out.push(Directive { set: w, line });
+        }
+    }
+    Ok(out)
 }
 
 fn is_yaml(path: &str) -> bool {
@@ -73,11 +224,34 @@ pub fn read_input(path: &str, cli_sets: &[String]) -> Result<CheckInput, InputEr
             text,
             line_offset: 0,
             sets: cli_sets.to_vec(),
+            origins: Vec::new(),
         });
     }
-    let mut sets = directives(&text);
+    // A launch file is text: a NUL or another control byte (a binary file, a paste
+    // gone wrong) is named at its own line, before the file is wrapped in YAML.
+    if let Some((i, l)) = text.lines().enumerate().find(|(_, l)| {
+        l.chars()
+            .any(|c| c.is_control() && !matches!(c, '\t' | '\r'))
+    }) {
+        let c = l
+            .chars()
+            .find(|c| c.is_control() && !matches!(c, '\t' | '\r'))
+            .unwrap_or('\0');
+        return Err(InputError::new(
+            path,
+            format!(
+                "a control character ({}) in a launch-command file: not a text file, or a paste gone wrong",
+                if c == '\0' { "a NUL byte".to_string() } else { format!("U+{:04X}", c as u32) }
+            ),
+        )
+        .at_line(i + 1));
+    }
+    let dirs = directives(path, &text)?;
+    // Where each set came from, so an error about its field names the comment's line.
+    let origins: Vec<(String, usize)> = dirs.iter().map(|d| (d.set.clone(), d.line)).collect();
+    let mut sets: Vec<String> = dirs.into_iter().map(|d| d.set).collect();
     sets.extend(cli_sets.iter().cloned());
-    if !sets.iter().any(|s| s.starts_with("node=")) {
+    if !sets.iter().any(|s| s.trim_start().starts_with("node=")) {
         return Err(InputError::new(
             path,
             "a bare launch command does not say which machine it runs on: add a `# hicache-sim: node=gb300` comment (any preset of `hicache-sim presets`) or pass --node",
@@ -101,6 +275,7 @@ pub fn read_input(path: &str, cli_sets: &[String]) -> Result<CheckInput, InputEr
         text: yaml,
         line_offset: 3,
         sets,
+        origins,
     })
 }
 
@@ -111,6 +286,22 @@ impl CheckInput {
             && let Some(l) = e.line
         {
             e.line = (l > self.line_offset).then(|| l - self.line_offset);
+        }
+        // A bare command file is the launch block: its line is the file's line.
+        if self.line_offset > 0
+            && let Some(rest) = e.message.strip_prefix("line ")
+            && let Some((_, msg)) = rest.split_once(" of the launch block: ")
+        {
+            e.message = msg.to_string();
+        }
+        // An error about a field a `# hicache-sim:` comment set: that comment's line.
+        if let Some((_, line)) = self
+            .origins
+            .iter()
+            .find(|(set, _)| e.source == format!("--set {set}"))
+        {
+            e.source = self.path.clone();
+            e.line = Some(*line);
         }
         e
     }
@@ -126,42 +317,69 @@ impl CheckInput {
     }
 }
 
-/// Checks one file under `releases` (`None` = its own). The file must be valid under its
-/// own release (else bad input, exit 2); a release that rejects its flags is a failed
-/// row.
+/// Checks one file under `releases` (`None` = its own): one row per release whatever
+/// happens. SGLang refusing the recipe (its parser, its server checks) is an
+/// `invalid_args` row; a file the simulator cannot read or simulate under its own release
+/// (bad input, an undescribed model) is an `error` row for every release asked; a
+/// release-specific problem of a file valid under its own release is `invalid_args`.
 pub fn check_file(
     input: &CheckInput,
     releases: &[Option<&str>],
     target: f64,
     seed: Option<u64>,
     runs: u64,
-) -> Result<Vec<CheckRow>, InputError> {
-    let own = input.prober(None, seed, runs)?;
+) -> Vec<CheckRow> {
+    use crate::error::ErrorKind;
+    let own = input.prober(None, seed, runs);
+    let own_name = match &own {
+        Ok(p) => p.sglang.to_string(),
+        Err(_) => own_release_name(&input.text, &input.path, &input.sets),
+    };
+    // A file-level problem (not SGLang's verdict, not one release's): every row is it.
+    let own_input_error = own.as_ref().err().filter(|e| e.kind != ErrorKind::SglangRefuses);
     let mut rows = Vec::new();
     for r in releases {
-        let prober = match r {
-            None => Ok(own.clone()),
-            Some(id) => input.prober(Some(id), seed, runs),
+        let name = r.map_or(own_name.clone(), str::to_string);
+        let prober = match (r, &own) {
+            (None, Ok(p)) => Ok(p.clone()),
+            (None, Err(e)) => Err(e.clone()),
+            (Some(_), Err(_)) if own_input_error.is_some() => {
+                Err(own_input_error.cloned().expect("checked"))
+            }
+            (Some(id), _) => input.prober(Some(id), seed, runs),
         };
-        let name = r.map_or(own.sglang.to_string(), str::to_string);
         let p = match prober {
             Ok(p) => p,
             Err(e) => {
                 let no_table =
                     r.is_some_and(|id| crate::scenario::launch::flag_release(id).is_err());
-                rows.push(CheckRow {
-                    file: input.path.clone(),
-                    sglang: name,
-                    outcome: if no_table { "skipped" } else { "invalid_args" },
-                    passed: no_table,
-                    start_probability: None,
-                    margin_bytes: None,
-                    message: Some(e.message),
-                });
+                if no_table {
+                    rows.push(CheckRow {
+                        file: input.path.clone(),
+                        sglang: name,
+                        outcome: "skipped",
+                        passed: true,
+                        start_probability: None,
+                        margin_bytes: None,
+                        message: Some(e.message),
+                        located: None,
+                    });
+                    continue;
+                }
+                let refuses = e.kind == ErrorKind::SglangRefuses
+                    || (e.kind == ErrorKind::Input && own_input_error.is_none() && r.is_some());
+                rows.push(CheckRow::not_checked(&input.path, name, &e, refuses));
                 continue;
             }
         };
-        let probe = p.start(&[]).map_err(|m| InputError::new(&input.path, m))?;
+        let probe = match p.start(&[]) {
+            Ok(x) => x,
+            Err(m) => {
+                let e = InputError::new(&input.path, m);
+                rows.push(CheckRow::not_checked(&input.path, name, &e, false));
+                continue;
+            }
+        };
         let passed = probe.start_probability >= target;
         let outcome = if passed {
             "started"
@@ -176,9 +394,10 @@ pub fn check_file(
             start_probability: Some(probe.start_probability),
             margin_bytes: probe.margin_bytes,
             message: probe.failure.map(|f| f.message),
+            located: None,
         });
     }
-    Ok(rows)
+    rows
 }
 
 /// One line per row: file, release, outcome, margin, P(start) (and the message of a
@@ -246,21 +465,23 @@ fn xml_escape(s: &str) -> String {
 }
 
 /// JUnit XML: one `<testcase>` per file × release (`classname` = file, `name` =
-/// `sglang <release>`), a `<failure>` with SGLang's refusal text, `<skipped>` for a
-/// release the simulator has no flag table for.
+/// `sglang <release>`), a `<failure>` with SGLang's refusal text (or its rejection of the
+/// flags), an `<error>` for a file that could not be checked, `<skipped>` for a release
+/// the simulator has no flag table for.
 pub fn render_junit(rows: &[CheckRow]) -> String {
     use std::fmt::Write as _;
-    let failures = rows.iter().filter(|r| !r.passed).count();
+    let errors = rows.iter().filter(|r| r.is_error()).count();
+    let failures = rows.iter().filter(|r| !r.passed && !r.is_error()).count();
     let skipped = rows.iter().filter(|r| r.outcome == "skipped").count();
     let mut o = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         o,
-        "<testsuites name=\"hicache-sim check\" tests=\"{}\" failures=\"{failures}\" skipped=\"{skipped}\">",
+        "<testsuites name=\"hicache-sim check\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\">",
         rows.len()
     );
     let _ = writeln!(
         o,
-        "  <testsuite name=\"hicache-sim check\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\">",
+        "  <testsuite name=\"hicache-sim check\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\">",
         rows.len()
     );
     for r in rows {
@@ -275,6 +496,13 @@ pub fn render_junit(rows: &[CheckRow]) -> String {
             let _ = writeln!(
                 o,
                 ">\n      <skipped message=\"{}\"/>\n    </testcase>",
+                xml_escape(msg)
+            );
+        } else if r.is_error() {
+            let _ = writeln!(
+                o,
+                ">\n      <error type=\"error\" message=\"{}\">{}</error>\n    </testcase>",
+                xml_escape(msg),
                 xml_escape(msg)
             );
         } else if !r.passed {

@@ -69,6 +69,11 @@ pub struct ReleasePlan {
     pub at_recommended: Option<StartProbe>,
     /// The smallest of all releases' frontiers started under this release.
     pub at_smallest_frontier: Option<StartProbe>,
+    /// The smallest `--hicache-size` that starts under this release, when the primary
+    /// release's size fails here *below* this release's own frontier (0.5.14's host >
+    /// device assertion): the sizes that hold are `floor_gb ..= size`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub floor_gb: Option<u64>,
 }
 
 /// The whole plan.
@@ -102,7 +107,12 @@ fn max_bytes(s: &crate::scenario::Scenario) -> u64 {
 pub fn plan_release(prober: &Prober, target: f64) -> Result<ReleasePlan, String> {
     let s = prober.scenario(&[])?;
     let version = s.version;
-    let max_gb = max_bytes(&s).div_ceil(crate::units::GB).max(2);
+    // Never past the largest size a scenario may give (a huge host would make the
+    // search probe a size the scenario check refuses, blamed on a field not set).
+    let max_gb = max_bytes(&s)
+        .div_ceil(crate::units::GB)
+        .max(2)
+        .min(crate::scenario::resolve::MAX_HICACHE_SIZE_GB as u64 - 1);
     let size = search::size_frontier(prober, target, max_gb)?;
     // The device pool and the KV pool's bytes per token: the plan's, no run needed.
     let (_, base) = prober.plan(&search::size_patch(1))?;
@@ -132,6 +142,7 @@ pub fn plan_release(prober: &Prober, target: f64) -> Result<ReleasePlan, String>
         sensitivity,
         at_recommended: None,
         at_smallest_frontier: None,
+        floor_gb: None,
     })
 }
 
@@ -152,9 +163,16 @@ pub fn plan(path: &str, releases: &[Option<&str>], opts: &PlanOptions) -> Result
             return Err(InputError::new("--trace", format!("{t}: no such file")));
         }
         sets.push(format!("runtime.trace={}", abs.display()));
+        // Another file: its format and block size are its own (detected), not those the
+        // scenario gives for its own trace.
+        sets.push("runtime.trace_format=".into());
+        sets.push("runtime.block_size=".into());
     }
+    // Read once (a scenario from a pipe, `plan <(…)`, cannot be read twice).
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InputError::new(path, format!("cannot read the scenario: {e}")))?;
     // The scenario must be valid as it stands (its own release).
-    let own = Prober::load(path, &sets, None, opts.seed, opts.runs)?;
+    let own = Prober::from_text(&text, path, &sets, None, opts.seed, opts.runs)?;
     let s0 = own.scenario(&[]).map_err(|m| InputError::new(path, m))?;
     // Releases are planned in parallel (each a pure function of the scenario and the
     // release), collected in the order asked.
@@ -163,7 +181,7 @@ pub fn plan(path: &str, releases: &[Option<&str>], opts: &PlanOptions) -> Result
         .map(|r| {
             let prober = match r {
                 None => Ok(own.clone()),
-                Some(id) => Prober::load(path, &sets, Some(id), opts.seed, opts.runs),
+                Some(id) => Prober::from_text(&text, path, &sets, Some(id), opts.seed, opts.runs),
             };
             Ok(match prober {
                 Ok(p) => {
@@ -182,6 +200,7 @@ pub fn plan(path: &str, releases: &[Option<&str>], opts: &PlanOptions) -> Result
                         sensitivity: Vec::new(),
                         at_recommended: None,
                         at_smallest_frontier: None,
+                        floor_gb: None,
                     };
                     (rp, None)
                 }
@@ -211,6 +230,21 @@ pub fn plan(path: &str, releases: &[Option<&str>], opts: &PlanOptions) -> Result
                 };
                 rp.at_recommended = at(primary_gb)?;
                 rp.at_smallest_frontier = at(smallest_gb)?;
+                // Failing below this release's own frontier: where the sizes that hold
+                // start (the smallest passing size above the recommended one).
+                if let (Some(rec), Some(own), Some(a)) = (
+                    primary_gb,
+                    rp.size.as_ref().map(|f| f.value),
+                    rp.at_recommended.as_ref(),
+                ) && rec < own
+                    && a.start_probability < opts.target
+                {
+                    rp.floor_gb = search::smallest_passing(rec, own, |g| {
+                        p.start_probability(&search::size_patch(g))
+                            .map(|x| x >= opts.target)
+                    })
+                    .map_err(|m| InputError::new(path, m))?;
+                }
             }
             Ok(rp)
         })

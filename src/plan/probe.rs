@@ -96,13 +96,16 @@ impl Prober {
     /// same streams as [`start`](Self::start), without the report or the failure scan).
     pub fn start_probability(&self, patches: &[Patch]) -> Result<f64, String> {
         let (_, plan) = self.plan(patches)?;
-        Ok(startup::run(&plan, self.seed, self.runs).start_probability)
+        let p = startup::run(&plan, self.seed, self.runs).start_probability;
+        PROBES_DONE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(p)
     }
 
     /// Starts the patched scenario `runs` times.
     pub fn start(&self, patches: &[Patch]) -> Result<StartProbe, String> {
         let (s, plan) = self.plan(patches)?;
         let mc = startup::run(&plan, self.seed, self.runs);
+        PROBES_DONE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut p = StartProbe::of(&s, &plan, &mc, self.seed);
         if p.failure.is_none() && p.start_probability < 1.0 {
             p.failure = first_failure(&plan, self.seed, self.runs);
@@ -110,6 +113,10 @@ impl Prober {
         Ok(p)
     }
 }
+
+/// Probes finished in this process (each `runs` Monte Carlo start-ups): what the
+/// progress line of a long `plan` counts.
+pub static PROBES_DONE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// What one probe found.
 #[derive(Debug, Clone, Serialize)]

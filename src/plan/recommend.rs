@@ -163,10 +163,13 @@ pub fn recommend(
         let explicit = f.at.host_pool_tokens.unwrap_or(0) * f.at.pool_bytes_per_token;
         if auto > explicit {
             notes.push(format!(
-                "auto-size holds a larger pool on {}: --hicache-host-memory-fraction {:.1} without --hicache-size (or ratio) gives a {} GB KV host pool per rank with P(start) {:.3}, against {} GB at --hicache-size {}; auto-size agrees one world MIN of the budgets before any rank pins, so no rank samples after its peers have pinned",
+                "auto-size holds a larger pool on {}: --hicache-host-memory-fraction {:.1} without --hicache-size (or ratio) gives a {} GB KV host pool per rank ({} GB in all host pools) with P(start) {:.3}, against a {} GB KV pool at --hicache-size {}; auto-size agrees one world MIN of the budgets before any rank pins, so no rank samples after its peers have pinned",
                 p.sglang,
                 best.fraction,
                 crate::units::fmt_gb(auto as i128),
+                best.probe
+                    .requested_bytes
+                    .map_or("-".to_string(), |b| crate::units::fmt_gb(b as i128)),
                 best.probe.start_probability,
                 crate::units::fmt_gb(explicit as i128),
                 f.value

@@ -61,6 +61,29 @@ pub fn largest_passing<E>(
     Ok(Some(a))
 }
 
+/// Smallest `x` in `(lo, hi]` with `pass(x)`, given `!pass(lo)` and `pass(hi)` (a floor:
+/// false below it, true from it up to `hi`); bisection.
+pub fn smallest_passing<E>(
+    lo: u64,
+    hi: u64,
+    mut pass: impl FnMut(u64) -> Result<bool, E>,
+) -> Result<Option<u64>, E> {
+    if lo >= hi {
+        return Ok(None);
+    }
+    // Invariant: !pass(a), pass(b).
+    let (mut a, mut b) = (lo, hi);
+    while b - a > 1 {
+        let m = a + (b - a) / 2;
+        if pass(m)? {
+            b = m;
+        } else {
+            a = m;
+        }
+    }
+    Ok(Some(b))
+}
+
 /// A frontier: the largest setting that starts, its probe, and the probe one step past.
 #[derive(Debug, Clone, Serialize)]
 pub struct Frontier<T: Serialize> {
@@ -189,7 +212,13 @@ pub fn ratio_frontier(
     if device_tokens == 0 || page == 0 || bytes_per_token == 0 {
         return Ok(None);
     }
-    let max_k = max_bytes / (page * bytes_per_token) + 1;
+    // Never past the largest ratio a scenario may give (the pages of ratio 1000, less
+    // the one the frontier's next step probes).
+    let max_k = (max_bytes / (page * bytes_per_token) + 1).min(
+        ((crate::scenario::resolve::MAX_HICACHE_RATIO as u64).saturating_mul(device_tokens)
+            / page)
+            .saturating_sub(2),
+    );
     let found = largest_passing(0, max_k, |k| {
         prober
             .start_probability(&ratio_patch(ratio_of_pages(k, device_tokens, page)))

@@ -96,20 +96,30 @@ fn release_block(out: &mut String, r: &ReleasePlan, target: f64) {
                 out,
                 "  --hicache-host-memory-fraction (auto-size, no size or ratio):"
             );
+            // The KV pool (what the --hicache-size lines and the notes name) and every
+            // host pool the rank pins (KV + DSA indexer, SWA, state: the request SGLang
+            // checks against the budget).
             let _ = writeln!(
                 out,
-                "    {:>8} {:>12} {:>9}  outcome",
-                "fraction", "pool", "P(start)"
+                "    {:>8} {:>12} {:>12} {:>9}  outcome",
+                "fraction", "KV pool", "all pools", "P(start)"
             );
             for row in rows {
+                let kv = row
+                    .probe
+                    .host_pool_tokens
+                    .map_or("-".to_string(), |t| {
+                        gb((t * row.probe.pool_bytes_per_token) as i128)
+                    });
                 let pool = row
                     .probe
                     .requested_bytes
                     .map_or("-".to_string(), |b| gb(b as i128));
                 let _ = writeln!(
                     out,
-                    "    {:>8.1} {:>12} {:>9.3}  {}",
+                    "    {:>8.1} {:>12} {:>12} {:>9.3}  {}",
                     row.fraction,
+                    kv,
                     pool,
                     row.probe.start_probability,
                     if row.holds {
@@ -242,9 +252,19 @@ pub fn render(p: &Plan) -> String {
         let b: Vec<String> = r
             .breaks_on
             .iter()
-            .map(|(v, g)| match g {
-                Some(g) => format!("{v} (largest {g})"),
-                None => format!("{v} (no size starts)"),
+            .map(|(v, g)| {
+                let floor = p
+                    .releases
+                    .iter()
+                    .find(|r| r.sglang == *v)
+                    .and_then(|r| r.floor_gb);
+                match (g, floor) {
+                    (Some(g), Some(f)) => format!(
+                        "{v} (too small there: only --hicache-size {f} to {g} starts)"
+                    ),
+                    (Some(g), None) => format!("{v} (largest {g})"),
+                    (None, _) => format!("{v} (no size starts)"),
+                }
             })
             .collect();
         let _ = writeln!(out, "  breaks on: {}", b.join(", "));

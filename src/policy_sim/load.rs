@@ -72,12 +72,12 @@ pub fn load_trace_records(
     let mut reader = std::io::BufReader::new(f);
     let mut line = String::new();
     let mut line_no = 0usize;
+    let cap = crate::workload::read::max_line_bytes()?;
     loop {
         if max_requests.is_some_and(|m| records.len() >= m) {
             break;
         }
         line.clear();
-        let cap = crate::workload::read::max_line_bytes();
         let n = crate::workload::read::read_line_capped(&mut reader, &mut line, cap)
             .map_err(|e| InputError::new(&src, format!("read error: {e}")).at_line(line_no + 1))?
             .ok_or_else(|| {

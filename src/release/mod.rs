@@ -249,9 +249,24 @@ impl Sglang {
                     .map(|x| x.id())
                     .chain(SglangVersion::ALL.iter().map(|v| v.id()))
                     .chain(["latest"]);
-                let hint = if r.starts_with(|c: char| c.is_ascii_digit()) {
+                let hint = if r.starts_with(|c: char| c.is_ascii_digit())
+                    && r.chars().all(|c| c.is_ascii_digit() || c == '.')
+                {
+                    // A version number: the nearest modelled one by its numbers.
+                    let key = |v: &str| -> Vec<u64> {
+                        v.split(|c: char| !c.is_ascii_digit())
+                            .filter_map(|x| x.parse().ok())
+                            .collect()
+                    };
+                    let k = key(r);
+                    let near = Release::ALL
+                        .iter()
+                        .map(|x| x.id())
+                        .filter(|x| key(x) <= k)
+                        .next_back()
+                        .unwrap_or(Release::ALL[0].id());
                     format!(
-                        " (not a modelled release: the newest is {}, `latest`)",
+                        " (not a modelled release: did you mean `{near}`? the newest is {}, `latest`)",
                         Release::LATEST.id()
                     )
                 } else {

@@ -24,7 +24,7 @@ pub fn render(p: &Plan, svg: Option<&str>) -> String {
     let mut h = String::new();
     let _ = write!(
         h,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>hicache-sim plan: {}</title>\n<style>body{{font-family:sans-serif;max-width:1560px;margin:1em auto;padding:0 1em}}table{{border-collapse:collapse;margin:.5em 0}}td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}th{{background:#f3f3f3}}td.l{{text-align:left}}.bad{{color:#b00}}code,pre{{background:#f7f7f7}}pre{{padding:.5em;overflow-x:auto}}</style></head><body>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>hicache-sim plan: {}</title>\n<style>body{{font-family:sans-serif;max-width:1560px;margin:1em auto;padding:0 1em}}.fig svg{{max-width:100%;height:auto}}.wide{{overflow-x:auto}}table{{border-collapse:collapse;margin:.5em 0}}td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}}th{{background:#f3f3f3}}td.l{{text-align:left}}.bad{{color:#b00}}code,pre{{background:#f7f7f7}}pre{{padding:.5em;overflow-x:auto}}</style></head><body>\n",
         esc(&p.scenario)
     );
     let _ = writeln!(
@@ -55,10 +55,20 @@ pub fn render(p: &Plan, svg: Option<&str>) -> String {
                 .breaks_on
                 .iter()
                 .map(|(v, g)| {
-                    format!(
-                        "{v} (largest {})",
-                        g.map_or("none".into(), |g| g.to_string())
-                    )
+                    let floor = p
+                        .releases
+                        .iter()
+                        .find(|r| r.sglang == *v)
+                        .and_then(|r| r.floor_gb);
+                    match (g, floor) {
+                        (Some(g), Some(f)) => {
+                            format!("{v} (too small there: only {f} to {g} starts)")
+                        }
+                        _ => format!(
+                            "{v} (largest {})",
+                            g.map_or("none".into(), |g| g.to_string())
+                        ),
+                    }
                 })
                 .collect();
             let _ = writeln!(h, "<p class=\"bad\">breaks on: {}</p>", esc(&b.join(", ")));
@@ -74,7 +84,7 @@ pub fn render(p: &Plan, svg: Option<&str>) -> String {
     if let Some(svg) = svg {
         let _ = writeln!(
             h,
-            "<h2>Hit rate against host pool size</h2>\n<div>{}</div>\n<p>Also as <a href=\"hit_rate_vs_host_pool.png\">PNG</a> and <a href=\"hit_rate_vs_host_pool.svg\">SVG</a>.</p>",
+            "<h2>Hit rate against host pool size</h2>\n<div class=\"fig\">{}</div>\n<p>Also as <a href=\"hit_rate_vs_host_pool.png\">PNG</a> and <a href=\"hit_rate_vs_host_pool.svg\">SVG</a>.</p>",
             // The SVG document without its XML prolog, inline.
             match svg.trim_start().strip_prefix("<?xml") {
                 Some(rest) => rest.split_once("?>").map_or(svg, |(_, body)| body),
@@ -82,7 +92,7 @@ pub fn render(p: &Plan, svg: Option<&str>) -> String {
             }
         );
     }
-    h.push_str("<h2>Frontiers by release</h2>\n<table><tr><th>sglang</th><th>largest --hicache-size</th><th>P(start)</th><th>margin</th><th>one step more</th><th>largest --hicache-ratio</th><th>auto-size (fraction 1.0)</th></tr>\n");
+    h.push_str("<h2>Frontiers by release</h2>\n<div class=\"wide\"><table><tr><th>sglang</th><th>largest --hicache-size</th><th>P(start)</th><th>margin</th><th>one step more</th><th>largest --hicache-ratio</th><th>auto-size (fraction 1.0): KV pool / all host pools</th></tr>\n");
     for rel in &p.releases {
         if let Some(m) = &rel.invalid {
             let _ = writeln!(
@@ -115,7 +125,10 @@ pub fn render(p: &Plan, svg: Option<&str>) -> String {
                 .and_then(|v| v.last())
                 .map_or("no auto-size".into(), |f| {
                     format!(
-                        "{} (P {:.3})",
+                        "{} / {} (P {:.3})",
+                        f.probe.host_pool_tokens.map_or("-".into(), |t| gb(
+                            (t * f.probe.pool_bytes_per_token) as i128
+                        )),
                         f.probe
                             .requested_bytes
                             .map_or("-".into(), |b| gb(b as i128)),
@@ -134,11 +147,11 @@ pub fn render(p: &Plan, svg: Option<&str>) -> String {
             esc(&auto)
         );
     }
-    h.push_str("</table>\n");
+    h.push_str("</table></div>\n");
     if let Some(l) = &p.ladder {
         let _ = writeln!(
             h,
-            "<h2>Hit-rate ladder</h2><p>trace <code>{}</code>, {} rules</p><table><tr><th>--hicache-size</th><th>pool</th><th>device</th><th>host</th><th>storage</th><th>total</th><th>gain / 10 GB</th><th></th></tr>",
+            "<h2>Hit-rate ladder</h2><p>trace <code>{}</code>, {} rules</p><div class=\"wide\"><table><tr><th>--hicache-size</th><th>pool</th><th>device</th><th>host</th><th>storage</th><th>total</th><th>gain / 10 GB</th><th></th></tr>",
             esc(&l.trace),
             esc(l.sglang)
         );
@@ -163,7 +176,7 @@ pub fn render(p: &Plan, svg: Option<&str>) -> String {
                 }
             );
         }
-        h.push_str("</table>\n");
+        h.push_str("</table></div>\n");
     }
     let _ = writeln!(
         h,

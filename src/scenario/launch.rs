@@ -205,6 +205,9 @@ pub struct LaunchArgs {
     /// Notes and warnings (HiCache flags without HiCache, deprecated spellings, …).
     pub notes: Vec<String>,
     pub env: BTreeMap<String, String>,
+    /// The scenario file's line of the `--model-path` word, when known (errors about the
+    /// model point there).
+    pub model_path_line: Option<usize>,
 }
 
 /// Where the launch text sits in the scenario file, for errors: the line of line 1 of
@@ -227,6 +230,21 @@ fn memory_effect(dest: &str) -> Option<&'static str> {
             }
         })
         .map(|(_, m)| *m)
+}
+
+/// How to say which model a recipe serves, for errors about an unknown or placeholder
+/// `--model-path`.
+pub const DESCRIBE_MODEL: &str = "say which model it serves: `model:` in a scenario, or `model=` in a `# hicache-sim:` comment of a launch-command file (`hicache-sim presets` lists the models the simulator knows and how to describe one)";
+
+/// Whether a `--model-path` is a documentation placeholder (`your-model`, `[model_path]`,
+/// `<MODEL>`, `/path/to/model`), not a model.
+pub fn is_placeholder(path: &str) -> bool {
+    let p = path.to_ascii_lowercase();
+    path.trim().is_empty()
+        || p.contains(['[', ']', '<', '>', '{', '}'])
+        || ["your-model", "your_model", "yourmodel", "model_path", "model-path", "path/to/", "path_to_"]
+            .iter()
+            .any(|x| p.contains(x))
 }
 
 /// Parses `cmd` (literal text) for `release`; `source` and `pos` locate it for errors.
@@ -269,7 +287,13 @@ pub fn parse_launch_src(
     };
     let release_flags = table().release(release).map_err(|m| err(None, m))?;
     let Reading { launch, result, .. } =
-        read_text(src, release).map_err(|e| err(Some(e.line), e.message))?;
+        read_text(src, release).map_err(|e| {
+            if e.model_path {
+                err(Some(e.line), format!("{}; {}", e.message, DESCRIBE_MODEL)).unknown_model()
+            } else {
+                err(Some(e.line), e.message)
+            }
+        })?;
     let parsed = result.map_err(|e| {
         let line = e.index.and_then(|i| {
             launch
@@ -311,9 +335,20 @@ pub fn parse_launch_src(
                 };
             }
         }
-        err(line, msg)
+        // SGLang's own parser refuses the command (`check`: an invalid_args row).
+        err(line, msg).sglang_refuses()
     })?;
-    Ok(to_fields(launch, release, &parsed))
+    let model_line = launch
+        .argv
+        .iter()
+        .position(|w| {
+            w.split('=').next().is_some_and(|f| f == "--model-path" || f == "--model")
+        })
+        .and_then(|i| launch.lines.get(i).copied())
+        .and_then(|l| pos.first_line.map(|f| f + l - 1));
+    let mut out = to_fields(launch, release, &parsed);
+    out.model_path_line = model_line;
+    Ok(out)
 }
 
 /// What SGLang `release` makes of a pasted text: the launch bash would run, the argv
@@ -333,6 +368,7 @@ pub fn read_text(src: &Src, release: &str) -> Result<Reading, super::shell::Shel
         .map_err(|m| super::shell::ShellError {
             message: m,
             line: 1,
+            model_path: false,
         })?;
     let argv = serve_argv(&launch, release);
     let result = crate::flags::parse(flags, &argv);

@@ -69,6 +69,12 @@ impl LineIndex {
         }
     }
 
+    /// Forget where `path` is written (a null value, read as unset): its line is its
+    /// parent's from now on.
+    pub fn forget(&mut self, path: &str) {
+        self.lines.remove(path);
+    }
+
     /// Record that `path`'s value came from `origin` (e.g. `--set server.tp_size=3`).
     pub fn set_origin(&mut self, path: &str, origin: impl Into<String>) {
         self.origins.push((path.to_string(), origin.into()));

@@ -64,6 +64,16 @@ pub fn load_str(text: &str, source: &str, sets: &[String]) -> Result<LoadedScena
             lines.set_origin(path.trim(), format!("--set {s}"));
         }
     }
+    // `server.X: null` means unset: the field takes its default (`typed_from_value`) and
+    // counts as not written (a release without the flag does not refuse it). It still
+    // overrides a launch command's flag, as an explicit field does.
+    if let Some(server) = value.get("server").and_then(Value::as_object) {
+        for (k, v) in server {
+            if v.is_null() {
+                lines.forget(&format!("server.{k}"));
+            }
+        }
+    }
     let launch = merge_launch(&mut value, text, source, &lines)?;
     let file = typed_from_value(value, source, &lines)?;
     Ok(LoadedScenario {
@@ -206,9 +216,15 @@ fn merge_launch(
     let (src, pos) = launch_src(text, lines.line_of("server.launch"), cmd);
     let mut parsed = parse_launch_src(&src, release, source, pos)?;
     if let Some(Value::String(path)) = parsed.given.get("model_path") {
+        let model_line = parsed.model_path_line;
         let at_model = |m: String| {
             InputError::new(source, m)
-                .line_opt(lines.line_of("model").or(lines.line_of("server.launch")))
+                .line_opt(
+                    lines
+                        .line_of("model")
+                        .or(model_line)
+                        .or(lines.line_of("server.launch")),
+                )
                 .field("model")
         };
         match super::launch::check_model_path(path, model_name.as_deref()) {
@@ -223,7 +239,20 @@ fn merge_launch(
             }
             Ok(_) => {}
             Err(m) if has_model || !m.contains("names no model preset") => return Err(at_model(m)),
-            Err(_) => {}
+            // No `model:` and a path that names no model (a placeholder, another
+            // checkpoint): the recipe does not say what it serves.
+            Err(_) => {
+                let what = if super::launch::is_placeholder(path) {
+                    "is a placeholder, not a model"
+                } else {
+                    "names no model the simulator knows"
+                };
+                return Err(at_model(format!(
+                    "--model-path `{path}` {what}: {}",
+                    super::launch::DESCRIBE_MODEL
+                ))
+                .unknown_model());
+            }
         }
     }
     let server = value
@@ -317,12 +346,31 @@ pub fn set_path(root: &mut Value, path: &str, v: Value) -> Result<(), String> {
     Ok(())
 }
 
-/// Deserializes the typed scenario; errors name the field path and its line.
+/// Removes the `server:` keys whose value is null (unset: the default applies); returns
+/// their names.
+fn unset_nulls(value: &mut Value) -> Vec<String> {
+    let Some(server) = value.get_mut("server").and_then(Value::as_object_mut) else {
+        return Vec::new();
+    };
+    let nulls: Vec<String> = server
+        .iter()
+        .filter(|(_, v)| v.is_null())
+        .map(|(k, _)| k.clone())
+        .collect();
+    for k in &nulls {
+        server.remove(k);
+    }
+    nulls
+}
+
+/// Deserializes the typed scenario; errors name the field path and its line. A null
+/// `server:` field is unset (its default), as in a file, for sweep points too.
 pub fn typed_from_value(
-    value: Value,
+    mut value: Value,
     source: &str,
     lines: &LineIndex,
 ) -> Result<ScenarioFile, InputError> {
+    unset_nulls(&mut value);
     serde_path_to_error::deserialize::<_, ScenarioFile>(value).map_err(|e| {
         let path = clean_path(&e.path().to_string());
         let inner = e.into_inner().to_string();
@@ -337,6 +385,13 @@ pub fn typed_from_ref(
     source: &str,
     lines: &LineIndex,
 ) -> Result<ScenarioFile, InputError> {
+    if value
+        .get("server")
+        .and_then(Value::as_object)
+        .is_some_and(|m| m.values().any(Value::is_null))
+    {
+        return typed_from_value(value.clone(), source, lines);
+    }
     serde_path_to_error::deserialize::<_, ScenarioFile>(value).map_err(|e| {
         let path = clean_path(&e.path().to_string());
         let inner = e.into_inner().to_string();

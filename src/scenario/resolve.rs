@@ -58,6 +58,45 @@ pub fn resolve(l: &LoadedScenario) -> Result<Scenario, InputError> {
     Ok(s)
 }
 
+/// The largest `--hicache-size` a scenario may give (GB per rank): what `plan`'s search
+/// may probe, too.
+pub const MAX_HICACHE_SIZE_GB: f64 = 1e6;
+/// The largest `--hicache-ratio` a scenario may give.
+pub const MAX_HICACHE_RATIO: f64 = 1000.0;
+
+/// The `runtime:` fields checked where they are written, before any trace is read (a
+/// trace reader would name the trace's file and line for the scenario's mistake).
+fn check_runtime(rt: &crate::pipeline::RuntimeSection) -> Result<(), (String, String)> {
+    if rt.block_size == Some(0) {
+        return Err((
+            "runtime.block_size".into(),
+            "0: the trace's tokens per hash id must be positive (leave the key out for the format's own)".into(),
+        ));
+    }
+    if let Some(f) = &rt.trace_format
+        && crate::workload::TraceFormat::from_id(f).is_none()
+    {
+        return Err((
+            "runtime.trace_format".into(),
+            format!("unknown trace format `{f}`: expected mooncake, bailian, kv-cache-tester or csv (leave the key out to detect it)"),
+        ));
+    }
+    if rt.max_requests == Some(0) {
+        return Err((
+            "runtime.max_requests".into(),
+            "0 replays nothing: give a positive count, or leave the key out for the whole trace".into(),
+        ));
+    }
+    // Each `runtime.replay` key and its type (the values the start-up derives come later).
+    if let Err(e) =
+        crate::pipeline::apply_overrides(crate::runtime::ReplayConfig::default(), &rt.replay)
+        && let Some(field) = e.field
+    {
+        return Err((field, e.message));
+    }
+    Ok(())
+}
+
 /// Resolves a typed scenario file (also used for sweep points).
 pub fn resolve_file(
     f: &ScenarioFile,
@@ -108,8 +147,9 @@ pub fn resolve_file(
     let fraction_given = (fraction_line.is_some() && fraction_line != lines.line_of("server"))
         || server.hicache_host_memory_fraction
             != ServerArgs::default().hicache_host_memory_fraction;
+    // SGLang's own server-argument checks (`check`: an invalid_args row).
     let release_notes = crate::release::check_server(version, &mut server, fraction_given)
-        .map_err(|(field, m)| at(field, m))?;
+        .map_err(|(field, m)| at(field, m).sglang_refuses())?;
     let s = &server;
     let kv_dtype = if s.kv_cache_dtype == "auto" {
         model.default_kv_dtype
@@ -153,14 +193,14 @@ pub fn resolve_file(
     }
     // Bounds far beyond any machine keep the byte arithmetic inside u64.
     if let Some(r) = s.hicache_ratio
-        && !(r > 0.0 && r <= 1000.0)
+        && !(r > 0.0 && r <= MAX_HICACHE_RATIO)
     {
         return Err(at(
             "server.hicache_ratio",
             format!("{r} must be in (0, 1000]"),
         ));
     }
-    if !(0.0..=1e6).contains(&s.hicache_size) {
+    if !(0.0..=MAX_HICACHE_SIZE_GB).contains(&s.hicache_size) {
         return Err(at(
             "server.hicache_size",
             format!(
@@ -368,7 +408,8 @@ pub fn resolve_file(
                 } else {
                     "server"
                 };
-                at(field, e.0)
+                // `hicache_hook.py`'s ValueError: SGLang refuses the arguments.
+                at(field, e.0).sglang_refuses()
             })?;
         notes.extend(r.fraction_note);
     }
@@ -392,6 +433,9 @@ pub fn resolve_file(
             "runtime.trace",
             "an empty path: name a trace file, or leave the key out".into(),
         ));
+    }
+    if let Some(rt) = &runtime {
+        check_runtime(rt).map_err(|(field, m)| at(&field, m))?;
     }
     let runtime = runtime.map(|mut rt| {
         rt.trace = rt.trace.map(|t| resolve_relative(&t, source));

@@ -84,12 +84,16 @@ impl Src {
 pub struct ShellError {
     pub message: String,
     pub line: usize,
+    /// About the model path (`--model-path $MODEL_PATH` with the variable never set): the
+    /// recipe does not say which model it serves.
+    pub model_path: bool,
 }
 
 fn err<T>(line: usize, message: impl Into<String>) -> Result<T, ShellError> {
     Err(ShellError {
         message: message.into(),
         line,
+        model_path: false,
     })
 }
 
@@ -446,20 +450,51 @@ fn assignment(w: &RawWord) -> Option<(String, Vec<Part>)> {
     Some((name.to_string(), parts))
 }
 
+/// The most text variable expansion may produce over a whole launch text (16 MiB): a
+/// launch command is a few kilobytes, and a variable that doubles itself (`A=$A$A` forty
+/// times) would otherwise grow until memory runs out.
+pub const MAX_EXPANSION_BYTES: usize = 16 << 20;
+
+/// What expansion may still produce, counted over every word of one launch text.
+#[derive(Debug, Clone, Copy)]
+struct Budget(usize);
+
+impl Budget {
+    fn take(&mut self, n: usize, line: usize) -> Result<(), ShellError> {
+        match self.0.checked_sub(n) {
+            Some(left) => {
+                self.0 = left;
+                Ok(())
+            }
+            None => err(
+                line,
+                format!(
+                    "expanding the variables here gives more than {} MiB of text (does a variable double itself, as `A=$A$A`?): a launch command is never that long",
+                    MAX_EXPANSION_BYTES >> 20
+                ),
+            ),
+        }
+    }
+}
+
 /// Expands a word's parts: quoted text stays one field; unquoted expansions split on
 /// blanks (bash's default IFS); an unquoted expansion that yields nothing vanishes.
+/// Every byte produced is taken from `budget` (an error at `line` when it runs out).
 fn expand(
     parts: &[Part],
     vars: &BTreeMap<String, String>,
     split: bool,
     unset: &mut Option<String>,
-) -> Vec<String> {
+    budget: &mut Budget,
+    line: usize,
+) -> Result<Vec<String>, ShellError> {
     let mut fields: Vec<String> = Vec::new();
     let mut cur = String::new();
     let mut has = false;
     for p in parts {
         match p {
             Part::Lit { text, quoted } => {
+                budget.take(text.len(), line)?;
                 cur.push_str(text);
                 has |= *quoted || !text.is_empty();
             }
@@ -479,6 +514,7 @@ fn expand(
                     }
                     (Some(v), None) => v.clone(),
                 };
+                budget.take(v.len(), line)?;
                 if *quoted || !split {
                     cur.push_str(&v);
                     has = true;
@@ -510,7 +546,7 @@ fn expand(
     if has {
         fields.push(cur);
     }
-    fields
+    Ok(fields)
 }
 
 /// Simple commands of the token stream: words with redirection targets dropped.
@@ -635,7 +671,8 @@ pub fn find_launch(src: &Src) -> Result<Launch, ShellError> {
     let mut vars = BTreeMap::new();
     let mut found = Vec::new();
     let mut first_words: Option<(Vec<Word>, BTreeMap<String, String>)> = None;
-    scan(src, 0, &mut vars, &mut found, &mut first_words)?;
+    let mut budget = Budget(MAX_EXPANSION_BYTES);
+    scan(src, 0, &mut vars, &mut found, &mut first_words, &mut budget)?;
     match found.len() {
         1 => Ok(found.pop().expect("one")),
         0 => {
@@ -678,6 +715,7 @@ fn scan(
     vars: &mut BTreeMap<String, String>,
     found: &mut Vec<Launch>,
     first_words: &mut Option<(Vec<Word>, BTreeMap<String, String>)>,
+    budget: &mut Budget,
 ) -> Result<(), ShellError> {
     let toks = Lexer { s: src, i: 0 }.tokens().map_err(|mut e| {
         e.line += line_offset;
@@ -688,7 +726,8 @@ fn scan(
         let mut env = BTreeMap::new();
         let mut k = 0;
         while let Some((name, parts)) = cmd.get(k).and_then(assignment) {
-            let v = expand(&parts, vars, false, &mut None).concat();
+            let line = cmd[k].line + line_offset;
+            let v = expand(&parts, vars, false, &mut None, budget, line)?.concat();
             env.insert(name, v);
             k += 1;
         }
@@ -702,13 +741,13 @@ fn scan(
         for (n, w) in cmd[k..].iter().enumerate() {
             let line = w.line + line_offset;
             if exporting && let Some((name, parts)) = assignment(w) {
-                let v = expand(&parts, vars, false, &mut None).concat();
+                let v = expand(&parts, vars, false, &mut None, budget, line)?.concat();
                 vars.insert(name.clone(), v.clone());
                 env.insert(name, v);
                 continue;
             }
             let mut unset = None;
-            let fields = expand(&w.parts, vars, true, &mut unset);
+            let fields = expand(&w.parts, vars, true, &mut unset, budget, line)?;
             if let Some(name) = unset {
                 // Where in `words` the unset variable was used (even if it vanished).
                 unset_uses.push((words.len(), line, name));
@@ -728,7 +767,24 @@ fn scan(
         all_env.extend(env);
         if let Some((start, launcher, serve)) = launcher_at(&words) {
             // A variable the text never sets, used in the SGLang command itself.
-            if let Some((_, line, name)) = unset_uses.iter().find(|(i, _, _)| *i >= start) {
+            if let Some((i, line, name)) = unset_uses.iter().find(|(i, _, _)| *i >= start) {
+                // The model path itself (`--model-path $MODEL_PATH`, `--model-path=$M`).
+                let is_model = |w: &str| matches!(w, "--model-path" | "--model");
+                let model = (*i > 0 && words.get(i - 1).is_some_and(|w| is_model(&w.text)))
+                    || words.get(*i).is_some_and(|w| {
+                        w.text
+                            .split_once('=')
+                            .is_some_and(|(f, _)| is_model(f))
+                    });
+                if model {
+                    return Err(ShellError {
+                        message: format!(
+                            "the model path `${name}` is not set in the pasted text (bash would pass an empty --model-path): set it (`{name}=…`) or paste the model's path"
+                        ),
+                        line: *line,
+                        model_path: true,
+                    });
+                }
                 return err(
                     *line,
                     format!(
@@ -763,6 +819,7 @@ fn scan(
                 &mut vars.clone(),
                 found,
                 first_words,
+                budget,
             )?;
         } else if first_words.is_none() {
             *first_words = Some((words, all_env));

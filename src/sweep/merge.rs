@@ -36,18 +36,25 @@ pub fn merge(files: &[PathBuf]) -> Result<Vec<u8>, SweepError> {
     let mut total: Option<(journal::Header, &PathBuf)> = None;
     let mut unchecked: Vec<&PathBuf> = Vec::new();
     let mut shards: Vec<(Shard, &PathBuf)> = Vec::new();
+    // (fingerprint of the sweep, its file) from each shard CSV that carries one
+    let mut fingerprints: Vec<(String, &PathBuf)> = Vec::new();
 
     for (fi, f) in files.iter().enumerate() {
         let mut rdr = csv::ReaderBuilder::new()
             .has_headers(true)
             .from_path(f)
             .map_err(|e| merr(format!("{}: {e}", f.display())))?;
-        let h: Vec<String> = rdr
+        let mut h: Vec<String> = rdr
             .headers()
             .map_err(|e| merr(format!("{}: {e}", f.display())))?
             .iter()
             .map(str::to_string)
             .collect();
+        // A shard's own column naming its sweep: checked, then dropped.
+        let tagged = h.last().map(String::as_str) == Some(super::run::SWEEP_FINGERPRINT);
+        if tagged {
+            h.pop();
+        }
         match &header {
             None => header = Some((h.clone(), f)),
             Some((h0, f0)) if *h0 != h => {
@@ -102,7 +109,22 @@ pub fn merge(files: &[PathBuf]) -> Result<Vec<u8>, SweepError> {
                     f.display()
                 )));
             }
-            rows.push((idx, rec.iter().map(str::to_string).collect(), fi));
+            let mut cells: Vec<String> = rec.iter().map(str::to_string).collect();
+            if tagged {
+                let fp = cells.pop().unwrap_or_default();
+                match fingerprints.iter().find(|(_, g)| *g == f) {
+                    None => fingerprints.push((fp, f)),
+                    Some((fp0, _)) if *fp0 != fp => {
+                        return Err(merr(format!(
+                            "{}:{line}: rows of two sweeps in one file ({} `{fp0}` and `{fp}`)",
+                            f.display(),
+                            super::run::SWEEP_FINGERPRINT
+                        )));
+                    }
+                    _ => {}
+                }
+            }
+            rows.push((idx, cells, fi));
         }
         if let Some(j) = journal_of(f) {
             let c = journal::read(&j)?;
@@ -124,6 +146,9 @@ pub fn merge(files: &[PathBuf]) -> Result<Vec<u8>, SweepError> {
         } else {
             unchecked.push(f);
         }
+    }
+    if total.is_none() {
+        same_sweep_without_journals(&header, &rows, files, &fingerprints)?;
     }
     if total.is_some() && !unchecked.is_empty() {
         return Err(merr(format!(
@@ -202,6 +227,53 @@ pub fn merge(files: &[PathBuf]) -> Result<Vec<u8>, SweepError> {
     let (h, _) = header.expect("at least one file");
     let recs: Vec<Vec<String>> = rows.into_iter().map(|r| r.1).collect();
     Ok(csv_bytes(&h, recs.iter()))
+}
+
+/// Without journals, what the rows themselves say: the `sglang` column (not an axis: one
+/// release for the whole sweep) must be the same in every file, and the shards' sweep
+/// fingerprints must agree.
+fn same_sweep_without_journals(
+    header: &Option<(Vec<String>, &PathBuf)>,
+    rows: &[(usize, Vec<String>, usize)],
+    files: &[PathBuf],
+    fingerprints: &[(String, &PathBuf)],
+) -> Result<(), SweepError> {
+    let Some((h, _)) = header else {
+        return Ok(());
+    };
+    let seed = h.iter().position(|c| c == "seed");
+    let col = h
+        .iter()
+        .position(|c| c == "sglang")
+        .filter(|&i| seed.is_some_and(|s| i > s));
+    if let Some(c) = col {
+        let mut first: Option<(&str, usize)> = None;
+        for (_, r, fi) in rows {
+            let v = r.get(c).map_or("", String::as_str);
+            match first {
+                None => first = Some((v, *fi)),
+                Some((v0, f0)) if v0 != v => {
+                    return Err(merr(format!(
+                        "{} and {} come from different scenarios: `sglang` is {v0} in one and {v} in the other (not a sweep axis: every row of one sweep has the same)",
+                        files[f0].display(),
+                        files[*fi].display(),
+                    )));
+                }
+                _ => {}
+            }
+        }
+    }
+    if let Some((fp0, f0)) = fingerprints.first()
+        && let Some((fp, f)) = fingerprints.iter().find(|(fp, _)| fp != fp0)
+    {
+        return Err(merr(format!(
+            "{} and {} come from different sweeps ({} `{fp0}` and `{fp}`: the scenario, its axes or its seeds differ); copy the journals (`*.journal.jsonl`) beside the CSVs to see which fields",
+            f0.display(),
+            f.display(),
+            super::run::SWEEP_FINGERPRINT
+        )));
+    }
+    Ok(())
 }
 
 /// `hicache-sim merge OUT FILES…`: merge and write `out` (atomically, through symlinks,

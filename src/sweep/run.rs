@@ -50,6 +50,9 @@ pub struct RunOptions {
     pub scenario: std::collections::BTreeMap<String, String>,
     /// What holds the output folder's lock (shown to a second run).
     pub holder: String,
+    /// The run's inputs (what, path): an output file that is one of them is refused
+    /// before anything is written or removed.
+    pub inputs: Vec<(String, PathBuf)>,
 }
 
 impl RunOptions {
@@ -65,6 +68,7 @@ impl RunOptions {
             plots: false,
             scenario: Default::default(),
             holder: "hicache-sim sweep".into(),
+            inputs: Vec::new(),
         }
     }
 }
@@ -95,6 +99,10 @@ pub struct SweepSummary {
     /// The plots drawn (with `RunOptions::plots`).
     pub plots: Vec<crate::report::plot::PlotInfo>,
 }
+
+/// The last column of a shard's CSV: the [`fingerprint`] of the whole sweep (the same
+/// in every shard of one sweep).
+pub const SWEEP_FINGERPRINT: &str = "sweep_fingerprint";
 
 /// The CSV header of a sweep: `point`, the axis paths, `seed`, the runner's columns
 /// (minus any that collide with the former), `error`.
@@ -222,12 +230,30 @@ pub fn run(
     let n_axes = points.first().map_or(0, |p| p.values.len());
     let fp = fingerprint(points, &header, &opts.scenario);
     let stem = stem(opts.shard);
-    std::fs::create_dir_all(&opts.out_dir).map_err(|e| SweepError::io(&opts.out_dir, e))?;
-    // One run per folder: a second sweep into it fails at once, naming the first.
-    let _lock = crate::output::DirLock::acquire(&opts.out_dir, &opts.holder)
-        .map_err(|e| SweepError::Locked(e.to_string()))?;
     let journal_path = opts.out_dir.join(format!("{stem}.journal.jsonl"));
     let csv_path = opts.out_dir.join(format!("{stem}.csv"));
+    // No output is an input: checked for every name this run may write, before the
+    // folder is claimed (nothing removed, nothing written).
+    let inputs: Vec<(&str, &Path)> = opts
+        .inputs
+        .iter()
+        .map(|(w, p)| (w.as_str(), p.as_path()))
+        .collect();
+    for name in output_names(&stem, &header[1..1 + n_axes]) {
+        crate::output::refuse_input_as_output("--out", &opts.out_dir.join(&name), &inputs)?;
+    }
+    // One run per folder: a second sweep into it fails at once, naming the first.
+    let claim_err = |e| match e {
+        crate::output::ClaimError::Lock(l) => SweepError::Locked(l.to_string()),
+        crate::output::ClaimError::Io { path, source } => SweepError::io(&path, source),
+    };
+    let mut outdir = crate::output::OutputDir::claim(
+        &opts.out_dir,
+        &opts.holder,
+        &format!("sweep {fp}"),
+        &stem,
+    )
+    .map_err(claim_err)?;
     let jheader = Header {
         hicache_sim_journal: journal::FORMAT,
         fingerprint: fp.clone(),
@@ -248,7 +274,13 @@ pub fn run(
     // start it again rather than refusing every later --resume.
     let torn_header =
         opts.resume && std::fs::read(&journal_path).is_ok_and(|b| !b.contains(&b'\n'));
-    let mut journal = if opts.resume && journal_path.exists() && !torn_header {
+    // The files an earlier run wrote in the folder go before this one writes; with a
+    // --resume, once its journal is accepted, and this sweep's own files stay.
+    let resuming = opts.resume && journal_path.exists() && !torn_header;
+    if !resuming {
+        outdir.remove_earlier(false).map_err(claim_err)?;
+    }
+    let mut journal = if resuming {
         let c = journal::read(&journal_path)?;
         if c.header != jheader {
             return Err(SweepError::Mismatch {
@@ -289,6 +321,20 @@ pub fn run(
     } else {
         Journal::create(&journal_path, &jheader)?
     };
+    if resuming {
+        outdir.remove_earlier(true).map_err(claim_err)?;
+    }
+    outdir
+        .record(&journal_path, true)
+        .map_err(|e| SweepError::io(&journal_path, e))?;
+    if !outdir.removed.is_empty() && !opts.quiet {
+        eprintln!(
+            "removed {} file(s) an earlier run wrote in {}: {}",
+            outdir.removed.len(),
+            opts.out_dir.display(),
+            outdir.removed.join(", ")
+        );
+    }
     let resumed = owned.iter().filter(|p| done[p.index].is_some()).count();
     let todo: Vec<&Point> = owned
         .iter()
@@ -354,13 +400,37 @@ pub fn run(
     let complete = rows.len() == owned.len();
     let mut plots = Vec::new();
     let csv = if complete {
-        let bytes = csv_bytes(&header, rows.iter().copied());
+        let bytes = match opts.shard {
+            // A shard's rows name their sweep, so `merge` can refuse shards of another
+            // sweep even without the journals (CSVs gathered from a cluster); the merged
+            // file drops the column and equals the unsharded one.
+            Some(_) => {
+                let mut h = header.clone();
+                h.push(SWEEP_FINGERPRINT.into());
+                let tagged: Vec<Vec<String>> = rows
+                    .iter()
+                    .map(|r| {
+                        let mut r = (*r).clone();
+                        r.push(fp.clone());
+                        r
+                    })
+                    .collect();
+                csv_bytes(&h, tagged.iter())
+            }
+            None => csv_bytes(&header, rows.iter().copied()),
+        };
         write_atomic(&csv_path, &bytes)?;
+        outdir
+            .record(&csv_path, false)
+            .map_err(|e| SweepError::io(&csv_path, e))?;
         if opts.plots && opts.shard.is_none() {
             let table =
                 crate::report::plot::Table::from_csv(&bytes, &csv_path.display().to_string())?;
             let axes = &header[1..1 + n_axes];
             plots = crate::report::plot::default_plots(&table, axes, &opts.out_dir)?;
+            for f in plots.iter().flat_map(|p| &p.files) {
+                outdir.record(f, false).map_err(|e| SweepError::io(f, e))?;
+            }
         }
         Some(csv_path)
     } else {
@@ -379,6 +449,23 @@ pub fn run(
         elapsed: t0.elapsed(),
         plots,
     })
+}
+
+/// Every file name a run of `stem` with these axes may write in its folder: the CSV, the
+/// journal and the default plots (`report::plot::default_plots`).
+fn output_names(stem: &str, axes: &[String]) -> Vec<String> {
+    let mut v = vec![format!("{stem}.csv"), format!("{stem}.journal.jsonl")];
+    let mut stems: Vec<String> = axes
+        .iter()
+        .map(|a| format!("hit_rate_vs_{}", crate::report::plot::short(a)))
+        .collect();
+    stems.push("outcome_map".into());
+    stems.push("budget_vs_request".into());
+    for s in stems {
+        v.push(format!("{s}.png"));
+        v.push(format!("{s}.svg"));
+    }
+    v
 }
 
 /// Write `path` via a temporary file and a rename, so a reader never sees half a CSV

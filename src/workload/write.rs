@@ -24,7 +24,21 @@ fn write_ms(w: &mut impl Write, ns: u64) -> io::Result<()> {
 
 /// One record as a Mooncake JSONL line (with the newline).
 pub fn write_mooncake_line(w: &mut impl Write, r: &BlockRecord) -> io::Result<()> {
-    w.write_all(b"{\"timestamp\": ")?;
+    write_mooncake_line_with(w, r, None)
+}
+
+/// One record as a Mooncake JSONL line, starting with `"block_size": N` when given (the
+/// trace says its own block size; Mooncake tools ignore the extra key).
+pub fn write_mooncake_line_with(
+    w: &mut impl Write,
+    r: &BlockRecord,
+    block_size: Option<u32>,
+) -> io::Result<()> {
+    w.write_all(b"{")?;
+    if let Some(b) = block_size {
+        write!(w, "\"block_size\": {b}, ")?;
+    }
+    w.write_all(b"\"timestamp\": ")?;
     write_ms(w, r.arrival_ns)?;
     write!(
         w,
@@ -60,6 +74,7 @@ pub fn write_mooncake_jsonl<W: Write, I: IntoIterator<Item = BlockRecord>>(
 pub struct MooncakeWriter<W: Write> {
     w: W,
     remap: Option<FxHashMap<u64, u64>>,
+    block_size: Option<u32>,
     scratch: BlockRecord,
     written: u64,
 }
@@ -69,15 +84,23 @@ impl<W: Write> MooncakeWriter<W> {
         MooncakeWriter {
             w,
             remap: remap_ids.then(FxHashMap::default),
+            block_size: None,
             scratch: BlockRecord::default(),
             written: 0,
         }
     }
 
+    /// Every line starts with `"block_size": N`: the trace says its own block size
+    /// (Mooncake's own traces are 512 and say nothing; a generated one can be any).
+    pub fn with_block_size(mut self, block_size: u32) -> Self {
+        self.block_size = Some(block_size);
+        self
+    }
+
     pub fn write(&mut self, r: &BlockRecord) -> io::Result<()> {
         self.written += 1;
         match &mut self.remap {
-            None => write_mooncake_line(&mut self.w, r),
+            None => write_mooncake_line_with(&mut self.w, r, self.block_size),
             Some(map) => {
                 self.scratch.arrival_ns = r.arrival_ns;
                 self.scratch.input_tokens = r.input_tokens;
@@ -89,7 +112,7 @@ impl<W: Write> MooncakeWriter<W> {
                         .block_hashes
                         .push(*map.entry(*h).or_insert(next));
                 }
-                write_mooncake_line(&mut self.w, &self.scratch)
+                write_mooncake_line_with(&mut self.w, &self.scratch, self.block_size)
             }
         }
     }

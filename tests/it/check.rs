@@ -86,7 +86,9 @@ fn bare_launch_command_files() {
         .assert()
         .code(0);
 
-    // A bad flag value: exit 2, at the file's own line (7), not the wrapper's.
+    // A bad flag value: SGLang's parser refuses the command, an invalid_args row (exit
+    // 1, issue #18: a check never aborts the batch), at the file's own line (7), not the
+    // wrapper's.
     let bad = dir.path().join("bad.sh");
     std::fs::write(
         &bad,
@@ -96,7 +98,9 @@ fn bare_launch_command_files() {
     sim()
         .args(["check", bad.to_str().unwrap()])
         .assert()
-        .code(2)
+        .code(1)
+        .stdout(predicates::str::contains("invalid_args"))
+        .stdout(predicates::str::contains("line 7: SGLang 0.5.23 refuses this command"))
         .stderr(predicates::str::contains("bad.sh:7:"))
         .stderr(predicates::str::contains("invalid int value: 'abc'"));
 }

@@ -9,6 +9,7 @@ mod cli_startup;
 mod fuzz_cli;
 mod golden_startup;
 mod host_golden;
+mod hostile;
 mod launch_corpus;
 mod launch_issue9;
 mod pipeline_quickstart;

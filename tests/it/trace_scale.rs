@@ -157,7 +157,7 @@ fn stale_and_damaged_binary_traces_are_refused() {
     std::fs::write(&p, &stale).unwrap();
     refused(
         &p,
-        "binary trace format version 7, this build reads version 1",
+        "binary trace format version 7, this build reads version 2",
     );
 
     let p = dir.path().join("cut.bin");

@@ -26,7 +26,7 @@ const SHIPPED: &[(&str, &str, u64)] = &[
 fn render(recipe: &str, seed: u64) -> (GeneratorConfig, Vec<u8>) {
     let cfg: GeneratorConfig =
         serde_json::from_str(&std::fs::read_to_string(recipe).unwrap()).unwrap();
-    let mut w = MooncakeWriter::new(Vec::new(), true);
+    let mut w = MooncakeWriter::new(Vec::new(), true).with_block_size(cfg.block_size);
     for r in generate_records(&cfg, seed).unwrap() {
         w.write(&r).unwrap();
     }

@@ -182,6 +182,16 @@ pub fn hit_rate_vs(
     if tiers.is_empty() {
         return Err(t.col("hit_rate_total").unwrap_err());
     }
+    for &(yc, col, _) in &tiers {
+        t.rate_column(yc, col)?;
+    }
+    if !tiers.iter().any(|&(yc, _, _)| t.has_values(yc)) {
+        return Err(PlotError::NoData {
+            file: t.source.clone(),
+            message: "the hit-rate columns are empty (no point replayed a trace): nothing to plot"
+                .into(),
+        });
+    }
     let xa = XAxis::new(t, xc);
     let mut panels = Vec::new();
     for (yc, col, name) in tiers {
@@ -498,7 +508,11 @@ pub(crate) fn plots_for(
 ) -> Result<Vec<PlotInfo>, PlotError> {
     let mut out = Vec::new();
     if let Some(x) = x {
-        if TIERS.iter().any(|(c, _)| t.has(c)) {
+        // A start-up-only sweep (no trace) leaves every hit-rate cell empty: no figure.
+        if TIERS
+            .iter()
+            .any(|(c, _)| t.col(c).is_ok_and(|i| t.has_values(i)))
+        {
             let stem = out_dir.join(format!("hit_rate_vs_{}", short(x)));
             out.push(hit_rate_vs(t, x, group, &stem)?);
         }

@@ -281,7 +281,9 @@ impl Figure {
     }
 }
 
-/// Draw `chart` to `STEM.png` and `STEM.svg`; returns both paths.
+/// Draw `chart` to `STEM.png` and `STEM.svg`; returns both paths. Each is drawn in
+/// memory and written with [`crate::output::write_file`] (a temporary file renamed over
+/// the target): a full disk leaves no truncated figure under its final name.
 pub fn render(chart: &impl Chart, stem: &Path) -> Result<Vec<PathBuf>, PlotError> {
     register_font_once()?;
     if let Some(d) = stem.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -296,15 +298,31 @@ pub fn render(chart: &impl Chart, stem: &Path) -> Result<Vec<PathBuf>, PlotError
         path: p.display().to_string(),
         message: m,
     };
+    let io_err = |p: &Path, e: std::io::Error| PlotError::Io {
+        path: p.display().to_string(),
+        message: e.to_string(),
+    };
+    let (w, h) = chart.size();
+    let mut rgb = vec![0u8; 3 * w as usize * h as usize];
     {
-        let root = BitMapBackend::new(&png, chart.size()).into_drawing_area();
+        let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
         chart.draw_on(&root).map_err(|m| draw_err(&png, m))?;
         root.present().map_err(|e| draw_err(&png, e.to_string()))?;
     }
+    let mut png_bytes = Vec::new();
     {
-        let root = SVGBackend::new(&svg, chart.size()).into_drawing_area();
+        use image::ImageEncoder;
+        image::codecs::png::PngEncoder::new(&mut png_bytes)
+            .write_image(&rgb, w, h, image::ColorType::Rgb8)
+            .map_err(|e| draw_err(&png, e.to_string()))?;
+    }
+    crate::output::write_file(&png, &png_bytes).map_err(|e| io_err(&png, e))?;
+    let mut svg_text = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg_text, (w, h)).into_drawing_area();
         chart.draw_on(&root).map_err(|m| draw_err(&svg, m))?;
         root.present().map_err(|e| draw_err(&svg, e.to_string()))?;
     }
+    crate::output::write_file(&svg, svg_text.as_bytes()).map_err(|e| io_err(&svg, e))?;
     Ok(vec![png, svg])
 }

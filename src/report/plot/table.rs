@@ -110,6 +110,45 @@ impl Table {
         Ok(())
     }
 
+    /// Whether `col` holds any non-empty cell.
+    pub fn has_values(&self, col: usize) -> bool {
+        (0..self.rows.len()).any(|r| !self.cell(r, col).trim().is_empty())
+    }
+
+    /// A column of rates a figure is drawn from: every non-empty cell a finite number,
+    /// and no empty cell in a row that has a result (its `outcome`, when there is one,
+    /// is `started`, and its `error`, when there is one, is empty) — a NaN, `abc` or a
+    /// missing value is an error naming the column and the row, never a gap in a line.
+    pub fn rate_column(&self, col: usize, name: &str) -> Result<(), PlotError> {
+        let bad = |m: String| PlotError::NoData {
+            file: self.source.clone(),
+            message: m,
+        };
+        let outcome = self.header.iter().position(|h| h == "outcome");
+        let error = self.header.iter().position(|h| h == "error");
+        for r in 0..self.rows.len() {
+            let c = self.cell(r, col).trim();
+            if c.is_empty() {
+                let has_result = outcome.is_none_or(|o| self.cell(r, o) == "started")
+                    && error.is_none_or(|e| self.cell(r, e).trim().is_empty());
+                if has_result {
+                    return Err(bad(format!(
+                        "column `{name}` is empty at row {} (a point that started and has no error): nothing to draw there",
+                        r + 2
+                    )));
+                }
+                continue;
+            }
+            if self.num(r, col).is_none() {
+                return Err(bad(format!(
+                    "column `{name}` is not numeric: row {} holds `{c}`",
+                    r + 2
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Whether every non-empty value of `col` is a number.
     pub fn is_numeric(&self, col: usize) -> bool {
         (0..self.rows.len()).all(|r| self.cell(r, col).is_empty() || self.num(r, col).is_some())

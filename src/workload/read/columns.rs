@@ -8,7 +8,7 @@
 //! | --- | --- |
 //! | 8 | magic `HCSIMTRC` |
 //! | 4, 4 | format version ([`BIN_VERSION`]), source format (index in [`TraceFormat::ALL`]) |
-//! | 4, 4 | block size (tokens per hash id), reserved 0 |
+//! | 4, 4 | block size (tokens per hash id), CRC-32 of the file (this field read as 0) |
 //! | 8, 8 | records `n`, hash ids `m` |
 //! | 8, 8 | the source file's [`crate::workload::content_hash`] and its length in bytes |
 //! | 8·n | arrival, ns |
@@ -20,7 +20,10 @@
 //!
 //! Reading it is one bulk read and one decode per column (no allocation per record);
 //! the readers find it by its magic bytes, whatever the file is called. A file whose
-//! version is not this build's, or whose sizes do not add up, is refused.
+//! version is not this build's, whose sizes do not add up to its length, or whose bytes
+//! do not match the CRC-32 in its header is refused before any column is allocated (a
+//! CRC detects every single-bit error and every burst up to 32 bits). Version 1 files
+//! (no checksum) are refused with the command that re-creates them.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -31,9 +34,11 @@ use crate::error::InputError;
 
 /// The first 8 bytes of a binary trace.
 pub const BIN_MAGIC: &[u8; 8] = b"HCSIMTRC";
-/// The layout version this build writes and reads.
-pub const BIN_VERSION: u32 = 1;
+/// The layout version this build writes and reads (2: the header carries a CRC-32).
+pub const BIN_VERSION: u32 = 2;
 const HEADER_BYTES: usize = 56;
+/// Where the CRC-32 sits in the header (read as 0 when computing it).
+const CRC_AT: usize = 20;
 
 /// A whole trace, record by record in columns (see the module doc).
 #[derive(Debug, Clone, PartialEq)]
@@ -122,20 +127,36 @@ impl TraceColumns {
     }
 
     /// Write the binary form. `source_hash`/`source_len` name the file it came from.
+    /// The columns are serialised twice: once into the CRC, once into `w` (the CRC is in
+    /// the header, before them).
     pub fn write_binary(&self, w: &mut impl Write) -> std::io::Result<()> {
+        let mut crc = CrcWriter(crc32fast::Hasher::new());
+        crc.write_all(&self.header_bytes(0))?;
+        self.write_columns(&mut crc)?;
+        let sum = crc.0.finalize();
+        w.write_all(&self.header_bytes(sum))?;
+        self.write_columns(w)
+    }
+
+    fn header_bytes(&self, crc: u32) -> Vec<u8> {
         let n = self.len() as u64;
         let fmt_index = TraceFormat::ALL
             .iter()
             .position(|f| *f == self.format)
             .unwrap_or(0) as u32;
-        w.write_all(BIN_MAGIC)?;
-        w.write_all(&BIN_VERSION.to_le_bytes())?;
-        w.write_all(&fmt_index.to_le_bytes())?;
-        w.write_all(&self.block_size.to_le_bytes())?;
-        w.write_all(&0u32.to_le_bytes())?;
+        let mut h = Vec::with_capacity(HEADER_BYTES);
+        h.extend_from_slice(BIN_MAGIC);
+        h.extend_from_slice(&BIN_VERSION.to_le_bytes());
+        h.extend_from_slice(&fmt_index.to_le_bytes());
+        h.extend_from_slice(&self.block_size.to_le_bytes());
+        h.extend_from_slice(&crc.to_le_bytes());
         for v in [n, self.id_count(), self.source_hash, self.source_len] {
-            w.write_all(&v.to_le_bytes())?;
+            h.extend_from_slice(&v.to_le_bytes());
         }
+        h
+    }
+
+    fn write_columns(&self, w: &mut impl Write) -> std::io::Result<()> {
         write_u64s(w, &self.arrival_ns)?;
         write_u64s(w, &self.line)?;
         write_u32s(w, &self.input_tokens)?;
@@ -148,6 +169,10 @@ impl TraceColumns {
     /// Parse the binary form from its bytes; `src` names the file in errors.
     pub fn from_binary(src: &str, b: &[u8]) -> Result<Self, InputError> {
         let h = Header::parse(src, b, b.len() as u64)?;
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&header_for_crc(b));
+        crc.update(&b[HEADER_BYTES..]);
+        h.check_crc(src, crc.finalize())?;
         let bad = |m: String| InputError::new(src, m);
         let n = h.n as usize;
         let m = h.m as usize;
@@ -192,6 +217,8 @@ impl TraceColumns {
             .read_to_end(&mut head)
             .map_err(io)?;
         let h = Header::parse(&src, &head, file_len)?;
+        // The whole file against its CRC before any column is allocated.
+        verify_crc(&src, &head, &h, &mut f).map_err(io)??;
         let (n, m) = (h.n as usize, h.m as usize);
         let mut r = BufReader::with_capacity(1 << 20, f);
         let arrival_ns = stream_u64s(&mut r, n).map_err(io)?;
@@ -224,6 +251,8 @@ const DAMAGED: &str =
 
 /// The fixed header, checked against the file's length.
 struct Header {
+    /// The CRC-32 the header stores.
+    crc: u32,
     format: TraceFormat,
     block_size: u32,
     n: u64,
@@ -272,6 +301,7 @@ impl Header {
             )));
         }
         Ok(Header {
+            crc: u32_at(CRC_AT),
             format,
             block_size,
             n,
@@ -279,6 +309,66 @@ impl Header {
             source_hash: u64_at(40),
             source_len: u64_at(48),
         })
+    }
+}
+
+impl Header {
+    /// The file's bytes against the CRC the header stores.
+    fn check_crc(&self, src: &str, computed: u32) -> Result<(), InputError> {
+        if computed == self.crc {
+            return Ok(());
+        }
+        Err(InputError::new(
+            src,
+            format!(
+                "binary trace content does not match its checksum (CRC-32 {:08x} in the header, {computed:08x} computed): the file is damaged; re-create it with `hicache-sim trace convert SOURCE -o {src}`",
+                self.crc
+            ),
+        ))
+    }
+}
+
+/// The header's bytes as the CRC covers them: the CRC field read as 0.
+fn header_for_crc(b: &[u8]) -> [u8; HEADER_BYTES] {
+    let mut h = [0u8; HEADER_BYTES];
+    h.copy_from_slice(&b[..HEADER_BYTES]);
+    h[CRC_AT..CRC_AT + 4].fill(0);
+    h
+}
+
+/// Reads the rest of `f` (positioned just past the header) through the CRC and checks
+/// it; then seeks back to just past the header. Outer error: I/O; inner: a mismatch.
+fn verify_crc(
+    src: &str,
+    head: &[u8],
+    h: &Header,
+    f: &mut std::fs::File,
+) -> std::io::Result<Result<(), InputError>> {
+    use std::io::{Seek, SeekFrom};
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&header_for_crc(head));
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let k = f.read(&mut buf)?;
+        if k == 0 {
+            break;
+        }
+        crc.update(&buf[..k]);
+    }
+    f.seek(SeekFrom::Start(HEADER_BYTES as u64))?;
+    Ok(h.check_crc(src, crc.finalize()))
+}
+
+/// A `Write` that only feeds a CRC.
+struct CrcWriter(crc32fast::Hasher);
+
+impl Write for CrcWriter {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.update(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -320,6 +410,9 @@ impl BinStream {
             .read_to_end(&mut head)
             .map_err(io)?;
         let h = Header::parse(&src, &head, file_len)?;
+        // One pass over the file against its CRC before the first record is handed out
+        // (a replay never starts on damaged bytes).
+        verify_crc(&src, &head, &h, &mut f).map_err(io)??;
         let (n, m) = (h.n, h.m);
         let starts = [
             HEADER_BYTES as u64,
@@ -603,6 +696,39 @@ mod tests {
         bytes[144] = 9;
         std::fs::write(&p, &bytes).unwrap();
         let e = TraceColumns::read_binary(&p).unwrap_err();
-        assert!(e.to_string().contains("damaged"), "{e}");
+        assert!(e.to_string().contains("checksum"), "{e}");
+        // The same edit with its CRC re-stamped (a crafted file): the offsets check.
+        let sum = crc32fast::hash(&[&header_for_crc(&bytes)[..], &bytes[HEADER_BYTES..]].concat());
+        bytes[CRC_AT..CRC_AT + 4].copy_from_slice(&sum.to_le_bytes());
+        std::fs::write(&p, &bytes).unwrap();
+        let e = TraceColumns::read_binary(&p).unwrap_err();
+        assert!(e.to_string().contains("offsets are not increasing"), "{e}");
+        let e = TraceColumns::from_binary("t", &bytes).unwrap_err();
+        assert!(e.to_string().contains("offsets are not increasing"), "{e}");
+    }
+
+    /// Every single bit flipped anywhere in a small file (header included) is refused by
+    /// both readers, naming the file; the intact file reads.
+    #[test]
+    fn every_single_bit_flip_is_refused() {
+        let mut c = TraceColumns::empty(TraceFormat::Mooncake, 16);
+        for (i, ids) in [vec![7u64, 8], vec![7, 8, 9]].into_iter().enumerate() {
+            c.arrival_ns.push(i as u64 * 5);
+            c.line.push(i as u64 + 1);
+            c.input_tokens.push(16 * ids.len() as u32);
+            c.output_tokens.push(1);
+            c.ids.extend(ids);
+            c.offsets.push(c.ids.len() as u64);
+        }
+        let mut bytes = Vec::new();
+        c.write_binary(&mut bytes).unwrap();
+        assert_eq!(TraceColumns::from_binary("t.bin", &bytes).unwrap().ids, c.ids);
+        for bit in 0..8 * bytes.len() {
+            let mut b = bytes.clone();
+            b[bit / 8] ^= 1 << (bit % 8);
+            let e = TraceColumns::from_binary("t.bin", &b)
+                .expect_err(&format!("bit {bit} flipped was read"));
+            assert!(e.to_string().starts_with("t.bin: "), "{e}");
+        }
     }
 }

@@ -161,13 +161,36 @@ pub struct BlockRecord {
 /// until memory runs out.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 64 << 20;
 
-/// The line cap in force ([`DEFAULT_MAX_LINE_BYTES`] unless the environment says).
-pub fn max_line_bytes() -> usize {
-    std::env::var("HICACHE_SIM_MAX_LINE_BYTES")
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .filter(|&n: &usize| n > 0)
-        .unwrap_or(DEFAULT_MAX_LINE_BYTES)
+/// The largest line cap `HICACHE_SIM_MAX_LINE_BYTES` may set (1 TiB): a larger one
+/// could not be held in memory anyway.
+pub const MAX_LINE_BYTES_LIMIT: u64 = 1 << 40;
+
+/// The line cap in force: [`DEFAULT_MAX_LINE_BYTES`] unless `HICACHE_SIM_MAX_LINE_BYTES`
+/// says, which must be a whole number of bytes from 1 to [`MAX_LINE_BYTES_LIMIT`]
+/// (anything else is an error naming the variable, never ignored).
+pub fn max_line_bytes() -> Result<usize, InputError> {
+    const VAR: &str = "HICACHE_SIM_MAX_LINE_BYTES";
+    let Some(raw) = std::env::var_os(VAR) else {
+        return Ok(DEFAULT_MAX_LINE_BYTES);
+    };
+    let expected = format!(
+        "expected a whole number of bytes from 1 to {MAX_LINE_BYTES_LIMIT} (1 TiB); unset it for the default {DEFAULT_MAX_LINE_BYTES} (64 MiB)"
+    );
+    let v = raw.to_string_lossy();
+    let n: u64 = v
+        .trim()
+        .parse()
+        .map_err(|_| InputError::new(VAR, format!("`{v}` is not a byte count: {expected}")))?;
+    if n == 0 {
+        return Err(InputError::new(VAR, format!("0 would refuse every line: {expected}")));
+    }
+    if n > MAX_LINE_BYTES_LIMIT {
+        return Err(InputError::new(
+            VAR,
+            format!("{n} bytes is more than a line could ever be held in memory: {expected}"),
+        ));
+    }
+    usize::try_from(n).map_err(|_| InputError::new(VAR, expected))
 }
 
 /// `read_line` that stops at `cap` bytes: `Ok(None)` when the line is longer.
@@ -266,7 +289,7 @@ impl RecordReader {
                 last_arrival: None,
                 first_out_of_order: None,
                 require_monotonic: opts.require_monotonic,
-                max_line: max_line_bytes(),
+                max_line: max_line_bytes()?,
                 done: false,
             });
         }
@@ -302,7 +325,7 @@ impl RecordReader {
             last_arrival: None,
             first_out_of_order: None,
             require_monotonic: opts.require_monotonic,
-            max_line: max_line_bytes(),
+            max_line: max_line_bytes()?,
             done: false,
         })
     }
@@ -338,7 +361,7 @@ impl RecordReader {
                 let mut header = String::new();
                 loop {
                     header.clear();
-                    let cap = max_line_bytes();
+                    let cap = max_line_bytes()?;
                     let n = read_line_capped(&mut reader, &mut header, cap)
                         .map_err(|e| InputError::new(&src, format!("read error: {e}")))?
                         .ok_or_else(|| line_too_long(&src, line_no + 1, cap))?;
@@ -371,7 +394,19 @@ impl RecordReader {
                 }
                 Source::Lines(Box::new(reader))
             }
-            TraceFormat::Mooncake | TraceFormat::Bailian => Source::Lines(Box::new(reader)),
+            TraceFormat::Mooncake => {
+                // A trace that says its block size on its first line (`trace gen`'s) is
+                // read at it; an explicit block size wins (and a line saying another is
+                // refused at that line).
+                if opts.block_size.is_none()
+                    && let Ok(head) = reader.fill_buf()
+                    && let Some(b) = rows::declared_block_size(head)
+                {
+                    block_size = b;
+                }
+                Source::Lines(Box::new(reader))
+            }
+            TraceFormat::Bailian => Source::Lines(Box::new(reader)),
         };
         if let Some(b) = opts.block_size {
             block_size = b;
@@ -390,7 +425,7 @@ impl RecordReader {
             last_arrival: None,
             first_out_of_order: None,
             require_monotonic: opts.require_monotonic,
-            max_line: max_line_bytes(),
+            max_line: max_line_bytes()?,
             done: false,
         })
     }
@@ -487,8 +522,17 @@ impl RecordReader {
                     continue;
                 }
                 let line = self.line_no;
+                let block_size = self.block_size;
                 let r = match self.format {
-                    TraceFormat::Mooncake => rows::mooncake(&self.buf, rec),
+                    TraceFormat::Mooncake => rows::mooncake(&self.buf, rec).and_then(|b| match b {
+                        Some(b) if b != block_size => Err((
+                            Some("block_size".into()),
+                            format!(
+                                "this row's hash ids are of {b}-token blocks, but the trace is read at {block_size}-token blocks (--block-size / runtime.block_size, or the first line's block_size): one trace has one block size"
+                            ),
+                        )),
+                        _ => Ok(()),
+                    }),
                     TraceFormat::Bailian => rows::bailian(&self.buf, rec),
                     TraceFormat::Csv => rows::csv(&self.buf, rec),
                     TraceFormat::KvCacheTester => unreachable!("kv-cache-tester is parsed whole"),

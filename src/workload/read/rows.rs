@@ -79,10 +79,14 @@ fn body(line: &str) -> &str {
 
 /// Mooncake JSONL (`FAST25-release/traces/*.jsonl`): `timestamp` in ms,
 /// `input_length`, `output_length`, `hash_ids` of 512-token blocks. Accepted and
-/// ignored: `session_id`, `delay` (seen in derivative traces).
+/// ignored: `session_id`, `delay` (seen in derivative traces). `block_size`: the tokens
+/// per hash id, written by `hicache-sim trace gen` on every line (the format itself has
+/// no such field: Mooncake's own traces are 512) and checked by the reader.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct MooncakeRow {
+    #[serde(default)]
+    block_size: Option<u32>,
     timestamp: serde_json::Number,
     input_length: u32,
     output_length: u32,
@@ -95,21 +99,41 @@ struct MooncakeRow {
     delay: Option<IgnoredAny>,
 }
 
-pub(crate) fn mooncake(line: &str, rec: &mut BlockRecord) -> Result<(), RowError> {
+/// One Mooncake row into `rec`; returns the row's own `block_size`, when it has one.
+pub(crate) fn mooncake(line: &str, rec: &mut BlockRecord) -> Result<Option<u32>, RowError> {
     let line = body(line);
     if fast_mooncake(line, rec).is_some() {
-        return Ok(());
+        return Ok(None);
     }
     mooncake_serde(line, rec)
 }
 
-fn mooncake_serde(line: &str, rec: &mut BlockRecord) -> Result<(), RowError> {
+fn mooncake_serde(line: &str, rec: &mut BlockRecord) -> Result<Option<u32>, RowError> {
     let r: MooncakeRow = serde_json::from_str(line).map_err(|e| json_row_error_in(line, &e))?;
     rec.arrival_ns = to_ns(&r.timestamp, NS_PER_MS, "timestamp")?;
     rec.input_tokens = r.input_length;
     rec.output_tokens = r.output_length;
     rec.block_hashes = r.hash_ids;
-    Ok(())
+    Ok(r.block_size)
+}
+
+/// The `block_size` a Mooncake trace's first line declares (`{"block_size": 64, …`, as
+/// `trace gen` writes it), read from the start of `head` without parsing the row.
+pub(crate) fn declared_block_size(head: &[u8]) -> Option<u32> {
+    let text = std::str::from_utf8(&head[..head.len().min(256)]).ok().or_else(|| {
+        // cut inside a UTF-8 sequence: the valid prefix
+        let e = std::str::from_utf8(&head[..head.len().min(256)]).err()?;
+        std::str::from_utf8(&head[..e.valid_up_to()]).ok()
+    })?;
+    let first = text.lines().find(|l| !l.trim().is_empty())?;
+    let rest = first.trim_start().strip_prefix('{')?.trim_start();
+    let rest = rest.strip_prefix("\"block_size\"")?.trim_start().strip_prefix(':')?;
+    let digits: String = rest
+        .trim_start()
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok().filter(|&b| b > 0)
 }
 
 /// A Mooncake row read straight from the bytes, without serde: the rows as the public
