@@ -15,6 +15,11 @@ impl<R: TreeRules> HiRadixTree<R> {
     /// Returns the pages backed up (0 on failure).
     pub fn write_backup(&mut self, id: NodeId, write_back: bool) -> u64 {
         if !self.cfg.host_tier {
+            if self.cfg.buffer_storage_intents && !write_back {
+                // `BufferModePipeline.enqueue_backup_intent` for the node and (nothing
+                // is host-backed in buffer mode) every ancestor.
+                self.storage_intents.push(id);
+            }
             return 0;
         }
         if R::CHAIN_ANCESTOR_BACKUPS && !write_back {

@@ -46,6 +46,10 @@ pub struct TreeConfig {
     /// `inc_host_lock_ref`, released by `_drain_backup`); see
     /// [`release_storage_pins`](HiRadixTree::release_storage_pins).
     pub storage_backup_pins: bool,
+    /// `buffer_only` with storage, `storage_write_gate: write_threshold`: a backup the
+    /// tree would make is recorded as a storage write intent instead
+    /// ([`take_storage_intents`](HiRadixTree::take_storage_intents)).
+    pub buffer_storage_intents: bool,
     /// Re-derive every invariant after each public operation (tests).
     pub debug_checks: bool,
 }
@@ -64,6 +68,7 @@ impl Default for TreeConfig {
             host_tier: true,
             load_back_threshold: 10,
             storage_backup_pins: false,
+            buffer_storage_intents: false,
             debug_checks: false,
         }
     }
@@ -163,6 +168,8 @@ pub struct HiRadixTree<R: TreeRules = V1> {
     /// write_back backups staged by the running eviction
     /// ([`TreeRules::WRITE_BACK_STAGES_BACKUPS`]).
     pub(crate) staged: Vec<NodeId>,
+    /// buffer_only storage write intents since the last drain.
+    pub(crate) storage_intents: Vec<NodeId>,
     pub(crate) _rules: std::marker::PhantomData<R>,
 }
 
@@ -208,6 +215,7 @@ impl<R: TreeRules> HiRadixTree<R> {
             pending_load_backs: Vec::new(),
             storage_pins: Vec::new(),
             staged: Vec::new(),
+            storage_intents: Vec::new(),
             _rules: std::marker::PhantomData,
         }
     }
@@ -247,6 +255,27 @@ impl<R: TreeRules> HiRadixTree<R> {
     /// Drains the backups made since the last call.
     pub fn take_backups(&mut self, out: &mut Vec<BackupRecord>) {
         out.append(&mut self.backups);
+    }
+
+    /// Drains the buffer_only storage write intents since the last call
+    /// ([`TreeConfig::buffer_storage_intents`]), appending to `out` the pages of each
+    /// intent's path from the root (the node and its ancestors, root first).
+    pub fn take_storage_intents(&mut self, out: &mut Vec<PageKey>) {
+        let intents = std::mem::take(&mut self.storage_intents);
+        for &id in &intents {
+            if !self.nodes[id as usize].alive {
+                continue;
+            }
+            let start = out.len();
+            let mut x = id;
+            while x != ROOT {
+                out.extend(self.nodes[x as usize].pages.iter().rev());
+                x = self.nodes[x as usize].parent;
+            }
+            out[start..].reverse();
+        }
+        self.storage_intents = intents;
+        self.storage_intents.clear();
     }
 
     // ----- priority keys and leaf sets -------------------------------------------------

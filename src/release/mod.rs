@@ -27,7 +27,7 @@ use crate::sizing::{self, SglangVersion};
 pub use rules::{
     BufferOnlyWriteBack, ControllerRules, EvictionChoices, FlagRules, HicacheSizeSplit,
     MambaSlotFormula, MtpDraftHost, PoolRules, PrefetchRetries, PrefetchTimeout,
-    PrefetchTimeoutClock, ReleaseRules, StorageWriteGate, TreeVariant,
+    PrefetchTimeoutClock, PrefetchTimeoutTokens, ReleaseRules, StorageWriteGate, TreeVariant,
 };
 pub use server_check::{FieldError, check_server};
 

@@ -7,6 +7,9 @@ use crate::cache::{
     DeviceEvictAmount, EvictHostRule, EvictVersion, EvictionPolicy, HostMemoryMode, LruMode,
     PrefetchCapacityRule, PrefetchPolicy, TreeKind, WritePolicy,
 };
+use crate::release::{
+    BufferOnlyWriteBack, PrefetchTimeoutClock, PrefetchTimeoutTokens, StorageWriteGate,
+};
 use crate::units::{Bandwidth, Duration, GB, NS_PER_MS, NS_PER_S, NS_PER_US};
 
 use super::ReplayError;
@@ -103,6 +106,26 @@ pub struct ReplayConfig {
     pub prefetch_timeout_base: Duration,
     pub prefetch_timeout_per_ki_token: Duration,
     pub prefetch_timeout_max: Duration,
+    /// When the prefetch timeout clock starts (`issue`, or 0.5.23's
+    /// `first_blocked_poll`).
+    pub prefetch_timeout_clock: PrefetchTimeoutClock,
+    /// Which tokens the timeout counts (`fetched` pages, or 0.5.23's `requested` span).
+    pub prefetch_timeout_tokens: PrefetchTimeoutTokens,
+    /// Scheduler iterations between L3 re-queries of a waiting request whose prefetch
+    /// missed (`--hicache-storage-prefetch-retry-poll-interval`; 0 = no retries).
+    pub prefetch_retry_poll_interval: u32,
+    /// Re-queries per request (`--hicache-storage-prefetch-retry-max-attempts`).
+    pub prefetch_retry_max_attempts: u32,
+    /// While the GPU is idle but requests wait, SGLang's scheduler loop spins
+    /// (`Scheduler.on_idle`: `time.sleep(0)`); the timed replay counts one iteration
+    /// (one admission poll, one retry step) per this interval. Not an SGLang figure.
+    pub scheduler_idle_poll: Duration,
+    /// What a `buffer_only` host writes to storage (`every_backup`, or from 0.5.19
+    /// `write_threshold`: what the tree backs up).
+    pub storage_write_gate: StorageWriteGate,
+    /// `buffer_only` with `write_back`: an error (≤ 0.5.21) or run as `write_through`
+    /// (0.5.22+ `arg_groups/hicache_hook.py`).
+    pub buffer_only_write_back: BufferOnlyWriteBack,
     /// Requests excluded from hit metrics at the start (still replayed).
     pub warmup_requests: u64,
     /// Points in the `timeline` series (0 = none).
@@ -150,6 +173,13 @@ impl Default for ReplayConfig {
             prefetch_timeout_base: Duration(2 * NS_PER_S),
             prefetch_timeout_per_ki_token: Duration(100 * NS_PER_MS),
             prefetch_timeout_max: Duration(30 * NS_PER_S),
+            prefetch_timeout_clock: PrefetchTimeoutClock::Issue,
+            prefetch_timeout_tokens: PrefetchTimeoutTokens::Fetched,
+            prefetch_retry_poll_interval: 0,
+            prefetch_retry_max_attempts: 0,
+            scheduler_idle_poll: Duration(NS_PER_MS),
+            storage_write_gate: StorageWriteGate::EveryBackup,
+            buffer_only_write_back: BufferOnlyWriteBack::Error,
             warmup_requests: 0,
             timeline_samples: 0,
             debug_checks: false,
@@ -201,6 +231,12 @@ impl ReplayConfig {
         self.prefetch_timeout_max = t
             .max_ms
             .map_or(PREFETCH_TIMEOUT_UNCAPPED, |m| Duration(m * NS_PER_MS));
+        self.prefetch_timeout_tokens = t.tokens;
+        self.prefetch_timeout_clock = c.prefetch_timeout_clock;
+        self.prefetch_retry_poll_interval = c.prefetch_retries.poll_interval;
+        self.prefetch_retry_max_attempts = c.prefetch_retries.max_attempts;
+        self.storage_write_gate = c.storage_write_gate;
+        self.buffer_only_write_back = c.buffer_only_write_back;
         self
     }
 
@@ -215,6 +251,20 @@ impl ReplayConfig {
             u64::MAX
         } else {
             self.l3_pages.unwrap_or(0)
+        }
+    }
+
+    /// The write policy the replay runs: `write_back` under `buffer_only` becomes
+    /// `write_through` where the release coerces it (0.5.22+
+    /// `arg_groups/hicache_hook.py`; `buffer_only_write_back: coerce_write_through`).
+    pub fn effective_write_policy(&self) -> WritePolicy {
+        if self.host_memory_mode == HostMemoryMode::BufferOnly
+            && self.write_policy == WritePolicy::WriteBack
+            && self.buffer_only_write_back == BufferOnlyWriteBack::CoerceWriteThrough
+        {
+            WritePolicy::WriteThrough
+        } else {
+            self.write_policy
         }
     }
 
@@ -246,10 +296,11 @@ impl ReplayConfig {
         }
         if self.host_memory_mode == HostMemoryMode::BufferOnly
             && self.write_policy == WritePolicy::WriteBack
+            && self.buffer_only_write_back == BufferOnlyWriteBack::Error
         {
             return bad(
                 "write_policy",
-                "buffer_only does not support write_back (SGLang rejects it)".into(),
+                "buffer_only does not support write_back (SGLang up to 0.5.21 rejects it; 0.5.22+ runs write_through)".into(),
             );
         }
         if self.tree == TreeKind::Unified0523

@@ -147,12 +147,15 @@ pub(crate) fn process<R: TreeRules>(
     };
     s.tree.insert(&pages[..upto as usize], reserved);
     s.tree.dec_lock_ref(m.last_node);
-    if s.cfg.host_memory_mode == HostMemoryMode::BufferOnly && upto > on_dev {
-        // Write-through to storage through the bounce buffer (D2H then L3 write).
+    if s.cfg.host_memory_mode == HostMemoryMode::BufferOnly {
+        // Storage writes through the bounce buffer (D2H then L3 write).
         let lo = (on_dev + staged).min(upto) as usize;
-        let new = &pages[lo..upto as usize];
-        s.m.backup_bytes += s.bytes(new.len() as u64);
-        s.write_storage(new);
+        let mut out = Vec::new();
+        s.buffer_writes(&pages[lo..upto as usize], &mut out);
+        if !out.is_empty() {
+            s.m.backup_bytes += s.bytes(out.len() as u64);
+            s.write_storage(&out);
+        }
     }
     next_iteration(s, recs);
     // Hit split: L3-fetched pages are the tail of the loaded host span.

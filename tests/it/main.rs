@@ -19,6 +19,7 @@ mod policy_sim_mixed_ids;
 mod policy_sim_props;
 mod policy_sim_synthetic;
 mod pools;
+mod prefetch_controller;
 mod releases;
 mod reliability;
 mod replay_rules;
