@@ -471,9 +471,12 @@ def main():
         req_pool.write((req.kv.req_pool_idx, slice(0, len(value))), value.to(torch.int32))
         upto = min(prefix // P + got, whole)
 
-        # `cache_unfinished_req` -> `checkpoint` of the whole pages.
+        # `cache_unfinished_req` -> `checkpoint` of the whole pages, also when they
+        # are all cached already (`checkpoint_kv_cache` always inserts: the walk
+        # counts a hit on every node of the path, which write_through_selective's
+        # threshold reads).
         req.full_untruncated_fill_ids = toks
-        if upto * P > prefix:
+        if upto > 0:
             cache.checkpoint(req, up_to=upto * P)
         # Release: the request's slots not taken by the tree (partial page,
         # truncation), then its lock.
