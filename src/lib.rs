@@ -11,9 +11,11 @@
 //! - [`sizing`]: SGLang's host-pool sizing rules, one policy per version;
 //! - [`startup`]: ranks starting up as events, Monte Carlo over rank jitter;
 //! - [`cache`], [`runtime`], [`workload`], [`policy_sim`]: the runtime tiers and traces;
-//! - [`scenario`], [`sweep`], [`report`]: YAML input, parameter sweeps, text/JSON/plots.
+//! - [`scenario`], [`sweep`], [`report`]: YAML input, parameter sweeps, text/JSON/plots;
+//! - [`capture`]: a scenario's `node:` and `memory:` measured on the machine it runs on.
 
 pub mod cache;
+pub mod capture;
 pub mod commands;
 pub mod engine;
 pub mod error;

@@ -42,6 +42,9 @@ enum Command {
         #[command(subcommand)]
         command: commands::TraceCommand,
     },
+    /// Measure this machine: write the `node:` and `memory:` of a scenario (meminfo, the
+    /// memory cgroup chain as SGLang walks it, nvidia-smi).
+    Capture(commands::CaptureArgs),
     /// List the node and model presets a scenario can name.
     Presets {
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
@@ -106,7 +109,11 @@ fn clap_exit(e: &clap::Error) -> ExitCode {
         Ok(()) => ExitCode::from(e.exit_code() as u8),
         Err(io) if io.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(io) => {
-            let stream = if e.use_stderr() { "<stderr>" } else { "<stdout>" };
+            let stream = if e.use_stderr() {
+                "<stderr>"
+            } else {
+                "<stdout>"
+            };
             let _ = writeln!(std::io::stderr(), "error: {stream}: {io}");
             ExitCode::from(3)
         }
@@ -148,6 +155,7 @@ fn run() -> ExitCode {
         Command::Merge(a) => commands::merge(a),
         Command::Plot(a) => commands::plot(a),
         Command::Trace { command } => commands::trace(command),
+        Command::Capture(a) => commands::capture(a),
         Command::Presets { format } => commands::presets(format),
         Command::Versions { format } => commands::versions(format),
         Command::DebugSizing { states, sglang } => commands::debug_sizing(&states, &sglang),

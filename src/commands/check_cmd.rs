@@ -45,20 +45,18 @@ pub fn check(a: CheckArgs) -> CmdResult {
     let mut rows = Vec::new();
     for f in &a.files {
         match check::read_input(f, &sets).map_err(relabel) {
-            Ok(i) => {
-                rows.extend(
-                    check::check_file(&i, &releases, a.target_start, a.seed, a.runs)
-                        .into_iter()
-                        .map(|mut r| {
-                            if let Some(n) = &a.node {
-                                let (from, to) = (format!("--set node={n}"), format!("--node {n}"));
-                                r.located = r.located.map(|l| l.replace(&from, &to));
-                                r.message = r.message.map(|l| l.replace(&from, &to));
-                            }
-                            r
-                        }),
-                )
-            }
+            Ok(i) => rows.extend(
+                check::check_file(&i, &releases, a.target_start, a.seed, a.runs)
+                    .into_iter()
+                    .map(|mut r| {
+                        if let Some(n) = &a.node {
+                            let (from, to) = (format!("--set node={n}"), format!("--node {n}"));
+                            r.located = r.located.map(|l| l.replace(&from, &to));
+                            r.message = r.message.map(|l| l.replace(&from, &to));
+                        }
+                        r
+                    }),
+            ),
             Err(e) => {
                 for r in &releases {
                     let name = r.map_or("-".to_string(), str::to_string);

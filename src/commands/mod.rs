@@ -7,6 +7,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::error::InputError;
 
+pub mod capture_cmd;
 pub mod check_cmd;
 mod debug_cmd;
 pub mod plan_cmd;
@@ -17,6 +18,7 @@ pub mod sweep_cmd;
 mod trace_cmd;
 mod versions_cmd;
 
+pub use capture_cmd::{CaptureArgs, capture};
 pub use check_cmd::check;
 pub use debug_cmd::{debug_sizing, debug_split};
 pub use plan_cmd::plan;

@@ -9,8 +9,8 @@ use super::{CmdResult, CommandError, MergeArgs, PlotArgs, SweepArgs};
 use crate::error::InputError;
 use crate::pipeline::{COLUMNS, point_row};
 use crate::runtime::ReplayConfig;
-use crate::scenario::{LoadedScenario, load_str};
 use crate::scenario::resolve::resolve;
+use crate::scenario::{LoadedScenario, load_str};
 use crate::sweep::{self, RunOptions, Shard, SweepSpec};
 
 /// The scenario as a value tree with every field present (the sweep checks axis paths

@@ -244,6 +244,60 @@ pub fn py_int(s: &str) -> Option<i128> {
     Some(if neg { -v } else { v })
 }
 
+/// `utils/common.py: human_readable_int` (SGLang 0.5.2x; the flag table says which flags
+/// of which releases use it): `value.strip()`, then `(\d+(\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)`
+/// in full — IEC suffixes take integers only, SI ones `int(Decimal(n) × 10^k)`
+/// (truncated) — else Python's `int(value)`. `Err`: the `ArgumentTypeError` text, which
+/// argparse prints after `argument --flag: `.
+pub fn human_readable_int(value: &str) -> Result<i128, String> {
+    let v = value.trim_matches(|c: char| c.is_whitespace());
+    let suffixes: [(&str, i128, bool); 8] = [
+        ("Ki", 1 << 10, true),
+        ("Mi", 1 << 20, true),
+        ("Gi", 1 << 30, true),
+        ("Ti", 1 << 40, true),
+        ("k", 1_000, false),
+        ("M", 1_000_000, false),
+        ("G", 1_000_000_000, false),
+        ("T", 1_000_000_000_000, false),
+    ];
+    for (suffix, mult, iec) in suffixes {
+        let Some(number) = v.strip_suffix(suffix) else {
+            continue;
+        };
+        let (int, frac) = match number.split_once('.') {
+            Some((i, f)) => (i, Some(f)),
+            None => (number, None),
+        };
+        let digits = |x: &str| !x.is_empty() && x.chars().all(|c| c.is_ascii_digit());
+        if !digits(int) || frac.is_some_and(|f| !digits(f)) {
+            break;
+        }
+        if iec && frac.is_some() {
+            return Err(format!(
+                "Decimals are not allowed with IEC suffixes like '{suffix}'. Use an integer IEC value such as '{}{suffix}', or an SI value such as '{number}{}'.",
+                int.trim_start_matches('0').parse::<i128>().unwrap_or(0),
+                &suffix[..1]
+            ));
+        }
+        // int(Decimal(number) * mult): exact, truncated toward zero.
+        let f = frac.unwrap_or("");
+        let scale = 10i128.checked_pow(f.len() as u32);
+        let whole: Option<i128> = format!("{int}{f}").parse().ok();
+        if let (Some(scale), Some(whole)) = (scale, whole)
+            && let Some(x) = whole.checked_mul(mult)
+        {
+            return Ok(x / scale);
+        }
+        break;
+    }
+    py_int(v).ok_or_else(|| {
+        format!(
+            "Invalid integer value: '{v}'. Use a plain integer, SI suffixes (1k, 1M), or IEC suffixes (1Ki, 1Mi). Suffixes are case-sensitive."
+        )
+    })
+}
+
 /// Python's `float(s)` on a str.
 pub fn py_float(s: &str) -> Option<f64> {
     let t = s.trim_matches(|c: char| c.is_whitespace());
@@ -291,6 +345,11 @@ fn convert(a: &FlagSpec, s: &str) -> Result<Value, String> {
                 .unwrap_or_else(|_| Value::String(i.to_string())),
             None => return Err(format!("invalid int value: {}", py_repr(s))),
         },
+        ArgType::HumanInt => human_readable_int(s).map(|i| {
+            i64::try_from(i)
+                .map(Value::from)
+                .unwrap_or_else(|_| Value::String(i.to_string()))
+        })?,
         ArgType::Float => match py_float(s) {
             Some(f) => float_value(f),
             None => return Err(format!("invalid float value: {}", py_repr(s))),
@@ -506,6 +565,43 @@ pub fn parse(r: &ReleaseFlags, argv: &[String]) -> Result<Parsed, ArgError> {
 
 #[cfg(test)]
 mod tests {
+
+    /// `utils/common.py: human_readable_int` of the 0.5.23 wheel (identical in 0.5.14), run
+    /// by Python on each value: these are its results and messages.
+    #[test]
+    fn human_readable_int_as_sglang() {
+        for (v, want) in [
+            ("32k", 32000),
+            ("1.5M", 1_500_000),
+            ("2Mi", 2_097_152),
+            ("1Ki", 1024),
+            ("25.6k", 25600),
+            ("1.55k", 1550),
+            ("0.0001k", 0),
+            (" 64 ", 64),
+            ("64\r", 64),
+            ("1_000", 1000),
+            ("-3", -3),
+            ("1T", 1_000_000_000_000),
+            ("3Ti", 3_298_534_883_328),
+        ] {
+            assert_eq!(human_readable_int(v), Ok(want), "{v:?}");
+        }
+        assert_eq!(
+            human_readable_int("1.5Ki").unwrap_err(),
+            "Decimals are not allowed with IEC suffixes like 'Ki'. Use an integer IEC value such as '1Ki', or an SI value such as '1.5K'."
+        );
+        for v in ["-1k", "1K", "abc", "1e3", "0x10", ""] {
+            assert_eq!(
+                human_readable_int(v).unwrap_err(),
+                format!(
+                    "Invalid integer value: '{v}'. Use a plain integer, SI suffixes (1k, 1M), or IEC suffixes (1Ki, 1Mi). Suffixes are case-sensitive."
+                ),
+                "{v:?}"
+            );
+        }
+    }
+
     use super::*;
     use crate::flags::table;
 

@@ -62,6 +62,9 @@ pub enum ArgType {
     /// A converter that accepts a JSON object only (`parse_cuda_graph_config_arg`); its own
     /// key checks are not mirrored.
     JsonObject,
+    /// `utils/common.py: human_readable_int` (the flag table says which flags and
+    /// releases): an int, or SI (`32k`, `1.5M`) / IEC (`1Ki`, `2Mi`) suffixes.
+    HumanInt,
 }
 
 /// One flag as one release registers it.
@@ -158,6 +161,7 @@ fn type_of(v: &Value) -> Result<ArgType, String> {
         Some("float") => ArgType::Float,
         Some("json") => ArgType::Json,
         Some("json_object") => ArgType::JsonObject,
+        Some("human_int") => ArgType::HumanInt,
         Some(o) => return Err(format!("unknown type {o}")),
     })
 }

@@ -139,6 +139,12 @@ struct Cgroup {
     children: Vec<CgroupId>,
     depth: usize,
     limits: CgroupLimits,
+    /// `memory.min` is missing or unreadable: counted as protected by 0.5.22+'s scan of
+    /// descendants, 0 for reclaim.
+    min_unreadable: bool,
+    /// A cgroup below this one, not in the arena, counts as protected for 0.5.22+'s
+    /// scan (from this cgroup and every ancestor).
+    protected_inside: bool,
     own: Charges,
     subtree: Charges,
     /// `subtree.total()` (`memory.current`), kept by `add`/`remove`: read on every
@@ -213,6 +219,8 @@ impl HostMemory {
                 children: Vec::new(),
                 depth: 0,
                 limits: CgroupLimits::default(),
+                min_unreadable: false,
+                protected_inside: false,
                 own: Charges::default(),
                 subtree: Charges::default(),
                 usage: 0,
@@ -241,6 +249,8 @@ impl HostMemory {
         self.cgroupfs_mounted = template.cgroupfs_mounted;
         for (a, b) in self.cgroups.iter_mut().zip(&template.cgroups) {
             a.limits = b.limits;
+            a.min_unreadable = b.min_unreadable;
+            a.protected_inside = b.protected_inside;
             a.own = b.own;
             a.subtree = b.subtree;
             a.usage = b.usage;
@@ -276,6 +286,8 @@ impl HostMemory {
             children: Vec::new(),
             depth,
             limits,
+            min_unreadable: false,
+            protected_inside: false,
             own: Charges::default(),
             subtree: Charges::default(),
             usage: 0,
@@ -305,6 +317,20 @@ impl HostMemory {
 
     pub fn set_limits(&mut self, id: CgroupId, limits: CgroupLimits) {
         self.cgroups[id.0 as usize].limits = limits;
+    }
+
+    /// Marks `memory.min` of `id` as missing or unreadable (v2): SGLang 0.5.22+
+    /// (`mem_cache/host_memory.py: _has_protected_descendants`) then counts it as
+    /// protected from every level above; reclaim still takes its `min` as 0.
+    pub fn set_min_unreadable(&mut self, id: CgroupId, unreadable: bool) {
+        self.cgroups[id.0 as usize].min_unreadable = unreadable;
+    }
+
+    /// Marks a protection below `id` that the arena does not hold (a cgroup under the
+    /// engine's own, a subtree described as one sibling, a directory that cannot be
+    /// listed): 0.5.22+ `_has_protected_descendants` is True at `id` and above.
+    pub fn set_protected_inside(&mut self, id: CgroupId, protected: bool) {
+        self.cgroups[id.0 as usize].protected_inside = protected;
     }
 
     /// `memory.current`: charges of the subtree.
@@ -651,10 +677,13 @@ impl HostMemory {
             return;
         };
         chain.clear(self.version);
-        // Whether any cgroup has a `memory.min` (v2) at all: if none, no level has a
-        // protected descendant and the per-level scan is skipped.
-        let any_min =
-            self.version == CgroupVersion::V2 && self.cgroups.iter().any(|g| g.limits.min != 0);
+        // Whether any cgroup has a `memory.min` (v2) at all (non-zero or unreadable): if
+        // none, no level has a protected descendant and the per-level scan is skipped.
+        let any_min = self.version == CgroupVersion::V2
+            && self
+                .cgroups
+                .iter()
+                .any(|g| g.limits.min != 0 || g.min_unreadable || g.protected_inside);
         let mut below: Option<CgroupId> = None;
         let mut cur = Some(cg);
         while let Some(x) = cur {
@@ -672,7 +701,10 @@ impl HostMemory {
             let protected_descendants = any_min
                 && (0..self.cgroups.len()).any(|i| {
                     let c = CgroupId(i as u32);
-                    c != x && self.cgroups[i].limits.min != 0 && self.is_in_subtree(c, x)
+                    let g = &self.cgroups[i];
+                    let protects =
+                        g.protected_inside || (c != x && (g.limits.min != 0 || g.min_unreadable));
+                    protects && self.is_in_subtree(c, x)
                 });
             chain.push(CgroupLevel {
                 cgroup: Some(x),

@@ -1,21 +1,34 @@
-//! Model KV-cache geometry: presets for the models the incidents involve, bytes per token
-//! per rank as SGLang's host pools compute them (`mem_cache/pool_host/mha.py` /
-//! `mla.py: get_size_per_token`), the parallel layout, and the device KV pool size
-//! (`model_executor/model_runner.py: profile_max_num_token`).
+//! Model KV-cache geometry: presets for the models the incidents involve, models read
+//! from their Hugging Face `config.json` (a bundled catalogue, `model: {config: FILE}`,
+//! a local `--model-path`), bytes per token per rank as SGLang's pools compute them
+//! (`mem_cache/pool_host/mha.py` / `mla.py: get_size_per_token`,
+//! `model_executor/pool_configurator.py`), the parallel layout, weights per rank, and
+//! the device KV pool size (`model_executor/model_runner.py: profile_max_num_token`).
 //!
 //! Units: every byte count here is an integer; the presets carry `ByteSize` so a user can
 //! write `420GB` in a scenario.
 
+pub mod catalogue;
 mod device_pool;
 mod dtype;
 mod geometry;
+pub mod hf_config;
+mod kv_default;
 mod parallel;
 mod presets;
+pub mod quant;
+mod resolve;
+pub mod weights;
 
 pub use device_pool::{
     DevicePoolInputs, device_pool_bytes, device_pool_tokens, profile_rest_gib, tokens_from_rest,
 };
 pub use dtype::KvDtype;
-pub use geometry::{Attention, PoolGeometry};
+pub use geometry::{Attention, LinearState, PoolGeometry};
+pub use hf_config::{ConfigFiles, HfModel, read_model};
+pub use kv_default::{resolve_kv_dtype, sm_major};
 pub use parallel::ParallelLayout;
 pub use presets::{ModelPreset, model_preset, model_presets};
+pub use resolve::{
+    ModelQuery, ModelSource, ResolvedModel, preset_for_path, preset_from_config, resolve,
+};

@@ -82,7 +82,9 @@ pub fn own_release_name(text: &str, path: &str, sets: &[String]) -> String {
             .ok()
             .and_then(|v| v.get("sglang").and_then(|x| x.as_str()).map(str::to_string))
     };
-    let id = from_sets.or_else(from_file).unwrap_or_else(|| "latest".into());
+    let id = from_sets
+        .or_else(from_file)
+        .unwrap_or_else(|| "latest".into());
     crate::release::Sglang::from_id(&id).map_or("-".into(), |v| v.id().to_string())
 }
 
@@ -92,7 +94,8 @@ pub struct CheckInput {
     pub path: String,
     /// Scenario text (a bare command file wrapped as `server.launch`).
     pub text: String,
-    /// Lines the wrapper added before the file's first line (to map error lines back).
+    /// How many lines after the wrapper's line the file's line is (to map error lines
+    /// back: the launch text starts on the wrapper's line 3).
     pub line_offset: usize,
     /// `--set`s from `# hicache-sim:` comments, then the command line's.
     pub sets: Vec<String>,
@@ -181,11 +184,9 @@ pub fn directives(path: &str, text: &str) -> Result<Vec<Directive>, InputError> 
             .map_err(|m| InputError::new(path, format!("{m}: {FORM}")).at_line(line))?;
         for w in words {
             let Some((key, _)) = w.split_once('=').filter(|(k, _)| !k.trim().is_empty()) else {
-                return Err(InputError::new(
-                    path,
-                    format!("`{w}` is not KEY=VALUE: {FORM}"),
-                )
-                .at_line(line));
+                return Err(
+                    InputError::new(path, format!("`{w}` is not KEY=VALUE: {FORM}")).at_line(line),
+                );
             };
             let key = key.trim();
             if let Some(d) = out
@@ -261,19 +262,18 @@ pub fn read_input(path: &str, cli_sets: &[String]) -> Result<CheckInput, InputEr
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("recipe");
-    let mut yaml = format!(
-        "name: {}\nserver:\n  launch: |\n",
-        serde_json::to_string(name).unwrap_or_else(|_| "\"recipe\"".into())
+    // The file's text as one JSON-quoted scalar on line 3, byte for byte: a CR stays a CR
+    // (bash's reading of a file saved with CRLF line ends), which a YAML block would
+    // have turned into a line break. Line l of the file is line l of the launch text.
+    let yaml = format!(
+        "name: {}\nserver:\n  launch: {}\n",
+        serde_json::to_string(name).unwrap_or_else(|_| "\"recipe\"".into()),
+        serde_json::to_string(&text).unwrap_or_else(|_| "\"\"".into())
     );
-    for l in text.lines() {
-        yaml.push_str("    ");
-        yaml.push_str(l.trim_end_matches('\r'));
-        yaml.push('\n');
-    }
     Ok(CheckInput {
         path: path.into(),
         text: yaml,
-        line_offset: 3,
+        line_offset: 2,
         sets,
         origins,
     })
@@ -336,7 +336,10 @@ pub fn check_file(
         Err(_) => own_release_name(&input.text, &input.path, &input.sets),
     };
     // A file-level problem (not SGLang's verdict, not one release's): every row is it.
-    let own_input_error = own.as_ref().err().filter(|e| e.kind != ErrorKind::SglangRefuses);
+    let own_input_error = own
+        .as_ref()
+        .err()
+        .filter(|e| e.kind != ErrorKind::SglangRefuses);
     let mut rows = Vec::new();
     for r in releases {
         let name = r.map_or(own_name.clone(), str::to_string);

@@ -215,8 +215,7 @@ pub fn ratio_frontier(
     // Never past the largest ratio a scenario may give (the pages of ratio 1000, less
     // the one the frontier's next step probes).
     let max_k = (max_bytes / (page * bytes_per_token) + 1).min(
-        ((crate::scenario::resolve::MAX_HICACHE_RATIO as u64).saturating_mul(device_tokens)
-            / page)
+        ((crate::scenario::resolve::MAX_HICACHE_RATIO as u64).saturating_mul(device_tokens) / page)
             .saturating_sub(2),
     );
     let found = largest_passing(0, max_k, |k| {

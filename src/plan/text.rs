@@ -105,12 +105,9 @@ fn release_block(out: &mut String, r: &ReleasePlan, target: f64) {
                 "fraction", "KV pool", "all pools", "P(start)"
             );
             for row in rows {
-                let kv = row
-                    .probe
-                    .host_pool_tokens
-                    .map_or("-".to_string(), |t| {
-                        gb((t * row.probe.pool_bytes_per_token) as i128)
-                    });
+                let kv = row.probe.host_pool_tokens.map_or("-".to_string(), |t| {
+                    gb((t * row.probe.pool_bytes_per_token) as i128)
+                });
                 let pool = row
                     .probe
                     .requested_bytes
@@ -259,9 +256,9 @@ pub fn render(p: &Plan) -> String {
                     .find(|r| r.sglang == *v)
                     .and_then(|r| r.floor_gb);
                 match (g, floor) {
-                    (Some(g), Some(f)) => format!(
-                        "{v} (too small there: only --hicache-size {f} to {g} starts)"
-                    ),
+                    (Some(g), Some(f)) => {
+                        format!("{v} (too small there: only --hicache-size {f} to {g} starts)")
+                    }
                     (Some(g), None) => format!("{v} (largest {g})"),
                     (None, _) => format!("{v} (no size starts)"),
                 }

@@ -54,10 +54,7 @@ pub struct HostPoolSpec {
 /// `HiRadixCache` (0.5.17–0.5.18 `mem_cache/registry.py`: hybrid SWA, hybrid SSM and DSA
 /// models go to `_create_unified_radix_cache`).
 fn routes_unified(a: &Attention) -> bool {
-    matches!(
-        a,
-        Attention::GqaSwa { .. } | Attention::GqaLinear { .. } | Attention::MlaDsa { .. }
-    )
+    matches!(a, Attention::GqaSwa { .. } | Attention::MlaDsa { .. }) || a.has_state_pool()
 }
 
 /// The host pools of one rank, in the order SGLang builds them.

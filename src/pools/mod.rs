@@ -31,7 +31,10 @@ pub fn spec_draft(server: &ServerArgs, model: &ModelPreset) -> (SpecDraft, Optio
     let layers = server.mtp_draft_layers(model.mtp_layers);
     let swa_or_hybrid = matches!(
         model.attention,
-        Attention::GqaSwa { .. } | Attention::GqaLinear { .. } | Attention::HybridMla { .. }
+        Attention::GqaSwa { .. }
+            | Attention::GqaLinear { .. }
+            | Attention::GqaState { .. }
+            | Attention::HybridMla { .. }
     );
     if layers > 0 && swa_or_hybrid {
         return (

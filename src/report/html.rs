@@ -126,9 +126,11 @@ pub fn render(p: &Plan, svg: Option<&str>) -> String {
                 .map_or("no auto-size".into(), |f| {
                     format!(
                         "{} / {} (P {:.3})",
-                        f.probe.host_pool_tokens.map_or("-".into(), |t| gb(
-                            (t * f.probe.pool_bytes_per_token) as i128
-                        )),
+                        f.probe
+                            .host_pool_tokens
+                            .map_or("-".into(), |t| gb(
+                                (t * f.probe.pool_bytes_per_token) as i128
+                            )),
                         f.probe
                             .requested_bytes
                             .map_or("-".into(), |b| gb(b as i128)),

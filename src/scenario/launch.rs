@@ -234,7 +234,7 @@ fn memory_effect(dest: &str) -> Option<&'static str> {
 
 /// How to say which model a recipe serves, for errors about an unknown or placeholder
 /// `--model-path`.
-pub const DESCRIBE_MODEL: &str = "say which model it serves: `model:` in a scenario, or `model=` in a `# hicache-sim:` comment of a launch-command file (`hicache-sim presets` lists the models the simulator knows and how to describe one)";
+pub const DESCRIBE_MODEL: &str = "say which model it serves: `model:` in a scenario (a preset or catalogue name, or `{config: path/to/config.json}`), `model=` in a `# hicache-sim:` comment of a launch-command file, or a --model-path that is a local checkpoint directory with a config.json (`hicache-sim presets` lists the models the simulator knows)";
 
 /// Whether a `--model-path` is a documentation placeholder (`your-model`, `[model_path]`,
 /// `<MODEL>`, `/path/to/model`), not a model.
@@ -242,9 +242,17 @@ pub fn is_placeholder(path: &str) -> bool {
     let p = path.to_ascii_lowercase();
     path.trim().is_empty()
         || p.contains(['[', ']', '<', '>', '{', '}'])
-        || ["your-model", "your_model", "yourmodel", "model_path", "model-path", "path/to/", "path_to_"]
-            .iter()
-            .any(|x| p.contains(x))
+        || [
+            "your-model",
+            "your_model",
+            "yourmodel",
+            "model_path",
+            "model-path",
+            "path/to/",
+            "path_to_",
+        ]
+        .iter()
+        .any(|x| p.contains(x))
 }
 
 /// Parses `cmd` (literal text) for `release`; `source` and `pos` locate it for errors.
@@ -286,14 +294,13 @@ pub fn parse_launch_src(
             .field("server.launch")
     };
     let release_flags = table().release(release).map_err(|m| err(None, m))?;
-    let Reading { launch, result, .. } =
-        read_text(src, release).map_err(|e| {
-            if e.model_path {
-                err(Some(e.line), format!("{}; {}", e.message, DESCRIBE_MODEL)).unknown_model()
-            } else {
-                err(Some(e.line), e.message)
-            }
-        })?;
+    let Reading { launch, result, .. } = read_text(src, release).map_err(|e| {
+        if e.model_path {
+            err(Some(e.line), format!("{}; {}", e.message, DESCRIBE_MODEL)).unknown_model()
+        } else {
+            err(Some(e.line), e.message)
+        }
+    })?;
     let parsed = result.map_err(|e| {
         let line = e.index.and_then(|i| {
             launch
@@ -335,6 +342,12 @@ pub fn parse_launch_src(
                 };
             }
         }
+        // A carriage return in SGLang's verdict: a file with CRLF line ends, as bash runs
+        // it. Shown as `\r`, and said.
+        if msg.contains('\r') {
+            msg = msg.replace('\r', "\\r")
+                + " (a carriage return: the text has Windows CRLF line ends, and bash passes the CR to SGLang in the last word of each line; a `\\` before CRLF does not continue the line: convert it with `dos2unix`)";
+        }
         // SGLang's own parser refuses the command (`check`: an invalid_args row).
         err(line, msg).sglang_refuses()
     })?;
@@ -342,7 +355,9 @@ pub fn parse_launch_src(
         .argv
         .iter()
         .position(|w| {
-            w.split('=').next().is_some_and(|f| f == "--model-path" || f == "--model")
+            w.split('=')
+                .next()
+                .is_some_and(|f| f == "--model-path" || f == "--model")
         })
         .and_then(|i| launch.lines.get(i).copied())
         .and_then(|l| pos.first_line.map(|f| f + l - 1));
@@ -564,9 +579,9 @@ pub fn check_model_path(path: &str, model: Option<&str>) -> Result<Option<String
             )),
             _ => Ok(None),
         },
-        (PathModel::Family(f), Some(m))
-            if family(&canonical(m).unwrap_or_else(|| m.to_string())) != f =>
-        {
+        // Only a preset `model:` is checked against the path's family: a catalogue
+        // name or `{config: FILE}` describes the checkpoint itself.
+        (PathModel::Family(f), Some(m)) if canonical(m).is_some_and(|c| family(&c) != f) => {
             Err(format!(
                 "--model-path {path} is a {f} model, but `model:` is `{m}`: the KV geometry would be another model's; pick the matching preset (`hicache-sim presets`) or describe the model with overrides"
             ))

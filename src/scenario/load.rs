@@ -228,7 +228,19 @@ fn merge_launch(
                 .field("model")
         };
         match super::launch::check_model_path(path, model_name.as_deref()) {
-            Ok(Some(id)) if !has_model => {
+            // The preset, unless `model::resolve` finds this path elsewhere (a local
+            // checkpoint, or a format the preset has no size for: the catalogue).
+            Ok(Some(id))
+                if !has_model
+                    && matches!(
+                        crate::model::resolve(&crate::model::ModelQuery {
+                            model_path: Some(path),
+                            ..Default::default()
+                        })
+                        .map(|r| r.source),
+                        Ok(crate::model::ModelSource::Preset(_))
+                    ) =>
+            {
                 parsed
                     .notes
                     .push(format!("model: {id} (picked from --model-path {path})"));
@@ -238,21 +250,21 @@ fn merge_launch(
                     .insert("model".into(), Value::String(id));
             }
             Ok(_) => {}
-            Err(m) if has_model || !m.contains("names no model preset") => return Err(at_model(m)),
-            // No `model:` and a path that names no model (a placeholder, another
-            // checkpoint): the recipe does not say what it serves.
-            Err(_) => {
-                let what = if super::launch::is_placeholder(path) {
-                    "is a placeholder, not a model"
-                } else {
-                    "names no model the simulator knows"
-                };
+            // A placeholder (`your-model`, `[model_path]`, an unset `$MODEL_PATH`) with no
+            // `model:`: the recipe does not say what it serves.
+            Err(_) if !has_model && super::launch::is_placeholder(path) => {
                 return Err(at_model(format!(
-                    "--model-path `{path}` {what}: {}",
+                    "--model-path `{path}` is a placeholder, not a model: {}",
                     super::launch::DESCRIBE_MODEL
                 ))
                 .unknown_model());
             }
+            // A path that names no preset is `model::resolve`'s to find (a local
+            // checkpoint, the catalogue) unless `model:` names a preset.
+            Err(m) if model_name.is_some() || !m.contains("names no model preset") => {
+                return Err(at_model(m));
+            }
+            Err(_) => {}
         }
     }
     let server = value

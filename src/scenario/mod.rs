@@ -2,6 +2,7 @@
 //! start-up timing, runtime and sweep settings), read with errors that name file, line
 //! and field, and resolved against the node and model presets.
 
+pub mod arith;
 pub mod launch;
 pub mod lines;
 pub mod load;

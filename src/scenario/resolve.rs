@@ -13,7 +13,7 @@ use super::schema::{MemorySpec, ScenarioFile, StartupSpec};
 use super::server::ServerArgs;
 use crate::error::{InputError, nearest};
 use crate::hardware::{NodePreset, node_presets};
-use crate::model::{KvDtype, ModelPreset, ParallelLayout, model_presets};
+use crate::model::{KvDtype, ModelPreset, ParallelLayout};
 use crate::release::Sglang;
 use crate::sizing::SglangVersion;
 
@@ -30,6 +30,9 @@ pub struct Scenario {
     pub node: NodePreset,
     pub model_name: String,
     pub model: ModelPreset,
+    /// Where the model came from, and its config when it was read from one (weights per
+    /// rank by part: `ResolvedModel::weights_per_rank`).
+    pub resolved_model: crate::model::ResolvedModel,
     pub kv_dtype: KvDtype,
     pub server: ServerArgs,
     pub layout: ParallelLayout,
@@ -78,13 +81,16 @@ fn check_runtime(rt: &crate::pipeline::RuntimeSection) -> Result<(), (String, St
     {
         return Err((
             "runtime.trace_format".into(),
-            format!("unknown trace format `{f}`: expected mooncake, bailian, kv-cache-tester or csv (leave the key out to detect it)"),
+            format!(
+                "unknown trace format `{f}`: expected mooncake, bailian, kv-cache-tester or csv (leave the key out to detect it)"
+            ),
         ));
     }
     if rt.max_requests == Some(0) {
         return Err((
             "runtime.max_requests".into(),
-            "0 replays nothing: give a positive count, or leave the key out for the whole trace".into(),
+            "0 replays nothing: give a positive count, or leave the key out for the whole trace"
+                .into(),
         ));
     }
     // Each `runtime.replay` key and its type (the values the start-up derives come later).
@@ -125,20 +131,74 @@ pub fn resolve_file(
     })?;
     let node: NodePreset = override_preset(node_base, &node_over, "node", source, lines)?;
 
-    let (model_name, model_over) = f.model.split();
-    let model_name =
-        model_name.ok_or_else(|| at("model", "expected `preset:` naming a model preset".into()))?;
-    let model_base = crate::model::model_preset(&model_name).map_err(|_| {
-        at(
-            "model",
-            unknown_preset(
-                "model",
-                &model_name,
-                model_presets().keys().map(String::as_str),
-            ),
-        )
-    })?;
-    let model: ModelPreset = override_preset(model_base, &model_over, "model", source, lines)?;
+    // The model (`crate::model::resolve`): `model:` (a preset, a catalogue model, or
+    // `{config: FILE}`) and the launch command's `--model-path`.
+    let (model_ref_name, mut model_over) = match &f.model {
+        Some(r) => r.split(),
+        None => (None, BTreeMap::new()),
+    };
+    let config_file = match model_over.remove("config") {
+        None => None,
+        Some(Value::String(p)) if !p.trim().is_empty() => {
+            Some(std::path::PathBuf::from(resolve_relative(&p, source)))
+        }
+        Some(_) => {
+            return Err(at(
+                "model.config",
+                "expected the path of a Hugging Face config.json".into(),
+            ));
+        }
+    };
+    let model_at = |m: String| {
+        if f.model.is_some() {
+            at("model", m)
+        } else {
+            let (src, line) = lines.locate(source, "server.launch");
+            let line = line.or(lines.line_of("server.model_path"));
+            InputError::new(src, m).line_opt(line).field("model")
+        }
+    };
+    let resolved = crate::model::resolve(&crate::model::ModelQuery {
+        name: model_ref_name.as_deref(),
+        config_file: config_file.as_deref(),
+        model_path: f.server.model_path.as_deref(),
+    })
+    // Not described (`check` makes this a row that names the path, not an abort).
+    .map_err(|m| model_at(m).unknown_model())?;
+    let model_name = resolved.name.clone();
+    let mut model: ModelPreset =
+        override_preset(&resolved.preset, &model_over, "model", source, lines)?;
+    // A preset's checkpoint in the format the --model-path names (`…-AWQ` is int4, not
+    // the preset's default), when the preset has a size for it.
+    let mut quant_note = None;
+    if let (crate::model::ModelSource::Preset(_), Some(path)) =
+        (&resolved.source, f.server.model_path.as_deref())
+        && !model_over.contains_key("default_quant")
+        && let Some(q) = crate::model::quant::suffix_of(path)
+    {
+        let key = q.format.key();
+        if model.checkpoint.contains_key(key) {
+            if model.default_quant != key {
+                quant_note = Some(format!(
+                    "model: --model-path {path} is a {key} checkpoint ({}): the preset's {key} size is used",
+                    q.source
+                ));
+                model.default_quant = key.to_string();
+            }
+        } else {
+            quant_note = Some(format!(
+                "warning: --model-path {path} is a {key} checkpoint ({}), but preset `{model_name}` has no {key} size (it has {}): using {}; set startup.weight_load.bytes_per_node or describe the model with `model: {{config: FILE}}`",
+                q.source,
+                model
+                    .checkpoint
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                model.default_quant
+            ));
+        }
+    }
 
     // The release's flags, choices and coercions (`release::check_server`).
     let mut server = f.server.clone();
@@ -151,8 +211,8 @@ pub fn resolve_file(
     let release_notes = crate::release::check_server(version, &mut server, fraction_given)
         .map_err(|(field, m)| at(field, m).sglang_refuses())?;
     let s = &server;
-    let kv_dtype = if s.kv_cache_dtype == "auto" {
-        model.default_kv_dtype
+    let requested = if s.kv_cache_dtype == "auto" {
+        KvDtype::Auto
     } else {
         KvDtype::from_id(&s.kv_cache_dtype).ok_or_else(|| {
             at(
@@ -167,6 +227,19 @@ pub fn resolve_file(
             )
         })?
     };
+    // What `auto` (and fp8 on a DSA model) means on this GPU (`model::resolve_kv_dtype`).
+    let glm_dsa = resolved
+        .hf
+        .as_ref()
+        .map(|h| h.glm_dsa)
+        .unwrap_or(model_name.starts_with("glm-5"));
+    let kv_dtype = crate::model::resolve_kv_dtype(
+        &model,
+        requested,
+        crate::model::sm_major(&node.gpu),
+        glm_dsa,
+    )
+    .map_err(|m| at("server.kv_cache_dtype", m))?;
     model
         .attention
         .check_dtype(kv_dtype)
@@ -382,6 +455,8 @@ pub fn resolve_file(
     // Already phrased by the launch parser (warnings for unmodelled memory flags,
     // explicit fields overriding launch flags, HiCache flags without HiCache).
     let mut notes: Vec<String> = not_modelled.to_vec();
+    notes.extend(resolved.note.clone());
+    notes.extend(quant_note);
     notes.extend(release_notes);
     // Issue 11: which MTP draft the host pools carry (`crate::pools::spec_draft`).
     if let (_, Some(n)) = crate::pools::spec_draft(s, &model) {
@@ -455,6 +530,7 @@ pub fn resolve_file(
         node,
         model_name,
         model,
+        resolved_model: resolved,
         kv_dtype,
         server: s.clone(),
         layout,

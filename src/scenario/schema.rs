@@ -77,6 +77,18 @@ pub struct CgroupLevelSpec {
     /// v2 `memory.low` (best-effort protection from reclaim).
     #[serde(skip_serializing_if = "is_default")]
     pub low: ByteSize,
+    /// v2 `memory.min` is missing (the memory controller is not enabled here) or cannot
+    /// be read: 0.5.22+ counts this level as protected when it scans the descendants of
+    /// a level above (`mem_cache/host_memory.py: _has_protected_descendants`); reclaim
+    /// takes it as 0.
+    #[serde(skip_serializing_if = "is_default")]
+    pub min_unreadable: bool,
+    /// A cgroup below this level that the scenario does not list (under the engine's
+    /// own cgroup) has a non-zero, missing or unreadable `memory.min`, or a directory
+    /// below cannot be listed: 0.5.22+ `_has_protected_descendants` is True here and at
+    /// every level above.
+    #[serde(skip_serializing_if = "is_default")]
+    pub protected_inside: bool,
     /// This level's own charges before start-up.
     #[serde(skip_serializing_if = "is_default")]
     pub preexisting: PreexistingSpec,
@@ -103,6 +115,17 @@ pub struct SiblingSpec {
     pub max: Option<ByteSize>,
     #[serde(skip_serializing_if = "is_default")]
     pub high: Option<ByteSize>,
+    /// v2 `memory.min` of the sibling is missing or cannot be read (see
+    /// [`CgroupLevelSpec::min_unreadable`]).
+    #[serde(skip_serializing_if = "is_default")]
+    pub min_unreadable: bool,
+    /// A cgroup inside the sibling (its whole subtree is described by this entry) has a
+    /// non-zero, missing or unreadable `memory.min`, or a directory inside cannot be
+    /// listed: 0.5.22+ `_has_protected_descendants` finds it from every level above.
+    /// Reclaim is bounded by the sibling's own `min` (a child's protection never exceeds
+    /// its parent's).
+    #[serde(skip_serializing_if = "is_default")]
+    pub protected_inside: bool,
     /// More charges by kind (added to `anon`/`page_cache`/`shmem`).
     #[serde(skip_serializing_if = "is_default")]
     pub preexisting: PreexistingSpec,
@@ -127,6 +150,13 @@ pub struct CgroupSpec {
     /// v2 `memory.low` of the job's cgroup.
     #[serde(skip_serializing_if = "is_default")]
     pub low: ByteSize,
+    /// v2 `memory.min` of the job's cgroup is missing or cannot be read (see
+    /// [`CgroupLevelSpec::min_unreadable`]).
+    #[serde(skip_serializing_if = "is_default")]
+    pub min_unreadable: bool,
+    /// See [`CgroupLevelSpec::protected_inside`].
+    #[serde(skip_serializing_if = "is_default")]
+    pub protected_inside: bool,
     /// More of the job's own charges by kind (added to the two fields above).
     #[serde(skip_serializing_if = "is_default")]
     pub preexisting: PreexistingSpec,
@@ -278,7 +308,11 @@ pub struct ScenarioFile {
     #[serde(default = "one")]
     pub runs: u64,
     pub node: PresetRef,
-    pub model: ModelRef,
+    /// `model: NAME` (a preset or a catalogue model), `{preset: NAME, FIELD: VALUE}`, or
+    /// `{config: FILE}` (a Hugging Face config.json); absent = the launch command's
+    /// `--model-path` (`crate::model::resolve`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelRef>,
     #[serde(default)]
     pub server: ServerArgs,
     #[serde(default)]

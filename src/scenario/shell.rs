@@ -5,7 +5,10 @@
 //! only `$ \` " \` and newline), backslash escapes outside quotes, `$NAME` / `${NAME}` /
 //! `${NAME:-default}` from assignments and `export` lines earlier in the text, operators
 //! `; & && || | |&`, newlines, parentheses, and redirections (`> log`, `2>&1`, `&> f`,
-//! `>> f`, `< f`) whose targets are dropped. CRLF line ends are read as LF.
+//! `>> f`, `< f`) whose targets are dropped. A carriage return is an ordinary character,
+//! as bash reads it: a shell file saved with CRLF line ends passes `\r` in the last word
+//! of each line, and `\` before CR-LF quotes the CR instead of continuing the line (a
+//! YAML scenario's line breaks are normalized by YAML before they get here).
 //!
 //! Then every simple command is searched for an SGLang launcher — `python[3] -m
 //! sglang.launch_server`, a path to `launch_server.py`, `sglang serve` — behind any
@@ -26,16 +29,12 @@ pub struct Src {
 }
 
 impl Src {
-    /// Text as written (a literal block, a quoted or plain scalar): newlines are newlines.
+    /// Text as written (a literal block, a quoted or plain scalar, a shell file): newlines
+    /// are newlines, and a carriage return is a character like any other (bash's rule).
     pub fn literal(text: &str) -> Src {
         let mut s = Src::default();
         let mut line = 1;
-        let v: Vec<char> = text.chars().collect();
-        for (i, &c) in v.iter().enumerate() {
-            // CRLF (and a lone CR at a line end) read as LF.
-            if c == '\r' && (v.get(i + 1) == Some(&'\n') || i + 1 == v.len()) {
-                continue;
-            }
+        for c in text.chars() {
             s.chars.push(c);
             s.lines.push(line);
             if c == '\n' {
@@ -108,6 +107,8 @@ enum Part {
         default: Option<String>,
         quoted: bool,
     },
+    /// `$(( expr ))`: bash arithmetic (`super::arith`), evaluated when the word expands.
+    Arith { expr: String, quoted: bool },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -151,6 +152,31 @@ impl Lexer<'_> {
     fn dollar(&mut self, quoted: bool) -> Result<Option<Part>, ShellError> {
         let line = self.line();
         match self.peek(0) {
+            Some('(') if self.peek(1) == Some('(') => {
+                // `$(( … ))`: up to the `))` that closes it (parentheses nest inside).
+                self.i += 2;
+                let start = self.i;
+                let mut depth = 0usize;
+                loop {
+                    match self.peek(0) {
+                        None => return err(line, "unclosed `$((`"),
+                        Some('(') => depth += 1,
+                        Some(')') if depth > 0 => depth -= 1,
+                        Some(')') if self.peek(1) == Some(')') => break,
+                        Some(')') => {
+                            return err(
+                                line,
+                                "`$((` closed by a single `)`: bash reads `$( (…) )`, a command substitution, which cannot be read",
+                            );
+                        }
+                        _ => {}
+                    }
+                    self.i += 1;
+                }
+                let expr: String = self.s.chars[start..self.i].iter().collect();
+                self.i += 2;
+                Ok(Some(Part::Arith { expr, quoted }))
+            }
             Some('(') => err(
                 line,
                 "command substitution `$(…)` cannot be read: paste the command with its values",
@@ -450,6 +476,49 @@ fn assignment(w: &RawWord) -> Option<(String, Vec<Part>)> {
     Some((name.to_string(), parts))
 }
 
+/// `$(( expr ))` as bash expands it: `$NAME` / `${NAME}` inside are replaced by their
+/// values first, then the expression is evaluated (`super::arith`); an error names `line`.
+fn arith_value(
+    expr: &str,
+    vars: &BTreeMap<String, String>,
+    line: usize,
+) -> Result<String, ShellError> {
+    let mut text = String::new();
+    let c: Vec<char> = expr.chars().collect();
+    let mut i = 0;
+    while i < c.len() {
+        if c[i] == '$' {
+            let braced = c.get(i + 1) == Some(&'{');
+            let start = i + 1 + usize::from(braced);
+            let mut j = start;
+            while j < c.len() && is_name(c[j]) {
+                j += 1;
+            }
+            if j > start && (!braced || c.get(j) == Some(&'}')) {
+                let name: String = c[start..j].iter().collect();
+                text.push_str(vars.get(&name).map(String::as_str).unwrap_or(""));
+                i = j + usize::from(braced);
+                continue;
+            }
+            return err(
+                line,
+                format!(
+                    "`$((…))` holding `{expr}`: only `$NAME` and `${{NAME}}` can be read inside"
+                ),
+            );
+        }
+        text.push(c[i]);
+        i += 1;
+    }
+    super::arith::eval(&text, vars)
+        .map(|v| v.to_string())
+        .map_err(|m| ShellError {
+            message: format!("`$(({expr}))`: {m}"),
+            line,
+            model_path: false,
+        })
+}
+
 /// The most text variable expansion may produce over a whole launch text (16 MiB): a
 /// launch command is a few kilobytes, and a variable that doubles itself (`A=$A$A` forty
 /// times) would otherwise grow until memory runs out.
@@ -497,6 +566,13 @@ fn expand(
                 budget.take(text.len(), line)?;
                 cur.push_str(text);
                 has |= *quoted || !text.is_empty();
+            }
+            Part::Arith { expr, quoted } => {
+                let v = arith_value(expr, vars, line)?;
+                budget.take(v.len(), line)?;
+                // An arithmetic result is one number: it never splits (no blanks).
+                cur.push_str(&v);
+                has = has || *quoted || !v.is_empty();
             }
             Part::Var {
                 name,
@@ -594,7 +670,16 @@ fn launcher_at(words: &[Word]) -> Option<(usize, String, bool)> {
     for (j, w) in words.iter().enumerate() {
         let t = w.text.as_str();
         let next = words.get(j + 1).map(|w| w.text.as_str());
-        if (t == "-m" && next == Some("sglang.launch_server")) || t == "-msglang.launch_server" {
+        // `-m` runs a module only after the interpreter (`python -m`, `torchrun … -m`): a
+        // command that starts with `-m` (a continuation line that did not continue, as
+        // under CRLF) is bash's "command not found", not SGLang.
+        let runner = words[..j]
+            .iter()
+            .any(|w| is_python(&w.text) || basename(&w.text) == "torchrun");
+        if runner
+            && ((t == "-m" && next == Some("sglang.launch_server"))
+                || t == "-msglang.launch_server")
+        {
             let skip = if t == "-m" { 2 } else { 1 };
             let who = if j > 0 {
                 basename(&words[0].text).to_string()
@@ -689,6 +774,16 @@ pub fn find_launch(src: &Src) -> Result<Launch, ShellError> {
                     warnings: Vec::new(),
                 });
             }
+            // NVIDIA Dynamo's SGLang worker (`ai-dynamo`: `dynamo/sglang/args.py:
+            // parse_args`) parses its own flags first and hands the rest to SGLang's parser;
+            // its flags are not modelled: say so rather than "no command".
+            let text: String = src.chars.iter().collect();
+            if let Some(at) = text.find("dynamo.sglang") {
+                return err(
+                    src.line_at(text[..at].chars().count()),
+                    "`python -m dynamo.sglang` (NVIDIA Dynamo's SGLang worker) reads Dynamo's own flags before SGLang's, which the simulator does not model: check the SGLang flags as `python -m sglang.launch_server …`",
+                );
+            }
             err(
                 1,
                 "no SGLang launch command found: expected `python3 -m sglang.launch_server …`, `sglang serve …`, a path to `launch_server.py`, or only the `--flags`",
@@ -771,11 +866,9 @@ fn scan(
                 // The model path itself (`--model-path $MODEL_PATH`, `--model-path=$M`).
                 let is_model = |w: &str| matches!(w, "--model-path" | "--model");
                 let model = (*i > 0 && words.get(i - 1).is_some_and(|w| is_model(&w.text)))
-                    || words.get(*i).is_some_and(|w| {
-                        w.text
-                            .split_once('=')
-                            .is_some_and(|(f, _)| is_model(f))
-                    });
+                    || words
+                        .get(*i)
+                        .is_some_and(|w| w.text.split_once('=').is_some_and(|(f, _)| is_model(f)));
                 if model {
                     return Err(ShellError {
                         message: format!(
@@ -844,9 +937,23 @@ mod tests {
             ),
             ["--a", "x y", "--b", "{\"a\": 1}", "--c", "z"]
         );
+        // CRLF: bash keeps the CR in the line's last word (what SGLang then receives).
         assert_eq!(
             argv("python -m sglang.launch_server --x a\\ b\r\n"),
-            ["--x", "a b"]
+            ["--x", "a b\r"]
+        );
+        // ... and `\` before CR-LF quotes the CR: the next line is a command of its own.
+        let l = find_launch(&Src::literal(
+            "python -m sglang.launch_server --tp 4 \\\r\n  --page-size 64\r\n",
+        ))
+        .unwrap();
+        assert_eq!(l.argv, ["--tp", "4", "\r"]);
+        // $(( … )): bash arithmetic on the text's variables
+        assert_eq!(
+            argv(
+                "G=8\npython -m sglang.launch_server --tp $((G / 2)) --dp \"$(( (1 + 1) * $G ))\"\n"
+            ),
+            ["--tp", "4", "--dp", "16"]
         );
     }
 
@@ -927,6 +1034,12 @@ mod tests {
         );
         let e = find_launch(&Src::literal("echo hi")).unwrap_err();
         assert!(e.message.starts_with("no SGLang launch command found"));
+        let e = find_launch(&Src::literal(
+            "export X=1\npython3 -m dynamo.sglang --model-path m --tp 4 --endpoint dyn://a.b.c\n",
+        ))
+        .unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.message.contains("Dynamo's own flags"), "{}", e.message);
     }
 
     #[test]

@@ -437,7 +437,7 @@ pub struct NodeMemory {
 }
 
 /// Every node's memory (`memory:` with its `nodes:` overrides merged in).
-fn build_nodes(s: &Scenario, nnodes: u32) -> Result<Vec<NodeMemory>, (String, String)> {
+pub fn build_nodes(s: &Scenario, nnodes: u32) -> Result<Vec<NodeMemory>, (String, String)> {
     if s.memory.nodes.len() > nnodes as usize {
         return Err((
             "memory.nodes".into(),
@@ -557,6 +557,8 @@ fn build_tree(mem: &mut HostMemory, cg: &CgroupSpec) -> Result<CgroupId, (String
             },
         )
         .map_err(|e| bad("memory.cgroup".into(), e.to_string()))?;
+    mem.set_min_unreadable(job, cg.min_unreadable);
+    mem.set_protected_inside(job, cg.protected_inside);
     let mut own = cg.preexisting.clone();
     own.anon.0 += cg.preexisting_anon.0;
     own.inactive_file.0 += cg.preexisting_page_cache.0;
@@ -601,6 +603,8 @@ fn add_level(
             },
         )
         .map_err(|e| (field.to_string(), e.to_string()))?;
+    mem.set_min_unreadable(id, l.min_unreadable);
+    mem.set_protected_inside(id, l.protected_inside);
     precharge(mem, id, &l.preexisting).map_err(|e| {
         (
             format!("{field}.preexisting"),
@@ -629,6 +633,8 @@ fn add_siblings(
                 },
             )
             .map_err(|e| (field.to_string(), e.to_string()))?;
+        mem.set_min_unreadable(id, sib.min_unreadable);
+        mem.set_protected_inside(id, sib.protected_inside);
         let mut own = sib.preexisting.clone();
         own.anon.0 += sib.anon.0;
         own.shmem.0 += sib.shmem.0;

@@ -247,13 +247,9 @@ pub fn run(
         crate::output::ClaimError::Lock(l) => SweepError::Locked(l.to_string()),
         crate::output::ClaimError::Io { path, source } => SweepError::io(&path, source),
     };
-    let mut outdir = crate::output::OutputDir::claim(
-        &opts.out_dir,
-        &opts.holder,
-        &format!("sweep {fp}"),
-        &stem,
-    )
-    .map_err(claim_err)?;
+    let mut outdir =
+        crate::output::OutputDir::claim(&opts.out_dir, &opts.holder, &format!("sweep {fp}"), &stem)
+            .map_err(claim_err)?;
     let jheader = Header {
         hicache_sim_journal: journal::FORMAT,
         fingerprint: fp.clone(),

@@ -50,7 +50,11 @@ pub fn content_hash(path: &std::path::Path) -> std::io::Result<u64> {
             std::io::ErrorKind::InvalidInput,
             format!(
                 "not a regular file ({}): a sweep reads its trace more than once and fingerprints its content, so it must be a file",
-                if meta.is_dir() { "a folder" } else { "a device, pipe or socket" }
+                if meta.is_dir() {
+                    "a folder"
+                } else {
+                    "a device, pipe or socket"
+                }
             ),
         ));
     }

@@ -100,7 +100,9 @@ fn bare_launch_command_files() {
         .assert()
         .code(1)
         .stdout(predicates::str::contains("invalid_args"))
-        .stdout(predicates::str::contains("line 7: SGLang 0.5.23 refuses this command"))
+        .stdout(predicates::str::contains(
+            "line 7: SGLang 0.5.23 refuses this command",
+        ))
         .stderr(predicates::str::contains("bad.sh:7:"))
         .stderr(predicates::str::contains("invalid int value: 'abc'"));
 }

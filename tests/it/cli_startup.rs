@@ -192,7 +192,9 @@ fn unknown_preset_lists_the_known_ones() {
     );
     let e = bad(&OK.replace("model: glm-5.2", "model: glm-9"));
     assert!(
-        e.contains("unknown model preset `glm-9`") && e.contains("deepseek-v3"),
+        e.contains("unknown model `glm-9`")
+            && e.contains("deepseek-v3")
+            && e.contains("model: {config:"),
         "{e}"
     );
     let e = bad(&OK.replace("node: gb300", "node: {preset: gb300, host_ram: 1TB}"));

@@ -246,3 +246,200 @@ proptest! {
         }
     }
 }
+
+// ---- Issue #21: trace convert, binary traces, plan, check headers, launch files ----
+
+/// Fewer cases for the properties that run heavier commands (`plan`), same fixed seed.
+fn config_n(n: u32) -> ProptestConfig {
+    let mut c = config();
+    if std::env::var("PROPTEST_CASES").is_err() {
+        c.cases = n;
+    }
+    c
+}
+
+/// The trace converted once per process (the tests mutate copies of its bytes).
+fn converted() -> &'static [u8] {
+    static BIN: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let d = workdir();
+        let o = run_limited(&["trace", "convert", "t.jsonl", "-o", "t.bin"], d.path());
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        std::fs::read(d.path().join("t.bin")).unwrap()
+    })
+}
+
+/// A recipe file for `check`, with `# hicache-sim:` header lines in front.
+const RECIPE: &str = "python -m sglang.launch_server --model-path zai-org/GLM-5.2-NVFP4 --tp 4 \\\n  --page-size 64 --enable-hierarchical-cache --hicache-size 100\n";
+
+/// Words a hostile header or launch line is made of.
+const WORDS: &[&str] = &[
+    "node=gb300",
+    "node=",
+    "=gb300",
+    "node",
+    "memory.cgroup.max=900GB",
+    "memory.cgroup.max 900GB",
+    "name=\"a b\"",
+    "name=\"a b",
+    "name='x'",
+    "name=a\\ b",
+    "#",
+    "runs=3",
+    "runs=-1",
+    "sglang=0.5.24",
+    "sglang=0.5.20",
+    "model=your-model",
+    "server.hicache_size=1e9",
+    "server.hicache_host_memory_fraction=null",
+    "\u{0}",
+    "\r",
+    "$HOME",
+    "x=$((1/0))",
+];
+
+/// Pieces a hostile launch text is made of: variables that grow, arithmetic, CRs,
+/// continuations, substitutions.
+const LAUNCH_PIECES: &[&str] = &[
+    "A=xx\n",
+    "A=$A$A\n",
+    "A=\"$A$A$A$A\"\n",
+    "B=$((2**62))\n",
+    "B=$(( B * B ))\n",
+    "TP=$((8/2))\n",
+    "TP=$((1/0))\n",
+    "TP=$((\n",
+    "export X=$A\n",
+    "\r\n",
+    "\\\r\n",
+    "$(echo hi)\n",
+    "`id`\n",
+    "bash -c \"$A\"\n",
+    "python -m sglang.launch_server --model-path zai-org/GLM-5.2-NVFP4 --tp $TP --served-model-name $A\n",
+    "python -m sglang.launch_server --model-path $MODEL --tp 4\n",
+    "--page-size 64 --max-total-tokens 1.5M \\\n",
+    "sglang serve zai-org/GLM-5.2-NVFP4 --tp $((TP))\n",
+];
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// `trace convert` on a mutated trace: a located exit 2 or a binary that replays.
+    #[test]
+    fn trace_convert_of_mutated_traces(line in 0usize..3, cut in 0usize..200, v in 0usize..HOSTILE.len()) {
+        let d = workdir();
+        let mut lines: Vec<String> = TRACE.lines().map(str::to_string).collect();
+        let l = &lines[line];
+        let at = cut.min(l.len());
+        lines[line] = format!("{}{}{}", &l[..at], HOSTILE[v], &l[at..]);
+        let text = lines.join("\n") + "\n";
+        std::fs::write(d.path().join("t.jsonl"), &text).unwrap();
+        let o = run_limited(&["trace", "convert", "t.jsonl", "-o", "t.bin"], d.path());
+        check(&o, &|e| has_file_line(e, "t.jsonl"), &format!("convert\n{text}"))?;
+        if o.status.code() == Some(0) {
+            let o = run_limited(&["replay", "--trace", "t.bin", "--l1-pages", "4", "--l2-pages", "4"], d.path());
+            check(&o, &|e| e.contains("t.bin"), "replay of the converted trace")?;
+            prop_assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+        } else {
+            prop_assert!(!d.path().join("t.bin").exists(), "a refused convert left t.bin");
+        }
+    }
+
+    /// A binary trace with one bit flipped anywhere is refused, exit 2 naming the file,
+    /// by the streaming reader (`replay`) and `trace stats`.
+    #[test]
+    fn binary_trace_bit_flips_are_refused(pos in any::<proptest::sample::Index>(), bit in 0u8..8) {
+        let d = workdir();
+        let mut b = converted().to_vec();
+        let i = pos.index(b.len());
+        b[i] ^= 1 << bit;
+        std::fs::write(d.path().join("t.bin"), &b).unwrap();
+        for args in [
+            vec!["replay", "--trace", "t.bin", "--l1-pages", "4", "--l2-pages", "4"],
+            vec!["trace", "stats", "t.bin"],
+        ] {
+            let o = run_limited(&args, d.path());
+            check(&o, &|e| e.contains("t.bin"), &format!("{args:?} with byte {i} bit {bit} flipped"))?;
+            prop_assert_eq!(o.status.code(), Some(2), "byte {} bit {} flipped was read: {:?}", i, bit, args);
+        }
+    }
+
+    /// A binary trace cut short, or whose header declares other counts (huge ones in a
+    /// file padded to match them): exit 2 naming the file, within the memory limit.
+    #[test]
+    fn binary_trace_cuts_and_declared_lengths(cut in any::<proptest::sample::Index>(), n in any::<u64>(), m in any::<u64>(), pad in any::<bool>()) {
+        let d = workdir();
+        let good = converted();
+        let mut b = good[..cut.index(good.len())].to_vec();
+        if b.len() >= 40 && cut.index(4) > 0 {
+            // other counts: small, huge, or the file padded (sparse) to what they declare
+            let n = n % 10_000_000;
+            let m = m % 100_000_000;
+            b[24..32].copy_from_slice(&n.to_le_bytes());
+            b[32..40].copy_from_slice(&m.to_le_bytes());
+            std::fs::write(d.path().join("t.bin"), &b).unwrap();
+            if pad {
+                let len = 56 + 16 * n + 2 * (4 * n).div_ceil(8) * 8 + 8 * (n + 1) + 8 * m;
+                let f = std::fs::OpenOptions::new().write(true).open(d.path().join("t.bin")).unwrap();
+                f.set_len(len).unwrap();
+            }
+        } else {
+            std::fs::write(d.path().join("t.bin"), &b).unwrap();
+        }
+        let o = run_limited(&["replay", "--trace", "t.bin", "--l1-pages", "4"], d.path());
+        check(&o, &|e| e.contains("t.bin"), "a cut or re-counted binary trace")?;
+        prop_assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+
+    /// `# hicache-sim:` header lines of hostile words: exit 0–3, an exit 2 names the file
+    /// and line (or the flag); never a panic.
+    #[test]
+    fn check_headers(words in proptest::collection::vec(0usize..WORDS.len(), 1..8), lines in 1usize..4) {
+        let d = workdir();
+        let mut head = String::new();
+        for (k, w) in words.iter().enumerate() {
+            if k % lines == 0 {
+                head.push_str("\n# hicache-sim:");
+            }
+            head.push(' ');
+            head.push_str(WORDS[*w]);
+        }
+        let text = format!("#!/bin/bash{head}\n{RECIPE}");
+        std::fs::write(d.path().join("r.sh"), &text).unwrap();
+        let o = run_limited(&["check", "r.sh", "--runs", "4", "--sglang", "0.5.21"], d.path());
+        check(&o, &|e| has_file_line(e, "r.sh") || e.contains("r.sh:") || e.contains("--set"), &format!("check on\n{text}"))?;
+    }
+
+    /// Launch texts of growing variables, arithmetic, CRs, substitutions: exit 0–3 within
+    /// the memory limit (expansion is bounded), an exit 2 names the file and line.
+    #[test]
+    fn launch_file_expansion(pieces in proptest::collection::vec(0usize..LAUNCH_PIECES.len(), 1..40)) {
+        let d = workdir();
+        let mut text = String::from("# hicache-sim: node=gb300\n");
+        for p in &pieces {
+            text.push_str(LAUNCH_PIECES[*p]);
+        }
+        std::fs::write(d.path().join("r.sh"), &text).unwrap();
+        let o = run_limited(&["check", "r.sh", "--runs", "4"], d.path());
+        check(&o, &|e| has_file_line(e, "r.sh"), &format!("check on\n{text:?}"))?;
+    }
+}
+
+proptest! {
+    #![proptest_config(config_n(12))]
+
+    /// `plan` on mutated scenarios (start-up only, few runs): exit 0–3, located exit 2.
+    #[test]
+    fn plan_on_mutated_scenarios(line in 0usize..60, kind in 0u8..4, v in 0usize..HOSTILE.len()) {
+        let d = workdir();
+        let text = mutate(SCENARIO, line, kind, HOSTILE[v]);
+        std::fs::write(d.path().join("s.yaml"), &text).unwrap();
+        let o = run_limited(&["plan", "s.yaml", "--runs", "4", "--no-replay", "--format", "json"], d.path());
+        check(&o, &|e| has_file_line(e, "s.yaml") || e.contains("--"), &format!("plan on\n{text}"))?;
+    }
+}

@@ -77,29 +77,68 @@ fn trace_convert_writes_through_links_and_in_place_on_devices() {
     let target = d.path().join("target.bin");
     std::fs::write(&target, "old").unwrap();
     std::os::unix::fs::symlink(&target, d.path().join("link.bin")).unwrap();
-    ok(&run(&["trace", "convert", "trace.jsonl", "-o", "link.bin"], d.path()));
+    ok(&run(
+        &["trace", "convert", "trace.jsonl", "-o", "link.bin"],
+        d.path(),
+    ));
     let meta = std::fs::symlink_metadata(d.path().join("link.bin")).unwrap();
     assert!(meta.file_type().is_symlink(), "the link was replaced");
     assert!(std::fs::read(&target).unwrap().starts_with(b"HCSIMTRC"));
     // a dangling link: its target is created, the link stays
     std::os::unix::fs::symlink(d.path().join("new.bin"), d.path().join("dangling.bin")).unwrap();
-    ok(&run(&["trace", "convert", "trace.jsonl", "-o", "dangling.bin"], d.path()));
-    assert!(std::fs::symlink_metadata(d.path().join("dangling.bin")).unwrap().file_type().is_symlink());
-    assert!(std::fs::read(d.path().join("new.bin")).unwrap().starts_with(b"HCSIMTRC"));
+    ok(&run(
+        &["trace", "convert", "trace.jsonl", "-o", "dangling.bin"],
+        d.path(),
+    ));
+    assert!(
+        std::fs::symlink_metadata(d.path().join("dangling.bin"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(
+        std::fs::read(d.path().join("new.bin"))
+            .unwrap()
+            .starts_with(b"HCSIMTRC")
+    );
     // a link to /dev/null: written in place, the device stays a device
     std::os::unix::fs::symlink("/dev/null", d.path().join("null.bin")).unwrap();
-    ok(&run(&["trace", "convert", "trace.jsonl", "-o", "null.bin"], d.path()));
-    assert!(std::fs::symlink_metadata(d.path().join("null.bin")).unwrap().file_type().is_symlink());
-    assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+    ok(&run(
+        &["trace", "convert", "trace.jsonl", "-o", "null.bin"],
+        d.path(),
+    ));
+    assert!(
+        std::fs::symlink_metadata(d.path().join("null.bin"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(
+        std::fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device()
+    );
     // /dev/full: the write error, exit 3, naming the path; the node stays
-    let o = run(&["trace", "convert", "trace.jsonl", "-o", "/dev/full"], d.path());
+    let o = run(
+        &["trace", "convert", "trace.jsonl", "-o", "/dev/full"],
+        d.path(),
+    );
     assert_eq!(code(&o), 3, "{}", stderr(&o));
     assert!(stderr(&o).contains("/dev/full"), "{}", stderr(&o));
-    assert!(std::fs::metadata("/dev/full").unwrap().file_type().is_char_device());
+    assert!(
+        std::fs::metadata("/dev/full")
+            .unwrap()
+            .file_type()
+            .is_char_device()
+    );
     // the input through a link is refused
     std::os::unix::fs::symlink("trace.jsonl", d.path().join("alias.jsonl")).unwrap();
     exit2(
-        &run(&["trace", "convert", "trace.jsonl", "-o", "alias.jsonl"], d.path()),
+        &run(
+            &["trace", "convert", "trace.jsonl", "-o", "alias.jsonl"],
+            d.path(),
+        ),
         &["input trace"],
     );
 }
@@ -157,7 +196,15 @@ fn plan_out_never_overwrites_its_scenario_or_trace() {
     .unwrap();
     let before = std::fs::read(d.path().join("o/plan.json")).unwrap();
     let o = run(
-        &["plan", "o/plan.json", "--runs", "20", "--no-replay", "--out", "o"],
+        &[
+            "plan",
+            "o/plan.json",
+            "--runs",
+            "20",
+            "--no-replay",
+            "--out",
+            "o",
+        ],
         d.path(),
     );
     exit2(&o, &["plan.json", "scenario"]);
@@ -173,22 +220,49 @@ fn plan_out_never_overwrites_its_scenario_or_trace() {
     )
     .unwrap();
     let o = run(
-        &["plan", "s.yaml", "--sglang", "0.5.21", "--runs", "20", "--ladder-max", "20", "--out", "o"],
-        d.path(),
-    );
-    exit2(&o, &["report.html", "trace"]);
-    assert_eq!(std::fs::read(d.path().join("o/report.html")).unwrap(), trace);
-    // ... and as --trace
-    std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
-    let o = run(
         &[
-            "plan", "s.yaml", "--sglang", "0.5.21", "--runs", "20", "--ladder-max", "20",
-            "--trace", "o/report.html", "--out", "o",
+            "plan",
+            "s.yaml",
+            "--sglang",
+            "0.5.21",
+            "--runs",
+            "20",
+            "--ladder-max",
+            "20",
+            "--out",
+            "o",
         ],
         d.path(),
     );
     exit2(&o, &["report.html", "trace"]);
-    assert_eq!(std::fs::read(d.path().join("o/report.html")).unwrap(), trace);
+    assert_eq!(
+        std::fs::read(d.path().join("o/report.html")).unwrap(),
+        trace
+    );
+    // ... and as --trace
+    std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
+    let o = run(
+        &[
+            "plan",
+            "s.yaml",
+            "--sglang",
+            "0.5.21",
+            "--runs",
+            "20",
+            "--ladder-max",
+            "20",
+            "--trace",
+            "o/report.html",
+            "--out",
+            "o",
+        ],
+        d.path(),
+    );
+    exit2(&o, &["report.html", "trace"]);
+    assert_eq!(
+        std::fs::read(d.path().join("o/report.html")).unwrap(),
+        trace
+    );
 }
 
 /// Shard CSVs of two scenarios that differ in their release, gathered without their
@@ -208,8 +282,16 @@ fn merge_without_journals_refuses_shards_of_other_scenarios() {
         SCENARIO.replace("max: 900GB", "max: 880GB"),
     )
     .unwrap();
-    for (s, out, k) in [("s.yaml", "a", "1/2"), ("b.yaml", "b", "2/2"), ("c.yaml", "c", "2/2"), ("s.yaml", "s2", "2/2")] {
-        ok(&run(&["sweep", s, "--out", out, "--quiet", "--shard", k], d.path()));
+    for (s, out, k) in [
+        ("s.yaml", "a", "1/2"),
+        ("b.yaml", "b", "2/2"),
+        ("c.yaml", "c", "2/2"),
+        ("s.yaml", "s2", "2/2"),
+    ] {
+        ok(&run(
+            &["sweep", s, "--out", out, "--quiet", "--shard", k],
+            d.path(),
+        ));
     }
     // gathered from the cluster: CSVs only
     std::fs::create_dir(d.path().join("g")).unwrap();
@@ -217,28 +299,60 @@ fn merge_without_journals_refuses_shards_of_other_scenarios() {
         ("a/results.shard-1-of-2.csv", "g/results.shard-1-of-2.csv"),
         ("b/results.shard-2-of-2.csv", "g/b.results.shard-2-of-2.csv"),
         ("c/results.shard-2-of-2.csv", "g/c.results.shard-2-of-2.csv"),
-        ("s2/results.shard-2-of-2.csv", "g/s.results.shard-2-of-2.csv"),
+        (
+            "s2/results.shard-2-of-2.csv",
+            "g/s.results.shard-2-of-2.csv",
+        ),
     ] {
         std::fs::copy(d.path().join(from), d.path().join(to)).unwrap();
     }
     let o = run(
-        &["merge", "g/results.shard-1-of-2.csv", "g/b.results.shard-2-of-2.csv", "-o", "m.csv"],
+        &[
+            "merge",
+            "g/results.shard-1-of-2.csv",
+            "g/b.results.shard-2-of-2.csv",
+            "-o",
+            "m.csv",
+        ],
         d.path(),
     );
-    exit2(&o, &["different scenarios", "`sglang`", "page-cache-credit", "0.5.23"]);
+    exit2(
+        &o,
+        &[
+            "different scenarios",
+            "`sglang`",
+            "page-cache-credit",
+            "0.5.23",
+        ],
+    );
     assert!(!d.path().join("m.csv").exists());
     let o = run(
-        &["merge", "g/results.shard-1-of-2.csv", "g/c.results.shard-2-of-2.csv", "-o", "m.csv"],
+        &[
+            "merge",
+            "g/results.shard-1-of-2.csv",
+            "g/c.results.shard-2-of-2.csv",
+            "-o",
+            "m.csv",
+        ],
         d.path(),
     );
     exit2(&o, &["different sweeps", "sweep_fingerprint", "journals"]);
     assert!(!d.path().join("m.csv").exists());
     // the true pair merges into exactly the unsharded file
     ok(&run(
-        &["merge", "g/results.shard-1-of-2.csv", "g/s.results.shard-2-of-2.csv", "-o", "m.csv"],
+        &[
+            "merge",
+            "g/results.shard-1-of-2.csv",
+            "g/s.results.shard-2-of-2.csv",
+            "-o",
+            "m.csv",
+        ],
         d.path(),
     ));
-    ok(&run(&["sweep", "s.yaml", "--out", "whole", "--quiet"], d.path()));
+    ok(&run(
+        &["sweep", "s.yaml", "--out", "whole", "--quiet"],
+        d.path(),
+    ));
     assert_eq!(
         std::fs::read(d.path().join("m.csv")).unwrap(),
         std::fs::read(d.path().join("whole/results.csv")).unwrap()
@@ -252,18 +366,38 @@ fn merge_without_journals_refuses_shards_of_other_scenarios() {
 #[test]
 fn damaged_binary_traces_are_refused() {
     let d = workdir();
-    ok(&run(&["trace", "convert", "trace.jsonl", "-o", "t.bin"], d.path()));
+    ok(&run(
+        &["trace", "convert", "trace.jsonl", "-o", "t.bin"],
+        d.path(),
+    ));
     let good = std::fs::read(d.path().join("t.bin")).unwrap();
     let replay = |dir: &Path| {
         run(
-            &["replay", "--trace", "t.bin", "--page-size", "512", "--l1-pages", "100", "--l2-pages", "100"],
+            &[
+                "replay",
+                "--trace",
+                "t.bin",
+                "--page-size",
+                "512",
+                "--l1-pages",
+                "100",
+                "--l2-pages",
+                "100",
+            ],
             dir,
         )
     };
     ok(&replay(d.path()));
     // bits spread over the file: the header's counts and block size, every column
     let n = good.len();
-    let mut bits: Vec<usize> = vec![8 * 16, 8 * 24 + 3, 8 * 60 + 1, 8 * (n / 3) + 5, 8 * (n / 2), 8 * n - 1];
+    let mut bits: Vec<usize> = vec![
+        8 * 16,
+        8 * 24 + 3,
+        8 * 60 + 1,
+        8 * (n / 3) + 5,
+        8 * (n / 2),
+        8 * n - 1,
+    ];
     bits.extend((0..8).map(|i| 8 * (n - 8 * 300 + 17 * i) + i));
     for bit in bits {
         let mut b = good.clone();
@@ -297,10 +431,18 @@ fn damaged_binary_traces_are_refused() {
         b
     })
     .unwrap();
-    std::fs::write(d.path().join("s.yaml"), SCENARIO.replace("trace: trace.jsonl", "trace: t.bin")).unwrap();
+    std::fs::write(
+        d.path().join("s.yaml"),
+        SCENARIO.replace("trace: trace.jsonl", "trace: t.bin"),
+    )
+    .unwrap();
     let o = run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path());
     assert_ne!(code(&o), 0, "{}", stderr(&o));
-    assert!(stderr(&o).contains("t.bin") && stderr(&o).contains("checksum"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("t.bin") && stderr(&o).contains("checksum"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// `HICACHE_SIM_MAX_LINE_BYTES` is a byte count from 1 to 1 TiB: anything else is exit 2
@@ -309,7 +451,14 @@ fn damaged_binary_traces_are_refused() {
 #[test]
 fn max_line_bytes_is_validated() {
     let d = workdir();
-    for v in ["18446744073709551615", "abc", "-1", "", "0", "1099511627777"] {
+    for v in [
+        "18446744073709551615",
+        "abc",
+        "-1",
+        "",
+        "0",
+        "1099511627777",
+    ] {
         for args in [
             vec!["trace", "stats", "trace.jsonl"],
             vec!["trace", "convert", "trace.jsonl", "-o", "t.bin"],
@@ -321,7 +470,11 @@ fn max_line_bytes_is_validated() {
         }
     }
     // a real cap still works: 300 requests at the default and at 1 MiB
-    let o = run_env(&["trace", "stats", "trace.jsonl"], d.path(), &[("HICACHE_SIM_MAX_LINE_BYTES", "1048576")]);
+    let o = run_env(
+        &["trace", "stats", "trace.jsonl"],
+        d.path(),
+        &[("HICACHE_SIM_MAX_LINE_BYTES", "1048576")],
+    );
     ok(&o);
     assert!(stdout(&o).contains("300"), "{}", stdout(&o));
 }
@@ -335,16 +488,47 @@ fn unknown_releases_are_refused_with_the_list() {
     std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
     for v in ["0.5.24", "bogus", "", "0.5.21,0.5.24"] {
         for fmt in ["text", "junit"] {
-            let o = run(&["check", "s.yaml", "--sglang", v, "--runs", "5", "--format", fmt], d.path());
-            exit2(&o, &["--sglang", "unknown SGLang version", "0.5.14", "0.5.23", "latest"]);
+            let o = run(
+                &[
+                    "check", "s.yaml", "--sglang", v, "--runs", "5", "--format", fmt,
+                ],
+                d.path(),
+            );
+            exit2(
+                &o,
+                &[
+                    "--sglang",
+                    "unknown SGLang version",
+                    "0.5.14",
+                    "0.5.23",
+                    "latest",
+                ],
+            );
             assert!(stdout(&o).is_empty(), "{}", stdout(&o));
         }
     }
-    let o = run(&["check", "s.yaml", "--sglang", "0.5.24", "--runs", "5"], d.path());
+    let o = run(
+        &["check", "s.yaml", "--sglang", "0.5.24", "--runs", "5"],
+        d.path(),
+    );
     exit2(&o, &["did you mean `0.5.23`"]);
-    let o = run(&["check", "s.yaml", "--sglang", "O.5.21", "--runs", "5"], d.path());
+    let o = run(
+        &["check", "s.yaml", "--sglang", "O.5.21", "--runs", "5"],
+        d.path(),
+    );
     exit2(&o, &["did you mean `0.5.21`"]);
-    let o = run(&["plan", "s.yaml", "--sglang", "bogus", "--runs", "5", "--no-replay"], d.path());
+    let o = run(
+        &[
+            "plan",
+            "s.yaml",
+            "--sglang",
+            "bogus",
+            "--runs",
+            "5",
+            "--no-replay",
+        ],
+        d.path(),
+    );
     exit2(&o, &["--sglang bogus", "unknown SGLang version", "0.5.23"]);
     assert!(!stdout(&o).contains("Recommendation"), "{}", stdout(&o));
 }
@@ -357,9 +541,21 @@ fn directive_comments_are_strict() {
     let d = workdir();
     let cmd = "python -m sglang.launch_server --model-path zai-org/GLM-5.2-NVFP4 --tp 4 --page-size 64 --enable-hierarchical-cache --hicache-size 135\n";
     let cases = [
-        ("# hicache-sim: node=gb300 memory.cgroup.max 900GB\n", 1, "`memory.cgroup.max` is not KEY=VALUE"),
-        ("#!/bin/bash\n# hicache-sim: node=gb300 name=a b c\n", 2, "`b` is not KEY=VALUE"),
-        ("# hicache-sim: node=gb300\n# hicache-sim: memory.cgroup.max=900GB\n# hicache-sim: node=hgx-b200\n", 3, "`node` is set twice"),
+        (
+            "# hicache-sim: node=gb300 memory.cgroup.max 900GB\n",
+            1,
+            "`memory.cgroup.max` is not KEY=VALUE",
+        ),
+        (
+            "#!/bin/bash\n# hicache-sim: node=gb300 name=a b c\n",
+            2,
+            "`b` is not KEY=VALUE",
+        ),
+        (
+            "# hicache-sim: node=gb300\n# hicache-sim: memory.cgroup.max=900GB\n# hicache-sim: node=hgx-b200\n",
+            3,
+            "`node` is set twice",
+        ),
         ("# hicache-sim: node=gb300 name=\"a b\n", 1, "not closed"),
     ];
     for (head, line, words) in cases {
@@ -369,12 +565,23 @@ fn directive_comments_are_strict() {
     }
     std::fs::write(
         d.path().join("r.sh"),
-        format!("# hicache-sim: node=gb300 name=\"a b c\" memory.cgroup.max=900GB # the tray\n{cmd}"),
+        format!(
+            "# hicache-sim: node=gb300 name=\"a b c\" memory.cgroup.max=900GB # the tray\n{cmd}"
+        ),
     )
     .unwrap();
-    let o = run(&["check", "r.sh", "--runs", "5", "--sglang", "0.5.21", "--format", "json"], d.path());
+    let o = run(
+        &[
+            "check", "r.sh", "--runs", "5", "--sglang", "0.5.21", "--format", "json",
+        ],
+        d.path(),
+    );
     assert_eq!(code(&o), 1, "{}", stderr(&o));
-    assert!(stdout(&o).contains("Not enough host memory"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("Not enough host memory"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 /// `startup --sglang all --fail-on-refusal`: a scenario invalid under its own release
@@ -384,29 +591,61 @@ fn directive_comments_are_strict() {
 #[test]
 fn startup_all_fails_the_gate_on_rows_it_could_not_check() {
     let d = workdir();
-    let below: String = (0..9).map(|i| format!("      - {{name: l{i}}}\n")).collect();
+    let below: String = (0..9)
+        .map(|i| format!("      - {{name: l{i}}}\n"))
+        .collect();
     std::fs::write(
         d.path().join("deep.yaml"),
-        SCENARIO.replace("    max: 900GB\n", &format!("    max: 900GB\n    below:\n{below}")),
+        SCENARIO.replace(
+            "    max: 900GB\n",
+            &format!("    max: 900GB\n    below:\n{below}"),
+        ),
     )
     .unwrap();
-    let o = run(&["startup", "deep.yaml", "--sglang", "all", "--fail-on-refusal", "--runs", "5"], d.path());
+    let o = run(
+        &[
+            "startup",
+            "deep.yaml",
+            "--sglang",
+            "all",
+            "--fail-on-refusal",
+            "--runs",
+            "5",
+        ],
+        d.path(),
+    );
     exit2(&o, &["deep.yaml", "deeper than 8"]);
     let o = run(&["startup", "deep.yaml", "--runs", "5"], d.path());
     exit2(&o, &["deep.yaml", "deeper than 8"]);
     // --hicache-host-memory-fraction exists from 0.5.21: older releases reject it
     std::fs::write(
         d.path().join("f.yaml"),
-        SCENARIO.replace("sglang: page-cache-credit", "sglang: 0.5.23").replace(
-            "  hicache_write_policy: write_through\n",
-            "  hicache_write_policy: write_through\n  hicache_host_memory_fraction: 0.5\n",
-        ),
+        SCENARIO
+            .replace("sglang: page-cache-credit", "sglang: 0.5.23")
+            .replace(
+                "  hicache_write_policy: write_through\n",
+                "  hicache_write_policy: write_through\n  hicache_host_memory_fraction: 0.5\n",
+            ),
     )
     .unwrap();
-    let o = run(&["startup", "f.yaml", "--sglang", "all", "--runs", "5"], d.path());
+    let o = run(
+        &["startup", "f.yaml", "--sglang", "all", "--runs", "5"],
+        d.path(),
+    );
     ok(&o);
     assert!(stdout(&o).contains("invalid_args"), "{}", stdout(&o));
-    let o = run(&["startup", "f.yaml", "--sglang", "all", "--runs", "5", "--fail-on-refusal"], d.path());
+    let o = run(
+        &[
+            "startup",
+            "f.yaml",
+            "--sglang",
+            "all",
+            "--runs",
+            "5",
+            "--fail-on-refusal",
+        ],
+        d.path(),
+    );
     assert_eq!(code(&o), 1, "{}", stderr(&o));
 }
 
@@ -431,9 +670,15 @@ fn plan_and_sweep_own_their_out_folder() {
     std::fs::create_dir(d.path().join("o")).unwrap();
     std::fs::write(d.path().join("o/notes.txt"), "mine").unwrap();
     // a sweep over fraction × ratio: its CSV, journal and three plots
-    ok(&run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path()));
+    ok(&run(
+        &["sweep", "s.yaml", "--out", "o", "--quiet"],
+        d.path(),
+    ));
     let first = files_in(&d.path().join("o"));
-    assert!(first.contains(&"hit_rate_vs_hicache_host_memory_fraction.png".to_string()), "{first:?}");
+    assert!(
+        first.contains(&"hit_rate_vs_hicache_host_memory_fraction.png".to_string()),
+        "{first:?}"
+    );
     assert!(first.contains(&"outcome_map.svg".to_string()), "{first:?}");
     // a second sweep over another axis: the first's figures go
     std::fs::write(
@@ -448,31 +693,104 @@ fn plan_and_sweep_own_their_out_folder() {
     ok(&o);
     assert!(stderr(&o).contains("removed"), "{}", stderr(&o));
     let second = files_in(&d.path().join("o"));
-    assert!(!second.iter().any(|f| f.contains("fraction") || f.starts_with("outcome_map")), "{second:?}");
-    assert!(second.contains(&"hit_rate_vs_hicache_size.png".to_string()), "{second:?}");
+    assert!(
+        !second
+            .iter()
+            .any(|f| f.contains("fraction") || f.starts_with("outcome_map")),
+        "{second:?}"
+    );
+    assert!(
+        second.contains(&"hit_rate_vs_hicache_size.png".to_string()),
+        "{second:?}"
+    );
     assert!(second.contains(&"notes.txt".to_string()), "{second:?}");
     // a plan into the same folder: the sweep's files go, the plan's come
-    ok(&run(&["plan", "s.yaml", "--sglang", "0.5.21", "--runs", "20", "--ladder-max", "20", "--out", "o"], d.path()));
+    ok(&run(
+        &[
+            "plan",
+            "s.yaml",
+            "--sglang",
+            "0.5.21",
+            "--runs",
+            "20",
+            "--ladder-max",
+            "20",
+            "--out",
+            "o",
+        ],
+        d.path(),
+    ));
     let third = files_in(&d.path().join("o"));
     assert_eq!(
         third,
-        ["hit_rate_vs_host_pool.png", "hit_rate_vs_host_pool.svg", "notes.txt", "plan.json", "plan.txt", "report.html"],
+        [
+            "hit_rate_vs_host_pool.png",
+            "hit_rate_vs_host_pool.svg",
+            "notes.txt",
+            "plan.json",
+            "plan.txt",
+            "report.html"
+        ],
     );
     // a plan without a ladder: the figure of the last one does not stay beside it
-    ok(&run(&["plan", "s.yaml", "--sglang", "0.5.21", "--runs", "20", "--no-replay", "--out", "o"], d.path()));
-    assert_eq!(files_in(&d.path().join("o")), ["notes.txt", "plan.json", "plan.txt", "report.html"]);
+    ok(&run(
+        &[
+            "plan",
+            "s.yaml",
+            "--sglang",
+            "0.5.21",
+            "--runs",
+            "20",
+            "--no-replay",
+            "--out",
+            "o",
+        ],
+        d.path(),
+    ));
+    assert_eq!(
+        files_in(&d.path().join("o")),
+        ["notes.txt", "plan.json", "plan.txt", "report.html"]
+    );
     // a file the user changed since is theirs now; an input in the folder is never removed
     std::fs::write(d.path().join("o/plan.txt"), "edited by hand").unwrap();
     std::fs::copy(d.path().join("s.yaml"), d.path().join("o/input.yaml")).unwrap();
-    let o = run(&["sweep", "o/input.yaml", "--out", "o", "--quiet", "--set", "runtime.trace=../trace.jsonl"], d.path());
+    let o = run(
+        &[
+            "sweep",
+            "o/input.yaml",
+            "--out",
+            "o",
+            "--quiet",
+            "--set",
+            "runtime.trace=../trace.jsonl",
+        ],
+        d.path(),
+    );
     ok(&o);
     let fourth = files_in(&d.path().join("o"));
-    assert!(fourth.contains(&"plan.txt".to_string()) && fourth.contains(&"input.yaml".to_string()), "{fourth:?}");
+    assert!(
+        fourth.contains(&"plan.txt".to_string()) && fourth.contains(&"input.yaml".to_string()),
+        "{fourth:?}"
+    );
     assert!(!fourth.contains(&"plan.json".to_string()), "{fourth:?}");
-    assert_eq!(std::fs::read_to_string(d.path().join("o/plan.txt")).unwrap(), "edited by hand");
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("o/plan.txt")).unwrap(),
+        "edited by hand"
+    );
     // --resume keeps the journal's rows (the same sweep), and the results equal a fresh run's
     let csv = std::fs::read(d.path().join("o/results.csv")).unwrap();
-    let o = run(&["sweep", "o/input.yaml", "--out", "o", "--resume", "--set", "runtime.trace=../trace.jsonl"], d.path());
+    let o = run(
+        &[
+            "sweep",
+            "o/input.yaml",
+            "--out",
+            "o",
+            "--resume",
+            "--set",
+            "runtime.trace=../trace.jsonl",
+        ],
+        d.path(),
+    );
     ok(&o);
     assert!(stderr(&o).contains("4 resumed"), "{}", stderr(&o));
     assert_eq!(std::fs::read(d.path().join("o/results.csv")).unwrap(), csv);
@@ -485,7 +803,10 @@ fn plan_and_sweep_own_their_out_folder() {
 fn default_plots_refuse_bad_hit_rate_columns() {
     let d = workdir();
     std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
-    ok(&run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path()));
+    ok(&run(
+        &["sweep", "s.yaml", "--out", "o", "--quiet"],
+        d.path(),
+    ));
     let csv = std::fs::read_to_string(d.path().join("o/results.csv")).unwrap();
     let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
     let col = header.iter().position(|h| *h == "hit_rate_total").unwrap();
@@ -500,8 +821,15 @@ fn default_plots_refuse_bad_hit_rate_columns() {
         std::fs::create_dir_all(d.path().join("p")).unwrap();
         std::fs::write(d.path().join("p/r.csv"), lines.join("\n") + "\n").unwrap();
         let o = run(&["plot", "p/r.csv"], d.path());
-        exit2(&o, &["p/r.csv", "`hit_rate_total`", &format!("row {}", r + 1)]);
-        assert!(!d.path().join("p/hit_rate_vs_hicache_host_memory_fraction.png").exists());
+        exit2(
+            &o,
+            &["p/r.csv", "`hit_rate_total`", &format!("row {}", r + 1)],
+        );
+        assert!(
+            !d.path()
+                .join("p/hit_rate_vs_hicache_host_memory_fraction.png")
+                .exists()
+        );
     }
 }
 
@@ -514,7 +842,10 @@ fn run_limited(args: &[&str], dir: &Path, fsize_blocks: Option<u64>) -> Output {
     let fsize = fsize_blocks.map_or(String::new(), |b| format!("ulimit -f {b}; "));
     Command::new("sh")
         .arg("-c")
-        .arg(format!("trap '' XFSZ; ulimit -v {}; {fsize}exec \"$0\" \"$@\"", 2u64 << 20))
+        .arg(format!(
+            "trap '' XFSZ; ulimit -v {}; {fsize}exec \"$0\" \"$@\"",
+            2u64 << 20
+        ))
         .arg(bin())
         .args(args)
         .current_dir(dir)
@@ -538,11 +869,18 @@ fn launch_file_expansion_is_bounded() {
     // the budget counts every expansion: 1 + 2 + 4 + … + 2^k = 2^(k+1) − 1 bytes after
     // k doublings passes 2^24 (16 MiB) at k = 24, the doubling on line 2 + 24 = 26
     exit2(&o, &["r.sh:26:", "16 MiB", "A=$A$A"]);
-    assert!(!stderr(&o).contains("of the launch block"), "{}", stderr(&o));
+    assert!(
+        !stderr(&o).contains("of the launch block"),
+        "{}",
+        stderr(&o)
+    );
     // the same in a scenario's launch block
     let yaml = format!(
         "node: gb300\nserver:\n  launch: |\n{}",
-        text.lines().skip(1).map(|l| format!("    {l}\n")).collect::<String>()
+        text.lines()
+            .skip(1)
+            .map(|l| format!("    {l}\n"))
+            .collect::<String>()
     );
     std::fs::write(d.path().join("s.yaml"), yaml).unwrap();
     let o = run_limited(&["startup", "s.yaml", "--runs", "5"], d.path(), None);
@@ -550,12 +888,15 @@ fn launch_file_expansion_is_bounded() {
 }
 
 /// A sparse binary trace whose one record declares 4·10^8 hash ids (3.2 GB of zeros,
-/// the length matching the header) is refused by its checksum before anything is
-/// allocated: exit 2 under a 2 GiB address-space limit (it aborted at 3.2 GB).
+/// the length matching the header) is refused before anything is allocated or read in
+/// bulk: exit 2 under a 2 GiB address-space limit (it aborted at 3.2 GB).
 #[test]
 fn huge_declared_lengths_are_refused_before_allocating() {
     let d = workdir();
-    ok(&run(&["trace", "convert", "trace.jsonl", "-o", "t.bin"], d.path()));
+    ok(&run(
+        &["trace", "convert", "trace.jsonl", "-o", "t.bin"],
+        d.path(),
+    ));
     let good = std::fs::read(d.path().join("t.bin")).unwrap();
     // header of one record with m ids: 56 + 8 + 8 + 8 + 8 + 16 + 8·m bytes
     let m: u64 = 400_000_000;
@@ -568,12 +909,59 @@ fn huge_declared_lengths_are_refused_before_allocating() {
     (&f).write_all(&head).unwrap();
     f.set_len(len).unwrap(); // sparse: no disk used
     drop(f);
+    // a crafted file (the issue's): its own columns written, the ids a hole. Its offsets
+    // say 0 .. 4e8, so only the content (the CRC) tells it is not a trace.
+    let crafted = d.path().join("crafted.bin");
+    std::fs::copy(d.path().join("huge.bin"), &crafted).unwrap();
+    {
+        use std::io::{Seek, SeekFrom};
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&crafted)
+            .unwrap();
+        // arrival 0, line 1, input_length 2^31 (room for the ids at 64 tokens), output 1
+        f.seek(SeekFrom::Start(56 + 8)).unwrap();
+        f.write_all(&1u64.to_le_bytes()).unwrap();
+        f.write_all(&(1u32 << 31).to_le_bytes()).unwrap();
+        f.seek(SeekFrom::Start(56 + 24)).unwrap();
+        f.write_all(&1u32.to_le_bytes()).unwrap();
+        // offsets 0 and m
+        f.seek(SeekFrom::Start(56 + 32 + 8)).unwrap();
+        f.write_all(&m.to_le_bytes()).unwrap();
+    }
     for args in [
-        vec!["replay", "--trace", "huge.bin", "--l1-pages", "10", "--l2-pages", "10"],
+        vec![
+            "replay",
+            "--trace",
+            "crafted.bin",
+            "--l1-pages",
+            "10",
+            "--block-size",
+            "64",
+        ],
+        vec!["trace", "stats", "crafted.bin"],
+    ] {
+        // refused by its checksum (one pass over the 3.2 GB, nothing allocated for it);
+        // it allocated 3.2 GB and aborted (exit 134) under this limit
+        let o = run_limited(&args, d.path(), None);
+        exit2(&o, &["crafted.bin", "checksum"]);
+    }
+    for args in [
+        vec![
+            "replay",
+            "--trace",
+            "huge.bin",
+            "--l1-pages",
+            "10",
+            "--l2-pages",
+            "10",
+        ],
         vec!["trace", "stats", "huge.bin"],
     ] {
         let o = run_limited(&args, d.path(), None);
-        exit2(&o, &["huge.bin", "checksum"]);
+        // its last offset (0, a hole) is not the 4e8 ids declared: refused before the CRC
+        // pass would read 3.2 GB of zeros
+        exit2(&o, &["huge.bin", "damaged"]);
     }
 }
 
@@ -588,11 +976,29 @@ fn sweep_refuses_a_trace_that_is_not_a_file() {
         SCENARIO.replace("trace: trace.jsonl", "trace: /dev/zero"),
     )
     .unwrap();
-    let line = SCENARIO.lines().position(|l| l.contains("trace: trace.jsonl")).unwrap() + 1;
+    let line = SCENARIO
+        .lines()
+        .position(|l| l.contains("trace: trace.jsonl"))
+        .unwrap()
+        + 1;
     let o = run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path());
-    exit2(&o, &[&format!("s.yaml:{line}:"), "runtime.trace", "/dev/zero", "not a regular file"]);
+    exit2(
+        &o,
+        &[
+            &format!("s.yaml:{line}:"),
+            "runtime.trace",
+            "/dev/zero",
+            "not a regular file",
+        ],
+    );
     let fifo = d.path().join("fifo.jsonl");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
     std::fs::write(
         d.path().join("s.yaml"),
         SCENARIO.replace("trace: trace.jsonl", "trace: fifo.jsonl"),
@@ -609,21 +1015,42 @@ fn sweep_refuses_a_trace_that_is_not_a_file() {
 fn a_full_disk_never_leaves_a_truncated_file() {
     let d = workdir();
     std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
-    ok(&run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path()));
+    ok(&run(
+        &["sweep", "s.yaml", "--out", "o", "--quiet"],
+        d.path(),
+    ));
     let before: Vec<(String, Vec<u8>)> = files_in(&d.path().join("o"))
         .into_iter()
-        .map(|f| (f.clone(), std::fs::read(d.path().join("o").join(&f)).unwrap()))
+        .map(|f| {
+            (
+                f.clone(),
+                std::fs::read(d.path().join("o").join(&f)).unwrap(),
+            )
+        })
         .collect();
     let png = before.iter().find(|(f, _)| f.ends_with(".png")).unwrap();
-    assert!(png.1.len() > 40 * 1024, "{} is {} bytes", png.0, png.1.len());
+    assert!(
+        png.1.len() > 40 * 1024,
+        "{} is {} bytes",
+        png.0,
+        png.1.len()
+    );
     // 40 KiB per file: the CSV fits, the PNGs do not
     let o = run_limited(&["plot", "o/results.csv"], d.path(), Some(80));
     assert_eq!(code(&o), 3, "{}", stderr(&o));
     assert!(stderr(&o).contains(".png"), "{}", stderr(&o));
     for (f, bytes) in &before {
-        assert_eq!(&std::fs::read(d.path().join("o").join(f)).unwrap(), bytes, "{f} changed");
+        assert_eq!(
+            &std::fs::read(d.path().join("o").join(f)).unwrap(),
+            bytes,
+            "{f} changed"
+        );
     }
-    let o = run_limited(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path(), Some(80));
+    let o = run_limited(
+        &["sweep", "s.yaml", "--out", "o", "--quiet"],
+        d.path(),
+        Some(80),
+    );
     assert_eq!(code(&o), 3, "{}", stderr(&o));
     for f in files_in(&d.path().join("o")) {
         let b = std::fs::read(d.path().join("o").join(&f)).unwrap();
@@ -633,7 +1060,18 @@ fn a_full_disk_never_leaves_a_truncated_file() {
         assert!(!f.contains(".tmp."), "{f} left behind");
     }
     let o = run_limited(
-        &["plan", "s.yaml", "--sglang", "0.5.21", "--runs", "20", "--ladder-max", "20", "--out", "p"],
+        &[
+            "plan",
+            "s.yaml",
+            "--sglang",
+            "0.5.21",
+            "--runs",
+            "20",
+            "--ladder-max",
+            "20",
+            "--out",
+            "p",
+        ],
         d.path(),
         Some(80),
     );
@@ -655,12 +1093,37 @@ fn a_full_disk_never_leaves_a_truncated_file() {
 #[test]
 fn runtime_errors_name_the_scenario_field() {
     let d = workdir();
-    let line_of = |text: &str, key: &str| text.lines().position(|l| l.trim_start().starts_with(key)).unwrap() + 1;
+    let line_of = |text: &str, key: &str| {
+        text.lines()
+            .position(|l| l.trim_start().starts_with(key))
+            .unwrap()
+            + 1
+    };
     let cases = [
-        ("  trace_format: mooncake\n", "  trace_format: mooncake\n  block_size: 0\n", "block_size:", "runtime.block_size"),
-        ("  trace_format: mooncake\n", "  trace_format: mooncak\n", "trace_format:", "runtime.trace_format"),
-        ("  trace_format: mooncake\n", "  trace_format: mooncake\n  max_requests: 0\n", "max_requests:", "runtime.max_requests"),
-        ("    timing: off\n", "    timing: sideways\n", "timing:", "runtime.replay.timing"),
+        (
+            "  trace_format: mooncake\n",
+            "  trace_format: mooncake\n  block_size: 0\n",
+            "block_size:",
+            "runtime.block_size",
+        ),
+        (
+            "  trace_format: mooncake\n",
+            "  trace_format: mooncak\n",
+            "trace_format:",
+            "runtime.trace_format",
+        ),
+        (
+            "  trace_format: mooncake\n",
+            "  trace_format: mooncake\n  max_requests: 0\n",
+            "max_requests:",
+            "runtime.max_requests",
+        ),
+        (
+            "    timing: off\n",
+            "    timing: sideways\n",
+            "timing:",
+            "runtime.replay.timing",
+        ),
     ];
     for (from, to, key, field) in cases {
         let text = SCENARIO.replace(from, to);
@@ -681,20 +1144,64 @@ fn runtime_errors_name_the_scenario_field() {
 #[test]
 fn plan_trace_is_read_in_its_own_format() {
     let d = workdir();
-    std::fs::write(d.path().join("s.yaml"), SCENARIO.replace("  trace_format: mooncake\n", "  trace_format: mooncake\n  block_size: 512\n")).unwrap();
-    std::fs::copy(repo("traces/kv-cache-tester/trace_0012.json"), d.path().join("kv.json")).unwrap();
+    std::fs::write(
+        d.path().join("s.yaml"),
+        SCENARIO.replace(
+            "  trace_format: mooncake\n",
+            "  trace_format: mooncake\n  block_size: 512\n",
+        ),
+    )
+    .unwrap();
+    std::fs::copy(
+        repo("traces/kv-cache-tester/trace_0012.json"),
+        d.path().join("kv.json"),
+    )
+    .unwrap();
     // the same requests as CSV
     let mut csv = String::from("timestamp_ms,input_length,output_length,hash_ids\n");
-    for l in std::fs::read_to_string(d.path().join("trace.jsonl")).unwrap().lines().take(50) {
+    for l in std::fs::read_to_string(d.path().join("trace.jsonl"))
+        .unwrap()
+        .lines()
+        .take(50)
+    {
         let v: serde_json::Value = serde_json::from_str(l).unwrap();
-        let ids: Vec<String> = v["hash_ids"].as_array().unwrap().iter().map(|x| x.to_string()).collect();
-        csv.push_str(&format!("{},{},{},{}\n", v["timestamp"], v["input_length"], v["output_length"], ids.join(";")));
+        let ids: Vec<String> = v["hash_ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        csv.push_str(&format!(
+            "{},{},{},{}\n",
+            v["timestamp"],
+            v["input_length"],
+            v["output_length"],
+            ids.join(";")
+        ));
     }
     std::fs::write(d.path().join("t.csv"), csv).unwrap();
     for t in ["kv.json", "t.csv"] {
-        let o = run(&["plan", "s.yaml", "--sglang", "0.5.21", "--runs", "20", "--ladder-max", "20", "--trace", t], d.path());
+        let o = run(
+            &[
+                "plan",
+                "s.yaml",
+                "--sglang",
+                "0.5.21",
+                "--runs",
+                "20",
+                "--ladder-max",
+                "20",
+                "--trace",
+                t,
+            ],
+            d.path(),
+        );
         ok(&o);
-        assert!(stdout(&o).contains("Hit rate by host pool size"), "{}", stdout(&o));
+        assert!(
+            stdout(&o).contains("Hit rate by host pool size"),
+            "{}",
+            stdout(&o)
+        );
     }
 }
 
@@ -712,7 +1219,11 @@ fn plan_on_a_huge_host_stays_within_the_flag_range() {
     .unwrap();
     let o = run(&["plan", "s.yaml", "--runs", "20", "--no-replay"], d.path());
     ok(&o);
-    assert!(stdout(&o).contains("--hicache-size 999999"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("--hicache-size 999999"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 /// `sweep <(…)` and `plan <(…)`: the scenario is read once (a pipe cannot be read twice; it
@@ -720,7 +1231,14 @@ fn plan_on_a_huge_host_stays_within_the_flag_range() {
 #[test]
 fn scenarios_from_a_pipe_are_read_once() {
     let d = workdir();
-    std::fs::write(d.path().join("s.yaml"), SCENARIO.replace("trace: trace.jsonl", &format!("trace: {}", d.path().join("trace.jsonl").display()))).unwrap();
+    std::fs::write(
+        d.path().join("s.yaml"),
+        SCENARIO.replace(
+            "trace: trace.jsonl",
+            &format!("trace: {}", d.path().join("trace.jsonl").display()),
+        ),
+    )
+    .unwrap();
     let o = Command::new("bash")
         .arg("-c")
         .arg(format!("\"{}\" sweep <(cat s.yaml) --out o --quiet && \"{}\" plan <(cat s.yaml) --runs 20 --no-replay --sglang 0.5.21,0.5.23", bin(), bin()))
@@ -739,15 +1257,36 @@ fn scenarios_from_a_pipe_are_read_once() {
 fn check_names_comment_lines_the_node_flag_and_control_bytes() {
     let d = workdir();
     let cmd = "python -m sglang.launch_server --model-path zai-org/GLM-5.2-NVFP4 --tp 4\n";
-    std::fs::write(d.path().join("r.sh"), format!("#!/bin/bash\n# hicache-sim: node=floppy\n{cmd}")).unwrap();
-    exit2(&run(&["check", "r.sh", "--runs", "5"], d.path()), &["r.sh:2:", "node", "floppy"]);
-    std::fs::write(d.path().join("r.sh"), format!("# hicache-sim: node=gb300 memory.cgroup.max=lots\n{cmd}")).unwrap();
-    exit2(&run(&["check", "r.sh", "--runs", "5"], d.path()), &["r.sh:1:", "memory.cgroup.max"]);
+    std::fs::write(
+        d.path().join("r.sh"),
+        format!("#!/bin/bash\n# hicache-sim: node=floppy\n{cmd}"),
+    )
+    .unwrap();
+    exit2(
+        &run(&["check", "r.sh", "--runs", "5"], d.path()),
+        &["r.sh:2:", "node", "floppy"],
+    );
+    std::fs::write(
+        d.path().join("r.sh"),
+        format!("# hicache-sim: node=gb300 memory.cgroup.max=lots\n{cmd}"),
+    )
+    .unwrap();
+    exit2(
+        &run(&["check", "r.sh", "--runs", "5"], d.path()),
+        &["r.sh:1:", "memory.cgroup.max"],
+    );
     std::fs::write(d.path().join("r.sh"), cmd).unwrap();
-    let o = run(&["check", "r.sh", "--runs", "5", "--node", "floppy"], d.path());
+    let o = run(
+        &["check", "r.sh", "--runs", "5", "--node", "floppy"],
+        d.path(),
+    );
     exit2(&o, &["--node floppy"]);
     assert!(!stderr(&o).contains("--set"), "{}", stderr(&o));
-    std::fs::write(d.path().join("r.sh"), format!("# hicache-sim: node=gb300\n--tp 4 \0\n{cmd}")).unwrap();
+    std::fs::write(
+        d.path().join("r.sh"),
+        format!("# hicache-sim: node=gb300\n--tp 4 \0\n{cmd}"),
+    )
+    .unwrap();
     let o = run(&["check", "r.sh", "--runs", "5"], d.path());
     exit2(&o, &["r.sh:2:", "NUL"]);
     assert!(!stderr(&o).contains("YAML"), "{}", stderr(&o));
@@ -759,20 +1298,51 @@ fn check_names_comment_lines_the_node_flag_and_control_bytes() {
 fn help_to_a_full_disk_empty_out_and_long_plans() {
     let d = workdir();
     std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
-    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
     for args in [vec!["--help"], vec!["plan", "--help"], vec!["--version"]] {
-        let o = Command::new(bin()).args(&args).stdout(full.try_clone().unwrap()).output().unwrap();
+        let o = Command::new(bin())
+            .args(&args)
+            .stdout(full.try_clone().unwrap())
+            .output()
+            .unwrap();
         assert_eq!(code(&o), 3, "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains("<stdout>"), "{}", stderr(&o));
     }
     ok(&run(&["--help"], d.path()));
-    exit2(&run(&["plan", "s.yaml", "--runs", "5", "--no-replay", "--out", ""], d.path()), &["--out", "empty"]);
-    exit2(&run(&["sweep", "s.yaml", "--quiet", "--out", ""], d.path()), &["--out", "empty"]);
+    exit2(
+        &run(
+            &["plan", "s.yaml", "--runs", "5", "--no-replay", "--out", ""],
+            d.path(),
+        ),
+        &["--out", "empty"],
+    );
+    exit2(
+        &run(&["sweep", "s.yaml", "--quiet", "--out", ""], d.path()),
+        &["--out", "empty"],
+    );
     assert_eq!(files_in(d.path()), ["s.yaml", "trace.jsonl"]);
     // the announcement comes before any work (here the run stops at a bad --target-start)
-    let o = run(&["plan", "s.yaml", "--runs", "1000000000", "--target-start", "2"], d.path());
+    let o = run(
+        &[
+            "plan",
+            "s.yaml",
+            "--runs",
+            "1000000000",
+            "--target-start",
+            "2",
+        ],
+        d.path(),
+    );
     exit2(&o, &["--target-start"]);
-    assert!(stderr(&o).contains("1000000000 start-up runs per probe") && stderr(&o).contains("takes a while"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("1000000000 start-up runs per probe")
+            && stderr(&o).contains("takes a while"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 // ---- Tried as a new user would ----
@@ -783,22 +1353,73 @@ fn help_to_a_full_disk_empty_out_and_long_plans() {
 #[test]
 fn generated_traces_say_their_block_size() {
     let d = workdir();
-    for t in ["traces/generated_chat_agentic_mix.jsonl", "traces/generated_agentic_bursty.jsonl"] {
+    for t in [
+        "traces/generated_chat_agentic_mix.jsonl",
+        "traces/generated_agentic_bursty.jsonl",
+    ] {
         let p = repo(t);
         let p = p.to_str().unwrap();
-        let o = run(&["replay", "--trace", p, "--l1-pages", "500", "--l2-pages", "500"], d.path());
+        let o = run(
+            &[
+                "replay",
+                "--trace",
+                p,
+                "--l1-pages",
+                "500",
+                "--l2-pages",
+                "500",
+            ],
+            d.path(),
+        );
         ok(&o);
         assert!(stdout(&o).contains("page 64 tokens"), "{}", stdout(&o));
         let o = run(&["trace", "stats", p], d.path());
         ok(&o);
-        assert!(stdout(&o).contains("(mooncake, 64-token pages)"), "{}", stdout(&o));
-        exit2(&run(&["replay", "--trace", p, "--block-size", "512"], d.path()), &[&format!("{p}:1:"), "`block_size`", "64-token blocks"]);
-        ok(&run(&["replay", "--trace", p, "--block-size", "64", "--l1-pages", "500"], d.path()));
+        assert!(
+            stdout(&o).contains("(mooncake, 64-token pages)"),
+            "{}",
+            stdout(&o)
+        );
+        exit2(
+            &run(&["replay", "--trace", p, "--block-size", "512"], d.path()),
+            &[&format!("{p}:1:"), "`block_size`", "64-token blocks"],
+        );
+        ok(&run(
+            &[
+                "replay",
+                "--trace",
+                p,
+                "--block-size",
+                "64",
+                "--l1-pages",
+                "500",
+            ],
+            d.path(),
+        ));
     }
     // trace gen writes it, and the file reads back at its own block size
-    ok(&run(&["trace", "gen", "--config", repo("traces/recipes/agentic_bursty.json").to_str().unwrap(), "--requests", "20", "-o", "g.jsonl"], d.path()));
-    assert!(std::fs::read_to_string(d.path().join("g.jsonl")).unwrap().starts_with("{\"block_size\": 64, \"timestamp\": "));
-    ok(&run(&["replay", "--trace", "g.jsonl", "--l1-pages", "50"], d.path()));
+    ok(&run(
+        &[
+            "trace",
+            "gen",
+            "--config",
+            repo("traces/recipes/agentic_bursty.json").to_str().unwrap(),
+            "--requests",
+            "20",
+            "-o",
+            "g.jsonl",
+        ],
+        d.path(),
+    ));
+    assert!(
+        std::fs::read_to_string(d.path().join("g.jsonl"))
+            .unwrap()
+            .starts_with("{\"block_size\": 64, \"timestamp\": ")
+    );
+    ok(&run(
+        &["replay", "--trace", "g.jsonl", "--l1-pages", "50"],
+        d.path(),
+    ));
 }
 
 /// `plan`: a release that fails the recommended size *below* its own frontier (0.5.14's
@@ -809,16 +1430,33 @@ fn generated_traces_say_their_block_size() {
 fn plan_words_floors_and_pool_labels() {
     let d = workdir();
     let o = run(
-        &["plan", repo("scenarios/quickstart.yaml").to_str().unwrap(), "--sglang", "page-cache-credit,0.5.14,0.5.21", "--runs", "100", "--no-replay"],
+        &[
+            "plan",
+            repo("scenarios/quickstart.yaml").to_str().unwrap(),
+            "--sglang",
+            "page-cache-credit,0.5.14,0.5.21",
+            "--runs",
+            "100",
+            "--no-replay",
+        ],
         d.path(),
     );
     ok(&o);
     let t = stdout(&o);
-    assert!(t.contains("breaks on: 0.5.14 (too small there: only --hicache-size 139 to 197 starts)"), "{t}");
-    assert!(t.contains("fraction      KV pool    all pools  P(start)  outcome"), "{t}");
+    assert!(
+        t.contains("breaks on: 0.5.14 (too small there: only --hicache-size 139 to 197 starts)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("fraction      KV pool    all pools  P(start)  outcome"),
+        "{t}"
+    );
     // 0.5.21 at fraction 1.0: 91.55 GB KV of 97.20 GB in both pools (DSA indexer)
     assert!(t.contains("1.0     91.55 GB     97.20 GB"), "{t}");
-    assert!(t.contains("GB KV host pool per rank (") && t.contains("GB in all host pools)"), "{t}");
+    assert!(
+        t.contains("GB KV host pool per rank (") && t.contains("GB in all host pools)"),
+        "{t}"
+    );
 }
 
 /// `hicache_host_memory_fraction: null` (or `--set …=null`) is unset: a release without
@@ -828,16 +1466,45 @@ fn null_fraction_is_unset() {
     let d = workdir();
     std::fs::write(
         d.path().join("s.yaml"),
-        SCENARIO.replace("sglang: page-cache-credit", "sglang: 0.5.20").replace(
-            "  hicache_write_policy: write_through\n",
-            "  hicache_write_policy: write_through\n  hicache_host_memory_fraction: null\n",
-        ),
+        SCENARIO
+            .replace("sglang: page-cache-credit", "sglang: 0.5.20")
+            .replace(
+                "  hicache_write_policy: write_through\n",
+                "  hicache_write_policy: write_through\n  hicache_host_memory_fraction: null\n",
+            ),
     )
     .unwrap();
     ok(&run(&["startup", "s.yaml", "--runs", "5"], d.path()));
-    std::fs::write(d.path().join("t.yaml"), SCENARIO.replace("sglang: page-cache-credit", "sglang: 0.5.20")).unwrap();
-    ok(&run(&["startup", "t.yaml", "--runs", "5", "--set", "server.hicache_host_memory_fraction=null"], d.path()));
-    exit2(&run(&["startup", "t.yaml", "--runs", "5", "--set", "server.hicache_host_memory_fraction=0.5"], d.path()), &["has no --hicache-host-memory-fraction"]);
+    std::fs::write(
+        d.path().join("t.yaml"),
+        SCENARIO.replace("sglang: page-cache-credit", "sglang: 0.5.20"),
+    )
+    .unwrap();
+    ok(&run(
+        &[
+            "startup",
+            "t.yaml",
+            "--runs",
+            "5",
+            "--set",
+            "server.hicache_host_memory_fraction=null",
+        ],
+        d.path(),
+    ));
+    exit2(
+        &run(
+            &[
+                "startup",
+                "t.yaml",
+                "--runs",
+                "5",
+                "--set",
+                "server.hicache_host_memory_fraction=0.5",
+            ],
+            d.path(),
+        ),
+        &["has no --hicache-host-memory-fraction"],
+    );
 }
 
 /// The HTML report's figure scales to the window (its SVG has a viewBox; the page caps it
@@ -846,9 +1513,27 @@ fn null_fraction_is_unset() {
 fn html_report_figure_fits_the_window() {
     let d = workdir();
     std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
-    ok(&run(&["plan", "s.yaml", "--sglang", "0.5.21", "--runs", "20", "--ladder-max", "20", "--out", "o"], d.path()));
+    ok(&run(
+        &[
+            "plan",
+            "s.yaml",
+            "--sglang",
+            "0.5.21",
+            "--runs",
+            "20",
+            "--ladder-max",
+            "20",
+            "--out",
+            "o",
+        ],
+        d.path(),
+    ));
     let html = std::fs::read_to_string(d.path().join("o/report.html")).unwrap();
-    assert!(html.contains(".fig svg{max-width:100%;height:auto}"), "{}", &html[..600]);
+    assert!(
+        html.contains(".fig svg{max-width:100%;height:auto}"),
+        "{}",
+        &html[..600]
+    );
     assert!(html.contains("<div class=\"fig\">"));
     assert!(html.contains("viewBox=\"0 0 1500 650\""));
 }
@@ -871,11 +1556,17 @@ fn check_never_aborts_a_batch() {
     };
     let files = [
         ("good.sh", recipe("zai-org/GLM-5.2-NVFP4", "")),
-        ("badflag.sh", recipe("zai-org/GLM-5.2-NVFP4", "").replace("--hicache-size 135", "--hicache-size abc")),
+        (
+            "badflag.sh",
+            recipe("zai-org/GLM-5.2-NVFP4", "").replace("--hicache-size 135", "--hicache-size abc"),
+        ),
         ("yours.sh", recipe("your-model", "")),
         ("bracket.sh", recipe("[model_path]", "")),
         ("unset.sh", recipe("$MODEL_PATH", "")),
-        ("nonode.sh", recipe("zai-org/GLM-5.2-NVFP4", "").replace("node=gb300 ", "")),
+        (
+            "nonode.sh",
+            recipe("zai-org/GLM-5.2-NVFP4", "").replace("node=gb300 ", ""),
+        ),
     ];
     for (n, t) in &files {
         std::fs::write(d.path().join(n), t).unwrap();
@@ -883,7 +1574,14 @@ fn check_never_aborts_a_batch() {
     let names: Vec<&str> = files.iter().map(|(n, _)| *n).collect();
     let mut args = vec!["check"];
     args.extend(&names);
-    args.extend(["--sglang", "0.5.18,0.5.21", "--runs", "20", "--format", "json"]);
+    args.extend([
+        "--sglang",
+        "0.5.18,0.5.21",
+        "--runs",
+        "20",
+        "--format",
+        "json",
+    ]);
     let o = run(&args, d.path());
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
@@ -899,23 +1597,48 @@ fn check_never_aborts_a_batch() {
     for r in ["0.5.18", "0.5.21"] {
         let b = row("badflag.sh", r);
         assert_eq!(b["outcome"], "invalid_args");
-        assert!(b["message"].as_str().unwrap().contains("invalid int value: 'abc'"), "{b}");
+        assert!(
+            b["message"]
+                .as_str()
+                .unwrap()
+                .contains("invalid int value: 'abc'"),
+            "{b}"
+        );
         for (f, path) in [("yours.sh", "your-model"), ("bracket.sh", "[model_path]")] {
             let m = row(f, r);
             assert_eq!(m["outcome"], "error");
             let msg = m["message"].as_str().unwrap();
-            assert!(msg.contains(&format!("{f}:4:")) && msg.contains(&format!("`{path}` is a placeholder")), "{msg}");
-            assert!(msg.contains("model=") && msg.contains("hicache-sim presets"), "{msg}");
+            assert!(
+                msg.contains(&format!("{f}:4:"))
+                    && msg.contains(&format!("`{path}` is a placeholder")),
+                "{msg}"
+            );
+            assert!(
+                msg.contains("model=") && msg.contains("hicache-sim presets"),
+                "{msg}"
+            );
         }
         let u = row("unset.sh", r)["message"].as_str().unwrap().to_string();
-        assert!(u.contains("unset.sh:4:") && u.contains("the model path `$MODEL_PATH` is not set") && u.contains("model="), "{u}");
+        assert!(
+            u.contains("unset.sh:4:")
+                && u.contains("the model path `$MODEL_PATH` is not set")
+                && u.contains("model="),
+            "{u}"
+        );
         assert_eq!(row("nonode.sh", r)["outcome"], "error");
     }
     assert!(stderr(&o).contains("error: yours.sh:4:"), "{}", stderr(&o));
     // JUnit: failures for SGLang's refusals, errors for what could not be checked
     let mut args = vec!["check"];
     args.extend(&names);
-    args.extend(["--sglang", "0.5.18,0.5.21", "--runs", "20", "--format", "junit"]);
+    args.extend([
+        "--sglang",
+        "0.5.18,0.5.21",
+        "--runs",
+        "20",
+        "--format",
+        "junit",
+    ]);
     let o = run(&args, d.path());
     assert_eq!(code(&o), 2);
     let xml = stdout(&o);
@@ -925,7 +1648,109 @@ fn check_never_aborts_a_batch() {
     assert_eq!(root.attribute("failures"), Some("3")); // good 0.5.21, badflag × 2
     assert_eq!(root.attribute("errors"), Some("8"));
     // without the files that cannot be checked: exit 1, the refusals as failures
-    let o = run(&["check", "good.sh", "badflag.sh", "--sglang", "0.5.18", "--runs", "20"], d.path());
+    let o = run(
+        &[
+            "check",
+            "good.sh",
+            "badflag.sh",
+            "--sglang",
+            "0.5.18",
+            "--runs",
+            "20",
+        ],
+        d.path(),
+    );
     assert_eq!(code(&o), 1, "{}", stderr(&o));
-    assert!(stdout(&o).contains("invalid_args") && stdout(&o).contains("good.sh"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("invalid_args") && stdout(&o).contains("good.sh"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// Launch files as bash and SGLang read them (issue #18): a CRLF file keeps the CR in the
+/// last word of each line, so a `\` continuation does not continue and SGLang refuses the
+/// stray `\r` (an invalid_args row saying so), and a CR after a choice is not the choice;
+/// a CRLF YAML scenario's launch block is YAML's (line breaks normalized) and starts;
+/// `$((…))` is bash arithmetic; `--max-total-tokens 1.5M` is SGLang's human-readable int
+/// (`human_readable_int`); `python -m dynamo.sglang` is named, not "no command".
+#[test]
+fn launch_files_read_as_bash_and_sglang_do() {
+    let d = workdir();
+    let w = |n: &str, t: &str| std::fs::write(d.path().join(n), t).unwrap();
+    w(
+        "crlf.sh",
+        "# hicache-sim: node=gb300\r\npython -m sglang.launch_server --model-path zai-org/GLM-5.2-NVFP4 --tp 4 \\\r\n  --page-size 64 --enable-hierarchical-cache --hicache-size 100\r\n",
+    );
+    w(
+        "one.sh",
+        "# hicache-sim: node=gb300\r\npython -m sglang.launch_server --model-path zai-org/GLM-5.2-NVFP4 --tp 4 --enable-hierarchical-cache --hicache-write-policy write_back\r\n",
+    );
+    let o = run(
+        &[
+            "check", "crlf.sh", "one.sh", "--runs", "5", "--format", "json",
+        ],
+        d.path(),
+    );
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v[0]["outcome"], "invalid_args");
+    let m0 = v[0]["message"].as_str().unwrap();
+    assert!(
+        m0.starts_with("line 2: SGLang 0.5.23 refuses this command: unrecognized arguments: \\r")
+            && m0.contains("CRLF"),
+        "{m0}"
+    );
+    let m1 = v[1]["message"].as_str().unwrap();
+    assert!(m1.contains("invalid choice: 'write_back\\r'"), "{m1}");
+    // the same recipe in a YAML scenario saved with CRLF: YAML's line breaks, it starts
+    w(
+        "s.yaml",
+        "node: gb300\r\nserver:\r\n  launch: |\r\n    GPUS=$(( (1 + 1) * 2 ))\r\n    python -m sglang.launch_server --model-path zai-org/GLM-5.2-NVFP4 --tp $GPUS \\\r\n      --page-size 64 --max-total-tokens 1.5M --enable-hierarchical-cache --hicache-size 100\r\n",
+    );
+    let o = run(
+        &["startup", "s.yaml", "--runs", "5", "--format", "json"],
+        d.path(),
+    );
+    ok(&o);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["server"]["tp_size"], 4);
+    assert_eq!(v["server"]["max_total_tokens"], 1_500_000);
+    // arithmetic errors are bash's, at the line
+    w(
+        "div.sh",
+        "# hicache-sim: node=gb300\nN=0\npython -m sglang.launch_server --model-path zai-org/GLM-5.2-NVFP4 --tp $((4 / N))\n",
+    );
+    let o = run(&["check", "div.sh", "--runs", "5"], d.path());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("div.sh:3:") && stderr(&o).contains("division by 0"),
+        "{}",
+        stderr(&o)
+    );
+    // an IEC size with decimals: SGLang's own message
+    w(
+        "iec.sh",
+        "# hicache-sim: node=gb300\npython -m sglang.launch_server --model-path zai-org/GLM-5.2-NVFP4 --tp 4 --max-total-tokens 1.5Mi\n",
+    );
+    let o = run(&["check", "iec.sh", "--runs", "5"], d.path());
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(
+            "argument --max-total-tokens: Decimals are not allowed with IEC suffixes like 'Mi'"
+        ),
+        "{}",
+        stdout(&o)
+    );
+    w(
+        "dyn.sh",
+        "# hicache-sim: node=gb300\npython3 -m dynamo.sglang --model-path zai-org/GLM-5.2-NVFP4 --tp 4 --endpoint dyn://a.b.c\n",
+    );
+    let o = run(&["check", "dyn.sh", "--runs", "5"], d.path());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("dyn.sh:2:") && stderr(&o).contains("dynamo.sglang"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -3,6 +3,7 @@
 
 mod cache_props;
 mod cache_rules;
+mod capture;
 mod check;
 mod cli_replay_trace;
 mod cli_startup;
@@ -10,8 +11,10 @@ mod fuzz_cli;
 mod golden_startup;
 mod host_golden;
 mod hostile;
+mod kv_bytes;
 mod launch_corpus;
 mod launch_issue9;
+mod models;
 mod pipeline_quickstart;
 mod plan;
 mod plot_charts;

@@ -13,6 +13,7 @@ fn mha_bytes_per_token() -> u64 {
     Attention::Gqa {
         kv_heads: 2,
         head_dim: 4,
+        v_head_dim: None,
     }
     .host_pools(2, &ParallelLayout::default(), KvDtype::Fp16)[0]
         .bytes_per_token

@@ -557,6 +557,167 @@ def diff_split(py, bin_, rel, work, cases):
     return not bad
 
 
+# ------------------------------------------------------- `hicache-sim capture` on trees
+
+# The fake meminfo: MemTotal 8e15 B (below 2^53, so YAML integers stay exact), psutil's
+# available 7e15 B: far above any generated cgroup headroom, so `available` is the
+# headroom whenever a limit binds.
+MEM_TOTAL = 8 * 10**15
+MEM_AVAILABLE = 7 * 10**15
+
+
+def gen_capture_state(rng, idx):
+    """A `gen_state` tree the start-up model can pre-charge: every numeric limit at or
+    above its cgroup's usage (the kernel keeps usage under `memory.max`; a usage above
+    `memory.high` is reclaimed by the model before start-up)."""
+    st = gen_state(rng, idx)
+    st["id"] = f"c{idx}"
+    st["psutil_available"] = MEM_AVAILABLE
+    for c in st["cgroups"]:
+        usage = sum(c["stat"].values())
+        for k in ("max", "high"):
+            if isinstance(c[k], int) and c[k] < usage and c[k] != V1_UNLIMITED:
+                c[k] = usage + rng.randint(0, 40 * GB)
+    return st
+
+
+def write_capture_tree(st, root):
+    write_tree(st, root)
+    os.makedirs(os.path.join(root, "proc"), exist_ok=True)
+    with open(os.path.join(root, "proc", "meminfo"), "w") as f:
+        f.write(f"MemTotal: {MEM_TOTAL // 1024} kB\nMemFree: {MEM_AVAILABLE // 1024} kB\n"
+                f"MemAvailable: {MEM_AVAILABLE // 1024} kB\nActive(file): 0 kB\nInactive(file): 0 kB\n")
+
+
+def capture_worker(states_path, out_path, trees):
+    """In the venv: SGLang's `_cgroup_memory_headroom` and `available_host_memory_bytes`
+    (with the cgroup fallback where the release has it) on each tree, and the
+    `HiCache memory headroom: …` line it logs."""
+    import inspect
+    import logging
+    import types
+    from pathlib import Path
+
+    hm, _base, psutil, _auto, _rc, _mha = _load_sglang()
+    has_fallback = "allow_cgroup_fallback" in inspect.signature(hm.available_host_memory_bytes).parameters
+    lines = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            lines.append(record.getMessage())
+
+    log = logging.getLogger(hm.__name__)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    log.addHandler(Keep())
+    psutil.virtual_memory = lambda: types.SimpleNamespace(available=MEM_AVAILABLE)
+    with open(states_path) as f, open(out_path, "w") as out:
+        for line in f:
+            if not line.strip():
+                continue
+            st = json.loads(line)
+            hm._cgroup_memory_headroom.__defaults__ = (Path(trees) / st["id"] / "proc",)
+            try:
+                h = hm._cgroup_memory_headroom()
+            except Exception as e:  # noqa: BLE001
+                h = _category(e)
+            del lines[:]
+            try:
+                avail = (hm.available_host_memory_bytes(allow_cgroup_fallback=True)
+                         if has_fallback else hm.available_host_memory_bytes())
+            except Exception:  # noqa: BLE001
+                avail = "error"
+            log_line = next((x for x in lines if x.startswith("HiCache memory headroom")), None)
+            out.write(json.dumps({"id": st["id"], "headroom": h, "available": avail,
+                                  "log": log_line}) + "\n")
+
+
+STARTUP_SETS = ["startup.process_memory=0", "startup.weight_load.through_page_cache=false",
+                "server.enable_hierarchical_cache=true", "server.hicache_size=1",
+                "server.tp_size=8"]
+
+
+def diff_capture(py, bin_, releases, work, n, seed):
+    """`hicache-sim capture` on `n` generated trees, then `startup` on what it wrote,
+    against SGLang's own functions on the same trees. Per tree and release: capture
+    refuses (exit 2) exactly where SGLang's `_cgroup_memory_headroom` raises (0.5.21 reads
+    no memory.stat: a refusal over memory.stat alone is expected there); otherwise rank
+    0's `available_bytes` before anything is charged equals SGLang's
+    `available_host_memory_bytes()`, and its headroom log line SGLang's (when a limit
+    below v1's "unlimited" binds)."""
+    rng = random.Random(seed + 2)
+    states = [gen_capture_state(rng, i) for i in range(n)]
+    trees = os.path.join(work, "capture-trees")
+    shutil.rmtree(trees, ignore_errors=True)
+    captured = {}
+    for st in states:
+        root = os.path.join(trees, st["id"])
+        write_capture_tree(st, root)
+        out = os.path.join(root, "out.yaml")
+        r = subprocess.run([bin_, "capture", "--proc-root", os.path.join(root, "proc"),
+                            "--node", "hgx-h200", "--model", "llama-3.1-70b",
+                            "--nvidia-smi", "none", "-o", out],
+                           capture_output=True, text=True)
+        if r.returncode not in (0, 2):
+            print(f"sglang_diff: FAILED: capture exit {r.returncode} on {st['id']}: {r.stderr[-500:]}")
+            return False
+        captured[st["id"]] = (r.returncode, r.stderr, out)
+    states_path = os.path.join(work, "capture-states.jsonl")
+    with open(states_path, "w") as f:
+        for st in states:
+            f.write(json.dumps(st) + "\n")
+    ok = True
+    for rel, py_rel in zip(releases, py):
+        theirs = os.path.join(work, f"capture-sglang-{rel}.jsonl")
+        r = subprocess.run([py_rel, os.path.abspath(__file__), "--capture-worker",
+                            states_path, theirs, trees])
+        if r.returncode != 0:
+            print(f"sglang_diff: FAILED: SGLang {rel}'s functions did not run on the capture trees")
+            return False
+        want = {w["id"]: w for w in map(json.loads, open(theirs)) if w}
+        bad, refused_ok, stricter, agree, limited = [], 0, 0, 0, 0
+        for st in states:
+            w = want[st["id"]]
+            code, err, out = captured[st["id"]]
+            raised = isinstance(w["headroom"], str)
+            if code == 2:
+                if raised:
+                    agree += 1
+                    refused_ok += 1
+                elif rel == "0.5.21" and "memory.stat" in err:
+                    stricter += 1
+                else:
+                    bad.append((st["id"], "capture refused, SGLang did not raise", w, err.strip()[-300:]))
+                continue
+            if raised:
+                bad.append((st["id"], "SGLang raised, capture wrote a scenario", w, ""))
+                continue
+            cmd = [bin_, "startup", out, "--sglang", rel, "--format", "json"]
+            for x in STARTUP_SETS:
+                cmd += ["--set", x]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                bad.append((st["id"], f"startup exit {r.returncode}", w, r.stderr.strip()[-300:]))
+                continue
+            rank = json.loads(r.stdout)["ranks"][0]
+            log = next((x for x in rank["log"] if x.startswith("HiCache memory headroom")), None)
+            got = {"available": rank["available_bytes"], "log": log}
+            binds = isinstance(w["headroom"], int) and w["headroom"] < (1 << 62)
+            limited += binds
+            exp_log = w["log"] if binds else log
+            if got != {"available": w["available"], "log": exp_log}:
+                bad.append((st["id"], "figures differ", w, json.dumps(got)))
+            else:
+                agree += 1
+        print(f"sglang_diff {rel}: capture on {n} trees: {agree} agree ({refused_ok} of them "
+              f"refused where SGLang raises, {limited} with a limit below v1's unlimited"
+              f"{f'; {stricter} refused over memory.stat, which 0.5.21 does not read' if stricter else ''})")
+        for sid, why, w, extra in bad[:5]:
+            print(f"  DIFFERS {rel} capture {sid}: {why}\n    sglang:  {json.dumps(w)}\n    ours:    {extra}")
+        ok &= not bad
+    return ok
+
+
 def make_venv(release, where):
     """A venv with only the wheel (`--no-deps`). Returns its python, or None if PyPI
     cannot be reached."""
@@ -586,7 +747,13 @@ def main():
     ap.add_argument("--worker", nargs=3, metavar=("STATES", "OUT", "SCRATCH"))
     ap.add_argument("--split-worker", nargs=2, metavar=("CASES", "OUT"))
     ap.add_argument("--splits", type=int, default=2000)
+    ap.add_argument("--captures", type=int, default=300,
+                    help="trees for the `hicache-sim capture` check (0: skip it)")
+    ap.add_argument("--capture-worker", nargs=3, metavar=("STATES", "OUT", "TREES"))
     a = ap.parse_args()
+    if a.capture_worker:
+        capture_worker(*a.capture_worker)
+        return 0
     if a.worker:
         worker(*a.worker)
         return 0
@@ -604,11 +771,13 @@ def main():
     split_rng = random.Random(a.seed + 1)
     split_cases = [gen_split_case(split_rng, i) for i in range(a.splits)]
     failed = False
+    pys = []
     for rel in a.releases.split(","):
         py = make_venv(rel, work)
         if py is None:
             print(f"sglang_diff: FAILED: could not install sglang=={rel} from PyPI")
             return 1
+        pys.append(py)
         failed |= not diff_split(py, a.bin, rel, work, split_cases)
         ours = os.path.join(work, f"sim-{rel}.jsonl")
         theirs = os.path.join(work, f"sglang-{rel}.jsonl")
@@ -642,6 +811,8 @@ def main():
             print(f"  DIFFERS {rel} state {w['id']}:\n    sglang:      {json.dumps(w)}\n"
                   f"    hicache-sim: {json.dumps(g)}\n    state: {json.dumps(s)}")
         failed |= bool(bad)
+    if a.captures:
+        failed |= not diff_capture(pys, a.bin, a.releases.split(","), work, a.captures, a.seed)
     if not a.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 1 if failed else 0

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Single-rule mutations of the simulator that the differential test must catch.
 
-Each mutation edits one line of the Rust source, rebuilds, runs diff.py (1,200 states,
-one release) and restores the file with `git checkout -- FILE` (run it on a clean work
+Each mutation edits one line of the Rust source, rebuilds, runs diff.py (1,200 states
+and 300 capture trees, one release) and restores the file with `git checkout -- FILE` (run it on a clean work
 tree). Every line printed must say `exit 1`. Usage: mutations.py [M1 M2 ...]
 """
 import subprocess, sys, os
@@ -38,6 +38,12 @@ M = [
   "pub const ALLOCATION_SLACK_FRACTION: f64 = 0.05;", "pub const ALLOCATION_SLACK_FRACTION: f64 = 0.10;", "0.5.23"),
  ("M14 auto-size budget rounds instead of truncating", "src/sizing/auto_size.rs",
   "py_int(per_rank_share as f64 * fraction)", "(per_rank_share as f64 * fraction).round() as i128", "0.5.22"),
+ ("M15 capture: a missing memory.min is not counted as protected", "src/capture/mapping.rs",
+  "Protection::Missing => (0, true),", "Protection::Missing => (0, false),", "0.5.23"),
+ ("M16 capture: a level's charges written whole (children not subtracted)", "src/capture/mapping.rs",
+  "let (r, c) = sub[i].minus(&children);", "let (r, c) = sub[i].minus(&Raw::default());", "0.5.21"),
+ ("M17 capture: protections inside a sibling ignored", "src/capture/mapping.rs",
+  "protected_inside: inside.is_some(),", "protected_inside: false,", "0.5.23"),
 ]
 only = sys.argv[1:]
 for name, f, old, new, rel in M:

@@ -18,6 +18,12 @@ if ! "$PY" -m pip index versions sglang --disable-pip-version-check --retries 1 
     exit 0
 fi
 
+# KV bytes per token per rank of every catalogue model: SGLang's own ModelConfig and pool
+# configurators, run again, must still say what tests/golden/kv_bytes/ says (the golden
+# `cargo test --test it kv_bytes` checks the simulator against). About a minute per
+# release once the transformers wheels are cached.
+"$PY" tools/models/kv_bytes_golden.py --releases "$RELEASES" --check
+
 TARGET="${CARGO_TARGET_DIR:-target}"
 cargo build --release --quiet
 exec "$PY" tests/sglang_diff/diff.py --bin "$TARGET/release/hicache-sim" \

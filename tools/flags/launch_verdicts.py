@@ -79,9 +79,9 @@ def run_bash(text):
             os.chmod(p, os.stat(p).st_mode | stat.S_IEXEC)
         script = os.path.join(d, "cmd.sh")
         with open(script, "w", newline="") as f:
-            # CRLF read as LF, as the simulator does on purpose (bash itself would keep the
-            # CR in the last word of each line: a file saved on Windows never works).
-            f.write(text.replace("\r\n", "\n"))
+            # Byte for byte: bash keeps a CR in the last word of each line and `\`+CR
+            # quotes the CR instead of continuing the line (a file saved on Windows).
+            f.write(text)
         cap = os.path.join(d, "capture.jsonl")
         open(cap, "w").close()
         work = os.path.join(d, "work")
@@ -201,7 +201,8 @@ def mutate_argv(rng, argv, flags):
             del a[i + 1]
             opts = [j for j, x in enumerate(a) if x.startswith("--") and "=" not in x]
         elif kind == 3 and takes:
-            a[i + 1] = rng.choice(["2.5", "x", "-1", "0", "1e3", "fp8", "tlru", "moonkake", "true"])
+            a[i + 1] = rng.choice(["2.5", "x", "-1", "0", "1e3", "fp8", "tlru", "moonkake", "true",
+                                   "32k", "1.5M", "2Mi", "1.5Ki", "1_000", " 64"])
         elif kind == 4 and not takes:
             a[i] = w + "=" + rng.choice(["true", "false", "1"])
         elif kind == 5:
@@ -224,7 +225,19 @@ def render(rng, argv, serve, release):
                                ["python", "-m", "sglang.launch_server"],
                                ["python3", "-u", "-m", "sglang.launch_server"],
                                ["python3", "/sgl-workspace/sglang/python/sglang/launch_server.py"]])
-    words = launcher + [q(rng, w) for w in argv]
+    arith = ""
+    if rng.random() < 0.15:
+        # bash arithmetic ($((…)): integers, C precedence), exported so `bash -c` sees it
+        arith = "TP_BASE=2\nexport GPUS=%s\n" % rng.choice(
+            ["$((2*4))", "$(( 16 / 2 ))", "$((TP_BASE * 2))", "$((7 % 4 + 1))", "$(((1 + 1) << 1))",
+             "$((-9 / 2 + 6))", "$((TP_BASE ** 2))"])
+    quoted = [q(rng, w) for w in argv]
+    if arith:
+        for j in range(1, len(argv)):
+            if argv[j - 1] in ("--tp", "--tp-size", "--dp", "--dp-size") and argv[j].isdigit():
+                quoted[j] = rng.choice(["$GPUS", '"$GPUS"', "${GPUS}", "$((GPUS / 2))", "$(( $GPUS ))"])
+                break
+    words = launcher + quoted
     # Continuations between some words, comments on their own lines before.
     text = ""
     for j, w in enumerate(words):
@@ -257,7 +270,7 @@ def render(rng, argv, serve, release):
                 "-v /models:/models lmsysorg/sglang:latest " + text)
     elif wrap == 8:
         text = "srun -N 1 --ntasks-per-node=1 --gpus-per-node 8 " + text + " &> srun.log"
-    text = pre + text + ("  # end\n" if rng.random() < 0.3 else "\n")
+    text = arith + pre + text + ("  # end\n" if rng.random() < 0.3 else "\n")
     if rng.random() < 0.2:
         text = text.replace("\n", "\r\n")
     return text

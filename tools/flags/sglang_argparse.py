@@ -268,7 +268,8 @@ def action_kind(a):
     return "store_true" if a.nargs == 0 else "store"
 
 
-PROBES = ["1", "-3", "2.5", "1e3", "abc", "true", "False", "{\"a\": 1}", "nan", "0x10", "{}"]
+PROBES = ["1", "-3", "2.5", "1e3", "abc", "true", "False", "{\"a\": 1}", "nan", "0x10", "{}",
+          "32k", "1Ki"]
 
 
 def type_kind(t):
@@ -295,6 +296,9 @@ def type_kind(t):
         return "float"
     if set(ok) == {"1", "-3"}:
         return "int"
+    if set(ok) == {"1", "-3", "32k", "1Ki"}:
+        # `utils/common.py: human_readable_int` (0.5.2x): an int, or SI / IEC suffixes.
+        return "human_int"
     if "{\"a\": 1}" in ok and "abc" not in ok:
         return "json"
     if ok == ["{}"]:

@@ -169,6 +169,11 @@ impl TraceColumns {
     /// Parse the binary form from its bytes; `src` names the file in errors.
     pub fn from_binary(src: &str, b: &[u8]) -> Result<Self, InputError> {
         let h = Header::parse(src, b, b.len() as u64)?;
+        let at = offsets_start(h.n) as usize;
+        let word = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        if word(at) != 0 || word(at + 8 * h.n as usize) != h.m {
+            return Err(InputError::new(src, DAMAGED));
+        }
         let mut crc = crc32fast::Hasher::new();
         crc.update(&header_for_crc(b));
         crc.update(&b[HEADER_BYTES..]);
@@ -218,6 +223,7 @@ impl TraceColumns {
             .map_err(io)?;
         let h = Header::parse(&src, &head, file_len)?;
         // The whole file against its CRC before any column is allocated.
+        check_offset_ends(&src, &h, &mut f).map_err(io)??;
         verify_crc(&src, &head, &h, &mut f).map_err(io)??;
         let (n, m) = (h.n as usize, h.m as usize);
         let mut r = BufReader::with_capacity(1 << 20, f);
@@ -336,6 +342,35 @@ fn header_for_crc(b: &[u8]) -> [u8; HEADER_BYTES] {
     h
 }
 
+/// Where the offsets column starts.
+fn offsets_start(n: u64) -> u64 {
+    HEADER_BYTES as u64 + 16 * n + 2 * pad8(4 * n)
+}
+
+/// The first and last offsets (0 and `m` in a sound file), read where they sit before the
+/// CRC pass: a crafted or sparse file whose lengths add up is refused without reading
+/// gigabytes of it. Leaves `f` just past the header.
+fn check_offset_ends(
+    src: &str,
+    h: &Header,
+    f: &mut std::fs::File,
+) -> std::io::Result<Result<(), InputError>> {
+    use std::io::{Seek, SeekFrom};
+    let mut b = [0u8; 8];
+    f.seek(SeekFrom::Start(offsets_start(h.n)))?;
+    f.read_exact(&mut b)?;
+    let first = u64::from_le_bytes(b);
+    f.seek(SeekFrom::Start(offsets_start(h.n) + 8 * h.n))?;
+    f.read_exact(&mut b)?;
+    let last = u64::from_le_bytes(b);
+    f.seek(SeekFrom::Start(HEADER_BYTES as u64))?;
+    Ok(if first == 0 && last == h.m {
+        Ok(())
+    } else {
+        Err(InputError::new(src, DAMAGED))
+    })
+}
+
 /// Reads the rest of `f` (positioned just past the header) through the CRC and checks
 /// it; then seeks back to just past the header. Outer error: I/O; inner: a mismatch.
 fn verify_crc(
@@ -412,6 +447,7 @@ impl BinStream {
         let h = Header::parse(&src, &head, file_len)?;
         // One pass over the file against its CRC before the first record is handed out
         // (a replay never starts on damaged bytes).
+        check_offset_ends(&src, &h, &mut f).map_err(io)??;
         verify_crc(&src, &head, &h, &mut f).map_err(io)??;
         let (n, m) = (h.n, h.m);
         let starts = [
@@ -722,7 +758,10 @@ mod tests {
         }
         let mut bytes = Vec::new();
         c.write_binary(&mut bytes).unwrap();
-        assert_eq!(TraceColumns::from_binary("t.bin", &bytes).unwrap().ids, c.ids);
+        assert_eq!(
+            TraceColumns::from_binary("t.bin", &bytes).unwrap().ids,
+            c.ids
+        );
         for bit in 0..8 * bytes.len() {
             let mut b = bytes.clone();
             b[bit / 8] ^= 1 << (bit % 8);

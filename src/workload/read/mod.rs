@@ -182,7 +182,10 @@ pub fn max_line_bytes() -> Result<usize, InputError> {
         .parse()
         .map_err(|_| InputError::new(VAR, format!("`{v}` is not a byte count: {expected}")))?;
     if n == 0 {
-        return Err(InputError::new(VAR, format!("0 would refuse every line: {expected}")));
+        return Err(InputError::new(
+            VAR,
+            format!("0 would refuse every line: {expected}"),
+        ));
     }
     if n > MAX_LINE_BYTES_LIMIT {
         return Err(InputError::new(

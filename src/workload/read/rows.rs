@@ -120,14 +120,19 @@ fn mooncake_serde(line: &str, rec: &mut BlockRecord) -> Result<Option<u32>, RowE
 /// The `block_size` a Mooncake trace's first line declares (`{"block_size": 64, …`, as
 /// `trace gen` writes it), read from the start of `head` without parsing the row.
 pub(crate) fn declared_block_size(head: &[u8]) -> Option<u32> {
-    let text = std::str::from_utf8(&head[..head.len().min(256)]).ok().or_else(|| {
-        // cut inside a UTF-8 sequence: the valid prefix
-        let e = std::str::from_utf8(&head[..head.len().min(256)]).err()?;
-        std::str::from_utf8(&head[..e.valid_up_to()]).ok()
-    })?;
+    let text = std::str::from_utf8(&head[..head.len().min(256)])
+        .ok()
+        .or_else(|| {
+            // cut inside a UTF-8 sequence: the valid prefix
+            let e = std::str::from_utf8(&head[..head.len().min(256)]).err()?;
+            std::str::from_utf8(&head[..e.valid_up_to()]).ok()
+        })?;
     let first = text.lines().find(|l| !l.trim().is_empty())?;
     let rest = first.trim_start().strip_prefix('{')?.trim_start();
-    let rest = rest.strip_prefix("\"block_size\"")?.trim_start().strip_prefix(':')?;
+    let rest = rest
+        .strip_prefix("\"block_size\"")?
+        .trim_start()
+        .strip_prefix(':')?;
     let digits: String = rest
         .trim_start()
         .chars()

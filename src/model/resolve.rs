@@ -1,0 +1,424 @@
+//! From what a scenario or a launch command says about the model to a [`ModelPreset`]
+//! the start-up, plan and replay read: one function, [`resolve`].
+//!
+//! Sources, in order:
+//! 1. `--model-path DIR` when `DIR/config.json` exists (a local checkpoint): its
+//!    `config.json`, `hf_quant_config.json` and `model.safetensors.index.json` — SGLang
+//!    reads the same files (`configs/model_config.py: ModelConfig`);
+//! 2. `model: {config: FILE}` in a scenario (the `hf_quant_config.json` and
+//!    `model.safetensors.index.json` next to it are read when present);
+//! 3. `model: NAME`: a model preset (`glm-5.2`, `deepseek-v3`, … — the incidents'
+//!    figures), else the bundled catalogue by Hugging Face id or name;
+//! 4. no `model:`: the `--model-path` name matched to a preset, else to the catalogue
+//!    (ids and basenames, case-insensitive, `-Instruct` / `-Chat` / `-Base` and
+//!    quantisation suffixes such as `-FP8`, `-AWQ`, `-GPTQ-Int4` mapped to the base
+//!    architecture plus that quantisation).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::catalogue::{self, Found};
+use super::dtype::KvDtype;
+use super::hf_config::{ConfigFiles, HfModel, read_model};
+use super::parallel::ParallelLayout;
+use super::presets::{ModelPreset, model_presets};
+use super::quant::{Quantization, WeightFormat};
+use super::weights::PartBytes;
+use crate::units::ByteSize;
+
+/// What a scenario says about its model.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ModelQuery<'a> {
+    /// `model: NAME` / `model: {preset: NAME}`: a preset, or a catalogue id or name.
+    pub name: Option<&'a str>,
+    /// `model: {config: FILE}`, resolved against the scenario's folder.
+    pub config_file: Option<&'a Path>,
+    /// `--model-path` (`server.model_path`, or from `server.launch`).
+    pub model_path: Option<&'a str>,
+}
+
+/// Where a model's description came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelSource {
+    /// A model preset (`src/model/models.yaml`).
+    Preset(String),
+    /// A catalogue entry: its id, and the file it was read from.
+    Catalogue { hf_id: String, cited: String },
+    /// `model: {config: FILE}`.
+    ConfigFile(PathBuf),
+    /// `--model-path DIR` with a `config.json`.
+    LocalDir(PathBuf),
+}
+
+/// A model as the simulation reads it, with its description when it came from a config.
+#[derive(Debug, Clone)]
+pub struct ResolvedModel {
+    /// A short name for reports (`glm-5.2`, `Qwen/Qwen3-32B`, the directory name).
+    pub name: String,
+    pub preset: ModelPreset,
+    pub source: ModelSource,
+    /// The config as read (`None` for a preset).
+    pub hf: Option<HfModel>,
+    /// The checkpoint's quantisation (`None` for a preset).
+    pub quantization: Option<Quantization>,
+    /// One line for the scenario's notes (how the model was found).
+    pub note: Option<String>,
+}
+
+impl ResolvedModel {
+    /// Bytes of weights by part: the config's parameter counts in the checkpoint's
+    /// format, scaled to `model.safetensors.index.json`'s `metadata.total_size` when it
+    /// was read. `None` for a preset.
+    pub fn part_bytes(&self) -> Option<PartBytes> {
+        let (hf, q) = (self.hf.as_ref()?, self.quantization.as_ref()?);
+        let b = hf.params.bytes(q);
+        Some(match hf.safetensors_total_size {
+            Some(t) => b.scaled_to(t),
+            None => b,
+        })
+    }
+
+    /// Bytes of weights one rank holds (MTP draft excluded), by SGLang's sharding rules
+    /// ([`PartBytes::per_rank`]: attention over the attention-TP group — replicated `dp`
+    /// times under `--enable-dp-attention` —, experts and MLPs over TP/EP, vocabulary
+    /// over TP, norms and routers replicated). `None` for a preset, whose checkpoint is
+    /// divided evenly ([`ModelPreset::weights_per_rank`]).
+    pub fn weights_per_rank(&self, layout: &ParallelLayout) -> Option<u64> {
+        Some(self.part_bytes()?.per_rank(layout))
+    }
+}
+
+/// The answer for a model this simulator cannot find or read: the nearest preset or
+/// catalogue name, the presets, and the three ways to describe a model.
+fn unknown(what: &str) -> String {
+    let base = what
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or(what);
+    let presets = model_presets();
+    let names = presets
+        .iter()
+        .flat_map(|(id, p)| {
+            std::iter::once(id.as_str()).chain(p.aliases.iter().map(String::as_str))
+        })
+        .chain(catalogue::catalogue().iter().map(|e| e.basename()));
+    let hint = crate::error::nearest(base, names)
+        .map(|n| format!(" (did you mean `{n}`?)"))
+        .unwrap_or_default();
+    format!(
+        "unknown model `{what}`{hint}: not a model preset ({}), not in the bundled catalogue ({} Hugging Face models) and not a local directory with a config.json; describe it with `model: {{config: path/to/config.json}}` (its Hugging Face config.json), point --model-path at a local checkpoint directory, or name a preset or catalogue model (`hicache-sim presets` lists them)",
+        presets.keys().cloned().collect::<Vec<_>>().join(", "),
+        catalogue::catalogue().len()
+    )
+}
+
+fn read_json(path: &Path) -> Result<Value, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))
+}
+
+/// `config.json` plus the optional `hf_quant_config.json` and the safetensors index's
+/// `metadata.total_size` of a checkpoint folder.
+fn read_files(config: &Path) -> Result<ConfigFiles, String> {
+    let dir = config.parent().unwrap_or(Path::new("."));
+    let hf_quant_config = {
+        let p = dir.join("hf_quant_config.json");
+        if p.is_file() {
+            Some(read_json(&p)?)
+        } else {
+            None
+        }
+    };
+    let safetensors_total_size = {
+        let p = dir.join("model.safetensors.index.json");
+        if p.is_file() {
+            let v = read_json(&p)?;
+            Some(
+                v.pointer("/metadata/total_size")
+                    .and_then(Value::as_u64)
+                    .ok_or_else(|| {
+                        format!(
+                            "{}: `metadata.total_size` is missing: expected the bytes of all tensors",
+                            p.display()
+                        )
+                    })?,
+            )
+        } else {
+            None
+        }
+    };
+    Ok(ConfigFiles {
+        config: read_json(config)?,
+        hf_quant_config,
+        safetensors_total_size,
+    })
+}
+
+/// A [`ModelPreset`] from a config: its geometry, layers, MTP layers, the checkpoint
+/// size in its quantisation (the safetensors index's total when known, else the
+/// parameter count in that format; the default) and in the other formats, the KV dtype
+/// `auto` means for it.
+pub fn preset_from_config(hf: &HfModel, quant: &Quantization, description: String) -> ModelPreset {
+    let parts = hf.params.bytes(quant);
+    let bytes = hf.safetensors_total_size.unwrap_or(parts.total());
+    let key = quant.format.key().to_string();
+    // The other formats a scenario may name (`startup.weight_load.quantization`): the
+    // same parameters in bf16, fp8 (block scales), NVFP4, MXFP4 and int4 (group 128),
+    // with no exclusions beyond what every format keeps in bf16.
+    let mut checkpoint: BTreeMap<String, ByteSize> = [
+        WeightFormat::Bf16,
+        WeightFormat::Fp8Block,
+        WeightFormat::Nvfp4,
+        WeightFormat::Mxfp4,
+        WeightFormat::Int4 { group_size: 128 },
+    ]
+    .into_iter()
+    .map(|f| {
+        let q = Quantization {
+            format: f,
+            exclude: Vec::new(),
+            ..quant.clone()
+        };
+        (f.key().to_string(), ByteSize(hf.params.bytes(&q).total()))
+    })
+    .collect();
+    checkpoint.insert(key.clone(), ByteSize(bytes));
+    ModelPreset {
+        description,
+        aliases: Vec::new(),
+        attention: hf.attention.clone(),
+        layers: hf.layers,
+        mtp_layers: hf.mtp_layers,
+        checkpoint,
+        default_quant: key,
+        default_kv_dtype: if quant.kv_cache_fp8 {
+            KvDtype::Fp8
+        } else {
+            KvDtype::Bf16
+        },
+    }
+}
+
+fn from_files(
+    files: &ConfigFiles,
+    quant: Option<Quantization>,
+    name: String,
+    source: ModelSource,
+    origin: &str,
+) -> Result<ResolvedModel, String> {
+    let hf = read_model(files).map_err(|e| format!("{origin}: {e}"))?;
+    let quant = quant.unwrap_or_else(|| hf.quantization.clone());
+    let preset = preset_from_config(
+        &hf,
+        &quant,
+        format!("{name} ({}, read from {origin})", hf.architecture),
+    );
+    Ok(ResolvedModel {
+        note: Some(format!(
+            "model: {name} read from {origin} ({}; quantisation {} from {})",
+            hf.architecture,
+            quant.method.as_deref().unwrap_or("none"),
+            quant.source
+        )),
+        name,
+        preset,
+        source,
+        hf: Some(hf),
+        quantization: Some(quant),
+    })
+}
+
+fn from_catalogue(f: Found) -> Result<ResolvedModel, String> {
+    let e = f.entry;
+    let files = ConfigFiles {
+        config: e.config.clone(),
+        hf_quant_config: e.hf_quant_config.clone(),
+        safetensors_total_size: None,
+    };
+    let cited = e.config_source.cite();
+    let mut r = from_files(
+        &files,
+        f.quant,
+        e.hf_id.clone(),
+        ModelSource::Catalogue {
+            hf_id: e.hf_id.clone(),
+            cited: cited.clone(),
+        },
+        &format!("the catalogue ({cited})"),
+    )?;
+    r.note = r.note.map(|n| format!("{n}; matched: {}", f.how));
+    Ok(r)
+}
+
+/// A preset by id or alias.
+fn preset(name: &str) -> Option<ResolvedModel> {
+    let (id, p) = model_presets()
+        .iter()
+        .find(|(id, p)| id.as_str() == name || p.aliases.iter().any(|a| a == name))?;
+    Some(ResolvedModel {
+        name: id.clone(),
+        preset: p.clone(),
+        source: ModelSource::Preset(id.clone()),
+        hf: None,
+        quantization: None,
+        note: None,
+    })
+}
+
+/// The preset a `--model-path` names by its last component: the id or an alias, alone
+/// or followed by `-suffix` (`GLM-5.2-NVFP4` → `glm-5.2`), longest name first.
+pub fn preset_for_path(path: &str) -> Option<String> {
+    let base = path
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if base.is_empty() {
+        return None;
+    }
+    let mut names: Vec<(String, String)> = model_presets()
+        .iter()
+        .flat_map(|(id, p)| {
+            std::iter::once((id.clone(), id.clone()))
+                .chain(p.aliases.iter().map(move |a| (a.clone(), id.clone())))
+        })
+        .collect();
+    names.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
+    names
+        .into_iter()
+        .find(|(name, _)| {
+            base == *name
+                || base
+                    .strip_prefix(name.as_str())
+                    .is_some_and(|r| r.starts_with('-'))
+        })
+        .map(|(_, id)| id)
+}
+
+/// Resolves a model (see the module doc for the order of sources). Errors say what was
+/// looked for and how to describe the model.
+pub fn resolve(q: &ModelQuery<'_>) -> Result<ResolvedModel, String> {
+    if let Some(p) = q.model_path {
+        let dir = Path::new(p);
+        let cfg = dir.join("config.json");
+        if cfg.is_file() {
+            let files = read_files(&cfg)?;
+            let name = dir
+                .file_name()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| p.to_string());
+            return from_files(
+                &files,
+                None,
+                name,
+                ModelSource::LocalDir(dir.to_path_buf()),
+                &cfg.display().to_string(),
+            );
+        }
+    }
+    if let Some(cfg) = q.config_file {
+        let files = read_files(cfg)?;
+        let name = cfg
+            .parent()
+            .and_then(Path::file_name)
+            .map(|s| s.to_string_lossy().into_owned())
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| cfg.display().to_string());
+        return from_files(
+            &files,
+            None,
+            name,
+            ModelSource::ConfigFile(cfg.to_path_buf()),
+            &cfg.display().to_string(),
+        );
+    }
+    if let Some(name) = q.name {
+        if let Some(r) = preset(name) {
+            return Ok(r);
+        }
+        return match catalogue::find(name) {
+            Some(f) => from_catalogue(f),
+            None => Err(unknown(name)),
+        };
+    }
+    let Some(path) = q.model_path else {
+        return Err(
+            "no model: give `model:` (a preset or catalogue name, or {config: FILE}) or a launch command with --model-path"
+                .into(),
+        );
+    };
+    if let Some(id) = preset_for_path(path) {
+        let mut r = preset(&id).expect("a preset id");
+        // A checkpoint format the preset has no size for (`Qwen3-235B-A22B-AWQ`): the
+        // catalogue's config in that format, when it knows the model.
+        if let Some(q) = super::quant::suffix_of(path)
+            && !r.preset.checkpoint.contains_key(q.format.key())
+            && let Some(f) = catalogue::find(path)
+        {
+            return from_catalogue(f);
+        }
+        r.note = Some(format!("model: {id} (picked from --model-path {path})"));
+        return Ok(r);
+    }
+    match catalogue::find(path) {
+        Some(f) => from_catalogue(f),
+        None => Err(unknown(path)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Attention, KvDtype};
+
+    #[test]
+    fn presets_catalogue_and_errors() {
+        let r = resolve(&ModelQuery {
+            name: Some("glm-5.2"),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(r.source, ModelSource::Preset("glm-5.2".into()));
+        let r = resolve(&ModelQuery {
+            model_path: Some("Qwen/Qwen3-32B"),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(r.name, "Qwen/Qwen3-32B");
+        // Qwen3-32B: 64 layers, 8 KV heads × 128: 8 × 128 × 2 (K, V) × 2 B × 64
+        // = 262,144 B per token at TP 1 (SGLang 0.5.23's cell size, golden).
+        assert_eq!(
+            r.preset.cell_size(&ParallelLayout::tp(1), KvDtype::Bf16),
+            262_144
+        );
+        let e = resolve(&ModelQuery {
+            model_path: Some("/models/ft-7"),
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert!(
+            e.contains("`/models/ft-7`") && e.contains("{config:"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn awq_is_int4_not_fp8() {
+        // Issue 18: an AWQ checkpoint was read as fp8.
+        let r = resolve(&ModelQuery {
+            model_path: Some("Qwen/Qwen2.5-72B-Instruct-AWQ"),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(r.preset.default_quant, "int4");
+        assert!(matches!(
+            r.preset.attention,
+            Attention::Gqa { kv_heads: 8, .. }
+        ));
+    }
+}

@@ -1,0 +1,539 @@
+//! Parameters of a model by part, from its `config.json`, and the bytes of weights each
+//! rank holds.
+//!
+//! The count follows the module shapes of SGLang's model files (`models/llama.py`,
+//! `qwen2.py`, `qwen3_moe.py`, `deepseek_v2.py`, `gpt_oss.py`, …): per decoder layer the
+//! attention projections (GQA: q/k/v/o; MLA: q_a/q_b or q, kv_a, kv_b, o, plus the DSA
+//! indexer), a dense MLP (gate/up/down) or a MoE block (router, routed experts, shared
+//! experts), two norms; the embedding and the LM head (none when tied); MTP layers
+//! (one decoder layer plus `eh_proj` each). Biases and small tensors (norms, rotary
+//! tables, expert-score corrections) are a few MB at most and not all counted: when the
+//! checkpoint's `model.safetensors.index.json` is at hand its `metadata.total_size` is
+//! the exact total and the counts only split it into parts.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::geometry::Attention;
+use super::parallel::ParallelLayout;
+use super::quant::{Quantization, WeightFormat};
+
+/// Parameters (elements, not bytes) of one model, by part.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ParamCounts {
+    pub embed: u64,
+    /// 0 when `tie_word_embeddings`.
+    pub lm_head: u64,
+    /// Attention of all decoder layers (projections; linear-attention / SSM mixers).
+    pub attention: u64,
+    /// Dense MLPs (layers before `first_k_dense_replace`, or every layer of a dense model).
+    pub dense_mlp: u64,
+    pub routed_experts: u64,
+    pub shared_experts: u64,
+    /// MoE routers (`gate`): kept in bf16 by every quantisation.
+    pub router: u64,
+    /// RMSNorm weights.
+    pub norms: u64,
+    /// MTP / NextN layers (loaded by the draft worker only).
+    pub mtp: u64,
+    /// Decoder layers (for per-layer exclusions of a quantisation).
+    pub layers: u32,
+}
+
+impl ParamCounts {
+    pub fn total(&self) -> u64 {
+        self.embed
+            + self.lm_head
+            + self.attention
+            + self.dense_mlp
+            + self.routed_experts
+            + self.shared_experts
+            + self.router
+            + self.norms
+            + self.mtp
+    }
+
+    /// Counts from a config (the text config of a multimodal model; vision towers are
+    /// not counted).
+    pub fn from_config(
+        root: &Value,
+        text: &Value,
+        attention: &Attention,
+        layers: u32,
+        mtp_layers: u32,
+    ) -> ParamCounts {
+        let g = |k: &str| text.get(k).and_then(Value::as_u64);
+        let hidden = g("hidden_size").unwrap_or(0);
+        let vocab = g("vocab_size").unwrap_or(0);
+        let heads = g("num_attention_heads").unwrap_or(0);
+        let tied = text
+            .get("tie_word_embeddings")
+            .or_else(|| root.get("tie_word_embeddings"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let per_layer_attn = attention_params(text, attention, hidden, heads);
+        let per_layer_linear = linear_mixer_params(text, attention, hidden);
+        // Gated MLPs (SwiGLU: gate, up, down) unless the activation is relu² (up, down).
+        let act = text
+            .get("mlp_hidden_act")
+            .or_else(|| text.get("hidden_act"))
+            .and_then(Value::as_str)
+            .unwrap_or("silu");
+        let mats = if act == "relu2" { 2 } else { 3 };
+        // MoE layout.
+        let experts = g("n_routed_experts")
+            .or_else(|| g("num_experts"))
+            .or_else(|| g("num_local_experts"))
+            .unwrap_or(0);
+        let inter = g("intermediate_size_mlp")
+            .or_else(|| g("intermediate_size"))
+            .unwrap_or(0);
+        let moe_inter = g("moe_intermediate_size")
+            .or_else(|| g("intermediate_size"))
+            .unwrap_or(inter);
+        let shared_inter = g("shared_expert_intermediate_size")
+            .or_else(|| g("moe_shared_expert_intermediate_size"))
+            .unwrap_or_else(|| {
+                g("n_shared_experts")
+                    .or_else(|| g("num_shared_experts"))
+                    .unwrap_or(0)
+                    * moe_inter
+            });
+        // Latent MoE (Nemotron-3 Super/Ultra `moe_latent_size`, Kimi-K3
+        // `routed_expert_hidden_size`): the routed experts work in a smaller width, with
+        // a down- and an up-projection around them.
+        let expert_hidden = g("moe_latent_size")
+            .or_else(|| g("routed_expert_hidden_size"))
+            .unwrap_or(hidden);
+        let latent_proj = if expert_hidden != hidden {
+            2 * hidden * expert_hidden
+        } else {
+            0
+        };
+        let first_dense = g("first_k_dense_replace").unwrap_or(0);
+        let moe_freq = g("moe_layer_freq").unwrap_or(1).max(1);
+        let interleave = g("interleave_moe_layer_step").unwrap_or(1).max(1);
+        let mlp_only: Vec<u64> = text
+            .get("mlp_only_layers")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_u64).collect())
+            .unwrap_or_default();
+        let mlp_types = text.get("mlp_layer_types").and_then(Value::as_array);
+        let sparse_step = g("decoder_sparse_step").unwrap_or(1).max(1);
+        // Nemotron-H: each layer is one block (`M` Mamba, `*` attention, `-` MLP, `E`
+        // MoE).
+        let pattern: Option<Vec<char>> = match text.get("layers_block_type") {
+            Some(Value::Array(list)) => Some(
+                list.iter()
+                    .map(|v| match v.as_str() {
+                        Some("mamba") => 'M',
+                        Some("attention") => '*',
+                        Some("moe") => 'E',
+                        _ => '-',
+                    })
+                    .collect(),
+            ),
+            _ => text
+                .get("hybrid_override_pattern")
+                .and_then(Value::as_str)
+                .map(|p| p.chars().collect()),
+        };
+        let is_moe_layer = |l: u64| match mlp_types {
+            Some(t) => t.get(l as usize).and_then(Value::as_str) == Some("sparse"),
+            None => {
+                experts > 0
+                    && l >= first_dense
+                    && l.is_multiple_of(moe_freq)
+                    && !mlp_only.contains(&l)
+                    && (l + 1).is_multiple_of(sparse_step)
+                    && (l + 1).is_multiple_of(interleave)
+            }
+        };
+        let full_layer = |l: u64| attention.is_full_attention_layer(text, l as u32);
+        let mut p = ParamCounts {
+            layers,
+            embed: vocab * hidden,
+            lm_head: if tied { 0 } else { vocab * hidden },
+            norms: hidden, // final norm
+            ..Default::default()
+        };
+        for l in 0..layers as u64 {
+            if let Some(pat) = &pattern {
+                p.norms += hidden;
+                match pat.get(l as usize) {
+                    Some('*') => p.attention += per_layer_attn,
+                    Some('M') => p.attention += per_layer_linear,
+                    Some('E') => {
+                        p.routed_experts += experts * mats * expert_hidden * moe_inter;
+                        p.shared_experts += mats * hidden * shared_inter + latent_proj;
+                        p.router += experts * hidden;
+                    }
+                    _ => p.dense_mlp += mats * hidden * inter,
+                }
+                continue;
+            }
+            p.attention += if full_layer(l) {
+                per_layer_attn
+            } else {
+                per_layer_linear
+            };
+            p.norms += 2 * hidden;
+            if is_moe_layer(l) {
+                p.routed_experts += experts * mats * expert_hidden * moe_inter;
+                p.shared_experts += mats * hidden * shared_inter + latent_proj;
+                p.router += experts * hidden;
+            } else {
+                p.dense_mlp += mats * hidden * inter;
+            }
+        }
+        // An MTP layer: a decoder layer (MoE when the model is) + eh_proj (2h → h) +
+        // its norms.
+        let mtp_layer = per_layer_attn
+            + if experts > 0 {
+                experts * mats * expert_hidden * moe_inter
+                    + mats * hidden * shared_inter
+                    + latent_proj
+                    + experts * hidden
+            } else {
+                mats * hidden * inter
+            }
+            + 2 * hidden * hidden
+            + 4 * hidden;
+        p.mtp = mtp_layers as u64 * mtp_layer;
+        p
+    }
+
+    /// Bytes of the checkpoint under `quant`: Linear layers in the quantised format
+    /// unless excluded; embeddings, LM head, norms and routers in bf16 (SGLang's
+    /// quantised linear methods: `layers/quantization/*`, every format leaves
+    /// `VocabParallelEmbedding`, `ParallelLMHead`, `RMSNorm` and the MoE `gate` alone).
+    /// ModelOpt / compressed-tensors / mxfp4 exclusions are matched on the part names
+    /// `self_attn`, `shared_experts`, `mlp`, `experts` (`lm_head` and `embed_tokens` are
+    /// bf16 anyway). W4AFP8: routed experts int4 (group 128), the rest fp8.
+    pub fn bytes(&self, quant: &Quantization) -> PartBytes {
+        let f = quant.format;
+        // The share of a part's layers the exclusions keep unquantised.
+        let kept = |part: &str| excluded_share(&quant.exclude, part, self.layers);
+        let q = |n: u64, part: &str| {
+            if f == WeightFormat::Bf16 {
+                return 2 * n;
+            }
+            let bf16 = (n as f64 * kept(part)).round() as u64;
+            2 * bf16 + f.bytes(n - bf16)
+        };
+        let experts = match f {
+            WeightFormat::W4aFp8 => {
+                WeightFormat::Int4 { group_size: 128 }.bytes(self.routed_experts)
+            }
+            // gpt-oss (mxfp4) quantises the experts only (`modules_to_not_convert`:
+            // attention, router, embeddings, LM head).
+            _ => q(self.routed_experts, "experts"),
+        };
+        let (attn, dense, shared) = match f {
+            WeightFormat::Mxfp4 => (
+                2 * self.attention,
+                2 * self.dense_mlp,
+                2 * self.shared_experts,
+            ),
+            _ => (
+                q(self.attention, "self_attn"),
+                q(self.dense_mlp, "mlp"),
+                q(self.shared_experts, "shared_experts"),
+            ),
+        };
+        PartBytes {
+            embed: 2 * self.embed,
+            lm_head: 2 * self.lm_head,
+            attention: attn,
+            dense_mlp: dense,
+            routed_experts: experts,
+            shared_experts: shared,
+            replicated: 2 * (self.router + self.norms),
+            mtp: if f == WeightFormat::Bf16 {
+                2 * self.mtp
+            } else {
+                f.bytes(self.mtp)
+            },
+        }
+    }
+}
+
+/// The share of `layers` whose `part` module an exclusion list names: each layer's
+/// module (`model.layers.{l}.self_attn.q_proj`, `….mlp.experts.0.up_proj`,
+/// `….mlp.shared_experts.up_proj`, `….mlp.up_proj`, under the `model.`,
+/// `model.language_model.` and `language_model.model.` prefixes) matched against ModelOpt
+/// globs (`fnmatch`) and compressed-tensors `re:` patterns (`re.match`: anchored at the
+/// start; one level of `(a|b)` alternation, `.*`, `\.`).
+fn excluded_share(patterns: &[String], part: &str, layers: u32) -> f64 {
+    if patterns.is_empty() || layers == 0 {
+        return 0.0;
+    }
+    let module = match part {
+        "self_attn" => "self_attn.q_proj",
+        "experts" => "mlp.experts.0.up_proj",
+        "shared_experts" => "mlp.shared_experts.up_proj",
+        _ => "mlp.up_proj",
+    };
+    let globs: Vec<String> = patterns.iter().flat_map(|p| to_globs(p)).collect();
+    let hit = (0..layers)
+        .filter(|l| {
+            [
+                "model.layers.",
+                "model.language_model.layers.",
+                "language_model.model.layers.",
+            ]
+            .iter()
+            .any(|pre| {
+                let name = format!("{pre}{l}.{module}");
+                globs
+                    .iter()
+                    .any(|g| glob_match(g.as_bytes(), name.as_bytes()))
+            })
+        })
+        .count();
+    hit as f64 / layers as f64
+}
+
+/// A ModelOpt glob as is; a `re:` regex as globs (anchored at the start, so a trailing
+/// `*`; `(a|b)` expanded; `.*` → `*`; `\.` → `.`; a lone `.` → `?`).
+fn to_globs(p: &str) -> Vec<String> {
+    let Some(re) = p.strip_prefix("re:") else {
+        return vec![p.to_string()];
+    };
+    let mut alts = vec![String::new()];
+    let mut rest = re;
+    while !rest.is_empty() {
+        if let Some(inner) = rest.strip_prefix('(')
+            && let Some(end) = inner.find(')')
+        {
+            let opts: Vec<&str> = inner[..end].split('|').collect();
+            alts = alts
+                .iter()
+                .flat_map(|a| opts.iter().map(move |o| format!("{a}{o}")))
+                .collect();
+            rest = &inner[end + 1..];
+            continue;
+        }
+        let c = rest.chars().next().expect("not empty");
+        let (tok, n): (String, usize) = if rest.starts_with(".*") {
+            ("*".into(), 2)
+        } else if rest.starts_with("\\.") {
+            (".".into(), 2)
+        } else if c == '.' {
+            ("?".into(), 1)
+        } else {
+            (c.to_string(), c.len_utf8())
+        };
+        for a in alts.iter_mut() {
+            a.push_str(&tok);
+        }
+        rest = &rest[n..];
+    }
+    alts.into_iter().map(|a| format!("{a}*")).collect()
+}
+
+/// `fnmatch`: `*` any run, `?` one character.
+fn glob_match(p: &[u8], s: &[u8]) -> bool {
+    match (p.first(), s.first()) {
+        (None, None) => true,
+        (Some(b'*'), _) => glob_match(&p[1..], s) || (!s.is_empty() && glob_match(p, &s[1..])),
+        (Some(b'?'), Some(_)) => glob_match(&p[1..], &s[1..]),
+        (Some(a), Some(b)) if a == b => glob_match(&p[1..], &s[1..]),
+        _ => false,
+    }
+}
+
+/// Bytes of a checkpoint by part (see [`ParamCounts::bytes`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct PartBytes {
+    pub embed: u64,
+    pub lm_head: u64,
+    pub attention: u64,
+    pub dense_mlp: u64,
+    pub routed_experts: u64,
+    pub shared_experts: u64,
+    /// Norms and routers (replicated on every rank).
+    pub replicated: u64,
+    pub mtp: u64,
+}
+
+impl PartBytes {
+    /// The target model's bytes (MTP layers excluded: they load with a NextN draft).
+    pub fn target(&self) -> u64 {
+        self.embed
+            + self.lm_head
+            + self.attention
+            + self.dense_mlp
+            + self.routed_experts
+            + self.shared_experts
+            + self.replicated
+    }
+
+    pub fn total(&self) -> u64 {
+        self.target() + self.mtp
+    }
+
+    /// Scales every part so they add up to `total` (the safetensors index's
+    /// `metadata.total_size`, MTP included): the exact checkpoint split like the count.
+    pub fn scaled_to(&self, total: u64) -> PartBytes {
+        let sum = self.total().max(1) as u128;
+        let s = |x: u64| (x as u128 * total as u128 / sum) as u64;
+        PartBytes {
+            embed: s(self.embed),
+            lm_head: s(self.lm_head),
+            attention: s(self.attention),
+            dense_mlp: s(self.dense_mlp),
+            routed_experts: s(self.routed_experts),
+            shared_experts: s(self.shared_experts),
+            replicated: s(self.replicated),
+            mtp: s(self.mtp),
+        }
+    }
+
+    /// Bytes of weights one rank holds after loading, without the MTP draft.
+    ///
+    /// SGLang's sharding (0.5.21–0.5.23):
+    /// - attention projections over the attention-TP group (`layers/linear.py` with
+    ///   `layers/dp_attention.py`: `attn_tp_size = tp / dp` under
+    ///   `--enable-dp-attention`, so DP attention replicates them `dp` times);
+    /// - the input embedding over the attention-TP group too
+    ///   (`layers/vocab_parallel_embedding.py: get_embedding_tp_kwargs`, `models/qwen2.py`,
+    ///   `glm4_moe.py`, `gpt_oss.py`: `use_attn_tp_group=is_dp_attention_enabled()`);
+    /// - the LM head over the whole TP group (`ParallelLMHead`, `--enable-dp-lm-head`
+    ///   off);
+    /// - routed experts over TP × EP together (`--ep-size` splits the experts, the rest of
+    ///   TP splits each expert: `tp` shares either way), shared experts and dense MLPs
+    ///   over TP (`--moe-dense-tp-size` unset);
+    /// - norms and routers on every rank.
+    ///
+    /// PP: the decoder layers divide by `pp_size`; the first stage holds the embedding,
+    /// the last the LM head; the larger is taken.
+    pub fn per_rank(&self, layout: &ParallelLayout) -> u64 {
+        let tp = layout.tp_size.max(1) as u64;
+        let attn_tp = layout.attn_tp_size().max(1);
+        let pp = layout.pp_size.max(1) as u64;
+        let layers = self.attention.div_ceil(attn_tp)
+            + (self.routed_experts + self.shared_experts + self.dense_mlp).div_ceil(tp)
+            + self.replicated;
+        let embed = self.embed.div_ceil(attn_tp);
+        let lm_head = self.lm_head.div_ceil(tp);
+        if pp == 1 {
+            layers + embed + lm_head
+        } else {
+            layers.div_ceil(pp) + embed.max(lm_head)
+        }
+    }
+}
+
+/// Parameters of one linear-attention / SSM mixer (Gated DeltaNet: `in_proj_qkvz`,
+/// `in_proj_ba`, `conv1d`, `out_proj`; Mamba2: `in_proj` to `2 × intermediate + 2 ×
+/// n_groups × state + heads`, `conv1d`, `out_proj`; KDA: q/k/v/g/o projections of
+/// `heads × head_dim`). 0 for models without such layers.
+fn linear_mixer_params(text: &Value, attention: &Attention, hidden: u64) -> u64 {
+    use super::geometry::LinearState;
+    let g = |k: &str| text.get(k).and_then(Value::as_u64).unwrap_or(0);
+    match attention {
+        Attention::GqaLinear { .. } => {
+            let (kh, kd, vh, vd) = (
+                g("linear_num_key_heads"),
+                g("linear_key_head_dim"),
+                g("linear_num_value_heads"),
+                g("linear_value_head_dim"),
+            );
+            let conv_dim = 2 * kh * kd + vh * vd;
+            hidden * (2 * kh * kd + 2 * vh * vd)
+                + hidden * 2 * vh
+                + conv_dim * g("linear_conv_kernel_dim")
+                + vh * vd * hidden
+        }
+        _ => match attention.linear_state() {
+            Some(LinearState::Mamba2 {
+                intermediate_size,
+                n_groups,
+                num_heads,
+                state_size,
+                conv_kernel,
+                ..
+            }) => {
+                let i = intermediate_size as u64;
+                let conv_dim = i + 2 * n_groups as u64 * state_size as u64;
+                hidden * (i + conv_dim + num_heads as u64)
+                    + conv_dim * conv_kernel as u64
+                    + i * hidden
+            }
+            Some(LinearState::Kda {
+                num_heads,
+                head_dim,
+                ..
+            }) => 5 * hidden * num_heads as u64 * head_dim as u64,
+            None => 0,
+        },
+    }
+}
+
+/// Attention parameters of one decoder layer (GQA q/k/v/o; MLA; linear mixers use the
+/// layer's own projections, counted as GQA here).
+fn attention_params(text: &Value, attention: &Attention, hidden: u64, heads: u64) -> u64 {
+    let g = |k: &str| text.get(k).and_then(Value::as_u64);
+    match attention {
+        Attention::Mla { .. } | Attention::MlaDsa { .. } | Attention::HybridMla { .. } => {
+            let rank = g("kv_lora_rank").unwrap_or(0);
+            let rope = g("qk_rope_head_dim").unwrap_or(0);
+            let nope = g("qk_nope_head_dim").unwrap_or(0);
+            let v = g("v_head_dim").unwrap_or(nope);
+            let qk = nope + rope;
+            let q = match g("q_lora_rank") {
+                Some(r) => hidden * r + r * heads * qk,
+                None => hidden * heads * qk,
+            };
+            let indexer = match (g("index_head_dim"), g("index_n_heads")) {
+                (Some(d), Some(n)) => {
+                    g("q_lora_rank").unwrap_or(hidden) * n * d + hidden * d + hidden * n
+                }
+                _ => 0,
+            };
+            q + hidden * (rank + rope) + rank * heads * (nope + v) + heads * v * hidden + indexer
+        }
+        _ => {
+            let hd = g("head_dim").unwrap_or(hidden.checked_div(heads).unwrap_or(0));
+            let kv = g("num_key_value_heads").unwrap_or(heads);
+            hidden * heads * hd + 2 * hidden * kv * hd + heads * hd * hidden
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Llama-3.1-8B (meta-llama/Meta-Llama-3.1-8B config.json): hidden 4096, 32 layers,
+    /// 32 heads, 8 KV heads, head_dim 128, intermediate 14336, vocab 128256, untied.
+    #[test]
+    fn llama_8b_parameters() {
+        let c = json!({"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+            "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
+            "tie_word_embeddings": false});
+        let a = Attention::Gqa {
+            kv_heads: 8,
+            head_dim: 128,
+            v_head_dim: None,
+        };
+        let p = ParamCounts::from_config(&c, &c, &a, 32, 0);
+        // attention per layer: 4096×4096 (q) + 2×4096×1024 (k, v) + 4096×4096 (o)
+        //   = 41,943,040; × 32 = 1,342,177,280.
+        assert_eq!(p.attention, 1_342_177_280);
+        // MLP: 3 × 4096 × 14336 × 32 = 5,637,144,576.
+        assert_eq!(p.dense_mlp, 5_637_144_576);
+        // embed = lm_head = 128256 × 4096 = 525,336,576; norms 4096 × 65 = 266,240.
+        assert_eq!(p.embed, 525_336_576);
+        assert_eq!(p.norms, 266_240);
+        // 8,030,261,248 parameters: the published "8.03B".
+        assert_eq!(p.total(), 8_030_261_248);
+        let b = p.bytes(&Quantization::none());
+        assert_eq!(b.total(), 16_060_522_496);
+        // TP 4: attention and MLP / 4, vocab / 4, norms replicated:
+        // 671,088,640 + 2,818,572,288 + 525,336,576 + 532,480 = 4,015,529,984.
+        assert_eq!(b.per_rank(&ParallelLayout::tp(4)), 4_015_529_984);
+    }
+}

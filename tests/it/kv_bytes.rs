@@ -1,0 +1,158 @@
+//! KV bytes per token per rank of every catalogue model, against SGLang's own code.
+//!
+//! `tests/golden/kv_bytes/<release>.jsonl` (written by `tools/models/kv_bytes_golden.py`,
+//! which runs each release's `ModelConfig`, DSA dtype/backend hooks,
+//! `configure_kv_cache_dtype` and pool configurators on a CPU) holds one line per model ×
+//! TP (1, 2, 4, 8) × `--kv-cache-dtype` (auto, bfloat16, fp8_e4m3) [× SM90 / SM100 for DSA
+//! models]. Every line is checked here: the catalogue model read by
+//! `model::read_model`, the dtype by `model::resolve_kv_dtype`, the pools by
+//! `ModelPreset::host_pools` and `Attention::state_bytes_per_slot` must give SGLang's
+//! figure exactly: the full-attention KV pool, the DSA indexer, the sliding-window pool
+//! and the Mamba state per slot, and the quantisation method SGLang reads.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use hicache_sim::model::catalogue::catalogue;
+use hicache_sim::model::{
+    ConfigFiles, KvDtype, ParallelLayout, preset_from_config, read_model, resolve_kv_dtype,
+};
+use serde_json::Value;
+
+const RELEASES: [&str; 3] = ["0.5.21", "0.5.22", "0.5.23"];
+
+/// Catalogue models this simulator does not read, and why (the reader's own error says
+/// so; the test fails if the set changes).
+const NOT_MODELLED: &[&str] = &[
+    "MiniMaxAI/MiniMax-M3",
+    "XiaomiMiMo/MiMo-7B-Base",
+    "deepseek-ai/DeepSeek-V4-Flash",
+    "deepseek-ai/DeepSeek-V4-Pro",
+    "google/gemma-4-26B-A4B",
+    "nvidia/DeepSeek-V4-Flash-NVFP4",
+    "nvidia/DeepSeek-V4-Pro-NVFP4",
+    "nvidia/Gemma-4-26B-A4B-NVFP4",
+    "nvidia/Gemma-4-31B-IT-NVFP4",
+    "nvidia/Llama-3_3-Nemotron-Super-49B-v1",
+    "nvidia/MiniMax-M3-NVFP4",
+    "sgl-project/DeepSeek-V4-Flash-FP8",
+    "sgl-project/DeepSeek-V4-Pro-FP8",
+    "stepfun-ai/Step-3.7-Flash",
+    "stepfun-ai/Step-3.7-Flash-FP8",
+];
+
+fn kv_arg(s: &str) -> KvDtype {
+    match s {
+        "auto" => KvDtype::Auto,
+        "bfloat16" => KvDtype::Bf16,
+        "fp8_e4m3" => KvDtype::Fp8,
+        other => panic!("golden kv dtype {other}"),
+    }
+}
+
+#[test]
+fn kv_bytes_match_sglang_for_every_catalogue_model() {
+    let models: BTreeMap<&str, _> = catalogue().iter().map(|e| (e.hf_id.as_str(), e)).collect();
+    let mut checked = 0usize;
+    let mut sglang_errors = 0usize;
+    let mut unread: BTreeSet<String> = BTreeSet::new();
+    let mut failures: Vec<String> = Vec::new();
+    for rel in RELEASES {
+        let path = format!("tests/golden/kv_bytes/{rel}.jsonl");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        for line in text.lines() {
+            let g: Value = serde_json::from_str(line).unwrap();
+            let id = g["model"].as_str().unwrap();
+            let e = models
+                .get(id)
+                .unwrap_or_else(|| panic!("{path}: {id} is not in the catalogue"));
+            let files = ConfigFiles {
+                config: e.config.clone(),
+                hf_quant_config: e.hf_quant_config.clone(),
+                safetensors_total_size: None,
+            };
+            let hf = match read_model(&files) {
+                Ok(m) => m,
+                Err(_) => {
+                    unread.insert(id.to_string());
+                    continue;
+                }
+            };
+            if g.get("error").is_some() {
+                // SGLang itself could not size this case here (a ModelConfig it cannot
+                // build offline, a quant config it rejects): nothing to compare.
+                sglang_errors += 1;
+                continue;
+            }
+            let tp = g["tp"].as_u64().unwrap() as u32;
+            let sm = g.get("sm").and_then(Value::as_u64).unwrap_or(90) as u32 / 10;
+            let quant = hf.quantization.clone();
+            let preset = preset_from_config(&hf, &quant, id.to_string());
+            let want_method = g["quantization"].as_str();
+            let ctx = format!(
+                "{rel} {id} tp{tp} kv={} sm{sm}",
+                g["kv_cache_dtype_arg"].as_str().unwrap()
+            );
+            if quant.method.as_deref() != want_method {
+                failures.push(format!(
+                    "{ctx}: quantization {:?}, SGLang {want_method:?}",
+                    quant.method
+                ));
+            }
+            let dtype = match resolve_kv_dtype(
+                &preset,
+                kv_arg(g["kv_cache_dtype_arg"].as_str().unwrap()),
+                Some(sm),
+                hf.glm_dsa,
+            ) {
+                Ok(d) => d,
+                Err(m) => {
+                    failures.push(format!("{ctx}: {m}"));
+                    continue;
+                }
+            };
+            let fp8 = g["store_dtype"].as_str().unwrap().starts_with("float8");
+            if fp8 != matches!(dtype, KvDtype::Fp8 | KvDtype::Fp8DsMla) {
+                failures.push(format!(
+                    "{ctx}: dtype {dtype:?}, SGLang stores {}",
+                    g["store_dtype"]
+                ));
+            }
+            let layout = ParallelLayout::tp(tp);
+            let mut got: BTreeMap<String, u64> = preset
+                .host_pools(&layout, dtype)
+                .into_iter()
+                .map(|p| (p.name.to_string(), p.bytes_per_token))
+                .collect();
+            if let Some(s) = preset.attention.state_bytes_per_slot(&layout) {
+                got.insert("state_per_slot".into(), s);
+            }
+            let want: BTreeMap<String, u64> = g["pools"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+                .collect();
+            if got != want {
+                failures.push(format!("{ctx}: simulator {got:?}, SGLang {want:?}"));
+            }
+            checked += 1;
+        }
+    }
+    if let Some(p) = std::env::var_os("KV_BYTES_FAILURES") {
+        std::fs::write(p, failures.join("\n")).unwrap();
+    }
+    let expected: BTreeSet<String> = NOT_MODELLED.iter().map(|s| s.to_string()).collect();
+    assert_eq!(unread, expected, "catalogue models the reader refuses");
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases differ from SGLang:\n{}",
+        failures.len(),
+        checked + failures.len(),
+        failures[..failures.len().min(40)].join("\n")
+    );
+    // 3 releases, every modelled catalogue model: at least 3,000 cases compared.
+    assert!(
+        checked >= 3000,
+        "only {checked} cases compared ({sglang_errors} SGLang errors)"
+    );
+}

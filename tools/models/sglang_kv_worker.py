@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""Runs inside a virtual environment with one SGLang release's unpacked wheel and the
+transformers it pins (see kv_bytes_golden.py). For every model directory given, every
+TP size, every `--kv-cache-dtype` and GPU generation, it runs SGLang's own code on a
+CPU and prints one JSON line:
+
+- `configs/model_config.py: ModelConfig(model_path=DIR)` (the real constructor;
+  transformers' native config class when the config's remote code is not available
+  offline: trust_remote_code falls back to False);
+- `arg_groups/overrides.py: _dsa_kv_cache_dtype_default` and
+  `_dsa_split_backend_resolution` (the DSA model's default KV dtype and attention
+  backends, which decide the FP8 layout) for DSA models;
+- `mem_cache/kv_cache_dtype.py: configure_kv_cache_dtype` with the checkpoint's
+  quantization config from `model_loader/weight_utils.py: get_quant_config`
+  (`auto` on a ModelOpt checkpoint with kv_cache_quant_algo FP8 is FP8);
+- `model_executor/model_runner_components/layer_setup.py: resolve_layer_indices`;
+- `model_executor/pool_configurator.py: DefaultPoolConfigurator` (cell size,
+  `_compute_dsa_indexer_cell_size`) or `HybridSWAPoolConfigurator` (full and SWA
+  bytes per token), and for hybrid linear-attention models
+  `configs/hybrid_arch.py: mambaish_config(...).mamba2_cache_params.mamba_cache_per_req`.
+
+Stubbed (tools/models/anystub.py): torch (dtypes carry their real element sizes; CUDA
+"available" with the device capability of the case), GPU kernel packages, and the
+runtime context getters (`get_parallel`, `get_memory`, `get_exec`, `get_schedule`,
+`get_disagg`, `linear_attn_tp_size`, `get_platform`) which answer with the case's TP
+size and SGLang's defaults (no HiSparse, no unified memory, no disaggregation, no
+speculative decoding, PP 1, DCP 1).
+
+Usage: sglang_kv_worker.py TREE MODEL_DIR...   (one JSON object per line on stdout)
+"""
+import json
+import os
+import sys
+import traceback
+import types
+
+TREE = sys.argv[1]
+DIRS = sys.argv[2:]
+TPS = [1, 2, 4, 8]
+DTYPES = ["auto", "bfloat16", "fp8_e4m3"]
+# Hopper (SM90) and Blackwell (SM100): the DSA defaults differ; other models do not
+# read the capability.
+SMS = [(9, 0), (10, 0)]
+
+import transformers  # noqa: E402  (before the stubs: transformers must see no torch)
+
+# transformers 5.12 exposes AutoImageProcessor as a placeholder needing torch and
+# torchvision; SGLang's config modules register their processors with it at import.
+# Registering a processor changes no model config: the placeholder accepts and drops it.
+from transformers.utils import import_utils as _iu  # noqa: E402
+
+_dummy_getattribute = _iu.DummyObject.__getattribute__
+
+
+def _lenient(cls, key):
+    if key == "register":
+        return lambda *a, **k: None
+    return _dummy_getattribute(cls, key)
+
+
+_iu.DummyObject.__getattribute__ = _lenient
+import logging  # noqa: E402
+
+logging.disable(logging.WARNING)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import anystub  # noqa: E402
+
+anystub.install()
+sys.path.insert(0, TREE)
+os.environ.pop("SGLANG_PLATFORM", None)
+
+import torch  # noqa: E402  (the stub)
+from sglang.srt.configs.model_config import ModelConfig, AttentionArch, is_deepseek_dsa  # noqa: E402
+import sglang.srt.model_executor.pool_configurator as pc  # noqa: E402
+import sglang.srt.mem_cache.kv_cache_configurator as kcc  # noqa: E402
+import sglang.srt.arg_groups.overrides as ov  # noqa: E402
+from sglang.srt.configs import hybrid_arch  # noqa: E402
+from sglang.srt.model_executor.model_runner_components import layer_setup  # noqa: E402
+from sglang.srt.mem_cache import kv_cache_dtype as kvd  # noqa: E402
+
+
+class Cfg:
+    """A runtime-context bag: explicit values, else SGLang's off/None/1 defaults."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        if name.endswith("_size"):
+            return 1
+        if name.endswith("_rank"):
+            return 0
+        if name.startswith(("enable_", "is_", "disable_", "use_")):
+            return False
+        return None
+
+
+STATE = {"tp": 1, "sm": (9, 0), "backends": (None, None)}
+
+
+def parallel():
+    tp = STATE["tp"]
+    return Cfg(attn_tp_size=tp, tp_size=tp, attn_dcp_size=1, attn_cp_size=1, pp_size=1,
+               attn_dp_size=1, moe_tp_size=tp, moe_ep_size=1)
+
+
+def memory():
+    return Cfg()
+
+
+def exec_():
+    p, d = STATE["backends"]
+    return Cfg(kernel=Cfg(dsa_prefill_backend=p, dsa_decode_backend=d))
+
+
+def schedule():
+    return Cfg(swa_full_tokens_ratio=0.8, page_size=1)
+
+
+def disagg():
+    return Cfg(disaggregation_mode="null")
+
+
+def platform():
+    major = STATE["sm"][0]
+    return Cfg(is_blackwell=major >= 10, is_sm100=major == 10, is_sm90=major == 9,
+               is_hopper=major == 9, is_cuda=True, is_cuda_alike=True)
+
+
+def linear_tp():
+    return STATE["tp"]
+
+
+PATCH = {"get_parallel": parallel, "get_memory": memory, "get_exec": exec_,
+         "get_schedule": schedule, "get_disagg": disagg, "get_platform": platform,
+         "linear_attn_tp_size": linear_tp, "get_attention_tp_size": linear_tp}
+
+
+def patch_all():
+    for name, mod in list(sys.modules.items()):
+        if not name.startswith("sglang") or mod is None:
+            continue
+        for attr, fn in PATCH.items():
+            if attr in getattr(mod, "__dict__", {}):
+                setattr(mod, attr, fn)
+
+
+patch_all()
+
+
+def load(d):
+    try:
+        return ModelConfig(model_path=d, trust_remote_code=True)
+    except Exception:
+        return ModelConfig(model_path=d, trust_remote_code=False)
+
+
+def quant_config(mc):
+    """The checkpoint's quantization config object, as the model loader builds it."""
+    if not mc.quantization:
+        return None
+    try:
+        from sglang.srt.model_loader.weight_utils import get_quant_config
+        from sglang.srt.configs.load_config import LoadConfig
+        patch_all()
+        return get_quant_config(mc, LoadConfig(), {})
+    except Exception as e:  # reported, never guessed
+        return e
+
+
+def dsa_resolve(mc, kv):
+    """(kv dtype string, prefill backend, decode backend) after SGLang's DSA hooks."""
+    view = Cfg(kv_cache_dtype=kv, dsa_prefill_backend=None, dsa_decode_backend=None,
+               dsa_topk_backend=None, enable_hisparse=False, dcp_size=1, device="cuda",
+               model_path=mc.model_path)
+    ov.model_config_of = lambda v: mc
+    ov.get_platform = platform
+    out = ov._dsa_kv_cache_dtype_default(view) or {}
+    view.kv_cache_dtype = out.get("kv_cache_dtype", kv)
+    b = ov._dsa_split_backend_resolution(view) or {}
+    return view.kv_cache_dtype, b.get("dsa_prefill_backend"), b.get("dsa_decode_backend")
+
+
+class Spec:
+    def is_eagle(self): return False
+    def is_standalone(self): return False
+    def is_dflash_family(self): return False
+    def is_none(self): return True
+
+
+def one_case(mc, qc, kv):
+    resolved = kv
+    if is_deepseek_dsa(mc.hf_config):
+        resolved, p, d = dsa_resolve(mc, kv)
+        STATE["backends"] = (p, d)
+    else:
+        STATE["backends"] = (None, None)
+    if isinstance(qc, Exception) and resolved == "auto":
+        # `auto` reads the checkpoint's quant config (kv_cache_quant_algo): unknown here.
+        raise RuntimeError(f"get_quant_config: {type(qc).__name__}: {str(qc)[:160]}")
+    model = types.SimpleNamespace(quant_config=None if isinstance(qc, Exception) else qc)
+    _, dtype = kvd.configure_kv_cache_dtype(
+        server_args_kv_cache_dtype=resolved, model=model, model_dtype=mc.dtype,
+        is_draft_worker=False, is_dflash=False, speculative_draft_attention_backend=None)
+    info = layer_setup.resolve_layer_indices(model=types.SimpleNamespace(), model_config=mc,
+                                             is_draft_worker=False)
+    kvc = types.SimpleNamespace(
+        model_config=mc, kv_cache_dtype=dtype, kv_cache_dtype_str=resolved,
+        server_args=Cfg(), layer_info=info,
+        use_mla_backend=mc.attention_arch == AttentionArch.MLA, is_draft_worker=False,
+        spec_algorithm=Spec(), spec_aux_config=Cfg(), fused_entry_bytes=lambda k: None,
+        mambaish_config=hybrid_arch.mambaish_config(mc), pp_size=1, page_size=1,
+        sliding_window_size=mc.sliding_window_size, is_hybrid_swa=mc.is_hybrid_swa,
+        device="cuda", model=model, model_dtype=mc.dtype, server_args_view=None)
+    pools = {}
+    if mc.is_hybrid_swa:
+        c = pc.HybridSWAPoolConfigurator(kvc)
+        pools["kv"] = c._full_per_token * c._full_layers_num
+        pools["swa"] = c._swa_per_token * c._swa_layers_num
+    else:
+        c = pc.DefaultPoolConfigurator(kvc)
+        cell = c._cell_size
+        idx = 0
+        if is_deepseek_dsa(mc.hf_config) and kvc.use_mla_backend:
+            layers = (len([i for i in kvc.mambaish_config.full_attention_layer_ids])
+                      if kvc.mambaish_config else info.num_effective_layers)
+            idx = c._compute_dsa_indexer_cell_size(kvc=kvc, num_layers=layers)
+        pools["kv"] = cell - idx
+        if idx:
+            pools["indexer"] = idx
+    if kvc.mambaish_config is not None:
+        pools["state_per_slot"] = int(kvc.mambaish_config.mamba2_cache_params.mamba_cache_per_req)
+    return {"kv_cache_dtype": resolved, "store_dtype": dtype.name, "pools": pools,
+            "quantization": mc.quantization,
+            "backends": list(STATE["backends"]) if any(STATE["backends"]) else None}
+
+
+for d in DIRS:
+    name = os.path.basename(d.rstrip("/"))
+    try:
+        mc = load(d)
+    except Exception as e:
+        print(json.dumps({"model": name, "error": f"ModelConfig: {type(e).__name__}: {str(e)[:200]}"}))
+        continue
+    qc = quant_config(mc)
+    dsa = is_deepseek_dsa(mc.hf_config)
+    for sm in (SMS if dsa else SMS[:1]):
+        STATE["sm"] = sm
+        anystub.CAPABILITY[0] = sm
+        for tp in TPS:
+            STATE["tp"] = tp
+            for kv in DTYPES:
+                rec = {"model": name, "tp": tp, "kv_cache_dtype_arg": kv}
+                if dsa:
+                    rec["sm"] = sm[0] * 10 + sm[1]
+                try:
+                    rec.update(one_case(mc, qc, kv))
+                except Exception as e:
+                    rec["error"] = f"{type(e).__name__}: {str(e)[:200]}"
+                    if os.environ.get("KV_DEBUG"):
+                        traceback.print_exc()
+                print(json.dumps(rec, sort_keys=True))
+    sys.stdout.flush()
