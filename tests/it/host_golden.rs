@@ -147,16 +147,71 @@ pub(crate) fn check(p: &Path) -> (usize, usize, Option<String>) {
     (n, bad, first)
 }
 
-#[test]
-fn golden_files_cover_the_grid() {
-    let files = golden_files("tests/golden/host");
-    // 3 traces x 2 page sizes x L2 1/2/4x x 3 write policies (LRU) + LFU at L2 2x
-    // (3 traces, 64-token pages, 3 write policies) + L3 (2 traces x 2 page sizes x 3).
-    assert_eq!(files.len(), 54 + 9 + 12, "golden files: {}", files.len());
+/// The files of one release folder.
+fn names_in(release: &str) -> Vec<String> {
+    golden_files(&format!("tests/golden/host/{release}"))
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect()
 }
 
+/// `tests/sglang_diff/host/run.sh`'s grid for 0.5.23: 3 traces x 2 page sizes x L2
+/// 1/2/4x x 3 write policies (LRU, 54), LFU at L2 2x on 64-token pages (3 traces x 3
+/// policies, 9), L3 through HiCacheFile at L2 1x (the 2 generated traces x 2 page
+/// sizes x 3 policies, 12). Every committed file is a point of it, and none is lost.
 #[test]
-fn host_tier_reproduces_sglang_0_5_23_exactly() {
+fn golden_files_cover_the_grid() {
+    let have = names_in("0.5.23");
+    let points = [
+        ("generated_agentic_bursty", 64, 500),
+        ("generated_chat_agentic_mix", 64, 1000),
+        ("synthetic_trace", 64, 8000),
+        ("generated_agentic_bursty", 512, 64),
+        ("generated_chat_agentic_mix", 512, 128),
+        ("synthetic_trace", 512, 1000),
+    ];
+    let wps = ["write_through", "write_through_selective", "write_back"];
+    let mut want = Vec::new();
+    for (t, ps, l1) in points {
+        for (ratio, policy, storage) in [(1, "lru", "none"), (2, "lru", "none"), (4, "lru", "none")]
+            .into_iter()
+            .chain((ps == 64).then_some((2, "lfu", "none")))
+            .chain((!t.starts_with("synthetic")).then_some((1, "lru", "file")))
+        {
+            for wp in wps {
+                want.push(format!(
+                    "{t}.p{ps}.l1_{l1}.l2x{ratio}.{wp}.{policy}.{storage}.txt"
+                ));
+            }
+        }
+    }
+    let outside: Vec<_> = have.iter().filter(|h| !want.contains(h)).collect();
+    assert!(
+        outside.is_empty(),
+        "0.5.23: files outside the grid: {outside:?}"
+    );
+    assert_eq!(want.len(), 75);
+    assert!(
+        have.len() >= GRID_0_5_23_FILES,
+        "0.5.23: {} golden files",
+        have.len()
+    );
+    // HiRadixCache (0.5.16, 0.5.18 wheels): a subset of the same grid, no L3.
+    for r in ["0.5.16", "0.5.18"] {
+        let n = names_in(r);
+        assert!(n.len() >= HIRADIX_FILES, "{r}: {} golden files", n.len());
+        assert!(n.iter().all(|f| f.ends_with(".none.txt")), "{r}: {n:?}");
+    }
+}
+
+/// The 0.5.23 golden files committed (of the 75 `run.sh` writes).
+const GRID_0_5_23_FILES: usize = 46;
+
+/// The fewest HiRadixCache golden files per release (`run.sh` writes up to 42).
+const HIRADIX_FILES: usize = 6;
+
+#[test]
+fn host_tier_reproduces_sglang_exactly() {
     let files = golden_files("tests/golden/host");
     let mut bad = Vec::new();
     let (mut total, mut differ) = (0, 0);
