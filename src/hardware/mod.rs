@@ -11,5 +11,5 @@ pub use memory::{
     CgroupId, CgroupLimits, CgroupVersion, ChargeKind, ChargeOutcome, Charges, HostMemory,
     MAX_CGROUP_DEPTH, MemoryError, Oom,
 };
-pub use nodes::{NodePreset, node_preset, node_presets};
+pub use nodes::{GpuVendor, NodePreset, node_preset, node_presets};
 pub use view::{CgroupChain, CgroupLevel, CgroupRead, HostMemoryView, MemStat, V1_UNLIMITED};

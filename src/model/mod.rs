@@ -21,7 +21,9 @@ mod resolve;
 pub mod weights;
 
 pub use device_pool::{
-    DevicePoolInputs, device_pool_bytes, device_pool_tokens, profile_rest_gib, tokens_from_rest,
+    DevicePoolInputs, MemFractionDefault, MemFractionInputs, device_pool_bytes, device_pool_tokens,
+    mem_fraction_static_default, prefill_cuda_graph_batch_count, profile_rest_gib,
+    tokens_from_rest,
 };
 pub use dtype::KvDtype;
 pub use geometry::{Attention, LinearState, PoolGeometry};

@@ -11,7 +11,9 @@
 pub mod device;
 pub mod host;
 
-pub use device::{DevicePools, PoolSetInputs, SpecDraft, device_pools};
+pub use device::{
+    DevicePools, PoolSetInputs, ResolvedMemFraction, SpecDraft, device_pools, resolve_mem_fraction,
+};
 pub use host::{
     HostPoolSpec, HostSizing, PoolUnit, host_pool_counts, host_pool_specs, split_hicache_size,
 };
@@ -48,7 +50,7 @@ pub fn spec_draft(server: &ServerArgs, model: &ModelPreset) -> (SpecDraft, Optio
         return (
             SpecDraft { mtp_layers: layers },
             Some(format!(
-                "--speculative-algorithm {algo}: {layers} MTP draft layer(s) mirrored on the host per the release's rules (separate draft pool up to 0.5.17, packed into the target pools from 0.5.19); draft weights and the draft's device KV are not modelled (the real device pool is smaller)"
+                "--speculative-algorithm {algo}: {layers} MTP draft layer(s) mirrored on the host per the release's rules (separate draft pool up to 0.5.17, packed into the target pools from 0.5.19) and charged to the device cell size; the draft's weights count only when set in the weights per rank"
             )),
         );
     }

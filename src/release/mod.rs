@@ -25,9 +25,10 @@ use serde::Serialize;
 use crate::sizing::{self, SglangVersion};
 
 pub use rules::{
-    BufferOnlyWriteBack, ControllerRules, EvictionChoices, FlagRules, HicacheSizeSplit,
-    MambaSlotFormula, MtpDraftHost, PoolRules, PrefetchRetries, PrefetchTimeout,
-    PrefetchTimeoutClock, PrefetchTimeoutTokens, ReleaseRules, StorageWriteGate, TreeVariant,
+    BufferOnlyWriteBack, ControllerRules, DevicePoolRules, DraftCell, EvictionChoices, FlagRules,
+    HicacheSizeSplit, MambaSlotFormula, MidGpuTier, MtpDraftHost, PoolRules, PrefetchRetries,
+    PrefetchTimeout, PrefetchTimeoutClock, PrefetchTimeoutTokens, PrefillGraphDefault,
+    ReleaseRules, StorageWriteGate, TreeVariant,
 };
 pub use server_check::{FieldError, check_server};
 

@@ -197,6 +197,70 @@ pub struct PoolRules {
     /// 0.5.20+ `model_executor/pool_configurator.py: validate_swa_pool_size`: an SWA
     /// device pool of at most `sliding_window_size + page_size` tokens is a `ValueError`.
     pub swa_floor_check: bool,
+    /// How an EAGLE / NextN draft's KV enters the target's device cell size.
+    pub draft_cell: DraftCell,
+}
+
+/// Defaults of GPUs whose nvidia-smi total is 20–35 GiB (`gpu_mem < 35 * 1024` MiB) in
+/// `_handle_gpu_memory_settings`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MidGpuTier {
+    /// 0.5.14–0.5.19: `chunked_prefill_size` 2048, decode `max_bs` 24 (TP < 4) or 80.
+    Chunk2kBs24,
+    /// 0.5.20+ (`arg_groups/memory_hook.py: handle_gpu_memory_settings`): 4096, 48 or 160.
+    Chunk4kBs48,
+}
+
+/// The default prefill CUDA-graph backend on CUDA and the configurations that turn it
+/// off before `_handle_gpu_memory_settings` runs (its reserve is `len(prefill bs) * 8`
+/// MiB, or 1.5 GiB for an MLA model).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrefillGraphDefault {
+    /// 0.5.14 (`model_executor/cuda_graph_config.py: CudaGraphConfig`, `tc_piecewise`;
+    /// `server_args.py: _disable_tc_piecewise_cudagraph_if_incompatible`): off under
+    /// HiCache, DP attention, PP > 1, HIP.
+    TcPiecewise,
+    /// 0.5.15–0.5.16 (`default_prefill_backend` = `breakable`;
+    /// `_disable_breakable_cudagraph_if_incompatible`): off for MLA models and DP
+    /// attention.
+    BreakableNoMla,
+    /// 0.5.17: `breakable`, off for MLA models without a DSA indexer
+    /// ("MLA attention (non-DSA)").
+    BreakableNoPlainMla,
+    /// 0.5.18+ (`arg_groups/cuda_graph_hook.py: disable_breakable_cudagraph_if_incompatible`
+    /// from 0.5.19): `breakable` for every modelled model on CUDA.
+    Breakable,
+}
+
+/// How a release sizes the device pools: the `--mem-fraction-static` default
+/// (`server_args.py: _handle_gpu_memory_settings` ≤ 0.5.18,
+/// `arg_groups/memory_hook.py: handle_gpu_memory_settings` 0.5.19+).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct DevicePoolRules {
+    pub mid_gpu_tier: MidGpuTier,
+    pub prefill_graph: PrefillGraphDefault,
+    /// 0.5.14 reserves `decode max_bs * 2` MiB even with CUDA graphs disabled; 0.5.15+
+    /// only when the decode backend is on (`reserve_for_graph_mb`).
+    pub decode_reserve_without_graph: bool,
+    /// 0.5.22+: a default decode `max_bs` is capped by `--max-running-requests`.
+    pub decode_max_bs_capped_by_running: bool,
+    /// 0.5.15+: 2 GiB more for DeepEP all-to-all buffers (`reserve_for_deepep_a2a_mb`).
+    pub deepep_reserve: bool,
+}
+
+/// The target's `cell_size` with an EAGLE / NextN draft of `d` layers over `n` target
+/// layers (`model_executor/pool_configurator.py: DefaultPoolConfigurator.__init__`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DraftCell {
+    /// 0.5.14–0.5.18: `int(cell * (1 + d / n))` (the indexer scaled with the KV).
+    Scale,
+    /// 0.5.19+: `cell + int(kv * d / n)` plus, for a DSA model, the draft's own indexer
+    /// on all `d` layers (`_compute_dsa_indexer_cell_size(allocate_all_layers=True)`),
+    /// which differs from [`Self::Scale`] when the target shares its indexer.
+    AddPerLayer,
 }
 
 /// Everything a release (or a what-if) decides.
@@ -207,6 +271,7 @@ pub struct ReleaseRules {
     pub tree: TreeVariant,
     pub flags: FlagRules,
     pub pools: PoolRules,
+    pub device: DevicePoolRules,
 }
 
 /// 0.5.14 (`mem_cache/pool_host/base.py: HostKVCache.__init__`: `assert self.size >
@@ -246,6 +311,14 @@ fn r0_5_14() -> ReleaseRules {
             mtp_draft_host: MtpDraftHost::SeparatePool,
             mamba_slots: MambaSlotFormula::Floor,
             swa_floor_check: false,
+            draft_cell: DraftCell::Scale,
+        },
+        device: DevicePoolRules {
+            mid_gpu_tier: MidGpuTier::Chunk2kBs24,
+            prefill_graph: PrefillGraphDefault::TcPiecewise,
+            decode_reserve_without_graph: true,
+            decode_max_bs_capped_by_running: false,
+            deepep_reserve: false,
         },
     }
 }
@@ -263,6 +336,15 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
             evict_v0: false,
             ..v0_5_14.controller
         },
+        // `cuda_graph_config.py: default_prefill_backend` (breakable on CUDA);
+        // `reserve_for_graph_mb` skips the decode reserve without decode graphs; DeepEP
+        // buffers reserved on top of the 10 GiB floor.
+        device: DevicePoolRules {
+            prefill_graph: PrefillGraphDefault::BreakableNoMla,
+            decode_reserve_without_graph: false,
+            deepep_reserve: true,
+            ..v0_5_14.device
+        },
         ..v0_5_14
     };
     // 0.5.17: `allocator/base.py` evicts the shortfall only;
@@ -278,6 +360,11 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
             mamba_slots: MambaSlotFormula::PaddingSlot,
             ..v0_5_15.pools
         },
+        // `_disable_breakable_cudagraph_if_incompatible`: "MLA attention (non-DSA)".
+        device: DevicePoolRules {
+            prefill_graph: PrefillGraphDefault::BreakableNoPlainMla,
+            ..v0_5_15.device
+        },
         ..v0_5_15
     };
     // 0.5.18: `base_spec_worker.py: _can_pack_hicache_mtp` packs NextN drafts (only
@@ -286,6 +373,11 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
         pools: PoolRules {
             mtp_draft_host: MtpDraftHost::PackedUnifiedTreeOnly,
             ..v0_5_17.pools
+        },
+        // The breakable prefill graph no longer turns off for MLA models.
+        device: DevicePoolRules {
+            prefill_graph: PrefillGraphDefault::Breakable,
+            ..v0_5_17.device
         },
         ..v0_5_17
     };
@@ -314,8 +406,11 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
             ..v0_5_17.controller
         },
         tree: TreeVariant::Unified,
+        // `pool_configurator.py`: the draft's KV added per layer, its DSA indexer on
+        // every draft layer.
         pools: PoolRules {
             mtp_draft_host: MtpDraftHost::Packed,
+            draft_cell: DraftCell::AddPerLayer,
             ..v0_5_18.pools
         },
         ..v0_5_18
@@ -333,6 +428,12 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
         pools: PoolRules {
             swa_floor_check: true,
             ..v0_5_19.pools
+        },
+        // `memory_hook.py: handle_gpu_memory_settings`: 20–35 GiB GPUs get chunked
+        // prefill 4096 and decode max_bs 48 / 160.
+        device: DevicePoolRules {
+            mid_gpu_tier: MidGpuTier::Chunk4kBs48,
+            ..v0_5_19.device
         },
         ..v0_5_19
     };
@@ -364,6 +465,12 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
         controller: ControllerRules {
             buffer_only_write_back: BufferOnlyWriteBack::CoerceWriteThrough,
             ..v0_5_21.controller
+        },
+        // `memory_hook.py: handle_gpu_memory_settings`: a default decode max_bs is
+        // capped by `--max-running-requests`.
+        device: DevicePoolRules {
+            decode_max_bs_capped_by_running: true,
+            ..v0_5_21.device
         },
         ..v0_5_21
     };

@@ -278,7 +278,8 @@ pub struct StartupSpec {
     /// Anonymous memory of each rank's process (Python, CUDA context, buffers).
     pub process_memory: Option<ByteSize>,
     /// GPU memory taken before the weight load (CUDA context, NCCL buffers) on each GPU;
-    /// default 1 GiB [EST]. The device pool is sized from what is left.
+    /// default: the node preset's measured `gpu_reserved` (`gpu_reserved_tp1` on one GPU),
+    /// else 1 GiB [EST]. The device pool is sized from what is left.
     pub gpu_reserved: Option<ByteSize>,
     pub arrival: ArrivalSpec,
     pub weight_load: WeightLoadSpec,

@@ -25,8 +25,9 @@ pub struct ServerArgs {
     pub nnodes: u32,
     /// `--page-size`. SGLang's default resolves to 1; HiCache recipes use 64.
     pub page_size: u32,
-    /// `--mem-fraction-static`; `None` = SGLang's automatic choice, modelled as 0.85 here
-    /// (the automatic value depends on GPU memory and parallelism; set it from your log).
+    /// `--mem-fraction-static`; `None` = the release's default, computed as SGLang does
+    /// from the node's nvidia-smi total, TP, DP attention and CUDA-graph settings
+    /// ([`crate::pools::resolve_mem_fraction`]).
     pub mem_fraction_static: Option<f64>,
     /// `--max-total-tokens`: caps the device KV pool; set it to `max_total_num_tokens`
     /// from your server log to use the real device pool size.

@@ -12,7 +12,7 @@ use crate::scenario::schema::{
     PreexistingSpec, SiblingSpec,
 };
 use crate::sizing::{AutoSizeRule, HicacheArgs, HostMemoryMode, HostPoolSizeArg, Rules};
-use crate::units::{GIB, Nanos};
+use crate::units::Nanos;
 
 use rand::RngExt;
 use rand_distr::{Distribution, Exp, LogNormal, Normal};
@@ -240,8 +240,14 @@ impl StartupPlan {
             .model
             .weights_per_rank(&s.layout, quant)
             .map_err(|m| ("startup.weight_load.quantization".to_string(), m))?;
-        // CUDA context + NCCL buffers before the load [EST, scenario-overridable].
-        let gpu_overhead = s.startup.gpu_reserved.map(|b| b.0).unwrap_or(GIB);
+        // Device memory gone before the load (CUDA context, communicators): the
+        // scenario's `startup.gpu_reserved`, else the node preset's measured figure.
+        let gpu_overhead = s
+            .startup
+            .gpu_reserved
+            .map(|b| b.0)
+            .unwrap_or_else(|| s.node.gpu_reserved_for(s.layout.world_size()));
+        let mem_fraction_static = crate::pools::resolve_mem_fraction(s).value;
         // The pools this release builds for this model (issue 11, `crate::pools`).
         let pool_rules = s.version.release_rules().pools;
         let pool_inputs = crate::pools::PoolSetInputs {
@@ -252,7 +258,7 @@ impl StartupPlan {
             device: DevicePoolInputs {
                 free_before_load: s.node.gpu_memory.0.saturating_sub(gpu_overhead),
                 weights_per_rank,
-                mem_fraction_static: s.server.mem_fraction_static.unwrap_or(0.85),
+                mem_fraction_static,
                 cell_size: 0,
                 page_size,
                 max_total_tokens: s.server.max_total_tokens,

@@ -14,6 +14,7 @@ mod hostile;
 mod kv_bytes;
 mod launch_corpus;
 mod launch_issue9;
+mod log_corpus;
 mod models;
 mod pipeline_quickstart;
 mod plan;
