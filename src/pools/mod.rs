@@ -18,8 +18,8 @@ pub use host::{
     HostPoolSpec, HostSizing, PoolUnit, host_pool_counts, host_pool_specs, split_hicache_size,
 };
 
+use crate::domain::ServerArgs;
 use crate::model::{Attention, ModelPreset};
-use crate::scenario::ServerArgs;
 
 /// The MTP draft whose KV the host pools carry, and a note on what is left out.
 ///
@@ -27,7 +27,7 @@ use crate::scenario::ServerArgs;
 /// plain MHA / MLA / DSA model; drafts of sliding-window and hybrid models (their draft
 /// SWA / state layers), EAGLE3, STANDALONE and separate draft models are not modelled.
 pub fn spec_draft(server: &ServerArgs, model: &ModelPreset) -> (SpecDraft, Option<String>) {
-    let Some(algo) = server.speculative_algorithm.as_deref() else {
+    let Some(algo) = &server.speculative_algorithm else {
         return (SpecDraft::default(), None);
     };
     let layers = server.mtp_draft_layers(model.mtp_layers);

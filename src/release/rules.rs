@@ -4,19 +4,21 @@
 use serde::{Deserialize, Serialize};
 
 use super::Release;
+use crate::cache::{DeviceEvictAmount, EvictVersion, TreeKind};
 use crate::sizing::{
     AutoSizeRule, AvailableReading, HeadroomVariant, PrefetchCapRule, Rules, SglangVersion,
 };
 
-/// Which prefix tree a plain model's HiCache path runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TreeVariant {
-    /// `mem_cache/hiradix_cache.py: HiRadixCache` (≤ 0.5.18 for plain models).
-    V1HiRadix,
-    /// `mem_cache/unified_radix_cache.py: UnifiedRadixCache` (every model from 0.5.19;
-    /// `registry.py`). The tree itself is issue 8; this only selects it.
-    Unified,
+/// [`ReleaseRules::tree`] as the rule tables name it: `v1_hi_radix`
+/// (`mem_cache/hiradix_cache.py: HiRadixCache`, ≤ 0.5.18 for plain models) or `unified`
+/// (`mem_cache/unified_radix_cache.py: UnifiedRadixCache`, every model from 0.5.19;
+/// `registry.py`).
+fn tree_id<S: serde::Serializer>(t: &TreeKind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(match t {
+        TreeKind::HiRadix => "v1_hi_radix",
+        TreeKind::V1 => "v1",
+        TreeKind::Unified0523 => "unified",
+    })
 }
 
 /// The prefetch timeout formula `base + tokens / 1024 × per_ki`, optionally capped.
@@ -116,7 +118,9 @@ pub enum StorageWriteGate {
 /// The HiCache controller and scheduler defaults a release ships.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ControllerRules {
-    /// `prefetch_capacity_limit` (`managers/cache_controller.py`).
+    /// `prefetch_capacity_limit` (`managers/cache_controller.py`) in cache mode
+    /// ([`PrefetchCapRule::in_mode`] gives buffer_only's).
+    #[serde(serialize_with = "PrefetchCapRule::serialize_id")]
     pub prefetch_cap: PrefetchCapRule,
     /// buffer_only mode's cap is `int(0.9 × host)` (0.5.19+ `cache_controller.py`).
     pub buffer_only_cap_090: bool,
@@ -128,11 +132,17 @@ pub struct ControllerRules {
     pub eviction_choices: EvictionChoices,
     pub buffer_only_write_back: BufferOnlyWriteBack,
     pub storage_write_gate: StorageWriteGate,
-    /// Device eviction asks only for the shortfall (`allocator/base.py`: `shortfall =
+    /// How much device eviction asks for: the shortfall (`allocator/base.py`: `shortfall =
     /// num_tokens - self.available_size()`, 0.5.17+), else the whole request.
-    pub device_evict_shortfall: bool,
-    /// Before #28614 (0.5.14): write_back demotes leaves in one loop (`EvictVersion::V0`).
-    pub evict_v0: bool,
+    #[serde(
+        rename = "device_evict_shortfall",
+        serialize_with = "DeviceEvictAmount::serialize_is_shortfall"
+    )]
+    pub device_evict: DeviceEvictAmount,
+    /// The device-eviction code path: before #28614 (0.5.14) write_back demotes leaves
+    /// in one loop (`EvictVersion::V0`).
+    #[serde(rename = "evict_v0", serialize_with = "EvictVersion::serialize_is_v0")]
+    pub evict_version: EvictVersion,
 }
 
 /// Which sizing flags exist (`server_args.py`).
@@ -268,7 +278,9 @@ pub enum DraftCell {
 pub struct ReleaseRules {
     pub sizing: Rules,
     pub controller: ControllerRules,
-    pub tree: TreeVariant,
+    /// Which prefix tree a plain model's HiCache path runs (the replay's `tree`).
+    #[serde(serialize_with = "tree_id")]
+    pub tree: TreeKind,
     pub flags: FlagRules,
     pub pools: PoolRules,
     pub device: DevicePoolRules,
@@ -299,10 +311,10 @@ fn r0_5_14() -> ReleaseRules {
             eviction_choices: EvictionChoices::Four,
             buffer_only_write_back: BufferOnlyWriteBack::Error,
             storage_write_gate: StorageWriteGate::EveryBackup,
-            device_evict_shortfall: false,
-            evict_v0: true,
+            device_evict: DeviceEvictAmount::Requested,
+            evict_version: EvictVersion::V0,
         },
-        tree: TreeVariant::V1HiRadix,
+        tree: TreeKind::HiRadix,
         flags: FlagRules {
             hicache_host_memory_fraction: false,
         },
@@ -333,7 +345,7 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
         sizing: SglangVersion::Pr28614.rules(),
         controller: ControllerRules {
             prefetch_cap: PrefetchCapRule::HalfHost,
-            evict_v0: false,
+            evict_version: EvictVersion::V1,
             ..v0_5_14.controller
         },
         // `cuda_graph_config.py: default_prefill_backend` (breakable on CUDA);
@@ -352,7 +364,7 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
     // bytes; `kv_cache_configurator.py` reserves the Mamba pool's padding slot.
     let v0_5_17 = ReleaseRules {
         controller: ControllerRules {
-            device_evict_shortfall: true,
+            device_evict: DeviceEvictAmount::Shortfall,
             ..v0_5_15.controller
         },
         pools: PoolRules {
@@ -405,7 +417,7 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
             storage_write_gate: StorageWriteGate::WriteThreshold,
             ..v0_5_17.controller
         },
-        tree: TreeVariant::Unified,
+        tree: TreeKind::Unified0523,
         // `pool_configurator.py`: the draft's KV added per layer, its DSA indexer on
         // every draft layer.
         pools: PoolRules {
@@ -510,7 +522,11 @@ pub(super) fn of_what_if(v: SglangVersion, nearest: Release) -> ReleaseRules {
         sizing,
         controller: ControllerRules {
             prefetch_cap: sizing.prefetch_cap,
-            evict_v0: v == SglangVersion::Pre28614,
+            evict_version: if v == SglangVersion::Pre28614 {
+                EvictVersion::V0
+            } else {
+                EvictVersion::V1
+            },
             ..base.controller
         },
         flags: FlagRules {

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::domain::Choice;
 use crate::release::log_lines::{self, RenderContext};
 use crate::scenario::Scenario;
 use crate::startup::{MonteCarlo, Outcome, Quantiles, RankResult, RunOutcomes, StartupPlan};
@@ -419,7 +420,7 @@ pub fn hicache_settings(s: &Scenario) -> String {
         "HiCache: {}; write policy {}, storage backend {}, io backend {}, mem layout {}, prefetch policy {}, eviction policy {}, page size {}, host memory mode {}, TP{} PP{} DP{}{}",
         if v.hicache_enabled() { "on" } else { "off" },
         v.hicache_write_policy,
-        v.hicache_storage_backend.as_deref().unwrap_or("none"),
+        v.hicache_storage_backend.map_or("none", |b| b.id()),
         v.hicache_io_backend,
         v.hicache_mem_layout,
         v.hicache_storage_prefetch_policy,
@@ -675,8 +676,7 @@ fn device_profile_line(s: &Scenario) -> String {
         .map(|b| b.0)
         .unwrap_or_else(|| s.node.gpu_reserved_for(s.layout.world_size()));
     let weights = s
-        .model
-        .weights_per_rank(&s.layout, s.startup.weight_load.quantization.as_deref())
+        .weights_per_rank()
         .map(|w| format!("{:.2} GiB", w as f64 / GIB))
         .unwrap_or_else(|_| "?".into());
     format!(

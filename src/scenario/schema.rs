@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::server::ServerArgs;
+use crate::domain::ServerArgs;
 use crate::units::{Bandwidth, ByteSize, Duration};
 
 /// A preset by name with field-by-field overrides: `node: gb300` or

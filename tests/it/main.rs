@@ -24,6 +24,7 @@ mod policy_sim_props;
 mod policy_sim_synthetic;
 mod pools;
 mod prefetch_controller;
+mod recipes;
 mod releases;
 mod reliability;
 mod replay_rules;

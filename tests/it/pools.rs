@@ -420,7 +420,13 @@ fn deepseek_v3_2_packs_an_indexer_layer_per_draft() {
 #[test]
 fn spec_flags_read_from_the_launch_command() {
     let s = load_scenario(DSV3, &[], None).unwrap();
-    assert_eq!(s.server.speculative_algorithm.as_deref(), Some("EAGLE"));
+    assert_eq!(
+        s.server
+            .speculative_algorithm
+            .as_ref()
+            .map(|a| a.as_written()),
+        Some("EAGLE")
+    );
     assert_eq!(s.server.speculative_num_steps, Some(3));
     assert_eq!(s.server.speculative_eagle_topk, Some(1));
     assert_eq!(s.server.speculative_num_draft_tokens, Some(4));

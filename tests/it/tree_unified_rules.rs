@@ -2,7 +2,7 @@
 //! V1 tree, page size 1 (pages = tokens).
 
 use hicache_sim::cache::{
-    HiRadixTree, TreeConfig, TreeKind, TreeRules, Unified0523, V1, WritePolicy,
+    DeviceEvictAmount, HiRadixTree, TreeConfig, TreeKind, TreeRules, Unified0523, V1, WritePolicy,
 };
 
 fn tree<R: TreeRules>(l1: u64, l2: u64, wp: WritePolicy) -> HiRadixTree<R> {
@@ -78,7 +78,7 @@ impl TreeRules for NoLoadBackPending {
     const KIND: TreeKind = TreeKind::Unified0523;
     const SPLIT_REFRESH_TAIL: bool = true;
     const MATCH_STAMPS_PATH: bool = true;
-    const DEVICE_EVICT_SHORTFALL: bool = true;
+    const DEVICE_EVICT: Option<DeviceEvictAmount> = Some(DeviceEvictAmount::Shortfall);
     const HIT_ON_UNEVICT: bool = true;
     const CHAIN_ANCESTOR_BACKUPS: bool = true;
     const RECLAIM_HOST_DUPLICATES: bool = true;
