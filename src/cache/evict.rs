@@ -16,6 +16,11 @@ impl<R: TreeRules> HiRadixTree<R> {
     /// Returns the pages backed up (0 on failure).
     pub fn write_backup(&mut self, id: NodeId, write_back: bool) -> u64 {
         if !self.cfg.host_tier {
+            if self.cfg.buffer_storage_intents && !write_back {
+                // `BufferModePipeline.enqueue_backup_intent` for the node and (nothing
+                // is host-backed in buffer mode) every ancestor.
+                self.storage_intents.push(id);
+            }
             return 0;
         }
         if R::CHAIN_ANCESTOR_BACKUPS && !write_back {
@@ -97,8 +102,11 @@ impl<R: TreeRules> HiRadixTree<R> {
         if rec.locked {
             self.dec_lock_ref(rec.node);
         }
-        // 0.5.23 `finish_write_through`: the copy becomes a tracked duplicate now.
-        if R::RECLAIM_HOST_DUPLICATES && self.nodes[rec.node as usize].alive {
+        // 0.5.23 `finish_write_through`: the copy becomes a tracked duplicate now. A
+        // write_back backup (not locked) was acked by the eviction that made it
+        // (`writing_check(write_back=True)`, see `evict_one`): acking it again here
+        // would drop the stale entry SGLang keeps for the demoted node.
+        if R::RECLAIM_HOST_DUPLICATES && rec.locked && self.nodes[rec.node as usize].alive {
             self.track_duplicate(rec.node);
         }
     }
@@ -133,6 +141,9 @@ impl<R: TreeRules> HiRadixTree<R> {
             self.refresh(x);
         }
         self.scratch = skipped;
+        if R::WRITE_BACK_STAGES_BACKUPS {
+            self.flush_staged();
+        }
         self.stats.device_evicted_pages += evicted;
         if self.cfg.debug_checks {
             self.check();
@@ -164,9 +175,22 @@ impl<R: TreeRules> HiRadixTree<R> {
                         // duplicate, registered) before `_demote` (left stale).
                         self.track_duplicate(x);
                     }
+                    if self.cfg.storage_backup_pins {
+                        // The ack's L3 write pins the host copy until its own ack.
+                        self.protect_host(x);
+                        self.storage_pins.push(x);
+                    }
+                    if R::WRITE_BACK_STAGES_BACKUPS {
+                        // `_evict_write_back`: `x.protect_host()`, staged.
+                        self.protect_host(x);
+                        self.staged.push(x);
+                    }
                     self.set_on_device(x, false);
                     len
                 } else {
+                    if R::WRITE_BACK_STAGES_BACKUPS {
+                        self.flush_staged();
+                    }
                     self.drop_subtree_no_host(x)
                 }
             }
@@ -391,7 +415,19 @@ impl<R: TreeRules> HiRadixTree<R> {
             self.protect_host(x);
             x = self.nodes[x as usize].parent;
         }
-        let ok = self.alloc_device(n);
+        let ok = if R::LOAD_BACK_EVICTS_WHOLE_LOAD {
+            // `hiradix_cache.py: load_back`: `cache_controller.load` fails, then
+            // `evict(len(host_indices))`, then `load` again.
+            if self.device_free() < n {
+                self.evict(n);
+            }
+            self.device_free() >= n && {
+                self.device_used += n;
+                true
+            }
+        } else {
+            self.alloc_device(n)
+        };
         let mut x = m.last_node;
         while x != m.last_device_node {
             self.release_host(x);
@@ -405,17 +441,80 @@ impl<R: TreeRules> HiRadixTree<R> {
         let mut x = m.last_node;
         while x != m.last_device_node {
             self.set_on_device(x, true);
-            if R::RECLAIM_HOST_DUPLICATES {
-                // 0.5.23 `finish_load_back`.
+            if R::LOAD_BACK_PENDING {
+                // `commit_load_back`: pinned (write_back) until `finish_load_back`.
+                if self.cfg.write_policy == WritePolicy::WriteBack {
+                    self.nodes[x as usize].load_back_pending = m.last_node;
+                }
+            } else if R::RECLAIM_HOST_DUPLICATES {
                 self.track_duplicate(x);
             }
             x = self.nodes[x as usize].parent;
+        }
+        if R::LOAD_BACK_PENDING {
+            self.pending_load_backs.push(m.last_node);
         }
         self.stats.load_back_pages += n;
         if self.cfg.debug_checks {
             self.check();
         }
         n
+    }
+
+    /// `hiradix_cache.py: _evict_write_back: flush_staged`: the staged write_back
+    /// backups are acked and their host pins released
+    /// ([`TreeRules::WRITE_BACK_STAGES_BACKUPS`]).
+    fn flush_staged(&mut self) {
+        let staged = std::mem::take(&mut self.staged);
+        for &x in &staged {
+            self.release_host(x);
+        }
+        self.staged = staged;
+        self.staged.clear();
+    }
+
+    /// The storage acks of the L3 writes that pinned host copies
+    /// ([`TreeConfig::storage_backup_pins`]): the pins are released.
+    ///
+    /// [`TreeConfig::storage_backup_pins`]: super::TreeConfig::storage_backup_pins
+    pub fn release_storage_pins(&mut self) {
+        let pins = std::mem::take(&mut self.storage_pins);
+        for &x in &pins {
+            self.release_host(x);
+        }
+        self.storage_pins = pins;
+        self.storage_pins.clear();
+    }
+
+    /// Hands the pins of [`release_storage_pins`](Self::release_storage_pins) to the
+    /// caller, who releases each with [`release_host`](Self::release_host) at its
+    /// storage ack (timed replay).
+    pub fn take_storage_pins(&mut self) -> Vec<NodeId> {
+        std::mem::take(&mut self.storage_pins)
+    }
+
+    /// The H2D acks of every load-back since the last call (`unified_radix_cache.py:
+    /// loading_check` → `unified_tree_core.py: finish_load_back`, at the next scheduler
+    /// iteration): walking from each anchor to the root, the nodes it pinned are
+    /// unpinned and become tracked duplicates (write_back). See
+    /// [`TreeRules::LOAD_BACK_PENDING`].
+    pub fn finish_load_backs(&mut self) {
+        if !R::LOAD_BACK_PENDING {
+            return;
+        }
+        let anchors = std::mem::take(&mut self.pending_load_backs);
+        for &anchor in &anchors {
+            let mut x = anchor;
+            while x != ROOT {
+                if self.nodes[x as usize].load_back_pending == anchor {
+                    self.nodes[x as usize].load_back_pending = NIL;
+                    self.track_duplicate(x);
+                }
+                x = self.nodes[x as usize].parent;
+            }
+        }
+        self.pending_load_backs = anchors;
+        self.pending_load_backs.clear();
     }
 
     /// 0.5.23 `unified_tree_core.py: _reclaim_full_host_duplicates` (write_back, before
@@ -445,7 +544,8 @@ impl<R: TreeRules> HiRadixTree<R> {
                 if spare_leaves && Self::is_dev_leaf(n) {
                     continue;
                 }
-                if n.host_ref > 0 {
+                // `_can_reclaim_full_host_duplicate`: no in-flight load-back, no host pin.
+                if n.host_ref > 0 || n.load_back_pending != NIL {
                     continue;
                 }
                 let len = n.len();

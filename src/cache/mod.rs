@@ -18,6 +18,6 @@ pub use crate::domain::{EvictionPolicy, HostMemoryMode, PrefetchPolicy, WritePol
 pub use keyed_lru::KeyedLru;
 pub use node::{Node, NodeId, PageKey, PrioKey, ROOT};
 pub use policy::{DeviceEvictAmount, EvictHostRule, EvictVersion, LruMode};
-pub use rules::{TreeKind, TreeRules, Unified0523, V1};
+pub use rules::{HiRadix, TreeKind, TreeRules, Unified0523, V1};
 pub use storage::Storage;
 pub use tree::{BackupRecord, HiRadixTree, MatchResult, TreeConfig, TreeStats, UnifiedRadixTree};

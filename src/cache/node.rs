@@ -15,7 +15,7 @@ pub type PrioKey = (i64, i64);
 /// A page key: the trace's chained per-page hash (`get_hash_str`), used as is.
 pub type PageKey = u64;
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Node {
     pub parent: NodeId,
     /// The node's key: its pages' chained hashes, in order.
@@ -46,6 +46,9 @@ pub struct Node {
     pub(crate) dup_key: Option<PrioKey>,
     /// Position ticket in 0.5.23's insertion-ordered `full_host_duplicates` (0 = absent).
     pub(crate) dup_seq: u64,
+    /// `load_back_pending_id`: the anchor of an H2D load-back reading this node's host
+    /// copy, until its ack ([`NIL`] = none; see `TreeRules::LOAD_BACK_PENDING`).
+    pub(crate) load_back_pending: NodeId,
 }
 
 impl Node {
@@ -58,5 +61,32 @@ impl Node {
     /// `evicted` in SGLang.
     pub fn evicted(&self) -> bool {
         !self.on_device
+    }
+}
+
+impl Default for Node {
+    fn default() -> Self {
+        Self {
+            parent: 0,
+            pages: Vec::new(),
+            children: Vec::new(),
+            pos_in_parent: 0,
+            on_device: false,
+            backed_up: false,
+            lock_ref: 0,
+            host_ref: 0,
+            hit_count: 0,
+            last_access: 0,
+            creation: 0,
+            priority: 0,
+            n_device_children: 0,
+            n_backed_children: 0,
+            alive: false,
+            dev_key: None,
+            host_key: None,
+            dup_key: None,
+            dup_seq: 0,
+            load_back_pending: NIL,
+        }
     }
 }

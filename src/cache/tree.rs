@@ -41,6 +41,16 @@ pub struct TreeConfig {
     pub host_tier: bool,
     /// `load_back_threshold` in tokens (SGLang: 10).
     pub load_back_threshold: u32,
+    /// An L3 tier exists: a write_back eviction's backup is also written to storage,
+    /// which pins the node's host copy until the storage ack
+    /// (`unified_radix_cache.py: _finish_write_through_ack` → `write_backup_storage`:
+    /// `inc_host_lock_ref`, released by `_drain_backup`); see
+    /// [`release_storage_pins`](HiRadixTree::release_storage_pins).
+    pub storage_backup_pins: bool,
+    /// `buffer_only` with storage, `storage_write_gate: write_threshold`: a backup the
+    /// tree would make is recorded as a storage write intent instead
+    /// ([`take_storage_intents`](HiRadixTree::take_storage_intents)).
+    pub buffer_storage_intents: bool,
     /// Re-derive every invariant after each public operation (tests).
     pub debug_checks: bool,
 }
@@ -58,6 +68,8 @@ impl Default for TreeConfig {
             device_evict_amount: DeviceEvictAmount::Requested,
             host_tier: true,
             load_back_threshold: 10,
+            storage_backup_pins: false,
+            buffer_storage_intents: false,
             debug_checks: false,
         }
     }
@@ -148,6 +160,17 @@ pub struct HiRadixTree<R: TreeRules = V1> {
     pub(crate) dup_order: Vec<(NodeId, u64)>,
     pub(crate) dup_live: usize,
     pub(crate) dup_ticket: u64,
+    /// Anchors of load-backs not acked yet (`ongoing_load_back`), in issue order
+    /// ([`TreeRules::LOAD_BACK_PENDING`]).
+    pub(crate) pending_load_backs: Vec<NodeId>,
+    /// Nodes whose host copy is pinned by an L3 write not acked yet
+    /// (`unified_radix_cache.py: write_backup_storage` → `ongoing_backup`).
+    pub(crate) storage_pins: Vec<NodeId>,
+    /// write_back backups staged by the running eviction
+    /// ([`TreeRules::WRITE_BACK_STAGES_BACKUPS`]).
+    pub(crate) staged: Vec<NodeId>,
+    /// buffer_only storage write intents since the last drain.
+    pub(crate) storage_intents: Vec<NodeId>,
     pub(crate) _rules: std::marker::PhantomData<R>,
 }
 
@@ -199,6 +222,10 @@ impl<R: TreeRules> HiRadixTree<R> {
             dup_order: Vec::new(),
             dup_live: 0,
             dup_ticket: 0,
+            pending_load_backs: Vec::new(),
+            storage_pins: Vec::new(),
+            staged: Vec::new(),
+            storage_intents: Vec::new(),
             _rules: std::marker::PhantomData,
         }
     }
@@ -238,6 +265,27 @@ impl<R: TreeRules> HiRadixTree<R> {
     /// Drains the backups made since the last call.
     pub fn take_backups(&mut self, out: &mut Vec<BackupRecord>) {
         out.append(&mut self.backups);
+    }
+
+    /// Drains the buffer_only storage write intents since the last call
+    /// ([`TreeConfig::buffer_storage_intents`]), appending to `out` the pages of each
+    /// intent's path from the root (the node and its ancestors, root first).
+    pub fn take_storage_intents(&mut self, out: &mut Vec<PageKey>) {
+        let intents = std::mem::take(&mut self.storage_intents);
+        for &id in &intents {
+            if !self.nodes[id as usize].alive {
+                continue;
+            }
+            let start = out.len();
+            let mut x = id;
+            while x != ROOT {
+                out.extend(self.nodes[x as usize].pages.iter().rev());
+                x = self.nodes[x as usize].parent;
+            }
+            out[start..].reverse();
+        }
+        self.storage_intents = intents;
+        self.storage_intents.clear();
     }
 
     // ----- priority keys and leaf sets -------------------------------------------------
@@ -414,6 +462,7 @@ impl<R: TreeRules> HiRadixTree<R> {
         n.host_key = None;
         n.dup_key = None;
         n.dup_seq = 0;
+        n.load_back_pending = NIL;
         self.child_map.insert(ckey(parent, pages[0]), id);
         self.link_child(parent, id);
         id
@@ -472,6 +521,7 @@ impl<R: TreeRules> HiRadixTree<R> {
             c.priority,
             c.creation,
         );
+        let pending = c.load_back_pending;
         let first = c.pages[0];
         // Move the head pages into a new node.
         let head: Vec<PageKey> = c.pages[..at].to_vec();
@@ -488,6 +538,9 @@ impl<R: TreeRules> HiRadixTree<R> {
             n.children.push(child);
             n.n_device_children = u32::from(on_dev);
             n.n_backed_children = u32::from(backed);
+            // 0.5.19+ `_split_node`: "Split fragments stay on the anchor's root path
+            // for the ack's walk" (`load_back_pending_id` copied).
+            n.load_back_pending = pending;
             if R::SPLIT_REFRESH_TAIL {
                 // 0.5.23 `_split_node`: `new_node.creation_time = child.creation_time`.
                 n.creation = creation;
@@ -536,8 +589,15 @@ impl<R: TreeRules> HiRadixTree<R> {
             let cl = self.nodes[c as usize].pages.len();
             let rest = &pages[i..];
             let k = common_prefix(&self.nodes[c as usize].pages, rest);
-            let c = if k < cl { self.split_node(c, k) } else { c };
-            self.touch(c);
+            let c = if R::TOUCH_BEFORE_SPLIT {
+                // The child first, then the split's new head (created newer).
+                self.touch(c);
+                if k < cl { self.split_node(c, k) } else { c }
+            } else {
+                let c = if k < cl { self.split_node(c, k) } else { c };
+                self.touch(c);
+                c
+            };
             node = c;
             i += k;
             if k < cl {
@@ -731,8 +791,9 @@ impl<R: TreeRules> HiRadixTree<R> {
             };
             let cl = self.nodes[c as usize].pages.len();
             let k = common_prefix(&self.nodes[c as usize].pages, &pages[i..]);
-            let c = if R::SPLIT_REFRESH_TAIL {
-                // 0.5.23 `_insert_walk_step`: `_touch_node(child)` before the split.
+            let c = if R::SPLIT_REFRESH_TAIL || R::TOUCH_BEFORE_SPLIT {
+                // 0.5.23 `_insert_walk_step`: `_touch_node(child)` before the split;
+                // `hiradix_cache.py: insert` the same (the new head is newer).
                 self.touch(c);
                 if k < cl { self.split_node(c, k) } else { c }
             } else {
@@ -795,11 +856,75 @@ impl<R: TreeRules> HiRadixTree<R> {
         self.refresh(id);
     }
 
-    /// `_insert_helper_host` (`hiradix_cache.py`, prefetch termination): inserts
-    /// `pages` below `anchor` as host-only nodes holding host pages that were already
-    /// reserved (`reserved`). Pages that already exist in the tree are not duplicated:
-    /// their reserved host pages are freed. Returns the number of new host pages.
+    /// Prefetch termination: inserts `pages` (fetched from L3 into `reserved` host
+    /// pages reserved by [`reserve_host`](Self::reserve_host)) below `anchor` as
+    /// host-only nodes; pages the tree already holds give their host pages back.
+    /// Returns the fetched pages kept on the host (0.5.23: `loaded_from_storage`).
+    /// The rule set picks the release's function ([`TreeRules::INSERT_HOST_REFILL`]).
     pub fn insert_host_only(&mut self, anchor: NodeId, pages: &[PageKey], reserved: u64) -> u64 {
+        if R::INSERT_HOST_REFILL {
+            self.insert_host_refill(anchor, pages, reserved)
+        } else {
+            self.insert_host_v1(anchor, pages, reserved)
+        }
+    }
+
+    /// 0.5.23 `unified_tree_core.py: insert_host`, called by `unified_radix_cache.py:
+    /// _handle_prefetch_result`: `_touch_node` on the anchor and on every walked node
+    /// (before a split, as insert does); under write-through a walked node without a
+    /// host copy takes its slice of the fetched pages (refill), and only pages of nodes
+    /// already backed up are given back (`host_prefix_len`); under write_back every
+    /// walked page is given back (`matched_length`). The rest becomes a new host-only
+    /// leaf, unless (write-through) the last walked node has no host copy: then the
+    /// whole fetch is dropped (`host_insert_dropped`). Returns
+    /// `completed - prefix_len` (0 when dropped).
+    fn insert_host_refill(&mut self, anchor: NodeId, pages: &[PageKey], reserved: u64) -> u64 {
+        self.host_reserved -= reserved;
+        let write_back = self.cfg.write_policy == WritePolicy::WriteBack;
+        self.touch(anchor);
+        let mut node = anchor;
+        let mut i = 0usize;
+        let mut given_back = 0u64;
+        while i < pages.len() {
+            let Some(c) = self.child(node, pages[i]) else {
+                break;
+            };
+            self.touch(c);
+            let cl = self.nodes[c as usize].pages.len();
+            let k = common_prefix(&self.nodes[c as usize].pages, &pages[i..]);
+            let c = if k < cl { self.split_node(c, k) } else { c };
+            if write_back {
+                given_back += k as u64;
+            } else if !self.nodes[c as usize].backed_up {
+                self.set_backed_up(c, true);
+                self.track_duplicate(c);
+            } else {
+                given_back += k as u64;
+            }
+            node = c;
+            i += k;
+        }
+        let mut kept = pages.len() as u64 - given_back;
+        if i < pages.len() {
+            if node != ROOT && !self.nodes[node as usize].backed_up && !write_back {
+                // `host_insert_dropped`: the whole fetch goes back to the pool.
+                kept = 0;
+            } else {
+                let new = self.alloc_node(node, &pages[i..]);
+                self.set_backed_up(new, true);
+            }
+        }
+        if self.cfg.debug_checks {
+            self.check();
+        }
+        kept
+    }
+
+    /// `_insert_helper_host` (`hiradix_cache.py`, prefetch termination, V1): pages the
+    /// tree already holds are not duplicated (their reserved host pages are freed); a
+    /// device-only node keeps the fetched copy as its backup only if its parent is
+    /// backed up. Returns the number of new host pages.
+    fn insert_host_v1(&mut self, anchor: NodeId, pages: &[PageKey], reserved: u64) -> u64 {
         self.host_reserved -= reserved;
         let mut node = anchor;
         let mut i = 0usize;
@@ -878,7 +1003,8 @@ impl<R: TreeRules> HiRadixTree<R> {
             return;
         }
         let n = &self.nodes[id as usize];
-        if id != ROOT && n.on_device && n.backed_up {
+        // `_is_settled_full_host_duplicate`: on both tiers, no in-flight load-back.
+        if id != ROOT && n.on_device && n.backed_up && n.load_back_pending == NIL {
             if n.dup_seq == 0 {
                 if self.dup_order.len() > 64 && self.dup_order.len() > 4 * self.dup_live {
                     let nodes = &self.nodes;

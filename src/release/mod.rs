@@ -27,7 +27,8 @@ use crate::sizing::{self, SglangVersion};
 pub use rules::{
     BufferOnlyWriteBack, ControllerRules, DevicePoolRules, DraftCell, EvictionChoices, FlagRules,
     HicacheSizeSplit, MambaSlotFormula, MidGpuTier, MtpDraftHost, PoolRules, PrefetchRetries,
-    PrefetchTimeout, PrefetchTimeoutClock, PrefillGraphDefault, ReleaseRules, StorageWriteGate,
+    PrefetchTimeout, PrefetchTimeoutClock, PrefetchTimeoutTokens, PrefillGraphDefault,
+    ReleaseRules, StorageWriteGate,
 };
 pub use server_check::{
     FieldError, RELEASE_CHOICE_FIELDS, check_server, choice_refusal, eviction_policy_refusal,

@@ -1,7 +1,7 @@
 //! The complete rule set of each release, as data: a struct-update chain from the oldest
 //! modelled release, each change citing the wheel file and function it was read from.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::Release;
 use crate::cache::{DeviceEvictAmount, EvictVersion, TreeKind};
@@ -15,7 +15,8 @@ use crate::sizing::{
 /// `registry.py`).
 fn tree_id<S: serde::Serializer>(t: &TreeKind, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(match t {
-        TreeKind::V1 => "v1_hi_radix",
+        TreeKind::HiRadix => "v1_hi_radix",
+        TreeKind::V1 => "v1",
         TreeKind::Unified0523 => "unified",
     })
 }
@@ -27,17 +28,34 @@ pub struct PrefetchTimeout {
     pub per_ki_token_ms: u64,
     /// `None`: no cap.
     pub max_ms: Option<u64>,
+    /// Which tokens the formula counts.
+    pub tokens: PrefetchTimeoutTokens,
 }
 
 /// When the prefetch timeout clock starts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PrefetchTimeoutClock {
     /// At the prefetch's issue (`operation.start_time`, `_prefetch_timeout_check_linear_func`).
+    #[default]
     Issue,
     /// At the first blocked admission poll (0.5.23 `utils/poll_timer.py: PollTimer`,
     /// `unified_radix_cache.py: _start_storage_prefetch_wait`).
     FirstBlockedPoll,
+}
+
+/// The tokens the prefetch timeout formula counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrefetchTimeoutTokens {
+    /// `len(operation.hash_value) * page_size`: the pages the hit got host slots for
+    /// (≤ 0.5.18 `hiradix_cache.py: _prefetch_timeout_check_linear_func`, 0.5.19 –
+    /// 0.5.22 `unified_radix_cache.py: _prefetch_timeout_check_linear_func`).
+    #[default]
+    Fetched,
+    /// `operation.stats_requested_tokens`: the requested span, hit or not (0.5.23
+    /// `unified_radix_cache.py: _start_storage_prefetch_wait`).
+    Requested,
 }
 
 /// Storage-availability re-issues of a queued request (`mem_cache/storage_prefetch.py:
@@ -70,23 +88,30 @@ impl EvictionChoices {
 }
 
 /// `--hicache-host-memory-mode buffer_only` with `--hicache-write-policy write_back`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BufferOnlyWriteBack {
     /// `arg_groups/hicache_hook.py` ≤ 0.5.21: `ValueError`.
+    #[default]
     Error,
     /// 0.5.22+: coerced to `write_through` with a warning.
     CoerceWriteThrough,
 }
 
-/// Which new pages are written to storage (L3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Which new pages a `buffer_only` host (a bounce buffer, no L2) writes to storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StorageWriteGate {
-    /// Every page backed up to host is also written to storage.
+    /// Every page an insert adds (no release has this rule: `buffer_only` appears in
+    /// 0.5.19 with the gate below; kept as the what-if default).
+    #[default]
     EveryBackup,
-    /// The write threshold (`write_through_selective`) also gates storage writes
-    /// (0.5.22+, per `releases.md`; the runtime does not read it yet — see the report).
+    /// Only what a cache-mode host would back up: the insert's backup action
+    /// (`unified_tree_core.py: _inc_hit_count_and_check`, `hit_count >=
+    /// write_through_threshold`, so `write_through_selective` writes a node at its
+    /// second hit) becomes `BufferModePipeline.enqueue_backup_intent` for the node and
+    /// its ancestors (`_build_backup_kv_action`; the storage existence cache drops
+    /// pages already stored). 0.5.19+.
     WriteThreshold,
 }
 
@@ -275,6 +300,7 @@ fn r0_5_14() -> ReleaseRules {
                 base_ms: 2000,
                 per_ki_token_ms: 100,
                 max_ms: Some(30_000),
+                tokens: PrefetchTimeoutTokens::Fetched,
             },
             prefetch_timeout_clock: PrefetchTimeoutClock::Issue,
             prefetch_retries: PrefetchRetries {
@@ -288,7 +314,7 @@ fn r0_5_14() -> ReleaseRules {
             device_evict: DeviceEvictAmount::Requested,
             evict_version: EvictVersion::V0,
         },
-        tree: TreeKind::V1,
+        tree: TreeKind::HiRadix,
         flags: FlagRules {
             hicache_host_memory_fraction: false,
         },
@@ -371,7 +397,7 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
     // - 10 GiB) // ranks_per_host(); `registry.py` routes every model to
     // `UnifiedRadixCache` (timeout 1.0 s + 0.25 s/Ki, uncapped, from the issue;
     // `server_args.py`: retry poll interval 0 = off, max attempts 4); buffer_only cap
-    // `int(0.9 * size)`.
+    // `int(0.9 * size)`; buffer_only (new) writes to storage what the tree backs up.
     let v0_5_19 = ReleaseRules {
         sizing: SglangVersion::Pr35540.rules(),
         controller: ControllerRules {
@@ -380,11 +406,15 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
                 base_ms: 1000,
                 per_ki_token_ms: 250,
                 max_ms: None,
+                tokens: PrefetchTimeoutTokens::Fetched,
             },
             prefetch_retries: PrefetchRetries {
                 poll_interval: 0,
                 max_attempts: 4,
             },
+            // `--hicache-host-memory-mode buffer_only` appears with the unified tree;
+            // its storage writes are the tree's backup actions (see `StorageWriteGate`).
+            storage_write_gate: StorageWriteGate::WriteThreshold,
             ..v0_5_17.controller
         },
         tree: TreeKind::Unified0523,
@@ -446,7 +476,6 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
         },
         controller: ControllerRules {
             buffer_only_write_back: BufferOnlyWriteBack::CoerceWriteThrough,
-            storage_write_gate: StorageWriteGate::WriteThreshold,
             ..v0_5_21.controller
         },
         // `memory_hook.py: handle_gpu_memory_settings`: a default decode max_bs is
@@ -458,10 +487,15 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
         ..v0_5_21
     };
     // 0.5.23: `unified_radix_cache.py: _start_storage_prefetch_wait` starts the clock at
-    // the first blocked admission poll (`utils/poll_timer.py`).
+    // the first blocked admission poll (`utils/poll_timer.py`) and sizes the budget by
+    // the requested span (`stats_requested_tokens`), not the fetched pages.
     let v0_5_23 = ReleaseRules {
         controller: ControllerRules {
             prefetch_timeout_clock: PrefetchTimeoutClock::FirstBlockedPoll,
+            prefetch_timeout: PrefetchTimeout {
+                tokens: PrefetchTimeoutTokens::Requested,
+                ..v0_5_22.controller.prefetch_timeout
+            },
             ..v0_5_22.controller
         },
         ..v0_5_22

@@ -7,6 +7,9 @@ use crate::cache::{
     DeviceEvictAmount, EvictHostRule, EvictVersion, EvictionPolicy, HostMemoryMode, LruMode,
     PrefetchPolicy, TreeKind, WritePolicy,
 };
+use crate::release::{
+    BufferOnlyWriteBack, PrefetchTimeoutClock, PrefetchTimeoutTokens, StorageWriteGate,
+};
 use crate::sizing::PrefetchCapRule;
 use crate::units::{Bandwidth, Duration, GB, NS_PER_MS, NS_PER_S, NS_PER_US};
 
@@ -112,6 +115,26 @@ pub struct ReplayConfig {
     pub prefetch_timeout_base: Duration,
     pub prefetch_timeout_per_ki_token: Duration,
     pub prefetch_timeout_max: Duration,
+    /// When the prefetch timeout clock starts (`issue`, or 0.5.23's
+    /// `first_blocked_poll`).
+    pub prefetch_timeout_clock: PrefetchTimeoutClock,
+    /// Which tokens the timeout counts (`fetched` pages, or 0.5.23's `requested` span).
+    pub prefetch_timeout_tokens: PrefetchTimeoutTokens,
+    /// Scheduler iterations between L3 re-queries of a waiting request whose prefetch
+    /// missed (`--hicache-storage-prefetch-retry-poll-interval`; 0 = no retries).
+    pub prefetch_retry_poll_interval: u32,
+    /// Re-queries per request (`--hicache-storage-prefetch-retry-max-attempts`).
+    pub prefetch_retry_max_attempts: u32,
+    /// While the GPU is idle but requests wait, SGLang's scheduler loop spins
+    /// (`Scheduler.on_idle`: `time.sleep(0)`); the timed replay counts one iteration
+    /// (one admission poll, one retry step) per this interval. Not an SGLang figure.
+    pub scheduler_idle_poll: Duration,
+    /// What a `buffer_only` host writes to storage (`every_backup`, or from 0.5.19
+    /// `write_threshold`: what the tree backs up).
+    pub storage_write_gate: StorageWriteGate,
+    /// `buffer_only` with `write_back`: an error (≤ 0.5.21) or run as `write_through`
+    /// (0.5.22+ `arg_groups/hicache_hook.py`).
+    pub buffer_only_write_back: BufferOnlyWriteBack,
     /// Requests excluded from hit metrics at the start (still replayed).
     pub warmup_requests: u64,
     /// Points in the `timeline` series (0 = none).
@@ -160,6 +183,13 @@ impl Default for ReplayConfig {
             prefetch_timeout_base: Duration(2 * NS_PER_S),
             prefetch_timeout_per_ki_token: Duration(100 * NS_PER_MS),
             prefetch_timeout_max: Duration(30 * NS_PER_S),
+            prefetch_timeout_clock: PrefetchTimeoutClock::Issue,
+            prefetch_timeout_tokens: PrefetchTimeoutTokens::Fetched,
+            prefetch_retry_poll_interval: 0,
+            prefetch_retry_max_attempts: 0,
+            scheduler_idle_poll: Duration(NS_PER_MS),
+            storage_write_gate: StorageWriteGate::EveryBackup,
+            buffer_only_write_back: BufferOnlyWriteBack::Error,
             warmup_requests: 0,
             timeline_samples: 0,
             debug_checks: false,
@@ -200,18 +230,17 @@ fn modelled_eviction_policy<'de, D: serde::Deserializer<'de>>(
 pub const PREFETCH_TIMEOUT_UNCAPPED: Duration = Duration(crate::units::MAX_DURATION_NS);
 
 impl ReplayConfig {
-    /// The controller defaults a release ships (`release::ControllerRules`): device
-    /// eviction amount and code path, prefetch capacity rule (cache mode), and the
-    /// prefetch timeout formula. Not modelled here (the replay has no admission polls):
-    /// the 0.5.23 clock start at the first blocked poll, storage re-issue retries and
-    /// the storage write gate; see `release::rules`.
     /// The tree a release runs (`ReleaseRules::tree`): `HiRadixCache` up to 0.5.18
-    /// (`tree: v1`), `UnifiedRadixCache` from 0.5.19 (`tree: unified_0_5_23`).
+    /// (`tree: hiradix`), `UnifiedRadixCache` from 0.5.19 (`tree: unified_0_5_23`).
     pub fn with_tree(mut self, t: TreeKind) -> Self {
         self.tree = t;
         self
     }
 
+    /// The controller a release ships (`release::ControllerRules`): device eviction
+    /// amount and code path, prefetch capacity rule (cache mode), the prefetch timeout
+    /// formula and its clock, storage re-queries, the `buffer_only` storage write gate
+    /// and its `write_back` rule.
     pub fn with_release(mut self, c: &crate::release::ControllerRules) -> Self {
         self.evict_version = c.evict_version;
         self.device_evict_amount = c.device_evict;
@@ -222,6 +251,12 @@ impl ReplayConfig {
         self.prefetch_timeout_max = t
             .max_ms
             .map_or(PREFETCH_TIMEOUT_UNCAPPED, |m| Duration(m * NS_PER_MS));
+        self.prefetch_timeout_tokens = t.tokens;
+        self.prefetch_timeout_clock = c.prefetch_timeout_clock;
+        self.prefetch_retry_poll_interval = c.prefetch_retries.poll_interval;
+        self.prefetch_retry_max_attempts = c.prefetch_retries.max_attempts;
+        self.storage_write_gate = c.storage_write_gate;
+        self.buffer_only_write_back = c.buffer_only_write_back;
         self
     }
 
@@ -236,6 +271,20 @@ impl ReplayConfig {
             u64::MAX
         } else {
             self.l3_pages.unwrap_or(0)
+        }
+    }
+
+    /// The write policy the replay runs: `write_back` under `buffer_only` becomes
+    /// `write_through` where the release coerces it (0.5.22+
+    /// `arg_groups/hicache_hook.py`; `buffer_only_write_back: coerce_write_through`).
+    pub fn effective_write_policy(&self) -> WritePolicy {
+        if self.host_memory_mode == HostMemoryMode::BufferOnly
+            && self.write_policy == WritePolicy::WriteBack
+            && self.buffer_only_write_back == BufferOnlyWriteBack::CoerceWriteThrough
+        {
+            WritePolicy::WriteThrough
+        } else {
+            self.write_policy
         }
     }
 
@@ -274,10 +323,11 @@ impl ReplayConfig {
         }
         if self.host_memory_mode == HostMemoryMode::BufferOnly
             && self.write_policy == WritePolicy::WriteBack
+            && self.buffer_only_write_back == BufferOnlyWriteBack::Error
         {
             return bad(
                 "write_policy",
-                "buffer_only does not support write_back (SGLang rejects it)".into(),
+                "buffer_only does not support write_back (SGLang up to 0.5.21 rejects it; 0.5.22+ runs write_through)".into(),
             );
         }
         if self.tree == TreeKind::Unified0523
@@ -291,12 +341,12 @@ impl ReplayConfig {
         }
         if self.call_pattern == CallPattern::Scheduler0523
             && (self.timing == Timing::On
-                || self.has_storage()
+                || self.host_memory_mode == HostMemoryMode::BufferOnly
                 || self.lru_mode == LruMode::PlainPage)
         {
             return bad(
                 "call_pattern",
-                "scheduler_0_5_23 is a timing-off pattern for the tree's L1/L2 (no storage, no plain_page); use call_pattern: simulator".into(),
+                "scheduler_0_5_23 is a timing-off pattern for the tree's tiers in cache mode (no buffer_only, no plain_page); use call_pattern: simulator".into(),
             );
         }
         if self.lru_mode == LruMode::PlainPage && self.timing == Timing::On {

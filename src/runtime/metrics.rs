@@ -72,6 +72,8 @@ pub struct ReplayMetrics {
     /// Prefetches issued / dropped by the capacity limit / under the threshold.
     pub prefetches_issued: u64,
     pub prefetches_rate_limited: u64,
+    /// L3 re-queries of waiting requests whose prefetch missed (0.5.20+ retries).
+    pub prefetch_retries: u64,
     /// Device pages freed by eviction (demoted or deleted).
     pub device_evicted_pages: u64,
     /// Host pages freed by evict_host.

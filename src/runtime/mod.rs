@@ -88,12 +88,19 @@ pub(crate) fn check_request(
 }
 
 /// One request's hits in pages, per tier (longest prefix: device, then host, then
-/// storage).
+/// storage), and the pools after it (golden-file comparisons).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RequestHits {
     pub device: u64,
     pub host: u64,
     pub storage: u64,
+    /// Pages the request's L3 prefetch added to the host tier (`loaded_from_storage`
+    /// of `unified_radix_cache.py: _handle_prefetch_result`), loaded back or not.
+    pub fetched: u64,
+    /// Host pages in use after the request and its transfers' acks.
+    pub host_used: u64,
+    /// Device pages in use after the request.
+    pub device_used: u64,
 }
 
 /// A timing-off tree replay (`timing: off`, `lru_mode: leaf_only`) that also returns
@@ -110,13 +117,7 @@ pub fn replay_hits<I: IntoIterator<Item = Request>>(
         });
     }
     let mut hits = Vec::new();
-    let m = untimed::run_with(cfg, requests, &mut |_, h| {
-        hits.push(RequestHits {
-            device: h.device,
-            host: h.host,
-            storage: h.storage,
-        })
-    })?;
+    let m = untimed::run_with(cfg, requests, &mut |_, h| hits.push(*h))?;
     Ok((m, hits))
 }
 

@@ -12,6 +12,8 @@ pub(crate) struct Hits {
     pub device: u64,
     pub host: u64,
     pub storage: u64,
+    /// Pages the request's L3 prefetch added to the host tier.
+    pub fetched: u64,
 }
 
 pub(crate) struct Session<R: TreeRules> {
@@ -36,13 +38,16 @@ impl<R: TreeRules> Session<R> {
             l1_pages: cfg.l1_pages,
             l2_pages: if host_tier { cfg.l2_pages } else { 0 },
             page_size: cfg.page_size,
-            write_policy: cfg.write_policy,
+            write_policy: cfg.effective_write_policy(),
             eviction_policy: cfg.eviction_policy,
             evict_host_rule: cfg.evict_host_rule,
             evict_version: cfg.evict_version,
             device_evict_amount: cfg.device_evict_amount,
             host_tier,
             load_back_threshold: cfg.load_back_threshold,
+            storage_backup_pins: cfg.has_storage() && host_tier,
+            buffer_storage_intents: !host_tier
+                && cfg.storage_write_gate == crate::release::StorageWriteGate::WriteThreshold,
             debug_checks: cfg.debug_checks,
         });
         Self {
@@ -132,11 +137,39 @@ impl<R: TreeRules> Session<R> {
         }
     }
 
-    /// Writes `pages` to L3 (after a D2H ack, or through the bounce buffer).
-    pub fn write_storage(&mut self, pages: &[crate::cache::PageKey]) {
+    /// Writes `pages` to L3 (after a D2H ack, or through the bounce buffer); returns
+    /// the pages storage did not hold.
+    pub fn write_storage(&mut self, pages: &[crate::cache::PageKey]) -> u64 {
         if let Some(s) = self.storage.as_mut() {
             let new = s.write(pages);
             self.m.l3_write_bytes += new * self.ps * self.cfg.bytes_per_token;
+            new
+        } else {
+            0
+        }
+    }
+
+    /// The pages a `buffer_only` request writes to storage through the bounce buffer
+    /// (`storage_write_gate`): `every_backup` writes the pages it added (`new`);
+    /// `write_threshold` the paths of the tree's backup intents
+    /// (`BufferModePipeline.enqueue_backup_intent`), less the pages storage already
+    /// holds (`StorageExistenceCache`). Returns the pages to move (D2H, then L3).
+    pub fn buffer_writes(
+        &mut self,
+        new: &[crate::cache::PageKey],
+        out: &mut Vec<crate::cache::PageKey>,
+    ) {
+        out.clear();
+        match self.cfg.storage_write_gate {
+            crate::release::StorageWriteGate::EveryBackup => out.extend_from_slice(new),
+            crate::release::StorageWriteGate::WriteThreshold => {
+                self.tree.take_storage_intents(out);
+                if let Some(st) = self.storage.as_ref() {
+                    out.retain(|&p| !st.contains(p));
+                }
+                out.sort_unstable();
+                out.dedup();
+            }
         }
     }
 

@@ -30,6 +30,7 @@ use std::collections::VecDeque;
 
 use crate::cache::{BackupRecord, HostMemoryMode, NodeId, PageKey, PrefetchPolicy, ROOT};
 use crate::engine::EventQueue;
+use crate::release::{PrefetchTimeoutClock, PrefetchTimeoutTokens};
 use crate::units::Nanos;
 use crate::workload::Request;
 
@@ -39,7 +40,7 @@ use super::cost::{CostModel, layer_pipelined_end};
 use super::metrics::ReplayMetrics;
 use super::session::{Hits, Session};
 use super::transfer::{Link, run_time_ns, storage_time_ns};
-use crate::cache::{TreeKind, TreeRules, Unified0523, V1};
+use crate::cache::{HiRadix, TreeKind, TreeRules, Unified0523, V1};
 
 #[derive(Debug, Clone, Copy)]
 enum Ev {
@@ -62,6 +63,27 @@ struct Prefetch {
     issued: Nanos,
     start: Nanos,
     end: Nanos,
+    /// The first admission poll that found it unfinished (0.5.23 `PollTimer`).
+    first_poll: Option<Nanos>,
+}
+
+/// What `_prefetch_kvcache` did for a request.
+enum Issue {
+    Issued(Prefetch),
+    /// Nothing to fetch: no storage, an anchor without a host copy, a span under the
+    /// threshold.
+    Declined,
+    /// Looked up but nothing kept: rate-limited, a hit under the threshold, no host
+    /// room — `storage_prefetch_retries.poll_miss` (0.5.20+ re-queries it later).
+    Missed,
+}
+
+/// A pending L3 re-query (`mem_cache/storage_prefetch.py: _StoragePrefetchRetry`, the
+/// non-immediate kind): due `poll_interval` scheduler iterations after it is first
+/// seen.
+#[derive(Debug, Clone, Copy)]
+struct Retry {
+    due_step: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -72,6 +94,9 @@ struct Waiting {
     output_tokens: u32,
     pages: Vec<PageKey>,
     prefetch: Option<Prefetch>,
+    retry: Option<Retry>,
+    /// `req.storage_prefetch_retry_attempts`.
+    attempts: u32,
 }
 
 #[derive(Debug)]
@@ -124,6 +149,10 @@ struct Sim<I: Iterator<Item = Request>, R: TreeRules> {
     times: Option<Vec<RequestTime>>,
     recs: Vec<BackupRecord>,
     scratch: Vec<PageKey>,
+    /// Scheduler iterations (`StoragePrefetchRetries._step`).
+    step: u64,
+    /// Requests with a pending retry.
+    pending_retries: usize,
 }
 
 pub(crate) fn run<I: IntoIterator<Item = Request>>(
@@ -145,6 +174,7 @@ pub(crate) fn run_detailed<I: IntoIterator<Item = Request>>(
     match cfg.tree {
         TreeKind::V1 => run_tree::<V1, _>(cfg, requests, preload, times),
         TreeKind::Unified0523 => run_tree::<Unified0523, _>(cfg, requests, preload, times),
+        TreeKind::HiRadix => run_tree::<HiRadix, _>(cfg, requests, preload, times),
     }
 }
 
@@ -185,6 +215,8 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
         times: times.then(Vec::new),
         recs: Vec::new(),
         scratch: Vec::new(),
+        step: 0,
+        pending_retries: 0,
     };
     if !preload.is_empty() {
         sim.s.write_storage(preload);
@@ -246,7 +278,11 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         let (index, req) = self.next.take().expect("arrival without a request");
         let now = self.q.now();
         let pages = req.page_hashes;
-        let prefetch = self.issue_prefetch(&pages, now);
+        let (prefetch, retry) = match self.issue_prefetch(&pages, now) {
+            Issue::Issued(p) => (Some(p), None),
+            Issue::Declined => (None, None),
+            Issue::Missed => (None, self.poll_miss()),
+        };
         self.waiting.push_back(Waiting {
             index,
             arrival: now,
@@ -254,14 +290,28 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             output_tokens: req.output_tokens,
             pages,
             prefetch,
+            retry,
+            attempts: 0,
         });
         self.s.sample(index, now);
         self.pull()
     }
 
+    /// `storage_prefetch_retries.poll_miss`: a re-query is armed when the release
+    /// retries (`prefetch_retry_poll_interval` > 0, 0.5.20+).
+    fn poll_miss(&mut self) -> Option<Retry> {
+        if self.s.cfg.prefetch_retry_poll_interval == 0 {
+            return None;
+        }
+        self.pending_retries += 1;
+        Some(Retry { due_step: None })
+    }
+
     /// `_prefetch_kvcache` + `prefetch_from_storage` + the hit query and allocation.
-    fn issue_prefetch(&mut self, pages: &[PageKey], now: Nanos) -> Option<Prefetch> {
-        self.s.storage.as_ref()?;
+    fn issue_prefetch(&mut self, pages: &[PageKey], now: Nanos) -> Issue {
+        if self.s.storage.is_none() {
+            return Issue::Declined;
+        }
         let s = &mut self.s;
         let m = s.tree.match_prefix(pages);
         let matched = m.matched_pages() as usize;
@@ -270,24 +320,24 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         let buffer = s.cfg.host_memory_mode == HostMemoryMode::BufferOnly;
         let anchor_ok = buffer || m.last_node == ROOT || s.tree.node(m.last_node).backed_up;
         if !anchor_ok || (span.len() as u64) * s.ps < thr {
-            return None;
+            return Issue::Declined;
         }
         if s.prefetch_occupied >= s.prefetch_limit {
             s.m.prefetches_rate_limited += 1;
-            return None;
+            return Issue::Missed;
         }
         s.m.prefetches_issued += 1;
         let span_tokens = span.len() as u64 * s.ps;
         let hit = s.storage.as_mut().map_or(0, |st| st.hit_run(span));
         if hit * s.ps < thr {
-            return None; // revoked
+            return Issue::Missed; // revoked
         }
         let thr_pages = thr.div_ceil(s.ps);
         let (got, charged) = if buffer {
             // Charged only when the hit is known; staging limited by the budget.
             let got = hit.min(s.staging_room_pages());
             if got * s.ps < thr {
-                return None;
+                return Issue::Missed;
             }
             (got, got * s.ps)
         } else {
@@ -296,7 +346,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             let got = s.tree.reserve_host(hit, thr_pages);
             if got == 0 {
                 s.tree.release_host(m.last_node);
-                return None;
+                return Issue::Missed;
             }
             (got, span_tokens)
         };
@@ -305,7 +355,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         s.m.prefetch_bytes += bytes;
         let dur = storage_time_ns(bytes, s.cfg.storage_read_bandwidth.0);
         let end = self.sread.transfer(now, dur);
-        Some(Prefetch {
+        Issue::Issued(Prefetch {
             anchor: m.last_node,
             span_start: matched,
             pages: got,
@@ -314,6 +364,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             issued: now,
             start: end - dur,
             end,
+            first_poll: None,
         })
     }
 
@@ -328,9 +379,27 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         }
     }
 
-    /// `can_terminate_prefetch` at `now`; on "not yet", the time worth re-checking.
-    fn can_terminate(&self, p: &Prefetch, now: Nanos) -> Result<(), Nanos> {
-        match self.s.cfg.prefetch_policy {
+    /// The prefetch timeout in ns: `base + tokens / 1024 × per_ki`, capped, over the
+    /// fetched pages (≤ 0.5.22 `_prefetch_timeout_check_linear_func`:
+    /// `len(operation.hash_value)`) or the requested span (0.5.23
+    /// `_start_storage_prefetch_wait`: `stats_requested_tokens // page_size ×
+    /// per_page`, `per_page = page_size / 1024 × per_ki`).
+    fn prefetch_timeout(c: &ReplayConfig, p: &Prefetch) -> Nanos {
+        let tokens = match c.prefetch_timeout_tokens {
+            PrefetchTimeoutTokens::Fetched => p.pages * u64::from(c.page_size),
+            PrefetchTimeoutTokens::Requested => p.span_tokens,
+        };
+        (c.prefetch_timeout_base.0
+            + (u128::from(c.prefetch_timeout_per_ki_token.0) * u128::from(tokens) / 1024) as u64)
+            .min(c.prefetch_timeout_max.0)
+    }
+
+    /// One admission poll of a prefetch at `now` (`check_prefetch_progress` →
+    /// `can_terminate_prefetch`); on "not yet", the time worth re-checking. The
+    /// timeout clock runs from the issue (`operation.start_time`) or, in 0.5.23, from
+    /// the first poll that finds the prefetch unfinished (`PollTimer.observe`).
+    fn can_terminate(cfg: &ReplayConfig, p: &mut Prefetch, now: Nanos) -> Result<(), Nanos> {
+        match cfg.prefetch_policy {
             PrefetchPolicy::BestEffort => Ok(()),
             PrefetchPolicy::WaitComplete => {
                 if now >= p.end {
@@ -340,25 +409,76 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
                 }
             }
             PrefetchPolicy::Timeout => {
-                let c = &self.s.cfg;
-                let t = (c.prefetch_timeout_base.0
-                    + (c.prefetch_timeout_per_ki_token.0 as u128 * u128::from(p.span_tokens) / 1024)
-                        as u64)
-                    .min(c.prefetch_timeout_max.0);
-                if now >= p.end || now - p.issued > t {
+                if now >= p.end {
+                    return Ok(());
+                }
+                let t = Self::prefetch_timeout(cfg, p);
+                let from = match cfg.prefetch_timeout_clock {
+                    PrefetchTimeoutClock::Issue => p.issued,
+                    PrefetchTimeoutClock::FirstBlockedPoll => *p.first_poll.get_or_insert(now),
+                };
+                if now - from > t {
                     Ok(())
                 } else {
-                    Err(p.end.min(p.issued + t + 1))
+                    Err(p.end.min(from + t + 1))
                 }
             }
         }
     }
 
+    /// One scheduler iteration's `_process_storage_prefetch_retries`
+    /// (`storage_prefetch.py: StoragePrefetchRetries.pop_ready`): the step counts up; the
+    /// queue head's pending retry is dropped ("a speculative miss must never delay
+    /// the queue head"); every other pending retry is due `poll_interval` steps after
+    /// it is first seen and then re-issues the request's prefetch
+    /// (`_retry_storage_prefetch`), unless the request used `max_attempts`.
+    fn retry_step(&mut self, now: Nanos) {
+        self.step += 1;
+        if self.pending_retries == 0 || self.waiting.is_empty() {
+            return;
+        }
+        let interval = u64::from(self.s.cfg.prefetch_retry_poll_interval);
+        let max = self.s.cfg.prefetch_retry_max_attempts;
+        if self.waiting[0].retry.take().is_some() {
+            self.pending_retries -= 1;
+        }
+        for j in 0..self.waiting.len() {
+            let w = &mut self.waiting[j];
+            let Some(r) = w.retry.as_mut() else {
+                continue;
+            };
+            if w.attempts >= max || interval == 0 {
+                w.retry = None;
+                self.pending_retries -= 1;
+                continue;
+            }
+            let due = *r.due_step.get_or_insert(self.step + interval);
+            if due > self.step {
+                continue;
+            }
+            self.waiting[j].retry = None;
+            self.pending_retries -= 1;
+            self.waiting[j].attempts += 1;
+            self.s.m.prefetch_retries += 1;
+            let pages = std::mem::take(&mut self.waiting[j].pages);
+            match self.issue_prefetch(&pages, now) {
+                Issue::Issued(p) => self.waiting[j].prefetch = Some(p),
+                Issue::Declined => {}
+                Issue::Missed => self.waiting[j].retry = self.poll_miss(),
+            }
+            self.waiting[j].pages = pages;
+        }
+    }
+
     fn schedule(&mut self) {
-        if self.gpu_busy || self.waiting.is_empty() {
+        if self.gpu_busy {
             return;
         }
         let now = self.q.now();
+        self.retry_step(now);
+        if self.waiting.is_empty() {
+            return;
+        }
         let max_run = self.s.cfg.max_running_requests;
         let max_tok = self
             .cost
@@ -374,8 +494,8 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             if self.running + batch.len() as u32 >= max_run {
                 break;
             }
-            if let Some(p) = &self.waiting[j].prefetch
-                && let Err(t) = self.can_terminate(p, now)
+            if let Some(p) = self.waiting[j].prefetch.as_mut()
+                && let Err(t) = Self::can_terminate(&self.s.cfg, p, now)
             {
                 wake = Some(wake.map_or(t, |w| w.min(t)));
                 j += 1;
@@ -389,6 +509,10 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
                 break;
             }
             let mut w = self.waiting.remove(j).expect("index in range");
+            // Admitted: `retries.cancel(req.rid)`.
+            if w.retry.take().is_some() {
+                self.pending_retries -= 1;
+            }
             let (fetched, staged) = self.terminate_prefetch(&mut w, now);
             let s = &mut self.s;
             let m = s.tree.match_prefix(&w.pages);
@@ -428,9 +552,13 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
                 device: m.device_pages,
                 host: loaded - fetched_hit,
                 storage: fetched_hit + staged.min(upto - on_dev),
+                fetched,
             };
             s.record(w.index, w.input_tokens, want, h);
-            let new = u64::from(w.input_tokens).saturating_sub((on_dev + h.storage) * s.ps);
+            // Prefill computes what is neither on the device (`on_dev` includes the
+            // pages loaded back, L3-fetched ones too) nor staged from L3 (buffer_only).
+            let staged_hit = staged.min(upto - on_dev);
+            let new = u64::from(w.input_tokens).saturating_sub((on_dev + staged_hit) * s.ps);
             tokens += new;
             shapes.push((new, u64::from(w.input_tokens) - new));
             batch.push(Admitted {
@@ -444,6 +572,12 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             });
         }
         if batch.is_empty() {
+            if self.pending_retries > 0 {
+                // The idle loop spins (`on_idle`: `time.sleep(0)`): the next
+                // iterations come one `scheduler_idle_poll` apart.
+                let t = now + self.s.cfg.scheduler_idle_poll.0.max(1);
+                wake = Some(wake.map_or(t, |w| w.min(t)));
+            }
             if let Some(t) = wake {
                 self.q.schedule_at(t, Ev::Tick);
             }
@@ -518,14 +652,18 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         let batch = self.batches[b as usize].take().expect("batch exists");
         self.free_batches.push(b);
         self.gpu_busy = false;
+        // The batch's H2D load-backs finished before its forward: `loading_check`
+        // acks them (`finish_load_back`).
+        self.s.tree.finish_load_backs();
         for a in batch {
             let s = &mut self.s;
             let last = s.tree.insert(&a.w.pages[..a.upto as usize], a.reserved);
             s.tree.inc_lock_ref(last);
             s.tree.dec_lock_ref(a.lock);
-            if s.cfg.host_memory_mode == HostMemoryMode::BufferOnly && a.upto > a.on_dev {
+            if s.cfg.host_memory_mode == HostMemoryMode::BufferOnly {
                 let lo = (a.on_dev + a.staged).min(a.upto) as usize;
-                let new = &a.w.pages[lo..a.upto as usize];
+                let mut new = std::mem::take(&mut self.scratch);
+                s.buffer_writes(&a.w.pages[lo..a.upto as usize], &mut new);
                 let bytes = s.bytes(new.len() as u64);
                 s.m.backup_bytes += bytes;
                 let d = run_time_ns(
@@ -535,10 +673,13 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
                     s.cfg.bandwidth_efficiency,
                     s.cfg.d2h_run_overhead.0,
                 );
-                let t = self.d2h.transfer(now, d);
-                let wt = storage_time_ns(bytes, s.cfg.storage_write_bandwidth.0);
-                self.swrite.transfer(t, wt);
-                s.write_storage(new);
+                if !new.is_empty() {
+                    let t = self.d2h.transfer(now, d);
+                    let wt = storage_time_ns(bytes, s.cfg.storage_write_bandwidth.0);
+                    self.swrite.transfer(t, wt);
+                    s.write_storage(&new);
+                }
+                self.scratch = new;
             }
             if a.w.index >= s.cfg.warmup_requests {
                 self.ttft.push((now - a.w.arrival) as f64 / 1e9);
@@ -582,15 +723,28 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             c.d2h_run_overhead.0,
         );
         let t = self.d2h.transfer(now, d);
-        // write_back backups are not pinned and their node may be reclaimed before
-        // the ack; their L3 write is issued now, after the blocking flush
-        // (`writing_check(write_back=True)`), on the storage-write link.
+        // write_back backups are not pinned on device; their L3 write is issued now,
+        // after the blocking flush (`writing_check(write_back=True)`), on the
+        // storage-write link, and the host copy the eviction pinned for it
+        // (`TreeConfig::storage_backup_pins`) is released at the storage ack.
         if self.s.storage.is_some() {
+            let mut pins = self.s.tree.take_storage_pins();
             for i in 0..self.recs.len() {
                 let r = self.recs[i];
-                if !r.locked {
-                    self.storage_backup(r.node, t, false);
+                if r.locked {
+                    continue;
                 }
+                let end = self.storage_backup(r.node, t, false);
+                if let Some(k) = pins.iter().position(|&x| x == r.node) {
+                    pins.swap_remove(k);
+                    match end {
+                        Some(end) => self.q.schedule_at(end, Ev::StorageAck { node: r.node }),
+                        None => self.s.tree.release_host(r.node),
+                    }
+                }
+            }
+            for x in pins {
+                self.s.tree.release_host(x);
             }
         }
         let recs = std::mem::take(&mut self.recs);
@@ -626,9 +780,9 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
 
     /// `write_backup_storage`: the node's pages go to L3 on the storage-write link; with
     /// `pin`, its host copy is protected until the storage ack.
-    fn storage_backup(&mut self, node: NodeId, at: Nanos, pin: bool) {
+    fn storage_backup(&mut self, node: NodeId, at: Nanos, pin: bool) -> Option<Nanos> {
         if !self.s.tree.node(node).alive {
-            return;
+            return None;
         }
         let mut pages = std::mem::take(&mut self.scratch);
         pages.clear();
@@ -642,5 +796,6 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             self.q.schedule_at(t, Ev::StorageAck { node });
         }
         self.scratch = pages;
+        Some(t)
     }
 }

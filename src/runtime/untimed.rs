@@ -4,14 +4,14 @@
 //! allocation, `insert` (`cache_unfinished_req`), D2H acks and L3 backups, release.
 
 use crate::cache::{
-    HostMemoryMode, KeyedLru, LruMode, PageKey, ROOT, TreeKind, TreeRules, Unified0523, V1,
+    HiRadix, HostMemoryMode, KeyedLru, LruMode, PageKey, ROOT, TreeKind, TreeRules, Unified0523, V1,
 };
 use crate::workload::Request;
 
 use super::config::{CallPattern, ReplayConfig};
 use super::metrics::ReplayMetrics;
 use super::session::{Hits, Session};
-use super::{ReplayError, check_request};
+use super::{ReplayError, RequestHits, check_request};
 
 pub(crate) fn run<I: IntoIterator<Item = Request>>(
     cfg: &ReplayConfig,
@@ -27,19 +27,20 @@ pub(crate) fn run<I: IntoIterator<Item = Request>>(
 pub(crate) fn run_with<I: IntoIterator<Item = Request>>(
     cfg: &ReplayConfig,
     requests: I,
-    on_hits: &mut dyn FnMut(u64, &Hits),
+    on_hits: &mut dyn FnMut(u64, &RequestHits),
 ) -> Result<ReplayMetrics, ReplayError> {
     // The one place the tree's rule set is chosen (monomorphised below).
     match cfg.tree {
         TreeKind::V1 => run_tree::<V1, _>(cfg, requests, on_hits),
         TreeKind::Unified0523 => run_tree::<Unified0523, _>(cfg, requests, on_hits),
+        TreeKind::HiRadix => run_tree::<HiRadix, _>(cfg, requests, on_hits),
     }
 }
 
 fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
     cfg: &ReplayConfig,
     requests: I,
-    on_hits: &mut dyn FnMut(u64, &Hits),
+    on_hits: &mut dyn FnMut(u64, &RequestHits),
 ) -> Result<ReplayMetrics, ReplayError> {
     let mut s = Session::<R>::new(cfg);
     let mut recs = Vec::new();
@@ -53,7 +54,17 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
         } else {
             process(&mut s, pages, &mut recs)
         };
-        on_hits(index, &h);
+        on_hits(
+            index,
+            &RequestHits {
+                device: h.device,
+                host: h.host,
+                storage: h.storage,
+                fetched: h.fetched,
+                host_used: s.tree.host_used(),
+                device_used: s.tree.device_used(),
+            },
+        );
         s.record(index, req.input_tokens, req.page_hashes.len() as u64, h);
         s.sample(index, 0);
     }
@@ -135,29 +146,41 @@ pub(crate) fn process<R: TreeRules>(
     };
     s.tree.insert(&pages[..upto as usize], reserved);
     s.tree.dec_lock_ref(m.last_node);
-    if s.cfg.host_memory_mode == HostMemoryMode::BufferOnly && upto > on_dev {
-        // Write-through to storage through the bounce buffer (D2H then L3 write).
+    if s.cfg.host_memory_mode == HostMemoryMode::BufferOnly {
+        // Storage writes through the bounce buffer (D2H then L3 write).
         let lo = (on_dev + staged).min(upto) as usize;
-        let new = &pages[lo..upto as usize];
-        s.m.backup_bytes += s.bytes(new.len() as u64);
-        s.write_storage(new);
+        let mut out = Vec::new();
+        s.buffer_writes(&pages[lo..upto as usize], &mut out);
+        if !out.is_empty() {
+            s.m.backup_bytes += s.bytes(out.len() as u64);
+            s.write_storage(&out);
+        }
     }
-    drain_backups(s, recs);
+    next_iteration(s, recs);
     // Hit split: L3-fetched pages are the tail of the loaded host span.
     let storage = if loaded > 0 { fetched.min(loaded) } else { 0 } + staged.min(upto - on_dev);
     Hits {
         device: m.device_pages,
         host: loaded - if loaded > 0 { fetched.min(loaded) } else { 0 },
         storage,
+        fetched,
     }
 }
 
 /// One request as 0.5.23's scheduler drives the tree ([`CallPattern::Scheduler0523`]),
-/// instant transfers, no storage: the match is limited to `input_len − 1` tokens
-/// (`Req._compute_max_prefix_len`); `evict_to_free_tokens` is asked for the extend
-/// plus one page (`mem_cache/allocation.py: alloc_paged_token_slots_extend`: `extend + page_size` tokens, then `mem_cache/common.py: evict_from_tree_cache`);
-/// the request holds `ceil(input / P) − prefix` pages; the tree takes the whole pages
-/// (`cache_unfinished_req`, duplicates freed) and the partial last page is freed.
+/// instant transfers, one request per batch, requests far apart (every transfer of a
+/// request is acked before the next arrives):
+/// - arrival, with L3 (`managers/scheduler.py: _prefetch_kvcache`): a match, then
+///   [`prefetch_0_5_23`], which runs to completion;
+/// - admission: the match is limited to `input_len − 1` tokens
+///   (`Req._compute_max_prefix_len`); the host hit is loaded back
+///   (`init_load_back`); `evict_to_free_tokens` is asked for the extend plus one page
+///   (`mem_cache/allocation.py: alloc_paged_token_slots_extend`: `extend + page_size`
+///   tokens, then `mem_cache/common.py: evict_from_tree_cache`); the request holds
+///   `ceil(input / P) − prefix` pages; the tree takes the whole pages
+///   (`checkpoint`, duplicates freed) and the partial last page is freed;
+/// - next iteration (`check_hicache_events`): D2H acks and the L3 writes they start,
+///   H2D acks (`loading_check`), L3 write acks.
 pub(crate) fn process_scheduler<R: TreeRules>(
     s: &mut Session<R>,
     pages: &[PageKey],
@@ -166,12 +189,30 @@ pub(crate) fn process_scheduler<R: TreeRules>(
 ) -> Hits {
     let input = u64::from(input_tokens);
     let max_prefix = (input.saturating_sub(1) / s.ps).min(pages.len() as u64);
-    let m = s.tree.match_prefix(&pages[..max_prefix as usize]);
-    s.tree.inc_lock_ref(m.last_node);
+    let key = &pages[..max_prefix as usize];
+    let fetched = if s.storage.is_some() {
+        prefetch_0_5_23(s, key)
+    } else {
+        0
+    };
+    let m = s.tree.match_prefix(key);
+    // `PrefillAdder.add_one_req`: the device match is locked while the request is
+    // admitted and its host hit loaded back (`init_load_back` pins the host part
+    // itself); the request then holds `req.lock` on its last device node, which is
+    // the deepest match only if the load-back succeeded. A failed load-back leaves
+    // the host part unlocked: host leaves again for the request's own evictions.
+    s.tree.inc_lock_ref(m.last_device_node);
     let loaded = s.tree.load_back(&m);
     if loaded == 0 {
         s.tree.stats.load_back_skipped_pages += m.host_pages;
     }
+    let last = if loaded > 0 {
+        m.last_node
+    } else {
+        m.last_device_node
+    };
+    s.tree.inc_lock_ref(last);
+    s.tree.dec_lock_ref(m.last_device_node);
     let on_dev = m.device_pages + loaded;
     let need = input.div_ceil(s.ps) - on_dev;
     let free = s.tree.make_device_room(need + 1);
@@ -185,13 +226,77 @@ pub(crate) fn process_scheduler<R: TreeRules>(
     // The partial last page (and pages past the listed ids) go back to the pool.
     s.tree.free_device(got - reserved);
     s.tree.insert(&pages[..upto as usize], reserved);
-    s.tree.dec_lock_ref(m.last_node);
-    drain_backups(s, recs);
+    if R::REMATCH_AFTER_INSERT {
+        // `radix_cache.py: cache_unfinished_req`: the inserted key matched again.
+        s.tree.match_prefix(&pages[..upto as usize]);
+    }
+    s.tree.dec_lock_ref(last);
+    next_iteration(s, recs);
+    // Host hits loaded back: the L3-fetched pages are the tail of the host span.
+    let storage = fetched.min(loaded);
     Hits {
         device: m.device_pages,
-        host: loaded,
-        storage: 0,
+        host: loaded - storage,
+        storage,
+        fetched,
     }
+}
+
+/// An L3 prefetch at arrival as 0.5.23 issues and completes it, all pages arriving
+/// (`_prefetch_kvcache` → `unified_radix_cache.py: prefetch_from_storage`, the
+/// controller's hit query, `_drain_storage_control_queues_impl` →
+/// `allocate_storage_hit`, then `_handle_prefetch_result`):
+/// - the arrival's own match (`init_next_round_input`) of `key` (the pages below
+///   `input_len − 1`); the anchor is the deepest matched node (`last_host_node` =
+///   `best_match_node`), which must be backed up or the root;
+/// - the span after the match, if at least `max(prefetch_threshold, page_size)`
+///   tokens and the prefetch budget is not spent (`prefetch_rate_limited`), is
+///   looked up; the leading pages present in storage are the hit;
+/// - a hit under the threshold is revoked; otherwise host pages are allocated for it
+///   (`evict_host(hit)` once when short, else the page-aligned free part if it
+///   reaches the threshold), and the fetched pages are inserted under the anchor
+///   (`insert_host`), which stays host-pinned meanwhile.
+///
+/// Returns the fetched pages kept on the host (`loaded_from_storage`).
+fn prefetch_0_5_23<R: TreeRules>(s: &mut Session<R>, key: &[PageKey]) -> u64 {
+    let m = s.tree.match_prefix(key);
+    let anchor = m.last_node;
+    if anchor != ROOT && !s.tree.node(anchor).backed_up {
+        return 0;
+    }
+    let span = &key[m.matched_pages() as usize..];
+    let thr = s.cfg.effective_prefetch_threshold();
+    if (span.len() as u64) * s.ps < thr {
+        return 0;
+    }
+    if s.prefetch_occupied >= s.prefetch_limit {
+        s.m.prefetches_rate_limited += 1;
+        return 0;
+    }
+    s.m.prefetches_issued += 1;
+    let hit = s.storage.as_mut().map_or(0, |st| st.hit_run(span));
+    if hit * s.ps < thr {
+        return 0;
+    }
+    s.tree.protect_host(anchor);
+    let got = s.tree.reserve_host(hit, thr.div_ceil(s.ps));
+    let kept = if got > 0 {
+        s.m.prefetch_bytes += s.bytes(got);
+        s.tree.insert_host_only(anchor, &span[..got as usize], got)
+    } else {
+        0
+    };
+    s.tree.release_host(anchor);
+    kept
+}
+
+/// The next scheduler iteration's `check_hicache_events` for a finished request: D2H
+/// acks (`writing_check`) and the L3 writes they start, H2D acks (`loading_check`),
+/// then the L3 write acks that unpin host copies.
+fn next_iteration<R: TreeRules>(s: &mut Session<R>, recs: &mut Vec<crate::cache::BackupRecord>) {
+    drain_backups(s, recs);
+    s.tree.finish_load_backs();
+    s.tree.release_storage_pins();
 }
 
 /// D2H acks (instant) and the L3 backups they start.
@@ -202,7 +307,8 @@ fn drain_backups<R: TreeRules>(s: &mut Session<R>, recs: &mut Vec<crate::cache::
         s.tree.backup_acked(r);
         if let Some(st) = s.storage.as_mut() {
             let n = s.tree.node(r.node);
-            if n.alive {
+            // `write_backup_storage`: nothing when the host copy is gone by the ack.
+            if n.alive && n.backed_up {
                 let new = st.write(&n.pages);
                 s.m.l3_write_bytes += new * s.ps * s.cfg.bytes_per_token;
             }

@@ -5,7 +5,7 @@
 use proptest::prelude::*;
 
 use hicache_sim::cache::{
-    EvictHostRule, EvictVersion, EvictionPolicy, HiRadixTree, HostMemoryMode, LruMode,
+    EvictHostRule, EvictVersion, EvictionPolicy, HiRadix, HiRadixTree, HostMemoryMode, LruMode,
     PrefetchPolicy, TreeConfig, TreeKind, TreeRules, Unified0523, V1, WritePolicy,
 };
 use hicache_sim::runtime::{CallPattern, ReplayConfig, Timing, replay};
@@ -51,7 +51,7 @@ const EVICT: [EvictionPolicy; 7] = [
     EvictionPolicy::Slru,
 ];
 /// Every property runs on both trees.
-const TREES: [TreeKind; 2] = [TreeKind::V1, TreeKind::Unified0523];
+const TREES: [TreeKind; 3] = [TreeKind::V1, TreeKind::Unified0523, TreeKind::HiRadix];
 
 const HOST_RULE: [EvictHostRule; 3] = [
     EvictHostRule::EvictedOnly,
@@ -80,11 +80,11 @@ proptest! {
         buffer in any::<bool>(),
         pp in 0usize..3,
         ps in prop::sample::select(vec![1u32, 4, 16]),
-        tr in 0usize..2,
+        tr in 0usize..3,
         sched in any::<bool>(),
     ) {
         let buffer = buffer && l3.is_some() && WRITE[w] != WritePolicy::WriteBack;
-        let sched = sched && !timed && l3.is_none();
+        let sched = sched && !timed && !buffer;
         // The 0.5.23 tree has its own host rules; the what-if rules are V1's.
         let (r, v0) = if TREES[tr] == TreeKind::Unified0523 { (0, false) } else { (r, v0) };
         let cfg = ReplayConfig {
@@ -134,10 +134,11 @@ proptest! {
     fn locked_path_is_never_evicted(sp in specs(), pick in 0usize..60, l2 in 0u64..30, w in 0usize..3, r in 0usize..3) {
         locked_path::<V1>(&sp, pick, l2, w, r)?;
         locked_path::<Unified0523>(&sp, pick, l2, w, 0)?;
+        locked_path::<HiRadix>(&sp, pick, l2, w, r)?;
     }
 
     #[test]
-    fn unbounded_capacity_hits_every_repeat(sp in specs(), w in 0usize..3, plain in any::<bool>(), tr in 0usize..2) {
+    fn unbounded_capacity_hits_every_repeat(sp in specs(), w in 0usize..3, plain in any::<bool>(), tr in 0usize..3) {
         let cfg = ReplayConfig {
             tree: TREES[tr],
             page_size: 1, l1_pages: 100_000, l2_pages: 100_000, write_policy: WRITE[w],

@@ -1,7 +1,9 @@
 //! Hand-worked cases for 0.5.23's host-tier rules (`tree: unified_0_5_23`) against the
 //! V1 tree, page size 1 (pages = tokens).
 
-use hicache_sim::cache::{HiRadixTree, TreeConfig, TreeRules, Unified0523, V1, WritePolicy};
+use hicache_sim::cache::{
+    DeviceEvictAmount, HiRadixTree, TreeConfig, TreeKind, TreeRules, Unified0523, V1, WritePolicy,
+};
 
 fn tree<R: TreeRules>(l1: u64, l2: u64, wp: WritePolicy) -> HiRadixTree<R> {
     HiRadixTree::<R>::new(TreeConfig {
@@ -30,6 +32,8 @@ fn serve<R: TreeRules>(t: &mut HiRadixTree<R>, pages: &[u64]) -> (u64, u64) {
     for r in &recs {
         t.backup_acked(r);
     }
+    // The next scheduler iteration acks the load-back (`loading_check`).
+    t.finish_load_backs();
     (m.device_pages, loaded)
 }
 
@@ -63,4 +67,68 @@ fn write_back_reclaims_host_duplicates_in_0_5_23_only() {
     assert_eq!(u.stats.dropped_pages_without_backup, 4);
     assert_eq!(u.match_prefix(&[1, 2]).matched_pages(), 0);
     assert_eq!(v.match_prefix(&[1, 2]).host_pages, 2);
+}
+
+/// 0.5.23's rules with the loaded copies reclaimable at once (the replay's rule before
+/// `LOAD_BACK_PENDING`): the same tree otherwise.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct NoLoadBackPending;
+
+impl TreeRules for NoLoadBackPending {
+    const KIND: TreeKind = TreeKind::Unified0523;
+    const SPLIT_REFRESH_TAIL: bool = true;
+    const MATCH_STAMPS_PATH: bool = true;
+    const DEVICE_EVICT: Option<DeviceEvictAmount> = Some(DeviceEvictAmount::Shortfall);
+    const HIT_ON_UNEVICT: bool = true;
+    const CHAIN_ANCESTOR_BACKUPS: bool = true;
+    const RECLAIM_HOST_DUPLICATES: bool = true;
+    const EVICT_HOST_SHORTFALL: bool = true;
+    const LOAD_BACK_PENDING: bool = false;
+    const INSERT_HOST_REFILL: bool = true;
+    const TOUCH_BEFORE_SPLIT: bool = false;
+    const WRITE_BACK_STAGES_BACKUPS: bool = false;
+    const LOAD_BACK_EVICTS_WHOLE_LOAD: bool = false;
+    const REMATCH_AFTER_INSERT: bool = false;
+}
+
+/// write_back, L1 4, L2 2 (page size 1). A [1,2], B [3,4] fill the device; C [5,6]
+/// demotes A, the LRU leaf (host: A, 2 of 2). Then one request [1,2,7,8]:
+/// - load-back of A (host hit 2): the device is full (B, C), the LRU leaf B must go;
+///   its backup needs 2 host pages, the host holds only A, pinned by the load → B is
+///   dropped (`_drop_subtree_no_host`); A loads (device: A, C);
+/// - the extend [7,8] needs 2 more pages: the only unlocked leaf is C; its backup
+///   again needs 2 host pages, and the only host copy is A's, loaded by this very
+///   request.
+///   0.5.23 (`commit_load_back` → `load_back_pending_id` until `finish_load_back` at
+///   the next iteration): A's copy cannot be reclaimed, C is dropped too; A keeps its
+///   host copy. Reclaimable at once: `_reclaim_full_host_duplicates` frees A's copy
+///   (A is locked by the request, so not a device leaf: pass 1 takes it), C is backed
+///   up and demoted.
+/// A last request [5,6] then misses in 0.5.23 (0 device, 0 host) and is a host hit of
+/// 2 pages without the pending rule.
+#[test]
+fn write_back_load_back_pins_its_host_copies_until_the_next_iteration() {
+    /// (the request [1,2,7,8], pages dropped and host-resident pages after it, then
+    /// the request [5,6]).
+    fn run<R: TreeRules>() -> ((u64, u64), u64, u64, (u64, u64)) {
+        let mut t = tree::<R>(4, 2, WritePolicy::WriteBack);
+        serve(&mut t, &[1, 2]);
+        serve(&mut t, &[3, 4]);
+        serve(&mut t, &[5, 6]);
+        let d = serve(&mut t, &[1, 2, 7, 8]);
+        let dropped = t.stats.dropped_pages_without_backup;
+        let host_device_resident = t.host_device_resident_pages();
+        let c = serve(&mut t, &[5, 6]);
+        (d, dropped, host_device_resident, c)
+    }
+    let (d, dropped, resident, c) = run::<Unified0523>();
+    assert_eq!(d, (0, 2));
+    // B and C dropped (2 + 2); A on device and on host.
+    assert_eq!((dropped, resident), (4, 2));
+    assert_eq!(c, (0, 0), "0.5.23: C was dropped");
+    let (d, dropped, resident, c) = run::<NoLoadBackPending>();
+    assert_eq!(d, (0, 2));
+    // B alone dropped; A's host copy gone (the host holds C).
+    assert_eq!((dropped, resident), (2, 0));
+    assert_eq!(c, (0, 2), "reclaimable at once: C was demoted to host");
 }

@@ -1,28 +1,29 @@
 #!/usr/bin/env bash
-# Prints the README's hit-rate tables (markdown) from `hicache-sim replay`, under the V1
-# tree (`--config tree=v1`, releases up to 0.5.18) and 0.5.23's rules
-# (`--config tree=unified_0_5_23`). Run from anywhere; builds the release binary.
+# Prints the README's hit-rate tables (markdown) from `hicache-sim replay`: the host tier
+# under 0.5.18's rules (`--sglang 0.5.18`: the `hiradix` tree) and 0.5.23's
+# (`--sglang 0.5.23`: `unified_0_5_23`); the device tier under the V1 tree, 0.5.23's tree
+# and plain page LRU. Run from anywhere; builds the release binary (B=… to use another).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-cargo build --release -q
-B=${CARGO_TARGET_DIR:-target}/release/hicache-sim
+[ -n "${B:-}" ] || cargo build --release -q
+B=${B:-${CARGO_TARGET_DIR:-target}/release/hicache-sim}
 rate() { # field args...
   local f=$1; shift
   "$B" replay --format json "$@" | python3 -c "import json,sys; print('%.2f %%' % (100*json.load(sys.stdin)['metrics']['$f']))"
 }
 
-echo "### Host tier: total hit rate, V1 tree vs 0.5.23 rules (timing off, LRU, 64-token pages)"
+echo "### Host tier: total hit rate, 0.5.18 vs 0.5.23 (timing off, LRU, 64-token pages)"
 echo
-echo "| trace | L1 pages | write policy | L2 = 1× L1: V1 | 0.5.23 | L2 = 2× L1: V1 | 0.5.23 | L2 = 4× L1: V1 | 0.5.23 |"
+echo "| trace | L1 pages | write policy | L2 1×: 0.5.18 | L2 1×: 0.5.23 | L2 2×: 0.5.18 | L2 2×: 0.5.23 | L2 4×: 0.5.18 | L2 4×: 0.5.23 |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for spec in "synthetic_trace.jsonl 512 8000" "generated_chat_agentic_mix.jsonl 64 1000" "generated_agentic_bursty.jsonl 64 500"; do
   set -- $spec; trace=$1; block=$2; l1=$3
   for wp in write_through write_back; do
     row="| \`$trace\` | $(printf "%'d" $l1) | $wp"
     for k in 1 2 4; do
-      for tree in v1 unified_0_5_23; do
+      for rel in 0.5.18 0.5.23; do
         r=$(rate total_hit_rate --trace traces/$trace --block-size $block --page-size 64 \
-          --l1-pages $l1 --l2-pages $((k * l1)) --write-policy $wp --config tree=$tree)
+          --l1-pages $l1 --l2-pages $((k * l1)) --write-policy $wp --sglang $rel)
         row="$row | $r"
       done
     done

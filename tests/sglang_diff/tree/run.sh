@@ -5,6 +5,7 @@
 #   tests/sglang_diff/tree/run.sh            # the whole grid (about 40 min on 2 cores)
 #   JOBS=1 CORE=rust tests/sglang_diff/tree/run.sh
 #   SKIP_EXISTING=1 tests/sglang_diff/tree/run.sh   # only the files not written yet
+#   tests/sglang_diff/tree/run.sh --install-only    # the venv only
 #
 # Needs Python 3.11 and PyPI. Installs into $VENV (default /tmp/venv-tree): the
 # sglang 0.5.23 wheel (--no-deps), torch 2.14.1 (the version the wheel pins; the
@@ -36,6 +37,8 @@ if ! "$VENV/bin/python" -c "import sglang, torch; assert torch.__version__.start
     starlette pyzmq tqdm IPython aiohttp apache-tvm-ffi==0.1.11 transformers==5.19.0 \
     dill sentencepiece==0.2.1 compressed-tensors==0.18.0 gguf openai==2.8.0 partial_json_parser
 fi
+# `--install-only`: the venv for tests/sglang_diff/host/run.sh.
+if [ "${1:-}" = "--install-only" ]; then exit 0; fi
 
 mkdir -p "$OUT"
 # trace block  page  capacities (pages)
