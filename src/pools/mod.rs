@@ -11,7 +11,7 @@
 pub mod device;
 pub mod host;
 
-pub use device::{DevicePools, PoolSetInputs, SpecDraft, device_pools};
+pub use device::{DevicePools, PoolSetInputs, SpecDraft, device_pools, dsv4_device_pools};
 pub use host::{
     HostPoolSpec, HostSizing, PoolUnit, host_pool_counts, host_pool_specs, split_hicache_size,
 };

@@ -25,7 +25,7 @@ use serde::Serialize;
 use crate::sizing::{self, SglangVersion};
 
 pub use rules::{
-    BufferOnlyWriteBack, ControllerRules, EvictionChoices, FlagRules, HicacheSizeSplit,
+    BufferOnlyWriteBack, ControllerRules, Dsv4Pools, EvictionChoices, FlagRules, HicacheSizeSplit,
     MambaSlotFormula, MtpDraftHost, PoolRules, PrefetchRetries, PrefetchTimeout,
     PrefetchTimeoutClock, ReleaseRules, StorageWriteGate, TreeVariant,
 };

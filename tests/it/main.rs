@@ -14,6 +14,7 @@ mod kv_bytes;
 mod launch_corpus;
 mod launch_issue9;
 mod models;
+mod models_v4;
 mod pipeline_quickstart;
 mod plan;
 mod plot_charts;
