@@ -3,7 +3,9 @@
 //! pools under each SGLang version's rules, on real machines under real memory limits.
 //!
 //! The binary (`src/main.rs`) is a thin CLI over this library. Module map:
-//! - [`units`], [`error`]: quantities at the edges, input errors with file/line/field;
+//! - [`units`], [`error`], [`fingerprint`]: quantities at the edges, input errors with
+//!   file/line/field, stable content hashes;
+//! - [`domain`]: SGLang's vocabulary, typed — server arguments and one enum per choice;
 //! - [`engine`]: virtual time, event queue, seeded RNG — no model code;
 //! - [`hardware`], [`model`]: node presets, Linux/cgroup memory accounting, KV geometry;
 //! - [`release`]: SGLang releases (`0.5.14`…`0.5.23`) and PR-era what-ifs, each one
@@ -17,8 +19,10 @@
 pub mod cache;
 pub mod capture;
 pub mod commands;
+pub mod domain;
 pub mod engine;
 pub mod error;
+pub mod fingerprint;
 pub mod flags;
 pub mod hardware;
 pub mod model;

@@ -4,9 +4,10 @@
 use std::collections::BTreeSet;
 
 use super::node::{NodeId, ROOT};
-use super::policy::{EvictHostRule, WritePolicy};
+use super::policy::EvictHostRule;
 use super::rules::TreeRules;
 use super::tree::HiRadixTree;
+use crate::domain::WritePolicy;
 
 impl<R: TreeRules> HiRadixTree<R> {
     /// Panics with a description of the first broken invariant.

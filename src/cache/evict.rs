@@ -2,9 +2,10 @@
 //! `load_back` (`mem_cache/hiradix_cache.py`, V1 line numbers unless noted).
 
 use super::node::{NIL, NodeId, ROOT};
-use super::policy::{EvictHostRule, EvictVersion, WritePolicy};
+use super::policy::{EvictHostRule, EvictVersion};
 use super::rules::TreeRules;
 use super::tree::{BackupRecord, HiRadixTree, MatchResult};
+use crate::domain::WritePolicy;
 
 impl<R: TreeRules> HiRadixTree<R> {
     /// `write_backup(node, write_back)` (L833, V1). Write-through family: the parent

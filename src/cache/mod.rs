@@ -14,12 +14,10 @@ mod rules;
 pub mod storage;
 mod tree;
 
+pub use crate::domain::{EvictionPolicy, HostMemoryMode, PrefetchPolicy, WritePolicy};
 pub use keyed_lru::KeyedLru;
 pub use node::{Node, NodeId, PageKey, PrioKey, ROOT};
-pub use policy::{
-    DeviceEvictAmount, EvictHostRule, EvictVersion, EvictionPolicy, HostMemoryMode, LruMode,
-    PrefetchCapacityRule, PrefetchPolicy, WritePolicy,
-};
+pub use policy::{DeviceEvictAmount, EvictHostRule, EvictVersion, LruMode};
 pub use rules::{TreeKind, TreeRules, Unified0523, V1};
 pub use storage::Storage;
 pub use tree::{BackupRecord, HiRadixTree, MatchResult, TreeConfig, TreeStats, UnifiedRadixTree};

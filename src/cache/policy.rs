@@ -1,62 +1,10 @@
 //! Rules as data: every behaviour that SGLang changed between versions, or that a PR
 //! proposed, is one enum value with a stable snake_case id (used in YAML, CLI flags,
 //! CSV columns). The tree dispatches on these once per operation, never deep in a loop.
+//! SGLang's own flag choices (write policy, eviction policy, prefetch policy, host
+//! memory mode) are [`crate::domain`]'s.
 
 use serde::{Deserialize, Serialize};
-
-/// `--hicache-write-policy` (`mem_cache/hiradix_cache.py: HiRadixCache.__init__`,
-/// `write_through_threshold`, V0–V5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WritePolicy {
-    /// Back up every node the first time insert touches it (threshold 1).
-    #[default]
-    WriteThrough,
-    /// Back up a node the second time insert touches it (threshold 2).
-    WriteThroughSelective,
-    /// Back up only when the node is evicted from the device.
-    WriteBack,
-}
-
-impl WritePolicy {
-    /// `write_through_threshold` (`hiradix_cache.py` L202, V1).
-    pub fn write_through_threshold(self) -> u32 {
-        match self {
-            WritePolicy::WriteThrough => 1,
-            WritePolicy::WriteThroughSelective => 2,
-            WritePolicy::WriteBack => u32::MAX,
-        }
-    }
-    pub fn id(self) -> &'static str {
-        match self {
-            WritePolicy::WriteThrough => "write_through",
-            WritePolicy::WriteThroughSelective => "write_through_selective",
-            WritePolicy::WriteBack => "write_back",
-        }
-    }
-}
-
-/// `--radix-eviction-policy` (`mem_cache/evict_policy.py`, V1): the priority key of a
-/// leaf; smaller keys are evicted first. Ties are broken by node id (creation order).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum EvictionPolicy {
-    /// `LRUStrategy`: `last_access_time`.
-    #[default]
-    Lru,
-    /// `LFUStrategy`: `(hit_count, last_access_time)`.
-    Lfu,
-    /// `FIFOStrategy`: `creation_time`.
-    Fifo,
-    /// `MRUStrategy`: `-last_access_time`.
-    Mru,
-    /// `FILOStrategy`: `-creation_time`.
-    Filo,
-    /// `PriorityStrategy`: `(priority, last_access_time)`.
-    Priority,
-    /// `SLRUStrategy`: `(hit_count >= protected_threshold(2), last_access_time)`.
-    Slru,
-}
 
 /// Which LRU the device tier runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -103,67 +51,11 @@ pub enum EvictVersion {
     V1,
 }
 
-/// `prefetch_capacity_limit` (`managers/cache_controller.py`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PrefetchCapacityRule {
-    /// V0, before #28614: `max(0, int(0.8*(host - device)))` (cache_controller L466).
-    #[serde(rename = "pre-28614")]
-    Pre28614,
-    /// V1, #28614 and later: `int(0.5*host)` (L484).
-    #[default]
-    #[serde(rename = "pr28614")]
-    Pr28614,
-    /// buffer_only mode (later versions): `int(0.9*host)`.
-    BufferOnly,
-    /// #16909 proposal (not merged): `0.8*(host-device)` if host > device else `0.5*host`.
-    #[serde(rename = "pr16909")]
-    Pr16909,
-}
-
-impl PrefetchCapacityRule {
-    /// The limit in tokens, from pool sizes in tokens.
-    pub fn limit_tokens(self, host_tokens: u64, device_tokens: u64) -> u64 {
-        let h = host_tokens as f64;
-        let d = device_tokens as f64;
-        match self {
-            PrefetchCapacityRule::Pre28614 => (0.8 * (h - d)).max(0.0) as u64,
-            PrefetchCapacityRule::Pr28614 => (0.5 * h) as u64,
-            PrefetchCapacityRule::BufferOnly => (0.9 * h) as u64,
-            PrefetchCapacityRule::Pr16909 => {
-                if host_tokens > device_tokens {
-                    (0.8 * (h - d)) as u64
-                } else {
-                    (0.5 * h) as u64
-                }
-            }
-        }
+impl EvictVersion {
+    /// Serialized as `true` for [`Self::V0`] (the release rule tables' `evict_v0`).
+    pub fn serialize_is_v0<S: serde::Serializer>(v: &Self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bool(*v == EvictVersion::V0)
     }
-}
-
-/// `--hicache-storage-prefetch-policy` (`hiradix_cache.py: can_terminate_prefetch`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PrefetchPolicy {
-    /// Terminate at the first scheduling check with whatever has arrived.
-    #[default]
-    BestEffort,
-    /// Wait until every requested page has arrived.
-    WaitComplete,
-    /// Wait until complete or `min(30 s, 2 s + 0.1 s per 1024 tokens)` elapsed.
-    Timeout,
-}
-
-/// `--hicache-mem-layout`-independent host role (newer `UnifiedRadixCache`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HostMemoryMode {
-    /// Host is an L2 tier holding `host_value`s.
-    #[default]
-    Cache,
-    /// Host is a bounce buffer between GPU and L3: no `host_value` in the tree,
-    /// `evict_host` returns 0; requires storage.
-    BufferOnly,
 }
 
 /// How much `evict_from_tree_cache` (`mem_cache/common.py`) asks the tree to evict
@@ -175,6 +67,24 @@ pub enum DeviceEvictAmount {
     /// request, not the shortfall.
     #[default]
     Requested,
-    /// Newer `common.py`: `evict(num_tokens - available_size)` — only the shortfall.
+    /// Newer `common.py`: `evict(num_tokens - available_size)` — only the shortfall
+    /// (0.5.17+ `allocator/base.py: evict_to_free_tokens`).
     Shortfall,
+}
+
+impl DeviceEvictAmount {
+    /// Pages to ask the tree for when `wanted` are needed and `free` are free (`free <
+    /// wanted`).
+    pub fn to_evict(self, wanted: u64, free: u64) -> u64 {
+        match self {
+            DeviceEvictAmount::Requested => wanted,
+            DeviceEvictAmount::Shortfall => wanted - free,
+        }
+    }
+
+    /// Serialized as `true` for [`Self::Shortfall`] (the release rule tables'
+    /// `device_evict_shortfall`).
+    pub fn serialize_is_shortfall<S: serde::Serializer>(a: &Self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bool(*a == DeviceEvictAmount::Shortfall)
+    }
 }

@@ -8,6 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::policy::DeviceEvictAmount;
+
 /// The `tree` key of the replay configuration (`--config tree=…`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub enum TreeKind {
@@ -49,9 +51,10 @@ pub trait TreeRules: Copy + Default + std::fmt::Debug + Send + Sync + 'static {
     /// one fresh time, decreasing by 1e-5 per level towards the root
     /// (0.5.23 `unified_tree_core.py: _match_prefix_helper`, `_match_post_processor`).
     const MATCH_STAMPS_PATH: bool;
-    /// Device eviction asks only for the shortfall
-    /// (0.5.23 `allocator/base.py: evict_to_free_tokens`).
-    const DEVICE_EVICT_SHORTFALL: bool;
+    /// How much device eviction asks for, when the tree has its own rule (0.5.23
+    /// `allocator/base.py: evict_to_free_tokens`: the shortfall); `None`: the replay
+    /// configuration's `device_evict_amount`.
+    const DEVICE_EVICT: Option<DeviceEvictAmount>;
     /// Insert counts a hit on an evicted node it restores from fresh KV
     /// (0.5.23 `unified_tree_core.py: _finish_insert_walk_node`).
     const HIT_ON_UNEVICT: bool;
@@ -76,7 +79,7 @@ impl TreeRules for V1 {
     const KIND: TreeKind = TreeKind::V1;
     const SPLIT_REFRESH_TAIL: bool = false;
     const MATCH_STAMPS_PATH: bool = false;
-    const DEVICE_EVICT_SHORTFALL: bool = false;
+    const DEVICE_EVICT: Option<DeviceEvictAmount> = None;
     const HIT_ON_UNEVICT: bool = false;
     const CHAIN_ANCESTOR_BACKUPS: bool = false;
     const RECLAIM_HOST_DUPLICATES: bool = false;
@@ -91,7 +94,7 @@ impl TreeRules for Unified0523 {
     const KIND: TreeKind = TreeKind::Unified0523;
     const SPLIT_REFRESH_TAIL: bool = true;
     const MATCH_STAMPS_PATH: bool = true;
-    const DEVICE_EVICT_SHORTFALL: bool = true;
+    const DEVICE_EVICT: Option<DeviceEvictAmount> = Some(DeviceEvictAmount::Shortfall);
     const HIT_ON_UNEVICT: bool = true;
     const CHAIN_ANCESTOR_BACKUPS: bool = true;
     const RECLAIM_HOST_DUPLICATES: bool = true;

@@ -17,8 +17,9 @@ use rustc_hash::FxHashMap;
 
 use super::leaf_heap::{LeafHeap, LeafSet};
 use super::node::{NIL, Node, NodeId, PageKey, PrioKey, ROOT};
-use super::policy::{DeviceEvictAmount, EvictHostRule, EvictVersion, EvictionPolicy, WritePolicy};
+use super::policy::{DeviceEvictAmount, EvictHostRule, EvictVersion};
 use super::rules::{TreeRules, Unified0523, V1};
+use crate::domain::{EvictionPolicy, WritePolicy};
 
 /// One logical clock tick in `last_access` units. A tick is `2^20` units so that
 /// 0.5.23's match stamp (`cur_time - 1e-5` per level towards the root, see
@@ -160,7 +161,16 @@ fn ckey(parent: NodeId, page: PageKey) -> (NodeId, PageKey) {
 }
 
 impl<R: TreeRules> HiRadixTree<R> {
+    /// An empty tree (the root only).
+    ///
+    /// # Panics
+    /// With `eviction_policy: tlru`: T-LRU needs per-node history lengths this tree does
+    /// not keep (`ReplayConfig::validate` refuses it before a replay builds a tree).
     pub fn new(cfg: TreeConfig) -> Self {
+        assert!(
+            cfg.eviction_policy != EvictionPolicy::Tlru,
+            "radix eviction policy tlru is not modelled by the tree"
+        );
         let root = Node {
             parent: NIL,
             on_device: true,
@@ -243,6 +253,7 @@ impl<R: TreeRules> HiRadixTree<R> {
             EvictionPolicy::Filo => (-(n.creation as i64), 0),
             EvictionPolicy::Priority => (n.priority, la),
             EvictionPolicy::Slru => (i64::from(n.hit_count >= 2), la),
+            EvictionPolicy::Tlru => unreachable!("refused by HiRadixTree::new"),
         }
     }
 
@@ -684,15 +695,8 @@ impl<R: TreeRules> HiRadixTree<R> {
     pub fn make_device_room(&mut self, n: u64) -> u64 {
         let avail = self.device_free();
         if avail < n {
-            let amount = if R::DEVICE_EVICT_SHORTFALL {
-                n - avail
-            } else {
-                match self.cfg.device_evict_amount {
-                    DeviceEvictAmount::Requested => n,
-                    DeviceEvictAmount::Shortfall => n - avail,
-                }
-            };
-            self.evict(amount);
+            let amount = R::DEVICE_EVICT.unwrap_or(self.cfg.device_evict_amount);
+            self.evict(amount.to_evict(n, avail));
         }
         self.device_free()
     }

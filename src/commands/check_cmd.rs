@@ -14,12 +14,12 @@ pub fn check(a: CheckArgs) -> CmdResult {
         )
         .into());
     }
-    if a.runs == 0 || a.runs > super::startup_cmd::MAX_RUNS {
+    if a.runs == 0 || a.runs > crate::scenario::MAX_RUNS {
         return Err(InputError::new(
             "--runs",
             format!(
                 "must be between 1 and {}, got {}",
-                super::startup_cmd::MAX_RUNS,
+                crate::scenario::MAX_RUNS,
                 a.runs
             ),
         )

@@ -97,12 +97,12 @@ const OUTPUT_NAMES: &[&str] = &[
 
 pub fn plan(a: PlanArgs) -> CmdResult {
     let runs = a.runs.unwrap_or(plan::DEFAULT_RUNS);
-    if runs == 0 || runs > super::startup_cmd::MAX_RUNS {
+    if runs == 0 || runs > crate::scenario::MAX_RUNS {
         return Err(InputError::new(
             "--runs",
             format!(
                 "must be between 1 and {}, got {runs}",
-                super::startup_cmd::MAX_RUNS
+                crate::scenario::MAX_RUNS
             ),
         )
         .into());

@@ -66,10 +66,14 @@ pub fn presets(format: OutputFormat) -> CmdResult {
             println!("Nodes (override any field: node: {{preset: NAME, FIELD: VALUE}}):");
             for (name, n) in node_presets() {
                 println!(
-                    "  {name:<10} {} x {} ({:.1} GiB nvidia-smi), host {:.0} GB, H2D {:.0} GB/s, pin {:.1} GB/s",
+                    "  {name:<10} {} x {} ({:.1} GiB {}), host {:.0} GB, H2D {:.0} GB/s, pin {:.1} GB/s",
                     n.gpus_per_node,
                     n.gpu,
                     n.gpu_memory.0 as f64 / (1u64 << 30) as f64,
+                    match n.gpu_vendor {
+                        crate::hardware::GpuVendor::Amd => "rocminfo",
+                        crate::hardware::GpuVendor::Nvidia => "nvidia-smi",
+                    },
                     n.host_dram.0 as f64 / 1e9,
                     n.h2d_bandwidth.0 / 1e9,
                     n.pin_bandwidth.0 / 1e9

@@ -8,9 +8,10 @@ use serde_json::{Map, Value};
 
 use super::{CmdResult, CommandError, OutputFormat, ReplayArgs};
 use crate::error::InputError;
-use crate::pipeline::{self, Engine, RuntimeSection};
+use crate::pipeline;
 use crate::policy_sim::{self, PolicySimConfig, SimPolicy};
 use crate::runtime::{ReplayConfig, ReplayMetrics, definitions};
+use crate::scenario::{Engine, RuntimeSection};
 use crate::startup::{self, StartupPlan};
 use crate::workload::read::{RecordReader, TraceFormat, TraceOptions};
 

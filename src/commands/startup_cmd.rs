@@ -3,7 +3,7 @@
 use super::{CmdResult, CommandError, OutputFormat, StartupArgs};
 use crate::error::InputError;
 use crate::report::startup as report;
-use crate::scenario::{Scenario, load_file, resolve::resolve};
+use crate::scenario::{MAX_RUNS, Scenario, load_file, resolve::resolve};
 use crate::startup::{self, StartupPlan};
 
 /// Loads a scenario with CLI overrides (`--sglang`, `--seed`, `--runs`, `--set`).
@@ -39,10 +39,6 @@ pub fn plan_for(s: &Scenario) -> Result<StartupPlan, InputError> {
             .field(field)
     })
 }
-
-/// Most Monte Carlo runs one command takes (a billion start-ups is hours of work; more is
-/// a typo). Memory does not grow with the count.
-pub const MAX_RUNS: u64 = 1_000_000_000;
 
 /// `runs` start-ups of `plan` (checked: 1 ..= [`MAX_RUNS`]) on `jobs` threads (clamped
 /// to the cores; the result is the same for any count).

@@ -217,7 +217,7 @@ fn provenance(
     let mut paths = Vec::new();
     for t in traces {
         let path = crate::scenario::resolve::resolve_relative(&t, scenario);
-        let hash = crate::workload::content_hash(Path::new(&path)).map_err(|e| {
+        let hash = crate::fingerprint::content_hash(Path::new(&path)).map_err(|e| {
             InputError::new(scenario, format!("cannot read the trace `{path}`: {e}"))
                 .line_opt(lines.line_of("runtime.trace"))
                 .field("runtime.trace")

@@ -51,7 +51,7 @@ fn convert_cmd(a: TraceConvertArgs) -> CmdResult {
     }
     // Provenance of a file (a pipe, `<(zcat t.gz)`, was consumed by the parse: none).
     if std::fs::metadata(input).is_ok_and(|m| m.is_file()) {
-        cols.source_hash = crate::workload::content_hash(input)
+        cols.source_hash = crate::fingerprint::content_hash(input)
             .map_err(|e| InputError::new(&a.input, format!("cannot read: {e}")))?;
         cols.source_len = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
     }

@@ -18,21 +18,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::view::{CgroupChain, CgroupLevel, CgroupRead, HostMemoryView, MemStat, V1_UNLIMITED};
-
-/// Deepest cgroup chain (job level to mount root) a view holds.
-pub const MAX_CGROUP_DEPTH: usize = 8;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CgroupVersion {
-    V1,
-    V2,
-}
-
-/// A cgroup in a [`HostMemory`] arena. `CgroupId(0)` is the mount root.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct CgroupId(pub u32);
+use super::view::{
+    CgroupChain, CgroupId, CgroupLevel, CgroupRead, CgroupVersion, HostMemoryView,
+    MAX_CGROUP_DEPTH, MemStat, V1_UNLIMITED,
+};
 
 /// What a charge is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

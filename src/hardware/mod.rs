@@ -7,9 +7,9 @@ mod memory;
 mod nodes;
 mod view;
 
-pub use memory::{
-    CgroupId, CgroupLimits, CgroupVersion, ChargeKind, ChargeOutcome, Charges, HostMemory,
-    MAX_CGROUP_DEPTH, MemoryError, Oom,
+pub use memory::{CgroupLimits, ChargeKind, ChargeOutcome, Charges, HostMemory, MemoryError, Oom};
+pub use nodes::{GpuVendor, NodePreset, node_preset, node_presets};
+pub use view::{
+    CgroupChain, CgroupId, CgroupLevel, CgroupRead, CgroupVersion, HostMemoryView,
+    MAX_CGROUP_DEPTH, MemStat, V1_UNLIMITED,
 };
-pub use nodes::{NodePreset, node_preset, node_presets};
-pub use view::{CgroupChain, CgroupLevel, CgroupRead, HostMemoryView, MemStat, V1_UNLIMITED};

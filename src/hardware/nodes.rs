@@ -36,6 +36,43 @@ pub struct NodePreset {
     pub pin_bandwidth: Bandwidth,
     /// CPU sockets (Grace chips on GB trays).
     pub cpus_per_node: u32,
+    /// Device memory a rank has lost before the weight load when its world has more
+    /// than one GPU: nvidia-smi `memory.total` minus SGLang's `pre_model_load_memory`
+    /// (`model_runner.py: init_torch_distributed`: CUDA context, NCCL communicators,
+    /// custom all-reduce and symmetric-memory buffers). Measured from server logs
+    /// (`Load weight begin. avail mem=`) where the corpus has one; `None`: 1 GiB.
+    #[serde(default)]
+    pub gpu_reserved: Option<ByteSize>,
+    /// The same for a single-GPU world (no communicators).
+    #[serde(default)]
+    pub gpu_reserved_tp1: Option<ByteSize>,
+    /// `nvidia` or `amd` (ROCm: the default attention backend `aiter` scales
+    /// `--mem-fraction-static` by 0.85 for context lengths above 8192).
+    #[serde(default)]
+    pub gpu_vendor: GpuVendor,
+}
+
+/// Who made the GPU (decides the default attention backend).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuVendor {
+    #[default]
+    Nvidia,
+    Amd,
+}
+
+impl NodePreset {
+    /// Device memory lost before the weight load on a world of `world_size` GPUs
+    /// ([`Self::gpu_reserved`] / [`Self::gpu_reserved_tp1`], 1 GiB when unmeasured).
+    pub fn gpu_reserved_for(&self, world_size: u64) -> u64 {
+        let gib = 1u64 << 30;
+        let v = if world_size <= 1 {
+            self.gpu_reserved_tp1
+        } else {
+            self.gpu_reserved
+        };
+        v.map(|b| b.0).unwrap_or(gib)
+    }
 }
 
 static NODES_YAML: &str = include_str!("nodes.yaml");

@@ -2,9 +2,22 @@
 //! from its memory cgroup up to the mount root. Plain data (no borrow, no allocation),
 //! so tests can build any table by hand and the start-up simulator can take millions.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::memory::{CgroupId, CgroupVersion, MAX_CGROUP_DEPTH};
+/// Deepest cgroup chain (job level to mount root) a view holds.
+pub const MAX_CGROUP_DEPTH: usize = 8;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CgroupVersion {
+    V1,
+    V2,
+}
+
+/// A cgroup in a `HostMemory` arena (`crate::hardware::HostMemory`). `CgroupId(0)` is the
+/// mount root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct CgroupId(pub u32);
 
 /// cgroup v1 writes this for "no limit" in `memory.limit_in_bytes`: `2^63 - 4096`
 /// (PAGE_COUNTER_MAX pages of 4 KiB).

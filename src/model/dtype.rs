@@ -44,6 +44,16 @@ impl KvDtype {
         }
     }
 
+    /// The storage dtype of a `--kv-cache-dtype` spelling (`Auto`: the model's); `None`
+    /// for the packed fp4 / mxfp8 layouts, whose block scales are not modelled.
+    pub fn from_flag(f: crate::domain::KvCacheDtype) -> Option<KvDtype> {
+        if f.is_packed() {
+            None
+        } else {
+            Self::from_id(crate::domain::Choice::id(f))
+        }
+    }
+
     pub fn from_id(s: &str) -> Option<KvDtype> {
         Some(match s {
             "auto" => KvDtype::Auto,

@@ -22,7 +22,9 @@ mod resolve;
 pub mod weights;
 
 pub use device_pool::{
-    DevicePoolInputs, device_pool_bytes, device_pool_tokens, profile_rest_gib, tokens_from_rest,
+    DevicePoolInputs, MemFractionDefault, MemFractionInputs, device_pool_bytes, device_pool_tokens,
+    mem_fraction_static_default, prefill_cuda_graph_batch_count, profile_rest_gib,
+    tokens_from_rest,
 };
 pub use dtype::KvDtype;
 pub use geometry::{Attention, LinearState, PoolGeometry};
@@ -31,5 +33,6 @@ pub use kv_default::{resolve_kv_dtype, sm_major};
 pub use parallel::ParallelLayout;
 pub use presets::{ModelPreset, model_preset, model_presets};
 pub use resolve::{
-    ModelQuery, ModelSource, ResolvedModel, preset_for_path, preset_from_config, resolve,
+    LOAD_BYTES_PER_LAYER, ModelQuery, ModelSource, ResolvedModel, preset_for_path,
+    preset_from_config, resolve,
 };

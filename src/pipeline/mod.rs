@@ -4,16 +4,14 @@
 
 pub mod replay_memo;
 mod row;
-mod runtime_section;
 
 pub use row::{COLUMNS, point_row};
-pub use runtime_section::{Engine, RuntimeSection};
 
 use serde_json::{Map, Value};
 
 use crate::error::InputError;
 use crate::runtime::{ReplayConfig, ReplayMetrics, Timing};
-use crate::scenario::Scenario;
+use crate::scenario::{RuntimeSection, Scenario};
 use crate::startup::{MonteCarlo, Outcome, StartupPlan};
 use crate::workload::read::{TraceFormat, TraceOptions, open_trace_with};
 
@@ -59,34 +57,26 @@ pub fn replay_config(
             .with_release(&s.version.release_rules().controller)
             .with_tree(s.version.release_rules().tree)
     };
-    // SGLang flag values map onto the runtime's enums by their serde names.
-    let cap = match (
-        s.version.rules().prefetch_cap,
-        s.server.hicache_host_memory_mode.as_str(),
-    ) {
-        (_, "buffer_only") => "buffer_only",
-        (crate::sizing::PrefetchCapRule::ExcessOverDevice, _) => "pre-28614",
-        (crate::sizing::PrefetchCapRule::Pr16909Proposal, _) => "pr16909",
-        _ => "pr28614",
+    // The cap in force in the scenario's host memory mode (buffer_only: 0.9 x host).
+    let cfg = ReplayConfig {
+        prefetch_capacity_rule: cfg
+            .prefetch_capacity_rule
+            .in_mode(s.server.hicache_host_memory_mode),
+        ..cfg
     };
+    use crate::domain::Choice;
     let mut derived = Map::new();
-    derived.insert(
-        "write_policy".into(),
-        Value::String(s.server.hicache_write_policy.clone()),
-    );
-    derived.insert(
-        "eviction_policy".into(),
-        Value::String(s.server.radix_eviction_policy.clone()),
-    );
-    derived.insert(
-        "host_memory_mode".into(),
-        Value::String(s.server.hicache_host_memory_mode.clone()),
-    );
-    derived.insert(
-        "prefetch_policy".into(),
-        Value::String(s.server.hicache_storage_prefetch_policy.clone()),
-    );
-    derived.insert("prefetch_capacity_rule".into(), Value::String(cap.into()));
+    for (k, id) in [
+        ("write_policy", s.server.hicache_write_policy.id()),
+        ("eviction_policy", s.server.radix_eviction_policy.id()),
+        ("host_memory_mode", s.server.hicache_host_memory_mode.id()),
+        (
+            "prefetch_policy",
+            s.server.hicache_storage_prefetch_policy.id(),
+        ),
+    ] {
+        derived.insert(k.into(), Value::String(id.into()));
+    }
     derived.insert(
         "max_prefill_tokens".into(),
         Value::from(s.server.max_prefill_tokens),

@@ -17,8 +17,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use super::{RuntimeSection, run_replay};
+use super::run_replay;
 use crate::runtime::{ReplayConfig, ReplayMetrics};
+use crate::scenario::RuntimeSection;
 
 type Cell = Arc<OnceLock<Result<ReplayMetrics, String>>>;
 
@@ -84,7 +85,7 @@ pub fn replay(section: &RuntimeSection, cfg: &ReplayConfig) -> Result<ReplayMetr
         let path = PathBuf::from(path);
         let hash = match memo.hashes.get(&path) {
             Some(&h) => h,
-            None => match crate::workload::content_hash(&path) {
+            None => match crate::fingerprint::content_hash(&path) {
                 Ok(h) => *memo.hashes.entry(path).or_insert(h),
                 // Unreadable: the replay itself reports it, per point.
                 Err(_) => {

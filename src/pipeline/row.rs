@@ -144,7 +144,7 @@ pub fn point_row(scenario: &Value, point: &Point, base_source: &str) -> Result<R
     let cfg = replay_config(&s, &plan, host_tokens, &section.replay)?;
     row.push("l1_pages", cfg.l1_pages);
     row.push("l2_pages", cfg.l2_pages);
-    if section.engine != super::Engine::Hiradix {
+    if section.engine != crate::scenario::Engine::Hiradix {
         return Err("sweeps replay with the hiradix engine; the policy-simulator engine is for `hicache-sim replay`".into());
     }
     // Memoised across the sweep's points when on: same resolved config, same result.

@@ -11,7 +11,8 @@ use serde_json::Value;
 use super::probe::Prober;
 use super::search::size_patch;
 use crate::error::InputError;
-use crate::pipeline::{Engine, host_pool_tokens, replay_config, run_replay};
+use crate::pipeline::{host_pool_tokens, replay_config, run_replay};
+use crate::scenario::Engine;
 use crate::sizing::{HostPoolSizeArg, host_pool_size};
 use crate::startup;
 
@@ -43,7 +44,7 @@ pub struct LadderPoint {
 /// One write policy at the planned size.
 #[derive(Debug, Clone, Serialize)]
 pub struct PolicyPoint {
-    pub policy: String,
+    pub policy: crate::domain::WritePolicy,
     pub hit_rate_device: f64,
     pub hit_rate_host: f64,
     pub hit_rate_storage: f64,
@@ -194,36 +195,41 @@ pub fn run(prober: &Prober, planned_gb: u64, top_gb: Option<u64>) -> Result<Ladd
         })
         .filter(|&i| i + 1 < steps.len())
         .map(|i| steps[i].size_gb);
-    let policies = ["write_through", "write_through_selective", "write_back"]
-        .par_iter()
-        .map(|&pol| {
-            match replay_at(
-                prober,
-                planned_gb,
-                &[("server.hicache_write_policy", Value::from(pol))],
-            ) {
-                Ok((_, _, m, _)) => Ok(PolicyPoint {
-                    policy: pol.into(),
-                    hit_rate_device: m.device_hit_rate,
-                    hit_rate_host: m.host_hit_rate,
-                    hit_rate_storage: m.storage_hit_rate,
-                    hit_rate_total: m.total_hit_rate,
-                    backup_bytes: m.backup_bytes,
-                    error: None,
-                }),
-                Err(LadderError::Input(e)) => Ok(PolicyPoint {
-                    policy: pol.into(),
-                    hit_rate_device: 0.0,
-                    hit_rate_host: 0.0,
-                    hit_rate_storage: 0.0,
-                    hit_rate_total: 0.0,
-                    backup_bytes: 0,
-                    error: Some(e.message),
-                }),
-                Err(e) => Err(e),
-            }
-        })
-        .collect::<Result<Vec<_>, LadderError>>()?;
+    use crate::domain::{Choice, WritePolicy};
+    let policies = [
+        WritePolicy::WriteThrough,
+        WritePolicy::WriteThroughSelective,
+        WritePolicy::WriteBack,
+    ]
+    .par_iter()
+    .map(|&pol| {
+        match replay_at(
+            prober,
+            planned_gb,
+            &[("server.hicache_write_policy", Value::from(pol.id()))],
+        ) {
+            Ok((_, _, m, _)) => Ok(PolicyPoint {
+                policy: pol,
+                hit_rate_device: m.device_hit_rate,
+                hit_rate_host: m.host_hit_rate,
+                hit_rate_storage: m.storage_hit_rate,
+                hit_rate_total: m.total_hit_rate,
+                backup_bytes: m.backup_bytes,
+                error: None,
+            }),
+            Err(LadderError::Input(e)) => Ok(PolicyPoint {
+                policy: pol,
+                hit_rate_device: 0.0,
+                hit_rate_host: 0.0,
+                hit_rate_storage: 0.0,
+                hit_rate_total: 0.0,
+                backup_bytes: 0,
+                error: Some(e.message),
+            }),
+            Err(e) => Err(e),
+        }
+    })
+    .collect::<Result<Vec<_>, LadderError>>()?;
     Ok(Ladder {
         trace,
         planned_gb,

@@ -13,7 +13,7 @@ pub struct Recommendation {
     /// when no size starts.
     pub flags: String,
     pub size_gb: Option<u64>,
-    pub write_policy: String,
+    pub write_policy: crate::domain::WritePolicy,
     /// Releases (of those planned) on which the size starts with P ≥ target.
     pub holds_on: Vec<&'static str>,
     /// Releases on which it does not, with their own largest size.
@@ -40,7 +40,7 @@ pub fn recommend(
 ) -> Recommendation {
     let valid: Vec<&ReleasePlan> = plans.iter().filter(|p| p.invalid.is_none()).collect();
     let size_gb = valid.first().and_then(|p| p.size.as_ref().map(|f| f.value));
-    let own_policy = s.server.hicache_write_policy.clone();
+    let own_policy = s.server.hicache_write_policy;
     let (write_policy, policy_reason) = match ladder {
         Some(l) => {
             let own = l.policies.iter().find(|p| p.policy == own_policy);
@@ -56,7 +56,7 @@ pub fn recommend(
                     if o.error.is_none() && b.hit_rate_total <= o.hit_rate_total + 1e-9 =>
                 {
                     (
-                        own_policy.clone(),
+                        own_policy,
                         format!(
                             "the scenario's policy; no other policy has a higher total hit rate ({:.2} %) on this trace",
                             100.0 * o.hit_rate_total
@@ -64,17 +64,17 @@ pub fn recommend(
                     )
                 }
                 (_, Some(b)) => (
-                    b.policy.clone(),
+                    b.policy,
                     format!(
                         "the highest total hit rate at this size on this trace ({:.2} %)",
                         100.0 * b.hit_rate_total
                     ),
                 ),
-                _ => (own_policy.clone(), "the scenario's policy".into()),
+                _ => (own_policy, "the scenario's policy".into()),
             }
         }
         None => (
-            own_policy.clone(),
+            own_policy,
             "the scenario's policy (no trace replayed)".into(),
         ),
     };

@@ -1,8 +1,9 @@
 //! Device pools of one rank: the full-attention KV pool, the SWA pool of a
 //! sliding-window model, the Mamba (linear-attention) state pool of a hybrid model.
 
+use crate::model::Attention;
 use crate::model::{DevicePoolInputs, KvDtype, ModelPreset, ParallelLayout};
-use crate::release::{MambaSlotFormula, PoolRules};
+use crate::release::{DraftCell, MambaSlotFormula, PoolRules};
 use crate::sizing::{py_float_floordiv, py_int};
 
 const GIB: f64 = (1u64 << 30) as f64;
@@ -86,6 +87,36 @@ fn mamba_slots(
     Ok((k, rest_gib - held as f64 * ps / GIB))
 }
 
+/// The target's `cell_size` of a plain MHA / MLA / DSA model with its EAGLE / NextN
+/// draft (`model_executor/pool_configurator.py: DefaultPoolConfigurator.__init__`,
+/// every modelled release: the draft's KV lives in a pool of the target's slot count, so
+/// it is charged per token of the target). `cell` is the target's bytes per token.
+fn draft_cell(cell: u64, inp: &PoolSetInputs<'_>) -> u64 {
+    let d = inp.draft.mtp_layers as u64;
+    let m = inp.model;
+    let n = m.layers as u64 / inp.layout.pp_size.max(1) as u64;
+    if d == 0 || n == 0 {
+        return cell;
+    }
+    match (inp.rules.draft_cell, &m.attention) {
+        (
+            DraftCell::AddPerLayer,
+            Attention::MlaDsa {
+                indexer_layers,
+                indexer_bytes_per_token_layer,
+                ..
+            },
+        ) => {
+            let target_indexer = indexer_bytes_per_token_layer
+                * (*indexer_layers as u64 / inp.layout.pp_size.max(1) as u64);
+            let kv = cell - target_indexer;
+            cell + kv * d / n + indexer_bytes_per_token_layer * d
+        }
+        (DraftCell::AddPerLayer, _) => cell + cell * d / n,
+        (DraftCell::Scale, _) => py_int(cell as f64 * (1.0 + d as f64 / n as f64)) as u64,
+    }
+}
+
 /// The device pools of `inp`; errors carry SGLang's own messages.
 ///
 /// Full-attention tokens: `int(rest * 2^30 // cell_size)` with `cell_size` the bytes per
@@ -124,7 +155,7 @@ pub fn device_pools(inp: &PoolSetInputs<'_>) -> Result<DevicePools, String> {
                 .sum();
             full as f64 + inp.swa_full_tokens_ratio * swa_bpt as f64
         }
-        None => geo.iter().map(|p| p.bytes_per_token).sum::<u64>() as f64,
+        None => draft_cell(geo.iter().map(|p| p.bytes_per_token).sum::<u64>(), inp) as f64,
     };
     let full_tokens =
         crate::model::tokens_from_rest(rest, cell.max(1.0), inp.device.max_total_tokens, page);
@@ -162,7 +193,7 @@ pub fn device_pools(inp: &PoolSetInputs<'_>) -> Result<DevicePools, String> {
 /// selects ratio mode. The budget is `profile_max_num_token`'s rest in bytes.
 pub fn dsv4_device_pools(
     inp: &PoolSetInputs<'_>,
-    server: &crate::scenario::ServerArgs,
+    server: &crate::domain::ServerArgs,
     gpu_memory: u64,
 ) -> Result<crate::model::dsv4::Dsv4PoolSizes, String> {
     use crate::model::dsv4::{
@@ -198,4 +229,118 @@ pub fn dsv4_device_pools(
     let rest = crate::model::profile_rest_gib(&inp.device);
     let available = py_int(rest * GIB).max(0) as u64;
     geo.pool_sizes(&sched, available, inp.device.max_total_tokens)
+}
+
+/// The `--mem-fraction-static` a scenario's server runs with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ResolvedMemFraction {
+    pub value: f64,
+    /// The release's default when the scenario gives none.
+    pub default: Option<crate::model::MemFractionDefault>,
+    /// Scaled by 0.85 for the ROCm `aiter` attention backend.
+    pub aiter_scaled: bool,
+}
+
+/// The fraction SGLang runs with: `--mem-fraction-static` if given, else the release's
+/// default ([`crate::model::mem_fraction_static_default`] on the node's nvidia-smi
+/// total); then, on an AMD node, `* 0.85` — the default attention backend there is
+/// `aiter` (`server_args.py: _get_default_attn_backend`) and every modelled model's
+/// context exceeds 8192 (`_handle_attention_backend_compatibility` ≤ 0.5.18,
+/// `arg_groups/attention_hook.py` 0.5.19+; an explicit value is scaled too unless
+/// `SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION` is set).
+pub fn resolve_mem_fraction(s: &crate::scenario::Scenario) -> ResolvedMemFraction {
+    let default = match s.server.mem_fraction_static {
+        Some(_) => None,
+        None => {
+            let (use_mla, is_dsa) = match s.model.attention {
+                Attention::Mla { .. } | Attention::HybridMla { .. } => (true, false),
+                Attention::MlaDsa { .. } => (true, true),
+                _ => (false, false),
+            };
+            let inp = crate::model::MemFractionInputs {
+                gpu_mem_mib: s.node.gpu_memory.0 as f64 / (1u64 << 20) as f64,
+                tp_size: s.layout.tp_size,
+                pp_size: s.layout.pp_size,
+                dp_size: s.layout.dp_size,
+                enable_dp_attention: s.layout.enable_dp_attention,
+                use_mla,
+                is_dsa,
+                chunked_prefill_size: s.server.chunked_prefill_size.map(i64::from),
+                max_prefill_tokens: s.server.max_prefill_tokens as i64,
+                cuda_graph_max_bs: None,
+                disable_cuda_graph: false,
+                enable_hierarchical_cache: s.server.enable_hierarchical_cache.unwrap_or(false),
+                max_running_requests: s.server.max_running_requests.map(u64::from),
+                deepep: false,
+                hip: s.node.gpu_vendor == crate::hardware::GpuVendor::Amd,
+            };
+            Some(crate::model::mem_fraction_static_default(
+                &inp,
+                s.version.release_rules().device,
+            ))
+        }
+    };
+    let base = s
+        .server
+        .mem_fraction_static
+        .or(default.map(|d| d.mem_fraction_static))
+        .unwrap_or(0.85);
+    let aiter_scaled = s.node.gpu_vendor == crate::hardware::GpuVendor::Amd;
+    ResolvedMemFraction {
+        value: if aiter_scaled { base * 0.85 } else { base },
+        default,
+        aiter_scaled,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ParallelLayout;
+    use crate::model::{DevicePoolInputs, model_preset};
+    use crate::release::Release;
+
+    fn cell_with(model: &str, r: Release, mtp: u32) -> u64 {
+        let m = model_preset(model).unwrap();
+        let layout = ParallelLayout::tp(8);
+        let inp = PoolSetInputs {
+            model: m,
+            layout: &layout,
+            dtype: KvDtype::Bf16,
+            rules: r.rules().pools,
+            device: DevicePoolInputs {
+                free_before_load: 0,
+                weights_per_rank: 0,
+                mem_fraction_static: 0.9,
+                cell_size: 0,
+                page_size: 1,
+                max_total_tokens: None,
+            },
+            draft: SpecDraft { mtp_layers: mtp },
+            swa_full_tokens_ratio: 0.8,
+            mamba_full_memory_ratio: 0.9,
+            max_mamba_cache_size: None,
+        };
+        let target: u64 = m
+            .host_pools(&layout, KvDtype::Bf16)
+            .iter()
+            .map(|p| p.bytes_per_token)
+            .sum();
+        draft_cell(target, &inp)
+    }
+
+    #[test]
+    fn draft_kv_in_the_target_cell() {
+        // DeepSeek-V3, MLA 576 × 2 B × 61 layers = 70,272 B; one NextN layer:
+        // int(70,272 × 62 / 61) = 71,424 = 70,272 + 1,152 under both rules.
+        assert_eq!(cell_with("deepseek-v3", Release::V0_5_23, 0), 70_272);
+        assert_eq!(cell_with("deepseek-v3", Release::V0_5_17, 1), 71_424);
+        assert_eq!(cell_with("deepseek-v3", Release::V0_5_23, 1), 71_424);
+        // GLM-5.2: KV 78 × 1,152 = 89,856 + a shared indexer on 21 layers × 132 = 2,772
+        // → 92,628. ≤ 0.5.18 scales it: int(92,628 × 79 / 78) = 93,815; 0.5.19+ adds
+        // 89,856 / 78 = 1,152 of KV and a full indexer layer (132): 93,912.
+        assert_eq!(cell_with("glm-5.2", Release::V0_5_23, 0), 92_628);
+        assert_eq!(cell_with("glm-5.2", Release::V0_5_18, 1), 93_815);
+        assert_eq!(cell_with("glm-5.2", Release::V0_5_19, 1), 93_912);
+    }
 }

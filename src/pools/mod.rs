@@ -11,13 +11,16 @@
 pub mod device;
 pub mod host;
 
-pub use device::{DevicePools, PoolSetInputs, SpecDraft, device_pools, dsv4_device_pools};
+pub use device::{
+    DevicePools, PoolSetInputs, ResolvedMemFraction, SpecDraft, device_pools, dsv4_device_pools,
+    resolve_mem_fraction,
+};
 pub use host::{
     HostPoolSpec, HostSizing, PoolUnit, host_pool_counts, host_pool_specs, split_hicache_size,
 };
 
+use crate::domain::ServerArgs;
 use crate::model::{Attention, ModelPreset};
-use crate::scenario::ServerArgs;
 
 /// The MTP draft whose KV the host pools carry, and a note on what is left out.
 ///
@@ -25,7 +28,7 @@ use crate::scenario::ServerArgs;
 /// plain MHA / MLA / DSA model; drafts of sliding-window and hybrid models (their draft
 /// SWA / state layers), EAGLE3, STANDALONE and separate draft models are not modelled.
 pub fn spec_draft(server: &ServerArgs, model: &ModelPreset) -> (SpecDraft, Option<String>) {
-    let Some(algo) = server.speculative_algorithm.as_deref() else {
+    let Some(algo) = &server.speculative_algorithm else {
         return (SpecDraft::default(), None);
     };
     let layers = server.mtp_draft_layers(model.mtp_layers);
@@ -48,7 +51,7 @@ pub fn spec_draft(server: &ServerArgs, model: &ModelPreset) -> (SpecDraft, Optio
         return (
             SpecDraft { mtp_layers: layers },
             Some(format!(
-                "--speculative-algorithm {algo}: {layers} MTP draft layer(s) mirrored on the host per the release's rules (separate draft pool up to 0.5.17, packed into the target pools from 0.5.19); draft weights and the draft's device KV are not modelled (the real device pool is smaller)"
+                "--speculative-algorithm {algo}: {layers} MTP draft layer(s) mirrored on the host per the release's rules (separate draft pool up to 0.5.17, packed into the target pools from 0.5.19) and charged to the device cell size; the draft's weights count only when set in the weights per rank"
             )),
         );
     }

@@ -23,6 +23,7 @@
 use serde::Serialize;
 
 use super::Release;
+use crate::domain::MemLayout;
 
 /// The `Allocating …` line of a host KV pool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -161,8 +162,8 @@ pub enum LogEvent {
         pool: &'static str,
         tokens: u64,
         bytes: u64,
-        /// `--hicache-mem-layout` (the DSA line prints it).
-        layout: &'static str,
+        /// `--hicache-mem-layout` (the DSA and Mamba lines print it).
+        layout: MemLayout,
     },
     /// The rank raised; the text is the rank's message.
     Error(ErrorKind),
@@ -356,23 +357,6 @@ pub fn register_chunk(style: HostRegister, page_first: bool, granularity: u64, t
     }
 }
 
-/// `--hicache-mem-layout` as a static string for [`LogEvent::Allocating`] (SGLang's
-/// choices, as the flag table lists them; the parser refuses any other).
-pub fn layout_id(layout: &str) -> &'static str {
-    const KNOWN: [&str; 5] = [
-        "layer_first",
-        "page_first",
-        "page_first_direct",
-        "page_head",
-        "page_first_kv_split",
-    ];
-    KNOWN
-        .iter()
-        .find(|k| **k == layout)
-        .copied()
-        .unwrap_or("layer_first")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -415,7 +399,7 @@ mod tests {
             pool: "kv",
             tokens: 895_808,
             bytes: 24_770_000_000,
-            layout: "page_first",
+            layout: MemLayout::PageFirst,
         };
         assert_eq!(
             render(&ctx(Release::V0_5_15), &alloc, None),
@@ -429,7 +413,7 @@ mod tests {
             pool: "indexer",
             tokens: 895_808,
             bytes: 1_234_567_890,
-            layout: "page_first",
+            layout: MemLayout::PageFirst,
         };
         assert_eq!(
             render(&ctx(Release::V0_5_21), &dsa, None),

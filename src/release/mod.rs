@@ -1,6 +1,6 @@
 //! SGLang releases as versions: one value, resolved once from `--sglang` / `sglang:`,
 //! that every layer reads — host-pool sizing ([`crate::sizing::Rules`]), the HiCache
-//! controller ([`ControllerRules`]), which tree the replay uses ([`TreeVariant`]) and
+//! controller ([`ControllerRules`]), which tree the replay uses ([`ReleaseRules::tree`]) and
 //! which flags exist ([`FlagRules`]).
 //!
 //! Two kinds of id:
@@ -25,11 +25,15 @@ use serde::Serialize;
 use crate::sizing::{self, SglangVersion};
 
 pub use rules::{
-    BufferOnlyWriteBack, ControllerRules, Dsv4Pools, EvictionChoices, FlagRules, HicacheSizeSplit,
-    MambaSlotFormula, MtpDraftHost, PoolRules, PrefetchRetries, PrefetchTimeout,
-    PrefetchTimeoutClock, ReleaseRules, StorageWriteGate, TreeVariant,
+    BufferOnlyWriteBack, ControllerRules, DevicePoolRules, DraftCell, Dsv4Pools, EvictionChoices,
+    FlagRules, HicacheSizeSplit, MambaSlotFormula, MidGpuTier, MtpDraftHost, PoolRules,
+    PrefetchRetries, PrefetchTimeout, PrefetchTimeoutClock, PrefillGraphDefault, ReleaseRules,
+    StorageWriteGate,
 };
-pub use server_check::{FieldError, check_server};
+pub use server_check::{
+    FieldError, RELEASE_CHOICE_FIELDS, check_server, choice_refusal, eviction_policy_refusal,
+    storage_backend_refusal,
+};
 
 /// A released SGLang wheel on PyPI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -170,6 +174,15 @@ impl Release {
     /// The complete rule set of this release.
     pub fn rules(self) -> ReleaseRules {
         rules::of_release(self)
+    }
+
+    /// This release's argument parser, from the generated flag table (a post release
+    /// reads its base release's table when the generator found it unchanged).
+    pub fn flags(self) -> &'static crate::flags::ReleaseFlags {
+        let t = crate::flags::table();
+        let id = t.same_as.get(self.id()).map_or(self.id(), String::as_str);
+        t.release(id)
+            .expect("the flag table has every modelled release (release::tests)")
     }
 }
 

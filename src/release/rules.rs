@@ -4,19 +4,20 @@
 use serde::Serialize;
 
 use super::Release;
+use crate::cache::{DeviceEvictAmount, EvictVersion, TreeKind};
 use crate::sizing::{
     AutoSizeRule, AvailableReading, HeadroomVariant, PrefetchCapRule, Rules, SglangVersion,
 };
 
-/// Which prefix tree a plain model's HiCache path runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TreeVariant {
-    /// `mem_cache/hiradix_cache.py: HiRadixCache` (≤ 0.5.18 for plain models).
-    V1HiRadix,
-    /// `mem_cache/unified_radix_cache.py: UnifiedRadixCache` (every model from 0.5.19;
-    /// `registry.py`). The tree itself is issue 8; this only selects it.
-    Unified,
+/// [`ReleaseRules::tree`] as the rule tables name it: `v1_hi_radix`
+/// (`mem_cache/hiradix_cache.py: HiRadixCache`, ≤ 0.5.18 for plain models) or `unified`
+/// (`mem_cache/unified_radix_cache.py: UnifiedRadixCache`, every model from 0.5.19;
+/// `registry.py`).
+fn tree_id<S: serde::Serializer>(t: &TreeKind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(match t {
+        TreeKind::V1 => "v1_hi_radix",
+        TreeKind::Unified0523 => "unified",
+    })
 }
 
 /// The prefetch timeout formula `base + tokens / 1024 × per_ki`, optionally capped.
@@ -92,7 +93,9 @@ pub enum StorageWriteGate {
 /// The HiCache controller and scheduler defaults a release ships.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ControllerRules {
-    /// `prefetch_capacity_limit` (`managers/cache_controller.py`).
+    /// `prefetch_capacity_limit` (`managers/cache_controller.py`) in cache mode
+    /// ([`PrefetchCapRule::in_mode`] gives buffer_only's).
+    #[serde(serialize_with = "PrefetchCapRule::serialize_id")]
     pub prefetch_cap: PrefetchCapRule,
     /// buffer_only mode's cap is `int(0.9 × host)` (0.5.19+ `cache_controller.py`).
     pub buffer_only_cap_090: bool,
@@ -104,11 +107,17 @@ pub struct ControllerRules {
     pub eviction_choices: EvictionChoices,
     pub buffer_only_write_back: BufferOnlyWriteBack,
     pub storage_write_gate: StorageWriteGate,
-    /// Device eviction asks only for the shortfall (`allocator/base.py`: `shortfall =
+    /// How much device eviction asks for: the shortfall (`allocator/base.py`: `shortfall =
     /// num_tokens - self.available_size()`, 0.5.17+), else the whole request.
-    pub device_evict_shortfall: bool,
-    /// Before #28614 (0.5.14): write_back demotes leaves in one loop (`EvictVersion::V0`).
-    pub evict_v0: bool,
+    #[serde(
+        rename = "device_evict_shortfall",
+        serialize_with = "DeviceEvictAmount::serialize_is_shortfall"
+    )]
+    pub device_evict: DeviceEvictAmount,
+    /// The device-eviction code path: before #28614 (0.5.14) write_back demotes leaves
+    /// in one loop (`EvictVersion::V0`).
+    #[serde(rename = "evict_v0", serialize_with = "EvictVersion::serialize_is_v0")]
+    pub evict_version: EvictVersion,
 }
 
 /// Which sizing flags exist (`server_args.py`).
@@ -175,6 +184,70 @@ pub struct PoolRules {
     pub swa_floor_check: bool,
     /// How DeepSeek-V4's compressed-attention pools are sized.
     pub dsv4_pools: Dsv4Pools,
+    /// How an EAGLE / NextN draft's KV enters the target's device cell size.
+    pub draft_cell: DraftCell,
+}
+
+/// Defaults of GPUs whose nvidia-smi total is 20–35 GiB (`gpu_mem < 35 * 1024` MiB) in
+/// `_handle_gpu_memory_settings`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MidGpuTier {
+    /// 0.5.14–0.5.19: `chunked_prefill_size` 2048, decode `max_bs` 24 (TP < 4) or 80.
+    Chunk2kBs24,
+    /// 0.5.20+ (`arg_groups/memory_hook.py: handle_gpu_memory_settings`): 4096, 48 or 160.
+    Chunk4kBs48,
+}
+
+/// The default prefill CUDA-graph backend on CUDA and the configurations that turn it
+/// off before `_handle_gpu_memory_settings` runs (its reserve is `len(prefill bs) * 8`
+/// MiB, or 1.5 GiB for an MLA model).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrefillGraphDefault {
+    /// 0.5.14 (`model_executor/cuda_graph_config.py: CudaGraphConfig`, `tc_piecewise`;
+    /// `server_args.py: _disable_tc_piecewise_cudagraph_if_incompatible`): off under
+    /// HiCache, DP attention, PP > 1, HIP.
+    TcPiecewise,
+    /// 0.5.15–0.5.16 (`default_prefill_backend` = `breakable`;
+    /// `_disable_breakable_cudagraph_if_incompatible`): off for MLA models and DP
+    /// attention.
+    BreakableNoMla,
+    /// 0.5.17: `breakable`, off for MLA models without a DSA indexer
+    /// ("MLA attention (non-DSA)").
+    BreakableNoPlainMla,
+    /// 0.5.18+ (`arg_groups/cuda_graph_hook.py: disable_breakable_cudagraph_if_incompatible`
+    /// from 0.5.19): `breakable` for every modelled model on CUDA.
+    Breakable,
+}
+
+/// How a release sizes the device pools: the `--mem-fraction-static` default
+/// (`server_args.py: _handle_gpu_memory_settings` ≤ 0.5.18,
+/// `arg_groups/memory_hook.py: handle_gpu_memory_settings` 0.5.19+).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct DevicePoolRules {
+    pub mid_gpu_tier: MidGpuTier,
+    pub prefill_graph: PrefillGraphDefault,
+    /// 0.5.14 reserves `decode max_bs * 2` MiB even with CUDA graphs disabled; 0.5.15+
+    /// only when the decode backend is on (`reserve_for_graph_mb`).
+    pub decode_reserve_without_graph: bool,
+    /// 0.5.22+: a default decode `max_bs` is capped by `--max-running-requests`.
+    pub decode_max_bs_capped_by_running: bool,
+    /// 0.5.15+: 2 GiB more for DeepEP all-to-all buffers (`reserve_for_deepep_a2a_mb`).
+    pub deepep_reserve: bool,
+}
+
+/// The target's `cell_size` with an EAGLE / NextN draft of `d` layers over `n` target
+/// layers (`model_executor/pool_configurator.py: DefaultPoolConfigurator.__init__`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DraftCell {
+    /// 0.5.14–0.5.18: `int(cell * (1 + d / n))` (the indexer scaled with the KV).
+    Scale,
+    /// 0.5.19+: `cell + int(kv * d / n)` plus, for a DSA model, the draft's own indexer
+    /// on all `d` layers (`_compute_dsa_indexer_cell_size(allocate_all_layers=True)`),
+    /// which differs from [`Self::Scale`] when the target shares its indexer.
+    AddPerLayer,
 }
 
 /// DeepSeek-V4's device pools (`model_executor/pool_configurator.py:
@@ -197,9 +270,12 @@ pub enum Dsv4Pools {
 pub struct ReleaseRules {
     pub sizing: Rules,
     pub controller: ControllerRules,
-    pub tree: TreeVariant,
+    /// Which prefix tree a plain model's HiCache path runs (the replay's `tree`).
+    #[serde(serialize_with = "tree_id")]
+    pub tree: TreeKind,
     pub flags: FlagRules,
     pub pools: PoolRules,
+    pub device: DevicePoolRules,
 }
 
 /// 0.5.14 (`mem_cache/pool_host/base.py: HostKVCache.__init__`: `assert self.size >
@@ -226,10 +302,10 @@ fn r0_5_14() -> ReleaseRules {
             eviction_choices: EvictionChoices::Four,
             buffer_only_write_back: BufferOnlyWriteBack::Error,
             storage_write_gate: StorageWriteGate::EveryBackup,
-            device_evict_shortfall: false,
-            evict_v0: true,
+            device_evict: DeviceEvictAmount::Requested,
+            evict_version: EvictVersion::V0,
         },
-        tree: TreeVariant::V1HiRadix,
+        tree: TreeKind::V1,
         flags: FlagRules {
             hicache_host_memory_fraction: false,
         },
@@ -239,6 +315,14 @@ fn r0_5_14() -> ReleaseRules {
             mamba_slots: MambaSlotFormula::Floor,
             swa_floor_check: false,
             dsv4_pools: Dsv4Pools::NotModelled,
+            draft_cell: DraftCell::Scale,
+        },
+        device: DevicePoolRules {
+            mid_gpu_tier: MidGpuTier::Chunk2kBs24,
+            prefill_graph: PrefillGraphDefault::TcPiecewise,
+            decode_reserve_without_graph: true,
+            decode_max_bs_capped_by_running: false,
+            deepep_reserve: false,
         },
     }
 }
@@ -253,8 +337,17 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
         sizing: SglangVersion::Pr28614.rules(),
         controller: ControllerRules {
             prefetch_cap: PrefetchCapRule::HalfHost,
-            evict_v0: false,
+            evict_version: EvictVersion::V1,
             ..v0_5_14.controller
+        },
+        // `cuda_graph_config.py: default_prefill_backend` (breakable on CUDA);
+        // `reserve_for_graph_mb` skips the decode reserve without decode graphs; DeepEP
+        // buffers reserved on top of the 10 GiB floor.
+        device: DevicePoolRules {
+            prefill_graph: PrefillGraphDefault::BreakableNoMla,
+            decode_reserve_without_graph: false,
+            deepep_reserve: true,
+            ..v0_5_14.device
         },
         ..v0_5_14
     };
@@ -263,13 +356,18 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
     // bytes; `kv_cache_configurator.py` reserves the Mamba pool's padding slot.
     let v0_5_17 = ReleaseRules {
         controller: ControllerRules {
-            device_evict_shortfall: true,
+            device_evict: DeviceEvictAmount::Shortfall,
             ..v0_5_15.controller
         },
         pools: PoolRules {
             hicache_size_split: HicacheSizeSplit::ByDeviceBytes,
             mamba_slots: MambaSlotFormula::PaddingSlot,
             ..v0_5_15.pools
+        },
+        // `_disable_breakable_cudagraph_if_incompatible`: "MLA attention (non-DSA)".
+        device: DevicePoolRules {
+            prefill_graph: PrefillGraphDefault::BreakableNoPlainMla,
+            ..v0_5_15.device
         },
         ..v0_5_15
     };
@@ -279,6 +377,11 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
         pools: PoolRules {
             mtp_draft_host: MtpDraftHost::PackedUnifiedTreeOnly,
             ..v0_5_17.pools
+        },
+        // The breakable prefill graph no longer turns off for MLA models.
+        device: DevicePoolRules {
+            prefill_graph: PrefillGraphDefault::Breakable,
+            ..v0_5_17.device
         },
         ..v0_5_17
     };
@@ -302,9 +405,12 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
             },
             ..v0_5_17.controller
         },
-        tree: TreeVariant::Unified,
+        tree: TreeKind::Unified0523,
+        // `pool_configurator.py`: the draft's KV added per layer, its DSA indexer on
+        // every draft layer.
         pools: PoolRules {
             mtp_draft_host: MtpDraftHost::Packed,
+            draft_cell: DraftCell::AddPerLayer,
             ..v0_5_18.pools
         },
         ..v0_5_18
@@ -322,6 +428,12 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
         pools: PoolRules {
             swa_floor_check: true,
             ..v0_5_19.pools
+        },
+        // `memory_hook.py: handle_gpu_memory_settings`: 20–35 GiB GPUs get chunked
+        // prefill 4096 and decode max_bs 48 / 160.
+        device: DevicePoolRules {
+            mid_gpu_tier: MidGpuTier::Chunk4kBs48,
+            ..v0_5_19.device
         },
         ..v0_5_19
     };
@@ -359,6 +471,12 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
             storage_write_gate: StorageWriteGate::WriteThreshold,
             ..v0_5_21.controller
         },
+        // `memory_hook.py: handle_gpu_memory_settings`: a default decode max_bs is
+        // capped by `--max-running-requests`.
+        device: DevicePoolRules {
+            decode_max_bs_capped_by_running: true,
+            ..v0_5_21.device
+        },
         ..v0_5_21
     };
     // 0.5.23: `unified_radix_cache.py: _start_storage_prefetch_wait` starts the clock at
@@ -392,7 +510,11 @@ pub(super) fn of_what_if(v: SglangVersion, nearest: Release) -> ReleaseRules {
         sizing,
         controller: ControllerRules {
             prefetch_cap: sizing.prefetch_cap,
-            evict_v0: v == SglangVersion::Pre28614,
+            evict_version: if v == SglangVersion::Pre28614 {
+                EvictVersion::V0
+            } else {
+                EvictVersion::V1
+            },
             ..base.controller
         },
         flags: FlagRules {

@@ -3,7 +3,7 @@
 //! coercions. Called once by scenario resolution.
 
 use super::{BufferOnlyWriteBack, Sglang};
-use crate::scenario::ServerArgs;
+use crate::domain::{Choice, EvictionPolicy, HostMemoryMode, ServerArgs, WritePolicy};
 
 /// An error about one scenario field: `(field path, message)`.
 pub type FieldError = (&'static str, String);
@@ -39,35 +39,25 @@ pub fn check_server(
             format!("{r}: --swa-full-tokens-ratio should be in range (0, 1.0]."),
         ));
     }
-    // `server_args.py: RADIX_EVICTION_POLICY_CHOICES` of the release.
-    let choices = rr.controller.eviction_choices.choices();
-    if !choices.contains(&server.radix_eviction_policy.as_str()) {
-        let hint = crate::error::nearest(&server.radix_eviction_policy, choices.iter().copied())
-            .map(|n| format!(" (did you mean `{n}`?)"))
-            .unwrap_or_default();
-        return Err((
-            "server.radix_eviction_policy",
-            format!(
-                "invalid choice `{}`{hint}: SGLang {} accepts {}",
-                server.radix_eviction_policy,
-                sglang.id(),
-                choices.join(", ")
-            ),
-        ));
+    if let Some(m) = eviction_policy_refusal(sglang, server.radix_eviction_policy.id()) {
+        return Err(("server.radix_eviction_policy", m));
     }
-    if server.radix_eviction_policy == "tlru" {
-        notes.push(
-            "--radix-eviction-policy tlru is accepted (SGLang 0.5.21+) but the replay does not model it".into(),
-        );
+    if let Some(b) = server.hicache_storage_backend
+        && let Some(m) = storage_backend_refusal(sglang, b.id())
+    {
+        return Err(("server.hicache_storage_backend", m));
+    }
+    if server.radix_eviction_policy == EvictionPolicy::Tlru {
+        notes.push("warning: radix eviction policy tlru (SGLang 0.5.21+) is not modelled by the runtime replay: start-up sizing is unaffected, a replay refuses it".into());
     }
     // `arg_groups/hicache_hook.py`: buffer_only + write_back.
-    if server.hicache_host_memory_mode == "buffer_only"
-        && server.hicache_write_policy == "write_back"
+    if server.hicache_host_memory_mode == HostMemoryMode::BufferOnly
+        && server.hicache_write_policy == WritePolicy::WriteBack
     {
         match rr.controller.buffer_only_write_back {
             BufferOnlyWriteBack::Error => {} // the sizing-argument check raises SGLang's ValueError
             BufferOnlyWriteBack::CoerceWriteThrough => {
-                server.hicache_write_policy = "write_through".into();
+                server.hicache_write_policy = WritePolicy::WriteThrough;
                 notes.push(format!(
                     "SGLang {} switches --hicache-write-policy write_back to write_through in buffer_only mode",
                     sglang.id()
@@ -76,4 +66,62 @@ pub fn check_server(
         }
     }
     Ok(notes)
+}
+
+/// `--radix-eviction-policy` as `sglang`'s parser checks it
+/// (`server_args.py: RADIX_EVICTION_POLICY_CHOICES`): the refusal, if it refuses `given`.
+pub fn eviction_policy_refusal(sglang: Sglang, given: &str) -> Option<String> {
+    let choices = sglang.release_rules().controller.eviction_choices.choices();
+    if choices.contains(&given) {
+        return None;
+    }
+    let hint = crate::error::nearest(given, choices.iter().copied())
+        .map(|n| format!(" (did you mean `{n}`?)"))
+        .unwrap_or_default();
+    Some(format!(
+        "invalid choice `{given}`{hint}: SGLang {} accepts {}",
+        sglang.id(),
+        choices.join(", ")
+    ))
+}
+
+/// `--hicache-storage-backend` as the release's parser checks it (its `choices=`, as
+/// recorded in the generated flag table; 0.5.23: `arg_groups/fields/memory.py`): any
+/// other string (`""`, `none`, a typo) would switch on an L3 SGLang never builds.
+pub fn storage_backend_refusal(sglang: Sglang, given: &str) -> Option<String> {
+    let flags = sglang.release().flags();
+    let choices: Vec<&str> = flags
+        .actions
+        .iter()
+        .find(|a| a.dest == "hicache_storage_backend")
+        .and_then(|a| a.choices.as_ref())
+        .map(|c| c.iter().map(String::as_str).collect())
+        .unwrap_or_default();
+    if choices.contains(&given) {
+        return None;
+    }
+    let hint = crate::error::nearest(given, choices.iter().copied())
+        .map(|n| format!(" (did you mean `{n}`?)"))
+        .unwrap_or_default();
+    Some(format!(
+        "invalid choice `{given}`{hint}: SGLang {} accepts {} (or leave it unset for no storage tier)",
+        flags.release,
+        choices.join(", ")
+    ))
+}
+
+/// The scenario fields whose accepted spellings depend on the release.
+pub const RELEASE_CHOICE_FIELDS: [&str; 2] = [
+    "server.radix_eviction_policy",
+    "server.hicache_storage_backend",
+];
+
+/// One of [`RELEASE_CHOICE_FIELDS`] holding `given`: the release's refusal (the loader's
+/// text for a value no release spells).
+pub fn choice_refusal(sglang: Sglang, field: &str, given: &str) -> Option<String> {
+    match field {
+        "server.radix_eviction_policy" => eviction_policy_refusal(sglang, given),
+        "server.hicache_storage_backend" => storage_backend_refusal(sglang, given),
+        _ => None,
+    }
 }

@@ -144,6 +144,9 @@ fn controller_defaults_move_with_releases() {
             .flags
             .hicache_host_memory_fraction
     );
-    assert_eq!(Release::V0_5_18.rules().tree, TreeVariant::V1HiRadix);
-    assert_eq!(Release::V0_5_19.rules().tree, TreeVariant::Unified);
+    assert_eq!(Release::V0_5_18.rules().tree, crate::cache::TreeKind::V1);
+    assert_eq!(
+        Release::V0_5_19.rules().tree,
+        crate::cache::TreeKind::Unified0523
+    );
 }

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use crate::domain::Choice;
 use crate::release::log_lines::{self, RenderContext};
 use crate::scenario::Scenario;
 use crate::startup::{MonteCarlo, Outcome, Quantiles, RankResult, RunOutcomes, StartupPlan};
@@ -419,7 +420,7 @@ pub fn hicache_settings(s: &Scenario) -> String {
         "HiCache: {}; write policy {}, storage backend {}, io backend {}, mem layout {}, prefetch policy {}, eviction policy {}, page size {}, host memory mode {}, TP{} PP{} DP{}{}",
         if v.hicache_enabled() { "on" } else { "off" },
         v.hicache_write_policy,
-        v.hicache_storage_backend.as_deref().unwrap_or("none"),
+        v.hicache_storage_backend.map_or("none", |b| b.id()),
         v.hicache_io_backend,
         v.hicache_mem_layout,
         v.hicache_storage_prefetch_policy,
@@ -486,6 +487,7 @@ pub fn render_text(s: &Scenario, plan: &StartupPlan, rep: &StartupReport) -> Str
         extra,
         pools.join(", ")
     );
+    let _ = writeln!(o, "{}", device_profile_line(s));
     let _ = writeln!(o, "{}", hicache_settings(s));
     if let Some(l) = &rep.launch {
         let _ = writeln!(
@@ -646,4 +648,41 @@ pub fn render_log(rep: &StartupReport) -> String {
         }
     }
     o
+}
+
+/// What `profile_max_num_token` was fed: the fraction (flag or the release's default,
+/// `pools::resolve_mem_fraction`), the free memory before the load and the weights.
+fn device_profile_line(s: &Scenario) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    let f = crate::pools::resolve_mem_fraction(s);
+    let how = match (&f.default, f.aiter_scaled) {
+        (Some(d), _) => format!(
+            "{}'s default: {:.0} MiB reserved of {:.0} MiB{}",
+            s.version.release_id(),
+            d.reserved_mib,
+            s.node.gpu_memory.0 as f64 / (1u64 << 20) as f64,
+            if f.aiter_scaled {
+                ", x 0.85 for aiter"
+            } else {
+                ""
+            }
+        ),
+        (None, true) => "--mem-fraction-static x 0.85 for aiter".to_string(),
+        (None, false) => "--mem-fraction-static".to_string(),
+    };
+    let reserved = s
+        .startup
+        .gpu_reserved
+        .map(|b| b.0)
+        .unwrap_or_else(|| s.node.gpu_reserved_for(s.layout.world_size()));
+    let weights = s
+        .weights_per_rank()
+        .map(|w| format!("{:.2} GiB", w as f64 / GIB))
+        .unwrap_or_else(|_| "?".into());
+    format!(
+        "Device profile: mem_fraction_static {:.3} ({how}); {:.2} GiB free before the load (nvidia-smi total - {:.2} GiB); weights {weights} per rank",
+        f.value,
+        s.node.gpu_memory.0.saturating_sub(reserved) as f64 / GIB,
+        reserved as f64 / GIB,
+    )
 }

@@ -5,8 +5,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::cache::{
     DeviceEvictAmount, EvictHostRule, EvictVersion, EvictionPolicy, HostMemoryMode, LruMode,
-    PrefetchCapacityRule, PrefetchPolicy, TreeKind, WritePolicy,
+    PrefetchPolicy, TreeKind, WritePolicy,
 };
+use crate::sizing::PrefetchCapRule;
 use crate::units::{Bandwidth, Duration, GB, NS_PER_MS, NS_PER_S, NS_PER_US};
 
 use super::ReplayError;
@@ -57,6 +58,8 @@ pub struct ReplayConfig {
     /// L3 present with unbounded capacity (overrides `l3_pages`).
     pub l3_unbounded: bool,
     pub write_policy: WritePolicy,
+    /// Every strategy but `tlru` (not modelled: the tree keeps no T-LRU history).
+    #[serde(deserialize_with = "modelled_eviction_policy")]
     pub eviction_policy: EvictionPolicy,
     pub lru_mode: LruMode,
     pub evict_host_rule: EvictHostRule,
@@ -68,7 +71,9 @@ pub struct ReplayConfig {
     pub tree: TreeKind,
     /// How the timing-off replay drives the tree (`simulator` or `scheduler_0_5_23`).
     pub call_pattern: CallPattern,
-    pub prefetch_capacity_rule: PrefetchCapacityRule,
+    /// The cache-mode rule; buffer_only mode caps staging at its own
+    /// ([`PrefetchCapRule::in_mode`]) whatever this names.
+    pub prefetch_capacity_rule: PrefetchCapRule,
     pub prefetch_policy: PrefetchPolicy,
     /// `--hicache-storage-prefetch-threshold`-like floor in tokens; the effective
     /// threshold is `max(prefetch_threshold, page_size)` (default 256).
@@ -127,7 +132,7 @@ impl Default for ReplayConfig {
             device_evict_amount: DeviceEvictAmount::default(),
             tree: TreeKind::default(),
             call_pattern: CallPattern::default(),
-            prefetch_capacity_rule: PrefetchCapacityRule::default(),
+            prefetch_capacity_rule: PrefetchCapRule::default(),
             prefetch_policy: PrefetchPolicy::default(),
             prefetch_threshold: 256,
             load_back_threshold: 10,
@@ -157,6 +162,33 @@ impl Default for ReplayConfig {
     }
 }
 
+/// `eviction_policy` of a replay: the strategies the tree models, with serde's own
+/// messages ("unknown variant `tlru`, expected one of `lru`, …").
+fn modelled_eviction_policy<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<EvictionPolicy, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    enum Modelled {
+        Lru,
+        Lfu,
+        Fifo,
+        Mru,
+        Filo,
+        Priority,
+        Slru,
+    }
+    Ok(match Modelled::deserialize(d)? {
+        Modelled::Lru => EvictionPolicy::Lru,
+        Modelled::Lfu => EvictionPolicy::Lfu,
+        Modelled::Fifo => EvictionPolicy::Fifo,
+        Modelled::Mru => EvictionPolicy::Mru,
+        Modelled::Filo => EvictionPolicy::Filo,
+        Modelled::Priority => EvictionPolicy::Priority,
+        Modelled::Slru => EvictionPolicy::Slru,
+    })
+}
+
 /// How an uncapped prefetch timeout (0.5.19+) is held in `prefetch_timeout_max`: the
 /// longest duration a scenario may hold (116 days, `units::MAX_DURATION_NS`), so it
 /// survives the config's text round trip and `issued + timeout` cannot overflow.
@@ -168,33 +200,17 @@ impl ReplayConfig {
     /// prefetch timeout formula. Not modelled here (the replay has no admission polls):
     /// the 0.5.23 clock start at the first blocked poll, storage re-issue retries and
     /// the storage write gate; see `release::rules`.
-    /// The tree a release runs (`release::TreeVariant`): `HiRadixCache` up to 0.5.18
+    /// The tree a release runs (`ReleaseRules::tree`): `HiRadixCache` up to 0.5.18
     /// (`tree: v1`), `UnifiedRadixCache` from 0.5.19 (`tree: unified_0_5_23`).
-    pub fn with_tree(mut self, t: crate::release::TreeVariant) -> Self {
-        self.tree = match t {
-            crate::release::TreeVariant::V1HiRadix => crate::cache::TreeKind::V1,
-            crate::release::TreeVariant::Unified => crate::cache::TreeKind::Unified0523,
-        };
+    pub fn with_tree(mut self, t: TreeKind) -> Self {
+        self.tree = t;
         self
     }
 
     pub fn with_release(mut self, c: &crate::release::ControllerRules) -> Self {
-        use crate::sizing::PrefetchCapRule as P;
-        self.evict_version = if c.evict_v0 {
-            EvictVersion::V0
-        } else {
-            EvictVersion::V1
-        };
-        self.device_evict_amount = if c.device_evict_shortfall {
-            DeviceEvictAmount::Shortfall
-        } else {
-            DeviceEvictAmount::Requested
-        };
-        self.prefetch_capacity_rule = match c.prefetch_cap {
-            P::ExcessOverDevice => PrefetchCapacityRule::Pre28614,
-            P::HalfHost => PrefetchCapacityRule::Pr28614,
-            P::Pr16909Proposal => PrefetchCapacityRule::Pr16909,
-        };
+        self.evict_version = c.evict_version;
+        self.device_evict_amount = c.device_evict;
+        self.prefetch_capacity_rule = c.prefetch_cap;
         let t = c.prefetch_timeout;
         self.prefetch_timeout_base = Duration(t.base_ms * NS_PER_MS);
         self.prefetch_timeout_per_ki_token = Duration(t.per_ki_token_ms * NS_PER_MS);
@@ -223,10 +239,11 @@ impl ReplayConfig {
         u64::from(self.prefetch_threshold.max(self.page_size))
     }
 
-    /// `prefetch_capacity_limit` in tokens.
+    /// `prefetch_capacity_limit` in tokens, under the host memory mode.
     pub fn prefetch_capacity_limit_tokens(&self) -> u64 {
         let ps = u64::from(self.page_size);
         self.prefetch_capacity_rule
+            .in_mode(self.host_memory_mode)
             .limit_tokens(self.l2_pages * ps, self.l1_pages * ps)
     }
 
@@ -237,6 +254,12 @@ impl ReplayConfig {
         };
         if self.page_size == 0 {
             return bad("page_size", "must be at least 1 token".into());
+        }
+        if self.eviction_policy == EvictionPolicy::Tlru {
+            return bad(
+                "eviction_policy",
+                "tlru is not modelled by the replay (the tree keeps no T-LRU history)".into(),
+            );
         }
         if self.host_memory_mode == HostMemoryMode::BufferOnly && !self.has_storage() {
             return bad(

@@ -52,18 +52,23 @@ impl<R: TreeRules> Session<R> {
             m: ReplayMetrics::default(),
             ps: u64::from(cfg.page_size),
             prefetch_occupied: 0,
-            // buffer_only budgets staging at 0.9 × host whatever rule was named.
-            prefetch_limit: if host_tier {
-                cfg.prefetch_capacity_limit_tokens()
-            } else {
-                crate::cache::PrefetchCapacityRule::BufferOnly
-                    .limit_tokens(cfg.l2_pages * u64::from(cfg.page_size), 0)
-            },
+            prefetch_limit: cfg.prefetch_capacity_limit_tokens(),
             timeline_stride: 1,
             device_hit_pages: 0,
             host_hit_pages: 0,
             storage_hit_pages: 0,
         }
+    }
+
+    /// Pages a buffer_only prefetch may stage now: the budget staged prefetches do not
+    /// hold yet (`prefetch_capacity_limit - prefetch_tokens_occupied`, in whole pages),
+    /// the same rule in both replays (the untimed one never holds a prefetch across
+    /// requests, so its room is the whole budget). A hit larger than the room is staged
+    /// in part; 0.5.23 allocates the whole hit or parks the prefetch
+    /// (`buffer_mode/pipeline.py: _allocate_prefetch_host_indices`,
+    /// `allocate_storage_hit(allow_partial=False)`) — not modelled.
+    pub fn staging_room_pages(&self) -> u64 {
+        (self.prefetch_limit - self.prefetch_occupied) / self.ps
     }
 
     pub fn bytes(&self, pages: u64) -> u64 {

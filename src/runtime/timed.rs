@@ -236,8 +236,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         let thr_pages = thr.div_ceil(s.ps);
         let (got, charged) = if buffer {
             // Charged only when the hit is known; staging limited by the budget.
-            let room = (s.prefetch_limit - s.prefetch_occupied) / s.ps;
-            let got = hit.min(room);
+            let got = hit.min(s.staging_room_pages());
             if got * s.ps < thr {
                 return None;
             }

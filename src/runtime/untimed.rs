@@ -104,8 +104,7 @@ pub(crate) fn process<R: TreeRules>(
                         HostMemoryMode::BufferOnly => {
                             // Staged in op-owned host slots (capacity-limited), then
                             // spliced into the device tree at admission.
-                            let cap = s.prefetch_limit / s.ps;
-                            let got = hit.min(cap);
+                            let got = hit.min(s.staging_room_pages());
                             if got * s.ps >= thr {
                                 staged = got;
                                 s.m.prefetch_bytes += s.bytes(got);

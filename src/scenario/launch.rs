@@ -2,7 +2,7 @@
 //! reads it: bash semantics for the text around it ([`super::shell`]), then the selected
 //! release's own argparse rules over the generated flag table ([`crate::flags`]).
 //!
-//! Flags the simulator models fill [`ServerArgs`](super::server::ServerArgs) fields (the
+//! Flags the simulator models fill [`ServerArgs`](crate::domain::ServerArgs) fields (the
 //! same names as SGLang's dests); flags that change memory but are not modelled give a
 //! warning saying what is left out and which way the figures may be off; the rest (ports,
 //! logging, parsers) are listed in the JSON report only.

@@ -383,11 +383,7 @@ pub fn typed_from_value(
     lines: &LineIndex,
 ) -> Result<ScenarioFile, InputError> {
     unset_nulls(&mut value);
-    serde_path_to_error::deserialize::<_, ScenarioFile>(value).map_err(|e| {
-        let path = clean_path(&e.path().to_string());
-        let inner = e.into_inner().to_string();
-        field_error(source, lines, &path, &inner)
-    })
+    typed(&value, source, lines)
 }
 
 /// As [`typed_from_value`], reading the tree in place (no copy): the sweep checks every
@@ -404,11 +400,43 @@ pub fn typed_from_ref(
     {
         return typed_from_value(value.clone(), source, lines);
     }
+    typed(value, source, lines)
+}
+
+/// The typed scenario of a tree without null `server:` fields. A choice whose spellings
+/// depend on the release (`release::choice_refusal`) is refused with the release's own
+/// list.
+fn typed(value: &Value, source: &str, lines: &LineIndex) -> Result<ScenarioFile, InputError> {
     serde_path_to_error::deserialize::<_, ScenarioFile>(value).map_err(|e| {
         let path = clean_path(&e.path().to_string());
         let inner = e.into_inner().to_string();
-        field_error(source, lines, &path, &inner)
+        let by_release = value
+            .pointer(&format!("/{}", path.replace('.', "/")))
+            .and_then(Value::as_str)
+            .and_then(|given| release_refusal(value, &path, given));
+        match by_release {
+            Some(Ok(msg)) => field_error(source, lines, &path, &msg),
+            Some(Err(m)) => field_error(source, lines, "sglang", &m),
+            None => field_error(source, lines, &path, &inner),
+        }
     })
+}
+
+/// The release's refusal of `given` at `path`, when the field's choices depend on the
+/// release; an unknown `sglang:` (`Err`, its message) is reported first, as resolution
+/// would.
+fn release_refusal(value: &Value, path: &str, given: &str) -> Option<Result<String, String>> {
+    if !crate::release::RELEASE_CHOICE_FIELDS.contains(&path) {
+        return None;
+    }
+    let sglang = match value.get("sglang") {
+        Some(Value::String(s)) => match crate::release::Sglang::from_id(s) {
+            Ok(v) => v,
+            Err(e) => return Some(Err(e.to_string())),
+        },
+        _ => crate::release::Sglang::DEFAULT,
+    };
+    crate::release::choice_refusal(sglang, path, given).map(Ok)
 }
 
 /// `server.hicache_sise` with "unknown field `hicache_sise`, expected one of …" becomes

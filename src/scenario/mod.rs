@@ -7,11 +7,11 @@ pub mod launch;
 pub mod lines;
 pub mod load;
 pub mod resolve;
+pub mod runtime_section;
 pub mod schema;
-pub mod server;
 pub mod shell;
 
 pub use load::{LoadedScenario, load_file, load_str};
-pub use resolve::Scenario;
+pub use resolve::{MAX_RUNS, Scenario};
+pub use runtime_section::{Engine, RuntimeSection};
 pub use schema::ScenarioFile;
-pub use server::ServerArgs;

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::load::{LoadedScenario, field_error};
 use super::schema::{MemorySpec, ScenarioFile, StartupSpec};
-use super::server::ServerArgs;
+use crate::domain::ServerArgs;
 use crate::error::{InputError, nearest};
 use crate::hardware::{NodePreset, node_presets};
 use crate::model::{KvDtype, ModelPreset, ParallelLayout};
@@ -38,7 +38,7 @@ pub struct Scenario {
     pub layout: ParallelLayout,
     pub memory: MemorySpec,
     pub startup: StartupSpec,
-    pub runtime: Option<crate::pipeline::RuntimeSection>,
+    pub runtime: Option<super::RuntimeSection>,
     pub sweep: Option<Value>,
     /// Things SGLang would log once (an ignored fraction) and flags not modelled.
     pub notes: Vec<String>,
@@ -47,6 +47,26 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// Weights on one rank as the start-up loads them: a config-described model's bytes
+    /// by part as SGLang shards them plus what the load adds per layer
+    /// ([`crate::model::ResolvedModel::weights_as_loaded`]); a preset (or a
+    /// `startup.weight_load.quantization` other than the config's own) its checkpoint /
+    /// (tp × pp).
+    pub fn weights_per_rank(&self) -> Result<u64, String> {
+        let quant = self.startup.weight_load.quantization.as_deref();
+        let own = self
+            .resolved_model
+            .quantization
+            .as_ref()
+            .map(|q| q.format.key());
+        if (quant.is_none() || quant == own)
+            && let Some(w) = self.resolved_model.weights_as_loaded(&self.layout)
+        {
+            return Ok(w);
+        }
+        self.model.weights_per_rank(&self.layout, quant)
+    }
+
     /// Loads, overrides and resolves `path`.
     pub fn load(path: &str, sets: &[String]) -> Result<Scenario, InputError> {
         let loaded = super::load::load_file(path, sets)?;
@@ -69,7 +89,7 @@ pub const MAX_HICACHE_RATIO: f64 = 1000.0;
 
 /// The `runtime:` fields checked where they are written, before any trace is read (a
 /// trace reader would name the trace's file and line for the scenario's mistake).
-fn check_runtime(rt: &crate::pipeline::RuntimeSection) -> Result<(), (String, String)> {
+fn check_runtime(rt: &super::RuntimeSection) -> Result<(), (String, String)> {
     if rt.block_size == Some(0) {
         return Err((
             "runtime.block_size".into(),
@@ -211,21 +231,19 @@ pub fn resolve_file(
     let release_notes = crate::release::check_server(version, &mut server, fraction_given)
         .map_err(|(field, m)| at(field, m).sglang_refuses())?;
     let s = &server;
-    let requested = if s.kv_cache_dtype == "auto" {
-        KvDtype::Auto
-    } else {
-        KvDtype::from_id(&s.kv_cache_dtype).ok_or_else(|| {
-            at(
+    // Valid `--kv-cache-dtype` choices of 0.5.14–0.5.23 (flag table) whose packed data +
+    // scale buffers this simulator does not size have no storage dtype.
+    let requested = match KvDtype::from_flag(s.kv_cache_dtype) {
+        Some(d) => d,
+        None => {
+            return Err(at(
                 "server.kv_cache_dtype",
-                if ["mxfp8", "nvfp4", "fp4_mx_block16", "fp4_e2m1"].contains(&s.kv_cache_dtype.as_str()) {
-                    // Valid `--kv-cache-dtype` choices of 0.5.14–0.5.23 (flag table) whose
-                    // packed data + scale buffers this simulator does not size.
-                    format!("kv cache dtype `{}` is a valid SGLang choice, but its bytes per token (packed values + block scales) are not modelled: simulate with fp8_e4m3 or bf16 and scale the pools by hand", s.kv_cache_dtype)
-                } else {
-                    format!("unknown kv cache dtype `{}`: expected auto, bf16, fp16, fp8_e4m3, fp8_e5m2 or fp8_ds_mla", s.kv_cache_dtype)
-                },
-            )
-        })?
+                format!(
+                    "kv cache dtype `{}` is a valid SGLang choice, but its bytes per token (packed values + block scales) are not modelled: simulate with fp8_e4m3 or bf16 and scale the pools by hand",
+                    s.kv_cache_dtype
+                ),
+            ));
+        }
     };
     // What `auto` (and fp8 on a DSA model) means on this GPU (`model::resolve_kv_dtype`).
     let glm_dsa = resolved
@@ -288,82 +306,6 @@ pub fn resolve_file(
             format!("{} tokens is not a page size", s.page_size),
         ));
     }
-    // SGLang's choices for the flags the runtime reads (`server_args.py`).
-    for (field, value, choices) in [
-        (
-            "server.hicache_write_policy",
-            &s.hicache_write_policy,
-            &["write_back", "write_through", "write_through_selective"][..],
-        ),
-        (
-            "server.hicache_host_memory_mode",
-            &s.hicache_host_memory_mode,
-            &["cache", "buffer_only"][..],
-        ),
-        (
-            "server.hicache_storage_prefetch_policy",
-            &s.hicache_storage_prefetch_policy,
-            &["best_effort", "wait_complete", "timeout"][..],
-        ),
-        (
-            "server.hicache_io_backend",
-            &s.hicache_io_backend,
-            &["direct", "kernel", "kernel_ascend"][..],
-        ),
-        (
-            "server.hicache_mem_layout",
-            &s.hicache_mem_layout,
-            &[
-                "layer_first",
-                "page_first",
-                "page_first_direct",
-                "page_first_kv_split",
-                "page_head",
-            ][..],
-        ),
-    ] {
-        if !choices.contains(&value.as_str()) {
-            let hint = nearest(value, choices.iter().copied())
-                .map(|n| format!(" (did you mean `{n}`?)"))
-                .unwrap_or_default();
-            return Err(at(
-                field,
-                format!(
-                    "invalid choice `{value}`{hint}: expected one of {}",
-                    choices.join(", ")
-                ),
-            ));
-        }
-    }
-    // `--hicache-storage-backend` choices of the release (its parser, as recorded in the
-    // generated flag table; 0.5.23: `arg_groups/fields/memory.py`): any other string
-    // (`""`, `none`, a typo) would switch on an L3 SGLang never builds.
-    if let Some(b) = &s.hicache_storage_backend {
-        let release = super::launch::flag_release(version.id()).map_err(|m| at("sglang", m))?;
-        let choices: Vec<&str> = crate::flags::table()
-            .release(release)
-            .ok()
-            .and_then(|r| {
-                r.actions
-                    .iter()
-                    .find(|a| a.dest == "hicache_storage_backend")
-            })
-            .and_then(|a| a.choices.as_ref())
-            .map(|c| c.iter().map(String::as_str).collect())
-            .unwrap_or_default();
-        if !choices.contains(&b.as_str()) {
-            let hint = nearest(b, choices.iter().copied())
-                .map(|n| format!(" (did you mean `{n}`?)"))
-                .unwrap_or_default();
-            return Err(at(
-                "server.hicache_storage_backend",
-                format!(
-                    "invalid choice `{b}`{hint}: SGLang {release} accepts {} (or leave it unset for no storage tier)",
-                    choices.join(", ")
-                ),
-            ));
-        }
-    }
     if s.dp_size > 1 && !s.enable_dp_attention {
         return Err(at(
             "server.dp_size",
@@ -411,13 +353,12 @@ pub fn resolve_file(
             ),
         ));
     }
-    if f.runs == 0 || f.runs > crate::commands::startup_cmd::MAX_RUNS {
+    if f.runs == 0 || f.runs > MAX_RUNS {
         return Err(at(
             "runs",
             format!(
                 "{} must be between 1 and {} (memory does not grow with runs; time does)",
-                f.runs,
-                crate::commands::startup_cmd::MAX_RUNS
+                f.runs, MAX_RUNS
             ),
         ));
     }
@@ -462,9 +403,6 @@ pub fn resolve_file(
     if let (_, Some(n)) = crate::pools::spec_draft(s, &model) {
         notes.push(n);
     }
-    if s.radix_eviction_policy == "tlru" {
-        notes.push("warning: radix eviction policy tlru (SGLang 0.5.21+) is not modelled by the runtime replay: start-up sizing is unaffected, a replay refuses it".into());
-    }
     if let Some(p) = &f.startup.pin.steps
         && !(1..=MAX_PIN_STEPS).contains(p)
     {
@@ -476,8 +414,8 @@ pub fn resolve_file(
         ));
     }
     if s.hicache_enabled() || version == Sglang::WhatIf(SglangVersion::AutoHicache) {
-        let r = crate::sizing::resolve_hicache_args(&crate::startup::plan::hicache_args(s))
-            .map_err(|e| {
+        let r = crate::sizing::resolve_hicache_args(&crate::sizing::HicacheArgs::of(s)).map_err(
+            |e| {
                 let field = if e.0.contains("fraction") {
                     "server.hicache_host_memory_fraction"
                 } else {
@@ -485,18 +423,20 @@ pub fn resolve_file(
                 };
                 // `hicache_hook.py`'s ValueError: SGLang refuses the arguments.
                 at(field, e.0).sglang_refuses()
-            })?;
+            },
+        )?;
         notes.extend(r.fraction_note);
     }
 
     let runtime = match &f.runtime {
         None => None,
         Some(v) => Some(
-            serde_path_to_error::deserialize::<_, crate::pipeline::RuntimeSection>(v.clone())
-                .map_err(|e| {
+            serde_path_to_error::deserialize::<_, super::RuntimeSection>(v.clone()).map_err(
+                |e| {
                     let path = format!("runtime.{}", e.path());
                     field_error(source, lines, &path, &e.into_inner().to_string())
-                })?,
+                },
+            )?,
         ),
     };
     if runtime
@@ -587,6 +527,10 @@ pub fn override_preset<T: Serialize + DeserializeOwned>(
         field_error(source, lines, &path, &e.into_inner().to_string())
     })
 }
+
+/// Most Monte Carlo runs one command takes (a billion start-ups is hours of work; more is
+/// a typo). Memory does not grow with the count.
+pub const MAX_RUNS: u64 = 1_000_000_000;
 
 /// Most steps a pool's pinning is split into: 10,000 already resolves a 1 TB pool in
 /// 100 MB steps, and every step is an event of every rank's start-up.

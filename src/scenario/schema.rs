@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::server::ServerArgs;
+use crate::domain::ServerArgs;
 use crate::units::{Bandwidth, ByteSize, Duration};
 
 /// A preset by name with field-by-field overrides: `node: gb300` or
@@ -278,7 +278,8 @@ pub struct StartupSpec {
     /// Anonymous memory of each rank's process (Python, CUDA context, buffers).
     pub process_memory: Option<ByteSize>,
     /// GPU memory taken before the weight load (CUDA context, NCCL buffers) on each GPU;
-    /// default 1 GiB [EST]. The device pool is sized from what is left.
+    /// default: the node preset's measured `gpu_reserved` (`gpu_reserved_tp1` on one GPU),
+    /// else 1 GiB [EST]. The device pool is sized from what is left.
     pub gpu_reserved: Option<ByteSize>,
     pub arrival: ArrivalSpec,
     pub weight_load: WeightLoadSpec,

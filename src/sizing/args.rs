@@ -4,23 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// `--hicache-host-memory-mode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HostMemoryMode {
-    #[default]
-    Cache,
-    BufferOnly,
-}
-
-impl HostMemoryMode {
-    pub fn id(self) -> &'static str {
-        match self {
-            HostMemoryMode::Cache => "cache",
-            HostMemoryMode::BufferOnly => "buffer_only",
-        }
-    }
-}
+pub use crate::domain::HostMemoryMode;
+use crate::domain::{Choice, ServerArgs, WritePolicy};
 
 /// The HiCache flags that decide sizing, as the user gave them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -39,6 +24,21 @@ pub struct HicacheArgs {
     pub write_back: bool,
     /// A PD-disaggregation decode server.
     pub is_decode: bool,
+}
+
+impl HicacheArgs {
+    /// The flags of a server's arguments (not a PD decode server).
+    pub fn of(s: &ServerArgs) -> HicacheArgs {
+        HicacheArgs {
+            ratio: s.hicache_ratio,
+            size_gb: s.hicache_size,
+            fraction: s.hicache_host_memory_fraction,
+            mode: s.hicache_host_memory_mode,
+            storage_backend: s.hicache_storage_backend.is_some(),
+            write_back: s.hicache_write_policy == WritePolicy::WriteBack,
+            is_decode: false,
+        }
+    }
 }
 
 impl Default for HicacheArgs {

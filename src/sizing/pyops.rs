@@ -36,6 +36,13 @@ pub fn py_int(x: f64) -> i128 {
     x.trunc() as i128
 }
 
+/// Python `round(x, ndigits)` on a float: the nearest multiple of `10^-ndigits` by the
+/// exact binary value, ties to even (CPython formats with correctly rounded `dtoa`, as
+/// Rust's `{:.N}` does), read back as a float.
+pub fn py_round(x: f64, ndigits: usize) -> f64 {
+    format!("{x:.ndigits$}").parse().unwrap_or(x)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,5 +57,11 @@ mod tests {
         assert_eq!(py_float_floordiv(-7.0, 2.0), -4.0);
         assert_eq!(py_int(-2.7), -2);
         assert_eq!(py_int(116.9), 116);
+        // CPython: round(2.675, 2) == 2.67 (2.675 is 2.67499999… in binary);
+        // round(0.8935, 3) == 0.893 (0.89349999…); round(0.0625, 3) == 0.062 (tie, even).
+        assert_eq!(py_round(2.675, 2), 2.67);
+        assert_eq!(py_round(0.8935, 3), 0.893);
+        assert_eq!(py_round(0.0625, 3), 0.062);
+        assert_eq!(py_round(0.8936, 3), 0.894);
     }
 }

@@ -5,6 +5,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub use super::prefetch::PrefetchCapRule;
+
 /// The PR-era sizing rule sets ("what-ifs"; releases are [`crate::release::Release`]).
 /// Ids are stable: they appear in CSVs, scenarios and `--sglang`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -242,6 +244,10 @@ pub struct Rules {
     /// Host pool not larger than the device pool.
     pub small_host: SmallHostRule,
     /// The runtime's L3 prefetch capacity limit.
+    #[serde(
+        serialize_with = "PrefetchCapRule::serialize_id",
+        deserialize_with = "PrefetchCapRule::deserialize_id"
+    )]
     pub prefetch_cap: PrefetchCapRule,
 }
 
@@ -342,16 +348,4 @@ pub enum SmallHostRule {
     AssertLarger,
     /// #28614+: a warning only.
     Warn,
-}
-
-/// `prefetch_capacity_limit` of the L3 prefetcher (`hiradix_cache.py`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PrefetchCapRule {
-    /// V0: `int(0.8 * (host.size - device.size))`, floored at 0.
-    ExcessOverDevice,
-    /// #28614+: `int(0.5 * host.size)` (0.9 × host in buffer-only mode).
-    HalfHost,
-    /// #16909's proposal (not merged): `0.8*(host-device)` if host > device else `0.5*host`.
-    Pr16909Proposal,
 }

@@ -11,8 +11,8 @@ use crate::scenario::schema::{
     CgroupLevelSpec, CgroupSpec, CgroupVersionSpec, JitterSpec, MemorySpec, PinMethod,
     PreexistingSpec, SiblingSpec,
 };
-use crate::sizing::{AutoSizeRule, HicacheArgs, HostMemoryMode, HostPoolSizeArg, Rules};
-use crate::units::{GIB, Nanos};
+use crate::sizing::{AutoSizeRule, HicacheArgs, HostPoolSizeArg, Rules};
+use crate::units::Nanos;
 
 use rand::RngExt;
 use rand_distr::{Distribution, Exp, LogNormal, Normal};
@@ -45,23 +45,6 @@ pub enum HicacheSizing {
     AutoHicache { fraction: f64 },
 }
 
-/// The SGLang flags that decide sizing, as `sizing::resolve_hicache_args` takes them.
-pub fn hicache_args(s: &crate::scenario::ServerArgs) -> HicacheArgs {
-    HicacheArgs {
-        ratio: s.hicache_ratio,
-        size_gb: s.hicache_size,
-        fraction: s.hicache_host_memory_fraction,
-        mode: if s.hicache_host_memory_mode == "buffer_only" {
-            HostMemoryMode::BufferOnly
-        } else {
-            HostMemoryMode::Cache
-        },
-        storage_backend: s.hicache_storage_backend.is_some(),
-        write_back: s.hicache_write_policy == "write_back",
-        is_decode: false,
-    }
-}
-
 /// Resolves the sizing mode; errors carry SGLang's ValueError text.
 ///
 /// Mirrors `arg_groups/hicache_hook.py: handle_hicache_ratio_default` (an explicit
@@ -71,7 +54,7 @@ pub fn hicache_args(s: &crate::scenario::ServerArgs) -> HicacheArgs {
 /// (ratio capped at the 2.0 / 1.2 default) in every version that has auto-size; before
 /// #40135 the default ratio is checked like an explicit one.
 pub fn hicache_sizing(
-    s: &crate::scenario::ServerArgs,
+    s: &crate::domain::ServerArgs,
     rules: &Rules,
 ) -> Result<HicacheSizing, String> {
     let auto_mode =
@@ -79,7 +62,7 @@ pub fn hicache_sizing(
     if !s.hicache_enabled() && !auto_mode {
         return Ok(HicacheSizing::Off);
     }
-    let r = crate::sizing::resolve_hicache_args(&hicache_args(s)).map_err(|e| e.0)?;
+    let r = crate::sizing::resolve_hicache_args(&HicacheArgs::of(s)).map_err(|e| e.0)?;
     let ratio = r.ratio.unwrap_or(2.0);
     Ok(match (r.fraction, rules.auto_size) {
         (Some(f), AutoSizeRule::AutoHicache) if auto_mode => {
@@ -217,11 +200,9 @@ pub struct StartupPlan {
     pub nodes: Vec<NodeMemory>,
     /// The log formats (and host-registration rule) of the release the version maps to.
     pub log_rules: LogRules,
-    /// `--hicache-mem-layout` is `page_first` / `page_first_direct` (registration is
-    /// chunked by page granularity from 0.5.19).
-    pub page_first: bool,
-    /// `--hicache-mem-layout`, as the DSA indexer's `Allocating` line prints it.
-    pub mem_layout: &'static str,
+    /// `--hicache-mem-layout`: page-first layouts register in whole-page chunks from
+    /// 0.5.19; the DSA indexer's and the state pool's `Allocating` lines print it.
+    pub mem_layout: crate::domain::MemLayout,
     /// `startup.pin.failure_rc` / `failure_error`.
     pub pin_failure_rc: i64,
     pub pin_failure_error: String,
@@ -237,11 +218,16 @@ impl StartupPlan {
         let page_size = s.server.page_size.max(1) as u64;
         let quant = s.startup.weight_load.quantization.as_deref();
         let weights_per_rank = s
-            .model
-            .weights_per_rank(&s.layout, quant)
+            .weights_per_rank()
             .map_err(|m| ("startup.weight_load.quantization".to_string(), m))?;
-        // CUDA context + NCCL buffers before the load [EST, scenario-overridable].
-        let gpu_overhead = s.startup.gpu_reserved.map(|b| b.0).unwrap_or(GIB);
+        // Device memory gone before the load (CUDA context, communicators): the
+        // scenario's `startup.gpu_reserved`, else the node preset's measured figure.
+        let gpu_overhead = s
+            .startup
+            .gpu_reserved
+            .map(|b| b.0)
+            .unwrap_or_else(|| s.node.gpu_reserved_for(s.layout.world_size()));
+        let mem_fraction_static = crate::pools::resolve_mem_fraction(s).value;
         // The pools this release builds for this model (issue 11, `crate::pools`).
         let pool_rules = s.version.release_rules().pools;
         let pool_inputs = crate::pools::PoolSetInputs {
@@ -252,7 +238,7 @@ impl StartupPlan {
             device: DevicePoolInputs {
                 free_before_load: s.node.gpu_memory.0.saturating_sub(gpu_overhead),
                 weights_per_rank,
-                mem_fraction_static: s.server.mem_fraction_static.unwrap_or(0.85),
+                mem_fraction_static,
                 cell_size: 0,
                 page_size,
                 max_total_tokens: s.server.max_total_tokens,
@@ -388,11 +374,7 @@ impl StartupPlan {
             jitter,
             nodes,
             log_rules: LogRules::of(s.version.release()),
-            page_first: matches!(
-                s.server.hicache_mem_layout.as_str(),
-                "page_first" | "page_first_direct"
-            ),
-            mem_layout: crate::release::log_lines::layout_id(&s.server.hicache_mem_layout),
+            mem_layout: s.server.hicache_mem_layout,
             pin_failure_rc: s.startup.pin.failure_rc.unwrap_or(2),
             pin_failure_error: s
                 .startup

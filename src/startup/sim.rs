@@ -841,7 +841,12 @@ impl Sim<'_> {
             if pinned.saturating_add(bytes) > limit {
                 let style = p.log_rules.register;
                 let granularity = p.page_size * p.pools[pool].bytes_per_token;
-                let chunk = log_lines::register_chunk(style, p.page_first, granularity, bytes);
+                let chunk = log_lines::register_chunk(
+                    style,
+                    p.mem_layout.is_page_first(),
+                    granularity,
+                    bytes,
+                );
                 let offset = (limit.saturating_sub(pinned) / chunk.max(1)) * chunk;
                 let size = chunk.min(bytes - offset);
                 if let HicacheSizing::AutoHicache { .. } = p.sizing {

@@ -172,21 +172,3 @@ pub fn read(path: &Path) -> Result<Contents, SweepError> {
         intact_len,
     })
 }
-
-/// FNV-1a 64, for fingerprints (stable across platforms and releases, unlike std's
-/// hasher).
-pub fn fnv1a(bytes: &[u8]) -> u64 {
-    fnv1a_update(FNV1A_INIT, bytes)
-}
-
-/// FNV-1a's starting state, for [`fnv1a_update`] over data read in pieces.
-pub const FNV1A_INIT: u64 = 0xcbf2_9ce4_8422_2325;
-
-/// Folds `bytes` into an FNV-1a 64 state.
-pub fn fnv1a_update(mut h: u64, bytes: &[u8]) -> u64 {
-    for &b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}

@@ -133,7 +133,7 @@ pub fn fingerprint(
         let v = serde_json::json!([p.index, p.values, p.seed]);
         buf.extend(serde_json::to_vec(&v).expect("point serialises"));
     }
-    format!("{:016x}", journal::fnv1a(&buf))
+    format!("{:016x}", crate::fingerprint::fnv1a(&buf))
 }
 
 /// What differs between a journal's header and this run's, in words.

@@ -36,36 +36,3 @@ pub use read::{
 pub use reblock::Reblocker;
 pub use stats::{StatsBuilder, TraceStats, block_stats, stats};
 pub use write::{MooncakeWriter, write_mooncake_jsonl};
-
-/// FNV-1a 64 of a file's bytes, streamed: the identity of a trace's content (a sweep's
-/// resume and merge refuse a trace that changed under the same name). Only a regular
-/// file has one: a device (`/dev/zero` never ends), a FIFO (`<(…)`, consumed by the
-/// hash) or a folder is refused before any byte is read.
-pub fn content_hash(path: &std::path::Path) -> std::io::Result<u64> {
-    use std::io::Read;
-    // Before opening: opening a FIFO without a writer would block.
-    let meta = std::fs::metadata(path)?;
-    if !meta.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!(
-                "not a regular file ({}): a sweep reads its trace more than once and fingerprints its content, so it must be a file",
-                if meta.is_dir() {
-                    "a folder"
-                } else {
-                    "a device, pipe or socket"
-                }
-            ),
-        ));
-    }
-    let mut f = std::fs::File::open(path)?;
-    let mut buf = vec![0u8; 1 << 20];
-    let mut h = crate::sweep::journal::FNV1A_INIT;
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            return Ok(h);
-        }
-        h = crate::sweep::journal::fnv1a_update(h, &buf[..n]);
-    }
-}

@@ -320,7 +320,7 @@ fn ladder_shows_diminishing_returns() {
     // with the pool SGLang would build and marked past the frontier.
     assert!(l.points.iter().all(|p| p.holds == (p.size_gb <= 115)));
     // Three write policies at the planned size.
-    let pols: Vec<&str> = l.policies.iter().map(|p| p.policy.as_str()).collect();
+    let pols: Vec<String> = l.policies.iter().map(|p| p.policy.to_string()).collect();
     assert_eq!(
         pols,
         ["write_through", "write_through_selective", "write_back"]

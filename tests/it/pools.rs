@@ -16,9 +16,30 @@ const SWA: &str = "scenarios/gpt-oss-swa-split.yaml";
 const QWEN: &str = "scenarios/qwen3-next-state-pool.yaml";
 const DSV3: &str = "scenarios/deepseek-v3-mtp-packed.yaml";
 
+/// The scenarios of these tests with the device profile's inputs pinned to what the
+/// hand computations below use — `--mem-fraction-static 0.85` and 1 GiB gone before the
+/// load — so they test the pools, not the release's fraction default or the preset's
+/// measured free memory (those have their own tests: `model::device_pool`,
+/// `log_corpus`).
+fn load(
+    path: &str,
+    sets: &[String],
+    version: Option<&str>,
+) -> Result<hicache_sim::scenario::Scenario, hicache_sim::error::InputError> {
+    let mut all = vec![
+        "server.mem_fraction_static=0.85".to_string(),
+        "startup.gpu_reserved=1GiB".to_string(),
+    ];
+    if path == DSV3 {
+        all.clear();
+    }
+    all.extend(sets.iter().cloned());
+    load_scenario(path, &all, version)
+}
+
 fn plan(path: &str, sets: &[&str], version: Option<&str>) -> StartupPlan {
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    let s = load_scenario(path, &sets, version).expect("scenario loads");
+    let s = load(path, &sets, version).expect("scenario loads");
     plan_for(&s).expect("plan builds")
 }
 
@@ -250,7 +271,7 @@ fn gpt_oss_every_pool_takes_the_whole_size_under_0_5_15() {
 fn swa_floor_refuses_from_0_5_20() {
     // --max-total-tokens 192: full 192, SWA int(153.6) = 153 → 128 ≤ window 128 + page 64.
     let sets = ["server.max_total_tokens=192"];
-    let s = load_scenario(SWA, &sets.map(String::from), Some("0.5.20")).unwrap();
+    let s = load(SWA, &sets.map(String::from), Some("0.5.20")).unwrap();
     let e = plan_for(&s).unwrap_err();
     assert_eq!(
         e.message,
@@ -399,13 +420,19 @@ fn deepseek_v3_2_packs_an_indexer_layer_per_draft() {
 #[test]
 fn spec_flags_read_from_the_launch_command() {
     let s = load_scenario(DSV3, &[], None).unwrap();
-    assert_eq!(s.server.speculative_algorithm.as_deref(), Some("EAGLE"));
+    assert_eq!(
+        s.server
+            .speculative_algorithm
+            .as_ref()
+            .map(|a| a.as_written()),
+        Some("EAGLE")
+    );
     assert_eq!(s.server.speculative_num_steps, Some(3));
     assert_eq!(s.server.speculative_eagle_topk, Some(1));
     assert_eq!(s.server.speculative_num_draft_tokens, Some(4));
-    let s = load_scenario(SWA, &[], None).unwrap();
+    let s = load(SWA, &[], None).unwrap();
     assert_eq!(s.server.swa_full_tokens_ratio, Some(0.8));
-    let s = load_scenario(QWEN, &[], None).unwrap();
+    let s = load(QWEN, &[], None).unwrap();
     assert_eq!(s.server.max_mamba_cache_size, Some(600));
     // EAGLE3 with its own draft model: no MTP layers mirrored.
     let mut srv = s.server.clone();
@@ -430,7 +457,7 @@ fn speculative_notes_say_what_is_mirrored_and_what_is_left_out() {
     // Qwen3-Next has an MTP layer, but hybrid drafts (state slots) are left out: the host
     // pools stay the target's, with a warning.
     let sets = ["server.speculative_algorithm=NEXTN".to_string()];
-    let s = load_scenario(QWEN, &sets, None).unwrap();
+    let s = load(QWEN, &sets, None).unwrap();
     assert!(
         s.notes
             .iter()
@@ -450,7 +477,7 @@ fn speculative_notes_say_what_is_mirrored_and_what_is_left_out() {
 #[test]
 fn report_shows_each_pool_with_its_unit_and_the_total() {
     use hicache_sim::report::startup::build;
-    let s = load_scenario(QWEN, &[], None).unwrap();
+    let s = load(QWEN, &[], None).unwrap();
     let p = plan_for(&s).unwrap();
     let mc = startup::run(&p, s.seed, 1);
     let rep = build(&s, &p, &mc, s.seed);
@@ -466,7 +493,7 @@ fn report_shows_each_pool_with_its_unit_and_the_total() {
     assert_eq!(r0["requested_total_bytes"], 60_018_278_400u64);
     // Sliding-window: the SWA device pool next to the full one; plain models get neither
     // field (the golden files keep their shape).
-    let s = load_scenario(SWA, &[], None).unwrap();
+    let s = load(SWA, &[], None).unwrap();
     let p = plan_for(&s).unwrap();
     let mc = startup::run(&p, s.seed, 1);
     let v = serde_json::to_value(build(&s, &p, &mc, s.seed)).unwrap();
@@ -479,8 +506,7 @@ fn report_shows_each_pool_with_its_unit_and_the_total() {
 #[test]
 fn swa_ratio_out_of_range_is_refused_like_sglang() {
     // `kv_cache_hook.py` (0.5.21+; `server_args.py` before): `0 < ratio <= 1.0`.
-    let e =
-        load_scenario(SWA, &["server.swa_full_tokens_ratio=1.5".to_string()], None).unwrap_err();
+    let e = load(SWA, &["server.swa_full_tokens_ratio=1.5".to_string()], None).unwrap_err();
     assert_eq!(e.field.as_deref(), Some("server.swa_full_tokens_ratio"));
     assert_eq!(
         e.message,
@@ -499,7 +525,7 @@ fn swa_ratio_out_of_range_is_refused_like_sglang() {
 /// The log lines of each pool kind under the release's formats.
 fn rank0_log(path: &str, sets: &[&str], version: Option<&str>) -> Vec<String> {
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    let s = load_scenario(path, &sets, version).expect("scenario loads");
+    let s = load(path, &sets, version).expect("scenario loads");
     let p = plan_for(&s).expect("plan builds");
     let mc = startup::run(&p, 0, 1);
     let rep = hicache_sim::report::startup::build(&s, &p, &mc, 0);

@@ -516,13 +516,17 @@ fn buffer_only_write_back_is_coerced_from_0_5_22_and_an_error_before() {
 
 #[test]
 fn replay_takes_the_controller_defaults_of_the_release() {
-    use hicache_sim::cache::{DeviceEvictAmount, EvictVersion, PrefetchCapacityRule};
+    use hicache_sim::cache::{DeviceEvictAmount, EvictVersion};
     use hicache_sim::release::Release;
     use hicache_sim::runtime::ReplayConfig;
+    use hicache_sim::sizing::PrefetchCapRule;
     let c = |r: Release| ReplayConfig::default().with_release(&r.rules().controller);
     let c14 = c(Release::V0_5_14);
     assert_eq!(c14.evict_version, EvictVersion::V0);
-    assert_eq!(c14.prefetch_capacity_rule, PrefetchCapacityRule::Pre28614);
+    assert_eq!(
+        c14.prefetch_capacity_rule,
+        PrefetchCapRule::ExcessOverDevice
+    );
     assert_eq!(c14.device_evict_amount, DeviceEvictAmount::Requested);
     assert_eq!(c14.prefetch_timeout_max.0, 30_000_000_000);
     assert_eq!(c14.prefetch_timeout_base.0, 2_000_000_000);
@@ -618,5 +622,48 @@ fn debug_sizing_reads_states_and_names_a_bad_line() {
         String::from_utf8_lossy(&out.stderr).contains(":2"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A buffer_only scenario replays with buffer_only's prefetch cap, 0.9 × host (0.5.19+
+/// `cache_controller.py`: `int(HICACHE_LOAD_POOL_USAGE_FRACTION * host.size)`); the
+/// pipeline used to name it by a spelling the replay refused (`buffer_only` for
+/// `buffer-only`), so the replay stopped with an error.
+#[test]
+fn buffer_only_scenario_replays_with_its_staging_cap() {
+    use hicache_sim::sizing::PrefetchCapRule;
+    let q = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/quickstart.yaml");
+    let sets: Vec<String> = [
+        "server.hicache_host_memory_mode=buffer_only",
+        "server.hicache_storage_backend=file",
+        "server.hicache_ratio=1.5",
+        "sglang=0.5.19",
+    ]
+    .map(String::from)
+    .to_vec();
+    let s = hicache_sim::commands::startup_cmd::load_scenario(q, &sets, None).unwrap();
+    let plan = hicache_sim::commands::startup_cmd::plan_for(&s).unwrap();
+    let mc = hicache_sim::startup::run(&plan, s.seed, 1);
+    let host = hicache_sim::pipeline::host_pool_tokens(&mc);
+    let cfg = hicache_sim::pipeline::replay_config(&s, &plan, host, &Default::default()).unwrap();
+    assert_eq!(cfg.prefetch_capacity_rule, PrefetchCapRule::BufferOnly);
+    // The start-up's host pool, 4,635,200 tokens = 72,425 pages of 64 (ratio 1.5 of the
+    // 3,090,112-token device pool, in whole pages): int(0.9 × 4,635,200) = 4,171,680.
+    assert_eq!(cfg.l2_pages, 72_425);
+    assert_eq!(cfg.prefetch_capacity_limit_tokens(), 4_171_680);
+}
+
+/// `tlru` (0.5.21+): one note, from the release check.
+#[test]
+fn tlru_is_noted_once() {
+    let q = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/quickstart.yaml");
+    let sets = vec!["server.radix_eviction_policy=tlru".to_string()];
+    let s = hicache_sim::commands::startup_cmd::load_scenario(q, &sets, Some("0.5.21")).unwrap();
+    let tlru: Vec<&String> = s.notes.iter().filter(|n| n.contains("tlru")).collect();
+    assert_eq!(
+        tlru,
+        [
+            "warning: radix eviction policy tlru (SGLang 0.5.21+) is not modelled by the runtime replay: start-up sizing is unaffected, a replay refuses it"
+        ]
     );
 }

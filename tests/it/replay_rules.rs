@@ -1,8 +1,9 @@
 //! Replay-level hand-worked cases: L3 prefetch threshold and capacity limit,
 //! buffer_only, a timing-on case with hand-computed transfer times, input errors.
 
-use hicache_sim::cache::{HostMemoryMode, PrefetchCapacityRule, WritePolicy};
+use hicache_sim::cache::{HostMemoryMode, WritePolicy};
 use hicache_sim::runtime::{ReplayConfig, ReplayError, Timing, replay};
+use hicache_sim::sizing::PrefetchCapRule;
 use hicache_sim::units::Bandwidth;
 use hicache_sim::workload::Request;
 
@@ -43,14 +44,14 @@ fn l3_cfg() -> ReplayConfig {
 #[test]
 fn capacity_limit_rules() {
     let (h, d) = (16 * 64, 8 * 64);
-    assert_eq!(PrefetchCapacityRule::Pre28614.limit_tokens(h, d), 409); // 0.8*512
-    assert_eq!(PrefetchCapacityRule::Pr28614.limit_tokens(h, d), 512);
-    assert_eq!(PrefetchCapacityRule::BufferOnly.limit_tokens(h, d), 921);
-    assert_eq!(PrefetchCapacityRule::Pr16909.limit_tokens(h, d), 409);
+    assert_eq!(PrefetchCapRule::ExcessOverDevice.limit_tokens(h, d), 409); // 0.8*512
+    assert_eq!(PrefetchCapRule::HalfHost.limit_tokens(h, d), 512);
+    assert_eq!(PrefetchCapRule::BufferOnly.limit_tokens(h, d), 921);
+    assert_eq!(PrefetchCapRule::Pr16909Proposal.limit_tokens(h, d), 409);
     // host <= device: zero before #28614, half the host in the #16909 proposal.
-    assert_eq!(PrefetchCapacityRule::Pre28614.limit_tokens(d, d), 0);
-    assert_eq!(PrefetchCapacityRule::Pre28614.limit_tokens(d / 2, d), 0);
-    assert_eq!(PrefetchCapacityRule::Pr16909.limit_tokens(d, d), 256);
+    assert_eq!(PrefetchCapRule::ExcessOverDevice.limit_tokens(d, d), 0);
+    assert_eq!(PrefetchCapRule::ExcessOverDevice.limit_tokens(d / 2, d), 0);
+    assert_eq!(PrefetchCapRule::Pr16909Proposal.limit_tokens(d, d), 256);
 }
 
 #[test]
@@ -76,7 +77,7 @@ fn l3_prefetch_brings_back_a_prefix_dropped_from_both_tiers() {
 fn pre_28614_limit_is_zero_when_host_not_larger_than_device() {
     let cfg = ReplayConfig {
         l2_pages: 8,
-        prefetch_capacity_rule: PrefetchCapacityRule::Pre28614,
+        prefetch_capacity_rule: PrefetchCapRule::ExcessOverDevice,
         ..l3_cfg()
     };
     let m = replay(&cfg, prefetch_trace()).unwrap();
@@ -84,7 +85,7 @@ fn pre_28614_limit_is_zero_when_host_not_larger_than_device() {
     assert_eq!(m.prefetches_rate_limited, 4);
     assert_eq!(m.storage_hit_tokens, 0);
     let cfg = ReplayConfig {
-        prefetch_capacity_rule: PrefetchCapacityRule::Pr16909,
+        prefetch_capacity_rule: PrefetchCapRule::Pr16909Proposal,
         ..cfg
     };
     let m = replay(&cfg, prefetch_trace()).unwrap();
@@ -200,7 +201,7 @@ fn config_deserializes_from_yaml_with_sglang_names() {
              h2d_bandwidth: 50GB/s\nprefetch_timeout_base: 2s\n";
     let c: ReplayConfig = serde_saphyr::from_str(y).unwrap();
     assert_eq!(c.write_policy, WritePolicy::WriteThroughSelective);
-    assert_eq!(c.prefetch_capacity_rule, PrefetchCapacityRule::Pre28614);
+    assert_eq!(c.prefetch_capacity_rule, PrefetchCapRule::ExcessOverDevice);
     assert_eq!(c.l3_pages, Some(100_000));
     assert_eq!(c.timing, Timing::On);
     assert_eq!(c.h2d_bandwidth, Bandwidth(50e9));
@@ -330,7 +331,7 @@ fn warmup_and_timeline() {
 fn config_round_trips_through_json_and_yaml() {
     let c = ReplayConfig {
         l3_pages: Some(77),
-        prefetch_capacity_rule: PrefetchCapacityRule::Pr16909,
+        prefetch_capacity_rule: PrefetchCapRule::Pr16909Proposal,
         host_memory_mode: HostMemoryMode::BufferOnly,
         ..ReplayConfig::default()
     };

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use super::figure::{Figure, Kind, Panel, Series, color, render};
+use super::figure::{Figure, Kind, Panel, Series, color, render, short};
 use super::{PlotError, PlotInfo, Table};
 
 /// The hit-rate columns of the sweep CSV, with the tier each belongs to.
@@ -17,11 +17,6 @@ pub const TIERS: [(&str, &str); 4] = [
     ("hit_rate_storage", "storage (L3)"),
     ("hit_rate_total", "total"),
 ];
-
-/// Last segment of a dotted path: `server.hicache_ratio` → `hicache_ratio`.
-pub fn short(path: &str) -> &str {
-    path.rsplit('.').next().unwrap_or(path)
-}
 
 fn shown(v: &str) -> &str {
     if v.is_empty() { "unset" } else { v }

@@ -326,3 +326,8 @@ pub fn render(chart: &impl Chart, stem: &Path) -> Result<Vec<PathBuf>, PlotError
     crate::output::write_file(&svg, svg_text.as_bytes()).map_err(|e| io_err(&svg, e))?;
     Ok(vec![png, svg])
 }
+
+/// Last segment of a dotted path: `server.hicache_ratio` → `hicache_ratio`.
+pub fn short(path: &str) -> &str {
+    path.rsplit('.').next().unwrap_or(path)
+}

@@ -8,8 +8,7 @@ use std::path::Path;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::charts::short;
-use super::figure::{Chart, render};
+use super::figure::{Chart, render, short};
 use super::{FONT_FAMILY, PanelInfo, PlotError, PlotInfo, SeriesInfo, Table};
 
 /// Outcome classes of a cell, in legend order (stable ids used as series names).

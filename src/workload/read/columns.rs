@@ -10,7 +10,7 @@
 //! | 4, 4 | format version ([`BIN_VERSION`]), source format (index in [`TraceFormat::ALL`]) |
 //! | 4, 4 | block size (tokens per hash id), CRC-32 of the file (this field read as 0) |
 //! | 8, 8 | records `n`, hash ids `m` |
-//! | 8, 8 | the source file's [`crate::workload::content_hash`] and its length in bytes |
+//! | 8, 8 | the source file's [`crate::fingerprint::content_hash`] and its length in bytes |
 //! | 8·n | arrival, ns |
 //! | 8·n | the record's line in the source file |
 //! | 4·n (+pad) | input_length |

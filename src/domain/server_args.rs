@@ -1,8 +1,15 @@
 //! SGLang's server arguments, under SGLang's own (underscored) names, as far as they
 //! matter to HiCache sizing and runtime. Defaults are SGLang's (`server_args.py`,
-//! `arg_groups/fields/memory.py`) unless a comment says otherwise.
+//! `arg_groups/fields/memory.py`) unless a comment says otherwise. Choices are typed
+//! ([`super::choices`]); a scenario field holding something SGLang does not spell is an
+//! "invalid choice" naming the nearest spelling.
 
 use serde::{Deserialize, Serialize};
+
+use super::choices::{
+    EvictionPolicy, HostMemoryMode, IoBackend, KvCacheDtype, MemLayout, PrefetchPolicy,
+    SpecAlgorithm, SpeculativeAlgorithm, StorageBackend, WritePolicy, flag, flag_opt,
+};
 
 /// The `server:` section of a scenario: SGLang flags with dashes turned to underscores.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,14 +32,16 @@ pub struct ServerArgs {
     pub nnodes: u32,
     /// `--page-size`. SGLang's default resolves to 1; HiCache recipes use 64.
     pub page_size: u32,
-    /// `--mem-fraction-static`; `None` = SGLang's automatic choice, modelled as 0.85 here
-    /// (the automatic value depends on GPU memory and parallelism; set it from your log).
+    /// `--mem-fraction-static`; `None` = the release's default, computed as SGLang does
+    /// from the node's nvidia-smi total, TP, DP attention and CUDA-graph settings
+    /// ([`crate::pools::resolve_mem_fraction`]).
     pub mem_fraction_static: Option<f64>,
     /// `--max-total-tokens`: caps the device KV pool; set it to `max_total_num_tokens`
     /// from your server log to use the real device pool size.
     pub max_total_tokens: Option<u64>,
     /// `--kv-cache-dtype` (`auto`, `bf16`, `fp8_e4m3`, `fp8_e5m2`, …).
-    pub kv_cache_dtype: String,
+    #[serde(deserialize_with = "KvCacheDtype::deserialize_field")]
+    pub kv_cache_dtype: KvCacheDtype,
     /// `--enable-hierarchical-cache`. `None` only matters for `auto-hicache` (V5: unset
     /// means "auto"); every other version treats it as off.
     pub enable_hierarchical_cache: Option<bool>,
@@ -45,19 +54,28 @@ pub struct ServerArgs {
     /// ratio nor a size is given.
     pub hicache_host_memory_fraction: Option<f64>,
     /// `--hicache-write-policy`.
-    pub hicache_write_policy: String,
+    #[serde(deserialize_with = "flag")]
+    pub hicache_write_policy: WritePolicy,
     /// `--hicache-host-memory-mode`: `cache` or `buffer_only`.
-    pub hicache_host_memory_mode: String,
+    #[serde(deserialize_with = "flag")]
+    pub hicache_host_memory_mode: HostMemoryMode,
     /// `--hicache-io-backend`.
-    pub hicache_io_backend: String,
+    #[serde(deserialize_with = "flag")]
+    pub hicache_io_backend: IoBackend,
     /// `--hicache-mem-layout`.
-    pub hicache_mem_layout: String,
-    /// `--hicache-storage-backend` (L3); `None` = no L3.
-    pub hicache_storage_backend: Option<String>,
+    #[serde(deserialize_with = "flag")]
+    pub hicache_mem_layout: MemLayout,
+    /// `--hicache-storage-backend` (L3); `None` = no L3. The release's own list is
+    /// checked by `release::check_server`.
+    #[serde(deserialize_with = "flag_opt")]
+    pub hicache_storage_backend: Option<StorageBackend>,
     /// `--hicache-storage-prefetch-policy`.
-    pub hicache_storage_prefetch_policy: String,
-    /// `--radix-eviction-policy`.
-    pub radix_eviction_policy: String,
+    #[serde(deserialize_with = "flag")]
+    pub hicache_storage_prefetch_policy: PrefetchPolicy,
+    /// `--radix-eviction-policy`. The release's own list is checked by
+    /// `release::check_server`.
+    #[serde(deserialize_with = "flag")]
+    pub radix_eviction_policy: EvictionPolicy,
     /// `--disable-radix-cache` (mutually exclusive with HiCache).
     pub disable_radix_cache: bool,
     /// `--max-running-requests`.
@@ -70,7 +88,7 @@ pub struct ServerArgs {
     /// layers, `EAGLE3`, `STANDALONE`, `NGRAM`, …). Only NextN/EAGLE MTP drafts of a
     /// model with MTP layers change the host pools here.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub speculative_algorithm: Option<String>,
+    pub speculative_algorithm: Option<SpeculativeAlgorithm>,
     /// `--speculative-draft-model-path` (an MTP draft is the target's own layers: unset,
     /// or the same path as `--model-path`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -110,18 +128,18 @@ impl Default for ServerArgs {
             page_size: 1,
             mem_fraction_static: None,
             max_total_tokens: None,
-            kv_cache_dtype: "auto".into(),
+            kv_cache_dtype: KvCacheDtype::Auto,
             enable_hierarchical_cache: None,
             hicache_ratio: None,
             hicache_size: 0.0,
             hicache_host_memory_fraction: Some(0.8),
-            hicache_write_policy: "write_through".into(),
-            hicache_host_memory_mode: "cache".into(),
-            hicache_io_backend: "kernel".into(),
-            hicache_mem_layout: "page_first".into(),
+            hicache_write_policy: WritePolicy::WriteThrough,
+            hicache_host_memory_mode: HostMemoryMode::Cache,
+            hicache_io_backend: IoBackend::Kernel,
+            hicache_mem_layout: MemLayout::PageFirst,
             hicache_storage_backend: None,
-            hicache_storage_prefetch_policy: "timeout".into(),
-            radix_eviction_policy: "lru".into(),
+            hicache_storage_prefetch_policy: PrefetchPolicy::Timeout,
+            radix_eviction_policy: EvictionPolicy::Lru,
             disable_radix_cache: false,
             max_running_requests: None,
             chunked_prefill_size: None,
@@ -155,11 +173,10 @@ impl ServerArgs {
     /// draft (`speculative/base_spec_worker.py: _can_pack_hicache_mtp`, 0.5.18–0.5.23:
     /// EAGLE, not EAGLE3, every draft runner with `num_nextn_predict_layers`), else 0.
     pub fn mtp_draft_layers(&self, model_mtp_layers: u32) -> u32 {
-        let algo = self
+        let mtp_algo = self
             .speculative_algorithm
-            .as_deref()
-            .map(str::to_ascii_uppercase);
-        let mtp_algo = matches!(algo.as_deref(), Some("EAGLE") | Some("NEXTN"));
+            .as_ref()
+            .is_some_and(|a| matches!(a.algorithm(), SpecAlgorithm::Eagle | SpecAlgorithm::Nextn));
         let own_layers = match (&self.speculative_draft_model_path, &self.model_path) {
             (None, _) => true,
             (Some(d), Some(m)) => d == m,

@@ -1,0 +1,437 @@
+//! The device-pool log corpus (`tests/log_corpus/*.yaml`: real SGLang start-up logs from
+//! public issues, PRs and blog posts, each citing its source) against the simulator.
+//!
+//! Two checks per case:
+//! - **rule** (`profile_tokens`): SGLang's `profile_max_num_token` fed with the log's own
+//!   free memory before the load and weights as loaded (`Load weight begin/end`) and the
+//!   fraction the server resolved: the `max_total_num_tokens` it printed must come back.
+//!   This checks `rest = available − pre × (1 − f)`, the cell size and page alignment.
+//! - **simulation** (`sim_tokens`, `sim_weights`): what the simulator would answer from the
+//!   node preset (nvidia-smi total minus the preset's measured `gpu_reserved`), the
+//!   release's `--mem-fraction-static` default (or the flag), and its weights per rank
+//!   (today `checkpoint / (tp × pp)`; the `models` helper's weight function replaces it).
+//!
+//! Each case records the largest error it may show (`bounds`); the run prints the table the
+//! README quotes (`cargo test --test it log_corpus -- --nocapture`).
+
+use std::path::Path;
+
+use hicache_sim::hardware::node_preset;
+use hicache_sim::model::{
+    Attention, DevicePoolInputs, KvDtype, MemFractionInputs, ModelPreset, ModelQuery,
+    ParallelLayout, ResolvedModel, mem_fraction_static_default, profile_rest_gib, resolve,
+};
+use hicache_sim::pools::{PoolSetInputs, SpecDraft, device_pools};
+use hicache_sim::release::Release;
+use serde::Deserialize;
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+#[derive(Debug, Deserialize)]
+struct Sglang {
+    version: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct ModelBlock {
+    id: String,
+    /// A catalogue id of the same architecture when `id` is not in the catalogue
+    /// (`Qwen/QwQ-32B` is `Qwen/Qwen2.5-32B`'s config): a fact the case records.
+    #[serde(default)]
+    catalogue: Option<String>,
+    /// models.yaml format, for a model neither `id` nor `catalogue` resolves.
+    #[serde(default)]
+    preset: Option<ModelPreset>,
+}
+
+/// The model of a case as the simulator reads it: `model::resolve` on `catalogue` (else
+/// `id`) as a `--model-path`, else the case's own `preset`.
+fn resolved(c: &Case) -> Option<(ModelPreset, Option<ResolvedModel>)> {
+    let path = c.model.catalogue.as_deref().unwrap_or(&c.model.id);
+    match resolve(&ModelQuery {
+        model_path: Some(path),
+        ..Default::default()
+    }) {
+        Ok(r) => {
+            let mut m = r.preset.clone();
+            // A preset picked by name takes the path's checkpoint format (`-FP8`), as
+            // the scenario does.
+            if let Some(q) = hicache_sim::model::quant::suffix_of(path)
+                && m.checkpoint.contains_key(q.format.key())
+            {
+                m.default_quant = q.format.key().to_string();
+            }
+            Some((m, Some(r)))
+        }
+        Err(_) => c.model.preset.clone().map(|p| (p, None)),
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Flags {
+    tp: u32,
+    pp: Option<u32>,
+    dp: Option<u32>,
+    enable_dp_attention: bool,
+    mem_fraction_static: Option<f64>,
+    kv_cache_dtype: Option<String>,
+    page_size: Option<u64>,
+    chunked_prefill_size: Option<i64>,
+    cuda_graph_max_bs: Option<u32>,
+    speculative_mtp_layers: Option<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Logged {
+    mem_fraction_static: Option<f64>,
+    free_before_load_gib: Option<f64>,
+    weights_gib: Option<f64>,
+    avail_after_load_gib: Option<f64>,
+    max_total_num_tokens: Option<u64>,
+    refused: bool,
+    min_viable_fraction: Option<f64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Bounds {
+    profile_tokens: Option<f64>,
+    sim_tokens: Option<f64>,
+    sim_weights: Option<f64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Case {
+    source: String,
+    sglang: Sglang,
+    /// The node preset the simulation runs on (none when the GPU is unknown).
+    #[serde(default)]
+    node: Option<String>,
+    model: ModelBlock,
+    flags: Flags,
+    logged: Logged,
+    #[serde(default)]
+    bounds: Bounds,
+    /// Why the simulation is not run on this log (a release whose rules are not
+    /// modelled and whose log does not print the fraction, an unknown GPU or model): the
+    /// case still checks the rule where it can and counts in the corpus, not in the
+    /// simulation's error statistic.
+    #[serde(default)]
+    not_simulated: Option<String>,
+}
+
+/// One row of the README table.
+#[derive(Debug)]
+struct Row {
+    name: String,
+    logged_tokens: Option<u64>,
+    profile_tokens: Option<u64>,
+    sim_tokens: Option<u64>,
+    logged_weights: Option<f64>,
+    sim_weights: Option<f64>,
+    sim_fraction: Option<f64>,
+}
+
+fn rel(sim: f64, logged: f64) -> f64 {
+    sim / logged - 1.0
+}
+
+fn kv_dtype(s: Option<&str>) -> KvDtype {
+    match s.unwrap_or("auto") {
+        "fp8_e4m3" | "fp8_e5m2" | "fp8" => KvDtype::Fp8,
+        _ => KvDtype::Bf16,
+    }
+}
+
+/// Releases this corpus's logs predate: the simulator runs 0.5.14's rules on them and
+/// takes the fraction the log resolved (the older defaults are not modelled).
+fn predates_modelled(version: &str) -> bool {
+    version.starts_with("0.4.") || version.starts_with("nightly") || version.contains("0.5.1.")
+}
+
+fn tokens(
+    model: &ModelPreset,
+    layout: &ParallelLayout,
+    dtype: KvDtype,
+    device: DevicePoolInputs,
+    draft: u32,
+) -> u64 {
+    let inp = PoolSetInputs {
+        model,
+        layout,
+        dtype,
+        rules: Release::V0_5_14.rules().pools,
+        device,
+        draft: SpecDraft { mtp_layers: draft },
+        swa_full_tokens_ratio: 0.8,
+        mamba_full_memory_ratio: 0.9,
+        max_mamba_cache_size: None,
+    };
+    device_pools(&inp).map(|p| p.full_tokens).unwrap_or(0)
+}
+
+fn run(name: &str, c: &Case) -> Row {
+    let layout = ParallelLayout {
+        tp_size: c.flags.tp.max(1),
+        pp_size: c.flags.pp.unwrap_or(1),
+        dp_size: c.flags.dp.unwrap_or(1),
+        enable_dp_attention: c.flags.enable_dp_attention,
+        nnodes: 1,
+    };
+    let dtype = kv_dtype(c.flags.kv_cache_dtype.as_deref());
+    let page = c.flags.page_size.unwrap_or(1);
+    let draft = c.flags.speculative_mtp_layers.unwrap_or(0);
+    let model = resolved(c);
+    let mut row = Row {
+        name: name.to_string(),
+        logged_tokens: c.logged.max_total_num_tokens,
+        profile_tokens: None,
+        sim_tokens: None,
+        logged_weights: c.logged.weights_gib,
+        sim_weights: None,
+        sim_fraction: None,
+    };
+
+    // Rule check: the log's own free memory, weights and fraction.
+    if let (Some(pre), Some(w), Some(f)) = (
+        c.logged.free_before_load_gib,
+        c.logged.weights_gib,
+        c.logged.mem_fraction_static,
+    ) {
+        let dev = DevicePoolInputs {
+            free_before_load: (pre * GIB) as u64,
+            weights_per_rank: (w * GIB) as u64,
+            mem_fraction_static: f,
+            cell_size: 0,
+            page_size: page,
+            max_total_tokens: None,
+        };
+        if c.logged.refused {
+            // `_profile_available_bytes`: rest ≤ 0 → ValueError with 1 − available / pre.
+            assert!(
+                profile_rest_gib(&dev) <= 0.0,
+                "{name}: SGLang refused, rest > 0"
+            );
+            let min = 1.0 - c.logged.avail_after_load_gib.unwrap() / pre;
+            let want = c.logged.min_viable_fraction.unwrap();
+            assert!(
+                (min - want).abs() < 5e-4,
+                "{name}: minimum viable fraction {min:.4} vs logged {want}"
+            );
+        } else if let Some((m, _)) = &model {
+            row.profile_tokens = Some(tokens(m, &layout, dtype, dev, draft));
+        }
+    }
+
+    // Simulation: node preset, release default or flag, weights per rank.
+    if let (Some((m, r)), None) = (&model, &c.not_simulated) {
+        let node = c
+            .node
+            .as_deref()
+            .map(|n| node_preset(n).unwrap_or_else(|e| panic!("{name}: {e}")))
+            .unwrap_or_else(|| panic!("{name}: a simulated case needs `node:`"));
+        let world = layout.world_size();
+        let free = node.gpu_memory.0 - node.gpu_reserved_for(world);
+        // As the start-up loads them (`Scenario::weights_per_rank`): by part plus the
+        // load's per-layer bytes for a config-read model, else the preset's checkpoint /
+        // (tp × pp).
+        let weights = r
+            .as_ref()
+            .and_then(|r| r.weights_as_loaded(&layout))
+            .unwrap_or_else(|| m.weights_per_rank(&layout, None).unwrap());
+        let (use_mla, is_dsa) = match m.attention {
+            Attention::Mla { .. } | Attention::HybridMla { .. } => (true, false),
+            Attention::MlaDsa { .. } => (true, true),
+            _ => (false, false),
+        };
+        let fraction = c.flags.mem_fraction_static.unwrap_or_else(|| {
+            match (
+                predates_modelled(&c.sglang.version),
+                c.logged.mem_fraction_static,
+            ) {
+                (true, Some(f)) => f,
+                _ => {
+                    let inp = MemFractionInputs {
+                        gpu_mem_mib: node.gpu_memory.0 as f64 / (1u64 << 20) as f64,
+                        tp_size: layout.tp_size,
+                        pp_size: layout.pp_size,
+                        dp_size: layout.dp_size,
+                        enable_dp_attention: layout.enable_dp_attention,
+                        use_mla,
+                        is_dsa,
+                        chunked_prefill_size: c.flags.chunked_prefill_size,
+                        max_prefill_tokens: 16384,
+                        cuda_graph_max_bs: c.flags.cuda_graph_max_bs,
+                        disable_cuda_graph: false,
+                        enable_hierarchical_cache: false,
+                        max_running_requests: None,
+                        deepep: false,
+                        hip: false,
+                    };
+                    mem_fraction_static_default(&inp, Release::V0_5_14.rules().device)
+                        .mem_fraction_static
+                }
+            }
+        });
+        let dev = DevicePoolInputs {
+            free_before_load: free,
+            weights_per_rank: weights,
+            mem_fraction_static: fraction,
+            cell_size: 0,
+            page_size: page,
+            max_total_tokens: None,
+        };
+        row.sim_tokens = Some(tokens(m, &layout, dtype, dev, draft));
+        row.sim_weights = Some(weights as f64 / GIB);
+        row.sim_fraction = Some(fraction);
+    }
+    // Weights only (a log whose pool was not sized): the weights as loaded.
+    if row.sim_weights.is_none()
+        && c.logged.weights_gib.is_some()
+        && let Some((m, r)) = &model
+        && r.is_some()
+    {
+        let w = r.as_ref().and_then(|r| r.weights_as_loaded(&layout));
+        row.sim_weights = w
+            .or_else(|| m.weights_per_rank(&layout, None).ok())
+            .map(|w| w as f64 / GIB);
+    }
+    row
+}
+
+fn cases() -> Vec<(String, Case)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/log_corpus");
+    let mut names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".yaml"))
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .map(|n| {
+            let text = std::fs::read_to_string(dir.join(&n)).unwrap();
+            let c: Case = serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{n}: {e}"));
+            assert!(
+                c.source.starts_with("https://"),
+                "{n}: source must be a URL"
+            );
+            assert!(!c.model.id.is_empty(), "{n}: model id");
+            (n.trim_end_matches(".yaml").to_string(), c)
+        })
+        .collect()
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map(|v| format!("{:+.1} %", v * 100.0))
+        .unwrap_or_else(|| "–".into())
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+#[test]
+fn every_case_within_its_recorded_bounds() {
+    let mut problems = Vec::new();
+    let mut sim_errs = Vec::new();
+    let mut profile_errs = Vec::new();
+    let mut weight_errs = Vec::new();
+    println!(
+        "| case | logged tokens | rule check | err | simulated | err | f | logged weights | simulated | err |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for (name, c) in cases() {
+        let r = run(&name, &c);
+        let e_prof = r
+            .profile_tokens
+            .zip(r.logged_tokens)
+            .map(|(s, l)| rel(s as f64, l as f64));
+        let e_sim = r
+            .sim_tokens
+            .zip(r.logged_tokens)
+            .map(|(s, l)| rel(s as f64, l as f64));
+        let e_w = r.sim_weights.zip(r.logged_weights).map(|(s, l)| rel(s, l));
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.name,
+            r.logged_tokens
+                .map(|t| t.to_string())
+                .unwrap_or(if c.logged.refused {
+                    "refused".into()
+                } else {
+                    "–".into()
+                }),
+            r.profile_tokens
+                .map(|t| t.to_string())
+                .unwrap_or("–".into()),
+            pct(e_prof),
+            r.sim_tokens.map(|t| t.to_string()).unwrap_or("–".into()),
+            pct(e_sim),
+            r.sim_fraction
+                .map(|f| format!("{f:.3}"))
+                .unwrap_or("–".into()),
+            r.logged_weights
+                .map(|w| format!("{w:.2} GiB"))
+                .unwrap_or("–".into()),
+            r.sim_weights
+                .map(|w| format!("{w:.2} GiB"))
+                .unwrap_or("–".into()),
+            pct(e_w),
+        );
+        for (what, err, bound) in [
+            ("profile_tokens", e_prof, c.bounds.profile_tokens),
+            ("sim_tokens", e_sim, c.bounds.sim_tokens),
+            ("sim_weights", e_w, c.bounds.sim_weights),
+        ] {
+            match (err, bound) {
+                (Some(e), None) => problems.push(format!(
+                    "{name}: {what} error {e:+.4} has no recorded bound"
+                )),
+                (Some(e), Some(b)) if e.abs() > b => problems.push(format!(
+                    "{name}: {what} error {:+.2} % exceeds the recorded {:.2} %",
+                    e * 100.0,
+                    b * 100.0
+                )),
+                _ => {}
+            }
+        }
+        if e_sim.is_none() && c.not_simulated.is_none() && !c.logged.refused {
+            problems.push(format!(
+                "{name}: not simulated (no model, or no tokens logged) and no `not_simulated` reason"
+            ));
+        }
+        profile_errs.extend(e_prof.map(f64::abs));
+        sim_errs.extend(e_sim.map(f64::abs));
+        weight_errs.extend(e_w.map(f64::abs));
+    }
+    let max = |v: &[f64]| v.iter().cloned().fold(0.0, f64::max);
+    println!(
+        "rule check: {} cases, median |err| {:.2} %, max {:.2} %",
+        profile_errs.len(),
+        median(&mut profile_errs.clone()) * 100.0,
+        max(&profile_errs) * 100.0
+    );
+    println!(
+        "simulation: {} cases, median |err| {:.2} %, max {:.2} %; weights: median {:.2} %, max {:.2} %",
+        sim_errs.len(),
+        median(&mut sim_errs.clone()) * 100.0,
+        max(&sim_errs) * 100.0,
+        median(&mut weight_errs.clone()) * 100.0,
+        max(&weight_errs) * 100.0
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // The rule reproduces what SGLang printed from what it measured.
+    assert!(
+        max(&profile_errs) <= 0.002,
+        "rule check off by more than 0.2 %"
+    );
+}
