@@ -158,5 +158,5 @@ fn check_answers_deepseek_v4_per_release() {
     // 0.5.23: the device pools as SGLang sizes them; the host pools are not modelled.
     assert!(text.contains("DeepSeek-V4 device pools:"), "{text}");
     assert!(text.contains("SWA 622848 tokens"), "{text}");
-    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(!out.status.success(), "{text}");
 }
