@@ -204,7 +204,7 @@ pub fn dsv4_device_pools(
     let geo = Dsv4Geometry::of(&inp.model.attention, inp.model.layers)
         .ok_or("not a DeepSeek-V4 model")?;
     if inp.rules.dsv4_pools == Dsv4Pools::NotModelled {
-        return Err("DeepSeek-V4's pools in this release (its own `pool_configurator.py: DSV4PoolConfigurator`) are not modelled: the simulator's DeepSeek-V4 sizing is checked against SGLang 0.5.21–0.5.23 only; use --sglang-version 0.5.21 or later".into());
+        return Err("DeepSeek-V4's pools in this release (its own `pool_configurator.py: DSV4PoolConfigurator`) are not modelled: the simulator's DeepSeek-V4 sizing is checked against SGLang 0.5.21–0.5.23 only: pick a release from 0.5.21 on".into());
     }
     let dp = if inp.layout.enable_dp_attention {
         inp.layout.dp_size.max(1) as u64
