@@ -206,6 +206,13 @@ pub fn dsv4_device_pools(
     if inp.rules.dsv4_pools == Dsv4Pools::NotModelled {
         return Err("DeepSeek-V4's pools in this release (its own `pool_configurator.py: DSV4PoolConfigurator`) are not modelled: the simulator's DeepSeek-V4 sizing is checked against SGLang 0.5.21–0.5.23 only: pick a release from 0.5.21 on".into());
     }
+    if let Some(algo) = &server.speculative_algorithm {
+        // `get_compress_state_ring_size` (16 / 256 rows with drafts), the (T + 1) / T
+        // inflation and the draft-aware SWA request cap are not modelled.
+        return Err(format!(
+            "DeepSeek-V4 with --speculative-algorithm {algo}: the pools' speculative sizing (compress-state rings of 16 / 256 rows, (target + draft) / target inflation, the draft-aware SWA request cap) is not modelled"
+        ));
+    }
     let dp = if inp.layout.enable_dp_attention {
         inp.layout.dp_size.max(1) as u64
     } else {
