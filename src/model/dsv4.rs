@@ -294,7 +294,7 @@ impl Dsv4Geometry {
     ) -> Result<Dsv4PoolSizes, String> {
         self.check()?;
         let page = s.page_size.max(1);
-        if page % 128 != 0 {
+        if !page.is_multiple_of(128) {
             return Err(format!(
                 "page_size must be multiple of 128 for compressed attention (got {page})"
             ));
