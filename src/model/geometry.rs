@@ -95,6 +95,18 @@ pub enum Attention {
         full_layers: u32,
         state: LinearState,
     },
+    /// DeepSeek-V4's compressed sparse attention: a sliding window of `sliding_window`
+    /// latents per layer plus, per `compress_ratios[layer]`, one latent per 4 tokens
+    /// (with C4 indexer keys of `index_head_dim`) or per 128 tokens. Sized by
+    /// [`crate::model::dsv4`] (`pool_configurator.py: DSV4PoolConfigurator`), not by a
+    /// per-token cell size; its HiCache host pools are not modelled.
+    Dsv4 {
+        head_dim: u32,
+        qk_rope_head_dim: u32,
+        index_head_dim: u32,
+        sliding_window: u32,
+        compress_ratios: Vec<u32>,
+    },
 }
 
 /// The per-request state of a model's linear-attention / SSM layers, as SGLang shapes it
@@ -253,6 +265,12 @@ impl Attention {
                 qk_rope_head_dim,
                 ..
             } => mla(kv_lora_rank, qk_rope_head_dim),
+            // One FlashMLA-layout latent slot (`DSV4PoolConfigurator.kv_bytes`).
+            Attention::Dsv4 {
+                head_dim,
+                qk_rope_head_dim,
+                ..
+            } => (head_dim - qk_rope_head_dim) as u64 + 2 * qk_rope_head_dim as u64 + 8,
         }
     }
 
@@ -272,6 +290,10 @@ impl Attention {
         let per_layer = self.kv_bytes_per_token_layer(layout, dtype);
         let stage = |l: u32| l as u64 / pp;
         match *self {
+            // No per-token cell: `crate::model::dsv4` sizes the device pools, and the
+            // HiCache host pools (`hybrid_pool_assembler.py: DeepSeekV4PagedHostPool`
+            // per SWA / C4 / C128 pool, `DeepSeekV4StateHostPool`) are not modelled.
+            Attention::Dsv4 { .. } => vec![],
             Attention::Gqa { .. } | Attention::Mla { .. } => vec![PoolGeometry {
                 name: "kv",
                 bytes_per_token: per_layer * stage(layers),
@@ -391,6 +413,7 @@ impl Attention {
     pub fn sliding_window(&self) -> Option<u32> {
         match *self {
             Attention::GqaSwa { window, .. } => Some(window),
+            Attention::Dsv4 { sliding_window, .. } => Some(sliding_window),
             _ => None,
         }
     }

@@ -142,17 +142,14 @@ const GQA_ARCHS: &[&str] = &[
 /// Architectures SGLang sizes with a layout this simulator does not model (yet), and why.
 fn not_modelled(arch: &str) -> Option<&'static str> {
     Some(match arch {
-        "DeepseekV4ForCausalLM" | "DeepseekV4ForCausalLMNextN" => {
-            "DeepSeek-V4's compressed sparse attention (`pool_configurator.py: DSV4PoolConfigurator`: compress ratios, C4/C128 indexers, SWA) is not modelled"
-        }
         "MiniMaxM3SparseForCausalLM" | "MiniMaxM3SparseForConditionalGeneration" => {
             "MiniMax-M3's sparse attention pool (`MiniMaxSparseKVPool`) is not modelled"
         }
-        "Gemma4ForCausalLM" | "Gemma4ForConditionalGeneration" => {
-            "Gemma 4's compressed sliding-window layout (`_apply_gemma4_attention_overrides`, `is_hybrid_swa_compress`) is not modelled"
-        }
         "Step3p5ForCausalLM" | "Step3p7ForConditionalGeneration" => {
             "Step-3.x's attention layout is not modelled"
+        }
+        "Step3p7FlashForCausalLM" => {
+            "SGLang has no model class `Step3p7FlashForCausalLM` in any release 0.5.14–0.5.23 (`models/step3p7.py` registers `Step3p7ForConditionalGeneration` only): SGLang refuses to load this checkpoint"
         }
         "DeciLMForCausalLM" => {
             "variable-GQA Nemotron-NAS (`block_configs`) is not modelled (SGLang refuses VGQA too)"
@@ -273,6 +270,8 @@ fn attention(c: &Cfg<'_>, arch: &str, layers: u32, dsa: bool) -> Result<Attentio
         | "Qwen3_5ForCausalLM"
         | "Qwen3_5MoeForCausalLM" => gated_delta_net(c, layers),
         "NemotronHForCausalLM" => nemotron_h(c),
+        "DeepseekV4ForCausalLM" => deepseek_v4(c, layers),
+        "Gemma4ForCausalLM" | "Gemma4ForConditionalGeneration" => gemma4(c),
         a if GQA_ARCHS.contains(&a) => {
             let (head_dim, v_head_dim) = head_dims(c)?;
             Ok(Attention::Gqa {
@@ -287,6 +286,67 @@ fn attention(c: &Cfg<'_>, arch: &str, layers: u32, dsa: bool) -> Result<Attentio
             GQA_ARCHS.join(", ")
         )),
     }
+}
+
+/// Gemma 4 (`model_config.py: _apply_gemma4_attention_overrides`, a hybrid SWA model,
+/// 0.5.21–0.5.23): the `full_attention` layers of `layer_types` keep
+/// `num_global_key_value_heads` heads of `global_head_dim` for K and for V (the
+/// `attention_k_eq_v` checkpoints still get both buffers), the `sliding_attention`
+/// layers `num_key_value_heads` of `head_dim`, window `sliding_window`
+/// (`HybridSWAPoolConfigurator`: `_full_per_token`, `_swa_per_token`).
+fn gemma4(c: &Cfg<'_>) -> Result<Attention, ReadError> {
+    let types = c
+        .get("layer_types")
+        .and_then(Value::as_array)
+        .ok_or("`layer_types` is missing: expected sliding_attention / full_attention per layer")?;
+    let full = types
+        .iter()
+        .filter(|t| t.as_str() == Some("full_attention"))
+        .count() as u32;
+    let swa = types.len() as u32 - full;
+    let head_dim = c.u32("head_dim")?;
+    Ok(Attention::GqaSwa {
+        kv_heads: c
+            .u32_opt("num_global_key_value_heads")
+            .map_or_else(|| c.u32("num_key_value_heads"), Ok)?,
+        head_dim: c.u32_opt("global_head_dim").unwrap_or(head_dim),
+        full_layers: full,
+        swa_layers: swa,
+        window: c.u32("sliding_window")?,
+        v_head_dim: None,
+        swa_kv_heads: Some(c.u32("num_key_value_heads")?),
+        swa_head_dim: Some(head_dim),
+        swa_v_head_dim: Some(head_dim),
+    })
+}
+
+/// DeepSeek-V4 (`model_config.py: _derive_model_shapes`, the `DeepseekV4ForCausalLM`
+/// branch, 0.5.21–0.5.23): `qk_rope_head_dim`, `qk_nope_head_dim = head_dim -
+/// qk_rope_head_dim`, `window_size = sliding_window`, `index_head_dim`,
+/// `compress_ratios` — read as they are; sized by `crate::model::dsv4`.
+fn deepseek_v4(c: &Cfg<'_>, layers: u32) -> Result<Attention, ReadError> {
+    let compress_ratios: Vec<u32> = c
+        .get("compress_ratios")
+        .and_then(Value::as_array)
+        .ok_or("`compress_ratios` is missing: expected one compression ratio per layer")?
+        .iter()
+        .map(|v| {
+            v.as_u64()
+                .map(|x| x as u32)
+                .ok_or_else(|| format!("`compress_ratios`: expected whole numbers, found {v}"))
+        })
+        .collect::<Result<_, _>>()?;
+    let a = Attention::Dsv4 {
+        head_dim: c.u32("head_dim")?,
+        qk_rope_head_dim: c.u32("qk_rope_head_dim")?,
+        index_head_dim: c.u32("index_head_dim")?,
+        sliding_window: c.u32("sliding_window")?,
+        compress_ratios,
+    };
+    if let Some(g) = super::dsv4::Dsv4Geometry::of(&a, layers) {
+        g.check()?;
+    }
+    Ok(a)
 }
 
 /// MLA: one latent of `kv_lora_rank + qk_rope_head_dim` per layer

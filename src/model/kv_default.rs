@@ -52,6 +52,18 @@ pub fn resolve_kv_dtype(
     sm_major: Option<u32>,
     glm_dsa: bool,
 ) -> Result<KvDtype, String> {
+    if matches!(model.attention, Attention::Dsv4 { .. }) {
+        // `arg_groups/overrides.py: _deepseek_v4_kv_cache_dtype` (0.5.21–0.5.23): auto
+        // is fp8_e4m3; only fp8_e4m3 and bfloat16 pass its assert.
+        return match requested {
+            KvDtype::Auto | KvDtype::Fp8 => Ok(KvDtype::Fp8),
+            KvDtype::Bf16 => Ok(KvDtype::Bf16),
+            other => Err(format!(
+                "{} is not supported for DeepseekV4ForCausalLM (SGLang asserts fp8_e4m3 or bfloat16)",
+                other.id()
+            )),
+        };
+    }
     if !matches!(model.attention, Attention::MlaDsa { .. }) {
         return Ok(match requested {
             KvDtype::Auto => model.default_kv_dtype,

@@ -10,6 +10,7 @@
 
 pub mod catalogue;
 mod device_pool;
+pub mod dsv4;
 mod dtype;
 mod geometry;
 pub mod hf_config;

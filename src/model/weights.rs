@@ -38,6 +38,11 @@ pub struct ParamCounts {
     pub mtp: u64,
     /// Decoder layers (for per-layer exclusions of a quantisation).
     pub layers: u32,
+    /// The routed experts' own format when the checkpoint stores them unlike the rest
+    /// (DeepSeek-V4: `expert_dtype: fp4` is MXFP4 — `model_config.py`'s
+    /// `is_fp4_experts`, `SGLANG_DSV4_FP4_EXPERTS` on by default — and the ModelOpt
+    /// builds' `moe_quant_algo: NVFP4`).
+    pub routed_expert_format: Option<WeightFormat>,
 }
 
 impl ParamCounts {
@@ -150,8 +155,18 @@ impl ParamCounts {
             }
         };
         let full_layer = |l: u64| attention.is_full_attention_layer(text, l as u32);
+        let routed_expert_format = match (
+            text.get("expert_dtype").and_then(Value::as_str),
+            root.pointer("/quantization_config/moe_quant_algo")
+                .and_then(Value::as_str),
+        ) {
+            (_, Some(a)) if a.eq_ignore_ascii_case("NVFP4") => Some(WeightFormat::Nvfp4),
+            (Some("fp4"), _) => Some(WeightFormat::Mxfp4),
+            _ => None,
+        };
         let mut p = ParamCounts {
             layers,
+            routed_expert_format,
             embed: vocab * hidden,
             lm_head: if tied { 0 } else { vocab * hidden },
             norms: hidden, // final norm
@@ -225,6 +240,10 @@ impl ParamCounts {
             WeightFormat::W4aFp8 => {
                 WeightFormat::Int4 { group_size: 128 }.bytes(self.routed_experts)
             }
+            _ if self.routed_expert_format.is_some() && f != WeightFormat::Bf16 => self
+                .routed_expert_format
+                .map(|e| e.bytes(self.routed_experts))
+                .unwrap_or(0),
             // gpt-oss (mxfp4) quantises the experts only (`modules_to_not_convert`:
             // attention, router, embeddings, LM head).
             _ => q(self.routed_experts, "experts"),
@@ -493,6 +512,21 @@ fn attention_params(text: &Value, attention: &Attention, hidden: u64, heads: u64
                 _ => 0,
             };
             q + hidden * (rank + rope) + rank * heads * (nope + v) + heads * v * hidden + indexer
+        }
+        // DeepSeek-V4 (`models/deepseek_v4.py`: the attention's `wq_a` hidden × q_lora,
+        // `wkv` hidden × head_dim, `wq_b` q_lora × heads·head_dim, `wo_a` heads·head_dim
+        // × o_lora (grouped), `wo_b` o_groups·o_lora × hidden). The compressors, C4
+        // indexers and hyper-connection mixers are left out (under 1 % of the weights).
+        Attention::Dsv4 { head_dim, .. } => {
+            let hd = *head_dim as u64;
+            let q_lora = g("q_lora_rank").unwrap_or(hidden);
+            let o_lora = g("o_lora_rank").unwrap_or(hidden);
+            let groups = g("o_groups").unwrap_or(1);
+            hidden * q_lora
+                + hidden * hd
+                + q_lora * heads * hd
+                + heads * hd * o_lora
+                + groups * o_lora * hidden
         }
         _ => {
             let hd = g("head_dim").unwrap_or(hidden.checked_div(heads).unwrap_or(0));

@@ -127,6 +127,10 @@ fn draft_cell(cell: u64, inp: &PoolSetInputs<'_>) -> u64 {
 /// admission floor from 0.5.20 (`validate_swa_pool_size`).
 pub fn device_pools(inp: &PoolSetInputs<'_>) -> Result<DevicePools, String> {
     let m = inp.model;
+    if matches!(m.attention, crate::model::Attention::Dsv4 { .. }) {
+        // Sized by `dsv4_device_pools` (it needs the schedule, not a cell size).
+        return Err("DeepSeek-V4's pools are sized by dsv4_device_pools".into());
+    }
     let geo = m.host_pools(inp.layout, inp.dtype);
     let page = inp.device.page_size.max(1);
     let mut rest = crate::model::profile_rest_gib(&inp.device);
@@ -175,6 +179,63 @@ pub fn device_pools(inp: &PoolSetInputs<'_>) -> Result<DevicePools, String> {
         swa_tokens,
         state_slots,
     })
+}
+
+/// DeepSeek-V4's device pools (`model_executor/pool_configurator.py:
+/// DSV4PoolConfigurator.calculate_pool_sizes`, see [`crate::model::dsv4`]) for the
+/// release's [`Dsv4Pools`](crate::release::Dsv4Pools) rule.
+///
+/// The schedule is SGLang's after its DeepSeek-V4 hooks: `page_size` 256
+/// (`model_overrides/deepseek_v4.py` overrides any `--page-size`),
+/// `--max-running-requests` 256 unless given (`deepseek_v4_hook.py:
+/// apply_deepseek_v4_defaults`), `--chunked-prefill-size` by GPU memory unless given
+/// (`memory_hook.py: _handle_gpu_memory_settings`), an operator `--swa-full-tokens-ratio`
+/// selects ratio mode. The budget is `profile_max_num_token`'s rest in bytes.
+pub fn dsv4_device_pools(
+    inp: &PoolSetInputs<'_>,
+    server: &crate::domain::ServerArgs,
+    gpu_memory: u64,
+) -> Result<crate::model::dsv4::Dsv4PoolSizes, String> {
+    use crate::model::dsv4::{
+        DSV4_DEFAULT_MAX_RUNNING_REQUESTS, DSV4_PAGE_SIZE, Dsv4Geometry, Dsv4Schedule,
+        default_chunked_prefill_size,
+    };
+    use crate::release::Dsv4Pools;
+    let geo = Dsv4Geometry::of(&inp.model.attention, inp.model.layers)
+        .ok_or("not a DeepSeek-V4 model")?;
+    if inp.rules.dsv4_pools == Dsv4Pools::NotModelled {
+        return Err("DeepSeek-V4's pools in this release (its own `pool_configurator.py: DSV4PoolConfigurator`) are not modelled: the simulator's DeepSeek-V4 sizing is checked against SGLang 0.5.21–0.5.23 only: pick a release from 0.5.21 on".into());
+    }
+    if let Some(algo) = &server.speculative_algorithm {
+        // `get_compress_state_ring_size` (16 / 256 rows with drafts), the (T + 1) / T
+        // inflation and the draft-aware SWA request cap are not modelled.
+        return Err(format!(
+            "DeepSeek-V4 with --speculative-algorithm {algo}: the pools' speculative sizing (compress-state rings of 16 / 256 rows, (target + draft) / target inflation, the draft-aware SWA request cap) is not modelled"
+        ));
+    }
+    let dp = if inp.layout.enable_dp_attention {
+        inp.layout.dp_size.max(1) as u64
+    } else {
+        1
+    };
+    let sched = Dsv4Schedule {
+        page_size: DSV4_PAGE_SIZE,
+        max_running_requests: server
+            .max_running_requests
+            .map(u64::from)
+            .unwrap_or(DSV4_DEFAULT_MAX_RUNNING_REQUESTS),
+        chunked_prefill_size: server
+            .chunked_prefill_size
+            .map(i64::from)
+            .unwrap_or_else(|| default_chunked_prefill_size(gpu_memory)),
+        operator_swa_full_tokens_ratio: server.swa_full_tokens_ratio,
+        attn_dp_size: dp,
+        disable_radix_cache: server.disable_radix_cache,
+        disable_overlap_schedule: false,
+    };
+    let rest = crate::model::profile_rest_gib(&inp.device);
+    let available = py_int(rest * GIB).max(0) as u64;
+    geo.pool_sizes(&sched, available, inp.device.max_total_tokens)
 }
 
 /// The `--mem-fraction-static` a scenario's server runs with.

@@ -25,10 +25,10 @@ use serde::Serialize;
 use crate::sizing::{self, SglangVersion};
 
 pub use rules::{
-    BufferOnlyWriteBack, ControllerRules, DevicePoolRules, DraftCell, EvictionChoices, FlagRules,
-    HicacheSizeSplit, MambaSlotFormula, MidGpuTier, MtpDraftHost, PoolRules, PrefetchRetries,
-    PrefetchTimeout, PrefetchTimeoutClock, PrefetchTimeoutTokens, PrefillGraphDefault,
-    ReleaseRules, StorageWriteGate,
+    BufferOnlyWriteBack, ControllerRules, DevicePoolRules, DraftCell, Dsv4Pools, EvictionChoices,
+    FlagRules, HicacheSizeSplit, MambaSlotFormula, MidGpuTier, MtpDraftHost, PoolRules,
+    PrefetchRetries, PrefetchTimeout, PrefetchTimeoutClock, PrefetchTimeoutTokens,
+    PrefillGraphDefault, ReleaseRules, StorageWriteGate,
 };
 pub use server_check::{
     FieldError, RELEASE_CHOICE_FIELDS, check_server, choice_refusal, eviction_policy_refusal,

@@ -207,6 +207,8 @@ pub struct PoolRules {
     /// 0.5.20+ `model_executor/pool_configurator.py: validate_swa_pool_size`: an SWA
     /// device pool of at most `sliding_window_size + page_size` tokens is a `ValueError`.
     pub swa_floor_check: bool,
+    /// How DeepSeek-V4's compressed-attention pools are sized.
+    pub dsv4_pools: Dsv4Pools,
     /// How an EAGLE / NextN draft's KV enters the target's device cell size.
     pub draft_cell: DraftCell,
 }
@@ -273,6 +275,21 @@ pub enum DraftCell {
     AddPerLayer,
 }
 
+/// DeepSeek-V4's device pools (`model_executor/pool_configurator.py:
+/// DSV4PoolConfigurator`, present in every modelled release; its rules changed release
+/// by release).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dsv4Pools {
+    /// 0.5.14–0.5.20: the release's own configurator is not modelled (the simulator's
+    /// figures are checked against 0.5.21–0.5.23 only): start-up refuses to guess.
+    NotModelled,
+    /// 0.5.21–0.5.23: the SWA request cap (`_resolve_swa_cap_tokens`), fractional
+    /// bytes per full token and the C128 state rings as fixed bytes
+    /// (`crate::model::dsv4`; the three releases agree on V4's ratios 0 / 4 / 128).
+    CapOrRatio0521,
+}
+
 /// Everything a release (or a what-if) decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ReleaseRules {
@@ -323,6 +340,7 @@ fn r0_5_14() -> ReleaseRules {
             mtp_draft_host: MtpDraftHost::SeparatePool,
             mamba_slots: MambaSlotFormula::Floor,
             swa_floor_check: false,
+            dsv4_pools: Dsv4Pools::NotModelled,
             draft_cell: DraftCell::Scale,
         },
         device: DevicePoolRules {
@@ -460,6 +478,10 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
         },
         flags: FlagRules {
             hicache_host_memory_fraction: true,
+        },
+        pools: PoolRules {
+            dsv4_pools: Dsv4Pools::CapOrRatio0521,
+            ..v0_5_20.pools
         },
         ..v0_5_20
     };

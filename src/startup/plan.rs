@@ -248,6 +248,19 @@ impl StartupPlan {
             mamba_full_memory_ratio: s.server.mamba_full_memory_ratio(),
             max_mamba_cache_size: s.server.max_mamba_cache_size,
         };
+        if matches!(s.model.attention, crate::model::Attention::Dsv4 { .. }) {
+            // DeepSeek-V4: the device pools as SGLang sizes them; the HiCache host pools
+            // it builds for them are not modelled, so start-up stops here, saying so.
+            let p = crate::pools::dsv4_device_pools(&pool_inputs, &s.server, s.node.gpu_memory.0)
+                .map_err(|m| ("server".to_string(), m))?;
+            return Err((
+                "model".to_string(),
+                format!(
+                    "DeepSeek-V4 device pools: {} full tokens, SWA {} tokens, C4 {}, C128 {}, C4 state {} ({} fixed bytes); its HiCache host pools (`hybrid_pool_assembler.py`: a `DeepSeekV4PagedHostPool` per SWA / C4 / C128 pool, `DeepSeekV4StateHostPool`) are not modelled",
+                    p.full, p.swa, p.c4, p.c128, p.c4_state, p.fixed_bytes
+                ),
+            ));
+        }
         let device =
             crate::pools::device_pools(&pool_inputs).map_err(|m| ("server".to_string(), m))?;
         let device_tokens = device.full_tokens;

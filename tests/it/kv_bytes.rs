@@ -13,6 +13,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use hicache_sim::model::catalogue::catalogue;
+use hicache_sim::model::dsv4::{Dsv4Geometry, Dsv4Schedule};
 use hicache_sim::model::{
     ConfigFiles, KvDtype, ParallelLayout, preset_from_config, read_model, resolve_kv_dtype,
 };
@@ -25,17 +26,8 @@ const RELEASES: [&str; 3] = ["0.5.21", "0.5.22", "0.5.23"];
 const NOT_MODELLED: &[&str] = &[
     "MiniMaxAI/MiniMax-M3",
     "XiaomiMiMo/MiMo-7B-Base",
-    "deepseek-ai/DeepSeek-V4-Flash",
-    "deepseek-ai/DeepSeek-V4-Pro",
-    "google/gemma-4-26B-A4B",
-    "nvidia/DeepSeek-V4-Flash-NVFP4",
-    "nvidia/DeepSeek-V4-Pro-NVFP4",
-    "nvidia/Gemma-4-26B-A4B-NVFP4",
-    "nvidia/Gemma-4-31B-IT-NVFP4",
     "nvidia/Llama-3_3-Nemotron-Super-49B-v1",
     "nvidia/MiniMax-M3-NVFP4",
-    "sgl-project/DeepSeek-V4-Flash-FP8",
-    "sgl-project/DeepSeek-V4-Pro-FP8",
     "stepfun-ai/Step-3.7-Flash",
     "stepfun-ai/Step-3.7-Flash-FP8",
 ];
@@ -54,6 +46,7 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
     let models: BTreeMap<&str, _> = catalogue().iter().map(|e| (e.hf_id.as_str(), e)).collect();
     let mut checked = 0usize;
     let mut sglang_errors = 0usize;
+    let mut dsv4_checked = 0usize;
     let mut unread: BTreeSet<String> = BTreeSet::new();
     let mut failures: Vec<String> = Vec::new();
     for rel in RELEASES {
@@ -110,6 +103,25 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
                     continue;
                 }
             };
+            if let Some(cases) = g.get("dsv4").and_then(Value::as_array) {
+                // DeepSeek-V4: SGLang's DSV4PoolConfigurator, per schedule.
+                let want_dtype = g["kv_cache_dtype"].as_str().unwrap();
+                let got_dtype = if dtype == KvDtype::Fp8 {
+                    "fp8_e4m3"
+                } else {
+                    "bfloat16"
+                };
+                if got_dtype != want_dtype {
+                    failures.push(format!("{ctx}: dtype {got_dtype}, SGLang {want_dtype}"));
+                }
+                let geo = Dsv4Geometry::of(&hf.attention, hf.layers).expect("a DSV4 geometry");
+                for c in cases {
+                    failures.extend(dsv4_case(&geo, c, &ctx));
+                    dsv4_checked += 1;
+                }
+                checked += 1;
+                continue;
+            }
             let fp8 = g["store_dtype"].as_str().unwrap().starts_with("float8");
             if fp8 != matches!(dtype, KvDtype::Fp8 | KvDtype::Fp8DsMla) {
                 failures.push(format!(
@@ -150,9 +162,61 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
         checked + failures.len(),
         failures[..failures.len().min(40)].join("\n")
     );
+    // 4 DeepSeek-V4 builds × 12 cases × 4 schedules × 3 releases.
+    assert_eq!(dsv4_checked, 576, "DeepSeek-V4 schedules compared");
     // 3 releases, every modelled catalogue model: at least 3,000 cases compared.
     assert!(
         checked >= 3000,
         "only {checked} cases compared ({sglang_errors} SGLang errors)"
     );
+}
+
+/// One DeepSeek-V4 schedule of a golden line: the coefficients
+/// (`bytes_per_full_token`, `bytes_per_swa_token` as Python's `repr`, `kv_bytes`, the
+/// SWA cap) and `calculate_pool_sizes` at each available budget must be SGLang's.
+fn dsv4_case(geo: &Dsv4Geometry, c: &Value, ctx: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let sched = Dsv4Schedule {
+        page_size: 256,
+        max_running_requests: c["max_running_requests"].as_u64().unwrap(),
+        chunked_prefill_size: c["chunked_prefill_size"].as_i64().unwrap(),
+        operator_swa_full_tokens_ratio: c["swa_full_tokens_ratio_arg"].as_f64(),
+        attn_dp_size: 1,
+        disable_radix_cache: false,
+        disable_overlap_schedule: false,
+    };
+    let ctx = format!(
+        "{ctx} mrr={} chunk={} ratio={:?}",
+        sched.max_running_requests,
+        sched.chunked_prefill_size,
+        sched.operator_swa_full_tokens_ratio
+    );
+    let co = geo.coefficients(&sched);
+    let f = |k: &str| c[k].as_str().unwrap().parse::<f64>().unwrap();
+    if co.kv_bytes != c["kv_bytes"].as_u64().unwrap()
+        || co.bytes_per_full_token != f("bytes_per_full_token")
+        || co.bytes_per_swa_token != f("bytes_per_swa_token")
+        || co.swa_cap_tokens != c["swa_cap_tokens"].as_u64()
+    {
+        out.push(format!("{ctx}: simulator {co:?}, SGLang {c}"));
+    }
+    for (gib, want) in c["sizes"].as_object().unwrap() {
+        let avail = gib.parse::<u64>().unwrap() << 30;
+        match geo.pool_sizes(&sched, avail, None) {
+            Ok(p) => {
+                let got = [p.full, p.swa, p.c4, p.c128, p.c4_state];
+                let w: Vec<u64> = ["full", "swa", "c4", "c128", "c4_state"]
+                    .iter()
+                    .map(|k| want[k].as_u64().unwrap())
+                    .collect();
+                if got[..] != w[..] {
+                    out.push(format!("{ctx} {gib} GiB: simulator {got:?}, SGLang {w:?}"));
+                }
+            }
+            Err(e) => out.push(format!(
+                "{ctx} {gib} GiB: simulator refuses ({e}), SGLang {want}"
+            )),
+        }
+    }
+    out
 }

@@ -16,6 +16,7 @@ mod launch_corpus;
 mod launch_issue9;
 mod log_corpus;
 mod models;
+mod models_v4;
 mod pipeline_quickstart;
 mod plan;
 mod plot_charts;

@@ -17,7 +17,11 @@ CPU and prints one JSON line:
 - `model_executor/pool_configurator.py: DefaultPoolConfigurator` (cell size,
   `_compute_dsa_indexer_cell_size`) or `HybridSWAPoolConfigurator` (full and SWA
   bytes per token), and for hybrid linear-attention models
-  `configs/hybrid_arch.py: mambaish_config(...).mamba2_cache_params.mamba_cache_per_req`.
+  `configs/hybrid_arch.py: mambaish_config(...).mamba2_cache_params.mamba_cache_per_req`;
+- DeepSeek-V4: `create_memory_pool_configurator` → `DSV4PoolConfigurator` (its kv dtype
+  from `overrides.py: _deepseek_v4_kv_cache_dtype`), per schedule in DSV4_SCHEDULES:
+  `kv_bytes`, `bytes_per_full_token`, `bytes_per_swa_token` (Python `repr`), the SWA
+  cap, and `calculate_pool_sizes` at each budget of DSV4_AVAILABLE_GIB.
 
 Stubbed (tools/models/anystub.py): torch (dtypes carry their real element sizes; CUDA
 "available" with the device capability of the case), GPU kernel packages, and the
@@ -71,6 +75,7 @@ os.environ.pop("SGLANG_PLATFORM", None)
 
 import torch  # noqa: E402  (the stub)
 from sglang.srt.configs.model_config import ModelConfig, AttentionArch, is_deepseek_dsa  # noqa: E402
+from sglang.srt.configs.model_config import is_deepseek_v4  # noqa: E402
 import sglang.srt.model_executor.pool_configurator as pc  # noqa: E402
 import sglang.srt.mem_cache.kv_cache_configurator as kcc  # noqa: E402
 import sglang.srt.arg_groups.overrides as ov  # noqa: E402
@@ -97,7 +102,7 @@ class Cfg:
         return None
 
 
-STATE = {"tp": 1, "sm": (9, 0), "backends": (None, None)}
+STATE = {"tp": 1, "sm": (9, 0), "backends": (None, None), "schedule": {}}
 
 
 def parallel():
@@ -112,11 +117,19 @@ def memory():
 
 def exec_():
     p, d = STATE["backends"]
-    return Cfg(kernel=Cfg(dsa_prefill_backend=p, dsa_decode_backend=d))
+    # dsv4_attn_backend: `deepseek_v4_hook.py: _default_dsv4_attention_backend` answers
+    # "flashmla" for every DeepSeek-V4 (not V4.1) checkpoint.
+    return Cfg(kernel=Cfg(dsa_prefill_backend=p, dsa_decode_backend=d,
+                          dsv4_attn_backend="flashmla"),
+               features=Cfg(), graph=Cfg())
 
 
 def schedule():
-    return Cfg(swa_full_tokens_ratio=0.8, page_size=1)
+    return Cfg(**{"swa_full_tokens_ratio": 0.8, "page_size": 1, **STATE["schedule"]})
+
+
+def spec():
+    return Cfg(speculative_algorithm=None, speculative_num_draft_tokens=None)
 
 
 def disagg():
@@ -135,7 +148,7 @@ def linear_tp():
 
 PATCH = {"get_parallel": parallel, "get_memory": memory, "get_exec": exec_,
          "get_schedule": schedule, "get_disagg": disagg, "get_platform": platform,
-         "linear_attn_tp_size": linear_tp, "get_attention_tp_size": linear_tp}
+         "linear_attn_tp_size": linear_tp, "get_spec": spec, "get_attention_tp_size": linear_tp}
 
 
 def patch_all():
@@ -190,6 +203,51 @@ class Spec:
     def is_none(self): return True
 
 
+# DeepSeek-V4 (`pool_configurator.py: DSV4PoolConfigurator`, chosen by
+# `create_memory_pool_configurator` for `is_deepseek_v4` + hybrid SWA): the KV pool is
+# a coefficient (bytes per full token, fractional) plus fixed request-scoped bytes, and
+# depends on the schedule: `deepseek_v4_hook.py: apply_deepseek_v4_defaults` sets
+# --max-running-requests 256 and `model_overrides/deepseek_v4.py` page_size 256.
+# One case per (max_running_requests, chunked_prefill_size, --swa-full-tokens-ratio
+# given or not) x available bytes: the figures calculate_pool_sizes returns.
+DSV4_SCHEDULES = [(256, 8192, None), (256, 16384, None), (64, 8192, None), (256, 8192, 0.1)]
+DSV4_AVAILABLE_GIB = [40, 100]
+
+
+def dsv4_cases(mc, kv):
+    out = []
+    for mrr, chunk, ratio in DSV4_SCHEDULES:
+        STATE["schedule"] = {
+            "page_size": 256, "max_running_requests": mrr, "chunked_prefill_size": chunk,
+            "swa_full_tokens_ratio": 0.1 if ratio is None else ratio,
+            "_swa_full_tokens_ratio_explicitly_set": ratio is not None,
+            "disable_overlap_schedule": False, "swa_prefix_tails": None,
+        }
+        patch_all()
+        info = layer_setup.resolve_layer_indices(model=types.SimpleNamespace(), model_config=mc,
+                                                 is_draft_worker=False)
+        kvc = types.SimpleNamespace(
+            model_config=mc, kv_cache_dtype_str=kv, layer_info=info, pp_size=1,
+            page_size=256, sliding_window_size=mc.sliding_window_size,
+            is_hybrid_swa=mc.is_hybrid_swa, spec_algorithm=Spec(), spec_aux_config=Cfg(),
+            attn_dp_size=1, server_args=Cfg())
+        c = pc.create_memory_pool_configurator(kvc)
+        rec = {"configurator": type(c).__name__, "max_running_requests": mrr,
+               "chunked_prefill_size": chunk, "swa_full_tokens_ratio_arg": ratio,
+               "kv_bytes": c.kv_bytes, "bytes_per_full_token": repr(c.bytes_per_full_token),
+               "bytes_per_swa_token": repr(c.bytes_per_swa_token),
+               "swa_cap_tokens": c.swa_cap_tokens, "sizes": {}}
+        for gib in DSV4_AVAILABLE_GIB:
+            r = c.calculate_pool_sizes(gib << 30, 256)
+            rec["sizes"][str(gib)] = {
+                "full": r.full_max_total_num_tokens, "swa": r.swa_max_total_num_tokens,
+                "c4": r.c4_max_total_num_tokens, "c128": r.c128_max_total_num_tokens,
+                "c4_state": r.c4_state_pool_size}
+        out.append(rec)
+    STATE["schedule"] = {}
+    return out
+
+
 def one_case(mc, qc, kv):
     resolved = kv
     if is_deepseek_dsa(mc.hf_config):
@@ -201,6 +259,11 @@ def one_case(mc, qc, kv):
         # `auto` reads the checkpoint's quant config (kv_cache_quant_algo): unknown here.
         raise RuntimeError(f"get_quant_config: {type(qc).__name__}: {str(qc)[:160]}")
     model = types.SimpleNamespace(quant_config=None if isinstance(qc, Exception) else qc)
+    if is_deepseek_v4(mc.hf_config):
+        # `overrides.py: _deepseek_v4_kv_cache_dtype`: auto is fp8_e4m3.
+        resolved = "fp8_e4m3" if kv == "auto" else kv
+        return {"kv_cache_dtype": resolved, "quantization": mc.quantization,
+                "dsv4": dsv4_cases(mc, resolved)}
     _, dtype = kvd.configure_kv_cache_dtype(
         server_args_kv_cache_dtype=resolved, model=model, model_dtype=mc.dtype,
         is_draft_worker=False, is_dflash=False, speculative_draft_attention_backend=None)

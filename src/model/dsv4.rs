@@ -1,0 +1,459 @@
+//! DeepSeek-V4's device KV pools: compressed sparse attention, as SGLang sizes it.
+//!
+//! A DeepSeek-V4 layer keeps the last `sliding_window` tokens of its latent in a paged
+//! SWA pool, and — by its `compress_ratios[layer]` — a compressed copy of the whole
+//! sequence: one latent per 4 tokens plus C4 indexer keys (ratio 4), or one latent per
+//! 128 tokens (ratio 128); ratio 0 layers keep the window only. SGLang does not size
+//! these with a cell size: `model_executor/pool_configurator.py: DSV4PoolConfigurator`
+//! (chosen by `create_memory_pool_configurator` for `is_deepseek_v4` models, which are
+//! hybrid SWA) solves `available = fixed + full_tokens × bytes_per_full_token`, with a
+//! *fractional* coefficient and fixed request-scoped bytes (the C128 compress-state
+//! rings and, in cap mode, the whole SWA pool).
+//!
+//! Modelled path (0.5.21–0.5.23, checked against each release's own
+//! `DSV4PoolConfigurator` by `tests/it/kv_bytes.rs`): CUDA, `SGLANG_DSV4_KV_LAYOUT`
+//! `v4` (its default: `deepseek_v4_memory_pool.py: select_dsv4_kv_layout` →
+//! `KVLayout.V4`), `dsv4_attn_backend` `flashmla` (`deepseek_v4_hook.py:
+//! _default_dsv4_attention_backend` for every V4 — not V4.1 — checkpoint), no unified
+//! KV (`SGLANG_DSV4_UNIFIED_KV*` unset), fp32 compress state
+//! (`SGLANG_DSV4_COMPRESS_STATE_DTYPE`), no speculative decoding, no HiSparse, no PD
+//! disaggregation, no encoder SWA replay. `--kv-cache-dtype` does not change the
+//! bytes on this path (the V4 layout is fp8 nope + bf16 rope whatever it says).
+
+use serde::Serialize;
+
+/// `kv_layout.py: KVLayout.V4`: 448 fp8 nope + 64 bf16 rope = 576 data bytes, 8 scale
+/// bytes per token; a page is padded to a multiple of 576 (`page_align`).
+const V4_BYTES_PER_TOKEN: u64 = 576 + 8;
+const V4_PAGE_ALIGN: u64 = 576;
+/// `deepseek_v4_memory_pool.py: get_compress_state_ring_size` without speculative
+/// decoding: 8 rows per request for ratio 4, 128 for ratio 128.
+const C4_RING: u64 = 8;
+const C128_RING: u64 = 128;
+/// `SGLANG_DSV4_COMPRESS_STATE_DTYPE` default `float32`.
+const STATE_ITEMSIZE: u64 = 4;
+/// `environ.py: SGLANG_SWA_EVICTION_INTERVAL` default.
+const SWA_EVICTION_INTERVAL: u64 = 128;
+/// `pool_configurator.py: DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO` (and
+/// `model_overrides/deepseek_v4.py`'s `swa_full_tokens_ratio` default).
+pub const DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO: f64 = 0.1;
+/// `model_overrides/deepseek_v4.py: _deepseek_v4_overrides`: `page_size = 256` on CUDA
+/// (the attention backend asserts it).
+pub const DSV4_PAGE_SIZE: u64 = 256;
+/// `deepseek_v4_hook.py: apply_deepseek_v4_defaults`: `--max-running-requests` 256 when
+/// not given.
+pub const DSV4_DEFAULT_MAX_RUNNING_REQUESTS: u64 = 256;
+
+/// A DeepSeek-V4 attention geometry, as `configs/model_config.py` reads it for
+/// `DeepseekV4ForCausalLM` (`qk_nope_head_dim = head_dim - qk_rope_head_dim`,
+/// `window_size = sliding_window`, `index_head_dim`, `compress_ratios`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dsv4Geometry {
+    pub head_dim: u32,
+    pub qk_rope_head_dim: u32,
+    pub index_head_dim: u32,
+    pub sliding_window: u32,
+    /// `compress_ratios`, one per layer (the target model reads the first
+    /// `num_hidden_layers`; the last entry belongs to the MTP layer).
+    pub compress_ratios: Vec<u32>,
+    /// `num_hidden_layers`.
+    pub layers: u32,
+}
+
+/// The schedule figures the pools depend on (per attention-DP worker where SGLang
+/// divides).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Dsv4Schedule {
+    /// `--page-size` (256 unless given).
+    pub page_size: u64,
+    /// `--max-running-requests` (256 unless given).
+    pub max_running_requests: u64,
+    /// `--chunked-prefill-size` as resolved (cap mode needs it > 0).
+    pub chunked_prefill_size: i64,
+    /// `--swa-full-tokens-ratio` when the operator gave it (ratio mode); `None` is cap
+    /// mode.
+    pub operator_swa_full_tokens_ratio: Option<f64>,
+    pub attn_dp_size: u64,
+    pub disable_radix_cache: bool,
+    /// `--disable-overlap-schedule` (one prefill chunk in flight instead of two).
+    pub disable_overlap_schedule: bool,
+}
+
+impl Dsv4Schedule {
+    /// SGLang's schedule for DeepSeek-V4 with no flags given: page 256,
+    /// `--max-running-requests` 256, cap mode, the GPU's `--chunked-prefill-size`.
+    pub fn sglang_default(chunked_prefill_size: i64) -> Self {
+        Dsv4Schedule {
+            page_size: DSV4_PAGE_SIZE,
+            max_running_requests: DSV4_DEFAULT_MAX_RUNNING_REQUESTS,
+            chunked_prefill_size,
+            operator_swa_full_tokens_ratio: None,
+            attn_dp_size: 1,
+            disable_radix_cache: false,
+            disable_overlap_schedule: false,
+        }
+    }
+}
+
+/// The per-token coefficients of [`Dsv4Geometry`] under a schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Dsv4Coefficients {
+    /// One FlashMLA-layout latent slot: `qk_nope + 2 × qk_rope + 8`.
+    pub kv_bytes: u64,
+    /// Bytes one SWA slot costs across the layers (`_get_bytes_per_swa_token`).
+    pub bytes_per_swa_token: f64,
+    /// Bytes one full token costs (`_get_bytes_per_full_token`).
+    pub bytes_per_full_token: f64,
+    /// The SWA pool of cap mode (`_resolve_swa_cap_tokens`), fixed bytes.
+    pub swa_cap_tokens: Option<u64>,
+    /// The ratio SWA tokens follow in ratio mode.
+    pub swa_ratio: f64,
+    /// Layers with ratio 4 / 128.
+    pub c4_layers: u64,
+    pub c128_layers: u64,
+}
+
+/// The pools `calculate_pool_sizes` returns (`_DSV4PoolSizes`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Dsv4PoolSizes {
+    pub full: u64,
+    pub swa: u64,
+    pub c4: u64,
+    pub c128: u64,
+    pub c4_state: u64,
+    /// Fixed (request-scoped) bytes taken before the full pool.
+    pub fixed_bytes: u64,
+}
+
+fn ceil_align(x: u64, a: u64) -> u64 {
+    x.div_ceil(a.max(1)) * a.max(1)
+}
+
+/// `KVLayout.page_bytes(page) / page`: bytes per token of a paged V4 cache whose page
+/// holds `page` tokens (`_get_paged_kv_bytes_per_token`).
+fn paged_bytes_per_token(page: u64) -> f64 {
+    let page = page.max(1);
+    let raw = page * V4_BYTES_PER_TOKEN;
+    (raw.div_ceil(V4_PAGE_ALIGN) * V4_PAGE_ALIGN) as f64 / page as f64
+}
+
+impl Dsv4Geometry {
+    /// The geometry of a [`super::Attention::Dsv4`] model of `layers` layers.
+    pub fn of(a: &super::Attention, layers: u32) -> Option<Self> {
+        match a {
+            super::Attention::Dsv4 {
+                head_dim,
+                qk_rope_head_dim,
+                index_head_dim,
+                sliding_window,
+                compress_ratios,
+            } => Some(Dsv4Geometry {
+                head_dim: *head_dim,
+                qk_rope_head_dim: *qk_rope_head_dim,
+                index_head_dim: *index_head_dim,
+                sliding_window: *sliding_window,
+                compress_ratios: compress_ratios.clone(),
+                layers,
+            }),
+            _ => None,
+        }
+    }
+
+    /// Ratios of the target's layers `[0, num_hidden_layers)`
+    /// (`layer_setup.py: resolve_layer_indices`, PP 1).
+    fn stage(&self) -> &[u32] {
+        let n = (self.layers as usize).min(self.compress_ratios.len());
+        &self.compress_ratios[..n]
+    }
+
+    /// Checks what the modelled path supports: ratios 0 / 4 / 128 (ratios 1 and 2 are
+    /// DeepSeek-V4.1's, sized from `kv_source_layer_ids`).
+    pub fn check(&self) -> Result<(), String> {
+        if self.compress_ratios.len() < self.layers as usize {
+            return Err(format!(
+                "`compress_ratios` has {} entries for {} layers",
+                self.compress_ratios.len(),
+                self.layers
+            ));
+        }
+        if let Some(r) = self.stage().iter().find(|r| !matches!(r, 0 | 4 | 128)) {
+            return Err(format!(
+                "`compress_ratios` holds ratio {r}: DeepSeek-V4.1's ratio-1/2 layers (`kv_source_layer_ids`) are not modelled (ratios 0, 4 and 128 are)"
+            ));
+        }
+        if self.head_dim <= self.qk_rope_head_dim {
+            return Err("`head_dim` must exceed `qk_rope_head_dim`".into());
+        }
+        Ok(())
+    }
+
+    fn count(&self, ratio: u32) -> u64 {
+        self.stage().iter().filter(|&&r| r == ratio).count() as u64
+    }
+
+    /// `kv_bytes`: `qk_nope_head_dim + qk_rope_head_dim * 2 + 8` (FlashMLA layout).
+    pub fn kv_bytes(&self) -> u64 {
+        let rope = self.qk_rope_head_dim as u64;
+        (self.head_dim as u64 - rope) + 2 * rope + 8
+    }
+
+    /// `get_dsv4_indexer_bytes_per_token(index_head_dim, use_fp4_indexer=False)`:
+    /// `index_head_dim + index_head_dim // 128 * 4` (fp8 keys + fp32 scale per 128).
+    pub fn indexer_bytes_per_token(&self) -> u64 {
+        let d = self.index_head_dim as u64;
+        d + d / 128 * 4
+    }
+
+    /// The coefficients of `DSV4PoolConfigurator.__init__` (0.5.21–0.5.23).
+    ///
+    /// `bytes_per_swa_token = paged(page) × layers + ring4/page × (2·2·head_dim +
+    /// 2·2·index_head_dim) × 4 B × c4_layers`; `bytes_per_full_token = swa_ratio ×
+    /// bytes_per_swa_token + c4_layers × (paged(page/4)/4 + indexer/4) + c128_layers ×
+    /// paged(page/128)/128`, `swa_ratio` 0 in cap mode. Cap mode
+    /// (`_resolve_swa_cap_tokens`): no operator ratio, `max_running_requests` and
+    /// `chunked_prefill_size > 0` given: `ceil_align(compute_swa_request_cap + tails ×
+    /// (window + page), page)` with `tails = 4 × max_running_requests` (0 without radix
+    /// cache) and `compute_swa_request_cap = (window + eviction_interval + page + page)
+    /// × max(1, mrr // attn_dp) + chunks_in_flight × chunked_prefill_size + page`.
+    pub fn coefficients(&self, s: &Dsv4Schedule) -> Dsv4Coefficients {
+        let page = s.page_size.max(1);
+        let layers = self.stage().len() as u64;
+        let (c4_layers, c128_layers) = (self.count(4), self.count(128));
+        let head = self.head_dim as u64;
+        let idx = self.index_head_dim as u64;
+        let c4_state_bytes = 2 * 2 * head * STATE_ITEMSIZE;
+        let c4_indexer_state_bytes = 2 * 2 * idx * STATE_ITEMSIZE;
+        let c4_state_ratio = C4_RING as f64 / page as f64;
+        let bytes_per_swa_token = paged_bytes_per_token(page) * layers as f64
+            + c4_state_ratio * (c4_state_bytes + c4_indexer_state_bytes) as f64 * c4_layers as f64;
+        let mrr_per_worker = (s.max_running_requests / s.attn_dp_size.max(1)).max(1);
+        let window = self.sliding_window as u64;
+        let swa_cap_tokens =
+            if s.operator_swa_full_tokens_ratio.is_none() && s.chunked_prefill_size > 0 {
+                // `compute_swa_request_cap`, no speculative decoding (draft tokens 1,
+                // decode_alloc = page), not a PD decode worker.
+                let per_request = window + SWA_EVICTION_INTERVAL + page + page;
+                let in_flight = if s.disable_overlap_schedule { 1 } else { 2 };
+                let cap =
+                    per_request * mrr_per_worker + in_flight * s.chunked_prefill_size as u64 + page;
+                let tails = if s.disable_radix_cache {
+                    0
+                } else {
+                    4 * mrr_per_worker
+                };
+                Some(ceil_align(cap + tails * (window + page), page))
+            } else {
+                None
+            };
+        let swa_ratio = s
+            .operator_swa_full_tokens_ratio
+            .unwrap_or(DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO);
+        let coeff_ratio = if swa_cap_tokens.is_some() {
+            0.0
+        } else {
+            swa_ratio
+        };
+        // `_compressed_bytes_per_full_token`: ratio 4 `1/4 × paged(page/4) + 1/4 ×
+        // indexer`, ratio 128 `1/128 × paged(page/128)`; summed in dict order (4, 128).
+        let c4 =
+            0.25 * paged_bytes_per_token(page / 4) + 0.25 * self.indexer_bytes_per_token() as f64;
+        let c128 = (1.0 / 128.0) * paged_bytes_per_token(page / 128);
+        let mut compressed = 0.0;
+        if c4_layers > 0 {
+            compressed += c4 * c4_layers as f64;
+        }
+        if c128_layers > 0 {
+            compressed += c128 * c128_layers as f64;
+        }
+        Dsv4Coefficients {
+            kv_bytes: self.kv_bytes(),
+            bytes_per_swa_token,
+            bytes_per_full_token: coeff_ratio * bytes_per_swa_token + compressed,
+            swa_cap_tokens,
+            swa_ratio,
+            c4_layers,
+            c128_layers,
+        }
+    }
+
+    /// `DSV4PoolConfigurator.calculate_pool_sizes(available_bytes, page_size)`
+    /// (0.5.21–0.5.23): fixed bytes = the C128 compress-state rings
+    /// (`_get_c128_state_fixed_bytes`: `ceil((slots × 128 + 128 + 1) / 128) × 128` rows
+    /// of `2 × head_dim` fp32 per ratio-128 layer, `slots = max_running_requests + 1`)
+    /// plus, in cap mode, `swa_cap_tokens × bytes_per_swa_token`; `full =
+    /// int((available - fixed) / bytes_per_full_token) // page × page`; SWA = the cap,
+    /// or `int(full × ratio) // page × page` checked by `validate_swa_pool_size`; C4 =
+    /// `full // 4`, C128 = `full // 128`, C4 state = `swa // page × 8`. Then
+    /// `kv_cache_configurator.py: config_from_budget`: `--max-total-tokens` caps `full`
+    /// (page-aligned) and the pools are re-derived from it. Errors are SGLang's.
+    pub fn pool_sizes(
+        &self,
+        s: &Dsv4Schedule,
+        available_bytes: u64,
+        max_total_tokens: Option<u64>,
+    ) -> Result<Dsv4PoolSizes, String> {
+        self.check()?;
+        let page = s.page_size.max(1);
+        if !page.is_multiple_of(128) {
+            return Err(format!(
+                "page_size must be multiple of 128 for compressed attention (got {page})"
+            ));
+        }
+        let co = self.coefficients(s);
+        let mrr_per_worker = (s.max_running_requests / s.attn_dp_size.max(1)).max(1);
+        let c128_fixed = if co.c128_layers > 0 {
+            let slots = mrr_per_worker + 1;
+            let rows = (slots * C128_RING + C128_RING + 1).div_ceil(128) * 128;
+            rows * 2 * self.head_dim as u64 * STATE_ITEMSIZE * co.c128_layers
+        } else {
+            0
+        };
+        let swa_fixed = co
+            .swa_cap_tokens
+            .map(|t| t as f64 * co.bytes_per_swa_token)
+            .unwrap_or(0.0);
+        let fixed = c128_fixed as f64 + swa_fixed;
+        let for_tokens = (available_bytes as f64 - fixed).max(0.0);
+        let mut full = (for_tokens / co.bytes_per_full_token) as u64 / page * page;
+        // No ratio-1/2 layers: `_get_low_ratio_kv_padding_bytes` is 0.
+        while full > 0 && full as f64 * co.bytes_per_full_token > for_tokens {
+            full -= page;
+        }
+        if full == 0 && co.swa_cap_tokens.is_some() {
+            return Err(format!(
+                "The DSV4 SWA pool cap ({} tokens, {:.2} GB) leaves no room for the full KV pool within the available {:.2} GB. Reduce --max-running-requests, lower --swa-prefix-tails or SGLANG_SWA_EVICTION_INTERVAL, or increase --mem-fraction-static.",
+                co.swa_cap_tokens.unwrap_or(0),
+                swa_fixed / (1u64 << 30) as f64,
+                available_bytes as f64 / (1u64 << 30) as f64
+            ));
+        }
+        if let Some(m) = max_total_tokens {
+            let capped = full.min(m) / page * page;
+            full = capped;
+        }
+        let swa = match co.swa_cap_tokens {
+            Some(cap) => cap,
+            None => {
+                let t = (full as f64 * co.swa_ratio) as u64 / page * page;
+                let window = self.sliding_window as u64;
+                if window + page >= t {
+                    return Err(format!(
+                        "SWA pool ({t} tokens) cannot hold even one request: the prefill admission floor is sliding_window_size ({window}) + page_size ({page}). Increase --swa-full-tokens-ratio or the total KV budget."
+                    ));
+                }
+                t
+            }
+        };
+        Ok(Dsv4PoolSizes {
+            full,
+            swa,
+            c4: full / 4,
+            c128: full / 128,
+            c4_state: swa / page * C4_RING,
+            fixed_bytes: fixed as u64,
+        })
+    }
+}
+
+/// `--chunked-prefill-size`'s default by GPU memory (`arg_groups/memory_hook.py:
+/// _handle_gpu_memory_settings`, 0.5.23; `server_args.py` in earlier releases): under
+/// 20 GiB 2048, under 60 GiB 4096, under 160 GiB 8192, else 16384 (`gpu_mem` in MiB
+/// as SGLang measures the device's total memory).
+pub fn default_chunked_prefill_size(gpu_memory_bytes: u64) -> i64 {
+    let mib = gpu_memory_bytes >> 20;
+    if mib < 20 * 1024 {
+        2048
+    } else if mib < 60 * 1024 {
+        4096
+    } else if mib < 160 * 1024 {
+        8192
+    } else {
+        16384
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// DeepSeek-V4-Pro's geometry (aiconfigurator-core 0.12.0,
+    /// `deepseek-ai--DeepSeek-V4-Pro_config.json`): head_dim 512, rope 64, index 128,
+    /// window 128, 61 layers, ratios [128, 128, then 4/128 alternating, …, 4 | 0 MTP].
+    fn pro() -> Dsv4Geometry {
+        let mut r = vec![128, 128];
+        for l in 2..61 {
+            r.push(if l % 2 == 0 { 4 } else { 128 });
+        }
+        r.push(0);
+        Dsv4Geometry {
+            head_dim: 512,
+            qk_rope_head_dim: 64,
+            index_head_dim: 128,
+            sliding_window: 128,
+            compress_ratios: r,
+            layers: 61,
+        }
+    }
+
+    fn sched() -> Dsv4Schedule {
+        Dsv4Schedule {
+            page_size: 256,
+            max_running_requests: 256,
+            chunked_prefill_size: 8192,
+            operator_swa_full_tokens_ratio: None,
+            attn_dp_size: 1,
+            disable_radix_cache: false,
+            disable_overlap_schedule: false,
+        }
+    }
+
+    #[test]
+    fn pro_coefficients_by_hand() {
+        let g = pro();
+        let c = g.coefficients(&sched());
+        // 30 ratio-4 layers (even 2..60), 31 ratio-128 (0, 1 and odd 3..59).
+        assert_eq!((c.c4_layers, c.c128_layers), (30, 31));
+        // kv_bytes = 448 + 2·64 + 8 = 584.
+        assert_eq!(c.kv_bytes, 584);
+        // paged(256) = ceil(256·584/576)·576/256 = 260·576/256 = 585;
+        // c4 state: 8/256 · (2·2·512·4 + 2·2·128·4) = 320 per ratio-4 layer.
+        // 585·61 + 320·30 = 35,685 + 9,600 = 45,285.
+        assert_eq!(c.bytes_per_swa_token, 45_285.0);
+        // Cap mode: ratio 4 (585/4 + 132/4 = 179.25) × 30 + ratio 128 (paged(2) =
+        // ceil(1168/576)·576/2 = 864; 864/128 = 6.75) × 31 = 5,377.5 + 209.25.
+        assert_eq!(c.bytes_per_full_token, 5_586.75);
+        // (128 + 128 + 256 + 256) · 256 + 2 · 8192 + 256 = 213,248; tails 1024 ·
+        // (128 + 256) = 393,216; 606,464 is a multiple of 256.
+        assert_eq!(c.swa_cap_tokens, Some(606_464));
+    }
+
+    #[test]
+    fn pro_pool_sizes_by_hand() {
+        let g = pro();
+        // Fixed: C128 rows ceil((257·128 + 129)/128)·128 = 33,152 × 1024 × 4 B × 31 =
+        // 4,209,508,352; SWA cap 606,464 × 45,285 = 27,463,722,240.
+        // 100 GiB = 107,374,182,400 → 75,700,951,808 for tokens / 5,586.75 =
+        // 13,550,128.4 → 13,550,080 (page 256).
+        let p = g.pool_sizes(&sched(), 100 << 30, None).unwrap();
+        assert_eq!(p.fixed_bytes, 4_209_508_352 + 27_463_722_240);
+        assert_eq!(p.full, 13_550_080);
+        assert_eq!(p.swa, 606_464);
+        assert_eq!(p.c4, 3_387_520);
+        assert_eq!(p.c128, 105_860);
+        // 606,464 / 256 × 8.
+        assert_eq!(p.c4_state, 18_952);
+    }
+
+    #[test]
+    fn cap_larger_than_budget_is_sglangs_error() {
+        let e = pro().pool_sizes(&sched(), 20 << 30, None).unwrap_err();
+        assert!(e.contains("The DSV4 SWA pool cap (606464 tokens"), "{e}");
+    }
+
+    #[test]
+    fn ratio_four_one_is_refused() {
+        let mut g = pro();
+        g.compress_ratios[5] = 2;
+        assert!(g.check().unwrap_err().contains("ratio 2"));
+    }
+}
