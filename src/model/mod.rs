@@ -32,5 +32,6 @@ pub use kv_default::{resolve_kv_dtype, sm_major};
 pub use parallel::ParallelLayout;
 pub use presets::{ModelPreset, model_preset, model_presets};
 pub use resolve::{
-    ModelQuery, ModelSource, ResolvedModel, preset_for_path, preset_from_config, resolve,
+    LOAD_BYTES_PER_LAYER, ModelQuery, ModelSource, ResolvedModel, preset_for_path,
+    preset_from_config, resolve,
 };

@@ -88,7 +88,26 @@ impl ResolvedModel {
     pub fn weights_per_rank(&self, layout: &ParallelLayout) -> Option<u64> {
         Some(self.part_bytes()?.per_rank(layout))
     }
+
+    /// What `Load weight end … mem usage=` reports on one rank: [`Self::weights_per_rank`]
+    /// plus [`LOAD_BYTES_PER_LAYER`] for each decoder layer the rank holds. `None` for a
+    /// preset.
+    pub fn weights_as_loaded(&self, layout: &ParallelLayout) -> Option<u64> {
+        let layers = (self.hf.as_ref()?.layers as u64).div_ceil(layout.pp_size.max(1) as u64);
+        Some(self.weights_per_rank(layout)? + layers * LOAD_BYTES_PER_LAYER)
+    }
 }
+
+/// Device memory the load takes per decoder layer on each rank beyond the weights'
+/// bytes. `Load weight end … mem usage=` is the drop in free device memory across
+/// `model_executor/model_runner.py: load_model` (`get_available_gpu_memory` after
+/// `torch.cuda.empty_cache()`), and PyTorch's caching allocator rounds each tensor
+/// above 1 MiB up to 2 MiB (`c10/cuda/CUDACachingAllocator.cpp: round_size`,
+/// `kRoundLarge`): 1 MiB a tensor on average, four large tensors a layer (fused QKV,
+/// O, gate_up / w13, down / w2). Calibrated on the log corpus's logged weights
+/// (`tests/log_corpus/README.md`: QwQ-32B TP4 +0.28 GiB over the checkpoint share, 64
+/// layers x 4 MiB = 0.25; Llama-3.1-8B TP1 +0.15 and +0.13 GiB, 32 x 4 MiB = 0.125).
+pub const LOAD_BYTES_PER_LAYER: u64 = 4 << 20;
 
 /// The answer for a model this simulator cannot find or read: the nearest preset or
 /// catalogue name, the presets, and the three ways to describe a model.

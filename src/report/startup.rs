@@ -565,8 +565,7 @@ fn device_profile_line(s: &Scenario) -> String {
         .map(|b| b.0)
         .unwrap_or_else(|| s.node.gpu_reserved_for(s.layout.world_size()));
     let weights = s
-        .model
-        .weights_per_rank(&s.layout, s.startup.weight_load.quantization.as_deref())
+        .weights_per_rank()
         .map(|w| format!("{:.2} GiB", w as f64 / GIB))
         .unwrap_or_else(|_| "?".into());
     format!(

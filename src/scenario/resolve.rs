@@ -47,6 +47,26 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// Weights on one rank as the start-up loads them: a config-described model's bytes
+    /// by part as SGLang shards them plus what the load adds per layer
+    /// ([`crate::model::ResolvedModel::weights_as_loaded`]); a preset (or a
+    /// `startup.weight_load.quantization` other than the config's own) its checkpoint /
+    /// (tp × pp).
+    pub fn weights_per_rank(&self) -> Result<u64, String> {
+        let quant = self.startup.weight_load.quantization.as_deref();
+        let own = self
+            .resolved_model
+            .quantization
+            .as_ref()
+            .map(|q| q.format.key());
+        if (quant.is_none() || quant == own)
+            && let Some(w) = self.resolved_model.weights_as_loaded(&self.layout)
+        {
+            return Ok(w);
+        }
+        self.model.weights_per_rank(&self.layout, quant)
+    }
+
     /// Loads, overrides and resolves `path`.
     pub fn load(path: &str, sets: &[String]) -> Result<Scenario, InputError> {
         let loaded = super::load::load_file(path, sets)?;

@@ -218,8 +218,7 @@ impl StartupPlan {
         let page_size = s.server.page_size.max(1) as u64;
         let quant = s.startup.weight_load.quantization.as_deref();
         let weights_per_rank = s
-            .model
-            .weights_per_rank(&s.layout, quant)
+            .weights_per_rank()
             .map_err(|m| ("startup.weight_load.quantization".to_string(), m))?;
         // Device memory gone before the load (CUDA context, communicators): the
         // scenario's `startup.gpu_reserved`, else the node preset's measured figure.

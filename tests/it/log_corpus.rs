@@ -18,8 +18,8 @@ use std::path::Path;
 
 use hicache_sim::hardware::node_preset;
 use hicache_sim::model::{
-    DevicePoolInputs, KvDtype, MemFractionInputs, ModelPreset, ParallelLayout,
-    mem_fraction_static_default, profile_rest_gib,
+    Attention, DevicePoolInputs, KvDtype, MemFractionInputs, ModelPreset, ModelQuery,
+    ParallelLayout, ResolvedModel, mem_fraction_static_default, profile_rest_gib, resolve,
 };
 use hicache_sim::pools::{PoolSetInputs, SpecDraft, device_pools};
 use hicache_sim::release::Release;
@@ -35,8 +35,36 @@ struct Sglang {
 #[derive(Debug, Deserialize)]
 struct ModelBlock {
     id: String,
+    /// A catalogue id of the same architecture when `id` is not in the catalogue
+    /// (`Qwen/QwQ-32B` is `Qwen/Qwen2.5-32B`'s config): a fact the case records.
+    #[serde(default)]
+    catalogue: Option<String>,
+    /// models.yaml format, for a model neither `id` nor `catalogue` resolves.
     #[serde(default)]
     preset: Option<ModelPreset>,
+}
+
+/// The model of a case as the simulator reads it: `model::resolve` on `catalogue` (else
+/// `id`) as a `--model-path`, else the case's own `preset`.
+fn resolved(c: &Case) -> Option<(ModelPreset, Option<ResolvedModel>)> {
+    let path = c.model.catalogue.as_deref().unwrap_or(&c.model.id);
+    match resolve(&ModelQuery {
+        model_path: Some(path),
+        ..Default::default()
+    }) {
+        Ok(r) => {
+            let mut m = r.preset.clone();
+            // A preset picked by name takes the path's checkpoint format (`-FP8`), as
+            // the scenario does.
+            if let Some(q) = hicache_sim::model::quant::suffix_of(path)
+                && m.checkpoint.contains_key(q.format.key())
+            {
+                m.default_quant = q.format.key().to_string();
+            }
+            Some((m, Some(r)))
+        }
+        Err(_) => c.model.preset.clone().map(|p| (p, None)),
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -78,12 +106,20 @@ struct Bounds {
 struct Case {
     source: String,
     sglang: Sglang,
-    node: String,
+    /// The node preset the simulation runs on (none when the GPU is unknown).
+    #[serde(default)]
+    node: Option<String>,
     model: ModelBlock,
     flags: Flags,
     logged: Logged,
     #[serde(default)]
     bounds: Bounds,
+    /// Why the simulation is not run on this log (a release whose rules are not
+    /// modelled and whose log does not print the fraction, an unknown GPU or model): the
+    /// case still checks the rule where it can and counts in the corpus, not in the
+    /// simulation's error statistic.
+    #[serde(default)]
+    not_simulated: Option<String>,
 }
 
 /// One row of the README table.
@@ -144,10 +180,10 @@ fn run(name: &str, c: &Case) -> Row {
         enable_dp_attention: c.flags.enable_dp_attention,
         nnodes: 1,
     };
-    let node = node_preset(&c.node).unwrap_or_else(|e| panic!("{name}: {e}"));
     let dtype = kv_dtype(c.flags.kv_cache_dtype.as_deref());
     let page = c.flags.page_size.unwrap_or(1);
     let draft = c.flags.speculative_mtp_layers.unwrap_or(0);
+    let model = resolved(c);
     let mut row = Row {
         name: name.to_string(),
         logged_tokens: c.logged.max_total_num_tokens,
@@ -184,16 +220,32 @@ fn run(name: &str, c: &Case) -> Row {
                 (min - want).abs() < 5e-4,
                 "{name}: minimum viable fraction {min:.4} vs logged {want}"
             );
-        } else if let Some(m) = &c.model.preset {
+        } else if let Some((m, _)) = &model {
             row.profile_tokens = Some(tokens(m, &layout, dtype, dev, draft));
         }
     }
 
     // Simulation: node preset, release default or flag, weights per rank.
-    if let Some(m) = &c.model.preset {
+    if let (Some((m, r)), None) = (&model, &c.not_simulated) {
+        let node = c
+            .node
+            .as_deref()
+            .map(|n| node_preset(n).unwrap_or_else(|e| panic!("{name}: {e}")))
+            .unwrap_or_else(|| panic!("{name}: a simulated case needs `node:`"));
         let world = layout.world_size();
         let free = node.gpu_memory.0 - node.gpu_reserved_for(world);
-        let weights = m.weights_per_rank(&layout, None).unwrap();
+        // As the start-up loads them (`Scenario::weights_per_rank`): by part plus the
+        // load's per-layer bytes for a config-read model, else the preset's checkpoint /
+        // (tp × pp).
+        let weights = r
+            .as_ref()
+            .and_then(|r| r.weights_as_loaded(&layout))
+            .unwrap_or_else(|| m.weights_per_rank(&layout, None).unwrap());
+        let (use_mla, is_dsa) = match m.attention {
+            Attention::Mla { .. } | Attention::HybridMla { .. } => (true, false),
+            Attention::MlaDsa { .. } => (true, true),
+            _ => (false, false),
+        };
         let fraction = c.flags.mem_fraction_static.unwrap_or_else(|| {
             match (
                 predates_modelled(&c.sglang.version),
@@ -207,8 +259,8 @@ fn run(name: &str, c: &Case) -> Row {
                         pp_size: layout.pp_size,
                         dp_size: layout.dp_size,
                         enable_dp_attention: layout.enable_dp_attention,
-                        use_mla: false,
-                        is_dsa: false,
+                        use_mla,
+                        is_dsa,
                         chunked_prefill_size: c.flags.chunked_prefill_size,
                         max_prefill_tokens: 16384,
                         cuda_graph_max_bs: c.flags.cuda_graph_max_bs,
@@ -234,6 +286,17 @@ fn run(name: &str, c: &Case) -> Row {
         row.sim_tokens = Some(tokens(m, &layout, dtype, dev, draft));
         row.sim_weights = Some(weights as f64 / GIB);
         row.sim_fraction = Some(fraction);
+    }
+    // Weights only (a log whose pool was not sized): the weights as loaded.
+    if row.sim_weights.is_none()
+        && c.logged.weights_gib.is_some()
+        && let Some((m, r)) = &model
+        && r.is_some()
+    {
+        let w = r.as_ref().and_then(|r| r.weights_as_loaded(&layout));
+        row.sim_weights = w
+            .or_else(|| m.weights_per_rank(&layout, None).ok())
+            .map(|w| w as f64 / GIB);
     }
     row
 }
@@ -302,7 +365,11 @@ fn every_case_within_its_recorded_bounds() {
             r.name,
             r.logged_tokens
                 .map(|t| t.to_string())
-                .unwrap_or("refused".into()),
+                .unwrap_or(if c.logged.refused {
+                    "refused".into()
+                } else {
+                    "–".into()
+                }),
             r.profile_tokens
                 .map(|t| t.to_string())
                 .unwrap_or("–".into()),
@@ -336,6 +403,11 @@ fn every_case_within_its_recorded_bounds() {
                 )),
                 _ => {}
             }
+        }
+        if e_sim.is_none() && c.not_simulated.is_none() && !c.logged.refused {
+            problems.push(format!(
+                "{name}: not simulated (no model, or no tokens logged) and no `not_simulated` reason"
+            ));
         }
         profile_errs.extend(e_prof.map(f64::abs));
         sim_errs.extend(e_sim.map(f64::abs));
