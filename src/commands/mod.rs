@@ -74,9 +74,7 @@ impl From<crate::sweep::SweepError> for CommandError {
             E::Merge(_) | E::Mismatch { .. } | E::Journal { .. } => {
                 CommandError::Usage(e.to_string())
             }
-            E::Io { .. } | E::Pool(_) | E::Locked(_) | E::Plot(_) => {
-                CommandError::Other(e.to_string())
-            }
+            E::Io { .. } | E::Pool(_) | E::Locked(_) => CommandError::Other(e.to_string()),
         }
     }
 }

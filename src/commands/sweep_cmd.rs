@@ -133,8 +133,13 @@ pub fn sweep(mut a: SweepArgs) -> CmdResult {
     opts.resume = a.resume;
     opts.quiet = a.quiet;
     opts.plots = true;
+    opts.plot_files = crate::report::plot::default_plot_names(&axes_of(&points));
     opts.shard = a.shard.as_deref().map(Shard::parse).transpose()?;
-    let summary = sweep::run(&points, &runner, &opts)?;
+    let mut summary = sweep::run(&points, &runner, &opts)?;
+    let plots = match summary.plot_data.take() {
+        Some(d) => draw_default_plots(d)?,
+        None => Vec::new(),
+    };
     eprintln!(
         "{} points ({} owned, {} computed, {} resumed, {} with errors) in {:.2} s{}",
         summary.points_total,
@@ -155,7 +160,7 @@ pub fn sweep(mut a: SweepArgs) -> CmdResult {
             "{replays} distinct replays for {asked} replaying points (the others share a replay: same resolved replay config and trace)"
         );
     }
-    for p in &summary.plots {
+    for p in &plots {
         for f in &p.files {
             eprintln!("plot: {}", f.display());
         }
@@ -293,6 +298,32 @@ pub fn plot(a: PlotArgs) -> CmdResult {
         }
     }
     Ok(0)
+}
+
+/// A sweep's axis paths, in CSV order.
+fn axes_of(points: &[sweep::Point]) -> Vec<String> {
+    points
+        .first()
+        .map(|p| p.values.iter().map(|(k, _)| k.clone()).collect())
+        .unwrap_or_default()
+}
+
+/// The default plots of a complete sweep, drawn next to its CSV and recorded as the
+/// run's files. Any failure is exit 3 (the CSV is written and stays).
+pub fn draw_default_plots(
+    mut d: sweep::PlotData,
+) -> Result<Vec<crate::report::plot::PlotInfo>, CommandError> {
+    use crate::report::plot::{Table, default_plots};
+    let failed = |e: crate::report::plot::PlotError| CommandError::Other(e.to_string());
+    let table = Table::from_csv(&d.csv, &d.csv_path.display().to_string()).map_err(failed)?;
+    let dir = d.outdir.dir().to_path_buf();
+    let plots = default_plots(&table, &d.axes, &dir).map_err(failed)?;
+    for f in plots.iter().flat_map(|p| &p.files) {
+        d.outdir
+            .record(f, false)
+            .map_err(|e| crate::sweep::SweepError::io(f, e))?;
+    }
+    Ok(plots)
 }
 
 /// A plot failure: exit 3 when writing failed (I/O, drawing, the font), exit 2 when the

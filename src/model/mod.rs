@@ -10,6 +10,7 @@
 
 pub mod catalogue;
 mod device_pool;
+mod draft;
 pub mod dsv4;
 mod dtype;
 mod geometry;
@@ -26,6 +27,7 @@ pub use device_pool::{
     mem_fraction_static_default, prefill_cuda_graph_batch_count, profile_rest_gib,
     tokens_from_rest,
 };
+pub use draft::mtp_draft;
 pub use dtype::KvDtype;
 pub use geometry::{Attention, LinearState, PoolGeometry};
 pub use hf_config::{ConfigFiles, HfModel, read_model};

@@ -5,6 +5,7 @@
 pub mod replay_memo;
 mod row;
 
+pub use crate::runtime::apply_overrides;
 pub use row::{COLUMNS, point_row};
 
 use serde_json::{Map, Value};
@@ -86,40 +87,6 @@ pub fn replay_config(
     }
     derived.extend(overrides.clone());
     apply_overrides(cfg, &derived).map_err(|e| e.to_string())
-}
-
-/// `cfg` with `overrides` (`runtime.replay` keys: field name → value) applied field by
-/// field; an unknown field is an error naming the nearest real one.
-pub fn apply_overrides(
-    cfg: ReplayConfig,
-    overrides: &Map<String, Value>,
-) -> Result<ReplayConfig, InputError> {
-    let mut v = serde_json::to_value(&cfg).expect("config serializes");
-    let o = v.as_object_mut().expect("config serializes to a map");
-    for (k, val) in overrides {
-        if !o.contains_key(k) {
-            let hint = crate::error::nearest(k, o.keys().map(String::as_str))
-                .map(|n| format!(" (did you mean `{n}`?)"))
-                .unwrap_or_default();
-            return Err(
-                InputError::new("runtime.replay", format!("unknown key `{k}`{hint}"))
-                    .field(format!("runtime.replay.{k}")),
-            );
-        }
-        // YAML 1.1 reads a bare `timing: off` as a boolean.
-        let val = match (k.as_str(), val) {
-            ("timing", Value::Bool(b)) => Value::String(if *b { "on" } else { "off" }.into()),
-            _ => val.clone(),
-        };
-        o.insert(k.clone(), val);
-    }
-    let cfg: ReplayConfig = serde_path_to_error::deserialize(v).map_err(|e| {
-        let f = format!("runtime.replay.{}", e.path());
-        InputError::new("runtime.replay", e.into_inner().to_string()).field(f)
-    })?;
-    cfg.validate()
-        .map_err(|e| InputError::new("runtime.replay", e.to_string()))?;
-    Ok(cfg)
 }
 
 /// Replays the section's trace (or generator) under `cfg`.

@@ -26,6 +26,7 @@
 pub mod config;
 pub mod cost;
 pub mod metrics;
+mod overrides;
 mod session;
 mod timed;
 pub mod transfer;
@@ -33,6 +34,7 @@ mod untimed;
 
 pub use config::{CallPattern, ReplayConfig, Timing};
 pub use metrics::{ReplayMetrics, TimelinePoint, definitions};
+pub use overrides::apply_overrides;
 pub use timed::RequestTime;
 
 use crate::workload::Request;

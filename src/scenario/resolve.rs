@@ -115,7 +115,7 @@ fn check_runtime(rt: &super::RuntimeSection) -> Result<(), (String, String)> {
     }
     // Each `runtime.replay` key and its type (the values the start-up derives come later).
     if let Err(e) =
-        crate::pipeline::apply_overrides(crate::runtime::ReplayConfig::default(), &rt.replay)
+        crate::runtime::apply_overrides(crate::runtime::ReplayConfig::default(), &rt.replay)
         && let Some(field) = e.field
     {
         return Err((field, e.message));
@@ -399,8 +399,8 @@ pub fn resolve_file(
     notes.extend(resolved.note.clone());
     notes.extend(quant_note);
     notes.extend(release_notes);
-    // Issue 11: which MTP draft the host pools carry (`crate::pools::spec_draft`).
-    if let (_, Some(n)) = crate::pools::spec_draft(s, &model) {
+    // Issue 11: which MTP draft the host pools carry (`crate::model::mtp_draft`).
+    if let (_, Some(n)) = crate::model::mtp_draft(s, &model) {
         notes.push(n);
     }
     if let Some(p) = &f.startup.pin.steps

@@ -6,7 +6,9 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::{MonteCarlo, Outcome, RankResult, Scratch, StartupPlan, simulate};
+use super::montecarlo::MonteCarlo;
+use super::plan::StartupPlan;
+use super::sim::{Outcome, RankResult, Scratch, simulate};
 use crate::scenario::Scenario;
 use crate::units::{fmt_gb, secs};
 
@@ -170,7 +172,7 @@ impl Failure {
 }
 
 /// The first failure of a Monte Carlo: run 0's (`mc.first_run`), else the first run in
-/// `1..runs` with a rank that did not start (the same streams as [`super::run`]: run `i`
+/// `1..runs` with a rank that did not start (the same streams as [`super::montecarlo::run`]: run `i`
 /// draws from stream `i` of `seed`), scanned only when some run failed.
 pub fn first_failure(plan: &StartupPlan, mc: &MonteCarlo, seed: u64, runs: u64) -> Option<Failure> {
     if let Some(f) = Failure::of(0, &mc.first_run) {

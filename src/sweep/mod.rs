@@ -21,7 +21,7 @@ pub mod shard;
 
 pub use merge::{merge, merge_to};
 pub use row::{Row, value_cell};
-pub use run::{RunOptions, Runner, SweepSummary, run};
+pub use run::{PlotData, RunOptions, Runner, SweepSummary, run};
 pub use shard::Shard;
 
 use std::path::{Path, PathBuf};
@@ -52,8 +52,6 @@ pub enum SweepError {
     Pool(String),
     #[error(transparent)]
     Input(#[from] crate::error::InputError),
-    #[error(transparent)]
-    Plot(#[from] crate::report::plot::PlotError),
 }
 
 impl SweepError {

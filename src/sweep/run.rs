@@ -42,9 +42,13 @@ pub struct RunOptions {
     /// Compute at most this many points in this invocation, then stop as if interrupted
     /// (journal kept, no final CSV). For chunked runs and for tests.
     pub stop_after: Option<usize>,
-    /// Draw the default plots (`report::plot::default_plots`) next to the final CSV of a
-    /// complete, unsharded run (a merged run gets them from `hicache-sim plot`).
+    /// Hand the final CSV of a complete, unsharded run back as [`PlotData`], for the
+    /// caller to draw the default plots from (a merged run gets them from `hicache-sim
+    /// plot`).
     pub plots: bool,
+    /// The names of the files the caller writes in the folder from the [`PlotData`]:
+    /// refused as inputs before anything is written, as the CSV and the journal are.
+    pub plot_files: Vec<String>,
     /// The resolved base scenario, flattened, with trace content hashes
     /// ([`journal::Header::scenario`]): part of the fingerprint.
     pub scenario: std::collections::BTreeMap<String, String>,
@@ -66,6 +70,7 @@ impl RunOptions {
             columns,
             stop_after: None,
             plots: false,
+            plot_files: Vec::new(),
             scenario: Default::default(),
             holder: "hicache-sim sweep".into(),
             inputs: Vec::new(),
@@ -73,8 +78,20 @@ impl RunOptions {
     }
 }
 
+/// The final CSV of a complete, unsharded run, with the folder still held: what the
+/// default plots are drawn from, and where the files drawn are recorded
+/// ([`crate::output::OutputDir::record`]) so that the next run removes them.
+#[derive(Debug)]
+pub struct PlotData {
+    pub csv: Vec<u8>,
+    pub csv_path: PathBuf,
+    /// The sweep's axis paths, in CSV order.
+    pub axes: Vec<String>,
+    pub outdir: crate::output::OutputDir,
+}
+
 /// What a run did.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct SweepSummary {
     /// Points in the whole sweep.
     pub points_total: usize,
@@ -96,8 +113,8 @@ pub struct SweepSummary {
     /// Wall time of this invocation (for the points-per-second figure only; never in
     /// any output file).
     pub elapsed: std::time::Duration,
-    /// The plots drawn (with `RunOptions::plots`).
-    pub plots: Vec<crate::report::plot::PlotInfo>,
+    /// What to draw the plots from (with `RunOptions::plots`).
+    pub plot_data: Option<PlotData>,
 }
 
 /// The last column of a shard's CSV: the [`fingerprint`] of the whole sweep (the same
@@ -239,7 +256,7 @@ pub fn run(
         .iter()
         .map(|(w, p)| (w.as_str(), p.as_path()))
         .collect();
-    for name in output_names(&stem, &header[1..1 + n_axes]) {
+    for name in output_names(&stem).iter().chain(&opts.plot_files) {
         crate::output::refuse_input_as_output("--out", &opts.out_dir.join(&name), &inputs)?;
     }
     // One run per folder: a second sweep into it fails at once, naming the first.
@@ -394,7 +411,7 @@ pub fn run(
     }
     errors.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     let complete = rows.len() == owned.len();
-    let mut plots = Vec::new();
+    let mut plot_data = None;
     let csv = if complete {
         let bytes = match opts.shard {
             // A shard's rows name their sweep, so `merge` can refuse shards of another
@@ -420,13 +437,12 @@ pub fn run(
             .record(&csv_path, false)
             .map_err(|e| SweepError::io(&csv_path, e))?;
         if opts.plots && opts.shard.is_none() {
-            let table =
-                crate::report::plot::Table::from_csv(&bytes, &csv_path.display().to_string())?;
-            let axes = &header[1..1 + n_axes];
-            plots = crate::report::plot::default_plots(&table, axes, &opts.out_dir)?;
-            for f in plots.iter().flat_map(|p| &p.files) {
-                outdir.record(f, false).map_err(|e| SweepError::io(f, e))?;
-            }
+            plot_data = Some(PlotData {
+                csv: bytes,
+                csv_path: csv_path.clone(),
+                axes: header[1..1 + n_axes].to_vec(),
+                outdir,
+            });
         }
         Some(csv_path)
     } else {
@@ -443,25 +459,14 @@ pub fn run(
         csv,
         journal: journal_path,
         elapsed: t0.elapsed(),
-        plots,
+        plot_data,
     })
 }
 
-/// Every file name a run of `stem` with these axes may write in its folder: the CSV, the
-/// journal and the default plots (`report::plot::default_plots`).
-fn output_names(stem: &str, axes: &[String]) -> Vec<String> {
-    let mut v = vec![format!("{stem}.csv"), format!("{stem}.journal.jsonl")];
-    let mut stems: Vec<String> = axes
-        .iter()
-        .map(|a| format!("hit_rate_vs_{}", crate::report::plot::short(a)))
-        .collect();
-    stems.push("outcome_map".into());
-    stems.push("budget_vs_request".into());
-    for s in stems {
-        v.push(format!("{s}.png"));
-        v.push(format!("{s}.svg"));
-    }
-    v
+/// The file names a run of `stem` writes in its folder: the CSV and the journal (the
+/// caller's plots are [`RunOptions::plot_files`]).
+fn output_names(stem: &str) -> [String; 2] {
+    [format!("{stem}.csv"), format!("{stem}.journal.jsonl")]
 }
 
 /// Write `path` via a temporary file and a rename, so a reader never sees half a CSV

@@ -244,9 +244,14 @@ fn a_complete_sweep_draws_its_default_plots() {
             r.with("hit_rate_total", h)
         })
     };
-    let s = sweep::run(&pts, &with_total, &o).unwrap();
-    let names: Vec<String> = s
-        .plots
+    let mut s = sweep::run(&pts, &with_total, &o).unwrap();
+    // The sweep hands its CSV back; the command draws (and records) the plots.
+    let data = s
+        .plot_data
+        .take()
+        .expect("a complete unsharded run hands back its CSV");
+    let plots = hicache_sim::commands::sweep_cmd::draw_default_plots(data).unwrap();
+    let names: Vec<String> = plots
         .iter()
         .map(|i| {
             i.files[0]

@@ -494,6 +494,21 @@ pub(crate) fn pick_axes(t: &Table, axes: &[String]) -> (Option<String>, Option<S
     (x.cloned(), group.cloned())
 }
 
+/// Every file name [`default_plots`] may write for a sweep of these axes (each figure
+/// as PNG and SVG).
+pub fn default_plot_names(axes: &[String]) -> Vec<String> {
+    let mut stems: Vec<String> = axes
+        .iter()
+        .map(|a| format!("hit_rate_vs_{}", short(a)))
+        .collect();
+    stems.push("outcome_map".into());
+    stems.push("budget_vs_request".into());
+    stems
+        .into_iter()
+        .flat_map(|s| [format!("{s}.png"), format!("{s}.svg")])
+        .collect()
+}
+
 /// The default plots for a given x and group.
 pub(crate) fn plots_for(
     t: &Table,

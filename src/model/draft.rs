@@ -1,0 +1,49 @@
+//! The speculative draft a scenario's flags and its model give: how many of the model's
+//! own MTP (NextN) layers the host pools mirror, and a note on what is not modelled.
+//! Below `scenario` (which notes it) and `pools` (which sizes it).
+
+use super::geometry::Attention;
+use super::presets::ModelPreset;
+use crate::domain::ServerArgs;
+
+/// The MTP draft layers whose KV the host pools carry (0: none), and a note on what is
+/// left out.
+///
+/// NextN / EAGLE with the model's own MTP layers ([`ServerArgs::mtp_draft_layers`]) on a
+/// plain MHA / MLA / DSA model; drafts of sliding-window and hybrid models (their draft
+/// SWA / state layers), EAGLE3, STANDALONE and separate draft models are not modelled.
+pub fn mtp_draft(server: &ServerArgs, model: &ModelPreset) -> (u32, Option<String>) {
+    let Some(algo) = &server.speculative_algorithm else {
+        return (0, None);
+    };
+    let layers = server.mtp_draft_layers(model.mtp_layers);
+    let swa_or_hybrid = matches!(
+        model.attention,
+        Attention::GqaSwa { .. }
+            | Attention::GqaLinear { .. }
+            | Attention::GqaState { .. }
+            | Attention::HybridMla { .. }
+    );
+    if layers > 0 && swa_or_hybrid {
+        return (
+            0,
+            Some(format!(
+                "warning: --speculative-algorithm {algo}: MTP drafts of sliding-window / hybrid models are not modelled: the host pools hold the target's layers only (real host requests are larger) and the draft's device memory is left out (real device pools are smaller)"
+            )),
+        );
+    }
+    if layers > 0 {
+        return (
+            layers,
+            Some(format!(
+                "--speculative-algorithm {algo}: {layers} MTP draft layer(s) mirrored on the host per the release's rules (separate draft pool up to 0.5.17, packed into the target pools from 0.5.19) and charged to the device cell size; the draft's weights count only when set in the weights per rank"
+            )),
+        );
+    }
+    (
+        0,
+        Some(format!(
+            "warning: --speculative-algorithm {algo}: no MTP draft of the model's own layers (EAGLE3, STANDALONE, NGRAM, a separate draft model, or a model without MTP layers): draft KV on the host and draft device memory are not modelled"
+        )),
+    )
+}
