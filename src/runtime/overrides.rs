@@ -15,6 +15,11 @@ pub fn apply_overrides(
 ) -> Result<ReplayConfig, InputError> {
     let mut v = serde_json::to_value(&cfg).expect("config serializes");
     let o = v.as_object_mut().expect("config serializes to a map");
+    // `compute` is left out of the serialized config while it is the default (so
+    // outputs made before it existed keep their bytes); it is still a key to override.
+    o.entry("compute").or_insert_with(|| {
+        serde_json::to_value(super::cost::Compute::default()).expect("serializes")
+    });
     for (k, val) in overrides {
         if !o.contains_key(k) {
             let hint = crate::error::nearest(k, o.keys().map(String::as_str))

@@ -456,3 +456,35 @@ fn corpus_08_dsv4_flash_h20_eic() {
     assert!(err(hit.input_tok_s / off.input_tok_s, 1.108) < 0.03);
     assert!(hit.cache_hit_rate > 0.98, "{}", hit.cache_hit_rate);
 }
+
+#[test]
+fn scenario_runtime_replay_takes_compute() {
+    // `runtime.replay.compute` in a scenario reaches the replay config; a table that
+    // does not exist is refused with the tables that do.
+    let mut o = serde_json::Map::new();
+    o.insert("timing".into(), serde_json::json!("on"));
+    o.insert(
+        "compute".into(),
+        serde_json::json!({
+            "source": {"kind": "table", "node": "gb300", "model": "glm-5.2", "quant": "nvfp4", "tp": 4},
+            "chunked_prefill_size": 16384
+        }),
+    );
+    let c = hicache_sim::pipeline::apply_overrides(ReplayConfig::default(), &o).unwrap();
+    assert_eq!(c.compute.chunked_prefill_size, 16384);
+    assert!(matches!(
+        c.compute.source,
+        ComputeSource::Table { tp: 4, .. }
+    ));
+    o.insert(
+        "compute".into(),
+        serde_json::json!({"source": {"kind": "table", "node": "gb300", "model": "glm-5.2", "quant": "bf16", "tp": 4}}),
+    );
+    let e = hicache_sim::pipeline::apply_overrides(ReplayConfig::default(), &o)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("no cost table") && e.contains("glm-5.2 nvfp4 tp4"),
+        "{e}"
+    );
+}
