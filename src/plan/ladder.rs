@@ -122,18 +122,13 @@ fn replay_at(
         .first_run
         .iter()
         .all(|r| r.outcome == startup::Outcome::Started);
-    let rep = crate::report::startup::build(&s, &plan, &mc, prober.seed);
-    let bpt = rep
-        .host_pools
-        .first()
-        .and_then(|p| p.bytes_per_token)
-        .unwrap_or(0);
+    let bpt = plan.host_bytes_per_token();
     let tokens = match host_pool_tokens(&mc) {
         Some(t) if started => t,
         // `HostKVCache.__init__`'s pool for an explicit size (what SGLang would build).
         _ => {
             host_pool_size(
-                rep.device_pool_tokens,
+                plan.device_tokens,
                 HostPoolSizeArg::SizeGb(size_gb as f64),
                 s.server.page_size.max(1) as u64,
                 bpt,

@@ -20,8 +20,9 @@ pub mod text;
 use rayon::prelude::*;
 use serde::Serialize;
 
+pub use crate::startup::Failure;
 pub use ladder::{Ladder, LadderPoint, PolicyPoint};
-pub use probe::{Failure, Patch, Prober, StartProbe};
+pub use probe::{Patch, Prober, StartProbe};
 pub use recommend::Recommendation;
 pub use search::{FractionRow, Frontier, RatioPick, largest_passing};
 pub use sensitivity::Sensitivity;

@@ -8,12 +8,11 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::InputError;
-use crate::report::startup as report;
 use crate::scenario::Scenario;
 use crate::scenario::lines::LineIndex;
 use crate::scenario::load::{load_str, set_path, typed_from_value};
 use crate::scenario::resolve::{resolve, resolve_file};
-use crate::startup::{self, MonteCarlo, Outcome, StartupPlan};
+use crate::startup::{self, Failure, MonteCarlo, Outcome, StartupPlan};
 
 /// A scenario ready to be patched and started many times.
 #[derive(Debug, Clone)]
@@ -103,13 +102,11 @@ impl Prober {
 
     /// Starts the patched scenario `runs` times.
     pub fn start(&self, patches: &[Patch]) -> Result<StartProbe, String> {
-        let (s, plan) = self.plan(patches)?;
+        let (_, plan) = self.plan(patches)?;
         let mc = startup::run(&plan, self.seed, self.runs);
         PROBES_DONE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut p = StartProbe::of(&s, &plan, &mc, self.seed);
-        if p.failure.is_none() && p.start_probability < 1.0 {
-            p.failure = first_failure(&plan, self.seed, self.runs);
-        }
+        let mut p = StartProbe::of(&plan, &mc);
+        p.failure = startup::first_failure(&plan, &mc, self.seed, self.runs);
         Ok(p)
     }
 }
@@ -140,71 +137,30 @@ pub struct StartProbe {
     pub failure: Option<Failure>,
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct Failure {
-    pub run: u64,
-    pub rank: u32,
-    pub outcome: &'static str,
-    pub message: String,
-}
-
-impl Failure {
-    /// The first rank of a run that did not start.
-    fn of(run: u64, ranks: &[startup::RankResult]) -> Option<Failure> {
-        ranks
-            .iter()
-            .find(|r| r.outcome != Outcome::Started)
-            .map(|r| Failure {
-                run,
-                rank: r.rank,
-                outcome: r.outcome.id(),
-                message: r.message.clone().unwrap_or_default(),
-            })
-    }
-}
-
 impl StartProbe {
-    fn of(s: &Scenario, plan: &StartupPlan, mc: &MonteCarlo, seed: u64) -> StartProbe {
-        let rep = report::build(s, plan, mc, seed);
+    /// What run 0 and the Monte Carlo say (the failure is found apart: it may scan
+    /// further runs).
+    fn of(plan: &StartupPlan, mc: &MonteCarlo) -> StartProbe {
         let worst = mc
             .first_run
             .iter()
             .map(|r| r.outcome)
             .max()
             .unwrap_or(Outcome::Started);
-        let binding = rep
-            .ranks
-            .iter()
-            .filter(|r| r.margin_bytes.is_some())
-            .min_by_key(|r| r.margin_bytes);
-        let failure = Failure::of(0, &mc.first_run);
+        let binding = startup::binding_rank(&mc.first_run);
+        let clamp = |x: i128| x.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
         StartProbe {
             start_probability: mc.start_probability,
             refusal_probability: mc.refusal_probability,
             oom_probability: mc.oom_probability,
             outcome: worst.id(),
-            margin_bytes: binding.and_then(|r| r.margin_bytes),
-            budget_bytes: binding.and_then(|r| r.budget_bytes),
+            margin_bytes: binding.and_then(|r| r.margin_bytes).map(clamp),
+            budget_bytes: binding.and_then(|r| r.budget_bytes).map(clamp),
             requested_bytes: binding.and_then(|r| r.requested_bytes),
             host_pool_tokens: crate::pipeline::host_pool_tokens(mc),
-            device_pool_tokens: rep.device_pool_tokens,
-            pool_bytes_per_token: rep
-                .host_pools
-                .first()
-                .and_then(|p| p.bytes_per_token)
-                .unwrap_or(0),
-            failure,
+            device_pool_tokens: plan.device_tokens,
+            pool_bytes_per_token: plan.host_bytes_per_token(),
+            failure: None,
         }
     }
-}
-
-/// The first run in `1..runs` with a rank that did not start (the same streams as the
-/// Monte Carlo: run `i` draws from stream `i` of `seed`).
-fn first_failure(plan: &StartupPlan, seed: u64, runs: u64) -> Option<Failure> {
-    let mut scratch = startup::Scratch::default();
-    (1..runs).find_map(|i| {
-        let mut rng = crate::engine::stream(seed, i);
-        startup::simulate(plan, &mut rng, &mut scratch);
-        Failure::of(i, &scratch.results)
-    })
 }

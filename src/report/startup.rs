@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::domain::Choice;
 use crate::release::log_lines::{self, RenderContext};
 use crate::scenario::Scenario;
-use crate::startup::{MonteCarlo, Outcome, Quantiles, RankResult, RunOutcomes, StartupPlan};
+use crate::startup::{MonteCarlo, Quantiles, RankResult, RunOutcomes, StartupPlan};
 use crate::units::{fmt_gb, secs};
 
 /// The JSON document of `hicache-sim startup --format json`.
@@ -293,123 +293,12 @@ pub fn build(s: &Scenario, plan: &StartupPlan, mc: &MonteCarlo, seed: u64) -> St
         },
         verdict: String::new(),
     };
-    rep.verdict = verdict(s, mc);
+    rep.verdict = crate::startup::verdict(s, mc);
     rep
 }
 
 fn gb(x: i128) -> String {
     format!("{} GB", fmt_gb(x))
-}
-
-/// One paragraph: what happened in run 0 and, with several runs, how likely each outcome is.
-pub fn verdict(s: &Scenario, mc: &MonteCarlo) -> String {
-    let ranks = &mc.first_run;
-    let started = ranks
-        .iter()
-        .filter(|r| r.outcome == Outcome::Started)
-        .count();
-    let refused: Vec<&RankResult> = ranks
-        .iter()
-        .filter(|r| r.outcome == Outcome::Refused)
-        .collect();
-    let killed: Vec<&RankResult> = ranks
-        .iter()
-        .filter(|r| r.outcome == Outcome::OomKilled)
-        .collect();
-    let failed: Vec<&RankResult> = ranks
-        .iter()
-        .filter(|r| r.outcome == Outcome::Failed)
-        .collect();
-    let pin_failed: Vec<&RankResult> = ranks
-        .iter()
-        .filter(|r| r.outcome == Outcome::PinFailed)
-        .collect();
-    let mut v = String::new();
-    if refused.is_empty() && killed.is_empty() && failed.is_empty() && pin_failed.is_empty() {
-        let min_margin = ranks.iter().filter_map(|r| r.margin_bytes).min();
-        let off = ranks.iter().filter(|r| r.hicache_off).count();
-        let _ = write!(
-            v,
-            "Under {} all {} ranks start",
-            s.version.id(),
-            ranks.len()
-        );
-        if let Some(m) = min_margin {
-            let _ = write!(
-                v,
-                "; the tightest rank has {} of margin between its budget and its request",
-                gb(m)
-            );
-        }
-        if off > 0 {
-            // The first off rank's reason (SGLang's own, without the prefix).
-            let reason = ranks
-                .iter()
-                .find(|r| r.hicache_off)
-                .and_then(|r| r.message.as_deref())
-                .map(|m| m.strip_prefix("HiCache off: ").unwrap_or(m))
-                .unwrap_or("");
-            let _ = write!(v, "; HiCache is switched off on {off} rank(s) ({reason})");
-        }
-        v.push('.');
-    } else {
-        let _ = write!(
-            v,
-            "Under {} {} of {} ranks start",
-            s.version.id(),
-            started,
-            ranks.len()
-        );
-        if let Some(r) = refused.first() {
-            let _ = write!(
-                v,
-                "; {} refused (first: rank {} sampled at {:.2} s: {})",
-                refused.len(),
-                r.rank,
-                r.sampled_at.map(secs).unwrap_or(0.0),
-                r.message.as_deref().unwrap_or("")
-            );
-        }
-        if let Some(r) = failed.first() {
-            let _ = write!(
-                v,
-                "; {} failed before sizing read any memory (first: rank {}: AssertionError: {})",
-                failed.len(),
-                r.rank,
-                r.message.as_deref().unwrap_or("")
-            );
-        }
-        if let Some(r) = pin_failed.first() {
-            let _ = write!(
-                v,
-                "; {} could not pin their host pools (first: rank {}: RuntimeError: {})",
-                pin_failed.len(),
-                r.rank,
-                r.message.as_deref().unwrap_or("")
-            );
-        }
-        if let Some(r) = killed.first() {
-            let _ = write!(
-                v,
-                "; {} OOM-killed (first: rank {}: {})",
-                killed.len(),
-                r.rank,
-                r.message.as_deref().unwrap_or("")
-            );
-        }
-        v.push('.');
-    }
-    if mc.runs > 1 {
-        let _ = write!(
-            v,
-            " Over {} runs with rank-start jitter: all ranks start in {:.2} % of runs, a rank is refused in {:.2} %, OOM-killed in {:.2} %.",
-            mc.runs,
-            100.0 * mc.start_probability,
-            100.0 * mc.refusal_probability,
-            100.0 * mc.oom_probability
-        );
-    }
-    v
 }
 
 /// One line with the HiCache settings the scenario resolved to (from the launch command

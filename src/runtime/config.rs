@@ -103,6 +103,10 @@ pub struct ReplayConfig {
     pub prefill_tokens_per_s: f64,
     /// Compute model: decode speed of one request, tokens/s.
     pub decode_tokens_per_s: f64,
+    /// Compute-time model of the timed replay (`source: fixed` = the two speeds
+    /// above; `table` / `roofline`: `runtime::cost`).
+    #[serde(skip_serializing_if = "super::cost::Compute::is_fixed")]
+    pub compute: super::cost::Compute,
     /// Requests running (prefill or decode) at once.
     pub max_running_requests: u32,
     /// Tokens admitted into one prefill batch (at least one request always goes).
@@ -173,6 +177,7 @@ impl Default for ReplayConfig {
             d2h_run_overhead: Duration(4 * NS_PER_US),
             prefill_tokens_per_s: 20_000.0,
             decode_tokens_per_s: 50.0,
+            compute: super::cost::Compute::default(),
             max_running_requests: 64,
             max_prefill_tokens: 16_384,
             prefetch_timeout_base: Duration(2 * NS_PER_S),
@@ -371,6 +376,13 @@ impl ReplayConfig {
             }
             if self.max_running_requests == 0 {
                 return bad("max_running_requests", "must be at least 1".into());
+            }
+            if let Err(e) = super::cost::CostModel::new(
+                &self.compute,
+                self.prefill_tokens_per_s,
+                self.decode_tokens_per_s,
+            ) {
+                return bad("compute", e);
             }
         }
         Ok(())

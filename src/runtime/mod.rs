@@ -24,6 +24,7 @@
 //!   device (the op-owned host slots are counted in the prefetch budget only).
 
 pub mod config;
+pub mod cost;
 pub mod metrics;
 mod session;
 mod timed;
@@ -32,6 +33,7 @@ mod untimed;
 
 pub use config::{CallPattern, ReplayConfig, Timing};
 pub use metrics::{ReplayMetrics, TimelinePoint, definitions};
+pub use timed::RequestTime;
 
 use crate::workload::Request;
 
@@ -130,4 +132,22 @@ pub fn replay<I: IntoIterator<Item = Request>>(
         Timing::Off => untimed::run(cfg, requests),
         Timing::On => timed::run(cfg, requests),
     }
+}
+
+/// A timed replay (`timing: on`) that also returns every request's times and cached
+/// tokens (in completion-of-prefill order), with `preload` pages written to L3 first —
+/// a storage an earlier run populated (`runtime::cost::bench`).
+pub fn replay_timed<I: IntoIterator<Item = Request>>(
+    cfg: &ReplayConfig,
+    requests: I,
+    preload: &[crate::cache::PageKey],
+) -> Result<(ReplayMetrics, Vec<RequestTime>), ReplayError> {
+    cfg.validate()?;
+    if cfg.timing != Timing::On {
+        return Err(ReplayError::InvalidConfig {
+            field: "timing",
+            message: "per-request times need timing: on".into(),
+        });
+    }
+    timed::run_detailed(cfg, requests, preload, true)
 }

@@ -16,7 +16,8 @@
 //!   rest. A batch holds at most `max_prefill_tokens` new tokens (one request always
 //!   fits) and the engine runs at most `max_running_requests`.
 //! - **Prefill** takes `H2D time + new tokens / prefill_tokens_per_s` (the SGLang
-//!   simulator's non-overlap clock). At its end the request's pages are inserted
+//!   simulator's non-overlap clock), or with `compute: {source: table | roofline}` the
+//!   forward's cost from `runtime::cost` with the load-back layer-pipelined. At its end the request's pages are inserted
 //!   (`cache_unfinished_req`), write-through backups go onto the D2H link and stay
 //!   pinned until their ack; after the ack an L3 backup goes onto the storage-write
 //!   link with the node's host copy pinned until the storage ack. TTFT = end of
@@ -35,6 +36,7 @@ use crate::workload::Request;
 
 use super::ReplayError;
 use super::config::ReplayConfig;
+use super::cost::{CostModel, layer_pipelined_end};
 use super::metrics::ReplayMetrics;
 use super::session::{Hits, Session};
 use super::transfer::{Link, run_time_ns, storage_time_ns};
@@ -105,6 +107,24 @@ struct Admitted {
     upto: u64,
     on_dev: u64,
     staged: u64,
+    /// Prompt tokens served from a cache (device, host or storage), SGLang's
+    /// `cached_tokens`.
+    cached: u64,
+}
+
+/// One request's times and cache use (timed replay), for per-request figures.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RequestTime {
+    /// Position in the trace.
+    pub index: u64,
+    pub arrival_ns: Nanos,
+    /// End of its prefill (first token).
+    pub first_token_ns: Nanos,
+    /// End of its decode.
+    pub finish_ns: Nanos,
+    pub input_tokens: u32,
+    pub output_tokens: u32,
+    pub cached_tokens: u64,
 }
 
 struct Sim<I: Iterator<Item = Request>, R: TreeRules> {
@@ -125,6 +145,8 @@ struct Sim<I: Iterator<Item = Request>, R: TreeRules> {
     sread: Link,
     swrite: Link,
     ttft: Vec<f64>,
+    cost: CostModel,
+    times: Option<Vec<RequestTime>>,
     recs: Vec<BackupRecord>,
     scratch: Vec<PageKey>,
     /// Scheduler iterations (`StoragePrefetchRetries._step`).
@@ -137,18 +159,40 @@ pub(crate) fn run<I: IntoIterator<Item = Request>>(
     cfg: &ReplayConfig,
     requests: I,
 ) -> Result<ReplayMetrics, ReplayError> {
+    Ok(run_detailed(cfg, requests, &[], false)?.0)
+}
+
+/// [`run`], with `preload` pages written to L3 before the first arrival (a storage
+/// populated by an earlier run) and, with `times`, every request's [`RequestTime`].
+pub(crate) fn run_detailed<I: IntoIterator<Item = Request>>(
+    cfg: &ReplayConfig,
+    requests: I,
+    preload: &[PageKey],
+    times: bool,
+) -> Result<(ReplayMetrics, Vec<RequestTime>), ReplayError> {
     // The one place the tree's rule set is chosen (monomorphised below).
     match cfg.tree {
-        TreeKind::V1 => run_tree::<V1, _>(cfg, requests),
-        TreeKind::Unified0523 => run_tree::<Unified0523, _>(cfg, requests),
-        TreeKind::HiRadix => run_tree::<HiRadix, _>(cfg, requests),
+        TreeKind::V1 => run_tree::<V1, _>(cfg, requests, preload, times),
+        TreeKind::Unified0523 => run_tree::<Unified0523, _>(cfg, requests, preload, times),
+        TreeKind::HiRadix => run_tree::<HiRadix, _>(cfg, requests, preload, times),
     }
 }
 
 fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
     cfg: &ReplayConfig,
     requests: I,
-) -> Result<ReplayMetrics, ReplayError> {
+    preload: &[PageKey],
+    times: bool,
+) -> Result<(ReplayMetrics, Vec<RequestTime>), ReplayError> {
+    let cost = CostModel::new(
+        &cfg.compute,
+        cfg.prefill_tokens_per_s,
+        cfg.decode_tokens_per_s,
+    )
+    .map_err(|message| ReplayError::InvalidConfig {
+        field: "compute",
+        message,
+    })?;
     let mut sim = Sim {
         s: Session::<R>::new(cfg),
         q: EventQueue::new(),
@@ -167,11 +211,16 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
         sread: Link::default(),
         swrite: Link::default(),
         ttft: Vec::new(),
+        cost,
+        times: times.then(Vec::new),
         recs: Vec::new(),
         scratch: Vec::new(),
         step: 0,
         pending_retries: 0,
     };
+    if !preload.is_empty() {
+        sim.s.write_storage(preload);
+    }
     sim.pull()?;
     while let Some(ev) = sim.q.pop() {
         match ev.event {
@@ -201,7 +250,7 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
         m.ttft_p99_s = Some(pct(0.99));
     }
     m.makespan_s = Some(end as f64 / 1e9);
-    Ok(m)
+    Ok((m, sim.times.unwrap_or_default()))
 }
 
 impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
@@ -431,11 +480,14 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             return;
         }
         let max_run = self.s.cfg.max_running_requests;
-        let max_tok = u64::from(self.s.cfg.max_prefill_tokens);
+        let max_tok = self
+            .cost
+            .batch_token_budget(u64::from(self.s.cfg.max_prefill_tokens));
         let mut batch: Vec<Admitted> = Vec::new();
         let mut tokens = 0u64;
         let mut h2d_bytes = 0u64;
         let mut h2d_runs = 0u64;
+        let mut shapes: Vec<(u64, u64)> = Vec::new();
         let mut wake: Option<Nanos> = None;
         let mut j = 0;
         while j < self.waiting.len() {
@@ -506,8 +558,11 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             // Prefill computes what is neither on the device (`on_dev` includes the
             // pages loaded back, L3-fetched ones too) nor staged from L3 (buffer_only).
             let staged_hit = staged.min(upto - on_dev);
-            tokens += u64::from(w.input_tokens).saturating_sub((on_dev + staged_hit) * s.ps);
+            let new = u64::from(w.input_tokens).saturating_sub((on_dev + staged_hit) * s.ps);
+            tokens += new;
+            shapes.push((new, u64::from(w.input_tokens) - new));
             batch.push(Admitted {
+                cached: u64::from(w.input_tokens) - new,
                 w,
                 lock: m.last_node,
                 reserved,
@@ -537,11 +592,17 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             c.bandwidth_efficiency,
             c.h2d_run_overhead.0,
         );
-        let forward = (tokens as f64 / c.prefill_tokens_per_s * 1e9).round() as Nanos;
+        debug_assert_eq!(tokens, shapes.iter().map(|s| s.0).sum::<u64>());
+        let forward = self.cost.prefill_ns(&shapes);
         let loaded_at = if h2d_time > 0 {
             self.h2d.transfer(now, h2d_time)
         } else {
             now
+        };
+        let done = if self.cost.pipelined() {
+            layer_pipelined_end(now, forward, loaded_at - h2d_time, h2d_time, c.num_layers)
+        } else {
+            loaded_at + forward
         };
         self.running += batch.len() as u32;
         self.gpu_busy = true;
@@ -555,7 +616,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
                 (self.batches.len() - 1) as u32
             }
         };
-        self.q.schedule_at(loaded_at + forward, Ev::BatchDone(id));
+        self.q.schedule_at(done, Ev::BatchDone(id));
     }
 
     /// Prefetch termination: insert the arrived span as host-only nodes (cache mode),
@@ -623,8 +684,22 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             if a.w.index >= s.cfg.warmup_requests {
                 self.ttft.push((now - a.w.arrival) as f64 / 1e9);
             }
-            let decode =
-                (f64::from(a.w.output_tokens) / s.cfg.decode_tokens_per_s * 1e9).round() as Nanos;
+            let decode = self.cost.decode_ns(
+                u64::from(a.w.output_tokens),
+                u64::from(self.running),
+                u64::from(a.w.input_tokens),
+            );
+            if let Some(t) = self.times.as_mut() {
+                t.push(RequestTime {
+                    index: a.w.index,
+                    arrival_ns: a.w.arrival,
+                    first_token_ns: now,
+                    finish_ns: now + decode,
+                    input_tokens: a.w.input_tokens,
+                    output_tokens: a.w.output_tokens,
+                    cached_tokens: a.cached,
+                });
+            }
             self.q.schedule_at(now + decode, Ev::Finish { last });
         }
         self.flush_backups(now);

@@ -39,6 +39,7 @@ mod sweep_cli;
 mod sweep_props;
 mod sweep_run;
 mod sweep_spec;
+mod timecost;
 mod trace_scale;
 mod tree_golden;
 mod tree_unified_rules;

@@ -1,0 +1,327 @@
+//! What a prefill forward and a decode step cost, and how a host hit's load-back
+//! overlaps the forward (issue #22; the design is `docs/time-model.md`).
+//!
+//! Sources of compute time, chosen per scenario (`runtime.compute.source`):
+//! - `fixed` (the default, and every replay before this module): the old
+//!   `prefill_tokens_per_s` / `decode_tokens_per_s` speeds and the SGLang Simulator's
+//!   non-overlapped clock (`H2D + forward`);
+//! - `table`: the generated cost tables (`tools/costs/tables`, profiled SGLang 0.5.14
+//!   kernels through `aiconfigurator-core` 0.12.0) of a node preset × model × quant × TP;
+//! - `roofline`: FLOPs and bytes from the model over a GPU's peaks (`roofline.rs`).
+//!
+//! With `table` or `roofline` the load-back of a batch's host hits is layer-pipelined
+//! with its forward ([`layer_pipelined_end`]), and `chunked_prefill_size` cuts a batch
+//! into forwards of at most that many new tokens.
+
+pub mod bench;
+pub mod roofline;
+pub mod table;
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::Nanos;
+
+pub use roofline::{GpuSpec, ModelFacts, Roofline};
+pub use table::CostTable;
+
+/// Where compute times come from.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ComputeSource {
+    /// `prefill_tokens_per_s` and `decode_tokens_per_s`, H2D then forward.
+    #[default]
+    Fixed,
+    /// A generated cost table (`tools/costs/tables/<node>.json`).
+    Table {
+        node: String,
+        model: String,
+        quant: String,
+        tp: u32,
+    },
+    /// A roofline (see [`Roofline::derive`] for the defaults).
+    Roofline(Roofline),
+}
+
+/// `runtime.compute`: the compute-time model of a timed replay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Compute {
+    pub source: ComputeSource,
+    /// `--chunked-prefill-size`: new tokens per forward (0 = no chunking). Its default
+    /// follows GPU memory (`arg_groups/memory_hook.py: handle_gpu_memory_settings`:
+    /// 8 192 under 160 GiB, 16 384 above) — the scenario states it.
+    pub chunked_prefill_size: u32,
+    /// Multiplies every compute time (a sibling GPU's table on a slower chip).
+    pub compute_scale: f64,
+}
+
+impl Default for Compute {
+    fn default() -> Self {
+        Compute {
+            source: ComputeSource::Fixed,
+            chunked_prefill_size: 0,
+            compute_scale: 1.0,
+        }
+    }
+}
+
+impl Compute {
+    /// The default (fixed speeds): not written into outputs, so figures made before
+    /// this module keep their exact bytes.
+    pub fn is_fixed(&self) -> bool {
+        *self == Compute::default()
+    }
+}
+
+/// A resolved compute model.
+#[derive(Debug, Clone)]
+pub enum CostModel {
+    Fixed {
+        prefill_tokens_per_s: f64,
+        decode_tokens_per_s: f64,
+    },
+    Table {
+        table: &'static CostTable,
+        chunk: u32,
+        scale: f64,
+    },
+    Roofline {
+        roofline: Roofline,
+        chunk: u32,
+        scale: f64,
+    },
+}
+
+impl CostModel {
+    pub fn new(
+        c: &Compute,
+        prefill_tokens_per_s: f64,
+        decode_tokens_per_s: f64,
+    ) -> Result<CostModel, String> {
+        if !(c.compute_scale > 0.0 && c.compute_scale.is_finite()) {
+            return Err(format!(
+                "compute_scale must be a positive number, got {}",
+                c.compute_scale
+            ));
+        }
+        Ok(match &c.source {
+            ComputeSource::Fixed => CostModel::Fixed {
+                prefill_tokens_per_s,
+                decode_tokens_per_s,
+            },
+            ComputeSource::Table {
+                node,
+                model,
+                quant,
+                tp,
+            } => CostModel::Table {
+                table: table::find(node, model, quant, *tp)?,
+                chunk: c.chunked_prefill_size,
+                scale: c.compute_scale,
+            },
+            ComputeSource::Roofline(r) => CostModel::Roofline {
+                roofline: r.clone(),
+                chunk: c.chunked_prefill_size,
+                scale: c.compute_scale,
+            },
+        })
+    }
+
+    /// Whether load-back overlaps the forward layer by layer (table and roofline) or
+    /// precedes it (fixed: the SGLang Simulator's clock, kept for existing figures).
+    pub fn pipelined(&self) -> bool {
+        !matches!(self, CostModel::Fixed { .. })
+    }
+
+    /// New tokens one prefill batch may admit: `--max-prefill-tokens`, and with
+    /// chunking at most one chunk (`PrefillAdder`: `rem_chunk_tokens` is charged every
+    /// admitted extend; SGLang 0.5.23 `managers/schedule_policy.py:
+    /// PrefillAdder._update_prefill_budget`). The first request is always admitted.
+    pub fn batch_token_budget(&self, max_prefill_tokens: u64) -> u64 {
+        match self {
+            CostModel::Table { chunk, .. } | CostModel::Roofline { chunk, .. } if *chunk > 0 => {
+                max_prefill_tokens.min(u64::from(*chunk))
+            }
+            _ => max_prefill_tokens,
+        }
+    }
+
+    /// A prefill batch of requests `(new tokens, cached prefix)`, ns. With chunking the
+    /// batch runs as consecutive forwards of at most `chunk` new tokens, filled in
+    /// batch order; a request cut by a chunk boundary continues in the next forward
+    /// over a prefix that includes its computed part (`PrefillAdder`'s chunked request,
+    /// run back to back here: other requests do not interleave between its chunks).
+    pub fn prefill_ns(&self, reqs: &[(u64, u64)]) -> Nanos {
+        let (chunk, scale) = match self {
+            CostModel::Fixed {
+                prefill_tokens_per_s,
+                ..
+            } => {
+                let t: u64 = reqs.iter().map(|r| r.0).sum();
+                return (t as f64 / prefill_tokens_per_s * 1e9).round() as Nanos;
+            }
+            CostModel::Table { chunk, scale, .. } | CostModel::Roofline { chunk, scale, .. } => {
+                (*chunk, *scale)
+            }
+        };
+        let forward = |pieces: &[(u64, u64)]| match self {
+            CostModel::Table { table, .. } => table.prefill_us(pieces),
+            CostModel::Roofline { roofline, .. } => roofline.prefill_us(pieces),
+            CostModel::Fixed { .. } => 0.0,
+        };
+        let us = if chunk == 0 {
+            forward(reqs)
+        } else {
+            let mut total = 0.0;
+            let mut pieces: Vec<(u64, u64)> = Vec::new();
+            let mut room = u64::from(chunk);
+            for &(n, p) in reqs {
+                let mut done = 0;
+                while done < n {
+                    let take = (n - done).min(room);
+                    pieces.push((take, p + done));
+                    done += take;
+                    room -= take;
+                    if room == 0 {
+                        total += forward(&pieces);
+                        pieces.clear();
+                        room = u64::from(chunk);
+                    }
+                }
+            }
+            if !pieces.is_empty() {
+                total += forward(&pieces);
+            }
+            total
+        };
+        (us * scale * 1e3).round() as Nanos
+    }
+
+    /// Decode of `output` tokens for a request at context `ctx` while `batch` requests
+    /// decode, ns: `output × step(batch, ctx + output/2)` (fixed: `output ÷ speed`).
+    /// Decode steps do not take the prefill's GPU time (not modelled: SGLang runs them
+    /// on one timeline, prefill first).
+    pub fn decode_ns(&self, output: u64, batch: u64, ctx: u64) -> Nanos {
+        let c = ctx + output / 2;
+        let b = batch.max(1);
+        let step_us = match self {
+            CostModel::Fixed {
+                decode_tokens_per_s,
+                ..
+            } => return (output as f64 / decode_tokens_per_s * 1e9).round() as Nanos,
+            CostModel::Table { table, scale, .. } => table.decode_step_us(b, c) * scale,
+            CostModel::Roofline {
+                roofline, scale, ..
+            } => roofline.decode_step_us(b, c) * scale,
+        };
+        (output as f64 * step_us * 1e3).round() as Nanos
+    }
+
+    /// One line naming the source, for outputs.
+    pub fn describe(&self) -> String {
+        match self {
+            CostModel::Fixed {
+                prefill_tokens_per_s,
+                decode_tokens_per_s,
+            } => format!(
+                "fixed: prefill {prefill_tokens_per_s} tok/s, decode {decode_tokens_per_s} tok/s"
+            ),
+            CostModel::Table {
+                table,
+                chunk,
+                scale,
+            } => format!(
+                "table {} {} {} tp{} from {}, chunk {chunk}, scale {scale}",
+                table.node, table.model, table.quant, table.tp, table.source
+            ),
+            CostModel::Roofline {
+                roofline,
+                chunk,
+                scale,
+            } => format!(
+                "roofline: MFU linear {} attention {}, peak {:.0} TFLOPS, chunk {chunk}, scale {scale}",
+                roofline.mfu_linear,
+                roofline.mfu_attn,
+                roofline.linear_peak / 1e12
+            ),
+        }
+    }
+}
+
+/// End of a forward that starts at `start` and whose attention at layer i waits for
+/// layer i of the load-back, which occupies the H2D link from `load_start` for
+/// `load_ns` in `layers` equal slices (`HiCacheController.start_loading` →
+/// `L2TransferEngine.submit_host_to_device`, one `load_to_device_per_layer` per layer;
+/// the forward's `layer_transfer_counter.wait_until(layer_id)`; SGLang 0.5.23):
+/// `doneᵢ = max(doneᵢ₋₁, load_start + (i+1)·ℓ) + c`, `ℓ = load_ns / L`,
+/// `c = forward_ns / L`.
+pub fn layer_pipelined_end(
+    start: Nanos,
+    forward_ns: Nanos,
+    load_start: Nanos,
+    load_ns: Nanos,
+    layers: u32,
+) -> Nanos {
+    if load_ns == 0 {
+        return start + forward_ns;
+    }
+    let l = u64::from(layers.max(1));
+    let mut done = start;
+    for i in 0..l {
+        // Integer slices: layer i's load ends at load_start + ⌈(i+1)·load/L⌉, its
+        // compute takes the (i+1)-th share of the forward.
+        let arrived = load_start + ((i + 1) * load_ns).div_ceil(l);
+        let c = (i + 1) * forward_ns / l - i * forward_ns / l;
+        done = done.max(arrived) + c;
+    }
+    done
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pipeline_hides_a_short_load_and_exposes_a_long_one() {
+        // 4 layers, forward 400 (c = 100). Load 200 (ℓ = 50): layer 0 waits until 50,
+        // then 150, 250, 350, 450 → 450 = 400 + 50 (one slice exposed).
+        assert_eq!(layer_pipelined_end(0, 400, 0, 200, 4), 450);
+        // Load 800 (ℓ = 200): done = 300, 500, 700, 900 = L·ℓ + c.
+        assert_eq!(layer_pipelined_end(0, 400, 0, 800, 4), 900);
+        // The non-overlapped clock would give 600 and 1 200.
+        assert_eq!(layer_pipelined_end(10, 400, 0, 0, 4), 410);
+    }
+
+    #[test]
+    fn chunking_splits_a_long_prompt() {
+        // Roofline-free check through the fixed-speed path is meaningless; use a table:
+        // Llama-3.1-70B bf16 TP4 on GB300, one 20 000-token prompt, chunk 8 192 →
+        // forwards (8192, 0), (8192, 8192), (3616, 16384).
+        let t = table::find("gb300", "llama-3.1-70b", "bf16", 4).unwrap();
+        let m = CostModel::Table {
+            table: t,
+            chunk: 8192,
+            scale: 1.0,
+        };
+        let want = t.prefill_us(&[(8192, 0)])
+            + t.prefill_us(&[(8192, 8192)])
+            + t.prefill_us(&[(3616, 16384)]);
+        assert_eq!(m.prefill_ns(&[(20_000, 0)]), (want * 1e3).round() as u64);
+        // Two requests of 6 000 with chunk 8 192: (6000, 0) + (2192, 0) in one forward,
+        // then (3808, 2192).
+        let want = t.prefill_us(&[(6000, 0), (2192, 0)]) + t.prefill_us(&[(3808, 2192)]);
+        assert_eq!(
+            m.prefill_ns(&[(6000, 0), (6000, 0)]),
+            (want * 1e3).round() as u64
+        );
+    }
+
+    #[test]
+    fn fixed_is_the_old_clock() {
+        let m = CostModel::new(&Compute::default(), 20_000.0, 50.0).unwrap();
+        // 10 000 tokens at 20 000 tok/s = 0.5 s; 100 tokens at 50 tok/s = 2 s.
+        assert_eq!(m.prefill_ns(&[(4000, 9), (6000, 0)]), 500_000_000);
+        assert_eq!(m.decode_ns(100, 7, 1000), 2_000_000_000);
+        assert!(!m.pipelined());
+    }
+}

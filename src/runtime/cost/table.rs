@@ -1,0 +1,333 @@
+//! Cost tables generated from `aiconfigurator-core` 0.12.0's profiled SGLang 0.5.14
+//! operator timings by `tools/costs/gen_cost_tables.py` (`tools/costs/tables/<node>.json`,
+//! embedded here), and their interpolation — a line-for-line port of that script's
+//! `interp1`, `interp_grid` and `prefill_from_table`, so the off-grid checks each table
+//! carries (`checks.offgrid`: the script's own results) test this code to the µs.
+
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+/// The generated tables, one JSON per node preset.
+static TABLE_FILES: [(&str, &str); 6] = [
+    (
+        "gb300",
+        include_str!("../../../tools/costs/tables/gb300.json"),
+    ),
+    (
+        "gb200",
+        include_str!("../../../tools/costs/tables/gb200.json"),
+    ),
+    (
+        "hgx-b300",
+        include_str!("../../../tools/costs/tables/hgx-b300.json"),
+    ),
+    (
+        "hgx-b200",
+        include_str!("../../../tools/costs/tables/hgx-b200.json"),
+    ),
+    (
+        "hgx-h200",
+        include_str!("../../../tools/costs/tables/hgx-h200.json"),
+    ),
+    (
+        "hgx-h100",
+        include_str!("../../../tools/costs/tables/hgx-h100.json"),
+    ),
+];
+
+/// One (node, model, quantisation, TP) table. Times in µs.
+#[derive(Debug, Clone)]
+pub struct CostTable {
+    pub node: String,
+    pub model: String,
+    pub quant: String,
+    pub tp: u32,
+    /// `aiconfigurator-core` version and the SGLang data version, for outputs.
+    pub source: String,
+    linear_t: Vec<f64>,
+    attn_b: Vec<f64>,
+    attn_n: Vec<f64>,
+    attn_p: Vec<f64>,
+    decode_b: Vec<f64>,
+    decode_c: Vec<f64>,
+    /// `prefill.linear_us[T]`.
+    linear: Vec<f64>,
+    /// `prefill.attn_us[b][n][p]` (`None`: b·n above the profiled batch tokens).
+    attn: Vec<Vec<Vec<Option<f64>>>>,
+    /// `decode.step_us[B][C]`.
+    step: Vec<Vec<Option<f64>>>,
+    /// `checks.offgrid` rows as stored (kind, then the point, engine µs, table µs).
+    pub offgrid: Vec<Vec<Value>>,
+}
+
+fn floats(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .map(|a| a.iter().filter_map(Value::as_f64).collect())
+        .unwrap_or_default()
+}
+
+fn opt_row(v: &Value) -> Vec<Option<f64>> {
+    v.as_array()
+        .map(|a| a.iter().map(Value::as_f64).collect())
+        .unwrap_or_default()
+}
+
+fn parse_node(node: &str, text: &str) -> Vec<CostTable> {
+    // The files are generated and committed; a parse failure is a build defect that
+    // the unit tests catch, so an unreadable file yields no tables rather than a panic.
+    let Ok(root) = serde_json::from_str::<Value>(text) else {
+        return Vec::new();
+    };
+    let g = &root["grids"];
+    let source = format!(
+        "{} {} ({} {} data, {})",
+        root["source"]["package"]
+            .as_str()
+            .unwrap_or("aiconfigurator-core"),
+        root["source"]["version"].as_str().unwrap_or("?"),
+        root["backend"].as_str().unwrap_or("?"),
+        root["backend_version"].as_str().unwrap_or("?"),
+        root["system"].as_str().unwrap_or("?"),
+    );
+    let mut out = Vec::new();
+    for t in root["tables"].as_array().into_iter().flatten() {
+        out.push(CostTable {
+            node: node.to_string(),
+            model: t["model"].as_str().unwrap_or_default().to_string(),
+            quant: t["quant"].as_str().unwrap_or_default().to_string(),
+            tp: t["tp"].as_u64().unwrap_or(0) as u32,
+            source: source.clone(),
+            linear_t: floats(&g["linear_T"]),
+            attn_b: floats(&g["attn_b"]),
+            attn_n: floats(&g["attn_n"]),
+            attn_p: floats(&g["attn_p"]),
+            decode_b: floats(&g["decode_B"]),
+            decode_c: floats(&g["decode_C"]),
+            linear: floats(&t["prefill"]["linear_us"]),
+            attn: t["prefill"]["attn_us"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|plane| {
+                    plane
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(opt_row)
+                        .collect()
+                })
+                .collect(),
+            step: t["decode"]["step_us"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(opt_row)
+                .collect(),
+            offgrid: t["checks"]["offgrid"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r.as_array().cloned())
+                .collect(),
+        });
+    }
+    out
+}
+
+/// Every embedded table.
+pub fn tables() -> &'static [CostTable] {
+    static ALL: OnceLock<Vec<CostTable>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        TABLE_FILES
+            .iter()
+            .flat_map(|(node, text)| parse_node(node, text))
+            .collect()
+    })
+}
+
+/// The table of (node, model, quantisation, TP), or the list of what exists.
+pub fn find(node: &str, model: &str, quant: &str, tp: u32) -> Result<&'static CostTable, String> {
+    tables()
+        .iter()
+        .find(|t| t.node == node && t.model == model && t.quant == quant && t.tp == tp)
+        .ok_or_else(|| {
+            let have: Vec<String> = tables()
+                .iter()
+                .filter(|t| t.node == node)
+                .map(|t| format!("{} {} tp{}", t.model, t.quant, t.tp))
+                .collect();
+            format!(
+                "no cost table for node `{node}`, model `{model}`, quant `{quant}`, tp {tp}; tables for `{node}`: {}",
+                if have.is_empty() { "none (nodes with tables: gb300, gb200, hgx-b300, hgx-b200, hgx-h200, hgx-h100)".to_string() } else { have.join(", ") }
+            )
+        })
+}
+
+/// `gen_cost_tables.py: interp1`: piecewise-linear, clamped at the ends.
+pub fn interp1(xs: &[f64], ys: &[f64], x: f64) -> f64 {
+    if xs.is_empty() {
+        return 0.0;
+    }
+    if x <= xs[0] {
+        return ys[0];
+    }
+    let last = xs.len() - 1;
+    if x >= xs[last] {
+        return ys[last];
+    }
+    for i in 1..xs.len() {
+        if x <= xs[i] {
+            let t = (x - xs[i - 1]) / (xs[i] - xs[i - 1]);
+            return ys[i - 1] + t * (ys[i] - ys[i - 1]);
+        }
+    }
+    ys[last]
+}
+
+/// `gen_cost_tables.py: interp_grid`: bilinear over a grid with missing cells, along
+/// `y` first (rows indexed by `xs`, columns by `ys`).
+pub fn interp_grid(xs: &[f64], ys: &[f64], grid: &[Vec<Option<f64>>], x: f64, y: f64) -> f64 {
+    let mut rx = Vec::new();
+    let mut ry = Vec::new();
+    for (i, row) in grid.iter().enumerate() {
+        let (mut px, mut py) = (Vec::new(), Vec::new());
+        for (j, v) in row.iter().enumerate() {
+            if let Some(v) = v {
+                px.push(ys[j]);
+                py.push(*v);
+            }
+        }
+        if !px.is_empty() {
+            rx.push(xs[i]);
+            ry.push(interp1(&px, &py, y));
+        }
+    }
+    interp1(&rx, &ry, x)
+}
+
+impl CostTable {
+    /// Largest new-token count a plane of the attention grid covers.
+    fn plane_max_n(&self, plane: &[Vec<Option<f64>>]) -> f64 {
+        plane
+            .iter()
+            .enumerate()
+            .filter(|(_, row)| row.iter().any(Option::is_some))
+            .map(|(j, _)| self.attn_n[j])
+            .fold(0.0, f64::max)
+    }
+
+    /// Context-dependent time of one request of `n` new tokens over a cached prefix of
+    /// `p` in a batch of `b`, µs (`prefill_from_table`'s inner loop). Above the largest
+    /// profiled `n` the piece is split into consecutive sub-pieces whose prefix grows
+    /// (causal attention: the sum is the whole piece's work).
+    fn attn_us(&self, b: usize, n: f64, p: f64) -> f64 {
+        let top = self.plane_max_n(&self.attn[0]);
+        if top > 0.0 && n > top {
+            let mut done = 0.0;
+            let mut t = 0.0;
+            while done < n {
+                let piece = (n - done).min(top);
+                t += self.attn_us(b, piece, p + done);
+                done += piece;
+            }
+            return t;
+        }
+        let (mut xs, mut ys) = (Vec::new(), Vec::new());
+        for (i, bb) in self.attn_b.iter().enumerate() {
+            if n <= self.plane_max_n(&self.attn[i]) {
+                xs.push(bb.log2());
+                ys.push(interp_grid(&self.attn_n, &self.attn_p, &self.attn[i], n, p) / bb);
+            }
+        }
+        interp1(&xs, &ys, (b as f64).log2())
+    }
+
+    /// One prefill forward of requests `(new tokens, cached prefix)`, µs:
+    /// `linear(Σ nᵢ) + Σᵢ attn_b(nᵢ, pᵢ)/b` (`gen_cost_tables.py: prefill_from_table`).
+    pub fn prefill_us(&self, reqs: &[(u64, u64)]) -> f64 {
+        let b = reqs.len();
+        if b == 0 {
+            return 0.0;
+        }
+        let total: u64 = reqs.iter().map(|r| r.0).sum();
+        let mut t = interp1(&self.linear_t, &self.linear, total as f64);
+        for &(n, p) in reqs {
+            t += self.attn_us(b, n as f64, p as f64);
+        }
+        t
+    }
+
+    /// One decode step of `batch` requests at mean context `ctx`, µs (bilinear in
+    /// (B, C), clamped; the SGLang Simulator's decode rule).
+    pub fn decode_step_us(&self, batch: u64, ctx: u64) -> f64 {
+        interp_grid(
+            &self.decode_b,
+            &self.decode_c,
+            &self.step,
+            batch as f64,
+            ctx as f64,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_node_file_parses() {
+        // 130 tables (the generator's count), every one with 16 linear points.
+        assert_eq!(tables().len(), 130);
+        assert!(
+            tables()
+                .iter()
+                .all(|t| t.linear.len() == 16 && t.attn.len() == 5)
+        );
+    }
+
+    #[test]
+    fn offgrid_checks_match_the_generator() {
+        // `checks.offgrid` stores the generator's own interpolation (table_us, last
+        // column) at off-grid points; the port must agree to rounding (±1 µs).
+        let mut n = 0;
+        for t in tables() {
+            for row in &t.offgrid {
+                let num = |i: usize| row[i].as_f64().unwrap_or(f64::NAN);
+                let (ours, want) = if row[0] == "prefill" {
+                    let (b, nn, p) = (num(1) as usize, num(2) as u64, num(3) as u64);
+                    (t.prefill_us(&vec![(nn, p); b]), num(5))
+                } else {
+                    (t.decode_step_us(num(1) as u64, num(2) as u64), num(4))
+                };
+                assert!(
+                    (ours.round() - want).abs() <= 1.0,
+                    "{} {} {} tp{}: {row:?} gives {ours}",
+                    t.node,
+                    t.model,
+                    t.quant,
+                    t.tp
+                );
+                n += 1;
+            }
+        }
+        assert!(n > 1000, "{n} checks");
+    }
+
+    #[test]
+    fn grid_points_are_exact() {
+        // Llama-3.1-70B bf16 TP4 on GB300, one request of 1 024 new tokens over a
+        // 131 072-token prefix: linear_us[T=1024] + attn_us[b=1][n=1024][p=131072]
+        // (docs/time-model.md §3 quotes 31.5 ms + 59.6 ms).
+        let t = find("gb300", "llama-3.1-70b", "bf16", 4).unwrap();
+        let want = t.linear[6] + t.attn[0][2][4].unwrap();
+        assert_eq!(t.prefill_us(&[(1024, 131_072)]), want);
+        assert!((want / 1000.0 - 91.1).abs() < 0.2, "{want}");
+    }
+
+    #[test]
+    fn unknown_table_names_what_exists() {
+        let e = find("hgx-h100", "glm-5.2", "fp8", 8).unwrap_err();
+        assert!(e.contains("qwen3-235b-a22b bf16 tp8"), "{e}");
+    }
+}
