@@ -3,7 +3,7 @@
 //!   page lookups (prompt pages) per second, one core. Target ≥ 10 M/s.
 //! - timing on: simulated requests per wall-second. Target ≥ 200 k/s.
 //!
-//! Run: `cargo bench --bench replay -- --warm-up-time 1 --measurement-time 5`
+//! Run: `cargo bench --features bench --bench replay -- --warm-up-time 1 --measurement-time 5`
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rand::RngExt;

@@ -1,6 +1,6 @@
 //! Sweep throughput: points per second on 1 and 2 threads, with a cheap synthetic runner
 //! (the lead may swap in the start-up runner), journal and final CSV included; plus
-//! expanding a 1,000-point spec. Run: `cargo bench --bench sweep`.
+//! expanding a 1,000-point spec. Run: `cargo bench --features bench --bench sweep`.
 
 use std::hint::black_box;
 

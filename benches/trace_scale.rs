@@ -9,7 +9,7 @@
 //!   per copy, 975,016 hash ids) from the binary form, 512-token pages, L1 20k / L2 60k
 //!   pages (the figures of `scripts/bench_trace_scale.sh`); throughput in whole pages.
 //!
-//! Run: `cargo bench --bench trace_scale -- --warm-up-time 1 --measurement-time 5`.
+//! Run: `cargo bench --features bench --bench trace_scale -- --warm-up-time 1 --measurement-time 5`.
 //! The whole-trace figures (×10 / ×50 conversation trace, before/after) come from
 //! `scripts/bench_trace_scale.sh`.
 

@@ -380,7 +380,7 @@ impl<R: TreeRules> HiRadixTree<R> {
                 self.set_backed_up(x, false);
                 // A host leaf has no backed-up child, and an evicted node has no device
                 // child, so it has no children; `free_subtree` is a safety net.
-                debug_assert!(self.nodes[x as usize].children.is_empty());
+                assert!(self.nodes[x as usize].children.is_empty());
                 if self.nodes[x as usize].children.is_empty() {
                     self.delete_node(x);
                 } else {

@@ -103,7 +103,6 @@ impl KeyedLru {
     /// capacity, evicts and returns the least recently used page; a zero-capacity LRU
     /// stores nothing and returns `k` itself.
     pub fn insert_absent(&mut self, k: u64) -> Option<u64> {
-        debug_assert!(!self.map.contains_key(&k));
         if self.capacity == 0 {
             return Some(k);
         }
@@ -122,7 +121,9 @@ impl KeyedLru {
                 (self.slots.len() - 1) as u32
             }
         };
-        self.map.insert(k, s);
+        // Checked on the insert's own probe (no second lookup): kept in release builds.
+        let present = self.map.insert(k, s);
+        assert!(present.is_none(), "insert_absent of a present key {k}");
         self.push_front(s);
         if self.len() > self.capacity {
             self.pop_lru()

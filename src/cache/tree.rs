@@ -478,7 +478,7 @@ impl<R: TreeRules> HiRadixTree<R> {
     fn unlink_child(&mut self, parent: NodeId, id: NodeId) {
         let pos = self.nodes[id as usize].pos_in_parent as usize;
         let ch = &mut self.nodes[parent as usize].children;
-        debug_assert_eq!(ch[pos], id);
+        assert_eq!(ch[pos], id);
         ch.swap_remove(pos);
         if let Some(&moved) = ch.get(pos) {
             self.nodes[moved as usize].pos_in_parent = pos as u32;
@@ -487,10 +487,10 @@ impl<R: TreeRules> HiRadixTree<R> {
 
     /// Unlinks a node that holds neither a device nor a host value and has no children.
     pub(crate) fn delete_node(&mut self, id: NodeId) {
-        debug_assert!(id != ROOT);
+        assert!(id != ROOT);
         let n = &self.nodes[id as usize];
-        debug_assert!(!n.on_device && !n.backed_up && n.children.is_empty());
-        debug_assert!(n.host_ref == 0, "deleting host-pinned node {id}");
+        assert!(!n.on_device && !n.backed_up && n.children.is_empty());
+        assert!(n.host_ref == 0, "deleting host-pinned node {id}");
         let parent = n.parent;
         let first = n.pages[0];
         self.child_map.remove(&ckey(parent, first));
@@ -695,7 +695,7 @@ impl<R: TreeRules> HiRadixTree<R> {
     pub fn dec_lock_ref(&mut self, mut id: NodeId) {
         while id != ROOT {
             let n = &mut self.nodes[id as usize];
-            debug_assert!(n.lock_ref > 0, "dec_lock_ref below zero");
+            assert!(n.lock_ref > 0, "dec_lock_ref below zero");
             n.lock_ref -= 1;
             let p = n.parent;
             if n.lock_ref == 0 {
@@ -710,7 +710,7 @@ impl<R: TreeRules> HiRadixTree<R> {
         if id == ROOT {
             return;
         }
-        debug_assert!(
+        assert!(
             self.nodes[id as usize].alive,
             "protect_host on dead node {id}"
         );
@@ -724,7 +724,7 @@ impl<R: TreeRules> HiRadixTree<R> {
             return;
         }
         let n = &mut self.nodes[id as usize];
-        debug_assert!(n.host_ref > 0);
+        assert!(n.host_ref > 0);
         n.host_ref -= 1;
         self.refresh(id);
     }
@@ -763,7 +763,7 @@ impl<R: TreeRules> HiRadixTree<R> {
 
     /// Reserves `n` free device pages without evicting (`n <= device_free()`).
     pub fn reserve_device(&mut self, n: u64) {
-        debug_assert!(n <= self.device_free());
+        assert!(n <= self.device_free());
         self.device_used += n;
     }
 

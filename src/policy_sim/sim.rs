@@ -507,7 +507,7 @@ impl Simulator {
 
     /// `_delete_h_only_leaf` (the tool's guard never fires for a popped valid victim).
     fn delete_h_only_leaf(&mut self, node: NodeId) {
-        debug_assert!(!self.tree.n(node).has_d && self.tree.n(node).has_h);
+        assert!(!self.tree.n(node).has_d && self.tree.n(node).has_h);
         self.clear_h(node);
         self.metrics.l2_evictions += 1;
         self.metrics.h_to_deleted_evictions += 1;

@@ -592,7 +592,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             c.bandwidth_efficiency,
             c.h2d_run_overhead.0,
         );
-        debug_assert_eq!(tokens, shapes.iter().map(|s| s.0).sum::<u64>());
+        assert_eq!(tokens, shapes.iter().map(|s| s.0).sum::<u64>());
         let forward = self.cost.prefill_ns(&shapes);
         let loaded_at = if h2d_time > 0 {
             self.h2d.transfer(now, h2d_time)

@@ -140,7 +140,7 @@ pub(crate) fn process<R: TreeRules>(
         // Not enough unpinned device pages: cache what fits.
         let avail = s.tree.device_free().min(need);
         let ok = s.tree.alloc_device(avail);
-        debug_assert!(ok);
+        assert!(ok);
         s.m.insert_truncated_requests += 1;
         (avail, on_dev + avail)
     };
