@@ -305,7 +305,13 @@ for d in DIRS:
     try:
         mc = load(d)
     except Exception as e:
-        print(json.dumps({"model": name, "error": f"ModelConfig: {type(e).__name__}: {str(e)[:200]}"}))
+        # The model folder's path (and its resolved form, when the work folder is a
+        # symlink) is machine-specific: named as <model dir> before the message is cut,
+        # so the golden line is the same on every machine.
+        msg = str(e)
+        for p in sorted({os.path.realpath(d), d.rstrip("/")}, key=len, reverse=True):
+            msg = msg.replace(p, "<model dir>")
+        print(json.dumps({"model": name, "error": f"ModelConfig: {type(e).__name__}: {msg[:200]}"}))
         continue
     qc = quant_config(mc)
     dsa = is_deepseek_dsa(mc.hf_config)
