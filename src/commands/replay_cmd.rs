@@ -157,9 +157,7 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
                 None => crate::release::Sglang::DEFAULT,
             };
             let rules = sglang.release_rules();
-            let base = ReplayConfig::default()
-                .with_release(&rules.controller)
-                .with_tree(rules.tree);
+            let base = ReplayConfig::for_release(&rules);
             (
                 apply(base, &overrides).map_err(|e| locate(e, a.scenario.as_deref()))?,
                 None,

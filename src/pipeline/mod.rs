@@ -54,9 +54,7 @@ pub fn replay_config(
         d2h_bandwidth: s.node.d2h_bandwidth,
         storage_read_bandwidth: s.node.storage_read_bandwidth,
         storage_write_bandwidth: s.node.storage_write_bandwidth,
-        ..ReplayConfig::default()
-            .with_release(&s.version.release_rules().controller)
-            .with_tree(s.version.release_rules().tree)
+        ..ReplayConfig::for_release(&s.version.release_rules())
     };
     // The cap in force in the scenario's host memory mode (buffer_only: 0.9 x host).
     let cfg = ReplayConfig {

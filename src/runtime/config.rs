@@ -232,6 +232,16 @@ pub const PREFETCH_TIMEOUT_UNCAPPED: Duration = Duration(crate::units::MAX_DURAT
 impl ReplayConfig {
     /// The tree a release runs (`ReleaseRules::tree`): `HiRadixCache` up to 0.5.18
     /// (`tree: hiradix`), `UnifiedRadixCache` from 0.5.19 (`tree: unified_0_5_23`).
+    /// The one mapping from a release to the replay's rules (issue #20): the tree it runs
+    /// and the controller it ships, both read from its `ReleaseRules`. Every replay a
+    /// release drives (scenario pipeline, `replay --sglang`, the golden tests) starts
+    /// from here.
+    pub fn for_release(rules: &crate::release::ReleaseRules) -> Self {
+        Self::default()
+            .with_release(&rules.controller)
+            .with_tree(rules.tree)
+    }
+
     pub fn with_tree(mut self, t: TreeKind) -> Self {
         self.tree = t;
         self

@@ -103,9 +103,7 @@ fn config(g: &Golden) -> ReplayConfig {
             other => panic!("policy {other}"),
         },
         call_pattern: CallPattern::Scheduler0523,
-        ..ReplayConfig::default()
-            .with_release(&rules.controller)
-            .with_tree(rules.tree)
+        ..ReplayConfig::for_release(&rules)
     }
 }
 

@@ -39,9 +39,7 @@ fn cfg(release: &str, l1: u64, l2: u64) -> ReplayConfig {
         prefill_tokens_per_s: 4096.0,
         decode_tokens_per_s: 4096.0,
         debug_checks: true,
-        ..ReplayConfig::default()
-            .with_release(&rules.controller)
-            .with_tree(rules.tree)
+        ..ReplayConfig::for_release(&rules)
     }
 }
 
@@ -150,9 +148,7 @@ fn buffer_cfg(release: &str, wp: WritePolicy) -> ReplayConfig {
         timing: Timing::Off,
         bytes_per_token: 1024,
         debug_checks: true,
-        ..ReplayConfig::default()
-            .with_release(&rules.controller)
-            .with_tree(rules.tree)
+        ..ReplayConfig::for_release(&rules)
     }
 }
 
