@@ -7,6 +7,8 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+use crate::support::{SWEEP_SCENARIO, code, stderr, stdout, trace_workdir};
+
 /// The binary under test: this build's, or `HOSTILE_BIN`.
 fn bin() -> String {
     std::env::var("HOSTILE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_hicache-sim").into())
@@ -30,18 +32,6 @@ fn run_env(args: &[&str], dir: &Path, env: &[(&str, &str)]) -> Output {
     c.output().unwrap()
 }
 
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 #[track_caller]
 fn ok(o: &Output) {
     assert_eq!(code(o), 0, "{}", stderr(o));
@@ -61,11 +51,7 @@ fn repo(p: &str) -> std::path::PathBuf {
 
 /// A temp folder with `trace.jsonl`: the first 300 requests of the bundled synthetic trace.
 fn workdir() -> tempfile::TempDir {
-    let d = tempfile::tempdir().unwrap();
-    let trace = std::fs::read_to_string(repo("traces/synthetic_trace.jsonl")).unwrap();
-    let head: String = trace.lines().take(300).map(|l| format!("{l}\n")).collect();
-    std::fs::write(d.path().join("trace.jsonl"), head).unwrap();
-    d
+    trace_workdir()
 }
 
 /// `trace convert IN -o LINK` writes the link's target (the link stays a link), and a
@@ -143,44 +129,8 @@ fn trace_convert_writes_through_links_and_in_place_on_devices() {
     );
 }
 
-/// GB300, page-cache-credit, a 2 × 2 sweep over the trace beside it (as `reliability`).
-const SCENARIO: &str = "\
-name: hostile
-sglang: page-cache-credit
-seed: 2
-runs: 20
-node: gb300
-model: glm-5.2
-server:
-  tp_size: 4
-  page_size: 64
-  kv_cache_dtype: fp8_e4m3
-  mem_fraction_static: 0.85
-  enable_hierarchical_cache: true
-  hicache_write_policy: write_through
-memory:
-  host_other_used: 10GB
-  cgroup:
-    version: v2
-    max: 900GB
-startup:
-  process_memory: 15GB
-  weight_load:
-    bytes_per_node: 420GB
-    read_bandwidth: 15GB/s
-  arrival:
-    jitter: {dist: log_normal, median: 1s, sigma: 1.5}
-  post_load: 5s
-runtime:
-  trace: trace.jsonl
-  trace_format: mooncake
-  replay:
-    timing: off
-sweep:
-  axes:
-    server.hicache_host_memory_fraction: [0.5, 1.0]
-    server.hicache_ratio: [null, 2.0]
-";
+/// GB300, page-cache-credit, a 2 × 2 sweep over the trace beside it.
+const SCENARIO: &str = SWEEP_SCENARIO;
 
 /// `plan S --out D` refuses (exit 2, before anything is written) when its scenario or
 /// its trace sits in D under a name the plan writes; both files stay as they were.

@@ -36,6 +36,7 @@ mod sizing_presets;
 mod sizing_sglang_cases;
 mod startup_incidents;
 mod startup_model;
+mod support;
 mod sweep_cli;
 mod sweep_props;
 mod sweep_run;

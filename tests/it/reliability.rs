@@ -4,46 +4,12 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+use crate::support::{SWEEP_SCENARIO, code, stderr, trace_workdir};
+
 const BIN: &str = env!("CARGO_BIN_EXE_hicache-sim");
 
 /// A small sweep with a trace beside it: GB300, page-cache-credit, 2 × 2 points.
-const SCENARIO: &str = "\
-name: reliability
-sglang: page-cache-credit
-seed: 2
-runs: 20
-node: gb300
-model: glm-5.2
-server:
-  tp_size: 4
-  page_size: 64
-  kv_cache_dtype: fp8_e4m3
-  mem_fraction_static: 0.85
-  enable_hierarchical_cache: true
-  hicache_write_policy: write_through
-memory:
-  host_other_used: 10GB
-  cgroup:
-    version: v2
-    max: 900GB
-startup:
-  process_memory: 15GB
-  weight_load:
-    bytes_per_node: 420GB
-    read_bandwidth: 15GB/s
-  arrival:
-    jitter: {dist: log_normal, median: 1s, sigma: 1.5}
-  post_load: 5s
-runtime:
-  trace: trace.jsonl
-  trace_format: mooncake
-  replay:
-    timing: off
-sweep:
-  axes:
-    server.hicache_host_memory_fraction: [0.5, 1.0]
-    server.hicache_ratio: [null, 2.0]
-";
+const SCENARIO: &str = SWEEP_SCENARIO;
 
 fn run(args: &[&str], dir: &Path) -> Output {
     Command::new(BIN)
@@ -54,24 +20,10 @@ fn run(args: &[&str], dir: &Path) -> Output {
         .unwrap()
 }
 
-fn code(o: &Output) -> i32 {
-    o.status.code().unwrap_or(-1)
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 /// A temp folder with `s.yaml` and a 300-request slice of the bundled synthetic trace.
 fn workdir() -> tempfile::TempDir {
-    let d = tempfile::tempdir().unwrap();
+    let d = trace_workdir();
     std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
-    let trace = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/synthetic_trace.jsonl"),
-    )
-    .unwrap();
-    let head: String = trace.lines().take(300).map(|l| format!("{l}\n")).collect();
-    std::fs::write(d.path().join("trace.jsonl"), head).unwrap();
     d
 }
 
