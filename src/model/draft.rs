@@ -9,7 +9,9 @@ use crate::domain::ServerArgs;
 /// The MTP draft layers whose KV the host pools carry (0: none), and a note on what is
 /// left out.
 ///
-/// NextN / EAGLE with the model's own MTP layers ([`ServerArgs::mtp_draft_layers`]) on a
+/// The rule is SGLang's `speculative/base_spec_worker.py: _can_pack_hicache_mtp`
+/// (0.5.18–0.5.23), read by [`ServerArgs::mtp_draft_layers`]:
+/// NextN / EAGLE with the model's own MTP layers on a
 /// plain MHA / MLA / DSA model; drafts of sliding-window and hybrid models (their draft
 /// SWA / state layers), EAGLE3, STANDALONE and separate draft models are not modelled.
 pub fn mtp_draft(server: &ServerArgs, model: &ModelPreset) -> (u32, Option<String>) {
