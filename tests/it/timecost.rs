@@ -856,3 +856,47 @@ fn corpus_10_mla_l2_hit_vs_cold() {
     assert!(err(cold, 1.34) < 0.40, "{cold}");
     assert!(hot / cold < 0.5 * 0.130, "{}", hot / cold);
 }
+
+// ------------------------------------------------------------------ corpus #12
+
+/// Corpus #12 (issue #33984): L1 + L2 + an SSD-backed Mooncake store large enough to
+/// hold everything, bench_multiturn 20 clients, rounds 0–8, per-round hit rates printed
+/// to 6 digits. Only the hit rates are replayed: the issue gives no model, GPU or rate,
+/// so the clock is the fixed one. The lengths come from round 1's 0.499939 =
+/// 4096 / (2 · 4096 + 1): 4 096-token questions, 1-token answers; pages of 64.
+#[test]
+fn corpus_12_mooncake_ssd_hit_rates_per_round() {
+    let mut c = base(64, 1024, 1, Compute::default());
+    // Pool sizes are not given; the published rates are full reuse, whichever tier
+    // served it. L1 + L2 hold the run here (with a 2 000-page host pool the replay
+    // loses pages to L3's write-back under this churn — not what the issue saw).
+    c.l1_pages = 1000;
+    c.l2_pages = 20_000;
+    c.l3_unbounded = true;
+    c.prefetch_policy = PrefetchPolicy::WaitComplete;
+    let b = Multiturn {
+        clients: 20,
+        rounds: 9,
+        request_len: 4096,
+        output_len: 1,
+        max_parallel: 20,
+        request_rate: Some(16.0),
+        round_barrier: true,
+        random_ready: true,
+        seed: 1,
+    };
+    let r = bench::run(&c, &b, &[], 100).unwrap();
+    show("#12", &r);
+    // Round r's prompt is 4096(r+1) + r tokens; its hit is the previous prompt's whole
+    // pages: round 2 = 8 192 / 12 290 = 0.666558, round 8 = 32 768 / 36 872 = 0.888696.
+    let published = [
+        0.0, 0.499939, 0.666558, 0.749863, 0.799844, 0.833164, 0.856964, 0.874813, 0.888696,
+    ];
+    for (i, want) in published.iter().enumerate() {
+        assert!(
+            (r.per_round_hit_rate[i] - want).abs() < 5e-7,
+            "round {i}: {:?}",
+            r.per_round_hit_rate
+        );
+    }
+}
