@@ -435,7 +435,7 @@ impl StartupPlan {
             offsets,
             jitter,
             nodes,
-            log_rules: LogRules::of(s.version.release()),
+            log_rules: s.version.release_rules().log,
             mem_layout: s.server.hicache_mem_layout,
             pin_failure_rc: s.startup.pin.failure_rc.unwrap_or(2),
             pin_failure_error: s
