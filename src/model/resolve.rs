@@ -93,8 +93,29 @@ impl ResolvedModel {
     /// plus [`LOAD_BYTES_PER_LAYER`] for each decoder layer the rank holds. `None` for a
     /// preset.
     pub fn weights_as_loaded(&self, layout: &ParallelLayout) -> Option<u64> {
-        let layers = (self.hf.as_ref()?.layers as u64).div_ceil(layout.pp_size.max(1) as u64);
-        Some(self.weights_per_rank(layout)? + layers * LOAD_BYTES_PER_LAYER)
+        self.weights_as_loaded_on(layout, None)
+    }
+
+    /// [`Self::weights_as_loaded`] on a GPU of compute capability `sm_major`
+    /// ([`super::sm_major`]): plus the padding of an mxfp4 checkpoint's MoE buffers
+    /// ([`super::weights::mxfp4_moe_padding_per_rank`], gpt-oss).
+    pub fn weights_as_loaded_on(
+        &self,
+        layout: &ParallelLayout,
+        sm_major: Option<u32>,
+    ) -> Option<u64> {
+        let hf = self.hf.as_ref()?;
+        let layers = (hf.layers as u64).div_ceil(layout.pp_size.max(1) as u64);
+        let padding = match self.quantization.as_ref().map(|q| q.format) {
+            Some(WeightFormat::Mxfp4) => super::weights::mxfp4_moe_padding_per_rank(
+                &hf.params,
+                layout.tp_size as u64,
+                sm_major,
+            )
+            .div_ceil(layout.pp_size.max(1) as u64),
+            _ => 0,
+        };
+        Some(self.weights_per_rank(layout)? + padding + layers * LOAD_BYTES_PER_LAYER)
     }
 }
 

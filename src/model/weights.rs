@@ -43,6 +43,11 @@ pub struct ParamCounts {
     /// `is_fp4_experts`, `SGLANG_DSV4_FP4_EXPERTS` on by default — and the ModelOpt
     /// builds' `moe_quant_algo: NVFP4`).
     pub routed_expert_format: Option<WeightFormat>,
+    /// One routed expert's shape: the width it works in, its intermediate size and its
+    /// matrices (3 gated, 2 for relu²); 0 without experts.
+    pub expert_hidden: u64,
+    pub moe_intermediate: u64,
+    pub expert_mats: u64,
 }
 
 impl ParamCounts {
@@ -167,6 +172,9 @@ impl ParamCounts {
         let mut p = ParamCounts {
             layers,
             routed_expert_format,
+            expert_hidden: if experts > 0 { expert_hidden } else { 0 },
+            moe_intermediate: if experts > 0 { moe_inter } else { 0 },
+            expert_mats: if experts > 0 { mats } else { 0 },
             embed: vocab * hidden,
             lm_head: if tied { 0 } else { vocab * hidden },
             norms: hidden, // final norm
@@ -444,6 +452,44 @@ impl PartBytes {
     }
 }
 
+/// Bytes SGLang's mxfp4 MoE method allocates on one rank beyond the checkpoint's
+/// routed experts, for a checkpoint whose `quant_method` is `mxfp4` (gpt-oss) at TP
+/// `tp`, on a GPU of compute capability `sm_major` (0.5.21–0.5.23, the default MoE
+/// runner, EP 1).
+///
+/// `layers/quantization/mxfp4.py: Mxfp4MoEMethod.create_weights` allocates per local
+/// expert `w13` (`2·I × H/2` u8) and `w2` (`H × I/2`) with ue8m0 scales per 32
+/// (`2·I × H/32`, `H × I/32`) and bf16 biases (`2·I`, `H`) at padded sizes:
+/// - SM100: `arg_groups/model_overrides/gpt_oss.py` picks `flashinfer_mxfp4`, so
+///   `layers/moe/fused_moe_triton/layer.py: FusedMoE.__init__` rounds `H` up to 256 and
+///   `create_weights` the per-partition `I` up to 128 (`H` to 128);
+/// - SM90: `triton_kernel` (EP 1): `I` up to 64, `H` as is.
+///
+/// Other GPUs: 0 (not modelled). The padding is the difference between the padded
+/// buffers and the same buffers at the checkpoint's `I / tp` and `H`.
+pub fn mxfp4_moe_padding_per_rank(p: &ParamCounts, tp: u64, sm_major: Option<u32>) -> u64 {
+    let (h, i, mats) = (p.expert_hidden, p.moe_intermediate, p.expert_mats);
+    if h == 0 || i == 0 || mats == 0 {
+        return 0;
+    }
+    let up = |x: u64, a: u64| x.div_ceil(a) * a;
+    let i_part = i / tp.max(1);
+    let (h_pad, i_pad) = match sm_major {
+        Some(10) => (up(up(h, 256), 128), up(i_part, 128)),
+        Some(9) => (h, up(i_part, 64)),
+        _ => return 0,
+    };
+    // One expert's buffers: weights (½ B), scales (1/32 B) and bf16 biases.
+    let buffers = |i: u64, h: u64| {
+        let w = 2 * i * h / 2 + h * i / 2;
+        let scales = 2 * i * (h / 32) + h * (i / 32);
+        w + scales + 2 * (2 * i) + 2 * h
+    };
+    // Experts over all layers: every one is local at EP 1.
+    let experts = p.routed_experts / (mats * h * i);
+    experts * buffers(i_pad, h_pad).saturating_sub(buffers(i_part, h))
+}
+
 /// Parameters of one linear-attention / SSM mixer (Gated DeltaNet: `in_proj_qkvz`,
 /// `in_proj_ba`, `conv1d`, `out_proj`; Mamba2: `in_proj` to `2 × intermediate + 2 ×
 /// n_groups × state + heads`, `conv1d`, `out_proj`; KDA: q/k/v/g/o projections of
@@ -540,6 +586,30 @@ fn attention_params(text: &Value, attention: &Attention, hidden: u64, heads: u64
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// gpt-oss-20b (24 layers × 32 experts, hidden 2880, intermediate 2880) at TP1: on
+    /// SM100 the buffers are 3072 × 2944 — per expert 2944·3072·51/32 + 4·2944 + 2·3072 =
+    /// 14,431,744 B against 2880·2880·51/32 + 4·2880 + 2·2880 = 13,236,480 B: 768 ×
+    /// 1,195,264 = 917,962,752 B. On SM90 (`triton_kernel`, intermediate to 64) 2880 is
+    /// aligned: 0; at TP8 360 → 384: per expert 2·24·2880/2 + 24·2880/2 = 103,680 B of
+    /// weights, + 2·24·90 + 2880·(384/32 − 360/32) = 7,200 of scales, + 4·24 = 96 of bias.
+    #[test]
+    fn gpt_oss_20b_mxfp4_padding() {
+        let p = ParamCounts {
+            routed_experts: 24 * 32 * 3 * 2880 * 2880,
+            expert_hidden: 2880,
+            moe_intermediate: 2880,
+            expert_mats: 3,
+            ..Default::default()
+        };
+        assert_eq!(mxfp4_moe_padding_per_rank(&p, 1, Some(10)), 917_962_752);
+        assert_eq!(mxfp4_moe_padding_per_rank(&p, 1, Some(9)), 0);
+        assert_eq!(
+            mxfp4_moe_padding_per_rank(&p, 8, Some(9)),
+            768 * (103_680 + 7_200 + 96)
+        );
+        assert_eq!(mxfp4_moe_padding_per_rank(&p, 1, None), 0);
+    }
 
     /// Llama-3.1-8B (meta-llama/Meta-Llama-3.1-8B config.json): hidden 4096, 32 layers,
     /// 32 heads, 8 KV heads, head_dim 128, intermediate 14336, vocab 128256, untied.

@@ -60,7 +60,9 @@ impl Scenario {
             .as_ref()
             .map(|q| q.format.key());
         if (quant.is_none() || quant == own)
-            && let Some(w) = self.resolved_model.weights_as_loaded(&self.layout)
+            && let Some(w) = self
+                .resolved_model
+                .weights_as_loaded_on(&self.layout, crate::model::sm_major(&self.node.gpu))
         {
             return Ok(w);
         }

@@ -20,6 +20,7 @@ use hicache_sim::hardware::node_preset;
 use hicache_sim::model::{
     Attention, DevicePoolInputs, KvDtype, MemFractionInputs, ModelPreset, ModelQuery,
     ParallelLayout, ResolvedModel, mem_fraction_static_default, profile_rest_gib, resolve,
+    sm_major,
 };
 use hicache_sim::pools::{PoolSetInputs, SpecDraft, device_pools};
 use hicache_sim::release::Release;
@@ -278,7 +279,7 @@ fn run(name: &str, c: &Case) -> Row {
         // (tp × pp).
         let weights = r
             .as_ref()
-            .and_then(|r| r.weights_as_loaded(&layout))
+            .and_then(|r| r.weights_as_loaded_on(&layout, sm_major(&node.gpu)))
             .unwrap_or_else(|| m.weights_per_rank(&layout, None).unwrap());
         let (use_mla, is_dsa) = match m.attention {
             Attention::Mla { .. } | Attention::HybridMla { .. } => (true, false),
@@ -333,7 +334,13 @@ fn run(name: &str, c: &Case) -> Row {
         && let Some((m, r)) = &model
         && r.is_some()
     {
-        let w = r.as_ref().and_then(|r| r.weights_as_loaded(&layout));
+        // On the case's node when it names one (mxfp4 MoE padding depends on the GPU).
+        let sm = c
+            .node
+            .as_deref()
+            .and_then(|n| node_preset(n).ok())
+            .and_then(|n| sm_major(&n.gpu));
+        let w = r.as_ref().and_then(|r| r.weights_as_loaded_on(&layout, sm));
         row.sim_weights = w
             .or_else(|| m.weights_per_rank(&layout, None).ok())
             .map(|w| w as f64 / GIB);
