@@ -702,7 +702,7 @@ fn corpus_11_glm52_fp8_h20_prefill_and_l2_restore() {
         m.host_hit_tokens
     );
     // Published: "reduces latency by 92.67 %" (0.073). Simulated 0.006: outside — the
-    // cold side is 2.2× slow (above) and the restore (5.9 GB per rank at 46.75 GB/s,
+    // cold side is 2.2× slow (above) and the restore (6.1 GB per rank — 99 968 × 61 464 B — at 46.75 GB/s,
     // layer-pipelined) 0.13 s against ~0.7 s implied; ranks sharing host DRAM and the
     // CP arm's own restore path are not modelled.
     assert_eq!(m.host_hit_tokens, 99_968);
