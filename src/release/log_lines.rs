@@ -138,6 +138,17 @@ pub enum LogEvent {
         /// `--hicache-mem-layout` (the DSA and Mamba lines print it).
         layout: MemLayout,
     },
+    /// A DeepSeek-V4 host pool passed its check (`DeepSeekV4PagedHostPool` /
+    /// `DeepSeekV4StateHostPool`, 0.5.21–0.5.23).
+    AllocatingV4 {
+        pool: &'static str,
+        state: bool,
+        layers: u64,
+        pages: u64,
+        item_bytes: u64,
+        bytes: u64,
+        layout: MemLayout,
+    },
     /// The rank raised; the text is the rank's message.
     Error(ErrorKind),
     /// V5: this rank's build failed inside the attach gate.
@@ -230,6 +241,26 @@ pub fn render(ctx: &RenderContext, e: &LogEvent, message: Option<&str>) -> Strin
                 }
             }
         }
+        // `memory_pool_host.py: DeepSeekV4PagedHostPool.__init__` /
+        // `DeepSeekV4StateHostPool.__init__` (0.5.21–0.5.23).
+        LogEvent::AllocatingV4 {
+            pool,
+            state,
+            layers,
+            pages,
+            item_bytes,
+            bytes,
+            layout,
+        } => format!(
+            "Allocating {:.2} GB host memory for V4 {} pool '{pool}' (layers={layers}, pages={pages}, {}={item_bytes}, layout={layout}).",
+            bytes as f64 / 1e9,
+            if state { "state" } else { "paged" },
+            if state {
+                "state_page_bytes"
+            } else {
+                "item_bytes"
+            },
+        ),
         LogEvent::Error(kind) => {
             let k = match kind {
                 ErrorKind::ValueError => "ValueError",
