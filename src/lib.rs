@@ -39,4 +39,5 @@ pub mod sizing;
 pub mod startup;
 pub mod sweep;
 pub mod units;
+pub mod wheel;
 pub mod workload;

@@ -607,7 +607,11 @@ mod tests {
 
     fn run(rel: &str, cmd: &str) -> Result<Parsed, ArgError> {
         let argv: Vec<String> = cmd.split_whitespace().map(str::to_string).collect();
-        parse(table().release(rel).unwrap(), &argv)
+        let rel = crate::wheel::Release::ALL
+            .into_iter()
+            .find(|r| r.id() == rel)
+            .expect("a modelled release");
+        parse(table().release(rel), &argv)
     }
 
     #[test]

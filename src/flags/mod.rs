@@ -8,8 +8,8 @@
 //! have each flag. [`parse`] mirrors CPython 3.11 `argparse.ArgumentParser.parse_args`
 //! (`allow_abbrev=True`, prefix `-`) over one release's table.
 //!
-//! The API takes a release id string (`"0.5.23"`) so it does not depend on how the caller
-//! names versions.
+//! Keyed by the typed release ([`Release`]): the table's ids are read into it once, when
+//! the embedded table is built.
 
 pub mod argparse;
 
@@ -20,6 +20,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 pub use argparse::{ArgError, Given, Parsed, parse};
+
+use crate::wheel::Release;
 
 /// How an action consumes its arguments (argparse's `action=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -108,7 +110,8 @@ struct RawTable {
 /// One release's parser: its actions in registration order.
 #[derive(Debug)]
 pub struct ReleaseFlags {
-    pub release: String,
+    /// The release whose parser this is (a post release reads its base release's).
+    pub release: Release,
     pub actions: Vec<FlagSpec>,
     /// Option string → action index, in registration order (argparse's
     /// `_option_string_actions`).
@@ -127,12 +130,21 @@ impl ReleaseFlags {
 
 /// All releases of the table.
 pub struct FlagTable {
-    pub releases: Vec<String>,
+    /// The releases with a parser of their own, oldest first.
+    pub releases: Vec<Release>,
     /// Post release → the release whose flag table it shares (`0.5.15.post1` → `0.5.15`).
-    pub same_as: BTreeMap<String, String>,
-    by_release: BTreeMap<String, ReleaseFlags>,
+    same_as: BTreeMap<Release, Release>,
+    by_release: BTreeMap<Release, ReleaseFlags>,
     /// Option string → releases that have it (for "added in" / "removed in").
-    presence: BTreeMap<String, Vec<String>>,
+    presence: BTreeMap<String, Vec<Release>>,
+}
+
+/// A release id of the generated table as the typed release.
+fn release_of(id: &str) -> Result<Release, String> {
+    Release::ALL
+        .into_iter()
+        .find(|r| r.id() == id)
+        .ok_or_else(|| format!("the flag table's release {id} is not a modelled release"))
 }
 
 const TABLE_JSON: &str = include_str!("sglang_flags.json");
@@ -185,8 +197,11 @@ fn spec_of(key: &str, a: &BTreeMap<String, Value>) -> Result<FlagSpec, String> {
 fn build(json: &str) -> Result<FlagTable, String> {
     let raw: RawTable = serde_json::from_str(json).map_err(|e| e.to_string())?;
     let mut by_release = BTreeMap::new();
-    let mut presence: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut presence: BTreeMap<String, Vec<Release>> = BTreeMap::new();
+    let mut releases = Vec::new();
     for rel in &raw.releases {
+        let release = release_of(rel)?;
+        releases.push(release);
         let order = raw
             .registration_order
             .get(rel)
@@ -215,51 +230,56 @@ fn build(json: &str) -> Result<FlagTable, String> {
             return Err(format!("{rel}: option-string count mismatch"));
         }
         for (o, _) in &option_strings {
-            presence.entry(o.clone()).or_default().push(rel.clone());
+            presence.entry(o.clone()).or_default().push(release);
         }
         by_release.insert(
-            rel.clone(),
+            release,
             ReleaseFlags {
-                release: rel.clone(),
+                release,
                 actions,
                 option_strings,
             },
         );
     }
+    let same_as = raw
+        .post_releases_same_as
+        .iter()
+        .map(|(post, base)| Ok((release_of(post)?, release_of(base)?)))
+        .collect::<Result<_, String>>()?;
     Ok(FlagTable {
-        releases: raw.releases,
-        same_as: raw.post_releases_same_as,
+        releases,
+        same_as,
         by_release,
         presence,
     })
 }
 
 impl FlagTable {
-    /// One release's flags; an unknown release is an error listing the known ones.
-    pub fn release(&self, release: &str) -> Result<&ReleaseFlags, String> {
-        self.by_release.get(release).ok_or_else(|| {
-            format!(
-                "no flag table for SGLang {release}: known releases {}",
-                self.releases.join(", ")
-            )
-        })
+    /// One release's flags (a post release's are its base release's when the generator
+    /// found them unchanged). Every modelled release has a parser: `tests` below.
+    pub fn release(&self, release: Release) -> &ReleaseFlags {
+        let own = self.same_as.get(&release).copied().unwrap_or(release);
+        self.by_release
+            .get(&own)
+            .expect("the flag table has every modelled release (flags::tests)")
     }
 
     /// Where an option string exists in other releases, phrased for an error about
     /// `release`: "added in 0.5.21", "removed in 0.5.20 (last in 0.5.19)".
-    pub fn history(&self, opt: &str, release: &str) -> Option<String> {
+    pub fn history(&self, opt: &str, release: Release) -> Option<String> {
+        let release = self.release(release).release;
         let rels = self.presence.get(opt)?;
-        if rels.iter().any(|r| r == release) {
+        if rels.contains(&release) {
             return None;
         }
-        let idx = |r: &str| self.releases.iter().position(|x| x == r);
+        let idx = |r: Release| self.releases.iter().position(|&x| x == r);
         let at = idx(release)?;
-        let later = rels.iter().find(|r| idx(r).is_some_and(|i| i > at));
-        let earlier = rels.iter().rev().find(|r| idx(r).is_some_and(|i| i < at));
+        let later = rels.iter().find(|&&r| idx(r).is_some_and(|i| i > at));
+        let earlier = rels.iter().rev().find(|&&r| idx(r).is_some_and(|i| i < at));
         match (earlier, later) {
             (_, Some(l)) if earlier.is_none() => Some(format!("added in {l}")),
-            (Some(e), _) => {
-                let removed = self.releases[idx(e)? + 1].clone();
+            (Some(&e), _) => {
+                let removed = self.releases[idx(e)? + 1];
                 Some(match later {
                     Some(l) => format!("absent from {removed} to {release}, back in {l}"),
                     None => format!("removed in {removed}; last in {e}"),
@@ -278,14 +298,20 @@ mod tests {
     fn option_string_counts_per_release() {
         let t = table();
         // 559 option strings in 0.5.23 (issue 9's count), 433 in 0.5.14.
-        assert_eq!(t.release("0.5.23").unwrap().option_strings.len(), 559);
-        assert_eq!(t.release("0.5.14").unwrap().option_strings.len(), 433);
-        assert!(t.release("0.5.24").unwrap_err().contains("0.5.14, 0.5.15"));
+        assert_eq!(t.release(Release::V0_5_23).option_strings.len(), 559);
+        assert_eq!(t.release(Release::V0_5_14).option_strings.len(), 433);
+        // Every modelled release has a parser; 0.5.15.post1 reads 0.5.15's.
+        for r in Release::ALL {
+            let own = t.release(r).release;
+            assert!(own == r || r.same_as() == Some(own), "{r}: {own}");
+        }
+        assert_eq!(t.release(Release::V0_5_15Post1).release, Release::V0_5_15);
+        assert!(release_of("0.5.24").is_err());
     }
 
     #[test]
     fn hicache_flags_as_registered() {
-        let r = table().release("0.5.23").unwrap();
+        let r = table().release(Release::V0_5_23);
         let a = &r.actions[r.exact("--enable-hicache").unwrap()];
         assert_eq!(a.dest, "enable_hierarchical_cache");
         assert_eq!(a.action, Action::StoreTrue);
@@ -297,11 +323,11 @@ mod tests {
             ["lru", "lfu", "slru", "priority", "tlru"]
         );
         assert_eq!(
-            table().history("--hicache-host-memory-fraction", "0.5.20"),
+            table().history("--hicache-host-memory-fraction", Release::V0_5_20),
             Some("added in 0.5.21".into())
         );
         assert_eq!(
-            table().history("--hicache-host-memory-fraction", "0.5.23"),
+            table().history("--hicache-host-memory-fraction", Release::V0_5_23),
             None
         );
     }

@@ -23,7 +23,8 @@ pub struct CheckRow {
     /// `started`, `refused`, `oom_killed`, `failed` (raised before sizing),
     /// `invalid_args` (SGLang rejects the recipe: its argument parser or server checks),
     /// `error` (the simulator cannot read or simulate the file: bad input, an undescribed
-    /// model), `skipped` (the simulator has no flag table for this release).
+    /// model). (`skipped`, for a release without a flag table, no longer occurs: every
+    /// modelled release has one; JUnit still counts it.)
     pub outcome: &'static str,
     pub passed: bool,
     pub start_probability: Option<f64>,

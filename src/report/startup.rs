@@ -285,7 +285,7 @@ pub fn build(s: &Scenario, plan: &StartupPlan, mc: &MonteCarlo, seed: u64) -> St
         notes: s.notes.clone(),
         server: server_object(s),
         launch: s.launch.as_ref().map(|l| LaunchOut {
-            release: l.release.flags().release.clone(),
+            release: l.release.flags().release.to_string(),
             launcher: l.launcher.clone(),
             not_modelled: l.not_modelled.clone(),
             env: l.env.clone(),

@@ -288,7 +288,7 @@ pub fn parse_launch_src(
                 .copied()
         });
         // The table's id: a post release reads (and is named by) its base release's.
-        let release = release_flags.release.as_str();
+        let release = release_flags.release;
         let mut msg = format!("SGLang {release} refuses this command: {}", e.message);
         // An ambiguous prefix that is a whole flag in other releases: say so.
         if let Some(rest) = e.message.strip_prefix("ambiguous option: ") {
@@ -692,14 +692,7 @@ mod tests {
     #[test]
     fn release_ids() {
         use crate::release::Sglang;
-        let table = |id: &str| {
-            Sglang::from_id(id)
-                .unwrap()
-                .release()
-                .flags()
-                .release
-                .as_str()
-        };
+        let table = |id: &str| Sglang::from_id(id).unwrap().release().flags().release.id();
         assert_eq!(table("0.5.19"), "0.5.19");
         // #35540 first shipped in 0.5.19 (the release module's map).
         assert_eq!(table("pr35540"), "0.5.19");

@@ -145,7 +145,7 @@ fn cuda_graph_bs_takes_every_value_where_it_exists() {
     ));
     assert!(matches!(code, Some(0 | 1)), "{err}");
     assert_eq!(v["launch"]["not_modelled"][0]["flag"], "--cuda-graph-bs");
-    let r = hicache_sim::flags::table().release("0.5.14").unwrap();
+    let r = hicache_sim::flags::table().release(hicache_sim::release::Release::V0_5_14);
     let argv: Vec<String> = ["--model-path", "m", "--cuda-graph-bs", "1", "2", "4"]
         .iter()
         .map(|s| s.to_string())
@@ -252,6 +252,6 @@ fn a_post_release_reads_its_base_releases_flag_table() {
     // `tools/flags/gen_flag_table.py` records 0.5.15.post1's parser only where it differs
     // from 0.5.15's (`post_releases_same_as`); it did not, so 0.5.15's table applies.
     use hicache_sim::release::Release;
-    assert_eq!(Release::V0_5_15Post1.flags().release, "0.5.15");
-    assert_eq!(Release::V0_5_15.flags().release, "0.5.15");
+    assert_eq!(Release::V0_5_15Post1.flags().release, Release::V0_5_15);
+    assert_eq!(Release::V0_5_15.flags().release, Release::V0_5_15);
 }
