@@ -27,7 +27,10 @@ pub mod config;
 pub mod cost;
 pub mod metrics;
 mod overrides;
+pub mod rounds;
 mod session;
+pub mod speeds;
+pub mod storage_backend;
 mod timed;
 pub mod transfer;
 mod untimed;
@@ -35,6 +38,7 @@ mod untimed;
 pub use config::{CallPattern, ReplayConfig, Timing};
 pub use metrics::{ReplayMetrics, TimelinePoint, definitions};
 pub use overrides::apply_overrides;
+pub use speeds::Speeds;
 pub use timed::RequestTime;
 
 use crate::workload::Request;

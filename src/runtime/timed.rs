@@ -353,7 +353,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         s.prefetch_occupied += charged;
         let bytes = s.bytes(got);
         s.m.prefetch_bytes += bytes;
-        let dur = storage_time_ns(bytes, s.cfg.storage_read_bandwidth.0);
+        let dur = storage_time_ns(bytes, s.cfg.storage_read_bandwidth.0) + s.cfg.storage_latency.0;
         let end = self.sread.transfer(now, dur);
         Issue::Issued(Prefetch {
             anchor: m.last_node,
@@ -675,7 +675,8 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
                 );
                 if !new.is_empty() {
                     let t = self.d2h.transfer(now, d);
-                    let wt = storage_time_ns(bytes, s.cfg.storage_write_bandwidth.0);
+                    let wt = storage_time_ns(bytes, s.cfg.storage_write_bandwidth.0)
+                        + s.cfg.storage_latency.0;
                     self.swrite.transfer(t, wt);
                     s.write_storage(&new);
                 }
@@ -788,7 +789,8 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         pages.clear();
         pages.extend_from_slice(&self.s.tree.node(node).pages);
         let bytes = self.s.bytes(pages.len() as u64);
-        let d = storage_time_ns(bytes, self.s.cfg.storage_write_bandwidth.0);
+        let d = storage_time_ns(bytes, self.s.cfg.storage_write_bandwidth.0)
+            + self.s.cfg.storage_latency.0;
         let t = self.swrite.transfer(at, d);
         self.s.write_storage(&pages);
         if pin && self.s.tree.node(node).backed_up {
