@@ -46,6 +46,23 @@ pub enum CallPattern {
     Scheduler0523,
 }
 
+/// Where a timed replay's decode runs (issue #22).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecodeTimeline {
+    /// Decode beside the prefill timeline: a request decodes for
+    /// `output × step(running, context)` from its first token and never delays a
+    /// prefill (every figure made before this policy).
+    #[default]
+    BesidePrefill,
+    /// Decode steps occupy the GPU between prefill batches, as SGLang's scheduler
+    /// interleaves them (`managers/scheduler.py: Scheduler.get_next_batch_to_run`: a new
+    /// prefill batch when one can be formed, else one decode step of the running batch;
+    /// 0.5.14-0.5.23, no mixed chunks): each step decodes one token of every decoding
+    /// request in `step(batch, mean context)`, so TTFT under load includes decode time.
+    Interleaved,
+}
+
 /// One replay's configuration. Capacities are in pages of `page_size` tokens.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -118,6 +135,10 @@ pub struct ReplayConfig {
     /// above; `table` / `roofline`: `runtime::cost`).
     #[serde(skip_serializing_if = "super::cost::Compute::is_fixed")]
     pub compute: super::cost::Compute,
+    /// Whether decode steps take GPU time between prefill batches
+    /// (`beside_prefill`, the default, or `interleaved`). Not written while default.
+    #[serde(skip_serializing_if = "is_beside_prefill")]
+    pub decode_timeline: DecodeTimeline,
     /// Requests running (prefill or decode) at once.
     pub max_running_requests: u32,
     /// Tokens admitted into one prefill batch (at least one request always goes).
@@ -191,6 +212,7 @@ impl Default for ReplayConfig {
             prefill_tokens_per_s: 20_000.0,
             decode_tokens_per_s: 50.0,
             compute: super::cost::Compute::default(),
+            decode_timeline: DecodeTimeline::BesidePrefill,
             max_running_requests: 64,
             max_prefill_tokens: 16_384,
             prefetch_timeout_base: Duration(2 * NS_PER_S),
@@ -208,6 +230,10 @@ impl Default for ReplayConfig {
             debug_checks: false,
         }
     }
+}
+
+fn is_beside_prefill(d: &DecodeTimeline) -> bool {
+    *d == DecodeTimeline::BesidePrefill
 }
 
 fn is_zero_duration(d: &Duration) -> bool {

@@ -35,7 +35,7 @@ mod timed;
 pub mod transfer;
 mod untimed;
 
-pub use config::{CallPattern, ReplayConfig, Timing};
+pub use config::{CallPattern, DecodeTimeline, ReplayConfig, Timing};
 pub use metrics::{ReplayMetrics, TimelinePoint, definitions};
 pub use overrides::apply_overrides;
 pub use speeds::Speeds;

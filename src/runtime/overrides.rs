@@ -22,6 +22,8 @@ pub fn apply_overrides(
     });
     // Likewise the storage backend preset and latency (unset / 0 are not written).
     o.entry("storage_backend").or_insert(Value::Null);
+    o.entry("decode_timeline")
+        .or_insert_with(|| Value::from("beside_prefill"));
     o.entry("storage_latency")
         .or_insert_with(|| Value::from(format!("{}ns", cfg.storage_latency.0)));
     for (k, val) in overrides {

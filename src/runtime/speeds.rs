@@ -32,6 +32,8 @@ pub struct Speeds {
     /// How a host hit's load-back meets the forward: `layer_pipelined` (table,
     /// roofline) or `before_forward` (fixed: the SGLang Simulator's clock).
     pub load_back: &'static str,
+    /// Where decode runs: `beside_prefill` or `interleaved` (`decode_timeline`).
+    pub decode: &'static str,
     /// Link bandwidths, GB/s (10^9 B/s), as configured (before `bandwidth_efficiency`).
     pub h2d_gb_s: f64,
     pub d2h_gb_s: f64,
@@ -79,6 +81,10 @@ impl Speeds {
                 "before_forward"
             } else {
                 "layer_pipelined"
+            },
+            decode: match cfg.decode_timeline {
+                super::config::DecodeTimeline::BesidePrefill => "beside_prefill",
+                super::config::DecodeTimeline::Interleaved => "interleaved",
             },
             h2d_gb_s: gb(cfg.h2d_bandwidth.0),
             d2h_gb_s: gb(cfg.d2h_bandwidth.0),
@@ -148,10 +154,11 @@ impl Speeds {
             .map(|b| format!(" ({b})"))
             .unwrap_or_default();
         format!(
-            "{compute}; chunk {}; scale {}; load-back {}; H2D {} GB/s; D2H {} GB/s; efficiency {}; storage{backend} read {} GB/s write {} GB/s latency {} us",
+            "{compute}; chunk {}; scale {}; load-back {}; decode {}; H2D {} GB/s; D2H {} GB/s; efficiency {}; storage{backend} read {} GB/s write {} GB/s latency {} us",
             self.chunked_prefill_size,
             self.compute_scale,
             self.load_back,
+            self.decode,
             self.h2d_gb_s,
             self.d2h_gb_s,
             self.bandwidth_efficiency,
@@ -173,7 +180,7 @@ mod tests {
         assert_eq!(s.prefill_tokens_per_s, Some(20_000.0));
         assert_eq!(
             s.line(),
-            "fixed: prefill 20000 tok/s; decode 50 tok/s; chunk 0; scale 1; load-back before_forward; H2D 55 GB/s; D2H 55 GB/s; efficiency 0.85; storage read 10 GB/s write 5 GB/s latency 0 us"
+            "fixed: prefill 20000 tok/s; decode 50 tok/s; chunk 0; scale 1; load-back before_forward; decode beside_prefill; H2D 55 GB/s; D2H 55 GB/s; efficiency 0.85; storage read 10 GB/s write 5 GB/s latency 0 us"
         );
     }
 }

@@ -288,3 +288,53 @@ fn sweep_rows_carry_speeds_and_round_columns() {
     assert!(hit(1 - off) >= hit(off), "{} vs {}", hit(1 - off), hit(off));
     assert!(out.join("per_round.png").exists(), "{}", stderr(&o));
 }
+
+#[test]
+fn interleaved_decode_takes_gpu_time_from_prefill() {
+    use hicache_sim::runtime::{DecodeTimeline, replay_timed};
+    use hicache_sim::workload::Request;
+    // Fixed speeds: 1 000 new tokens prefill in 50 ms; one decode step is 1/50 s = 20 ms.
+    // A arrives at 0 (3 output tokens), B at 60 ms (1 000 tokens, 1 output token).
+    let reqs = || {
+        vec![
+            Request {
+                id: 0,
+                arrival_ns: 0,
+                input_tokens: 1000,
+                output_tokens: 3,
+                page_hashes: (1..=15).collect(),
+            },
+            Request {
+                id: 1,
+                arrival_ns: 60_000_000,
+                input_tokens: 1000,
+                output_tokens: 1,
+                page_hashes: (101..=115).collect(),
+            },
+        ]
+    };
+    let ms = 1_000_000;
+    // beside_prefill (the default): A's decode never holds the GPU. A: prefill 0-50,
+    // decode 3 × 20 ms → done at 110. B: prefill 60-110, TTFT 50 ms, done at 130.
+    let (_, t) = replay_timed(&cfg_fixed(), reqs(), &[]).unwrap();
+    assert_eq!((t[0].first_token_ns, t[0].finish_ns), (50 * ms, 110 * ms));
+    assert_eq!((t[1].first_token_ns, t[1].finish_ns), (110 * ms, 130 * ms));
+    // interleaved: at 50 the GPU runs A's first decode step (50-70): B, arriving at 60,
+    // waits for it, prefills 70-120 (TTFT 60 ms). Then steps of both: 120-140 (B done,
+    // A's 2nd), 140-160 (A's 3rd) → A done at 160.
+    let cfg = ReplayConfig {
+        decode_timeline: DecodeTimeline::Interleaved,
+        ..cfg_fixed()
+    };
+    let (m, t) = replay_timed(&cfg, reqs(), &[]).unwrap();
+    assert_eq!((t[0].first_token_ns, t[0].finish_ns), (50 * ms, 160 * ms));
+    assert_eq!((t[1].first_token_ns, t[1].finish_ns), (120 * ms, 140 * ms));
+    assert_eq!(m.ttft_p99_s, Some(0.06));
+    assert_eq!(m.makespan_s, Some(0.16));
+    // Selectable per scenario, recorded in the speeds.
+    let mut o = Map::new();
+    o.insert("decode_timeline".into(), Value::from("interleaved"));
+    let c = apply_overrides(ReplayConfig::default(), &o).unwrap();
+    assert_eq!(c.decode_timeline, DecodeTimeline::Interleaved);
+    assert!(Speeds::of(&c).line().contains("decode interleaved"));
+}

@@ -316,9 +316,10 @@ pub(crate) fn speeds_caption(t: &Table) -> String {
 fn caption_of_speeds(line: &str) -> String {
     line.split("; ")
         .filter(|seg| {
-            !["scale ", "load-back ", "D2H ", "efficiency "]
-                .iter()
-                .any(|p| seg.starts_with(p))
+            *seg != "decode beside_prefill"
+                && !["scale ", "load-back ", "D2H ", "efficiency "]
+                    .iter()
+                    .any(|p| seg.starts_with(p))
         })
         .collect::<Vec<_>>()
         .join("; ")
