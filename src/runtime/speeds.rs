@@ -119,8 +119,13 @@ impl Speeds {
             .map(|b| format!(" {b}"))
             .unwrap_or_default();
         format!(
-            "{compute}; chunk {}; H2D {} GB/s; storage{backend} {}/{} GB/s",
+            "{compute}; chunk {}{}; H2D {} GB/s; storage{backend} {}/{} GB/s",
             self.chunked_prefill_size,
+            if self.decode == "interleaved" {
+                "; decode interleaved"
+            } else {
+                ""
+            },
             self.h2d_gb_s,
             self.storage_read_gb_s,
             self.storage_write_gb_s

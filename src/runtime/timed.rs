@@ -23,8 +23,10 @@
 //!   link with the node's host copy pinned until the storage ack. TTFT = end of
 //!   prefill − arrival.
 //! - **Decode** keeps the request running (its prefix locked) for
-//!   `output_tokens / decode_tokens_per_s`; decode does not block prefill and output
-//!   tokens are not inserted into the tree.
+//!   `output × step` beside the prefill timeline (`decode_timeline: beside_prefill`,
+//!   the default: decode does not block prefill), or with `decode_timeline:
+//!   interleaved` one decode step of every decoding request at a time on the prefill's
+//!   GPU whenever no prefill batch forms. Output tokens are not inserted into the tree.
 
 use std::collections::VecDeque;
 
