@@ -253,6 +253,10 @@ pub struct ReplayArgs {
     /// Write the occupancy / hit-rate timeline as CSV (and a plot next to it).
     #[arg(long)]
     pub timeline: Option<String>,
+    /// Write the per-round figures of a `runtime.bench` run as CSV (one row per round)
+    /// and a plot of TTFT and hit rate per round next to it.
+    #[arg(long)]
+    pub rounds: Option<String>,
     /// Any replay setting: `--config lru_mode=plain_page`, `--config evict_host_rule=reclaim_device_resident`
     /// (repeatable; the fields of `runtime.replay`).
     #[arg(long = "config", value_name = "KEY=VALUE")]

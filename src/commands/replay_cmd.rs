@@ -116,6 +116,13 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
         }
         crate::output::refuse_input_as_output("--timeline", Path::new(tl), &inputs)?;
     }
+    if let Some(r) = &a.rounds {
+        let mut inputs: Vec<(&str, &Path)> = Vec::new();
+        if let Some(sc) = &a.scenario {
+            inputs.push(("scenario", Path::new(sc)));
+        }
+        crate::output::refuse_input_as_output("--rounds", Path::new(r), &inputs)?;
+    }
     if let Some(f) = &a.trace_format {
         section.trace_format = Some(f.clone());
     }
@@ -175,9 +182,17 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
     if let Some(path) = &a.timeline {
         write_timeline(&m, path, cfg.timing == crate::runtime::Timing::Off)?;
     }
+    if let Some(path) = &a.rounds {
+        write_rounds(&m, &cfg, path)?;
+    }
     match a.format {
         OutputFormat::Json => {
-            let v = serde_json::json!({ "config": cfg, "trace": section.trace, "metrics": m, "definitions": definitions() });
+            let mut v = serde_json::json!({ "config": cfg, "trace": section.trace, "metrics": m, "definitions": definitions() });
+            // The speeds behind the times (issue #22), whenever the replay is timed.
+            if cfg.timing == crate::runtime::Timing::On {
+                v["speeds"] = serde_json::to_value(crate::runtime::Speeds::of(&cfg))
+                    .map_err(|e| CommandError::Other(e.to_string()))?;
+            }
             println!(
                 "{}",
                 serde_json::to_string_pretty(&v).map_err(|e| CommandError::Other(e.to_string()))?
@@ -423,10 +438,103 @@ fn render(
             "TTFT: p50 {p50:.3} s, p90 {p90:.3} s, p99 {p99:.3} s; makespan {:.1} s",
             m.makespan_s.unwrap_or(0.0)
         );
+        let _ = writeln!(o, "speeds: {}", crate::runtime::Speeds::of(cfg).line());
+    }
+    if let Some(b) = &m.bench {
+        let _ = writeln!(o);
+        let _ = writeln!(
+            o,
+            "bench_multiturn: {} clients x {} rounds (converged in {} passes): TTFT mean {:.3} s, input {:.0} tok/s, TPOT {}, cache hit rate {}, duration {:.1} s",
+            b.clients,
+            b.rounds,
+            b.passes,
+            b.ttft_mean_s,
+            b.input_tok_s,
+            b.tpot_mean_s
+                .map_or("-".into(), |t| format!("{:.1} ms", t * 1e3)),
+            pct(b.hit_rate).trim(),
+            b.duration_s
+        );
+        let _ = writeln!(
+            o,
+            "{:>5} {:>8} {:>11} {:>11} {:>11} {:>12} {:>10} {:>10}",
+            "round",
+            "requests",
+            "ttft mean",
+            "ttft p50",
+            "ttft p99",
+            "input tok/s",
+            "tpot",
+            "hit rate"
+        );
+        for r in &m.rounds {
+            let _ = writeln!(
+                o,
+                "{:>5} {:>8} {:>9.3} s {:>9.3} s {:>9.3} s {:>12.0} {:>10} {:>10}",
+                r.round,
+                r.requests,
+                r.ttft_mean_s,
+                r.ttft_p50_s,
+                r.ttft_p99_s,
+                r.input_tok_s,
+                r.tpot_mean_s
+                    .map_or("-".into(), |t| format!("{:.1} ms", t * 1e3)),
+                pct(r.hit_rate)
+            );
+        }
     }
     let _ = writeln!(o);
     let _ = writeln!(o, "Definitions: {}", definitions());
     o
+}
+
+/// A `runtime.bench` run's per-round figures as CSV (one row per round, with the speeds
+/// that produced them) and the plot of TTFT and hit rate per round next to it.
+fn write_rounds(m: &ReplayMetrics, cfg: &ReplayConfig, path: &str) -> Result<(), CommandError> {
+    if m.rounds.is_empty() {
+        return Err(InputError::new(
+            "--rounds",
+            "per-round figures need a multi-turn run: set runtime.bench in the scenario",
+        )
+        .into());
+    }
+    let sp = crate::runtime::Speeds::of(cfg);
+    let header: Vec<String> = crate::runtime::rounds::CSV_COLUMNS
+        .iter()
+        .map(|c| c.to_string())
+        .chain(["cost_model".to_string(), "speeds".to_string()])
+        .collect();
+    let rows: Vec<Vec<String>> = m
+        .rounds
+        .iter()
+        .map(|r| {
+            let mut v = r.csv_cells();
+            v.push(sp.cost_model.to_string());
+            v.push(sp.line());
+            v
+        })
+        .collect();
+    let bytes = crate::sweep::row::csv_bytes(&header, &rows);
+    crate::output::write_file(Path::new(path), &bytes)
+        .map_err(|e| CommandError::Other(format!("{path}: {e}")))?;
+    let csv_path = Path::new(path);
+    let dir = csv_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let stem = dir.join(
+        csv_path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "rounds".into()),
+    );
+    let series = vec![("".to_string(), m.rounds.clone())];
+    let info = crate::report::plot::per_round(&series, &sp.short(), &stem)
+        .map_err(super::sweep_cmd::plot_error)?;
+    for f in &info.files {
+        eprintln!("plot: {}", f.display());
+    }
+    Ok(())
 }
 
 /// The timeline as CSV (one row per sample) and its plot next to it.

@@ -112,7 +112,9 @@ pub fn sweep(a: SweepArgs) -> CmdResult {
         keep_explicit_replay_keys(&mut v, &user_replay, p);
         point_row(&v, p, &source)
     };
-    let mut opts = RunOptions::new(&a.out, COLUMNS.iter().map(|c| c.to_string()).collect());
+    let mut columns: Vec<String> = COLUMNS.iter().map(|c| c.to_string()).collect();
+    columns.extend(bench_columns(&base, &points));
+    let mut opts = RunOptions::new(&a.out, columns);
     let (scenario_map, traces) = provenance(&base, &points, &a.scenario)?;
     opts.scenario = scenario_map;
     opts.inputs = std::iter::once(("scenario".to_string(), PathBuf::from(&a.scenario)))
@@ -135,6 +137,10 @@ pub fn sweep(a: SweepArgs) -> CmdResult {
     opts.quiet = a.quiet;
     opts.plots = true;
     opts.plot_files = crate::report::plot::default_plot_names(&axes_of(&points));
+    if opts.columns.iter().any(|c| c.starts_with("round_")) {
+        opts.plot_files
+            .extend(["per_round.png".to_string(), "per_round.svg".to_string()]);
+    }
     opts.shard = a.shard.as_deref().map(Shard::parse).transpose()?;
     let mut summary = sweep::run(&points, &runner, &opts)?;
     let plots = match summary.plot_data.take() {
@@ -184,6 +190,44 @@ pub fn sweep(a: SweepArgs) -> CmdResult {
         return Err(CommandError::Other(m));
     }
     Ok(0)
+}
+
+/// The columns of a `runtime.bench` sweep (none without one): the whole run's
+/// `ttft_mean_s`, `input_tok_s`, `tpot_mean_s`, `bench_passes`, then per round `r` (up
+/// to the most rounds any point runs) `round_{figure}_{r}` for each of
+/// `runtime::rounds::ROUND_FIGURES` — wide, so one point stays one row; the README shows
+/// the `pandas.wide_to_long` call that makes it one row per round.
+fn bench_columns(base: &Value, points: &[sweep::Point]) -> Vec<String> {
+    let bench = base.pointer("/runtime/bench");
+    let axis_bench = points
+        .iter()
+        .flat_map(|p| &p.values)
+        .any(|(k, _)| k.starts_with("runtime.bench"));
+    if bench.is_none_or(Value::is_null) && !axis_bench {
+        return Vec::new();
+    }
+    let base_rounds = bench
+        .and_then(|b| b.get("rounds"))
+        .and_then(Value::as_u64)
+        .unwrap_or(1);
+    let rounds = points
+        .iter()
+        .flat_map(|p| &p.values)
+        .filter(|(k, _)| k == "runtime.bench.rounds")
+        .filter_map(|(_, v)| v.as_u64())
+        .chain(std::iter::once(base_rounds))
+        .max()
+        .unwrap_or(1);
+    let mut c: Vec<String> = ["ttft_mean_s", "input_tok_s", "tpot_mean_s", "bench_passes"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for r in 0..rounds.min(10_000) {
+        for f in crate::runtime::rounds::ROUND_FIGURES {
+            c.push(format!("round_{f}_{r}"));
+        }
+    }
+    c
 }
 
 /// The base scenario flattened (`server.hicache_size` → `135`) and the content hash of
@@ -318,7 +362,12 @@ pub fn draw_default_plots(
     let failed = |e: crate::report::plot::PlotError| CommandError::Other(e.to_string());
     let table = Table::from_csv(&d.csv, &d.csv_path.display().to_string()).map_err(failed)?;
     let dir = d.outdir.dir().to_path_buf();
-    let plots = default_plots(&table, &d.axes, &dir).map_err(failed)?;
+    let mut plots = default_plots(&table, &d.axes, &dir).map_err(failed)?;
+    if let Some(p) =
+        crate::report::plot::per_round_of_sweep(&table, &d.axes, &dir.join("per_round"))
+    {
+        plots.push(p.map_err(failed)?);
+    }
     for f in plots.iter().flat_map(|p| &p.files) {
         d.outdir
             .record(f, false)

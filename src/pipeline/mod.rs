@@ -97,6 +97,16 @@ pub fn run_replay(
     section: &RuntimeSection,
     cfg: &ReplayConfig,
 ) -> Result<ReplayMetrics, InputError> {
+    if let Some(b) = &section.bench {
+        if section.trace.is_some() {
+            return Err(InputError::new(
+                "runtime.bench",
+                "runtime.bench generates its own requests: remove runtime.trace (or runtime.bench)",
+            ));
+        }
+        return crate::runtime::rounds::run_bench(cfg, b)
+            .map_err(|e| InputError::new("runtime.bench", e.to_string()));
+    }
     let Some(path) = section.trace.as_deref() else {
         return Err(InputError::new(
             "runtime.trace",

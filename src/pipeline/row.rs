@@ -51,6 +51,8 @@ pub const COLUMNS: &[&str] = &[
     "peak_host_pages",
     "ttft_p50_s",
     "ttft_p99_s",
+    "cost_model",
+    "speeds",
 ];
 
 /// Runs one point. `base_source` names the scenario file for errors.
@@ -176,5 +178,26 @@ pub fn point_row(scenario: &Value, point: &Point, base_source: &str) -> Result<R
     row.push("peak_host_pages", m.peak_host_pages);
     row.push("ttft_p50_s", m.ttft_p50_s.map(f).unwrap_or_default());
     row.push("ttft_p99_s", m.ttft_p99_s.map(f).unwrap_or_default());
+    // The speeds behind the TTFT columns (issue #22), on timed rows only.
+    if cfg.timing == crate::runtime::Timing::On {
+        let sp = crate::runtime::Speeds::of(&cfg);
+        row.push("cost_model", sp.cost_model);
+        row.push("speeds", sp.line());
+    }
+    // A `runtime.bench` run: the whole run's figures, then each round's (issue #22).
+    if let Some(b) = &m.bench {
+        row.push("ttft_mean_s", f(b.ttft_mean_s));
+        row.push("input_tok_s", format!("{:.1}", b.input_tok_s));
+        row.push("tpot_mean_s", b.tpot_mean_s.map(f).unwrap_or_default());
+        row.push("bench_passes", b.passes);
+        for r in &m.rounds {
+            for (name, cell) in crate::runtime::rounds::ROUND_FIGURES
+                .iter()
+                .zip(r.figure_cells())
+            {
+                row.push(format!("round_{name}_{}", r.round), cell);
+            }
+        }
+    }
     Ok(row)
 }

@@ -46,6 +46,23 @@ pub enum CallPattern {
     Scheduler0523,
 }
 
+/// Where a timed replay's decode runs (issue #22).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecodeTimeline {
+    /// Decode beside the prefill timeline: a request decodes for
+    /// `output × step(running, context)` from its first token and never delays a
+    /// prefill (every figure made before this policy).
+    #[default]
+    BesidePrefill,
+    /// Decode steps occupy the GPU between prefill batches, as SGLang's scheduler
+    /// interleaves them (`managers/scheduler.py: Scheduler.get_next_batch_to_run`: a new
+    /// prefill batch when one can be formed, else one decode step of the running batch;
+    /// 0.5.14-0.5.23, no mixed chunks): each step decodes one token of every decoding
+    /// request in `step(batch, mean context)`, so TTFT under load includes decode time.
+    Interleaved,
+}
+
 /// One replay's configuration. Capacities are in pages of `page_size` tokens.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -93,6 +110,17 @@ pub struct ReplayConfig {
     pub d2h_bandwidth: Bandwidth,
     pub storage_read_bandwidth: Bandwidth,
     pub storage_write_bandwidth: Bandwidth,
+    /// A storage backend preset (`src/runtime/storage_backends.yaml`, SGLang's
+    /// `--hicache-storage-backend` names): its read / write bandwidth and latency fill
+    /// the three storage fields a scenario does not set itself
+    /// ([`super::storage_backend`]). Not written while unset (outputs made before it
+    /// keep their bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_backend: Option<String>,
+    /// Fixed cost of one storage operation (one prefetch's read, one write), added to
+    /// its `bytes ÷ bandwidth` on the storage link. Not written while 0.
+    #[serde(skip_serializing_if = "is_zero_duration")]
+    pub storage_latency: Duration,
     /// Fraction of the link bandwidth reached (SGLang simulator: 0.85).
     pub bandwidth_efficiency: f64,
     /// Fixed cost per H2D run (SGLang simulator: 6.67 µs).
@@ -107,6 +135,10 @@ pub struct ReplayConfig {
     /// above; `table` / `roofline`: `runtime::cost`).
     #[serde(skip_serializing_if = "super::cost::Compute::is_fixed")]
     pub compute: super::cost::Compute,
+    /// Whether decode steps take GPU time between prefill batches
+    /// (`beside_prefill`, the default, or `interleaved`). Not written while default.
+    #[serde(skip_serializing_if = "is_beside_prefill")]
+    pub decode_timeline: DecodeTimeline,
     /// Requests running (prefill or decode) at once.
     pub max_running_requests: u32,
     /// Tokens admitted into one prefill batch (at least one request always goes).
@@ -172,12 +204,15 @@ impl Default for ReplayConfig {
             d2h_bandwidth: Bandwidth(55.0 * GB as f64),
             storage_read_bandwidth: Bandwidth(10.0 * GB as f64),
             storage_write_bandwidth: Bandwidth(5.0 * GB as f64),
+            storage_backend: None,
+            storage_latency: Duration(0),
             bandwidth_efficiency: 0.85,
             h2d_run_overhead: Duration(6_670),
             d2h_run_overhead: Duration(4 * NS_PER_US),
             prefill_tokens_per_s: 20_000.0,
             decode_tokens_per_s: 50.0,
             compute: super::cost::Compute::default(),
+            decode_timeline: DecodeTimeline::BesidePrefill,
             max_running_requests: 64,
             max_prefill_tokens: 16_384,
             prefetch_timeout_base: Duration(2 * NS_PER_S),
@@ -195,6 +230,14 @@ impl Default for ReplayConfig {
             debug_checks: false,
         }
     }
+}
+
+fn is_beside_prefill(d: &DecodeTimeline) -> bool {
+    *d == DecodeTimeline::BesidePrefill
+}
+
+fn is_zero_duration(d: &Duration) -> bool {
+    d.0 == 0
 }
 
 /// `eviction_policy` of a replay: the strategies the tree models, with serde's own
@@ -268,6 +311,25 @@ impl ReplayConfig {
         self.storage_write_gate = c.storage_write_gate;
         self.buffer_only_write_back = c.buffer_only_write_back;
         self
+    }
+
+    /// The storage backend preset `name` applied (`storage_backends.yaml`): its read /
+    /// write bandwidth and latency replace this config's, those it has no figure for
+    /// stay. For library callers; a scenario's own storage figures win over the preset
+    /// (`apply_overrides`).
+    pub fn with_storage_backend(mut self, name: &str) -> Result<Self, String> {
+        let p = super::storage_backend::find(name)?;
+        if let Some(b) = p.read {
+            self.storage_read_bandwidth = b;
+        }
+        if let Some(b) = p.write {
+            self.storage_write_bandwidth = b;
+        }
+        if let Some(d) = p.latency {
+            self.storage_latency = d;
+        }
+        self.storage_backend = Some(name.to_string());
+        Ok(self)
     }
 
     /// Whether an L3 tier exists.
@@ -376,6 +438,11 @@ impl ReplayConfig {
                 "bandwidth_efficiency",
                 format!("{} must be in (0, 1]", self.bandwidth_efficiency),
             );
+        }
+        if let Some(b) = &self.storage_backend
+            && let Err(m) = super::storage_backend::find(b)
+        {
+            return bad("storage_backend", m);
         }
         if self.timing == Timing::On {
             if self.prefill_tokens_per_s.is_nan() || self.prefill_tokens_per_s <= 0.0 {

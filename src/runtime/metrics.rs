@@ -99,6 +99,12 @@ pub struct ReplayMetrics {
     pub ttft_p99_s: Option<f64>,
     /// Virtual time at the end (timing on), seconds.
     pub makespan_s: Option<f64>,
+    /// Per-round figures of a `runtime.bench` run (empty otherwise, and not written).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<super::rounds::RoundFigures>,
+    /// Whole-run figures of a `runtime.bench` run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bench: Option<super::rounds::BenchFigures>,
     /// Time series for plots (not a CSV column).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub timeline: Vec<TimelinePoint>,

@@ -27,14 +27,18 @@ pub mod config;
 pub mod cost;
 pub mod metrics;
 mod overrides;
+pub mod rounds;
 mod session;
+pub mod speeds;
+pub mod storage_backend;
 mod timed;
 pub mod transfer;
 mod untimed;
 
-pub use config::{CallPattern, ReplayConfig, Timing};
+pub use config::{CallPattern, DecodeTimeline, ReplayConfig, Timing};
 pub use metrics::{ReplayMetrics, TimelinePoint, definitions};
 pub use overrides::apply_overrides;
+pub use speeds::Speeds;
 pub use timed::RequestTime;
 
 use crate::workload::Request;

@@ -20,6 +20,12 @@ pub fn apply_overrides(
     o.entry("compute").or_insert_with(|| {
         serde_json::to_value(super::cost::Compute::default()).expect("serializes")
     });
+    // Likewise the storage backend preset and latency (unset / 0 are not written).
+    o.entry("storage_backend").or_insert(Value::Null);
+    o.entry("decode_timeline")
+        .or_insert_with(|| Value::from("beside_prefill"));
+    o.entry("storage_latency")
+        .or_insert_with(|| Value::from(format!("{}ns", cfg.storage_latency.0)));
     for (k, val) in overrides {
         if !o.contains_key(k) {
             let hint = crate::error::nearest(k, o.keys().map(String::as_str))
@@ -36,6 +42,17 @@ pub fn apply_overrides(
             _ => val.clone(),
         };
         o.insert(k.clone(), val);
+    }
+    // A storage backend preset fills the storage figures the overrides do not set.
+    if let Some(name) = overrides.get("storage_backend").and_then(Value::as_str) {
+        let p = super::storage_backend::find(name).map_err(|m| {
+            InputError::new("runtime.replay", m).field("runtime.replay.storage_backend")
+        })?;
+        for (k, val) in super::storage_backend::fields(p) {
+            if !overrides.contains_key(k) {
+                o.insert(k.to_string(), val);
+            }
+        }
     }
     let cfg: ReplayConfig = serde_path_to_error::deserialize(v).map_err(|e| {
         let f = format!("runtime.replay.{}", e.path());

@@ -23,8 +23,10 @@
 //!   link with the node's host copy pinned until the storage ack. TTFT = end of
 //!   prefill − arrival.
 //! - **Decode** keeps the request running (its prefix locked) for
-//!   `output_tokens / decode_tokens_per_s`; decode does not block prefill and output
-//!   tokens are not inserted into the tree.
+//!   `output × step` beside the prefill timeline (`decode_timeline: beside_prefill`,
+//!   the default: decode does not block prefill), or with `decode_timeline:
+//!   interleaved` one decode step of every decoding request at a time on the prefill's
+//!   GPU whenever no prefill batch forms. Output tokens are not inserted into the tree.
 
 use std::collections::VecDeque;
 
@@ -35,7 +37,7 @@ use crate::units::Nanos;
 use crate::workload::Request;
 
 use super::ReplayError;
-use super::config::ReplayConfig;
+use super::config::{DecodeTimeline, ReplayConfig};
 use super::cost::{CostModel, layer_pipelined_end};
 use super::metrics::ReplayMetrics;
 use super::session::{Hits, Session};
@@ -47,9 +49,27 @@ enum Ev {
     Arrival,
     Tick,
     BatchDone(u32),
-    Finish { last: NodeId },
+    Finish {
+        last: NodeId,
+    },
     D2hAck(u32),
-    StorageAck { node: NodeId },
+    StorageAck {
+        node: NodeId,
+    },
+    /// One decode step of every decoding request ended (`decode_timeline: interleaved`).
+    DecodeStep,
+}
+
+/// A request in its decode phase on the GPU timeline (`decode_timeline: interleaved`).
+#[derive(Debug)]
+struct Decoding {
+    /// Tokens still to decode.
+    remaining: u32,
+    /// Its context now (prompt + decoded tokens).
+    ctx: u64,
+    last: NodeId,
+    /// Its entry in `times`, when kept.
+    time: Option<usize>,
 }
 
 #[derive(Debug)]
@@ -153,6 +173,8 @@ struct Sim<I: Iterator<Item = Request>, R: TreeRules> {
     step: u64,
     /// Requests with a pending retry.
     pending_retries: usize,
+    /// Decoding requests (`decode_timeline: interleaved`).
+    decoding: Vec<Decoding>,
 }
 
 pub(crate) fn run<I: IntoIterator<Item = Request>>(
@@ -217,6 +239,7 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
         scratch: Vec::new(),
         step: 0,
         pending_retries: 0,
+        decoding: Vec::new(),
     };
     if !preload.is_empty() {
         sim.s.write_storage(preload);
@@ -233,6 +256,7 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
             }
             Ev::D2hAck(a) => sim.d2h_ack(a),
             Ev::StorageAck { node } => sim.s.tree.release_host(node),
+            Ev::DecodeStep => sim.decode_step_done(),
         }
         sim.schedule();
     }
@@ -353,7 +377,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         s.prefetch_occupied += charged;
         let bytes = s.bytes(got);
         s.m.prefetch_bytes += bytes;
-        let dur = storage_time_ns(bytes, s.cfg.storage_read_bandwidth.0);
+        let dur = storage_time_ns(bytes, s.cfg.storage_read_bandwidth.0) + s.cfg.storage_latency.0;
         let end = self.sread.transfer(now, dur);
         Issue::Issued(Prefetch {
             anchor: m.last_node,
@@ -477,6 +501,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         let now = self.q.now();
         self.retry_step(now);
         if self.waiting.is_empty() {
+            self.start_decode_step(now);
             return;
         }
         let max_run = self.s.cfg.max_running_requests;
@@ -581,6 +606,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             if let Some(t) = wake {
                 self.q.schedule_at(t, Ev::Tick);
             }
+            self.start_decode_step(now);
             return;
         }
         let c = &self.s.cfg;
@@ -675,7 +701,8 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
                 );
                 if !new.is_empty() {
                     let t = self.d2h.transfer(now, d);
-                    let wt = storage_time_ns(bytes, s.cfg.storage_write_bandwidth.0);
+                    let wt = storage_time_ns(bytes, s.cfg.storage_write_bandwidth.0)
+                        + s.cfg.storage_latency.0;
                     self.swrite.transfer(t, wt);
                     s.write_storage(&new);
                 }
@@ -683,6 +710,28 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             }
             if a.w.index >= s.cfg.warmup_requests {
                 self.ttft.push((now - a.w.arrival) as f64 / 1e9);
+            }
+            if self.s.cfg.decode_timeline == DecodeTimeline::Interleaved && a.w.output_tokens > 0 {
+                // Its tokens come one decode step at a time (`decode_step_done`).
+                let time = self.times.as_mut().map(|t| {
+                    t.push(RequestTime {
+                        index: a.w.index,
+                        arrival_ns: a.w.arrival,
+                        first_token_ns: now,
+                        finish_ns: now,
+                        input_tokens: a.w.input_tokens,
+                        output_tokens: a.w.output_tokens,
+                        cached_tokens: a.cached,
+                    });
+                    t.len() - 1
+                });
+                self.decoding.push(Decoding {
+                    remaining: a.w.output_tokens,
+                    ctx: u64::from(a.w.input_tokens),
+                    last,
+                    time,
+                });
+                continue;
             }
             let decode = self.cost.decode_ns(
                 u64::from(a.w.output_tokens),
@@ -703,6 +752,43 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             self.q.schedule_at(now + decode, Ev::Finish { last });
         }
         self.flush_backups(now);
+    }
+
+    /// With the GPU free and no prefill batch to run, one decode step of every decoding
+    /// request (`decode_timeline: interleaved`; `get_next_batch_to_run` runs the
+    /// decode batch when no prefill batch forms): `step(batch, mean context)`.
+    fn start_decode_step(&mut self, now: Nanos) {
+        if self.gpu_busy || self.decoding.is_empty() {
+            return;
+        }
+        let b = self.decoding.len() as u64;
+        let ctx = self.decoding.iter().map(|d| d.ctx).sum::<u64>() / b;
+        let dur = self.cost.decode_ns(1, b, ctx).max(1);
+        self.gpu_busy = true;
+        self.q.schedule_at(now + dur, Ev::DecodeStep);
+    }
+
+    /// A decode step ended: every decoding request has one more token; those done
+    /// finish (their prefix unlocked, their slot in the running batch freed).
+    fn decode_step_done(&mut self) {
+        let now = self.q.now();
+        self.gpu_busy = false;
+        let mut i = 0;
+        while i < self.decoding.len() {
+            let d = &mut self.decoding[i];
+            d.remaining -= 1;
+            d.ctx += 1;
+            if d.remaining == 0 {
+                let d = self.decoding.swap_remove(i);
+                if let (Some(t), Some(k)) = (self.times.as_mut(), d.time) {
+                    t[k].finish_ns = now;
+                }
+                self.s.tree.dec_lock_ref(d.last);
+                self.running -= 1;
+            } else {
+                i += 1;
+            }
+        }
     }
 
     /// Puts the backups made since the last call on the D2H link as one op
@@ -788,7 +874,8 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         pages.clear();
         pages.extend_from_slice(&self.s.tree.node(node).pages);
         let bytes = self.s.bytes(pages.len() as u64);
-        let d = storage_time_ns(bytes, self.s.cfg.storage_write_bandwidth.0);
+        let d = storage_time_ns(bytes, self.s.cfg.storage_write_bandwidth.0)
+            + self.s.cfg.storage_latency.0;
         let t = self.swrite.transfer(at, d);
         self.s.write_storage(&pages);
         if pin && self.s.tree.node(node).backed_up {

@@ -115,6 +115,11 @@ fn check_runtime(rt: &super::RuntimeSection) -> Result<(), (String, String)> {
                 .into(),
         ));
     }
+    if let Some(b) = &rt.bench
+        && let Err((f, m)) = b.validate()
+    {
+        return Err((format!("runtime.bench.{f}"), m));
+    }
     // Each `runtime.replay` key and its type (the values the start-up derives come later).
     if let Err(e) =
         crate::runtime::apply_overrides(crate::runtime::ReplayConfig::default(), &rt.replay)

@@ -28,6 +28,10 @@ pub struct RuntimeSection {
     /// Replay only the first N requests.
     pub max_requests: Option<u64>,
     pub engine: Engine,
+    /// Closed-loop `bench_multiturn`-style clients instead of a trace (timed replay
+    /// only): the replay reports per-round figures (`runtime::rounds`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bench: Option<crate::runtime::rounds::BenchSpec>,
     /// Overrides of `runtime::ReplayConfig` fields (`l2_pages`, `write_policy`,
     /// `timing`, …); anything not given is derived from the scenario.
     pub replay: Map<String, Value>,

@@ -265,7 +265,11 @@ pub fn plot_xy(
     }
     let all_rates = ys.iter().all(|y| y.contains("hit_rate"));
     let panel = Panel {
-        title: String::new(),
+        title: if ys.iter().any(|y| y.contains("ttft")) {
+            speeds_caption(t)
+        } else {
+            String::new()
+        },
         x_label: x.to_string(),
         y_label: ys.join(", "),
         y_range: if all_rates { rate_range(&series) } else { None },
@@ -287,6 +291,181 @@ pub fn plot_xy(
     };
     let files = render(&fig, stem)?;
     Ok(fig.info(files))
+}
+
+/// The speeds behind a plot of TTFT (issue #22): the sweep CSV's `speeds` column, one
+/// value named whole, several counted; empty without the column.
+pub(crate) fn speeds_caption(t: &Table) -> String {
+    let Some(c) = t.header.iter().position(|h| h == "speeds") else {
+        return String::new();
+    };
+    let v: Vec<String> = t
+        .distinct(c)
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect();
+    match v.len() {
+        0 => String::new(),
+        1 => fit_caption(&format!("speeds: {}", caption_of_speeds(&v[0]))),
+        n => format!("{n} speed settings: see the `speeds` column"),
+    }
+}
+
+/// The CSV's `speeds` line without what a caption can spare (scale, load-back rule,
+/// D2H, link efficiency): the compute model, chunk, H2D and storage stay.
+fn caption_of_speeds(line: &str) -> String {
+    line.split("; ")
+        .filter(|seg| {
+            *seg != "decode beside_prefill"
+                && !["scale ", "load-back ", "D2H ", "efficiency "]
+                    .iter()
+                    .any(|p| seg.starts_with(p))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// A caption cut to what a figure's width shows (the whole text is in the data).
+pub(crate) fn fit_caption(s: &str) -> String {
+    const MAX: usize = 118;
+    if s.chars().count() <= MAX {
+        s.to_string()
+    } else {
+        format!("{}…", s.chars().take(MAX - 1).collect::<String>())
+    }
+}
+
+/// TTFT and cache hit rate per round of multi-turn runs (issue #22): one line per run
+/// (`(label, rounds)`; a single unlabelled run also draws TTFT p50 and p99), the speeds
+/// that produced them in the caption. Writes `STEM.png/.svg`.
+pub fn per_round(
+    runs: &[(String, Vec<crate::runtime::rounds::RoundFigures>)],
+    speeds: &str,
+    stem: &Path,
+) -> Result<PlotInfo, PlotError> {
+    let single = runs.len() == 1;
+    let name = |label: &str, what: &str| {
+        if label.is_empty() {
+            what.to_string()
+        } else if single {
+            format!("{label}: {what}")
+        } else {
+            label.to_string()
+        }
+    };
+    let line = |i: usize, n: String, pts: Vec<(f64, f64)>| Series {
+        legend: Some(n.clone()),
+        name: n,
+        kind: Kind::Line,
+        color: color(i),
+        points: pts,
+    };
+    let mut ttft = Vec::new();
+    let mut hit = Vec::new();
+    for (i, (label, rounds)) in runs.iter().enumerate() {
+        let pts = |f: &dyn Fn(&crate::runtime::rounds::RoundFigures) -> f64| {
+            rounds
+                .iter()
+                .map(|r| (f64::from(r.round), f(r)))
+                .collect::<Vec<_>>()
+        };
+        ttft.push(line(i, name(label, "TTFT mean"), pts(&|r| r.ttft_mean_s)));
+        if single {
+            ttft.push(line(1, name(label, "TTFT p50"), pts(&|r| r.ttft_p50_s)));
+            ttft.push(line(3, name(label, "TTFT p99"), pts(&|r| r.ttft_p99_s)));
+        }
+        hit.push(line(
+            if single { 2 } else { i },
+            name(label, "cache hit rate"),
+            pts(&|r| r.hit_rate),
+        ));
+    }
+    if ttft.iter().all(|s| s.points.is_empty()) {
+        return Err(PlotError::NoData {
+            file: stem.display().to_string(),
+            message: "no round to plot".into(),
+        });
+    }
+    let y_range = rate_range(&hit);
+    // Rounds are whole numbers: label them as categories (x = the round).
+    let n = runs.iter().map(|(_, r)| r.len()).max().unwrap_or(0);
+    let cats: Vec<String> = (0..n).map(|r| r.to_string()).collect();
+    let fig = Figure {
+        title: "TTFT and cache hit rate per round".into(),
+        cols: 1,
+        size: (1100, 940),
+        panels: vec![
+            Panel {
+                title: fit_caption(&format!("speeds: {speeds}")),
+                x_label: "round".into(),
+                y_label: "TTFT (s)".into(),
+                series: ttft,
+                x_categories: Some(cats.clone()),
+                ..Default::default()
+            },
+            Panel {
+                title: "cache hit rate (device + host + storage) per round".into(),
+                x_label: "round".into(),
+                y_label: "hit rate".into(),
+                y_range,
+                series: hit,
+                x_categories: Some(cats),
+                ..Default::default()
+            },
+        ],
+    };
+    let files = render(&fig, stem)?;
+    Ok(fig.info(files))
+}
+
+/// The per-round plot of a `runtime.bench` sweep (`round_…_r` columns; `None` without
+/// them): one line per point, labelled by its axis values.
+pub fn per_round_of_sweep(
+    t: &Table,
+    axes: &[String],
+    stem: &Path,
+) -> Option<Result<PlotInfo, PlotError>> {
+    use crate::runtime::rounds::RoundFigures;
+    let col = |n: &str| t.header.iter().position(|h| h == n);
+    col("round_ttft_mean_s_0")?;
+    let mut runs = Vec::new();
+    for r in 0..t.rows.len() {
+        let mut rounds = Vec::new();
+        for k in 0u32.. {
+            let get = |f: &str| col(&format!("round_{f}_{k}")).and_then(|c| t.num(r, c));
+            let Some(mean) = get("ttft_mean_s") else {
+                break;
+            };
+            rounds.push(RoundFigures {
+                round: k,
+                requests: 0,
+                ttft_mean_s: mean,
+                ttft_p50_s: get("ttft_p50_s").unwrap_or(mean),
+                ttft_p99_s: get("ttft_p99_s").unwrap_or(mean),
+                input_tok_s: get("input_tok_s").unwrap_or(0.0),
+                tpot_mean_s: get("tpot_mean_s"),
+                hit_rate: get("hit_rate").unwrap_or(0.0),
+            });
+        }
+        if rounds.is_empty() {
+            continue;
+        }
+        let label: Vec<String> = axes
+            .iter()
+            .filter_map(|a| col(a).map(|c| format!("{}={}", short(a), t.cell(r, c))))
+            .collect();
+        let point = col("point").map_or(String::new(), |c| t.cell(r, c).to_string());
+        runs.push((format!("point {point}: {}", label.join(", ")), rounds));
+    }
+    if runs.is_empty() {
+        return None;
+    }
+    let speeds = speeds_caption(t);
+    let speeds = speeds
+        .strip_prefix("speeds: ")
+        .unwrap_or(&speeds)
+        .to_string();
+    Some(per_round(&runs, &speeds, stem))
 }
 
 /// Per-rank (or per-point) host budget vs the request, in GB (10^9 B, as SGLang prints),

@@ -17,8 +17,8 @@ mod outcome_map;
 mod table;
 
 pub use charts::{
-    TIERS, budget_vs_request, default_plot_names, default_plots, hit_rate_vs, plot_xy, sweep_axes,
-    timeline,
+    TIERS, budget_vs_request, default_plot_names, default_plots, hit_rate_vs, per_round,
+    per_round_of_sweep, plot_xy, sweep_axes, timeline,
 };
 pub use figure::{Chart, Figure, Kind, Panel, Series, render, short};
 pub use outcome_map::outcome_map;

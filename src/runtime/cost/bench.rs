@@ -174,6 +174,8 @@ pub struct BenchResult {
     pub duration_s: f64,
     /// Fixed-point passes until the send times stopped changing.
     pub passes: u32,
+    /// Each request's send time (by id = round · clients + client) in the last pass.
+    pub send_ns: Vec<Nanos>,
 }
 
 /// Runs `bench` against the timed replay of `cfg` (with `preload` pages already in
@@ -295,6 +297,7 @@ pub fn run_warmed(
                 per_round_hit_rate,
                 duration_s: duration,
                 passes,
+                send_ns: send.clone(),
             });
         }
         send = next;

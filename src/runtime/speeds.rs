@@ -1,0 +1,191 @@
+//! The speeds and cost model a timed figure was made with (issue #22). Every output that
+//! carries a time (the replay's JSON and text, the sweep CSV's `cost_model` / `speeds`
+//! columns, the captions of plots that show a TTFT) records them, so a TTFT is never
+//! read without the compute model, link bandwidths and storage backend behind it.
+
+use serde::Serialize;
+
+use super::config::ReplayConfig;
+use super::cost::{ComputeSource, Roofline};
+
+/// What produced a timed replay's times: compute model and links.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Speeds {
+    /// `fixed`, `table` or `roofline` (`runtime.replay.compute.source.kind`).
+    pub cost_model: &'static str,
+    /// `table`: the table's id, `node/model/quant/tpN`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
+    /// `roofline`: every parameter (peaks, efficiencies, bytes moved).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub roofline: Option<Roofline>,
+    /// `fixed`: prefill speed, new tokens per second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefill_tokens_per_s: Option<f64>,
+    /// `fixed`: decode speed of one request, tokens per second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode_tokens_per_s: Option<f64>,
+    /// `--chunked-prefill-size` the cost model cuts batches at (0 = none).
+    pub chunked_prefill_size: u32,
+    /// Multiplier on every compute time.
+    pub compute_scale: f64,
+    /// How a host hit's load-back meets the forward: `layer_pipelined` (table,
+    /// roofline) or `before_forward` (fixed: the SGLang Simulator's clock).
+    pub load_back: &'static str,
+    /// Where decode runs: `beside_prefill` or `interleaved` (`decode_timeline`).
+    pub decode: &'static str,
+    /// Link bandwidths, GB/s (10^9 B/s), as configured (before `bandwidth_efficiency`).
+    pub h2d_gb_s: f64,
+    pub d2h_gb_s: f64,
+    /// Fraction of the H2D / D2H bandwidth reached.
+    pub bandwidth_efficiency: f64,
+    /// `runtime.replay.storage_backend` (a preset of `storage_backends.yaml`), if named.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_backend: Option<String>,
+    pub storage_read_gb_s: f64,
+    pub storage_write_gb_s: f64,
+    /// Fixed cost of one storage operation (a prefetch or a write), µs.
+    pub storage_latency_us: f64,
+}
+
+impl Speeds {
+    /// The speeds of `cfg` (whatever its `timing`; callers record them where a time is
+    /// written).
+    pub fn of(cfg: &ReplayConfig) -> Speeds {
+        let c = &cfg.compute;
+        let (cost_model, table, roofline) = match &c.source {
+            ComputeSource::Fixed => ("fixed", None, None),
+            ComputeSource::Table {
+                node,
+                model,
+                quant,
+                tp,
+            } => (
+                "table",
+                Some(format!("{node}/{model}/{quant}/tp{tp}")),
+                None,
+            ),
+            ComputeSource::Roofline(r) => ("roofline", None, Some(r.clone())),
+        };
+        let fixed = cost_model == "fixed";
+        let gb = |b: f64| b / 1e9;
+        Speeds {
+            cost_model,
+            table,
+            roofline,
+            prefill_tokens_per_s: fixed.then_some(cfg.prefill_tokens_per_s),
+            decode_tokens_per_s: fixed.then_some(cfg.decode_tokens_per_s),
+            chunked_prefill_size: c.chunked_prefill_size,
+            compute_scale: c.compute_scale,
+            load_back: if fixed {
+                "before_forward"
+            } else {
+                "layer_pipelined"
+            },
+            decode: match cfg.decode_timeline {
+                super::config::DecodeTimeline::BesidePrefill => "beside_prefill",
+                super::config::DecodeTimeline::Interleaved => "interleaved",
+            },
+            h2d_gb_s: gb(cfg.h2d_bandwidth.0),
+            d2h_gb_s: gb(cfg.d2h_bandwidth.0),
+            bandwidth_efficiency: cfg.bandwidth_efficiency,
+            storage_backend: cfg.storage_backend.clone(),
+            storage_read_gb_s: gb(cfg.storage_read_bandwidth.0),
+            storage_write_gb_s: gb(cfg.storage_write_bandwidth.0),
+            storage_latency_us: cfg.storage_latency.0 as f64 / 1e3,
+        }
+    }
+
+    /// A short line for plot captions: the compute model, then the links.
+    pub fn short(&self) -> String {
+        let compute = match (self.cost_model, &self.table, &self.roofline) {
+            ("table", Some(t), _) => format!("table {t}"),
+            ("roofline", _, Some(r)) => format!(
+                "roofline MFU {}/{} of {:.0}/{:.0} TFLOPS",
+                r.mfu_linear,
+                r.mfu_attn,
+                r.linear_peak / 1e12,
+                r.attn_peak / 1e12
+            ),
+            _ => format!(
+                "fixed prefill {} / decode {} tok/s",
+                self.prefill_tokens_per_s.unwrap_or_default(),
+                self.decode_tokens_per_s.unwrap_or_default()
+            ),
+        };
+        let backend = self
+            .storage_backend
+            .as_deref()
+            .map(|b| format!(" {b}"))
+            .unwrap_or_default();
+        format!(
+            "{compute}; chunk {}{}; H2D {} GB/s; storage{backend} {}/{} GB/s",
+            self.chunked_prefill_size,
+            if self.decode == "interleaved" {
+                "; decode interleaved"
+            } else {
+                ""
+            },
+            self.h2d_gb_s,
+            self.storage_read_gb_s,
+            self.storage_write_gb_s
+        )
+    }
+
+    /// One line for text outputs and the CSV's `speeds` cell (`;`-separated, no commas
+    /// so a spreadsheet shows it whole either way).
+    pub fn line(&self) -> String {
+        let compute = match (self.cost_model, &self.table, &self.roofline) {
+            ("table", Some(t), _) => format!("table {t}"),
+            ("roofline", _, Some(r)) => format!(
+                "roofline: linear {:.0} TFLOPS x MFU {} / attention {:.0} TFLOPS x MFU {}; HBM {:.0} GB/s x {}; interconnect {:.0} GB/s",
+                r.linear_peak / 1e12,
+                r.mfu_linear,
+                r.attn_peak / 1e12,
+                r.mfu_attn,
+                r.hbm_bandwidth / 1e9,
+                r.hbm_util,
+                r.interconnect / 1e9
+            ),
+            _ => format!(
+                "fixed: prefill {} tok/s; decode {} tok/s",
+                self.prefill_tokens_per_s.unwrap_or_default(),
+                self.decode_tokens_per_s.unwrap_or_default()
+            ),
+        };
+        let backend = self
+            .storage_backend
+            .as_deref()
+            .map(|b| format!(" ({b})"))
+            .unwrap_or_default();
+        format!(
+            "{compute}; chunk {}; scale {}; load-back {}; decode {}; H2D {} GB/s; D2H {} GB/s; efficiency {}; storage{backend} read {} GB/s write {} GB/s latency {} us",
+            self.chunked_prefill_size,
+            self.compute_scale,
+            self.load_back,
+            self.decode,
+            self.h2d_gb_s,
+            self.d2h_gb_s,
+            self.bandwidth_efficiency,
+            self.storage_read_gb_s,
+            self.storage_write_gb_s,
+            self.storage_latency_us
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_config_records_the_fixed_speeds() {
+        let s = Speeds::of(&ReplayConfig::default());
+        assert_eq!(s.cost_model, "fixed");
+        assert_eq!(s.prefill_tokens_per_s, Some(20_000.0));
+        assert_eq!(
+            s.line(),
+            "fixed: prefill 20000 tok/s; decode 50 tok/s; chunk 0; scale 1; load-back before_forward; decode beside_prefill; H2D 55 GB/s; D2H 55 GB/s; efficiency 0.85; storage read 10 GB/s write 5 GB/s latency 0 us"
+        );
+    }
+}

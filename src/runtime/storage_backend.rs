@@ -1,0 +1,116 @@
+//! Storage (L3) backend presets (issue #22): `runtime.replay.storage_backend: NAME`
+//! picks read / write bandwidth and per-operation latency for the timed replay's storage
+//! links from `storage_backends.yaml`, each with its stated source. The names are
+//! SGLang's `--hicache-storage-backend` values (`server_args.py`, 0.5.14-0.5.23); a
+//! figure the scenario sets itself wins over the preset's.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+use crate::units::{Bandwidth, Duration};
+
+/// The embedded preset file (also read by the published-benchmark replays).
+pub const STORAGE_BACKENDS_YAML: &str = include_str!("storage_backends.yaml");
+
+/// One backend's figures, per rank. `None`: nothing published, the node's are kept.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageBackendPreset {
+    /// First SGLang release that accepts the name.
+    pub since: String,
+    pub read: Option<Bandwidth>,
+    pub write: Option<Bandwidth>,
+    pub latency: Option<Duration>,
+    /// Where the figures come from, or why there are none.
+    pub source: String,
+}
+
+/// Every preset, by SGLang name (sorted).
+pub fn presets() -> &'static BTreeMap<String, StorageBackendPreset> {
+    static P: OnceLock<BTreeMap<String, StorageBackendPreset>> = OnceLock::new();
+    P.get_or_init(|| {
+        serde_saphyr::from_str(STORAGE_BACKENDS_YAML)
+            .expect("src/runtime/storage_backends.yaml parses (checked by a unit test)")
+    })
+}
+
+/// The preset named `name`, or an error listing the names (and the nearest one).
+pub fn find(name: &str) -> Result<&'static StorageBackendPreset, String> {
+    presets().get(name).ok_or_else(|| {
+        let hint = crate::error::nearest(name, presets().keys().map(String::as_str))
+            .map(|n| format!(" (did you mean `{n}`?)"))
+            .unwrap_or_default();
+        format!(
+            "unknown storage backend `{name}`{hint}: expected one of {}",
+            presets()
+                .keys()
+                .map(String::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
+}
+
+/// The replay fields a preset fills, with its values (those it has).
+pub fn fields(p: &StorageBackendPreset) -> Vec<(&'static str, serde_json::Value)> {
+    let mut out = Vec::new();
+    if let Some(b) = p.read {
+        out.push(("storage_read_bandwidth", serde_json::Value::from(b.0)));
+    }
+    if let Some(b) = p.write {
+        out.push(("storage_write_bandwidth", serde_json::Value::from(b.0)));
+    }
+    if let Some(d) = p.latency {
+        out.push((
+            "storage_latency",
+            serde_json::Value::from(format!("{}ns", d.0)),
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_parse_and_carry_sources() {
+        let p = presets();
+        // SGLang 0.5.22's choices, all present.
+        for n in [
+            "file",
+            "sim",
+            "mooncake",
+            "npu_memcache",
+            "hf3fs",
+            "nixl",
+            "aibrix",
+            "dynamic",
+            "eic",
+            "simm",
+            "mori",
+            "shm",
+            "tensorcast",
+            "seaweedfs",
+        ] {
+            assert!(p.contains_key(n), "{n}");
+            assert!(!p[n].source.is_empty(), "{n}");
+        }
+        // Mooncake: 190 GB/s per node over 8x400 Gbps / 8 ranks = 23.75 GB/s.
+        assert_eq!(p["mooncake"].read, Some(Bandwidth(23.75e9)));
+        // 3FS: 40 GiB/s = 42.95 GB/s per node / 8 = 5.37 GB/s.
+        assert_eq!(p["hf3fs"].read, Some(Bandwidth(5.37e9)));
+        assert_eq!(p["hf3fs"].write, None);
+        // EIC as corpus #08 measured.
+        assert_eq!(p["eic"].read, Some(Bandwidth(0.57e9)));
+        assert_eq!(p["eic"].write, Some(Bandwidth(0.16e9)));
+        assert_eq!(p["file"].read, None);
+        assert!(
+            find("mooncak")
+                .unwrap_err()
+                .contains("did you mean `mooncake`")
+        );
+    }
+}

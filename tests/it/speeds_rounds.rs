@@ -1,0 +1,340 @@
+//! Issue #22's outputs: the speeds behind every time figure, per-round figures of a
+//! multi-turn bench (replay JSON / text / `--rounds` CSV and plot, sweep columns and
+//! plot), and the storage backend presets.
+
+use std::process::Command;
+
+use hicache_sim::runtime::rounds::{BenchSpec, run_bench};
+use hicache_sim::runtime::{ReplayConfig, Speeds, Timing, apply_overrides};
+use serde_json::{Map, Value};
+
+use super::support::{code, stderr, stdout};
+
+const BIN: &str = env!("CARGO_BIN_EXE_hicache-sim");
+
+/// The GB300 GLM-5.2 tray of the quickstart, closed-loop clients instead of a trace,
+/// fixed speeds (20 000 / 50 tok/s), and a 512-page (32 768-token) device pool.
+const BENCH_SCENARIO: &str = "\
+name: bench
+sglang: page-cache-credit
+seed: 2
+runs: 5
+node: gb300
+model: glm-5.2
+server:
+  tp_size: 4
+  page_size: 64
+  kv_cache_dtype: fp8_e4m3
+  mem_fraction_static: 0.85
+  enable_hierarchical_cache: true
+  hicache_write_policy: write_through
+memory:
+  host_other_used: 10GB
+  cgroup:
+    version: v2
+    max: 900GB
+startup:
+  process_memory: 15GB
+  weight_load:
+    bytes_per_node: 420GB
+    read_bandwidth: 15GB/s
+  arrival:
+    jitter: {dist: log_normal, median: 1s, sigma: 1.5}
+  post_load: 5s
+runtime:
+  bench:
+    clients: 8
+    rounds: 3
+    request_length: 2048
+    output_length: 16
+    max_parallel: 4
+  replay:
+    timing: on
+    l1_pages: 512
+";
+
+fn cfg_fixed() -> ReplayConfig {
+    ReplayConfig {
+        timing: Timing::On,
+        l1_pages: 100_000,
+        l2_pages: 0,
+        ..ReplayConfig::default()
+    }
+}
+
+#[test]
+fn one_client_two_rounds_by_hand() {
+    // One client, 2 rounds, questions of 1 000 tokens, answers of 10, fixed speeds.
+    // Round 0: 1 000 new tokens at 20 000 tok/s = 50 ms TTFT; decode 10 tokens at
+    // 50 tok/s = 200 ms, so round 1 is sent at 250 ms. Its prompt is 1 000·2 + 10 =
+    // 2 010 tokens; the 15 whole pages (960 tokens) of round 0 are device hits, so it
+    // prefills 1 050 tokens: 52.5 ms. TPOT = 200 ms ÷ (10 − 1) = 22.2 ms.
+    let spec = BenchSpec {
+        clients: 1,
+        rounds: 2,
+        request_length: 1000,
+        output_length: 10,
+        max_parallel: 1,
+        request_rate: None,
+        round_barrier: false,
+        random_ready: false,
+        seed: 0,
+        max_passes: 10,
+    };
+    let m = run_bench(&cfg_fixed(), &spec).unwrap();
+    let r = &m.rounds;
+    assert_eq!(r.len(), 2);
+    assert!(
+        (r[0].ttft_mean_s - 0.05).abs() < 1e-6,
+        "{}",
+        r[0].ttft_mean_s
+    );
+    assert_eq!(r[0].hit_rate, 0.0);
+    assert!(
+        (r[1].ttft_mean_s - 0.0525).abs() < 1e-6,
+        "{}",
+        r[1].ttft_mean_s
+    );
+    assert_eq!(r[1].hit_rate, 960.0 / 2010.0);
+    assert!((r[1].tpot_mean_s.unwrap() - 0.2 / 9.0).abs() < 1e-6);
+    // Round 0's throughput: 1 000 tokens over its 250 ms = 4 000 tok/s.
+    assert!(
+        (r[0].input_tok_s - 4000.0).abs() < 1e-3,
+        "{}",
+        r[0].input_tok_s
+    );
+    let b = m.bench.as_ref().unwrap();
+    // Whole run: 3 010 prompt tokens over 0 … 0.25 + 0.0525 + 0.2 = 0.5025 s.
+    assert!(
+        (b.input_tok_s - 3010.0 / 0.5025).abs() < 1e-3,
+        "{}",
+        b.input_tok_s
+    );
+    assert_eq!(b.hit_rate, 960.0 / 3010.0);
+    // The replay's own TTFT percentiles agree with the rounds'.
+    assert!((m.ttft_p99_s.unwrap() - 0.0525).abs() < 1e-6);
+}
+
+#[test]
+fn bench_needs_timing_on() {
+    let spec: BenchSpec =
+        serde_json::from_value(serde_json::json!({"clients": 2, "request_length": 64, "output_length": 1, "max_parallel": 1}))
+            .unwrap();
+    let e = run_bench(&ReplayConfig::default(), &spec).unwrap_err();
+    assert!(e.to_string().contains("timing: on"), "{e}");
+}
+
+#[test]
+fn storage_backend_presets_fill_what_the_scenario_leaves() {
+    let mut o = Map::new();
+    o.insert("storage_backend".into(), Value::from("mooncake"));
+    let c = apply_overrides(ReplayConfig::default(), &o).unwrap();
+    // 190 GB/s per node over 8×400 Gbps RoCE ÷ 8 ranks.
+    assert_eq!(c.storage_read_bandwidth.0, 23.75e9);
+    assert_eq!(c.storage_write_bandwidth.0, 23.75e9);
+    assert_eq!(c.storage_backend.as_deref(), Some("mooncake"));
+    // A figure the scenario sets wins over the preset's.
+    o.insert("storage_read_bandwidth".into(), Value::from("1GB/s"));
+    let c = apply_overrides(ReplayConfig::default(), &o).unwrap();
+    assert_eq!(c.storage_read_bandwidth.0, 1e9);
+    assert_eq!(c.storage_write_bandwidth.0, 23.75e9);
+    // EIC as corpus #08 measured; hf3fs has no write figure: the default 5 GB/s stays.
+    let eic = ReplayConfig::default().with_storage_backend("eic").unwrap();
+    assert_eq!(
+        (eic.storage_read_bandwidth.0, eic.storage_write_bandwidth.0),
+        (0.57e9, 0.16e9)
+    );
+    let fs = ReplayConfig::default()
+        .with_storage_backend("hf3fs")
+        .unwrap();
+    assert_eq!(
+        (fs.storage_read_bandwidth.0, fs.storage_write_bandwidth.0),
+        (5.37e9, 5e9)
+    );
+    // `file` has no figures of its own: the node's.
+    let f = ReplayConfig::default()
+        .with_storage_backend("file")
+        .unwrap();
+    assert_eq!(f.storage_read_bandwidth.0, 10e9);
+    // An unknown name is an error naming the field and the nearest preset.
+    o.insert("storage_backend".into(), Value::from("3fs"));
+    let e = apply_overrides(ReplayConfig::default(), &o).unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("runtime.replay.storage_backend"));
+    assert!(
+        e.message.contains("unknown storage backend `3fs`"),
+        "{}",
+        e.message
+    );
+    // Recorded in the speeds.
+    let s = Speeds::of(&eic);
+    assert_eq!(s.storage_backend.as_deref(), Some("eic"));
+    assert!(
+        s.line()
+            .contains("storage (eic) read 0.57 GB/s write 0.16 GB/s")
+    );
+}
+
+#[test]
+fn storage_latency_is_paid_per_prefetch() {
+    // A storage latency of 0 (the default) changes nothing; the field is not written.
+    let j = serde_json::to_value(ReplayConfig::default()).unwrap();
+    assert!(j.get("storage_latency").is_none());
+    assert!(j.get("storage_backend").is_none());
+}
+
+#[test]
+fn replay_records_speeds_and_rounds() {
+    let d = tempfile::tempdir().unwrap();
+    let sc = d.path().join("bench.yaml");
+    std::fs::write(&sc, BENCH_SCENARIO).unwrap();
+    let rounds = d.path().join("rounds.csv");
+    let o = Command::new(BIN)
+        .arg("replay")
+        .arg(&sc)
+        .args(["--format", "json", "--rounds"])
+        .arg(&rounds)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["speeds"]["cost_model"], "fixed");
+    assert_eq!(v["speeds"]["prefill_tokens_per_s"], 20000.0);
+    assert_eq!(v["speeds"]["load_back"], "before_forward");
+    let r = v["metrics"]["rounds"].as_array().unwrap();
+    assert_eq!(r.len(), 3);
+    assert_eq!(r[0]["requests"], 8);
+    // Round 0 prompts share nothing: no hit. Later rounds hit their own history.
+    assert_eq!(r[0]["hit_rate"], 0.0);
+    assert!(r[2]["hit_rate"].as_f64().unwrap() > 0.5, "{}", r[2]);
+    assert_eq!(v["metrics"]["bench"]["clients"], 8);
+    // The per-round CSV: a header, one row per round, the speeds on every row.
+    let csv = std::fs::read_to_string(&rounds).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0],
+        "round,requests,ttft_mean_s,ttft_p50_s,ttft_p99_s,input_tok_s,tpot_mean_s,hit_rate,cost_model,speeds"
+    );
+    assert_eq!(lines.len(), 4);
+    assert!(lines[1].starts_with("0,8,"), "{}", lines[1]);
+    assert!(lines[1].contains(",fixed,fixed: prefill 20000 tok/s"));
+    assert!(d.path().join("rounds.png").exists());
+    assert!(d.path().join("rounds.svg").exists());
+    // Text: the speeds line and the per-round table.
+    let o = Command::new(BIN).arg("replay").arg(&sc).output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let t = stdout(&o);
+    assert!(
+        t.contains("\nspeeds: fixed: prefill 20000 tok/s; decode 50 tok/s;"),
+        "{t}"
+    );
+    assert!(t.contains("bench_multiturn: 8 clients x 3 rounds"), "{t}");
+    assert!(t.contains("round requests"), "{t}");
+}
+
+#[test]
+fn sweep_rows_carry_speeds_and_round_columns() {
+    let d = tempfile::tempdir().unwrap();
+    let sc = d.path().join("bench.yaml");
+    std::fs::write(
+        &sc,
+        format!(
+            "{BENCH_SCENARIO}sweep:\n  axes:\n    server.enable_hierarchical_cache: [false, true]\n"
+        ),
+    )
+    .unwrap();
+    let out = d.path().join("out");
+    let o = Command::new(BIN)
+        .arg("sweep")
+        .arg(&sc)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    let mut rd = csv::Reader::from_reader(csv.as_bytes());
+    let h: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+    let rows: Vec<Vec<String>> = rd
+        .records()
+        .map(|r| r.unwrap().iter().map(String::from).collect())
+        .collect();
+    let col = |n: &str| {
+        h.iter()
+            .position(|x| x == n)
+            .unwrap_or_else(|| panic!("{n}"))
+    };
+    for n in [
+        "cost_model",
+        "speeds",
+        "ttft_mean_s",
+        "round_hit_rate_2",
+        "round_ttft_p99_s_0",
+    ] {
+        col(n);
+    }
+    assert!(!h.iter().any(|x| x == "round_hit_rate_3"));
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        assert_eq!(r[col("cost_model")], "fixed", "{r:?}");
+        assert!(r[col("speeds")].starts_with("fixed: prefill 20000 tok/s"));
+        assert_eq!(r[col("round_hit_rate_0")], "0.000000");
+    }
+    // L1 only vs L1+L2: the host tier can only add hits in the last round.
+    let hit = |i: usize| rows[i][col("round_hit_rate_2")].parse::<f64>().unwrap();
+    let off = rows
+        .iter()
+        .position(|r| r[col("server.enable_hierarchical_cache")] == "false")
+        .unwrap();
+    assert!(hit(1 - off) >= hit(off), "{} vs {}", hit(1 - off), hit(off));
+    assert!(out.join("per_round.png").exists(), "{}", stderr(&o));
+}
+
+#[test]
+fn interleaved_decode_takes_gpu_time_from_prefill() {
+    use hicache_sim::runtime::{DecodeTimeline, replay_timed};
+    use hicache_sim::workload::Request;
+    // Fixed speeds: 1 000 new tokens prefill in 50 ms; one decode step is 1/50 s = 20 ms.
+    // A arrives at 0 (3 output tokens), B at 60 ms (1 000 tokens, 1 output token).
+    let reqs = || {
+        vec![
+            Request {
+                id: 0,
+                arrival_ns: 0,
+                input_tokens: 1000,
+                output_tokens: 3,
+                page_hashes: (1..=15).collect(),
+            },
+            Request {
+                id: 1,
+                arrival_ns: 60_000_000,
+                input_tokens: 1000,
+                output_tokens: 1,
+                page_hashes: (101..=115).collect(),
+            },
+        ]
+    };
+    let ms = 1_000_000;
+    // beside_prefill (the default): A's decode never holds the GPU. A: prefill 0-50,
+    // decode 3 × 20 ms → done at 110. B: prefill 60-110, TTFT 50 ms, done at 130.
+    let (_, t) = replay_timed(&cfg_fixed(), reqs(), &[]).unwrap();
+    assert_eq!((t[0].first_token_ns, t[0].finish_ns), (50 * ms, 110 * ms));
+    assert_eq!((t[1].first_token_ns, t[1].finish_ns), (110 * ms, 130 * ms));
+    // interleaved: at 50 the GPU runs A's first decode step (50-70): B, arriving at 60,
+    // waits for it, prefills 70-120 (TTFT 60 ms). Then steps of both: 120-140 (B done,
+    // A's 2nd), 140-160 (A's 3rd) → A done at 160.
+    let cfg = ReplayConfig {
+        decode_timeline: DecodeTimeline::Interleaved,
+        ..cfg_fixed()
+    };
+    let (m, t) = replay_timed(&cfg, reqs(), &[]).unwrap();
+    assert_eq!((t[0].first_token_ns, t[0].finish_ns), (50 * ms, 160 * ms));
+    assert_eq!((t[1].first_token_ns, t[1].finish_ns), (120 * ms, 140 * ms));
+    assert_eq!(m.ttft_p99_s, Some(0.06));
+    assert_eq!(m.makespan_s, Some(0.16));
+    // Selectable per scenario, recorded in the speeds.
+    let mut o = Map::new();
+    o.insert("decode_timeline".into(), Value::from("interleaved"));
+    let c = apply_overrides(ReplayConfig::default(), &o).unwrap();
+    assert_eq!(c.decode_timeline, DecodeTimeline::Interleaved);
+    assert!(Speeds::of(&c).line().contains("decode interleaved"));
+}
