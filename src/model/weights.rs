@@ -36,6 +36,11 @@ pub struct ParamCounts {
     pub norms: u64,
     /// MTP / NextN layers (loaded by the draft worker only).
     pub mtp: u64,
+    /// `kv_b_proj` of the decoder layers of an MLA / MLA-DSA model
+    /// (`kv_lora_rank × heads × (qk_nope_head_dim + v_head_dim)` a layer; already in
+    /// `attention`): the matrix SGLang copies into `w_kc` / `w_vc` after the load
+    /// ([`PartBytes::mla_absorbed`]). 0 for other attention kinds.
+    pub mla_kv_b: u64,
     /// Decoder layers (for per-layer exclusions of a quantisation).
     pub layers: u32,
     /// The routed experts' own format when the checkpoint stores them unlike the rest
@@ -82,6 +87,7 @@ impl ParamCounts {
             .and_then(Value::as_bool)
             .unwrap_or(false);
         let per_layer_attn = attention_params(text, attention, hidden, heads);
+        let per_layer_kv_b = mla_kv_b_params(text, attention, heads);
         let per_layer_linear = linear_mixer_params(text, attention, hidden);
         // Gated MLPs (SwiGLU: gate, up, down) unless the activation is relu² (up, down).
         let act = text
@@ -196,6 +202,7 @@ impl ParamCounts {
                 continue;
             }
             p.attention += if full_layer(l) {
+                p.mla_kv_b += per_layer_kv_b;
                 per_layer_attn
             } else {
                 per_layer_linear
@@ -276,6 +283,7 @@ impl ParamCounts {
             routed_experts: experts,
             shared_experts: shared,
             replicated: 2 * (self.router + self.norms),
+            mla_absorbed: 2 * self.mla_kv_b,
             mtp: if f == WeightFormat::Bf16 {
                 2 * self.mtp
             } else {
@@ -382,6 +390,18 @@ pub struct PartBytes {
     /// Norms and routers (replicated on every rank).
     pub replicated: u64,
     pub mtp: u64,
+    /// Not in the checkpoint: the bf16 `w_kc` / `w_vc` an MLA model's attention keeps
+    /// beside its `kv_b_proj` once loaded (2 bytes a `kv_b_proj` parameter, whatever the
+    /// checkpoint's format). `models/deepseek_common/deepseek_weight_loader.py:
+    /// DeepseekV2WeightLoaderMixin.post_load_weights` (0.5.14–0.5.23, the same rule in
+    /// each; `DeepseekV2/V3/V32ForCausalLM`, `GlmMoeDsaForCausalLM`, `Glm4MoeLite…`,
+    /// `MistralLarge3…`): the kv_b weight — an fp8 one with 128×128 blocks dequantised
+    /// to bf16 by `block_quant_dequant` on CUDA, an AWQ one by `awq_dequantize`, a bf16
+    /// one as is — is split into `w_kc` and `w_vc` and each made `.contiguous()` in a
+    /// transposed layout, so both are new bf16 tensors, while `kv_b_proj` stays for the
+    /// MHA prefill path. Not modelled: `SGLANG_USE_DEEPGEMM_BMM=1` on Hopper (fp8 copies,
+    /// off by default) and ROCm (`block_quant_to_tensor_quant`: fp8 copies).
+    pub mla_absorbed: u64,
 }
 
 impl PartBytes {
@@ -414,6 +434,9 @@ impl PartBytes {
             shared_experts: s(self.shared_experts),
             replicated: s(self.replicated),
             mtp: s(self.mtp),
+            // Not on disk: the copies are 2 bytes a `kv_b_proj` parameter, not a share
+            // of the checkpoint.
+            mla_absorbed: self.mla_absorbed,
         }
     }
 
@@ -431,7 +454,9 @@ impl PartBytes {
     /// - routed experts over TP × EP together (`--ep-size` splits the experts, the rest of
     ///   TP splits each expert: `tp` shares either way), shared experts and dense MLPs
     ///   over TP (`--moe-dense-tp-size` unset);
-    /// - norms and routers on every rank.
+    /// - norms and routers on every rank;
+    /// - an MLA model's bf16 `w_kc` / `w_vc` ([`Self::mla_absorbed`]) over the
+    ///   attention-TP group, like the `kv_b_proj` they copy.
     ///
     /// PP: the decoder layers divide by `pp_size`; the first stage holds the embedding,
     /// the last the LM head; the larger is taken.
@@ -440,6 +465,7 @@ impl PartBytes {
         let attn_tp = layout.attn_tp_size().max(1);
         let pp = layout.pp_size.max(1) as u64;
         let layers = self.attention.div_ceil(attn_tp)
+            + self.mla_absorbed.div_ceil(attn_tp)
             + (self.routed_experts + self.shared_experts + self.dense_mlp).div_ceil(tp)
             + self.replicated;
         let embed = self.embed.div_ceil(attn_tp);
@@ -533,6 +559,22 @@ fn linear_mixer_params(text: &Value, attention: &Attention, hidden: u64) -> u64 
             }) => 5 * hidden * num_heads as u64 * head_dim as u64,
             None => 0,
         },
+    }
+}
+
+/// `kv_b_proj` parameters of one MLA / MLA-DSA decoder layer: `kv_lora_rank × heads ×
+/// (qk_nope_head_dim + v_head_dim)` (`models/deepseek_v2.py: DeepseekV2AttentionMLA`'s
+/// `kv_b_proj`). 0 for other attention kinds (DeepSeek-V4 and the hybrid MLA of
+/// `kimi_linear.py` are other model files).
+fn mla_kv_b_params(text: &Value, attention: &Attention, heads: u64) -> u64 {
+    let g = |k: &str| text.get(k).and_then(Value::as_u64);
+    match attention {
+        Attention::Mla { .. } | Attention::MlaDsa { .. } => {
+            let nope = g("qk_nope_head_dim").unwrap_or(0);
+            let v = g("v_head_dim").unwrap_or(nope);
+            g("kv_lora_rank").unwrap_or(0) * heads * (nope + v)
+        }
+        _ => 0,
     }
 }
 
@@ -639,5 +681,52 @@ mod tests {
         // TP 4: attention and MLP / 4, vocab / 4, norms replicated:
         // 671,088,640 + 2,818,572,288 + 525,336,576 + 532,480 = 4,015,529,984.
         assert_eq!(b.per_rank(&ParallelLayout::tp(4)), 4_015_529_984);
+    }
+
+    /// DeepSeek-V3's MLA (deepseek-ai/DeepSeek-V3 config.json: hidden 7168, 128 heads,
+    /// kv_lora_rank 512, qk_nope_head_dim 128, v_head_dim 128, 61 layers): the bf16
+    /// `w_kc` / `w_vc` copies of `kv_b_proj` that `post_load_weights` keeps.
+    #[test]
+    fn mla_keeps_bf16_w_kc_w_vc() {
+        let c = json!({"hidden_size": 7168, "num_attention_heads": 128, "kv_lora_rank": 512,
+            "qk_nope_head_dim": 128, "v_head_dim": 128, "qk_rope_head_dim": 64,
+            "q_lora_rank": 1536, "vocab_size": 129280, "intermediate_size": 18432});
+        let a = Attention::Mla {
+            kv_lora_rank: 512,
+            qk_rope_head_dim: 64,
+        };
+        let p = ParamCounts::from_config(&c, &c, &a, 61, 0);
+        // kv_b_proj: 512 × 128 × (128 + 128) = 16,777,216 a layer; × 61 = 1,023,410,176.
+        assert_eq!(p.mla_kv_b, 1_023_410_176);
+        let fp8 = Quantization {
+            format: WeightFormat::Fp8Block,
+            ..Quantization::none()
+        };
+        let b = p.bytes(&fp8);
+        // bf16 copies whatever the checkpoint's format: 2 B a parameter = 2,046,820,352 B
+        // (1.906 GiB), not in the checkpoint's total.
+        assert_eq!(b.mla_absorbed, 2_046_820_352);
+        assert_eq!(b.scaled_to(b.total() * 2).mla_absorbed, 2_046_820_352);
+        // Over the attention-TP group: TP8 holds 2,046,820,352 / 8 = 255,852,544 more than
+        // without the copies; TP4 DP4 with DP attention (attn_tp_size 1) all of them.
+        let no_copies = PartBytes {
+            mla_absorbed: 0,
+            ..b
+        };
+        let tp8 = ParallelLayout::tp(8);
+        assert_eq!(b.per_rank(&tp8) - no_copies.per_rank(&tp8), 255_852_544);
+        let dp = ParallelLayout {
+            dp_size: 4,
+            enable_dp_attention: true,
+            ..ParallelLayout::tp(4)
+        };
+        assert_eq!(b.per_rank(&dp) - no_copies.per_rank(&dp), 2_046_820_352);
+        // GQA has no kv_b_proj.
+        let gqa = Attention::Gqa {
+            kv_heads: 8,
+            head_dim: 128,
+            v_head_dim: None,
+        };
+        assert_eq!(ParamCounts::from_config(&c, &c, &gqa, 61, 0).mla_kv_b, 0);
     }
 }

@@ -189,8 +189,10 @@ fn weights_per_rank_by_part() {
         (tp8 as f64 / (parts.total() as f64 / 8.0) - 1.0).abs() < 1e-3,
         "{tp8}"
     );
-    // DeepSeek-V3 TP 8 with DP attention 8: attention and the input embedding replicated
-    // on every rank (attention-TP group of 1), the LM head and experts still split by 8.
+    // DeepSeek-V3 TP 8 with DP attention 8: attention, the input embedding and the bf16
+    // `w_kc` / `w_vc` copies of `kv_b_proj` (`post_load_weights`: 2 B × 512 × 128 × 256 ×
+    // 61 = 2,046,820,352 B) replicated on every rank (attention-TP group of 1), the LM
+    // head and experts still split by 8.
     let ds = catalogue_model("deepseek-ai/DeepSeek-V3");
     let p = ds.part_bytes().unwrap();
     let dp = ParallelLayout {
@@ -203,8 +205,13 @@ fn weights_per_rank_by_part() {
     let with_dp = ds.weights_per_rank(&dp).unwrap();
     assert_eq!(
         with_dp - plain,
-        (p.attention - p.attention.div_ceil(8)) + (p.embed - p.embed.div_ceil(8))
+        (p.attention - p.attention.div_ceil(8))
+            + (p.embed - p.embed.div_ceil(8))
+            + (p.mla_absorbed - p.mla_absorbed.div_ceil(8))
     );
+    // 2,046,820,352 − 255,852,544 = 1,790,967,808 of the 13,401,838,618 B difference.
+    assert_eq!(p.mla_absorbed, 2_046_820_352);
+    assert_eq!(with_dp - plain, 13_401_838_618);
 }
 
 fn write(dir: &std::path::Path, name: &str, text: &str) -> std::path::PathBuf {
