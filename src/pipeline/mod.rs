@@ -36,6 +36,11 @@ pub fn replay_config(
     host_tokens: Option<u64>,
     overrides: &Map<String, Value>,
 ) -> Result<ReplayConfig, String> {
+    if plan.pools.iter().any(|p| p.dsv4.is_some()) {
+        // Its host pools are sized (`startup`); the tree replay has one per-token pool
+        // per tier and does not model V4's SWA / C4 / C128 components.
+        return Err("DeepSeek-V4's tree replay (SWA, C4 and C128 components of `UnifiedRadixCache`) is not modelled: `startup` and `check` give its pools".into());
+    }
     let page = plan.page_size.max(1);
     let cfg = ReplayConfig {
         page_size: page as u32,
