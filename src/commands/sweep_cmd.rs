@@ -39,7 +39,7 @@ pub fn sweep_base(
     if let Some(rt) = o.get_mut("runtime").and_then(Value::as_object_mut) {
         // Every replay field, so `runtime.replay.X` axes can be checked; the pipeline
         // only applies the keys the file or an axis sets.
-        let mut full = serde_json::to_value(ReplayConfig::default()).expect("serializes");
+        let mut full = crate::runtime::full_value(&ReplayConfig::default());
         if let (Some(f), Some(user)) = (
             full.as_object_mut(),
             rt.get("replay").and_then(Value::as_object),

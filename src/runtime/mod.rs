@@ -37,7 +37,7 @@ mod untimed;
 
 pub use config::{CallPattern, DecodeTimeline, ReplayConfig, Timing};
 pub use metrics::{ReplayMetrics, TimelinePoint, definitions};
-pub use overrides::apply_overrides;
+pub use overrides::{apply_overrides, full_value};
 pub use speeds::Speeds;
 pub use timed::RequestTime;
 

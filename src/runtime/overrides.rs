@@ -7,25 +7,33 @@ use serde_json::{Map, Value};
 use super::config::ReplayConfig;
 use crate::error::InputError;
 
+/// `cfg` as a value with every key, those left out of the serialized config while
+/// they hold their default (`compute`, `storage_backend`, `storage_latency`,
+/// `decode_timeline`: outputs made before them keep their bytes) included: what a
+/// scenario's `runtime.replay` keys and a sweep's `runtime.replay.*` axes are checked
+/// against.
+pub fn full_value(cfg: &ReplayConfig) -> Value {
+    let mut v = serde_json::to_value(cfg).expect("config serializes");
+    let o = v.as_object_mut().expect("config serializes to a map");
+    o.entry("compute").or_insert_with(|| {
+        serde_json::to_value(super::cost::Compute::default()).expect("serializes")
+    });
+    o.entry("storage_backend").or_insert(Value::Null);
+    o.entry("storage_latency")
+        .or_insert_with(|| Value::from(format!("{}ns", cfg.storage_latency.0)));
+    o.entry("decode_timeline")
+        .or_insert_with(|| Value::from("beside_prefill"));
+    v
+}
+
 /// `cfg` with `overrides` (`runtime.replay` keys: field name → value) applied field by
 /// field; an unknown field is an error naming the nearest real one.
 pub fn apply_overrides(
     cfg: ReplayConfig,
     overrides: &Map<String, Value>,
 ) -> Result<ReplayConfig, InputError> {
-    let mut v = serde_json::to_value(&cfg).expect("config serializes");
+    let mut v = full_value(&cfg);
     let o = v.as_object_mut().expect("config serializes to a map");
-    // `compute` is left out of the serialized config while it is the default (so
-    // outputs made before it existed keep their bytes); it is still a key to override.
-    o.entry("compute").or_insert_with(|| {
-        serde_json::to_value(super::cost::Compute::default()).expect("serializes")
-    });
-    // Likewise the storage backend preset and latency (unset / 0 are not written).
-    o.entry("storage_backend").or_insert(Value::Null);
-    o.entry("decode_timeline")
-        .or_insert_with(|| Value::from("beside_prefill"));
-    o.entry("storage_latency")
-        .or_insert_with(|| Value::from(format!("{}ns", cfg.storage_latency.0)));
     for (k, val) in overrides {
         if !o.contains_key(k) {
             let hint = crate::error::nearest(k, o.keys().map(String::as_str))

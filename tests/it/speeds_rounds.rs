@@ -338,3 +338,49 @@ fn interleaved_decode_takes_gpu_time_from_prefill() {
     assert_eq!(c.decode_timeline, DecodeTimeline::Interleaved);
     assert!(Speeds::of(&c).line().contains("decode interleaved"));
 }
+
+#[test]
+fn sweep_axes_reach_the_keys_written_only_when_set() {
+    // `decode_timeline`, `storage_backend`, `storage_latency` and `compute` are left out
+    // of the serialized config while default; a sweep may still vary them.
+    let d = tempfile::tempdir().unwrap();
+    let sc = d.path().join("bench.yaml");
+    std::fs::write(
+        &sc,
+        format!(
+            "{BENCH_SCENARIO}sweep:\n  axes:\n    runtime.replay.decode_timeline: [beside_prefill, interleaved]\n    runtime.replay.storage_backend: [eic]\n"
+        ),
+    )
+    .unwrap();
+    let out = d.path().join("out");
+    let o = Command::new(BIN)
+        .arg("sweep")
+        .arg(&sc)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    let mut rd = csv::Reader::from_reader(csv.as_bytes());
+    let h: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+    let col = |n: &str| {
+        h.iter()
+            .position(|x| x == n)
+            .unwrap_or_else(|| panic!("{n}"))
+    };
+    let rows: Vec<Vec<String>> = rd
+        .records()
+        .map(|r| r.unwrap().iter().map(String::from).collect())
+        .collect();
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        let sp = &r[col("speeds")];
+        assert!(
+            sp.contains("storage (eic) read 0.57 GB/s write 0.16 GB/s"),
+            "{sp}"
+        );
+        let want = format!("decode {}", r[col("runtime.replay.decode_timeline")]);
+        assert!(sp.contains(&want), "{sp}");
+    }
+}
