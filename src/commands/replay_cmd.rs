@@ -197,7 +197,7 @@ fn derive(
     o: &Map<String, Value>,
 ) -> Result<ReplayConfig, InputError> {
     pipeline::replay_config(s, plan, host, o)
-        .map_err(|m| InputError::new(&s.source, m).field("runtime.replay"))
+        .map_err(|m| InputError::new(&s.source, m.to_string()).field("runtime.replay"))
 }
 
 /// An error about a `runtime.*` field (its `source` is the field path) as the scenario's

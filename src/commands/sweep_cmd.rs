@@ -89,9 +89,8 @@ pub fn sweep(mut a: SweepArgs) -> CmdResult {
                 .expect("not poisoned")
                 .extend(s.notes.iter().cloned());
         }
-        crate::startup::StartupPlan::new(&s)
-            .map(|_| ())
-            .map_err(|(f, m)| format!("{f}: {m}"))
+        crate::startup::StartupPlan::new(&s)?;
+        Ok(())
     })?;
     // What SGLang would log once (an explicit ratio turning the fraction off), said once.
     for n in notes.into_inner().expect("not poisoned") {

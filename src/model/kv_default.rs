@@ -5,6 +5,23 @@ use super::dtype::KvDtype;
 use super::geometry::Attention;
 use super::presets::ModelPreset;
 
+/// A KV cache dtype SGLang refuses for the model (its own asserts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum KvDtypeRefused {
+    #[error(
+        "{} is not supported for DeepseekV4ForCausalLM (SGLang asserts fp8_e4m3 or bfloat16)",
+        .0.id()
+    )]
+    DeepseekV4(KvDtype),
+    #[error("DeepSeek DSA only supports bf16/bfloat16 or fp8_e4m3 kv_cache_dtype (SGLang asserts)")]
+    Dsa,
+    /// `fp8_ds_mla` on a GQA model (the simulator's own check: the layout is MLA-only).
+    #[error(
+        "kv dtype `fp8_ds_mla` is an MLA cache layout; this model uses GQA: expected auto, bf16, fp16 or fp8"
+    )]
+    MlaLayoutOnGqa,
+}
+
 /// The CUDA compute capability major of a node's GPU (`torch.cuda.
 /// get_device_capability()[0]`), from the node preset's `gpu` name: Blackwell data-centre
 /// parts (B200, B300, GB200, GB300) 10, RTX Blackwell (RTX PRO 6000, RTX 5090) 12,
@@ -51,17 +68,14 @@ pub fn resolve_kv_dtype(
     requested: KvDtype,
     sm_major: Option<u32>,
     glm_dsa: bool,
-) -> Result<KvDtype, String> {
+) -> Result<KvDtype, KvDtypeRefused> {
     if matches!(model.attention, Attention::Dsv4 { .. }) {
         // `arg_groups/overrides.py: _deepseek_v4_kv_cache_dtype` (0.5.21–0.5.23): auto
         // is fp8_e4m3; only fp8_e4m3 and bfloat16 pass its assert.
         return match requested {
             KvDtype::Auto | KvDtype::Fp8 => Ok(KvDtype::Fp8),
             KvDtype::Bf16 => Ok(KvDtype::Bf16),
-            other => Err(format!(
-                "{} is not supported for DeepseekV4ForCausalLM (SGLang asserts fp8_e4m3 or bfloat16)",
-                other.id()
-            )),
+            other => Err(KvDtypeRefused::DeepseekV4(other)),
         };
     }
     if !matches!(model.attention, Attention::MlaDsa { .. }) {
@@ -75,10 +89,7 @@ pub fn resolve_kv_dtype(
         KvDtype::Auto if major >= 10 => KvDtype::Fp8,
         KvDtype::Auto => KvDtype::Bf16,
         KvDtype::Fp16 => {
-            return Err(
-                "DeepSeek DSA only supports bf16/bfloat16 or fp8_e4m3 kv_cache_dtype (SGLang asserts)"
-                    .into(),
-            );
+            return Err(KvDtypeRefused::Dsa);
         }
         x => x,
     };

@@ -35,7 +35,7 @@ pub fn replay_config(
     plan: &StartupPlan,
     host_tokens: Option<u64>,
     overrides: &Map<String, Value>,
-) -> Result<ReplayConfig, String> {
+) -> Result<ReplayConfig, InputError> {
     let page = plan.page_size.max(1);
     let cfg = ReplayConfig {
         page_size: page as u32,
@@ -84,7 +84,7 @@ pub fn replay_config(
         derived.insert("max_running_requests".into(), Value::from(m));
     }
     derived.extend(overrides.clone());
-    apply_overrides(cfg, &derived).map_err(|e| e.to_string())
+    apply_overrides(cfg, &derived)
 }
 
 /// Replays the section's trace (or generator) under `cfg`.

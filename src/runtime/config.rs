@@ -392,7 +392,7 @@ impl ReplayConfig {
                 self.prefill_tokens_per_s,
                 self.decode_tokens_per_s,
             ) {
-                return bad("compute", e);
+                return bad("compute", e.to_string());
             }
         }
         Ok(())

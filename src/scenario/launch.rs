@@ -16,12 +16,22 @@ use super::shell::{Launch, Src, find_launch};
 use crate::error::InputError;
 use crate::flags::{Parsed, table};
 
+/// Why a scenario's `sglang:` value has no flag table to read its launch command with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FlagReleaseError {
+    #[error(transparent)]
+    UnknownSglang(#[from] crate::release::UnknownSglang),
+    /// A known release or what-if whose release the generated table does not cover.
+    #[error("no flag table for SGLang {0}")]
+    NoTable(String),
+}
+
 /// The SGLang release whose flag table applies to a scenario's `sglang:` value.
 ///
 /// A release id (`0.5.14` … `0.5.23`) is itself; `latest` and the what-if rule sets map
 /// to the release the release module says they stand for
 /// ([`crate::release::selected_release_id`]).
-pub fn flag_release(sglang: &str) -> Result<&'static str, String> {
+pub fn flag_release(sglang: &str) -> Result<&'static str, FlagReleaseError> {
     let t = table();
     if let Some(r) = t.releases.iter().find(|r| r.as_str() == sglang.trim()) {
         // `table()` is 'static.
@@ -29,13 +39,13 @@ pub fn flag_release(sglang: &str) -> Result<&'static str, String> {
     }
     // A release alias (`latest`, `v0.5.23`) or a what-if: the release it stands for
     // (`release::Sglang::release_id`: the release that shipped it, or the nearest one).
-    let id = crate::release::selected_release_id(Some(sglang)).map_err(|e| e.to_string())?;
+    let id = crate::release::selected_release_id(Some(sglang))?;
     let id: &str = t.same_as.get(&id[..]).map_or(&id[..], |base| &base[..]);
     t.releases
         .iter()
         .find(|r| r.as_str() == id)
         .map(String::as_str)
-        .ok_or_else(|| format!("no flag table for SGLang {id}"))
+        .ok_or_else(|| FlagReleaseError::NoTable(id.to_string()))
 }
 
 /// SGLang dests that map onto a `ServerArgs` field of the same name.
@@ -293,7 +303,9 @@ pub fn parse_launch_src(
             .line_opt(line)
             .field("server.launch")
     };
-    let release_flags = table().release(release).map_err(|m| err(None, m))?;
+    let release_flags = table()
+        .release(release)
+        .map_err(|m| err(None, m.to_string()))?;
     let Reading { launch, result, .. } = read_text(src, release).map_err(|e| {
         if e.model_path {
             err(Some(e.line), format!("{}; {}", e.message, DESCRIBE_MODEL)).unknown_model()
@@ -381,7 +393,7 @@ pub fn read_text(src: &Src, release: &str) -> Result<Reading, super::shell::Shel
     let flags = table()
         .release(release)
         .map_err(|m| super::shell::ShellError {
-            message: m,
+            message: m.to_string(),
             line: 1,
             model_path: false,
         })?;
@@ -562,9 +574,34 @@ pub fn model_from_path(path: &str) -> PathModel {
     }
 }
 
+/// A `--model-path` that disagrees with `model:`, or names no preset when there is none.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelPathError {
+    #[error(
+        "--model-path {path} is the `{id}` preset, but `model:` is `{model}`: drop `model:` (the launch command picks it) or fix one of them"
+    )]
+    OtherPreset {
+        path: String,
+        id: String,
+        model: String,
+    },
+    #[error(
+        "--model-path {path} is a {family} model, but `model:` is `{model}`: the KV geometry would be another model's; pick the matching preset (`hicache-sim presets`) or describe the model with overrides"
+    )]
+    OtherFamily {
+        path: String,
+        family: String,
+        model: String,
+    },
+    #[error(
+        "--model-path {0} names no model preset: add `model:` (a preset, with overrides for this checkpoint's geometry)"
+    )]
+    NoPreset(String),
+}
+
 /// Checks `--model-path` against the scenario's `model:` preset (canonical id), or picks
 /// the preset when the scenario has none. `Ok(Some(id))` = the preset to use.
-pub fn check_model_path(path: &str, model: Option<&str>) -> Result<Option<String>, String> {
+pub fn check_model_path(path: &str, model: Option<&str>) -> Result<Option<String>, ModelPathError> {
     let canonical = |m: &str| {
         crate::model::model_presets()
             .iter()
@@ -574,21 +611,25 @@ pub fn check_model_path(path: &str, model: Option<&str>) -> Result<Option<String
     match (model_from_path(path), model) {
         (PathModel::Preset(id), None) => Ok(Some(id)),
         (PathModel::Preset(id), Some(m)) => match canonical(m) {
-            Some(c) if c != id => Err(format!(
-                "--model-path {path} is the `{id}` preset, but `model:` is `{m}`: drop `model:` (the launch command picks it) or fix one of them"
-            )),
+            Some(c) if c != id => Err(ModelPathError::OtherPreset {
+                path: path.to_string(),
+                id,
+                model: m.to_string(),
+            }),
             _ => Ok(None),
         },
         // Only a preset `model:` is checked against the path's family: a catalogue
         // name or `{config: FILE}` describes the checkpoint itself.
         (PathModel::Family(f), Some(m)) if canonical(m).is_some_and(|c| family(&c) != f) => {
-            Err(format!(
-                "--model-path {path} is a {f} model, but `model:` is `{m}`: the KV geometry would be another model's; pick the matching preset (`hicache-sim presets`) or describe the model with overrides"
-            ))
+            Err(ModelPathError::OtherFamily {
+                path: path.to_string(),
+                family: f.to_string(),
+                model: m.to_string(),
+            })
         }
-        (PathModel::Family(_) | PathModel::Unknown, None) => Err(format!(
-            "--model-path {path} names no model preset: add `model:` (a preset, with overrides for this checkpoint's geometry)"
-        )),
+        (PathModel::Family(_) | PathModel::Unknown, None) => {
+            Err(ModelPathError::NoPreset(path.to_string()))
+        }
         _ => Ok(None),
     }
 }
@@ -690,14 +731,18 @@ mod tests {
             check_model_path("zai-org/GLM-5.2-NVFP4", Some("glm-5.2")),
             Ok(None)
         );
-        let e = check_model_path("Qwen/Qwen3-32B", Some("deepseek-v3")).unwrap_err();
+        let e = check_model_path("Qwen/Qwen3-32B", Some("deepseek-v3"))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with(
                 "--model-path Qwen/Qwen3-32B is a qwen3 model, but `model:` is `deepseek-v3`"
             ),
             "{e}"
         );
-        let e = check_model_path("deepseek-ai/DeepSeek-V3.2", Some("glm-5.2")).unwrap_err();
+        let e = check_model_path("deepseek-ai/DeepSeek-V3.2", Some("glm-5.2"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("is the `deepseek-v3.2` preset"), "{e}");
         assert_eq!(check_model_path("/models/ft-7", Some("glm-5.2")), Ok(None));
     }

@@ -209,7 +209,7 @@ fn merge_launch(
         );
     };
     let release = flag_release(&sglang).map_err(|m| {
-        InputError::new(source, m)
+        InputError::new(source, m.to_string())
             .line_opt(lines.line_of("sglang"))
             .field("sglang")
     })?;
@@ -261,8 +261,11 @@ fn merge_launch(
             }
             // A path that names no preset is `model::resolve`'s to find (a local
             // checkpoint, the catalogue) unless `model:` names a preset.
-            Err(m) if model_name.is_some() || !m.contains("names no model preset") => {
-                return Err(at_model(m));
+            Err(m)
+                if model_name.is_some()
+                    || !matches!(m, super::launch::ModelPathError::NoPreset(_)) =>
+            {
+                return Err(at_model(m.to_string()));
             }
             Err(_) => {}
         }
@@ -324,16 +327,27 @@ pub fn apply_set(value: &mut Value, set: &str) -> Result<(), InputError> {
     } else {
         parse_yaml_value(raw, &src)?
     };
-    set_path(value, path.trim(), v).map_err(|m| InputError::new(&src, m).field(path.trim()))
+    set_path(value, path.trim(), v)
+        .map_err(|m| InputError::new(&src, m.to_string()).field(path.trim()))
+}
+
+/// Why a dotted path (`server.hicache_size`) cannot be set in a value tree.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SetPathError {
+    #[error("empty component in path `{0}`")]
+    EmptyComponent(String),
+    /// The named prefix holds a value that is neither a mapping nor a preset name.
+    #[error("`{0}` is not a mapping")]
+    NotAMapping(String),
 }
 
 /// Sets `a.b.c` in a value tree, creating maps on the way.
-pub fn set_path(root: &mut Value, path: &str, v: Value) -> Result<(), String> {
+pub fn set_path(root: &mut Value, path: &str, v: Value) -> Result<(), SetPathError> {
     let mut cur = root;
     let parts: Vec<&str> = path.split('.').collect();
     for (i, p) in parts.iter().enumerate() {
         if p.is_empty() {
-            return Err(format!("empty component in path `{path}`"));
+            return Err(SetPathError::EmptyComponent(path.to_string()));
         }
         if !cur.is_object() {
             if cur.is_null() || cur.is_string() {
@@ -345,7 +359,7 @@ pub fn set_path(root: &mut Value, path: &str, v: Value) -> Result<(), String> {
                 }
                 *cur = Value::Object(m);
             } else {
-                return Err(format!("`{}` is not a mapping", parts[..i].join(".")));
+                return Err(SetPathError::NotAMapping(parts[..i].join(".")));
             }
         }
         let obj = cur.as_object_mut().expect("made an object above");
@@ -416,7 +430,7 @@ fn typed(value: &Value, source: &str, lines: &LineIndex) -> Result<ScenarioFile,
             .and_then(|given| release_refusal(value, &path, given));
         match by_release {
             Some(Ok(msg)) => field_error(source, lines, &path, &msg),
-            Some(Err(m)) => field_error(source, lines, "sglang", &m),
+            Some(Err(m)) => field_error(source, lines, "sglang", &m.to_string()),
             None => field_error(source, lines, &path, &inner),
         }
     })
@@ -425,14 +439,18 @@ fn typed(value: &Value, source: &str, lines: &LineIndex) -> Result<ScenarioFile,
 /// The release's refusal of `given` at `path`, when the field's choices depend on the
 /// release; an unknown `sglang:` (`Err`, its message) is reported first, as resolution
 /// would.
-fn release_refusal(value: &Value, path: &str, given: &str) -> Option<Result<String, String>> {
+fn release_refusal(
+    value: &Value,
+    path: &str,
+    given: &str,
+) -> Option<Result<String, crate::release::UnknownSglang>> {
     if !crate::release::RELEASE_CHOICE_FIELDS.contains(&path) {
         return None;
     }
     let sglang = match value.get("sglang") {
         Some(Value::String(s)) => match crate::release::Sglang::from_id(s) {
             Ok(v) => v,
-            Err(e) => return Some(Err(e.to_string())),
+            Err(e) => return Some(Err(e)),
         },
         _ => crate::release::Sglang::DEFAULT,
     };

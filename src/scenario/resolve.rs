@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::load::{LoadedScenario, field_error};
 use super::schema::{MemorySpec, ScenarioFile, StartupSpec};
 use crate::domain::ServerArgs;
-use crate::error::{InputError, nearest};
+use crate::error::{FieldError, InputError, nearest};
 use crate::hardware::{NodePreset, node_presets};
 use crate::model::{KvDtype, ModelPreset, ParallelLayout};
 use crate::release::Sglang;
@@ -52,7 +52,7 @@ impl Scenario {
     /// ([`crate::model::ResolvedModel::weights_as_loaded`]); a preset (or a
     /// `startup.weight_load.quantization` other than the config's own) its checkpoint /
     /// (tp × pp).
-    pub fn weights_per_rank(&self) -> Result<u64, String> {
+    pub fn weights_per_rank(&self) -> Result<u64, crate::model::NoCheckpointSize> {
         let quant = self.startup.weight_load.quantization.as_deref();
         let own = self
             .resolved_model
@@ -89,28 +89,27 @@ pub const MAX_HICACHE_RATIO: f64 = 1000.0;
 
 /// The `runtime:` fields checked where they are written, before any trace is read (a
 /// trace reader would name the trace's file and line for the scenario's mistake).
-fn check_runtime(rt: &super::RuntimeSection) -> Result<(), (String, String)> {
+fn check_runtime(rt: &super::RuntimeSection) -> Result<(), FieldError> {
     if rt.block_size == Some(0) {
-        return Err((
-            "runtime.block_size".into(),
-            "0: the trace's tokens per hash id must be positive (leave the key out for the format's own)".into(),
+        return Err(FieldError::new(
+            "runtime.block_size",
+            "0: the trace's tokens per hash id must be positive (leave the key out for the format's own)",
         ));
     }
     if let Some(f) = &rt.trace_format
         && crate::workload::TraceFormat::from_id(f).is_none()
     {
-        return Err((
-            "runtime.trace_format".into(),
+        return Err(FieldError::new(
+            "runtime.trace_format",
             format!(
                 "unknown trace format `{f}`: expected mooncake, bailian, kv-cache-tester or csv (leave the key out to detect it)"
             ),
         ));
     }
     if rt.max_requests == Some(0) {
-        return Err((
-            "runtime.max_requests".into(),
-            "0 replays nothing: give a positive count, or leave the key out for the whole trace"
-                .into(),
+        return Err(FieldError::new(
+            "runtime.max_requests",
+            "0 replays nothing: give a positive count, or leave the key out for the whole trace",
         ));
     }
     // Each `runtime.replay` key and its type (the values the start-up derives come later).
@@ -118,7 +117,7 @@ fn check_runtime(rt: &super::RuntimeSection) -> Result<(), (String, String)> {
         crate::runtime::apply_overrides(crate::runtime::ReplayConfig::default(), &rt.replay)
         && let Some(field) = e.field
     {
-        return Err((field, e.message));
+        return Err(FieldError::new(field, e.message));
     }
     Ok(())
 }
@@ -184,7 +183,7 @@ pub fn resolve_file(
         model_path: f.server.model_path.as_deref(),
     })
     // Not described (`check` makes this a row that names the path, not an abort).
-    .map_err(|m| model_at(m).unknown_model())?;
+    .map_err(|m| model_at(m.to_string()).unknown_model())?;
     let model_name = resolved.name.clone();
     let mut model: ModelPreset =
         override_preset(&resolved.preset, &model_over, "model", source, lines)?;
@@ -257,11 +256,11 @@ pub fn resolve_file(
         crate::model::sm_major(&node.gpu),
         glm_dsa,
     )
-    .map_err(|m| at("server.kv_cache_dtype", m))?;
+    .map_err(|m| at("server.kv_cache_dtype", m.to_string()))?;
     model
         .attention
         .check_dtype(kv_dtype)
-        .map_err(|m| at("server.kv_cache_dtype", m))?;
+        .map_err(|m| at("server.kv_cache_dtype", m.to_string()))?;
 
     for (field, v) in [
         ("server.tp_size", s.tp_size),
@@ -450,7 +449,7 @@ pub fn resolve_file(
         ));
     }
     if let Some(rt) = &runtime {
-        check_runtime(rt).map_err(|(field, m)| at(&field, m))?;
+        check_runtime(rt).map_err(|FieldError { field, message }| at(&field, message))?;
     }
     let runtime = runtime.map(|mut rt| {
         rt.trace = rt.trace.map(|t| resolve_relative(&t, source));

@@ -154,7 +154,9 @@ fn s7_2_auto_hicache_ratio() {
     let p = auto_hicache_ratio(share(budget_for(20.0)), 0.8, d).unwrap();
     assert_eq!(p.ratio, 8.0);
     let low = (1.2 * d as f64 / 0.8) as i128;
-    let why = auto_hicache_ratio(share(low), 0.8, d).unwrap_err();
+    let why = auto_hicache_ratio(share(low), 0.8, d)
+        .unwrap_err()
+        .to_string();
     assert!(why.contains("minimum"), "{why}");
     assert_eq!(
         why,
