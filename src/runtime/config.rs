@@ -298,7 +298,8 @@ impl ReplayConfig {
         }
     }
 
-    /// `max(prefetch_threshold, page_size)` in tokens (`hiradix_cache.py` L1646).
+    /// `max(prefetch_threshold, page_size)` in tokens (`managers/cache_controller.py:
+    /// HiCacheController.__init__`, where the storage backend is set up).
     pub fn effective_prefetch_threshold(&self) -> u64 {
         u64::from(self.prefetch_threshold.max(self.page_size))
     }

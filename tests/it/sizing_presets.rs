@@ -1,5 +1,5 @@
-//! Embedded presets parse, and bytes per token per rank match the spec table
-//! (hardware-models-cgroups.md §2.2–§2.3, §7).
+//! Embedded presets parse, and bytes per token per rank match SGLang's
+//! `get_size_per_token` (`mem_cache/pool_host/mha.py`, `mla.py`) by hand.
 
 use hicache_sim::hardware::node_presets;
 use hicache_sim::model::{KvDtype, ParallelLayout, model_preset, model_presets};
