@@ -29,7 +29,7 @@ fn bench(c: &mut Criterion) {
             Some("explicit-snapshot"),
         ),
     ] {
-        let s = load_scenario(path, &[], version).unwrap();
+        let s = load_scenario(path, &[], version.map(|v: &str| v.parse().unwrap())).unwrap();
         let plan = plan_for(&s).unwrap();
         g.throughput(Throughput::Elements(plan.world_size as u64));
         let mut scratch = Scratch::default();

@@ -60,16 +60,16 @@ enum Command {
     DebugSizing {
         /// JSON-lines file of states (`tests/sglang_diff/`).
         states: String,
-        #[arg(long, default_value = "latest")]
-        sglang: String,
+        #[arg(long, default_value = "latest", value_parser = commands::sglang_arg::bare)]
+        sglang: hicache_sim::release::Sglang,
     },
     /// Differential-test hook: `--hicache-size` split between host pools (JSON lines).
     #[command(hide = true)]
     DebugSplit {
         /// JSON-lines file of split cases (`tests/sglang_diff/`).
         cases: String,
-        #[arg(long, default_value = "latest")]
-        sglang: String,
+        #[arg(long, default_value = "latest", value_parser = commands::sglang_arg::bare)]
+        sglang: hicache_sim::release::Sglang,
     },
 }
 
@@ -120,6 +120,34 @@ fn clap_exit(e: &clap::Error) -> ExitCode {
     }
 }
 
+/// An unknown `--sglang` that clap's parse refused, in the command's own wording
+/// ([`commands::sglang_arg`]) rather than clap's. Only when the command line has no other
+/// usage error: the line is read once more with `--sglang` as plain text, and clap's own
+/// error, if that finds one, is the one printed (as before `--sglang` was typed by clap).
+fn sglang_refused(e: &clap::Error) -> Option<commands::SglangArgError> {
+    use clap::CommandFactory;
+    let refusal = std::error::Error::source(e)?.downcast_ref::<commands::SglangArgError>()?;
+    let mut textual = Cli::command();
+    for sub in [
+        "startup",
+        "plan",
+        "check",
+        "replay",
+        "sweep",
+        "debug-sizing",
+        "debug-split",
+    ] {
+        textual = textual.mut_subcommand(sub, |c| {
+            c.mut_arg("sglang", |a| a.value_parser(clap::value_parser!(String)))
+        });
+    }
+    let m = textual.try_get_matches().ok()?;
+    let scenario = m
+        .subcommand_matches("replay")
+        .is_some_and(|r| r.contains_id("scenario"));
+    Some(refusal.clone().with_scenario(scenario))
+}
+
 fn panic_text(p: &(dyn std::any::Any + Send)) -> &str {
     p.downcast_ref::<&str>()
         .copied()
@@ -144,7 +172,15 @@ fn main() -> ExitCode {
 fn run() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
-        Err(e) => return clap_exit(&e),
+        Err(e) => {
+            return match sglang_refused(&e) {
+                Some(refusal) => {
+                    let _ = writeln!(std::io::stderr(), "error: {refusal}");
+                    ExitCode::from(2)
+                }
+                None => clap_exit(&e),
+            };
+        }
     };
     let result = match cli.command {
         Command::Startup(a) => commands::startup(a),
@@ -158,8 +194,8 @@ fn run() -> ExitCode {
         Command::Capture(a) => commands::capture(a),
         Command::Presets { format } => commands::presets(format),
         Command::Versions { format } => commands::versions(format),
-        Command::DebugSizing { states, sglang } => commands::debug_sizing(&states, &sglang),
-        Command::DebugSplit { cases, sglang } => commands::debug_split(&cases, &sglang),
+        Command::DebugSizing { states, sglang } => commands::debug_sizing(&states, sglang),
+        Command::DebugSplit { cases, sglang } => commands::debug_split(&cases, sglang),
     };
     // Flush here, inside the catch: a failure at exit would be silent.
     if let Err(e) = std::io::stdout().flush() {

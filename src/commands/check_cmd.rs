@@ -1,8 +1,7 @@
 //! `hicache-sim check FILE…`: one line per file × release; exit 1 when any would refuse,
 //! be OOM-killed or have its flags rejected, 0 otherwise, 2 for bad input.
 
-use super::plan_cmd::release_list;
-use super::{CheckArgs, CheckFormat, CmdResult, CommandError};
+use super::{CheckArgs, CheckFormat, CmdResult, CommandError, SglangList};
 use crate::error::InputError;
 use crate::plan::check;
 
@@ -25,8 +24,7 @@ pub fn check(a: CheckArgs) -> CmdResult {
         )
         .into());
     }
-    let releases = release_list(a.sglang.as_deref())?;
-    let releases: Vec<Option<&str>> = releases.iter().map(|r| r.as_deref()).collect();
+    let releases = SglangList::of(a.sglang.as_ref());
     let mut sets = a.sets.clone();
     if let Some(n) = &a.node {
         sets.push(format!("node={n}"));
@@ -59,7 +57,7 @@ pub fn check(a: CheckArgs) -> CmdResult {
             ),
             Err(e) => {
                 for r in &releases {
-                    let name = r.map_or("-".to_string(), str::to_string);
+                    let name = r.map_or("-".to_string(), |v| v.id().to_string());
                     rows.push(check::CheckRow::not_checked(f, name, &e, false));
                 }
             }

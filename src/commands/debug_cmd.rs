@@ -6,8 +6,7 @@ use super::CmdResult;
 use crate::error::InputError;
 use crate::release::{Sglang, diff};
 
-pub fn debug_sizing(states: &str, sglang: &str) -> CmdResult {
-    let v = Sglang::from_id(sglang).map_err(|e| InputError::new("--sglang", e.to_string()))?;
+pub fn debug_sizing(states: &str, v: Sglang) -> CmdResult {
     let text = std::fs::read_to_string(states)
         .map_err(|e| InputError::new(states, format!("cannot read: {e}")))?;
     let out = diff::run_lines(&text, v)
@@ -22,7 +21,7 @@ pub fn debug_sizing(states: &str, sglang: &str) -> CmdResult {
 /// line: `{"id": N, "hicache_size": GB, "pools": [{"device_bytes": B, "bytes_per_unit":
 /// B, "page_size": P}, …]}`; each output line: `{"id": N, "shares": [...], "sizes":
 /// [...]}`.
-pub fn debug_split(cases: &str, sglang: &str) -> CmdResult {
+pub fn debug_split(cases: &str, v: Sglang) -> CmdResult {
     use crate::pools::{HostPoolSpec, HostSizing, PoolUnit, host_pool_counts, split_hicache_size};
     use crate::release::HicacheSizeSplit;
     use crate::sizing::HostPoolSizeArg;
@@ -38,7 +37,6 @@ pub fn debug_split(cases: &str, sglang: &str) -> CmdResult {
         hicache_size: u64,
         pools: Vec<Pool>,
     }
-    let v = Sglang::from_id(sglang).map_err(|e| InputError::new("--sglang", e.to_string()))?;
     let split = v.release_rules().pools.hicache_size_split;
     let text = std::fs::read_to_string(cases)
         .map_err(|e| InputError::new(cases, format!("cannot read: {e}")))?;

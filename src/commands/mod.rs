@@ -6,6 +6,7 @@ use std::fmt;
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::error::InputError;
+use crate::release::Sglang;
 
 pub mod capture_cmd;
 pub mod check_cmd;
@@ -13,6 +14,7 @@ mod debug_cmd;
 pub mod plan_cmd;
 mod presets_cmd;
 mod replay_cmd;
+pub mod sglang_arg;
 pub mod startup_cmd;
 pub mod sweep_cmd;
 mod trace_cmd;
@@ -24,6 +26,7 @@ pub use debug_cmd::{debug_sizing, debug_split};
 pub use plan_cmd::plan;
 pub use presets_cmd::presets;
 pub use replay_cmd::replay;
+pub use sglang_arg::{SglangArgError, SglangList, SglangOrAll};
 pub use startup_cmd::startup;
 pub use sweep_cmd::{merge, plot, sweep};
 pub use trace_cmd::trace;
@@ -109,8 +112,8 @@ pub struct StartupArgs {
     /// Scenario YAML.
     pub scenario: String,
     /// SGLang sizing rules (see `hicache-sim versions`); overrides the scenario's `sglang`.
-    #[arg(long)]
-    pub sglang: Option<String>,
+    #[arg(long, value_parser = sglang_arg::startup)]
+    pub sglang: Option<SglangOrAll>,
     /// Seed of the run (overrides the scenario's `seed`).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -141,8 +144,8 @@ pub struct PlanArgs {
     /// Release(s) to plan for: one id, a comma-separated list, or `all` (every release
     /// 0.5.14 … 0.5.23); default the scenario's `sglang`. The first is the primary one
     /// (its size is recommended and replayed).
-    #[arg(long)]
-    pub sglang: Option<String>,
+    #[arg(long, value_parser = sglang_arg::list)]
+    pub sglang: Option<SglangList>,
     /// P(start) every rank must reach over the jitter distribution.
     #[arg(long, default_value_t = 0.999)]
     pub target_start: f64,
@@ -185,8 +188,8 @@ pub struct CheckArgs {
     #[arg(required = true)]
     pub files: Vec<String>,
     /// Release(s): one id, a comma-separated list, or `all`; default each file's own.
-    #[arg(long)]
-    pub sglang: Option<String>,
+    #[arg(long, value_parser = sglang_arg::list)]
+    pub sglang: Option<SglangList>,
     /// P(start) a recipe must reach to pass.
     #[arg(long, default_value_t = 0.999)]
     pub target_start: f64,
@@ -245,8 +248,8 @@ pub struct ReplayArgs {
     pub sets: Vec<String>,
     /// SGLang release or what-if whose controller defaults the replay uses (overrides
     /// the scenario's `sglang`; default `latest` = 0.5.23).
-    #[arg(long)]
-    pub sglang: Option<String>,
+    #[arg(long, value_parser = sglang_arg::replay)]
+    pub sglang: Option<Sglang>,
     /// Write the occupancy / hit-rate timeline as CSV (and a plot next to it).
     #[arg(long)]
     pub timeline: Option<String>,
@@ -274,8 +277,8 @@ pub struct SweepArgs {
     pub sets: Vec<String>,
     /// SGLang release or what-if (overrides the scenario's `sglang`; a `sglang` sweep
     /// axis still wins per point).
-    #[arg(long)]
-    pub sglang: Option<String>,
+    #[arg(long, value_parser = sglang_arg::sweep)]
+    pub sglang: Option<Sglang>,
 }
 
 #[derive(Debug, Args)]

@@ -2,31 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{CmdResult, CommandError, OutputFormat, PlanArgs};
+use super::{CmdResult, CommandError, OutputFormat, PlanArgs, SglangList};
 use crate::error::InputError;
 use crate::plan::{self, PlanOptions};
-
-/// `--sglang`: none (the scenario's own), `all` (every release 0.5.14 … 0.5.23, not the
-/// what-ifs), or a comma-separated list of ids, each of which must be a known release or
-/// what-if (else exit 2 naming it, with the nearest id and the list).
-pub fn release_list(arg: Option<&str>) -> Result<Vec<Option<String>>, InputError> {
-    Ok(match arg.map(str::trim) {
-        None => vec![None],
-        Some("all") => crate::release::Sglang::all()
-            .into_iter()
-            .filter(|v| v.is_release())
-            .map(|v| Some(v.id().to_string()))
-            .collect(),
-        Some(list) => list
-            .split(',')
-            .map(|v| {
-                crate::release::Sglang::from_id(v)
-                    .map(|_| Some(v.trim().to_string()))
-                    .map_err(|e| InputError::new(format!("--sglang {list}"), e.to_string()))
-            })
-            .collect::<Result<_, _>>()?,
-    })
-}
 
 /// Runs per probe from which a plan announces itself and shows progress.
 const LONG_RUNS: u64 = 100_000;
@@ -107,15 +85,14 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         )
         .into());
     }
-    let mut releases = release_list(a.sglang.as_deref())?;
-    if a.sglang.as_deref().map(str::trim) == Some("all") {
+    let mut releases = SglangList::of(a.sglang.as_ref());
+    if a.sglang == Some(SglangList::AllReleases) {
         // The scenario's own release (or what-if) first: its size is the one
         // recommended; every release then says whether it holds.
         let own = super::startup_cmd::load_scenario(&a.scenario, &a.sets, None)?;
-        releases.retain(|r| r.as_deref() != Some(own.version.id()));
+        releases.retain(|r| *r != Some(own.version));
         releases.insert(0, None);
     }
-    let releases: Vec<Option<&str>> = releases.iter().map(|r| r.as_deref()).collect();
     // What the plan reads is never written over nor removed: the scenario, its trace.
     let mut inputs: Vec<(&str, PathBuf)> = vec![("scenario", PathBuf::from(&a.scenario))];
     crate::output::protect_input("scenario", Path::new(&a.scenario));

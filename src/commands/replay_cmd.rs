@@ -77,7 +77,7 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
         .scenario
     {
         Some(path) => {
-            let s = super::startup_cmd::load_scenario(path, &a.sets, a.sglang.as_deref())?;
+            let s = super::startup_cmd::load_scenario(path, &a.sets, a.sglang)?;
             let plan = super::startup_cmd::plan_for(&s)?;
             let section = s.runtime.clone().unwrap_or_default();
             let mc = startup::run(&plan, s.seed, 1);
@@ -151,12 +151,10 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
             Some(note),
         ),
         None => {
-            let sglang = match &a.sglang {
-                Some(v) => crate::release::Sglang::from_id(v)
-                    .map_err(|e| InputError::new("--sglang", e.to_string()))?,
-                None => crate::release::Sglang::DEFAULT,
-            };
-            let rules = sglang.release_rules();
+            let rules = a
+                .sglang
+                .unwrap_or(crate::release::Sglang::DEFAULT)
+                .release_rules();
             let base = ReplayConfig::for_release(&rules);
             (
                 apply(base, &overrides).map_err(|e| locate(e, a.scenario.as_deref()))?,

@@ -1,31 +1,20 @@
 //! `hicache-sim startup`.
 
-use super::{CmdResult, CommandError, OutputFormat, StartupArgs};
+use super::{CmdResult, CommandError, OutputFormat, SglangOrAll, StartupArgs};
 use crate::error::InputError;
+use crate::release::Sglang;
 use crate::report::startup as report;
-use crate::scenario::{MAX_RUNS, Scenario, load_file, resolve::resolve};
+use crate::scenario::load::load_file_as;
+use crate::scenario::{MAX_RUNS, Scenario, resolve::resolve};
 use crate::startup::{self, StartupPlan};
 
-/// Loads a scenario with CLI overrides (`--sglang`, `--seed`, `--runs`, `--set`).
+/// Loads a scenario with CLI overrides (`--sglang`, typed by clap, and `--set`).
 pub fn load_scenario(
     path: &str,
     sets: &[String],
-    sglang: Option<&str>,
+    sglang: Option<Sglang>,
 ) -> Result<Scenario, InputError> {
-    let mut sets = sets.to_vec();
-    if let Some(v) = sglang {
-        sets.push(format!("sglang={v}"));
-    }
-    let loaded = load_file(path, &sets)?;
-    resolve(&loaded).map_err(|mut e| {
-        // `--sglang V` travels as `--set sglang=V`: name the flag the user typed.
-        if let Some(v) = sglang
-            && e.source == format!("--set sglang={v}")
-        {
-            e.source = format!("--sglang {v}");
-        }
-        e
-    })
+    resolve(&load_file_as(path, sets, sglang)?)
 }
 
 /// Builds the plan; a plan error is an input error at the field it names.
@@ -78,10 +67,12 @@ pub fn startup(a: StartupArgs) -> CmdResult {
             &[("scenario", std::path::Path::new(&a.scenario))],
         )?;
     }
-    if a.sglang.as_deref().map(str::trim) == Some("all") {
-        return startup_all(&a);
-    }
-    let s = load_scenario(&a.scenario, &a.sets, a.sglang.as_deref())?;
+    let sglang = match a.sglang {
+        Some(SglangOrAll::All) => return startup_all(&a),
+        Some(SglangOrAll::One(v)) => Some(v),
+        None => None,
+    };
+    let s = load_scenario(&a.scenario, &a.sets, sglang)?;
     let plan = plan_for(&s)?;
     let seed = a.seed.unwrap_or(s.seed);
     let mc = monte_carlo(a.runs.unwrap_or(s.runs), a.jobs, &plan, seed)?;
@@ -121,8 +112,8 @@ fn startup_all(a: &StartupArgs) -> CmdResult {
     // A row that could not be checked (the release rejects the scenario) is a failure
     // for --fail-on-refusal too: a CI gate never passes what it did not check.
     let mut any_failed = false;
-    for v in crate::release::Sglang::all() {
-        let s = match load_scenario(&a.scenario, &a.sets, Some(v.id())) {
+    for v in Sglang::all() {
+        let s = match load_scenario(&a.scenario, &a.sets, Some(v)) {
             Ok(s) => s,
             Err(e) => {
                 rows.push(all::invalid_row(v, e.message));

@@ -8,9 +8,11 @@ use serde_json::Value;
 use super::{CmdResult, CommandError, MergeArgs, PlotArgs, SweepArgs};
 use crate::error::InputError;
 use crate::pipeline::{COLUMNS, point_row};
+use crate::release::Sglang;
 use crate::runtime::ReplayConfig;
+use crate::scenario::LoadedScenario;
+use crate::scenario::load::load_str_as;
 use crate::scenario::resolve::resolve;
-use crate::scenario::{LoadedScenario, load_str};
 use crate::sweep::{self, RunOptions, Shard, SweepSpec};
 
 /// The scenario as a value tree with every field present (the sweep checks axis paths
@@ -20,11 +22,12 @@ use crate::sweep::{self, RunOptions, Shard, SweepSpec};
 pub fn sweep_base(
     path: &str,
     sets: &[String],
+    sglang: Option<Sglang>,
 ) -> Result<(Value, SweepSpec, LoadedScenario), InputError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| InputError::new(path, format!("cannot read the scenario: {e}")))?;
     let spec = SweepSpec::from_scenario_yaml(&text, path)?;
-    let loaded = load_str(&text, path, sets)?;
+    let loaded = load_str_as(&text, path, sets, sglang)?;
     // Resolve once up front: a bad base scenario is an error before any work starts.
     resolve(&loaded)?;
     let mut base =
@@ -50,16 +53,13 @@ pub fn sweep_base(
     Ok((base, spec, loaded))
 }
 
-pub fn sweep(mut a: SweepArgs) -> CmdResult {
+pub fn sweep(a: SweepArgs) -> CmdResult {
     if a.out.trim().is_empty() {
         return Err(InputError::new(
             "--out",
             "an empty folder name: name the folder to write the sweep into (`--out .` for this one)",
         )
         .into());
-    }
-    if let Some(v) = &a.sglang {
-        a.sets.push(format!("sglang={v}"));
     }
     // Every point replays the same trace(s): parse each once, share it read-only.
     // `HICACHE_SIM_NO_TRACE_SHARING=1` parses per point instead (the test that the
@@ -72,7 +72,7 @@ pub fn sweep(mut a: SweepArgs) -> CmdResult {
     if std::env::var_os("HICACHE_SIM_NO_REPLAY_MEMO").is_none() {
         crate::pipeline::replay_memo::enable();
     }
-    let (base, spec, loaded) = sweep_base(&a.scenario, &a.sets)?;
+    let (base, spec, loaded) = sweep_base(&a.scenario, &a.sets, a.sglang)?;
     let points = sweep::expand(&spec, &base)?;
     // Every combination is checked the way SGLang checks its flags, before any work.
     let source0 = a.scenario.clone();
@@ -126,6 +126,7 @@ pub fn sweep(mut a: SweepArgs) -> CmdResult {
         a.sets
             .iter()
             .map(|s| format!(" --set {s}"))
+            .chain(a.sglang.map(|v| format!(" --sglang {v}")))
             .collect::<String>()
     );
     opts.jobs = crate::commands::clamp_jobs(a.jobs);

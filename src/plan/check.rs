@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use super::probe::Prober;
 use crate::error::InputError;
+use crate::release::Sglang;
 
 /// One file under one release.
 #[derive(Debug, Clone, Serialize)]
@@ -308,7 +309,7 @@ impl CheckInput {
 
     pub fn prober(
         &self,
-        sglang: Option<&str>,
+        sglang: Option<Sglang>,
         seed: Option<u64>,
         runs: u64,
     ) -> Result<Prober, InputError> {
@@ -324,7 +325,7 @@ impl CheckInput {
 /// release-specific problem of a file valid under its own release is `invalid_args`.
 pub fn check_file(
     input: &CheckInput,
-    releases: &[Option<&str>],
+    releases: &[Option<Sglang>],
     target: f64,
     seed: Option<u64>,
     runs: u64,
@@ -342,33 +343,18 @@ pub fn check_file(
         .filter(|e| e.kind != ErrorKind::SglangRefuses);
     let mut rows = Vec::new();
     for r in releases {
-        let name = r.map_or(own_name.clone(), str::to_string);
+        let name = r.map_or(own_name.clone(), |v| v.id().to_string());
         let prober = match (r, &own) {
             (None, Ok(p)) => Ok(p.clone()),
             (None, Err(e)) => Err(e.clone()),
             (Some(_), Err(_)) if own_input_error.is_some() => {
                 Err(own_input_error.cloned().expect("checked"))
             }
-            (Some(id), _) => input.prober(Some(id), seed, runs),
+            (Some(v), _) => input.prober(Some(*v), seed, runs),
         };
         let p = match prober {
             Ok(p) => p,
             Err(e) => {
-                let no_table =
-                    r.is_some_and(|id| crate::scenario::launch::flag_release(id).is_err());
-                if no_table {
-                    rows.push(CheckRow {
-                        file: input.path.clone(),
-                        sglang: name,
-                        outcome: "skipped",
-                        passed: true,
-                        start_probability: None,
-                        margin_bytes: None,
-                        message: Some(e.message),
-                        located: None,
-                    });
-                    continue;
-                }
                 let refuses = e.kind == ErrorKind::SglangRefuses
                     || (e.kind == ErrorKind::Input && own_input_error.is_none() && r.is_some());
                 rows.push(CheckRow::not_checked(&input.path, name, &e, refuses));

@@ -28,6 +28,7 @@ pub use search::{FractionRow, Frontier, RatioPick, largest_passing};
 pub use sensitivity::Sensitivity;
 
 use crate::error::InputError;
+use crate::release::Sglang;
 use crate::sizing::AutoSizeRule;
 
 /// What the user asked.
@@ -149,7 +150,11 @@ pub fn plan_release(prober: &Prober, target: f64) -> Result<ReleasePlan, ProbeEr
 
 /// Runs the plan of `path` under each of `releases` (`None` = the scenario's own). The
 /// first release is the primary one: the ladder and the recommendation's size are its.
-pub fn plan(path: &str, releases: &[Option<&str>], opts: &PlanOptions) -> Result<Plan, InputError> {
+pub fn plan(
+    path: &str,
+    releases: &[Option<Sglang>],
+    opts: &PlanOptions,
+) -> Result<Plan, InputError> {
     if !(opts.target > 0.0 && opts.target <= 1.0) {
         return Err(InputError::new(
             "--target-start",
@@ -184,7 +189,7 @@ pub fn plan(path: &str, releases: &[Option<&str>], opts: &PlanOptions) -> Result
         .map(|r| {
             let prober = match r {
                 None => Ok(own.clone()),
-                Some(id) => Prober::from_text(&text, path, &sets, Some(id), opts.seed, opts.runs),
+                Some(v) => Prober::from_text(&text, path, &sets, Some(*v), opts.seed, opts.runs),
             };
             Ok(match prober {
                 Ok(p) => {
@@ -193,7 +198,7 @@ pub fn plan(path: &str, releases: &[Option<&str>], opts: &PlanOptions) -> Result
                     (rp, Some(p))
                 }
                 Err(e) => {
-                    let v = r.and_then(|id| crate::release::Sglang::from_id(id).ok());
+                    let v = *r;
                     let rp = ReleasePlan {
                         sglang: v.map_or("?", |v| v.id()),
                         summary: v.map_or("", |v| v.summary()),

@@ -8,9 +8,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::InputError;
+use crate::release::Sglang;
 use crate::scenario::Scenario;
 use crate::scenario::lines::LineIndex;
-use crate::scenario::load::{load_str, set_path, typed_from_value};
+use crate::scenario::load::{load_str_as, set_path, typed_as};
 use crate::scenario::resolve::{resolve, resolve_file};
 use crate::startup::{self, Failure, MonteCarlo, Outcome, StartupPlan};
 
@@ -19,8 +20,8 @@ use crate::startup::{self, Failure, MonteCarlo, Outcome, StartupPlan};
 pub struct Prober {
     base: Value,
     source: String,
-    /// The release or what-if every probe runs under.
-    pub sglang: &'static str,
+    /// The release or what-if every probe runs under (typed once, at the loader).
+    pub sglang: Sglang,
     pub seed: u64,
     pub runs: u64,
 }
@@ -34,7 +35,7 @@ impl Prober {
     pub fn load(
         path: &str,
         sets: &[String],
-        sglang: Option<&str>,
+        sglang: Option<Sglang>,
         seed: Option<u64>,
         runs: u64,
     ) -> Result<Prober, InputError> {
@@ -49,25 +50,23 @@ impl Prober {
         text: &str,
         path: &str,
         sets: &[String],
-        sglang: Option<&str>,
+        sglang: Option<Sglang>,
         seed: Option<u64>,
         runs: u64,
     ) -> Result<Prober, InputError> {
-        let mut sets = sets.to_vec();
-        if let Some(v) = sglang {
-            sets.push(format!("sglang={v}"));
-        }
-        let loaded = load_str(text, path, &sets)?;
+        let loaded = load_str_as(text, path, sets, sglang)?;
         let s = resolve(&loaded)?;
         let mut base =
             serde_json::to_value(&loaded.file).map_err(|e| InputError::new(path, e.to_string()))?;
         if let Some(o) = base.as_object_mut() {
             o.remove("sweep");
+            // Typed already: every probe takes it as it is (`typed_as`), not as text.
+            o.remove("sglang");
         }
         Ok(Prober {
             base,
             source: path.to_string(),
-            sglang: s.version.id(),
+            sglang: s.version,
             seed: seed.unwrap_or(s.seed),
             runs,
         })
@@ -79,7 +78,7 @@ impl Prober {
         for (p, x) in patches {
             set_path(&mut v, p, x.clone())?;
         }
-        let file = typed_from_value(v, &self.source, &LineIndex::default())?;
+        let file = typed_as(v, self.sglang, &self.source, &LineIndex::default())?;
         Ok(resolve_file(
             &file,
             &self.source,

@@ -350,20 +350,27 @@ impl fmt::Display for Sglang {
     }
 }
 
+/// A scenario's `sglang:` key (and every tree typed as a scenario: sweep points, plan
+/// probes): a string that [`Sglang::from_id`] reads, refused with its message.
+impl<'de> serde::Deserialize<'de> for Sglang {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let id = <String as serde::Deserialize>::deserialize(d)?;
+        Sglang::from_id(&id).map_err(serde::de::Error::custom)
+    }
+}
+
+/// The stable id ([`Sglang::id`]): a scenario written back out reads the same.
+impl Serialize for Sglang {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.id())
+    }
+}
+
 impl std::str::FromStr for Sglang {
     type Err = UnknownSglang;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Self::from_id(s)
     }
-}
-
-/// The release id string of whatever `--sglang` / `sglang:` names (`None` = the
-/// default): the entry point the per-release flag table calls.
-pub fn selected_release_id(selected: Option<&str>) -> Result<&'static str, UnknownSglang> {
-    Ok(match selected {
-        None => Sglang::DEFAULT.release_id(),
-        Some(s) => Sglang::from_id(s)?.release_id(),
-    })
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ fn latest_is_0_5_23_and_the_default() {
         Sglang::Release(Release::V0_5_23)
     );
     assert_eq!(Sglang::DEFAULT.id(), "0.5.23");
-    assert_eq!(selected_release_id(None).unwrap(), "0.5.23");
+    assert_eq!(Sglang::DEFAULT.release_id(), "0.5.23");
     assert_eq!(Sglang::from_id("v0.5.21").unwrap().id(), "0.5.21");
 }
 

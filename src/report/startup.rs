@@ -74,21 +74,15 @@ pub fn server_object(s: &Scenario) -> serde_json::Map<String, serde_json::Value>
     };
     m.remove("launch");
     // Only dests the release's parser has (0.5.20 has no hicache_host_memory_fraction).
-    let release = match &s.launch {
-        Some(l) => Some(l.release.clone()),
-        None => crate::scenario::launch::flag_release(s.version.id())
-            .ok()
-            .map(str::to_string),
-    };
-    if let Some(r) = release.and_then(|r| crate::flags::table().release(&r).ok()) {
-        m.retain(|dest, _| r.actions.iter().any(|a| a.dest == *dest));
-        // "Unset" in the simulator (None) is the release's default in SGLang's namespace.
-        for (dest, v) in m.iter_mut() {
-            if v.is_null()
-                && let Some(a) = r.actions.iter().find(|a| a.dest == *dest)
-            {
-                *v = a.default.clone();
-            }
+    // (The launch command, if any, was read by the same release's parser: `scenario::load`.)
+    let r = s.version.release().flags();
+    m.retain(|dest, _| r.actions.iter().any(|a| a.dest == *dest));
+    // "Unset" in the simulator (None) is the release's default in SGLang's namespace.
+    for (dest, v) in m.iter_mut() {
+        if v.is_null()
+            && let Some(a) = r.actions.iter().find(|a| a.dest == *dest)
+        {
+            *v = a.default.clone();
         }
     }
     if let Some(l) = &s.launch {
@@ -279,7 +273,7 @@ pub fn build(s: &Scenario, plan: &StartupPlan, mc: &MonteCarlo, seed: u64) -> St
         notes: s.notes.clone(),
         server: server_object(s),
         launch: s.launch.as_ref().map(|l| LaunchOut {
-            release: l.release.clone(),
+            release: l.release.flags().release.clone(),
             launcher: l.launcher.clone(),
             not_modelled: l.not_modelled.clone(),
             env: l.env.clone(),

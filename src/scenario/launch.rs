@@ -15,38 +15,7 @@ use serde_json::{Map, Value};
 use super::shell::{Launch, Src, find_launch};
 use crate::error::InputError;
 use crate::flags::{Parsed, table};
-
-/// Why a scenario's `sglang:` value has no flag table to read its launch command with.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum FlagReleaseError {
-    #[error(transparent)]
-    UnknownSglang(#[from] crate::release::UnknownSglang),
-    /// A known release or what-if whose release the generated table does not cover.
-    #[error("no flag table for SGLang {0}")]
-    NoTable(String),
-}
-
-/// The SGLang release whose flag table applies to a scenario's `sglang:` value.
-///
-/// A release id (`0.5.14` … `0.5.23`) is itself; `latest` and the what-if rule sets map
-/// to the release the release module says they stand for
-/// ([`crate::release::selected_release_id`]).
-pub fn flag_release(sglang: &str) -> Result<&'static str, FlagReleaseError> {
-    let t = table();
-    if let Some(r) = t.releases.iter().find(|r| r.as_str() == sglang.trim()) {
-        // `table()` is 'static.
-        return Ok(r.as_str());
-    }
-    // A release alias (`latest`, `v0.5.23`) or a what-if: the release it stands for
-    // (`release::Sglang::release_id`: the release that shipped it, or the nearest one).
-    let id = crate::release::selected_release_id(Some(sglang))?;
-    let id: &str = t.same_as.get(&id[..]).map_or(&id[..], |base| &base[..]);
-    t.releases
-        .iter()
-        .find(|r| r.as_str() == id)
-        .map(String::as_str)
-        .ok_or_else(|| FlagReleaseError::NoTable(id.to_string()))
-}
+use crate::release::Release;
 
 /// SGLang dests that map onto a `ServerArgs` field of the same name.
 const MODELLED: &[&str] = &[
@@ -200,10 +169,10 @@ pub struct NotModelled {
 }
 
 /// A parsed launch command.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct LaunchArgs {
-    /// The release whose parser read it.
-    pub release: String,
+    /// The release whose parser read it (its flag table: [`Release::flags`]).
+    pub release: Release,
     pub launcher: String,
     /// `server:` fields it sets (modelled dests only, given explicitly).
     pub fields: Map<String, Value>,
@@ -268,7 +237,7 @@ pub fn is_placeholder(path: &str) -> bool {
 /// Parses `cmd` (literal text) for `release`; `source` and `pos` locate it for errors.
 pub fn parse_launch(
     cmd: &str,
-    release: &str,
+    release: Release,
     source: &str,
     line: Option<usize>,
 ) -> Result<LaunchArgs, InputError> {
@@ -286,7 +255,7 @@ pub fn parse_launch(
 /// As [`parse_launch`], from a lexing source (a folded YAML block keeps its raw lines).
 pub fn parse_launch_src(
     src: &Src,
-    release: &str,
+    release: Release,
     source: &str,
     pos: TextPos,
 ) -> Result<LaunchArgs, InputError> {
@@ -303,9 +272,7 @@ pub fn parse_launch_src(
             .line_opt(line)
             .field("server.launch")
     };
-    let release_flags = table()
-        .release(release)
-        .map_err(|m| err(None, m.to_string()))?;
+    let release_flags = release.flags();
     let Reading { launch, result, .. } = read_text(src, release).map_err(|e| {
         if e.model_path {
             err(Some(e.line), format!("{}; {}", e.message, DESCRIBE_MODEL)).unknown_model()
@@ -320,6 +287,8 @@ pub fn parse_launch_src(
                 .get(i.min(launch.lines.len().saturating_sub(1)))
                 .copied()
         });
+        // The table's id: a post release reads (and is named by) its base release's.
+        let release = release_flags.release.as_str();
         let mut msg = format!("SGLang {release} refuses this command: {}", e.message);
         // An ambiguous prefix that is a whole flag in other releases: say so.
         if let Some(rest) = e.message.strip_prefix("ambiguous option: ") {
@@ -388,17 +357,10 @@ pub struct Reading {
 }
 
 /// Reads `src` as bash, then as SGLang `release`'s parser.
-pub fn read_text(src: &Src, release: &str) -> Result<Reading, super::shell::ShellError> {
+pub fn read_text(src: &Src, release: Release) -> Result<Reading, super::shell::ShellError> {
     let launch = find_launch(src)?;
-    let flags = table()
-        .release(release)
-        .map_err(|m| super::shell::ShellError {
-            message: m.to_string(),
-            line: 1,
-            model_path: false,
-        })?;
     let argv = serve_argv(&launch, release);
-    let result = crate::flags::parse(flags, &argv);
+    let result = crate::flags::parse(release.flags(), &argv);
     Ok(Reading {
         launch,
         argv,
@@ -409,7 +371,7 @@ pub fn read_text(src: &Src, release: &str) -> Result<Reading, super::shell::Shel
 /// `sglang serve` hands argv on after taking a leading positional model path (0.5.16–
 /// 0.5.23 `cli/serve.py: _normalize_positional_model_path`) and `--model-type X`
 /// (`_extract_model_type_override`, exact spelling only).
-fn serve_argv(l: &Launch, release: &str) -> Vec<String> {
+fn serve_argv(l: &Launch, release: Release) -> Vec<String> {
     if !l.serve {
         return l.argv.clone();
     }
@@ -435,13 +397,16 @@ fn serve_argv(l: &Launch, release: &str) -> Vec<String> {
 }
 
 /// Releases whose `sglang serve` reads a leading positional model path (0.5.16+).
-fn positional_model_path(release: &str) -> bool {
-    !matches!(release, "0.5.14" | "0.5.15")
+fn positional_model_path(release: Release) -> bool {
+    !matches!(
+        release,
+        Release::V0_5_14 | Release::V0_5_15 | Release::V0_5_15Post1
+    )
 }
 
-fn to_fields(launch: Launch, release: &str, p: &Parsed) -> LaunchArgs {
+fn to_fields(launch: Launch, release: Release, p: &Parsed) -> LaunchArgs {
     let mut out = LaunchArgs {
-        release: release.to_string(),
+        release,
         launcher: launch.launcher.clone(),
         env: launch.env.clone(),
         notes: launch
@@ -449,7 +414,11 @@ fn to_fields(launch: Launch, release: &str, p: &Parsed) -> LaunchArgs {
             .iter()
             .map(|w| format!("warning: launch text {w}"))
             .collect(),
-        ..Default::default()
+        fields: Map::new(),
+        given: BTreeMap::new(),
+        given_as: BTreeMap::new(),
+        not_modelled: Vec::new(),
+        model_path_line: None,
     };
     for g in &p.given {
         let v = p.values.get(&g.dest).cloned().unwrap_or(Value::Null);
@@ -641,7 +610,7 @@ mod tests {
     #[test]
     fn parses_a_real_command() {
         let cmd = "python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3.2 --tp 8 \\\n --enable-hierarchical-cache --hicache-size 176 --page-size 64 --trust-remote-code --port=30000";
-        let a = parse_launch(cmd, "0.5.23", "s.yaml", Some(3)).unwrap();
+        let a = parse_launch(cmd, Release::V0_5_23, "s.yaml", Some(3)).unwrap();
         assert_eq!(a.fields["tp_size"], Value::from(8u64));
         assert_eq!(a.fields["hicache_size"], Value::from(176u64));
         assert_eq!(a.fields["page_size"], Value::from(64u64));
@@ -651,7 +620,7 @@ mod tests {
         assert!(a.not_modelled.iter().all(|n| n.memory_effect.is_none()));
         let a = parse_launch(
             "sglang serve m --config cfg.yaml --speculative-algorithm EAGLE --speculative-draft-model-quantization fp8",
-            "0.5.23",
+            Release::V0_5_23,
             "s.yaml",
             None,
         )
@@ -674,7 +643,7 @@ mod tests {
     fn unknown_flag_names_the_release_and_a_suggestion() {
         let e = parse_launch(
             "python -m sglang.launch_server --model-path m --hicache-sise 135",
-            "0.5.23",
+            Release::V0_5_23,
             "s.yaml",
             Some(7),
         )
@@ -686,7 +655,7 @@ mod tests {
         );
         let e = parse_launch(
             "python -m sglang.launch_server --model-path m --hicache-host-memory-fraction 0.5",
-            "0.5.20",
+            Release::V0_5_20,
             "s.yaml",
             None,
         )
@@ -698,7 +667,13 @@ mod tests {
             "{}",
             e.message
         );
-        let e = parse_launch("sglang serve m --tp eight", "0.5.23", "s.yaml", None).unwrap_err();
+        let e = parse_launch(
+            "sglang serve m --tp eight",
+            Release::V0_5_23,
+            "s.yaml",
+            None,
+        )
+        .unwrap_err();
         assert_eq!(
             e.message,
             "SGLang 0.5.23 refuses this command: argument --tp-size/--tensor-parallel-size: invalid int value: 'eight'"
@@ -749,11 +724,23 @@ mod tests {
 
     #[test]
     fn release_ids() {
-        assert_eq!(flag_release("0.5.19").unwrap(), "0.5.19");
+        use crate::release::Sglang;
+        let table = |id: &str| {
+            Sglang::from_id(id)
+                .unwrap()
+                .release()
+                .flags()
+                .release
+                .as_str()
+        };
+        assert_eq!(table("0.5.19"), "0.5.19");
         // #35540 first shipped in 0.5.19 (the release module's map).
-        assert_eq!(flag_release("pr35540").unwrap(), "0.5.19");
-        assert_eq!(flag_release("pr40135-whole-headroom").unwrap(), "0.5.21");
-        assert_eq!(flag_release("latest").unwrap(), "0.5.23");
-        assert!(flag_release("0.4.0").is_err());
+        assert_eq!(table("pr35540"), "0.5.19");
+        assert_eq!(table("pr40135-whole-headroom"), "0.5.21");
+        assert_eq!(table("latest"), "0.5.23");
+        // 0.5.15.post1's parser is 0.5.15's (`post_releases_same_as`).
+        assert_eq!(table("0.5.15.post1"), "0.5.15");
+        assert!(!positional_model_path(Release::V0_5_15Post1));
+        assert!(positional_model_path(Release::V0_5_16));
     }
 }

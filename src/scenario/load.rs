@@ -4,11 +4,14 @@
 
 use serde_json::{Map, Value};
 
-use super::launch::{LaunchArgs, TextPos, flag_release, parse_launch_src};
+use serde::Deserialize;
+
+use super::launch::{LaunchArgs, TextPos, parse_launch_src};
 use super::lines::LineIndex;
 use super::schema::ScenarioFile;
 use super::shell::Src;
 use crate::error::{InputError, nearest};
+use crate::release::Sglang;
 
 /// A scenario as read from disk, before presets are resolved.
 #[derive(Debug, Clone)]
@@ -40,13 +43,33 @@ pub fn parse_yaml_value(text: &str, source: &str) -> Result<Value, InputError> {
 
 /// Reads and checks `path`, applying `sets` (`server.hicache_size=150`).
 pub fn load_file(path: &str, sets: &[String]) -> Result<LoadedScenario, InputError> {
+    load_file_as(path, sets, None)
+}
+
+/// As [`load_file`], under `sglang` (`--sglang`, typed by the command line) instead of
+/// the file's `sglang:` when it is given.
+pub fn load_file_as(
+    path: &str,
+    sets: &[String],
+    sglang: Option<Sglang>,
+) -> Result<LoadedScenario, InputError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| InputError::new(path, format!("cannot read the scenario: {e}")))?;
-    load_str(&text, path, sets)
+    load_str_as(&text, path, sets, sglang)
 }
 
 /// As [`load_file`], from text already in memory.
 pub fn load_str(text: &str, source: &str, sets: &[String]) -> Result<LoadedScenario, InputError> {
+    load_str_as(text, source, sets, None)
+}
+
+/// As [`load_file_as`], from text already in memory.
+pub fn load_str_as(
+    text: &str,
+    source: &str,
+    sets: &[String],
+    sglang: Option<Sglang>,
+) -> Result<LoadedScenario, InputError> {
     let mut lines = LineIndex::build(text);
     let mut value = parse_yaml_value(text, source)?;
     if !value.is_object() {
@@ -74,8 +97,18 @@ pub fn load_str(text: &str, source: &str, sets: &[String]) -> Result<LoadedScena
             }
         }
     }
-    let launch = merge_launch(&mut value, text, source, &lines)?;
-    let file = typed_from_value(value, source, &lines)?;
+    // The release, typed here once: `--sglang`, else the tree's `sglang:` (the file's
+    // key, a `--set sglang=…`, a `# hicache-sim: sglang=…` comment). It picks the launch
+    // parser's flag table and the choices' spellings, and is the typed scenario's.
+    let root = value.as_object_mut().expect("checked a mapping");
+    let given = root.remove("sglang");
+    let version = match sglang {
+        Some(v) => v,
+        None => sglang_of(given.as_ref())
+            .map_err(|m| field_error(source, &lines, "sglang", &m.to_string()))?,
+    };
+    let launch = merge_launch(&mut value, version, text, source, &lines)?;
+    let file = typed_as(value, version, source, &lines)?;
     Ok(LoadedScenario {
         source: source.to_string(),
         lines,
@@ -180,14 +213,11 @@ fn launch_src(text: &str, line: Option<usize>, value: &str) -> (Src, TextPos) {
 /// Merges `server.launch` into `server`: explicit fields win, with a notice.
 fn merge_launch(
     value: &mut Value,
+    sglang: Sglang,
     text: &str,
     source: &str,
     lines: &LineIndex,
 ) -> Result<Option<LaunchArgs>, InputError> {
-    let sglang = match value.get("sglang") {
-        Some(Value::String(s)) => s.clone(),
-        _ => super::schema::default_sglang(),
-    };
     // The preset `model:` names (a bare name or `{preset: …}`), if any.
     let model_name: Option<String> = match value.get("model") {
         Some(Value::String(m)) => Some(m.clone()),
@@ -208,13 +238,8 @@ fn merge_launch(
                 .field("server.launch"),
         );
     };
-    let release = flag_release(&sglang).map_err(|m| {
-        InputError::new(source, m.to_string())
-            .line_opt(lines.line_of("sglang"))
-            .field("sglang")
-    })?;
     let (src, pos) = launch_src(text, lines.line_of("server.launch"), cmd);
-    let mut parsed = parse_launch_src(&src, release, source, pos)?;
+    let mut parsed = parse_launch_src(&src, sglang.release(), source, pos)?;
     if let Some(Value::String(path)) = parsed.given.get("model_path") {
         let model_line = parsed.model_path_line;
         let at_model = |m: String| {
@@ -397,7 +422,24 @@ pub fn typed_from_value(
     lines: &LineIndex,
 ) -> Result<ScenarioFile, InputError> {
     unset_nulls(&mut value);
-    typed(&value, source, lines)
+    typed(&value, None, source, lines)
+}
+
+/// As [`typed_from_value`], for a tree whose release is typed already (`sglang`): the
+/// tree's own `sglang:`, if any, is not read.
+pub fn typed_as(
+    mut value: Value,
+    sglang: Sglang,
+    source: &str,
+    lines: &LineIndex,
+) -> Result<ScenarioFile, InputError> {
+    unset_nulls(&mut value);
+    if let Some(o) = value.as_object_mut() {
+        o.remove("sglang");
+    }
+    let mut file = typed(&value, Some(sglang), source, lines)?;
+    file.sglang = sglang;
+    Ok(file)
 }
 
 /// As [`typed_from_value`], reading the tree in place (no copy): the sweep checks every
@@ -414,20 +456,26 @@ pub fn typed_from_ref(
     {
         return typed_from_value(value.clone(), source, lines);
     }
-    typed(value, source, lines)
+    typed(value, None, source, lines)
 }
 
-/// The typed scenario of a tree without null `server:` fields. A choice whose spellings
+/// The typed scenario of a tree without null `server:` fields, under `sglang` when the
+/// loader has typed it already (else the tree's own `sglang:`). A choice whose spellings
 /// depend on the release (`release::choice_refusal`) is refused with the release's own
 /// list.
-fn typed(value: &Value, source: &str, lines: &LineIndex) -> Result<ScenarioFile, InputError> {
+fn typed(
+    value: &Value,
+    sglang: Option<Sglang>,
+    source: &str,
+    lines: &LineIndex,
+) -> Result<ScenarioFile, InputError> {
     serde_path_to_error::deserialize::<_, ScenarioFile>(value).map_err(|e| {
         let path = clean_path(&e.path().to_string());
         let inner = e.into_inner().to_string();
         let by_release = value
             .pointer(&format!("/{}", path.replace('.', "/")))
             .and_then(Value::as_str)
-            .and_then(|given| release_refusal(value, &path, given));
+            .and_then(|given| release_refusal(value, sglang, &path, given));
         match by_release {
             Some(Ok(msg)) => field_error(source, lines, &path, &msg),
             Some(Err(m)) => field_error(source, lines, "sglang", &m.to_string()),
@@ -437,24 +485,34 @@ fn typed(value: &Value, source: &str, lines: &LineIndex) -> Result<ScenarioFile,
 }
 
 /// The release's refusal of `given` at `path`, when the field's choices depend on the
-/// release; an unknown `sglang:` (`Err`, its message) is reported first, as resolution
-/// would.
+/// release (`sglang`, else the tree's own); an unknown `sglang:` (`Err`, its message) is
+/// reported first.
 fn release_refusal(
     value: &Value,
+    sglang: Option<Sglang>,
     path: &str,
     given: &str,
-) -> Option<Result<String, crate::release::UnknownSglang>> {
+) -> Option<Result<String, serde_json::Error>> {
     if !crate::release::RELEASE_CHOICE_FIELDS.contains(&path) {
         return None;
     }
-    let sglang = match value.get("sglang") {
-        Some(Value::String(s)) => match crate::release::Sglang::from_id(s) {
+    let sglang = match sglang {
+        Some(v) => v,
+        None => match sglang_of(value.get("sglang")) {
             Ok(v) => v,
             Err(e) => return Some(Err(e)),
         },
-        _ => crate::release::Sglang::DEFAULT,
     };
     crate::release::choice_refusal(sglang, path, given).map(Ok)
+}
+
+/// A tree's `sglang:` typed: absent is [`Sglang::DEFAULT`]; an unknown id or a value that
+/// is not a string is refused (the message of the field's error).
+fn sglang_of(given: Option<&Value>) -> Result<Sglang, serde_json::Error> {
+    match given {
+        None => Ok(Sglang::DEFAULT),
+        Some(v) => Sglang::deserialize(v),
+    }
 }
 
 /// `server.hicache_sise` with "unknown field `hicache_sise`, expected one of …" becomes

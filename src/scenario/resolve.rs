@@ -133,7 +133,7 @@ pub fn resolve_file(
         let (src, line) = lines.locate(source, field);
         InputError::new(src, msg).line_opt(line).field(field)
     };
-    let version = Sglang::from_id(&f.sglang).map_err(|m| at("sglang", m.to_string()))?;
+    let version = f.sglang;
 
     let (node_name, node_over) = f.node.split();
     let node_name =

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::domain::ServerArgs;
 use crate::error::FieldError;
+use crate::release::Sglang;
 use crate::units::{Bandwidth, ByteSize, Duration};
 
 /// A preset by name with field-by-field overrides: `node: gb300` or
@@ -301,9 +302,9 @@ pub struct ScenarioFile {
     pub name: String,
     #[serde(default)]
     pub description: String,
-    /// SGLang sizing rules (`hicache-sim versions`).
+    /// SGLang sizing rules (`hicache-sim versions`), typed at the loader.
     #[serde(default = "default_sglang")]
-    pub sglang: String,
+    pub sglang: Sglang,
     #[serde(default)]
     pub seed: u64,
     /// Monte Carlo runs of the start-up (`--runs` overrides).
@@ -330,8 +331,8 @@ pub struct ScenarioFile {
 }
 
 /// No `sglang:` means the newest modelled release (`latest`).
-pub(crate) fn default_sglang() -> String {
-    crate::release::Release::LATEST.id().into()
+fn default_sglang() -> Sglang {
+    Sglang::DEFAULT
 }
 
 fn one() -> u64 {

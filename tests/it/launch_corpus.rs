@@ -28,6 +28,10 @@ fn same(a: &Value, b: &Value) -> bool {
 /// Where the simulator and the truth differ (None = they agree).
 fn disagreement(text: &str, v: &Value) -> Option<String> {
     let release = v["release"].as_str().unwrap();
+    let release = release
+        .parse::<hicache_sim::release::Sglang>()
+        .unwrap()
+        .release();
     let reading = read_text(&Src::literal(text), release);
     if v["launches"] != 1 {
         return match reading {

@@ -251,12 +251,7 @@ fn a_multi_pool_rank_reports_each_pool_and_the_total() {
 fn a_post_release_reads_its_base_releases_flag_table() {
     // `tools/flags/gen_flag_table.py` records 0.5.15.post1's parser only where it differs
     // from 0.5.15's (`post_releases_same_as`); it did not, so 0.5.15's table applies.
-    assert_eq!(
-        hicache_sim::scenario::launch::flag_release("0.5.15.post1"),
-        Ok("0.5.15")
-    );
-    assert_eq!(
-        hicache_sim::scenario::launch::flag_release("0.5.15"),
-        Ok("0.5.15")
-    );
+    use hicache_sim::release::Release;
+    assert_eq!(Release::V0_5_15Post1.flags().release, "0.5.15");
+    assert_eq!(Release::V0_5_15.flags().release, "0.5.15");
 }

@@ -92,6 +92,10 @@ struct Logged {
     max_total_num_tokens: Option<u64>,
     refused: bool,
     min_viable_fraction: Option<f64>,
+    /// `Allocating … GB host memory for hierarchical KV cache` (decimal GB: that line
+    /// divides by 1e9) and the `--hicache-ratio` it came from.
+    host_pool_gb: Option<f64>,
+    host_pool_ratio: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -120,6 +124,11 @@ struct Case {
     /// simulation's error statistic.
     #[serde(default)]
     not_simulated: Option<String>,
+    /// Why the logged weights are not compared with the catalogue model's (a quantised or
+    /// offloaded build of a catalogued architecture: `model.catalogue` names the
+    /// architecture, not the checkpoint that was loaded).
+    #[serde(default)]
+    weights_not_compared: Option<String>,
 }
 
 /// One row of the README table.
@@ -132,6 +141,10 @@ struct Row {
     logged_weights: Option<f64>,
     sim_weights: Option<f64>,
     sim_fraction: Option<f64>,
+    /// How far the printed figures' rounding (±0.005 GiB on `Load weight begin` and on the
+    /// post-load `avail mem`) can move the rule check, relative to the pool: `0.005 × (2 −
+    /// f) / rest` plus one page. A log with a small pool cannot check the rule more finely.
+    profile_rounding: Option<f64>,
 }
 
 fn rel(sim: f64, logged: f64) -> f64 {
@@ -192,6 +205,7 @@ fn run(name: &str, c: &Case) -> Row {
         logged_weights: c.logged.weights_gib,
         sim_weights: None,
         sim_fraction: None,
+        profile_rounding: None,
     };
 
     // Rule check: the log's own free memory, weights and fraction.
@@ -214,14 +228,39 @@ fn run(name: &str, c: &Case) -> Row {
                 profile_rest_gib(&dev) <= 0.0,
                 "{name}: SGLang refused, rest > 0"
             );
+            // Releases that print the minimum viable fraction (0.5.14+): it must match;
+            // older ones only say "Not enough memory".
             let min = 1.0 - c.logged.avail_after_load_gib.unwrap() / pre;
-            let want = c.logged.min_viable_fraction.unwrap();
-            assert!(
-                (min - want).abs() < 5e-4,
-                "{name}: minimum viable fraction {min:.4} vs logged {want}"
-            );
+            if let Some(want) = c.logged.min_viable_fraction {
+                assert!(
+                    (min - want).abs() < 5e-4,
+                    "{name}: minimum viable fraction {min:.4} vs logged {want}"
+                );
+            }
         } else if let Some((m, _)) = &model {
-            row.profile_tokens = Some(tokens(m, &layout, dtype, dev, draft));
+            let rest = profile_rest_gib(&dev);
+            let t = tokens(m, &layout, dtype, dev, draft);
+            row.profile_tokens = Some(t);
+            row.profile_rounding = Some(0.005 * (2.0 - f) / rest + page as f64 / t.max(1) as f64);
+            // The host pool of a HiCache log: `--hicache-ratio` × the device pool's
+            // tokens × the same cell (`HostKVCache.__init__`: `host_size =
+            // int(device_pool.size * hicache_ratio)`), printed in decimal GB.
+            if let (Some(gb), Some(ratio), Some(logged_tokens)) = (
+                c.logged.host_pool_gb,
+                c.logged.host_pool_ratio,
+                c.logged.max_total_num_tokens,
+            ) {
+                let cell: u64 = m
+                    .host_pools(&layout, dtype)
+                    .iter()
+                    .map(|p| p.bytes_per_token)
+                    .sum();
+                let host = (logged_tokens as f64 * ratio).floor() * cell as f64 / 1e9;
+                assert!(
+                    (host - gb).abs() <= 0.005 + gb * 1e-3,
+                    "{name}: host pool {host:.3} GB vs logged {gb} GB"
+                );
+            }
         }
     }
 
@@ -289,6 +328,7 @@ fn run(name: &str, c: &Case) -> Row {
     }
     // Weights only (a log whose pool was not sized): the weights as loaded.
     if row.sim_weights.is_none()
+        && c.weights_not_compared.is_none()
         && c.logged.weights_gib.is_some()
         && let Some((m, r)) = &model
         && r.is_some()
@@ -345,6 +385,7 @@ fn every_case_within_its_recorded_bounds() {
     let mut sim_errs = Vec::new();
     let mut profile_errs = Vec::new();
     let mut weight_errs = Vec::new();
+    let mut rule_checks = Vec::new();
     println!(
         "| case | logged tokens | rule check | err | simulated | err | f | logged weights | simulated | err |"
     );
@@ -409,6 +450,9 @@ fn every_case_within_its_recorded_bounds() {
                 "{name}: not simulated (no model, or no tokens logged) and no `not_simulated` reason"
             ));
         }
+        if let (Some(e), Some(r)) = (e_prof, r.profile_rounding) {
+            rule_checks.push((name.clone(), e, r));
+        }
         profile_errs.extend(e_prof.map(f64::abs));
         sim_errs.extend(e_sim.map(f64::abs));
         weight_errs.extend(e_w.map(f64::abs));
@@ -429,9 +473,14 @@ fn every_case_within_its_recorded_bounds() {
         max(&weight_errs) * 100.0
     );
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-    // The rule reproduces what SGLang printed from what it measured.
-    assert!(
-        max(&profile_errs) <= 0.002,
-        "rule check off by more than 0.2 %"
-    );
+    // The rule reproduces what SGLang printed from what it measured, to 0.2 % or to what
+    // the printed figures' rounding allows on a small pool (`Row::profile_rounding`).
+    for (name, err, rounding) in &rule_checks {
+        assert!(
+            err.abs() <= rounding.max(0.002),
+            "{name}: rule check off by {:+.3} %, beyond 0.2 % and the printed figures' rounding ({:.3} %)",
+            err * 100.0,
+            rounding * 100.0
+        );
+    }
 }

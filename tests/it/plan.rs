@@ -10,7 +10,7 @@ use hicache_sim::plan::{PlanOptions, Prober};
 const GB300: &str = "scenarios/gb300-glm52-135g.yaml";
 
 fn prober(sglang: &str, runs: u64) -> Prober {
-    Prober::load(GB300, &[], Some(sglang), None, runs).unwrap()
+    Prober::load(GB300, &[], Some(sglang.parse().unwrap()), None, runs).unwrap()
 }
 
 /// GB300 tray, GLM-5.2 NVFP4, TP4, job cgroup 900 GB, 4 × 15 GB rank processes, a
@@ -78,7 +78,7 @@ fn kv_guard_alone_allows_102_without_jitter() {
     let p = Prober::load(
         GB300,
         &["startup.arrival.jitter={dist: none}".into()],
-        Some("0.5.21"),
+        Some("0.5.21".parse().unwrap()),
         None,
         20,
     )
@@ -171,7 +171,15 @@ fn recommendation_and_sensitivity_on_the_incident() {
         no_replay: true,
         ladder_max_gb: None,
     };
-    let plan = hicache_sim::plan::plan(GB300, &[Some("0.5.21"), Some("0.5.23")], &opts).unwrap();
+    let plan = hicache_sim::plan::plan(
+        GB300,
+        &[
+            Some("0.5.21".parse().unwrap()),
+            Some("0.5.23".parse().unwrap()),
+        ],
+        &opts,
+    )
+    .unwrap();
     let r = &plan.recommendation;
     assert_eq!(
         r.flags,
@@ -388,8 +396,8 @@ fn out_dir_has_the_figure_and_the_html_report() {
 /// refuses beyond 56 GB.
 #[test]
 fn all_releases_probe_the_recommended_size() {
-    let mut releases: Vec<Option<&str>> = vec![None];
-    releases.extend(["0.5.14", "0.5.21", "0.5.23"].map(Some));
+    let mut releases: Vec<Option<hicache_sim::release::Sglang>> = vec![None];
+    releases.extend(["0.5.14", "0.5.21", "0.5.23"].map(|v| Some(v.parse().unwrap())));
     let opts = PlanOptions {
         target: 0.999,
         runs: 200,
@@ -441,9 +449,12 @@ fn ratio_frontier_of_a_swa_model_starts() {
         no_replay: true,
         ladder_max_gb: None,
     };
-    let plan =
-        hicache_sim::plan::plan("scenarios/gpt-oss-swa-split.yaml", &[Some("0.5.23")], &opts)
-            .unwrap();
+    let plan = hicache_sim::plan::plan(
+        "scenarios/gpt-oss-swa-split.yaml",
+        &[Some("0.5.23".parse().unwrap())],
+        &opts,
+    )
+    .unwrap();
     let r = plan.releases[0].ratio.as_ref().expect("a ratio frontier");
     assert!(r.at.start_probability >= 0.999, "{:?}", r.at);
     assert!(r.next.start_probability < 0.999);

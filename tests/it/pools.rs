@@ -34,7 +34,7 @@ fn load(
         all.clear();
     }
     all.extend(sets.iter().cloned());
-    load_scenario(path, &all, version)
+    load_scenario(path, &all, version.map(|v| v.parse().unwrap()))
 }
 
 fn plan(path: &str, sets: &[&str], version: Option<&str>) -> StartupPlan {

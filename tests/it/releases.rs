@@ -650,7 +650,12 @@ fn buffer_only_scenario_replays_with_its_staging_cap() {
 fn tlru_is_noted_once() {
     let q = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/quickstart.yaml");
     let sets = vec!["server.radix_eviction_policy=tlru".to_string()];
-    let s = hicache_sim::commands::startup_cmd::load_scenario(q, &sets, Some("0.5.21")).unwrap();
+    let s = hicache_sim::commands::startup_cmd::load_scenario(
+        q,
+        &sets,
+        Some("0.5.21".parse().unwrap()),
+    )
+    .unwrap();
     let tlru: Vec<&String> = s.notes.iter().filter(|n| n.contains("tlru")).collect();
     assert_eq!(
         tlru,

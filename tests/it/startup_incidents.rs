@@ -5,7 +5,7 @@ use hicache_sim::commands::startup_cmd::{load_scenario, plan_for};
 use hicache_sim::startup::{self, MonteCarlo, Outcome};
 
 fn run(path: &str, version: Option<&str>, runs: u64) -> MonteCarlo {
-    let s = load_scenario(path, &[], version).expect("scenario loads");
+    let s = load_scenario(path, &[], version.map(|v| v.parse().unwrap())).expect("scenario loads");
     let plan = plan_for(&s).expect("plan builds");
     startup::run(&plan, s.seed, runs)
 }
@@ -187,7 +187,7 @@ fn psutil_blind_to_the_cgroup_pins_into_an_oom_kill() {
     let s = load_scenario(
         "scenarios/gb300-glm52-135g.yaml",
         &["memory.cgroup.max=560GB".into()],
-        Some("pr35540"),
+        Some("pr35540".parse().unwrap()),
     )
     .unwrap();
     let mc = startup::run(&plan_for(&s).unwrap(), s.seed, 1);
@@ -236,7 +236,7 @@ fn tp8_over_two_trays_splits_four_ways_and_reduces_over_both_nodes() {
     let s = load_scenario(
         "scenarios/gb300-glm52-135g.yaml",
         &sets,
-        Some("explicit-snapshot"),
+        Some("explicit-snapshot".parse().unwrap()),
     )
     .unwrap();
     let plan = plan_for(&s).unwrap();

@@ -8,7 +8,8 @@ use hicache_sim::startup::{self, MonteCarlo, Outcome};
 
 fn run(path: &str, version: Option<&str>, sets: &[&str]) -> MonteCarlo {
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
-    let s = load_scenario(path, &sets, version).expect("scenario loads");
+    let s =
+        load_scenario(path, &sets, version.map(|v| v.parse().unwrap())).expect("scenario loads");
     let plan = plan_for(&s).expect("plan builds");
     startup::run(&plan, s.seed, 1)
 }
@@ -311,7 +312,12 @@ fn gb300_under_cgroup_v1_refused_by_0_5_21_started_by_0_5_22() {
 
 #[test]
 fn gb300_log_lines_under_0_5_21_golden() {
-    let s = load_scenario("scenarios/gb300-glm52-135g.yaml", &[], Some("0.5.21")).unwrap();
+    let s = load_scenario(
+        "scenarios/gb300-glm52-135g.yaml",
+        &[],
+        Some("0.5.21".parse().unwrap()),
+    )
+    .unwrap();
     let plan = plan_for(&s).unwrap();
     let mc = startup::run(&plan, s.seed, 1);
     let rep = hicache_sim::report::startup::build(&s, &plan, &mc, s.seed);
@@ -347,7 +353,7 @@ fn b200_host_smaller_than_device_warns_and_a_larger_size_is_refused_under_40135(
         let s = load_scenario(
             "scenarios/auto-hicache-halving.yaml",
             &sets,
-            Some("pr40135"),
+            Some("pr40135".parse().unwrap()),
         )
         .unwrap();
         let plan = plan_for(&s).unwrap();
