@@ -44,6 +44,10 @@ pub struct Scenario {
     pub notes: Vec<String>,
     /// The pasted launch command as SGLang's parser read it (set by [`resolve`]).
     pub launch: Option<super::launch::LaunchArgs>,
+    /// Where each field's value came from (file line, `--set`), built at load: errors
+    /// found later (the start-up plan's) name the same place resolution would. Empty for
+    /// patched trees (sweep points, plan probes), which have no file lines.
+    pub provenance: super::lines::LineIndex,
 }
 
 impl Scenario {
@@ -129,10 +133,7 @@ pub fn resolve_file(
     lines: &super::lines::LineIndex,
     not_modelled: &[String],
 ) -> Result<Scenario, InputError> {
-    let at = |field: &str, msg: String| {
-        let (src, line) = lines.locate(source, field);
-        InputError::new(src, msg).line_opt(line).field(field)
-    };
+    let at = |field: &str, msg: String| lines.input_error(source, FieldError::new(field, msg));
     let version = f.sglang;
 
     let (node_name, node_over) = f.node.split();
@@ -479,6 +480,7 @@ pub fn resolve_file(
         sweep: f.sweep.clone(),
         notes,
         launch: None,
+        provenance: lines.clone(),
     })
 }
 
