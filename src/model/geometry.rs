@@ -203,7 +203,7 @@ pub struct PoolGeometry {
 
 impl Attention {
     /// Whether `dtype` can be used with this attention kind (`fp8_ds_mla` is MLA-only).
-    pub fn check_dtype(&self, dtype: KvDtype) -> Result<(), super::kv_default::KvDtypeRefused> {
+    pub fn check_dtype(&self, dtype: KvDtype) -> Result<(), super::dtype::KvDtypeRefused> {
         match (self, dtype) {
             (
                 Attention::Gqa { .. }
@@ -211,7 +211,7 @@ impl Attention {
                 | Attention::GqaLinear { .. }
                 | Attention::GqaState { .. },
                 KvDtype::Fp8DsMla,
-            ) => Err(super::kv_default::KvDtypeRefused::MlaLayoutOnGqa),
+            ) => Err(super::dtype::KvDtypeRefused::MlaLayoutOnGqa),
             _ => Ok(()),
         }
     }

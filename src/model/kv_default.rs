@@ -1,26 +1,9 @@
 //! What `--kv-cache-dtype` (and its default, `auto`) means for a model on a GPU: the
 //! element type and, for DSA models, the cache layout.
 
-use super::dtype::KvDtype;
+use super::dtype::{KvDtype, KvDtypeRefused};
 use super::geometry::Attention;
 use super::presets::ModelPreset;
-
-/// A KV cache dtype SGLang refuses for the model (its own asserts).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum KvDtypeRefused {
-    #[error(
-        "{} is not supported for DeepseekV4ForCausalLM (SGLang asserts fp8_e4m3 or bfloat16)",
-        .0.id()
-    )]
-    DeepseekV4(KvDtype),
-    #[error("DeepSeek DSA only supports bf16/bfloat16 or fp8_e4m3 kv_cache_dtype (SGLang asserts)")]
-    Dsa,
-    /// `fp8_ds_mla` on a GQA model (the simulator's own check: the layout is MLA-only).
-    #[error(
-        "kv dtype `fp8_ds_mla` is an MLA cache layout; this model uses GQA: expected auto, bf16, fp16 or fp8"
-    )]
-    MlaLayoutOnGqa,
-}
 
 /// The CUDA compute capability major of a node's GPU (`torch.cuda.
 /// get_device_capability()[0]`), from the node preset's `gpu` name: Blackwell data-centre

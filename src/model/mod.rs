@@ -28,10 +28,10 @@ pub use device_pool::{
     tokens_from_rest,
 };
 pub use draft::mtp_draft;
-pub use dtype::KvDtype;
+pub use dtype::{KvDtype, KvDtypeRefused};
 pub use geometry::{Attention, LinearState, PoolGeometry};
 pub use hf_config::{ConfigFiles, HfModel, read_model};
-pub use kv_default::{KvDtypeRefused, resolve_kv_dtype, sm_major};
+pub use kv_default::{resolve_kv_dtype, sm_major};
 pub use parallel::ParallelLayout;
 pub use presets::{ModelPreset, NoCheckpointSize, model_preset, model_presets};
 pub use resolve::{
