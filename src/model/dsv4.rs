@@ -379,6 +379,156 @@ impl Dsv4Geometry {
     }
 }
 
+/// What one DeepSeek-V4 host pool counts its pages in: the full pool's pages or the
+/// SWA pool's (`hybrid_pool_assembler.py: _deepseek_v4_num_host_pages`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dsv4HostBasis {
+    Full,
+    Swa,
+}
+
+/// One host pool `hybrid_pool_assembler.py: build_deepseek_v4_hicache_stack` builds
+/// (0.5.21–0.5.23, CUDA, the modelled path of [`crate::model::dsv4`]): a
+/// `memory_pool_host.py: DeepSeekV4PagedHostPool` or `DeepSeekV4StateHostPool`. Its
+/// request is `layer_num × num_host_pages × item_bytes` (the constructor's
+/// `requested_bytes`; no padding page: neither class runs `HostKVCache.__init__`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Dsv4HostPool {
+    /// `str(PoolName.…)`: `swa`, `deepseek_v4_c4`, `deepseek_v4_c4_indexer`,
+    /// `deepseek_v4_c4_state`, `deepseek_v4_c4_indexer_state`, `deepseek_v4_c128`.
+    pub name: &'static str,
+    /// `layer_num`: `len(device_buffers)` / `len(state_pools)`.
+    pub layers: u64,
+    /// `item_bytes` (paged pools) or `state_page_bytes` (state pools): bytes of one
+    /// host page of one layer.
+    pub item_bytes: u64,
+    pub basis: Dsv4HostBasis,
+    /// A `DeepSeekV4StateHostPool` (its own refusal text).
+    pub state: bool,
+}
+
+impl Dsv4HostPool {
+    /// Bytes of one host page across the pool's layers.
+    pub fn bytes_per_page(&self) -> u64 {
+        self.layers * self.item_bytes
+    }
+}
+
+/// `KVLayout.page_bytes(page)` of the V4 layout: `ceil(page × 584 / 576) × 576`
+/// (`bytes_per_page_padded` of a `DeepSeekV4SingleKVPool` of `page` tokens).
+fn v4_page_bytes(page: u64) -> u64 {
+    (page.max(1) * V4_BYTES_PER_TOKEN).div_ceil(V4_PAGE_ALIGN) * V4_PAGE_ALIGN
+}
+
+/// `--hicache-size` is refused for DeepSeek-V4 (`_deepseek_v4_num_host_pages`,
+/// 0.5.21–0.5.23).
+pub const DSV4_HICACHE_SIZE_REFUSAL: &str =
+    "DeepSeek V4 HiCache currently does not support --hicache-size; use --hicache-ratio instead.";
+
+/// `hicache_auto_size.py: _estimate_hicache_bytes` (0.5.21–0.5.23): the auto-size
+/// (`--enable-hierarchical-cache` with neither `--hicache-ratio` nor `--hicache-size`)
+/// refuses a pool outside `_SIZEABLE_POOLS`, and `DeepSeekV4TokenToKVPool` is not one.
+pub const DSV4_AUTO_SIZE_REFUSAL: &str = "HiCache auto-sizing does not support DeepSeekV4TokenToKVPool; set --hicache-ratio or --hicache-size explicitly.";
+
+impl Dsv4Geometry {
+    /// The host pools of `build_deepseek_v4_hicache_stack`, in the order it builds them
+    /// (0.5.21–0.5.23; the modelled path: paged SWA, no unified KV, fp8 fused C4
+    /// indexer, no HiSparse, no speculative draft layers, CUDA). The `kv` anchor is a
+    /// `LogicalHostPool` that holds no bytes and is not listed.
+    ///
+    /// - `swa`: one layer per target layer (`swa_kv_pool.kv_buffer`), item
+    ///   `swa_kv_pool.bytes_per_page_padded` = V4 `page_bytes(page)`, SWA pages;
+    /// - `deepseek_v4_c4`: ratio-4 layers, `c4_kv_pool.bytes_per_page_padded` =
+    ///   `page_bytes(page / 4)`, full pages;
+    /// - `deepseek_v4_c4_indexer` (`_dsv4_indexer_regions`, the fused fp8 buffer):
+    ///   `index_k_with_scale_buffer[0].shape[1]` = `page / 4 ×
+    ///   get_dsv4_indexer_bytes_per_token`, full pages;
+    /// - `deepseek_v4_c4_state` / `deepseek_v4_c4_indexer_state`
+    ///   (`DeepSeekV4StateHostPool`): `state_page_bytes = ring_size × slot bytes`, the
+    ///   `CompressStatePool` slot of ratio 4 being `2 × (1 + overlap) × head_dim` fp32
+    ///   (`head_dim` = `qk_nope + qk_rope` for attention, `index_head_dim` for the
+    ///   indexer), ring 8; SWA pages;
+    /// - `deepseek_v4_c128`: ratio-128 layers, `page_bytes(page / 128)`, full pages
+    ///   (`c128_host_pages = full_host_pages` on GPU). Its state pool is "intentionally
+    ///   not registered with hicache".
+    pub fn host_pools(&self, page: u64) -> Vec<Dsv4HostPool> {
+        let page = page.max(1);
+        let layers = self.stage().len() as u64;
+        let (c4, c128) = (self.count(4), self.count(128));
+        let mut out = vec![Dsv4HostPool {
+            name: "swa",
+            layers,
+            item_bytes: v4_page_bytes(page),
+            basis: Dsv4HostBasis::Swa,
+            state: false,
+        }];
+        if c4 > 0 {
+            let slot = |head: u64| 2 * 2 * head * STATE_ITEMSIZE;
+            out.extend([
+                Dsv4HostPool {
+                    name: "deepseek_v4_c4",
+                    layers: c4,
+                    item_bytes: v4_page_bytes(page / 4),
+                    basis: Dsv4HostBasis::Full,
+                    state: false,
+                },
+                Dsv4HostPool {
+                    name: "deepseek_v4_c4_indexer",
+                    layers: c4,
+                    item_bytes: page / 4 * self.indexer_bytes_per_token(),
+                    basis: Dsv4HostBasis::Full,
+                    state: false,
+                },
+                Dsv4HostPool {
+                    name: "deepseek_v4_c4_state",
+                    layers: c4,
+                    item_bytes: C4_RING * slot(self.head_dim as u64),
+                    basis: Dsv4HostBasis::Swa,
+                    state: true,
+                },
+                Dsv4HostPool {
+                    name: "deepseek_v4_c4_indexer_state",
+                    layers: c4,
+                    item_bytes: C4_RING * slot(self.index_head_dim as u64),
+                    basis: Dsv4HostBasis::Swa,
+                    state: true,
+                },
+            ]);
+        }
+        if c128 > 0 {
+            out.push(Dsv4HostPool {
+                name: "deepseek_v4_c128",
+                layers: c128,
+                item_bytes: v4_page_bytes(page / 128),
+                basis: Dsv4HostBasis::Full,
+                state: false,
+            });
+        }
+        out
+    }
+}
+
+/// `hybrid_pool_assembler.py: _deepseek_v4_num_host_pages` (0.5.21–0.5.23, GPU):
+/// `int(ceil(device tokens / page) × hicache_ratio)` host pages for the full basis
+/// (`allocator.size_full`) and the SWA basis (`kvcache.swa_size`, SWA pages of
+/// `swa_page_size` = the page size, 256).
+pub fn dsv4_host_pages(device_tokens: u64, page: u64, ratio: f64) -> u64 {
+    let pages = device_tokens.div_ceil(page.max(1));
+    crate::sizing::py_int(pages as f64 * ratio).max(0) as u64
+}
+
+/// The refusal text of a DeepSeek-V4 host pool (`DeepSeekV4PagedHostPool.__init__` /
+/// `DeepSeekV4StateHostPool.__init__`, 0.5.21–0.5.23): GB = 1e9, two decimals.
+pub fn dsv4_refusal_message(pool: &str, state: bool, requested: u64, budget: i128) -> String {
+    format!(
+        "Not enough host memory for V4 {} pool {pool}. Requesting {} GB but only have {} GB free.",
+        if state { "state" } else { "paged" },
+        crate::units::fmt_gb(requested as i128),
+        crate::units::fmt_gb(budget)
+    )
+}
+
 /// `--chunked-prefill-size`'s default by GPU memory (`arg_groups/memory_hook.py:
 /// _handle_gpu_memory_settings`, 0.5.23; `server_args.py` in earlier releases): under
 /// 20 GiB 2048, under 60 GiB 4096, under 160 GiB 8192, else 16384 (`gpu_mem` in MiB

@@ -139,7 +139,7 @@ fn replay_at(
         }
     };
     let cfg = replay_config(&s, &plan, Some(tokens), &section.replay)
-        .map_err(|e| bad(super::probe::ProbeError::from(e)))?;
+        .map_err(|e| LadderError::Input(InputError::new("plan", e.to_string())))?;
     let m = run_replay(section, &cfg).map_err(LadderError::Input)?;
     Ok((tokens, started, m, tokens * bpt))
 }

@@ -15,6 +15,9 @@ pub enum PoolUnit {
     Tokens,
     /// Mamba / linear-attention state slots (one per cached request state).
     Slots,
+    /// Host pages of a DeepSeek-V4 pool (`DeepSeekV4PagedHostPool` /
+    /// `DeepSeekV4StateHostPool`: `num_host_pages` pages of `item_bytes` per layer).
+    Pages,
 }
 
 /// How a host pool's size is derived.
@@ -30,6 +33,10 @@ pub enum HostSizing {
     /// The ≤ 0.5.17 MTP draft host pool: `host_to_device_ratio = primary.size /
     /// pool.size`, `host_size = 0` (`kv_cache_builder.py: maybe_register_hicache_draft`).
     DraftRatio,
+    /// A DeepSeek-V4 host pool: `int(ceil(device_capacity / page_size) × ratio)` pages,
+    /// no padding page (`hybrid_pool_assembler.py: _deepseek_v4_num_host_pages`,
+    /// 0.5.21–0.5.23); `--hicache-size` is refused before any pool is built.
+    Dsv4Pages,
 }
 
 /// One host pool of a rank.
@@ -142,6 +149,37 @@ pub fn host_pool_specs(inp: &PoolSetInputs<'_>, dev: &DevicePools) -> Vec<HostPo
     out
 }
 
+/// DeepSeek-V4's host pools of one rank ([`crate::model::dsv4::Dsv4Geometry::host_pools`]),
+/// as specs: counted in host pages of `page` tokens of the full device pool (`full`
+/// tokens) or of the SWA pool (`swa` tokens). `device_bytes` is the device pool's share
+/// the pool mirrors (informative: `--hicache-size`, which would split by it, is refused).
+pub fn dsv4_host_pool_specs(
+    geo: &crate::model::dsv4::Dsv4Geometry,
+    full: u64,
+    swa: u64,
+    page: u64,
+) -> Vec<HostPoolSpec> {
+    use crate::model::dsv4::Dsv4HostBasis;
+    geo.host_pools(page)
+        .into_iter()
+        .map(|p| {
+            let capacity = match p.basis {
+                Dsv4HostBasis::Full => full,
+                Dsv4HostBasis::Swa => swa,
+            };
+            HostPoolSpec {
+                name: p.name,
+                unit: PoolUnit::Pages,
+                bytes_per_unit: p.bytes_per_page(),
+                device_capacity: capacity,
+                page_size: page.max(1),
+                device_bytes: capacity.div_ceil(page.max(1)) * p.bytes_per_page(),
+                sizing: HostSizing::Dsv4Pages,
+            }
+        })
+        .collect()
+}
+
 /// `hybrid_pool_assembler.py: _split_hicache_size` (0.5.17–0.5.23): `hicache_size *
 /// size_bytes / total_device_pool_size` per pool, Python true division of the exact
 /// integer product (the flag is an `int` of GB).
@@ -180,6 +218,17 @@ pub fn host_pool_counts(
     let own: Vec<usize> = (0..specs.len())
         .filter(|&i| specs[i].sizing == HostSizing::Own)
         .collect();
+    if specs.iter().any(|s| s.sizing == HostSizing::Dsv4Pages) {
+        // DeepSeek-V4: every pool from the ratio (a size was refused before).
+        let ratio = match arg {
+            HostPoolSizeArg::Ratio(r) => r,
+            HostPoolSizeArg::SizeGb(_) => 0.0,
+        };
+        return specs
+            .iter()
+            .map(|s| crate::model::dsv4::dsv4_host_pages(s.device_capacity, s.page_size, ratio))
+            .collect();
+    }
     let shares: Vec<f64> = match arg {
         HostPoolSizeArg::SizeGb(gb)
             if split == HicacheSizeSplit::ByDeviceBytes && own.len() > 1 =>
@@ -209,7 +258,7 @@ pub fn host_pool_counts(
     let first = out.first().copied().unwrap_or(0);
     for (i, s) in specs.iter().enumerate() {
         match s.sizing {
-            HostSizing::Own => {}
+            HostSizing::Own | HostSizing::Dsv4Pages => {}
             HostSizing::MirrorFirst => out[i] = first,
             HostSizing::DraftRatio => {
                 let cap = s.device_capacity.max(1) as f64;

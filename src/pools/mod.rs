@@ -16,7 +16,8 @@ pub use device::{
     dsv4_device_pools, resolve_mem_fraction,
 };
 pub use host::{
-    HostPoolSpec, HostSizing, PoolUnit, host_pool_counts, host_pool_specs, split_hicache_size,
+    HostPoolSpec, HostSizing, PoolUnit, dsv4_host_pool_specs, host_pool_counts, host_pool_specs,
+    split_hicache_size,
 };
 
 use crate::domain::ServerArgs;

@@ -22,7 +22,6 @@
 
 use serde::Serialize;
 
-use super::Release;
 use crate::domain::MemLayout;
 
 /// The `Allocating …` line of a host KV pool.
@@ -59,7 +58,8 @@ pub enum HostRegister {
 /// `SGLANG_HICACHE_HOST_REGISTER_CHUNK_GB` default (0.5.19+ `environ.py`).
 pub const REGISTER_CHUNK_LIMIT: u64 = 256 << 30;
 
-/// The log formats of one release.
+/// The log formats of one release: a part of [`super::ReleaseRules`] (`rules.rs`, where
+/// each change cites the wheel's file and function).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct LogRules {
     pub allocating: AllocatingLine,
@@ -73,33 +73,6 @@ pub struct LogRules {
     /// line names its slot count from 0.5.23 (`… Mamba cache (%d state slots,
     /// layout=%s).`); 0.5.15–0.5.22 print `… Mamba cache (layout=%s).`
     pub mamba_allocating_slots: bool,
-}
-
-impl LogRules {
-    /// The table, read from each wheel.
-    pub fn of(r: Release) -> LogRules {
-        use Release::*;
-        let (allocating, small_host) = match r {
-            V0_5_14 => (AllocatingLine::Unlabelled, SmallHostLine::Asserts),
-            V0_5_15 | V0_5_15Post1 | V0_5_16 => {
-                (AllocatingLine::Unlabelled, SmallHostLine::Unlabelled)
-            }
-            _ => (AllocatingLine::Labelled, SmallHostLine::Labelled),
-        };
-        let newer = r >= V0_5_21;
-        LogRules {
-            allocating,
-            small_host,
-            headroom_line: newer,
-            auto_size_line: newer,
-            register: if r >= V0_5_19 {
-                HostRegister::Chunked
-            } else {
-                HostRegister::SingleCall
-            },
-            mamba_allocating_slots: r >= V0_5_23,
-        }
-    }
 }
 
 /// Which exception ended a rank (rendered with its message).
@@ -163,6 +136,17 @@ pub enum LogEvent {
         tokens: u64,
         bytes: u64,
         /// `--hicache-mem-layout` (the DSA and Mamba lines print it).
+        layout: MemLayout,
+    },
+    /// A DeepSeek-V4 host pool passed its check (`DeepSeekV4PagedHostPool` /
+    /// `DeepSeekV4StateHostPool`, 0.5.21–0.5.23).
+    AllocatingV4 {
+        pool: &'static str,
+        state: bool,
+        layers: u64,
+        pages: u64,
+        item_bytes: u64,
+        bytes: u64,
         layout: MemLayout,
     },
     /// The rank raised; the text is the rank's message.
@@ -257,6 +241,26 @@ pub fn render(ctx: &RenderContext, e: &LogEvent, message: Option<&str>) -> Strin
                 }
             }
         }
+        // `memory_pool_host.py: DeepSeekV4PagedHostPool.__init__` /
+        // `DeepSeekV4StateHostPool.__init__` (0.5.21–0.5.23).
+        LogEvent::AllocatingV4 {
+            pool,
+            state,
+            layers,
+            pages,
+            item_bytes,
+            bytes,
+            layout,
+        } => format!(
+            "Allocating {:.2} GB host memory for V4 {} pool '{pool}' (layers={layers}, pages={pages}, {}={item_bytes}, layout={layout}).",
+            bytes as f64 / 1e9,
+            if state { "state" } else { "paged" },
+            if state {
+                "state_page_bytes"
+            } else {
+                "item_bytes"
+            },
+        ),
         LogEvent::Error(kind) => {
             let k = match kind {
                 ErrorKind::ValueError => "ValueError",
@@ -360,10 +364,11 @@ pub fn register_chunk(style: HostRegister, page_first: bool, granularity: u64, t
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::release::Release;
 
     fn ctx(r: Release) -> RenderContext<'static> {
         RenderContext {
-            rules: LogRules::of(r),
+            rules: r.rules().log,
             pin_failure_rc: 2,
             pin_failure_error: "out of memory",
         }
@@ -380,7 +385,7 @@ mod tests {
         };
         // 0.5.14 asserts instead (the simulator fails the rank before this line).
         assert_eq!(
-            LogRules::of(Release::V0_5_14).small_host,
+            Release::V0_5_14.rules().log.small_host,
             SmallHostLine::Asserts
         );
         assert_eq!(
@@ -420,8 +425,8 @@ mod tests {
             "Allocating 1.23 GB host memory for DSA indexer (layout=page_first)."
         );
         // 0.5.21+ only.
-        assert!(!LogRules::of(Release::V0_5_20).headroom_line);
-        assert!(LogRules::of(Release::V0_5_21).headroom_line);
+        assert!(!Release::V0_5_20.rules().log.headroom_line);
+        assert!(Release::V0_5_21.rules().log.headroom_line);
         // 3 GiB and 1.5 GiB.
         let head = LogEvent::Headroom {
             host: 3 << 30,
@@ -457,13 +462,10 @@ mod tests {
     #[test]
     fn registration_is_chunked_from_0_5_19() {
         assert_eq!(
-            LogRules::of(Release::V0_5_18).register,
+            Release::V0_5_18.rules().log.register,
             HostRegister::SingleCall
         );
-        assert_eq!(
-            LogRules::of(Release::V0_5_19).register,
-            HostRegister::Chunked
-        );
+        assert_eq!(Release::V0_5_19.rules().log.register, HostRegister::Chunked);
         // Page-first: (256 GiB // g) × g; layer-first: the whole buffer.
         assert_eq!(
             register_chunk(HostRegister::Chunked, true, 4_497_408, 10),

@@ -28,7 +28,7 @@ pub use rules::{
     BufferOnlyWriteBack, ControllerRules, DevicePoolRules, DraftCell, Dsv4Pools, EvictionChoices,
     FlagRules, HicacheSizeSplit, MambaSlotFormula, MidGpuTier, MtpDraftHost, PoolRules,
     PrefetchRetries, PrefetchTimeout, PrefetchTimeoutClock, PrefetchTimeoutTokens,
-    PrefillGraphDefault, ReleaseRules, StorageWriteGate,
+    PrefillGraphDefault, REPORTED_NOT_MODELLED, ReleaseRules, StorageWriteGate,
 };
 pub use server_check::{
     FieldError, RELEASE_CHOICE_FIELDS, check_server, choice_refusal, eviction_policy_refusal,

@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::Release;
+use super::log_lines::{AllocatingLine, HostRegister, LogRules, SmallHostLine};
 use crate::cache::{DeviceEvictAmount, EvictVersion, TreeKind};
+use crate::domain::PrefetchPolicy;
 use crate::sizing::{
     AutoSizeRule, AvailableReading, HeadroomVariant, PrefetchCapRule, Rules, SglangVersion,
 };
@@ -115,7 +117,20 @@ pub enum StorageWriteGate {
     WriteThreshold,
 }
 
-/// The HiCache controller and scheduler defaults a release ships.
+/// The controller fields a release sets that no simulation reads: reported (`versions
+/// --format json`), not modelled.
+/// - `buffer_only_cap_090`: the replay takes buffer_only's cap from
+///   [`PrefetchCapRule::in_mode`] (the mode exists from 0.5.19, the first release where
+///   this is true).
+/// - `default_prefetch_policy`: a scenario's default is `ServerArgs::default` (`timeout`,
+///   the same in every release).
+///
+/// Every other field runs: the replay's controller ([`crate::runtime::ReplayConfig::
+/// for_release`]) or the server checks (`eviction_choices`, `buffer_only_write_back`).
+pub const REPORTED_NOT_MODELLED: [&str; 2] = ["buffer_only_cap_090", "default_prefetch_policy"];
+
+/// The HiCache controller and scheduler defaults a release ships (two of them reported,
+/// not modelled: [`REPORTED_NOT_MODELLED`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ControllerRules {
     /// `prefetch_capacity_limit` (`managers/cache_controller.py`) in cache mode
@@ -128,7 +143,7 @@ pub struct ControllerRules {
     pub prefetch_timeout_clock: PrefetchTimeoutClock,
     pub prefetch_retries: PrefetchRetries,
     /// `--hicache-storage-prefetch-policy` default: `timeout` in every modelled release.
-    pub default_prefetch_policy: &'static str,
+    pub default_prefetch_policy: PrefetchPolicy,
     pub eviction_choices: EvictionChoices,
     pub buffer_only_write_back: BufferOnlyWriteBack,
     pub storage_write_gate: StorageWriteGate,
@@ -301,6 +316,13 @@ pub struct ReleaseRules {
     pub flags: FlagRules,
     pub pools: PoolRules,
     pub device: DevicePoolRules,
+    /// The wording of SGLang's own start-up log lines (`release::log_lines`). Not in
+    /// `versions --format json`, whose output is kept as it was. (The refusal text,
+    /// `Not enough host memory available. Requesting … GB but only have … GB free. …`,
+    /// and the DSA indexer's are the same in every release 0.5.14–0.5.23:
+    /// `sizing::refusal_message`.)
+    #[serde(skip)]
+    pub log: LogRules,
 }
 
 /// 0.5.14 (`mem_cache/pool_host/base.py: HostKVCache.__init__`: `assert self.size >
@@ -324,7 +346,7 @@ fn r0_5_14() -> ReleaseRules {
                 poll_interval: 0,
                 max_attempts: 0,
             },
-            default_prefetch_policy: "timeout",
+            default_prefetch_policy: PrefetchPolicy::Timeout,
             eviction_choices: EvictionChoices::Four,
             buffer_only_write_back: BufferOnlyWriteBack::Error,
             storage_write_gate: StorageWriteGate::EveryBackup,
@@ -349,6 +371,18 @@ fn r0_5_14() -> ReleaseRules {
             decode_reserve_without_graph: true,
             decode_max_bs_capped_by_running: false,
             deepep_reserve: false,
+        },
+        // `pool_host/base.py: HostKVCache.__init__` asserts host > device (no warning)
+        // and logs `Allocating {:.2f} GB host memory for hierarchical KV cache.`;
+        // `memory_pool_host.py: _cuda_host_register` registers the buffer in one call;
+        // no headroom or auto-size line (those functions do not exist yet).
+        log: LogRules {
+            allocating: AllocatingLine::Unlabelled,
+            small_host: SmallHostLine::Asserts,
+            headroom_line: false,
+            auto_size_line: false,
+            register: HostRegister::SingleCall,
+            mamba_allocating_slots: false,
         },
     }
 }
@@ -375,6 +409,12 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
             deepep_reserve: true,
             ..v0_5_14.device
         },
+        // `pool_host/base.py: HostKVCache.__init__` warns `HiCache host KV pool (%d
+        // tokens) is smaller than …` instead of asserting.
+        log: LogRules {
+            small_host: SmallHostLine::Unlabelled,
+            ..v0_5_14.log
+        },
         ..v0_5_14
     };
     // 0.5.17: `allocator/base.py` evicts the shortfall only;
@@ -394,6 +434,14 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
         device: DevicePoolRules {
             prefill_graph: PrefillGraphDefault::BreakableNoPlainMla,
             ..v0_5_15.device
+        },
+        // `pool_host/base.py: HostKVCache.__init__` names the pool: `Allocating %s
+        // hierarchical KV host pool: …` and `HiCache %s host pool (%d tokens) is smaller
+        // than …`.
+        log: LogRules {
+            allocating: AllocatingLine::Labelled,
+            small_host: SmallHostLine::Labelled,
+            ..v0_5_15.log
         },
         ..v0_5_15
     };
@@ -443,6 +491,12 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
             draft_cell: DraftCell::AddPerLayer,
             ..v0_5_18.pools
         },
+        // `pool_host/common.py: _cuda_host_register` registers page-first layouts in
+        // chunks of `SGLANG_HICACHE_HOST_REGISTER_CHUNK_GB` (256).
+        log: LogRules {
+            register: HostRegister::Chunked,
+            ..v0_5_18.log
+        },
         ..v0_5_18
     };
     // 0.5.20: `server_args.py` retry poll interval 8, max attempts 8;
@@ -483,6 +537,14 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
             dsv4_pools: Dsv4Pools::CapOrRatio0521,
             ..v0_5_20.pools
         },
+        // `host_memory.py: available_host_memory_bytes` logs `HiCache memory headroom:
+        // host %.1f GiB, cgroup %.1f GiB`; `hicache_auto_size.py: auto_size_hicache`
+        // its auto-size line.
+        log: LogRules {
+            headroom_line: true,
+            auto_size_line: true,
+            ..v0_5_20.log
+        },
         ..v0_5_20
     };
     // 0.5.22: `host_memory.py: _cgroup_memory_headroom` credits active + inactive file
@@ -519,6 +581,12 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
                 ..v0_5_22.controller.prefetch_timeout
             },
             ..v0_5_22.controller
+        },
+        // `pool_host/mamba.py: MambaPoolHost.__init__`: `… Mamba cache (%d state slots,
+        // layout=%s).`
+        log: LogRules {
+            mamba_allocating_slots: true,
+            ..v0_5_22.log
         },
         ..v0_5_22
     };

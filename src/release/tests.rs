@@ -153,3 +153,57 @@ fn controller_defaults_move_with_releases() {
         crate::cache::TreeKind::Unified0523
     );
 }
+
+/// The controller fields listed as reported, not modelled, are fields `versions` prints,
+/// and say what the simulation uses instead: buffer_only's 0.9 cap from the first
+/// release that has the mode (0.5.19), the scenario's default prefetch policy.
+#[test]
+fn reported_not_modelled_fields_agree_with_what_runs() {
+    use crate::release::rules::REPORTED_NOT_MODELLED;
+    for r in Release::ALL {
+        let c = r.rules().controller;
+        let json = serde_json::to_value(c).unwrap();
+        for f in REPORTED_NOT_MODELLED {
+            assert!(json.get(f).is_some(), "{r}: {f}");
+        }
+        assert_eq!(c.buffer_only_cap_090, r >= Release::V0_5_19, "{r}");
+        assert_eq!(
+            c.default_prefetch_policy,
+            crate::domain::ServerArgs::default().hicache_storage_prefetch_policy,
+            "{r}"
+        );
+    }
+}
+
+/// The log wording along the rule chain, release by release (the table `LogRules::of`
+/// held before it moved into `ReleaseRules`): unlabelled `Allocating` lines up to 0.5.16,
+/// 0.5.14's assert, chunked registration from 0.5.19, the headroom and auto-size lines
+/// from 0.5.21, the Mamba slot count from 0.5.23; a what-if words its lines as its
+/// nearest release.
+#[test]
+fn log_wording_along_the_chain() {
+    use crate::release::log_lines::{AllocatingLine as A, HostRegister as H, SmallHostLine as S};
+    use Release as R;
+    for r in Release::ALL {
+        let l = r.rules().log;
+        let (alloc, small) = match r {
+            R::V0_5_14 => (A::Unlabelled, S::Asserts),
+            R::V0_5_15 | R::V0_5_15Post1 | R::V0_5_16 => (A::Unlabelled, S::Unlabelled),
+            _ => (A::Labelled, S::Labelled),
+        };
+        assert_eq!((l.allocating, l.small_host), (alloc, small), "{r}");
+        assert_eq!(l.headroom_line, r >= R::V0_5_21, "{r}");
+        assert_eq!(l.auto_size_line, r >= R::V0_5_21, "{r}");
+        let register = if r >= R::V0_5_19 {
+            H::Chunked
+        } else {
+            H::SingleCall
+        };
+        assert_eq!(l.register, register, "{r}");
+        assert_eq!(l.mamba_allocating_slots, r >= R::V0_5_23, "{r}");
+    }
+    for v in V::ALL {
+        let s = Sglang::WhatIf(v);
+        assert_eq!(s.release_rules().log, s.release().rules().log, "{v:?}");
+    }
+}

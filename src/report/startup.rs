@@ -111,6 +111,10 @@ pub struct PoolGeometryOut {
     /// The Mamba / linear-attention state pool: bytes per state slot.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bytes_per_slot: Option<u64>,
+    /// A DeepSeek-V4 pool: bytes per host page across its layers (`layer_num ×
+    /// item_bytes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_per_page: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -172,6 +176,9 @@ pub struct PoolOut {
     /// Host state slots of the state pool.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slots: Option<u64>,
+    /// Host pages of a DeepSeek-V4 pool (`num_host_pages`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pages: Option<u64>,
     pub requested_bytes: u64,
     pub budget_bytes: i64,
 }
@@ -198,11 +205,13 @@ pub fn rank_log(ctx: &RenderContext, r: &RankResult) -> Vec<String> {
 }
 
 fn rank_out(plan: &StartupPlan, ctx: &RenderContext, r: &RankResult) -> RankOut {
-    let slots = |name: &str| {
+    let unit = |name: &str| {
         plan.pools
             .iter()
-            .any(|p| p.name == name && p.spec.unit == crate::pools::PoolUnit::Slots)
+            .find(|p| p.name == name)
+            .map_or(crate::pools::PoolUnit::Tokens, |p| p.spec.unit)
     };
+    use crate::pools::PoolUnit;
     RankOut {
         rank: r.rank,
         node: r.node,
@@ -223,8 +232,9 @@ fn rank_out(plan: &StartupPlan, ctx: &RenderContext, r: &RankResult) -> RankOut 
             .iter()
             .map(|p| PoolOut {
                 name: p.name,
-                tokens: (!slots(p.name)).then_some(p.tokens),
-                slots: slots(p.name).then_some(p.tokens),
+                tokens: (unit(p.name) == PoolUnit::Tokens).then_some(p.tokens),
+                slots: (unit(p.name) == PoolUnit::Slots).then_some(p.tokens),
+                pages: (unit(p.name) == PoolUnit::Pages).then_some(p.tokens),
                 requested_bytes: p.requested_bytes,
                 budget_bytes: i64c(p.budget_bytes),
             })
@@ -262,11 +272,13 @@ pub fn build(s: &Scenario, plan: &StartupPlan, mc: &MonteCarlo, seed: u64) -> St
             .pools
             .iter()
             .map(|p| {
-                let slots = p.spec.unit == crate::pools::PoolUnit::Slots;
+                let u = p.spec.unit;
+                use crate::pools::PoolUnit;
                 PoolGeometryOut {
                     name: p.name,
-                    bytes_per_token: (!slots).then_some(p.bytes_per_token),
-                    bytes_per_slot: slots.then_some(p.bytes_per_token),
+                    bytes_per_token: (u == PoolUnit::Tokens).then_some(p.bytes_per_token),
+                    bytes_per_slot: (u == PoolUnit::Slots).then_some(p.bytes_per_token),
+                    bytes_per_page: (u == PoolUnit::Pages).then_some(p.bytes_per_token),
                 }
             })
             .collect(),
@@ -351,6 +363,7 @@ pub fn render_text(s: &Scenario, plan: &StartupPlan, rep: &StartupReport) -> Str
         .map(|p| match p.spec.unit {
             crate::pools::PoolUnit::Tokens => format!("{} {} B/token", p.name, p.bytes_per_token),
             crate::pools::PoolUnit::Slots => format!("{} {} B/slot", p.name, p.bytes_per_token),
+            crate::pools::PoolUnit::Pages => format!("{} {} B/page", p.name, p.bytes_per_token),
         })
         .collect();
     // The SWA and state device pools of sliding-window and hybrid models (issue 11).

@@ -47,8 +47,10 @@ pub fn explicit_snapshot_budget(snapshots: &[i128]) -> Option<i128> {
     snapshots.iter().copied().min()
 }
 
-/// The refusal text, all versions (`pool_host/base.py: HostKVCache.__init__`), GB = 1e9,
-/// two decimals, sign kept.
+/// The refusal text, GB = 1e9, two decimals, sign kept: the same words in every release
+/// 0.5.14–0.5.23 (`pool_host/base.py: HostKVCache.__init__`, `_allocate_host_buffer` from
+/// 0.5.22; `MambaPoolHost.__init__` in `memory_pool_host.py`, `pool_host/mamba.py` from
+/// 0.5.18), so it is no release rule.
 pub fn refusal_message(requested: u64, budget: i128) -> String {
     format!(
         "Not enough host memory available. Requesting {} GB but only have {} GB free. Please reduce the size of the hierarchical cache.",
@@ -57,9 +59,9 @@ pub fn refusal_message(requested: u64, budget: i128) -> String {
     )
 }
 
-/// The DSA indexer host pool's own refusal text (upstream `pool_host/dsa.py:
-/// DSAIndexerPoolHost.__init__` @ 03ba7b5b; note: no "Please reduce…" sentence). Which
-/// older versions used it is not verified; [`refusal_message`] is the KV pools' text.
+/// The DSA indexer host pool's own refusal text (no "Please reduce…" sentence), the same
+/// in every release 0.5.14–0.5.23 (`memory_pool_host.py: DSAIndexerPoolHost.__init__`,
+/// `pool_host/dsa.py` from 0.5.19); [`refusal_message`] is the KV pools' text.
 pub fn indexer_refusal_message(requested: u64, budget: i128) -> String {
     format!(
         "Not enough host memory for DSA indexer hierarchical cache. Requesting {} GB but only have {} GB free.",

@@ -133,7 +133,7 @@ impl StartupPlan {
     pub fn host_bytes_per_token(&self) -> u64 {
         self.pools
             .first()
-            .filter(|p| p.spec.unit != crate::pools::PoolUnit::Slots)
+            .filter(|p| p.spec.unit == crate::pools::PoolUnit::Tokens)
             .map_or(0, |p| p.bytes_per_token)
     }
 }

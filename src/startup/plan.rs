@@ -30,6 +30,23 @@ pub struct PoolPlan {
     pub bytes_per_token: u64,
     /// How the release builds and sizes it (`crate::pools`).
     pub spec: crate::pools::HostPoolSpec,
+    /// A DeepSeek-V4 host pool (`DeepSeekV4PagedHostPool` / `DeepSeekV4StateHostPool`):
+    /// its layers and page bytes, for its own log line and refusal text.
+    pub dsv4: Option<crate::model::dsv4::Dsv4HostPool>,
+}
+
+impl PoolPlan {
+    /// SGLang's refusal text when `requested` bytes exceed `budget`: the V4 pools' own
+    /// (`Not enough host memory for V4 paged pool …`), else the pool's
+    /// ([`crate::sizing::refusal_message_for`]).
+    pub fn refusal_message(&self, requested: u64, budget: i128) -> String {
+        match &self.dsv4 {
+            Some(v4) => {
+                crate::model::dsv4::dsv4_refusal_message(self.name, v4.state, requested, budget)
+            }
+            None => crate::sizing::refusal_message_for(self.name, requested, budget),
+        }
+    }
 }
 
 /// How a rank sizes its host pools, from the flags and the version's rules.
@@ -227,7 +244,13 @@ impl StartupPlan {
         let world = s.layout.world_size() as u32;
         let nnodes = s.layout.nnodes.max(1);
         let ranks_per_node = world / nnodes;
-        let page_size = s.server.page_size.max(1) as u64;
+        // DeepSeek-V4 runs 256-token pages whatever `--page-size` says
+        // (`model_overrides/deepseek_v4.py`).
+        let page_size = if matches!(s.model.attention, crate::model::Attention::Dsv4 { .. }) {
+            crate::model::dsv4::DSV4_PAGE_SIZE
+        } else {
+            s.server.page_size.max(1) as u64
+        };
         let quant = s.startup.weight_load.quantization.as_deref();
         let weights_per_rank = s
             .weights_per_rank()
@@ -260,21 +283,76 @@ impl StartupPlan {
             mamba_full_memory_ratio: s.server.mamba_full_memory_ratio(),
             max_mamba_cache_size: s.server.max_mamba_cache_size,
         };
-        if matches!(s.model.attention, crate::model::Attention::Dsv4 { .. }) {
-            // DeepSeek-V4: the device pools as SGLang sizes them; the HiCache host pools
-            // it builds for them are not modelled, so start-up stops here, saying so.
-            let p = crate::pools::dsv4_device_pools(&pool_inputs, &s.server, s.node.gpu_memory.0)
-                .map_err(|m| FieldError::new("server", m))?;
-            return Err(FieldError::new(
-                "model",
-                format!(
-                    "DeepSeek-V4 device pools: {} full tokens, SWA {} tokens, C4 {}, C128 {}, C4 state {} ({} fixed bytes); its HiCache host pools (`hybrid_pool_assembler.py`: a `DeepSeekV4PagedHostPool` per SWA / C4 / C128 pool, `DeepSeekV4StateHostPool`) are not modelled",
-                    p.full, p.swa, p.c4, p.c128, p.c4_state, p.fixed_bytes
-                ),
-            ));
-        }
-        let device =
-            crate::pools::device_pools(&pool_inputs).map_err(|m| FieldError::new("server", m))?;
+        let sizing = hicache_sizing(&s.server, &rules).map_err(|m| FieldError::new("server", m))?;
+        let dsv4 = crate::model::dsv4::Dsv4Geometry::of(&s.model.attention, s.model.layers);
+        let (device, pools) = match &dsv4 {
+            Some(geo) => {
+                // DeepSeek-V4: the device pools as `DSV4PoolConfigurator` sizes them, the
+                // host pools as `build_deepseek_v4_hicache_stack` builds them.
+                let p =
+                    crate::pools::dsv4_device_pools(&pool_inputs, &s.server, s.node.gpu_memory.0)
+                        .map_err(|m| FieldError::new("server", m))?;
+                match sizing {
+                    HicacheSizing::AutoSize { .. } | HicacheSizing::AutoHicache { .. } => {
+                        return Err(FieldError::new(
+                            "server.hicache_ratio",
+                            crate::model::dsv4::DSV4_AUTO_SIZE_REFUSAL,
+                        ));
+                    }
+                    HicacheSizing::Explicit { size_gb, .. } if size_gb > 0.0 => {
+                        return Err(FieldError::new(
+                            "server.hicache_size",
+                            crate::model::dsv4::DSV4_HICACHE_SIZE_REFUSAL,
+                        ));
+                    }
+                    _ => {}
+                }
+                let device = crate::pools::DevicePools {
+                    full_tokens: p.full,
+                    swa_tokens: Some(p.swa),
+                    state_slots: None,
+                };
+                let pools: Vec<PoolPlan> = geo
+                    .host_pools(crate::model::dsv4::DSV4_PAGE_SIZE)
+                    .into_iter()
+                    .zip(crate::pools::dsv4_host_pool_specs(
+                        geo,
+                        p.full,
+                        p.swa,
+                        crate::model::dsv4::DSV4_PAGE_SIZE,
+                    ))
+                    .map(|(v4, spec)| PoolPlan {
+                        name: spec.name,
+                        label: spec.name,
+                        bytes_per_token: spec.bytes_per_unit,
+                        spec,
+                        dsv4: Some(v4),
+                    })
+                    .collect();
+                (device, pools)
+            }
+            None => {
+                let device = crate::pools::device_pools(&pool_inputs)
+                    .map_err(|m| FieldError::new("server", m))?;
+                let specs = crate::pools::host_pool_specs(&pool_inputs, &device);
+                let has_swa = specs.iter().any(|x| x.name == "swa");
+                let pools: Vec<PoolPlan> = specs
+                    .into_iter()
+                    .map(|spec| PoolPlan {
+                        name: spec.name,
+                        label: if spec.name == "kv" && has_swa {
+                            "full"
+                        } else {
+                            spec.name
+                        },
+                        bytes_per_token: spec.bytes_per_unit,
+                        spec,
+                        dsv4: None,
+                    })
+                    .collect();
+                (device, pools)
+            }
+        };
         let device_tokens = device.full_tokens;
         if device_tokens == 0 {
             return Err(FieldError::new(
@@ -286,23 +364,7 @@ impl StartupPlan {
                 ),
             ));
         }
-        let specs = crate::pools::host_pool_specs(&pool_inputs, &device);
-        let has_swa = specs.iter().any(|x| x.name == "swa");
-        let pools: Vec<PoolPlan> = specs
-            .into_iter()
-            .map(|spec| PoolPlan {
-                name: spec.name,
-                label: if spec.name == "kv" && has_swa {
-                    "full"
-                } else {
-                    spec.name
-                },
-                bytes_per_token: spec.bytes_per_unit,
-                spec,
-            })
-            .collect();
         let device_bytes = pools.iter().map(|p| p.spec.device_bytes).sum();
-        let sizing = hicache_sizing(&s.server, &rules).map_err(|m| FieldError::new("server", m))?;
 
         let ckpt = match s.startup.weight_load.bytes_per_node {
             Some(b) => b.0,
@@ -385,7 +447,7 @@ impl StartupPlan {
             offsets,
             jitter,
             nodes,
-            log_rules: LogRules::of(s.version.release()),
+            log_rules: s.version.release_rules().log,
             mem_layout: s.server.hicache_mem_layout,
             pin_failure_rc: s.startup.pin.failure_rc.unwrap_or(2),
             pin_failure_error: s

@@ -607,7 +607,12 @@ impl Sim<'_> {
         let p = self.plan;
         let name = p.pools[pool].name;
         let device = p.pools[pool].spec.device_capacity;
-        if p.log_rules.small_host != SmallHostLine::Asserts && name != "indexer" && tokens <= device
+        // Neither the DSA indexer pool (it copies the KV pool's slots) nor the
+        // DeepSeek-V4 pools (no `HostKVCache.__init__`) warn.
+        if p.log_rules.small_host != SmallHostLine::Asserts
+            && name != "indexer"
+            && p.pools[pool].dsv4.is_none()
+            && tokens <= device
         {
             let label = p.pools[pool].label;
             self.s.results[r as usize].log.push(LogEvent::SmallHost {
@@ -621,12 +626,24 @@ impl Sim<'_> {
     fn log_allocating(&mut self, r: u32, pool: usize, tokens: u64, bytes: u64) {
         let p = self.plan;
         let label = p.pools[pool].label;
-        self.s.results[r as usize].log.push(LogEvent::Allocating {
-            pool: label,
-            tokens,
-            bytes,
-            layout: p.mem_layout,
-        });
+        let event = match p.pools[pool].dsv4 {
+            Some(v4) => LogEvent::AllocatingV4 {
+                pool: label,
+                state: v4.state,
+                layers: v4.layers,
+                pages: tokens,
+                item_bytes: v4.item_bytes,
+                bytes,
+                layout: p.mem_layout,
+            },
+            None => LogEvent::Allocating {
+                pool: label,
+                tokens,
+                bytes,
+                layout: p.mem_layout,
+            },
+        };
+        self.s.results[r as usize].log.push(event);
     }
 
     /// Booking path: each pool books against the rank's one budget.
@@ -676,7 +693,7 @@ impl Sim<'_> {
                 );
             } else {
                 if self.s.messages {
-                    res.message = Some(sizing::refusal_message_for(name, requested, allowance));
+                    res.message = Some(self.plan.pools[pool].refusal_message(requested, allowance));
                 }
                 self.exit(r, Outcome::Refused);
             }
@@ -816,11 +833,7 @@ impl Sim<'_> {
             res.budget_bytes = Some(budget);
             res.requested_bytes = Some(requested);
             if self.s.messages {
-                res.message = Some(sizing::refusal_message_for(
-                    self.plan.pools[pool].name,
-                    requested,
-                    budget,
-                ));
+                res.message = Some(self.plan.pools[pool].refusal_message(requested, budget));
             }
             return self.exit(r, Outcome::Refused);
         }
@@ -840,7 +853,11 @@ impl Sim<'_> {
             let pinned = self.s.ranks[r as usize].pinned;
             if pinned.saturating_add(bytes) > limit {
                 let style = p.log_rules.register;
-                let granularity = p.page_size * p.pools[pool].bytes_per_token;
+                // DeepSeek-V4 pools register `layer_num × item_bytes` per page.
+                let granularity = match p.pools[pool].dsv4 {
+                    Some(_) => p.pools[pool].bytes_per_token,
+                    None => p.page_size * p.pools[pool].bytes_per_token,
+                };
                 let chunk = log_lines::register_chunk(
                     style,
                     p.mem_layout.is_page_first(),

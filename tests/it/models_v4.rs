@@ -151,7 +151,13 @@ fn check_answers_deepseek_v4_per_release() {
     .unwrap();
     let out = Command::cargo_bin("hicache-sim")
         .unwrap()
-        .args(["check", "--sglang", "0.5.20,0.5.23", "--runs", "10"])
+        .args([
+            "check",
+            "--sglang",
+            "0.5.20,0.5.21,0.5.22,0.5.23",
+            "--runs",
+            "10",
+        ])
         .arg(&f)
         .output()
         .unwrap();
@@ -162,8 +168,50 @@ fn check_answers_deepseek_v4_per_release() {
         text.contains("checked against SGLang 0.5.21–0.5.23 only"),
         "{text}"
     );
-    // 0.5.23: the device pools as SGLang sizes them; the host pools are not modelled.
-    assert!(text.contains("DeepSeek-V4 device pools:"), "{text}");
-    assert!(text.contains("SWA 622848 tokens"), "{text}");
+    // 0.5.21–0.5.23: the device pools as `DSV4PoolConfigurator` sizes them and the six
+    // host pools `build_deepseek_v4_hicache_stack` builds at ratio 2 (full 25,344,256
+    // tokens = 99,001 pages → 198,002 host pages; SWA 622,848 = 2,433 → 4,866), each
+    // checked against the live per-rank budget: the binding pool is the last one built
+    // (C128: 20 layers × 198,002 × 1,728 B = 6.84 GB against 251.96 GB).
+    for rel in ["0.5.21", "0.5.22", "0.5.23"] {
+        let row = text
+            .lines()
+            .find(|l| l.contains("v4.sh") && l.split_whitespace().nth(1) == Some(rel))
+            .unwrap_or_else(|| panic!("{rel}: {text}"));
+        assert!(row.contains("ok") && row.contains("244.96 GB"), "{row}");
+    }
+    // 0.5.20 errors, so the batch fails.
     assert!(!out.status.success(), "{text}");
+}
+
+#[test]
+fn deepseek_v4_refuses_hicache_size_and_auto_size_as_sglang_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |flags: &str| {
+        let f = dir.path().join("v4.sh");
+        std::fs::write(
+            &f,
+            format!("# hicache-sim: node=hgx-b200\npython -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V4-Flash --tp 4 --enable-hierarchical-cache {flags}\n"),
+        )
+        .unwrap();
+        let out = Command::cargo_bin("hicache-sim")
+            .unwrap()
+            .args(["check", "--sglang", "0.5.23", "--runs", "10"])
+            .arg(&f)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr)
+    };
+    // `hybrid_pool_assembler.py: _deepseek_v4_num_host_pages`.
+    let t = run("--hicache-size 100");
+    assert!(
+        t.contains("DeepSeek V4 HiCache currently does not support --hicache-size; use --hicache-ratio instead."),
+        "{t}"
+    );
+    // `hicache_auto_size.py: _estimate_hicache_bytes` (no ratio, no size: auto-size).
+    let t = run("");
+    assert!(
+        t.contains("HiCache auto-sizing does not support DeepSeekV4TokenToKVPool"),
+        "{t}"
+    );
 }

@@ -1,6 +1,8 @@
 //! What a hit buys in time (issue #22): the compute-cost model against hand-computed
-//! cases, and the three replayable published HiCache results of `tests/bench_corpus/`
-//! (#04, #05, #08) replayed through the timed replay with closed-loop clients.
+//! cases, and the replayable published HiCache results of `tests/bench_corpus/` (#04,
+//! #05, #06, #07, #08, #09, #10, #11) replayed through the timed replay with
+//! closed-loop clients. Cases outside 20 % of the published figure are asserted where
+//! they are (so a model change shows), with the reason next to the assertion.
 //!
 //! Bounds: the corpus figures are asserted within the error the README table states
 //! (the simulated values are printed by `cargo test --test it timecost -- --nocapture`).
@@ -487,4 +489,414 @@ fn scenario_runtime_replay_takes_compute() {
         e.contains("no cost table") && e.contains("glm-5.2 nvfp4 tp4"),
         "{e}"
     );
+}
+
+// ------------------------------------------------------------------ corpus #06 / #07
+
+/// A roofline's (cold, hit) TTFT pair for a fixed-concurrency load whose prompts are
+/// `hit` cached in L1 by a warm-up pass (`bench::run_warmed`), as issue #26305's
+/// "HBM Hit … with a 90% hit rate" arm; "Full Recompute" is the same load with no
+/// warm-up and no host tier (HiCache off, nothing cached).
+fn hbm_hit_pair(
+    c: &ReplayConfig,
+    prompts: u32,
+    input: u32,
+    output: u32,
+    concurrency: u32,
+    hit: f64,
+) -> (BenchResult, BenchResult) {
+    let b = Multiturn::fixed_concurrency(prompts, input, output, concurrency);
+    let mut off = c.clone();
+    off.l2_pages = 0;
+    let cold = bench::run(&off, &b, &[], 200).unwrap();
+    let mut on = c.clone();
+    on.l2_pages = 2 * on.l1_pages; // --hicache-ratio 2 (the default)
+    let warm = (f64::from(input) * hit) as u32;
+    let hot = bench::run_warmed(&on, &b, warm, &[], 200).unwrap();
+    (cold, hot)
+}
+
+/// Corpus #06: MiniMax-M2.7 (FP8, 62 layers, 8 KV heads of 128), SGLang 0.5.10. The
+/// issue does not give the GPU: a 131 072-token cold prefill in 5.12 s needs about
+/// 3 PFLOP/s achieved (attention alone is 131 072² / 2 pairs × 1.52 MFLOP), which an
+/// H20 node (8 × 148 TFLOPS) cannot give and an 8 × H200 node can: 8 × H200, TP8 is the
+/// stated assumption, Hopper efficiencies as every roofline here.
+fn corpus06_cfg() -> ReplayConfig {
+    // KV per token per rank: 62 layers × 1 KV head (8 / TP8) × 128 × 2 (K, V) × 2 B.
+    let kv: u64 = 62 * 128 * 2 * 2;
+    let r = roofline("MiniMaxAI/MiniMax-M2.7", "H200", 8, true, 1.0, kv as f64);
+    let mut c = base(
+        64,
+        kv,
+        62,
+        Compute {
+            source: ComputeSource::Roofline(r),
+            // 141 GB ≥ 120 GiB: handle_gpu_memory_settings → 8 192 (0.5.10).
+            chunked_prefill_size: 8192,
+            compute_scale: 1.0,
+        },
+    );
+    // Device pool [EST]: 0.85 × 141 GB − 29 GB of weights per rank − ~5 GB ≈ 86 GB ÷
+    // 31 744 B = 2.7 M tokens: every warm prefix of these runs stays in L1.
+    c.l1_pages = 2_700_000 / 64;
+    c
+}
+
+#[test]
+fn corpus_06_minimax_m27_hbm_hit() {
+    let c = corpus06_cfg();
+    // 131 072 in, 512 out, concurrency 1 (4 prompts: at concurrency 1 each is alone).
+    let (cold, hot) = hbm_hit_pair(&c, 4, 131_072, 512, 1, 0.9);
+    show("#06 128K c1 recompute", &cold);
+    show("#06 128K c1 hbm hit", &hot);
+    let r128 = hot.ttft_mean_s / cold.ttft_mean_s;
+    // 8 192 in, 512 out, concurrency 16; the prompt count is not stated: 64 (4 waves).
+    let (cold8, hot8) = hbm_hit_pair(&c, 64, 8192, 512, 16, 0.9);
+    show("#06 8K c16 recompute", &cold8);
+    show("#06 8K c16 hbm hit", &hot8);
+    let r8 = hot8.ttft_mean_s / cold8.ttft_mean_s;
+    println!("#06 ratios hit/recompute: 128K c1 {r128:.3} (0.201), 8K c16 {r8:.3} (0.279)");
+    // Published (table "GQA model"): 128K c1 recompute 5 117.95 ms, HBM hit 1 027.18 ms
+    // (ratio 0.201); 8K c16 recompute 1 725.09 ms, HBM hit 481.69 ms (ratio 0.279).
+    // 128K c1: the simulated ratio is 0.160, 20.4 % under — just outside 20 % (README):
+    // the hit's 13 120 new tokens cost 0.63 s here against 1.03 s published; cold is
+    // 23 % fast (3.93 s). Asserted where it is, so a change to the model shows.
+    assert!((-0.25..-0.15).contains(&(r128 / 0.201 - 1.0)), "{r128}");
+    assert!(err(cold.ttft_mean_s, 5.118) < 0.30, "{}", cold.ttft_mean_s);
+    assert!(hot.cache_hit_rate > 0.89, "{}", hot.cache_hit_rate);
+    // 8K c16: the ratio within 5 % (0.273); absolute TTFT is a sixth of the published
+    // one (0.26 vs 1.73 s): decode does not hold the GPU here, and at c16 with 512
+    // output tokens every new prompt waits behind 15 decoding requests in SGLang.
+    assert!(err(r8, 0.279) < 0.05, "{r8}");
+    assert!(cold8.ttft_mean_s < 0.25 * 1.725, "{}", cold8.ttft_mean_s);
+}
+
+/// Corpus #07: GLM-4.7-Flash (MLA, 47 layers, bf16), same issue and (assumed) node as
+/// #06; 20 heads do not divide by 8, so TP4 is assumed.
+#[test]
+fn corpus_07_glm47_flash_hbm_hit() {
+    // KV per token per rank (MLA, replicated): 47 × (512 + 64) × 2 B = 54 144 B.
+    let kv: u64 = 47 * (512 + 64) * 2;
+    let r = roofline("zai-org/GLM-4.7-Flash", "H200", 4, false, 2.0, kv as f64);
+    let mut c = base(
+        64,
+        kv,
+        47,
+        Compute {
+            source: ComputeSource::Roofline(r),
+            chunked_prefill_size: 8192,
+            compute_scale: 1.0,
+        },
+    );
+    // Device pool [EST]: 0.85 × 141 GB − 15 GB of weights − ~5 GB ≈ 100 GB ÷ 54 144 B.
+    c.l1_pages = 1_800_000 / 64;
+    let (cold, hot) = hbm_hit_pair(&c, 64, 8192, 512, 16, 0.9);
+    show("#07 8K c16 recompute", &cold);
+    show("#07 8K c16 hbm hit", &hot);
+    let r = hot.ttft_mean_s / cold.ttft_mean_s;
+    println!("#07 ratio hit/recompute {r:.3} (0.377)");
+    // Published: recompute 1 114.29 ms, HBM hit 420.55 ms (0.377). Simulated 0.294,
+    // 22 % under — outside 20 % (README): as #06 8K, absolute TTFT is a sixth of the
+    // published (decode not on the GPU timeline), and here the constant decode wait
+    // that both arms pay in SGLang weighs more in the ratio than for MiniMax.
+    assert!((-0.30..-0.15).contains(&(r / 0.377 - 1.0)), "{r}");
+    assert!(cold.ttft_mean_s < 0.25 * 1.114, "{}", cold.ttft_mean_s);
+}
+
+// ------------------------------------------------------------------ corpus #11
+
+/// GLM-5.2-FP8 on 8 × H20(-3e), TP8: the roofline (no H20 data in aiconfigurator-core).
+/// KV per token per rank (`--kv-cache-dtype fp8_e4m3`, DSA): 78 layers × (656 B of
+/// latent — 512 fp8 + 16 B of scales + 64 bf16 rope — + 132 B of indexer key).
+fn glm52_h20(low_bits_weight_bytes: f64) -> (ReplayConfig, u64) {
+    let kv: u64 = 78 * (656 + 132);
+    let r = roofline(
+        "zai-org/GLM-5.2-FP8",
+        "H20",
+        8,
+        true,
+        low_bits_weight_bytes,
+        kv as f64,
+    );
+    let c = base(
+        64,
+        kv,
+        78,
+        Compute {
+            source: ComputeSource::Roofline(r),
+            chunked_prefill_size: 8192, // --chunked-prefill-size 8192
+            compute_scale: 1.0,
+        },
+    );
+    (c, kv)
+}
+
+#[test]
+fn corpus_11_glm52_fp8_h20_prefill_and_l2_restore() {
+    let (mut c, _) = glm52_h20(1.0);
+    c.l1_pages = 1_200_000 / 64; // --max-total-tokens 1200000
+    // Cold prefill of one request (CP8 is not modelled: TP8 spreads the same FLOPs).
+    let mut sims = Vec::new();
+    for (len, published_ms) in [
+        (4096u32, 399.87),
+        (32_768, 2891.98),
+        (65_536, 5869.68),
+        (131_072, 12_331.04),
+        (262_144, 27_087.90),
+    ] {
+        let b = Multiturn::fixed_concurrency(1, len, 1, 1);
+        let r = bench::run(&c, &b, &[], 50).unwrap();
+        println!(
+            "#11 cold {len}: {:.1} ms (published {published_ms}) err {:+.3}",
+            r.ttft_mean_s * 1e3,
+            r.ttft_mean_s * 1e3 / published_ms - 1.0
+        );
+        sims.push((len, r.ttft_mean_s, published_ms));
+    }
+    // Outside: the roofline is 2.0–2.4× slow at every length (README). The Hopper
+    // MoE-FP8 linear MFU (0.18, fitted on the H100/H200 tables) is too low for the
+    // compute-poor H20 on GLM-5.2's 40 B-active GEMMs; the same set gives #08
+    // (DeepSeek-V4-Flash, 13 B active, H20) within 5 %. Not tuned per case.
+    for (len, sim, published_ms) in &sims {
+        let e = sim * 1e3 / published_ms - 1.0;
+        assert!((0.9..1.45).contains(&e), "{len}: {e}");
+    }
+    // The 100K L2 restore: a 100 000-token prompt, evicted to host by another, then
+    // sent again (plus one 64-token page): its TTFT over its cold TTFT.
+    let pages = |tag: u64, n: u64| (0..n).map(|j| ((tag << 32) | j) + 1).collect::<Vec<_>>();
+    let n = 100_000 / 64;
+    c.l1_pages = n + n / 2;
+    c.l2_pages = 4 * n;
+    let mut again = pages(1, n);
+    again.push(((1u64 << 32) | n) + 1);
+    let reqs = vec![
+        hicache_sim::workload::Request {
+            id: 0,
+            arrival_ns: 0,
+            input_tokens: (n * 64) as u32,
+            output_tokens: 1,
+            page_hashes: pages(1, n),
+        },
+        hicache_sim::workload::Request {
+            id: 1,
+            arrival_ns: 100_000_000_000,
+            input_tokens: (n * 64) as u32,
+            output_tokens: 1,
+            page_hashes: pages(2, n),
+        },
+        hicache_sim::workload::Request {
+            id: 2,
+            arrival_ns: 200_000_000_000,
+            input_tokens: (n * 64 + 64) as u32,
+            output_tokens: 1,
+            page_hashes: again,
+        },
+    ];
+    let (m, t) = hicache_sim::runtime::replay_timed(&c, reqs, &[]).unwrap();
+    let ttft = |i: usize| (t[i].first_token_ns - t[i].arrival_ns) as f64 / 1e9;
+    println!(
+        "#11 100K restore: cold {:.3} s, host hit {:.3} s, ratio {:.3} (0.073); host hit tokens {}",
+        ttft(0),
+        ttft(2),
+        ttft(2) / ttft(0),
+        m.host_hit_tokens
+    );
+    // Published: "reduces latency by 92.67 %" (0.073). Simulated 0.006: outside — the
+    // cold side is 2.2× slow (above) and the restore (5.9 GB per rank at 46.75 GB/s,
+    // layer-pipelined) 0.13 s against ~0.7 s implied; ranks sharing host DRAM and the
+    // CP arm's own restore path are not modelled.
+    assert_eq!(m.host_hit_tokens, 99_968);
+    assert!(ttft(2) / ttft(0) < 0.5 * 0.073);
+}
+
+// ------------------------------------------------------------------ corpus #09
+
+/// Corpus #09 (PR #27010): bench_multiturn 128 clients × 10 rounds with the script's
+/// default 512-token questions and 64-token answers (the printed hit rates fix them:
+/// round 1's 0.470588 = 512 / (2·512 + 64)), round barrier, random ready queue,
+/// `--request-rate 1` and `--max-total-tokens 262144`, as the PR author's same-shape
+/// run in PR #31668 (3 104-token mean prompt = the mean of 512(r+1) + 64r). The model
+/// and GPU are that run's: GLM-5.2-W4AFP8, TP8 on 8 × H20 (PP, the PR's subject, is not
+/// modelled: it changes the stages' timing, not which pages hit).
+fn corpus09(l2: bool) -> BenchResult {
+    let (mut c, _) = glm52_h20(0.55);
+    c.l1_pages = 262_144 / 64; // --max-total-tokens 262144
+    c.l2_pages = if l2 { 2 * c.l1_pages } else { 0 }; // --hicache-ratio 2
+    let b = Multiturn {
+        clients: 128,
+        rounds: 10,
+        request_len: 512,
+        output_len: 64,
+        max_parallel: 128,
+        request_rate: Some(1.0),
+        round_barrier: true,
+        random_ready: true,
+        seed: 1,
+    };
+    bench::run(&c, &b, &[], 400).unwrap()
+}
+
+#[test]
+fn corpus_09_pp_l1_vs_l2_per_round() {
+    let l1 = corpus09(false);
+    let l2 = corpus09(true);
+    show("#09 L1", &l1);
+    show("#09 L2", &l2);
+    let r3 = l2.per_round_ttft_mean_s[3] / l1.per_round_ttft_mean_s[3];
+    let r4 = l2.per_round_ttft_mean_s[4] / l1.per_round_ttft_mean_s[4];
+    println!("#09 round 3 ratio {r3:.3} (0.731), round 4 ratio {r4:.3} (0.234)");
+    // Published per-round hit rates (printed to 6 digits). L2 keeps the whole history
+    // (rounds 1–4 within 0.001); L1 collapses once 128 conversations outgrow the
+    // 262 144-token pool (rounds 1–4 within 0.03, later rounds within 0.06).
+    let l1_pub = [
+        0.0, 0.470588, 0.653846, 0.630580, 0.363459, 0.239976, 0.146925,
+    ];
+    let l2_pub = [0.0, 0.470588, 0.653846, 0.742857, 0.795455];
+    for (r, want) in l1_pub.iter().enumerate() {
+        let tol = if r <= 4 { 0.03 } else { 0.06 };
+        assert!(
+            (l1.per_round_hit_rate[r] - want).abs() < tol,
+            "L1 round {r}: {:?}",
+            l1.per_round_hit_rate
+        );
+    }
+    for (r, want) in l2_pub.iter().enumerate() {
+        assert!(
+            (l2.per_round_hit_rate[r] - want).abs() < 0.001,
+            "L2 round {r}: {:?}",
+            l2.per_round_hit_rate
+        );
+    }
+    // TTFT ratio L2 / L1: round 4 0.18 / 0.77 = 0.234 → +8 %; round 3 0.19 / 0.26 =
+    // 0.731 → −14 %.
+    assert!(err(r4, 0.234) < 0.15, "{r4}");
+    assert!(err(r3, 0.731) < 0.20, "{r3}");
+    // Absolute: round 0 0.14 s published; L1 round 4 0.77 s.
+    assert!(err(l1.per_round_ttft_mean_s[0], 0.14) < 0.30);
+    assert!(err(l1.per_round_ttft_mean_s[4], 0.77) < 0.40);
+}
+
+// ------------------------------------------------------------------ corpus #10
+
+/// Corpus #10 (PR #28027): an MLA model at TP8, ~15 K-token prompts written cold (step
+/// 1), evicted from L1 by a junk set (step 2), re-read from L2 (step 3); the re-read's
+/// TTFT is 174 ms, "a ~7.7× speedup over cold". The model and GPU are not in what we
+/// could read: DeepSeek-V3 (the first MLA family the PR names) FP8 on 8 × H200 is the
+/// stated assumption (hgx-h200 table); its cold 15 K TTFT checks it against 7.7 × 174 ms
+/// = 1.34 s. Sent one at a time (the PR's TTFT is per request, load-back dominated).
+#[test]
+fn corpus_10_mla_l2_hit_vs_cold() {
+    // KV per token per rank (MLA bf16, replicated): 61 × 576 × 2 B = 70 272 B.
+    let kv: u64 = 61 * 576 * 2;
+    let mut c = base(
+        64,
+        kv,
+        61,
+        Compute {
+            source: ComputeSource::Table {
+                node: "hgx-h200".into(),
+                model: "deepseek-v3".into(),
+                quant: "fp8".into(),
+                tp: 8,
+            },
+            chunked_prefill_size: 8192,
+            compute_scale: 1.0,
+        },
+    );
+    let n: u64 = 15_040 / 64; // 235 pages ≈ 15 K tokens
+    let a = 8u64; // set A
+    let junk = 16u64; // set B
+    c.l1_pages = 12 * n;
+    c.l2_pages = 64 * n;
+    let pages = |tag: u64| (0..n).map(|j| ((tag << 32) | j) + 1).collect::<Vec<_>>();
+    let mut reqs = Vec::new();
+    let mut t = 0u64;
+    let mut push = |tag: u64, tail: bool| {
+        let mut p = pages(tag);
+        if tail {
+            p.push(((tag << 32) | n) + 1);
+        }
+        reqs.push(hicache_sim::workload::Request {
+            id: reqs.len() as u64,
+            arrival_ns: t,
+            input_tokens: (p.len() as u64 * 64) as u32,
+            output_tokens: 1,
+            page_hashes: p,
+        });
+        t += 100_000_000_000; // 100 s apart: one at a time
+    };
+    for i in 0..a {
+        push(1 + i, false);
+    }
+    for i in 0..junk {
+        push(1000 + i, false);
+    }
+    for i in 0..a {
+        push(1 + i, true);
+    }
+    let (m, times) = hicache_sim::runtime::replay_timed(&c, reqs, &[]).unwrap();
+    let ttft = |i: usize| (times[i].first_token_ns - times[i].arrival_ns) as f64 / 1e9;
+    let k = a as usize;
+    let cold: f64 = (0..k).map(ttft).sum::<f64>() / a as f64;
+    let base_i = k + junk as usize;
+    let hot: f64 = (base_i..base_i + k).map(ttft).sum::<f64>() / a as f64;
+    println!(
+        "#10 cold {:.3} s (1.34), L2 hit {:.3} s (0.174), ratio {:.3} (0.130), host hit tokens {}",
+        cold,
+        hot,
+        hot / cold,
+        m.host_hit_tokens
+    );
+    // Outside (README): cold is 35 % fast (0.87 vs ~1.34 s, if the model is DeepSeek-V3
+    // on H200 — the assumption) and the L2 hit 6× fast: 1.06 GB per rank loads in
+    // 23 ms at the host link's 46.75 GB/s here, where SGLang took ~170 ms — about
+    // 6 GB/s per rank, 50 GB/s for the node's 8 ranks reading host DRAM at once (the
+    // PR's own subject: the ranks share host memory, which the replay does not model).
+    assert_eq!(m.host_hit_tokens, a * n * 64);
+    assert!(err(cold, 1.34) < 0.40, "{cold}");
+    assert!(hot / cold < 0.5 * 0.130, "{}", hot / cold);
+}
+
+// ------------------------------------------------------------------ corpus #12
+
+/// Corpus #12 (issue #33984): L1 + L2 + an SSD-backed Mooncake store large enough to
+/// hold everything, bench_multiturn 20 clients, rounds 0–8, per-round hit rates printed
+/// to 6 digits. Only the hit rates are replayed: the issue gives no model, GPU or rate,
+/// so the clock is the fixed one. The lengths come from round 1's 0.499939 =
+/// 4096 / (2 · 4096 + 1): 4 096-token questions, 1-token answers; pages of 64.
+#[test]
+fn corpus_12_mooncake_ssd_hit_rates_per_round() {
+    let mut c = base(64, 1024, 1, Compute::default());
+    // Pool sizes are not given; the published rates are full reuse, whichever tier
+    // served it. L1 + L2 hold the run here (with a 2 000-page host pool the replay
+    // loses pages to L3's write-back under this churn — not what the issue saw).
+    c.l1_pages = 1000;
+    c.l2_pages = 20_000;
+    c.l3_unbounded = true;
+    c.prefetch_policy = PrefetchPolicy::WaitComplete;
+    let b = Multiturn {
+        clients: 20,
+        rounds: 9,
+        request_len: 4096,
+        output_len: 1,
+        max_parallel: 20,
+        request_rate: Some(16.0),
+        round_barrier: true,
+        random_ready: true,
+        seed: 1,
+    };
+    let r = bench::run(&c, &b, &[], 100).unwrap();
+    show("#12", &r);
+    // Round r's prompt is 4096(r+1) + r tokens; its hit is the previous prompt's whole
+    // pages: round 2 = 8 192 / 12 290 = 0.666558, round 8 = 32 768 / 36 872 = 0.888696.
+    let published = [
+        0.0, 0.499939, 0.666558, 0.749863, 0.799844, 0.833164, 0.856964, 0.874813, 0.888696,
+    ];
+    for (i, want) in published.iter().enumerate() {
+        assert!(
+            (r.per_round_hit_rate[i] - want).abs() < 5e-7,
+            "round {i}: {:?}",
+            r.per_round_hit_rate
+        );
+    }
 }

@@ -23,6 +23,10 @@ fi
 # `cargo test --test it kv_bytes` checks the simulator against). About a minute per
 # release once the transformers wheels are cached.
 "$PY" tools/models/kv_bytes_golden.py --releases "$RELEASES" --check
+# DeepSeek-V4's host pools: SGLang's own DeepSeekV4TokenToKVPool and
+# build_deepseek_v4_hicache_stack, run again, must still say what tests/golden/dsv4_host/
+# says (`cargo test --test it dsv4_host`). About a minute per release.
+"$PY" tools/models/dsv4_host_golden.py --releases "$RELEASES" --check
 
 TARGET="${CARGO_TARGET_DIR:-target}"
 cargo build --release --quiet

@@ -1,0 +1,156 @@
+//! DeepSeek-V4's HiCache host pools, against SGLang's own code.
+//!
+//! `tests/golden/dsv4_host/<release>.jsonl` (written by `tools/models/dsv4_host_golden.py`,
+//! which runs each release's `DSV4PoolConfigurator`, `DeepSeekV4TokenToKVPool` and
+//! `build_deepseek_v4_hicache_stack` — the real `DeepSeekV4PagedHostPool` /
+//! `DeepSeekV4StateHostPool` constructors — on a CPU with a shape-recording torch stub)
+//! holds one line per DeepSeek-V4 catalogue model × schedule × device budget, with the
+//! host pools at `--hicache-ratio` 1, 2 and 3.5 and SGLang's refusals of `--hicache-size`
+//! and of the auto-size. Every figure is checked here against
+//! `Dsv4Geometry::host_pools` and `dsv4_host_pages`: each pool's name, layers, host
+//! pages, page bytes and requested bytes, in SGLang's build order.
+
+use std::collections::BTreeMap;
+
+use hicache_sim::model::catalogue::catalogue;
+use hicache_sim::model::dsv4::{
+    DSV4_AUTO_SIZE_REFUSAL, DSV4_HICACHE_SIZE_REFUSAL, Dsv4Geometry, Dsv4HostBasis, Dsv4Schedule,
+    dsv4_host_pages,
+};
+use hicache_sim::model::{ConfigFiles, read_model};
+use serde_json::Value;
+
+const RELEASES: [&str; 3] = ["0.5.21", "0.5.22", "0.5.23"];
+
+#[test]
+fn dsv4_host_pools_match_sglang() {
+    let models: BTreeMap<&str, _> = catalogue().iter().map(|e| (e.hf_id.as_str(), e)).collect();
+    let mut failures: Vec<String> = Vec::new();
+    let mut pools_checked = 0usize;
+    let mut sglang_errors = 0usize;
+    for rel in RELEASES {
+        let path = format!("tests/golden/dsv4_host/{rel}.jsonl");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        for line in text.lines() {
+            let g: Value = serde_json::from_str(line).unwrap();
+            let id = g["model"].as_str().unwrap();
+            if g.get("error").is_some() {
+                // SGLang's ModelConfig cannot read the sgl-project FP8 repacks offline
+                // (`model_type: deepseek_ref`), as in tests/golden/kv_bytes.
+                assert!(id.starts_with("sgl-project/"), "{path}: {g}");
+                sglang_errors += 1;
+                continue;
+            }
+            let e = models[id];
+            let hf = read_model(&ConfigFiles {
+                config: e.config.clone(),
+                hf_quant_config: e.hf_quant_config.clone(),
+                safetensors_total_size: None,
+            })
+            .unwrap();
+            let geo = Dsv4Geometry::of(&hf.attention, hf.layers).expect("a DSV4 geometry");
+            let sched = Dsv4Schedule {
+                page_size: 256,
+                max_running_requests: g["max_running_requests"].as_u64().unwrap(),
+                chunked_prefill_size: g["chunked_prefill_size"].as_i64().unwrap(),
+                operator_swa_full_tokens_ratio: g["swa_full_tokens_ratio_arg"].as_f64(),
+                attn_dp_size: 1,
+                disable_radix_cache: false,
+                disable_overlap_schedule: false,
+            };
+            let gib = g["available_gib"].as_u64().unwrap();
+            let ctx = format!("{rel} {id} {sched:?} {gib} GiB");
+            let dev = geo.pool_sizes(&sched, gib << 30, None).unwrap();
+            assert_eq!(
+                (dev.full, dev.swa),
+                (g["full"].as_u64().unwrap(), g["swa"].as_u64().unwrap()),
+                "{ctx}"
+            );
+            assert_eq!(g["hicache_size_error"], DSV4_HICACHE_SIZE_REFUSAL, "{ctx}");
+            assert_eq!(g["auto_size_error"], DSV4_AUTO_SIZE_REFUSAL, "{ctx}");
+            for (ratio, want) in g["hosts"].as_object().unwrap() {
+                let r: f64 = ratio.parse().unwrap();
+                let want = want.as_array().unwrap();
+                // The `kv` anchor (`LogicalHostPool`): full host pages, no bytes.
+                assert_eq!(want[0][0], "kv", "{ctx}");
+                let anchor = dsv4_host_pages(dev.full, 256, r);
+                if want[0][2].as_u64() != Some(anchor) {
+                    failures.push(format!(
+                        "{ctx} r={r}: anchor {anchor} pages, SGLang {}",
+                        want[0]
+                    ));
+                }
+                let got: Vec<Value> = geo
+                    .host_pools(256)
+                    .iter()
+                    .map(|p| {
+                        let tokens = match p.basis {
+                            Dsv4HostBasis::Full => dev.full,
+                            Dsv4HostBasis::Swa => dev.swa,
+                        };
+                        let pages = dsv4_host_pages(tokens, 256, r);
+                        serde_json::json!([
+                            p.name,
+                            p.layers,
+                            pages,
+                            p.item_bytes,
+                            pages * p.bytes_per_page()
+                        ])
+                    })
+                    .collect();
+                if got[..] != want[1..] {
+                    failures.push(format!("{ctx} r={r}: simulator {got:?}, SGLang {want:?}"));
+                }
+                pools_checked += got.len();
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // 4 DeepSeek-V4 catalogue models SGLang reads × 4 schedules × 2 budgets × 3 ratios
+    // × 6 pools × 3 releases; 2 FP8 repacks × 3 releases it cannot read.
+    assert_eq!(pools_checked, 4 * 4 * 2 * 3 * 6 * 3);
+    assert_eq!(sglang_errors, 2 * 3);
+}
+
+/// DeepSeek-V4-Pro at `--hicache-ratio 2` on a 100 GiB device budget, by hand (SGLang's
+/// figures in the golden agree): full 13,550,080 tokens = 52,930 pages → 105,860 host
+/// pages; SWA 606,464 = 2,369 pages → 4,738.
+#[test]
+fn dsv4_pro_host_pools_by_hand() {
+    let e = catalogue()
+        .iter()
+        .find(|e| e.hf_id == "deepseek-ai/DeepSeek-V4-Pro")
+        .unwrap();
+    let hf = read_model(&ConfigFiles {
+        config: e.config.clone(),
+        hf_quant_config: e.hf_quant_config.clone(),
+        safetensors_total_size: None,
+    })
+    .unwrap();
+    let geo = Dsv4Geometry::of(&hf.attention, hf.layers).unwrap();
+    let p = geo.host_pools(256);
+    let rows: Vec<(&str, u64, u64)> = p.iter().map(|p| (p.name, p.layers, p.item_bytes)).collect();
+    assert_eq!(
+        rows,
+        [
+            // page_bytes(256) = ceil(256 × 584 / 576) × 576 = 260 × 576.
+            ("swa", 61, 149_760),
+            // page_bytes(64) = 65 × 576.
+            ("deepseek_v4_c4", 30, 37_440),
+            // 64 slots × (128 + 128 / 128 × 4).
+            ("deepseek_v4_c4_indexer", 30, 8_448),
+            // ring 8 × 2 × 2 × 512 × 4 B.
+            ("deepseek_v4_c4_state", 30, 65_536),
+            // ring 8 × 2 × 2 × 128 × 4 B.
+            ("deepseek_v4_c4_indexer_state", 30, 16_384),
+            // page_bytes(2) = 3 × 576.
+            ("deepseek_v4_c128", 31, 1_728),
+        ]
+    );
+    assert_eq!(dsv4_host_pages(13_550_080, 256, 2.0), 105_860);
+    assert_eq!(dsv4_host_pages(606_464, 256, 2.0), 4_738);
+    // SWA 61 × 4,738 × 149,760 = 43,283,335,680 B; C4 30 × 105,860 × 37,440 =
+    // 118,901,952,000 B.
+    assert_eq!(61 * 4_738 * 149_760u64, 43_283_335_680);
+    assert_eq!(p[1].bytes_per_page() * 105_860, 118_901_952_000);
+}
