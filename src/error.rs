@@ -81,6 +81,70 @@ impl fmt::Display for InputError {
 
 impl std::error::Error for InputError {}
 
+/// A library error about one field of the input: its dotted path
+/// (`server.mem_fraction_static`, `startup.arrival.jitter`) and what is wrong. The library
+/// knows the field, not where its value came from; the CLI edge turns it into an
+/// [`InputError`] at the value's origin (file line, `--set`, launch flag) with
+/// `LineIndex::input_error` (`scenario/lines.rs`), in one place.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct FieldError {
+    pub field: String,
+    pub message: String,
+}
+
+impl FieldError {
+    /// `error` (any typed library error, or SGLang's own words) about `field`.
+    pub fn new(field: impl Into<String>, error: impl fmt::Display) -> Self {
+        Self {
+            field: field.into(),
+            message: error.to_string(),
+        }
+    }
+}
+
+/// A name that is none of a fixed set (a node or model preset): the nearest, and the
+/// whole set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown {what} `{given}`{}: expected one of {}",
+    did_you_mean(.suggestion.as_deref()),
+    .known.join(", ")
+)]
+pub struct UnknownName {
+    /// What kind of name, as the message says it (`node preset`, `model`).
+    pub what: &'static str,
+    pub given: String,
+    /// The nearest of `candidates` ([`nearest`]).
+    pub suggestion: Option<String>,
+    pub known: Vec<String>,
+}
+
+impl UnknownName {
+    /// `given` is not a `what`: suggests the nearest of `candidates` (which may include
+    /// aliases), lists `known`.
+    pub fn new<'a>(
+        what: &'static str,
+        given: &str,
+        candidates: impl IntoIterator<Item = &'a str>,
+        known: Vec<String>,
+    ) -> Self {
+        Self {
+            what,
+            given: given.to_string(),
+            suggestion: nearest(given, candidates).map(str::to_string),
+            known,
+        }
+    }
+}
+
+/// ` (did you mean `NAME`?)`, or nothing.
+pub fn did_you_mean(suggestion: Option<&str>) -> String {
+    suggestion
+        .map(|n| format!(" (did you mean `{n}`?)"))
+        .unwrap_or_default()
+}
+
 /// The candidate closest to `word` by edit distance, if any is reasonably close:
 /// used for "unknown key `hicache_sise`, did you mean `hicache_size`?".
 pub fn nearest<'a, I: IntoIterator<Item = &'a str>>(word: &str, candidates: I) -> Option<&'a str> {

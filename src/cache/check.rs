@@ -9,6 +9,11 @@ use super::rules::TreeRules;
 use super::tree::HiRadixTree;
 use crate::domain::WritePolicy;
 
+/// The first broken invariant [`HiRadixTree::try_check`] finds, described.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvariantBroken(pub String);
+
 impl<R: TreeRules> HiRadixTree<R> {
     /// Panics with a description of the first broken invariant.
     pub fn check(&self) {
@@ -18,7 +23,7 @@ impl<R: TreeRules> HiRadixTree<R> {
     }
 
     /// Re-derives leaf sets, occupancy and structural invariants.
-    pub fn try_check(&self) -> Result<(), String> {
+    pub fn try_check(&self) -> Result<(), InvariantBroken> {
         let mut dev = BTreeSet::new();
         let mut host = BTreeSet::new();
         let mut dup = BTreeSet::new();
@@ -29,43 +34,52 @@ impl<R: TreeRules> HiRadixTree<R> {
             seen += 1;
             let n = &self.nodes[id as usize];
             if !n.alive {
-                return Err(format!("dead node {id} reachable"));
+                return Err(InvariantBroken(format!("dead node {id} reachable")));
             }
             let (mut ndc, mut nbc) = (0u32, 0u32);
             for &c in &n.children {
                 let cn = &self.nodes[c as usize];
                 if cn.parent != id {
-                    return Err(format!("node {c} parent {} != {id}", cn.parent));
+                    return Err(InvariantBroken(format!(
+                        "node {c} parent {} != {id}",
+                        cn.parent
+                    )));
                 }
                 if self.child_map.get(&(id, cn.pages[0])) != Some(&c)
                     || n.children.get(cn.pos_in_parent as usize) != Some(&c)
                 {
-                    return Err(format!("child map misses {c}"));
+                    return Err(InvariantBroken(format!("child map misses {c}")));
                 }
                 ndc += u32::from(cn.on_device);
                 nbc += u32::from(cn.backed_up);
                 stack.push(c);
             }
             if ndc != n.n_device_children || nbc != n.n_backed_children {
-                return Err(format!("child counters of {id} wrong"));
+                return Err(InvariantBroken(format!("child counters of {id} wrong")));
             }
             if id == ROOT {
                 continue;
             }
             if n.pages.is_empty() {
-                return Err(format!("empty node {id}"));
+                return Err(InvariantBroken(format!("empty node {id}")));
             }
             if !n.on_device && !n.backed_up {
-                return Err(format!("node {id} holds neither device nor host value"));
+                return Err(InvariantBroken(format!(
+                    "node {id} holds neither device nor host value"
+                )));
             }
             if self.cfg.host_tier && !n.on_device && !self.nodes[n.parent as usize].on_device {
                 // fine: evicted nodes form a suffix
             }
             if n.on_device && !self.nodes[n.parent as usize].on_device {
-                return Err(format!("device node {id} under evicted parent"));
+                return Err(InvariantBroken(format!(
+                    "device node {id} under evicted parent"
+                )));
             }
             if !self.cfg.host_tier && n.backed_up {
-                return Err(format!("buffer_only tree holds a host value at {id}"));
+                return Err(InvariantBroken(format!(
+                    "buffer_only tree holds a host value at {id}"
+                )));
             }
             // Write-through family (shipped evict_host): backups are prefix-closed.
             if self.cfg.write_policy != WritePolicy::WriteBack
@@ -74,7 +88,7 @@ impl<R: TreeRules> HiRadixTree<R> {
                 && n.parent != ROOT
                 && !self.nodes[n.parent as usize].backed_up
             {
-                return Err(format!("backup of {id} not prefix-closed"));
+                return Err(InvariantBroken(format!("backup of {id} not prefix-closed")));
             }
             let len = n.len();
             if n.on_device {
@@ -93,9 +107,9 @@ impl<R: TreeRules> HiRadixTree<R> {
                 self.cfg.evict_host_rule != EvictHostRule::EvictedOnly && Self::is_dup_leaf(n);
             if want_dev != k.0.is_some() || want_host != k.1.is_some() || want_dup != k.2.is_some()
             {
-                return Err(format!(
+                return Err(InvariantBroken(format!(
                     "leaf-set membership of {id} wrong: dev {want_dev} host {want_host} dup {want_dup}, have {k:?}"
-                ));
+                )));
             }
             if let Some(kk) = k.0 {
                 dev.insert((kk, id));
@@ -108,10 +122,10 @@ impl<R: TreeRules> HiRadixTree<R> {
             }
         }
         if seen != self.node_count() {
-            return Err(format!(
+            return Err(InvariantBroken(format!(
                 "{} live nodes, {seen} reachable",
                 self.node_count()
-            ));
+            )));
         }
         if dev != self.dev_leaves.live_set(&self.nodes)
             || host != self.host_leaves.live_set(&self.nodes)
@@ -120,28 +134,33 @@ impl<R: TreeRules> HiRadixTree<R> {
             || host.len() != self.host_leaves.live()
             || dup.len() != self.dup_leaves.live()
         {
-            return Err("evictable sets differ from a fresh derivation".into());
+            return Err(InvariantBroken(
+                "evictable sets differ from a fresh derivation".to_string(),
+            ));
         }
         if h_used != self.host_used || h_dev != self.host_device_resident {
-            return Err(format!(
+            return Err(InvariantBroken(format!(
                 "host occupancy {} / {} but derived {h_used} / {h_dev}",
                 self.host_used, self.host_device_resident
-            ));
+            )));
         }
         if d_used > self.device_used {
-            return Err(format!(
+            return Err(InvariantBroken(format!(
                 "device pages in tree {d_used} exceed device_used {}",
                 self.device_used
-            ));
+            )));
         }
         if self.device_used > self.cfg.l1_pages {
-            return Err(format!("device over capacity: {}", self.device_used));
+            return Err(InvariantBroken(format!(
+                "device over capacity: {}",
+                self.device_used
+            )));
         }
         if self.host_used + self.host_reserved > self.cfg.l2_pages {
-            return Err(format!(
+            return Err(InvariantBroken(format!(
                 "host over capacity: {}",
                 self.host_used + self.host_reserved
-            ));
+            )));
         }
         Ok(())
     }

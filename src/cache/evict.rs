@@ -8,7 +8,7 @@ use super::tree::{BackupRecord, HiRadixTree, MatchResult};
 use crate::domain::WritePolicy;
 
 impl<R: TreeRules> HiRadixTree<R> {
-    /// `write_backup(node, write_back)` (L833, V1). Write-through family: the parent
+    /// `write_backup(node, write_back)` (`hiradix_cache.py: HiRadixCache.write_backup`, V1). Write-through family: the parent
     /// must be the root or backed up (backups stay a prefix from the root). The host
     /// allocation retries once after `evict_host(len)`; if it still fails the node stays
     /// device-only and a failed backup is counted. On success (not write_back) the node
@@ -97,7 +97,8 @@ impl<R: TreeRules> HiRadixTree<R> {
         len
     }
 
-    /// The D2H ack of a backup (`writing_check`, L981): unpins the node.
+    /// The D2H ack of a backup (`hiradix_cache.py: HiRadixCache.writing_check`): unpins the
+    /// node.
     pub fn backup_acked(&mut self, rec: &BackupRecord) {
         if rec.locked {
             self.dec_lock_ref(rec.node);
@@ -111,7 +112,7 @@ impl<R: TreeRules> HiRadixTree<R> {
         }
     }
 
-    /// `evict(num_tokens)` (L1115) in pages: pops device leaves by priority until
+    /// `evict(num_tokens)` (`hiradix_cache.py: HiRadixCache.evict`) in pages: pops device leaves by priority until
     /// `num` pages are freed or none is left. Returns pages freed.
     pub fn evict(&mut self, num: u64) -> u64 {
         let mut evicted = 0u64;
@@ -332,7 +333,8 @@ impl<R: TreeRules> HiRadixTree<R> {
         self.write_backup(p, true)
     }
 
-    /// `evict_host(num_tokens)` (L1259, every version seen) in pages. Shipped rule: pops
+    /// `evict_host(num_tokens)` (`hiradix_cache.py: HiRadixCache.evict_host`, every version
+    /// seen) in pages. Shipped rule: pops
     /// host leaves (evicted, unpinned, no backed-up child), frees their host copy and
     /// removes them from the tree; host copies of device-resident nodes are never
     /// reclaimed. What-if rules per [`EvictHostRule`]. Returns pages freed; 0 without a
@@ -393,7 +395,7 @@ impl<R: TreeRules> HiRadixTree<R> {
         freed
     }
 
-    /// `load_back` (L1294) from `m` (a fresh `match_prefix`): loads the trailing host
+    /// `load_back` (`hiradix_cache.py: HiRadixCache.load_back`) from `m` (a fresh `match_prefix`): loads the trailing host
     /// pages to the device, all or nothing. Skipped (returns 0) below
     /// `load_back_threshold` tokens or when the device cannot make room after `evict`.
     /// The host copies are kept (the nodes become device + host). The loaded nodes are

@@ -22,7 +22,7 @@ pub enum LruMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EvictHostRule {
-    /// As shipped (`hiradix_cache.py: evict_host`, L1259, every version seen): only
+    /// As shipped (`hiradix_cache.py: HiRadixCache.evict_host`, every version seen): only
     /// host-only leaves (evicted from device, no backed-up child, unpinned).
     #[default]
     EvictedOnly,

@@ -2,8 +2,8 @@
 //!
 //! Mirrors `mem_cache/radix_cache.py` (TreeNode, `_split_node`, `inc_lock_ref`,
 //! `dec_lock_ref`, `_update_leaf_status`) and `mem_cache/hiradix_cache.py` (V1,
-//! upstream 2026-07-20: `match_prefix` L1613, `_insert_helper` L1787,
-//! `_update_host_leaf_status` L1100). Keys are the trace's chained page hashes (`u64`),
+//! upstream 2026-07-20: `HiRadixCache.match_prefix`, `_insert_helper`,
+//! `_update_host_leaf_status`). Keys are the trace's chained page hashes (`u64`),
 //! one per page, used directly: a lookup costs one hash probe per node, not per page; a node holds a run of pages. Device and host values are flags: the tree
 //! counts pages, it does not hand out slot indices.
 //!
@@ -98,7 +98,7 @@ pub struct TreeStats {
     pub peak_host_used: u64,
 }
 
-/// Result of `match_prefix` (`hiradix_cache.py: match_prefix`, L1613).
+/// Result of `match_prefix` (`hiradix_cache.py: HiRadixCache.match_prefix`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MatchResult {
     /// Pages on the device (`len(device_indices)`), a prefix of the request.
@@ -604,7 +604,7 @@ impl<R: TreeRules> HiRadixTree<R> {
 
     // ----- match_prefix ----------------------------------------------------------------
 
-    /// `match_prefix` (`hiradix_cache.py` L1613, V1): walks the pages, splitting a node
+    /// `match_prefix` (`hiradix_cache.py: HiRadixCache.match_prefix`, V1): walks the pages, splitting a node
     /// on a partial match and refreshing `last_access_time` along the path.
     pub fn match_prefix(&mut self, pages: &[PageKey]) -> MatchResult {
         if R::MATCH_STAMPS_PATH {
@@ -805,7 +805,7 @@ impl<R: TreeRules> HiRadixTree<R> {
 
     // ----- insert ------------------------------------------------------------------------
 
-    /// `insert` / `_insert_helper` (`hiradix_cache.py` L1787, V1) of a request's pages,
+    /// `insert` / `_insert_helper` (`hiradix_cache.py: HiRadixCache._insert_helper`, V1) of a request's pages,
     /// whose device pages beyond the matched prefix were reserved with
     /// [`alloc_device`](Self::alloc_device) (`reserved` pages). Fully matched device
     /// nodes get `_inc_hit_count`; evicted nodes on the path get their device value back

@@ -179,14 +179,14 @@ impl Dir {
 }
 
 /// Reads a whole file: `Ok(None)` when it does not exist, `Err` for any other I/O error.
-fn read(path: &Path) -> Result<Option<String>, String> {
+fn read(path: &Path) -> Result<Option<String>, std::io::Error> {
     match std::fs::read(path) {
         Ok(b) => match String::from_utf8(b) {
             Ok(s) => Ok(Some(s)),
             Err(_) => Ok(Some("\u{fffd}".into())),
         },
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(e),
     }
 }
 
@@ -197,7 +197,7 @@ fn bad(path: &Path, msg: String) -> InputError {
 fn read_limit(path: &Path) -> Result<Limit, InputError> {
     Ok(match read(path) {
         Ok(None) => Limit::Missing,
-        Err(e) => Limit::Unreadable(e),
+        Err(e) => Limit::Unreadable(e.to_string()),
         Ok(Some(s)) => {
             let t = s.trim();
             if t == "max" {
@@ -217,7 +217,7 @@ fn read_limit(path: &Path) -> Result<Limit, InputError> {
 fn read_protection(path: &Path) -> Protection {
     match read(path) {
         Ok(None) => Protection::Missing,
-        Err(e) => Protection::Unreadable(e),
+        Err(e) => Protection::Unreadable(e.to_string()),
         Ok(Some(s)) => {
             let t = s.trim();
             match t.parse() {
@@ -232,7 +232,7 @@ fn read_protection(path: &Path) -> Protection {
 fn read_usage(path: &Path) -> Result<FileRead<u64>, InputError> {
     Ok(match read(path) {
         Ok(None) => FileRead::Missing,
-        Err(e) => FileRead::Unreadable(e),
+        Err(e) => FileRead::Unreadable(e.to_string()),
         Ok(Some(s)) => FileRead::Ok(
             s.trim()
                 .parse()
@@ -246,7 +246,7 @@ fn read_usage(path: &Path) -> Result<FileRead<u64>, InputError> {
 fn read_stat(path: &Path, fs: CgroupFs) -> Result<FileRead<Stat>, InputError> {
     let text = match read(path) {
         Ok(None) => return Ok(FileRead::Missing),
-        Err(e) => return Ok(FileRead::Unreadable(e)),
+        Err(e) => return Ok(FileRead::Unreadable(e.to_string())),
         Ok(Some(s)) => s,
     };
     let prefix = match fs {
@@ -320,7 +320,7 @@ fn read_dir_at(path: &Path, fs: CgroupFs, subtree: bool, depth: usize) -> Result
                     children.push(read_dir_at(&path.join(&n), fs, true, depth + 1)?);
                 }
             }
-            Err(e) => unlisted = Some(e),
+            Err(e) => unlisted = Some(e.to_string()),
         }
     }
     Ok(Dir {
@@ -340,18 +340,31 @@ fn read_dir_at(path: &Path, fs: CgroupFs, subtree: bool, depth: usize) -> Result
     })
 }
 
+/// Why a cgroup directory cannot be listed (SGLang's scan answers "protected").
+#[derive(Debug, thiserror::Error)]
+pub enum ListError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// A child that cannot be `stat`ed.
+    #[error("{}: {error}", path.display())]
+    Stat {
+        path: std::path::PathBuf,
+        error: std::io::Error,
+    },
+}
+
 /// Names of the subdirectories of `path` (following symlinks, as `Path.stat()` does),
 /// sorted.
-pub fn subdirs(path: &Path) -> Result<Vec<String>, String> {
+pub fn subdirs(path: &Path) -> Result<Vec<String>, ListError> {
     let mut names = Vec::new();
-    for e in std::fs::read_dir(path).map_err(|e| e.to_string())? {
-        let e = e.map_err(|e| e.to_string())?;
+    for e in std::fs::read_dir(path)? {
+        let e = e?;
         let p = e.path();
         match std::fs::metadata(&p) {
             Ok(m) if m.is_dir() => names.push(e.file_name().to_string_lossy().into_owned()),
             Ok(_) => {}
             // SGLang's `child.stat()` raises: its scan answers "protected".
-            Err(e) => return Err(format!("{}: {e}", p.display())),
+            Err(error) => return Err(ListError::Stat { path: p, error }),
         }
     }
     names.sort();

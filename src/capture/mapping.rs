@@ -339,7 +339,7 @@ pub fn map_hierarchy(h: &Hierarchy) -> Result<CgroupMapping, InputError> {
                     siblings[i].push(cgroupfs::read_dir(&walk[i + 1].join(n), fs, true)?);
                 }
             }
-            Err(e) => listing_failed[i] = Some(e),
+            Err(e) => listing_failed[i] = Some(e.to_string()),
         }
     }
     let engine_inside = cgroupfs::read_dir(&walk[0], fs, true)?;

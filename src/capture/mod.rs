@@ -209,7 +209,7 @@ pub fn capture(opts: &Options) -> Result<Captured, InputError> {
     };
     let (preset, preset_why) = match (&opts.node, &found_gpus) {
         (Some(n), _) => {
-            node_preset(n).map_err(|e| InputError::new("--node", e))?;
+            node_preset(n).map_err(|e| InputError::new("--node", e.to_string()))?;
             (n.clone(), "--node".to_string())
         }
         (None, Some(g)) => match gpu::guess_preset(g) {
@@ -247,7 +247,7 @@ pub fn capture(opts: &Options) -> Result<Captured, InputError> {
             ));
         }
     };
-    let p = node_preset(&preset).map_err(|e| InputError::new("--node", e))?;
+    let p = node_preset(&preset).map_err(|e| InputError::new("--node", e.to_string()))?;
     let mut node_overrides = BTreeMap::new();
     match &gpus {
         GpuRead::Found(g) => {

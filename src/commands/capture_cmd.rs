@@ -130,8 +130,8 @@ fn check_loads(text: &str, c: &capture::Captured) -> Result<(), CommandError> {
     };
     let loaded = crate::scenario::load_str(text, "<captured>", &sets)?;
     let s = crate::scenario::resolve::resolve(&loaded)?;
-    crate::startup::plan::build_nodes(&s, s.layout.nnodes.max(1)).map_err(|(field, msg)| {
-        CommandError::Input(InputError::new("<captured>", msg).field(field))
+    crate::startup::plan::build_nodes(&s, s.layout.nnodes.max(1)).map_err(|e| {
+        CommandError::Input(InputError::new("<captured>", e.message).field(e.field))
     })?;
     Ok(())
 }

@@ -172,7 +172,8 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         };
         write("plan.json", json()?.as_bytes())?;
         write("plan.txt", plan::text::render(&p).as_bytes())?;
-        let files = crate::report::html::write_plan_report(&p, dir).map_err(CommandError::Other)?;
+        let files = crate::report::html::write_plan_report(&p, dir)
+            .map_err(|e| CommandError::Other(e.to_string()))?;
         for f in files {
             outdir
                 .record(&f, false)

@@ -43,7 +43,7 @@ fn catalogue_row(e: &Entry) -> serde_json::Value {
                 row["dsv4"] = serde_json::json!(co);
             }
         }
-        Err(why) => row["not_modelled"] = why.into(),
+        Err(why) => row["not_modelled"] = why.to_string().into(),
     }
     row
 }

@@ -11,6 +11,7 @@ use crate::error::InputError;
 use crate::pipeline;
 use crate::policy_sim::{self, PolicySimConfig, SimPolicy};
 use crate::runtime::{ReplayConfig, ReplayMetrics, definitions};
+use crate::scenario::lines::LineIndex;
 use crate::scenario::{Engine, RuntimeSection};
 use crate::startup::{self, StartupPlan};
 use crate::workload::read::{RecordReader, TraceFormat, TraceOptions};
@@ -73,11 +74,14 @@ fn flag_overrides(a: &ReplayArgs) -> Result<Map<String, Value>, InputError> {
 
 pub fn replay(a: ReplayArgs) -> CmdResult {
     let mut overrides = Map::new();
+    // Where the scenario's fields came from, for errors about `runtime.*` found later.
+    let mut provenance = None;
     let (mut section, base_cfg): (RuntimeSection, Option<(ReplayConfig, String)>) = match &a
         .scenario
     {
         Some(path) => {
             let s = super::startup_cmd::load_scenario(path, &a.sets, a.sglang)?;
+            provenance = Some(s.provenance.clone());
             let plan = super::startup_cmd::plan_for(&s)?;
             let section = s.runtime.clone().unwrap_or_default();
             let mc = startup::run(&plan, s.seed, 1);
@@ -97,6 +101,7 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
         None => (RuntimeSection::default(), None),
     };
     overrides.extend(flag_overrides(&a)?);
+    let scenario = a.scenario.as_deref().zip(provenance.as_ref());
     if let Some(t) = &a.trace {
         section.trace = Some(t.clone());
         // A trace given on the command line is read in its own format (detected from the
@@ -154,7 +159,7 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
     }
     let (cfg, note) = match base_cfg {
         Some((c, note)) => (
-            apply(c, &overrides).map_err(|e| locate(e, a.scenario.as_deref()))?,
+            apply(c, &overrides).map_err(|e| locate(e, scenario))?,
             Some(note),
         ),
         None => {
@@ -164,7 +169,7 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
                 .release_rules();
             let base = ReplayConfig::for_release(&rules);
             (
-                apply(base, &overrides).map_err(|e| locate(e, a.scenario.as_deref()))?,
+                apply(base, &overrides).map_err(|e| locate(e, scenario))?,
                 None,
             )
         }
@@ -172,11 +177,11 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
     let m = pipeline::run_replay(&section, &cfg).map_err(|e| {
         // A trace named by the scenario that cannot be opened: say where it was named.
         match (&a.scenario, &a.trace, &section.trace) {
-            (Some(sc), None, Some(t)) if e.line.is_none() && e.source == *t => locate(
+            (Some(_), None, Some(t)) if e.line.is_none() && e.source == *t => locate(
                 InputError::new("runtime.trace", format!("trace `{t}`: {}", e.message)),
-                Some(sc),
+                scenario,
             ),
-            _ => locate(e, a.scenario.as_deref()),
+            _ => locate(e, scenario),
         }
     })?;
     if let Some(path) = &a.timeline {
@@ -210,23 +215,22 @@ fn derive(
     o: &Map<String, Value>,
 ) -> Result<ReplayConfig, InputError> {
     pipeline::replay_config(s, plan, host, o)
-        .map_err(|m| InputError::new(&s.source, m).field("runtime.replay"))
+        .map_err(|m| InputError::new(&s.source, m.to_string()).field("runtime.replay"))
 }
 
-/// An error about a `runtime.*` field (its `source` is the field path) as the scenario's
-/// `file:line` when a scenario was given, else as the flags that stand for it.
-fn locate(mut e: InputError, scenario: Option<&str>) -> InputError {
+/// An error about a `runtime.*` field (its `source` is the field path) at the field's
+/// origin in the scenario (its provenance: `file:line`, or the `--set` that gave it) when
+/// a scenario was given, else as the flags that stand for it.
+fn locate(mut e: InputError, scenario: Option<(&str, &LineIndex)>) -> InputError {
     if !e.source.starts_with("runtime") {
         return e;
     }
     let field = e.field.clone().unwrap_or_else(|| e.source.clone());
     match scenario {
-        Some(path) => {
-            let lines = crate::scenario::lines::LineIndex::build(
-                &std::fs::read_to_string(path).unwrap_or_default(),
-            );
-            e.line = lines.line_of(&field);
-            e.source = path.to_string();
+        Some((path, lines)) => {
+            let (source, line) = lines.locate(path, &field);
+            e.line = line;
+            e.source = source;
             e.field = Some(field);
         }
         None if field == "runtime.trace" => e.source = "--trace".into(),

@@ -19,14 +19,7 @@ pub fn load_scenario(
 
 /// Builds the plan; a plan error is an input error at the field it names.
 pub fn plan_for(s: &Scenario) -> Result<StartupPlan, InputError> {
-    StartupPlan::new(s).map_err(|(field, msg)| {
-        let lines = crate::scenario::lines::LineIndex::build(
-            &std::fs::read_to_string(&s.source).unwrap_or_default(),
-        );
-        InputError::new(&s.source, msg)
-            .line_opt(lines.line_of(&field))
-            .field(field)
-    })
+    StartupPlan::new(s).map_err(|e| s.provenance.input_error(&s.source, e))
 }
 
 /// `runs` start-ups of `plan` (checked: 1 ..= [`MAX_RUNS`]) on `jobs` threads (clamped
@@ -118,8 +111,8 @@ fn startup_all(a: &StartupArgs) -> CmdResult {
         };
         let plan = match StartupPlan::new(&s) {
             Ok(p) => p,
-            Err((_, m)) => {
-                rows.push(all::invalid_row(v, m));
+            Err(e) => {
+                rows.push(all::invalid_row(v, e.message));
                 any_failed = true;
                 continue;
             }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::{CmdResult, CommandError, MergeArgs, PlotArgs, SweepArgs};
-use crate::error::InputError;
+use crate::error::{FieldError, InputError};
 use crate::pipeline::{COLUMNS, point_row};
 use crate::release::Sglang;
 use crate::runtime::ReplayConfig;
@@ -89,9 +89,8 @@ pub fn sweep(a: SweepArgs) -> CmdResult {
                 .expect("not poisoned")
                 .extend(s.notes.iter().cloned());
         }
-        crate::startup::StartupPlan::new(&s)
-            .map(|_| ())
-            .map_err(|(f, m)| format!("{f}: {m}"))
+        crate::startup::StartupPlan::new(&s)?;
+        Ok(())
     })?;
     // What SGLang would log once (an explicit ratio turning the fraction off), said once.
     for n in notes.into_inner().expect("not poisoned") {
@@ -115,7 +114,7 @@ pub fn sweep(a: SweepArgs) -> CmdResult {
     let mut columns: Vec<String> = COLUMNS.iter().map(|c| c.to_string()).collect();
     columns.extend(bench_columns(&base, &points));
     let mut opts = RunOptions::new(&a.out, columns);
-    let (scenario_map, traces) = provenance(&base, &points, &a.scenario)?;
+    let (scenario_map, traces) = provenance(&base, &points, &a.scenario, &loaded.lines)?;
     opts.scenario = scenario_map;
     opts.inputs = std::iter::once(("scenario".to_string(), PathBuf::from(&a.scenario)))
         .chain(traces.into_iter().map(|t| ("trace".to_string(), t)))
@@ -237,6 +236,7 @@ fn provenance(
     base: &Value,
     points: &[sweep::Point],
     scenario: &str,
+    lines: &crate::scenario::lines::LineIndex,
 ) -> Result<(BTreeMap<String, String>, Vec<PathBuf>), CommandError> {
     let mut m = BTreeMap::new();
     flatten(base, "", &mut m);
@@ -261,16 +261,17 @@ fn provenance(
     }
     traces.sort();
     traces.dedup();
-    let lines = crate::scenario::lines::LineIndex::build(
-        &std::fs::read_to_string(scenario).unwrap_or_default(),
-    );
     let mut paths = Vec::new();
     for t in traces {
         let path = crate::scenario::resolve::resolve_relative(&t, scenario);
         let hash = crate::fingerprint::content_hash(Path::new(&path)).map_err(|e| {
-            InputError::new(scenario, format!("cannot read the trace `{path}`: {e}"))
-                .line_opt(lines.line_of("runtime.trace"))
-                .field("runtime.trace")
+            lines.input_error(
+                scenario,
+                FieldError::new(
+                    "runtime.trace",
+                    format!("cannot read the trace `{path}`: {e}"),
+                ),
+            )
         })?;
         m.insert(format!("trace content {t}"), format!("{hash:016x}"));
         paths.push(PathBuf::from(path));

@@ -62,6 +62,45 @@ impl ArgError {
     }
 }
 
+/// argparse's refusal of one optional's values: the text it prints after
+/// `argument --flag: ` (CPython 3.11 `argparse.py: _get_values`, `_check_value`,
+/// `_match_argument`; SGLang's own `ArgumentTypeError`s for `human_readable_int`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    #[error(
+        "Decimals are not allowed with IEC suffixes like '{suffix}'. Use an integer IEC value such as '{int}{suffix}', or an SI value such as '{number}{si}'."
+    )]
+    IecDecimal {
+        suffix: &'static str,
+        int: i128,
+        number: String,
+        si: &'static str,
+    },
+    #[error(
+        "Invalid integer value: '{0}'. Use a plain integer, SI suffixes (1k, 1M), or IEC suffixes (1Ki, 1Mi). Suffixes are case-sensitive."
+    )]
+    HumanInt(String),
+    /// The value as Python's `repr` prints it.
+    #[error("invalid int value: {0}")]
+    Int(String),
+    #[error("invalid float value: {0}")]
+    Float(String),
+    #[error("invalid loads value: {0}")]
+    Json(String),
+    /// The flag's first option string.
+    #[error("{0} must be a JSON object")]
+    NotJsonObject(String),
+    /// The value and the choices, each as Python's `repr` prints it.
+    #[error("invalid choice: {value} (choose from {})", choices.join(", "))]
+    Choice { value: String, choices: Vec<String> },
+    #[error("expected one argument")]
+    ExpectedOne,
+    #[error("expected at least one argument")]
+    ExpectedAtLeastOne,
+    #[error("expected {n} argument{}", if *n == 1 { "" } else { "s" })]
+    ExpectedExactly { n: usize },
+}
+
 /// One argv word after `_parse_optional`.
 #[derive(Debug, Clone)]
 enum Word {
@@ -249,7 +288,7 @@ pub fn py_int(s: &str) -> Option<i128> {
 /// in full — IEC suffixes take integers only, SI ones `int(Decimal(n) × 10^k)`
 /// (truncated) — else Python's `int(value)`. `Err`: the `ArgumentTypeError` text, which
 /// argparse prints after `argument --flag: `.
-pub fn human_readable_int(value: &str) -> Result<i128, String> {
+pub fn human_readable_int(value: &str) -> Result<i128, ValueError> {
     let v = value.trim_matches(|c: char| c.is_whitespace());
     let suffixes: [(&str, i128, bool); 8] = [
         ("Ki", 1 << 10, true),
@@ -274,11 +313,12 @@ pub fn human_readable_int(value: &str) -> Result<i128, String> {
             break;
         }
         if iec && frac.is_some() {
-            return Err(format!(
-                "Decimals are not allowed with IEC suffixes like '{suffix}'. Use an integer IEC value such as '{}{suffix}', or an SI value such as '{number}{}'.",
-                int.trim_start_matches('0').parse::<i128>().unwrap_or(0),
-                &suffix[..1]
-            ));
+            return Err(ValueError::IecDecimal {
+                suffix,
+                int: int.trim_start_matches('0').parse::<i128>().unwrap_or(0),
+                number: number.to_string(),
+                si: &suffix[..1],
+            });
         }
         // int(Decimal(number) * mult): exact, truncated toward zero.
         let f = frac.unwrap_or("");
@@ -291,11 +331,7 @@ pub fn human_readable_int(value: &str) -> Result<i128, String> {
         }
         break;
     }
-    py_int(v).ok_or_else(|| {
-        format!(
-            "Invalid integer value: '{v}'. Use a plain integer, SI suffixes (1k, 1M), or IEC suffixes (1Ki, 1Mi). Suffixes are case-sensitive."
-        )
-    })
+    py_int(v).ok_or_else(|| ValueError::HumanInt(v.to_string()))
 }
 
 /// Python's `float(s)` on a str.
@@ -336,14 +372,14 @@ fn float_value(f: f64) -> Value {
 }
 
 /// `_get_value` then `_check_value` for one string.
-fn convert(a: &FlagSpec, s: &str) -> Result<Value, String> {
+fn convert(a: &FlagSpec, s: &str) -> Result<Value, ValueError> {
     let v = match a.ty {
         ArgType::Str => Value::String(s.to_string()),
         ArgType::Int => match py_int(s) {
             Some(i) => i64::try_from(i)
                 .map(Value::from)
                 .unwrap_or_else(|_| Value::String(i.to_string())),
-            None => return Err(format!("invalid int value: {}", py_repr(s))),
+            None => return Err(ValueError::Int(py_repr(s))),
         },
         ArgType::HumanInt => human_readable_int(s).map(|i| {
             i64::try_from(i)
@@ -352,13 +388,14 @@ fn convert(a: &FlagSpec, s: &str) -> Result<Value, String> {
         })?,
         ArgType::Float => match py_float(s) {
             Some(f) => float_value(f),
-            None => return Err(format!("invalid float value: {}", py_repr(s))),
+            None => return Err(ValueError::Float(py_repr(s))),
         },
-        ArgType::Json => serde_json::from_str::<Value>(s)
-            .map_err(|_| format!("invalid loads value: {}", py_repr(s)))?,
+        ArgType::Json => {
+            serde_json::from_str::<Value>(s).map_err(|_| ValueError::Json(py_repr(s)))?
+        }
         ArgType::JsonObject => match serde_json::from_str::<Value>(s) {
             Ok(v @ Value::Object(_)) => v,
-            _ => return Err(format!("{} must be a JSON object", a.options[0])),
+            _ => return Err(ValueError::NotJsonObject(a.options[0].clone())),
         },
     };
     if let Some(choices) = &a.choices {
@@ -372,10 +409,10 @@ fn convert(a: &FlagSpec, s: &str) -> Result<Value, String> {
                 Value::String(s) => py_repr(s),
                 other => other.to_string(),
             };
-            return Err(format!(
-                "invalid choice: {value} (choose from {})",
-                list.join(", ")
-            ));
+            return Err(ValueError::Choice {
+                value,
+                choices: list,
+            });
         }
     }
     Ok(v)
@@ -383,22 +420,14 @@ fn convert(a: &FlagSpec, s: &str) -> Result<Value, String> {
 
 /// How many of the leading values an optional takes (`_match_argument` with the `-`s
 /// removed from the pattern, as for every optional).
-fn match_count(a: &FlagSpec, avail: usize) -> Result<usize, String> {
-    let need = |ok: bool, n: usize, msg: &str| if ok { Ok(n) } else { Err(msg.to_string()) };
+fn match_count(a: &FlagSpec, avail: usize) -> Result<usize, ValueError> {
+    let need = |ok: bool, n: usize, e: ValueError| if ok { Ok(n) } else { Err(e) };
     match a.nargs {
-        Nargs::Single => need(avail >= 1, 1, "expected one argument"),
+        Nargs::Single => need(avail >= 1, 1, ValueError::ExpectedOne),
         Nargs::Optional => Ok(avail.min(1)),
         Nargs::ZeroOrMore => Ok(avail),
-        Nargs::OneOrMore => need(avail >= 1, avail, "expected at least one argument"),
-        Nargs::Exactly(n) => need(
-            avail >= n,
-            n,
-            &if n == 1 {
-                "expected 1 argument".to_string()
-            } else {
-                format!("expected {n} arguments")
-            },
-        ),
+        Nargs::OneOrMore => need(avail >= 1, avail, ValueError::ExpectedAtLeastOne),
+        Nargs::Exactly(n) => need(avail >= n, n, ValueError::ExpectedExactly { n }),
     }
 }
 
@@ -457,13 +486,15 @@ pub fn parse(r: &ReleaseFlags, argv: &[String]) -> Result<Parsed, ArgError> {
                 explicit,
             } => {
                 let a = &r.actions[*ai];
-                let err = |m: String| ArgError::at(i, format!("argument {}: {m}", name(a)));
+                let err = |m: &dyn std::fmt::Display| {
+                    ArgError::at(i, format!("argument {}: {m}", name(a)))
+                };
                 let (args, stop): (Vec<String>, usize) = match explicit {
                     Some(e) => {
                         if matches!(a.nargs, Nargs::Exactly(0)) {
-                            return Err(err(format!("ignored explicit argument {}", py_repr(e))));
+                            return Err(err(&format!("ignored explicit argument {}", py_repr(e))));
                         }
-                        match_count(a, 1).map_err(err)?;
+                        match_count(a, 1).map_err(|e| err(&e))?;
                         if matches!(a.nargs, Nargs::Exactly(n) if n > 1) {
                             unreachable!("match_count refused")
                         }
@@ -474,7 +505,7 @@ pub fn parse(r: &ReleaseFlags, argv: &[String]) -> Result<Parsed, ArgError> {
                             .iter()
                             .take_while(|w| matches!(w, Word::Arg))
                             .count();
-                        let n = match_count(a, avail).map_err(err)?;
+                        let n = match_count(a, avail).map_err(|e| err(&e))?;
                         (argv[i + 1..i + 1 + n].to_vec(), i + 1 + n)
                     }
                 };
@@ -506,7 +537,7 @@ pub fn parse(r: &ReleaseFlags, argv: &[String]) -> Result<Parsed, ArgError> {
                     }
                     Action::Store | Action::Append => {
                         let v = if single && args.len() == 1 {
-                            convert(a, &args[0]).map_err(err)?
+                            convert(a, &args[0]).map_err(|e| err(&e))?
                         } else if args.is_empty() && a.nargs == Nargs::Optional {
                             a.konst.clone()
                         } else {
@@ -514,7 +545,7 @@ pub fn parse(r: &ReleaseFlags, argv: &[String]) -> Result<Parsed, ArgError> {
                                 args.iter()
                                     .map(|s| convert(a, s))
                                     .collect::<Result<_, _>>()
-                                    .map_err(err)?,
+                                    .map_err(|e| err(&e))?,
                             )
                         };
                         if a.action == Action::Append {
@@ -588,12 +619,12 @@ mod tests {
             assert_eq!(human_readable_int(v), Ok(want), "{v:?}");
         }
         assert_eq!(
-            human_readable_int("1.5Ki").unwrap_err(),
+            human_readable_int("1.5Ki").unwrap_err().to_string(),
             "Decimals are not allowed with IEC suffixes like 'Ki'. Use an integer IEC value such as '1Ki', or an SI value such as '1.5K'."
         );
         for v in ["-1k", "1K", "abc", "1e3", "0x10", ""] {
             assert_eq!(
-                human_readable_int(v).unwrap_err(),
+                human_readable_int(v).unwrap_err().to_string(),
                 format!(
                     "Invalid integer value: '{v}'. Use a plain integer, SI suffixes (1k, 1M), or IEC suffixes (1Ki, 1Mi). Suffixes are case-sensitive."
                 ),

@@ -140,14 +140,38 @@ pub struct FlagTable {
 }
 
 /// A release id of the generated table as the typed release.
-fn release_of(id: &str) -> Result<Release, String> {
+fn release_of(id: &str) -> Result<Release, FlagTableError> {
     Release::ALL
         .into_iter()
         .find(|r| r.id() == id)
-        .ok_or_else(|| format!("the flag table's release {id} is not a modelled release"))
+        .ok_or_else(|| FlagTableError::UnmodelledRelease(id.to_string()))
 }
 
 const TABLE_JSON: &str = include_str!("sglang_flags.json");
+
+/// Why the generated flag table cannot be read (the embedded one always can: a test
+/// builds it).
+#[derive(Debug, thiserror::Error)]
+pub enum FlagTableError {
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    #[error("unknown nargs {0}")]
+    UnknownNargs(Value),
+    #[error("nargs")]
+    NargsNotACount,
+    #[error("dest")]
+    MissingDest,
+    #[error("unknown type {0}")]
+    UnknownType(String),
+    #[error("no registration order for {0}")]
+    NoRegistrationOrder(String),
+    #[error("flag index")]
+    BadFlagIndex,
+    #[error("{0}: option-string count mismatch")]
+    OptionCountMismatch(String),
+    #[error("the flag table's release {0} is not a modelled release")]
+    UnmodelledRelease(String),
+}
 
 /// The embedded table (parsed once).
 pub fn table() -> &'static FlagTable {
@@ -155,18 +179,20 @@ pub fn table() -> &'static FlagTable {
     T.get_or_init(|| build(TABLE_JSON).expect("the embedded flag table is valid"))
 }
 
-fn nargs_of(v: &Value) -> Result<Nargs, String> {
+fn nargs_of(v: &Value) -> Result<Nargs, FlagTableError> {
     Ok(match v {
         Value::Null => Nargs::Single,
         Value::String(s) if s == "?" => Nargs::Optional,
         Value::String(s) if s == "*" => Nargs::ZeroOrMore,
         Value::String(s) if s == "+" => Nargs::OneOrMore,
-        Value::Number(n) => Nargs::Exactly(n.as_u64().ok_or("nargs")? as usize),
-        other => return Err(format!("unknown nargs {other}")),
+        Value::Number(n) => {
+            Nargs::Exactly(n.as_u64().ok_or(FlagTableError::NargsNotACount)? as usize)
+        }
+        other => return Err(FlagTableError::UnknownNargs(other.clone())),
     })
 }
 
-fn type_of(v: &Value) -> Result<ArgType, String> {
+fn type_of(v: &Value) -> Result<ArgType, FlagTableError> {
     Ok(match v.as_str() {
         None | Some("str") => ArgType::Str,
         Some("int") => ArgType::Int,
@@ -174,28 +200,31 @@ fn type_of(v: &Value) -> Result<ArgType, String> {
         Some("json") => ArgType::Json,
         Some("json_object") => ArgType::JsonObject,
         Some("human_int") => ArgType::HumanInt,
-        Some(o) => return Err(format!("unknown type {o}")),
+        Some(o) => return Err(FlagTableError::UnknownType(o.to_string())),
     })
 }
 
-fn spec_of(key: &str, a: &BTreeMap<String, Value>) -> Result<FlagSpec, String> {
+fn spec_of(key: &str, a: &BTreeMap<String, Value>) -> Result<FlagSpec, FlagTableError> {
     let get = |k: &str| a.get(k).cloned().unwrap_or(Value::Null);
     Ok(FlagSpec {
         key: key.to_string(),
-        options: serde_json::from_value(get("options")).map_err(|e| e.to_string())?,
-        dest: get("dest").as_str().ok_or("dest")?.to_string(),
-        action: serde_json::from_value(get("action")).map_err(|e| e.to_string())?,
+        options: serde_json::from_value(get("options"))?,
+        dest: get("dest")
+            .as_str()
+            .ok_or(FlagTableError::MissingDest)?
+            .to_string(),
+        action: serde_json::from_value(get("action"))?,
         nargs: nargs_of(&get("nargs"))?,
         ty: type_of(&get("type"))?,
-        choices: serde_json::from_value(get("choices")).map_err(|e| e.to_string())?,
+        choices: serde_json::from_value(get("choices"))?,
         default: get("default"),
         konst: get("const"),
         required: get("required").as_bool().unwrap_or(false),
     })
 }
 
-fn build(json: &str) -> Result<FlagTable, String> {
-    let raw: RawTable = serde_json::from_str(json).map_err(|e| e.to_string())?;
+fn build(json: &str) -> Result<FlagTable, FlagTableError> {
+    let raw: RawTable = serde_json::from_str(json)?;
     let mut by_release = BTreeMap::new();
     let mut presence: BTreeMap<String, Vec<Release>> = BTreeMap::new();
     let mut releases = Vec::new();
@@ -205,10 +234,10 @@ fn build(json: &str) -> Result<FlagTable, String> {
         let order = raw
             .registration_order
             .get(rel)
-            .ok_or_else(|| format!("no registration order for {rel}"))?;
+            .ok_or_else(|| FlagTableError::NoRegistrationOrder(rel.clone()))?;
         let mut actions = Vec::with_capacity(order.len());
         for &i in order {
-            let f = raw.flags.get(i).ok_or("flag index")?;
+            let f = raw.flags.get(i).ok_or(FlagTableError::BadFlagIndex)?;
             // Attributes as of `rel`: the first release's, then each change up to `rel`.
             let mut attrs = f.attrs.clone();
             for r in &f.present {
@@ -227,7 +256,7 @@ fn build(json: &str) -> Result<FlagTable, String> {
             .flat_map(|(i, a)| a.options.iter().map(move |o| (o.clone(), i)))
             .collect();
         if raw.option_strings.get(rel) != Some(&option_strings.len()) {
-            return Err(format!("{rel}: option-string count mismatch"));
+            return Err(FlagTableError::OptionCountMismatch(rel.clone()));
         }
         for (o, _) in &option_strings {
             presence.entry(o.clone()).or_default().push(release);
@@ -245,7 +274,7 @@ fn build(json: &str) -> Result<FlagTable, String> {
         .post_releases_same_as
         .iter()
         .map(|(post, base)| Ok((release_of(post)?, release_of(base)?)))
-        .collect::<Result<_, String>>()?;
+        .collect::<Result<_, FlagTableError>>()?;
     Ok(FlagTable {
         releases,
         same_as,

@@ -87,15 +87,14 @@ pub fn node_presets() -> &'static BTreeMap<String, NodePreset> {
 }
 
 /// A node preset by id; the error lists the ids and suggests the nearest.
-pub fn node_preset(name: &str) -> Result<&'static NodePreset, String> {
+pub fn node_preset(name: &str) -> Result<&'static NodePreset, crate::error::UnknownName> {
     let all = node_presets();
     all.get(name).ok_or_else(|| {
-        let hint = crate::error::nearest(name, all.keys().map(|k| k.as_str()))
-            .map(|n| format!(" (did you mean `{n}`?)"))
-            .unwrap_or_default();
-        format!(
-            "unknown node preset `{name}`{hint}: expected one of {}",
-            all.keys().cloned().collect::<Vec<_>>().join(", ")
+        crate::error::UnknownName::new(
+            "node preset",
+            name,
+            all.keys().map(|k| k.as_str()),
+            all.keys().cloned().collect(),
         )
     })
 }

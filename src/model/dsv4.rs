@@ -22,6 +22,34 @@
 
 use serde::Serialize;
 
+/// Why a DeepSeek-V4 geometry cannot be sized: a shape the modelled path does not cover,
+/// or SGLang's own refusal (`DSV4PoolConfigurator`, `validate_swa_pool_size`; its words).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Dsv4Error {
+    #[error("`compress_ratios` has {entries} entries for {layers} layers")]
+    RatioCount { entries: usize, layers: u32 },
+    #[error(
+        "`compress_ratios` holds ratio {0}: DeepSeek-V4.1's ratio-1/2 layers (`kv_source_layer_ids`) are not modelled (ratios 0, 4 and 128 are)"
+    )]
+    UnmodelledRatio(u32),
+    #[error("`head_dim` must exceed `qk_rope_head_dim`")]
+    HeadDim,
+    #[error("page_size must be multiple of 128 for compressed attention (got {0})")]
+    PageSize(u64),
+    #[error(
+        "The DSV4 SWA pool cap ({cap_tokens} tokens, {cap_gb:.2} GB) leaves no room for the full KV pool within the available {available_gb:.2} GB. Reduce --max-running-requests, lower --swa-prefix-tails or SGLANG_SWA_EVICTION_INTERVAL, or increase --mem-fraction-static."
+    )]
+    SwaCapLeavesNoRoom {
+        cap_tokens: u64,
+        cap_gb: f64,
+        available_gb: f64,
+    },
+    #[error(
+        "SWA pool ({tokens} tokens) cannot hold even one request: the prefill admission floor is sliding_window_size ({window}) + page_size ({page}). Increase --swa-full-tokens-ratio or the total KV budget."
+    )]
+    SwaBelowFloor { tokens: u64, window: u64, page: u64 },
+}
+
 /// `kv_layout.py: KVLayout.V4`: 448 fp8 nope + 64 bf16 rope = 576 data bytes, 8 scale
 /// bytes per token; a page is padded to a multiple of 576 (`page_align`).
 const V4_BYTES_PER_TOKEN: u64 = 576 + 8;
@@ -168,21 +196,18 @@ impl Dsv4Geometry {
 
     /// Checks what the modelled path supports: ratios 0 / 4 / 128 (ratios 1 and 2 are
     /// DeepSeek-V4.1's, sized from `kv_source_layer_ids`).
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), Dsv4Error> {
         if self.compress_ratios.len() < self.layers as usize {
-            return Err(format!(
-                "`compress_ratios` has {} entries for {} layers",
-                self.compress_ratios.len(),
-                self.layers
-            ));
+            return Err(Dsv4Error::RatioCount {
+                entries: self.compress_ratios.len(),
+                layers: self.layers,
+            });
         }
         if let Some(r) = self.stage().iter().find(|r| !matches!(r, 0 | 4 | 128)) {
-            return Err(format!(
-                "`compress_ratios` holds ratio {r}: DeepSeek-V4.1's ratio-1/2 layers (`kv_source_layer_ids`) are not modelled (ratios 0, 4 and 128 are)"
-            ));
+            return Err(Dsv4Error::UnmodelledRatio(*r));
         }
         if self.head_dim <= self.qk_rope_head_dim {
-            return Err("`head_dim` must exceed `qk_rope_head_dim`".into());
+            return Err(Dsv4Error::HeadDim);
         }
         Ok(())
     }
@@ -291,13 +316,11 @@ impl Dsv4Geometry {
         s: &Dsv4Schedule,
         available_bytes: u64,
         max_total_tokens: Option<u64>,
-    ) -> Result<Dsv4PoolSizes, String> {
+    ) -> Result<Dsv4PoolSizes, Dsv4Error> {
         self.check()?;
         let page = s.page_size.max(1);
         if !page.is_multiple_of(128) {
-            return Err(format!(
-                "page_size must be multiple of 128 for compressed attention (got {page})"
-            ));
+            return Err(Dsv4Error::PageSize(page));
         }
         let co = self.coefficients(s);
         let mrr_per_worker = (s.max_running_requests / s.attn_dp_size.max(1)).max(1);
@@ -320,12 +343,11 @@ impl Dsv4Geometry {
             full -= page;
         }
         if full == 0 && co.swa_cap_tokens.is_some() {
-            return Err(format!(
-                "The DSV4 SWA pool cap ({} tokens, {:.2} GB) leaves no room for the full KV pool within the available {:.2} GB. Reduce --max-running-requests, lower --swa-prefix-tails or SGLANG_SWA_EVICTION_INTERVAL, or increase --mem-fraction-static.",
-                co.swa_cap_tokens.unwrap_or(0),
-                swa_fixed / (1u64 << 30) as f64,
-                available_bytes as f64 / (1u64 << 30) as f64
-            ));
+            return Err(Dsv4Error::SwaCapLeavesNoRoom {
+                cap_tokens: co.swa_cap_tokens.unwrap_or(0),
+                cap_gb: swa_fixed / (1u64 << 30) as f64,
+                available_gb: available_bytes as f64 / (1u64 << 30) as f64,
+            });
         }
         if let Some(m) = max_total_tokens {
             let capped = full.min(m) / page * page;
@@ -337,9 +359,11 @@ impl Dsv4Geometry {
                 let t = (full as f64 * co.swa_ratio) as u64 / page * page;
                 let window = self.sliding_window as u64;
                 if window + page >= t {
-                    return Err(format!(
-                        "SWA pool ({t} tokens) cannot hold even one request: the prefill admission floor is sliding_window_size ({window}) + page_size ({page}). Increase --swa-full-tokens-ratio or the total KV budget."
-                    ));
+                    return Err(Dsv4Error::SwaBelowFloor {
+                        tokens: t,
+                        window,
+                        page,
+                    });
                 }
                 t
             }
@@ -596,7 +620,10 @@ mod tests {
 
     #[test]
     fn cap_larger_than_budget_is_sglangs_error() {
-        let e = pro().pool_sizes(&sched(), 20 << 30, None).unwrap_err();
+        let e = pro()
+            .pool_sizes(&sched(), 20 << 30, None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("The DSV4 SWA pool cap (606464 tokens"), "{e}");
     }
 
@@ -604,6 +631,6 @@ mod tests {
     fn ratio_four_one_is_refused() {
         let mut g = pro();
         g.compress_ratios[5] = 2;
-        assert!(g.check().unwrap_err().contains("ratio 2"));
+        assert_eq!(g.check(), Err(Dsv4Error::UnmodelledRatio(2)));
     }
 }

@@ -74,3 +74,20 @@ impl KvDtype {
         }
     }
 }
+
+/// A KV cache dtype SGLang refuses for the model (its own asserts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum KvDtypeRefused {
+    #[error(
+        "{} is not supported for DeepseekV4ForCausalLM (SGLang asserts fp8_e4m3 or bfloat16)",
+        .0.id()
+    )]
+    DeepseekV4(KvDtype),
+    #[error("DeepSeek DSA only supports bf16/bfloat16 or fp8_e4m3 kv_cache_dtype (SGLang asserts)")]
+    Dsa,
+    /// `fp8_ds_mla` on a GQA model (the simulator's own check: the layout is MLA-only).
+    #[error(
+        "kv dtype `fp8_ds_mla` is an MLA cache layout; this model uses GQA: expected auto, bf16, fp16 or fp8"
+    )]
+    MlaLayoutOnGqa,
+}

@@ -203,7 +203,7 @@ pub struct PoolGeometry {
 
 impl Attention {
     /// Whether `dtype` can be used with this attention kind (`fp8_ds_mla` is MLA-only).
-    pub fn check_dtype(&self, dtype: KvDtype) -> Result<(), String> {
+    pub fn check_dtype(&self, dtype: KvDtype) -> Result<(), super::dtype::KvDtypeRefused> {
         match (self, dtype) {
             (
                 Attention::Gqa { .. }
@@ -211,10 +211,7 @@ impl Attention {
                 | Attention::GqaLinear { .. }
                 | Attention::GqaState { .. },
                 KvDtype::Fp8DsMla,
-            ) => Err(
-                "kv dtype `fp8_ds_mla` is an MLA cache layout; this model uses GQA: expected auto, bf16, fp16 or fp8"
-                    .into(),
-            ),
+            ) => Err(super::dtype::KvDtypeRefused::MlaLayoutOnGqa),
             _ => Ok(()),
         }
     }

@@ -48,7 +48,45 @@ pub struct HfModel {
 }
 
 /// A config that is not read: which key, what was expected.
-pub type ReadError = String;
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ReadError {
+    #[error("expected a JSON object (a Hugging Face config.json)")]
+    NotAnObject,
+    /// A key (`head_dim`, `linear_attn_config.kda_layers`) that is not there, and what
+    /// it should hold when the message says so.
+    #[error("`{key}` is missing{}", .expected.map(|e| format!(": expected {e}")).unwrap_or_default())]
+    Missing {
+        key: String,
+        expected: Option<&'static str>,
+    },
+    /// A key whose value is not a whole number (`compress_ratios`: one of its entries).
+    #[error("`{key}`: expected {}, found {found}", if *.list { "whole numbers" } else { "a whole number" })]
+    NotWhole {
+        key: String,
+        found: Value,
+        list: bool,
+    },
+    #[error("`num_attention_heads` is 0")]
+    ZeroHeads,
+    /// An architecture whose pools are known not to be modelled, and why.
+    #[error("{arch}: {why}")]
+    NotModelled { arch: String, why: &'static str },
+    #[error(
+        "architecture `{arch}` is not one this simulator reads: supported are {} (MLA), the GQA family ({}), gpt-oss, MiMo-V2, Llama 4, Qwen3-Next / Qwen3.5, Kimi linear, Nemotron-H",
+        MLA_ARCHS.join(", "),
+        GQA_ARCHS.join(", ")
+    )]
+    UnknownArchitecture { arch: String },
+    #[error(transparent)]
+    Dsv4(#[from] super::dsv4::Dsv4Error),
+}
+
+fn missing(key: &str, expected: Option<&'static str>) -> ReadError {
+    ReadError::Missing {
+        key: key.to_string(),
+        expected,
+    }
+}
 
 /// Reads the text config's view of a config: the sub-config SGLang's
 /// `utils/hf_transformers/common.py: get_hf_text_config` picks (`thinker_config` >
@@ -87,8 +125,12 @@ impl<'a> Cfg<'a> {
             Some(v) => v
                 .as_u64()
                 .map(|v| v as u32)
-                .ok_or_else(|| format!("`{k}`: expected a whole number, found {v}")),
-            None => Err(format!("`{k}` is missing")),
+                .ok_or_else(|| ReadError::NotWhole {
+                    key: k.to_string(),
+                    found: v.clone(),
+                    list: false,
+                }),
+            None => Err(missing(k, None)),
         }
     }
     fn str(&self, k: &str) -> Option<&'a str> {
@@ -162,14 +204,14 @@ fn not_modelled(arch: &str) -> Option<&'static str> {
 pub fn read_model(files: &ConfigFiles) -> Result<HfModel, ReadError> {
     let root = &files.config;
     if !root.is_object() {
-        return Err("expected a JSON object (a Hugging Face config.json)".into());
+        return Err(ReadError::NotAnObject);
     }
     let arch = root
         .get("architectures")
         .and_then(Value::as_array)
         .and_then(|a| a.first())
         .and_then(Value::as_str)
-        .ok_or("`architectures` is missing: expected a list naming the model class")?
+        .ok_or_else(|| missing("architectures", Some("a list naming the model class")))?
         .to_string();
     let model_type = root
         .get("model_type")
@@ -177,7 +219,7 @@ pub fn read_model(files: &ConfigFiles) -> Result<HfModel, ReadError> {
         .unwrap_or("")
         .to_string();
     if let Some(why) = not_modelled(&arch) {
-        return Err(format!("{arch}: {why}"));
+        return Err(ReadError::NotModelled { arch, why });
     }
     let c = Cfg {
         root,
@@ -246,7 +288,7 @@ fn head_dims(c: &Cfg<'_>) -> Result<(u32, Option<u32>), ReadError> {
         None => {
             let heads = c.u32("num_attention_heads")?;
             if heads == 0 {
-                return Err("`num_attention_heads` is 0".into());
+                return Err(ReadError::ZeroHeads);
             }
             c.u32("hidden_size")? / heads
         }
@@ -280,11 +322,9 @@ fn attention(c: &Cfg<'_>, arch: &str, layers: u32, dsa: bool) -> Result<Attentio
                 v_head_dim,
             })
         }
-        other => Err(format!(
-            "architecture `{other}` is not one this simulator reads: supported are {} (MLA), the GQA family ({}), gpt-oss, MiMo-V2, Llama 4, Qwen3-Next / Qwen3.5, Kimi linear, Nemotron-H",
-            MLA_ARCHS.join(", "),
-            GQA_ARCHS.join(", ")
-        )),
+        other => Err(ReadError::UnknownArchitecture {
+            arch: other.to_string(),
+        }),
     }
 }
 
@@ -298,7 +338,12 @@ fn gemma4(c: &Cfg<'_>) -> Result<Attention, ReadError> {
     let types = c
         .get("layer_types")
         .and_then(Value::as_array)
-        .ok_or("`layer_types` is missing: expected sliding_attention / full_attention per layer")?;
+        .ok_or_else(|| {
+            missing(
+                "layer_types",
+                Some("sliding_attention / full_attention per layer"),
+            )
+        })?;
     let full = types
         .iter()
         .filter(|t| t.as_str() == Some("full_attention"))
@@ -328,12 +373,16 @@ fn deepseek_v4(c: &Cfg<'_>, layers: u32) -> Result<Attention, ReadError> {
     let compress_ratios: Vec<u32> = c
         .get("compress_ratios")
         .and_then(Value::as_array)
-        .ok_or("`compress_ratios` is missing: expected one compression ratio per layer")?
+        .ok_or_else(|| missing("compress_ratios", Some("one compression ratio per layer")))?
         .iter()
         .map(|v| {
             v.as_u64()
                 .map(|x| x as u32)
-                .ok_or_else(|| format!("`compress_ratios`: expected whole numbers, found {v}"))
+                .ok_or_else(|| ReadError::NotWhole {
+                    key: "compress_ratios".into(),
+                    found: v.clone(),
+                    list: true,
+                })
         })
         .collect::<Result<_, _>>()?;
     let a = Attention::Dsv4 {
@@ -411,11 +460,11 @@ fn kimi_linear(c: &Cfg<'_>, layers: u32) -> Result<Attention, ReadError> {
     let lin = c
         .get("linear_attn_config")
         .filter(|v| v.is_object())
-        .ok_or("`linear_attn_config` is missing")?;
+        .ok_or_else(|| missing("linear_attn_config", None))?;
     let kda: Vec<u64> = lin
         .get("kda_layers")
         .and_then(Value::as_array)
-        .ok_or("`linear_attn_config.kda_layers` is missing")?
+        .ok_or_else(|| missing("linear_attn_config.kda_layers", None))?
         .iter()
         .filter_map(Value::as_u64)
         .collect();
@@ -426,7 +475,7 @@ fn kimi_linear(c: &Cfg<'_>, layers: u32) -> Result<Attention, ReadError> {
         lin.get(k)
             .and_then(Value::as_u64)
             .map(|v| v as u32)
-            .ok_or_else(|| format!("`linear_attn_config.{k}` is missing"))
+            .ok_or_else(|| missing(&format!("linear_attn_config.{k}"), None))
     };
     Ok(Attention::HybridMla {
         kv_lora_rank: c.u32("kv_lora_rank")?,
@@ -473,7 +522,12 @@ fn swa_from_layer_types(c: &Cfg<'_>) -> Result<Attention, ReadError> {
     let types = c
         .get("layer_types")
         .and_then(Value::as_array)
-        .ok_or("`layer_types` is missing: expected sliding_attention / full_attention per layer")?;
+        .ok_or_else(|| {
+            missing(
+                "layer_types",
+                Some("sliding_attention / full_attention per layer"),
+            )
+        })?;
     let count = |t: &str| types.iter().filter(|x| x.as_str() == Some(t)).count() as u32;
     let (head_dim, v_head_dim) = head_dims(c)?;
     Ok(Attention::GqaSwa {
@@ -496,7 +550,7 @@ fn mimo_v2(c: &Cfg<'_>, layers: u32) -> Result<Attention, ReadError> {
     let pattern = c
         .get("hybrid_layer_pattern")
         .and_then(Value::as_array)
-        .ok_or("`hybrid_layer_pattern` is missing")?;
+        .ok_or_else(|| missing("hybrid_layer_pattern", None))?;
     let swa = (0..layers as usize)
         .filter(|&i| pattern.get(i).and_then(Value::as_u64) == Some(1))
         .count() as u32;
@@ -582,7 +636,7 @@ fn nemotron_pattern(c: &Cfg<'_>) -> Option<Vec<char>> {
 /// `intermediate_size = mamba_num_heads * mamba_head_dim`, `n_groups`, `ssm_state_size`,
 /// `conv_kernel`).
 fn nemotron_h(c: &Cfg<'_>) -> Result<Attention, ReadError> {
-    let p = nemotron_pattern(c).ok_or("`hybrid_override_pattern` is missing")?;
+    let p = nemotron_pattern(c).ok_or_else(|| missing("hybrid_override_pattern", None))?;
     let count = |ch: char| p.iter().filter(|&&x| x == ch).count() as u32;
     let heads = c.u32("mamba_num_heads")?;
     let hd = c.u32("mamba_head_dim")?;

@@ -1,7 +1,7 @@
 //! What `--kv-cache-dtype` (and its default, `auto`) means for a model on a GPU: the
 //! element type and, for DSA models, the cache layout.
 
-use super::dtype::KvDtype;
+use super::dtype::{KvDtype, KvDtypeRefused};
 use super::geometry::Attention;
 use super::presets::ModelPreset;
 
@@ -51,17 +51,14 @@ pub fn resolve_kv_dtype(
     requested: KvDtype,
     sm_major: Option<u32>,
     glm_dsa: bool,
-) -> Result<KvDtype, String> {
+) -> Result<KvDtype, KvDtypeRefused> {
     if matches!(model.attention, Attention::Dsv4 { .. }) {
         // `arg_groups/overrides.py: _deepseek_v4_kv_cache_dtype` (0.5.21–0.5.23): auto
         // is fp8_e4m3; only fp8_e4m3 and bfloat16 pass its assert.
         return match requested {
             KvDtype::Auto | KvDtype::Fp8 => Ok(KvDtype::Fp8),
             KvDtype::Bf16 => Ok(KvDtype::Bf16),
-            other => Err(format!(
-                "{} is not supported for DeepseekV4ForCausalLM (SGLang asserts fp8_e4m3 or bfloat16)",
-                other.id()
-            )),
+            other => Err(KvDtypeRefused::DeepseekV4(other)),
         };
     }
     if !matches!(model.attention, Attention::MlaDsa { .. }) {
@@ -75,10 +72,7 @@ pub fn resolve_kv_dtype(
         KvDtype::Auto if major >= 10 => KvDtype::Fp8,
         KvDtype::Auto => KvDtype::Bf16,
         KvDtype::Fp16 => {
-            return Err(
-                "DeepSeek DSA only supports bf16/bfloat16 or fp8_e4m3 kv_cache_dtype (SGLang asserts)"
-                    .into(),
-            );
+            return Err(KvDtypeRefused::Dsa);
         }
         x => x,
     };

@@ -28,13 +28,13 @@ pub use device_pool::{
     tokens_from_rest,
 };
 pub use draft::mtp_draft;
-pub use dtype::KvDtype;
+pub use dtype::{KvDtype, KvDtypeRefused};
 pub use geometry::{Attention, LinearState, PoolGeometry};
 pub use hf_config::{ConfigFiles, HfModel, read_model};
 pub use kv_default::{resolve_kv_dtype, sm_major};
 pub use parallel::ParallelLayout;
-pub use presets::{ModelPreset, model_preset, model_presets};
+pub use presets::{ModelPreset, NoCheckpointSize, model_preset, model_presets};
 pub use resolve::{
-    LOAD_BYTES_PER_LAYER, ModelQuery, ModelSource, ResolvedModel, preset_for_path,
+    LOAD_BYTES_PER_LAYER, ModelError, ModelQuery, ModelSource, ResolvedModel, preset_for_path,
     preset_from_config, resolve,
 };

@@ -58,8 +58,19 @@ pub fn model_presets() -> &'static BTreeMap<String, ModelPreset> {
     })
 }
 
+/// A quantisation a model has no checkpoint size for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "no checkpoint size for quantisation `{quant}`: expected one of {} (or set the checkpoint bytes explicitly)",
+    .known.join(", ")
+)]
+pub struct NoCheckpointSize {
+    pub quant: String,
+    pub known: Vec<String>,
+}
+
 /// A preset by id or alias; the error lists the ids and suggests the nearest.
-pub fn model_preset(name: &str) -> Result<&'static ModelPreset, String> {
+pub fn model_preset(name: &str) -> Result<&'static ModelPreset, crate::error::UnknownName> {
     let all = model_presets();
     if let Some(p) = all.get(name) {
         return Ok(p);
@@ -70,12 +81,11 @@ pub fn model_preset(name: &str) -> Result<&'static ModelPreset, String> {
     let names = all
         .iter()
         .flat_map(|(k, p)| std::iter::once(k.as_str()).chain(p.aliases.iter().map(|a| a.as_str())));
-    let hint = crate::error::nearest(name, names)
-        .map(|n| format!(" (did you mean `{n}`?)"))
-        .unwrap_or_default();
-    Err(format!(
-        "unknown model `{name}`{hint}: expected one of {}",
-        all.keys().cloned().collect::<Vec<_>>().join(", ")
+    Err(crate::error::UnknownName::new(
+        "model",
+        name,
+        names,
+        all.keys().cloned().collect(),
     ))
 }
 
@@ -111,14 +121,15 @@ impl ModelPreset {
     }
 
     /// Checkpoint bytes for a quantisation (`None` = `default_quant`).
-    pub fn checkpoint_bytes(&self, quant: Option<&str>) -> Result<u64, String> {
+    pub fn checkpoint_bytes(&self, quant: Option<&str>) -> Result<u64, NoCheckpointSize> {
         let q = quant.unwrap_or(&self.default_quant);
-        self.checkpoint.get(q).map(|b| b.0).ok_or_else(|| {
-            format!(
-                "no checkpoint size for quantisation `{q}`: expected one of {} (or set the checkpoint bytes explicitly)",
-                self.checkpoint.keys().cloned().collect::<Vec<_>>().join(", ")
-            )
-        })
+        self.checkpoint
+            .get(q)
+            .map(|b| b.0)
+            .ok_or_else(|| NoCheckpointSize {
+                quant: q.to_string(),
+                known: self.checkpoint.keys().cloned().collect(),
+            })
     }
 
     /// Weights resident per rank: checkpoint bytes / (tp * pp), rounded up.
@@ -126,7 +137,7 @@ impl ModelPreset {
         &self,
         layout: &ParallelLayout,
         quant: Option<&str>,
-    ) -> Result<u64, String> {
+    ) -> Result<u64, NoCheckpointSize> {
         Ok(self.checkpoint_bytes(quant)?.div_ceil(layout.world_size()))
     }
 }

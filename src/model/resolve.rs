@@ -130,6 +130,42 @@ impl ResolvedModel {
 /// layers x 4 MiB = 0.25; Llama-3.1-8B TP1 +0.15 and +0.13 GiB, 32 x 4 MiB = 0.125).
 pub const LOAD_BYTES_PER_LAYER: u64 = 4 << 20;
 
+/// Why a model could not be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("{}: cannot read: {error}", path.display())]
+    CannotRead {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{}: not JSON: {error}", path.display())]
+    NotJson {
+        path: PathBuf,
+        error: serde_json::Error,
+    },
+    /// A `model.safetensors.index.json` without `metadata.total_size`.
+    #[error(
+        "{}: `metadata.total_size` is missing: expected the bytes of all tensors",
+        .0.display()
+    )]
+    NoTotalSize(PathBuf),
+    /// A config that does not describe a model this simulator reads (`origin` says where
+    /// it came from).
+    #[error("{origin}: {error}")]
+    Config {
+        origin: String,
+        error: super::hf_config::ReadError,
+    },
+    /// Not a preset, not in the catalogue, not a local checkpoint: the nearest name, the
+    /// presets, and the three ways to describe a model.
+    #[error("{}", unknown(.0))]
+    Unknown(String),
+    #[error(
+        "no model: give `model:` (a preset or catalogue name, or {{config: FILE}}) or a launch command with --model-path"
+    )]
+    NoModel,
+}
+
 /// The answer for a model this simulator cannot find or read: the nearest preset or
 /// catalogue name, the presets, and the three ways to describe a model.
 fn unknown(what: &str) -> String {
@@ -155,15 +191,20 @@ fn unknown(what: &str) -> String {
     )
 }
 
-fn read_json(path: &Path) -> Result<Value, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: not JSON: {e}", path.display()))
+fn read_json(path: &Path) -> Result<Value, ModelError> {
+    let text = std::fs::read_to_string(path).map_err(|error| ModelError::CannotRead {
+        path: path.to_path_buf(),
+        error,
+    })?;
+    serde_json::from_str(&text).map_err(|error| ModelError::NotJson {
+        path: path.to_path_buf(),
+        error,
+    })
 }
 
 /// `config.json` plus the optional `hf_quant_config.json` and the safetensors index's
 /// `metadata.total_size` of a checkpoint folder.
-fn read_files(config: &Path) -> Result<ConfigFiles, String> {
+fn read_files(config: &Path) -> Result<ConfigFiles, ModelError> {
     let dir = config.parent().unwrap_or(Path::new("."));
     let hf_quant_config = {
         let p = dir.join("hf_quant_config.json");
@@ -180,12 +221,7 @@ fn read_files(config: &Path) -> Result<ConfigFiles, String> {
             Some(
                 v.pointer("/metadata/total_size")
                     .and_then(Value::as_u64)
-                    .ok_or_else(|| {
-                        format!(
-                            "{}: `metadata.total_size` is missing: expected the bytes of all tensors",
-                            p.display()
-                        )
-                    })?,
+                    .ok_or_else(|| ModelError::NoTotalSize(p.clone()))?,
             )
         } else {
             None
@@ -249,8 +285,11 @@ fn from_files(
     name: String,
     source: ModelSource,
     origin: &str,
-) -> Result<ResolvedModel, String> {
-    let hf = read_model(files).map_err(|e| format!("{origin}: {e}"))?;
+) -> Result<ResolvedModel, ModelError> {
+    let hf = read_model(files).map_err(|error| ModelError::Config {
+        origin: origin.to_string(),
+        error,
+    })?;
     let quant = quant.unwrap_or_else(|| hf.quantization.clone());
     let preset = preset_from_config(
         &hf,
@@ -272,7 +311,7 @@ fn from_files(
     })
 }
 
-fn from_catalogue(f: Found) -> Result<ResolvedModel, String> {
+fn from_catalogue(f: Found) -> Result<ResolvedModel, ModelError> {
     let e = f.entry;
     let files = ConfigFiles {
         config: e.config.clone(),
@@ -342,7 +381,7 @@ pub fn preset_for_path(path: &str) -> Option<String> {
 
 /// Resolves a model (see the module doc for the order of sources). Errors say what was
 /// looked for and how to describe the model.
-pub fn resolve(q: &ModelQuery<'_>) -> Result<ResolvedModel, String> {
+pub fn resolve(q: &ModelQuery<'_>) -> Result<ResolvedModel, ModelError> {
     if let Some(p) = q.model_path {
         let dir = Path::new(p);
         let cfg = dir.join("config.json");
@@ -383,14 +422,11 @@ pub fn resolve(q: &ModelQuery<'_>) -> Result<ResolvedModel, String> {
         }
         return match catalogue::find(name) {
             Some(f) => from_catalogue(f),
-            None => Err(unknown(name)),
+            None => Err(ModelError::Unknown(name.to_string())),
         };
     }
     let Some(path) = q.model_path else {
-        return Err(
-            "no model: give `model:` (a preset or catalogue name, or {config: FILE}) or a launch command with --model-path"
-                .into(),
-        );
+        return Err(ModelError::NoModel);
     };
     if let Some(id) = preset_for_path(path) {
         let mut r = preset(&id).expect("a preset id");
@@ -407,7 +443,7 @@ pub fn resolve(q: &ModelQuery<'_>) -> Result<ResolvedModel, String> {
     }
     match catalogue::find(path) {
         Some(f) => from_catalogue(f),
-        None => Err(unknown(path)),
+        None => Err(ModelError::Unknown(path.to_string())),
     }
 }
 
@@ -440,7 +476,8 @@ mod tests {
             model_path: Some("/models/ft-7"),
             ..Default::default()
         })
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             e.contains("`/models/ft-7`") && e.contains("{config:"),
             "{e}"

@@ -26,6 +26,18 @@ pub fn host_pool_tokens(mc: &MonteCarlo) -> Option<u64> {
         .min()
 }
 
+/// Why a scenario has no replay configuration.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ReplayConfigError {
+    /// A `runtime.replay` key or value the replay does not take.
+    #[error(transparent)]
+    Override(#[from] InputError),
+    #[error(
+        "DeepSeek-V4's tree replay (SWA, C4 and C128 components of `UnifiedRadixCache`) is not modelled: `startup` and `check` give its pools"
+    )]
+    Dsv4NotModelled,
+}
+
 /// The replay configuration a scenario implies: page size, policies and link speeds
 /// from the SGLang flags, node and model; L1 = the device pool; L2 = `host_tokens`
 /// (0 when HiCache is off); L3 when a storage backend is set. `overrides` (the
@@ -35,11 +47,11 @@ pub fn replay_config(
     plan: &StartupPlan,
     host_tokens: Option<u64>,
     overrides: &Map<String, Value>,
-) -> Result<ReplayConfig, String> {
+) -> Result<ReplayConfig, ReplayConfigError> {
     if plan.pools.iter().any(|p| p.dsv4.is_some()) {
         // Its host pools are sized (`startup`); the tree replay has one per-token pool
         // per tier and does not model V4's SWA / C4 / C128 components.
-        return Err("DeepSeek-V4's tree replay (SWA, C4 and C128 components of `UnifiedRadixCache`) is not modelled: `startup` and `check` give its pools".into());
+        return Err(ReplayConfigError::Dsv4NotModelled);
     }
     let page = plan.page_size.max(1);
     let cfg = ReplayConfig {
@@ -89,7 +101,7 @@ pub fn replay_config(
         derived.insert("max_running_requests".into(), Value::from(m));
     }
     derived.extend(overrides.clone());
-    apply_overrides(cfg, &derived).map_err(|e| e.to_string())
+    Ok(apply_overrides(cfg, &derived)?)
 }
 
 /// Replays the section's trace (or generator) under `cfg`.

@@ -18,10 +18,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::run_replay;
+use crate::error::InputError;
 use crate::runtime::{ReplayConfig, ReplayMetrics};
 use crate::scenario::RuntimeSection;
 
-type Cell = Arc<OnceLock<Result<ReplayMetrics, String>>>;
+type Cell = Arc<OnceLock<Result<ReplayMetrics, InputError>>>;
 
 struct Memo {
     /// Canonical key → the replay's result.
@@ -70,11 +71,11 @@ pub fn key(section: &RuntimeSection, cfg: &ReplayConfig, content_hash: u64) -> S
 }
 
 /// [`run_replay`], memoised when [`enable`]d.
-pub fn replay(section: &RuntimeSection, cfg: &ReplayConfig) -> Result<ReplayMetrics, String> {
+pub fn replay(section: &RuntimeSection, cfg: &ReplayConfig) -> Result<ReplayMetrics, InputError> {
     LOOKUPS.fetch_add(1, Ordering::Relaxed);
     let run = || {
         REPLAYS.fetch_add(1, Ordering::Relaxed);
-        run_replay(section, cfg).map_err(|e| e.to_string())
+        run_replay(section, cfg)
     };
     let cell = {
         let mut g = MEMO.lock().unwrap_or_else(|e| e.into_inner());

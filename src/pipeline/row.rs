@@ -56,17 +56,19 @@ pub const COLUMNS: &[&str] = &[
 ];
 
 /// Runs one point. `base_source` names the scenario file for errors.
-pub fn point_row(scenario: &Value, point: &Point, base_source: &str) -> Result<Row, String> {
+pub fn point_row(
+    scenario: &Value,
+    point: &Point,
+    base_source: &str,
+) -> Result<Row, crate::sweep::PointError> {
     let mut value = scenario.clone();
     // The point's seed drives the start-up jitter and the replay.
     if let Some(o) = value.as_object_mut() {
         o.insert("seed".into(), Value::from(point.seed));
     }
-    let file =
-        typed_from_value(value, base_source, &LineIndex::default()).map_err(|e| e.to_string())?;
-    let s =
-        resolve_file(&file, base_source, &LineIndex::default(), &[]).map_err(|e| e.to_string())?;
-    let plan = StartupPlan::new(&s).map_err(|(f, m)| format!("{f}: {m}"))?;
+    let file = typed_from_value(value, base_source, &LineIndex::default())?;
+    let s = resolve_file(&file, base_source, &LineIndex::default(), &[])?;
+    let plan = StartupPlan::new(&s)?;
     let mc = startup::run(&plan, s.seed, s.runs);
     let ranks = &mc.first_run;
     let worst = ranks

@@ -365,7 +365,7 @@ pub fn check_file(
         let probe = match p.start(&[]) {
             Ok(x) => x,
             Err(m) => {
-                let e = InputError::new(&input.path, m);
+                let e = InputError::new(&input.path, m.to_string());
                 rows.push(CheckRow::not_checked(&input.path, name, &e, false));
                 continue;
             }

@@ -104,7 +104,8 @@ fn replay_at(
 ) -> Result<(u64, bool, crate::runtime::ReplayMetrics, u64), LadderError> {
     let mut patches = size_patch(size_gb);
     patches.extend(extra.iter().cloned());
-    let bad = |m: String| LadderError::Input(InputError::new("plan", m));
+    let bad =
+        |m: super::probe::ProbeError| LadderError::Input(InputError::new("plan", m.to_string()));
     let (s, plan) = prober.plan(&patches).map_err(bad)?;
     let Some(section) = &s.runtime else {
         return Err(LadderError::NoTrace);
@@ -113,9 +114,10 @@ fn replay_at(
         return Err(LadderError::NoTrace);
     }
     if section.engine != Engine::Hiradix {
-        return Err(bad(
-            "plan replays with the hiradix engine (runtime.engine)".into()
-        ));
+        return Err(LadderError::Input(InputError::new(
+            "plan",
+            "plan replays with the hiradix engine (runtime.engine)",
+        )));
     }
     let mc = startup::run(&plan, prober.seed, 1);
     let started = mc
@@ -136,7 +138,8 @@ fn replay_at(
             .tokens
         }
     };
-    let cfg = replay_config(&s, &plan, Some(tokens), &section.replay).map_err(bad)?;
+    let cfg = replay_config(&s, &plan, Some(tokens), &section.replay)
+        .map_err(|e| LadderError::Input(InputError::new("plan", e.to_string())))?;
     let m = run_replay(section, &cfg).map_err(LadderError::Input)?;
     Ok((tokens, started, m, tokens * bpt))
 }
@@ -145,7 +148,7 @@ fn replay_at(
 pub fn run(prober: &Prober, planned_gb: u64, top_gb: Option<u64>) -> Result<Ladder, LadderError> {
     let s = prober
         .scenario(&[])
-        .map_err(|m| LadderError::Input(InputError::new("plan", m)))?;
+        .map_err(|m| LadderError::Input(InputError::new("plan", m.to_string())))?;
     let trace = s
         .runtime
         .as_ref()

@@ -22,7 +22,7 @@ use serde::Serialize;
 
 pub use crate::startup::Failure;
 pub use ladder::{Ladder, LadderPoint, PolicyPoint};
-pub use probe::{Patch, Prober, StartProbe};
+pub use probe::{Patch, ProbeError, Prober, StartProbe};
 pub use recommend::Recommendation;
 pub use search::{FractionRow, Frontier, RatioPick, largest_passing};
 pub use sensitivity::Sensitivity;
@@ -106,7 +106,7 @@ fn max_bytes(s: &crate::scenario::Scenario) -> u64 {
 }
 
 /// One release's frontiers and sensitivity probes.
-pub fn plan_release(prober: &Prober, target: f64) -> Result<ReleasePlan, String> {
+pub fn plan_release(prober: &Prober, target: f64) -> Result<ReleasePlan, ProbeError> {
     let s = prober.scenario(&[])?;
     let version = s.version;
     // Never past the largest size a scenario may give (a huge host would make the
@@ -179,7 +179,9 @@ pub fn plan(
         .map_err(|e| InputError::new(path, format!("cannot read the scenario: {e}")))?;
     // The scenario must be valid as it stands (its own release).
     let own = Prober::from_text(&text, path, &sets, None, opts.seed, opts.runs)?;
-    let s0 = own.scenario(&[]).map_err(|m| InputError::new(path, m))?;
+    let s0 = own
+        .scenario(&[])
+        .map_err(|m| InputError::new(path, m.to_string()))?;
     // Releases are planned in parallel (each a pure function of the scenario and the
     // release), collected in the order asked.
     let done = releases
@@ -191,7 +193,8 @@ pub fn plan(
             };
             Ok(match prober {
                 Ok(p) => {
-                    let rp = plan_release(&p, opts.target).map_err(|m| InputError::new(path, m))?;
+                    let rp = plan_release(&p, opts.target)
+                        .map_err(|m| InputError::new(path, m.to_string()))?;
                     (rp, Some(p))
                 }
                 Err(e) => {
@@ -232,7 +235,7 @@ pub fn plan(
                 let at = |g: Option<u64>| {
                     g.map(|g| p.start(&search::size_patch(g)))
                         .transpose()
-                        .map_err(|m| InputError::new(path, m))
+                        .map_err(|m| InputError::new(path, m.to_string()))
                 };
                 rp.at_recommended = at(primary_gb)?;
                 rp.at_smallest_frontier = at(smallest_gb)?;
@@ -249,7 +252,7 @@ pub fn plan(
                         p.start_probability(&search::size_patch(g))
                             .map(|x| x >= opts.target)
                     })
-                    .map_err(|m| InputError::new(path, m))?;
+                    .map_err(|m| InputError::new(path, m.to_string()))?;
                 }
             }
             Ok(rp)

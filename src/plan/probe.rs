@@ -73,26 +73,30 @@ impl Prober {
     }
 
     /// The scenario with `patches` applied.
-    pub fn scenario(&self, patches: &[Patch]) -> Result<Scenario, String> {
+    pub fn scenario(&self, patches: &[Patch]) -> Result<Scenario, ProbeError> {
         let mut v = self.base.clone();
         for (p, x) in patches {
             set_path(&mut v, p, x.clone())?;
         }
-        let file = typed_as(v, self.sglang, &self.source, &LineIndex::default())
-            .map_err(|e| e.to_string())?;
-        resolve_file(&file, &self.source, &LineIndex::default(), &[]).map_err(|e| e.to_string())
+        let file = typed_as(v, self.sglang, &self.source, &LineIndex::default())?;
+        Ok(resolve_file(
+            &file,
+            &self.source,
+            &LineIndex::default(),
+            &[],
+        )?)
     }
 
     /// The scenario and its start-up plan.
-    pub fn plan(&self, patches: &[Patch]) -> Result<(Scenario, StartupPlan), String> {
+    pub fn plan(&self, patches: &[Patch]) -> Result<(Scenario, StartupPlan), ProbeError> {
         let s = self.scenario(patches)?;
-        let plan = StartupPlan::new(&s).map_err(|(f, m)| format!("{f}: {m}"))?;
+        let plan = StartupPlan::new(&s)?;
         Ok((s, plan))
     }
 
     /// P(start) of the patched scenario over `runs` runs: what a search step needs (the
     /// same streams as [`start`](Self::start), without the report or the failure scan).
-    pub fn start_probability(&self, patches: &[Patch]) -> Result<f64, String> {
+    pub fn start_probability(&self, patches: &[Patch]) -> Result<f64, ProbeError> {
         let (_, plan) = self.plan(patches)?;
         let p = startup::run(&plan, self.seed, self.runs).start_probability;
         PROBES_DONE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -100,7 +104,7 @@ impl Prober {
     }
 
     /// Starts the patched scenario `runs` times.
-    pub fn start(&self, patches: &[Patch]) -> Result<StartProbe, String> {
+    pub fn start(&self, patches: &[Patch]) -> Result<StartProbe, ProbeError> {
         let (_, plan) = self.plan(patches)?;
         let mc = startup::run(&plan, self.seed, self.runs);
         PROBES_DONE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -108,6 +112,18 @@ impl Prober {
         p.failure = startup::first_failure(&plan, &mc, self.seed, self.runs);
         Ok(p)
     }
+}
+
+/// Why a patched scenario could not be probed: the patch, the scenario it makes, or its
+/// start-up plan (each in its own words: the patched tree has no file lines).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ProbeError {
+    #[error(transparent)]
+    Patch(#[from] crate::scenario::load::SetPathError),
+    #[error(transparent)]
+    Scenario(#[from] InputError),
+    #[error(transparent)]
+    Plan(#[from] crate::error::FieldError),
 }
 
 /// Probes finished in this process (each `runs` Monte Carlo start-ups): what the

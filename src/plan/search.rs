@@ -7,7 +7,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::probe::{Patch, Prober, StartProbe};
+use super::probe::{Patch, ProbeError, Prober, StartProbe};
 use crate::sizing::{HostPoolSizeArg, host_pool_size};
 
 /// Points a search scans when the smallest setting fails: sizes below a floor can fail
@@ -127,7 +127,7 @@ pub fn size_frontier(
     prober: &Prober,
     target: f64,
     max_gb: u64,
-) -> Result<Option<Frontier<u64>>, String> {
+) -> Result<Option<Frontier<u64>>, ProbeError> {
     let found = largest_passing(1, max_gb, |s| {
         prober
             .start_probability(&size_patch(s))
@@ -208,7 +208,7 @@ pub fn ratio_frontier(
     page: u64,
     bytes_per_token: u64,
     max_bytes: u64,
-) -> Result<Option<Frontier<RatioPick>>, String> {
+) -> Result<Option<Frontier<RatioPick>>, ProbeError> {
     if device_tokens == 0 || page == 0 || bytes_per_token == 0 {
         return Ok(None);
     }
@@ -261,7 +261,7 @@ pub const FRACTIONS: [f64; 10] = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1
 
 /// The auto-size pool of each fraction (releases with auto-size only: the caller asks
 /// the release's rules).
-pub fn fraction_table(prober: &Prober, target: f64) -> Result<Vec<FractionRow>, String> {
+pub fn fraction_table(prober: &Prober, target: f64) -> Result<Vec<FractionRow>, ProbeError> {
     FRACTIONS
         .iter()
         .map(|&f| {

@@ -6,7 +6,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::probe::{Patch, Prober, StartProbe};
+use super::probe::{Patch, ProbeError, Prober, StartProbe};
 use super::search::size_patch;
 use crate::scenario::Scenario;
 use crate::units::GB;
@@ -77,7 +77,7 @@ pub fn probes(
     s: &Scenario,
     size_gb: u64,
     target: f64,
-) -> Result<Vec<Sensitivity>, String> {
+) -> Result<Vec<Sensitivity>, ProbeError> {
     perturbations(s)
         .into_iter()
         .map(|(what, field, value)| {
@@ -115,7 +115,7 @@ struct ShiftedProber<'a> {
 
 impl ShiftedProber<'_> {
     /// The largest size ≤ `below` that holds under the extra patch.
-    fn frontier(&self, target: f64, below: u64) -> Result<Option<u64>, String> {
+    fn frontier(&self, target: f64, below: u64) -> Result<Option<u64>, ProbeError> {
         super::search::largest_passing(1, below, |s| {
             let mut p = size_patch(s);
             p.push(self.extra.clone());

@@ -6,6 +6,41 @@ use crate::model::{DevicePoolInputs, KvDtype, ModelPreset, ParallelLayout};
 use crate::release::{DraftCell, MambaSlotFormula, PoolRules};
 use crate::sizing::{py_float_floordiv, py_int};
 
+/// Why SGLang would not build the device pools (its own messages), or why the simulator
+/// does not size them (a path it does not model).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PoolError {
+    #[error(
+        "Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed max_mamba_cache_size={slots} (total_rest_memory={rest_gib:.2} GB, mamba_cache_per_req={per_slot_mib:.2} MB)"
+    )]
+    NoMambaRoom {
+        slots: i128,
+        rest_gib: f64,
+        per_slot_mib: f64,
+    },
+    #[error(
+        "SWA pool ({tokens} tokens) cannot hold even one request: the prefill admission floor is sliding_window_size ({window}) + page_size ({page}). Increase --swa-full-tokens-ratio or the total KV budget."
+    )]
+    SwaBelowFloor { tokens: u64, window: u32, page: u64 },
+    /// `device_pools` was asked for a DeepSeek-V4 model.
+    #[error("DeepSeek-V4's pools are sized by dsv4_device_pools")]
+    SizedByDsv4,
+    /// `dsv4_device_pools` was asked for another model.
+    #[error("not a DeepSeek-V4 model")]
+    NotDsv4,
+    #[error(
+        "DeepSeek-V4's pools in this release (its own `pool_configurator.py: DSV4PoolConfigurator`) are not modelled: the simulator's DeepSeek-V4 sizing is checked against SGLang 0.5.21–0.5.23 only: pick a release from 0.5.21 on"
+    )]
+    Dsv4ReleaseNotModelled,
+    /// The `--speculative-algorithm` given.
+    #[error(
+        "DeepSeek-V4 with --speculative-algorithm {0}: the pools' speculative sizing (compress-state rings of 16 / 256 rows, (target + draft) / target inflation, the draft-aware SWA request cap) is not modelled"
+    )]
+    Dsv4Speculative(String),
+    #[error(transparent)]
+    Dsv4(#[from] crate::model::dsv4::Dsv4Error),
+}
+
 const GIB: f64 = (1u64 << 30) as f64;
 
 /// The speculative draft a scenario asks for, as the host pools see it.
@@ -55,7 +90,7 @@ fn mamba_slots(
     rest_gib: f64,
     per_slot: u64,
     inp: &PoolSetInputs<'_>,
-) -> Result<(u64, f64), String> {
+) -> Result<(u64, f64), PoolError> {
     let ps = per_slot.max(1) as f64;
     let dp = if inp.layout.enable_dp_attention {
         inp.layout.dp_size.max(1) as i128
@@ -74,10 +109,11 @@ fn mamba_slots(
         }
     };
     if k <= 0 {
-        return Err(format!(
-            "Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed max_mamba_cache_size={k} (total_rest_memory={rest_gib:.2} GB, mamba_cache_per_req={:.2} MB)",
-            per_slot as f64 / (1u64 << 20) as f64
-        ));
+        return Err(PoolError::NoMambaRoom {
+            slots: k,
+            rest_gib,
+            per_slot_mib: per_slot as f64 / (1u64 << 20) as f64,
+        });
     }
     let k = k as u64;
     let held = match inp.rules.mamba_slots {
@@ -125,11 +161,11 @@ fn draft_cell(cell: u64, inp: &PoolSetInputs<'_>) -> u64 {
 /// 0.5.15–0.5.23) — capped by `--max-total-tokens`, page-aligned; SWA tokens
 /// `align(int(full * swa_full_tokens_ratio))` (`_solve_pool_sizes`), checked against the
 /// admission floor from 0.5.20 (`validate_swa_pool_size`).
-pub fn device_pools(inp: &PoolSetInputs<'_>) -> Result<DevicePools, String> {
+pub fn device_pools(inp: &PoolSetInputs<'_>) -> Result<DevicePools, PoolError> {
     let m = inp.model;
     if matches!(m.attention, crate::model::Attention::Dsv4 { .. }) {
         // Sized by `dsv4_device_pools` (it needs the schedule, not a cell size).
-        return Err("DeepSeek-V4's pools are sized by dsv4_device_pools".into());
+        return Err(PoolError::SizedByDsv4);
     }
     let geo = m.host_pools(inp.layout, inp.dtype);
     let page = inp.device.page_size.max(1);
@@ -170,9 +206,11 @@ pub fn device_pools(inp: &PoolSetInputs<'_>) -> Result<DevicePools, String> {
     ) && window as u64 + page >= t
         && full_tokens > 0
     {
-        return Err(format!(
-            "SWA pool ({t} tokens) cannot hold even one request: the prefill admission floor is sliding_window_size ({window}) + page_size ({page}). Increase --swa-full-tokens-ratio or the total KV budget."
-        ));
+        return Err(PoolError::SwaBelowFloor {
+            tokens: t,
+            window,
+            page,
+        });
     }
     Ok(DevicePools {
         full_tokens,
@@ -195,23 +233,20 @@ pub fn dsv4_device_pools(
     inp: &PoolSetInputs<'_>,
     server: &crate::domain::ServerArgs,
     gpu_memory: u64,
-) -> Result<crate::model::dsv4::Dsv4PoolSizes, String> {
+) -> Result<crate::model::dsv4::Dsv4PoolSizes, PoolError> {
     use crate::model::dsv4::{
         DSV4_DEFAULT_MAX_RUNNING_REQUESTS, DSV4_PAGE_SIZE, Dsv4Geometry, Dsv4Schedule,
         default_chunked_prefill_size,
     };
     use crate::release::Dsv4Pools;
-    let geo = Dsv4Geometry::of(&inp.model.attention, inp.model.layers)
-        .ok_or("not a DeepSeek-V4 model")?;
+    let geo = Dsv4Geometry::of(&inp.model.attention, inp.model.layers).ok_or(PoolError::NotDsv4)?;
     if inp.rules.dsv4_pools == Dsv4Pools::NotModelled {
-        return Err("DeepSeek-V4's pools in this release (its own `pool_configurator.py: DSV4PoolConfigurator`) are not modelled: the simulator's DeepSeek-V4 sizing is checked against SGLang 0.5.21–0.5.23 only: pick a release from 0.5.21 on".into());
+        return Err(PoolError::Dsv4ReleaseNotModelled);
     }
     if let Some(algo) = &server.speculative_algorithm {
         // `get_compress_state_ring_size` (16 / 256 rows with drafts), the (T + 1) / T
         // inflation and the draft-aware SWA request cap are not modelled.
-        return Err(format!(
-            "DeepSeek-V4 with --speculative-algorithm {algo}: the pools' speculative sizing (compress-state rings of 16 / 256 rows, (target + draft) / target inflation, the draft-aware SWA request cap) is not modelled"
-        ));
+        return Err(PoolError::Dsv4Speculative(algo.to_string()));
     }
     let dp = if inp.layout.enable_dp_attention {
         inp.layout.dp_size.max(1) as u64
@@ -235,7 +270,7 @@ pub fn dsv4_device_pools(
     };
     let rest = crate::model::profile_rest_gib(&inp.device);
     let available = py_int(rest * GIB).max(0) as u64;
-    geo.pool_sizes(&sched, available, inp.device.max_total_tokens)
+    Ok(geo.pool_sizes(&sched, available, inp.device.max_total_tokens)?)
 }
 
 /// The `--mem-fraction-static` a scenario's server runs with.

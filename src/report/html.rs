@@ -188,18 +188,34 @@ pub fn render(p: &Plan, svg: Option<&str>) -> String {
     h
 }
 
+/// Why the plan's HTML report was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportWriteError {
+    #[error(transparent)]
+    Plot(#[from] super::plot::PlotError),
+    /// The figure just written could not be read back to inline it.
+    #[error("{0}")]
+    ReadFigure(std::io::Error),
+    #[error("{}: {error}", path.display())]
+    Write {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+}
+
 /// Writes the figure and `report.html` into `dir`; returns the files written.
-pub fn write_plan_report(p: &Plan, dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let mut files = super::plan_plot::write(p, dir).map_err(|e| e.to_string())?;
+pub fn write_plan_report(p: &Plan, dir: &Path) -> Result<Vec<PathBuf>, ReportWriteError> {
+    let mut files = super::plan_plot::write(p, dir)?;
     let svg = files
         .iter()
         .find(|f| f.extension().is_some_and(|e| e == "svg"))
         .map(std::fs::read_to_string)
         .transpose()
-        .map_err(|e| e.to_string())?;
+        .map_err(ReportWriteError::ReadFigure)?;
     let path = dir.join("report.html");
-    crate::output::write_file(&path, render(p, svg.as_deref()).as_bytes())
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Err(error) = crate::output::write_file(&path, render(p, svg.as_deref()).as_bytes()) {
+        return Err(ReportWriteError::Write { path, error });
+    }
     files.push(path);
     Ok(files)
 }

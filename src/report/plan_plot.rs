@@ -9,7 +9,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::plot::{Chart, FONT_FAMILY, PlotError, render};
+use super::plot::{Chart, DrawError, FONT_FAMILY, PlotError, render};
 use crate::plan::Plan;
 
 const TOTAL: RGBColor = RGBColor(0, 0, 0);
@@ -110,7 +110,7 @@ impl PlanFigure {
         (0.0, hi * 1.04 + 1.0)
     }
 
-    fn hit_panel<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String>
+    fn hit_panel<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), DrawError>
     where
         DB::ErrorType: 'static,
     {
@@ -121,8 +121,7 @@ impl PlanFigure {
             .margin(10)
             .x_label_area_size(45)
             .y_label_area_size(60)
-            .build_cartesian_2d(x0..x1, 0.0..ymax)
-            .map_err(|e| e.to_string())?;
+            .build_cartesian_2d(x0..x1, 0.0..ymax)?;
         chart
             .configure_mesh()
             .x_desc("--hicache-size (GB per rank)")
@@ -130,16 +129,14 @@ impl PlanFigure {
             .light_line_style(RGBColor(238, 238, 238))
             .label_style((FONT_FAMILY, 13))
             .axis_desc_style((FONT_FAMILY, 15))
-            .draw()
-            .map_err(|e| e.to_string())?;
+            .draw()?;
         // "Refuses here": past the primary release's frontier.
         let edge = self.planned_gb + 0.5;
         chart
             .draw_series(std::iter::once(Rectangle::new(
                 [(edge, 0.0), (x1, ymax)],
                 REFUSE.mix(0.12).filled(),
-            )))
-            .map_err(|e| e.to_string())?
+            )))?
             .label(format!(
                 "{} refuses here (P(start) < {})",
                 self.primary, self.target
@@ -149,14 +146,12 @@ impl PlanFigure {
             });
         for (i, (name, g)) in self.others.iter().enumerate() {
             let x = g + 0.5;
-            chart
-                .draw_series(DashedLineSeries::new(
-                    vec![(x, 0.0), (x, ymax)],
-                    6,
-                    4,
-                    RGBColor(120, 120, 120).stroke_width(1),
-                ))
-                .map_err(|e| e.to_string())?;
+            chart.draw_series(DashedLineSeries::new(
+                vec![(x, 0.0), (x, ymax)],
+                6,
+                4,
+                RGBColor(120, 120, 120).stroke_width(1),
+            ))?;
             // Right of its line, or left of it in the right third (the label ran off
             // the panel there).
             let style = (FONT_FAMILY, 12).into_font().color(&RGBColor(90, 90, 90));
@@ -168,14 +163,12 @@ impl PlanFigure {
             } else {
                 (format!(" {name}: ≤ {g} GB"), style)
             };
-            chart
-                .draw_series(std::iter::once(Text::new(
-                    text,
-                    // Low on the chart (the legend holds the top left), staggered.
-                    (x, ymax * (0.06 + 0.05 * (i % 4) as f64)),
-                    style,
-                )))
-                .map_err(|e| e.to_string())?;
+            chart.draw_series(std::iter::once(Text::new(
+                text,
+                // Low on the chart (the legend holds the top left), staggered.
+                (x, ymax * (0.06 + 0.05 * (i % 4) as f64)),
+                style,
+            )))?;
         }
         let series: [Tier; 4] = [
             ("total", TOTAL, |p| p.4, 3),
@@ -186,20 +179,16 @@ impl PlanFigure {
         for (name, c, f, w) in series {
             let pts: Vec<(f64, f64)> = self.points.iter().map(|p| (p.0, f(p))).collect();
             chart
-                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(w)))
-                .map_err(|e| e.to_string())?
+                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(w)))?
                 .label(name)
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(w))
                 });
-            chart
-                .draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))
-                .map_err(|e| e.to_string())?;
+            chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
         }
         if let Some(p) = self.points.iter().find(|p| p.0 == self.planned_gb) {
             chart
-                .draw_series([Circle::new((p.0, p.4), 8, REFUSE.stroke_width(3))])
-                .map_err(|e| e.to_string())?
+                .draw_series([Circle::new((p.0, p.4), 8, REFUSE.stroke_width(3))])?
                 .label(format!("recommended: --hicache-size {}", self.planned_gb))
                 .legend(|(x, y)| Circle::new((x + 10, y), 6, REFUSE.stroke_width(2)));
         }
@@ -209,12 +198,11 @@ impl PlanFigure {
             .position(SeriesLabelPosition::UpperLeft)
             .background_style(WHITE.mix(0.9))
             .border_style(BLACK)
-            .draw()
-            .map_err(|e| e.to_string())?;
+            .draw()?;
         Ok(())
     }
 
-    fn gain_panel<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String>
+    fn gain_panel<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), DrawError>
     where
         DB::ErrorType: 'static,
     {
@@ -227,8 +215,7 @@ impl PlanFigure {
             .margin(10)
             .x_label_area_size(45)
             .y_label_area_size(60)
-            .build_cartesian_2d(x0..x1, (lo - pad)..(hi + pad))
-            .map_err(|e| e.to_string())?;
+            .build_cartesian_2d(x0..x1, (lo - pad)..(hi + pad))?;
         chart
             .configure_mesh()
             .x_desc("--hicache-size (GB per rank)")
@@ -236,47 +223,36 @@ impl PlanFigure {
             .light_line_style(RGBColor(238, 238, 238))
             .label_style((FONT_FAMILY, 13))
             .axis_desc_style((FONT_FAMILY, 15))
-            .draw()
-            .map_err(|e| e.to_string())?;
+            .draw()?;
         let edge = self.planned_gb + 0.5;
-        chart
-            .draw_series(std::iter::once(Rectangle::new(
-                [(edge, lo - pad), (x1, hi + pad)],
-                REFUSE.mix(0.12).filled(),
-            )))
-            .map_err(|e| e.to_string())?;
-        chart
-            .draw_series(LineSeries::new(
-                vec![(x0, 0.0), (x1, 0.0)],
-                BLACK.stroke_width(1),
-            ))
-            .map_err(|e| e.to_string())?;
-        chart
-            .draw_series(LineSeries::new(
-                self.gains.iter().copied(),
-                TOTAL.stroke_width(2),
-            ))
-            .map_err(|e| e.to_string())?;
-        chart
-            .draw_series(
-                self.gains
-                    .iter()
-                    .map(|&p| Circle::new(p, 3, TOTAL.filled())),
-            )
-            .map_err(|e| e.to_string())?;
+        chart.draw_series(std::iter::once(Rectangle::new(
+            [(edge, lo - pad), (x1, hi + pad)],
+            REFUSE.mix(0.12).filled(),
+        )))?;
+        chart.draw_series(LineSeries::new(
+            vec![(x0, 0.0), (x1, 0.0)],
+            BLACK.stroke_width(1),
+        ))?;
+        chart.draw_series(LineSeries::new(
+            self.gains.iter().copied(),
+            TOTAL.stroke_width(2),
+        ))?;
+        chart.draw_series(
+            self.gains
+                .iter()
+                .map(|&p| Circle::new(p, 3, TOTAL.filled())),
+        )?;
         Ok(())
     }
 }
 
 impl Chart for PlanFigure {
-    fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>
+    fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), DrawError>
     where
         DB::ErrorType: 'static,
     {
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let body = root
-            .titled(&self.title, (FONT_FAMILY, 22))
-            .map_err(|e| e.to_string())?;
+        root.fill(&WHITE)?;
+        let body = root.titled(&self.title, (FONT_FAMILY, 22))?;
         let (w, _) = body.dim_in_pixel();
         let (left, right) = body.split_horizontally(w * 3 / 5);
         self.hit_panel(&left)?;

@@ -317,7 +317,7 @@ impl ReplayConfig {
     /// write bandwidth and latency replace this config's, those it has no figure for
     /// stay. For library callers; a scenario's own storage figures win over the preset
     /// (`apply_overrides`).
-    pub fn with_storage_backend(mut self, name: &str) -> Result<Self, String> {
+    pub fn with_storage_backend(mut self, name: &str) -> Result<Self, crate::error::UnknownName> {
         let p = super::storage_backend::find(name)?;
         if let Some(b) = p.read {
             self.storage_read_bandwidth = b;
@@ -360,7 +360,8 @@ impl ReplayConfig {
         }
     }
 
-    /// `max(prefetch_threshold, page_size)` in tokens (`hiradix_cache.py` L1646).
+    /// `max(prefetch_threshold, page_size)` in tokens (`managers/cache_controller.py:
+    /// HiCacheController.__init__`, where the storage backend is set up).
     pub fn effective_prefetch_threshold(&self) -> u64 {
         u64::from(self.prefetch_threshold.max(self.page_size))
     }
@@ -440,9 +441,9 @@ impl ReplayConfig {
             );
         }
         if let Some(b) = &self.storage_backend
-            && let Err(m) = super::storage_backend::find(b)
+            && let Err(e) = super::storage_backend::find(b)
         {
-            return bad("storage_backend", m);
+            return bad("storage_backend", e.to_string());
         }
         if self.timing == Timing::On {
             if self.prefill_tokens_per_s.is_nan() || self.prefill_tokens_per_s <= 0.0 {
@@ -459,7 +460,7 @@ impl ReplayConfig {
                 self.prefill_tokens_per_s,
                 self.decode_tokens_per_s,
             ) {
-                return bad("compute", e);
+                return bad("compute", e.to_string());
             }
         }
         Ok(())

@@ -54,7 +54,7 @@ pub fn apply_overrides(
     // A storage backend preset fills the storage figures the overrides do not set.
     if let Some(name) = overrides.get("storage_backend").and_then(Value::as_str) {
         let p = super::storage_backend::find(name).map_err(|m| {
-            InputError::new("runtime.replay", m).field("runtime.replay.storage_backend")
+            InputError::new("runtime.replay", m.to_string()).field("runtime.replay.storage_backend")
         })?;
         for (k, val) in super::storage_backend::fields(p) {
             if !overrides.contains_key(k) {

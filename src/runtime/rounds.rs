@@ -67,7 +67,8 @@ impl BenchSpec {
     }
 
     /// Rejects a population that cannot run, naming the field.
-    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+    pub fn validate(&self) -> Result<(), BenchSpecError> {
+        let err = |field, message: String| Err(BenchSpecError { field, message });
         for (f, v) in [
             ("clients", self.clients),
             ("rounds", self.rounds),
@@ -76,25 +77,33 @@ impl BenchSpec {
             ("max_passes", self.max_passes),
         ] {
             if v == 0 {
-                return Err((f, "must be at least 1".into()));
+                return err(f, "must be at least 1".into());
             }
         }
         if let Some(r) = self.request_rate
             && !(r > 0.0 && r.is_finite())
         {
-            return Err((
+            return err(
                 "request_rate",
                 format!("{r}: must be a positive number (leave it out for infinite)"),
-            ));
+            );
         }
         if u64::from(self.clients) * u64::from(self.rounds) > 10_000_000 {
-            return Err((
+            return err(
                 "clients",
                 "clients x rounds above 10 000 000 requests".into(),
-            ));
+            );
         }
         Ok(())
     }
+}
+
+/// A `runtime.bench` population that cannot run: the field (under `runtime.bench`) and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct BenchSpecError {
+    pub field: &'static str,
+    pub message: String,
 }
 
 /// One round's figures. Round numbers start at 0 (the first question), as
@@ -255,10 +264,10 @@ pub fn run_bench(cfg: &ReplayConfig, spec: &BenchSpec) -> Result<ReplayMetrics, 
                     .into(),
         });
     }
-    if let Err((f, m)) = spec.validate() {
+    if let Err(e) = spec.validate() {
         return Err(ReplayError::InvalidConfig {
             field: "bench",
-            message: format!("{f}: {m}"),
+            message: e.to_string(),
         });
     }
     let b = spec.multiturn();

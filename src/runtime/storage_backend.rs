@@ -37,18 +37,13 @@ pub fn presets() -> &'static BTreeMap<String, StorageBackendPreset> {
 }
 
 /// The preset named `name`, or an error listing the names (and the nearest one).
-pub fn find(name: &str) -> Result<&'static StorageBackendPreset, String> {
+pub fn find(name: &str) -> Result<&'static StorageBackendPreset, crate::error::UnknownName> {
     presets().get(name).ok_or_else(|| {
-        let hint = crate::error::nearest(name, presets().keys().map(String::as_str))
-            .map(|n| format!(" (did you mean `{n}`?)"))
-            .unwrap_or_default();
-        format!(
-            "unknown storage backend `{name}`{hint}: expected one of {}",
-            presets()
-                .keys()
-                .map(String::as_str)
-                .collect::<Vec<_>>()
-                .join(", ")
+        crate::error::UnknownName::new(
+            "storage backend",
+            name,
+            presets().keys().map(String::as_str),
+            presets().keys().cloned().collect(),
         )
     })
 }
@@ -110,6 +105,7 @@ mod tests {
         assert!(
             find("mooncak")
                 .unwrap_err()
+                .to_string()
                 .contains("did you mean `mooncake`")
         );
     }

@@ -211,9 +211,9 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
         cfg.prefill_tokens_per_s,
         cfg.decode_tokens_per_s,
     )
-    .map_err(|message| ReplayError::InvalidConfig {
+    .map_err(|e| ReplayError::InvalidConfig {
         field: "compute",
-        message,
+        message: e.to_string(),
     })?;
     let mut sim = Sim {
         s: Session::<R>::new(cfg),

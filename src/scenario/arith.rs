@@ -8,6 +8,37 @@
 
 use std::collections::BTreeMap;
 
+/// Why bash would refuse a `$(( … ))` expression; the wording is bash's where bash has one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArithError {
+    #[error("`{0}` is not an arithmetic operator")]
+    NotAnOperator(char),
+    #[error("`{0}` is not a number bash reads (value too great for base?)")]
+    BadNumber(String),
+    #[error("invalid arithmetic base in `{0}`")]
+    BadBase(String),
+    #[error("`?` without `:`")]
+    TernaryWithoutColon,
+    #[error("division by 0")]
+    DivisionByZero,
+    #[error("exponent less than 0")]
+    NegativeExponent,
+    #[error("`++`/`--` (an assignment) cannot be read in a launch text")]
+    IncrementDecrement,
+    #[error("assigning to `{0}` inside $((…)) cannot be read in a launch text")]
+    Assignment(String),
+    #[error("`{0}`: expression recursion level exceeded")]
+    RecursionTooDeep(String),
+    #[error("missing `)`")]
+    MissingParen,
+    #[error("syntax error: operand expected (error token is \"{0}\")")]
+    OperandExpectedAt(String),
+    #[error("syntax error: operand expected")]
+    OperandExpected,
+    #[error("syntax error in expression (error token is \"{0}\")")]
+    TrailingToken(String),
+}
+
 /// How deep a variable whose value is an expression may recurse (bash's own limit is
 /// 1024 levels of `expr` recursion; a launch text needs one or two).
 const MAX_DEPTH: usize = 32;
@@ -24,7 +55,7 @@ const OPS: [&str; 27] = [
     "/", "%", "<", ">", "&", "|", "^", "!", "~", "?", ":",
 ];
 
-fn lex(s: &str) -> Result<Vec<Tok>, String> {
+fn lex(s: &str) -> Result<Vec<Tok>, ArithError> {
     let b: Vec<char> = s.chars().collect();
     let mut i = 0;
     let mut out = Vec::new();
@@ -70,19 +101,19 @@ fn lex(s: &str) -> Result<Vec<Tok>, String> {
                 out.push(Tok::Op(op));
                 i += op.len();
             }
-            None => return Err(format!("`{c}` is not an arithmetic operator")),
+            None => return Err(ArithError::NotAnOperator(c)),
         }
     }
     Ok(out)
 }
 
 /// A bash integer constant: `10`, `0x1F`, `017` (octal), `2#101`, `36#z`.
-fn number(w: &str) -> Result<i64, String> {
-    let bad = || format!("`{w}` is not a number bash reads (value too great for base?)");
+fn number(w: &str) -> Result<i64, ArithError> {
+    let bad = || ArithError::BadNumber(w.to_string());
     let (base, digits) = if let Some((b, d)) = w.split_once('#') {
         let b: u32 = b.parse().map_err(|_| bad())?;
         if !(2..=64).contains(&b) {
-            return Err(format!("invalid arithmetic base in `{w}`"));
+            return Err(ArithError::BadBase(w.to_string()));
         }
         (b, d.to_string())
     } else if let Some(h) = w.strip_prefix("0x").or_else(|| w.strip_prefix("0X")) {
@@ -138,7 +169,7 @@ impl Parser<'_> {
         }
     }
 
-    fn comma(&mut self) -> Result<i64, String> {
+    fn comma(&mut self) -> Result<i64, ArithError> {
         let mut v = self.ternary()?;
         while self.eat(",") {
             v = self.ternary()?;
@@ -146,7 +177,7 @@ impl Parser<'_> {
         Ok(v)
     }
 
-    fn ternary(&mut self) -> Result<i64, String> {
+    fn ternary(&mut self) -> Result<i64, ArithError> {
         let c = self.binary(0)?;
         if !self.eat("?") {
             return Ok(c);
@@ -155,7 +186,7 @@ impl Parser<'_> {
         self.live = live && c != 0;
         let a = self.comma()?;
         if !self.eat(":") {
-            return Err("`?` without `:`".into());
+            return Err(ArithError::TernaryWithoutColon);
         }
         self.live = live && c == 0;
         let b = self.ternary()?;
@@ -164,7 +195,7 @@ impl Parser<'_> {
     }
 
     /// Binary operators by C precedence (lowest first).
-    fn binary(&mut self, level: usize) -> Result<i64, String> {
+    fn binary(&mut self, level: usize) -> Result<i64, ArithError> {
         const LEVELS: [&[&str]; 10] = [
             &["||"],
             &["&&"],
@@ -215,7 +246,7 @@ impl Parser<'_> {
                 "+" => v.wrapping_add(r),
                 "-" => v.wrapping_sub(r),
                 "*" => v.wrapping_mul(r),
-                "/" | "%" if r == 0 && self.live => return Err("division by 0".into()),
+                "/" | "%" if r == 0 && self.live => return Err(ArithError::DivisionByZero),
                 "/" | "%" if r == 0 => 0,
                 "/" => v.wrapping_div(r),
                 _ => v.wrapping_rem(r),
@@ -224,7 +255,7 @@ impl Parser<'_> {
     }
 
     /// `**`, right-associative, above the unary operators of its right operand.
-    fn power(&mut self) -> Result<i64, String> {
+    fn power(&mut self) -> Result<i64, ArithError> {
         let base = self.unary()?;
         if !self.eat("**") {
             return Ok(base);
@@ -232,7 +263,7 @@ impl Parser<'_> {
         let e = self.power()?;
         if e < 0 {
             return if self.live {
-                Err("exponent less than 0".into())
+                Err(ArithError::NegativeExponent)
             } else {
                 Ok(0)
             };
@@ -271,9 +302,9 @@ impl Parser<'_> {
         Ok(v)
     }
 
-    fn unary(&mut self) -> Result<i64, String> {
+    fn unary(&mut self) -> Result<i64, ArithError> {
         if self.eat("++") || self.eat("--") {
-            return Err("`++`/`--` (an assignment) cannot be read in a launch text".into());
+            return Err(ArithError::IncrementDecrement);
         }
         if self.eat("-") {
             return Ok(self.unary()?.wrapping_neg());
@@ -290,7 +321,7 @@ impl Parser<'_> {
         self.primary()
     }
 
-    fn primary(&mut self) -> Result<i64, String> {
+    fn primary(&mut self) -> Result<i64, ArithError> {
         match self.peek().cloned() {
             Some(Tok::Num(n)) => {
                 self.i += 1;
@@ -299,16 +330,14 @@ impl Parser<'_> {
             Some(Tok::Name(name)) => {
                 self.i += 1;
                 if matches!(self.peek(), Some(Tok::Op("=" | "+=" | "-=" | "++" | "--"))) {
-                    return Err(format!(
-                        "assigning to `{name}` inside $((…)) cannot be read in a launch text"
-                    ));
+                    return Err(ArithError::Assignment(name));
                 }
                 let v = self.vars.get(&name).map(String::as_str).unwrap_or("");
                 if v.trim().is_empty() {
                     return Ok(0);
                 }
                 if self.depth >= MAX_DEPTH {
-                    return Err(format!("`{name}`: expression recursion level exceeded"));
+                    return Err(ArithError::RecursionTooDeep(name));
                 }
                 eval_depth(v, self.vars, self.depth + 1)
             }
@@ -316,19 +345,21 @@ impl Parser<'_> {
                 self.i += 1;
                 let v = self.comma()?;
                 if !self.eat(")") {
-                    return Err("missing `)`".into());
+                    return Err(ArithError::MissingParen);
                 }
                 Ok(v)
             }
-            Some(Tok::Op(op)) => Err(format!(
-                "syntax error: operand expected (error token is \"{op}\")"
-            )),
-            None => Err("syntax error: operand expected".into()),
+            Some(Tok::Op(op)) => Err(ArithError::OperandExpectedAt(op.to_string())),
+            None => Err(ArithError::OperandExpected),
         }
     }
 }
 
-fn eval_depth(expr: &str, vars: &BTreeMap<String, String>, depth: usize) -> Result<i64, String> {
+fn eval_depth(
+    expr: &str,
+    vars: &BTreeMap<String, String>,
+    depth: usize,
+) -> Result<i64, ArithError> {
     let toks = lex(expr)?;
     if toks.is_empty() {
         return Ok(0);
@@ -343,20 +374,17 @@ fn eval_depth(expr: &str, vars: &BTreeMap<String, String>, depth: usize) -> Resu
     let v = p.comma()?;
     match p.peek() {
         None => Ok(v),
-        Some(t) => Err(format!(
-            "syntax error in expression (error token is \"{}\")",
-            match t {
-                Tok::Num(n) => n.to_string(),
-                Tok::Name(n) => n.clone(),
-                Tok::Op(o) => o.to_string(),
-            }
-        )),
+        Some(t) => Err(ArithError::TrailingToken(match t {
+            Tok::Num(n) => n.to_string(),
+            Tok::Name(n) => n.clone(),
+            Tok::Op(o) => o.to_string(),
+        })),
     }
 }
 
 /// Evaluates `expr` (the text between `$((` and `))`, its `$NAME`s already expanded) as
 /// bash does; `vars` are the text's variables. An empty expression is 0.
-pub fn eval(expr: &str, vars: &BTreeMap<String, String>) -> Result<i64, String> {
+pub fn eval(expr: &str, vars: &BTreeMap<String, String>) -> Result<i64, ArithError> {
     eval_depth(expr, vars, 0)
 }
 
@@ -364,7 +392,7 @@ pub fn eval(expr: &str, vars: &BTreeMap<String, String>) -> Result<i64, String> 
 mod tests {
     use super::*;
 
-    fn ev(e: &str) -> Result<i64, String> {
+    fn ev(e: &str) -> Result<i64, ArithError> {
         let vars: BTreeMap<String, String> = [("GPUS", "8"), ("E", ""), ("X", "GPUS / 2")]
             .into_iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -400,10 +428,11 @@ mod tests {
         ] {
             assert_eq!(ev(e), Ok(v), "$(( {e} ))");
         }
-        assert!(ev("1 / 0").unwrap_err().contains("division by 0"));
+        assert_eq!(ev("1 / 0"), Err(ArithError::DivisionByZero));
+        assert_eq!(ev("1 / 0").unwrap_err().to_string(), "division by 0");
         assert!(ev("2 ** -1").is_err());
         assert!(ev("08").is_err()); // octal digit 8
-        assert!(ev("GPUS = 3").unwrap_err().contains("assigning"));
+        assert_eq!(ev("GPUS = 3"), Err(ArithError::Assignment("GPUS".into())));
         assert!(ev("(1 + 2").is_err());
     }
 }

@@ -543,9 +543,34 @@ pub fn model_from_path(path: &str) -> PathModel {
     }
 }
 
+/// A `--model-path` that disagrees with `model:`, or names no preset when there is none.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelPathError {
+    #[error(
+        "--model-path {path} is the `{id}` preset, but `model:` is `{model}`: drop `model:` (the launch command picks it) or fix one of them"
+    )]
+    OtherPreset {
+        path: String,
+        id: String,
+        model: String,
+    },
+    #[error(
+        "--model-path {path} is a {family} model, but `model:` is `{model}`: the KV geometry would be another model's; pick the matching preset (`hicache-sim presets`) or describe the model with overrides"
+    )]
+    OtherFamily {
+        path: String,
+        family: String,
+        model: String,
+    },
+    #[error(
+        "--model-path {0} names no model preset: add `model:` (a preset, with overrides for this checkpoint's geometry)"
+    )]
+    NoPreset(String),
+}
+
 /// Checks `--model-path` against the scenario's `model:` preset (canonical id), or picks
 /// the preset when the scenario has none. `Ok(Some(id))` = the preset to use.
-pub fn check_model_path(path: &str, model: Option<&str>) -> Result<Option<String>, String> {
+pub fn check_model_path(path: &str, model: Option<&str>) -> Result<Option<String>, ModelPathError> {
     let canonical = |m: &str| {
         crate::model::model_presets()
             .iter()
@@ -555,21 +580,25 @@ pub fn check_model_path(path: &str, model: Option<&str>) -> Result<Option<String
     match (model_from_path(path), model) {
         (PathModel::Preset(id), None) => Ok(Some(id)),
         (PathModel::Preset(id), Some(m)) => match canonical(m) {
-            Some(c) if c != id => Err(format!(
-                "--model-path {path} is the `{id}` preset, but `model:` is `{m}`: drop `model:` (the launch command picks it) or fix one of them"
-            )),
+            Some(c) if c != id => Err(ModelPathError::OtherPreset {
+                path: path.to_string(),
+                id,
+                model: m.to_string(),
+            }),
             _ => Ok(None),
         },
         // Only a preset `model:` is checked against the path's family: a catalogue
         // name or `{config: FILE}` describes the checkpoint itself.
         (PathModel::Family(f), Some(m)) if canonical(m).is_some_and(|c| family(&c) != f) => {
-            Err(format!(
-                "--model-path {path} is a {f} model, but `model:` is `{m}`: the KV geometry would be another model's; pick the matching preset (`hicache-sim presets`) or describe the model with overrides"
-            ))
+            Err(ModelPathError::OtherFamily {
+                path: path.to_string(),
+                family: f.to_string(),
+                model: m.to_string(),
+            })
         }
-        (PathModel::Family(_) | PathModel::Unknown, None) => Err(format!(
-            "--model-path {path} names no model preset: add `model:` (a preset, with overrides for this checkpoint's geometry)"
-        )),
+        (PathModel::Family(_) | PathModel::Unknown, None) => {
+            Err(ModelPathError::NoPreset(path.to_string()))
+        }
         _ => Ok(None),
     }
 }
@@ -677,14 +706,18 @@ mod tests {
             check_model_path("zai-org/GLM-5.2-NVFP4", Some("glm-5.2")),
             Ok(None)
         );
-        let e = check_model_path("Qwen/Qwen3-32B", Some("deepseek-v3")).unwrap_err();
+        let e = check_model_path("Qwen/Qwen3-32B", Some("deepseek-v3"))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with(
                 "--model-path Qwen/Qwen3-32B is a qwen3 model, but `model:` is `deepseek-v3`"
             ),
             "{e}"
         );
-        let e = check_model_path("deepseek-ai/DeepSeek-V3.2", Some("glm-5.2")).unwrap_err();
+        let e = check_model_path("deepseek-ai/DeepSeek-V3.2", Some("glm-5.2"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("is the `deepseek-v3.2` preset"), "{e}");
         assert_eq!(check_model_path("/models/ft-7", Some("glm-5.2")), Ok(None));
     }

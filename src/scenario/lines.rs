@@ -1,9 +1,15 @@
-//! Where a field sits in a YAML file: a dotted path → 1-based line index built by a
-//! light scan of block-style YAML. Typed deserialization reports a field path; this turns
-//! it into `file:line`. Flow collections (`{a: 1}`, `[1, 2]`) map every inner path to the
-//! line they start on, via the longest known prefix.
+//! Where a field's value came from: the provenance map of a scenario, built once at load
+//! ([`crate::scenario::load::load_str`]) and carried by the resolved
+//! [`Scenario`](crate::scenario::Scenario). A dotted path → 1-based line index built by a
+//! light scan of block-style YAML, plus the paths a `--set` (or `--sglang`) overrode.
+//! Typed deserialization and the library's [`FieldError`]s report a field path; this
+//! turns it into `file:line` or the flag that gave the value ([`LineIndex::input_error`],
+//! the one place a library error becomes an [`InputError`]). Flow collections (`{a: 1}`,
+//! `[1, 2]`) map every inner path to the line they start on, via the longest known prefix.
 
 use std::collections::BTreeMap;
+
+use crate::error::{FieldError, InputError};
 
 #[derive(Debug, Clone, Default)]
 pub struct LineIndex {
@@ -93,6 +99,14 @@ impl LineIndex {
             Some((_, o)) => (o.clone(), None),
             None => (source.to_string(), self.line_of(field)),
         }
+    }
+
+    /// `e` as an input error at its field's origin (see [`locate`](Self::locate)).
+    pub fn input_error(&self, source: &str, e: FieldError) -> InputError {
+        let (src, line) = self.locate(source, &e.field);
+        InputError::new(src, e.message)
+            .line_opt(line)
+            .field(e.field)
     }
 
     /// The line of `path` (`server.hicache_size`, `sweep.axes[2]`), or of its longest

@@ -104,7 +104,8 @@ pub fn load_str_as(
     let given = root.remove("sglang");
     let version = match sglang {
         Some(v) => v,
-        None => sglang_of(given.as_ref()).map_err(|m| field_error(source, &lines, "sglang", &m))?,
+        None => sglang_of(given.as_ref())
+            .map_err(|m| field_error(source, &lines, "sglang", &m.to_string()))?,
     };
     let launch = merge_launch(&mut value, version, text, source, &lines)?;
     let file = typed_as(value, version, source, &lines)?;
@@ -285,8 +286,11 @@ fn merge_launch(
             }
             // A path that names no preset is `model::resolve`'s to find (a local
             // checkpoint, the catalogue) unless `model:` names a preset.
-            Err(m) if model_name.is_some() || !m.contains("names no model preset") => {
-                return Err(at_model(m));
+            Err(m)
+                if model_name.is_some()
+                    || !matches!(m, super::launch::ModelPathError::NoPreset(_)) =>
+            {
+                return Err(at_model(m.to_string()));
             }
             Err(_) => {}
         }
@@ -348,16 +352,27 @@ pub fn apply_set(value: &mut Value, set: &str) -> Result<(), InputError> {
     } else {
         parse_yaml_value(raw, &src)?
     };
-    set_path(value, path.trim(), v).map_err(|m| InputError::new(&src, m).field(path.trim()))
+    set_path(value, path.trim(), v)
+        .map_err(|m| InputError::new(&src, m.to_string()).field(path.trim()))
+}
+
+/// Why a dotted path (`server.hicache_size`) cannot be set in a value tree.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SetPathError {
+    #[error("empty component in path `{0}`")]
+    EmptyComponent(String),
+    /// The named prefix holds a value that is neither a mapping nor a preset name.
+    #[error("`{0}` is not a mapping")]
+    NotAMapping(String),
 }
 
 /// Sets `a.b.c` in a value tree, creating maps on the way.
-pub fn set_path(root: &mut Value, path: &str, v: Value) -> Result<(), String> {
+pub fn set_path(root: &mut Value, path: &str, v: Value) -> Result<(), SetPathError> {
     let mut cur = root;
     let parts: Vec<&str> = path.split('.').collect();
     for (i, p) in parts.iter().enumerate() {
         if p.is_empty() {
-            return Err(format!("empty component in path `{path}`"));
+            return Err(SetPathError::EmptyComponent(path.to_string()));
         }
         if !cur.is_object() {
             if cur.is_null() || cur.is_string() {
@@ -369,7 +384,7 @@ pub fn set_path(root: &mut Value, path: &str, v: Value) -> Result<(), String> {
                 }
                 *cur = Value::Object(m);
             } else {
-                return Err(format!("`{}` is not a mapping", parts[..i].join(".")));
+                return Err(SetPathError::NotAMapping(parts[..i].join(".")));
             }
         }
         let obj = cur.as_object_mut().expect("made an object above");
@@ -463,7 +478,7 @@ fn typed(
             .and_then(|given| release_refusal(value, sglang, &path, given));
         match by_release {
             Some(Ok(msg)) => field_error(source, lines, &path, &msg),
-            Some(Err(m)) => field_error(source, lines, "sglang", &m),
+            Some(Err(m)) => field_error(source, lines, "sglang", &m.to_string()),
             None => field_error(source, lines, &path, &inner),
         }
     })
@@ -477,7 +492,7 @@ fn release_refusal(
     sglang: Option<Sglang>,
     path: &str,
     given: &str,
-) -> Option<Result<String, String>> {
+) -> Option<Result<String, serde_json::Error>> {
     if !crate::release::RELEASE_CHOICE_FIELDS.contains(&path) {
         return None;
     }
@@ -485,7 +500,7 @@ fn release_refusal(
         Some(v) => v,
         None => match sglang_of(value.get("sglang")) {
             Ok(v) => v,
-            Err(m) => return Some(Err(m)),
+            Err(e) => return Some(Err(e)),
         },
     };
     crate::release::choice_refusal(sglang, path, given).map(Ok)
@@ -493,10 +508,10 @@ fn release_refusal(
 
 /// A tree's `sglang:` typed: absent is [`Sglang::DEFAULT`]; an unknown id or a value that
 /// is not a string is refused (the message of the field's error).
-fn sglang_of(given: Option<&Value>) -> Result<Sglang, String> {
+fn sglang_of(given: Option<&Value>) -> Result<Sglang, serde_json::Error> {
     match given {
         None => Ok(Sglang::DEFAULT),
-        Some(v) => Sglang::deserialize(v).map_err(|e| e.to_string()),
+        Some(v) => Sglang::deserialize(v),
     }
 }
 

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::load::{LoadedScenario, field_error};
 use super::schema::{MemorySpec, ScenarioFile, StartupSpec};
 use crate::domain::ServerArgs;
-use crate::error::{InputError, nearest};
+use crate::error::{FieldError, InputError, nearest};
 use crate::hardware::{NodePreset, node_presets};
 use crate::model::{KvDtype, ModelPreset, ParallelLayout};
 use crate::release::Sglang;
@@ -44,6 +44,10 @@ pub struct Scenario {
     pub notes: Vec<String>,
     /// The pasted launch command as SGLang's parser read it (set by [`resolve`]).
     pub launch: Option<super::launch::LaunchArgs>,
+    /// Where each field's value came from (file line, `--set`), built at load: errors
+    /// found later (the start-up plan's) name the same place resolution would. Empty for
+    /// patched trees (sweep points, plan probes), which have no file lines.
+    pub provenance: super::lines::LineIndex,
 }
 
 impl Scenario {
@@ -52,7 +56,7 @@ impl Scenario {
     /// ([`crate::model::ResolvedModel::weights_as_loaded`]); a preset (or a
     /// `startup.weight_load.quantization` other than the config's own) its checkpoint /
     /// (tp × pp).
-    pub fn weights_per_rank(&self) -> Result<u64, String> {
+    pub fn weights_per_rank(&self) -> Result<u64, crate::model::NoCheckpointSize> {
         let quant = self.startup.weight_load.quantization.as_deref();
         let own = self
             .resolved_model
@@ -91,41 +95,43 @@ pub const MAX_HICACHE_RATIO: f64 = 1000.0;
 
 /// The `runtime:` fields checked where they are written, before any trace is read (a
 /// trace reader would name the trace's file and line for the scenario's mistake).
-fn check_runtime(rt: &super::RuntimeSection) -> Result<(), (String, String)> {
+fn check_runtime(rt: &super::RuntimeSection) -> Result<(), FieldError> {
     if rt.block_size == Some(0) {
-        return Err((
-            "runtime.block_size".into(),
-            "0: the trace's tokens per hash id must be positive (leave the key out for the format's own)".into(),
+        return Err(FieldError::new(
+            "runtime.block_size",
+            "0: the trace's tokens per hash id must be positive (leave the key out for the format's own)",
         ));
     }
     if let Some(f) = &rt.trace_format
         && crate::workload::TraceFormat::from_id(f).is_none()
     {
-        return Err((
-            "runtime.trace_format".into(),
+        return Err(FieldError::new(
+            "runtime.trace_format",
             format!(
                 "unknown trace format `{f}`: expected mooncake, bailian, kv-cache-tester or csv (leave the key out to detect it)"
             ),
         ));
     }
     if rt.max_requests == Some(0) {
-        return Err((
-            "runtime.max_requests".into(),
-            "0 replays nothing: give a positive count, or leave the key out for the whole trace"
-                .into(),
+        return Err(FieldError::new(
+            "runtime.max_requests",
+            "0 replays nothing: give a positive count, or leave the key out for the whole trace",
         ));
     }
     if let Some(b) = &rt.bench
-        && let Err((f, m)) = b.validate()
+        && let Err(e) = b.validate()
     {
-        return Err((format!("runtime.bench.{f}"), m));
+        return Err(FieldError::new(
+            format!("runtime.bench.{}", e.field),
+            e.message,
+        ));
     }
     // Each `runtime.replay` key and its type (the values the start-up derives come later).
     if let Err(e) =
         crate::runtime::apply_overrides(crate::runtime::ReplayConfig::default(), &rt.replay)
         && let Some(field) = e.field
     {
-        return Err((field, e.message));
+        return Err(FieldError::new(field, e.message));
     }
     Ok(())
 }
@@ -137,10 +143,7 @@ pub fn resolve_file(
     lines: &super::lines::LineIndex,
     not_modelled: &[String],
 ) -> Result<Scenario, InputError> {
-    let at = |field: &str, msg: String| {
-        let (src, line) = lines.locate(source, field);
-        InputError::new(src, msg).line_opt(line).field(field)
-    };
+    let at = |field: &str, msg: String| lines.input_error(source, FieldError::new(field, msg));
     let version = f.sglang;
 
     let (node_name, node_over) = f.node.split();
@@ -191,7 +194,7 @@ pub fn resolve_file(
         model_path: f.server.model_path.as_deref(),
     })
     // Not described (`check` makes this a row that names the path, not an abort).
-    .map_err(|m| model_at(m).unknown_model())?;
+    .map_err(|m| model_at(m.to_string()).unknown_model())?;
     let model_name = resolved.name.clone();
     let mut model: ModelPreset =
         override_preset(&resolved.preset, &model_over, "model", source, lines)?;
@@ -264,11 +267,11 @@ pub fn resolve_file(
         crate::model::sm_major(&node.gpu),
         glm_dsa,
     )
-    .map_err(|m| at("server.kv_cache_dtype", m))?;
+    .map_err(|m| at("server.kv_cache_dtype", m.to_string()))?;
     model
         .attention
         .check_dtype(kv_dtype)
-        .map_err(|m| at("server.kv_cache_dtype", m))?;
+        .map_err(|m| at("server.kv_cache_dtype", m.to_string()))?;
 
     for (field, v) in [
         ("server.tp_size", s.tp_size),
@@ -457,7 +460,7 @@ pub fn resolve_file(
         ));
     }
     if let Some(rt) = &runtime {
-        check_runtime(rt).map_err(|(field, m)| at(&field, m))?;
+        check_runtime(rt).map_err(|FieldError { field, message }| at(&field, message))?;
     }
     let runtime = runtime.map(|mut rt| {
         rt.trace = rt.trace.map(|t| resolve_relative(&t, source));
@@ -487,6 +490,7 @@ pub fn resolve_file(
         sweep: f.sweep.clone(),
         notes,
         launch: None,
+        provenance: lines.clone(),
     })
 }
 

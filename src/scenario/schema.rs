@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::domain::ServerArgs;
+use crate::error::FieldError;
 use crate::release::Sglang;
 use crate::units::{Bandwidth, ByteSize, Duration};
 
@@ -343,7 +344,7 @@ impl MemorySpec {
     /// key, lists and scalars replaced). A node that gives one of the exclusive pair
     /// `psutil_available` / `host_other_used` drops the other from the default block.
     /// Errors name the field under `memory.nodes[i]`.
-    pub fn for_node(&self, i: usize) -> Result<MemorySpec, (String, String)> {
+    pub fn for_node(&self, i: usize) -> Result<MemorySpec, FieldError> {
         let field = |f: &str| format!("memory.nodes[{i}]{f}");
         let mut base = self.clone();
         base.nodes.clear();
@@ -351,15 +352,15 @@ impl MemorySpec {
             return Ok(base);
         };
         let Value::Object(over) = over else {
-            return Err((
+            return Err(FieldError::new(
                 field(""),
-                "expected a mapping of `memory:` fields for this node".into(),
+                "expected a mapping of `memory:` fields for this node",
             ));
         };
         if over.contains_key("nodes") {
-            return Err((
+            return Err(FieldError::new(
                 field(".nodes"),
-                "per-node blocks cannot nest `nodes`".into(),
+                "per-node blocks cannot nest `nodes`",
             ));
         }
         if over.contains_key("psutil_available") {
@@ -368,9 +369,10 @@ impl MemorySpec {
         if over.contains_key("host_other_used") {
             base.psutil_available = None;
         }
-        let mut v = serde_json::to_value(&base).map_err(|e| (field(""), e.to_string()))?;
+        let mut v =
+            serde_json::to_value(&base).map_err(|e| FieldError::new(field(""), e.to_string()))?;
         merge_json(&mut v, &Value::Object(over.clone()));
-        serde_json::from_value(v).map_err(|e| (field(""), e.to_string()))
+        serde_json::from_value(v).map_err(|e| FieldError::new(field(""), e.to_string()))
     }
 }
 

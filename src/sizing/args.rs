@@ -1,6 +1,6 @@
 //! Resolution and validation of the HiCache server arguments
 //! (`arg_groups/hicache_hook.py: handle_hicache_ratio_default`,
-//! `validate_hicache_host_memory_mode`; newest, `sglang-hicache.md` §1.4).
+//! `validate_hicache_host_memory_mode`, the newest form).
 
 use serde::{Deserialize, Serialize};
 
@@ -92,7 +92,8 @@ pub fn default_ratio(mode: HostMemoryMode) -> f64 {
 /// `handle_hicache_ratio_default` then `validate_hicache_host_memory_mode`. A decode
 /// server keeps the ratio unset (SGLang's `kv_cache_builder` resolves it later against
 /// the retraction-backup backend; not modelled). The fraction rule is from the
-/// `hicache_hook.py` copy the spec read (§1.4); some later copies no longer carry it.
+/// `arg_groups/hicache_hook.py: handle_hicache_ratio_default` of the #40135 era; some
+/// later copies no longer carry it.
 pub fn resolve_hicache_args(a: &HicacheArgs) -> Result<ResolvedHicacheArgs, SizingArgError> {
     if let Some(f) = a.fraction
         && !(f > 0.0 && f <= 1.0)

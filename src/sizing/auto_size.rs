@@ -20,13 +20,27 @@ pub struct AutoSizePlan {
     pub ratio: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum AutoSizeError {
     #[error(
         "No host memory is left for HiCache after the 10 GiB reserve; set --hicache-ratio or --hicache-size explicitly."
     )]
     NoHostMemory,
+    /// `_local_size`'s reason for leaving HiCache off: the auto ratio is below the
+    /// minimum.
+    #[error(
+        "{:.1} GiB of host memory per rank holds only {ratio:.2}x the {:.1} GiB device cache (minimum {AUTO_HICACHE_MIN_RATIO}x)",
+        *.budget as f64 / GIB,
+        *.device_bytes as f64 / GIB
+    )]
+    BelowMinimumRatio {
+        budget: i128,
+        ratio: f64,
+        device_bytes: u64,
+    },
 }
+
+const GIB: f64 = (1u64 << 30) as f64;
 
 /// `budget = int(host_memory_budget_bytes() * fraction)` (the per-rank share times the
 /// fraction, truncated as Python's `int`).
@@ -78,17 +92,16 @@ pub fn auto_hicache_ratio(
     per_rank_share: i128,
     fraction: f64,
     device_bytes: u64,
-) -> Result<AutoHicachePlan, String> {
+) -> Result<AutoHicachePlan, AutoSizeError> {
     let budget = auto_size_budget(per_rank_share, fraction);
     let ratio = AUTO_HICACHE_MAX_RATIO
         .min(budget as f64 * (1.0 - ALLOCATION_SLACK_FRACTION) / device_bytes.max(1) as f64);
     if ratio < AUTO_HICACHE_MIN_RATIO {
-        const GIB: f64 = (1u64 << 30) as f64;
-        return Err(format!(
-            "{:.1} GiB of host memory per rank holds only {ratio:.2}x the {:.1} GiB device cache (minimum {AUTO_HICACHE_MIN_RATIO}x)",
-            budget as f64 / GIB,
-            device_bytes as f64 / GIB
-        ));
+        return Err(AutoSizeError::BelowMinimumRatio {
+            budget,
+            ratio,
+            device_bytes,
+        });
     }
     Ok(AutoHicachePlan { budget, ratio })
 }

@@ -1,5 +1,5 @@
 //! `mem_cache/host_memory.py: available_host_memory_bytes` and its cgroup headroom walk,
-//! in the variants SGLang shipped (#40135 era onwards; `sglang-hicache.md` §2.3).
+//! in the variants SGLang shipped (#40135 era onwards; `_cgroup_memory_headroom`).
 
 use crate::hardware::{CgroupId, CgroupLevel, CgroupRead, CgroupVersion, HostMemoryView};
 

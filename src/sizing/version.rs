@@ -192,7 +192,7 @@ impl SglangVersion {
                 explicit_path: ExplicitPath::SnapshotMinAllReduce,
                 ..v3
             },
-            // Choice (the spec leaves it open, README §2): page-cache credit with the
+            // Choice (no one SGLang source settles it): page-cache credit with the
             // cgroup fallback, as the newest tests expect (`test_host_memory.py` @
             // 2b484a51); explicit sizes checked *live* per pool, as the V5 code says
             // (`hicache_auto.py: _budget_scope`: "An explicit --hicache-ratio/--hicache-size
@@ -262,7 +262,8 @@ pub enum AvailableReading {
     CgroupMin(HeadroomVariant),
 }
 
-/// How cgroup usage is turned into headroom (`sglang-hicache.md` §2.3).
+/// How cgroup usage is turned into headroom (`mem_cache/host_memory.py:
+/// _cgroup_memory_headroom`, in the variants SGLang shipped).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HeadroomVariant {

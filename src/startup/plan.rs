@@ -3,6 +3,7 @@
 //! so a run only draws jitter and replays events.
 
 use crate::engine::SimRng;
+use crate::error::FieldError;
 use crate::hardware::{CgroupId, CgroupLimits, CgroupVersion, ChargeKind, HostMemory};
 use crate::model::DevicePoolInputs;
 use crate::release::log_lines::LogRules;
@@ -73,13 +74,13 @@ pub enum HicacheSizing {
 pub fn hicache_sizing(
     s: &crate::domain::ServerArgs,
     rules: &Rules,
-) -> Result<HicacheSizing, String> {
+) -> Result<HicacheSizing, crate::sizing::SizingArgError> {
     let auto_mode =
         s.enable_hierarchical_cache.is_none() && rules.auto_size == AutoSizeRule::AutoHicache;
     if !s.hicache_enabled() && !auto_mode {
         return Ok(HicacheSizing::Off);
     }
-    let r = crate::sizing::resolve_hicache_args(&HicacheArgs::of(s)).map_err(|e| e.0)?;
+    let r = crate::sizing::resolve_hicache_args(&HicacheArgs::of(s))?;
     let ratio = r.ratio.unwrap_or(2.0);
     Ok(match (r.fraction, rules.auto_size) {
         (Some(f), AutoSizeRule::AutoHicache) if auto_mode => {
@@ -96,6 +97,17 @@ pub fn hicache_sizing(
     })
 }
 
+/// Why an arrival-jitter distribution cannot be drawn from.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum JitterError {
+    #[error("`high` must be at least `low`")]
+    HighBelowLow,
+    #[error("{0}")]
+    Normal(#[from] rand_distr::NormalError),
+    #[error("{0}")]
+    Exp(#[from] rand_distr::ExpError),
+}
+
 /// How each rank's arrival is drawn.
 #[derive(Debug, Clone)]
 pub enum Jitter {
@@ -107,12 +119,12 @@ pub enum Jitter {
 }
 
 impl Jitter {
-    fn from_spec(s: &JitterSpec) -> Result<Self, String> {
+    fn from_spec(s: &JitterSpec) -> Result<Self, JitterError> {
         Ok(match s {
             JitterSpec::None => Jitter::None,
             JitterSpec::Uniform { low, high } => {
                 if high.0 < low.0 {
-                    return Err("`high` must be at least `low`".into());
+                    return Err(JitterError::HighBelowLow);
                 }
                 Jitter::Uniform {
                     low: low.0 as f64,
@@ -120,18 +132,18 @@ impl Jitter {
                 }
             }
             JitterSpec::Normal { mean, std } => {
-                Jitter::Normal(Normal::new(mean.0 as f64, std.0 as f64).map_err(|e| e.to_string())?)
+                Jitter::Normal(Normal::new(mean.0 as f64, std.0 as f64)?)
             }
             JitterSpec::Exponential { mean } => {
                 if mean.0 == 0 {
                     Jitter::None
                 } else {
-                    Jitter::Exponential(Exp::new(1.0 / mean.0 as f64).map_err(|e| e.to_string())?)
+                    Jitter::Exponential(Exp::new(1.0 / mean.0 as f64)?)
                 }
             }
-            JitterSpec::LogNormal { median, sigma } => Jitter::LogNormal(
-                LogNormal::new((median.0.max(1) as f64).ln(), *sigma).map_err(|e| e.to_string())?,
-            ),
+            JitterSpec::LogNormal { median, sigma } => {
+                Jitter::LogNormal(LogNormal::new((median.0.max(1) as f64).ln(), *sigma)?)
+            }
         })
     }
 
@@ -227,7 +239,7 @@ pub struct StartupPlan {
 
 impl StartupPlan {
     /// Builds the plan of `s`; errors are about the scenario (the caller adds file/line).
-    pub fn new(s: &Scenario) -> Result<Self, (String, String)> {
+    pub fn new(s: &Scenario) -> Result<Self, FieldError> {
         let rules = s.version.rules();
         let world = s.layout.world_size() as u32;
         let nnodes = s.layout.nnodes.max(1);
@@ -242,7 +254,7 @@ impl StartupPlan {
         let quant = s.startup.weight_load.quantization.as_deref();
         let weights_per_rank = s
             .weights_per_rank()
-            .map_err(|m| ("startup.weight_load.quantization".to_string(), m))?;
+            .map_err(|m| FieldError::new("startup.weight_load.quantization", m))?;
         // Device memory gone before the load (CUDA context, communicators): the
         // scenario's `startup.gpu_reserved`, else the node preset's measured figure.
         let gpu_overhead = s
@@ -271,7 +283,7 @@ impl StartupPlan {
             mamba_full_memory_ratio: s.server.mamba_full_memory_ratio(),
             max_mamba_cache_size: s.server.max_mamba_cache_size,
         };
-        let sizing = hicache_sizing(&s.server, &rules).map_err(|m| ("server".to_string(), m))?;
+        let sizing = hicache_sizing(&s.server, &rules).map_err(|m| FieldError::new("server", m))?;
         let dsv4 = crate::model::dsv4::Dsv4Geometry::of(&s.model.attention, s.model.layers);
         let (device, pools) = match &dsv4 {
             Some(geo) => {
@@ -279,18 +291,18 @@ impl StartupPlan {
                 // host pools as `build_deepseek_v4_hicache_stack` builds them.
                 let p =
                     crate::pools::dsv4_device_pools(&pool_inputs, &s.server, s.node.gpu_memory.0)
-                        .map_err(|m| ("server".to_string(), m))?;
+                        .map_err(|m| FieldError::new("server", m))?;
                 match sizing {
                     HicacheSizing::AutoSize { .. } | HicacheSizing::AutoHicache { .. } => {
-                        return Err((
-                            "server.hicache_ratio".into(),
-                            crate::model::dsv4::DSV4_AUTO_SIZE_REFUSAL.into(),
+                        return Err(FieldError::new(
+                            "server.hicache_ratio",
+                            crate::model::dsv4::DSV4_AUTO_SIZE_REFUSAL,
                         ));
                     }
                     HicacheSizing::Explicit { size_gb, .. } if size_gb > 0.0 => {
-                        return Err((
-                            "server.hicache_size".into(),
-                            crate::model::dsv4::DSV4_HICACHE_SIZE_REFUSAL.into(),
+                        return Err(FieldError::new(
+                            "server.hicache_size",
+                            crate::model::dsv4::DSV4_HICACHE_SIZE_REFUSAL,
                         ));
                     }
                     _ => {}
@@ -321,7 +333,7 @@ impl StartupPlan {
             }
             None => {
                 let device = crate::pools::device_pools(&pool_inputs)
-                    .map_err(|m| ("server".to_string(), m))?;
+                    .map_err(|m| FieldError::new("server", m))?;
                 let specs = crate::pools::host_pool_specs(&pool_inputs, &device);
                 let has_swa = specs.iter().any(|x| x.name == "swa");
                 let pools: Vec<PoolPlan> = specs
@@ -343,8 +355,8 @@ impl StartupPlan {
         };
         let device_tokens = device.full_tokens;
         if device_tokens == 0 {
-            return Err((
-                "server.mem_fraction_static".into(),
+            return Err(FieldError::new(
+                "server.mem_fraction_static",
                 format!(
                     "no GPU memory is left for the KV cache: {} weights per rank on a {} GPU; raise --mem-fraction-static or set --max-total-tokens",
                     crate::units::human_bytes(weights_per_rank),
@@ -359,7 +371,7 @@ impl StartupPlan {
             None => {
                 s.model
                     .checkpoint_bytes(quant)
-                    .map_err(|m| ("startup.weight_load.quantization".to_string(), m))?
+                    .map_err(|m| FieldError::new("startup.weight_load.quantization", m))?
                     / nnodes as u64
             }
         };
@@ -378,13 +390,13 @@ impl StartupPlan {
 
         let nodes = build_nodes(s, nnodes)?;
         let jitter = Jitter::from_spec(&s.startup.arrival.jitter)
-            .map_err(|m| ("startup.arrival.jitter".to_string(), m))?;
+            .map_err(|m| FieldError::new("startup.arrival.jitter", m))?;
         let mut offsets: Vec<Nanos> = s.startup.arrival.offsets.iter().map(|d| d.0).collect();
         offsets.resize(world as usize, 0);
 
         if pools.len() > MAX_HOST_POOLS {
-            return Err((
-                "model".to_string(),
+            return Err(FieldError::new(
+                "model",
                 format!(
                     "{} host pools; at most {MAX_HOST_POOLS} are modelled",
                     pools.len()
@@ -494,10 +506,10 @@ pub struct NodeMemory {
 }
 
 /// Every node's memory (`memory:` with its `nodes:` overrides merged in).
-pub fn build_nodes(s: &Scenario, nnodes: u32) -> Result<Vec<NodeMemory>, (String, String)> {
+pub fn build_nodes(s: &Scenario, nnodes: u32) -> Result<Vec<NodeMemory>, FieldError> {
     if s.memory.nodes.len() > nnodes as usize {
-        return Err((
-            "memory.nodes".into(),
+        return Err(FieldError::new(
+            "memory.nodes",
             format!(
                 "{} per-node blocks for {} node(s) (world size / GPUs per node)",
                 s.memory.nodes.len(),
@@ -516,7 +528,12 @@ pub fn build_nodes(s: &Scenario, nnodes: u32) -> Result<Vec<NodeMemory>, (String
                     f
                 }
             };
-            let (memory, job_cgroup) = build_memory(s, &spec).map_err(|(f, m)| (prefix(f), m))?;
+            let (memory, job_cgroup) = build_memory(s, &spec).map_err(
+                |FieldError {
+                     field: f,
+                     message: m,
+                 }| FieldError::new(prefix(f), m),
+            )?;
             Ok(NodeMemory {
                 memory,
                 job_cgroup,
@@ -529,16 +546,16 @@ pub fn build_nodes(s: &Scenario, nnodes: u32) -> Result<Vec<NodeMemory>, (String
 /// One node's memory: host RAM, other tenants, the cgroup tree (ancestors, siblings at
 /// any level, the job, levels below it down to the engine's cgroup) and what was charged
 /// before the ranks start.
-fn build_memory(s: &Scenario, m: &MemorySpec) -> Result<(HostMemory, CgroupId), (String, String)> {
+fn build_memory(s: &Scenario, m: &MemorySpec) -> Result<(HostMemory, CgroupId), FieldError> {
     let total = m.host_total.map(|b| b.0).unwrap_or(s.node.host_dram.0);
     let version = match m.cgroup.as_ref().map(|c| c.version) {
         Some(CgroupVersionSpec::V1) => CgroupVersion::V1,
         _ => CgroupVersion::V2,
     };
     if m.psutil_available.is_some() && m.host_other_used.0 != 0 {
-        return Err((
-            "memory.psutil_available".into(),
-            "give either `psutil_available` (what `free -b` shows as available) or `host_other_used` (which derives it), not both".into(),
+        return Err(FieldError::new(
+            "memory.psutil_available",
+            "give either `psutil_available` (what `free -b` shows as available) or `host_other_used` (which derives it), not both",
         ));
     }
     let mut mem = HostMemory::new(version, total);
@@ -549,9 +566,9 @@ fn build_memory(s: &Scenario, m: &MemorySpec) -> Result<(HostMemory, CgroupId), 
         .saturating_add(m.host_other_page_cache.0)
         > total
     {
-        return Err((
-            "memory.host_other_used".into(),
-            "host_other_used + host_other_page_cache is larger than the host's memory".into(),
+        return Err(FieldError::new(
+            "memory.host_other_used",
+            "host_other_used + host_other_page_cache is larger than the host's memory",
         ));
     }
     let engine = match &m.cgroup {
@@ -563,8 +580,8 @@ fn build_memory(s: &Scenario, m: &MemorySpec) -> Result<(HostMemory, CgroupId), 
         // MemAvailable falls one for one with unreclaimable memory outside the cgroups.
         let now = mem.psutil_available();
         if avail.0 > now {
-            return Err((
-                "memory.psutil_available".into(),
+            return Err(FieldError::new(
+                "memory.psutil_available",
                 format!(
                     "{} B is more than this node can have available ({} B: host memory less the page cache and pre-existing charges given)",
                     avail.0, now
@@ -585,8 +602,8 @@ fn level_name(name: &str, default: String) -> String {
 }
 
 /// Builds the cgroup tree of `cg` in `mem`; returns the engine's cgroup.
-fn build_tree(mem: &mut HostMemory, cg: &CgroupSpec) -> Result<CgroupId, (String, String)> {
-    let bad = |field: String, e: String| (field, e);
+fn build_tree(mem: &mut HostMemory, cg: &CgroupSpec) -> Result<CgroupId, FieldError> {
+    let bad = |field: String, e: String| FieldError::new(field, e);
     // Mount root down to the job's parent; each level's siblings go next to it.
     let mut parent = mem.root();
     let n = cg.parents.len();
@@ -647,7 +664,7 @@ fn add_level(
     l: &CgroupLevelSpec,
     name: String,
     field: &str,
-) -> Result<CgroupId, (String, String)> {
+) -> Result<CgroupId, FieldError> {
     let id = mem
         .add_cgroup(
             parent,
@@ -659,11 +676,11 @@ fn add_level(
                 low: l.low.0,
             },
         )
-        .map_err(|e| (field.to_string(), e.to_string()))?;
+        .map_err(|e| FieldError::new(field.to_string(), e.to_string()))?;
     mem.set_min_unreadable(id, l.min_unreadable);
     mem.set_protected_inside(id, l.protected_inside);
     precharge(mem, id, &l.preexisting).map_err(|e| {
-        (
+        FieldError::new(
             format!("{field}.preexisting"),
             format!("does not fit before start-up: {e}"),
         )
@@ -676,7 +693,7 @@ fn add_siblings(
     parent: CgroupId,
     sibs: &[SiblingSpec],
     field: &str,
-) -> Result<(), (String, String)> {
+) -> Result<(), FieldError> {
     for (i, sib) in sibs.iter().enumerate() {
         let id = mem
             .add_cgroup(
@@ -689,7 +706,7 @@ fn add_siblings(
                     low: sib.low.0,
                 },
             )
-            .map_err(|e| (field.to_string(), e.to_string()))?;
+            .map_err(|e| FieldError::new(field.to_string(), e.to_string()))?;
         mem.set_min_unreadable(id, sib.min_unreadable);
         mem.set_protected_inside(id, sib.protected_inside);
         let mut own = sib.preexisting.clone();
@@ -697,7 +714,7 @@ fn add_siblings(
         own.shmem.0 += sib.shmem.0;
         own.inactive_file.0 += sib.page_cache.0;
         precharge(mem, id, &own).map_err(|e| {
-            (
+            FieldError::new(
                 format!("{field}[{i}]"),
                 format!("does not fit before start-up: {e}"),
             )

@@ -136,7 +136,7 @@ fn is_quantity(s: &str) -> bool {
 /// scenario format itself has (`null` unsets an optional field; a null base accepts
 /// anything; quantities may be written as numbers or as strings with units; a preset
 /// mapping may be replaced by a preset name). Returns what was expected on mismatch.
-fn compatible(base: &Value, v: &Value) -> Result<(), String> {
+fn compatible(base: &Value, v: &Value) -> Result<(), Incompatible> {
     let ok = match (base, v) {
         (Value::Null, _) | (_, Value::Null) => true,
         (Value::Bool(_), Value::Bool(_)) => true,
@@ -154,13 +154,19 @@ fn compatible(base: &Value, v: &Value) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "expected {} like the scenario's value {}, got {}",
-            type_name(base),
-            base,
-            v
-        ))
+        Err(Incompatible {
+            base: base.clone(),
+            given: v.clone(),
+        })
     }
+}
+
+/// An axis value of another JSON type than the scenario's value at its path.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("expected {} like the scenario's value {base}, got {given}", type_name(.base))]
+pub struct Incompatible {
+    pub base: Value,
+    pub given: Value,
 }
 
 fn err(spec: &SweepSpec, line: usize, field: &str, msg: String) -> InputError {
@@ -378,7 +384,7 @@ pub fn check_points(
     spec: &SweepSpec,
     base: &Value,
     points: &[Point],
-    validate: &(dyn Fn(&Value) -> Result<(), String> + Sync),
+    validate: &(dyn Fn(&Value) -> Result<(), super::PointError> + Sync),
 ) -> Result<(), InputError> {
     use rayon::prelude::*;
     let mut firsts: Vec<&Point> = points.iter().filter(|p| p.replica == 0).collect();

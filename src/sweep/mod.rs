@@ -21,7 +21,7 @@ pub mod shard;
 
 pub use merge::{merge, merge_to};
 pub use row::{Row, value_cell};
-pub use run::{PlotData, RunOptions, Runner, SweepSummary, run};
+pub use run::{PlotData, PointError, RunOptions, Runner, SweepSummary, run};
 pub use shard::Shard;
 
 use std::path::{Path, PathBuf};

@@ -17,9 +17,14 @@ use super::row::{Row, csv_bytes, value_cell};
 use super::shard::{Shard, stem};
 use super::{Point, SweepError};
 
+/// Why a point did not run (or, in [`super::check_points`], is refused before any
+/// work): the error of whichever layer found it (a scenario field, the start-up plan,
+/// the replay), kept whole; its text is what the row's `error` cell shows.
+pub type PointError = Box<dyn std::error::Error + Send + Sync>;
+
 /// The per-point pipeline: start-up → host pool → replay → one row. `Err` is recorded in
 /// the row's `error` column; a panic is caught and recorded the same way.
-pub type Runner<'a> = dyn Fn(&Point) -> Result<Row, String> + Sync + 'a;
+pub type Runner<'a> = dyn Fn(&Point) -> Result<Row, PointError> + Sync + 'a;
 
 /// How to run a sweep.
 #[derive(Debug, Clone)]
@@ -188,7 +193,12 @@ pub fn header_difference(old: &Header, new: &Header) -> String {
 }
 
 /// One point's final CSV row.
-fn make_row(p: &Point, header: &[String], n_axes: usize, res: Result<Row, String>) -> Vec<String> {
+fn make_row(
+    p: &Point,
+    header: &[String],
+    n_axes: usize,
+    res: Result<Row, PointError>,
+) -> Vec<String> {
     let mut row = Vec::with_capacity(header.len());
     row.push(p.index.to_string());
     row.extend(p.values.iter().map(|(_, v)| value_cell(v)));
@@ -208,7 +218,10 @@ fn make_row(p: &Point, header: &[String], n_axes: usize, res: Result<Row, String
                 }
             }
         }
-        Err(m) => row[err_col] = if m.is_empty() { "error".into() } else { m },
+        Err(e) => {
+            let m = e.to_string();
+            row[err_col] = if m.is_empty() { "error".into() } else { m };
+        }
     }
     row
 }
@@ -370,7 +383,7 @@ pub fn run(
                 return;
             }
             let res = catch_unwind(AssertUnwindSafe(|| runner(p)))
-                .unwrap_or_else(|e| Err(panic_message(e)));
+                .unwrap_or_else(|e| Err(panic_message(e).into()));
             let row = make_row(p, &header, n_axes, res);
             let entry = Entry {
                 point: p.index,

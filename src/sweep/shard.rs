@@ -12,12 +12,18 @@ pub struct Shard {
     pub n: usize,
 }
 
+/// A shard number out of range: `K/N` needs 1 ≤ K ≤ N.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("shard {k}/{n}: expected K/N with 1 ≤ K ≤ N (e.g. 2/3)")]
+pub struct BadShard {
+    pub k: usize,
+    pub n: usize,
+}
+
 impl Shard {
-    pub fn new(k: usize, n: usize) -> Result<Self, String> {
+    pub fn new(k: usize, n: usize) -> Result<Self, BadShard> {
         if n == 0 || k == 0 || k > n {
-            return Err(format!(
-                "shard {k}/{n}: expected K/N with 1 ≤ K ≤ N (e.g. 2/3)"
-            ));
+            return Err(BadShard { k, n });
         }
         Ok(Self { k, n })
     }
@@ -36,7 +42,7 @@ impl Shard {
             .trim()
             .parse()
             .map_err(|_| bad(format!("`{s}`: N is not a positive integer")))?;
-        Self::new(k, n).map_err(bad)
+        Self::new(k, n).map_err(|e| bad(e.to_string()))
     }
 
     /// Whether point `index` belongs to this shard.

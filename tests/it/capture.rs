@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
+use crate::support::{sim, succeeded};
 use hicache_sim::scenario::schema::{CgroupVersionSpec, MemorySpec, PreexistingSpec};
 use hicache_sim::scenario::{load_file, resolve::resolve};
 use hicache_sim::startup::StartupPlan;
@@ -19,10 +19,6 @@ const G: u64 = 1 << 30;
 const M: u64 = 1 << 20;
 /// cgroup v1's "no limit" on 4 KiB pages.
 const V1U: u64 = (1 << 63) - 4096;
-
-fn sim() -> Command {
-    Command::cargo_bin("hicache-sim").unwrap()
-}
 
 /// A fake machine in a temporary directory.
 struct Fake {
@@ -218,11 +214,7 @@ fn startup_log(path: &str, sglang: &str) -> String {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 

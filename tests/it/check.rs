@@ -1,13 +1,9 @@
 //! `hicache-sim check`: exit codes for a recipe repository's CI, bare launch-command
 //! files named by `# hicache-sim:` comments, and JUnit XML read back by an XML parser.
 
-use assert_cmd::Command;
+use crate::support::sim;
 
 const GB300: &str = "scenarios/gb300-glm52-135g.yaml";
-
-fn sim() -> Command {
-    Command::cargo_bin("hicache-sim").unwrap()
-}
 
 /// The incident's recipe as a shell file: the same machine as the scenario, named in
 /// comments (no jitter: every rank samples together).

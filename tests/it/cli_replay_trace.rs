@@ -1,18 +1,10 @@
 //! `replay`, `trace gen` and `trace stats` as a user runs them.
 
-use assert_cmd::Command;
-
-fn sim() -> Command {
-    Command::cargo_bin("hicache-sim").unwrap()
-}
+use crate::support::{sim, succeeded};
 
 fn stdout(args: &[&str]) -> String {
     let out = sim().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     String::from_utf8(out.stdout).unwrap()
 }
 

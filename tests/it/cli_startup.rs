@@ -1,12 +1,8 @@
 //! The `startup` and `versions` commands as a user runs them: exit codes, JSON fields,
 //! determinism, and a clear error (file, line, field; exit 2) for each kind of bad input.
 
-use assert_cmd::Command;
+use crate::support::sim;
 use predicates::prelude::*;
-
-fn sim() -> Command {
-    Command::cargo_bin("hicache-sim").unwrap()
-}
 
 fn json(args: &[&str]) -> serde_json::Value {
     let out = sim().args(args).output().unwrap();

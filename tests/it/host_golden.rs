@@ -29,18 +29,7 @@ struct Golden {
 fn read_golden(p: &Path) -> Golden {
     let text = std::fs::read_to_string(p).unwrap();
     let mut lines = text.lines();
-    let head = lines
-        .next()
-        .unwrap()
-        .strip_prefix("# ")
-        .expect("header line");
-    let header = head
-        .split_whitespace()
-        .map(|kv| {
-            let (k, v) = kv.split_once('=').expect("key=value");
-            (k.to_string(), v.to_string())
-        })
-        .collect();
+    let header = crate::support::golden_header(lines.next().unwrap());
     let rows = lines
         .map(|l| {
             let v: Vec<u64> = l.split_whitespace().map(|x| x.parse().unwrap()).collect();

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use crate::support::{SWEEP_SCENARIO, code, stderr, stdout, trace_workdir};
+use crate::support::{SWEEP_SCENARIO, code, exit2, ok, repo, stderr, stdout, trace_workdir};
 
 /// The binary under test: this build's, or `HOSTILE_BIN`.
 fn bin() -> String {
@@ -30,23 +30,6 @@ fn run_env(args: &[&str], dir: &Path, env: &[(&str, &str)]) -> Output {
         c.env(k, v);
     }
     c.output().unwrap()
-}
-
-#[track_caller]
-fn ok(o: &Output) {
-    assert_eq!(code(o), 0, "{}", stderr(o));
-}
-
-#[track_caller]
-fn exit2(o: &Output, words: &[&str]) {
-    assert_eq!(code(o), 2, "stdout:\n{}\nstderr:\n{}", stdout(o), stderr(o));
-    for w in words {
-        assert!(stderr(o).contains(w), "missing `{w}` in:\n{}", stderr(o));
-    }
-}
-
-fn repo(p: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
 }
 
 /// A temp folder with `trace.jsonl`: the first 300 requests of the bundled synthetic trace.

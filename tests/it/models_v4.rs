@@ -70,9 +70,16 @@ fn deepseek_v4_kv_dtype_and_weights() {
         hicache_sim::model::resolve_kv_dtype(&m.preset, KvDtype::Auto, Some(9), false),
         Ok(KvDtype::Fp8)
     );
+    assert_eq!(
+        hicache_sim::model::resolve_kv_dtype(&m.preset, KvDtype::Fp16, Some(9), false),
+        Err(hicache_sim::model::KvDtypeRefused::DeepseekV4(
+            KvDtype::Fp16
+        ))
+    );
     assert!(
         hicache_sim::model::resolve_kv_dtype(&m.preset, KvDtype::Fp16, Some(9), false)
             .unwrap_err()
+            .to_string()
             .contains("not supported for DeepseekV4ForCausalLM")
     );
     // `expert_dtype: fp4`: the routed experts are MXFP4 (`is_fp4_experts`): 384 experts

@@ -1,6 +1,7 @@
 //! The README's main command end to end: the quickstart sweep (start-up → host pool →
 //! replay → row), its hand-checked figures, and its plots.
 
+use crate::support::succeeded;
 use assert_cmd::Command;
 
 fn rows(dir: &std::path::Path) -> Vec<std::collections::BTreeMap<String, String>> {
@@ -25,11 +26,7 @@ fn quickstart_sweep_figures() {
         .arg(dir.path())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
         err.matches("note: --hicache-ratio is set").count(),

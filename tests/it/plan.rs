@@ -1,7 +1,8 @@
-//! `hicache-sim plan`: the size frontier against a hand computation from the spec's
+//! `hicache-sim plan`: the size frontier against a hand computation from the scenario's
 //! numbers and against a brute-force sweep over sizes; ratio to the page; the
 //! recommendation; diminishing returns of the hit-rate ladder; the CLI's outputs.
 
+use crate::support::succeeded;
 use assert_cmd::Command;
 use hicache_sim::plan::search::{self, size_frontier, size_patch};
 use hicache_sim::plan::{PlanOptions, Prober};
@@ -231,11 +232,7 @@ fn cli_json_and_text() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["releases"][0]["sglang"], "0.5.21");
     assert_eq!(v["releases"][0]["size"]["value"], 56);

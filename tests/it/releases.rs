@@ -3,13 +3,9 @@
 //! them, `--sglang all`, `versions`, and the two defects (0.5.14's assertion, the
 //! fraction flag before 0.5.21).
 
-use assert_cmd::Command;
+use crate::support::{sim, succeeded};
 use hicache_sim::hardware::*;
 use hicache_sim::sizing::{HeadroomVariant as HV, cgroup_memory_headroom};
-
-fn sim() -> Command {
-    Command::cargo_bin("hicache-sim").unwrap()
-}
 
 fn run_json(args: &[&str]) -> serde_json::Value {
     let out = sim().args(args).output().unwrap();
@@ -21,7 +17,7 @@ fn run_json(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// releases.md "Worked case": parent `task` (max 900, usage 850 of which 600 is inactive
+/// A worked case: parent `task` (max 900, usage 850 of which 600 is inactive
 /// file cache of a sibling with memory.min 100); the engine (max 1000, usage 250).
 fn worked_case(sibling_min: u64, engine_min: u64) -> HostMemoryView {
     let mut m = HostMemory::new(CgroupVersion::V2, 10_000);
@@ -594,11 +590,7 @@ fn debug_sizing_reads_states_and_names_a_bad_line() {
         .args(["debug-sizing", p.to_str().unwrap(), "--sglang", "0.5.23"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    succeeded(&out);
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["headroom"], 50);
     let out = sim()

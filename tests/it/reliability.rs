@@ -2,33 +2,18 @@
 //! Each asserts the exit code and the words of the message a user would see.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 
-use crate::support::{SWEEP_SCENARIO, code, stderr, trace_workdir};
-
-const BIN: &str = env!("CARGO_BIN_EXE_hicache-sim");
+use crate::support::{BIN, SWEEP_SCENARIO, code, ok, run, stderr, trace_workdir};
 
 /// A small sweep with a trace beside it: GB300, page-cache-credit, 2 × 2 points.
 const SCENARIO: &str = SWEEP_SCENARIO;
-
-fn run(args: &[&str], dir: &Path) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
 
 /// A temp folder with `s.yaml` and a 300-request slice of the bundled synthetic trace.
 fn workdir() -> tempfile::TempDir {
     let d = trace_workdir();
     std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
     d
-}
-
-fn ok(o: &Output) {
-    assert_eq!(code(o), 0, "{}", stderr(o));
 }
 
 // 1. --resume and merge refuse another scenario, naming what differs.

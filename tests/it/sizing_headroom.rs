@@ -1,4 +1,4 @@
-//! `test_host_memory.py` (newest, upstream `2b484a51`; `sglang-hicache.md` §7.3): every
+//! `test_host_memory.py` (newest, upstream `2b484a51`): every
 //! cgroup headroom row, with the variant (A raw, B v1-inactive, C active+inactive credit,
 //! D clean credit, E protected sibling) each row needs. Membership `/task/engine`.
 

@@ -1,4 +1,4 @@
-//! The incident figures (spec README §3) and hand-computed `HostMemory` cases.
+//! The incident figures (the bundled `scenarios/`) and hand-computed `HostMemory` cases.
 
 use hicache_sim::hardware::*;
 use hicache_sim::model::{

@@ -1,4 +1,5 @@
-//! SGLang's own unit-test cases (`sglang-hicache.md` §7.1, §7.2, §7.4) with the same
+//! SGLang's own unit-test cases (`test_mem_pool_host.py`, `test_hicache_auto_size.py`,
+//! the explicit-size snapshot) with the same
 //! inputs and exact expected numbers, plus argument resolution, versions and the
 //! prefetch capacity rules.
 
@@ -8,7 +9,7 @@ use hicache_sim::units::GIB;
 
 const GIB_I: i128 = GIB as i128;
 
-/// The §7.1 / §7.2 device pool: MHA, fp16, 2 KV heads, head_dim 4, 2 layers.
+/// The `test_mem_pool_host.py` / `test_hicache_auto_size.py` device pool: MHA, fp16, 2 KV heads, head_dim 4, 2 layers.
 fn mha_bytes_per_token() -> u64 {
     Attention::Gqa {
         kv_heads: 2,
@@ -19,7 +20,7 @@ fn mha_bytes_per_token() -> u64 {
         .bytes_per_token
 }
 
-// ---- §7.1 test_mem_pool_host.py ----
+// ---- test_mem_pool_host.py ----
 
 #[test]
 fn s7_1_host_kv_cache_geometry() {
@@ -78,7 +79,7 @@ fn negative_budget_floors_and_keeps_its_sign() {
     assert_eq!(whole_headroom_budget(10 * GIB_I - 1), 0);
 }
 
-// ---- §7.2 test_hicache_auto_size.py (first version) ----
+// ---- test_hicache_auto_size.py (first version) ----
 
 #[test]
 fn s7_2_auto_size_end_to_end() {
@@ -139,7 +140,7 @@ fn auto_size_ratio_capped_by_default_and_errors_at_zero() {
     assert_eq!(check_auto_size_ratio(0.0), Err(AutoSizeError::NoHostMemory));
 }
 
-// ---- §7.2 newest version: auto-HiCache ----
+// ---- test_hicache_auto_size.py, newest version: auto-HiCache ----
 
 #[test]
 fn s7_2_auto_hicache_ratio() {
@@ -154,7 +155,9 @@ fn s7_2_auto_hicache_ratio() {
     let p = auto_hicache_ratio(share(budget_for(20.0)), 0.8, d).unwrap();
     assert_eq!(p.ratio, 8.0);
     let low = (1.2 * d as f64 / 0.8) as i128;
-    let why = auto_hicache_ratio(share(low), 0.8, d).unwrap_err();
+    let why = auto_hicache_ratio(share(low), 0.8, d)
+        .unwrap_err()
+        .to_string();
     assert!(why.contains("minimum"), "{why}");
     assert_eq!(
         why,
@@ -166,7 +169,7 @@ fn s7_2_auto_hicache_ratio() {
     assert_eq!(auto_hicache_halve_on_pin_failure(2.0), None);
 }
 
-// ---- §7.4 explicit-size snapshot ----
+// ---- explicit-size snapshot ----
 
 #[test]
 fn s7_4_explicit_snapshot() {

@@ -1,4 +1,4 @@
-//! The incidents of spec README §3, reproduced from the bundled scenarios with their
+//! The incidents the bundled scenarios (`scenarios/`) describe, reproduced with their
 //! exact figures.
 
 use hicache_sim::commands::startup_cmd::{load_scenario, plan_for};

@@ -1,8 +1,33 @@
-//! What several CLI test modules share: the small GB300 sweep scenario with its trace
-//! beside it, and reading a finished process's output.
+//! What several test modules share: the binary under test, the small GB300 sweep
+//! scenario with its trace beside it, reading and checking a finished process's output,
+//! and the header line of the golden files.
 
-use std::path::Path;
-use std::process::Output;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// This build's `hicache-sim`.
+pub const BIN: &str = env!("CARGO_BIN_EXE_hicache-sim");
+
+/// `hicache-sim` as an `assert_cmd` command (no arguments yet).
+pub fn sim() -> assert_cmd::Command {
+    assert_cmd::Command::cargo_bin("hicache-sim").unwrap()
+}
+
+/// Runs `hicache-sim ARGS` in `dir` with no standard input.
+pub fn run(args: &[&str], dir: &Path) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// A file of this repository.
+pub fn repo(p: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
+}
 
 /// GB300, page-cache-credit, a 2 × 2 sweep (fraction × ratio) over `trace.jsonl` beside
 /// it: the scenario `reliability` and `hostile` mutate, one case per test.
@@ -66,4 +91,37 @@ pub fn stderr(o: &Output) -> String {
 
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A successful exit, or the failure shows standard error.
+#[track_caller]
+pub fn succeeded(o: &Output) {
+    assert!(o.status.success(), "{}", stderr(o));
+}
+
+/// Exit 0, or the failure shows standard error.
+#[track_caller]
+pub fn ok(o: &Output) {
+    assert_eq!(code(o), 0, "{}", stderr(o));
+}
+
+/// Exit 2 (bad input) with every one of `words` on standard error.
+#[track_caller]
+pub fn exit2(o: &Output, words: &[&str]) {
+    assert_eq!(code(o), 2, "stdout:\n{}\nstderr:\n{}", stdout(o), stderr(o));
+    for w in words {
+        assert!(stderr(o).contains(w), "missing `{w}` in:\n{}", stderr(o));
+    }
+}
+
+/// The `# key=value key=value` first line of a golden file, as a map.
+pub fn golden_header(line: &str) -> BTreeMap<String, String> {
+    line.strip_prefix("# ")
+        .expect("header line")
+        .split_whitespace()
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').expect("key=value");
+            (k.to_string(), v.to_string())
+        })
+        .collect()
 }

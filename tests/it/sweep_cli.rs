@@ -2,6 +2,7 @@
 //! the same bytes as an uninterrupted run; so do --jobs 1 vs 2, and shards 1/3..3/3
 //! merged with `hicache-sim merge`.
 
+use crate::support::succeeded;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -125,11 +126,7 @@ fn killed_resumed_jobs_and_shards_all_give_the_same_bytes() {
         .arg(&merged)
         .output()
         .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    succeeded(&st);
     assert_eq!(std::fs::read(&merged).unwrap(), want);
 
     // And the plot command redraws from the merged CSV.
@@ -146,11 +143,7 @@ fn killed_resumed_jobs_and_shards_all_give_the_same_bytes() {
         .arg(sh.join("plots"))
         .output()
         .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    succeeded(&st);
     assert!(
         sh.join("plots/margin_bytes_vs_hicache_host_memory_fraction.svg")
             .exists()

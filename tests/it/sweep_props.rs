@@ -18,9 +18,9 @@ fn points(n_a: usize, n_b: usize, seeds: u64) -> Vec<Point> {
     sweep::expand(&spec, &json!({"seed": 3, "a": 0.0, "b": ""})).unwrap()
 }
 
-fn runner(p: &Point) -> Result<Row, String> {
+fn runner(p: &Point) -> Result<Row, hicache_sim::sweep::PointError> {
     if p.seed.is_multiple_of(7) {
-        return Err(format!("unlucky seed {}", p.seed));
+        return Err(format!("unlucky seed {}", p.seed).into());
     }
     Ok(Row::new()
         .with("x", p.seed % 1000)

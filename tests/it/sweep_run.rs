@@ -34,7 +34,7 @@ fn columns() -> Vec<String> {
 
 /// A deterministic synthetic pipeline; sleeps a point-dependent time so completion order
 /// differs from point order when there are several threads.
-fn runner(p: &Point) -> Result<Row, String> {
+fn runner(p: &Point) -> Result<Row, hicache_sim::sweep::PointError> {
     let f = p
         .get("server.hicache_host_memory_fraction")
         .unwrap()

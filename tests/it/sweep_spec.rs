@@ -132,9 +132,7 @@ fn invalid_combinations_are_refused_up_front() {
         if f > 0.0 && f <= 1.0 {
             Ok(())
         } else {
-            Err(format!(
-                "--hicache-host-memory-fraction must be in (0, 1], got {f}"
-            ))
+            Err(format!("--hicache-host-memory-fraction must be in (0, 1], got {f}").into())
         }
     };
     let e = sweep::check_points(&spec, &base(), &pts, &validate).unwrap_err();

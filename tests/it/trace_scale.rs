@@ -2,14 +2,12 @@
 //! command, stale and foreign files refused) and a sweep's shared parse (the CSV is
 //! byte-identical to parsing the trace at every point).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-const BIN: &str = env!("CARGO_BIN_EXE_hicache-sim");
+use crate::support::repo;
 
-fn repo(p: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
-}
+const BIN: &str = env!("CARGO_BIN_EXE_hicache-sim");
 
 fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(BIN);

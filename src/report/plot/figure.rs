@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{FONT_FAMILY, PanelInfo, PlotError, PlotInfo, SeriesInfo, register_font_once};
+use super::{
+    DrawError, FONT_FAMILY, PanelInfo, PlotError, PlotInfo, SeriesInfo, register_font_once,
+};
 
 /// Tableau-10: distinguishable lines for groups.
 pub const PALETTE: [RGBColor; 10] = [
@@ -114,7 +116,7 @@ impl Panel {
         (xr, yr)
     }
 
-    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String>
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), DrawError>
     where
         DB::ErrorType: 'static,
     {
@@ -124,8 +126,7 @@ impl Panel {
             .margin(8)
             .x_label_area_size(45)
             .y_label_area_size(80)
-            .build_cartesian_2d(x0..x1, y0..y1)
-            .map_err(|e| e.to_string())?;
+            .build_cartesian_2d(x0..x1, y0..y1)?;
         let cats = self.x_categories.clone();
         let fmt_x = move |v: &f64| match &cats {
             Some(c) => {
@@ -147,7 +148,7 @@ impl Panel {
         if let Some(c) = &self.x_categories {
             mesh.x_labels(c.len() + 1);
         }
-        mesh.draw().map_err(|e| e.to_string())?;
+        mesh.draw()?;
 
         let mut any_legend = false;
         // Lines first, markers after: the legend lists the groups together.
@@ -160,31 +161,25 @@ impl Panel {
         for s in ordered {
             let c = s.color;
             let pts = s.points.clone();
-            let anno = match s.kind {
-                Kind::Line => {
-                    chart
-                        .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
-                        .map_err(|e| e.to_string())?;
-                    chart
-                        .draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))
-                        .map_err(|e| e.to_string())?
-                }
-                Kind::Points => chart
-                    .draw_series(pts.iter().map(|&p| Circle::new(p, 4, c.filled())))
-                    .map_err(|e| e.to_string())?,
-                Kind::Crosses => chart
-                    .draw_series(pts.iter().map(|&p| Cross::new(p, 6, c.stroke_width(2))))
-                    .map_err(|e| e.to_string())?,
-                Kind::Triangles => chart
-                    .draw_series(pts.iter().map(|&p| TriangleMarker::new(p, 6, c.filled())))
-                    .map_err(|e| e.to_string())?,
-                Kind::Reference => chart
-                    .draw_series(LineSeries::new(pts.iter().copied(), BLACK.stroke_width(1)))
-                    .map_err(|e| e.to_string())?,
-                Kind::Path => chart
-                    .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
-                    .map_err(|e| e.to_string())?,
-            };
+            let anno =
+                match s.kind {
+                    Kind::Line => {
+                        chart
+                            .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))?;
+                        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))?
+                    }
+                    Kind::Points => {
+                        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, c.filled())))?
+                    }
+                    Kind::Crosses => chart
+                        .draw_series(pts.iter().map(|&p| Cross::new(p, 6, c.stroke_width(2))))?,
+                    Kind::Triangles => chart
+                        .draw_series(pts.iter().map(|&p| TriangleMarker::new(p, 6, c.filled())))?,
+                    Kind::Reference => chart
+                        .draw_series(LineSeries::new(pts.iter().copied(), BLACK.stroke_width(1)))?,
+                    Kind::Path => chart
+                        .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))?,
+                };
             if let Some(text) = &s.legend {
                 any_legend = true;
                 let kind = s.kind;
@@ -218,8 +213,7 @@ impl Panel {
                 .position(SeriesLabelPosition::UpperLeft)
                 .background_style(WHITE.mix(0.85))
                 .border_style(BLACK)
-                .draw()
-                .map_err(|e| e.to_string())?;
+                .draw()?;
         }
         Ok(())
     }
@@ -243,21 +237,19 @@ impl Panel {
 
 /// Something that can draw itself on any plotters backend.
 pub trait Chart {
-    fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>
+    fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), DrawError>
     where
         DB::ErrorType: 'static;
     fn size(&self) -> (u32, u32);
 }
 
 impl Chart for Figure {
-    fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>
+    fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), DrawError>
     where
         DB::ErrorType: 'static,
     {
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
-        let body = root
-            .titled(&self.title, (FONT_FAMILY, 22))
-            .map_err(|e| e.to_string())?;
+        root.fill(&WHITE)?;
+        let body = root.titled(&self.title, (FONT_FAMILY, 22))?;
         let cols = self.cols.max(1);
         let rows = self.panels.len().div_ceil(cols).max(1);
         let areas = body.split_evenly((rows, cols));
@@ -306,7 +298,7 @@ pub fn render(chart: &impl Chart, stem: &Path) -> Result<Vec<PathBuf>, PlotError
     let mut rgb = vec![0u8; 3 * w as usize * h as usize];
     {
         let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
-        chart.draw_on(&root).map_err(|m| draw_err(&png, m))?;
+        chart.draw_on(&root).map_err(|m| draw_err(&png, m.0))?;
         root.present().map_err(|e| draw_err(&png, e.to_string()))?;
     }
     let mut png_bytes = Vec::new();
@@ -320,7 +312,7 @@ pub fn render(chart: &impl Chart, stem: &Path) -> Result<Vec<PathBuf>, PlotError
     let mut svg_text = String::new();
     {
         let root = SVGBackend::with_string(&mut svg_text, (w, h)).into_drawing_area();
-        chart.draw_on(&root).map_err(|m| draw_err(&svg, m))?;
+        chart.draw_on(&root).map_err(|m| draw_err(&svg, m.0))?;
         root.present().map_err(|e| draw_err(&svg, e.to_string()))?;
     }
     crate::output::write_file(&svg, svg_text.as_bytes()).map_err(|e| io_err(&svg, e))?;

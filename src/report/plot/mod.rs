@@ -42,6 +42,20 @@ pub fn register_font_once() -> Result<(), PlotError> {
     if ok { Ok(()) } else { Err(PlotError::Font) }
 }
 
+/// A plotters drawing failure, in the backend's words (the backend's error type is
+/// generic over the backend, so its text is what a chart can pass on).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DrawError(pub String);
+
+impl<E: std::error::Error + Send + Sync> From<plotters::drawing::DrawingAreaErrorKind<E>>
+    for DrawError
+{
+    fn from(e: plotters::drawing::DrawingAreaErrorKind<E>) -> Self {
+        DrawError(e.to_string())
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum PlotError {
     #[error("{path}: {message}")]

@@ -9,7 +9,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::figure::{Chart, render, short};
-use super::{FONT_FAMILY, PanelInfo, PlotError, PlotInfo, SeriesInfo, Table};
+use super::{DrawError, FONT_FAMILY, PanelInfo, PlotError, PlotInfo, SeriesInfo, Table};
 
 /// Outcome classes of a cell, in legend order (stable ids used as series names).
 pub const CLASSES: [(&str, RGBColor); 5] = [
@@ -166,11 +166,11 @@ impl Chart for Grid {
         (w, h)
     }
 
-    fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>
+    fn draw_on<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), DrawError>
     where
         DB::ErrorType: 'static,
     {
-        let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+        let e = |x: DrawingAreaErrorKind<DB::ErrorType>| DrawError::from(x);
         root.fill(&WHITE).map_err(e)?;
         let (nx, ny) = (self.x_cats.len().max(1), self.y_cats.len().max(1));
         let (w, _) = root.dim_in_pixel();

@@ -92,17 +92,23 @@ pub enum CostModel {
     },
 }
 
+/// Why a scenario's `compute:` section gives no cost model.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CostError {
+    #[error("compute_scale must be a positive number, got {0}")]
+    BadScale(f64),
+    #[error(transparent)]
+    NoTable(#[from] table::NoCostTable),
+}
+
 impl CostModel {
     pub fn new(
         c: &Compute,
         prefill_tokens_per_s: f64,
         decode_tokens_per_s: f64,
-    ) -> Result<CostModel, String> {
+    ) -> Result<CostModel, CostError> {
         if !(c.compute_scale > 0.0 && c.compute_scale.is_finite()) {
-            return Err(format!(
-                "compute_scale must be a positive number, got {}",
-                c.compute_scale
-            ));
+            return Err(CostError::BadScale(c.compute_scale));
         }
         Ok(match &c.source {
             ComputeSource::Fixed => CostModel::Fixed {

@@ -68,14 +68,21 @@ pub const GPUS: [GpuSpec; 5] = [
     },
 ];
 
-pub fn gpu(name: &str) -> Result<&'static GpuSpec, String> {
+/// A GPU the roofline has no figures for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "no roofline GPU `{name}` (known: {})",
+    GPUS.iter().map(|g| g.name).collect::<Vec<_>>().join(", ")
+)]
+pub struct UnknownGpu {
+    pub name: String,
+}
+
+pub fn gpu(name: &str) -> Result<&'static GpuSpec, UnknownGpu> {
     GPUS.iter()
         .find(|g| g.name.eq_ignore_ascii_case(name))
-        .ok_or_else(|| {
-            format!(
-                "no roofline GPU `{name}` (known: {})",
-                GPUS.iter().map(|g| g.name).collect::<Vec<_>>().join(", ")
-            )
+        .ok_or_else(|| UnknownGpu {
+            name: name.to_string(),
         })
 }
 

@@ -146,21 +146,49 @@ pub fn tables() -> &'static [CostTable] {
     })
 }
 
+/// A (node, model, quantisation, TP) with no bundled cost table.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "no cost table for node `{node}`, model `{model}`, quant `{quant}`, tp {tp}; tables for `{node}`: {}",
+    have_text(.have)
+)]
+pub struct NoCostTable {
+    pub node: String,
+    pub model: String,
+    pub quant: String,
+    pub tp: u32,
+    /// The node's tables, `model quant tpN` each.
+    pub have: Vec<String>,
+}
+
+fn have_text(have: &[String]) -> String {
+    if have.is_empty() {
+        "none (nodes with tables: gb300, gb200, hgx-b300, hgx-b200, hgx-h200, hgx-h100)".to_string()
+    } else {
+        have.join(", ")
+    }
+}
+
 /// The table of (node, model, quantisation, TP), or the list of what exists.
-pub fn find(node: &str, model: &str, quant: &str, tp: u32) -> Result<&'static CostTable, String> {
+pub fn find(
+    node: &str,
+    model: &str,
+    quant: &str,
+    tp: u32,
+) -> Result<&'static CostTable, NoCostTable> {
     tables()
         .iter()
         .find(|t| t.node == node && t.model == model && t.quant == quant && t.tp == tp)
-        .ok_or_else(|| {
-            let have: Vec<String> = tables()
+        .ok_or_else(|| NoCostTable {
+            node: node.to_string(),
+            model: model.to_string(),
+            quant: quant.to_string(),
+            tp,
+            have: tables()
                 .iter()
                 .filter(|t| t.node == node)
                 .map(|t| format!("{} {} tp{}", t.model, t.quant, t.tp))
-                .collect();
-            format!(
-                "no cost table for node `{node}`, model `{model}`, quant `{quant}`, tp {tp}; tables for `{node}`: {}",
-                if have.is_empty() { "none (nodes with tables: gb300, gb200, hgx-b300, hgx-b200, hgx-h200, hgx-h100)".to_string() } else { have.join(", ") }
-            )
+                .collect(),
         })
 }
 
@@ -328,6 +356,6 @@ mod tests {
     #[test]
     fn unknown_table_names_what_exists() {
         let e = find("hgx-h100", "glm-5.2", "fp8", 8).unwrap_err();
-        assert!(e.contains("qwen3-235b-a22b bf16 tp8"), "{e}");
+        assert!(e.to_string().contains("qwen3-235b-a22b bf16 tp8"), "{e}");
     }
 }
