@@ -267,6 +267,37 @@ impl<R: TreeRules> HiRadixTree<R> {
         out.append(&mut self.backups);
     }
 
+    /// The pages `rec`'s backup copied, parent-first, into `out` (cleared first): the
+    /// node's own pages plus, when an insert or match split the node between the backup
+    /// and its ack (`_split_node` moves the head pages into a new parent, the record
+    /// keeps the suffix), the head fragments up the split chain until `rec.pages` are
+    /// recovered. Mirrors `mem_cache/hiradix_cache.py: write_backup_storage` /
+    /// `_concat_split_chain` ("Recover pre-split data via walk-and-concat if node was
+    /// split", 0.5.14–0.5.18) and 0.5.23 `unified_radix_cache.py:
+    /// _finish_write_through_ack` ("Back up each fragment: after a split, lock_node only
+    /// holds the suffix; the prefix fragment must be persisted as well"): the L3 write of
+    /// a backup covers every page the backup moved. Returns false (nothing collected)
+    /// when the node is gone.
+    pub fn backup_span(&self, rec: &BackupRecord, out: &mut Vec<PageKey>) -> bool {
+        out.clear();
+        if !self.nodes[rec.node as usize].alive {
+            return false;
+        }
+        let mut x = rec.node;
+        let mut got = 0u64;
+        while x != ROOT && got < rec.pages {
+            let node = &self.nodes[x as usize];
+            // Walked bottom-up: prepend each fragment.
+            out.splice(0..0, node.pages.iter().copied());
+            got += node.len();
+            x = node.parent;
+        }
+        // `_concat_split_chain` asserts the chain adds up; a split never cuts above the
+        // record's span, so it does.
+        debug_assert_eq!(got, rec.pages, "backup chain length mismatch");
+        true
+    }
+
     /// Drains the buffer_only storage write intents since the last call
     /// ([`TreeConfig::buffer_storage_intents`]), appending to `out` the pages of each
     /// intent's path from the root (the node and its ancestors, root first).

@@ -308,8 +308,10 @@ fn gb(x: i128) -> String {
 }
 
 /// One line with the HiCache settings the scenario resolved to (from the launch command
-/// and explicit fields).
-pub fn hicache_settings(s: &Scenario) -> String {
+/// and explicit fields). `page_size` is the one the server runs (`StartupPlan::page_size`:
+/// 256 for DeepSeek-V4 whatever `--page-size` says, `model_overrides/deepseek_v4.py:
+/// _deepseek_v4_overrides`), the size HiCache's host pools are paged by.
+pub fn hicache_settings(s: &Scenario, page_size: u64) -> String {
     let v = &s.server;
     format!(
         "HiCache: {}; write policy {}, storage backend {}, io backend {}, mem layout {}, prefetch policy {}, eviction policy {}, page size {}, host memory mode {}, TP{} PP{} DP{}{}",
@@ -320,7 +322,7 @@ pub fn hicache_settings(s: &Scenario) -> String {
         v.hicache_mem_layout,
         v.hicache_storage_prefetch_policy,
         v.radix_eviction_policy,
-        v.page_size,
+        page_size,
         v.hicache_host_memory_mode,
         v.tp_size,
         v.pp_size,
@@ -384,7 +386,7 @@ pub fn render_text(s: &Scenario, plan: &StartupPlan, rep: &StartupReport) -> Str
         pools.join(", ")
     );
     let _ = writeln!(o, "{}", device_profile_line(s));
-    let _ = writeln!(o, "{}", hicache_settings(s));
+    let _ = writeln!(o, "{}", hicache_settings(s, plan.page_size));
     if let Some(l) = &rep.launch {
         let _ = writeln!(
             o,

@@ -29,6 +29,8 @@ pub(crate) struct Session<R: TreeRules> {
     pub device_hit_pages: u64,
     pub host_hit_pages: u64,
     pub storage_hit_pages: u64,
+    /// Scratch for a backup's pages on their way to L3 (`HiRadixTree::backup_span`).
+    pub span: Vec<crate::cache::PageKey>,
 }
 
 impl<R: TreeRules> Session<R> {
@@ -62,6 +64,7 @@ impl<R: TreeRules> Session<R> {
             device_hit_pages: 0,
             host_hit_pages: 0,
             storage_hit_pages: 0,
+            span: Vec::new(),
         }
     }
 

@@ -820,7 +820,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
                 if r.locked {
                     continue;
                 }
-                let end = self.storage_backup(r.node, t, false);
+                let end = self.storage_backup(&r, t, false);
                 if let Some(k) = pins.iter().position(|&x| x == r.node) {
                     pins.swap_remove(k);
                     match end {
@@ -855,7 +855,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         for r in &recs {
             self.s.tree.backup_acked(r);
             if r.locked && self.s.storage.is_some() {
-                self.storage_backup(r.node, now, true);
+                self.storage_backup(r, now, true);
             }
         }
         self.recs = recs;
@@ -864,15 +864,22 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         self.flush_backups(now);
     }
 
-    /// `write_backup_storage`: the node's pages go to L3 on the storage-write link; with
-    /// `pin`, its host copy is protected until the storage ack.
-    fn storage_backup(&mut self, node: NodeId, at: Nanos, pin: bool) -> Option<Nanos> {
-        if !self.s.tree.node(node).alive {
+    /// `write_backup_storage`: the backup's pages go to L3 on the storage-write link —
+    /// all of them, the head fragments of a node split since the backup included
+    /// ([`HiRadixTree::backup_span`](crate::cache::HiRadixTree::backup_span)); with
+    /// `pin`, the node's host copy is protected until the storage ack.
+    fn storage_backup(
+        &mut self,
+        rec: &crate::cache::BackupRecord,
+        at: Nanos,
+        pin: bool,
+    ) -> Option<Nanos> {
+        let node = rec.node;
+        let mut pages = std::mem::take(&mut self.scratch);
+        if !self.s.tree.backup_span(rec, &mut pages) {
+            self.scratch = pages;
             return None;
         }
-        let mut pages = std::mem::take(&mut self.scratch);
-        pages.clear();
-        pages.extend_from_slice(&self.s.tree.node(node).pages);
         let bytes = self.s.bytes(pages.len() as u64);
         let d = storage_time_ns(bytes, self.s.cfg.storage_write_bandwidth.0)
             + self.s.cfg.storage_latency.0;

@@ -306,10 +306,10 @@ fn drain_backups<R: TreeRules>(s: &mut Session<R>, recs: &mut Vec<crate::cache::
     for r in recs.iter() {
         s.tree.backup_acked(r);
         if let Some(st) = s.storage.as_mut() {
-            let n = s.tree.node(r.node);
-            // `write_backup_storage`: nothing when the host copy is gone by the ack.
-            if n.alive && n.backed_up {
-                let new = st.write(&n.pages);
+            // `write_backup_storage`: nothing when the host copy is gone by the ack;
+            // else every page the backup moved, split fragments included.
+            if s.tree.backup_span(r, &mut s.span) && s.tree.node(r.node).backed_up {
+                let new = st.write(&s.span);
                 s.m.l3_write_bytes += new * s.ps * s.cfg.bytes_per_token;
             }
         }

@@ -154,3 +154,27 @@ fn dsv4_pro_host_pools_by_hand() {
     assert_eq!(61 * 4_738 * 149_760u64, 43_283_335_680);
     assert_eq!(p[1].bytes_per_page() * 105_860, 118_901_952_000);
 }
+
+/// `startup`'s "HiCache:" line prints the page size the server runs: DeepSeek-V4 pages by
+/// 256 tokens whatever `--page-size` says (`model_overrides/deepseek_v4.py:
+/// _deepseek_v4_overrides`), as the "Node:" line already did. The scenario's launch gives
+/// no `--page-size`, so the flag is its default 1 — the figure the line used to print.
+#[test]
+fn dsv4_startup_hicache_line_prints_the_page_size_sglang_runs() {
+    let out = assert_cmd::Command::cargo_bin("hicache-sim")
+        .unwrap()
+        .args(["startup", "scenarios/deepseek-v4-pro-host-pools.yaml"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = |p: &str| {
+        text.lines()
+            .find(|l| l.starts_with(p))
+            .unwrap_or_else(|| panic!("no {p} line: {text}"))
+            .to_string()
+    };
+    assert!(line("Node:").ends_with(", page 256"), "{text}");
+    let hicache = line("HiCache:");
+    assert!(hicache.contains(", page size 256, "), "{hicache}");
+    assert!(!hicache.contains("page size 1,"), "{hicache}");
+}

@@ -13,6 +13,7 @@ mod golden_startup;
 mod host_golden;
 mod hostile;
 mod kv_bytes;
+mod l3_write_back;
 mod launch_corpus;
 mod launch_issue9;
 mod log_corpus;

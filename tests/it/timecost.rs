@@ -868,8 +868,11 @@ fn corpus_10_mla_l2_hit_vs_cold() {
 fn corpus_12_mooncake_ssd_hit_rates_per_round() {
     let mut c = base(64, 1024, 1, Compute::default());
     // Pool sizes are not given; the published rates are full reuse, whichever tier
-    // served it. L1 + L2 hold the run here (with a 2 000-page host pool the replay
-    // loses pages to L3's write-back under this churn — not what the issue saw).
+    // served it. L1 + L2 hold the run here. With a 2 000-page host pool every page
+    // still reaches L3, but the prefetch budget (half the host pool,
+    // `cache_controller.py: prefetch_rate_limited`) refuses L3 prefetches under this
+    // churn and the rates fall (`l3_write_back.rs`): the issue's `--hicache-ratio 2`
+    // host pool was larger.
     c.l1_pages = 1000;
     c.l2_pages = 20_000;
     c.l3_unbounded = true;

@@ -1,0 +1,130 @@
+//! The L3 write of a host backup (`write_backup_storage`) and the host pool's prefetch
+//! budget, through the timed replay.
+//!
+//! 1. A node split between its D2H backup and the backup's ack still reaches L3 whole:
+//!    SGLang writes the pre-split span (`mem_cache/hiradix_cache.py:
+//!    write_backup_storage` / `_concat_split_chain`, 0.5.14–0.5.18; 0.5.23
+//!    `unified_radix_cache.py: _finish_write_through_ack`, "Back up each fragment").
+//! 2. Bench corpus #12 with a 2 000-page host pool: every page reaches L3, and the hit
+//!    rates fall because SGLang refuses L3 prefetches once the prefetches in flight
+//!    hold half the host pool (`managers/cache_controller.py: prefetch_rate_limited`,
+//!    `prefetch_capacity_limit = int(0.5 * mem_pool_host.logical_size)` in cache mode).
+
+use hicache_sim::cache::{PrefetchPolicy, WritePolicy};
+use hicache_sim::runtime::cost::Compute;
+use hicache_sim::runtime::cost::bench::{self, Multiturn};
+use hicache_sim::runtime::{ReplayConfig, Timing, replay_timed};
+use hicache_sim::units::Bandwidth;
+use hicache_sim::workload::Request;
+
+fn cfg() -> ReplayConfig {
+    ReplayConfig {
+        timing: Timing::On,
+        page_size: 64,
+        bytes_per_token: 1024,
+        num_layers: 1,
+        compute: Compute::default(),
+        max_running_requests: 256,
+        max_prefill_tokens: 16_384,
+        write_policy: WritePolicy::WriteThrough,
+        l3_unbounded: true,
+        ..ReplayConfig::default()
+    }
+}
+
+fn req(id: u64, arrival_ns: u64, pages: &[u64]) -> Request {
+    Request {
+        id,
+        arrival_ns,
+        input_tokens: 64 * pages.len() as u32,
+        output_tokens: 1,
+        page_hashes: pages.to_vec(),
+    }
+}
+
+/// A (pages 1 2 3 4) is prefilled at 256 / 20 000 tok/s = 12.8 ms and backed up to
+/// host (write_through); its D2H copy is 256 tokens × 1 MB = 256 MB at 1 GB/s × 0.85 =
+/// 301 ms, so it is acked at ≈ 314 ms. B (pages 1 2 9 10) arrives at 100 ms, inside that
+/// window: its match splits A into [1 2] + [3 4], the backup record keeping the suffix
+/// [3 4]. At the ack SGLang writes the span the backup moved, [1 2 3 4]; B's own
+/// backup adds [9 10]: L3 holds 6 pages (6 × 64 × 1 MB = 393 216 000 bytes written).
+/// Before the fix only the suffix [3 4] went to L3 (4 pages: 1 and 2 never reached it).
+/// B arriving after the ack (1 s) splits a node already in L3: the same 6 pages.
+#[test]
+fn a_split_before_the_backup_ack_still_writes_the_whole_span_to_l3() {
+    let mut c = cfg();
+    c.bytes_per_token = 1_000_000;
+    c.d2h_bandwidth = Bandwidth(1e9);
+    for b_at in [100_000_000, 1_000_000_000] {
+        let (m, _) = replay_timed(
+            &c,
+            [req(0, 0, &[1, 2, 3, 4]), req(1, b_at, &[1, 2, 9, 10])],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(m.final_storage_pages, 6, "B at {b_at} ns: {m:#?}");
+        assert_eq!(m.l3_write_bytes, 6 * 64 * 1_000_000, "B at {b_at} ns");
+        assert_eq!(m.device_hit_tokens, 128, "B at {b_at} ns");
+    }
+}
+
+/// Corpus #12 (`timecost.rs: corpus_12_mooncake_ssd_hit_rates_per_round`) with a
+/// 2 000-page host pool instead of room for the run. The L3 write-back loses nothing:
+/// L3 ends holding every page of the run, 20 clients × round 8's 36 872 / 64 = 576
+/// pages = 11 520. The hit rates fall from round 2 because the prefetch budget is half
+/// the host pool, 1 000 pages: a round-r prompt's L3 hit is about 64·r pages, so a few
+/// prefetches in flight fill it and SGLang answers the next requests' storage queries
+/// with 0 (`query_storage_hit_length` returns 0 while `prefetch_rate_limited()`):
+/// they recompute. 75 of the 180 prefetches are refused here. SGLang's own behaviour,
+/// pinned; the published run (full reuse) had a larger host pool (`--hicache-ratio 2`).
+#[test]
+fn corpus_12_small_host_pool_loses_hits_to_the_prefetch_budget_not_to_l3() {
+    let mut c = cfg();
+    c.l1_pages = 1000;
+    c.l2_pages = 2000;
+    c.prefetch_policy = PrefetchPolicy::WaitComplete;
+    let b = Multiturn {
+        clients: 20,
+        rounds: 9,
+        request_len: 4096,
+        output_len: 1,
+        max_parallel: 20,
+        request_rate: Some(16.0),
+        round_barrier: true,
+        random_ready: true,
+        seed: 1,
+    };
+    let r = bench::run(&c, &b, &[], 100).unwrap();
+    let total = (b.clients * b.rounds) as usize;
+    let mut order: Vec<usize> = (0..total).collect();
+    order.sort_by_key(|&i| (r.send_ns[i], i));
+    let reqs: Vec<Request> = order
+        .iter()
+        .map(|&i| Request {
+            id: i as u64,
+            arrival_ns: r.send_ns[i],
+            input_tokens: b.prompt_len(i as u32 / b.clients),
+            output_tokens: 1,
+            page_hashes: b.pages(i as u32 % b.clients, i as u32 / b.clients, 64),
+        })
+        .collect();
+    let (m, _) = replay_timed(&c, reqs, &[]).unwrap();
+    println!(
+        "#12 host 2000: per-round {:?}\n{m:#?}",
+        r.per_round_hit_rate
+    );
+    assert_eq!(m.final_storage_pages, 20 * 576);
+    assert_eq!(m.prefetches_issued + m.prefetches_rate_limited, 180);
+    assert_eq!(m.prefetches_rate_limited, 75);
+    // Round 1 (0.499939) is whole: its 64-page L3 hits fit the budget.
+    let want = [
+        0.0, 0.499939, 0.466591, 0.374931, 0.319938, 0.291607, 0.385634, 0.212455, 0.311044,
+    ];
+    for (i, w) in want.iter().enumerate() {
+        assert!(
+            (r.per_round_hit_rate[i] - w).abs() < 5e-7,
+            "round {i}: {:?}",
+            r.per_round_hit_rate
+        );
+    }
+}
