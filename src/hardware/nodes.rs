@@ -24,6 +24,12 @@ pub struct NodePreset {
     pub host_dram: ByteSize,
     /// Pinned host → device copy rate per GPU.
     pub h2d_bandwidth: Bandwidth,
+    /// Peak host DRAM bandwidth of the whole node (all sockets), shared by the ranks
+    /// that copy to or from host memory at once ([`crate::runtime::config::host_read_share`]).
+    /// Spec-sheet figures with their source in `nodes.yaml`; unset where unknown.
+    /// Input only (not written, so outputs made before it keep their bytes).
+    #[serde(default, skip_serializing)]
+    pub host_memory_bandwidth: Option<Bandwidth>,
     /// Device → pinned host copy rate per GPU.
     pub d2h_bandwidth: Bandwidth,
     /// Checkpoint read rate per node for the weight load (local NVMe / page cache path).

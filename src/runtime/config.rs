@@ -107,6 +107,14 @@ pub struct ReplayConfig {
     /// Layers (H2D is issued layer by layer: one run overhead per layer).
     pub num_layers: u32,
     pub h2d_bandwidth: Bandwidth,
+    /// Host DRAM read bandwidth one rank's load-back can have when the node's ranks
+    /// load together: the node's `host_memory_bandwidth` ÷ the ranks loading at once
+    /// (all TP ranks of a load-back read their share of the same pages at the same
+    /// time: `managers/cache_controller.py: HiCacheController.start_loading`, every
+    /// release). The H2D rate is `min(h2d_bandwidth, this)`. Unset: each rank's H2D
+    /// link is the only limit (outputs made before it keep their bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_read_share: Option<Bandwidth>,
     pub d2h_bandwidth: Bandwidth,
     pub storage_read_bandwidth: Bandwidth,
     pub storage_write_bandwidth: Bandwidth,
@@ -201,6 +209,7 @@ impl Default for ReplayConfig {
             bytes_per_token: 131_072,
             num_layers: 32,
             h2d_bandwidth: Bandwidth(55.0 * GB as f64),
+            host_read_share: None,
             d2h_bandwidth: Bandwidth(55.0 * GB as f64),
             storage_read_bandwidth: Bandwidth(10.0 * GB as f64),
             storage_write_bandwidth: Bandwidth(5.0 * GB as f64),
@@ -230,6 +239,22 @@ impl Default for ReplayConfig {
             debug_checks: false,
         }
     }
+}
+
+impl ReplayConfig {
+    /// The H2D rate one rank's load-back reaches: its own link, or its share of the
+    /// node's host DRAM bandwidth when that is lower.
+    pub fn load_back_bandwidth(&self) -> f64 {
+        match self.host_read_share {
+            Some(b) => self.h2d_bandwidth.0.min(b.0),
+            None => self.h2d_bandwidth.0,
+        }
+    }
+}
+
+/// Per-rank share of a node's host DRAM bandwidth when `ranks` ranks read at once.
+pub fn host_read_share(host_memory_bandwidth: Bandwidth, ranks: u32) -> Bandwidth {
+    Bandwidth(host_memory_bandwidth.0 / f64::from(ranks.max(1)))
 }
 
 fn is_beside_prefill(d: &DecodeTimeline) -> bool {
@@ -464,5 +489,45 @@ impl ReplayConfig {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod host_share_tests {
+    use super::*;
+    use crate::hardware::node_preset;
+
+    #[test]
+    fn host_dram_share_binds_only_below_the_link() {
+        // hgx-h200: 2 x 8 ch DDR5-4800 = 2 x 8 x 4.8e9 x 8 B = 614.4 GB/s; TP8 share
+        // 76.8 GB/s > the 55 GB/s H2D link: the link still binds.
+        let n = node_preset("hgx-h200").unwrap();
+        let host = n.host_memory_bandwidth.unwrap();
+        assert_eq!(host.0, 614.4e9);
+        let mut c = ReplayConfig {
+            h2d_bandwidth: n.h2d_bandwidth,
+            host_read_share: Some(host_read_share(host, 8)),
+            ..ReplayConfig::default()
+        };
+        assert_eq!(c.load_back_bandwidth(), 55e9);
+        // SGLang's implied ~50 GB/s for 8 ranks (corpus #10): 6.25 GB/s each.
+        c.host_read_share = Some(host_read_share(Bandwidth(50e9), 8));
+        assert_eq!(c.load_back_bandwidth(), 6.25e9);
+        c.host_read_share = None;
+        assert_eq!(c.load_back_bandwidth(), 55e9);
+        // No preset's host DRAM share falls under its link at full TP.
+        for id in [
+            "gb300",
+            "gb200",
+            "hgx-b300",
+            "hgx-b200",
+            "hgx-h100",
+            "hgx-h20",
+            "hgx-a100-80g",
+        ] {
+            let n = node_preset(id).unwrap();
+            let share = host_read_share(n.host_memory_bandwidth.unwrap(), n.gpus_per_node);
+            assert!(share.0 > n.h2d_bandwidth.0, "{id}");
+        }
     }
 }

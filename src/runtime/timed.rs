@@ -614,7 +614,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         let h2d_time = run_time_ns(
             h2d_bytes,
             per_layer_runs,
-            c.h2d_bandwidth.0,
+            c.load_back_bandwidth(),
             c.bandwidth_efficiency,
             c.h2d_run_overhead.0,
         );
