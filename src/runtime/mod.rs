@@ -27,6 +27,7 @@ pub mod config;
 pub mod cost;
 pub mod metrics;
 mod overrides;
+mod prefetch;
 pub mod rounds;
 mod session;
 pub mod speeds;

@@ -30,7 +30,7 @@
 
 use std::collections::VecDeque;
 
-use crate::cache::{BackupRecord, HostMemoryMode, NodeId, PageKey, PrefetchPolicy, ROOT};
+use crate::cache::{BackupRecord, HostMemoryMode, NodeId, PageKey, PrefetchPolicy};
 use crate::engine::EventQueue;
 use crate::release::{PrefetchTimeoutClock, PrefetchTimeoutTokens};
 use crate::units::Nanos;
@@ -40,6 +40,7 @@ use super::ReplayError;
 use super::config::{DecodeTimeline, ReplayConfig};
 use super::cost::{CostModel, layer_pipelined_end};
 use super::metrics::ReplayMetrics;
+use super::prefetch::Admission;
 use super::session::{Hits, Session};
 use super::transfer::{Link, run_time_ns, storage_time_ns};
 use crate::cache::{HiRadix, TreeKind, TreeRules, Unified0523, V1};
@@ -338,53 +339,21 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         }
         let s = &mut self.s;
         let m = s.tree.match_prefix(pages);
-        let matched = m.matched_pages() as usize;
-        let span = &pages[matched..];
-        let thr = s.cfg.effective_prefetch_threshold();
-        let buffer = s.cfg.host_memory_mode == HostMemoryMode::BufferOnly;
-        let anchor_ok = buffer || m.last_node == ROOT || s.tree.node(m.last_node).backed_up;
-        if !anchor_ok || (span.len() as u64) * s.ps < thr {
-            return Issue::Declined;
-        }
-        if s.prefetch_occupied >= s.prefetch_limit {
-            s.m.prefetches_rate_limited += 1;
-            return Issue::Missed;
-        }
-        s.m.prefetches_issued += 1;
-        let span_tokens = span.len() as u64 * s.ps;
-        let hit = s.storage.as_mut().map_or(0, |st| st.hit_run(span));
-        if hit * s.ps < thr {
-            return Issue::Missed; // revoked
-        }
-        let thr_pages = thr.div_ceil(s.ps);
-        let (got, charged) = if buffer {
-            // Charged only when the hit is known; staging limited by the budget.
-            let got = hit.min(s.staging_room_pages());
-            if got * s.ps < thr {
-                return Issue::Missed;
-            }
-            (got, got * s.ps)
-        } else {
-            // The anchor is pinned before the allocation's `evict_host` can take it.
-            s.tree.protect_host(m.last_node);
-            let got = s.tree.reserve_host(hit, thr_pages);
-            if got == 0 {
-                s.tree.release_host(m.last_node);
-                return Issue::Missed;
-            }
-            (got, span_tokens)
+        let a = match s.admit_prefetch(pages, &m) {
+            Admission::Admitted(a) => a,
+            Admission::Declined => return Issue::Declined,
+            Admission::RateLimited | Admission::Revoked => return Issue::Missed,
         };
-        s.prefetch_occupied += charged;
-        let bytes = s.bytes(got);
-        s.m.prefetch_bytes += bytes;
+        s.prefetch_occupied += a.charge_tokens;
+        let bytes = s.bytes(a.pages);
         let dur = storage_time_ns(bytes, s.cfg.storage_read_bandwidth.0) + s.cfg.storage_latency.0;
         let end = self.sread.transfer(now, dur);
         Issue::Issued(Prefetch {
-            anchor: m.last_node,
-            span_start: matched,
-            pages: got,
-            span_tokens,
-            charged,
+            anchor: a.anchor,
+            span_start: a.span_start,
+            pages: a.pages,
+            span_tokens: a.span_tokens,
+            charged: a.charge_tokens,
             issued: now,
             start: end - dur,
             end,

@@ -4,12 +4,13 @@
 //! allocation, `insert` (`cache_unfinished_req`), D2H acks and L3 backups, release.
 
 use crate::cache::{
-    HiRadix, HostMemoryMode, KeyedLru, LruMode, PageKey, ROOT, TreeKind, TreeRules, Unified0523, V1,
+    HiRadix, HostMemoryMode, KeyedLru, LruMode, PageKey, TreeKind, TreeRules, Unified0523, V1,
 };
 use crate::workload::Request;
 
 use super::config::{CallPattern, ReplayConfig};
 use super::metrics::ReplayMetrics;
+use super::prefetch::Admission;
 use super::session::{Hits, Session};
 use super::{ReplayError, RequestHits, check_request};
 
@@ -80,50 +81,21 @@ pub(crate) fn process<R: TreeRules>(
     let mut m = s.tree.match_prefix(pages);
     let mut staged = 0u64; // buffer_only: L3 pages staged straight to the device
     let mut fetched = 0u64; // cache mode: L3 pages inserted as host-only nodes
-    if s.storage.is_some() {
-        let matched = m.matched_pages() as usize;
-        let span = &pages[matched..];
-        let thr = s.cfg.effective_prefetch_threshold();
-        let anchor_ok = m.last_node == ROOT
-            || s.tree.node(m.last_node).backed_up
-            || s.cfg.host_memory_mode == HostMemoryMode::BufferOnly;
-        if anchor_ok && span.len() as u64 * s.ps >= thr {
-            if s.prefetch_occupied >= s.prefetch_limit {
-                // `prefetch_rate_limited()`.
-                s.m.prefetches_rate_limited += 1;
-            } else {
-                s.m.prefetches_issued += 1;
-                let hit = s.storage.as_mut().map_or(0, |st| st.hit_run(span));
-                if hit * s.ps >= thr {
-                    let thr_pages = thr.div_ceil(s.ps);
-                    match s.cfg.host_memory_mode {
-                        HostMemoryMode::Cache => {
-                            // Pin the anchor so the allocation's evict_host keeps it.
-                            s.tree.protect_host(m.last_node);
-                            let got = s.tree.reserve_host(hit, thr_pages);
-                            if got > 0 {
-                                s.tree
-                                    .insert_host_only(m.last_node, &span[..got as usize], got);
-                            }
-                            s.tree.release_host(m.last_node);
-                            if got > 0 {
-                                s.m.prefetch_bytes += s.bytes(got);
-                                fetched = got;
-                                m = s.tree.match_prefix(pages);
-                            }
-                        }
-                        HostMemoryMode::BufferOnly => {
-                            // Staged in op-owned host slots (capacity-limited), then
-                            // spliced into the device tree at admission.
-                            let got = hit.min(s.staging_room_pages());
-                            if got * s.ps >= thr {
-                                staged = got;
-                                s.m.prefetch_bytes += s.bytes(got);
-                            }
-                        }
-                    }
-                }
+    if s.storage.is_some()
+        && let Admission::Admitted(a) = s.admit_prefetch(pages, &m)
+    {
+        match s.cfg.host_memory_mode {
+            HostMemoryMode::Cache => {
+                // The fetched pages go under the (pinned) anchor as host-only nodes.
+                let span = &pages[a.span_start..a.span_start + a.pages as usize];
+                s.tree.insert_host_only(a.anchor, span, a.pages);
+                s.tree.release_host(a.anchor);
+                fetched = a.pages;
+                m = s.tree.match_prefix(pages);
             }
+            // Staged in op-owned host slots, then spliced into the device tree at
+            // admission.
+            HostMemoryMode::BufferOnly => staged = a.pages,
         }
     }
     s.tree.inc_lock_ref(m.last_node);
@@ -260,33 +232,12 @@ pub(crate) fn process_scheduler<R: TreeRules>(
 /// Returns the fetched pages kept on the host (`loaded_from_storage`).
 fn prefetch_0_5_23<R: TreeRules>(s: &mut Session<R>, key: &[PageKey]) -> u64 {
     let m = s.tree.match_prefix(key);
-    let anchor = m.last_node;
-    if anchor != ROOT && !s.tree.node(anchor).backed_up {
+    let Admission::Admitted(a) = s.admit_prefetch(key, &m) else {
         return 0;
-    }
-    let span = &key[m.matched_pages() as usize..];
-    let thr = s.cfg.effective_prefetch_threshold();
-    if (span.len() as u64) * s.ps < thr {
-        return 0;
-    }
-    if s.prefetch_occupied >= s.prefetch_limit {
-        s.m.prefetches_rate_limited += 1;
-        return 0;
-    }
-    s.m.prefetches_issued += 1;
-    let hit = s.storage.as_mut().map_or(0, |st| st.hit_run(span));
-    if hit * s.ps < thr {
-        return 0;
-    }
-    s.tree.protect_host(anchor);
-    let got = s.tree.reserve_host(hit, thr.div_ceil(s.ps));
-    let kept = if got > 0 {
-        s.m.prefetch_bytes += s.bytes(got);
-        s.tree.insert_host_only(anchor, &span[..got as usize], got)
-    } else {
-        0
     };
-    s.tree.release_host(anchor);
+    let span = &key[a.span_start..a.span_start + a.pages as usize];
+    let kept = s.tree.insert_host_only(a.anchor, span, a.pages);
+    s.tree.release_host(a.anchor);
     kept
 }
 
