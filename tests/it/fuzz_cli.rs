@@ -9,7 +9,7 @@ use std::process::{Command, Output, Stdio};
 
 use proptest::prelude::*;
 
-const BIN: &str = env!("CARGO_BIN_EXE_hicache-sim");
+use super::support::BIN;
 
 /// Address-space limit of a fuzzed run (2 GiB): a runaway allocation aborts it, and the
 /// test sees the abort.

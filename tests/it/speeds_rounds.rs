@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::support::{code, stderr, stdout};
 
-const BIN: &str = env!("CARGO_BIN_EXE_hicache-sim");
+use super::support::BIN;
 
 /// The GB300 GLM-5.2 tray of the quickstart, closed-loop clients instead of a trace,
 /// fixed speeds (20 000 / 50 tok/s), and a 512-page (32 768-token) device pool.

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_hicache-sim");
+use super::support::BIN;
 
 /// GB300 tray, GLM-5.2, page-cache-credit rules; start-up only (no runtime), 10 × 4 × 10
 /// = 400 points of 200 Monte Carlo runs each (about a second).

@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 use crate::support::repo;
 
-const BIN: &str = env!("CARGO_BIN_EXE_hicache-sim");
+use super::support::BIN;
 
 fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(BIN);
