@@ -910,9 +910,10 @@ fn corpus_12_mooncake_ssd_hit_rates_per_round() {
 /// (#17) and `benchmark/hicache/disk.sh` (#18). Neither file names the GPU; both print
 /// a throughput that implies about 1.9 K new prompt tokens/s (#17 without 3FS: 0.45
 /// req/s × ~4 160-token prompts mostly recomputed), ~120 TFLOPS achieved at 2 × 32.8 G
-/// FLOPs per token: not an H100/H200 (989 TFLOPS), within an H20's 148 TFLOPS. The
-/// H20 (96 GB, `hgx-h20` preset) is the stated assumption; the Hopper roofline
-/// efficiencies as every roofline here, nothing fitted.
+/// FLOPs per token: an eighth of an H100/H200's 989 TFLOPS, within an H20's 148. The
+/// H20 (96 GB, `hgx-h20` preset; the 3FS backend's authors benchmark on H20, PR #8673)
+/// is the stated assumption; the Hopper roofline efficiencies as every roofline here,
+/// nothing fitted.
 fn qwen3_32b_h20_tp1() -> ReplayConfig {
     // KV per token: 64 layers × 8 KV heads × 128 × 2 (K, V) × 2 B = 262 144 B.
     let kv: u64 = 64 * 8 * 128 * 2 * 2;
