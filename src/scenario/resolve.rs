@@ -526,10 +526,7 @@ pub fn override_preset<T: Serialize + DeserializeOwned>(
             let hint = nearest(k, obj.keys().map(String::as_str).chain(["preset"]))
                 .map(|n| format!(" (did you mean `{n}`?)"))
                 .unwrap_or_default();
-            let (src, line) = lines.locate(source, &path);
-            return Err(InputError::new(src, format!("unknown key `{k}`{hint}"))
-                .line_opt(line)
-                .field(path));
+            return Err(lines.error(source, &path, &format!("unknown key `{k}`{hint}")));
         }
         obj.insert(k.clone(), val.clone());
     }
