@@ -115,6 +115,13 @@ pub struct ReplayConfig {
     /// link is the only limit (outputs made before it keep their bytes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_read_share: Option<Bandwidth>,
+    /// The SM copy kernel of a `--hicache-io-backend kernel` load-back
+    /// ([`crate::release::copy_kernel::LoadBackKernel`]: `register_2cta` 0.5.14–0.5.20,
+    /// `tma_4cta` 0.5.21+): a load-back takes the longer of its link time and the
+    /// kernel's. Unset (`direct`, or a config built by hand): the link alone (outputs
+    /// made before it keep their bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_back_kernel: Option<crate::release::copy_kernel::LoadBackKernel>,
     pub d2h_bandwidth: Bandwidth,
     pub storage_read_bandwidth: Bandwidth,
     pub storage_write_bandwidth: Bandwidth,
@@ -210,6 +217,7 @@ impl Default for ReplayConfig {
             num_layers: 32,
             h2d_bandwidth: Bandwidth(55.0 * GB as f64),
             host_read_share: None,
+            load_back_kernel: None,
             d2h_bandwidth: Bandwidth(55.0 * GB as f64),
             storage_read_bandwidth: Bandwidth(10.0 * GB as f64),
             storage_write_bandwidth: Bandwidth(5.0 * GB as f64),
