@@ -75,35 +75,25 @@ pub fn replay_config(
         load_back_kernel: load_back_kernel(s, &rules),
         ..ReplayConfig::for_release(&rules)
     };
-    // The cap in force in the scenario's host memory mode (buffer_only: 0.9 x host).
+    // The scenario's SGLang choices, typed as the loader read them; the cap in force in
+    // its host memory mode (buffer_only: 0.9 x host).
+    let sv = &s.server;
     let cfg = ReplayConfig {
+        write_policy: sv.hicache_write_policy,
+        eviction_policy: sv.radix_eviction_policy,
+        host_memory_mode: sv.hicache_host_memory_mode,
+        prefetch_policy: sv.hicache_storage_prefetch_policy,
         prefetch_capacity_rule: cfg
             .prefetch_capacity_rule
-            .in_mode(s.server.hicache_host_memory_mode),
+            .in_mode(sv.hicache_host_memory_mode),
+        max_prefill_tokens: sv.max_prefill_tokens,
+        max_running_requests: sv.max_running_requests.unwrap_or(cfg.max_running_requests),
         ..cfg
     };
-    use crate::domain::Choice;
-    let mut derived = Map::new();
-    for (k, id) in [
-        ("write_policy", s.server.hicache_write_policy.id()),
-        ("eviction_policy", s.server.radix_eviction_policy.id()),
-        ("host_memory_mode", s.server.hicache_host_memory_mode.id()),
-        (
-            "prefetch_policy",
-            s.server.hicache_storage_prefetch_policy.id(),
-        ),
-    ] {
-        derived.insert(k.into(), Value::String(id.into()));
-    }
-    derived.insert(
-        "max_prefill_tokens".into(),
-        Value::from(s.server.max_prefill_tokens),
-    );
-    if let Some(m) = s.server.max_running_requests {
-        derived.insert("max_running_requests".into(), Value::from(m));
-    }
-    derived.extend(overrides.clone());
-    Ok(apply_overrides(cfg, &derived)?)
+    // Only the scenario's own `runtime.replay` keys go through the text merge; they win
+    // over everything derived (a `tlru` from the server arguments is refused there, or
+    // by `apply_overrides`' check when no key replaces it).
+    Ok(apply_overrides(cfg, overrides)?)
 }
 
 /// The SM copy kernel a scenario's load-backs run (`release::copy_kernel`): with

@@ -7,6 +7,7 @@ use crate::cache::{
     DeviceEvictAmount, EvictHostRule, EvictVersion, EvictionPolicy, HostMemoryMode, LruMode,
     PrefetchPolicy, TreeKind, WritePolicy,
 };
+use crate::domain::StorageBackend;
 use crate::release::{
     BufferOnlyWriteBack, PrefetchTimeoutClock, PrefetchTimeoutTokens, StorageWriteGate,
 };
@@ -130,8 +131,11 @@ pub struct ReplayConfig {
     /// the three storage fields a scenario does not set itself
     /// ([`super::storage_backend`]). Not written while unset (outputs made before it
     /// keep their bytes).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub storage_backend: Option<String>,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::storage_backend::deserialize_opt"
+    )]
+    pub storage_backend: Option<StorageBackend>,
     /// Fixed cost of one storage operation (one prefetch's read, one write), added to
     /// its `bytes ÷ bandwidth` on the storage link. Not written while 0.
     #[serde(skip_serializing_if = "is_zero_duration")]
@@ -300,6 +304,28 @@ fn modelled_eviction_policy<'de, D: serde::Deserializer<'de>>(
     })
 }
 
+/// The eviction policies the replay models, in [`EvictionPolicy`]'s order: the list
+/// serde's message gives (`modelled_eviction_policy`'s variants; a unit test holds them
+/// to each other).
+const MODELLED_EVICTION_POLICIES: &[&str] =
+    &["lru", "lfu", "fifo", "mru", "filo", "priority", "slru"];
+
+/// `p` if the replay models it, else the refusal a deserialized `eviction_policy` meets
+/// (serde's own "unknown variant `tlru`, expected one of `lru`, …"), for a policy set
+/// typed from a scenario's server arguments: one wording either way.
+pub fn modelled(p: EvictionPolicy) -> Result<EvictionPolicy, String> {
+    use crate::domain::Choice;
+    use serde::de::Error as _;
+    if MODELLED_EVICTION_POLICIES.contains(&p.id()) {
+        Ok(p)
+    } else {
+        Err(
+            serde::de::value::Error::unknown_variant(p.id(), MODELLED_EVICTION_POLICIES)
+                .to_string(),
+        )
+    }
+}
+
 /// How an uncapped prefetch timeout (0.5.19+) is held in `prefetch_timeout_max`: the
 /// longest duration a scenario may hold (116 days, `units::MAX_DURATION_NS`), so it
 /// survives the config's text round trip and `issued + timeout` cannot overflow.
@@ -346,12 +372,12 @@ impl ReplayConfig {
         self
     }
 
-    /// The storage backend preset `name` applied (`storage_backends.yaml`): its read /
+    /// The storage backend preset of `b` applied (`storage_backends.yaml`): its read /
     /// write bandwidth and latency replace this config's, those it has no figure for
     /// stay. For library callers; a scenario's own storage figures win over the preset
     /// (`apply_overrides`).
-    pub fn with_storage_backend(mut self, name: &str) -> Result<Self, crate::error::UnknownName> {
-        let p = super::storage_backend::find(name)?;
+    pub fn with_storage_backend(mut self, b: StorageBackend) -> Self {
+        let p = super::storage_backend::preset(b);
         if let Some(b) = p.read {
             self.storage_read_bandwidth = b;
         }
@@ -361,8 +387,8 @@ impl ReplayConfig {
         if let Some(d) = p.latency {
             self.storage_latency = d;
         }
-        self.storage_backend = Some(name.to_string());
-        Ok(self)
+        self.storage_backend = Some(b);
+        self
     }
 
     /// Whether an L3 tier exists.
@@ -473,11 +499,6 @@ impl ReplayConfig {
                 format!("{} must be in (0, 1]", self.bandwidth_efficiency),
             );
         }
-        if let Some(b) = &self.storage_backend
-            && let Err(e) = super::storage_backend::find(b)
-        {
-            return bad("storage_backend", e.to_string());
-        }
         if self.timing == Timing::On {
             if self.prefill_tokens_per_s.is_nan() || self.prefill_tokens_per_s <= 0.0 {
                 return bad("prefill_tokens_per_s", "must be greater than 0".into());
@@ -497,6 +518,27 @@ impl ReplayConfig {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod modelled_tests {
+    use super::*;
+    use crate::domain::Choice;
+
+    /// A typed `tlru` and a deserialized one meet one refusal, word for word; every other
+    /// policy passes both ways.
+    #[test]
+    fn typed_and_deserialized_eviction_policies_agree() {
+        for &p in EvictionPolicy::ALL {
+            let de = modelled_eviction_policy(serde_json::Value::from(p.id()))
+                .map_err(|e| e.to_string());
+            assert_eq!(modelled(p), de, "{p}");
+        }
+        assert_eq!(
+            modelled(EvictionPolicy::Tlru).unwrap_err(),
+            "unknown variant `tlru`, expected one of `lru`, `lfu`, `fifo`, `mru`, `filo`, `priority`, `slru`"
+        );
     }
 }
 

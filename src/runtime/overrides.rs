@@ -34,6 +34,16 @@ pub fn apply_overrides(
     cfg: ReplayConfig,
     overrides: &Map<String, Value>,
 ) -> Result<ReplayConfig, InputError> {
+    if overrides.is_empty() {
+        // Nothing to merge: the typed config as built, held to the same checks a
+        // deserialized one meets (the eviction policies the tree models, then `validate`).
+        super::config::modelled(cfg.eviction_policy).map_err(|m| {
+            InputError::new("runtime.replay", m).field("runtime.replay.eviction_policy")
+        })?;
+        cfg.validate()
+            .map_err(|e| InputError::new("runtime.replay", e.to_string()))?;
+        return Ok(cfg);
+    }
     let mut v = full_value(&cfg);
     let o = v.as_object_mut().expect("config serializes to a map");
     for (k, val) in overrides {
@@ -55,10 +65,10 @@ pub fn apply_overrides(
     }
     // A storage backend preset fills the storage figures the overrides do not set.
     if let Some(name) = overrides.get("storage_backend").and_then(Value::as_str) {
-        let p = super::storage_backend::find(name).map_err(|m| {
+        let b = super::storage_backend::find(name).map_err(|m| {
             InputError::new("runtime.replay", m.to_string()).field("runtime.replay.storage_backend")
         })?;
-        for (k, val) in super::storage_backend::fields(p) {
+        for (k, val) in super::storage_backend::fields(super::storage_backend::preset(b)) {
             if !overrides.contains_key(k) {
                 o.insert(k.to_string(), val);
             }

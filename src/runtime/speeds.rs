@@ -45,7 +45,7 @@ pub struct Speeds {
     pub bandwidth_efficiency: f64,
     /// `runtime.replay.storage_backend` (a preset of `storage_backends.yaml`), if named.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub storage_backend: Option<String>,
+    pub storage_backend: Option<crate::domain::StorageBackend>,
     pub storage_read_gb_s: f64,
     pub storage_write_gb_s: f64,
     /// Fixed cost of one storage operation (a prefetch or a write), µs.
@@ -94,7 +94,7 @@ impl Speeds {
             load_back_kernel: cfg.load_back_kernel.map(|k| k.id()),
             d2h_gb_s: gb(cfg.d2h_bandwidth.0),
             bandwidth_efficiency: cfg.bandwidth_efficiency,
-            storage_backend: cfg.storage_backend.clone(),
+            storage_backend: cfg.storage_backend,
             storage_read_gb_s: gb(cfg.storage_read_bandwidth.0),
             storage_write_gb_s: gb(cfg.storage_write_bandwidth.0),
             storage_latency_us: cfg.storage_latency.0 as f64 / 1e3,
@@ -120,7 +120,6 @@ impl Speeds {
         };
         let backend = self
             .storage_backend
-            .as_deref()
             .map(|b| format!(" {b}"))
             .unwrap_or_default();
         format!(
@@ -160,7 +159,6 @@ impl Speeds {
         };
         let backend = self
             .storage_backend
-            .as_deref()
             .map(|b| format!(" ({b})"))
             .unwrap_or_default();
         format!(

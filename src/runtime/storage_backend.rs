@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
+use crate::domain::{Choice, StorageBackend};
 use crate::units::{Bandwidth, Duration};
 
 /// The embedded preset file (also read by the published-benchmark replays).
@@ -27,25 +28,54 @@ pub struct StorageBackendPreset {
     pub source: String,
 }
 
-/// Every preset, by SGLang name (sorted).
-pub fn presets() -> &'static BTreeMap<String, StorageBackendPreset> {
-    static P: OnceLock<BTreeMap<String, StorageBackendPreset>> = OnceLock::new();
+/// Every preset, by SGLang backend (every [`StorageBackend`] has one: checked when the
+/// file is read, and by a unit test).
+pub fn presets() -> &'static BTreeMap<StorageBackend, StorageBackendPreset> {
+    static P: OnceLock<BTreeMap<StorageBackend, StorageBackendPreset>> = OnceLock::new();
     P.get_or_init(|| {
-        serde_saphyr::from_str(STORAGE_BACKENDS_YAML)
-            .expect("src/runtime/storage_backends.yaml parses (checked by a unit test)")
+        let p: BTreeMap<StorageBackend, StorageBackendPreset> =
+            serde_saphyr::from_str(STORAGE_BACKENDS_YAML)
+                .expect("src/runtime/storage_backends.yaml parses (checked by a unit test)");
+        assert!(
+            StorageBackend::ALL.iter().all(|b| p.contains_key(b)),
+            "src/runtime/storage_backends.yaml has every backend (checked by a unit test)"
+        );
+        p
     })
 }
 
-/// The preset named `name`, or an error listing the names (and the nearest one).
-pub fn find(name: &str) -> Result<&'static StorageBackendPreset, crate::error::UnknownName> {
-    presets().get(name).ok_or_else(|| {
+/// `b`'s preset.
+pub fn preset(b: StorageBackend) -> &'static StorageBackendPreset {
+    &presets()[&b]
+}
+
+/// The backends' names, sorted (as messages list them).
+fn names() -> Vec<&'static str> {
+    let mut n: Vec<&str> = StorageBackend::ALL.iter().map(|b| b.id()).collect();
+    n.sort_unstable();
+    n
+}
+
+/// The backend SGLang spells `name`, or an error listing the names (and the nearest one).
+pub fn find(name: &str) -> Result<StorageBackend, crate::error::UnknownName> {
+    StorageBackend::from_id(name).ok_or_else(|| {
         crate::error::UnknownName::new(
             "storage backend",
             name,
-            presets().keys().map(String::as_str),
-            presets().keys().cloned().collect(),
+            names(),
+            names().into_iter().map(str::to_string).collect(),
         )
     })
+}
+
+/// `runtime.replay.storage_backend`: a backend's name (`null` = none), else [`find`]'s
+/// message.
+pub fn deserialize_opt<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<StorageBackend>, D::Error> {
+    Option::<String>::deserialize(d)?
+        .map(|n| find(&n).map_err(serde::de::Error::custom))
+        .transpose()
 }
 
 /// The replay fields a preset fills, with its values (those it has).
@@ -90,18 +120,21 @@ mod tests {
             "tensorcast",
             "seaweedfs",
         ] {
-            assert!(p.contains_key(n), "{n}");
-            assert!(!p[n].source.is_empty(), "{n}");
+            let b = find(n).unwrap();
+            assert!(p.contains_key(&b), "{n}");
+            assert!(!p[&b].source.is_empty(), "{n}");
         }
+        assert_eq!(p.len(), StorageBackend::ALL.len());
+        use StorageBackend::*;
         // Mooncake: 190 GB/s per node over 8x400 Gbps / 8 ranks = 23.75 GB/s.
-        assert_eq!(p["mooncake"].read, Some(Bandwidth(23.75e9)));
+        assert_eq!(p[&Mooncake].read, Some(Bandwidth(23.75e9)));
         // 3FS: 40 GiB/s = 42.95 GB/s per node / 8 = 5.37 GB/s.
-        assert_eq!(p["hf3fs"].read, Some(Bandwidth(5.37e9)));
-        assert_eq!(p["hf3fs"].write, None);
+        assert_eq!(p[&Hf3fs].read, Some(Bandwidth(5.37e9)));
+        assert_eq!(p[&Hf3fs].write, None);
         // EIC as corpus #08 measured.
-        assert_eq!(p["eic"].read, Some(Bandwidth(0.57e9)));
-        assert_eq!(p["eic"].write, Some(Bandwidth(0.16e9)));
-        assert_eq!(p["file"].read, None);
+        assert_eq!(p[&Eic].read, Some(Bandwidth(0.57e9)));
+        assert_eq!(p[&Eic].write, Some(Bandwidth(0.16e9)));
+        assert_eq!(p[&File].read, None);
         assert!(
             find("mooncak")
                 .unwrap_err()

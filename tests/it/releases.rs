@@ -645,6 +645,59 @@ fn buffer_only_scenario_replays_with_its_staging_cap() {
     assert_eq!(cfg.prefetch_capacity_limit_tokens(), 4_171_680);
 }
 
+/// `tlru` from the server arguments (a `--set`, or `--radix-eviction-policy` in a launch
+/// command) reaches the replay typed and is refused there as a `runtime.replay`
+/// `eviction_policy: tlru` is: same message, same field, exit code 2. A
+/// `runtime.replay.eviction_policy` of the scenario's own replaces it.
+#[test]
+fn tlru_from_the_server_arguments_is_refused_by_the_replay() {
+    let refusal = "error: scenarios/quickstart.yaml: field `runtime.replay`: runtime.replay: field `runtime.replay.eviction_policy`: unknown variant `tlru`, expected one of `lru`, `lfu`, `fifo`, `mru`, `filo`, `priority`, `slru`\n";
+    for set in [
+        "server.radix_eviction_policy=tlru",
+        "server.launch=python -m sglang.launch_server --model-path zai-org/GLM-5.2-FP8 --tp 4 --enable-hierarchical-cache --hicache-size 100 --radix-eviction-policy tlru",
+    ] {
+        let out = sim()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args([
+                "replay",
+                "scenarios/quickstart.yaml",
+                "--sglang",
+                "0.5.21",
+                "--set",
+                set,
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{set}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), refusal, "{set}");
+        assert!(out.stdout.is_empty(), "{set}");
+    }
+    // The library's view: the field and the message, from `replay_config`.
+    let q = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/quickstart.yaml");
+    let s = hicache_sim::commands::startup_cmd::load_scenario(
+        q,
+        &["server.radix_eviction_policy=tlru".to_string()],
+        Some("0.5.21".parse().unwrap()),
+    )
+    .unwrap();
+    let plan = hicache_sim::commands::startup_cmd::plan_for(&s).unwrap();
+    let e = hicache_sim::pipeline::replay_config(&s, &plan, Some(64_000), &Default::default())
+        .unwrap_err();
+    let hicache_sim::pipeline::ReplayConfigError::Override(e) = e else {
+        panic!("{e}")
+    };
+    assert_eq!(e.field.as_deref(), Some("runtime.replay.eviction_policy"));
+    assert_eq!(
+        e.message,
+        "unknown variant `tlru`, expected one of `lru`, `lfu`, `fifo`, `mru`, `filo`, `priority`, `slru`"
+    );
+    // The scenario's own `runtime.replay.eviction_policy` wins over the server's.
+    let mut o = serde_json::Map::new();
+    o.insert("eviction_policy".into(), "lfu".into());
+    let cfg = hicache_sim::pipeline::replay_config(&s, &plan, Some(64_000), &o).unwrap();
+    assert_eq!(cfg.eviction_policy, hicache_sim::cache::EvictionPolicy::Lfu);
+}
+
 /// `tlru` (0.5.21+): one note, from the release check.
 #[test]
 fn tlru_is_noted_once() {

@@ -4,6 +4,7 @@
 
 use std::process::Command;
 
+use hicache_sim::domain::StorageBackend;
 use hicache_sim::runtime::rounds::{BenchSpec, run_bench};
 use hicache_sim::runtime::{ReplayConfig, Speeds, Timing, apply_overrides};
 use serde_json::{Map, Value};
@@ -132,29 +133,25 @@ fn storage_backend_presets_fill_what_the_scenario_leaves() {
     // 190 GB/s per node over 8×400 Gbps RoCE ÷ 8 ranks.
     assert_eq!(c.storage_read_bandwidth.0, 23.75e9);
     assert_eq!(c.storage_write_bandwidth.0, 23.75e9);
-    assert_eq!(c.storage_backend.as_deref(), Some("mooncake"));
+    assert_eq!(c.storage_backend, Some(StorageBackend::Mooncake));
     // A figure the scenario sets wins over the preset's.
     o.insert("storage_read_bandwidth".into(), Value::from("1GB/s"));
     let c = apply_overrides(ReplayConfig::default(), &o).unwrap();
     assert_eq!(c.storage_read_bandwidth.0, 1e9);
     assert_eq!(c.storage_write_bandwidth.0, 23.75e9);
     // EIC as corpus #08 measured; hf3fs has no write figure: the default 5 GB/s stays.
-    let eic = ReplayConfig::default().with_storage_backend("eic").unwrap();
+    let eic = ReplayConfig::default().with_storage_backend(StorageBackend::Eic);
     assert_eq!(
         (eic.storage_read_bandwidth.0, eic.storage_write_bandwidth.0),
         (0.57e9, 0.16e9)
     );
-    let fs = ReplayConfig::default()
-        .with_storage_backend("hf3fs")
-        .unwrap();
+    let fs = ReplayConfig::default().with_storage_backend(StorageBackend::Hf3fs);
     assert_eq!(
         (fs.storage_read_bandwidth.0, fs.storage_write_bandwidth.0),
         (5.37e9, 5e9)
     );
     // `file` has no figures of its own: the node's.
-    let f = ReplayConfig::default()
-        .with_storage_backend("file")
-        .unwrap();
+    let f = ReplayConfig::default().with_storage_backend(StorageBackend::File);
     assert_eq!(f.storage_read_bandwidth.0, 10e9);
     // An unknown name is an error naming the field and the nearest preset.
     o.insert("storage_backend".into(), Value::from("3fs"));
@@ -167,7 +164,7 @@ fn storage_backend_presets_fill_what_the_scenario_leaves() {
     );
     // Recorded in the speeds.
     let s = Speeds::of(&eic);
-    assert_eq!(s.storage_backend.as_deref(), Some("eic"));
+    assert_eq!(s.storage_backend, Some(StorageBackend::Eic));
     assert!(
         s.line()
             .contains("storage (eic) read 0.57 GB/s write 0.16 GB/s")

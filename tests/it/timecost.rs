@@ -1,6 +1,6 @@
 //! What a hit buys in time (issue #22): the compute-cost model against hand-computed
 //! cases, and the replayable published HiCache results of `tests/bench_corpus/` (#04,
-//! #05, #06, #07, #08, #09, #10, #11) replayed through the timed replay with
+//! #05, #06, #07, #08, #09, #10, #11, #17, #18) replayed through the timed replay with
 //! closed-loop clients. Cases outside 20 % of the published figure are asserted where
 //! they are (so a model change shows), with the reason next to the assertion.
 //!
@@ -13,7 +13,7 @@ use hicache_sim::release::copy_kernel::LoadBackKernel;
 use hicache_sim::runtime::cost::bench::{self, BenchResult, Multiturn};
 use hicache_sim::runtime::cost::roofline::{ModelFacts, Roofline, gpu};
 use hicache_sim::runtime::cost::{Compute, ComputeSource};
-use hicache_sim::runtime::{ReplayConfig, Timing, replay};
+use hicache_sim::runtime::{DecodeTimeline, ReplayConfig, Timing, replay};
 use hicache_sim::units::{Bandwidth, GB};
 use hicache_sim::workload::Request;
 
@@ -1084,5 +1084,187 @@ fn corpus_12_mooncake_ssd_hit_rates_per_round() {
             "round {i}: {:?}",
             r.per_round_hit_rate
         );
+    }
+}
+
+// ------------------------------------------------------------------ corpus #17 / #18
+
+/// Qwen3-32B bf16 on one GPU (TP1), the setup of SGLang's `benchmark/hf3fs/bensh.sh`
+/// (#17) and `benchmark/hicache/disk.sh` (#18). Neither file names the GPU; both print
+/// a throughput that implies about 1.9 K new prompt tokens/s (#17 without 3FS: 0.45
+/// req/s × ~4 160-token prompts mostly recomputed), ~120 TFLOPS achieved at 2 × 32.8 G
+/// FLOPs per token: an eighth of an H100/H200's 989 TFLOPS, within an H20's 148. The
+/// H20 (96 GB, `hgx-h20` preset; the 3FS backend's authors benchmark on H20, PR #8673)
+/// is the stated assumption; the Hopper roofline efficiencies as every roofline here,
+/// nothing fitted.
+fn qwen3_32b_h20_tp1() -> ReplayConfig {
+    // KV per token: 64 layers × 8 KV heads × 128 × 2 (K, V) × 2 B = 262 144 B.
+    let kv: u64 = 64 * 8 * 128 * 2 * 2;
+    let r = roofline("Qwen/Qwen3-32B", "H20", 1, false, 2.0, kv as f64);
+    let mut c = base(
+        64, // --page-size 64
+        kv,
+        64,
+        Compute {
+            source: ComputeSource::Roofline(r),
+            // The 2025 releases these scripts ran: 8 192 on a ≥ 80 GB GPU.
+            chunked_prefill_size: 8192,
+            compute_scale: 1.0,
+        },
+    );
+    // Device pool [EST]: 95.6 GiB − 61.0 GiB of weights − 0.12 × 95.6 GiB (TP1's
+    // mem_fraction_static 0.88) − ~1 GiB of context ≈ 22 GiB ÷ 256 KiB = 90 K tokens.
+    c.l1_pages = 90_000 / 64;
+    c.l2_pages = 0;
+    // SGLang runs a prefill batch whenever one forms and decodes between them
+    // (`scheduler.py: get_next_batch_to_run`): with a queue that never empties the
+    // 64-token answers wait behind the prefills (published latency − TTFT: 5.7–7.1 s).
+    c.decode_timeline = DecodeTimeline::Interleaved;
+    c.write_policy = WritePolicy::WriteThrough; // --hicache-write-policy write_through
+    c
+}
+
+/// Corpus #17 (`benchmark/hf3fs/bensh.sh`): bench_multiturn 512 clients × 3 rounds,
+/// 2 048-token questions, 64-token answers (printed: 3 145 728 input and 98 304 output
+/// tokens over 1 536 requests), 8 in flight, rate 16 (the auto-run's first rate),
+/// random ready queue (the script's default), L1 + L2 (`--hicache-ratio 2`) with and
+/// without the 3FS backend.
+fn corpus17(hf3fs: bool) -> BenchResult {
+    let mut c = qwen3_32b_h20_tp1();
+    c.l2_pages = 2 * c.l1_pages; // --hicache-ratio 2 --hicache-size 0
+    if hf3fs {
+        // 1 TiB 3FS file (hf3fs.json "file_size": 1099511627776): holds the run
+        // (512 × 6 272 tokens × 256 KiB = 842 GB).
+        c.l3_unbounded = true;
+        // The `hf3fs` backend preset: 5.37 GB/s read per rank (3FS's 42.95 GB/s per
+        // client node ÷ 8); no write figure: the hgx-h20 preset's 10 GB/s.
+        c.storage_read_bandwidth = Bandwidth(5.37 * GB as f64);
+        c.storage_write_bandwidth = Bandwidth(10.0 * GB as f64);
+    }
+    let b = Multiturn {
+        clients: 512,
+        rounds: 3,
+        request_len: 2048,
+        output_len: 64,
+        max_parallel: 8,
+        request_rate: Some(16.0),
+        round_barrier: false,
+        random_ready: true,
+        seed: 1,
+    };
+    bench::run(&c, &b, &[], 400).unwrap()
+}
+
+#[test]
+fn corpus_17_qwen3_32b_hf3fs_multiturn() {
+    let off = corpus17(false);
+    let on = corpus17(true);
+    show("#17 L1+L2", &off);
+    show("#17 L1+L2+3FS", &on);
+    let rps = |r: &BenchResult| 1536.0 / r.duration_s;
+    println!(
+        "#17 req/s {:.3} (0.45) → {:.3} (0.63); ratio ttft {:.3} (0.634), req/s {:.3} (1.400)",
+        rps(&off),
+        rps(&on),
+        on.ttft_mean_s / off.ttft_mean_s,
+        rps(&on) / rps(&off)
+    );
+    // Published: L1+L2 TTFT 10.62 s, 0.45 req/s; +3FS 6.73 s, 0.63 req/s. The ratios
+    // hold: TTFT 0.672 / 0.634 = +6 %, req/s 1.578 / 1.400 = +13 %.
+    let r_ttft = on.ttft_mean_s / off.ttft_mean_s;
+    let r_rps = rps(&on) / rps(&off);
+    assert!(err(r_ttft, 6.73 / 10.62) < 0.10, "{r_ttft}");
+    assert!(err(r_rps, 0.63 / 0.45) < 0.16, "{r_rps}");
+    // Absolute: the H20 roofline is slow for this GPU, the same factor in both arms
+    // (req/s 0.274 / 0.45 = 0.61, 0.432 / 0.63 = 0.69; TTFT +46 %, +55 %), as #18's.
+    // Either the GPU is faster than the assumed H20 or the H20 reaches a higher MFU
+    // than the Hopper fit (#11's finding); asserted where it is.
+    for (sim, publ) in [(rps(&off), 0.45), (rps(&on), 0.63)] {
+        assert!((0.55..0.75).contains(&(sim / publ)), "{sim} vs {publ}");
+    }
+    for (sim, publ) in [(off.ttft_mean_s, 10.62), (on.ttft_mean_s, 6.73)] {
+        assert!((1.35..1.65).contains(&(sim / publ)), "{sim} vs {publ}");
+    }
+    // 3FS holds every page: the hit rate nears the most a run can reach,
+    // (2 112 + 4 224) / 12 480 = 0.508, less the pages still being written or
+    // prefetched when a client's next round comes; without it almost nothing is hit
+    // (512 conversations × ≤ 6 272 tokens against a 90 K + 180 K-token L1 + L2).
+    assert!(
+        (0.40..0.508).contains(&on.cache_hit_rate),
+        "{}",
+        on.cache_hit_rate
+    );
+    assert!(off.cache_hit_rate < 0.10, "{}", off.cache_hit_rate);
+}
+
+/// Corpus #18 (`benchmark/hicache/disk.sh`): bench_multiturn with the script's defaults
+/// of the time (`--request-length 512`, `--output-length 64`, `--num-rounds 5`: 1 280
+/// requests printed for 256 clients), `--num-clients 256 --max-parallel 32`, rate 16
+/// (the auto-run's first), random ready queue; L1 + a 50 GB host pool
+/// (`--hicache-size 50`) with and without the pre-release local-disk tier
+/// (`--hicache-use-disk --hicache-disk-size 200`), replayed as an L3 of 200 GB on the
+/// node's local NVMe (the `file` backend's rule: the hgx-h20 preset's 20 / 10 GB/s).
+fn corpus18(disk: bool) -> BenchResult {
+    let mut c = qwen3_32b_h20_tp1();
+    let kv = c.bytes_per_token;
+    c.l2_pages = 50_000_000_000 / kv / 64; // --hicache-size 50 (GB)
+    if disk {
+        c.l3_pages = Some(200_000_000_000 / kv / 64); // --hicache-disk-size 200 (GB)
+        c.storage_read_bandwidth = Bandwidth(20.0 * GB as f64);
+        c.storage_write_bandwidth = Bandwidth(10.0 * GB as f64);
+    }
+    let b = Multiturn {
+        clients: 256,
+        rounds: 5,
+        request_len: 512,
+        output_len: 64,
+        max_parallel: 32,
+        request_rate: Some(16.0),
+        round_barrier: false,
+        random_ready: true,
+        seed: 1,
+    };
+    bench::run(&c, &b, &[], 400).unwrap()
+}
+
+#[test]
+fn corpus_18_qwen3_32b_local_disk_multiturn() {
+    let off = corpus18(false);
+    let on = corpus18(true);
+    show("#18 L1+L2", &off);
+    show("#18 L1+L2+disk", &on);
+    let rps = |r: &BenchResult| 1280.0 / r.duration_s;
+    println!(
+        "#18 req/s {:.3} (1.73) → {:.3} (2.78); hit {:.3} (0.382) → {:.3} (0.661); ratio ttft {:.3} (0.573), req/s {:.3} (1.607)",
+        rps(&off),
+        rps(&on),
+        off.cache_hit_rate,
+        on.cache_hit_rate,
+        on.ttft_mean_s / off.ttft_mean_s,
+        rps(&on) / rps(&off)
+    );
+    // Published hit rates (printed to 16 digits): 0.3817 without the disk, 0.6615 with
+    // it (the most a run can hit: 5 760 / 8 320 = 0.692); simulated 0.374 and 0.653.
+    assert!(
+        (off.cache_hit_rate - 0.381675786824275).abs() < 0.015,
+        "{}",
+        off.cache_hit_rate
+    );
+    assert!(
+        (on.cache_hit_rate - 0.6614896363279186).abs() < 0.015,
+        "{}",
+        on.cache_hit_rate
+    );
+    // Ratios: TTFT 0.626 / 0.573 = +9 %, req/s 1.678 / 1.607 = +4 %.
+    let r_ttft = on.ttft_mean_s / off.ttft_mean_s;
+    let r_rps = rps(&on) / rps(&off);
+    assert!(err(r_ttft, 5.18 / 9.04) < 0.12, "{r_ttft}");
+    assert!(err(r_rps, 2.78 / 1.73) < 0.08, "{r_rps}");
+    // Absolute, as #17: req/s 0.61 and 0.63 of the published, TTFT +66 % and +81 %.
+    for (sim, publ) in [(rps(&off), 1.73), (rps(&on), 2.78)] {
+        assert!((0.55..0.70).contains(&(sim / publ)), "{sim} vs {publ}");
+    }
+    for (sim, publ) in [(off.ttft_mean_s, 9.04), (on.ttft_mean_s, 5.18)] {
+        assert!((1.5..1.95).contains(&(sim / publ)), "{sim} vs {publ}");
     }
 }
