@@ -13,6 +13,7 @@
 //!   `auto-hicache`): named rule sets, some shipped in a release, some proposals that no
 //!   release up to 0.5.23 contains ([`first_shipped`]).
 
+pub mod copy_kernel;
 pub mod diff;
 pub mod log_lines;
 mod rules;
