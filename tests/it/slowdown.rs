@@ -81,10 +81,8 @@ fn bad_factors_are_located_errors() {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("t.jsonl"), SPREAD).unwrap();
     for f in ["0", "-1", "NaN", "inf"] {
-        let o = run(
-            &["replay", "--trace", "t.jsonl", "--slowdown-factor", f],
-            d.path(),
-        );
+        let flag = format!("--slowdown-factor={f}");
+        let o = run(&["replay", "--trace", "t.jsonl", &flag], d.path());
         assert_eq!(code(&o), 2, "{f}");
         assert!(stderr(&o).contains("--slowdown-factor"), "{}", stderr(&o));
     }
