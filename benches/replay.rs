@@ -10,7 +10,9 @@ use rand::RngExt;
 
 use hicache_sim::cache::TreeKind;
 use hicache_sim::engine::{SimRng, stream};
-use hicache_sim::runtime::{ReplayConfig, Timing, replay};
+use hicache_sim::runtime::{
+    Capacities, Measurement, ReplayConfig, Scheduler, Timing, TreePolicy, replay,
+};
 use hicache_sim::workload::Request;
 
 /// Multi-turn conversations: each request continues one of `convs` conversations
@@ -92,16 +94,25 @@ fn bench(c: &mut Criterion) {
     let convs = 100_000;
     let pages = total_pages(n, convs);
     let cfg = ReplayConfig {
-        page_size: 64,
-        l1_pages: 200_000,
-        l2_pages: 400_000,
+        capacities: Capacities {
+            page_size: 64,
+            l1_pages: 200_000,
+            l2_pages: 400_000,
+            ..Default::default()
+        },
         ..ReplayConfig::default()
     };
     // Timing-off throughput per CPU-second, both trees (printed once).
     for tree in [TreeKind::V1, TreeKind::Unified0523] {
-        let cfg_t = ReplayConfig {
-            tree,
-            ..cfg.clone()
+        let cfg_t = {
+            let start = cfg.clone();
+            ReplayConfig {
+                policy: TreePolicy {
+                    tree,
+                    ..start.policy
+                },
+                ..start
+            }
         };
         if let Some(t0) = thread_cpu_ns() {
             replay(&cfg_t, Gen::new(n, convs, 7)).unwrap();
@@ -121,22 +132,40 @@ fn bench(c: &mut Criterion) {
         b.iter(|| replay(&cfg, Gen::new(n, convs, 7)).unwrap())
     });
     // The same replay under 0.5.23's tree (`tree: unified_0_5_23`).
-    let cfg_unified = ReplayConfig {
-        tree: TreeKind::Unified0523,
-        ..cfg.clone()
+    let cfg_unified = {
+        let start = cfg.clone();
+        ReplayConfig {
+            policy: TreePolicy {
+                tree: TreeKind::Unified0523,
+                ..start.policy
+            },
+            ..start
+        }
     };
     g.bench_function("timing_off_1M_requests_page_lookups_unified_0_5_23", |b| {
         b.iter(|| replay(&cfg_unified, Gen::new(n, convs, 7)).unwrap())
     });
     let n_on = 200_000;
-    let cfg_on = ReplayConfig {
-        timing: Timing::On,
-        prefill_tokens_per_s: 1e9,
-        decode_tokens_per_s: 1e6,
-        max_running_requests: 256,
-        max_prefill_tokens: 1 << 20,
-        l3_unbounded: true,
-        ..cfg.clone()
+    let cfg_on = {
+        let start = cfg.clone();
+        ReplayConfig {
+            capacities: Capacities {
+                l3_unbounded: true,
+                ..start.capacities
+            },
+            scheduler: Scheduler {
+                prefill_tokens_per_s: 1e9,
+                decode_tokens_per_s: 1e6,
+                max_running_requests: 256,
+                max_prefill_tokens: 1 << 20,
+                ..start.scheduler
+            },
+            measurement: Measurement {
+                timing: Timing::On,
+                ..start.measurement
+            },
+            ..start
+        }
     };
     g.throughput(Throughput::Elements(n_on));
     g.bench_function("timing_on_200k_requests", |b| {

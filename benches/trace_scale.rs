@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use hicache_sim::policy_sim::{HashId, SimPolicy, Simulator};
-use hicache_sim::runtime::{ReplayConfig, Timing, replay};
+use hicache_sim::runtime::{Capacities, Measurement, ReplayConfig, Timing, replay};
 use hicache_sim::workload::read::{
     BlockRecord, RecordReader, TraceColumns, TraceOptions, open_trace_with,
 };
@@ -101,10 +101,16 @@ fn replay_binary(c: &mut Criterion) {
     cols.write_binary(&mut f).unwrap();
     drop(f);
     let cfg = ReplayConfig {
-        page_size: 512,
-        l1_pages: 20_000,
-        l2_pages: 60_000,
-        timing: Timing::Off,
+        capacities: Capacities {
+            page_size: 512,
+            l1_pages: 20_000,
+            l2_pages: 60_000,
+            ..Default::default()
+        },
+        measurement: Measurement {
+            timing: Timing::Off,
+            ..Default::default()
+        },
         ..ReplayConfig::default()
     };
     let run = || {

@@ -185,7 +185,11 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
         }
     })?;
     if let Some(path) = &a.timeline {
-        write_timeline(&m, path, cfg.timing == crate::runtime::Timing::Off)?;
+        write_timeline(
+            &m,
+            path,
+            cfg.measurement.timing == crate::runtime::Timing::Off,
+        )?;
     }
     if let Some(path) = &a.rounds {
         write_rounds(&m, &cfg, path)?;
@@ -194,7 +198,7 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
         OutputFormat::Json => {
             let mut v = serde_json::json!({ "config": cfg, "trace": section.trace, "metrics": m, "definitions": definitions() });
             // The speeds behind the times (issue #22), whenever the replay is timed.
-            if cfg.timing == crate::runtime::Timing::On {
+            if cfg.measurement.timing == crate::runtime::Timing::On {
                 v["speeds"] = serde_json::to_value(crate::runtime::Speeds::of(&cfg))
                     .map_err(|e| CommandError::Other(e.to_string()))?;
             }
@@ -258,16 +262,20 @@ fn policy_simulator(
     // Its page is one trace block: capacities derived from a scenario (in pages of the
     // engine's page size) are converted to blocks; flags are taken as blocks.
     let block = u64::from(section.block_size.unwrap_or(512));
-    let to_blocks = |c: &ReplayConfig, pages: u64| pages * u64::from(c.page_size) / block.max(1);
+    let to_blocks =
+        |c: &ReplayConfig, pages: u64| pages * u64::from(c.capacities.page_size) / block.max(1);
     let get = |k: &str, d: u64| o.get(k).and_then(Value::as_u64).unwrap_or(d);
     let (l1, l2) = match &base {
         Some(c) => (
-            get("l1_pages", to_blocks(c, c.l1_pages)),
-            get("l2_pages", to_blocks(c, c.l2_pages)),
+            get("l1_pages", to_blocks(c, c.capacities.l1_pages)),
+            get("l2_pages", to_blocks(c, c.capacities.l2_pages)),
         ),
         None => {
             let c = ReplayConfig::default();
-            (get("l1_pages", c.l1_pages), get("l2_pages", c.l2_pages))
+            (
+                get("l1_pages", c.capacities.l1_pages),
+                get("l2_pages", c.capacities.l2_pages),
+            )
         }
     };
     let policy = match a.write_policy.as_deref().unwrap_or("write_through") {
@@ -344,25 +352,26 @@ fn render(
     let _ = writeln!(
         o,
         "engine hiradix; page {} tokens; L1 {} pages, L2 {} pages, L3 {}; write policy {}; eviction {}; timing {}",
-        cfg.page_size,
-        cfg.l1_pages,
-        cfg.l2_pages,
-        if cfg.l3_unbounded {
+        cfg.capacities.page_size,
+        cfg.capacities.l1_pages,
+        cfg.capacities.l2_pages,
+        if cfg.capacities.l3_unbounded {
             "unbounded".to_string()
         } else {
-            cfg.l3_pages
+            cfg.capacities
+                .l3_pages
                 .map(|p| format!("{p} pages"))
                 .unwrap_or_else(|| "none".into())
         },
-        serde_json::to_value(cfg.write_policy)
+        serde_json::to_value(cfg.policy.write_policy)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default(),
-        serde_json::to_value(cfg.eviction_policy)
+        serde_json::to_value(cfg.policy.eviction_policy)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default(),
-        serde_json::to_value(cfg.timing)
+        serde_json::to_value(cfg.measurement.timing)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default(),

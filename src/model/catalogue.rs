@@ -107,7 +107,7 @@ pub struct Found {
 
 /// Variant suffixes that do not change the architecture (case-insensitive), stripped
 /// from both sides before comparing names.
-const VARIANTS: &[&str] = &["-instruct", "-chat", "-base", "-it", "-thinking", "-hf"];
+pub(crate) const VARIANTS: &[&str] = &["-instruct", "-chat", "-base", "-it", "-thinking", "-hf"];
 
 /// Strips variant suffixes and a trailing date (`-2507`, `-0905`), a leading `meta-`
 /// (`Meta-Llama-3.1-70B` is `Llama-3.1-70B`), and maps `_` to `.` between digits

@@ -348,8 +348,28 @@ fn preset(name: &str) -> Option<ResolvedModel> {
     })
 }
 
+/// Whether what follows a preset's name in a path's last component names the same
+/// architecture: only variant words (`-Instruct`, `-Thinking`, …), a date (`-2507`,
+/// `-0905`) and quantisation suffixes (`-FP8`, `-NVFP4`, `-AWQ`, …). Any other word is
+/// another model: `GLM-4.7-Flash` (MLA, 47 layers) and `GLM-4.5-Air` (46 layers) are not
+/// `glm-4.6` (92 layers), `DeepSeek-R1-Distill-Qwen-32B` is not `deepseek-v3`.
+fn same_architecture_suffix(rest: &str) -> bool {
+    let words: Vec<&str> = super::catalogue::VARIANTS
+        .iter()
+        .chain(super::quant::NAME_SUFFIXES.iter().map(|(s, _, _)| s))
+        .flat_map(|s| s.split('-'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    rest.strip_prefix('-').is_some_and(|r| {
+        r.split('-')
+            .all(|w| words.contains(&w) || (w.len() == 4 && w.chars().all(|c| c.is_ascii_digit())))
+    })
+}
+
 /// The preset a `--model-path` names by its last component: the id or an alias, alone
-/// or followed by `-suffix` (`GLM-5.2-NVFP4` → `glm-5.2`), longest name first.
+/// or followed by suffixes that keep the architecture (`GLM-5.2-NVFP4` → `glm-5.2`,
+/// `Qwen3-235B-A22B-Instruct-2507` → `qwen3-235b-a22b`; see
+/// `same_architecture_suffix`), longest name first.
 pub fn preset_for_path(path: &str) -> Option<String> {
     let base = path
         .trim_end_matches('/')
@@ -374,7 +394,7 @@ pub fn preset_for_path(path: &str) -> Option<String> {
             base == *name
                 || base
                     .strip_prefix(name.as_str())
-                    .is_some_and(|r| r.starts_with('-'))
+                    .is_some_and(same_architecture_suffix)
         })
         .map(|(_, id)| id)
 }
@@ -482,6 +502,57 @@ mod tests {
             e.contains("`/models/ft-7`") && e.contains("{config:"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_path_names_a_preset_only_with_suffixes_that_keep_its_architecture() {
+        let p = |path: &str| preset_for_path(path);
+        assert_eq!(p("zai-org/GLM-5.2-NVFP4").as_deref(), Some("glm-5.2"));
+        assert_eq!(
+            p("Qwen/Qwen3-235B-A22B-Instruct-2507-FP8").as_deref(),
+            Some("qwen3-235b-a22b")
+        );
+        assert_eq!(
+            p("moonshotai/Kimi-K2-Instruct-0905").as_deref(),
+            Some("kimi-k2")
+        );
+        assert_eq!(
+            p("deepseek-ai/DeepSeek-R1-0528").as_deref(),
+            Some("deepseek-v3")
+        );
+        assert_eq!(p("/models/GLM-4.6-FP8/").as_deref(), Some("glm-4.6"));
+        // Other models whose names start with a preset's: not that preset.
+        assert_eq!(p("zai-org/GLM-4.7-Flash"), None);
+        assert_eq!(p("zai-org/GLM-4.5-Air"), None);
+        assert_eq!(p("zai-org/GLM-4.5-Air-FP8"), None);
+        assert_eq!(p("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B"), None);
+    }
+
+    #[test]
+    fn glm_4_7_flash_by_path_is_the_catalogue_mla_config_not_the_glm_4_6_preset() {
+        // Before: `GLM-4.7-Flash` matched the `glm-4.7` alias + `-flash`, i.e. the glm-4.6
+        // preset: GQA 8 x 128 x 2 (K, V) x 2 B x 92 layers = 376,832 B per token. The
+        // catalogue config (aiconfigurator@19d098ad) is MLA, 47 layers:
+        // (512 + 64) x 2 B x 47 = 54,144 B per token (README catalogue table, golden).
+        let r = resolve(&ModelQuery {
+            model_path: Some("zai-org/GLM-4.7-Flash"),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(r.name, "zai-org/GLM-4.7-Flash");
+        assert_eq!(
+            r.preset.cell_size(&ParallelLayout::tp(1), KvDtype::Bf16),
+            54_144
+        );
+        // GLM-4.5-Air has no sourced config: an error that names the path, not
+        // GLM-4.5's 92 layers.
+        let e = resolve(&ModelQuery {
+            model_path: Some("zai-org/GLM-4.5-Air"),
+            ..Default::default()
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("`zai-org/GLM-4.5-Air`"), "{e}");
     }
 
     #[test]

@@ -11,7 +11,7 @@ pub use row::{COLUMNS, point_row};
 use serde_json::{Map, Value};
 
 use crate::error::InputError;
-use crate::runtime::{ReplayConfig, ReplayMetrics, Timing};
+use crate::runtime::{Capacities, Links, ReplayConfig, ReplayMetrics, Timing};
 use crate::scenario::{RuntimeSection, Scenario};
 use crate::startup::{MonteCarlo, Outcome, StartupPlan};
 use crate::workload::read::{TraceFormat, TraceOptions, open_trace_with};
@@ -54,11 +54,15 @@ pub fn replay_config(
         return Err(ReplayConfigError::Dsv4NotModelled);
     }
     let page = plan.page_size.max(1);
-    let cfg = ReplayConfig {
+    let sv = &s.server;
+    // The release's tree and controller, then the scenario's own figures and SGLang
+    // choices, typed as the loader read them.
+    let mut cfg = ReplayConfig::for_release(&s.version.release_rules());
+    cfg.capacities = Capacities {
         page_size: page as u32,
         l1_pages: plan.device_tokens / page,
         l2_pages: host_tokens.unwrap_or(0) / page,
-        l3_unbounded: s.server.hicache_storage_backend.is_some(),
+        l3_unbounded: sv.hicache_storage_backend.is_some(),
         // Per-token pools only: a hybrid model's state pool is bytes per slot.
         bytes_per_token: plan
             .pools
@@ -67,27 +71,30 @@ pub fn replay_config(
             .map(|p| p.bytes_per_token)
             .sum(),
         num_layers: s.model.layers / s.layout.pp_size.max(1),
+        ..cfg.capacities
+    };
+    cfg.links = Links {
         h2d_bandwidth: s.node.h2d_bandwidth,
         d2h_bandwidth: s.node.d2h_bandwidth,
         storage_read_bandwidth: s.node.storage_read_bandwidth,
         storage_write_bandwidth: s.node.storage_write_bandwidth,
-        ..ReplayConfig::for_release(&s.version.release_rules())
+        ..cfg.links
     };
-    // The scenario's SGLang choices, typed as the loader read them; the cap in force in
-    // its host memory mode (buffer_only: 0.9 x host).
-    let sv = &s.server;
-    let cfg = ReplayConfig {
-        write_policy: sv.hicache_write_policy,
-        eviction_policy: sv.radix_eviction_policy,
-        host_memory_mode: sv.hicache_host_memory_mode,
-        prefetch_policy: sv.hicache_storage_prefetch_policy,
-        prefetch_capacity_rule: cfg
-            .prefetch_capacity_rule
-            .in_mode(sv.hicache_host_memory_mode),
-        max_prefill_tokens: sv.max_prefill_tokens,
-        max_running_requests: sv.max_running_requests.unwrap_or(cfg.max_running_requests),
-        ..cfg
-    };
+    let policy = &mut cfg.policy;
+    policy.write_policy = sv.hicache_write_policy;
+    policy.eviction_policy = sv.radix_eviction_policy;
+    policy.host_memory_mode = sv.hicache_host_memory_mode;
+    let prefetch = &mut cfg.prefetch;
+    prefetch.prefetch_policy = sv.hicache_storage_prefetch_policy;
+    // The cap in force in the scenario's host memory mode (buffer_only: 0.9 x host).
+    prefetch.prefetch_capacity_rule = prefetch
+        .prefetch_capacity_rule
+        .in_mode(sv.hicache_host_memory_mode);
+    let scheduler = &mut cfg.scheduler;
+    scheduler.max_prefill_tokens = sv.max_prefill_tokens;
+    if let Some(m) = sv.max_running_requests {
+        scheduler.max_running_requests = m;
+    }
     // Only the scenario's own `runtime.replay` keys go through the text merge; they win
     // over everything derived (a `tlru` from the server arguments is refused there, or
     // by `apply_overrides`' check when no key replaces it).
@@ -123,9 +130,9 @@ pub fn run_replay(
     let opts = TraceOptions {
         format,
         block_size: section.block_size,
-        require_monotonic: cfg.timing == Timing::On,
+        require_monotonic: cfg.measurement.timing == Timing::On,
     };
-    let reader = open_trace_with(std::path::Path::new(path), &opts, cfg.page_size)?;
+    let reader = open_trace_with(std::path::Path::new(path), &opts, cfg.capacities.page_size)?;
     let mut err: Option<InputError> = None;
     let limit = section.max_requests.unwrap_or(u64::MAX);
     let requests = reader
@@ -143,7 +150,12 @@ pub fn run_replay(
         return Err(e);
     }
     let metrics = metrics?;
-    nothing_to_measure(&metrics, path, cfg.warmup_requests, section.max_requests)?;
+    nothing_to_measure(
+        &metrics,
+        path,
+        cfg.measurement.warmup_requests,
+        section.max_requests,
+    )?;
     Ok(metrics)
 }
 

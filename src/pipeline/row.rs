@@ -146,8 +146,8 @@ pub fn point_row(
         return Ok(row);
     }
     let cfg = replay_config(&s, &plan, host_tokens, &section.replay)?;
-    row.push("l1_pages", cfg.l1_pages);
-    row.push("l2_pages", cfg.l2_pages);
+    row.push("l1_pages", cfg.capacities.l1_pages);
+    row.push("l2_pages", cfg.capacities.l2_pages);
     if section.engine != crate::scenario::Engine::Hiradix {
         return Err("sweeps replay with the hiradix engine; the policy-simulator engine is for `hicache-sim replay`".into());
     }
@@ -181,7 +181,7 @@ pub fn point_row(
     row.push("ttft_p50_s", m.ttft_p50_s.map(f).unwrap_or_default());
     row.push("ttft_p99_s", m.ttft_p99_s.map(f).unwrap_or_default());
     // The speeds behind the TTFT columns (issue #22), on timed rows only.
-    if cfg.timing == crate::runtime::Timing::On {
+    if cfg.measurement.timing == crate::runtime::Timing::On {
         let sp = crate::runtime::Speeds::of(&cfg);
         row.push("cost_model", sp.cost_model);
         row.push("speeds", sp.line());

@@ -1,5 +1,7 @@
-//! `ReplayConfig`: everything one replay needs. It deserializes straight from a
-//! scenario's `runtime:` YAML section (field names = CLI flags without dashes).
+//! `ReplayConfig`: everything one replay needs, in six groups (capacities, tree policy,
+//! prefetch, links, scheduler and compute, measurement). Its text form is one flat map,
+//! a scenario's `runtime.replay` keys (names = CLI flags without dashes), read and
+//! written through `ReplayFields` in the order outputs have always had.
 
 use serde::{Deserialize, Serialize};
 
@@ -64,10 +66,33 @@ pub enum DecodeTimeline {
     Interleaved,
 }
 
-/// One replay's configuration. Capacities are in pages of `page_size` tokens.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+/// One replay's configuration, in the groups the replay reads it by. Its text form (a
+/// scenario's `runtime.replay` keys, a sweep's `runtime.replay.*` axes, the `config` of a
+/// replay's JSON output) is one flat map, key for key and in the order it always had
+/// ([`ReplayFields`]): the groups are the code's, not the YAML's.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(from = "ReplayFields", into = "ReplayFields")]
 pub struct ReplayConfig {
+    /// The tiers' sizes: pages of `page_size` tokens, and the KV bytes a token carries.
+    pub capacities: Capacities,
+    /// How the radix tree backs up, evicts and loads back: SGLang's HiCache policies, and
+    /// the tree and controller rules of the release.
+    pub policy: TreePolicy,
+    /// Storage (L3) prefetch: the cache-mode capacity rule, the termination policy, the
+    /// timeout formula and the re-queries.
+    pub prefetch: Prefetch,
+    /// The copy links: host <-> device, storage, and what one transfer costs on them.
+    pub links: Links,
+    /// The timed replay's scheduler and compute model: forward speeds or cost model, batch
+    /// limits, idle polling.
+    pub scheduler: Scheduler,
+    /// Whether time is modelled, and what the replay measures and checks.
+    pub measurement: Measurement,
+}
+
+/// The tiers' sizes: pages of `page_size` tokens, and the KV bytes a token carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Capacities {
     /// Tokens per page (SGLang `--page-size`; HiCache commonly 64).
     pub page_size: u32,
     /// Device (L1) KV pool, pages.
@@ -78,9 +103,33 @@ pub struct ReplayConfig {
     pub l3_pages: Option<u64>,
     /// L3 present with unbounded capacity (overrides `l3_pages`).
     pub l3_unbounded: bool,
+    /// KV bytes per token, all layers (for transfer sizes and byte counters).
+    pub bytes_per_token: u64,
+    /// Layers (H2D is issued layer by layer: one run overhead per layer).
+    pub num_layers: u32,
+}
+
+impl Default for Capacities {
+    fn default() -> Self {
+        Self {
+            page_size: 64,
+            l1_pages: 4096,
+            l2_pages: 8192,
+            l3_pages: None,
+            l3_unbounded: false,
+            // Llama-3-8B-like bf16 MHA: 2 * 8 heads * 128 dim * 2 B * 32 layers.
+            bytes_per_token: 131_072,
+            num_layers: 32,
+        }
+    }
+}
+
+/// How the radix tree backs up, evicts and loads back: SGLang's HiCache policies, and
+/// the tree and controller rules of the release.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TreePolicy {
     pub write_policy: WritePolicy,
     /// Every strategy but `tlru` (not modelled: the tree keeps no T-LRU history).
-    #[serde(deserialize_with = "modelled_eviction_policy")]
     pub eviction_policy: EvictionPolicy,
     pub lru_mode: LruMode,
     pub evict_host_rule: EvictHostRule,
@@ -92,6 +141,40 @@ pub struct ReplayConfig {
     pub tree: TreeKind,
     /// How the timing-off replay drives the tree (`simulator` or `scheduler_0_5_23`).
     pub call_pattern: CallPattern,
+    /// Host hits shorter than this many tokens are not loaded back (SGLang: 10).
+    pub load_back_threshold: u32,
+    pub host_memory_mode: HostMemoryMode,
+    /// What a `buffer_only` host writes to storage (`every_backup`, or from 0.5.19
+    /// `write_threshold`: what the tree backs up).
+    pub storage_write_gate: StorageWriteGate,
+    /// `buffer_only` with `write_back`: an error (≤ 0.5.21) or run as `write_through`
+    /// (0.5.22+ `arg_groups/hicache_hook.py`).
+    pub buffer_only_write_back: BufferOnlyWriteBack,
+}
+
+impl Default for TreePolicy {
+    fn default() -> Self {
+        Self {
+            write_policy: WritePolicy::default(),
+            eviction_policy: EvictionPolicy::default(),
+            lru_mode: LruMode::default(),
+            evict_host_rule: EvictHostRule::default(),
+            evict_version: EvictVersion::default(),
+            device_evict_amount: DeviceEvictAmount::default(),
+            tree: TreeKind::default(),
+            call_pattern: CallPattern::default(),
+            load_back_threshold: 10,
+            host_memory_mode: HostMemoryMode::default(),
+            storage_write_gate: StorageWriteGate::EveryBackup,
+            buffer_only_write_back: BufferOnlyWriteBack::Error,
+        }
+    }
+}
+
+/// Storage (L3) prefetch: the cache-mode capacity rule, the termination policy, the
+/// timeout formula and the re-queries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prefetch {
     /// The cache-mode rule; buffer_only mode caps staging at its own
     /// ([`PrefetchCapRule::in_mode`]) whatever this names.
     pub prefetch_capacity_rule: PrefetchCapRule,
@@ -99,62 +182,6 @@ pub struct ReplayConfig {
     /// `--hicache-storage-prefetch-threshold`-like floor in tokens; the effective
     /// threshold is `max(prefetch_threshold, page_size)` (default 256).
     pub prefetch_threshold: u32,
-    /// Host hits shorter than this many tokens are not loaded back (SGLang: 10).
-    pub load_back_threshold: u32,
-    pub host_memory_mode: HostMemoryMode,
-    pub timing: Timing,
-    /// KV bytes per token, all layers (for transfer sizes and byte counters).
-    pub bytes_per_token: u64,
-    /// Layers (H2D is issued layer by layer: one run overhead per layer).
-    pub num_layers: u32,
-    pub h2d_bandwidth: Bandwidth,
-    /// Host DRAM read bandwidth one rank's load-back can have when the node's ranks
-    /// load together: the node's `host_memory_bandwidth` ÷ the ranks loading at once
-    /// (all TP ranks of a load-back read their share of the same pages at the same
-    /// time: `managers/cache_controller.py: HiCacheController.start_loading`, every
-    /// release). The H2D rate is `min(h2d_bandwidth, this)`. Unset: each rank's H2D
-    /// link is the only limit (outputs made before it keep their bytes).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host_read_share: Option<Bandwidth>,
-    pub d2h_bandwidth: Bandwidth,
-    pub storage_read_bandwidth: Bandwidth,
-    pub storage_write_bandwidth: Bandwidth,
-    /// A storage backend preset (`src/runtime/storage_backends.yaml`, SGLang's
-    /// `--hicache-storage-backend` names): its read / write bandwidth and latency fill
-    /// the three storage fields a scenario does not set itself
-    /// ([`super::storage_backend`]). Not written while unset (outputs made before it
-    /// keep their bytes).
-    #[serde(
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "super::storage_backend::deserialize_opt"
-    )]
-    pub storage_backend: Option<StorageBackend>,
-    /// Fixed cost of one storage operation (one prefetch's read, one write), added to
-    /// its `bytes ÷ bandwidth` on the storage link. Not written while 0.
-    #[serde(skip_serializing_if = "is_zero_duration")]
-    pub storage_latency: Duration,
-    /// Fraction of the link bandwidth reached (SGLang simulator: 0.85).
-    pub bandwidth_efficiency: f64,
-    /// Fixed cost per H2D run (SGLang simulator: 6.67 µs).
-    pub h2d_run_overhead: Duration,
-    /// Fixed cost per D2H run (SGLang simulator: 4 µs).
-    pub d2h_run_overhead: Duration,
-    /// Compute model: prefill throughput of the engine, tokens/s (new tokens only).
-    pub prefill_tokens_per_s: f64,
-    /// Compute model: decode speed of one request, tokens/s.
-    pub decode_tokens_per_s: f64,
-    /// Compute-time model of the timed replay (`source: fixed` = the two speeds
-    /// above; `table` / `roofline`: `runtime::cost`).
-    #[serde(skip_serializing_if = "super::cost::Compute::is_fixed")]
-    pub compute: super::cost::Compute,
-    /// Whether decode steps take GPU time between prefill batches
-    /// (`beside_prefill`, the default, or `interleaved`). Not written while default.
-    #[serde(skip_serializing_if = "is_beside_prefill")]
-    pub decode_timeline: DecodeTimeline,
-    /// Requests running (prefill or decode) at once.
-    pub max_running_requests: u32,
-    /// Tokens admitted into one prefill batch (at least one request always goes).
-    pub max_prefill_tokens: u32,
     /// Prefetch timeout policy: base, per 1024 tokens, and cap (2 s, 0.1 s, 30 s).
     pub prefetch_timeout_base: Duration,
     pub prefetch_timeout_per_ki_token: Duration,
@@ -169,49 +196,59 @@ pub struct ReplayConfig {
     pub prefetch_retry_poll_interval: u32,
     /// Re-queries per request (`--hicache-storage-prefetch-retry-max-attempts`).
     pub prefetch_retry_max_attempts: u32,
-    /// While the GPU is idle but requests wait, SGLang's scheduler loop spins
-    /// (`Scheduler.on_idle`: `time.sleep(0)`); the timed replay counts one iteration
-    /// (one admission poll, one retry step) per this interval. Not an SGLang figure.
-    pub scheduler_idle_poll: Duration,
-    /// What a `buffer_only` host writes to storage (`every_backup`, or from 0.5.19
-    /// `write_threshold`: what the tree backs up).
-    pub storage_write_gate: StorageWriteGate,
-    /// `buffer_only` with `write_back`: an error (≤ 0.5.21) or run as `write_through`
-    /// (0.5.22+ `arg_groups/hicache_hook.py`).
-    pub buffer_only_write_back: BufferOnlyWriteBack,
-    /// Requests excluded from hit metrics at the start (still replayed).
-    pub warmup_requests: u64,
-    /// Points in the `timeline` series (0 = none).
-    pub timeline_samples: u32,
-    /// Re-derive leaf sets and invariants after every operation (slow; tests).
-    pub debug_checks: bool,
 }
 
-impl Default for ReplayConfig {
+impl Default for Prefetch {
     fn default() -> Self {
         Self {
-            page_size: 64,
-            l1_pages: 4096,
-            l2_pages: 8192,
-            l3_pages: None,
-            l3_unbounded: false,
-            write_policy: WritePolicy::default(),
-            eviction_policy: EvictionPolicy::default(),
-            lru_mode: LruMode::default(),
-            evict_host_rule: EvictHostRule::default(),
-            evict_version: EvictVersion::default(),
-            device_evict_amount: DeviceEvictAmount::default(),
-            tree: TreeKind::default(),
-            call_pattern: CallPattern::default(),
             prefetch_capacity_rule: PrefetchCapRule::default(),
             prefetch_policy: PrefetchPolicy::default(),
             prefetch_threshold: 256,
-            load_back_threshold: 10,
-            host_memory_mode: HostMemoryMode::default(),
-            timing: Timing::Off,
-            // Llama-3-8B-like bf16 MHA: 2 * 8 heads * 128 dim * 2 B * 32 layers.
-            bytes_per_token: 131_072,
-            num_layers: 32,
+            prefetch_timeout_base: Duration(2 * NS_PER_S),
+            prefetch_timeout_per_ki_token: Duration(100 * NS_PER_MS),
+            prefetch_timeout_max: Duration(30 * NS_PER_S),
+            prefetch_timeout_clock: PrefetchTimeoutClock::Issue,
+            prefetch_timeout_tokens: PrefetchTimeoutTokens::Fetched,
+            prefetch_retry_poll_interval: 0,
+            prefetch_retry_max_attempts: 0,
+        }
+    }
+}
+
+/// The copy links: host <-> device, storage, and what one transfer costs on them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Links {
+    pub h2d_bandwidth: Bandwidth,
+    /// Host DRAM read bandwidth one rank's load-back can have when the node's ranks
+    /// load together: the node's `host_memory_bandwidth` ÷ the ranks loading at once
+    /// (all TP ranks of a load-back read their share of the same pages at the same
+    /// time: `managers/cache_controller.py: HiCacheController.start_loading`, every
+    /// release). The H2D rate is `min(h2d_bandwidth, this)`. Unset: each rank's H2D
+    /// link is the only limit (outputs made before it keep their bytes).
+    pub host_read_share: Option<Bandwidth>,
+    pub d2h_bandwidth: Bandwidth,
+    pub storage_read_bandwidth: Bandwidth,
+    pub storage_write_bandwidth: Bandwidth,
+    /// A storage backend preset (`src/runtime/storage_backends.yaml`, SGLang's
+    /// `--hicache-storage-backend` names): its read / write bandwidth and latency fill
+    /// the three storage fields a scenario does not set itself
+    /// ([`super::storage_backend`]). Not written while unset (outputs made before it
+    /// keep their bytes).
+    pub storage_backend: Option<StorageBackend>,
+    /// Fixed cost of one storage operation (one prefetch's read, one write), added to
+    /// its `bytes ÷ bandwidth` on the storage link. Not written while 0.
+    pub storage_latency: Duration,
+    /// Fraction of the link bandwidth reached (SGLang simulator: 0.85).
+    pub bandwidth_efficiency: f64,
+    /// Fixed cost per H2D run (SGLang simulator: 6.67 µs).
+    pub h2d_run_overhead: Duration,
+    /// Fixed cost per D2H run (SGLang simulator: 4 µs).
+    pub d2h_run_overhead: Duration,
+}
+
+impl Default for Links {
+    fn default() -> Self {
+        Self {
             h2d_bandwidth: Bandwidth(55.0 * GB as f64),
             host_read_share: None,
             d2h_bandwidth: Bandwidth(55.0 * GB as f64),
@@ -222,25 +259,275 @@ impl Default for ReplayConfig {
             bandwidth_efficiency: 0.85,
             h2d_run_overhead: Duration(6_670),
             d2h_run_overhead: Duration(4 * NS_PER_US),
+        }
+    }
+}
+
+/// The timed replay's scheduler and compute model: forward speeds or cost model, batch
+/// limits, idle polling.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scheduler {
+    /// Compute model: prefill throughput of the engine, tokens/s (new tokens only).
+    pub prefill_tokens_per_s: f64,
+    /// Compute model: decode speed of one request, tokens/s.
+    pub decode_tokens_per_s: f64,
+    /// Compute-time model of the timed replay (`source: fixed` = the two speeds
+    /// above; `table` / `roofline`: `runtime::cost`).
+    pub compute: super::cost::Compute,
+    /// Whether decode steps take GPU time between prefill batches
+    /// (`beside_prefill`, the default, or `interleaved`). Not written while default.
+    pub decode_timeline: DecodeTimeline,
+    /// Requests running (prefill or decode) at once.
+    pub max_running_requests: u32,
+    /// Tokens admitted into one prefill batch (at least one request always goes).
+    pub max_prefill_tokens: u32,
+    /// While the GPU is idle but requests wait, SGLang's scheduler loop spins
+    /// (`Scheduler.on_idle`: `time.sleep(0)`); the timed replay counts one iteration
+    /// (one admission poll, one retry step) per this interval. Not an SGLang figure.
+    pub scheduler_idle_poll: Duration,
+}
+
+impl Default for Scheduler {
+    fn default() -> Self {
+        Self {
             prefill_tokens_per_s: 20_000.0,
             decode_tokens_per_s: 50.0,
             compute: super::cost::Compute::default(),
             decode_timeline: DecodeTimeline::BesidePrefill,
             max_running_requests: 64,
             max_prefill_tokens: 16_384,
-            prefetch_timeout_base: Duration(2 * NS_PER_S),
-            prefetch_timeout_per_ki_token: Duration(100 * NS_PER_MS),
-            prefetch_timeout_max: Duration(30 * NS_PER_S),
-            prefetch_timeout_clock: PrefetchTimeoutClock::Issue,
-            prefetch_timeout_tokens: PrefetchTimeoutTokens::Fetched,
-            prefetch_retry_poll_interval: 0,
-            prefetch_retry_max_attempts: 0,
             scheduler_idle_poll: Duration(NS_PER_MS),
-            storage_write_gate: StorageWriteGate::EveryBackup,
-            buffer_only_write_back: BufferOnlyWriteBack::Error,
+        }
+    }
+}
+
+/// Whether time is modelled, and what the replay measures and checks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measurement {
+    pub timing: Timing,
+    /// Requests excluded from hit metrics at the start (still replayed).
+    pub warmup_requests: u64,
+    /// Points in the `timeline` series (0 = none).
+    pub timeline_samples: u32,
+    /// Re-derive leaf sets and invariants after every operation (slow; tests).
+    pub debug_checks: bool,
+}
+
+impl Default for Measurement {
+    fn default() -> Self {
+        Self {
+            timing: Timing::Off,
             warmup_requests: 0,
             timeline_samples: 0,
             debug_checks: false,
+        }
+    }
+}
+
+/// [`ReplayConfig`] as text: one flat map whose keys are the CLI flags without dashes,
+/// in this order (the order a replay's JSON `config` is written in). Its serde
+/// attributes are the text form's: defaults, unknown keys refused, fields left out while
+/// they hold their default, the eviction policies the tree models.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct ReplayFields {
+    page_size: u32,
+    l1_pages: u64,
+    l2_pages: u64,
+    l3_pages: Option<u64>,
+    l3_unbounded: bool,
+    write_policy: WritePolicy,
+    #[serde(deserialize_with = "modelled_eviction_policy")]
+    eviction_policy: EvictionPolicy,
+    lru_mode: LruMode,
+    evict_host_rule: EvictHostRule,
+    evict_version: EvictVersion,
+    device_evict_amount: DeviceEvictAmount,
+    tree: TreeKind,
+    call_pattern: CallPattern,
+    prefetch_capacity_rule: PrefetchCapRule,
+    prefetch_policy: PrefetchPolicy,
+    prefetch_threshold: u32,
+    load_back_threshold: u32,
+    host_memory_mode: HostMemoryMode,
+    timing: Timing,
+    bytes_per_token: u64,
+    num_layers: u32,
+    h2d_bandwidth: Bandwidth,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    host_read_share: Option<Bandwidth>,
+    d2h_bandwidth: Bandwidth,
+    storage_read_bandwidth: Bandwidth,
+    storage_write_bandwidth: Bandwidth,
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::storage_backend::deserialize_opt"
+    )]
+    storage_backend: Option<StorageBackend>,
+    #[serde(skip_serializing_if = "is_zero_duration")]
+    storage_latency: Duration,
+    bandwidth_efficiency: f64,
+    h2d_run_overhead: Duration,
+    d2h_run_overhead: Duration,
+    prefill_tokens_per_s: f64,
+    decode_tokens_per_s: f64,
+    #[serde(skip_serializing_if = "super::cost::Compute::is_fixed")]
+    compute: super::cost::Compute,
+    #[serde(skip_serializing_if = "is_beside_prefill")]
+    decode_timeline: DecodeTimeline,
+    max_running_requests: u32,
+    max_prefill_tokens: u32,
+    prefetch_timeout_base: Duration,
+    prefetch_timeout_per_ki_token: Duration,
+    prefetch_timeout_max: Duration,
+    prefetch_timeout_clock: PrefetchTimeoutClock,
+    prefetch_timeout_tokens: PrefetchTimeoutTokens,
+    prefetch_retry_poll_interval: u32,
+    prefetch_retry_max_attempts: u32,
+    scheduler_idle_poll: Duration,
+    storage_write_gate: StorageWriteGate,
+    buffer_only_write_back: BufferOnlyWriteBack,
+    warmup_requests: u64,
+    timeline_samples: u32,
+    debug_checks: bool,
+}
+
+impl Default for ReplayFields {
+    fn default() -> Self {
+        ReplayConfig::default().into()
+    }
+}
+
+impl From<ReplayFields> for ReplayConfig {
+    fn from(f: ReplayFields) -> Self {
+        Self {
+            capacities: Capacities {
+                page_size: f.page_size,
+                l1_pages: f.l1_pages,
+                l2_pages: f.l2_pages,
+                l3_pages: f.l3_pages,
+                l3_unbounded: f.l3_unbounded,
+                bytes_per_token: f.bytes_per_token,
+                num_layers: f.num_layers,
+            },
+            policy: TreePolicy {
+                write_policy: f.write_policy,
+                eviction_policy: f.eviction_policy,
+                lru_mode: f.lru_mode,
+                evict_host_rule: f.evict_host_rule,
+                evict_version: f.evict_version,
+                device_evict_amount: f.device_evict_amount,
+                tree: f.tree,
+                call_pattern: f.call_pattern,
+                load_back_threshold: f.load_back_threshold,
+                host_memory_mode: f.host_memory_mode,
+                storage_write_gate: f.storage_write_gate,
+                buffer_only_write_back: f.buffer_only_write_back,
+            },
+            prefetch: Prefetch {
+                prefetch_capacity_rule: f.prefetch_capacity_rule,
+                prefetch_policy: f.prefetch_policy,
+                prefetch_threshold: f.prefetch_threshold,
+                prefetch_timeout_base: f.prefetch_timeout_base,
+                prefetch_timeout_per_ki_token: f.prefetch_timeout_per_ki_token,
+                prefetch_timeout_max: f.prefetch_timeout_max,
+                prefetch_timeout_clock: f.prefetch_timeout_clock,
+                prefetch_timeout_tokens: f.prefetch_timeout_tokens,
+                prefetch_retry_poll_interval: f.prefetch_retry_poll_interval,
+                prefetch_retry_max_attempts: f.prefetch_retry_max_attempts,
+            },
+            links: Links {
+                h2d_bandwidth: f.h2d_bandwidth,
+                host_read_share: f.host_read_share,
+                d2h_bandwidth: f.d2h_bandwidth,
+                storage_read_bandwidth: f.storage_read_bandwidth,
+                storage_write_bandwidth: f.storage_write_bandwidth,
+                storage_backend: f.storage_backend,
+                storage_latency: f.storage_latency,
+                bandwidth_efficiency: f.bandwidth_efficiency,
+                h2d_run_overhead: f.h2d_run_overhead,
+                d2h_run_overhead: f.d2h_run_overhead,
+            },
+            scheduler: Scheduler {
+                prefill_tokens_per_s: f.prefill_tokens_per_s,
+                decode_tokens_per_s: f.decode_tokens_per_s,
+                compute: f.compute,
+                decode_timeline: f.decode_timeline,
+                max_running_requests: f.max_running_requests,
+                max_prefill_tokens: f.max_prefill_tokens,
+                scheduler_idle_poll: f.scheduler_idle_poll,
+            },
+            measurement: Measurement {
+                timing: f.timing,
+                warmup_requests: f.warmup_requests,
+                timeline_samples: f.timeline_samples,
+                debug_checks: f.debug_checks,
+            },
+        }
+    }
+}
+
+impl From<ReplayConfig> for ReplayFields {
+    fn from(c: ReplayConfig) -> Self {
+        let ReplayConfig {
+            capacities,
+            policy,
+            prefetch,
+            links,
+            scheduler,
+            measurement,
+        } = c;
+        Self {
+            page_size: capacities.page_size,
+            l1_pages: capacities.l1_pages,
+            l2_pages: capacities.l2_pages,
+            l3_pages: capacities.l3_pages,
+            l3_unbounded: capacities.l3_unbounded,
+            write_policy: policy.write_policy,
+            eviction_policy: policy.eviction_policy,
+            lru_mode: policy.lru_mode,
+            evict_host_rule: policy.evict_host_rule,
+            evict_version: policy.evict_version,
+            device_evict_amount: policy.device_evict_amount,
+            tree: policy.tree,
+            call_pattern: policy.call_pattern,
+            prefetch_capacity_rule: prefetch.prefetch_capacity_rule,
+            prefetch_policy: prefetch.prefetch_policy,
+            prefetch_threshold: prefetch.prefetch_threshold,
+            load_back_threshold: policy.load_back_threshold,
+            host_memory_mode: policy.host_memory_mode,
+            timing: measurement.timing,
+            bytes_per_token: capacities.bytes_per_token,
+            num_layers: capacities.num_layers,
+            h2d_bandwidth: links.h2d_bandwidth,
+            host_read_share: links.host_read_share,
+            d2h_bandwidth: links.d2h_bandwidth,
+            storage_read_bandwidth: links.storage_read_bandwidth,
+            storage_write_bandwidth: links.storage_write_bandwidth,
+            storage_backend: links.storage_backend,
+            storage_latency: links.storage_latency,
+            bandwidth_efficiency: links.bandwidth_efficiency,
+            h2d_run_overhead: links.h2d_run_overhead,
+            d2h_run_overhead: links.d2h_run_overhead,
+            prefill_tokens_per_s: scheduler.prefill_tokens_per_s,
+            decode_tokens_per_s: scheduler.decode_tokens_per_s,
+            compute: scheduler.compute,
+            decode_timeline: scheduler.decode_timeline,
+            max_running_requests: scheduler.max_running_requests,
+            max_prefill_tokens: scheduler.max_prefill_tokens,
+            prefetch_timeout_base: prefetch.prefetch_timeout_base,
+            prefetch_timeout_per_ki_token: prefetch.prefetch_timeout_per_ki_token,
+            prefetch_timeout_max: prefetch.prefetch_timeout_max,
+            prefetch_timeout_clock: prefetch.prefetch_timeout_clock,
+            prefetch_timeout_tokens: prefetch.prefetch_timeout_tokens,
+            prefetch_retry_poll_interval: prefetch.prefetch_retry_poll_interval,
+            prefetch_retry_max_attempts: prefetch.prefetch_retry_max_attempts,
+            scheduler_idle_poll: scheduler.scheduler_idle_poll,
+            storage_write_gate: policy.storage_write_gate,
+            buffer_only_write_back: policy.buffer_only_write_back,
+            warmup_requests: measurement.warmup_requests,
+            timeline_samples: measurement.timeline_samples,
+            debug_checks: measurement.debug_checks,
         }
     }
 }
@@ -249,9 +536,9 @@ impl ReplayConfig {
     /// The H2D rate one rank's load-back reaches: its own link, or its share of the
     /// node's host DRAM bandwidth when that is lower.
     pub fn load_back_bandwidth(&self) -> f64 {
-        match self.host_read_share {
-            Some(b) => self.h2d_bandwidth.0.min(b.0),
-            None => self.h2d_bandwidth.0,
+        match self.links.host_read_share {
+            Some(b) => self.links.h2d_bandwidth.0.min(b.0),
+            None => self.links.h2d_bandwidth.0,
         }
     }
 }
@@ -337,7 +624,7 @@ impl ReplayConfig {
     }
 
     pub fn with_tree(mut self, t: TreeKind) -> Self {
-        self.tree = t;
+        self.policy.tree = t;
         self
     }
 
@@ -346,21 +633,21 @@ impl ReplayConfig {
     /// formula and its clock, storage re-queries, the `buffer_only` storage write gate
     /// and its `write_back` rule.
     pub fn with_release(mut self, c: &crate::release::ControllerRules) -> Self {
-        self.evict_version = c.evict_version;
-        self.device_evict_amount = c.device_evict;
-        self.prefetch_capacity_rule = c.prefetch_cap;
+        self.policy.evict_version = c.evict_version;
+        self.policy.device_evict_amount = c.device_evict;
+        self.prefetch.prefetch_capacity_rule = c.prefetch_cap;
         let t = c.prefetch_timeout;
-        self.prefetch_timeout_base = Duration(t.base_ms * NS_PER_MS);
-        self.prefetch_timeout_per_ki_token = Duration(t.per_ki_token_ms * NS_PER_MS);
-        self.prefetch_timeout_max = t
+        self.prefetch.prefetch_timeout_base = Duration(t.base_ms * NS_PER_MS);
+        self.prefetch.prefetch_timeout_per_ki_token = Duration(t.per_ki_token_ms * NS_PER_MS);
+        self.prefetch.prefetch_timeout_max = t
             .max_ms
             .map_or(PREFETCH_TIMEOUT_UNCAPPED, |m| Duration(m * NS_PER_MS));
-        self.prefetch_timeout_tokens = t.tokens;
-        self.prefetch_timeout_clock = c.prefetch_timeout_clock;
-        self.prefetch_retry_poll_interval = c.prefetch_retries.poll_interval;
-        self.prefetch_retry_max_attempts = c.prefetch_retries.max_attempts;
-        self.storage_write_gate = c.storage_write_gate;
-        self.buffer_only_write_back = c.buffer_only_write_back;
+        self.prefetch.prefetch_timeout_tokens = t.tokens;
+        self.prefetch.prefetch_timeout_clock = c.prefetch_timeout_clock;
+        self.prefetch.prefetch_retry_poll_interval = c.prefetch_retries.poll_interval;
+        self.prefetch.prefetch_retry_max_attempts = c.prefetch_retries.max_attempts;
+        self.policy.storage_write_gate = c.storage_write_gate;
+        self.policy.buffer_only_write_back = c.buffer_only_write_back;
         self
     }
 
@@ -371,29 +658,29 @@ impl ReplayConfig {
     pub fn with_storage_backend(mut self, b: StorageBackend) -> Self {
         let p = super::storage_backend::preset(b);
         if let Some(b) = p.read {
-            self.storage_read_bandwidth = b;
+            self.links.storage_read_bandwidth = b;
         }
         if let Some(b) = p.write {
-            self.storage_write_bandwidth = b;
+            self.links.storage_write_bandwidth = b;
         }
         if let Some(d) = p.latency {
-            self.storage_latency = d;
+            self.links.storage_latency = d;
         }
-        self.storage_backend = Some(b);
+        self.links.storage_backend = Some(b);
         self
     }
 
     /// Whether an L3 tier exists.
     pub fn has_storage(&self) -> bool {
-        self.l3_unbounded || self.l3_pages.is_some()
+        self.capacities.l3_unbounded || self.capacities.l3_pages.is_some()
     }
 
     /// L3 capacity in pages (`u64::MAX` when unbounded, 0 when absent).
     pub fn l3_capacity(&self) -> u64 {
-        if self.l3_unbounded {
+        if self.capacities.l3_unbounded {
             u64::MAX
         } else {
-            self.l3_pages.unwrap_or(0)
+            self.capacities.l3_pages.unwrap_or(0)
         }
     }
 
@@ -401,28 +688,33 @@ impl ReplayConfig {
     /// `write_through` where the release coerces it (0.5.22+
     /// `arg_groups/hicache_hook.py`; `buffer_only_write_back: coerce_write_through`).
     pub fn effective_write_policy(&self) -> WritePolicy {
-        if self.host_memory_mode == HostMemoryMode::BufferOnly
-            && self.write_policy == WritePolicy::WriteBack
-            && self.buffer_only_write_back == BufferOnlyWriteBack::CoerceWriteThrough
+        if self.policy.host_memory_mode == HostMemoryMode::BufferOnly
+            && self.policy.write_policy == WritePolicy::WriteBack
+            && self.policy.buffer_only_write_back == BufferOnlyWriteBack::CoerceWriteThrough
         {
             WritePolicy::WriteThrough
         } else {
-            self.write_policy
+            self.policy.write_policy
         }
     }
 
     /// `max(prefetch_threshold, page_size)` in tokens (`managers/cache_controller.py:
     /// HiCacheController.__init__`, where the storage backend is set up).
     pub fn effective_prefetch_threshold(&self) -> u64 {
-        u64::from(self.prefetch_threshold.max(self.page_size))
+        u64::from(
+            self.prefetch
+                .prefetch_threshold
+                .max(self.capacities.page_size),
+        )
     }
 
     /// `prefetch_capacity_limit` in tokens, under the host memory mode.
     pub fn prefetch_capacity_limit_tokens(&self) -> u64 {
-        let ps = u64::from(self.page_size);
-        self.prefetch_capacity_rule
-            .in_mode(self.host_memory_mode)
-            .limit_tokens(self.l2_pages * ps, self.l1_pages * ps)
+        let ps = u64::from(self.capacities.page_size);
+        self.prefetch
+            .prefetch_capacity_rule
+            .in_mode(self.policy.host_memory_mode)
+            .limit_tokens(self.capacities.l2_pages * ps, self.capacities.l1_pages * ps)
     }
 
     /// Rejects impossible combinations with a message naming the field.
@@ -430,86 +722,123 @@ impl ReplayConfig {
         let bad = |field: &'static str, message: String| {
             Err(ReplayError::InvalidConfig { field, message })
         };
-        if self.page_size == 0 {
+        if self.capacities.page_size == 0 {
             return bad("page_size", "must be at least 1 token".into());
         }
-        if self.eviction_policy == EvictionPolicy::Tlru {
+        if self.policy.eviction_policy == EvictionPolicy::Tlru {
             return bad(
                 "eviction_policy",
                 "tlru is not modelled by the replay (the tree keeps no T-LRU history)".into(),
             );
         }
-        if self.host_memory_mode == HostMemoryMode::BufferOnly && !self.has_storage() {
+        if self.policy.host_memory_mode == HostMemoryMode::BufferOnly && !self.has_storage() {
             return bad(
                 "host_memory_mode",
                 "buffer_only requires storage (set l3_pages or l3_unbounded)".into(),
             );
         }
-        if self.host_memory_mode == HostMemoryMode::BufferOnly
-            && self.write_policy == WritePolicy::WriteBack
-            && self.buffer_only_write_back == BufferOnlyWriteBack::Error
+        if self.policy.host_memory_mode == HostMemoryMode::BufferOnly
+            && self.policy.write_policy == WritePolicy::WriteBack
+            && self.policy.buffer_only_write_back == BufferOnlyWriteBack::Error
         {
             return bad(
                 "write_policy",
                 "buffer_only does not support write_back (SGLang up to 0.5.21 rejects it; 0.5.22+ runs write_through)".into(),
             );
         }
-        if self.tree == TreeKind::Unified0523
-            && (self.evict_host_rule != EvictHostRule::EvictedOnly
-                || self.evict_version != EvictVersion::V1)
+        if self.policy.tree == TreeKind::Unified0523
+            && (self.policy.evict_host_rule != EvictHostRule::EvictedOnly
+                || self.policy.evict_version != EvictVersion::V1)
         {
             return bad(
                 "tree",
                 "unified_0_5_23 has 0.5.23's own host rules (duplicate reclaim, ancestor chaining, shortfall evict_host): evict_host_rule must be evicted_only and evict_version v1 (those what-ifs apply to tree: v1)".into(),
             );
         }
-        if self.call_pattern == CallPattern::Scheduler0523
-            && (self.timing == Timing::On
-                || self.host_memory_mode == HostMemoryMode::BufferOnly
-                || self.lru_mode == LruMode::PlainPage)
+        if self.policy.call_pattern == CallPattern::Scheduler0523
+            && (self.measurement.timing == Timing::On
+                || self.policy.host_memory_mode == HostMemoryMode::BufferOnly
+                || self.policy.lru_mode == LruMode::PlainPage)
         {
             return bad(
                 "call_pattern",
                 "scheduler_0_5_23 is a timing-off pattern for the tree's tiers in cache mode (no buffer_only, no plain_page); use call_pattern: simulator".into(),
             );
         }
-        if self.lru_mode == LruMode::PlainPage && self.timing == Timing::On {
+        if self.policy.lru_mode == LruMode::PlainPage && self.measurement.timing == Timing::On {
             return bad(
                 "lru_mode",
                 "plain_page is a timing-off cross-check mode; use timing: off".into(),
             );
         }
-        if self.lru_mode == LruMode::PlainPage && self.has_storage() {
+        if self.policy.lru_mode == LruMode::PlainPage && self.has_storage() {
             return bad(
                 "lru_mode",
                 "plain_page models L1 and L2 only; remove l3_pages / l3_unbounded".into(),
             );
         }
-        if !(self.bandwidth_efficiency > 0.0 && self.bandwidth_efficiency <= 1.0) {
+        if !(self.links.bandwidth_efficiency > 0.0 && self.links.bandwidth_efficiency <= 1.0) {
             return bad(
                 "bandwidth_efficiency",
-                format!("{} must be in (0, 1]", self.bandwidth_efficiency),
+                format!("{} must be in (0, 1]", self.links.bandwidth_efficiency),
             );
         }
-        if self.timing == Timing::On {
-            if self.prefill_tokens_per_s.is_nan() || self.prefill_tokens_per_s <= 0.0 {
+        if self.measurement.timing == Timing::On {
+            if self.scheduler.prefill_tokens_per_s.is_nan()
+                || self.scheduler.prefill_tokens_per_s <= 0.0
+            {
                 return bad("prefill_tokens_per_s", "must be greater than 0".into());
             }
-            if self.decode_tokens_per_s.is_nan() || self.decode_tokens_per_s <= 0.0 {
+            if self.scheduler.decode_tokens_per_s.is_nan()
+                || self.scheduler.decode_tokens_per_s <= 0.0
+            {
                 return bad("decode_tokens_per_s", "must be greater than 0".into());
             }
-            if self.max_running_requests == 0 {
+            if self.scheduler.max_running_requests == 0 {
                 return bad("max_running_requests", "must be at least 1".into());
             }
             if let Err(e) = super::cost::CostModel::new(
-                &self.compute,
-                self.prefill_tokens_per_s,
-                self.decode_tokens_per_s,
+                &self.scheduler.compute,
+                self.scheduler.prefill_tokens_per_s,
+                self.scheduler.decode_tokens_per_s,
             ) {
                 return bad("compute", e.to_string());
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod text_form_tests {
+    use super::*;
+
+    /// The groups and the flat text form hold the same values: a config written and read
+    /// back is the config, and its keys are the flat names in their order.
+    #[test]
+    fn groups_round_trip_through_the_flat_map() {
+        let rules = crate::release::Sglang::from_id("0.5.23")
+            .unwrap()
+            .release_rules();
+        let mut c = ReplayConfig::for_release(&rules).with_storage_backend(StorageBackend::Eic);
+        c.capacities.l3_pages = Some(7);
+        c.policy.eviction_policy = EvictionPolicy::Slru;
+        c.links.host_read_share = Some(Bandwidth(6.25e9));
+        c.scheduler.decode_timeline = DecodeTimeline::Interleaved;
+        c.measurement.warmup_requests = 3;
+        let v = serde_json::to_value(&c).unwrap();
+        assert_eq!(
+            serde_json::from_value::<ReplayConfig>(v.clone()).unwrap(),
+            c
+        );
+        // Written as a string, the keys keep the flat order.
+        let text = serde_json::to_string(&c).unwrap();
+        assert!(
+            text.starts_with(r#"{"page_size":64,"l1_pages":4096,"l2_pages":8192,"l3_pages":7,"l3_unbounded":false,"write_policy":"write_through","eviction_policy":"slru","#),
+            "{text}"
+        );
+        assert_eq!(v["storage_backend"], "eic");
+        assert_eq!(v["warmup_requests"], 3);
     }
 }
 
@@ -546,16 +875,14 @@ mod host_share_tests {
         let n = node_preset("hgx-h200").unwrap();
         let host = n.host_memory_bandwidth.unwrap();
         assert_eq!(host.0, 614.4e9);
-        let mut c = ReplayConfig {
-            h2d_bandwidth: n.h2d_bandwidth,
-            host_read_share: Some(host_read_share(host, 8)),
-            ..ReplayConfig::default()
-        };
+        let mut c = ReplayConfig::default();
+        c.links.h2d_bandwidth = n.h2d_bandwidth;
+        c.links.host_read_share = Some(host_read_share(host, 8));
         assert_eq!(c.load_back_bandwidth(), 55e9);
         // SGLang's implied ~50 GB/s for 8 ranks (corpus #10): 6.25 GB/s each.
-        c.host_read_share = Some(host_read_share(Bandwidth(50e9), 8));
+        c.links.host_read_share = Some(host_read_share(Bandwidth(50e9), 8));
         assert_eq!(c.load_back_bandwidth(), 6.25e9);
-        c.host_read_share = None;
+        c.links.host_read_share = None;
         assert_eq!(c.load_back_bandwidth(), 55e9);
         // No preset's host DRAM share falls under its link at full TP.
         for id in [

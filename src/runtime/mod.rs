@@ -36,7 +36,10 @@ mod timed;
 pub mod transfer;
 mod untimed;
 
-pub use config::{CallPattern, DecodeTimeline, ReplayConfig, Timing};
+pub use config::{
+    CallPattern, Capacities, DecodeTimeline, Links, Measurement, Prefetch, ReplayConfig, Scheduler,
+    Timing, TreePolicy,
+};
 pub use metrics::{ReplayMetrics, TimelinePoint, definitions};
 pub use overrides::{apply_overrides, full_value};
 pub use speeds::Speeds;
@@ -80,13 +83,13 @@ pub(crate) fn check_request(
     index: u64,
     r: &Request,
 ) -> Result<(), ReplayError> {
-    let need = r.page_hashes.len() as u64 * u64::from(cfg.page_size);
+    let need = r.page_hashes.len() as u64 * u64::from(cfg.capacities.page_size);
     if need > u64::from(r.input_tokens) {
         return Err(ReplayError::PagesExceedInput {
             index,
             id: r.id,
             pages: r.page_hashes.len() as u64,
-            page_size: cfg.page_size,
+            page_size: cfg.capacities.page_size,
             need,
             input_tokens: r.input_tokens,
         });
@@ -117,7 +120,9 @@ pub fn replay_hits<I: IntoIterator<Item = Request>>(
     requests: I,
 ) -> Result<(ReplayMetrics, Vec<RequestHits>), ReplayError> {
     cfg.validate()?;
-    if cfg.timing != Timing::Off || cfg.lru_mode != crate::cache::LruMode::LeafOnly {
+    if cfg.measurement.timing != Timing::Off
+        || cfg.policy.lru_mode != crate::cache::LruMode::LeafOnly
+    {
         return Err(ReplayError::InvalidConfig {
             field: "timing",
             message: "per-request hits need timing: off and lru_mode: leaf_only".into(),
@@ -135,7 +140,7 @@ pub fn replay<I: IntoIterator<Item = Request>>(
     requests: I,
 ) -> Result<ReplayMetrics, ReplayError> {
     cfg.validate()?;
-    match cfg.timing {
+    match cfg.measurement.timing {
         Timing::Off => untimed::run(cfg, requests),
         Timing::On => timed::run(cfg, requests),
     }
@@ -150,7 +155,7 @@ pub fn replay_timed<I: IntoIterator<Item = Request>>(
     preload: &[crate::cache::PageKey],
 ) -> Result<(ReplayMetrics, Vec<RequestTime>), ReplayError> {
     cfg.validate()?;
-    if cfg.timing != Timing::On {
+    if cfg.measurement.timing != Timing::On {
         return Err(ReplayError::InvalidConfig {
             field: "timing",
             message: "per-request times need timing: on".into(),

@@ -21,7 +21,7 @@ pub fn full_value(cfg: &ReplayConfig) -> Value {
     o.entry("storage_backend").or_insert(Value::Null);
     o.entry("host_read_share").or_insert(Value::Null);
     o.entry("storage_latency")
-        .or_insert_with(|| Value::from(format!("{}ns", cfg.storage_latency.0)));
+        .or_insert_with(|| Value::from(format!("{}ns", cfg.links.storage_latency.0)));
     o.entry("decode_timeline")
         .or_insert_with(|| Value::from("beside_prefill"));
     v
@@ -36,7 +36,7 @@ pub fn apply_overrides(
     if overrides.is_empty() {
         // Nothing to merge: the typed config as built, held to the same checks a
         // deserialized one meets (the eviction policies the tree models, then `validate`).
-        super::config::modelled(cfg.eviction_policy).map_err(|m| {
+        super::config::modelled(cfg.policy.eviction_policy).map_err(|m| {
             InputError::new("runtime.replay", m).field("runtime.replay.eviction_policy")
         })?;
         cfg.validate()

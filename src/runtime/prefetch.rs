@@ -61,7 +61,7 @@ impl<R: TreeRules> Session<R> {
     /// caller charges `charge_tokens` when it holds the prefetch across time.
     pub fn admit_prefetch(&mut self, key: &[PageKey], m: &MatchResult) -> Admission {
         let anchor = m.last_node;
-        let buffer = self.cfg.host_memory_mode == HostMemoryMode::BufferOnly;
+        let buffer = self.cfg.policy.host_memory_mode == HostMemoryMode::BufferOnly;
         if !(buffer || anchor == ROOT || self.tree.node(anchor).backed_up) {
             return Admission::Declined;
         }

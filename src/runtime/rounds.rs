@@ -256,7 +256,7 @@ pub fn per_round(times: &[RequestTime], round_of: &[u32], rounds: u32) -> Vec<Ro
 /// replays the converged send times once more for the tiers' metrics; the metrics carry
 /// the per-round and whole-run figures (`rounds`, `bench`).
 pub fn run_bench(cfg: &ReplayConfig, spec: &BenchSpec) -> Result<ReplayMetrics, ReplayError> {
-    if cfg.timing != Timing::On {
+    if cfg.measurement.timing != Timing::On {
         return Err(ReplayError::InvalidConfig {
             field: "bench",
             message:
@@ -286,7 +286,7 @@ pub fn run_bench(cfg: &ReplayConfig, spec: &BenchSpec) -> Result<ReplayMetrics, 
                 arrival_ns: send[i],
                 input_tokens: b.prompt_len(r),
                 output_tokens: b.output_len,
-                page_hashes: b.pages(c, r, cfg.page_size),
+                page_hashes: b.pages(c, r, cfg.capacities.page_size),
             }
         })
         .collect();

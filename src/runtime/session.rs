@@ -35,29 +35,34 @@ pub(crate) struct Session<R: TreeRules> {
 
 impl<R: TreeRules> Session<R> {
     pub fn new(cfg: &ReplayConfig) -> Self {
-        let host_tier = cfg.host_memory_mode == HostMemoryMode::Cache;
+        let host_tier = cfg.policy.host_memory_mode == HostMemoryMode::Cache;
         let tree = HiRadixTree::new(TreeConfig {
-            l1_pages: cfg.l1_pages,
-            l2_pages: if host_tier { cfg.l2_pages } else { 0 },
-            page_size: cfg.page_size,
+            l1_pages: cfg.capacities.l1_pages,
+            l2_pages: if host_tier {
+                cfg.capacities.l2_pages
+            } else {
+                0
+            },
+            page_size: cfg.capacities.page_size,
             write_policy: cfg.effective_write_policy(),
-            eviction_policy: cfg.eviction_policy,
-            evict_host_rule: cfg.evict_host_rule,
-            evict_version: cfg.evict_version,
-            device_evict_amount: cfg.device_evict_amount,
+            eviction_policy: cfg.policy.eviction_policy,
+            evict_host_rule: cfg.policy.evict_host_rule,
+            evict_version: cfg.policy.evict_version,
+            device_evict_amount: cfg.policy.device_evict_amount,
             host_tier,
-            load_back_threshold: cfg.load_back_threshold,
+            load_back_threshold: cfg.policy.load_back_threshold,
             storage_backup_pins: cfg.has_storage() && host_tier,
             buffer_storage_intents: !host_tier
-                && cfg.storage_write_gate == crate::release::StorageWriteGate::WriteThreshold,
-            debug_checks: cfg.debug_checks,
+                && cfg.policy.storage_write_gate
+                    == crate::release::StorageWriteGate::WriteThreshold,
+            debug_checks: cfg.measurement.debug_checks,
         });
         Self {
             cfg: cfg.clone(),
             tree,
             storage: cfg.has_storage().then(|| Storage::new(cfg.l3_capacity())),
             m: ReplayMetrics::default(),
-            ps: u64::from(cfg.page_size),
+            ps: u64::from(cfg.capacities.page_size),
             prefetch_occupied: 0,
             prefetch_limit: cfg.prefetch_capacity_limit_tokens(),
             timeline_stride: 1,
@@ -80,13 +85,13 @@ impl<R: TreeRules> Session<R> {
     }
 
     pub fn bytes(&self, pages: u64) -> u64 {
-        pages * self.ps * self.cfg.bytes_per_token
+        pages * self.ps * self.cfg.capacities.bytes_per_token
     }
 
     /// Counts one request's hits (after warm-up).
     pub fn record(&mut self, index: u64, input_tokens: u32, whole_pages: u64, h: Hits) {
         self.m.requests = self.m.requests.max(index + 1);
-        if index < self.cfg.warmup_requests {
+        if index < self.cfg.measurement.warmup_requests {
             return;
         }
         let ps = self.ps;
@@ -106,7 +111,7 @@ impl<R: TreeRules> Session<R> {
     /// Adds a timeline point every `timeline_stride` requests; halves the series and
     /// doubles the stride when it grows past twice `timeline_samples` (streaming).
     pub fn sample(&mut self, index: u64, time_ns: u64) {
-        let want = u64::from(self.cfg.timeline_samples);
+        let want = u64::from(self.cfg.measurement.timeline_samples);
         if want == 0 || !(index + 1).is_multiple_of(self.timeline_stride) {
             return;
         }
@@ -145,7 +150,7 @@ impl<R: TreeRules> Session<R> {
     pub fn write_storage(&mut self, pages: &[crate::cache::PageKey]) -> u64 {
         if let Some(s) = self.storage.as_mut() {
             let new = s.write(pages);
-            self.m.l3_write_bytes += new * self.ps * self.cfg.bytes_per_token;
+            self.m.l3_write_bytes += new * self.ps * self.cfg.capacities.bytes_per_token;
             new
         } else {
             0
@@ -163,7 +168,7 @@ impl<R: TreeRules> Session<R> {
         out: &mut Vec<crate::cache::PageKey>,
     ) {
         out.clear();
-        match self.cfg.storage_write_gate {
+        match self.cfg.policy.storage_write_gate {
             crate::release::StorageWriteGate::EveryBackup => out.extend_from_slice(new),
             crate::release::StorageWriteGate::WriteThreshold => {
                 self.tree.take_storage_intents(out);
@@ -180,7 +185,7 @@ impl<R: TreeRules> Session<R> {
     pub fn finish(mut self) -> ReplayMetrics {
         let st = self.tree.stats;
         let ps = self.ps;
-        let bpt = self.cfg.bytes_per_token;
+        let bpt = self.cfg.capacities.bytes_per_token;
         let m = &mut self.m;
         m.load_back_bytes = st.load_back_pages * ps * bpt;
         m.backup_bytes += st.backup_pages * ps * bpt;

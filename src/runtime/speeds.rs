@@ -52,7 +52,7 @@ impl Speeds {
     /// The speeds of `cfg` (whatever its `timing`; callers record them where a time is
     /// written).
     pub fn of(cfg: &ReplayConfig) -> Speeds {
-        let c = &cfg.compute;
+        let c = &cfg.scheduler.compute;
         let (cost_model, table, roofline) = match &c.source {
             ComputeSource::Fixed => ("fixed", None, None),
             ComputeSource::Table {
@@ -73,8 +73,8 @@ impl Speeds {
             cost_model,
             table,
             roofline,
-            prefill_tokens_per_s: fixed.then_some(cfg.prefill_tokens_per_s),
-            decode_tokens_per_s: fixed.then_some(cfg.decode_tokens_per_s),
+            prefill_tokens_per_s: fixed.then_some(cfg.scheduler.prefill_tokens_per_s),
+            decode_tokens_per_s: fixed.then_some(cfg.scheduler.decode_tokens_per_s),
             chunked_prefill_size: c.chunked_prefill_size,
             compute_scale: c.compute_scale,
             load_back: if fixed {
@@ -82,17 +82,17 @@ impl Speeds {
             } else {
                 "layer_pipelined"
             },
-            decode: match cfg.decode_timeline {
+            decode: match cfg.scheduler.decode_timeline {
                 super::config::DecodeTimeline::BesidePrefill => "beside_prefill",
                 super::config::DecodeTimeline::Interleaved => "interleaved",
             },
-            h2d_gb_s: gb(cfg.h2d_bandwidth.0),
-            d2h_gb_s: gb(cfg.d2h_bandwidth.0),
-            bandwidth_efficiency: cfg.bandwidth_efficiency,
-            storage_backend: cfg.storage_backend,
-            storage_read_gb_s: gb(cfg.storage_read_bandwidth.0),
-            storage_write_gb_s: gb(cfg.storage_write_bandwidth.0),
-            storage_latency_us: cfg.storage_latency.0 as f64 / 1e3,
+            h2d_gb_s: gb(cfg.links.h2d_bandwidth.0),
+            d2h_gb_s: gb(cfg.links.d2h_bandwidth.0),
+            bandwidth_efficiency: cfg.links.bandwidth_efficiency,
+            storage_backend: cfg.links.storage_backend,
+            storage_read_gb_s: gb(cfg.links.storage_read_bandwidth.0),
+            storage_write_gb_s: gb(cfg.links.storage_write_bandwidth.0),
+            storage_latency_us: cfg.links.storage_latency.0 as f64 / 1e3,
         }
     }
 

@@ -194,7 +194,7 @@ pub(crate) fn run_detailed<I: IntoIterator<Item = Request>>(
     times: bool,
 ) -> Result<(ReplayMetrics, Vec<RequestTime>), ReplayError> {
     // The one place the tree's rule set is chosen (monomorphised below).
-    match cfg.tree {
+    match cfg.policy.tree {
         TreeKind::V1 => run_tree::<V1, _>(cfg, requests, preload, times),
         TreeKind::Unified0523 => run_tree::<Unified0523, _>(cfg, requests, preload, times),
         TreeKind::HiRadix => run_tree::<HiRadix, _>(cfg, requests, preload, times),
@@ -208,9 +208,9 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
     times: bool,
 ) -> Result<(ReplayMetrics, Vec<RequestTime>), ReplayError> {
     let cost = CostModel::new(
-        &cfg.compute,
-        cfg.prefill_tokens_per_s,
-        cfg.decode_tokens_per_s,
+        &cfg.scheduler.compute,
+        cfg.scheduler.prefill_tokens_per_s,
+        cfg.scheduler.decode_tokens_per_s,
     )
     .map_err(|e| ReplayError::InvalidConfig {
         field: "compute",
@@ -325,7 +325,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
     /// `storage_prefetch_retries.poll_miss`: a re-query is armed when the release
     /// retries (`prefetch_retry_poll_interval` > 0, 0.5.20+).
     fn poll_miss(&mut self) -> Option<Retry> {
-        if self.s.cfg.prefetch_retry_poll_interval == 0 {
+        if self.s.cfg.prefetch.prefetch_retry_poll_interval == 0 {
             return None;
         }
         self.pending_retries += 1;
@@ -346,7 +346,8 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         };
         s.prefetch_occupied += a.charge_tokens;
         let bytes = s.bytes(a.pages);
-        let dur = storage_time_ns(bytes, s.cfg.storage_read_bandwidth.0) + s.cfg.storage_latency.0;
+        let dur = storage_time_ns(bytes, s.cfg.links.storage_read_bandwidth.0)
+            + s.cfg.links.storage_latency.0;
         let end = self.sread.transfer(now, dur);
         Issue::Issued(Prefetch {
             anchor: a.anchor,
@@ -378,13 +379,14 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
     /// `_start_storage_prefetch_wait`: `stats_requested_tokens // page_size ×
     /// per_page`, `per_page = page_size / 1024 × per_ki`).
     fn prefetch_timeout(c: &ReplayConfig, p: &Prefetch) -> Nanos {
-        let tokens = match c.prefetch_timeout_tokens {
-            PrefetchTimeoutTokens::Fetched => p.pages * u64::from(c.page_size),
+        let tokens = match c.prefetch.prefetch_timeout_tokens {
+            PrefetchTimeoutTokens::Fetched => p.pages * u64::from(c.capacities.page_size),
             PrefetchTimeoutTokens::Requested => p.span_tokens,
         };
-        (c.prefetch_timeout_base.0
-            + (u128::from(c.prefetch_timeout_per_ki_token.0) * u128::from(tokens) / 1024) as u64)
-            .min(c.prefetch_timeout_max.0)
+        (c.prefetch.prefetch_timeout_base.0
+            + (u128::from(c.prefetch.prefetch_timeout_per_ki_token.0) * u128::from(tokens) / 1024)
+                as u64)
+            .min(c.prefetch.prefetch_timeout_max.0)
     }
 
     /// One admission poll of a prefetch at `now` (`check_prefetch_progress` →
@@ -392,7 +394,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
     /// timeout clock runs from the issue (`operation.start_time`) or, in 0.5.23, from
     /// the first poll that finds the prefetch unfinished (`PollTimer.observe`).
     fn can_terminate(cfg: &ReplayConfig, p: &mut Prefetch, now: Nanos) -> Result<(), Nanos> {
-        match cfg.prefetch_policy {
+        match cfg.prefetch.prefetch_policy {
             PrefetchPolicy::BestEffort => Ok(()),
             PrefetchPolicy::WaitComplete => {
                 if now >= p.end {
@@ -406,7 +408,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
                     return Ok(());
                 }
                 let t = Self::prefetch_timeout(cfg, p);
-                let from = match cfg.prefetch_timeout_clock {
+                let from = match cfg.prefetch.prefetch_timeout_clock {
                     PrefetchTimeoutClock::Issue => p.issued,
                     PrefetchTimeoutClock::FirstBlockedPoll => *p.first_poll.get_or_insert(now),
                 };
@@ -430,8 +432,8 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         if self.pending_retries == 0 || self.waiting.is_empty() {
             return;
         }
-        let interval = u64::from(self.s.cfg.prefetch_retry_poll_interval);
-        let max = self.s.cfg.prefetch_retry_max_attempts;
+        let interval = u64::from(self.s.cfg.prefetch.prefetch_retry_poll_interval);
+        let max = self.s.cfg.prefetch.prefetch_retry_max_attempts;
         if self.waiting[0].retry.take().is_some() {
             self.pending_retries -= 1;
         }
@@ -473,10 +475,10 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             self.start_decode_step(now);
             return;
         }
-        let max_run = self.s.cfg.max_running_requests;
+        let max_run = self.s.cfg.scheduler.max_running_requests;
         let max_tok = self
             .cost
-            .batch_token_budget(u64::from(self.s.cfg.max_prefill_tokens));
+            .batch_token_budget(u64::from(self.s.cfg.scheduler.max_prefill_tokens));
         let mut batch: Vec<Admitted> = Vec::new();
         let mut tokens = 0u64;
         let mut h2d_bytes = 0u64;
@@ -569,7 +571,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             if self.pending_retries > 0 {
                 // The idle loop spins (`on_idle`: `time.sleep(0)`): the next
                 // iterations come one `scheduler_idle_poll` apart.
-                let t = now + self.s.cfg.scheduler_idle_poll.0.max(1);
+                let t = now + self.s.cfg.scheduler.scheduler_idle_poll.0.max(1);
                 wake = Some(wake.map_or(t, |w| w.min(t)));
             }
             if let Some(t) = wake {
@@ -579,13 +581,13 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             return;
         }
         let c = &self.s.cfg;
-        let per_layer_runs = h2d_runs * u64::from(c.num_layers.max(1));
+        let per_layer_runs = h2d_runs * u64::from(c.capacities.num_layers.max(1));
         let h2d_time = run_time_ns(
             h2d_bytes,
             per_layer_runs,
             c.load_back_bandwidth(),
-            c.bandwidth_efficiency,
-            c.h2d_run_overhead.0,
+            c.links.bandwidth_efficiency,
+            c.links.h2d_run_overhead.0,
         );
         assert_eq!(tokens, shapes.iter().map(|s| s.0).sum::<u64>());
         let forward = self.cost.prefill_ns(&shapes);
@@ -595,7 +597,13 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             now
         };
         let done = if self.cost.pipelined() {
-            layer_pipelined_end(now, forward, loaded_at - h2d_time, h2d_time, c.num_layers)
+            layer_pipelined_end(
+                now,
+                forward,
+                loaded_at - h2d_time,
+                h2d_time,
+                c.capacities.num_layers,
+            )
         } else {
             loaded_at + forward
         };
@@ -624,7 +632,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         let done = Self::completed(&p, now);
         let s = &mut self.s;
         s.prefetch_occupied -= p.charged;
-        if s.cfg.host_memory_mode == HostMemoryMode::BufferOnly {
+        if s.cfg.policy.host_memory_mode == HostMemoryMode::BufferOnly {
             return (0, done);
         }
         s.tree.unreserve_host(p.pages - done);
@@ -655,7 +663,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             let last = s.tree.insert(&a.w.pages[..a.upto as usize], a.reserved);
             s.tree.inc_lock_ref(last);
             s.tree.dec_lock_ref(a.lock);
-            if s.cfg.host_memory_mode == HostMemoryMode::BufferOnly {
+            if s.cfg.policy.host_memory_mode == HostMemoryMode::BufferOnly {
                 let lo = (a.on_dev + a.staged).min(a.upto) as usize;
                 let mut new = std::mem::take(&mut self.scratch);
                 s.buffer_writes(&a.w.pages[lo..a.upto as usize], &mut new);
@@ -664,23 +672,25 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
                 let d = run_time_ns(
                     bytes,
                     1,
-                    s.cfg.d2h_bandwidth.0,
-                    s.cfg.bandwidth_efficiency,
-                    s.cfg.d2h_run_overhead.0,
+                    s.cfg.links.d2h_bandwidth.0,
+                    s.cfg.links.bandwidth_efficiency,
+                    s.cfg.links.d2h_run_overhead.0,
                 );
                 if !new.is_empty() {
                     let t = self.d2h.transfer(now, d);
-                    let wt = storage_time_ns(bytes, s.cfg.storage_write_bandwidth.0)
-                        + s.cfg.storage_latency.0;
+                    let wt = storage_time_ns(bytes, s.cfg.links.storage_write_bandwidth.0)
+                        + s.cfg.links.storage_latency.0;
                     self.swrite.transfer(t, wt);
                     s.write_storage(&new);
                 }
                 self.scratch = new;
             }
-            if a.w.index >= s.cfg.warmup_requests {
+            if a.w.index >= s.cfg.measurement.warmup_requests {
                 self.ttft.push((now - a.w.arrival) as f64 / 1e9);
             }
-            if self.s.cfg.decode_timeline == DecodeTimeline::Interleaved && a.w.output_tokens > 0 {
+            if self.s.cfg.scheduler.decode_timeline == DecodeTimeline::Interleaved
+                && a.w.output_tokens > 0
+            {
                 // Its tokens come one decode step at a time (`decode_step_done`).
                 let time = self.times.as_mut().map(|t| {
                     t.push(RequestTime {
@@ -773,9 +783,9 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         let d = run_time_ns(
             self.s.bytes(pages),
             self.recs.len() as u64,
-            c.d2h_bandwidth.0,
-            c.bandwidth_efficiency,
-            c.d2h_run_overhead.0,
+            c.links.d2h_bandwidth.0,
+            c.links.bandwidth_efficiency,
+            c.links.d2h_run_overhead.0,
         );
         let t = self.d2h.transfer(now, d);
         // write_back backups are not pinned on device; their L3 write is issued now,
@@ -850,8 +860,8 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             return None;
         }
         let bytes = self.s.bytes(pages.len() as u64);
-        let d = storage_time_ns(bytes, self.s.cfg.storage_write_bandwidth.0)
-            + self.s.cfg.storage_latency.0;
+        let d = storage_time_ns(bytes, self.s.cfg.links.storage_write_bandwidth.0)
+            + self.s.cfg.links.storage_latency.0;
         let t = self.swrite.transfer(at, d);
         self.s.write_storage(&pages);
         if pin && self.s.tree.node(node).backed_up {

@@ -18,7 +18,7 @@ pub(crate) fn run<I: IntoIterator<Item = Request>>(
     cfg: &ReplayConfig,
     requests: I,
 ) -> Result<ReplayMetrics, ReplayError> {
-    if cfg.lru_mode == LruMode::PlainPage {
+    if cfg.policy.lru_mode == LruMode::PlainPage {
         return run_plain(cfg, requests);
     }
     run_with(cfg, requests, &mut |_, _| {})
@@ -31,7 +31,7 @@ pub(crate) fn run_with<I: IntoIterator<Item = Request>>(
     on_hits: &mut dyn FnMut(u64, &RequestHits),
 ) -> Result<ReplayMetrics, ReplayError> {
     // The one place the tree's rule set is chosen (monomorphised below).
-    match cfg.tree {
+    match cfg.policy.tree {
         TreeKind::V1 => run_tree::<V1, _>(cfg, requests, on_hits),
         TreeKind::Unified0523 => run_tree::<Unified0523, _>(cfg, requests, on_hits),
         TreeKind::HiRadix => run_tree::<HiRadix, _>(cfg, requests, on_hits),
@@ -45,7 +45,7 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
 ) -> Result<ReplayMetrics, ReplayError> {
     let mut s = Session::<R>::new(cfg);
     let mut recs = Vec::new();
-    let scheduler = cfg.call_pattern == CallPattern::Scheduler0523;
+    let scheduler = cfg.policy.call_pattern == CallPattern::Scheduler0523;
     for (index, req) in requests.into_iter().enumerate() {
         let index = index as u64;
         check_request(cfg, index, &req)?;
@@ -84,7 +84,7 @@ pub(crate) fn process<R: TreeRules>(
     if s.storage.is_some()
         && let Admission::Admitted(a) = s.admit_prefetch(pages, &m)
     {
-        match s.cfg.host_memory_mode {
+        match s.cfg.policy.host_memory_mode {
             HostMemoryMode::Cache => {
                 // The fetched pages go under the (pinned) anchor as host-only nodes.
                 let span = &pages[a.span_start..a.span_start + a.pages as usize];
@@ -118,7 +118,7 @@ pub(crate) fn process<R: TreeRules>(
     };
     s.tree.insert(&pages[..upto as usize], reserved);
     s.tree.dec_lock_ref(m.last_node);
-    if s.cfg.host_memory_mode == HostMemoryMode::BufferOnly {
+    if s.cfg.policy.host_memory_mode == HostMemoryMode::BufferOnly {
         // Storage writes through the bounce buffer (D2H then L3 write).
         let lo = (on_dev + staged).min(upto) as usize;
         let mut out = Vec::new();
@@ -261,7 +261,7 @@ fn drain_backups<R: TreeRules>(s: &mut Session<R>, recs: &mut Vec<crate::cache::
             // else every page the backup moved, split fragments included.
             if s.tree.backup_span(r, &mut s.span) && s.tree.node(r.node).backed_up {
                 let new = st.write(&s.span);
-                s.m.l3_write_bytes += new * s.ps * s.cfg.bytes_per_token;
+                s.m.l3_write_bytes += new * s.ps * s.cfg.capacities.bytes_per_token;
             }
         }
     }
@@ -275,8 +275,8 @@ fn run_plain<I: IntoIterator<Item = Request>>(
     requests: I,
 ) -> Result<ReplayMetrics, ReplayError> {
     let mut s = Session::<V1>::new(cfg);
-    let mut l1 = KeyedLru::new(cfg.l1_pages);
-    let mut l2 = KeyedLru::new(cfg.l2_pages);
+    let mut l1 = KeyedLru::new(cfg.capacities.l1_pages);
+    let mut l2 = KeyedLru::new(cfg.capacities.l2_pages);
     for (index, req) in requests.into_iter().enumerate() {
         let index = index as u64;
         check_request(cfg, index, &req)?;
@@ -299,7 +299,7 @@ fn run_plain<I: IntoIterator<Item = Request>>(
             }
             if let Some(v) = evicted {
                 s.m.device_evicted_pages += 1;
-                if cfg.l2_pages > 0 {
+                if cfg.capacities.l2_pages > 0 {
                     s.m.backup_bytes += s.bytes(1);
                     if l2.insert(v).is_some() {
                         s.m.host_evicted_pages += 1;

@@ -8,7 +8,10 @@ use hicache_sim::cache::{
     EvictHostRule, EvictVersion, EvictionPolicy, HiRadix, HiRadixTree, HostMemoryMode, LruMode,
     PrefetchPolicy, TreeConfig, TreeKind, TreeRules, Unified0523, V1, WritePolicy,
 };
-use hicache_sim::runtime::{CallPattern, ReplayConfig, Timing, replay};
+use hicache_sim::runtime::{
+    CallPattern, Capacities, Measurement, Prefetch, ReplayConfig, Scheduler, Timing, TreePolicy,
+    replay,
+};
 use hicache_sim::workload::Request;
 
 /// (conversation, shared prefix length, private suffix length, suffix variant)
@@ -88,28 +91,43 @@ proptest! {
         // The 0.5.23 tree has its own host rules; the what-if rules are V1's.
         let (r, v0) = if TREES[tr] == TreeKind::Unified0523 { (0, false) } else { (r, v0) };
         let cfg = ReplayConfig {
-            tree: TREES[tr],
-            call_pattern: if sched { CallPattern::Scheduler0523 } else { CallPattern::Simulator },
-            page_size: ps,
-            l1_pages: l1,
-            l2_pages: l2,
-            l3_pages: l3,
-            write_policy: WRITE[w],
-            eviction_policy: EVICT[e],
-            evict_host_rule: HOST_RULE[r],
-            evict_version: if v0 { EvictVersion::V0 } else { EvictVersion::V1 },
-            host_memory_mode: if buffer { HostMemoryMode::BufferOnly } else { HostMemoryMode::Cache },
-            prefetch_policy: [PrefetchPolicy::BestEffort, PrefetchPolicy::WaitComplete, PrefetchPolicy::Timeout][pp],
-            prefetch_threshold: 2 * ps,
-            timing: if timed { Timing::On } else { Timing::Off },
-            bytes_per_token: 100,
-            prefill_tokens_per_s: 1e5,
-            decode_tokens_per_s: 1e3,
-            max_running_requests: 4,
-            debug_checks: true,
-            timeline_samples: 4,
-            ..ReplayConfig::default()
-        };
+capacities: Capacities {
+page_size: ps,
+l1_pages: l1,
+l2_pages: l2,
+l3_pages: l3,
+bytes_per_token: 100,
+..Default::default()
+},
+policy: TreePolicy {
+tree: TREES[tr],
+call_pattern: if sched { CallPattern::Scheduler0523 } else { CallPattern::Simulator },
+write_policy: WRITE[w],
+eviction_policy: EVICT[e],
+evict_host_rule: HOST_RULE[r],
+evict_version: if v0 { EvictVersion::V0 } else { EvictVersion::V1 },
+host_memory_mode: if buffer { HostMemoryMode::BufferOnly } else { HostMemoryMode::Cache },
+..Default::default()
+},
+prefetch: Prefetch {
+prefetch_policy: [PrefetchPolicy::BestEffort, PrefetchPolicy::WaitComplete, PrefetchPolicy::Timeout][pp],
+prefetch_threshold: 2 * ps,
+..Default::default()
+},
+scheduler: Scheduler {
+prefill_tokens_per_s: 1e5,
+decode_tokens_per_s: 1e3,
+max_running_requests: 4,
+..Default::default()
+},
+measurement: Measurement {
+timing: if timed { Timing::On } else { Timing::Off },
+debug_checks: true,
+timeline_samples: 4,
+..Default::default()
+},
+..ReplayConfig::default()
+};
         let t = trace(&sp, ps);
         let input: u64 = t.iter().map(|r| u64::from(r.input_tokens)).sum();
         let m = replay(&cfg, t).unwrap();
@@ -140,11 +158,24 @@ proptest! {
     #[test]
     fn unbounded_capacity_hits_every_repeat(sp in specs(), w in 0usize..3, plain in any::<bool>(), tr in 0usize..3) {
         let cfg = ReplayConfig {
-            tree: TREES[tr],
-            page_size: 1, l1_pages: 100_000, l2_pages: 100_000, write_policy: WRITE[w],
-            lru_mode: if plain { LruMode::PlainPage } else { LruMode::LeafOnly },
-            debug_checks: true, ..ReplayConfig::default()
-        };
+capacities: Capacities {
+page_size: 1,
+l1_pages: 100_000,
+l2_pages: 100_000,
+..Default::default()
+},
+policy: TreePolicy {
+tree: TREES[tr],
+write_policy: WRITE[w],
+lru_mode: if plain { LruMode::PlainPage } else { LruMode::LeafOnly },
+..Default::default()
+},
+measurement: Measurement {
+debug_checks: true,
+..Default::default()
+},
+..ReplayConfig::default()
+};
         let t = trace(&sp, 1);
         let total: u64 = t.iter().map(|r| r.page_hashes.len() as u64).sum();
         let distinct: std::collections::BTreeSet<u64> =
@@ -159,9 +190,18 @@ proptest! {
     #[test]
     fn plain_page_lru_matches_reference(sp in specs(), l1 in 0u64..40) {
         let cfg = ReplayConfig {
-            page_size: 1, l1_pages: l1, l2_pages: 0, lru_mode: LruMode::PlainPage,
-            ..ReplayConfig::default()
-        };
+capacities: Capacities {
+page_size: 1,
+l1_pages: l1,
+l2_pages: 0,
+..Default::default()
+},
+policy: TreePolicy {
+lru_mode: LruMode::PlainPage,
+..Default::default()
+},
+..ReplayConfig::default()
+};
         let t = trace(&sp, 1);
         // Reference: a Vec ordered LRU → MRU; touch every page in order; the hit count
         // is the leading run of pages already present.
@@ -193,9 +233,18 @@ proptest! {
     #[test]
     fn plain_page_two_level_lru_matches_reference(sp in specs(), l1 in 0u64..30, l2 in 0u64..30) {
         let cfg = ReplayConfig {
-            page_size: 1, l1_pages: l1, l2_pages: l2, lru_mode: LruMode::PlainPage,
-            ..ReplayConfig::default()
-        };
+capacities: Capacities {
+page_size: 1,
+l1_pages: l1,
+l2_pages: l2,
+..Default::default()
+},
+policy: TreePolicy {
+lru_mode: LruMode::PlainPage,
+..Default::default()
+},
+..ReplayConfig::default()
+};
         let t = trace(&sp, 1);
         // Reference: L1 and an exclusive L2, each a Vec ordered LRU → MRU. An L1 eviction
         // demotes to L2 (when L2 has room at all), an L2 hit moves the page back to L1;
@@ -248,13 +297,22 @@ fn long_trace_with_heap_compaction_keeps_invariants() {
         .collect();
     for (w, r) in [(0, 0), (1, 1), (2, 2), (2, 0)] {
         let cfg = ReplayConfig {
-            page_size: 1,
-            l1_pages: 40,
-            l2_pages: 60,
-            l3_pages: Some(200),
-            write_policy: WRITE[w],
-            evict_host_rule: HOST_RULE[r],
-            debug_checks: true,
+            capacities: Capacities {
+                page_size: 1,
+                l1_pages: 40,
+                l2_pages: 60,
+                l3_pages: Some(200),
+                ..Default::default()
+            },
+            policy: TreePolicy {
+                write_policy: WRITE[w],
+                evict_host_rule: HOST_RULE[r],
+                ..Default::default()
+            },
+            measurement: Measurement {
+                debug_checks: true,
+                ..Default::default()
+            },
             ..ReplayConfig::default()
         };
         let t = trace(&specs, 1);

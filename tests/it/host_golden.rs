@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 
 use hicache_sim::cache::{EvictionPolicy, WritePolicy};
 use hicache_sim::release::Sglang;
-use hicache_sim::runtime::{CallPattern, ReplayConfig, RequestHits, replay_hits};
+use hicache_sim::runtime::{
+    CallPattern, Capacities, ReplayConfig, RequestHits, TreePolicy, replay_hits,
+};
 use hicache_sim::workload::{Request, TraceOptions, open_trace_with};
 
 fn root() -> PathBuf {
@@ -75,24 +77,33 @@ pub(crate) fn golden_files(dir: &str) -> Vec<PathBuf> {
 fn config(g: &Golden) -> ReplayConfig {
     let h = |k: &str| g.header[k].clone();
     let rules = Sglang::from_id(&h("sglang")).unwrap().release_rules();
-    ReplayConfig {
-        page_size: h("page_size").parse().unwrap(),
-        l1_pages: h("l1_pages").parse().unwrap(),
-        l2_pages: h("l2_pages").parse().unwrap(),
-        l3_unbounded: h("storage") == "file",
-        write_policy: match h("write_policy").as_str() {
-            "write_through" => WritePolicy::WriteThrough,
-            "write_through_selective" => WritePolicy::WriteThroughSelective,
-            "write_back" => WritePolicy::WriteBack,
-            other => panic!("write policy {other}"),
-        },
-        eviction_policy: match h("policy").as_str() {
-            "lru" => EvictionPolicy::Lru,
-            "lfu" => EvictionPolicy::Lfu,
-            other => panic!("policy {other}"),
-        },
-        call_pattern: CallPattern::Scheduler0523,
-        ..ReplayConfig::for_release(&rules)
+    {
+        let start = ReplayConfig::for_release(&rules);
+        ReplayConfig {
+            capacities: Capacities {
+                page_size: h("page_size").parse().unwrap(),
+                l1_pages: h("l1_pages").parse().unwrap(),
+                l2_pages: h("l2_pages").parse().unwrap(),
+                l3_unbounded: h("storage") == "file",
+                ..start.capacities
+            },
+            policy: TreePolicy {
+                write_policy: match h("write_policy").as_str() {
+                    "write_through" => WritePolicy::WriteThrough,
+                    "write_through_selective" => WritePolicy::WriteThroughSelective,
+                    "write_back" => WritePolicy::WriteBack,
+                    other => panic!("write policy {other}"),
+                },
+                eviction_policy: match h("policy").as_str() {
+                    "lru" => EvictionPolicy::Lru,
+                    "lfu" => EvictionPolicy::Lfu,
+                    other => panic!("policy {other}"),
+                },
+                call_pattern: CallPattern::Scheduler0523,
+                ..start.policy
+            },
+            ..start
+        }
     }
 }
 
@@ -113,10 +124,15 @@ pub(crate) fn check(p: &Path) -> (usize, usize, Option<String>) {
     let cfg = config(&g);
     let n: usize = h("requests").parse().unwrap();
     assert_eq!(g.rows.len(), n, "{}: rows", p.display());
-    let reqs = requests(&h("trace"), h("block").parse().unwrap(), cfg.page_size, n);
+    let reqs = requests(
+        &h("trace"),
+        h("block").parse().unwrap(),
+        cfg.capacities.page_size,
+        n,
+    );
     assert_eq!(reqs.len(), n, "{}: request count", p.display());
     let (_, hits) = replay_hits(&cfg, reqs).unwrap();
-    let ps = u64::from(cfg.page_size);
+    let ps = u64::from(cfg.capacities.page_size);
     let mut bad = 0;
     let mut first = None;
     for (i, (ours, theirs)) in hits.iter().zip(&g.rows).enumerate() {

@@ -13,21 +13,35 @@
 use hicache_sim::cache::{PrefetchPolicy, WritePolicy};
 use hicache_sim::runtime::cost::Compute;
 use hicache_sim::runtime::cost::bench::{self, Multiturn};
-use hicache_sim::runtime::{ReplayConfig, Timing, replay_timed};
+use hicache_sim::runtime::{
+    Capacities, Measurement, ReplayConfig, Scheduler, Timing, TreePolicy, replay_timed,
+};
 use hicache_sim::units::Bandwidth;
 use hicache_sim::workload::Request;
 
 fn cfg() -> ReplayConfig {
     ReplayConfig {
-        timing: Timing::On,
-        page_size: 64,
-        bytes_per_token: 1024,
-        num_layers: 1,
-        compute: Compute::default(),
-        max_running_requests: 256,
-        max_prefill_tokens: 16_384,
-        write_policy: WritePolicy::WriteThrough,
-        l3_unbounded: true,
+        capacities: Capacities {
+            page_size: 64,
+            bytes_per_token: 1024,
+            num_layers: 1,
+            l3_unbounded: true,
+            ..Default::default()
+        },
+        policy: TreePolicy {
+            write_policy: WritePolicy::WriteThrough,
+            ..Default::default()
+        },
+        scheduler: Scheduler {
+            compute: Compute::default(),
+            max_running_requests: 256,
+            max_prefill_tokens: 16_384,
+            ..Default::default()
+        },
+        measurement: Measurement {
+            timing: Timing::On,
+            ..Default::default()
+        },
         ..ReplayConfig::default()
     }
 }
@@ -53,8 +67,8 @@ fn req(id: u64, arrival_ns: u64, pages: &[u64]) -> Request {
 #[test]
 fn a_split_before_the_backup_ack_still_writes_the_whole_span_to_l3() {
     let mut c = cfg();
-    c.bytes_per_token = 1_000_000;
-    c.d2h_bandwidth = Bandwidth(1e9);
+    c.capacities.bytes_per_token = 1_000_000;
+    c.links.d2h_bandwidth = Bandwidth(1e9);
     for b_at in [100_000_000, 1_000_000_000] {
         let (m, _) = replay_timed(
             &c,
@@ -80,9 +94,9 @@ fn a_split_before_the_backup_ack_still_writes_the_whole_span_to_l3() {
 #[test]
 fn corpus_12_small_host_pool_loses_hits_to_the_prefetch_budget_not_to_l3() {
     let mut c = cfg();
-    c.l1_pages = 1000;
-    c.l2_pages = 2000;
-    c.prefetch_policy = PrefetchPolicy::WaitComplete;
+    c.capacities.l1_pages = 1000;
+    c.capacities.l2_pages = 2000;
+    c.prefetch.prefetch_policy = PrefetchPolicy::WaitComplete;
     let b = Multiturn {
         clients: 20,
         rounds: 9,

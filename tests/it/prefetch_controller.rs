@@ -5,7 +5,10 @@
 
 use hicache_sim::cache::{PrefetchPolicy, WritePolicy};
 use hicache_sim::release::Sglang;
-use hicache_sim::runtime::{ReplayConfig, ReplayMetrics, Timing, replay};
+use hicache_sim::runtime::{
+    Capacities, Links, Measurement, Prefetch, ReplayConfig, ReplayMetrics, Scheduler, Timing,
+    TreePolicy, replay,
+};
 use hicache_sim::units::Bandwidth;
 use hicache_sim::workload::Request;
 
@@ -25,21 +28,42 @@ fn req(id: u64, at_ms: u64, first: u64, out: u32) -> Request {
 /// request a second), 1 KiB per token (a page is 65,536 B).
 fn cfg(release: &str, l1: u64, l2: u64) -> ReplayConfig {
     let rules = Sglang::from_id(release).unwrap().release_rules();
-    ReplayConfig {
-        page_size: 64,
-        l1_pages: l1,
-        l2_pages: l2,
-        l3_unbounded: true,
-        write_policy: WritePolicy::WriteThrough,
-        prefetch_policy: PrefetchPolicy::Timeout,
-        timing: Timing::On,
-        bytes_per_token: 1024,
-        storage_read_bandwidth: Bandwidth(2.0 * 65_536.0),
-        storage_write_bandwidth: Bandwidth(1e12),
-        prefill_tokens_per_s: 4096.0,
-        decode_tokens_per_s: 4096.0,
-        debug_checks: true,
-        ..ReplayConfig::for_release(&rules)
+    {
+        let start = ReplayConfig::for_release(&rules);
+        ReplayConfig {
+            capacities: Capacities {
+                page_size: 64,
+                l1_pages: l1,
+                l2_pages: l2,
+                l3_unbounded: true,
+                bytes_per_token: 1024,
+                ..start.capacities
+            },
+            policy: TreePolicy {
+                write_policy: WritePolicy::WriteThrough,
+                ..start.policy
+            },
+            prefetch: Prefetch {
+                prefetch_policy: PrefetchPolicy::Timeout,
+                ..start.prefetch
+            },
+            links: Links {
+                storage_read_bandwidth: Bandwidth(2.0 * 65_536.0),
+                storage_write_bandwidth: Bandwidth(1e12),
+                ..start.links
+            },
+            scheduler: Scheduler {
+                prefill_tokens_per_s: 4096.0,
+                decode_tokens_per_s: 4096.0,
+                ..start.scheduler
+            },
+            measurement: Measurement {
+                timing: Timing::On,
+                debug_checks: true,
+                ..start.measurement
+            },
+            ..start
+        }
     }
 }
 
@@ -138,17 +162,29 @@ fn a16(id: u64) -> Request {
 /// token: a page is 64 × 1,024 = 65,536 B.
 fn buffer_cfg(release: &str, wp: WritePolicy) -> ReplayConfig {
     let rules = Sglang::from_id(release).unwrap().release_rules();
-    ReplayConfig {
-        page_size: 64,
-        l1_pages: 64,
-        l2_pages: 64,
-        l3_unbounded: true,
-        host_memory_mode: hicache_sim::cache::HostMemoryMode::BufferOnly,
-        write_policy: wp,
-        timing: Timing::Off,
-        bytes_per_token: 1024,
-        debug_checks: true,
-        ..ReplayConfig::for_release(&rules)
+    {
+        let start = ReplayConfig::for_release(&rules);
+        ReplayConfig {
+            capacities: Capacities {
+                page_size: 64,
+                l1_pages: 64,
+                l2_pages: 64,
+                l3_unbounded: true,
+                bytes_per_token: 1024,
+                ..start.capacities
+            },
+            policy: TreePolicy {
+                host_memory_mode: hicache_sim::cache::HostMemoryMode::BufferOnly,
+                write_policy: wp,
+                ..start.policy
+            },
+            measurement: Measurement {
+                timing: Timing::Off,
+                debug_checks: true,
+                ..start.measurement
+            },
+            ..start
+        }
     }
 }
 
@@ -174,9 +210,15 @@ fn buffer_only_storage_writes_follow_the_write_threshold() {
     assert_eq!(sel1.l3_write_bytes, 0);
     let sel3 = replay(&buffer_cfg("0.5.23", sel), three()).unwrap();
     assert_eq!(sel3.l3_write_bytes, 16 * page);
-    let every = ReplayConfig {
-        storage_write_gate: hicache_sim::release::StorageWriteGate::EveryBackup,
-        ..buffer_cfg("0.5.23", sel)
+    let every = {
+        let start = buffer_cfg("0.5.23", sel);
+        ReplayConfig {
+            policy: TreePolicy {
+                storage_write_gate: hicache_sim::release::StorageWriteGate::EveryBackup,
+                ..start.policy
+            },
+            ..start
+        }
     };
     assert_eq!(replay(&every, one()).unwrap().l3_write_bytes, 16 * page);
 }

@@ -518,20 +518,20 @@ fn replay_takes_the_controller_defaults_of_the_release() {
     use hicache_sim::sizing::PrefetchCapRule;
     let c = |r: Release| ReplayConfig::default().with_release(&r.rules().controller);
     let c14 = c(Release::V0_5_14);
-    assert_eq!(c14.evict_version, EvictVersion::V0);
+    assert_eq!(c14.policy.evict_version, EvictVersion::V0);
     assert_eq!(
-        c14.prefetch_capacity_rule,
+        c14.prefetch.prefetch_capacity_rule,
         PrefetchCapRule::ExcessOverDevice
     );
-    assert_eq!(c14.device_evict_amount, DeviceEvictAmount::Requested);
-    assert_eq!(c14.prefetch_timeout_max.0, 30_000_000_000);
-    assert_eq!(c14.prefetch_timeout_base.0, 2_000_000_000);
+    assert_eq!(c14.policy.device_evict_amount, DeviceEvictAmount::Requested);
+    assert_eq!(c14.prefetch.prefetch_timeout_max.0, 30_000_000_000);
+    assert_eq!(c14.prefetch.prefetch_timeout_base.0, 2_000_000_000);
     let c23 = c(Release::V0_5_23);
-    assert_eq!(c23.evict_version, EvictVersion::V1);
-    assert_eq!(c23.device_evict_amount, DeviceEvictAmount::Shortfall);
-    assert_eq!(c23.prefetch_timeout_base.0, 1_000_000_000);
-    assert_eq!(c23.prefetch_timeout_per_ki_token.0, 250_000_000);
-    assert!(c23.prefetch_timeout_max.0 > 1_000_000 * 1_000_000_000);
+    assert_eq!(c23.policy.evict_version, EvictVersion::V1);
+    assert_eq!(c23.policy.device_evict_amount, DeviceEvictAmount::Shortfall);
+    assert_eq!(c23.prefetch.prefetch_timeout_base.0, 1_000_000_000);
+    assert_eq!(c23.prefetch.prefetch_timeout_per_ki_token.0, 250_000_000);
+    assert!(c23.prefetch.prefetch_timeout_max.0 > 1_000_000 * 1_000_000_000);
     // The README's figure: device hit rate at 2,000 pages of 64 tokens, 0.5.16 vs 0.5.23.
     let rate = |v: &str| {
         let out = sim()
@@ -638,10 +638,13 @@ fn buffer_only_scenario_replays_with_its_staging_cap() {
     let mc = hicache_sim::startup::run(&plan, s.seed, 1);
     let host = hicache_sim::pipeline::host_pool_tokens(&mc);
     let cfg = hicache_sim::pipeline::replay_config(&s, &plan, host, &Default::default()).unwrap();
-    assert_eq!(cfg.prefetch_capacity_rule, PrefetchCapRule::BufferOnly);
+    assert_eq!(
+        cfg.prefetch.prefetch_capacity_rule,
+        PrefetchCapRule::BufferOnly
+    );
     // The start-up's host pool, 4,635,200 tokens = 72,425 pages of 64 (ratio 1.5 of the
     // 3,090,112-token device pool, in whole pages): int(0.9 × 4,635,200) = 4,171,680.
-    assert_eq!(cfg.l2_pages, 72_425);
+    assert_eq!(cfg.capacities.l2_pages, 72_425);
     assert_eq!(cfg.prefetch_capacity_limit_tokens(), 4_171_680);
 }
 
@@ -695,7 +698,10 @@ fn tlru_from_the_server_arguments_is_refused_by_the_replay() {
     let mut o = serde_json::Map::new();
     o.insert("eviction_policy".into(), "lfu".into());
     let cfg = hicache_sim::pipeline::replay_config(&s, &plan, Some(64_000), &o).unwrap();
-    assert_eq!(cfg.eviction_policy, hicache_sim::cache::EvictionPolicy::Lfu);
+    assert_eq!(
+        cfg.policy.eviction_policy,
+        hicache_sim::cache::EvictionPolicy::Lfu
+    );
 }
 
 /// `tlru` (0.5.21+): one note, from the release check.

@@ -2,7 +2,10 @@
 //! buffer_only, a timing-on case with hand-computed transfer times, input errors.
 
 use hicache_sim::cache::{HostMemoryMode, WritePolicy};
-use hicache_sim::runtime::{ReplayConfig, ReplayError, Timing, replay};
+use hicache_sim::runtime::{
+    Capacities, Links, Measurement, Prefetch, ReplayConfig, ReplayError, Scheduler, Timing,
+    TreePolicy, replay,
+};
 use hicache_sim::sizing::PrefetchCapRule;
 use hicache_sim::units::Bandwidth;
 use hicache_sim::workload::Request;
@@ -31,12 +34,18 @@ fn prefetch_trace() -> Vec<Request> {
 
 fn l3_cfg() -> ReplayConfig {
     ReplayConfig {
-        page_size: 64,
-        l1_pages: 8,
-        l2_pages: 16,
-        l3_unbounded: true,
-        bytes_per_token: 1,
-        debug_checks: true,
+        capacities: Capacities {
+            page_size: 64,
+            l1_pages: 8,
+            l2_pages: 16,
+            l3_unbounded: true,
+            bytes_per_token: 1,
+            ..Default::default()
+        },
+        measurement: Measurement {
+            debug_checks: true,
+            ..Default::default()
+        },
         ..ReplayConfig::default()
     }
 }
@@ -75,17 +84,29 @@ fn l3_prefetch_brings_back_a_prefix_dropped_from_both_tiers() {
 
 #[test]
 fn pre_28614_limit_is_zero_when_host_not_larger_than_device() {
-    let cfg = ReplayConfig {
-        l2_pages: 8,
-        prefetch_capacity_rule: PrefetchCapRule::ExcessOverDevice,
-        ..l3_cfg()
+    let cfg = {
+        let start = l3_cfg();
+        ReplayConfig {
+            capacities: Capacities {
+                l2_pages: 8,
+                ..start.capacities
+            },
+            prefetch: Prefetch {
+                prefetch_capacity_rule: PrefetchCapRule::ExcessOverDevice,
+                ..start.prefetch
+            },
+            ..start
+        }
     };
     let m = replay(&cfg, prefetch_trace()).unwrap();
     assert_eq!(m.prefetches_issued, 0);
     assert_eq!(m.prefetches_rate_limited, 4);
     assert_eq!(m.storage_hit_tokens, 0);
     let cfg = ReplayConfig {
-        prefetch_capacity_rule: PrefetchCapRule::Pr16909Proposal,
+        prefetch: Prefetch {
+            prefetch_capacity_rule: PrefetchCapRule::Pr16909Proposal,
+            ..cfg.prefetch
+        },
         ..cfg
     };
     let m = replay(&cfg, prefetch_trace()).unwrap();
@@ -95,10 +116,19 @@ fn pre_28614_limit_is_zero_when_host_not_larger_than_device() {
 
 #[test]
 fn buffer_only_stages_l3_hits_without_host_values() {
-    let cfg = ReplayConfig {
-        l2_pages: 10,
-        host_memory_mode: HostMemoryMode::BufferOnly,
-        ..l3_cfg()
+    let cfg = {
+        let start = l3_cfg();
+        ReplayConfig {
+            capacities: Capacities {
+                l2_pages: 10,
+                ..start.capacities
+            },
+            policy: TreePolicy {
+                host_memory_mode: HostMemoryMode::BufferOnly,
+                ..start.policy
+            },
+            ..start
+        }
     };
     let trace = vec![
         req(0, 0, 100..106, 64, 1),
@@ -118,7 +148,10 @@ fn buffer_only_stages_l3_hits_without_host_values() {
     assert_eq!(m.prefetch_bytes, 6 * 64);
     // buffer_only needs storage.
     let bad = ReplayConfig {
-        l3_unbounded: false,
+        capacities: Capacities {
+            l3_unbounded: false,
+            ..cfg.capacities
+        },
         ..cfg
     };
     assert!(matches!(
@@ -133,17 +166,29 @@ fn buffer_only_stages_l3_hits_without_host_values() {
 #[test]
 fn timing_on_hand_computed_transfers() {
     let cfg = ReplayConfig {
-        page_size: 64,
-        l1_pages: 6,
-        l2_pages: 100,
-        timing: Timing::On,
-        bytes_per_token: 1000,
-        num_layers: 2,
-        h2d_bandwidth: Bandwidth(10e9),
-        d2h_bandwidth: Bandwidth(10e9),
-        prefill_tokens_per_s: 10_000.0,
-        decode_tokens_per_s: 100.0,
-        debug_checks: true,
+        capacities: Capacities {
+            page_size: 64,
+            l1_pages: 6,
+            l2_pages: 100,
+            bytes_per_token: 1000,
+            num_layers: 2,
+            ..Default::default()
+        },
+        links: Links {
+            h2d_bandwidth: Bandwidth(10e9),
+            d2h_bandwidth: Bandwidth(10e9),
+            ..Default::default()
+        },
+        scheduler: Scheduler {
+            prefill_tokens_per_s: 10_000.0,
+            decode_tokens_per_s: 100.0,
+            ..Default::default()
+        },
+        measurement: Measurement {
+            timing: Timing::On,
+            debug_checks: true,
+            ..Default::default()
+        },
         ..ReplayConfig::default()
     };
     let trace = vec![
@@ -175,7 +220,10 @@ fn timing_on_hand_computed_transfers() {
 #[test]
 fn timing_on_rejects_out_of_order_arrivals() {
     let cfg = ReplayConfig {
-        timing: Timing::On,
+        measurement: Measurement {
+            timing: Timing::On,
+            ..Default::default()
+        },
         ..ReplayConfig::default()
     };
     let trace = vec![req(7, 5, 1..3, 64, 1), req(8, 4, 1..3, 64, 1)];
@@ -200,12 +248,15 @@ fn config_deserializes_from_yaml_with_sglang_names() {
              prefetch_policy: timeout\nhost_memory_mode: cache\ntiming: on\n\
              h2d_bandwidth: 50GB/s\nprefetch_timeout_base: 2s\n";
     let c: ReplayConfig = serde_saphyr::from_str(y).unwrap();
-    assert_eq!(c.write_policy, WritePolicy::WriteThroughSelective);
-    assert_eq!(c.prefetch_capacity_rule, PrefetchCapRule::ExcessOverDevice);
-    assert_eq!(c.l3_pages, Some(100_000));
-    assert_eq!(c.timing, Timing::On);
-    assert_eq!(c.h2d_bandwidth, Bandwidth(50e9));
-    assert_eq!(c.l2_pages, 3000);
+    assert_eq!(c.policy.write_policy, WritePolicy::WriteThroughSelective);
+    assert_eq!(
+        c.prefetch.prefetch_capacity_rule,
+        PrefetchCapRule::ExcessOverDevice
+    );
+    assert_eq!(c.capacities.l3_pages, Some(100_000));
+    assert_eq!(c.measurement.timing, Timing::On);
+    assert_eq!(c.links.h2d_bandwidth, Bandwidth(50e9));
+    assert_eq!(c.capacities.l2_pages, 3000);
     let e = serde_saphyr::from_str::<ReplayConfig>("l1_page: 3\n");
     assert!(e.is_err());
 }
@@ -215,20 +266,32 @@ fn timing_on_prefetch_policies() {
     // P, Q, Q' as in the untimed case, 100 ms apart; then P again at 300 ms. P's 6
     // pages (384 kB) stream from L3 at 1 GB/s: 384 µs.
     let base = ReplayConfig {
-        page_size: 64,
-        l1_pages: 8,
-        l2_pages: 16,
-        l3_unbounded: true,
-        timing: Timing::On,
-        bytes_per_token: 1000,
-        num_layers: 1,
-        h2d_bandwidth: Bandwidth(10e9),
-        storage_read_bandwidth: Bandwidth(1e9),
-        storage_write_bandwidth: Bandwidth(1e9),
-        prefill_tokens_per_s: 10_000.0,
-        decode_tokens_per_s: 1e9,
-        warmup_requests: 3,
-        debug_checks: true,
+        capacities: Capacities {
+            page_size: 64,
+            l1_pages: 8,
+            l2_pages: 16,
+            l3_unbounded: true,
+            bytes_per_token: 1000,
+            num_layers: 1,
+            ..Default::default()
+        },
+        links: Links {
+            h2d_bandwidth: Bandwidth(10e9),
+            storage_read_bandwidth: Bandwidth(1e9),
+            storage_write_bandwidth: Bandwidth(1e9),
+            ..Default::default()
+        },
+        scheduler: Scheduler {
+            prefill_tokens_per_s: 10_000.0,
+            decode_tokens_per_s: 1e9,
+            ..Default::default()
+        },
+        measurement: Measurement {
+            timing: Timing::On,
+            warmup_requests: 3,
+            debug_checks: true,
+            ..Default::default()
+        },
         ..ReplayConfig::default()
     };
     let trace = || {
@@ -242,9 +305,15 @@ fn timing_on_prefetch_policies() {
     use hicache_sim::cache::PrefetchPolicy;
     // best_effort: terminated at once with nothing arrived: recompute 384 tokens.
     let m = replay(
-        &ReplayConfig {
-            prefetch_policy: PrefetchPolicy::BestEffort,
-            ..base.clone()
+        &{
+            let start = base.clone();
+            ReplayConfig {
+                prefetch: Prefetch {
+                    prefetch_policy: PrefetchPolicy::BestEffort,
+                    ..start.prefetch
+                },
+                ..start
+            }
         },
         trace(),
     )
@@ -255,9 +324,15 @@ fn timing_on_prefetch_policies() {
     // H2D load of 6670 ns + 384000 / 8.5e9 s = 51 846 ns, no compute.
     for policy in [PrefetchPolicy::WaitComplete, PrefetchPolicy::Timeout] {
         let m = replay(
-            &ReplayConfig {
-                prefetch_policy: policy,
-                ..base.clone()
+            &{
+                let start = base.clone();
+                ReplayConfig {
+                    prefetch: Prefetch {
+                        prefetch_policy: policy,
+                        ..start.prefetch
+                    },
+                    ..start
+                }
             },
             trace(),
         )
@@ -290,8 +365,11 @@ fn pages_beyond_the_prompt_are_rejected() {
 #[test]
 fn warmup_and_timeline() {
     let cfg = ReplayConfig {
-        warmup_requests: 2,
-        timeline_samples: 2,
+        measurement: Measurement {
+            warmup_requests: 2,
+            timeline_samples: 2,
+            ..Default::default()
+        },
         ..ReplayConfig::default()
     };
     let trace: Vec<Request> = (0..10).map(|i| req(i, 0, 1..5, 64, 1)).collect();
@@ -330,9 +408,18 @@ fn warmup_and_timeline() {
 #[test]
 fn config_round_trips_through_json_and_yaml() {
     let c = ReplayConfig {
-        l3_pages: Some(77),
-        prefetch_capacity_rule: PrefetchCapRule::Pr16909Proposal,
-        host_memory_mode: HostMemoryMode::BufferOnly,
+        capacities: Capacities {
+            l3_pages: Some(77),
+            ..Default::default()
+        },
+        policy: TreePolicy {
+            host_memory_mode: HostMemoryMode::BufferOnly,
+            ..Default::default()
+        },
+        prefetch: Prefetch {
+            prefetch_capacity_rule: PrefetchCapRule::Pr16909Proposal,
+            ..Default::default()
+        },
         ..ReplayConfig::default()
     };
     let j = serde_json::to_string(&c).unwrap();
@@ -354,10 +441,16 @@ fn incident_c_host_smaller_than_device() {
         ]
     };
     let base = ReplayConfig {
-        page_size: 16,
-        l1_pages: 4,
-        l2_pages: 2,
-        debug_checks: true,
+        capacities: Capacities {
+            page_size: 16,
+            l1_pages: 4,
+            l2_pages: 2,
+            ..Default::default()
+        },
+        measurement: Measurement {
+            debug_checks: true,
+            ..Default::default()
+        },
         ..ReplayConfig::default()
     };
     // write_through: A's copy fills the host; B's backup fails (A is device-resident,
@@ -372,7 +465,10 @@ fn incident_c_host_smaller_than_device() {
     // fails (A's copy is pinned by the load-back), so B is dropped without backup.
     let m = replay(
         &ReplayConfig {
-            write_policy: WritePolicy::WriteBack,
+            policy: TreePolicy {
+                write_policy: WritePolicy::WriteBack,
+                ..base.policy
+            },
             ..base
         },
         trace(),

@@ -6,7 +6,9 @@ use std::process::Command;
 
 use hicache_sim::domain::StorageBackend;
 use hicache_sim::runtime::rounds::{BenchSpec, run_bench};
-use hicache_sim::runtime::{ReplayConfig, Speeds, Timing, apply_overrides};
+use hicache_sim::runtime::{
+    Capacities, Measurement, ReplayConfig, Scheduler, Speeds, Timing, apply_overrides,
+};
 use serde_json::{Map, Value};
 
 use super::support::{code, stderr, stdout};
@@ -56,9 +58,15 @@ runtime:
 
 fn cfg_fixed() -> ReplayConfig {
     ReplayConfig {
-        timing: Timing::On,
-        l1_pages: 100_000,
-        l2_pages: 0,
+        capacities: Capacities {
+            l1_pages: 100_000,
+            l2_pages: 0,
+            ..Default::default()
+        },
+        measurement: Measurement {
+            timing: Timing::On,
+            ..Default::default()
+        },
         ..ReplayConfig::default()
     }
 }
@@ -131,28 +139,34 @@ fn storage_backend_presets_fill_what_the_scenario_leaves() {
     o.insert("storage_backend".into(), Value::from("mooncake"));
     let c = apply_overrides(ReplayConfig::default(), &o).unwrap();
     // 190 GB/s per node over 8×400 Gbps RoCE ÷ 8 ranks.
-    assert_eq!(c.storage_read_bandwidth.0, 23.75e9);
-    assert_eq!(c.storage_write_bandwidth.0, 23.75e9);
-    assert_eq!(c.storage_backend, Some(StorageBackend::Mooncake));
+    assert_eq!(c.links.storage_read_bandwidth.0, 23.75e9);
+    assert_eq!(c.links.storage_write_bandwidth.0, 23.75e9);
+    assert_eq!(c.links.storage_backend, Some(StorageBackend::Mooncake));
     // A figure the scenario sets wins over the preset's.
     o.insert("storage_read_bandwidth".into(), Value::from("1GB/s"));
     let c = apply_overrides(ReplayConfig::default(), &o).unwrap();
-    assert_eq!(c.storage_read_bandwidth.0, 1e9);
-    assert_eq!(c.storage_write_bandwidth.0, 23.75e9);
+    assert_eq!(c.links.storage_read_bandwidth.0, 1e9);
+    assert_eq!(c.links.storage_write_bandwidth.0, 23.75e9);
     // EIC as corpus #08 measured; hf3fs has no write figure: the default 5 GB/s stays.
     let eic = ReplayConfig::default().with_storage_backend(StorageBackend::Eic);
     assert_eq!(
-        (eic.storage_read_bandwidth.0, eic.storage_write_bandwidth.0),
+        (
+            eic.links.storage_read_bandwidth.0,
+            eic.links.storage_write_bandwidth.0
+        ),
         (0.57e9, 0.16e9)
     );
     let fs = ReplayConfig::default().with_storage_backend(StorageBackend::Hf3fs);
     assert_eq!(
-        (fs.storage_read_bandwidth.0, fs.storage_write_bandwidth.0),
+        (
+            fs.links.storage_read_bandwidth.0,
+            fs.links.storage_write_bandwidth.0
+        ),
         (5.37e9, 5e9)
     );
     // `file` has no figures of its own: the node's.
     let f = ReplayConfig::default().with_storage_backend(StorageBackend::File);
-    assert_eq!(f.storage_read_bandwidth.0, 10e9);
+    assert_eq!(f.links.storage_read_bandwidth.0, 10e9);
     // An unknown name is an error naming the field and the nearest preset.
     o.insert("storage_backend".into(), Value::from("3fs"));
     let e = apply_overrides(ReplayConfig::default(), &o).unwrap_err();
@@ -319,9 +333,15 @@ fn interleaved_decode_takes_gpu_time_from_prefill() {
     // interleaved: at 50 the GPU runs A's first decode step (50-70): B, arriving at 60,
     // waits for it, prefills 70-120 (TTFT 60 ms). Then steps of both: 120-140 (B done,
     // A's 2nd), 140-160 (A's 3rd) → A done at 160.
-    let cfg = ReplayConfig {
-        decode_timeline: DecodeTimeline::Interleaved,
-        ..cfg_fixed()
+    let cfg = {
+        let start = cfg_fixed();
+        ReplayConfig {
+            scheduler: Scheduler {
+                decode_timeline: DecodeTimeline::Interleaved,
+                ..start.scheduler
+            },
+            ..start
+        }
     };
     let (m, t) = replay_timed(&cfg, reqs(), &[]).unwrap();
     assert_eq!((t[0].first_token_ns, t[0].finish_ns), (50 * ms, 160 * ms));
@@ -332,7 +352,7 @@ fn interleaved_decode_takes_gpu_time_from_prefill() {
     let mut o = Map::new();
     o.insert("decode_timeline".into(), Value::from("interleaved"));
     let c = apply_overrides(ReplayConfig::default(), &o).unwrap();
-    assert_eq!(c.decode_timeline, DecodeTimeline::Interleaved);
+    assert_eq!(c.scheduler.decode_timeline, DecodeTimeline::Interleaved);
     assert!(Speeds::of(&c).line().contains("decode interleaved"));
 }
 

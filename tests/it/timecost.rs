@@ -12,7 +12,9 @@ use hicache_sim::model::{ModelQuery, catalogue, resolve};
 use hicache_sim::runtime::cost::bench::{self, BenchResult, Multiturn};
 use hicache_sim::runtime::cost::roofline::{ModelFacts, Roofline, gpu};
 use hicache_sim::runtime::cost::{Compute, ComputeSource};
-use hicache_sim::runtime::{DecodeTimeline, ReplayConfig, Timing, replay};
+use hicache_sim::runtime::{
+    Capacities, DecodeTimeline, Measurement, ReplayConfig, Scheduler, Timing, TreePolicy, replay,
+};
 use hicache_sim::units::{Bandwidth, GB};
 use hicache_sim::workload::Request;
 
@@ -37,14 +39,26 @@ fn roofline(
 
 fn base(page_size: u32, bytes_per_token: u64, layers: u32, compute: Compute) -> ReplayConfig {
     ReplayConfig {
-        timing: Timing::On,
-        page_size,
-        bytes_per_token,
-        num_layers: layers,
-        compute,
-        max_running_requests: 256,
-        max_prefill_tokens: 16_384,
-        write_policy: WritePolicy::WriteThrough,
+        capacities: Capacities {
+            page_size,
+            bytes_per_token,
+            num_layers: layers,
+            ..Default::default()
+        },
+        policy: TreePolicy {
+            write_policy: WritePolicy::WriteThrough,
+            ..Default::default()
+        },
+        scheduler: Scheduler {
+            compute,
+            max_running_requests: 256,
+            max_prefill_tokens: 16_384,
+            ..Default::default()
+        },
+        measurement: Measurement {
+            timing: Timing::On,
+            ..Default::default()
+        },
         ..ReplayConfig::default()
     }
 }
@@ -86,10 +100,10 @@ fn fixed_compute_is_unchanged_and_a_table_changes_ttft() {
             .collect::<Vec<_>>()
     };
     let mut c = base(64, 327_680, 80, Compute::default());
-    c.max_prefill_tokens = 4096;
+    c.scheduler.max_prefill_tokens = 4096;
     let m = replay(&c, reqs(1)).unwrap();
     assert_eq!(m.ttft_p50_s, Some(0.2048));
-    c.compute.source = ComputeSource::Table {
+    c.scheduler.compute.source = ComputeSource::Table {
         node: "gb300".into(),
         model: "llama-3.1-70b".into(),
         quant: "bf16".into(),
@@ -126,8 +140,8 @@ fn a_host_hit_costs_its_load_pipelined_with_the_extend() {
             compute_scale: 1.0,
         },
     );
-    c.l1_pages = 130;
-    c.l2_pages = 1000;
+    c.capacities.l1_pages = 130;
+    c.capacities.l2_pages = 1000;
     let mut a = pages(1, 128);
     let b = pages(2, 128);
     let reqs = vec![
@@ -196,14 +210,14 @@ fn corpus05(tiers: &str, mooncake_gbs: f64) -> BenchResult {
     );
     // Device pool [EST]: 0.85 × 22.5 GiB − 13.8 GiB of weights per rank − ~1.3 GiB of
     // activations/graphs ≈ 4.0 GiB ÷ 80 KiB = 52 K tokens = 820 pages.
-    c.l1_pages = 820;
+    c.capacities.l1_pages = 820;
     // PCIe Gen4 x16 to host [EST]; eRDMA 2 × 100 Gb/s per node shared by 2 ranks,
     // ~10 GB/s per rank achieved [EST].
-    c.h2d_bandwidth = Bandwidth(25.0 * GB as f64);
-    c.d2h_bandwidth = Bandwidth(25.0 * GB as f64);
-    c.storage_read_bandwidth = Bandwidth(mooncake_gbs * GB as f64);
-    c.storage_write_bandwidth = Bandwidth(mooncake_gbs * GB as f64);
-    c.l2_pages = 0;
+    c.links.h2d_bandwidth = Bandwidth(25.0 * GB as f64);
+    c.links.d2h_bandwidth = Bandwidth(25.0 * GB as f64);
+    c.links.storage_read_bandwidth = Bandwidth(mooncake_gbs * GB as f64);
+    c.links.storage_write_bandwidth = Bandwidth(mooncake_gbs * GB as f64);
+    c.capacities.l2_pages = 0;
     let bench = Multiturn {
         clients: 20,
         rounds: 10,
@@ -217,12 +231,12 @@ fn corpus05(tiers: &str, mooncake_gbs: f64) -> BenchResult {
     };
     let mut preload = Vec::new();
     if tiers != "gpu_only" {
-        c.l2_pages = 2 * c.l1_pages; // --hicache-ratio 2
+        c.capacities.l2_pages = 2 * c.capacities.l1_pages; // --hicache-ratio 2
     }
     if tiers == "mooncake" || tiers == "populated" {
         // 150 GB pool ÷ (2 ranks × 80 KiB per token) = 915 K tokens.
-        c.l3_pages = Some(150_000_000_000 / (2 * u64::from(kv)) / 64);
-        c.prefetch_policy = PrefetchPolicy::WaitComplete;
+        c.capacities.l3_pages = Some(150_000_000_000 / (2 * u64::from(kv)) / 64);
+        c.prefetch.prefetch_policy = PrefetchPolicy::WaitComplete;
     }
     if tiers == "populated" {
         // Every client's whole conversation (its last round's pages hold the others).
@@ -261,19 +275,19 @@ fn corpus04(tiers: &str, mooncake_gbs: f64) -> BenchResult {
     );
     // Device pool [EST]: 0.79 × 79.6 GiB − 54.7 GiB of weights per rank ≈ 8.2 GiB ÷
     // 47 KiB = 183 K tokens = 2 860 pages.
-    c.l1_pages = 2860;
-    c.l2_pages = 0;
+    c.capacities.l1_pages = 2860;
+    c.capacities.l2_pages = 0;
     // PCIe Gen5 host link (as hgx-h100); Mooncake over one 400 Gb/s RDMA NIC per GPU,
     // ~20 GB/s per rank achieved [EST].
-    c.storage_read_bandwidth = Bandwidth(mooncake_gbs * GB as f64);
-    c.storage_write_bandwidth = Bandwidth(mooncake_gbs * GB as f64);
+    c.links.storage_read_bandwidth = Bandwidth(mooncake_gbs * GB as f64);
+    c.links.storage_write_bandwidth = Bandwidth(mooncake_gbs * GB as f64);
     match tiers {
-        "l2" => c.l2_pages = 30_000_000_000 / kv / 64, // --hicache-size 30 (GB per rank)
+        "l2" => c.capacities.l2_pages = 30_000_000_000 / kv / 64, // --hicache-size 30 (GB per rank)
         "mooncake" => {
-            c.l2_pages = 2 * c.l1_pages; // --hicache-ratio 2
+            c.capacities.l2_pages = 2 * c.capacities.l1_pages; // --hicache-ratio 2
             // 760 GB ÷ (8 ranks × 48 128 B) = 1.97 M tokens.
-            c.l3_pages = Some(760_000_000_000 / (8 * kv) / 64);
-            c.prefetch_policy = PrefetchPolicy::Timeout;
+            c.capacities.l3_pages = Some(760_000_000_000 / (8 * kv) / 64);
+            c.prefetch.prefetch_policy = PrefetchPolicy::Timeout;
         }
         _ => {}
     }
@@ -328,21 +342,21 @@ fn corpus08(hit: bool) -> BenchResult {
             compute_scale: 1.0,
         },
     );
-    c.max_running_requests = 32; // --max-running-requests 32
+    c.scheduler.max_running_requests = 32; // --max-running-requests 32
     // Device pool [EST]: 0.85 × 95.6 GiB − ~36 GiB of weights per rank ≈ 45 GiB: the
     // 512 K tokens of the run fit (no eviction).
-    c.l1_pages = 45 * (1 << 30) / kv / 256;
-    c.l2_pages = 0;
+    c.capacities.l1_pages = 45 * (1 << 30) / kv / 256;
+    c.capacities.l2_pages = 0;
     let bench = Multiturn::fixed_concurrency(32, 16_000, 16, 8);
     let mut preload = Vec::new();
     if hit {
-        c.l2_pages = 2 * c.l1_pages;
-        c.l3_unbounded = true;
+        c.capacities.l2_pages = 2 * c.capacities.l1_pages;
+        c.capacities.l3_unbounded = true;
         // Published: 0.57 GB/s read, 0.16 GB/s write per rank (EIC, measured).
-        c.storage_read_bandwidth = Bandwidth(0.57 * GB as f64);
-        c.storage_write_bandwidth = Bandwidth(0.16 * GB as f64);
+        c.links.storage_read_bandwidth = Bandwidth(0.57 * GB as f64);
+        c.links.storage_write_bandwidth = Bandwidth(0.16 * GB as f64);
         // The hit pass waits for its L3 pages (EIC reads them straight to the GPU).
-        c.prefetch_policy = PrefetchPolicy::WaitComplete;
+        c.prefetch.prefetch_policy = PrefetchPolicy::WaitComplete;
         for p in 0..bench.clients {
             preload.extend(bench.pages(p, 0, 256));
         }
@@ -473,9 +487,9 @@ fn scenario_runtime_replay_takes_compute() {
         }),
     );
     let c = hicache_sim::pipeline::apply_overrides(ReplayConfig::default(), &o).unwrap();
-    assert_eq!(c.compute.chunked_prefill_size, 16384);
+    assert_eq!(c.scheduler.compute.chunked_prefill_size, 16384);
     assert!(matches!(
-        c.compute.source,
+        c.scheduler.compute.source,
         ComputeSource::Table { tp: 4, .. }
     ));
     o.insert(
@@ -507,10 +521,10 @@ fn hbm_hit_pair(
 ) -> (BenchResult, BenchResult) {
     let b = Multiturn::fixed_concurrency(prompts, input, output, concurrency);
     let mut off = c.clone();
-    off.l2_pages = 0;
+    off.capacities.l2_pages = 0;
     let cold = bench::run(&off, &b, &[], 200).unwrap();
     let mut on = c.clone();
-    on.l2_pages = 2 * on.l1_pages; // --hicache-ratio 2 (the default)
+    on.capacities.l2_pages = 2 * on.capacities.l1_pages; // --hicache-ratio 2 (the default)
     let warm = (f64::from(input) * hit) as u32;
     let hot = bench::run_warmed(&on, &b, warm, &[], 200).unwrap();
     (cold, hot)
@@ -538,7 +552,7 @@ fn corpus06_cfg() -> ReplayConfig {
     );
     // Device pool [EST]: 0.85 × 141 GB − 29 GB of weights per rank − ~5 GB ≈ 86 GB ÷
     // 31 744 B = 2.7 M tokens: every warm prefix of these runs stays in L1.
-    c.l1_pages = 2_700_000 / 64;
+    c.capacities.l1_pages = 2_700_000 / 64;
     c
 }
 
@@ -589,7 +603,7 @@ fn corpus_07_glm47_flash_hbm_hit() {
         },
     );
     // Device pool [EST]: 0.85 × 141 GB − 15 GB of weights − ~5 GB ≈ 100 GB ÷ 54 144 B.
-    c.l1_pages = 1_800_000 / 64;
+    c.capacities.l1_pages = 1_800_000 / 64;
     let (cold, hot) = hbm_hit_pair(&c, 64, 8192, 512, 16, 0.9);
     show("#07 8K c16 recompute", &cold);
     show("#07 8K c16 hbm hit", &hot);
@@ -634,7 +648,7 @@ fn glm52_h20(low_bits_weight_bytes: f64) -> (ReplayConfig, u64) {
 #[test]
 fn corpus_11_glm52_fp8_h20_prefill_and_l2_restore() {
     let (mut c, _) = glm52_h20(1.0);
-    c.l1_pages = 1_200_000 / 64; // --max-total-tokens 1200000
+    c.capacities.l1_pages = 1_200_000 / 64; // --max-total-tokens 1200000
     // Cold prefill of one request (CP8 is not modelled: TP8 spreads the same FLOPs).
     let mut sims = Vec::new();
     for (len, published_ms) in [
@@ -665,8 +679,8 @@ fn corpus_11_glm52_fp8_h20_prefill_and_l2_restore() {
     // sent again (plus one 64-token page): its TTFT over its cold TTFT.
     let pages = |tag: u64, n: u64| (0..n).map(|j| ((tag << 32) | j) + 1).collect::<Vec<_>>();
     let n = 100_000 / 64;
-    c.l1_pages = n + n / 2;
-    c.l2_pages = 4 * n;
+    c.capacities.l1_pages = n + n / 2;
+    c.capacities.l2_pages = 4 * n;
     let mut again = pages(1, n);
     again.push(((1u64 << 32) | n) + 1);
     let reqs = vec![
@@ -720,8 +734,8 @@ fn corpus_11_glm52_fp8_h20_prefill_and_l2_restore() {
 /// modelled: it changes the stages' timing, not which pages hit).
 fn corpus09(l2: bool) -> BenchResult {
     let (mut c, _) = glm52_h20(0.55);
-    c.l1_pages = 262_144 / 64; // --max-total-tokens 262144
-    c.l2_pages = if l2 { 2 * c.l1_pages } else { 0 }; // --hicache-ratio 2
+    c.capacities.l1_pages = 262_144 / 64; // --max-total-tokens 262144
+    c.capacities.l2_pages = if l2 { 2 * c.capacities.l1_pages } else { 0 }; // --hicache-ratio 2
     let b = Multiturn {
         clients: 128,
         rounds: 10,
@@ -806,8 +820,8 @@ fn corpus_10_mla_l2_hit_vs_cold() {
     let n: u64 = 15_040 / 64; // 235 pages ≈ 15 K tokens
     let a = 8u64; // set A
     let junk = 16u64; // set B
-    c.l1_pages = 12 * n;
-    c.l2_pages = 64 * n;
+    c.capacities.l1_pages = 12 * n;
+    c.capacities.l2_pages = 64 * n;
     let pages = |tag: u64| (0..n).map(|j| ((tag << 32) | j) + 1).collect::<Vec<_>>();
     let mut reqs = Vec::new();
     let mut t = 0u64;
@@ -873,10 +887,10 @@ fn corpus_12_mooncake_ssd_hit_rates_per_round() {
     // `cache_controller.py: prefetch_rate_limited`) refuses L3 prefetches under this
     // churn and the rates fall (`l3_write_back.rs`): the issue's `--hicache-ratio 2`
     // host pool was larger.
-    c.l1_pages = 1000;
-    c.l2_pages = 20_000;
-    c.l3_unbounded = true;
-    c.prefetch_policy = PrefetchPolicy::WaitComplete;
+    c.capacities.l1_pages = 1000;
+    c.capacities.l2_pages = 20_000;
+    c.capacities.l3_unbounded = true;
+    c.prefetch.prefetch_policy = PrefetchPolicy::WaitComplete;
     let b = Multiturn {
         clients: 20,
         rounds: 9,
@@ -931,13 +945,13 @@ fn qwen3_32b_h20_tp1() -> ReplayConfig {
     );
     // Device pool [EST]: 95.6 GiB − 61.0 GiB of weights − 0.12 × 95.6 GiB (TP1's
     // mem_fraction_static 0.88) − ~1 GiB of context ≈ 22 GiB ÷ 256 KiB = 90 K tokens.
-    c.l1_pages = 90_000 / 64;
-    c.l2_pages = 0;
+    c.capacities.l1_pages = 90_000 / 64;
+    c.capacities.l2_pages = 0;
     // SGLang runs a prefill batch whenever one forms and decodes between them
     // (`scheduler.py: get_next_batch_to_run`): with a queue that never empties the
     // 64-token answers wait behind the prefills (published latency − TTFT: 5.7–7.1 s).
-    c.decode_timeline = DecodeTimeline::Interleaved;
-    c.write_policy = WritePolicy::WriteThrough; // --hicache-write-policy write_through
+    c.scheduler.decode_timeline = DecodeTimeline::Interleaved;
+    c.policy.write_policy = WritePolicy::WriteThrough; // --hicache-write-policy write_through
     c
 }
 
@@ -948,15 +962,15 @@ fn qwen3_32b_h20_tp1() -> ReplayConfig {
 /// without the 3FS backend.
 fn corpus17(hf3fs: bool) -> BenchResult {
     let mut c = qwen3_32b_h20_tp1();
-    c.l2_pages = 2 * c.l1_pages; // --hicache-ratio 2 --hicache-size 0
+    c.capacities.l2_pages = 2 * c.capacities.l1_pages; // --hicache-ratio 2 --hicache-size 0
     if hf3fs {
         // 1 TiB 3FS file (hf3fs.json "file_size": 1099511627776): holds the run
         // (512 × 6 272 tokens × 256 KiB = 842 GB).
-        c.l3_unbounded = true;
+        c.capacities.l3_unbounded = true;
         // The `hf3fs` backend preset: 5.37 GB/s read per rank (3FS's 42.95 GB/s per
         // client node ÷ 8); no write figure: the hgx-h20 preset's 10 GB/s.
-        c.storage_read_bandwidth = Bandwidth(5.37 * GB as f64);
-        c.storage_write_bandwidth = Bandwidth(10.0 * GB as f64);
+        c.links.storage_read_bandwidth = Bandwidth(5.37 * GB as f64);
+        c.links.storage_write_bandwidth = Bandwidth(10.0 * GB as f64);
     }
     let b = Multiturn {
         clients: 512,
@@ -1023,12 +1037,12 @@ fn corpus_17_qwen3_32b_hf3fs_multiturn() {
 /// node's local NVMe (the `file` backend's rule: the hgx-h20 preset's 20 / 10 GB/s).
 fn corpus18(disk: bool) -> BenchResult {
     let mut c = qwen3_32b_h20_tp1();
-    let kv = c.bytes_per_token;
-    c.l2_pages = 50_000_000_000 / kv / 64; // --hicache-size 50 (GB)
+    let kv = c.capacities.bytes_per_token;
+    c.capacities.l2_pages = 50_000_000_000 / kv / 64; // --hicache-size 50 (GB)
     if disk {
-        c.l3_pages = Some(200_000_000_000 / kv / 64); // --hicache-disk-size 200 (GB)
-        c.storage_read_bandwidth = Bandwidth(20.0 * GB as f64);
-        c.storage_write_bandwidth = Bandwidth(10.0 * GB as f64);
+        c.capacities.l3_pages = Some(200_000_000_000 / kv / 64); // --hicache-disk-size 200 (GB)
+        c.links.storage_read_bandwidth = Bandwidth(20.0 * GB as f64);
+        c.links.storage_write_bandwidth = Bandwidth(10.0 * GB as f64);
     }
     let b = Multiturn {
         clients: 256,

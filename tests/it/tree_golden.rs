@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use hicache_sim::cache::{EvictionPolicy, TreeKind};
-use hicache_sim::runtime::{CallPattern, ReplayConfig, replay_hits};
+use hicache_sim::runtime::{CallPattern, Capacities, ReplayConfig, TreePolicy, replay_hits};
 use hicache_sim::workload::{Request, TraceOptions, open_trace_with};
 
 fn root() -> PathBuf {
@@ -56,19 +56,25 @@ fn check(p: &Path, tree: TreeKind) -> Result<(), String> {
     let block: u32 = h("block").parse().unwrap();
     let page_size: u32 = h("page_size").parse().unwrap();
     let cfg = ReplayConfig {
-        page_size,
-        l1_pages: h("l1_pages").parse().unwrap(),
-        l2_pages: 0,
-        tree,
-        eviction_policy: match h("policy").as_str() {
-            "lru" => EvictionPolicy::Lru,
-            "lfu" => EvictionPolicy::Lfu,
-            other => panic!("policy {other}"),
+        capacities: Capacities {
+            page_size,
+            l1_pages: h("l1_pages").parse().unwrap(),
+            l2_pages: 0,
+            ..Default::default()
         },
-        call_pattern: match h("pattern").as_str() {
-            "sim" => CallPattern::Simulator,
-            "scheduler" => CallPattern::Scheduler0523,
-            other => panic!("pattern {other}"),
+        policy: TreePolicy {
+            tree,
+            eviction_policy: match h("policy").as_str() {
+                "lru" => EvictionPolicy::Lru,
+                "lfu" => EvictionPolicy::Lfu,
+                other => panic!("policy {other}"),
+            },
+            call_pattern: match h("pattern").as_str() {
+                "sim" => CallPattern::Simulator,
+                "scheduler" => CallPattern::Scheduler0523,
+                other => panic!("pattern {other}"),
+            },
+            ..Default::default()
         },
         ..ReplayConfig::default()
     };

@@ -205,8 +205,8 @@ pub fn run_warmed(
     max_passes: u32,
 ) -> Result<BenchResult, ReplayError> {
     let total = (bench.clients * bench.rounds) as usize;
-    let warm_pages = (warm_tokens / cfg.page_size) as usize;
-    let ps = cfg.page_size;
+    let warm_pages = (warm_tokens / cfg.capacities.page_size) as usize;
+    let ps = cfg.capacities.page_size;
     let pages: Vec<Vec<u64>> = (0..total as u64)
         .map(|id| {
             let (c, r) = (
@@ -230,7 +230,7 @@ pub fn run_warmed(
                 .map(|i| Request {
                     id: (total + i) as u64,
                     arrival_ns: 0,
-                    input_tokens: (warm_pages as u32) * cfg.page_size,
+                    input_tokens: (warm_pages as u32) * cfg.capacities.page_size,
                     output_tokens: 1,
                     page_hashes: pages[i][..warm_pages.min(pages[i].len())].to_vec(),
                 })
