@@ -1128,10 +1128,10 @@ fn tier_probe(
     probe: Probe,
 ) -> (f64, hicache_sim::runtime::ReplayMetrics) {
     let mut c = c.clone();
-    c.l1_pages = l1;
-    c.l2_pages = l2; // the same HiCache server for every probe
-    c.l3_unbounded = matches!(probe, Probe::L3);
-    c.prefetch_policy = PrefetchPolicy::WaitComplete; // --hicache-storage-prefetch-policy
+    c.capacities.l1_pages = l1;
+    c.capacities.l2_pages = l2; // the same HiCache server for every probe
+    c.capacities.l3_unbounded = matches!(probe, Probe::L3);
+    c.prefetch.prefetch_policy = PrefetchPolicy::WaitComplete; // --hicache-storage-prefetch-policy
     // Enough other prompts to push the primed prefix out of L1 (L2 probe) or out of
     // L1 and L2 (L3 probe).
     let junk = match probe {
@@ -1200,8 +1200,8 @@ fn corpus19_cfg() -> ReplayConfig {
     // The report's fio of that disk: 9 MiB O_DIRECT reads at queue depth 1 (nixl reads
     // O_DIRECT, the engine issues one prefetch at a time) 6.19 GB/s; sequential O_DIRECT
     // writes at QD1 1.15 GB/s. Host link: the default 55 GB/s (PCIe Gen5 x16).
-    c.storage_read_bandwidth = Bandwidth(6.19 * GB as f64);
-    c.storage_write_bandwidth = Bandwidth(1.15 * GB as f64);
+    c.links.storage_read_bandwidth = Bandwidth(6.19 * GB as f64);
+    c.links.storage_write_bandwidth = Bandwidth(1.15 * GB as f64);
     c
 }
 
@@ -1224,8 +1224,8 @@ fn corpus20_cfg() -> ReplayConfig {
         },
     );
     let ssd = 1.88 * (1u64 << 30) as f64; // 1.88 GiB/s, read and write
-    c.storage_read_bandwidth = Bandwidth(ssd);
-    c.storage_write_bandwidth = Bandwidth(ssd);
+    c.links.storage_read_bandwidth = Bandwidth(ssd);
+    c.links.storage_write_bandwidth = Bandwidth(ssd);
     c
 }
 
