@@ -57,8 +57,7 @@ pub fn check(a: CheckArgs) -> CmdResult {
             ),
             Err(e) => {
                 for r in &releases {
-                    let name = r.map_or("-".to_string(), |v| v.id().to_string());
-                    rows.push(check::CheckRow::not_checked(f, name, &e, false));
+                    rows.push(check::CheckRow::not_checked(f, *r, &e, false));
                 }
             }
         }

@@ -11,6 +11,7 @@ use crate::pipeline::{COLUMNS, point_row};
 use crate::release::Sglang;
 use crate::runtime::ReplayConfig;
 use crate::scenario::LoadedScenario;
+use crate::scenario::lines::{LineIndex, Origin};
 use crate::scenario::load::load_str_as;
 use crate::scenario::resolve::resolve;
 use crate::sweep::{self, RunOptions, Shard, SweepSpec};
@@ -74,15 +75,24 @@ pub fn sweep(a: SweepArgs) -> CmdResult {
     }
     let (base, spec, loaded) = sweep_base(&a.scenario, &a.sets, a.sglang)?;
     let points = sweep::expand(&spec, &base)?;
+    // The release of every point, typed once: the scenario's, or a `sglang` axis value's.
+    let releases = PointReleases::new(&spec, loaded.file.sglang)?;
+    // The tree every point is patched into holds no `sglang:` (the base keeps it for the
+    // journal's record of the scenario).
+    let mut tree = base.clone();
+    if let Some(o) = tree.as_object_mut() {
+        o.remove("sglang");
+    }
     // Every combination is checked the way SGLang checks its flags, before any work.
     let source0 = a.scenario.clone();
     let notes = std::sync::Mutex::new(std::collections::BTreeSet::new());
     let lines = crate::scenario::lines::LineIndex::default();
-    sweep::check_points(&spec, &base, &points, &|v: &Value| {
-        let file =
-            crate::scenario::load::typed_from_ref(v, &source0, &lines).map_err(|e| e.message)?;
+    sweep::check_points(&spec, &tree, &points, &|v: &Value, p: &sweep::Point| {
+        let at_axis = |e: InputError| axis_error(&spec, p, e);
+        let file = crate::scenario::load::typed_ref_as(v, releases.of(p), &source0, &lines)
+            .map_err(at_axis)?;
         let s = crate::scenario::resolve::resolve_file(&file, &source0, &lines, &[])
-            .map_err(|e| e.message)?;
+            .map_err(at_axis)?;
         if !s.notes.is_empty() {
             notes
                 .lock()
@@ -107,9 +117,9 @@ pub fn sweep(a: SweepArgs) -> CmdResult {
         .unwrap_or_default();
     let source = a.scenario.clone();
     let runner = |p: &sweep::Point| {
-        let mut v = sweep::apply(&base, p);
+        let mut v = sweep::apply(&tree, p);
         keep_explicit_replay_keys(&mut v, &user_replay, p);
-        point_row(&v, p, &source)
+        point_row(&v, p, releases.of(p), &source)
     };
     let mut columns: Vec<String> = COLUMNS.iter().map(|c| c.to_string()).collect();
     columns.extend(bench_columns(&base, &points));
@@ -189,6 +199,92 @@ pub fn sweep(a: SweepArgs) -> CmdResult {
         return Err(CommandError::Other(m));
     }
     Ok(0)
+}
+
+/// The release of each point: the scenario's (typed by the loader), or the value of a
+/// `sglang` axis, each typed once by the loader's reading of a release
+/// (`load::release_value`). A value that is no release is refused at its line, naming
+/// the axis.
+struct PointReleases {
+    own: Sglang,
+    by_axis: Vec<(Value, Sglang)>,
+}
+
+impl PointReleases {
+    fn new(spec: &SweepSpec, own: Sglang) -> Result<Self, InputError> {
+        let mut by_axis = Vec::new();
+        let axes = spec
+            .axes
+            .iter()
+            .chain(spec.zip.iter().flat_map(|g| &g.axes));
+        for a in axes.filter(|a| a.path == "sglang") {
+            for (i, v) in a.values.iter().enumerate() {
+                let typed = crate::scenario::load::release_value(Some(v))
+                    .map_err(|m| axis_lines(a, i).error(&spec.source, "sglang", &m.to_string()))?;
+                by_axis.push((v.clone(), typed));
+            }
+        }
+        Ok(Self { own, by_axis })
+    }
+
+    fn of(&self, p: &sweep::Point) -> Sglang {
+        match p.get("sglang") {
+            Some(v) => self
+                .by_axis
+                .iter()
+                .find(|(x, _)| x == v)
+                .map_or(self.own, |(_, r)| *r),
+            None => self.own,
+        }
+    }
+}
+
+/// The provenance map of one value of an axis: the axis path came from the axis's `i`-th
+/// value, at its line.
+fn axis_lines(a: &sweep::Axis, i: usize) -> LineIndex {
+    let line = a
+        .value_lines
+        .get(i)
+        .copied()
+        .filter(|&l| l > 0)
+        .or((a.line > 0).then_some(a.line));
+    let mut lines = LineIndex::default();
+    lines.set_origin(
+        &a.path,
+        Origin::SweepAxis {
+            axis: a.path.clone(),
+            value: a.values[i].to_string(),
+            line,
+        },
+    );
+    lines
+}
+
+/// A point's error about a field one of its axes set, at that axis value's line, naming
+/// the axis and the value (`check_points` adds the combination); any other error as its
+/// message, which `check_points` names with the combination at the `sweep:` line.
+fn axis_error(spec: &SweepSpec, p: &sweep::Point, e: InputError) -> sweep::PointError {
+    let Some(field) = e.field.as_deref() else {
+        return e.message.into();
+    };
+    let under = |path: &str| {
+        field == path
+            || field
+                .strip_prefix(path)
+                .is_some_and(|r| r.starts_with('.') || r.starts_with('['))
+    };
+    let axes = spec
+        .axes
+        .iter()
+        .chain(spec.zip.iter().flat_map(|g| &g.axes));
+    for a in axes.filter(|a| under(&a.path)) {
+        if let Some(v) = p.get(&a.path)
+            && let Some(i) = a.values.iter().position(|x| x == v)
+        {
+            return Box::new(axis_lines(a, i).error(&spec.source, field, &e.message));
+        }
+    }
+    e.message.into()
 }
 
 /// The columns of a `runtime.bench` sweep (none without one): the whole run's

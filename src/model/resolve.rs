@@ -556,6 +556,35 @@ mod tests {
     }
 
     #[test]
+    fn glm_4_5_by_name_is_its_sourced_config() {
+        // zai-org/GLM-4.5's config.json (alibaba/rtp-llm@de8bee30 test data): GQA, 92
+        // layers, 8 KV heads x 128. bf16 KV per token per rank, as SGLang 0.5.21-0.5.23
+        // compute it (tests/golden/kv_bytes): TP1 8 x 128 x 2 (K, V) x 2 B x 92
+        // = 376,832; TP8 one KV head per rank: 128 x 2 x 2 x 92 = 47,104.
+        let r = resolve(&ModelQuery {
+            name: Some("zai-org/GLM-4.5"),
+            ..Default::default()
+        })
+        .unwrap();
+        assert_eq!(r.name, "zai-org/GLM-4.5");
+        match &r.source {
+            ModelSource::Catalogue { cited, .. } => assert!(
+                cited.starts_with("alibaba/rtp-llm@de8bee30: rtp_llm/test/"),
+                "{cited}"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            r.preset.cell_size(&ParallelLayout::tp(1), KvDtype::Bf16),
+            376_832
+        );
+        assert_eq!(
+            r.preset.cell_size(&ParallelLayout::tp(8), KvDtype::Bf16),
+            47_104
+        );
+    }
+
+    #[test]
     fn awq_is_int4_not_fp8() {
         // Issue 18: an AWQ checkpoint was read as fp8.
         let r = resolve(&ModelQuery {

@@ -57,7 +57,8 @@ pub fn replay_config(
     let sv = &s.server;
     // The release's tree and controller, then the scenario's own figures and SGLang
     // choices, typed as the loader read them.
-    let mut cfg = ReplayConfig::for_release(&s.version.release_rules());
+    let rules = s.version.release_rules();
+    let mut cfg = ReplayConfig::for_release(&rules);
     cfg.capacities = Capacities {
         page_size: page as u32,
         l1_pages: plan.device_tokens / page,
@@ -78,6 +79,7 @@ pub fn replay_config(
         d2h_bandwidth: s.node.d2h_bandwidth,
         storage_read_bandwidth: s.node.storage_read_bandwidth,
         storage_write_bandwidth: s.node.storage_write_bandwidth,
+        load_back_kernel: load_back_kernel(s, &rules),
         ..cfg.links
     };
     let policy = &mut cfg.policy;
@@ -99,6 +101,30 @@ pub fn replay_config(
     // over everything derived (a `tlru` from the server arguments is refused there, or
     // by `apply_overrides`' check when no key replaces it).
     Ok(apply_overrides(cfg, overrides)?)
+}
+
+/// The SM copy kernel a scenario's load-backs run (`release::copy_kernel`): with
+/// `--hicache-io-backend kernel` on an NVIDIA GPU, the release's kernel (the TMA one
+/// needs sm_90+: `kernels/ops/kvcache/hicache.py: use_hicache_tma_kernel`, else the
+/// register kernel); `direct` — also what `page_first_direct` forces
+/// (`arg_groups/hicache_hook.py: resolve_layout_io_compatibility`) — copies with
+/// `cudaMemcpyAsync` at the link rate: none. None on AMD / unknown GPUs (the measured
+/// rates are CUDA's; HIP runs another block quota).
+fn load_back_kernel(
+    s: &Scenario,
+    rules: &crate::release::ReleaseRules,
+) -> Option<crate::release::copy_kernel::LoadBackKernel> {
+    use crate::domain::{IoBackend, MemLayout};
+    use crate::release::copy_kernel::LoadBackKernel;
+    if s.server.hicache_io_backend != IoBackend::Kernel
+        || s.server.hicache_mem_layout == MemLayout::PageFirstDirect
+    {
+        return None;
+    }
+    match crate::model::sm_major(&s.node.gpu)? {
+        m if m >= 9 => Some(rules.controller.load_back_kernel),
+        _ => Some(LoadBackKernel::Register2Cta),
+    }
 }
 
 /// Replays the section's trace (or generator) under `cfg`.

@@ -3,8 +3,9 @@
 use serde_json::Value;
 
 use super::{host_pool_tokens, replay_config, replay_memo};
+use crate::release::Sglang;
 use crate::scenario::lines::LineIndex;
-use crate::scenario::load::typed_from_value;
+use crate::scenario::load::typed_as;
 use crate::scenario::resolve::resolve_file;
 use crate::startup::{self, Outcome, StartupPlan};
 use crate::sweep::{Point, Row};
@@ -55,10 +56,12 @@ pub const COLUMNS: &[&str] = &[
     "speeds",
 ];
 
-/// Runs one point. `base_source` names the scenario file for errors.
+/// Runs one point under `sglang` (typed once for the sweep). `base_source` names the
+/// scenario file for errors.
 pub fn point_row(
     scenario: &Value,
     point: &Point,
+    sglang: Sglang,
     base_source: &str,
 ) -> Result<Row, crate::sweep::PointError> {
     let mut value = scenario.clone();
@@ -66,7 +69,7 @@ pub fn point_row(
     if let Some(o) = value.as_object_mut() {
         o.insert("seed".into(), Value::from(point.seed));
     }
-    let file = typed_from_value(value, base_source, &LineIndex::default())?;
+    let file = typed_as(value, sglang, base_source, &LineIndex::default())?;
     let s = resolve_file(&file, base_source, &LineIndex::default(), &[])?;
     let plan = StartupPlan::new(&s)?;
     let mc = startup::run(&plan, s.seed, s.runs);

@@ -14,12 +14,15 @@ use serde::Serialize;
 use super::probe::Prober;
 use crate::error::InputError;
 use crate::release::Sglang;
+use crate::scenario::load::Draft;
 
 /// One file under one release.
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckRow {
     pub file: String,
-    pub sglang: String,
+    /// The release (`None`: the file's own, which it does not tell: `-` in the output).
+    #[serde(serialize_with = "release_or_dash")]
+    pub sglang: Option<Sglang>,
     /// `started`, `refused`, `oom_killed`, `failed` (raised before sizing),
     /// `invalid_args` (SGLang rejects the recipe: its argument parser or server checks),
     /// `error` (the simulator cannot read or simulate the file: bad input, an undescribed
@@ -41,7 +44,12 @@ pub struct CheckRow {
 impl CheckRow {
     /// A row for a file × release that could not be checked: `invalid_args` when SGLang
     /// itself refuses the recipe (or only this release rejects it), `error` otherwise.
-    pub fn not_checked(file: &str, sglang: String, e: &InputError, sglang_refuses: bool) -> Self {
+    pub fn not_checked(
+        file: &str,
+        sglang: Option<Sglang>,
+        e: &InputError,
+        sglang_refuses: bool,
+    ) -> Self {
         let outcome = if sglang_refuses {
             "invalid_args"
         } else {
@@ -70,24 +78,16 @@ impl CheckRow {
     pub fn is_error(&self) -> bool {
         self.outcome == "error"
     }
+
+    /// The release as the outputs name it: its id, `-` when the file does not tell.
+    pub fn release_name(&self) -> &'static str {
+        self.sglang.map_or("-", Sglang::id)
+    }
 }
 
-/// The release a file asks for (its `sglang:`, or a `--set sglang=…`; else `latest`),
-/// as the rows name it; `-` when it cannot be told.
-pub fn own_release_name(text: &str, path: &str, sets: &[String]) -> String {
-    let from_sets = sets
-        .iter()
-        .rev()
-        .find_map(|s| s.trim().strip_prefix("sglang=").map(str::to_string));
-    let from_file = || {
-        crate::scenario::load::parse_yaml_value(text, path)
-            .ok()
-            .and_then(|v| v.get("sglang").and_then(|x| x.as_str()).map(str::to_string))
-    };
-    let id = from_sets
-        .or_else(from_file)
-        .unwrap_or_else(|| "latest".into());
-    crate::release::Sglang::from_id(&id).map_or("-".into(), |v| v.id().to_string())
+/// A row's release in JSON: its id, `-` when the file does not tell.
+fn release_or_dash<S: serde::Serializer>(v: &Option<Sglang>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(v.map_or("-", Sglang::id))
 }
 
 /// How a file is read.
@@ -308,6 +308,23 @@ impl CheckInput {
         e
     }
 
+    /// The file under its own release: the release it asks for, typed by the loader's
+    /// first stage (kept when a later stage fails; `None` when the file does not tell),
+    /// and its prober.
+    pub fn own(
+        &self,
+        seed: Option<u64>,
+        runs: u64,
+    ) -> (Option<Sglang>, Result<Prober, InputError>) {
+        match Draft::read(&self.text, &self.path, &self.sets, None) {
+            Ok(d) => (
+                d.sglang.as_ref().ok().copied(),
+                Prober::from_draft(d, seed, runs).map_err(|e| self.fix(e)),
+            ),
+            Err(e) => (None, Err(self.fix(e))),
+        }
+    }
+
     pub fn prober(
         &self,
         sglang: Option<Sglang>,
@@ -332,11 +349,7 @@ pub fn check_file(
     runs: u64,
 ) -> Vec<CheckRow> {
     use crate::error::ErrorKind;
-    let own = input.prober(None, seed, runs);
-    let own_name = match &own {
-        Ok(p) => p.sglang.to_string(),
-        Err(_) => own_release_name(&input.text, &input.path, &input.sets),
-    };
+    let (own_release, own) = input.own(seed, runs);
     // A file-level problem (not SGLang's verdict, not one release's): every row is it.
     let own_input_error = own
         .as_ref()
@@ -344,7 +357,7 @@ pub fn check_file(
         .filter(|e| e.kind != ErrorKind::SglangRefuses);
     let mut rows = Vec::new();
     for r in releases {
-        let name = r.map_or(own_name.clone(), |v| v.id().to_string());
+        let name = r.or(own_release);
         let prober = match (r, &own) {
             (None, Ok(p)) => Ok(p.clone()),
             (None, Err(e)) => Err(e.clone()),
@@ -378,7 +391,7 @@ pub fn check_file(
         };
         rows.push(CheckRow {
             file: input.path.clone(),
-            sglang: p.sglang.to_string(),
+            sglang: Some(p.sglang),
             outcome,
             passed,
             start_probability: Some(probe.start_probability),
@@ -406,7 +419,7 @@ pub fn render_text(rows: &[CheckRow]) -> String {
             out,
             "{:<w$}  {:<14} {:<13} {:>12} {:>9}",
             r.file,
-            r.sglang,
+            r.release_name(),
             if r.passed && r.outcome != "started" {
                 r.outcome
             } else if r.passed {
@@ -479,7 +492,7 @@ pub fn render_junit(rows: &[CheckRow]) -> String {
             o,
             "    <testcase classname=\"{}\" name=\"sglang {}\"",
             xml_escape(&r.file),
-            xml_escape(&r.sglang)
+            xml_escape(r.release_name())
         );
         let msg = r.message.as_deref().unwrap_or("");
         if r.outcome == "skipped" {

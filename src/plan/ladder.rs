@@ -12,6 +12,7 @@ use super::probe::Prober;
 use super::search::size_patch;
 use crate::error::InputError;
 use crate::pipeline::{host_pool_tokens, replay_config, run_replay};
+use crate::release::Sglang;
 use crate::scenario::Engine;
 use crate::sizing::{HostPoolSizeArg, host_pool_size};
 use crate::startup;
@@ -60,7 +61,7 @@ pub struct Ladder {
     pub trace: String,
     pub planned_gb: u64,
     /// The release whose rules the replays use.
-    pub sglang: &'static str,
+    pub sglang: Sglang,
     pub points: Vec<LadderPoint>,
     /// The smallest step size from which every further step gains less than
     /// [`STOPS_PAYING_PER_10GB`] per 10 GB (`None`: still paying at the top).
@@ -231,7 +232,7 @@ pub fn run(prober: &Prober, planned_gb: u64, top_gb: Option<u64>) -> Result<Ladd
     Ok(Ladder {
         trace,
         planned_gb,
-        sglang: s.version.id(),
+        sglang: s.version,
         points,
         stops_paying_gb,
         policies,

@@ -56,7 +56,7 @@ pub const DEFAULT_RUNS: u64 = 1000;
 /// One release's frontiers.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReleasePlan {
-    pub sglang: &'static str,
+    pub sglang: Sglang,
     pub summary: &'static str,
     /// The scenario does not resolve under this release (a flag it lacks, …).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -135,7 +135,7 @@ pub fn plan_release(prober: &Prober, target: f64) -> Result<ReleasePlan, ProbeEr
         None => Vec::new(),
     };
     Ok(ReleasePlan {
-        sglang: version.id(),
+        sglang: version,
         summary: version.summary(),
         invalid: None,
         size,
@@ -198,10 +198,11 @@ pub fn plan(
                     (rp, Some(p))
                 }
                 Err(e) => {
-                    let v = *r;
+                    // `None` is the scenario's own release, which resolved above.
+                    let v = r.unwrap_or(own.sglang);
                     let rp = ReleasePlan {
-                        sglang: v.map_or("?", |v| v.id()),
-                        summary: v.map_or("", |v| v.summary()),
+                        sglang: v,
+                        summary: v.summary(),
                         invalid: Some(e.message),
                         size: None,
                         ratio: None,

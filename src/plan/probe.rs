@@ -11,7 +11,7 @@ use crate::error::InputError;
 use crate::release::Sglang;
 use crate::scenario::Scenario;
 use crate::scenario::lines::LineIndex;
-use crate::scenario::load::{load_str_as, set_path, typed_as};
+use crate::scenario::load::{Draft, set_path, typed_as};
 use crate::scenario::resolve::{resolve, resolve_file};
 use crate::startup::{self, Failure, MonteCarlo, Outcome, StartupPlan};
 
@@ -54,7 +54,13 @@ impl Prober {
         seed: Option<u64>,
         runs: u64,
     ) -> Result<Prober, InputError> {
-        let loaded = load_str_as(text, path, sets, sglang)?;
+        Self::from_draft(Draft::read(text, path, sets, sglang)?, seed, runs)
+    }
+
+    /// As [`from_text`](Self::from_text), from a scenario read as far as its release.
+    pub fn from_draft(draft: Draft, seed: Option<u64>, runs: u64) -> Result<Prober, InputError> {
+        let path = draft.source();
+        let loaded = draft.load()?;
         let s = resolve(&loaded)?;
         let mut base =
             serde_json::to_value(&loaded.file).map_err(|e| InputError::new(path, e.to_string()))?;

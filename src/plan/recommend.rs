@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::ReleasePlan;
 use super::ladder::Ladder;
+use crate::release::Sglang;
 use crate::scenario::Scenario;
 
 #[derive(Debug, Clone, Serialize)]
@@ -15,9 +16,9 @@ pub struct Recommendation {
     pub size_gb: Option<u64>,
     pub write_policy: crate::domain::WritePolicy,
     /// Releases (of those planned) on which the size starts with P ≥ target.
-    pub holds_on: Vec<&'static str>,
+    pub holds_on: Vec<Sglang>,
     /// Releases on which it does not, with their own largest size.
-    pub breaks_on: Vec<(&'static str, Option<u64>)>,
+    pub breaks_on: Vec<(Sglang, Option<u64>)>,
     /// The largest size that holds on every planned release (`--sglang all`: a recipe
     /// safe on all of them).
     pub safe_on_all_gb: Option<u64>,

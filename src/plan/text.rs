@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use super::{Plan, ReleasePlan, StartProbe};
+use crate::release::Sglang;
 use crate::units::fmt_gb;
 
 fn gb(x: i128) -> String {
@@ -244,7 +245,7 @@ pub fn render(p: &Plan) -> String {
     }
     let _ = writeln!(out, "Recommendation:\n  {}", r.flags);
     let _ = writeln!(out, "  write policy: {}", r.policy_reason);
-    let _ = writeln!(out, "  holds on: {}", r.holds_on.join(", "));
+    let _ = writeln!(out, "  holds on: {}", Sglang::join(&r.holds_on));
     if !r.breaks_on.is_empty() {
         let b: Vec<String> = r
             .breaks_on

@@ -13,6 +13,7 @@
 //!   `auto-hicache`): named rule sets, some shipped in a release, some proposals that no
 //!   release up to 0.5.23 contains ([`first_shipped`]).
 
+pub mod copy_kernel;
 pub mod diff;
 pub mod log_lines;
 mod rules;
@@ -223,6 +224,15 @@ impl Sglang {
         }
     }
 
+    /// `releases` as the outputs list them: their ids, comma-separated.
+    pub fn join(releases: &[Sglang]) -> String {
+        releases
+            .iter()
+            .map(|v| v.id())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     pub fn is_release(self) -> bool {
         matches!(self, Sglang::Release(_))
     }
@@ -249,14 +259,33 @@ impl Sglang {
     }
 }
 
-impl fmt::Display for Sglang {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.id())
+/// [`Sglang::from_id`] for callers outside the commands and the loader (tests).
+impl std::str::FromStr for Sglang {
+    type Err = UnknownSglang;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::from_id(s)
     }
 }
 
-/// A scenario's `sglang:` key (and every tree typed as a scenario: sweep points, plan
-/// probes): a string that [`Sglang::from_id`] reads, refused with its message.
+/// A release is named by its stable id ([`Sglang::id`]): a row's release compares with
+/// the id a test or a report expects.
+impl PartialEq<&str> for Sglang {
+    fn eq(&self, other: &&str) -> bool {
+        self.id() == *other
+    }
+}
+
+/// The stable id ([`Sglang::id`]), padded as asked (`{:<14}` in tables): how every
+/// output names the release.
+impl fmt::Display for Sglang {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.id())
+    }
+}
+
+/// A scenario's `sglang:` key, read by the loader (`scenario::load::release_value`: the
+/// file's key, a `--set sglang=…`, a sweep's `sglang` axis values): a string that
+/// [`Sglang::from_id`] reads, refused with its message.
 impl<'de> serde::Deserialize<'de> for Sglang {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let id = <String as serde::Deserialize>::deserialize(d)?;
@@ -268,13 +297,6 @@ impl<'de> serde::Deserialize<'de> for Sglang {
 impl Serialize for Sglang {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.id())
-    }
-}
-
-impl std::str::FromStr for Sglang {
-    type Err = UnknownSglang;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::from_id(s)
     }
 }
 

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Release;
+use super::copy_kernel::LoadBackKernel;
 use super::log_lines::{AllocatingLine, HostRegister, LogRules, SmallHostLine};
 use crate::cache::{DeviceEvictAmount, EvictVersion, TreeKind};
 use crate::domain::PrefetchPolicy;
@@ -158,6 +159,13 @@ pub struct ControllerRules {
     /// in one loop (`EvictVersion::V0`).
     #[serde(rename = "evict_v0", serialize_with = "EvictVersion::serialize_is_v0")]
     pub evict_version: EvictVersion,
+    /// The SM copy kernel a `--hicache-io-backend kernel` load-back runs
+    /// ([`super::copy_kernel`]): the register kernel at 2 CTAs (≤ 0.5.20), the TMA
+    /// kernel at 4 CTAs (0.5.21+ `kernels/ops/kvcache/hicache.py:
+    /// use_hicache_tma_kernel`, `SGLANG_HICACHE_TMA_TRANSFER` default on). Not in
+    /// `versions --format json`, whose output is kept as it was.
+    #[serde(skip)]
+    pub load_back_kernel: LoadBackKernel,
 }
 
 /// Which sizing flags exist (`server_args.py`).
@@ -352,6 +360,9 @@ fn r0_5_14() -> ReleaseRules {
             storage_write_gate: StorageWriteGate::EveryBackup,
             device_evict: DeviceEvictAmount::Requested,
             evict_version: EvictVersion::V0,
+            // `kernels/ops/kvcache/hicache.py: DEFAULT_BLOCK_QUOTA = 2` on CUDA; no TMA
+            // kernel (`hicache_tma.cuh` first ships in 0.5.21).
+            load_back_kernel: LoadBackKernel::Register2Cta,
         },
         tree: TreeKind::HiRadix,
         flags: FlagRules {
@@ -528,6 +539,9 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
         sizing: SglangVersion::Pr40135.rules(),
         controller: ControllerRules {
             eviction_choices: EvictionChoices::WithTlru,
+            // `kernels/jit/csrc/kvcacheio/hicache_tma.cuh`, `hicache.py:
+            // use_hicache_tma_kernel` (`TMA_BLOCK_QUOTA = 4`; PR #40278).
+            load_back_kernel: LoadBackKernel::Tma4Cta,
             ..v0_5_20.controller
         },
         flags: FlagRules {

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::plan::Plan;
+use crate::release::Sglang;
 use crate::units::fmt_gb;
 
 fn esc(s: &str) -> String {
@@ -48,7 +49,7 @@ pub fn render(p: &Plan, svg: Option<&str>) -> String {
             "<pre>{}</pre><p>write policy: {}<br>holds on: {}</p>",
             esc(&r.flags),
             esc(&r.policy_reason),
-            esc(&r.holds_on.join(", "))
+            esc(&Sglang::join(&r.holds_on))
         );
         if !r.breaks_on.is_empty() {
             let b: Vec<String> = r
@@ -98,7 +99,7 @@ pub fn render(p: &Plan, svg: Option<&str>) -> String {
             let _ = writeln!(
                 h,
                 "<tr><td class=\"l\">{}</td><td class=\"l bad\" colspan=\"6\">not valid: {}</td></tr>",
-                esc(rel.sglang),
+                esc(rel.sglang.id()),
                 esc(m)
             );
             continue;
@@ -140,7 +141,7 @@ pub fn render(p: &Plan, svg: Option<&str>) -> String {
         let _ = writeln!(
             h,
             "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td></tr>",
-            esc(rel.sglang),
+            esc(rel.sglang.id()),
             size,
             pr,
             margin,
@@ -155,7 +156,7 @@ pub fn render(p: &Plan, svg: Option<&str>) -> String {
             h,
             "<h2>Hit-rate ladder</h2><p>trace <code>{}</code>, {} rules</p><div class=\"wide\"><table><tr><th>--hicache-size</th><th>pool</th><th>device</th><th>host</th><th>storage</th><th>total</th><th>gain / 10 GB</th><th></th></tr>",
             esc(&l.trace),
-            esc(l.sglang)
+            esc(l.sglang.id())
         );
         for x in &l.points {
             let _ = writeln!(

@@ -66,7 +66,7 @@ impl PlanFigure {
         let mut by_value: std::collections::BTreeMap<u64, Vec<&str>> = Default::default();
         for r in p.releases.iter().skip(1) {
             if let Some(f) = &r.size {
-                by_value.entry(f.value).or_default().push(r.sglang);
+                by_value.entry(f.value).or_default().push(r.sglang.id());
             }
         }
         let others = by_value

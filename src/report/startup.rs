@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::domain::Choice;
+use crate::release::Sglang;
 use crate::release::log_lines::{self, RenderContext};
 use crate::scenario::Scenario;
 use crate::startup::{MonteCarlo, Quantiles, RankResult, RunOutcomes, StartupPlan};
@@ -15,7 +16,7 @@ use crate::units::{fmt_gb, secs};
 #[derive(Debug, Clone, Serialize)]
 pub struct StartupReport {
     pub scenario: String,
-    pub sglang: &'static str,
+    pub sglang: Sglang,
     pub sglang_summary: &'static str,
     pub seed: u64,
     pub runs: u64,
@@ -250,7 +251,7 @@ fn rank_out(plan: &StartupPlan, ctx: &RenderContext, r: &RankResult) -> RankOut 
 pub fn build(s: &Scenario, plan: &StartupPlan, mc: &MonteCarlo, seed: u64) -> StartupReport {
     let mut rep = StartupReport {
         scenario: s.name.clone(),
-        sglang: s.version.id(),
+        sglang: s.version,
         sglang_summary: s.version.summary(),
         seed,
         runs: mc.runs,

@@ -12,7 +12,7 @@ use crate::units::fmt_gb;
 /// One row of the table.
 #[derive(Debug, Clone, Serialize)]
 pub struct SglangRow {
-    pub sglang: &'static str,
+    pub sglang: Sglang,
     /// `release` or `what_if`.
     pub kind: &'static str,
     /// The release's build date; for a what-if, the release that first shipped it
@@ -66,7 +66,7 @@ pub fn row(v: Sglang, rep: &StartupReport) -> SglangRow {
         .filter(|r| r.margin_bytes.is_some())
         .min_by_key(|r| r.margin_bytes);
     SglangRow {
-        sglang: v.id(),
+        sglang: v,
         kind: kind(v),
         shipped: shipped(v),
         outcome: worst,
@@ -88,7 +88,7 @@ pub fn row(v: Sglang, rep: &StartupReport) -> SglangRow {
 /// A row for a release that rejects the scenario's flags.
 pub fn invalid_row(v: Sglang, message: String) -> SglangRow {
     SglangRow {
-        sglang: v.id(),
+        sglang: v,
         kind: kind(v),
         shipped: shipped(v),
         outcome: "invalid_args",

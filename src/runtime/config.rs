@@ -226,6 +226,12 @@ pub struct Links {
     /// release). The H2D rate is `min(h2d_bandwidth, this)`. Unset: each rank's H2D
     /// link is the only limit (outputs made before it keep their bytes).
     pub host_read_share: Option<Bandwidth>,
+    /// The SM copy kernel of a `--hicache-io-backend kernel` load-back
+    /// ([`crate::release::copy_kernel::LoadBackKernel`]: `register_2cta` 0.5.14–0.5.20,
+    /// `tma_4cta` 0.5.21+): a load-back takes the longer of its link time and the
+    /// kernel's. Unset (`direct`, or a config built by hand): the link alone (outputs
+    /// made before it keep their bytes).
+    pub load_back_kernel: Option<crate::release::copy_kernel::LoadBackKernel>,
     pub d2h_bandwidth: Bandwidth,
     pub storage_read_bandwidth: Bandwidth,
     pub storage_write_bandwidth: Bandwidth,
@@ -251,6 +257,7 @@ impl Default for Links {
         Self {
             h2d_bandwidth: Bandwidth(55.0 * GB as f64),
             host_read_share: None,
+            load_back_kernel: None,
             d2h_bandwidth: Bandwidth(55.0 * GB as f64),
             storage_read_bandwidth: Bandwidth(10.0 * GB as f64),
             storage_write_bandwidth: Bandwidth(5.0 * GB as f64),
@@ -356,6 +363,8 @@ struct ReplayFields {
     h2d_bandwidth: Bandwidth,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     host_read_share: Option<Bandwidth>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    load_back_kernel: Option<crate::release::copy_kernel::LoadBackKernel>,
     d2h_bandwidth: Bandwidth,
     storage_read_bandwidth: Bandwidth,
     storage_write_bandwidth: Bandwidth,
@@ -439,6 +448,7 @@ impl From<ReplayFields> for ReplayConfig {
             links: Links {
                 h2d_bandwidth: f.h2d_bandwidth,
                 host_read_share: f.host_read_share,
+                load_back_kernel: f.load_back_kernel,
                 d2h_bandwidth: f.d2h_bandwidth,
                 storage_read_bandwidth: f.storage_read_bandwidth,
                 storage_write_bandwidth: f.storage_write_bandwidth,
@@ -501,6 +511,7 @@ impl From<ReplayConfig> for ReplayFields {
             num_layers: capacities.num_layers,
             h2d_bandwidth: links.h2d_bandwidth,
             host_read_share: links.host_read_share,
+            load_back_kernel: links.load_back_kernel,
             d2h_bandwidth: links.d2h_bandwidth,
             storage_read_bandwidth: links.storage_read_bandwidth,
             storage_write_bandwidth: links.storage_write_bandwidth,

@@ -9,7 +9,7 @@ use crate::error::InputError;
 
 /// `cfg` as a value with every key, those left out of the serialized config while
 /// they hold their default (`compute`, `storage_backend`, `storage_latency`,
-/// `decode_timeline`, `host_read_share`: outputs made before them keep their bytes) included: what a
+/// `decode_timeline`, `host_read_share`, `load_back_kernel`: outputs made before them keep their bytes) included: what a
 /// scenario's `runtime.replay` keys and a sweep's `runtime.replay.*` axes are checked
 /// against.
 pub fn full_value(cfg: &ReplayConfig) -> Value {
@@ -20,6 +20,7 @@ pub fn full_value(cfg: &ReplayConfig) -> Value {
     });
     o.entry("storage_backend").or_insert(Value::Null);
     o.entry("host_read_share").or_insert(Value::Null);
+    o.entry("load_back_kernel").or_insert(Value::Null);
     o.entry("storage_latency")
         .or_insert_with(|| Value::from(format!("{}ns", cfg.links.storage_latency.0)));
     o.entry("decode_timeline")

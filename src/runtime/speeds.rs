@@ -36,6 +36,10 @@ pub struct Speeds {
     pub decode: &'static str,
     /// Link bandwidths, GB/s (10^9 B/s), as configured (before `bandwidth_efficiency`).
     pub h2d_gb_s: f64,
+    /// The SM copy kernel of a `kernel`-backend load-back, when one is modelled
+    /// (`load_back_kernel`: `register_2cta`, `tma_4cta`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_back_kernel: Option<&'static str>,
     pub d2h_gb_s: f64,
     /// Fraction of the H2D / D2H bandwidth reached.
     pub bandwidth_efficiency: f64,
@@ -87,6 +91,7 @@ impl Speeds {
                 super::config::DecodeTimeline::Interleaved => "interleaved",
             },
             h2d_gb_s: gb(cfg.links.h2d_bandwidth.0),
+            load_back_kernel: cfg.links.load_back_kernel.map(|k| k.id()),
             d2h_gb_s: gb(cfg.links.d2h_bandwidth.0),
             bandwidth_efficiency: cfg.links.bandwidth_efficiency,
             storage_backend: cfg.links.storage_backend,
@@ -157,12 +162,15 @@ impl Speeds {
             .map(|b| format!(" ({b})"))
             .unwrap_or_default();
         format!(
-            "{compute}; chunk {}; scale {}; load-back {}; decode {}; H2D {} GB/s; D2H {} GB/s; efficiency {}; storage{backend} read {} GB/s write {} GB/s latency {} us",
+            "{compute}; chunk {}; scale {}; load-back {}; decode {}; H2D {} GB/s{}; D2H {} GB/s; efficiency {}; storage{backend} read {} GB/s write {} GB/s latency {} us",
             self.chunked_prefill_size,
             self.compute_scale,
             self.load_back,
             self.decode,
             self.h2d_gb_s,
+            self.load_back_kernel
+                .map(|k| format!(" (kernel {k})"))
+                .unwrap_or_default(),
             self.d2h_gb_s,
             self.bandwidth_efficiency,
             self.storage_read_gb_s,

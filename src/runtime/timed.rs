@@ -582,12 +582,19 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         }
         let c = &self.s.cfg;
         let per_layer_runs = h2d_runs * u64::from(c.capacities.num_layers.max(1));
+        // The link's time, or the SM copy kernel's where it is slower
+        // (`release::copy_kernel`: `--hicache-io-backend kernel`).
         let h2d_time = run_time_ns(
             h2d_bytes,
             per_layer_runs,
             c.load_back_bandwidth(),
             c.links.bandwidth_efficiency,
             c.links.h2d_run_overhead.0,
+        )
+        .max(
+            c.links
+                .load_back_kernel
+                .map_or(0, |k| k.time_ns(h2d_bytes, per_layer_runs)),
         );
         assert_eq!(tokens, shapes.iter().map(|s| s.0).sum::<u64>());
         let forward = self.cost.prefill_ns(&shapes);

@@ -187,6 +187,10 @@ pub struct LaunchArgs {
     /// The scenario file's line of the `--model-path` word, when known (errors about the
     /// model point there).
     pub model_path_line: Option<usize>,
+    /// For each of `fields`, the flag that set it as typed with its value (`--page-size
+    /// 0`) and the scenario file's line of the flag, when known (the provenance map
+    /// names them: `scenario::lines::Origin::LaunchFlag`).
+    pub flag_of: BTreeMap<String, (String, Option<usize>)>,
 }
 
 /// Where the launch text sits in the scenario file, for errors: the line of line 1 of
@@ -273,7 +277,12 @@ pub fn parse_launch_src(
             .field("server.launch")
     };
     let release_flags = release.flags();
-    let Reading { launch, result, .. } = read_text(src, release).map_err(|e| {
+    let Reading {
+        launch,
+        argv,
+        argv_at,
+        result,
+    } = read_text(src, release).map_err(|e| {
         if e.model_path {
             err(Some(e.line), format!("{}; {}", e.message, DESCRIBE_MODEL)).unknown_model()
         } else {
@@ -342,8 +351,39 @@ pub fn parse_launch_src(
         })
         .and_then(|i| launch.lines.get(i).copied())
         .and_then(|l| pos.first_line.map(|f| f + l - 1));
+    // Each given flag as typed with its value, and its line in the scenario file.
+    let flags: Vec<(String, Option<usize>)> = parsed
+        .given
+        .iter()
+        .map(|g| {
+            let value = parsed.values.get(&g.dest);
+            let words = match value {
+                _ if g.typed.contains('=') => 0,
+                Some(Value::Bool(_)) | Some(Value::Null) | None => 0,
+                Some(Value::Array(a)) => a.len(),
+                Some(_) => 1,
+            };
+            let mut flag = g.typed.clone();
+            for w in argv.iter().skip(g.index + 1).take(words) {
+                flag.push(' ');
+                flag.push_str(w);
+            }
+            let line = argv_at
+                .get(g.index)
+                .and_then(|&i| launch.lines.get(i))
+                .and_then(|&l| pos.first_line.map(|f| f + l - 1));
+            (flag, line)
+        })
+        .collect();
     let mut out = to_fields(launch, release, &parsed);
     out.model_path_line = model_line;
+    // The flag behind each field: its own dest, else `--attn-dp-size` (DP attention).
+    for field in out.fields.keys() {
+        let by = |dest: &str| parsed.given.iter().rposition(|g| g.dest == dest);
+        if let Some(i) = by(field).or_else(|| by("attn_dp_size")) {
+            out.flag_of.insert(field.clone(), flags[i].clone());
+        }
+    }
     Ok(out)
 }
 
@@ -353,17 +393,21 @@ pub fn parse_launch_src(
 pub struct Reading {
     pub launch: Launch,
     pub argv: Vec<String>,
+    /// For each word of `argv`, the index of the launch's word it came from (`sglang
+    /// serve` drops `--model-type X` and adds `--model-path` before a positional path).
+    pub argv_at: Vec<usize>,
     pub result: Result<Parsed, crate::flags::ArgError>,
 }
 
 /// Reads `src` as bash, then as SGLang `release`'s parser.
 pub fn read_text(src: &Src, release: Release) -> Result<Reading, super::shell::ShellError> {
     let launch = find_launch(src)?;
-    let argv = serve_argv(&launch, release);
+    let (argv, argv_at) = serve_argv(&launch, release);
     let result = crate::flags::parse(release.flags(), &argv);
     Ok(Reading {
         launch,
         argv,
+        argv_at,
         result,
     })
 }
@@ -371,11 +415,12 @@ pub fn read_text(src: &Src, release: Release) -> Result<Reading, super::shell::S
 /// `sglang serve` hands argv on after taking a leading positional model path (0.5.16–
 /// 0.5.23 `cli/serve.py: _normalize_positional_model_path`) and `--model-type X`
 /// (`_extract_model_type_override`, exact spelling only).
-fn serve_argv(l: &Launch, release: Release) -> Vec<String> {
+fn serve_argv(l: &Launch, release: Release) -> (Vec<String>, Vec<usize>) {
     if !l.serve {
-        return l.argv.clone();
+        return (l.argv.clone(), (0..l.argv.len()).collect());
     }
     let mut out = Vec::new();
+    let mut at = Vec::new();
     let mut i = 0;
     while i < l.argv.len() {
         let a = &l.argv[i];
@@ -388,12 +433,14 @@ fn serve_argv(l: &Launch, release: Release) -> Vec<String> {
             continue;
         }
         out.push(a.clone());
+        at.push(i);
         i += 1;
     }
     if positional_model_path(release) && out.first().is_some_and(|a| !a.starts_with('-')) {
         out.insert(0, "--model-path".into());
+        at.insert(0, at[0]);
     }
-    out
+    (out, at)
 }
 
 /// Releases whose `sglang serve` reads a leading positional model path (0.5.16+).
@@ -419,6 +466,7 @@ fn to_fields(launch: Launch, release: Release, p: &Parsed) -> LaunchArgs {
         given_as: BTreeMap::new(),
         not_modelled: Vec::new(),
         model_path_line: None,
+        flag_of: BTreeMap::new(),
     };
     for g in &p.given {
         let v = p.values.get(&g.dest).cloned().unwrap_or(Value::Null);

@@ -1,10 +1,11 @@
 //! Where a field's value came from: the provenance map of a scenario, built once at load
 //! ([`crate::scenario::load::load_str`]) and carried by the resolved
 //! [`Scenario`](crate::scenario::Scenario). A dotted path → 1-based line index built by a
-//! light scan of block-style YAML, plus the paths a `--set` (or `--sglang`) overrode.
-//! Typed deserialization and the library's [`FieldError`]s report a field path; this
-//! turns it into `file:line` or the flag that gave the value ([`LineIndex::input_error`],
-//! the one place a library error becomes an [`InputError`]). Flow collections (`{a: 1}`,
+//! light scan of block-style YAML, plus the paths whose value came from elsewhere
+//! ([`Origin`]): a `--set`, a flag of the pasted `server.launch` command, a sweep axis
+//! value. Typed deserialization and the library's [`FieldError`]s report a field path;
+//! this turns it into `file:line`, the flag or the axis value that gave the value
+//! ([`LineIndex::error`], the one place a field's error finds its place). Flow collections (`{a: 1}`,
 //! `[1, 2]`) map every inner path to the line they start on, via the longest known prefix.
 
 use std::collections::BTreeMap;
@@ -14,9 +15,41 @@ use crate::error::{FieldError, InputError};
 #[derive(Debug, Clone, Default)]
 pub struct LineIndex {
     lines: BTreeMap<String, usize>,
-    /// Paths whose value came from elsewhere than the file (`--set server.x=1`): an error
-    /// at or below them names that origin, not the file's line of their section.
-    origins: Vec<(String, String)>,
+    /// Paths whose value came from elsewhere than their own line of the file: an error at
+    /// or below them names that origin, not the file's line of their section.
+    origins: Vec<(String, Origin)>,
+}
+
+/// Where a field's value came from, when not from its own key in the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// A command-line override, named as given (`--set server.tp_size=3`); no line.
+    Set(String),
+    /// A flag of the pasted `server.launch` command, as typed with its value
+    /// (`--page-size 0`), and the file's line it is on (`None`: the command is not the
+    /// file's, it is located as `server.launch` is).
+    LaunchFlag { flag: String, line: Option<usize> },
+    /// A value of a sweep axis: the axis (its path), the value as the sweep writes it
+    /// (`0`, `"0.5.19"`), and the file's line of the value.
+    SweepAxis {
+        axis: String,
+        value: String,
+        line: Option<usize>,
+    },
+}
+
+impl Origin {
+    /// What an error message says of a value from here, before its own words (`None`:
+    /// the error's source names it already).
+    fn says(&self) -> Option<String> {
+        match self {
+            Origin::Set(_) => None,
+            Origin::LaunchFlag { flag, .. } => Some(format!("launch command flag `{flag}`")),
+            Origin::SweepAxis { axis, value, .. } => {
+                Some(format!("sweep axis `{axis}` value {value}"))
+            }
+        }
+    }
 }
 
 impl LineIndex {
@@ -81,32 +114,59 @@ impl LineIndex {
         self.lines.remove(path);
     }
 
-    /// Record that `path`'s value came from `origin` (e.g. `--set server.tp_size=3`).
-    pub fn set_origin(&mut self, path: &str, origin: impl Into<String>) {
-        self.origins.push((path.to_string(), origin.into()));
+    /// Record that `path`'s value came from `origin` (a later origin of the same path, or
+    /// of a path above it, wins).
+    pub fn set_origin(&mut self, path: &str, origin: Origin) {
+        self.origins.push((path.to_string(), origin));
     }
 
-    /// Where an error about `field` should point: the origin of the last override at or
-    /// above it (no line), else `source` at the field's line.
-    pub fn locate(&self, source: &str, field: &str) -> (String, Option<usize>) {
+    /// The origin of `field`'s value: the last one recorded at or above it.
+    fn origin(&self, field: &str) -> Option<&Origin> {
         let under = |p: &str| {
             field == p
                 || field
                     .strip_prefix(p)
                     .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('['))
         };
-        match self.origins.iter().rev().find(|(p, _)| under(p)) {
-            Some((_, o)) => (o.clone(), None),
+        self.origins
+            .iter()
+            .rev()
+            .find(|(p, _)| under(p))
+            .map(|(_, o)| o)
+    }
+
+    /// Where an error about `field` should point: the `--set` that gave it (no line), the
+    /// line of the launch flag or sweep axis value that gave it, else `source` at the
+    /// field's line.
+    pub fn locate(&self, source: &str, field: &str) -> (String, Option<usize>) {
+        match self.origin(field) {
+            Some(Origin::Set(o)) => (o.clone(), None),
+            // A launch command given on the command line (`--set server.launch=…`):
+            // named as that `--set`.
+            Some(Origin::LaunchFlag { line: None, .. }) if field != "server.launch" => {
+                self.locate(source, "server.launch")
+            }
+            Some(Origin::LaunchFlag { line, .. } | Origin::SweepAxis { line, .. }) => {
+                (source.to_string(), *line)
+            }
             None => (source.to_string(), self.line_of(field)),
         }
     }
 
-    /// `e` as an input error at its field's origin (see [`locate`](Self::locate)).
+    /// An error about `field` at its origin ([`locate`](Self::locate)); a value from a
+    /// launch flag or a sweep axis is named before `message`.
+    pub fn error(&self, source: &str, field: &str, message: &str) -> InputError {
+        let (src, line) = self.locate(source, field);
+        let message = match self.origin(field).and_then(Origin::says) {
+            Some(from) => format!("{from}: {message}"),
+            None => message.to_string(),
+        };
+        InputError::new(src, message).line_opt(line).field(field)
+    }
+
+    /// `e` as an input error at its field's origin (see [`error`](Self::error)).
     pub fn input_error(&self, source: &str, e: FieldError) -> InputError {
-        let (src, line) = self.locate(source, &e.field);
-        InputError::new(src, e.message)
-            .line_opt(line)
-            .field(e.field)
+        self.error(source, &e.field, &e.message)
     }
 
     /// The line of `path` (`server.hicache_size`, `sweep.axes[2]`), or of its longest

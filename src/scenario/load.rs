@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use serde::Deserialize;
 
 use super::launch::{LaunchArgs, TextPos, parse_launch_src};
-use super::lines::LineIndex;
+use super::lines::{LineIndex, Origin};
 use super::schema::ScenarioFile;
 use super::shell::Src;
 use crate::error::{InputError, nearest};
@@ -70,52 +70,107 @@ pub fn load_str_as(
     sets: &[String],
     sglang: Option<Sglang>,
 ) -> Result<LoadedScenario, InputError> {
-    let mut lines = LineIndex::build(text);
-    let mut value = parse_yaml_value(text, source)?;
-    if !value.is_object() {
-        return Err(InputError::new(
-            source,
-            "a scenario must be a YAML mapping (`node:`, `model:`, `server:` …)",
-        ));
-    }
-    // `--set` (and `--sglang`) first: the release picks the flag table, `--set
-    // server.launch=…` is read like a launch in the file, and an explicit field set on
-    // the command line wins over the launch flag like one in the file.
-    for s in sets {
-        apply_set(&mut value, s)?;
-        if let Some((path, _)) = s.split_once('=') {
-            lines.set_origin(path.trim(), format!("--set {s}"));
+    let draft = Draft::read(text, source, sets, sglang)?;
+    draft.load()
+}
+
+/// A scenario read as far as its release: the value tree with the `--set`s applied, the
+/// provenance map, and the release typed (the one place a scenario's `sglang:` becomes
+/// a [`Sglang`]). [`Draft::load`] goes on to the typed scenario; `check` keeps the
+/// release of a file whose later stages fail ([`Draft::sglang`]).
+#[derive(Debug)]
+pub struct Draft<'a> {
+    text: &'a str,
+    source: &'a str,
+    value: Value,
+    lines: LineIndex,
+    /// `--sglang`, else the tree's `sglang:` (the file's key, a `--set sglang=…`, a
+    /// `# hicache-sim: sglang=…` comment), else [`Sglang::DEFAULT`]; `Err` when that is
+    /// no release (the error at the key's line).
+    pub sglang: Result<Sglang, InputError>,
+}
+
+impl<'a> Draft<'a> {
+    /// Parses `text` and applies `sets`; types the release (under `sglang` when the
+    /// command line gave one).
+    pub fn read(
+        text: &'a str,
+        source: &'a str,
+        sets: &[String],
+        sglang: Option<Sglang>,
+    ) -> Result<Draft<'a>, InputError> {
+        let mut lines = LineIndex::build(text);
+        let mut value = parse_yaml_value(text, source)?;
+        if !value.is_object() {
+            return Err(InputError::new(
+                source,
+                "a scenario must be a YAML mapping (`node:`, `model:`, `server:` …)",
+            ));
         }
-    }
-    // `server.X: null` means unset: the field takes its default (`typed_from_value`) and
-    // counts as not written (a release without the flag does not refuse it). It still
-    // overrides a launch command's flag, as an explicit field does.
-    if let Some(server) = value.get("server").and_then(Value::as_object) {
-        for (k, v) in server {
-            if v.is_null() {
-                lines.forget(&format!("server.{k}"));
+        // `--set` (and `--sglang`) first: the release picks the flag table, `--set
+        // server.launch=…` is read like a launch in the file, and an explicit field set on
+        // the command line wins over the launch flag like one in the file.
+        for s in sets {
+            apply_set(&mut value, s)?;
+            if let Some((path, _)) = s.split_once('=') {
+                lines.set_origin(path.trim(), Origin::Set(format!("--set {s}")));
             }
         }
+        // `server.X: null` means unset: the field takes its default (`typed_as`) and counts
+        // as not written (a release without the flag does not refuse it). It still
+        // overrides a launch command's flag, as an explicit field does.
+        if let Some(server) = value.get("server").and_then(Value::as_object) {
+            for (k, v) in server {
+                if v.is_null() {
+                    lines.forget(&format!("server.{k}"));
+                }
+            }
+        }
+        // The release, typed here once. It picks the launch parser's flag table and the
+        // choices' spellings, and is the typed scenario's.
+        let given = value
+            .as_object_mut()
+            .expect("checked a mapping")
+            .remove("sglang");
+        let sglang = match sglang {
+            Some(v) => Ok(v),
+            None => release_value(given.as_ref())
+                .map_err(|m| field_error(source, &lines, "sglang", &m.to_string())),
+        };
+        Ok(Draft {
+            text,
+            source,
+            value,
+            lines,
+            sglang,
+        })
     }
-    // The release, typed here once: `--sglang`, else the tree's `sglang:` (the file's
-    // key, a `--set sglang=…`, a `# hicache-sim: sglang=…` comment). It picks the launch
-    // parser's flag table and the choices' spellings, and is the typed scenario's.
-    let root = value.as_object_mut().expect("checked a mapping");
-    let given = root.remove("sglang");
-    let version = match sglang {
-        Some(v) => v,
-        None => sglang_of(given.as_ref())
-            .map_err(|m| field_error(source, &lines, "sglang", &m.to_string()))?,
-    };
-    let launch = merge_launch(&mut value, version, text, source, &lines)?;
-    let file = typed_as(value, version, source, &lines)?;
-    Ok(LoadedScenario {
-        source: source.to_string(),
-        lines,
-        file,
-        not_modelled_flags: launch.as_ref().map(|l| l.notes.clone()).unwrap_or_default(),
-        launch,
-    })
+
+    /// The scenario's name in errors.
+    pub fn source(&self) -> &'a str {
+        self.source
+    }
+
+    /// The typed scenario: `server.launch` merged in, every field typed.
+    pub fn load(self) -> Result<LoadedScenario, InputError> {
+        let Draft {
+            text,
+            source,
+            mut value,
+            mut lines,
+            sglang,
+        } = self;
+        let version = sglang?;
+        let launch = merge_launch(&mut value, version, text, source, &mut lines)?;
+        let file = typed_as(value, version, source, &lines)?;
+        Ok(LoadedScenario {
+            source: source.to_string(),
+            lines,
+            file,
+            not_modelled_flags: launch.as_ref().map(|l| l.notes.clone()).unwrap_or_default(),
+            launch,
+        })
+    }
 }
 
 /// The launch text as the lexer should see it: a block scalar (`|`, `>-`, …) or a plain
@@ -216,7 +271,7 @@ fn merge_launch(
     sglang: Sglang,
     text: &str,
     source: &str,
-    lines: &LineIndex,
+    lines: &mut LineIndex,
 ) -> Result<Option<LaunchArgs>, InputError> {
     // The preset `model:` names (a bare name or `{preset: …}`), if any.
     let model_name: Option<String> = match value.get("model") {
@@ -313,6 +368,18 @@ fn merge_launch(
             )),
             Some(_) => {}
             None => {
+                // The provenance map names the flag (and its line, when the command is
+                // the file's own: a `--set server.launch=…` has none).
+                if let Some((flag, line)) = parsed.flag_of.get(&k) {
+                    let in_file = lines.locate(source, "server.launch").0 == source;
+                    lines.set_origin(
+                        &format!("server.{k}"),
+                        Origin::LaunchFlag {
+                            flag: flag.clone(),
+                            line: line.filter(|_| in_file),
+                        },
+                    );
+                }
                 server.insert(k, v);
             }
         }
@@ -414,19 +481,10 @@ fn unset_nulls(value: &mut Value) -> Vec<String> {
     nulls
 }
 
-/// Deserializes the typed scenario; errors name the field path and its line. A null
-/// `server:` field is unset (its default), as in a file, for sweep points too.
-pub fn typed_from_value(
-    mut value: Value,
-    source: &str,
-    lines: &LineIndex,
-) -> Result<ScenarioFile, InputError> {
-    unset_nulls(&mut value);
-    typed(&value, None, source, lines)
-}
-
-/// As [`typed_from_value`], for a tree whose release is typed already (`sglang`): the
-/// tree's own `sglang:`, if any, is not read.
+/// The typed scenario of a tree under `sglang` (the release the loader typed: a point
+/// of a sweep, a plan's probe); the tree's own `sglang:`, if any, is not read. A null
+/// `server:` field is unset (its default), as in a file. Errors name the field path and
+/// its origin.
 pub fn typed_as(
     mut value: Value,
     sglang: Sglang,
@@ -437,78 +495,60 @@ pub fn typed_as(
     if let Some(o) = value.as_object_mut() {
         o.remove("sglang");
     }
-    let mut file = typed(&value, Some(sglang), source, lines)?;
-    file.sglang = sglang;
-    Ok(file)
+    typed(&value, sglang, source, lines)
 }
 
-/// As [`typed_from_value`], reading the tree in place (no copy): the sweep checks every
-/// point this way.
-pub fn typed_from_ref(
+/// As [`typed_as`], reading the tree in place (no copy): the sweep checks every point
+/// this way. The tree holds no `sglang:` (the release is `sglang`, typed once).
+pub fn typed_ref_as(
     value: &Value,
+    sglang: Sglang,
     source: &str,
     lines: &LineIndex,
 ) -> Result<ScenarioFile, InputError> {
-    if value
-        .get("server")
-        .and_then(Value::as_object)
-        .is_some_and(|m| m.values().any(Value::is_null))
+    if value.get("sglang").is_some()
+        || value
+            .get("server")
+            .and_then(Value::as_object)
+            .is_some_and(|m| m.values().any(Value::is_null))
     {
-        return typed_from_value(value.clone(), source, lines);
+        return typed_as(value.clone(), sglang, source, lines);
     }
-    typed(value, None, source, lines)
+    typed(value, sglang, source, lines)
 }
 
-/// The typed scenario of a tree without null `server:` fields, under `sglang` when the
-/// loader has typed it already (else the tree's own `sglang:`). A choice whose spellings
-/// depend on the release (`release::choice_refusal`) is refused with the release's own
-/// list.
+/// The typed scenario of a tree without `sglang:` and null `server:` fields, under
+/// `sglang`. A choice whose spellings depend on the release (`release::choice_refusal`)
+/// is refused with the release's own list.
 fn typed(
     value: &Value,
-    sglang: Option<Sglang>,
+    sglang: Sglang,
     source: &str,
     lines: &LineIndex,
 ) -> Result<ScenarioFile, InputError> {
-    serde_path_to_error::deserialize::<_, ScenarioFile>(value).map_err(|e| {
+    let mut file = serde_path_to_error::deserialize::<_, ScenarioFile>(value).map_err(|e| {
         let path = clean_path(&e.path().to_string());
         let inner = e.into_inner().to_string();
         let by_release = value
             .pointer(&format!("/{}", path.replace('.', "/")))
             .and_then(Value::as_str)
-            .and_then(|given| release_refusal(value, sglang, &path, given));
-        match by_release {
-            Some(Ok(msg)) => field_error(source, lines, &path, &msg),
-            Some(Err(m)) => field_error(source, lines, "sglang", &m.to_string()),
-            None => field_error(source, lines, &path, &inner),
-        }
-    })
-}
-
-/// The release's refusal of `given` at `path`, when the field's choices depend on the
-/// release (`sglang`, else the tree's own); an unknown `sglang:` (`Err`, its message) is
-/// reported first.
-fn release_refusal(
-    value: &Value,
-    sglang: Option<Sglang>,
-    path: &str,
-    given: &str,
-) -> Option<Result<String, serde_json::Error>> {
-    if !crate::release::RELEASE_CHOICE_FIELDS.contains(&path) {
-        return None;
-    }
-    let sglang = match sglang {
-        Some(v) => v,
-        None => match sglang_of(value.get("sglang")) {
-            Ok(v) => v,
-            Err(e) => return Some(Err(e)),
-        },
-    };
-    crate::release::choice_refusal(sglang, path, given).map(Ok)
+            .filter(|_| crate::release::RELEASE_CHOICE_FIELDS.contains(&path.as_str()))
+            .and_then(|given| crate::release::choice_refusal(sglang, &path, given));
+        field_error(
+            source,
+            lines,
+            &path,
+            by_release.as_deref().unwrap_or(&inner),
+        )
+    })?;
+    file.sglang = sglang;
+    Ok(file)
 }
 
 /// A tree's `sglang:` typed: absent is [`Sglang::DEFAULT`]; an unknown id or a value that
-/// is not a string is refused (the message of the field's error).
-fn sglang_of(given: Option<&Value>) -> Result<Sglang, serde_json::Error> {
+/// is not a string is refused (the message of the field's error). The one place a
+/// scenario's release is read from text (its file, a `--set`, a sweep axis value).
+pub fn release_value(given: Option<&Value>) -> Result<Sglang, serde_json::Error> {
     match given {
         None => Ok(Sglang::DEFAULT),
         Some(v) => Sglang::deserialize(v),
@@ -546,22 +586,21 @@ pub fn field_error(source: &str, lines: &LineIndex, path: &str, inner: &str) -> 
     } else {
         inner.to_string()
     };
-    let field = if path.is_empty() || path == "." {
-        None
+    let mut err = if path.is_empty() || path == "." {
+        InputError::new(source, msg)
     } else {
-        Some(path.to_string())
-    };
-    let (src, mut line) = match field.as_deref() {
-        Some(p) => lines.locate(source, p),
-        None => (source.to_string(), None),
+        lines.error(source, path, &msg)
     };
     // A missing key has no line of its own: point at the mapping that lacks it (the
     // file's first line for a top-level key).
-    if line.is_none() && src == source && inner.starts_with("missing field") {
-        line = Some(field.as_deref().and_then(|p| lines.line_of(p)).unwrap_or(1));
+    if err.line.is_none() && err.source == source && inner.starts_with("missing field") {
+        err.line = Some(
+            err.field
+                .as_deref()
+                .and_then(|p| lines.line_of(p))
+                .unwrap_or(1),
+        );
     }
-    let mut err = InputError::new(src, msg).line_opt(line);
-    err.field = field;
     err
 }
 

@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use super::lines::LineIndex;
 use super::load::{LoadedScenario, field_error};
 use super::schema::{MemorySpec, ScenarioFile, StartupSpec};
 use crate::domain::ServerArgs;
@@ -136,16 +137,82 @@ fn check_runtime(rt: &super::RuntimeSection) -> Result<(), FieldError> {
     Ok(())
 }
 
-/// Resolves a typed scenario file (also used for sweep points).
+/// Resolves a typed scenario file (also used for sweep points): node, model, the
+/// server arguments under the release's rules, the parallel layout, the start-up and
+/// memory figures, HiCache's pool arguments, the runtime section; each checked in that
+/// order, the first error returned.
 pub fn resolve_file(
     f: &ScenarioFile,
     source: &str,
-    lines: &super::lines::LineIndex,
+    lines: &LineIndex,
     not_modelled: &[String],
 ) -> Result<Scenario, InputError> {
     let at = |field: &str, msg: String| lines.input_error(source, FieldError::new(field, msg));
     let version = f.sglang;
+    let (node_name, node) = resolve_node(f, source, lines, &at)?;
+    let ResolvedParts {
+        resolved,
+        model_name,
+        model,
+        quant_note,
+    } = resolve_model(f, source, lines, &at)?;
+    let (server, release_notes, kv_dtype) =
+        check_server(f, lines, &node, &resolved, &model_name, &model, &at)?;
+    let s = &server;
+    let layout = parallel_layout(s, &node_name, &node, &at)?;
+    check_startup(f, layout.world_size(), &node, &at)?;
+    // Already phrased by the launch parser (warnings for unmodelled memory flags,
+    // explicit fields overriding launch flags, HiCache flags without HiCache).
+    let mut notes: Vec<String> = not_modelled.to_vec();
+    notes.extend(resolved.note.clone());
+    notes.extend(quant_note);
+    notes.extend(release_notes);
+    // Issue 11: which MTP draft the host pools carry (`crate::model::mtp_draft`).
+    if let (_, Some(n)) = crate::model::mtp_draft(s, &model) {
+        notes.push(n);
+    }
+    if s.hicache_enabled() || version == Sglang::WhatIf(SglangVersion::AutoHicache) {
+        notes.extend(hicache_args_note(s, &at)?);
+    }
+    let runtime = resolve_runtime(f, source, lines, &at)?;
+    Ok(Scenario {
+        source: source.to_string(),
+        name: if f.name.is_empty() {
+            source.to_string()
+        } else {
+            f.name.clone()
+        },
+        version,
+        seed: f.seed,
+        runs: f.runs,
+        node_name,
+        node,
+        model_name,
+        model,
+        resolved_model: resolved,
+        kv_dtype,
+        server: s.clone(),
+        layout,
+        memory: f.memory.clone(),
+        startup: f.startup.clone(),
+        runtime,
+        sweep: f.sweep.clone(),
+        notes,
+        launch: None,
+        provenance: lines.clone(),
+    })
+}
 
+/// Where a field's error is reported: the scenario's file and the field's line.
+type At<'a> = &'a dyn Fn(&str, String) -> InputError;
+
+/// `node:`: a node preset, overridden field by field.
+fn resolve_node(
+    f: &ScenarioFile,
+    source: &str,
+    lines: &LineIndex,
+    at: At,
+) -> Result<(String, NodePreset), InputError> {
     let (node_name, node_over) = f.node.split();
     let node_name =
         node_name.ok_or_else(|| at("node", "expected `preset:` naming a node preset".into()))?;
@@ -160,9 +227,28 @@ pub fn resolve_file(
         )
     })?;
     let node: NodePreset = override_preset(node_base, &node_over, "node", source, lines)?;
+    Ok((node_name, node))
+}
 
-    // The model (`crate::model::resolve`): `model:` (a preset, a catalogue model, or
-    // `{config: FILE}`) and the launch command's `--model-path`.
+/// The model as [`resolve_model`] finds it.
+struct ResolvedParts {
+    resolved: crate::model::ResolvedModel,
+    model_name: String,
+    /// The preset (or the config's), overridden field by field.
+    model: ModelPreset,
+    /// The checkpoint format a `--model-path` names, when it changes or misses the
+    /// preset's.
+    quant_note: Option<String>,
+}
+
+/// The model (`crate::model::resolve`): `model:` (a preset, a catalogue model, or
+/// `{config: FILE}`) and the launch command's `--model-path`.
+fn resolve_model(
+    f: &ScenarioFile,
+    source: &str,
+    lines: &LineIndex,
+    at: At,
+) -> Result<ResolvedParts, InputError> {
     let (model_ref_name, mut model_over) = match &f.model {
         Some(r) => r.split(),
         None => (None, BTreeMap::new()),
@@ -229,8 +315,27 @@ pub fn resolve_file(
             ));
         }
     }
+    Ok(ResolvedParts {
+        resolved,
+        model_name,
+        model,
+        quant_note,
+    })
+}
 
-    // The release's flags, choices and coercions (`release::check_server`).
+/// The server arguments under the release's flags, choices and coercions
+/// (`release::check_server`: SGLang's own checks), their notes, and the KV dtype they
+/// give on this node's GPU for this model.
+fn check_server(
+    f: &ScenarioFile,
+    lines: &LineIndex,
+    node: &NodePreset,
+    resolved: &crate::model::ResolvedModel,
+    model_name: &str,
+    model: &ModelPreset,
+    at: At,
+) -> Result<(ServerArgs, Vec<String>, KvDtype), InputError> {
+    let version = f.sglang;
     let mut server = f.server.clone();
     // Written in the file (its own line, not the `server:` fallback), or not the default.
     let fraction_line = lines.line_of("server.hicache_host_memory_fraction");
@@ -272,7 +377,16 @@ pub fn resolve_file(
         .attention
         .check_dtype(kv_dtype)
         .map_err(|m| at("server.kv_cache_dtype", m.to_string()))?;
+    Ok((server, release_notes, kv_dtype))
+}
 
+/// The parallel layout the server arguments give, checked against the node.
+fn parallel_layout(
+    s: &ServerArgs,
+    node_name: &str,
+    node: &NodePreset,
+    at: At,
+) -> Result<ParallelLayout, InputError> {
     for (field, v) in [
         ("server.tp_size", s.tp_size),
         ("server.pp_size", s.pp_size),
@@ -363,6 +477,16 @@ pub fn resolve_file(
             ),
         ));
     }
+    Ok(layout)
+}
+
+/// Monte Carlo runs, the start-up's arrival and pinning, and the host's memory figures.
+fn check_startup(
+    f: &ScenarioFile,
+    world: u64,
+    node: &NodePreset,
+    at: At,
+) -> Result<(), InputError> {
     if f.runs == 0 || f.runs > MAX_RUNS {
         return Err(at(
             "runs",
@@ -403,16 +527,6 @@ pub fn resolve_file(
             "host_other_used + host_other_page_cache is larger than the host's memory".into(),
         ));
     }
-    // Already phrased by the launch parser (warnings for unmodelled memory flags,
-    // explicit fields overriding launch flags, HiCache flags without HiCache).
-    let mut notes: Vec<String> = not_modelled.to_vec();
-    notes.extend(resolved.note.clone());
-    notes.extend(quant_note);
-    notes.extend(release_notes);
-    // Issue 11: which MTP draft the host pools carry (`crate::model::mtp_draft`).
-    if let (_, Some(n)) = crate::model::mtp_draft(s, &model) {
-        notes.push(n);
-    }
     if let Some(p) = &f.startup.pin.steps
         && !(1..=MAX_PIN_STEPS).contains(p)
     {
@@ -423,21 +537,32 @@ pub fn resolve_file(
             ),
         ));
     }
-    if s.hicache_enabled() || version == Sglang::WhatIf(SglangVersion::AutoHicache) {
-        let r = crate::sizing::resolve_hicache_args(&crate::sizing::HicacheArgs::of(s)).map_err(
-            |e| {
-                let field = if e.0.contains("fraction") {
-                    "server.hicache_host_memory_fraction"
-                } else {
-                    "server"
-                };
-                // `hicache_hook.py`'s ValueError: SGLang refuses the arguments.
-                at(field, e.0).sglang_refuses()
-            },
-        )?;
-        notes.extend(r.fraction_note);
-    }
+    Ok(())
+}
 
+/// HiCache's pool arguments as the release resolves them (`hicache_hook.py`'s
+/// ValueError: SGLang refuses the arguments), and the note on an ignored fraction.
+fn hicache_args_note(s: &ServerArgs, at: At) -> Result<Option<String>, InputError> {
+    let r =
+        crate::sizing::resolve_hicache_args(&crate::sizing::HicacheArgs::of(s)).map_err(|e| {
+            let field = if e.0.contains("fraction") {
+                "server.hicache_host_memory_fraction"
+            } else {
+                "server"
+            };
+            at(field, e.0).sglang_refuses()
+        })?;
+    Ok(r.fraction_note)
+}
+
+/// The `runtime:` section, typed and checked where it is written; its trace relative to
+/// the scenario.
+fn resolve_runtime(
+    f: &ScenarioFile,
+    source: &str,
+    lines: &LineIndex,
+    at: At,
+) -> Result<Option<super::RuntimeSection>, InputError> {
     let runtime = match &f.runtime {
         None => None,
         Some(v) => Some(
@@ -466,32 +591,7 @@ pub fn resolve_file(
         rt.trace = rt.trace.map(|t| resolve_relative(&t, source));
         rt
     });
-    Ok(Scenario {
-        source: source.to_string(),
-        name: if f.name.is_empty() {
-            source.to_string()
-        } else {
-            f.name.clone()
-        },
-        version,
-        seed: f.seed,
-        runs: f.runs,
-        node_name,
-        node,
-        model_name,
-        model,
-        resolved_model: resolved,
-        kv_dtype,
-        server: s.clone(),
-        layout,
-        memory: f.memory.clone(),
-        startup: f.startup.clone(),
-        runtime,
-        sweep: f.sweep.clone(),
-        notes,
-        launch: None,
-        provenance: lines.clone(),
-    })
+    Ok(runtime)
 }
 
 fn unknown_preset<'a>(
@@ -526,10 +626,7 @@ pub fn override_preset<T: Serialize + DeserializeOwned>(
             let hint = nearest(k, obj.keys().map(String::as_str).chain(["preset"]))
                 .map(|n| format!(" (did you mean `{n}`?)"))
                 .unwrap_or_default();
-            let (src, line) = lines.locate(source, &path);
-            return Err(InputError::new(src, format!("unknown key `{k}`{hint}"))
-                .line_opt(line)
-                .field(path));
+            return Err(lines.error(source, &path, &format!("unknown key `{k}`{hint}")));
         }
         obj.insert(k.clone(), val.clone());
     }

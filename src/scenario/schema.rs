@@ -302,8 +302,10 @@ pub struct ScenarioFile {
     pub name: String,
     #[serde(default)]
     pub description: String,
-    /// SGLang sizing rules (`hicache-sim versions`), typed at the loader.
-    #[serde(default = "default_sglang")]
+    /// SGLang sizing rules (`hicache-sim versions`). Typed at the loader, once
+    /// (`load::release_value`): a tree's `sglang:` is never read here (the tree handed to
+    /// the typed scenario has none); written back out as its id.
+    #[serde(skip_deserializing, default = "default_sglang")]
     pub sglang: Sglang,
     #[serde(default)]
     pub seed: u64,

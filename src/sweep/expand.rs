@@ -373,9 +373,10 @@ fn apply_in_place(v: &mut Value, point: &Point) {
 pub const FULL_CHECK_POINTS: usize = 100_000;
 
 /// Run `validate` (e.g. the scenario's typed conversion and SGLang's own argument checks)
-/// on every point before any work starts; the first failure (by point index) comes back
-/// naming the point's values, so an invalid combination is refused as SGLang would
-/// refuse it.
+/// on every point (its tree and the point) before any work starts; the first failure (by
+/// point index) comes back naming the point's values, so an invalid combination is
+/// refused as SGLang would refuse it. A failure that is an [`InputError`] is located
+/// already (the axis value that caused it) and comes back as it is.
 ///
 /// Fast enough for 10^6 points: each thread patches the axis values into its own copy of
 /// the base in place (no clone of the scenario per point), and the points are split
@@ -384,7 +385,7 @@ pub fn check_points(
     spec: &SweepSpec,
     base: &Value,
     points: &[Point],
-    validate: &(dyn Fn(&Value) -> Result<(), super::PointError> + Sync),
+    validate: &(dyn Fn(&Value, &Point) -> Result<(), super::PointError> + Sync),
 ) -> Result<(), InputError> {
     use rayon::prelude::*;
     let mut firsts: Vec<&Point> = points.iter().filter(|p| p.replica == 0).collect();
@@ -412,7 +413,7 @@ pub fn check_points(
             let mut v = base.clone();
             for p in ps {
                 apply_in_place(&mut v, p);
-                if let Err(m) = validate(&v) {
+                if let Err(m) = validate(&v, p) {
                     return Some((p.index, m));
                 }
             }
@@ -422,12 +423,21 @@ pub fn check_points(
     if let Some((i, m)) = first_bad {
         let p = &points[i];
         let desc: Vec<String> = p.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        return Err(InputError::new(
-            spec.source.clone(),
-            format!("invalid combination {}: {m}", desc.join(", ")),
-        )
-        .line_opt((spec.line > 0).then_some(spec.line))
-        .field("sweep"));
+        return Err(match m.downcast::<InputError>() {
+            // Located already (at the axis value that gave the field): the combination
+            // is said after it when other axes are part of it.
+            Ok(e) if p.values.len() > 1 => InputError {
+                message: format!("{} (invalid combination {})", e.message, desc.join(", ")),
+                ..*e
+            },
+            Ok(e) => *e,
+            Err(m) => InputError::new(
+                spec.source.clone(),
+                format!("invalid combination {}: {m}", desc.join(", ")),
+            )
+            .line_opt((spec.line > 0).then_some(spec.line))
+            .field("sweep"),
+        });
     }
     Ok(())
 }

@@ -10,45 +10,32 @@ use std::process::{Command, Output, Stdio};
 use proptest::prelude::*;
 
 use super::support::BIN;
+use super::support::{gb300_host, gb300_jitter, gb300_server};
 
 /// Address-space limit of a fuzzed run (2 GiB): a runaway allocation aborts it, and the
 /// test sees the abort.
 const MEMORY_LIMIT_KIB: u64 = 2 << 20;
 
-const SCENARIO: &str = "\
+const SCENARIO: &str = concat!(
+    "\
 name: fuzz
 sglang: page-cache-credit
 seed: 2
 runs: 4
-node: gb300
-model: glm-5.2
-server:
-  tp_size: 4
-  page_size: 64
-  kv_cache_dtype: fp8_e4m3
-  mem_fraction_static: 0.85
-  enable_hierarchical_cache: true
-  hicache_write_policy: write_through
-  hicache_ratio: 1.2
-memory:
-  host_other_used: 10GB
-  cgroup:
-    version: v2
-    max: 900GB
-startup:
-  process_memory: 15GB
-  weight_load:
-    bytes_per_node: 420GB
-    read_bandwidth: 15GB/s
-  arrival:
-    jitter: {dist: log_normal, median: 1s, sigma: 1.5}
-  post_load: 5s
+",
+    gb300_server!(),
+    "  hicache_write_policy: write_through\n  hicache_ratio: 1.2\n",
+    gb300_host!(),
+    gb300_jitter!(),
+    "  post_load: 5s\n",
+    "\
 runtime:
   trace: t.jsonl
   trace_format: mooncake
   replay:
     timing: off
-";
+"
+);
 
 const TRACE: &str = "\
 {\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 10, \"hash_ids\": [1, 2]}

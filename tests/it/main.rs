@@ -27,6 +27,7 @@ mod policy_sim_props;
 mod policy_sim_synthetic;
 mod pools;
 mod prefetch_controller;
+mod provenance;
 mod recipes;
 mod releases;
 mod reliability;

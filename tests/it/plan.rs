@@ -425,7 +425,10 @@ fn all_releases_probe_the_recommended_size() {
     assert_eq!(at.outcome, "failed");
     assert!(v14.size.as_ref().unwrap().value > 139);
     assert_eq!(r.breaks_on[0].0, "0.5.14");
-    assert_eq!(r.breaks_on[1], ("0.5.21", Some(56)));
+    assert_eq!(
+        (r.breaks_on[1].0.id(), r.breaks_on[1].1),
+        ("0.5.21", Some(56))
+    );
     assert_eq!(r.safe_on_all_gb, None);
     // The same plan on one thread.
     assert_eq!(

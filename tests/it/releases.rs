@@ -3,6 +3,7 @@
 //! them, `--sglang all`, `versions`, and the two defects (0.5.14's assertion, the
 //! fraction flag before 0.5.21).
 
+use super::support::{gb300_host, gb300_server};
 use crate::support::{sim, succeeded};
 use hicache_sim::hardware::*;
 use hicache_sim::sizing::{HeadroomVariant as HV, cgroup_memory_headroom};
@@ -400,34 +401,22 @@ fn sglang_is_a_sweep_axis_labelled_in_the_plots() {
     let scen = dir.path().join("s.yaml");
     std::fs::write(
         &scen,
-        "\
+        concat!(
+            "\
 name: sweep-sglang
 seed: 2
 runs: 20
-node: gb300
-model: glm-5.2
-server:
-  tp_size: 4
-  page_size: 64
-  kv_cache_dtype: fp8_e4m3
-  mem_fraction_static: 0.85
-  enable_hierarchical_cache: true
-memory:
-  host_other_used: 10GB
-  cgroup:
-    version: v2
-    max: 900GB
-startup:
-  process_memory: 15GB
-  weight_load:
-    bytes_per_node: 420GB
-    read_bandwidth: 15GB/s
-  post_load: 5s
+",
+            gb300_server!(),
+            gb300_host!(),
+            "  post_load: 5s\n",
+            "\
 sweep:
   axes:
     server.hicache_size: [60, 100, 135]
     sglang: ['0.5.21', '0.5.23', page-cache-credit]
-",
+"
+        ),
     )
     .unwrap();
     let out = dir.path().join("out");

@@ -14,36 +14,19 @@ use serde_json::{Map, Value};
 use super::support::{code, stderr, stdout};
 
 use super::support::BIN;
+use super::support::gb300_tray;
 
 /// The GB300 GLM-5.2 tray of the quickstart, closed-loop clients instead of a trace,
 /// fixed speeds (20 000 / 50 tok/s), and a 512-page (32 768-token) device pool.
-const BENCH_SCENARIO: &str = "\
+const BENCH_SCENARIO: &str = concat!(
+    "\
 name: bench
 sglang: page-cache-credit
 seed: 2
 runs: 5
-node: gb300
-model: glm-5.2
-server:
-  tp_size: 4
-  page_size: 64
-  kv_cache_dtype: fp8_e4m3
-  mem_fraction_static: 0.85
-  enable_hierarchical_cache: true
-  hicache_write_policy: write_through
-memory:
-  host_other_used: 10GB
-  cgroup:
-    version: v2
-    max: 900GB
-startup:
-  process_memory: 15GB
-  weight_load:
-    bytes_per_node: 420GB
-    read_bandwidth: 15GB/s
-  arrival:
-    jitter: {dist: log_normal, median: 1s, sigma: 1.5}
-  post_load: 5s
+",
+    gb300_tray!(),
+    "\
 runtime:
   bench:
     clients: 8
@@ -54,7 +37,8 @@ runtime:
   replay:
     timing: on
     l1_pages: 512
-";
+"
+);
 
 fn cfg_fixed() -> ReplayConfig {
     ReplayConfig {

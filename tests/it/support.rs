@@ -1,6 +1,6 @@
-//! What several test modules share: the binary under test, the small GB300 sweep
-//! scenario with its trace beside it, reading and checking a finished process's output,
-//! and the header line of the golden files.
+//! What several test modules share: the binary under test, the GB300 tray's scenario
+//! head, the small GB300 sweep scenario with its trace beside it, reading and checking a
+//! finished process's output, and the header line of the golden files.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,13 +29,15 @@ pub fn repo(p: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
 }
 
-/// GB300, page-cache-credit, a 2 × 2 sweep (fraction × ratio) over `trace.jsonl` beside
-/// it: the scenario `reliability` and `hostile` mutate, one case per test.
-pub const SWEEP_SCENARIO: &str = "\
-name: gb300-sweep
-sglang: page-cache-credit
-seed: 2
-runs: 20
+/// The GB300 GLM-5.2 tray the CLI tests run (TP 4, fp8 KV, HiCache on), in three parts
+/// that the scenarios put together: [`gb300_server!`] (node, model, `server:` up to
+/// HiCache on), [`gb300_host!`] (`memory:` and `startup:` up to the weight load) and
+/// [`gb300_jitter!`] (the arrival jitter); [`gb300_tray!`] is the whole head with the
+/// write-through policy and the jitter. Macros, so that a `const` scenario (`concat!`)
+/// and a `format!` one share the same text.
+macro_rules! gb300_server {
+    () => {
+        "\
 node: gb300
 model: glm-5.2
 server:
@@ -44,7 +46,15 @@ server:
   kv_cache_dtype: fp8_e4m3
   mem_fraction_static: 0.85
   enable_hierarchical_cache: true
-  hicache_write_policy: write_through
+"
+    };
+}
+pub(crate) use gb300_server;
+
+/// See [`gb300_server!`].
+macro_rules! gb300_host {
+    () => {
+        "\
 memory:
   host_other_used: 10GB
   cgroup:
@@ -55,9 +65,44 @@ startup:
   weight_load:
     bytes_per_node: 420GB
     read_bandwidth: 15GB/s
-  arrival:
-    jitter: {dist: log_normal, median: 1s, sigma: 1.5}
-  post_load: 5s
+"
+    };
+}
+pub(crate) use gb300_host;
+
+/// See [`gb300_server!`] (braces: not for a `format!` string).
+macro_rules! gb300_jitter {
+    () => {
+        "  arrival:\n    jitter: {dist: log_normal, median: 1s, sigma: 1.5}\n"
+    };
+}
+pub(crate) use gb300_jitter;
+
+/// See [`gb300_server!`]: everything from `node:` to `startup.post_load`.
+macro_rules! gb300_tray {
+    () => {
+        concat!(
+            $crate::support::gb300_server!(),
+            "  hicache_write_policy: write_through\n",
+            $crate::support::gb300_host!(),
+            $crate::support::gb300_jitter!(),
+            "  post_load: 5s\n"
+        )
+    };
+}
+pub(crate) use gb300_tray;
+
+/// GB300, page-cache-credit, a 2 × 2 sweep (fraction × ratio) over `trace.jsonl` beside
+/// it: the scenario `reliability` and `hostile` mutate, one case per test.
+pub const SWEEP_SCENARIO: &str = concat!(
+    "\
+name: gb300-sweep
+sglang: page-cache-credit
+seed: 2
+runs: 20
+",
+    gb300_tray!(),
+    "\
 runtime:
   trace: trace.jsonl
   trace_format: mooncake
@@ -67,7 +112,8 @@ sweep:
   axes:
     server.hicache_host_memory_fraction: [0.5, 1.0]
     server.hicache_ratio: [null, 2.0]
-";
+"
+);
 
 /// A temp folder with `trace.jsonl`: the first 300 requests of the bundled synthetic trace.
 pub fn trace_workdir() -> tempfile::TempDir {

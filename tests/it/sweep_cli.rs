@@ -8,42 +8,26 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use super::support::BIN;
+use super::support::gb300_tray;
 
 /// GB300 tray, GLM-5.2, page-cache-credit rules; start-up only (no runtime), 10 × 4 × 10
 /// = 400 points of 200 Monte Carlo runs each (about a second).
-const SCENARIO: &str = "\
+const SCENARIO: &str = concat!(
+    "\
 name: sweep-cli-test
 sglang: page-cache-credit
 seed: 2
 runs: 200
-node: gb300
-model: glm-5.2
-server:
-  tp_size: 4
-  page_size: 64
-  kv_cache_dtype: fp8_e4m3
-  mem_fraction_static: 0.85
-  enable_hierarchical_cache: true
-  hicache_write_policy: write_through
-memory:
-  host_other_used: 10GB
-  cgroup:
-    version: v2
-    max: 900GB
-startup:
-  process_memory: 15GB
-  weight_load:
-    bytes_per_node: 420GB
-    read_bandwidth: 15GB/s
-  arrival:
-    jitter: {dist: log_normal, median: 1s, sigma: 1.5}
-  post_load: 5s
+",
+    gb300_tray!(),
+    "\
 sweep:
   axes:
     server.hicache_host_memory_fraction: [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
     server.hicache_ratio: [null, 1.0, 1.5, 2.0]
   seeds: 10
-";
+"
+);
 
 fn sweep(scenario: &Path, out: &Path, extra: &[&str]) {
     let o = Command::new(BIN)

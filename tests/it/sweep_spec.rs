@@ -125,7 +125,7 @@ fn invalid_combinations_are_refused_up_front() {
     let y = "sweep:\n  axes:\n    server.hicache_host_memory_fraction: [0.5, 1.5]\n";
     let spec = SweepSpec::from_scenario_yaml(y, "bad.yaml").unwrap();
     let pts = sweep::expand(&spec, &base()).unwrap();
-    let validate = |v: &Value| {
+    let validate = |v: &Value, _: &sweep::Point| {
         let f = v["server"]["hicache_host_memory_fraction"]
             .as_f64()
             .unwrap();

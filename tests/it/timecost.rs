@@ -9,6 +9,7 @@
 
 use hicache_sim::cache::{PrefetchPolicy, WritePolicy};
 use hicache_sim::model::{ModelQuery, catalogue, resolve};
+use hicache_sim::release::copy_kernel::LoadBackKernel;
 use hicache_sim::runtime::cost::bench::{self, BenchResult, Multiturn};
 use hicache_sim::runtime::cost::roofline::{ModelFacts, Roofline, gpu};
 use hicache_sim::runtime::cost::{Compute, ComputeSource};
@@ -186,6 +187,112 @@ fn a_host_hit_costs_its_load_pipelined_with_the_extend() {
         ttft < fwd.max(load) * 1.02,
         "one layer's slice at most: {ttft}"
     );
+}
+
+#[test]
+fn a_kernel_load_back_is_bound_by_its_ctas_on_a_c2c_link() {
+    // GB300's host link (211.5 GB/s × 0.85) outruns the register copy kernel at 2 CTAs
+    // (`release::copy_kernel`, PR #40278: 98.86 GB/s + 8.13 µs per layer launch), not
+    // the TMA kernel at 4 CTAs (202.2 GB/s + 8.73 µs). A host hit of 8 192 tokens ×
+    // 327 680 B = 2 684 354 560 B over 80 layers, fixed compute (load-back, then the
+    // 64 new tokens at 20 000 tok/s = 3.2 ms):
+    //   link      80 × 6 670 + 2 684 354 560 / 179.775e9 s = 533 600 + 14 931 746 = 15 465 346 ns
+    //   register  80 × 8 130 + 2 684 354 560 / 98.86e9 s   = 650 400 + 27 153 091 = 27 803 491 ns
+    //   TMA       80 × 8 730 + 2 684 354 560 / 202.2e9 s   = 698 400 + 13 275 740 = 13 974 140 ns (< link)
+    let pages = |tag: u64, n: u64| (0..n).map(|j| ((tag << 32) | j) + 1).collect::<Vec<_>>();
+    let mut c = base(64, 327_680, 80, Compute::default());
+    c.links.h2d_bandwidth = Bandwidth(211.5 * GB as f64);
+    c.capacities.l1_pages = 130;
+    c.capacities.l2_pages = 1000;
+    let mut again = pages(1, 128);
+    again.push(((1 << 32) | 128) + 1);
+    let reqs = vec![
+        Request {
+            id: 0,
+            arrival_ns: 0,
+            input_tokens: 8192,
+            output_tokens: 1,
+            page_hashes: pages(1, 128),
+        },
+        Request {
+            id: 1,
+            arrival_ns: 10_000_000_000,
+            input_tokens: 8192,
+            output_tokens: 1,
+            page_hashes: pages(2, 128),
+        },
+        Request {
+            id: 2,
+            arrival_ns: 20_000_000_000,
+            input_tokens: 8256,
+            output_tokens: 1,
+            page_hashes: again,
+        },
+    ];
+    let ttft = |k: Option<LoadBackKernel>| {
+        let mut c = c.clone();
+        c.links.load_back_kernel = k;
+        let (m, t) = hicache_sim::runtime::replay_timed(&c, reqs.clone(), &[]).unwrap();
+        assert_eq!(m.host_hit_tokens, 8192);
+        t[2].first_token_ns - t[2].arrival_ns
+    };
+    assert_eq!(ttft(None), 15_465_346 + 3_200_000);
+    assert_eq!(
+        ttft(Some(LoadBackKernel::Register2Cta)),
+        27_803_491 + 3_200_000
+    );
+    assert_eq!(ttft(Some(LoadBackKernel::Tma4Cta)), 15_465_346 + 3_200_000);
+}
+
+#[test]
+fn a_scenario_loads_back_through_its_release_kernel() {
+    // `--hicache-io-backend kernel` (the default) on an NVIDIA GPU: the release's kernel
+    // (TMA from 0.5.21, register before); `direct`, or `page_first_direct` which forces
+    // it, copies at the link rate (no kernel). Recorded in the replay's speeds.
+    let d = tempfile::tempdir().unwrap();
+    let run = |version: &str, extra: &str| {
+        let sc = d.path().join("s.yaml");
+        std::fs::write(
+            &sc,
+            format!(
+                "name: k\nsglang: \"{version}\"\nseed: 1\nruns: 2\nnode: gb300\nmodel: glm-5.2\n\
+                 server:\n  tp_size: 4\n  page_size: 64\n  kv_cache_dtype: fp8_e4m3\n  \
+                 enable_hierarchical_cache: true\n{extra}\
+                 runtime:\n  bench: {{clients: 2, rounds: 2, request_length: 1024, output_length: 4, max_parallel: 2}}\n  \
+                 replay:\n    timing: on\n"
+            ),
+        )
+        .unwrap();
+        let o = std::process::Command::new(super::support::BIN)
+            .arg("replay")
+            .arg(&sc)
+            .args(["--format", "json"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["speeds"]["load_back_kernel"].clone()
+    };
+    // The override key takes the same names (a sweep axis can compare them).
+    for (id, k) in [
+        ("register_2cta", Some(LoadBackKernel::Register2Cta)),
+        ("tma_4cta", Some(LoadBackKernel::Tma4Cta)),
+    ] {
+        let mut o = serde_json::Map::new();
+        o.insert("load_back_kernel".into(), serde_json::json!(id));
+        let c = hicache_sim::pipeline::apply_overrides(ReplayConfig::default(), &o).unwrap();
+        assert_eq!(c.links.load_back_kernel, k);
+    }
+    assert_eq!(run("0.5.23", ""), "tma_4cta");
+    assert_eq!(run("0.5.21", ""), "tma_4cta");
+    assert_eq!(run("0.5.20", ""), "register_2cta");
+    assert!(run("0.5.23", "  hicache_io_backend: direct\n").is_null());
+    assert!(run("0.5.23", "  hicache_mem_layout: page_first_direct\n").is_null());
 }
 
 // ------------------------------------------------------------------ corpus #05
@@ -570,6 +677,51 @@ fn corpus_06_minimax_m27_hbm_hit() {
     show("#06 8K c16 hbm hit", &hot8);
     let r8 = hot8.ttft_mean_s / cold8.ttft_mean_s;
     println!("#06 ratios hit/recompute: 128K c1 {r128:.3} (0.201), 8K c16 {r8:.3} (0.279)");
+    // `decode_timeline: interleaved` (SGLang's scheduler: a decode step of the running
+    // batch whenever no prefill batch forms). 128K c1 is one request at a time: the
+    // same figures. 8K c16: the TTFTs come closer to the published (recompute 0.78 s,
+    // hit 0.12 s against 1.73 / 0.48), the ratio moves away (0.155 against 0.279).
+    let mut ci = c.clone();
+    ci.scheduler.decode_timeline = hicache_sim::runtime::DecodeTimeline::Interleaved;
+    let (ic, ih) = hbm_hit_pair(&ci, 4, 131_072, 512, 1, 0.9);
+    assert_eq!(ic.ttft_mean_s, cold.ttft_mean_s);
+    assert_eq!(ih.ttft_mean_s, hot.ttft_mean_s);
+    let (ic8, ih8) = hbm_hit_pair(&ci, 64, 8192, 512, 16, 0.9);
+    show("#06 8K c16 recompute, interleaved", &ic8);
+    show("#06 8K c16 hbm hit, interleaved", &ih8);
+    let ri8 = ih8.ttft_mean_s / ic8.ttft_mean_s;
+    println!("#06 8K c16 interleaved ratio {ri8:.3} (0.279)");
+    assert!(
+        (0.70..0.85).contains(&ic8.ttft_mean_s),
+        "{}",
+        ic8.ttft_mean_s
+    );
+    assert!(
+        (0.10..0.14).contains(&ih8.ttft_mean_s),
+        "{}",
+        ih8.ttft_mean_s
+    );
+    assert!((-0.50..-0.40).contains(&(ri8 / 0.279 - 1.0)), "{ri8}");
+    // The long prefix: the hit's extend (13 120 new tokens over 117 952 cached, two
+    // 8 192-token chunks) against the profiled SGLang attention of aiconfigurator-core
+    // (hgx-h200 table, Qwen3-235B-A22B bf16 TP8, GQA 128-dim heads like MiniMax's): the
+    // table's attention is linear in the prefix — the time added from p = 65 536 to
+    // 131 072 at n = 8 192 is 325.9 ms, from 16 384 to 65 536 245.7 ms, the same
+    // 4.97 / 5.00 ns per (new × cached) pair — and implies an attention MFU of
+    // 4 · 94 layers · 8 heads · 128 · 8 192 · 65 536 ÷ (0.3259 s · 989 TFLOPS) = 0.64,
+    // the roofline's 0.63. So the roofline's extend cost is the table's; the −20 % of
+    // the 128K ratio is not the attention at long context (README).
+    let t =
+        hicache_sim::runtime::cost::table::find("hgx-h200", "qwen3-235b-a22b", "bf16", 8).unwrap();
+    let d_hi = t.prefill_us(&[(8192, 131_072)]) - t.prefill_us(&[(8192, 65_536)]);
+    let d_lo = t.prefill_us(&[(8192, 65_536)]) - t.prefill_us(&[(8192, 16_384)]);
+    let per_pair = |d: f64, dp: f64| d / (8192.0 * dp);
+    assert!(
+        (per_pair(d_hi, 65_536.0) / per_pair(d_lo, 49_152.0) - 1.0).abs() < 0.02,
+        "{d_hi} {d_lo}"
+    );
+    let mfu = 4.0 * 94.0 * 8.0 * 128.0 * 8192.0 * 65_536.0 / (d_hi * 1e-6 * 989e12);
+    assert!((mfu - 0.63).abs() < 0.03, "{mfu}");
     // Published (table "GQA model"): 128K c1 recompute 5 117.95 ms, HBM hit 1 027.18 ms
     // (ratio 0.201); 8K c16 recompute 1 725.09 ms, HBM hit 481.69 ms (ratio 0.279).
     // 128K c1: the simulated ratio is 0.160, 20.4 % under — just outside 20 % (README):
@@ -609,6 +761,18 @@ fn corpus_07_glm47_flash_hbm_hit() {
     show("#07 8K c16 hbm hit", &hot);
     let r = hot.ttft_mean_s / cold.ttft_mean_s;
     println!("#07 ratio hit/recompute {r:.3} (0.377)");
+    // Interleaved decode (as #06 8K): TTFTs closer (0.53 / 0.09 s against 1.11 /
+    // 0.42), the ratio further (0.168 against 0.377).
+    let mut ci = c.clone();
+    ci.scheduler.decode_timeline = hicache_sim::runtime::DecodeTimeline::Interleaved;
+    let (ic, ih) = hbm_hit_pair(&ci, 64, 8192, 512, 16, 0.9);
+    show("#07 8K c16 recompute, interleaved", &ic);
+    show("#07 8K c16 hbm hit, interleaved", &ih);
+    let ri = ih.ttft_mean_s / ic.ttft_mean_s;
+    println!("#07 interleaved ratio {ri:.3} (0.377)");
+    assert!((0.48..0.58).contains(&ic.ttft_mean_s), "{}", ic.ttft_mean_s);
+    assert!((0.07..0.10).contains(&ih.ttft_mean_s), "{}", ih.ttft_mean_s);
+    assert!((-0.60..-0.50).contains(&(ri / 0.377 - 1.0)), "{ri}");
     // Published: recompute 1 114.29 ms, HBM hit 420.55 ms (0.377). Simulated 0.294,
     // 22 % under — outside 20 % (README): as #06 8K, absolute TTFT is a sixth of the
     // published (decode not on the GPU timeline), and here the constant decode wait
@@ -706,7 +870,16 @@ fn corpus_11_glm52_fp8_h20_prefill_and_l2_restore() {
             page_hashes: again,
         },
     ];
-    let (m, t) = hicache_sim::runtime::replay_timed(&c, reqs, &[]).unwrap();
+    let (m, t) = hicache_sim::runtime::replay_timed(&c, reqs.clone(), &[]).unwrap();
+    // Either SM copy kernel leaves the restore at the link's time (as #10): per layer
+    // 99 968 × 788 B = 78.8 MB in 8.1 + 797 µs (register) or 8.7 + 390 µs (TMA)
+    // against 6.67 + 1 685 µs on the H20's PCIe link.
+    for kern in [LoadBackKernel::Register2Cta, LoadBackKernel::Tma4Cta] {
+        let mut ck = c.clone();
+        ck.links.load_back_kernel = Some(kern);
+        let (_, tk) = hicache_sim::runtime::replay_timed(&ck, reqs.clone(), &[]).unwrap();
+        assert_eq!(tk, t, "{kern:?}");
+    }
     let ttft = |i: usize| (t[i].first_token_ns - t[i].arrival_ns) as f64 / 1e9;
     println!(
         "#11 100K restore: cold {:.3} s, host hit {:.3} s, ratio {:.3} (0.073); host hit tokens {}",
@@ -848,7 +1021,17 @@ fn corpus_10_mla_l2_hit_vs_cold() {
     for i in 0..a {
         push(1 + i, true);
     }
-    let (m, times) = hicache_sim::runtime::replay_timed(&c, reqs, &[]).unwrap();
+    let (m, times) = hicache_sim::runtime::replay_timed(&c, reqs.clone(), &[]).unwrap();
+    // The SM copy kernel of `--hicache-io-backend kernel` (`release::copy_kernel`, PR
+    // #40278's rates) does not bind on a PCIe node: per layer 15 040 × 1 152 B =
+    // 17.3 MB take 8.1 + 175 µs (register, 2 CTAs) or 8.7 + 86 µs (TMA, 4 CTAs)
+    // against the link's 6.67 + 371 µs. Every TTFT is the link-only one.
+    for kern in [LoadBackKernel::Register2Cta, LoadBackKernel::Tma4Cta] {
+        let mut ck = c.clone();
+        ck.links.load_back_kernel = Some(kern);
+        let (_, tk) = hicache_sim::runtime::replay_timed(&ck, reqs.clone(), &[]).unwrap();
+        assert_eq!(tk, times, "{kern:?}");
+    }
     let ttft = |i: usize| (times[i].first_token_ns - times[i].arrival_ns) as f64 / 1e9;
     let k = a as usize;
     let cold: f64 = (0..k).map(ttft).sum::<f64>() / a as f64;

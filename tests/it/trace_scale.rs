@@ -8,6 +8,7 @@ use std::process::{Command, Output};
 use crate::support::repo;
 
 use super::support::BIN;
+use super::support::{gb300_host, gb300_server};
 
 fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(BIN);
@@ -238,31 +239,18 @@ fn shared_parse_sweep_csv_is_byte_identical() {
         std::fs::write(
             &scenario,
             format!(
-                "\
+                concat!(
+                    "\
 name: shared-parse
 sglang: page-cache-credit
 seed: 2
 runs: 5
-node: gb300
-model: glm-5.2
-server:
-  tp_size: 4
-  page_size: 64
-  kv_cache_dtype: fp8_e4m3
-  mem_fraction_static: 0.85
-  enable_hierarchical_cache: true
-  hicache_write_policy: write_through
-memory:
-  host_other_used: 10GB
-  cgroup:
-    version: v2
-    max: 900GB
-startup:
-  process_memory: 15GB
-  weight_load:
-    bytes_per_node: 420GB
-    read_bandwidth: 15GB/s
-  post_load: 5s
+",
+                    gb300_server!(),
+                    "  hicache_write_policy: write_through\n",
+                    gb300_host!(),
+                    "  post_load: 5s\n",
+                    "\
 runtime:
   trace: {}
   trace_format: mooncake
@@ -272,7 +260,8 @@ sweep:
   axes:
     server.hicache_host_memory_fraction: [0.6, 1.0]
     server.hicache_ratio: [null, 2.0]
-",
+"
+                ),
                 trace.display()
             ),
         )
@@ -321,31 +310,18 @@ fn replay_memo_sweep_csv_is_byte_identical() {
         std::fs::write(
             &scenario,
             format!(
-                "\
+                concat!(
+                    "\
 name: replay-memo
 sglang: page-cache-credit
 seed: 2
 runs: 3
-node: gb300
-model: glm-5.2
-server:
-  tp_size: 4
-  page_size: 64
-  kv_cache_dtype: fp8_e4m3
-  mem_fraction_static: 0.85
-  enable_hierarchical_cache: true
-  hicache_write_policy: write_through
-memory:
-  host_other_used: 10GB
-  cgroup:
-    version: v2
-    max: 900GB
-startup:
-  process_memory: 15GB
-  weight_load:
-    bytes_per_node: 420GB
-    read_bandwidth: 15GB/s
-  post_load: 5s
+",
+                    gb300_server!(),
+                    "  hicache_write_policy: write_through\n",
+                    gb300_host!(),
+                    "  post_load: 5s\n",
+                    "\
 runtime:
   trace: {}
   trace_format: mooncake
@@ -357,7 +333,8 @@ sweep:
     server.hicache_host_memory_fraction: [0.6, 1.0]
     server.hicache_ratio: [null, 1.0, 2.0]
   seeds: 3
-",
+"
+                ),
                 trace.display()
             ),
         )

@@ -62,6 +62,12 @@ GITHUB_SOURCES = [
             ("zai-org/GLM-4.7-Flash", "19d098add98ab8ba2366c94795e9e886cdcc915c"),
         ]
     ],
+    # alibaba/rtp-llm: the GLM-4.5 checkpoint's config.json, tokenizer and chat template,
+    # copied as test data by "feat: add GLM-4.5 support with tokenizer, renderer and
+    # tests" (2025-07-31); unchanged at 4b8d39cd (the newest snapshot read).
+    {"hf_id": "zai-org/GLM-4.5", "repo": "alibaba/rtp-llm",
+     "commit": "de8bee30fef7ca69da189c1c2f1998fac85773d4",
+     "path": "rtp_llm/test/model_test/fake_test/testdata/glm45/tokenizer/config.json"},
     # citsjtu2020/LLM-Prof: sglang/Model_Config.md holds HF config.json files by name.
     *[
         {"hf_id": f"Qwen/{name}", "repo": "citsjtu2020/LLM-Prof",
@@ -199,6 +205,8 @@ FILE_SHA256 = {
         "212991b903cabec70890a14bacb15cadd519bc539cd78a2ffc9837578efda906",
     ("ai-dynamo/aiconfigurator", "src/aiconfigurator/model_configs/zai-org--GLM-4.7-Flash_config.json", "19d098add98ab8ba2366c94795e9e886cdcc915c"):
         "408dd48ddd48a0c363841cf9c2af84c2a67a07492ef4981ed87e594c3a1739ef",
+    ("alibaba/rtp-llm", "rtp_llm/test/model_test/fake_test/testdata/glm45/tokenizer/config.json", "de8bee30fef7ca69da189c1c2f1998fac85773d4"):
+        "a5dbd07371a8a51b0013a63a7a70543a7094af1a9598812b537133e6da78dda7",
     ("citsjtu2020/LLM-Prof", "sglang/Model_Config.md", "8434c8d19c396b2f95d92a67845a7c0a0e0dd512"):
         "0366cb9aa3d99b09b572b55d279ac7c2bd235d454433a015e204e929a7e70def",
 }
