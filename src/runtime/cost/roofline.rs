@@ -21,17 +21,27 @@ pub struct GpuSpec {
 }
 
 /// Data-sheet figures. H100/H200: `aiconfigurator-core` 0.12.0 `systems/*.yaml` (the
-/// tables' `gpu` block); H800: the H100 SXM die with NVLink cut to 400 GB/s (NVIDIA
+/// tables' `gpu` block); H100-PCIe: NVIDIA H100 data sheet, PCIe 80 GB column (756
+/// TFLOPS BF16 / 1 513 FP8 dense, 2.0 TB/s; no NVLink bridge assumed: PCIe Gen5 x16,
+/// 64 GB/s); H800: the H100 SXM die with NVLink cut to 400 GB/s (NVIDIA
 /// H800 data sheet); H20: 148 TFLOPS BF16 / 296 FP8 dense, 4.0 TB/s, NVLink 900 GB/s
 /// (NVIDIA H20 product brief); A10: 125 TFLOPS BF16 dense, 600 GB/s GDDR6, no NVLink —
 /// the ranks all-reduce over PCIe Gen4 x16 (≈ 25 GB/s achieved, an estimate).
-pub const GPUS: [GpuSpec; 5] = [
+pub const GPUS: [GpuSpec; 6] = [
     GpuSpec {
         name: "H100",
         bf16_flops: 989e12,
         fp8_flops: Some(1978e12),
         hbm_bandwidth: 3.35e12,
         interconnect: 450e9,
+        family: "hopper",
+    },
+    GpuSpec {
+        name: "H100-PCIe",
+        bf16_flops: 756e12,
+        fp8_flops: Some(1513e12),
+        hbm_bandwidth: 2.0e12,
+        interconnect: 64e9,
         family: "hopper",
     },
     GpuSpec {
