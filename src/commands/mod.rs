@@ -219,6 +219,10 @@ pub struct ReplayArgs {
     /// Block size of the trace's hash ids in tokens (default: the format's).
     #[arg(long)]
     pub block_size: Option<u32>,
+    /// Arrival gaps × this factor (SGLang `bench_serving --mooncake-slowdown-factor`;
+    /// overrides `runtime.slowdown_factor`; default 1 = the trace's own times).
+    #[arg(long)]
+    pub slowdown_factor: Option<f64>,
     #[arg(long)]
     pub page_size: Option<u32>,
     #[arg(long)]

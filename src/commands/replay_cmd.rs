@@ -134,6 +134,11 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
     if let Some(b) = a.block_size {
         section.block_size = Some(b);
     }
+    if let Some(f) = a.slowdown_factor {
+        crate::workload::slowdown::check_factor(f)
+            .map_err(|m| InputError::new("--slowdown-factor", m))?;
+        section.slowdown_factor = Some(f);
+    }
     let engine = match a.engine.as_deref() {
         None if a.write_policy.as_deref() == Some("boundary_l1_l2") => Engine::PolicySimulator,
         None => section.engine,
@@ -201,6 +206,10 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
             if cfg.measurement.timing == crate::runtime::Timing::On {
                 v["speeds"] = serde_json::to_value(crate::runtime::Speeds::of(&cfg))
                     .map_err(|e| CommandError::Other(e.to_string()))?;
+            }
+            // The arrivals behind the times, when not the trace's own.
+            if let Some(f) = section.slowdown_factor.filter(|&f| f != 1.0) {
+                v["slowdown_factor"] = f.into();
             }
             println!(
                 "{}",
@@ -452,6 +461,12 @@ fn render(
             m.makespan_s.unwrap_or(0.0)
         );
         let _ = writeln!(o, "speeds: {}", crate::runtime::Speeds::of(cfg).line());
+        if let Some(f) = section.slowdown_factor.filter(|&f| f != 1.0) {
+            let _ = writeln!(
+                o,
+                "arrivals: the trace's gaps x {f} (slowdown factor, as bench_serving --mooncake-slowdown-factor)"
+            );
+        }
     }
     if let Some(b) = &m.bench {
         let _ = writeln!(o);

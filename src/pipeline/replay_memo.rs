@@ -61,11 +61,12 @@ pub fn stats() -> (u64, u64) {
 pub fn key(section: &RuntimeSection, cfg: &ReplayConfig, content_hash: u64) -> String {
     let cfg = serde_json::to_string(cfg).expect("config serializes");
     format!(
-        "trace={:?} hash={content_hash:016x} format={:?} block={:?} max_requests={:?} engine={:?} cfg={cfg}",
+        "trace={:?} hash={content_hash:016x} format={:?} block={:?} max_requests={:?} slowdown={:?} engine={:?} cfg={cfg}",
         section.trace,
         section.trace_format,
         section.block_size,
         section.max_requests,
+        section.slowdown_factor,
         section.engine
     )
 }

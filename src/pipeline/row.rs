@@ -187,7 +187,12 @@ pub fn point_row(
     if cfg.measurement.timing == crate::runtime::Timing::On {
         let sp = crate::runtime::Speeds::of(&cfg);
         row.push("cost_model", sp.cost_model);
-        row.push("speeds", sp.line());
+        // Arrivals not the trace's own are part of what made the times.
+        let slowdown = match section.slowdown_factor.filter(|&f| f != 1.0) {
+            Some(f) => format!("; arrivals x {f} (slowdown factor)"),
+            None => String::new(),
+        };
+        row.push("speeds", format!("{}{slowdown}", sp.line()));
     }
     // A `runtime.bench` run: the whole run's figures, then each round's (issue #22).
     if let Some(b) = &m.bench {

@@ -119,6 +119,11 @@ fn check_runtime(rt: &super::RuntimeSection) -> Result<(), FieldError> {
             "0 replays nothing: give a positive count, or leave the key out for the whole trace",
         ));
     }
+    if let Some(f) = rt.slowdown_factor
+        && let Err(m) = crate::workload::slowdown::check_factor(f)
+    {
+        return Err(FieldError::new("runtime.slowdown_factor", m));
+    }
     if let Some(b) = &rt.bench
         && let Err(e) = b.validate()
     {

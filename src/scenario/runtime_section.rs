@@ -27,6 +27,10 @@ pub struct RuntimeSection {
     pub block_size: Option<u32>,
     /// Replay only the first N requests.
     pub max_requests: Option<u64>,
+    /// Arrival gaps × this factor about the first arrival (SGLang `bench_serving
+    /// --mooncake-slowdown-factor`, `workload::slowdown`); default 1 = the trace's times.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slowdown_factor: Option<f64>,
     pub engine: Engine,
     /// Closed-loop `bench_multiturn`-style clients instead of a trace (timed replay
     /// only): the replay reports per-round figures (`runtime::rounds`).

@@ -25,6 +25,7 @@ pub struct Request {
 pub mod generate;
 pub mod read;
 pub mod reblock;
+pub mod slowdown;
 pub mod stats;
 pub mod write;
 

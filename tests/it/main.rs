@@ -37,6 +37,7 @@ mod sizing_host_memory_props;
 mod sizing_incidents;
 mod sizing_presets;
 mod sizing_sglang_cases;
+mod slowdown;
 mod speeds_rounds;
 mod startup_incidents;
 mod startup_model;
