@@ -136,7 +136,7 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
     }
     if let Some(f) = a.slowdown_factor {
         crate::workload::slowdown::check_factor(f)
-            .map_err(|m| InputError::new("--slowdown-factor", m))?;
+            .map_err(|m| InputError::new("--slowdown-factor", m.to_string()))?;
         section.slowdown_factor = Some(f);
     }
     let engine = match a.engine.as_deref() {

@@ -172,7 +172,7 @@ pub fn run_replay(
         .take(limit.min(usize::MAX as u64) as usize);
     let factor = section.slowdown_factor.unwrap_or(1.0);
     crate::workload::slowdown::check_factor(factor)
-        .map_err(|m| InputError::new("runtime.slowdown_factor", m))?;
+        .map_err(|m| InputError::new("runtime.slowdown_factor", m.to_string()))?;
     let requests = crate::workload::slowdown::slow_down(requests, factor);
     let metrics =
         crate::runtime::replay(cfg, requests).map_err(|e| InputError::new(path, e.to_string()));

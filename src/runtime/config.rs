@@ -600,19 +600,31 @@ fn modelled_eviction_policy<'de, D: serde::Deserializer<'de>>(
 const MODELLED_EVICTION_POLICIES: &[&str] =
     &["lru", "lfu", "fifo", "mru", "filo", "priority", "slru"];
 
-/// `p` if the replay models it, else the refusal a deserialized `eviction_policy` meets
-/// (serde's own "unknown variant `tlru`, expected one of `lru`, …"), for a policy set
-/// typed from a scenario's server arguments: one wording either way.
-pub fn modelled(p: EvictionPolicy) -> Result<EvictionPolicy, String> {
+/// An eviction policy SGLang has but the replay's tree does not model (`tlru`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EvictionPolicyNotModelled(pub EvictionPolicy);
+
+impl std::fmt::Display for EvictionPolicyNotModelled {
+    /// Serde's own "unknown variant `tlru`, expected one of `lru`, …": the words a
+    /// deserialized `eviction_policy` meets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use crate::domain::Choice;
+        use serde::de::Error as _;
+        let e = serde::de::value::Error::unknown_variant(self.0.id(), MODELLED_EVICTION_POLICIES);
+        write!(f, "{e}")
+    }
+}
+
+impl std::error::Error for EvictionPolicyNotModelled {}
+
+/// `p` if the replay models it, else the refusal a deserialized `eviction_policy` meets,
+/// for a policy set typed from a scenario's server arguments: one wording either way.
+pub fn modelled(p: EvictionPolicy) -> Result<EvictionPolicy, EvictionPolicyNotModelled> {
     use crate::domain::Choice;
-    use serde::de::Error as _;
     if MODELLED_EVICTION_POLICIES.contains(&p.id()) {
         Ok(p)
     } else {
-        Err(
-            serde::de::value::Error::unknown_variant(p.id(), MODELLED_EVICTION_POLICIES)
-                .to_string(),
-        )
+        Err(EvictionPolicyNotModelled(p))
     }
 }
 
@@ -865,10 +877,10 @@ mod modelled_tests {
         for &p in EvictionPolicy::ALL {
             let de = modelled_eviction_policy(serde_json::Value::from(p.id()))
                 .map_err(|e| e.to_string());
-            assert_eq!(modelled(p), de, "{p}");
+            assert_eq!(modelled(p).map_err(|e| e.to_string()), de, "{p}");
         }
         assert_eq!(
-            modelled(EvictionPolicy::Tlru).unwrap_err(),
+            modelled(EvictionPolicy::Tlru).unwrap_err().to_string(),
             "unknown variant `tlru`, expected one of `lru`, `lfu`, `fifo`, `mru`, `filo`, `priority`, `slru`"
         );
     }

@@ -38,7 +38,7 @@ pub fn apply_overrides(
         // Nothing to merge: the typed config as built, held to the same checks a
         // deserialized one meets (the eviction policies the tree models, then `validate`).
         super::config::modelled(cfg.policy.eviction_policy).map_err(|m| {
-            InputError::new("runtime.replay", m).field("runtime.replay.eviction_policy")
+            InputError::new("runtime.replay", m.to_string()).field("runtime.replay.eviction_policy")
         })?;
         cfg.validate()
             .map_err(|e| InputError::new("runtime.replay", e.to_string()))?;
