@@ -289,7 +289,10 @@ mod tests {
         // AWQ: the bf16 architecture plus the name's quantisation.
         let f = find("Qwen/Qwen2.5-72B-Instruct-AWQ").unwrap();
         assert_eq!(f.entry.hf_id, "Qwen/Qwen2.5-72B");
-        assert_eq!(f.quant.unwrap().format.key(), "int4");
+        assert_eq!(
+            f.quant.unwrap().format.key(),
+            crate::model::quant::CheckpointQuant::Int4
+        );
         let f = find("Qwen/Qwen2.5-14B-Instruct-GPTQ-Int4").unwrap();
         assert_eq!(f.entry.hf_id, "Qwen/Qwen2.5-14B");
         assert_eq!(id("your-model"), None);

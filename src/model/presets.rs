@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::dtype::KvDtype;
 use super::geometry::{Attention, PoolGeometry};
 use super::parallel::ParallelLayout;
+use super::quant::CheckpointQuant;
 use crate::units::ByteSize;
 
 /// KV geometry and checkpoint sizes of one model.
@@ -28,9 +29,9 @@ pub struct ModelPreset {
     #[serde(default)]
     pub mtp_layers: u32,
     /// Checkpoint bytes on disk per quantisation (`fp8`, `bf16`, `nvfp4`, `int4`, `mxfp4`).
-    pub checkpoint: BTreeMap<String, ByteSize>,
+    pub checkpoint: BTreeMap<CheckpointQuant, ByteSize>,
     /// The quantisation used when a scenario does not say (a key of `checkpoint`).
-    pub default_quant: String,
+    pub default_quant: CheckpointQuant,
     #[serde(default = "default_kv_dtype")]
     pub default_kv_dtype: KvDtype,
 }
@@ -62,11 +63,11 @@ pub fn model_presets() -> &'static BTreeMap<String, ModelPreset> {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "no checkpoint size for quantisation `{quant}`: expected one of {} (or set the checkpoint bytes explicitly)",
-    .known.join(", ")
+    .known.iter().map(|q| q.to_string()).collect::<Vec<_>>().join(", ")
 )]
 pub struct NoCheckpointSize {
-    pub quant: String,
-    pub known: Vec<String>,
+    pub quant: CheckpointQuant,
+    pub known: Vec<CheckpointQuant>,
 }
 
 /// A preset by id or alias; the error lists the ids and suggests the nearest.
@@ -121,14 +122,17 @@ impl ModelPreset {
     }
 
     /// Checkpoint bytes for a quantisation (`None` = `default_quant`).
-    pub fn checkpoint_bytes(&self, quant: Option<&str>) -> Result<u64, NoCheckpointSize> {
-        let q = quant.unwrap_or(&self.default_quant);
+    pub fn checkpoint_bytes(
+        &self,
+        quant: Option<CheckpointQuant>,
+    ) -> Result<u64, NoCheckpointSize> {
+        let q = quant.unwrap_or(self.default_quant);
         self.checkpoint
-            .get(q)
+            .get(&q)
             .map(|b| b.0)
             .ok_or_else(|| NoCheckpointSize {
-                quant: q.to_string(),
-                known: self.checkpoint.keys().cloned().collect(),
+                quant: q,
+                known: self.checkpoint.keys().copied().collect(),
             })
     }
 
@@ -136,7 +140,7 @@ impl ModelPreset {
     pub fn weights_per_rank(
         &self,
         layout: &ParallelLayout,
-        quant: Option<&str>,
+        quant: Option<CheckpointQuant>,
     ) -> Result<u64, NoCheckpointSize> {
         Ok(self.checkpoint_bytes(quant)?.div_ceil(layout.world_size()))
     }

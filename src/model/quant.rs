@@ -2,8 +2,66 @@
 //! (`configs/model_config.py: _parse_quant_hf_config`, `_parse_modelopt_quant_config`),
 //! or from a checkpoint name's suffix (`-FP8`, `-NVFP4`, `-AWQ`, `-GPTQ-Int4`, …).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+/// A checkpoint's weight format as a model preset's `checkpoint:` sizes, a scenario's
+/// `startup.weight_load.quantization` and a cost table's `quant` name it: the format of
+/// the loaded weights, one key for the SGLang methods that load alike (`fp8` for
+/// block-scaled and per-tensor FP8, `int4` for AWQ / GPTQ-Int4 / compressed-tensors
+/// pack-quantized). Declared in the keys' alphabetical order, so a `BTreeMap` keyed by it
+/// lists them as it did when they were text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum CheckpointQuant {
+    #[serde(rename = "bf16")]
+    Bf16,
+    #[serde(rename = "fp8")]
+    Fp8,
+    #[serde(rename = "int4")]
+    Int4,
+    #[serde(rename = "int8")]
+    Int8,
+    #[serde(rename = "mxfp4")]
+    Mxfp4,
+    #[serde(rename = "mxfp8")]
+    Mxfp8,
+    #[serde(rename = "nvfp4")]
+    Nvfp4,
+    #[serde(rename = "w4afp8")]
+    W4aFp8,
+}
+
+impl crate::domain::Choice for CheckpointQuant {
+    const ALL: &'static [Self] = &[
+        Self::Bf16,
+        Self::Fp8,
+        Self::Int4,
+        Self::Int8,
+        Self::Mxfp4,
+        Self::Mxfp8,
+        Self::Nvfp4,
+        Self::W4aFp8,
+    ];
+    const CHOICES: &'static [Self] = Self::ALL;
+    fn id(self) -> &'static str {
+        match self {
+            Self::Bf16 => "bf16",
+            Self::Fp8 => "fp8",
+            Self::Int4 => "int4",
+            Self::Int8 => "int8",
+            Self::Mxfp4 => "mxfp4",
+            Self::Mxfp8 => "mxfp8",
+            Self::Nvfp4 => "nvfp4",
+            Self::W4aFp8 => "w4afp8",
+        }
+    }
+}
+
+impl std::fmt::Display for CheckpointQuant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(crate::domain::Choice::id(*self))
+    }
+}
 
 /// The quantisation method SGLang picks for a checkpoint, with what the simulator needs
 /// of it: which modules stay unquantised and whether `--kv-cache-dtype auto` means FP8.
@@ -78,16 +136,16 @@ impl WeightFormat {
 
     /// The checkpoint key of the model presets (`bf16`, `fp8`, `nvfp4`, `mxfp4`, `int4`,
     /// `int8`, `w4afp8`, `mxfp8`).
-    pub fn key(self) -> &'static str {
+    pub fn key(self) -> CheckpointQuant {
         match self {
-            WeightFormat::Bf16 => "bf16",
-            WeightFormat::Fp8Block | WeightFormat::Fp8PerTensor => "fp8",
-            WeightFormat::Nvfp4 => "nvfp4",
-            WeightFormat::Mxfp4 => "mxfp4",
-            WeightFormat::Mxfp8 => "mxfp8",
-            WeightFormat::Int4 { .. } => "int4",
-            WeightFormat::Int8 { .. } => "int8",
-            WeightFormat::W4aFp8 => "w4afp8",
+            WeightFormat::Bf16 => CheckpointQuant::Bf16,
+            WeightFormat::Fp8Block | WeightFormat::Fp8PerTensor => CheckpointQuant::Fp8,
+            WeightFormat::Nvfp4 => CheckpointQuant::Nvfp4,
+            WeightFormat::Mxfp4 => CheckpointQuant::Mxfp4,
+            WeightFormat::Mxfp8 => CheckpointQuant::Mxfp8,
+            WeightFormat::Int4 { .. } => CheckpointQuant::Int4,
+            WeightFormat::Int8 { .. } => CheckpointQuant::Int8,
+            WeightFormat::W4aFp8 => CheckpointQuant::W4aFp8,
         }
     }
 }
@@ -407,7 +465,7 @@ mod tests {
             json!({"quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128}});
         let q = read_quantization(&c, None);
         assert_eq!(q.format, WeightFormat::Int4 { group_size: 128 });
-        assert_eq!(q.format.key(), "int4");
+        assert_eq!(q.format.key(), CheckpointQuant::Int4);
         // MIXED_PRECISION without NVFP4 layers is w4afp8.
         let c = json!({"quantization_config": {"quant_algo": "MIXED_PRECISION",
                         "quantized_layers": {"a": {"quant_algo": "W4A8_AWQ"}}}});
@@ -415,8 +473,14 @@ mod tests {
             read_quantization(&c, None).method.as_deref(),
             Some("w4afp8")
         );
-        assert_eq!(from_suffix("-AWQ").unwrap().format.key(), "int4");
-        assert_eq!(from_suffix("-GPTQ-Int4").unwrap().format.key(), "int4");
+        assert_eq!(
+            from_suffix("-AWQ").unwrap().format.key(),
+            CheckpointQuant::Int4
+        );
+        assert_eq!(
+            from_suffix("-GPTQ-Int4").unwrap().format.key(),
+            CheckpointQuant::Int4
+        );
         assert!(from_suffix("-Instruct").is_none());
     }
 }

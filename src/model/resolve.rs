@@ -24,7 +24,7 @@ use super::dtype::KvDtype;
 use super::hf_config::{ConfigFiles, HfModel, read_model};
 use super::parallel::ParallelLayout;
 use super::presets::{ModelPreset, model_presets};
-use super::quant::{Quantization, WeightFormat};
+use super::quant::{CheckpointQuant, Quantization, WeightFormat};
 use super::weights::PartBytes;
 use crate::units::ByteSize;
 
@@ -241,11 +241,11 @@ fn read_files(config: &Path) -> Result<ConfigFiles, ModelError> {
 pub fn preset_from_config(hf: &HfModel, quant: &Quantization, description: String) -> ModelPreset {
     let parts = hf.params.bytes(quant);
     let bytes = hf.safetensors_total_size.unwrap_or(parts.total());
-    let key = quant.format.key().to_string();
+    let key = quant.format.key();
     // The other formats a scenario may name (`startup.weight_load.quantization`): the
     // same parameters in bf16, fp8 (block scales), NVFP4, MXFP4 and int4 (group 128),
     // with no exclusions beyond what every format keeps in bf16.
-    let mut checkpoint: BTreeMap<String, ByteSize> = [
+    let mut checkpoint: BTreeMap<CheckpointQuant, ByteSize> = [
         WeightFormat::Bf16,
         WeightFormat::Fp8Block,
         WeightFormat::Nvfp4,
@@ -259,10 +259,10 @@ pub fn preset_from_config(hf: &HfModel, quant: &Quantization, description: Strin
             exclude: Vec::new(),
             ..quant.clone()
         };
-        (f.key().to_string(), ByteSize(hf.params.bytes(&q).total()))
+        (f.key(), ByteSize(hf.params.bytes(&q).total()))
     })
     .collect();
-    checkpoint.insert(key.clone(), ByteSize(bytes));
+    checkpoint.insert(key, ByteSize(bytes));
     ModelPreset {
         description,
         aliases: Vec::new(),
@@ -453,7 +453,7 @@ pub fn resolve(q: &ModelQuery<'_>) -> Result<ResolvedModel, ModelError> {
         // A checkpoint format the preset has no size for (`Qwen3-235B-A22B-AWQ`): the
         // catalogue's config in that format, when it knows the model.
         if let Some(q) = super::quant::suffix_of(path)
-            && !r.preset.checkpoint.contains_key(q.format.key())
+            && !r.preset.checkpoint.contains_key(&q.format.key())
             && let Some(f) = catalogue::find(path)
         {
             return from_catalogue(f);
@@ -592,7 +592,7 @@ mod tests {
             ..Default::default()
         })
         .unwrap();
-        assert_eq!(r.preset.default_quant, "int4");
+        assert_eq!(r.preset.default_quant, CheckpointQuant::Int4);
         assert!(matches!(
             r.preset.attention,
             Attention::Gqa { kv_heads: 8, .. }

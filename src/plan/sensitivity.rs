@@ -32,7 +32,7 @@ fn checkpoint_per_node(s: &Scenario) -> Option<u64> {
         Some(b) => Some(b.0),
         None => s
             .model
-            .checkpoint_bytes(s.startup.weight_load.quantization.as_deref())
+            .checkpoint_bytes(s.startup.weight_load.quantization)
             .ok()
             .map(|b| b / s.layout.nnodes.max(1) as u64),
     }

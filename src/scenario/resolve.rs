@@ -58,7 +58,7 @@ impl Scenario {
     /// `startup.weight_load.quantization` other than the config's own) its checkpoint /
     /// (tp × pp).
     pub fn weights_per_rank(&self) -> Result<u64, crate::model::NoCheckpointSize> {
-        let quant = self.startup.weight_load.quantization.as_deref();
+        let quant = self.startup.weight_load.quantization;
         let own = self
             .resolved_model
             .quantization
@@ -298,13 +298,13 @@ fn resolve_model(
         && let Some(q) = crate::model::quant::suffix_of(path)
     {
         let key = q.format.key();
-        if model.checkpoint.contains_key(key) {
+        if model.checkpoint.contains_key(&key) {
             if model.default_quant != key {
                 quant_note = Some(format!(
                     "model: --model-path {path} is a {key} checkpoint ({}): the preset's {key} size is used",
                     q.source
                 ));
-                model.default_quant = key.to_string();
+                model.default_quant = key;
             }
         } else {
             quant_note = Some(format!(
@@ -313,7 +313,7 @@ fn resolve_model(
                 model
                     .checkpoint
                     .keys()
-                    .cloned()
+                    .map(|q| q.to_string())
                     .collect::<Vec<_>>()
                     .join(", "),
                 model.default_quant

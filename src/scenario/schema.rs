@@ -264,7 +264,8 @@ pub struct WeightLoadSpec {
     /// quantisation divided by the number of nodes.
     pub bytes_per_node: Option<ByteSize>,
     /// Checkpoint quantisation key of the model preset (`fp8`, `nvfp4`, …).
-    pub quantization: Option<String>,
+    #[serde(deserialize_with = "crate::domain::choices::flag_opt")]
+    pub quantization: Option<crate::model::quant::CheckpointQuant>,
     /// Read speed of the whole node; absent = the node preset's `local_read_bandwidth`.
     pub read_bandwidth: Option<Bandwidth>,
     /// Read through the page cache (safetensors mmap): the cache stays charged to the job.

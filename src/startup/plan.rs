@@ -251,7 +251,7 @@ impl StartupPlan {
         } else {
             s.server.page_size.max(1) as u64
         };
-        let quant = s.startup.weight_load.quantization.as_deref();
+        let quant = s.startup.weight_load.quantization;
         let weights_per_rank = s
             .weights_per_rank()
             .map_err(|m| FieldError::new("startup.weight_load.quantization", m))?;

@@ -58,9 +58,9 @@ fn resolved(c: &Case) -> Option<(ModelPreset, Option<ResolvedModel>)> {
             // A preset picked by name takes the path's checkpoint format (`-FP8`), as
             // the scenario does.
             if let Some(q) = hicache_sim::model::quant::suffix_of(path)
-                && m.checkpoint.contains_key(q.format.key())
+                && m.checkpoint.contains_key(&q.format.key())
             {
-                m.default_quant = q.format.key().to_string();
+                m.default_quant = q.format.key();
             }
             Some((m, Some(r)))
         }

@@ -159,15 +159,39 @@ fn quantisation_is_read_from_the_model() {
             .all(|e| e.config_source.sha256.len() == 64)
     );
     let q = |id: &str| catalogue_model(id).preset.default_quant;
-    assert_eq!(q("Qwen/Qwen3-32B-FP8"), "fp8");
-    assert_eq!(q("nvidia/GLM-5.2-NVFP4"), "nvfp4");
-    assert_eq!(q("openai/gpt-oss-120b"), "mxfp4");
-    assert_eq!(q("moonshotai/Kimi-K2.5"), "int4");
-    assert_eq!(q("Qwen/Qwen3-32B"), "bf16");
+    assert_eq!(
+        q("Qwen/Qwen3-32B-FP8"),
+        hicache_sim::model::quant::CheckpointQuant::Fp8
+    );
+    assert_eq!(
+        q("nvidia/GLM-5.2-NVFP4"),
+        hicache_sim::model::quant::CheckpointQuant::Nvfp4
+    );
+    assert_eq!(
+        q("openai/gpt-oss-120b"),
+        hicache_sim::model::quant::CheckpointQuant::Mxfp4
+    );
+    assert_eq!(
+        q("moonshotai/Kimi-K2.5"),
+        hicache_sim::model::quant::CheckpointQuant::Int4
+    );
+    assert_eq!(
+        q("Qwen/Qwen3-32B"),
+        hicache_sim::model::quant::CheckpointQuant::Bf16
+    );
     // Name suffixes: the base architecture plus that quantisation.
-    assert_eq!(q("Qwen/Qwen2.5-72B-Instruct-AWQ"), "int4");
-    assert_eq!(q("Qwen/Qwen2.5-32B-Instruct-GPTQ-Int4"), "int4");
-    assert_eq!(q("Qwen/Qwen3-8B-FP8"), "fp8");
+    assert_eq!(
+        q("Qwen/Qwen2.5-72B-Instruct-AWQ"),
+        hicache_sim::model::quant::CheckpointQuant::Int4
+    );
+    assert_eq!(
+        q("Qwen/Qwen2.5-32B-Instruct-GPTQ-Int4"),
+        hicache_sim::model::quant::CheckpointQuant::Int4
+    );
+    assert_eq!(
+        q("Qwen/Qwen3-8B-FP8"),
+        hicache_sim::model::quant::CheckpointQuant::Fp8
+    );
     // A ModelOpt checkpoint with kv_cache_quant_algo FP8: `auto` KV is fp8.
     assert_eq!(
         catalogue_model("nvidia/Llama-3.1-70B-Instruct-FP8")
@@ -230,7 +254,10 @@ fn scenarios_describe_models_by_path_config_or_name() {
         "node: hgx-h200\nserver:\n  launch: python -m sglang.launch_server --model-path Qwen/Qwen2.5-72B-Instruct-AWQ --tp 4\n",
     );
     let s = Scenario::load(a.to_str().unwrap(), &[]).unwrap();
-    assert_eq!(s.model.default_quant, "int4");
+    assert_eq!(
+        s.model.default_quant,
+        hicache_sim::model::quant::CheckpointQuant::Int4
+    );
     assert!(matches!(
         s.resolved_model.source,
         ModelSource::Catalogue { ref hf_id, .. } if hf_id == "Qwen/Qwen2.5-72B"
@@ -284,7 +311,10 @@ fn scenarios_describe_models_by_path_config_or_name() {
     );
     let s = Scenario::load(e.to_str().unwrap(), &[]).unwrap();
     assert_eq!(s.model_name, "llama-3.1-70b");
-    assert_eq!(s.model.default_quant, "fp8");
+    assert_eq!(
+        s.model.default_quant,
+        hicache_sim::model::quant::CheckpointQuant::Fp8
+    );
     assert_eq!(s.model.checkpoint_bytes(None).unwrap(), 73_000_000_000);
     let f = write(
         dir.path(),
@@ -294,7 +324,10 @@ fn scenarios_describe_models_by_path_config_or_name() {
     // The preset has no int4 size: the catalogue's Qwen3-235B-A22B config in AWQ int4.
     let s = Scenario::load(f.to_str().unwrap(), &[]).unwrap();
     assert_eq!(s.model_name, "Qwen/Qwen3-235B-A22B");
-    assert_eq!(s.model.default_quant, "int4");
+    assert_eq!(
+        s.model.default_quant,
+        hicache_sim::model::quant::CheckpointQuant::Int4
+    );
     // An unknown model: exit 2, the path named, the ways to describe it.
     let d = write(
         dir.path(),
@@ -315,4 +348,41 @@ fn scenarios_describe_models_by_path_config_or_name() {
             && e.contains("--model-path"),
         "{e}"
     );
+}
+
+/// `startup.weight_load.quantization` is a typed checkpoint format: a spelling that is
+/// none is a located loader error with the nearest one; a format the preset has no size
+/// for names the formats it has; a format it has changes the weights per rank.
+#[test]
+fn weight_load_quantization_is_a_typed_choice() {
+    use crate::support::{exit2, run};
+    let dir = tempfile::tempdir().unwrap();
+    let base = "node: gb300\nmodel: glm-5.2\nserver:\n  tp_size: 4\nstartup:\n  weight_load:\n    quantization: ";
+    write(dir.path(), "typo.yaml", &format!("{base}fp4\n"));
+    exit2(
+        &run(&["startup", "typo.yaml"], dir.path()),
+        &[
+            "typo.yaml:7",
+            "startup.weight_load.quantization",
+            "invalid choice `fp4` (did you mean `fp8`?)",
+        ],
+    );
+    write(dir.path(), "int4.yaml", &format!("{base}int4\n"));
+    exit2(
+        &run(&["startup", "int4.yaml"], dir.path()),
+        &[
+            "startup.weight_load.quantization",
+            "no checkpoint size for quantisation `int4`: expected one of bf16, fp8, nvfp4",
+        ],
+    );
+    // glm-5.2's checkpoints: bf16 1.51 TB, nvfp4 420 GB (models.yaml); TP4: ÷ 4.
+    let w = |q: &str| {
+        let p = write(dir.path(), "q.yaml", &format!("{base}{q}\n"));
+        Scenario::load(p.to_str().unwrap(), &[])
+            .unwrap()
+            .weights_per_rank()
+            .unwrap()
+    };
+    assert_eq!(w("bf16"), 1_510_000_000_000 / 4);
+    assert_eq!(w("nvfp4"), 420_000_000_000 / 4);
 }

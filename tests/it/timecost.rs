@@ -107,10 +107,16 @@ fn fixed_compute_is_unchanged_and_a_table_changes_ttft() {
     c.scheduler.compute.source = ComputeSource::Table {
         node: "gb300".into(),
         model: "llama-3.1-70b".into(),
-        quant: "bf16".into(),
+        quant: hicache_sim::model::quant::CheckpointQuant::Bf16,
         tp: 4,
     };
-    let t = hicache_sim::runtime::cost::table::find("gb300", "llama-3.1-70b", "bf16", 4).unwrap();
+    let t = hicache_sim::runtime::cost::table::find(
+        "gb300",
+        "llama-3.1-70b",
+        hicache_sim::model::quant::CheckpointQuant::Bf16,
+        4,
+    )
+    .unwrap();
     let want = (t.prefill_us(&[(4096, 0)]) * 1e3).round() / 1e9;
     let m = replay(&c, reqs(1)).unwrap();
     assert_eq!(m.ttft_p50_s, Some(want));
@@ -134,7 +140,7 @@ fn a_host_hit_costs_its_load_pipelined_with_the_extend() {
             source: ComputeSource::Table {
                 node: "hgx-h100".into(),
                 model: "llama-3.1-70b".into(),
-                quant: "bf16".into(),
+                quant: hicache_sim::model::quant::CheckpointQuant::Bf16,
                 tp: 4,
             },
             chunked_prefill_size: 8192,
@@ -173,8 +179,13 @@ fn a_host_hit_costs_its_load_pipelined_with_the_extend() {
     ];
     let (m, times) = hicache_sim::runtime::replay_timed(&c, reqs, &[]).unwrap();
     assert_eq!(m.host_hit_tokens, 8192, "{m:?}");
-    let t =
-        hicache_sim::runtime::cost::table::find("hgx-h100", "llama-3.1-70b", "bf16", 4).unwrap();
+    let t = hicache_sim::runtime::cost::table::find(
+        "hgx-h100",
+        "llama-3.1-70b",
+        hicache_sim::model::quant::CheckpointQuant::Bf16,
+        4,
+    )
+    .unwrap();
     let fwd = t.prefill_us(&[(64, 8192)]) * 1e3;
     // 128 pages · 64 tokens · 327 680 B = 2.684 GB at 55 GB/s · 0.85, + 80 runs · 6.67 µs.
     let load = 2_684_354_560.0 / (55e9 * 0.85) * 1e9 + 80.0 * 6670.0;
@@ -372,7 +383,7 @@ fn corpus04(tiers: &str, mooncake_gbs: f64) -> BenchResult {
             source: ComputeSource::Table {
                 node: "hgx-h100".into(),
                 model: "qwen3-235b-a22b".into(),
-                quant: "bf16".into(),
+                quant: hicache_sim::model::quant::CheckpointQuant::Bf16,
                 tp: 8,
             },
             // 80 GB < 160 GiB: handle_gpu_memory_settings → 8 192.
@@ -711,8 +722,13 @@ fn corpus_06_minimax_m27_hbm_hit() {
     // 4 · 94 layers · 8 heads · 128 · 8 192 · 65 536 ÷ (0.3259 s · 989 TFLOPS) = 0.64,
     // the roofline's 0.63. So the roofline's extend cost is the table's; the −20 % of
     // the 128K ratio is not the attention at long context (README).
-    let t =
-        hicache_sim::runtime::cost::table::find("hgx-h200", "qwen3-235b-a22b", "bf16", 8).unwrap();
+    let t = hicache_sim::runtime::cost::table::find(
+        "hgx-h200",
+        "qwen3-235b-a22b",
+        hicache_sim::model::quant::CheckpointQuant::Bf16,
+        8,
+    )
+    .unwrap();
     let d_hi = t.prefill_us(&[(8192, 131_072)]) - t.prefill_us(&[(8192, 65_536)]);
     let d_lo = t.prefill_us(&[(8192, 65_536)]) - t.prefill_us(&[(8192, 16_384)]);
     let per_pair = |d: f64, dp: f64| d / (8192.0 * dp);
@@ -983,7 +999,7 @@ fn corpus_10_mla_l2_hit_vs_cold() {
             source: ComputeSource::Table {
                 node: "hgx-h200".into(),
                 model: "deepseek-v3".into(),
-                quant: "fp8".into(),
+                quant: hicache_sim::model::quant::CheckpointQuant::Fp8,
                 tp: 8,
             },
             chunked_prefill_size: 8192,

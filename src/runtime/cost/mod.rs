@@ -19,6 +19,7 @@ pub mod table;
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::quant::CheckpointQuant;
 use crate::units::Nanos;
 
 pub use roofline::{GpuSpec, ModelFacts, Roofline};
@@ -35,7 +36,7 @@ pub enum ComputeSource {
     Table {
         node: String,
         model: String,
-        quant: String,
+        quant: CheckpointQuant,
         tp: u32,
     },
     /// A roofline (see [`Roofline::derive`] for the defaults).
@@ -121,7 +122,7 @@ impl CostModel {
                 quant,
                 tp,
             } => CostModel::Table {
-                table: table::find(node, model, quant, *tp)?,
+                table: table::find(node, model, *quant, *tp)?,
                 chunk: c.chunked_prefill_size,
                 scale: c.compute_scale,
             },
@@ -303,7 +304,7 @@ mod tests {
         // Roofline-free check through the fixed-speed path is meaningless; use a table:
         // Llama-3.1-70B bf16 TP4 on GB300, one 20 000-token prompt, chunk 8 192 →
         // forwards (8192, 0), (8192, 8192), (3616, 16384).
-        let t = table::find("gb300", "llama-3.1-70b", "bf16", 4).unwrap();
+        let t = table::find("gb300", "llama-3.1-70b", CheckpointQuant::Bf16, 4).unwrap();
         let m = CostModel::Table {
             table: t,
             chunk: 8192,

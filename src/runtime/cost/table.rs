@@ -8,6 +8,9 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
+use crate::domain::Choice;
+use crate::model::quant::CheckpointQuant;
+
 /// The generated tables, one JSON per node preset.
 static TABLE_FILES: [(&str, &str); 6] = [
     (
@@ -41,7 +44,7 @@ static TABLE_FILES: [(&str, &str); 6] = [
 pub struct CostTable {
     pub node: String,
     pub model: String,
-    pub quant: String,
+    pub quant: CheckpointQuant,
     pub tp: u32,
     /// `aiconfigurator-core` version and the SGLang data version, for outputs.
     pub source: String,
@@ -95,7 +98,10 @@ fn parse_node(node: &str, text: &str) -> Vec<CostTable> {
         out.push(CostTable {
             node: node.to_string(),
             model: t["model"].as_str().unwrap_or_default().to_string(),
-            quant: t["quant"].as_str().unwrap_or_default().to_string(),
+            quant: t["quant"]
+                .as_str()
+                .and_then(CheckpointQuant::from_id)
+                .unwrap_or_else(|| panic!("bundled cost table {node}: quant {}", t["quant"])),
             tp: t["tp"].as_u64().unwrap_or(0) as u32,
             source: source.clone(),
             linear_t: floats(&g["linear_T"]),
@@ -155,7 +161,7 @@ pub fn tables() -> &'static [CostTable] {
 pub struct NoCostTable {
     pub node: String,
     pub model: String,
-    pub quant: String,
+    pub quant: CheckpointQuant,
     pub tp: u32,
     /// The node's tables, `model quant tpN` each.
     pub have: Vec<String>,
@@ -173,7 +179,7 @@ fn have_text(have: &[String]) -> String {
 pub fn find(
     node: &str,
     model: &str,
-    quant: &str,
+    quant: CheckpointQuant,
     tp: u32,
 ) -> Result<&'static CostTable, NoCostTable> {
     tables()
@@ -182,7 +188,7 @@ pub fn find(
         .ok_or_else(|| NoCostTable {
             node: node.to_string(),
             model: model.to_string(),
-            quant: quant.to_string(),
+            quant,
             tp,
             have: tables()
                 .iter()
@@ -347,7 +353,7 @@ mod tests {
         // Llama-3.1-70B bf16 TP4 on GB300, one request of 1 024 new tokens over a
         // 131 072-token prefix: linear_us[T=1024] + attn_us[b=1][n=1024][p=131072]
         // (docs/time-model.md §3 quotes 31.5 ms + 59.6 ms).
-        let t = find("gb300", "llama-3.1-70b", "bf16", 4).unwrap();
+        let t = find("gb300", "llama-3.1-70b", CheckpointQuant::Bf16, 4).unwrap();
         let want = t.linear[6] + t.attn[0][2][4].unwrap();
         assert_eq!(t.prefill_us(&[(1024, 131_072)]), want);
         assert!((want / 1000.0 - 91.1).abs() < 0.2, "{want}");
@@ -355,7 +361,7 @@ mod tests {
 
     #[test]
     fn unknown_table_names_what_exists() {
-        let e = find("hgx-h100", "glm-5.2", "fp8", 8).unwrap_err();
+        let e = find("hgx-h100", "glm-5.2", CheckpointQuant::Fp8, 8).unwrap_err();
         assert!(e.to_string().contains("qwen3-235b-a22b bf16 tp8"), "{e}");
     }
 }
