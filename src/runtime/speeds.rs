@@ -29,6 +29,10 @@ pub struct Speeds {
     pub chunked_prefill_size: u32,
     /// Multiplier on every compute time.
     pub compute_scale: f64,
+    /// `compute.hit_cost_per_cached_token` in ns, when not 0 (an opt-in sensitivity,
+    /// not an SGLang rule: `runtime::cost::Compute`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hit_cost_per_cached_token_ns: Option<u64>,
     /// How a host hit's load-back meets the forward: `layer_pipelined` (table,
     /// roofline) or `before_forward` (fixed: the SGLang Simulator's clock).
     pub load_back: &'static str,
@@ -81,6 +85,8 @@ impl Speeds {
             decode_tokens_per_s: fixed.then_some(cfg.scheduler.decode_tokens_per_s),
             chunked_prefill_size: c.chunked_prefill_size,
             compute_scale: c.compute_scale,
+            hit_cost_per_cached_token_ns: (c.hit_cost_per_cached_token.0 > 0)
+                .then_some(c.hit_cost_per_cached_token.0),
             load_back: if fixed {
                 "before_forward"
             } else {
@@ -99,6 +105,14 @@ impl Speeds {
             storage_write_gb_s: gb(cfg.links.storage_write_bandwidth.0),
             storage_latency_us: cfg.links.storage_latency.0 as f64 / 1e3,
         }
+    }
+
+    /// `; hit cost N ns per cached token` when the sensitivity is on, else nothing
+    /// (outputs made without it keep their bytes).
+    fn hit_cost_text(&self) -> String {
+        self.hit_cost_per_cached_token_ns
+            .map(|ns| format!("; hit cost {ns} ns per cached token"))
+            .unwrap_or_default()
     }
 
     /// A short line for plot captions: the compute model, then the links.
@@ -123,8 +137,9 @@ impl Speeds {
             .map(|b| format!(" {b}"))
             .unwrap_or_default();
         format!(
-            "{compute}; chunk {}{}; H2D {} GB/s; storage{backend} {}/{} GB/s",
+            "{compute}; chunk {}{}{}; H2D {} GB/s; storage{backend} {}/{} GB/s",
             self.chunked_prefill_size,
+            self.hit_cost_text(),
             if self.decode == "interleaved" {
                 "; decode interleaved"
             } else {
@@ -162,9 +177,10 @@ impl Speeds {
             .map(|b| format!(" ({b})"))
             .unwrap_or_default();
         format!(
-            "{compute}; chunk {}; scale {}; load-back {}; decode {}; H2D {} GB/s{}; D2H {} GB/s; efficiency {}; storage{backend} read {} GB/s write {} GB/s latency {} us",
+            "{compute}; chunk {}; scale {}{}; load-back {}; decode {}; H2D {} GB/s{}; D2H {} GB/s; efficiency {}; storage{backend} read {} GB/s write {} GB/s latency {} us",
             self.chunked_prefill_size,
             self.compute_scale,
+            self.hit_cost_text(),
             self.load_back,
             self.decode,
             self.h2d_gb_s,
@@ -193,5 +209,26 @@ mod tests {
             s.line(),
             "fixed: prefill 20000 tok/s; decode 50 tok/s; chunk 0; scale 1; load-back before_forward; decode beside_prefill; H2D 55 GB/s; D2H 55 GB/s; efficiency 0.85; storage read 10 GB/s write 5 GB/s latency 0 us"
         );
+        assert_eq!(s.hit_cost_per_cached_token_ns, None);
+    }
+
+    #[test]
+    fn a_hit_cost_is_recorded_when_set() {
+        let mut c = ReplayConfig::default();
+        c.scheduler.compute.hit_cost_per_cached_token = crate::units::Duration(8_000);
+        let s = Speeds::of(&c);
+        assert_eq!(s.hit_cost_per_cached_token_ns, Some(8_000));
+        assert!(
+            s.line()
+                .starts_with("fixed: prefill 20000 tok/s; decode 50 tok/s; chunk 0; scale 1; hit cost 8000 ns per cached token; load-back"),
+            "{}",
+            s.line()
+        );
+        assert!(
+            s.short()
+                .contains("chunk 0; hit cost 8000 ns per cached token; H2D")
+        );
+        let j = serde_json::to_value(&s).unwrap();
+        assert_eq!(j["hit_cost_per_cached_token_ns"], 8_000);
     }
 }

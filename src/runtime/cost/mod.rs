@@ -20,7 +20,7 @@ pub mod table;
 use serde::{Deserialize, Serialize};
 
 use crate::model::quant::CheckpointQuant;
-use crate::units::Nanos;
+use crate::units::{Duration, Nanos};
 
 pub use roofline::{GpuSpec, ModelFacts, Roofline};
 pub use table::CostTable;
@@ -54,6 +54,22 @@ pub struct Compute {
     pub chunked_prefill_size: u32,
     /// Multiplies every compute time (a sibling GPU's table on a slower chip).
     pub compute_scale: f64,
+    /// **Not an SGLang rule**: a time per cached (prefix-hit) token of a request,
+    /// charged once when the request's prefill batch is scheduled, before the batch's
+    /// load-back and forward start (`runtime::timed`). Default 0 (no charge, and not
+    /// written into outputs). It stands for a cost SGLang's published single-probe
+    /// runs measure and no modelled rule explains: an L1 hit, which moves no KV, takes
+    /// 0.159 / 0.251 s (corpus #19) and 0.156 / 0.281 s (#20) at 16 384 / 32 512
+    /// tokens where the replay's 64-token extend takes a few ms. What in SGLang it is
+    /// (prefix matching, index building, the attention backend's extend over a long
+    /// prefix) is not known; it is a stated sensitivity (README, "Published results
+    /// replayed"), not a fit per case.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub hit_cost_per_cached_token: Duration,
+}
+
+fn is_zero(d: &Duration) -> bool {
+    d.0 == 0
 }
 
 impl Default for Compute {
@@ -62,6 +78,7 @@ impl Default for Compute {
             source: ComputeSource::Fixed,
             chunked_prefill_size: 0,
             compute_scale: 1.0,
+            hit_cost_per_cached_token: Duration(0),
         }
     }
 }
@@ -71,6 +88,14 @@ impl Compute {
     /// this module keep their exact bytes.
     pub fn is_fixed(&self) -> bool {
         *self == Compute::default()
+    }
+
+    /// The hit cost of a batch whose requests have `cached_tokens` prompt tokens
+    /// served from a cache (any tier), ns ([`Compute::hit_cost_per_cached_token`]).
+    pub fn hit_cost_ns(&self, cached_tokens: u64) -> Nanos {
+        self.hit_cost_per_cached_token
+            .0
+            .saturating_mul(cached_tokens)
     }
 }
 
