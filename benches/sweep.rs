@@ -22,7 +22,7 @@ fn base() -> serde_json::Value {
 }
 
 /// A few microseconds of arithmetic per point, shaped like a start-up row.
-fn runner(p: &Point) -> Result<Row, String> {
+fn runner(p: &Point) -> Result<Row, Box<dyn std::error::Error + Send + Sync>> {
     let f = p.values[0].1.as_f64().unwrap_or(1.0);
     let r = p.values[1].1.as_f64().unwrap_or(2.0);
     let mut rng = hicache_sim::engine::stream(p.seed, p.index as u64);
