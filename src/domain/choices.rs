@@ -92,6 +92,9 @@ macro_rules! sglang_choice {
         }
     };
 }
+/// Also used for the simulator's own closed vocabularies that share SGLang's spelling
+/// rules (`model::quant::CheckpointQuant`).
+pub(crate) use sglang_choice;
 
 sglang_choice! {
     /// `--hicache-write-policy`: when a device node is backed up to the host

@@ -5,62 +5,26 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// A checkpoint's weight format as a model preset's `checkpoint:` sizes, a scenario's
-/// `startup.weight_load.quantization` and a cost table's `quant` name it: the format of
-/// the loaded weights, one key for the SGLang methods that load alike (`fp8` for
-/// block-scaled and per-tensor FP8, `int4` for AWQ / GPTQ-Int4 / compressed-tensors
-/// pack-quantized). Declared in the keys' alphabetical order, so a `BTreeMap` keyed by it
-/// lists them as it did when they were text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum CheckpointQuant {
-    #[serde(rename = "bf16")]
-    Bf16,
-    #[serde(rename = "fp8")]
-    Fp8,
-    #[serde(rename = "int4")]
-    Int4,
-    #[serde(rename = "int8")]
-    Int8,
-    #[serde(rename = "mxfp4")]
-    Mxfp4,
-    #[serde(rename = "mxfp8")]
-    Mxfp8,
-    #[serde(rename = "nvfp4")]
-    Nvfp4,
-    #[serde(rename = "w4afp8")]
-    W4aFp8,
-}
+use crate::domain::Choice;
 
-impl crate::domain::Choice for CheckpointQuant {
-    const ALL: &'static [Self] = &[
-        Self::Bf16,
-        Self::Fp8,
-        Self::Int4,
-        Self::Int8,
-        Self::Mxfp4,
-        Self::Mxfp8,
-        Self::Nvfp4,
-        Self::W4aFp8,
-    ];
-    const CHOICES: &'static [Self] = Self::ALL;
-    fn id(self) -> &'static str {
-        match self {
-            Self::Bf16 => "bf16",
-            Self::Fp8 => "fp8",
-            Self::Int4 => "int4",
-            Self::Int8 => "int8",
-            Self::Mxfp4 => "mxfp4",
-            Self::Mxfp8 => "mxfp8",
-            Self::Nvfp4 => "nvfp4",
-            Self::W4aFp8 => "w4afp8",
-        }
+crate::domain::choices::sglang_choice! {
+    /// A checkpoint's weight format as a model preset's `checkpoint:` sizes, a scenario's
+    /// `startup.weight_load.quantization` and a cost table's `quant` name it: the format
+    /// of the loaded weights, one key for the SGLang methods that load alike (`fp8` for
+    /// block-scaled and per-tensor FP8, `int4` for AWQ / GPTQ-Int4 / compressed-tensors
+    /// pack-quantized). Declared in the keys' alphabetical order, so a `BTreeMap` keyed
+    /// by it lists them as it did when they were text.
+    pub enum CheckpointQuant {
+        Bf16 = "bf16",
+        Fp8 = "fp8",
+        Int4 = "int4",
+        Int8 = "int8",
+        Mxfp4 = "mxfp4",
+        Mxfp8 = "mxfp8",
+        Nvfp4 = "nvfp4",
+        W4aFp8 = "w4afp8",
     }
-}
-
-impl std::fmt::Display for CheckpointQuant {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(crate::domain::Choice::id(*self))
-    }
+    choices = [Bf16, Fp8, Int4, Int8, Mxfp4, Mxfp8, Nvfp4, W4aFp8];
 }
 
 /// The quantisation method SGLang picks for a checkpoint, with what the simulator needs

@@ -600,22 +600,18 @@ fn modelled_eviction_policy<'de, D: serde::Deserializer<'de>>(
 const MODELLED_EVICTION_POLICIES: &[&str] =
     &["lru", "lfu", "fifo", "mru", "filo", "priority", "slru"];
 
-/// An eviction policy SGLang has but the replay's tree does not model (`tlru`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// An eviction policy SGLang has but the replay's tree does not model (`tlru`), in
+/// serde's own words ("unknown variant `tlru`, expected one of `lru`, …"): those a
+/// deserialized `eviction_policy` meets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{}", unknown_variant(.0))]
 pub struct EvictionPolicyNotModelled(pub EvictionPolicy);
 
-impl std::fmt::Display for EvictionPolicyNotModelled {
-    /// Serde's own "unknown variant `tlru`, expected one of `lru`, …": the words a
-    /// deserialized `eviction_policy` meets.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use crate::domain::Choice;
-        use serde::de::Error as _;
-        let e = serde::de::value::Error::unknown_variant(self.0.id(), MODELLED_EVICTION_POLICIES);
-        write!(f, "{e}")
-    }
+fn unknown_variant(p: &EvictionPolicy) -> serde::de::value::Error {
+    use crate::domain::Choice;
+    use serde::de::Error as _;
+    serde::de::value::Error::unknown_variant(p.id(), MODELLED_EVICTION_POLICIES)
 }
-
-impl std::error::Error for EvictionPolicyNotModelled {}
 
 /// `p` if the replay models it, else the refusal a deserialized `eviction_policy` meets,
 /// for a policy set typed from a scenario's server arguments: one wording either way.

@@ -12,20 +12,11 @@
 use super::Request;
 
 /// A slowdown factor that is not a finite number > 0.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+#[error(
+    "{0}: the slowdown factor must be a finite number > 0 (1 = the trace's own times, 2 = twice as slow)"
+)]
 pub struct BadSlowdownFactor(pub f64);
-
-impl std::fmt::Display for BadSlowdownFactor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}: the slowdown factor must be a finite number > 0 (1 = the trace's own times, 2 = twice as slow)",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for BadSlowdownFactor {}
 
 /// Whether `f` is a usable factor (SGLang's flag takes any float; a factor ≤ 0, NaN or
 /// infinite would put arrivals at one instant, reverse them or nowhere).
