@@ -88,6 +88,8 @@ pub struct ReplayConfig {
     pub scheduler: Scheduler,
     /// Whether time is modelled, and what the replay measures and checks.
     pub measurement: Measurement,
+    /// The TokenizerManager a text request passes before the scheduler (timed replay).
+    pub frontend: super::frontend::Frontend,
 }
 
 /// The tiers' sizes: pages of `page_size` tokens, and the KV bytes a token carries.
@@ -384,6 +386,8 @@ struct ReplayFields {
     compute: super::cost::Compute,
     #[serde(skip_serializing_if = "is_beside_prefill")]
     decode_timeline: DecodeTimeline,
+    #[serde(skip_serializing_if = "is_zero_duration")]
+    tokenize_per_token: Duration,
     max_running_requests: u32,
     max_prefill_tokens: u32,
     prefetch_timeout_base: Duration,
@@ -473,6 +477,9 @@ impl From<ReplayFields> for ReplayConfig {
                 timeline_samples: f.timeline_samples,
                 debug_checks: f.debug_checks,
             },
+            frontend: super::frontend::Frontend {
+                tokenize_per_token: f.tokenize_per_token,
+            },
         }
     }
 }
@@ -486,6 +493,7 @@ impl From<ReplayConfig> for ReplayFields {
             links,
             scheduler,
             measurement,
+            frontend,
         } = c;
         Self {
             page_size: capacities.page_size,
@@ -524,6 +532,7 @@ impl From<ReplayConfig> for ReplayFields {
             decode_tokens_per_s: scheduler.decode_tokens_per_s,
             compute: scheduler.compute,
             decode_timeline: scheduler.decode_timeline,
+            tokenize_per_token: frontend.tokenize_per_token,
             max_running_requests: scheduler.max_running_requests,
             max_prefill_tokens: scheduler.max_prefill_tokens,
             prefetch_timeout_base: prefetch.prefetch_timeout_base,

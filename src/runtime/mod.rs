@@ -5,6 +5,7 @@
 //! - [`metrics`]: `ReplayMetrics` and the hit-rate [`definitions`];
 //! - `untimed`: `Timing::Off` — each request = match, prefetch, load_back, insert, release;
 //! - `timed`: `Timing::On` — arrivals, a FIFO scheduler, compute model, links;
+//! - [`frontend`]: the TokenizerManager a text request passes before the scheduler;
 //! - [`transfer`]: the SGLang-simulator effective-bandwidth cost model.
 //!
 //! Known deviations from SGLang (deliberate, each small):
@@ -25,6 +26,7 @@
 
 pub mod config;
 pub mod cost;
+pub mod frontend;
 pub mod metrics;
 mod overrides;
 mod prefetch;

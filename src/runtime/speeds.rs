@@ -33,6 +33,10 @@ pub struct Speeds {
     /// not an SGLang rule: `runtime::cost::Compute`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hit_cost_per_cached_token_ns: Option<u64>,
+    /// `tokenize_per_token` in ns, when not 0: the TokenizerManager's encode of a text
+    /// prompt before the scheduler (`runtime::frontend`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokenize_per_token_ns: Option<u64>,
     /// How a host hit's load-back meets the forward: `layer_pipelined` (table,
     /// roofline) or `before_forward` (fixed: the SGLang Simulator's clock).
     pub load_back: &'static str,
@@ -87,6 +91,10 @@ impl Speeds {
             compute_scale: c.compute_scale,
             hit_cost_per_cached_token_ns: (c.hit_cost_per_cached_token.0 > 0)
                 .then_some(c.hit_cost_per_cached_token.0),
+            tokenize_per_token_ns: cfg
+                .frontend
+                .tokenizes()
+                .then_some(cfg.frontend.tokenize_per_token.0),
             load_back: if fixed {
                 "before_forward"
             } else {
@@ -107,12 +115,19 @@ impl Speeds {
         }
     }
 
-    /// `; hit cost N ns per cached token` when the sensitivity is on, else nothing
-    /// (outputs made without it keep their bytes).
+    /// `; hit cost N ns per cached token` when the sensitivity is on and `; tokenize N
+    /// ns per prompt token` when requests arrive as text, else nothing (outputs made
+    /// without them keep their bytes).
     fn hit_cost_text(&self) -> String {
-        self.hit_cost_per_cached_token_ns
+        let hit = self
+            .hit_cost_per_cached_token_ns
             .map(|ns| format!("; hit cost {ns} ns per cached token"))
-            .unwrap_or_default()
+            .unwrap_or_default();
+        let tok = self
+            .tokenize_per_token_ns
+            .map(|ns| format!("; tokenize {ns} ns per prompt token"))
+            .unwrap_or_default();
+        hit + &tok
     }
 
     /// A short line for plot captions: the compute model, then the links.
@@ -230,5 +245,28 @@ mod tests {
         );
         let j = serde_json::to_value(&s).unwrap();
         assert_eq!(j["hit_cost_per_cached_token_ns"], 8_000);
+    }
+
+    #[test]
+    fn a_tokenizer_cost_is_recorded_when_set() {
+        assert_eq!(
+            Speeds::of(&ReplayConfig::default()).tokenize_per_token_ns,
+            None
+        );
+        let mut c = ReplayConfig::default();
+        c.frontend.tokenize_per_token = crate::units::Duration(7_000);
+        let s = Speeds::of(&c);
+        assert!(
+            s.line()
+                .contains("scale 1; tokenize 7000 ns per prompt token; load-back"),
+            "{}",
+            s.line()
+        );
+        assert!(
+            s.short()
+                .contains("chunk 0; tokenize 7000 ns per prompt token; H2D")
+        );
+        let j = serde_json::to_value(&s).unwrap();
+        assert_eq!(j["tokenize_per_token_ns"], 7_000);
     }
 }

@@ -2,6 +2,9 @@
 //! only told what happens.
 //!
 //! Model (documented simplifications of SGLang's scheduler):
+//! - **Tokenization** (`runtime::frontend`): a text request reaches the scheduler
+//!   after the TokenizerManager's encode (`tokenize_per_token` × its prompt, one
+//!   request at a time; 0, the default, for token ids). TTFT runs from the send.
 //! - **Arrival** (`scheduler._add_request_to_queue` → `_prefetch_kvcache`): match the
 //!   prefix; with storage, issue an L3 prefetch of the missing span when it is at least
 //!   `max(prefetch_threshold, page_size)` tokens and `prefetch_tokens_occupied <
@@ -112,6 +115,8 @@ struct Retry {
 #[derive(Debug)]
 struct Waiting {
     index: u64,
+    /// The client's send (TTFT runs from it); the scheduler saw it at the arrival event,
+    /// after the TokenizerManager.
     arrival: Nanos,
     input_tokens: u32,
     output_tokens: u32,
@@ -156,6 +161,8 @@ struct Sim<I: Iterator<Item = Request>, R: TreeRules> {
     src: std::iter::Enumerate<I>,
     next: Option<(u64, Request)>,
     prev_arrival: Nanos,
+    /// When the TokenizerManager finishes its current encode (`runtime::frontend`).
+    tokenizer_free: Nanos,
     waiting: VecDeque<Waiting>,
     running: u32,
     gpu_busy: bool,
@@ -224,6 +231,7 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
         src: requests.into_iter().enumerate(),
         next: None,
         prev_arrival: 0,
+        tokenizer_free: 0,
         waiting: VecDeque::new(),
         running: 0,
         gpu_busy: false,
@@ -295,7 +303,14 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
                 });
             }
             self.prev_arrival = r.arrival_ns;
-            self.q.schedule_at(r.arrival_ns, Ev::Arrival);
+            // The scheduler sees it once the TokenizerManager has encoded it (at once
+            // for token ids); its TTFT still runs from the client's send.
+            let at =
+                self.s
+                    .cfg
+                    .frontend
+                    .deliver(r.arrival_ns, r.input_tokens, &mut self.tokenizer_free);
+            self.q.schedule_at(at, Ev::Arrival);
             self.next = Some((i as u64, r));
         }
         Ok(())
@@ -312,7 +327,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         };
         self.waiting.push_back(Waiting {
             index,
-            arrival: now,
+            arrival: req.arrival_ns,
             input_tokens: req.input_tokens,
             output_tokens: req.output_tokens,
             pages,

@@ -385,3 +385,108 @@ fn sweep_axes_reach_the_keys_written_only_when_set() {
         assert!(sp.contains(&want), "{sp}");
     }
 }
+
+#[test]
+fn a_text_prompt_waits_for_the_tokenizer_not_the_gpu() {
+    use hicache_sim::runtime::replay_timed;
+    use hicache_sim::units::Duration;
+    use hicache_sim::workload::Request;
+    // Fixed speeds (20 000 new tokens/s), `tokenize_per_token: 7us`. A: 1 000 tokens
+    // sent at 0, encoded 0-7 ms, prefilled 7-57 ms: TTFT 57 ms. B: 500 tokens sent at
+    // 1 ms waits for A's encode, encoded 7-10.5 ms, then for the GPU: prefilled 57-82
+    // ms, TTFT 81 ms. C: 100 tokens sent at 200 ms, tokenizer and GPU idle: 0.7 ms +
+    // 5 ms. TTFT always runs from the send.
+    let req = |id: u64, at: u64, tokens: u32| Request {
+        id,
+        arrival_ns: at,
+        input_tokens: tokens,
+        output_tokens: 1,
+        page_hashes: (0..u64::from(tokens) / 64)
+            .map(|j| (id << 32) + j + 1)
+            .collect(),
+    };
+    let reqs = || {
+        vec![
+            req(0, 0, 1000),
+            req(1, 1_000_000, 500),
+            req(2, 200_000_000, 100),
+        ]
+    };
+    let mut c = cfg_fixed();
+    c.frontend.tokenize_per_token = Duration(7_000);
+    let (m, t) = replay_timed(&c, reqs(), &[]).unwrap();
+    let ttft: Vec<u64> = t.iter().map(|r| r.first_token_ns - r.arrival_ns).collect();
+    assert_eq!(ttft, [57_000_000, 81_000_000, 5_700_000]);
+    assert_eq!(t[1].arrival_ns, 1_000_000);
+    assert_eq!(m.ttft_p99_s, Some(0.081));
+    // Token ids (the default): no encode. A 50 ms, B waits for the GPU (50-75): 74 ms.
+    let (_, t) = replay_timed(&cfg_fixed(), reqs(), &[]).unwrap();
+    let ttft: Vec<u64> = t.iter().map(|r| r.first_token_ns - r.arrival_ns).collect();
+    assert_eq!(ttft, [50_000_000, 74_000_000, 5_000_000]);
+}
+
+#[test]
+fn tokenize_per_token_from_a_scenario_is_in_the_speeds_and_a_sweep_axis() {
+    let d = tempfile::tempdir().unwrap();
+    let sc = d.path().join("bench.yaml");
+    std::fs::write(
+        &sc,
+        format!(
+            "{BENCH_SCENARIO}sweep:\n  axes:\n    runtime.replay.tokenize_per_token: [0ns, 7us]\n"
+        ),
+    )
+    .unwrap();
+    let out = d.path().join("out");
+    let o = Command::new(BIN)
+        .arg("sweep")
+        .arg(&sc)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    let mut rd = csv::Reader::from_reader(csv.as_bytes());
+    let h: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+    let col = |n: &str| {
+        h.iter()
+            .position(|x| x == n)
+            .unwrap_or_else(|| panic!("{n}"))
+    };
+    let rows: Vec<Vec<String>> = rd
+        .records()
+        .map(|r| r.unwrap().iter().map(String::from).collect())
+        .collect();
+    assert_eq!(rows.len(), 2);
+    let sp = |i: usize| rows[i][col("speeds")].clone();
+    assert!(!sp(0).contains("tokenize"), "{}", sp(0));
+    assert!(
+        sp(1).contains("; tokenize 7000 ns per prompt token;"),
+        "{}",
+        sp(1)
+    );
+    let ttft = |i: usize| rows[i][col("ttft_mean_s")].parse::<f64>().unwrap();
+    assert!(ttft(1) > ttft(0) + 0.014, "{} vs {}", ttft(1), ttft(0));
+    // The replay's JSON records it; a bad duration is a located exit 2.
+    let o = Command::new(BIN)
+        .arg("replay")
+        .arg(&sc)
+        .args(["--format", "json", "--config", "tokenize_per_token=7us"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["speeds"]["tokenize_per_token_ns"], 7000);
+    let o = Command::new(BIN)
+        .arg("replay")
+        .arg(&sc)
+        .args(["--config", "tokenize_per_token=7xs"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("runtime.replay.tokenize_per_token") && stderr(&o).contains("`7xs`"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -44,6 +44,50 @@ thread_local! {
     /// [`with_hit_cost`] runs the builders under the sensitivity (each `#[test]` runs on
     /// its own thread, so no other test sees it).
     static HIT_COST_NS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Percent of the measured encode rate [`tokenize`] gives (100; the sensitivity runs
+    /// ±25 %), and whether the clients the sources leave unknown (#06, #07) are taken to
+    /// send text (`bench_serving`'s random dataset, its default) instead of token ids.
+    static TOKENIZE_PCT: std::cell::Cell<u64> = const { std::cell::Cell::new(100) };
+    static UNKNOWN_SENDS_TEXT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// `f` with [`tokenize`] at `pct` % of the measured rates, and #06 / #07's clients
+/// sending text when `unknown_text`.
+fn with_tokenizer<T>(pct: u64, unknown_text: bool, f: impl FnOnce() -> T) -> T {
+    let p = TOKENIZE_PCT.with(|h| h.replace(pct));
+    let u = UNKNOWN_SENDS_TEXT.with(|h| h.replace(unknown_text));
+    let out = f();
+    TOKENIZE_PCT.with(|h| h.set(p));
+    UNKNOWN_SENDS_TEXT.with(|h| h.set(u));
+    out
+}
+
+/// The TokenizerManager's encode time per prompt token of the text a corpus client
+/// sends (`runtime::frontend`): `tools/costs/tokenize_rate.py`'s measurement with
+/// Qwen3's tokenizer and SGLang 0.5.23's `tokenizers` pin (`tokenize_rate.json`, the
+/// 32 512-token row of `text`: `probe` = #19 / #20's random single-token words in the
+/// chat template, `consecutive_ids` = `bench_multiturn --disable-random-sample` of the
+/// text era, `random_ids` = `bench_serving`'s random ids decoded).
+fn tokenize(text: &str) -> Duration {
+    let m: serde_json::Value =
+        serde_json::from_str(include_str!("../../tools/costs/tokenize_rate.json")).unwrap();
+    let row = m["texts"][text]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["sent_tokens"] == 32_512)
+        .unwrap();
+    let ns = row["ns_per_token"].as_u64().unwrap();
+    Duration(ns * TOKENIZE_PCT.with(|h| h.get()) / 100)
+}
+
+/// #06 / #07: the issue names no client; token ids unless the sensitivity says text.
+fn unknown_client() -> Duration {
+    if UNKNOWN_SENDS_TEXT.with(|h| h.get()) {
+        tokenize("random_ids")
+    } else {
+        Duration(0)
+    }
 }
 
 /// `f` with every corpus config built by [`base`] charging `ns` per cached token.
@@ -358,6 +402,9 @@ fn corpus05(tiers: &str, mooncake_gbs: f64) -> BenchResult {
     c.links.storage_read_bandwidth = Bandwidth(mooncake_gbs * GB as f64);
     c.links.storage_write_bandwidth = Bandwidth(mooncake_gbs * GB as f64);
     c.capacities.l2_pages = 0;
+    // bench_multiturn of 2025-09 sends `"text"`: runs of consecutive vocabulary ids
+    // decoded (`--disable-random-sample`), re-tokenized by the server every round.
+    c.frontend.tokenize_per_token = tokenize("consecutive_ids");
     let bench = Multiturn {
         clients: 20,
         rounds: 10,
@@ -422,6 +469,8 @@ fn corpus04(tiers: &str, mooncake_gbs: f64) -> BenchResult {
     // ~20 GB/s per rank achieved [EST].
     c.links.storage_read_bandwidth = Bandwidth(mooncake_gbs * GB as f64);
     c.links.storage_write_bandwidth = Bandwidth(mooncake_gbs * GB as f64);
+    // As #05: bench_multiturn's text era, consecutive-id runs decoded.
+    c.frontend.tokenize_per_token = tokenize("consecutive_ids");
     match tiers {
         "l2" => c.capacities.l2_pages = 30_000_000_000 / kv / 64, // --hicache-size 30 (GB per rank)
         "mooncake" => {
@@ -485,6 +534,10 @@ fn corpus08(hit: bool) -> BenchResult {
         },
     );
     c.scheduler.max_running_requests = 32; // --max-running-requests 32
+    // `bench_serving --dataset-name random-ids` without `--tokenize-prompt`: random ids
+    // decoded to text (the page: "re-tokenized by the server"); Qwen3's tokenizer's
+    // rate stands in for DeepSeek-V4's.
+    c.frontend.tokenize_per_token = tokenize("random_ids");
     // Device pool [EST]: 0.85 × 95.6 GiB − ~36 GiB of weights per rank ≈ 45 GiB: the
     // 512 K tokens of the run fit (no eviction).
     c.capacities.l1_pages = 45 * (1 << 30) / kv / 256;
@@ -693,6 +746,7 @@ fn corpus06_cfg() -> ReplayConfig {
             ..Compute::default()
         },
     );
+    c.frontend.tokenize_per_token = unknown_client();
     // Device pool [EST]: 0.85 × 141 GB − 29 GB of weights per rank − ~5 GB ≈ 86 GB ÷
     // 31 744 B = 2.7 M tokens: every warm prefix of these runs stays in L1.
     c.capacities.l1_pages = 2_700_000 / 64;
@@ -795,6 +849,7 @@ fn corpus07_cfg() -> ReplayConfig {
             ..Compute::default()
         },
     );
+    c.frontend.tokenize_per_token = unknown_client();
     // Device pool [EST]: 0.85 × 141 GB − 15 GB of weights − ~5 GB ≈ 100 GB ÷ 54 144 B.
     c.capacities.l1_pages = 1_800_000 / 64;
     c
@@ -857,10 +912,17 @@ fn glm52_h20(low_bits_weight_bytes: f64) -> (ReplayConfig, u64) {
     (c, kv)
 }
 
+/// #11's client: `python3 -m sglang.benchmark.serving` (flags not shown) sends text
+/// unless `--tokenize-prompt`: random ids decoded, Qwen3's rate standing in for GLM's.
+fn corpus11_client() -> Duration {
+    tokenize("random_ids")
+}
+
 /// #11's 100K L2 restore: a 100 000-token prompt, evicted to host by another, then
 /// sent again (plus one 64-token page); request 2's TTFT over request 0's is the ratio.
 fn corpus11_restore() -> (ReplayConfig, Vec<Request>) {
     let (mut c, _) = glm52_h20(1.0);
+    c.frontend.tokenize_per_token = corpus11_client();
     let pages = |tag: u64, n: u64| (0..n).map(|j| ((tag << 32) | j) + 1).collect::<Vec<_>>();
     let n = 100_000 / 64;
     c.capacities.l1_pages = n + n / 2;
@@ -896,6 +958,7 @@ fn corpus11_restore() -> (ReplayConfig, Vec<Request>) {
 #[test]
 fn corpus_11_glm52_fp8_h20_prefill_and_l2_restore() {
     let (mut c, _) = glm52_h20(1.0);
+    c.frontend.tokenize_per_token = corpus11_client();
     c.capacities.l1_pages = 1_200_000 / 64; // --max-total-tokens 1200000
     // Cold prefill of one request (CP8 is not modelled: TP8 spreads the same FLOPs).
     let mut sims = Vec::new();
@@ -1046,6 +1109,9 @@ fn corpus10() -> (ReplayConfig, Vec<Request>) {
             ..Compute::default()
         },
     );
+    // The PR's prompts are words ("~2200 words ≈ 15k tokens"), sent as text: the
+    // probe text's rate (random words) stands in.
+    c.frontend.tokenize_per_token = tokenize("probe");
     let (a, junk, n) = (C10_SET_A, C10_JUNK, C10_PAGES);
     c.capacities.l1_pages = 12 * n;
     c.capacities.l2_pages = 64 * n;
@@ -1116,14 +1182,20 @@ fn corpus_10_mla_l2_hit_vs_cold() {
         hot / cold,
         m.host_hit_tokens
     );
-    // Outside (README): cold is 35 % fast (0.87 vs ~1.34 s, if the model is DeepSeek-V3
-    // on H200 — the assumption) and the L2 hit 6× fast: 1.06 GB per rank loads in
-    // 23 ms at the host link's 46.75 GB/s here, where SGLang took ~170 ms — about
-    // 6 GB/s per rank, 50 GB/s for the node's 8 ranks reading host DRAM at once (the
-    // PR's own subject: the ranks share host memory, which the replay does not model).
+    // Within 20 % (README): 0.131 / 0.970 = 0.135 against 0.130 (+4 %). Both arms
+    // start with the TokenizerManager's encode of ~15 K tokens of text (the probe
+    // text's 6.8 µs per token: ~0.10 s), which SGLang pays hit or miss. Cold is 28 %
+    // fast (0.97 vs ~1.34 s, if the model is DeepSeek-V3 on H200 — the assumption);
+    // the L2 hit 25 %: 1.06 GB per rank loads in 23 ms at the host link's 46.75 GB/s
+    // here. Without the encode (token ids) the ratio would be 0.034 (−74 %).
     assert_eq!(m.host_hit_tokens, C10_SET_A * C10_PAGES * 64);
-    assert!(err(cold, 1.34) < 0.40, "{cold}");
-    assert!(hot / cold < 0.5 * 0.130, "{}", hot / cold);
+    assert!(err(cold, 1.34) < 0.35, "{cold}");
+    assert!(err(hot / cold, 0.130) < 0.08, "{}", hot / cold);
+    let mut ids = c.clone();
+    ids.frontend.tokenize_per_token = Duration(0);
+    let (_, t0) = hicache_sim::runtime::replay_timed(&ids, reqs, &[]).unwrap();
+    let (cold0, hot0) = corpus10_ttfts(&t0);
+    assert!(hot0 / cold0 < 0.5 * 0.130, "{}", hot0 / cold0);
 }
 
 // ------------------------------------------------------------------ corpus #12
@@ -1208,6 +1280,9 @@ fn qwen3_32b_h20_tp1() -> ReplayConfig {
     // 64-token answers wait behind the prefills (published latency − TTFT: 5.7–7.1 s).
     c.scheduler.decode_timeline = DecodeTimeline::Interleaved;
     c.policy.write_policy = WritePolicy::WriteThrough; // --hicache-write-policy write_through
+    // bench_multiturn of 2025 sends `"text"`: ShareGPT prompts cut or repeated to length
+    // (not rebuildable offline): the probe text's rate stands in.
+    c.frontend.tokenize_per_token = tokenize("probe");
     c
 }
 
@@ -1461,6 +1536,9 @@ fn corpus19_cfg() -> ReplayConfig {
     // writes at QD1 1.15 GB/s. Host link: the default 55 GB/s (PCIe Gen5 x16).
     c.links.storage_read_bandwidth = Bandwidth(6.19 * GB as f64);
     c.links.storage_write_bandwidth = Bandwidth(1.15 * GB as f64);
+    // probe.py streams `/v1/chat/completions` with text: every probe, hit or miss, is
+    // encoded by the TokenizerManager first (the probe text, measured).
+    c.frontend.tokenize_per_token = tokenize("probe");
     c
 }
 
@@ -1486,6 +1564,7 @@ fn corpus20_cfg() -> ReplayConfig {
     let ssd = 1.88 * (1u64 << 30) as f64; // 1.88 GiB/s, read and write
     c.links.storage_read_bandwidth = Bandwidth(ssd);
     c.links.storage_write_bandwidth = Bandwidth(ssd);
+    c.frontend.tokenize_per_token = tokenize("probe"); // the same probe as #19
     c
 }
 
@@ -1541,27 +1620,83 @@ fn corpus_19_qwen3_8b_h100_pcie_tier_probes() {
         678_208 / 64,
         &C19_PUBLISHED,
     );
-    // Recompute within 20 %: 0.745 vs 0.920 s (−19 %), 1.803 vs 2.219 s (−19 %).
+    // Recompute within 10 %: 0.856 vs 0.920 s (−7 %), 2.023 vs 2.219 s (−9 %); each
+    // probe starts with the TokenizerManager's encode of its text (6.8 µs per token, 0.11
+    // / 0.22 s, `tools/costs/tokenize_rate.json`), hit or miss.
     for (&(rc, _, _), &(_, prc, _, _)) in sim.iter().zip(&C19_PUBLISHED) {
-        assert!((0.78..0.84).contains(&(rc / prc)), "{rc} vs {prc}");
+        assert!((0.88..0.96).contains(&(rc / prc)), "{rc} vs {prc}");
     }
-    // The hits are not. SGLang's L1 hit, which moves no KV, already costs 0.159 / 0.251 s
-    // (≈ 7 µs per cached token); the replay's L2 hit (the layer-pipelined copy alone:
-    // 4.8 GB at 55 × 0.85 GB/s at 32 512 tokens) costs less than that, so every hit
-    // ratio comes out low. Asserted where they are (README table):
-    //   L2 ÷ recompute 0.070 vs 0.232 (×0.30), 0.057 vs 0.168 (×0.34);
-    //   L3 ÷ recompute 0.591 vs 1.165 (×0.51), 0.486 vs 0.658 (×0.74).
-    for (&(_, h2, _), l1) in sim.iter().zip(C19_L1) {
+    // L2 ÷ recompute within 20 % at both lengths: 0.190 vs 0.232 (×0.82), 0.159 vs 0.168
+    // (×0.95). L3 ÷ recompute within 20 % at 32 512 (0.541 vs 0.658, ×0.82), not at
+    // 16 384 (0.644 vs 1.165, ×0.55): nixl's fixed ~0.19 s per L3 hit (the report's
+    // intercept) is not modelled, and it weighs most on the short probe.
+    let e = ratio_errors(&sim, &C19_PUBLISHED);
+    let want = [(0.82, 0.55), (0.95, 0.82)];
+    for (&(e2, e3), &(w2, w3)) in e.iter().zip(&want) {
+        assert!((e2 / w2 - 1.0).abs() < 0.05, "L2 ratio ×{e2} (×{w2})");
+        assert!((e3 / w3 - 1.0).abs() < 0.05, "L3 ratio ×{e3} (×{w3})");
+    }
+    without_the_encode_the_hits_are_too_cheap(&corpus19_cfg(), 374_784 / 64, 678_208 / 64, C19_L1);
+}
+
+/// Token ids instead of text (no TokenizerManager encode): the replay's L2 hit (the
+/// layer-pipelined copy alone) is under 0.7 × SGLang's L1 hit, which moves nothing —
+/// the gap the encode closes (README: the L2 ratios were −66 % / −24 % without it).
+fn without_the_encode_the_hits_are_too_cheap(c: &ReplayConfig, l1: u64, l2: u64, pl1: [f64; 2]) {
+    let mut ids = c.clone();
+    ids.frontend.tokenize_per_token = Duration(0);
+    for (len, p) in [16_384u64, 32_512].into_iter().zip(pl1) {
+        let (_, h2, _) = tier_curve(&ids, l1, l2, len);
         assert!(
-            h2 < 0.7 * l1,
-            "simulated L2 hit {h2} vs published L1 hit {l1}"
+            h2 < 0.7 * p,
+            "simulated L2 hit {h2} vs published L1 hit {p}"
         );
     }
-    let e = ratio_errors(&sim, &C19_PUBLISHED);
-    let want = [(0.30, 0.51), (0.34, 0.74)];
-    for (&(e2, e3), &(w2, w3)) in e.iter().zip(&want) {
-        assert!((e2 / w2 - 1.0).abs() < 0.08, "L2 ratio ×{e2} (×{w2})");
-        assert!((e3 / w3 - 1.0).abs() < 0.08, "L3 ratio ×{e3} (×{w3})");
+}
+
+/// The L1 probes (a hit that moves no KV) against the published ones: the encode plus
+/// a 64-token extend. The published slope between 16 384 and 32 512 tokens is the
+/// encode's (#19: 5.7 µs per token, #20: 7.8; the measured rate 6.8); what the replay
+/// lacks is the fixed part, the report's ~30–36 ms intercept (HTTP, two ZMQ hops, a
+/// scheduler iteration: not modelled).
+#[test]
+fn the_l1_probes_are_the_encode_and_a_short_extend() {
+    for (name, c, l1, l2, published, want) in [
+        (
+            "#19",
+            corpus19_cfg(),
+            374_784 / 64,
+            678_208 / 64,
+            C19_L1,
+            [0.1142, 0.2245],
+        ),
+        (
+            "#20",
+            corpus20_cfg(),
+            705_856 / 64,
+            1_220_736 / 64,
+            C20_L1,
+            [0.1193, 0.2317],
+        ),
+    ] {
+        let mut sim = [0.0; 2];
+        for (i, len) in [16_384u64, 32_512].into_iter().enumerate() {
+            let (t, m) = tier_probe(&c, l1, l2, len / 64, Probe::L1);
+            assert_eq!(m.device_hit_tokens, len - 64);
+            println!("{name} L1 {len}: {t:.4} s (published {})", published[i]);
+            assert!((t / want[i] - 1.0).abs() < 0.002, "{name} {len}: {t}");
+            sim[i] = t;
+        }
+        let slope = |x: [f64; 2]| (x[1] - x[0]) / 16_128.0 * 1e6;
+        println!(
+            "{name} L1 slope: {:.2} us/token (published {:.2})",
+            slope(sim),
+            slope(published)
+        );
+        // The missing fixed part: 25–45 ms at both lengths.
+        for (s, p) in sim.iter().zip(published) {
+            assert!((0.019..0.05).contains(&(p - s)), "{name}: {p} - {s}");
+        }
     }
 }
 
@@ -1574,31 +1709,35 @@ fn corpus_20_qwen3_32b_fp8_h200_tier_probes() {
         1_220_736 / 64,
         &C20_PUBLISHED,
     );
-    // Recompute is 1.6× / 2.3× fast (1.744 vs 2.842 s, 4.343 vs 10.130 s): the run's
+    // Recompute is 1.5× / 2.2× fast (1.855 vs 2.842 s, 4.563 vs 10.130 s): the run's
     // triton attention over an fp8_e5m2 KV is far below the Hopper attention MFU at
     // 16–32 K tokens (its recompute time grows 3.6× from 16 K to 32 K; the roofline's 2.5×).
     for (&(rc, _, _), (&(_, prc, _, _), want)) in
-        sim.iter().zip(C20_PUBLISHED.iter().zip([0.61, 0.43]))
+        sim.iter().zip(C20_PUBLISHED.iter().zip([0.65, 0.45]))
     {
-        assert!((rc / prc / want - 1.0).abs() < 0.08, "{rc} vs {prc}");
+        assert!((rc / prc / want - 1.0).abs() < 0.05, "{rc} vs {prc}");
     }
-    // L2 hit below SGLang's L1 hit, as #19 (0.046 / 0.092 s vs 0.156 / 0.281 s).
-    for (&(_, h2, _), l1) in sim.iter().zip(C20_L1) {
-        assert!(
-            h2 < 0.7 * l1,
-            "simulated L2 hit {h2} vs published L1 hit {l1}"
-        );
+    // The hits themselves come close (L2 0.157 / 0.311 s vs 0.148 / 0.280; the encode is
+    // most of them), but they are divided by that fast recompute: L2 ÷ recompute 0.085
+    // vs 0.052 (×1.63), 0.068 vs 0.028 (×2.45). L3 at the SSD's sustained 1.88 GiB/s is
+    // slower than SGLang read it (2.42 vs 1.43 s at 32 512; the report's own L3 fit,
+    // 2.99 GiB/s, exceeds that figure): L3 ÷ recompute 0.656 vs 0.291 (×2.25), 0.530 vs
+    // 0.141 (×3.76).
+    for (&(_, h2, _), &(_, _, p2, _)) in sim.iter().zip(&C20_PUBLISHED) {
+        assert!(err(h2, p2) < 0.12, "L2 hit {h2} vs {p2}");
     }
-    // L3 at the SSD's sustained 1.88 GiB/s is slower than SGLang read it (2.20 vs 1.43 s
-    // at 32 512; the report's own L3 fit, 2.99 GiB/s, exceeds that figure), and the
-    // recompute it is divided by is fast: L3 ÷ recompute 0.634 vs 0.291 (×2.18),
-    // 0.506 vs 0.141 (×3.60). L2 ÷ recompute 0.026 vs 0.052 (×0.51), 0.021 vs 0.028 (×0.77).
     let e = ratio_errors(&sim, &C20_PUBLISHED);
-    let want = [(0.51, 2.18), (0.77, 3.60)];
+    let want = [(1.63, 2.25), (2.45, 3.76)];
     for (&(e2, e3), &(w2, w3)) in e.iter().zip(&want) {
-        assert!((e2 / w2 - 1.0).abs() < 0.08, "L2 ratio ×{e2} (×{w2})");
-        assert!((e3 / w3 - 1.0).abs() < 0.08, "L3 ratio ×{e3} (×{w3})");
+        assert!((e2 / w2 - 1.0).abs() < 0.05, "L2 ratio ×{e2} (×{w2})");
+        assert!((e3 / w3 - 1.0).abs() < 0.05, "L3 ratio ×{e3} (×{w3})");
     }
+    without_the_encode_the_hits_are_too_cheap(
+        &corpus20_cfg(),
+        705_856 / 64,
+        1_220_736 / 64,
+        C20_L1,
+    );
 }
 
 // ------------------------------------------------------------------ hit-cost sensitivity
@@ -1793,51 +1932,54 @@ fn corpus_ratios() -> Vec<(&'static str, &'static str, f64, f64)> {
 /// The sensitivity's one value, ns per cached token: least squares through the origin
 /// of (published L1-hit TTFT − the replay's L1-hit TTFT) over the cached tokens x of
 /// #19's and #20's four L1 probes (derived and checked in
-/// `hit_cost_sensitivity_over_the_corpus`). A probe of L tokens hits x = L − 64:
+/// `hit_cost_sensitivity_over_the_corpus`). A probe of L tokens hits x = L − 64; the
+/// replay's L1 hit is the TokenizerManager's encode of the text plus an extend of 64:
 ///
-/// | probe | x | published | replay (extend of 64) | difference |
+/// | probe | x | published | replay (encode + extend of 64) | difference |
 /// |---|---|---|---|---|
-/// | #19 16 384 | 16 320 | 0.159 s | 0.003558 s | 0.155442 s |
-/// | #19 32 512 | 32 448 | 0.251 s | 0.004836 s | 0.246164 s |
-/// | #20 16 384 | 16 320 | 0.1559 s | 0.008571 s | 0.147329 s |
-/// | #20 32 512 | 32 448 | 0.2811 s | 0.012045 s | 0.269055 s |
+/// | #19 16 384 | 16 320 | 0.159 s | 0.114248 s | 0.044752 s |
+/// | #19 32 512 | 32 448 | 0.251 s | 0.224487 s | 0.026513 s |
+/// | #20 16 384 | 16 320 | 0.1559 s | 0.119261 s | 0.036639 s |
+/// | #20 32 512 | 32 448 | 0.2811 s | 0.231696 s | 0.049404 s |
 ///
-/// Σ x·d = 16 320 × (0.155442 + 0.147329) + 32 448 × (0.246164 + 0.269055)
-///       = 4 941.1 + 16 718.0 = 21 659.1 s·token;
-/// Σ x² = 2 × 16 320² + 2 × 32 448² = 532 684 800 + 2 105 745 408 = 2 638 430 208;
-/// h = 21 659.1 / 2 638 430 208 = 8.209 µs per cached token (the four points alone:
-/// 9.52, 7.59, 9.03, 8.29 µs).
-const L1_PROBE_HIT_COST_NS: u64 = 8_209;
+/// Σ x·d = 16 320 × (0.044752 + 0.036639) + 32 448 × (0.026513 + 0.049404)
+///       = 1 328.3 + 2 463.4 = 3 791.7 s·token;
+/// Σ x² = 2 × 16 320² + 2 × 32 448² = 2 638 430 208;
+/// h = 3 791.7 / 2 638 430 208 = 1.437 µs per cached token (the four points alone:
+/// 2.74, 0.82, 2.25, 1.52 µs: falling with length, the mark of a fixed cost per request,
+/// the report's ~30 ms intercept, spread over tokens). Before the encode was modelled
+/// (token ids) the same fit gave 8.209 µs.
+const L1_PROBE_HIT_COST_NS: u64 = 1_437;
 
 /// Simulated (without, with the hit cost) for each row of [`corpus_ratios`], to 4
 /// significant digits.
 const SENSITIVITY: [(f64, f64); 26] = [
-    (0.9082, 0.9124),
-    (1.1, 1.096),
-    (0.6496, 0.661),
-    (1.493, 1.471),
-    (0.1601, 0.1877),
-    (4.555, 4.1),
-    (0.02529, 0.04873),
-    (10.21, 8.499),
-    (0.9431, 0.9579),
-    (0.5477, 0.6637),
-    (0.1418, 0.3731),
-    (0.1604, 0.4067),
-    (0.2727, 1.878),
-    (0.2936, 2.757),
-    (0.6307, 0.6628),
-    (0.2529, 0.2879),
-    (0.03373, 0.176),
-    (0.006351, 0.04579),
-    (0.6723, 0.6761),
-    (1.578, 1.569),
-    (0.6264, 0.6304),
-    (1.678, 1.666),
-    (0.05696, 0.2047),
-    (0.4856, 0.6333),
-    (0.02109, 0.08241),
-    (0.5062, 0.5675),
+    (0.90849, 0.90923),
+    (1.0998, 1.099),
+    (0.64967, 0.65151),
+    (1.4923, 1.4887),
+    (0.15404, 0.15821),
+    (4.6672, 4.5847),
+    (0.030793, 0.032747),
+    (9.7763, 9.6721),
+    (0.94329, 0.94589),
+    (0.57862, 0.59527),
+    (0.25661, 0.25685),
+    (0.16039, 0.2035),
+    (0.27267, 0.59284),
+    (0.29355, 0.70382),
+    (0.63071, 0.63656),
+    (0.25289, 0.25905),
+    (0.13544, 0.15773),
+    (0.034168, 0.040879),
+    (0.67287, 0.67354),
+    (1.5776, 1.576),
+    (0.62599, 0.62663),
+    (1.6789, 1.677),
+    (0.15935, 0.1824),
+    (0.54143, 0.56448),
+    (0.068207, 0.078426),
+    (0.52992, 0.54014),
 ];
 
 #[test]
@@ -1918,27 +2060,27 @@ fn hit_cost_sensitivity_over_the_corpus() {
             );
         }
     }
-    // 13 without: #04 +L2 round 4 is 0.5477 against 0.68 (−19.5 %), within by a hair
-    // (the README table said 0.54 / −20 % and counted it out until this test counted).
-    assert_eq!((n0, n1), (13, 12));
+    // 16 without (the README table), 15 with: it brings #06 128K in (−20 → +1 %) and
+    // takes #06 8K (−2 → +112 %) and #10 (+4 → +21 %) out.
+    assert_eq!((n0, n1), (16, 15));
     // Why #06 8K and #07 go the wrong way. A 90 % hit of an 8 192-token prompt is 7 360
-    // cached tokens (115 pages): 60.4 ms at 8.209 µs each, 0.66 × the replay's whole
+    // cached tokens (115 pages): 10.6 ms at 1.437 µs each, 0.12 × the replay's whole
     // cold prefill of that prompt on the assumed 8 × H200 TP8 (#06, 91.9 ms) and
-    // 0.98 × on 4 × H200 TP4 (#07, 61.9 ms). And hits batch: with 832 new tokens each,
+    // 0.17 × on 4 × H200 TP4 (#07, 61.9 ms). But hits batch: with 832 new tokens each,
     // up to nine hit requests share one 8 192-token prefill batch and each gets its first
     // token when all their hit costs are paid, where cold prompts go one per batch. With
     // one request per batch (`max_prefill_tokens` 1 000) the hit arm's mean TTFT falls
-    // from 0.496 to 0.206 s (#06) and from 0.490 to 0.198 s (#07), under recompute's
-    // 0.264 / 0.178 s.
+    // from 0.157 to 0.063 s (#06) and from 0.125 to 0.054 s (#07), against 0.072 / 0.052 s
+    // without the charge.
     for (cfg, name, cold_alone, batched, single) in [
         (
             corpus06_cfg as fn() -> ReplayConfig,
             "#06",
             0.09186,
-            0.4961,
-            0.2064,
+            0.1566,
+            0.0631,
         ),
-        (corpus07_cfg, "#07", 0.06187, 0.4904, 0.1976),
+        (corpus07_cfg, "#07", 0.06187, 0.1252, 0.0543),
     ] {
         let b = Multiturn::fixed_concurrency(1, 8192, 1, 1);
         let cold = bench::run(&cfg(), &b, &[], 50).unwrap().ttft_mean_s;
@@ -1957,4 +2099,58 @@ fn hit_cost_sensitivity_over_the_corpus() {
             assert!((sim / want - 1.0).abs() < 0.002, "{name}: {sim} vs {want}");
         }
     }
+}
+
+// ------------------------------------------------------------------ tokenizer sensitivity
+
+/// The corpus's 26 ratios with the TokenizerManager's encode (`runtime::frontend`) at
+/// the measured rates (the README table), without it (every client sending token ids:
+/// the table before the encode was modelled), at 75 % and 125 % of the measured rates
+/// (the measurement's run-to-run spread on this 2-core machine was 5.8–7.2 µs per
+/// probe token at 32 512), and with #06 / #07's unnamed client taken to send text
+/// (`bench_serving`'s default). `cargo test --release --test it tokenizer_sensitivity
+/// -- --nocapture` prints the table.
+#[test]
+fn tokenizer_sensitivity_over_the_corpus() {
+    let runs = [
+        ("measured", 100, false),
+        ("token ids", 0, false),
+        ("75 %", 75, false),
+        ("125 %", 125, false),
+        ("#06/#07 text", 100, true),
+    ];
+    let all: Vec<_> = runs
+        .iter()
+        .map(|&(_, pct, unknown)| with_tokenizer(pct, unknown, corpus_ratios))
+        .collect();
+    let within = |sim: f64, p: f64| (sim / p - 1.0).abs() < 0.20;
+    println!(
+        "| # | ratio | published | {} |",
+        runs.map(|r| r.0).join(" | ")
+    );
+    println!("|---|---|---|{}", "---|".repeat(runs.len()));
+    for i in 0..all[0].len() {
+        let (e, what, p, _) = all[0][i];
+        let cells: Vec<String> = all
+            .iter()
+            .map(|r| {
+                let s = r[i].3;
+                let mark = if within(s, p) { " ✓" } else { "" };
+                format!("{:+.0} %{mark}", (s / p - 1.0) * 100.0)
+            })
+            .collect();
+        println!("| {e} | {what} | {p} | {} |", cells.join(" | "));
+    }
+    let counts: Vec<usize> = all
+        .iter()
+        .map(|r| r.iter().filter(|x| within(x.3, x.2)).count())
+        .collect();
+    println!("within 20 %: {counts:?}");
+    // The default, 16: #19 L2 and L3 and #10 come in (−66 → −5 %, −26 → −18 %,
+    // −74 → +4 %). Token ids everywhere: the 13 of the table before. 17 at 75 % of the
+    // rates (#04 Mooncake round 9 comes in: it swings −23 / +4 / +39 / +76 % at 0 / 75 /
+    // 100 / 125 %, its 80 round-9 prompts of ~20 K tokens queueing at the one
+    // tokenizer once Mooncake makes the GPU side fast), 15 at 125 % (#10 leaves,
+    // +21 %). #06 / #07 sending text: 15, #06 8K leaves (−2 → +74 %).
+    assert_eq!(counts, [16, 13, 17, 15, 15]);
 }
