@@ -118,7 +118,7 @@ impl Speeds {
     /// `; hit cost N ns per cached token` when the sensitivity is on and `; tokenize N
     /// ns per prompt token` when requests arrive as text, else nothing (outputs made
     /// without them keep their bytes).
-    fn hit_cost_text(&self) -> String {
+    fn opt_in_text(&self) -> String {
         let hit = self
             .hit_cost_per_cached_token_ns
             .map(|ns| format!("; hit cost {ns} ns per cached token"))
@@ -154,7 +154,7 @@ impl Speeds {
         format!(
             "{compute}; chunk {}{}{}; H2D {} GB/s; storage{backend} {}/{} GB/s",
             self.chunked_prefill_size,
-            self.hit_cost_text(),
+            self.opt_in_text(),
             if self.decode == "interleaved" {
                 "; decode interleaved"
             } else {
@@ -195,7 +195,7 @@ impl Speeds {
             "{compute}; chunk {}; scale {}{}; load-back {}; decode {}; H2D {} GB/s{}; D2H {} GB/s; efficiency {}; storage{backend} read {} GB/s write {} GB/s latency {} us",
             self.chunked_prefill_size,
             self.compute_scale,
-            self.hit_cost_text(),
+            self.opt_in_text(),
             self.load_back,
             self.decode,
             self.h2d_gb_s,

@@ -340,19 +340,19 @@ fn interleaved_decode_takes_gpu_time_from_prefill() {
     assert!(Speeds::of(&c).line().contains("decode interleaved"));
 }
 
-#[test]
-fn sweep_axes_reach_the_keys_written_only_when_set() {
-    // `decode_timeline`, `storage_backend`, `storage_latency` and `compute` are left out
-    // of the serialized config while default; a sweep may still vary them.
+/// [`BENCH_SCENARIO`] with `axes` (YAML lines under `sweep: axes:`), swept: the folder
+/// (kept while the caller holds it), the scenario's path, the CSV header and its rows.
+fn swept(
+    axes: &str,
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    Vec<String>,
+    Vec<Vec<String>>,
+) {
     let d = tempfile::tempdir().unwrap();
     let sc = d.path().join("bench.yaml");
-    std::fs::write(
-        &sc,
-        format!(
-            "{BENCH_SCENARIO}sweep:\n  axes:\n    runtime.replay.decode_timeline: [beside_prefill, interleaved]\n    runtime.replay.storage_backend: [eic]\n"
-        ),
-    )
-    .unwrap();
+    std::fs::write(&sc, format!("{BENCH_SCENARIO}sweep:\n  axes:\n{axes}")).unwrap();
     let out = d.path().join("out");
     let o = Command::new(BIN)
         .arg("sweep")
@@ -365,15 +365,29 @@ fn sweep_axes_reach_the_keys_written_only_when_set() {
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
     let mut rd = csv::Reader::from_reader(csv.as_bytes());
     let h: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
-    let col = |n: &str| {
-        h.iter()
-            .position(|x| x == n)
-            .unwrap_or_else(|| panic!("{n}"))
-    };
-    let rows: Vec<Vec<String>> = rd
+    let rows = rd
         .records()
         .map(|r| r.unwrap().iter().map(String::from).collect())
         .collect();
+    (d, sc, h, rows)
+}
+
+/// The index of CSV column `name` in `header`.
+fn column(header: &[String], name: &str) -> usize {
+    header
+        .iter()
+        .position(|x| x == name)
+        .unwrap_or_else(|| panic!("{name}"))
+}
+
+#[test]
+fn sweep_axes_reach_the_keys_written_only_when_set() {
+    // `decode_timeline`, `storage_backend`, `storage_latency` and `compute` are left out
+    // of the serialized config while default; a sweep may still vary them.
+    let (_d, _, h, rows) = swept(
+        "    runtime.replay.decode_timeline: [beside_prefill, interleaved]\n    runtime.replay.storage_backend: [eic]\n",
+    );
+    let col = |n: &str| column(&h, n);
     assert_eq!(rows.len(), 2);
     for r in &rows {
         let sp = &r[col("speeds")];
@@ -427,36 +441,8 @@ fn a_text_prompt_waits_for_the_tokenizer_not_the_gpu() {
 
 #[test]
 fn tokenize_per_token_from_a_scenario_is_in_the_speeds_and_a_sweep_axis() {
-    let d = tempfile::tempdir().unwrap();
-    let sc = d.path().join("bench.yaml");
-    std::fs::write(
-        &sc,
-        format!(
-            "{BENCH_SCENARIO}sweep:\n  axes:\n    runtime.replay.tokenize_per_token: [0ns, 7us]\n"
-        ),
-    )
-    .unwrap();
-    let out = d.path().join("out");
-    let o = Command::new(BIN)
-        .arg("sweep")
-        .arg(&sc)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
-    let mut rd = csv::Reader::from_reader(csv.as_bytes());
-    let h: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
-    let col = |n: &str| {
-        h.iter()
-            .position(|x| x == n)
-            .unwrap_or_else(|| panic!("{n}"))
-    };
-    let rows: Vec<Vec<String>> = rd
-        .records()
-        .map(|r| r.unwrap().iter().map(String::from).collect())
-        .collect();
+    let (_d, sc, h, rows) = swept("    runtime.replay.tokenize_per_token: [0ns, 7us]\n");
+    let col = |n: &str| column(&h, n);
     assert_eq!(rows.len(), 2);
     let sp = |i: usize| rows[i][col("speeds")].clone();
     assert!(!sp(0).contains("tokenize"), "{}", sp(0));
