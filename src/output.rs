@@ -89,6 +89,30 @@ pub fn refuse_input_as_output(
     Ok(())
 }
 
+/// Refuses an output path inside one of the trees the run read from (`capture -o
+/// CG/job/memory.max`, or any new file beside it): `what` names the tree. Symlinks are
+/// followed, so a link pointing into a tree is refused too.
+pub fn refuse_output_inside(
+    flag: &str,
+    out: &Path,
+    trees: &[(&str, &Path)],
+) -> Result<(), InputError> {
+    let o = resolved(out);
+    for (what, tree) in trees {
+        let t = resolved(tree);
+        if o.starts_with(&t) {
+            return Err(InputError::new(
+                format!("{flag} {}", out.display()),
+                format!(
+                    "this output is inside the {what} the run reads ({}); writing there could destroy an input: choose a path outside it",
+                    tree.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Writes `bytes` to `path` so a reader never sees half a file and nothing but `path`'s
 /// target changes (see [`write_with`]).
 pub fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

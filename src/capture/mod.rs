@@ -71,6 +71,10 @@ pub struct Captured {
     pub model: Option<String>,
     /// The files read (an output must not be one of them).
     pub inputs: Vec<PathBuf>,
+    /// The trees read from: the procfs root and every cgroupfs mount resolved. An output
+    /// inside one would land beside (or over) a file SGLang reads: `memory.max`,
+    /// `memory.stat`, a sibling's `memory.current`.
+    pub trees: Vec<PathBuf>,
 }
 
 /// Reads a file: `Ok(None)` when it does not exist.
@@ -97,6 +101,7 @@ pub fn capture(opts: &Options) -> Result<Captured, InputError> {
     let mut notes = Vec::new();
     let mut read = Vec::new();
     let mut inputs = Vec::new();
+    let mut trees = vec![proc.clone()];
     let text_of = |p: &Path| read_opt(p).ok().flatten().map(|s| s.trim().to_string());
     let host = text_of(&proc.join("sys/kernel/hostname"));
     let kernel = text_of(&proc.join("sys/kernel/osrelease"));
@@ -156,6 +161,7 @@ pub fn capture(opts: &Options) -> Result<Captured, InputError> {
             let m = procfs::parse_memberships(&cg, &cgroup_path.display().to_string())?;
             let (found, skipped) =
                 procfs::resolve_mounts(&mi, &mountinfo_path.display().to_string(), &m)?;
+            trees.extend(found.iter().map(|h| h.mount.clone()));
             if m.is_empty() {
                 notes.push(format!(
                     "{}: no memory cgroup membership (no `0::` line, no `memory` controller): SGLang's headroom is None; no `cgroup:`",
@@ -394,6 +400,7 @@ pub fn capture(opts: &Options) -> Result<Captured, InputError> {
         notes,
         model: opts.model.clone(),
         inputs,
+        trees,
     })
 }
 

@@ -61,15 +61,28 @@ pub fn capture(a: CaptureArgs) -> CmdResult {
         model: a.model.clone(),
         now: now(),
     };
-    if let Some(out) = &a.output {
-        let inputs: Vec<PathBuf> = ["meminfo", "self/cgroup", "self/mountinfo"]
-            .iter()
-            .map(|f| opts.proc_root.join(f))
-            .collect();
-        let named: Vec<(&str, &Path)> = inputs.iter().map(|p| ("input", p.as_path())).collect();
-        crate::output::refuse_input_as_output("--output", Path::new(out), &named)?;
-    }
     let c = capture::capture(&opts)?;
+    if let Some(out) = &a.output {
+        // After the capture (which only reads): only then are the cgroupfs mounts known.
+        let named: Vec<(&str, &Path)> = c.inputs.iter().map(|p| ("input", p.as_path())).collect();
+        crate::output::refuse_input_as_output("--output", Path::new(out), &named)?;
+        let trees: Vec<(&str, &Path)> = c
+            .trees
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                (
+                    if i == 0 {
+                        "procfs tree"
+                    } else {
+                        "cgroupfs mount"
+                    },
+                    p.as_path(),
+                )
+            })
+            .collect();
+        crate::output::refuse_output_inside("--output", Path::new(out), &trees)?;
+    }
     let text = capture::render::render(&c);
     check_loads(&text, &c)?;
     match &a.output {

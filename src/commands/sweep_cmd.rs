@@ -86,6 +86,9 @@ pub fn sweep(a: SweepArgs) -> CmdResult {
     // Every combination is checked the way SGLang checks its flags, before any work.
     let source0 = a.scenario.clone();
     let notes = std::sync::Mutex::new(std::collections::BTreeSet::new());
+    // Every model file a point reads (`config.json` and what sits beside it): their
+    // content is part of the sweep's fingerprint.
+    let model_files = std::sync::Mutex::new(std::collections::BTreeSet::new());
     let lines = crate::scenario::lines::LineIndex::default();
     sweep::check_points(&spec, &tree, &points, &|v: &Value, p: &sweep::Point| {
         let at_axis = |e: InputError| axis_error(&spec, p, e);
@@ -99,6 +102,10 @@ pub fn sweep(a: SweepArgs) -> CmdResult {
                 .expect("not poisoned")
                 .extend(s.notes.iter().cloned());
         }
+        model_files
+            .lock()
+            .expect("not poisoned")
+            .extend(s.resolved_model.input_files());
         crate::startup::StartupPlan::new(&s)?;
         Ok(())
     })?;
@@ -124,10 +131,17 @@ pub fn sweep(a: SweepArgs) -> CmdResult {
     let mut columns: Vec<String> = COLUMNS.iter().map(|c| c.to_string()).collect();
     columns.extend(bench_columns(&base, &points));
     let mut opts = RunOptions::new(&a.out, columns);
-    let (scenario_map, traces) = provenance(&base, &points, &a.scenario, &loaded.lines)?;
+    let model_files = model_files.into_inner().expect("not poisoned");
+    let (scenario_map, traces) =
+        provenance(&base, &points, &a.scenario, &loaded.lines, &model_files)?;
     opts.scenario = scenario_map;
     opts.inputs = std::iter::once(("scenario".to_string(), PathBuf::from(&a.scenario)))
         .chain(traces.into_iter().map(|t| ("trace".to_string(), t)))
+        .chain(
+            model_files
+                .iter()
+                .map(|m| ("model file".to_string(), m.clone())),
+        )
         .collect();
     for (what, p) in &opts.inputs {
         crate::output::protect_input(what, p);
@@ -325,14 +339,15 @@ fn bench_columns(base: &Value, points: &[sweep::Point]) -> Vec<String> {
     c
 }
 
-/// The base scenario flattened (`server.hicache_size` → `135`) and the content hash of
-/// every trace a point reads: what a `--resume` or `merge` must find unchanged; and the
-/// traces' paths.
+/// The base scenario flattened (`server.hicache_size` → `135`), the content hash of
+/// every trace and model file a point reads and of the data bundled in the binary: what
+/// a `--resume` or `merge` must find unchanged; and the traces' paths.
 fn provenance(
     base: &Value,
     points: &[sweep::Point],
     scenario: &str,
     lines: &crate::scenario::lines::LineIndex,
+    model_files: &std::collections::BTreeSet<PathBuf>,
 ) -> Result<(BTreeMap<String, String>, Vec<PathBuf>), CommandError> {
     let mut m = BTreeMap::new();
     flatten(base, "", &mut m);
@@ -340,6 +355,22 @@ fn provenance(
         "hicache_sim_version".into(),
         env!("CARGO_PKG_VERSION").into(),
     );
+    m.insert(
+        "bundled data".into(),
+        crate::pipeline::bundled_data_fingerprint(),
+    );
+    for f in model_files {
+        let hash = crate::fingerprint::content_hash(f).map_err(|e| {
+            InputError::new(
+                f.display().to_string(),
+                format!("cannot fingerprint the model file: {e}"),
+            )
+        })?;
+        m.insert(
+            format!("model file content {}", f.display()),
+            format!("{hash:016x}"),
+        );
+    }
     let mut traces: Vec<String> = base
         .pointer("/runtime/trace")
         .and_then(Value::as_str)

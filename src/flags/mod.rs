@@ -147,7 +147,7 @@ fn release_of(id: &str) -> Result<Release, FlagTableError> {
         .ok_or_else(|| FlagTableError::UnmodelledRelease(id.to_string()))
 }
 
-const TABLE_JSON: &str = include_str!("sglang_flags.json");
+pub(crate) const TABLE_JSON: &str = include_str!("sglang_flags.json");
 
 /// Why the generated flag table cannot be read (the embedded one always can: a test
 /// builds it).

@@ -7,6 +7,11 @@ mod memory;
 mod nodes;
 mod view;
 
+/// The node presets bundled in the binary, by name (see [`crate::model::bundled_data`]).
+pub fn bundled_data() -> [(&'static str, &'static str); 1] {
+    [("nodes.yaml", nodes::NODES_YAML)]
+}
+
 pub use memory::{CgroupLimits, ChargeKind, ChargeOutcome, Charges, HostMemory, MemoryError, Oom};
 pub use nodes::{GpuVendor, NodePreset, node_preset, node_presets};
 pub use view::{

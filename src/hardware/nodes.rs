@@ -81,7 +81,7 @@ impl NodePreset {
     }
 }
 
-static NODES_YAML: &str = include_str!("nodes.yaml");
+pub(super) static NODES_YAML: &str = include_str!("nodes.yaml");
 
 /// The embedded node presets by id (`gb300`, `hgx-h200`, …).
 pub fn node_presets() -> &'static BTreeMap<String, NodePreset> {

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::quant::{NAME_SUFFIXES, Quantization, from_suffix};
 
-static CATALOGUE_JSON: &str = include_str!("catalogue.json");
+pub(super) static CATALOGUE_JSON: &str = include_str!("catalogue.json");
 
 /// Where a file of the catalogue was read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

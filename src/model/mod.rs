@@ -28,6 +28,15 @@ pub use device_pool::{
     tokens_from_rest,
 };
 pub use draft::mtp_draft;
+
+/// The model data bundled in the binary (presets, the catalogue of configs), by name:
+/// part of the fingerprint of any result computed from it.
+pub fn bundled_data() -> [(&'static str, &'static str); 2] {
+    [
+        ("models.yaml", presets::MODELS_YAML),
+        ("catalogue.json", catalogue::CATALOGUE_JSON),
+    ]
+}
 pub use dtype::{KvDtype, KvDtypeRefused};
 pub use geometry::{Attention, LinearState, PoolGeometry};
 pub use hf_config::{ConfigFiles, HfModel, read_model};

@@ -40,7 +40,7 @@ fn default_kv_dtype() -> KvDtype {
     KvDtype::Bf16
 }
 
-static MODELS_YAML: &str = include_str!("models.yaml");
+pub(super) static MODELS_YAML: &str = include_str!("models.yaml");
 
 /// The embedded model presets, by id (`deepseek-v3`, `glm-5.2`, …).
 pub fn model_presets() -> &'static BTreeMap<String, ModelPreset> {

@@ -67,7 +67,31 @@ pub struct ResolvedModel {
     pub note: Option<String>,
 }
 
+/// Beside a `config.json`, the files [`read_files`] reads when they exist.
+const SIDE_FILES: [&str; 2] = ["hf_quant_config.json", "model.safetensors.index.json"];
+
 impl ResolvedModel {
+    /// The files this model was read from (`config.json` and whichever of
+    /// `hf_quant_config.json` and `model.safetensors.index.json` sit beside it), for the
+    /// fingerprint of a result that depends on them; none for a preset or the catalogue
+    /// (bundled in the binary).
+    pub fn input_files(&self) -> Vec<PathBuf> {
+        let config = match &self.source {
+            ModelSource::ConfigFile(c) => c.clone(),
+            ModelSource::LocalDir(d) => d.join("config.json"),
+            ModelSource::Preset(_) | ModelSource::Catalogue { .. } => return Vec::new(),
+        };
+        let dir = config.parent().unwrap_or(Path::new(".")).to_path_buf();
+        std::iter::once(config)
+            .chain(
+                SIDE_FILES
+                    .iter()
+                    .map(|f| dir.join(f))
+                    .filter(|p| p.is_file()),
+            )
+            .collect()
+    }
+
     /// Bytes of weights by part: the config's parameter counts in the checkpoint's
     /// format, scaled to `model.safetensors.index.json`'s `metadata.total_size` when it
     /// was read. `None` for a preset.
@@ -207,7 +231,7 @@ fn read_json(path: &Path) -> Result<Value, ModelError> {
 fn read_files(config: &Path) -> Result<ConfigFiles, ModelError> {
     let dir = config.parent().unwrap_or(Path::new("."));
     let hf_quant_config = {
-        let p = dir.join("hf_quant_config.json");
+        let p = dir.join(SIDE_FILES[0]);
         if p.is_file() {
             Some(read_json(&p)?)
         } else {
@@ -215,7 +239,7 @@ fn read_files(config: &Path) -> Result<ConfigFiles, ModelError> {
         }
     };
     let safetensors_total_size = {
-        let p = dir.join("model.safetensors.index.json");
+        let p = dir.join(SIDE_FILES[1]);
         if p.is_file() {
             let v = read_json(&p)?;
             Some(

@@ -16,6 +16,32 @@ use crate::scenario::{RuntimeSection, Scenario};
 use crate::startup::{MonteCarlo, Outcome, StartupPlan};
 use crate::workload::read::{TraceFormat, TraceOptions, open_trace_with};
 
+/// FNV-1a 64 of every data file bundled in the binary that a row is computed from: node
+/// and model presets, the config catalogue, SGLang's flag table, storage backends, cost
+/// tables. Two builds that differ in any of them write different rows for one scenario,
+/// so a sweep's journal records it and `--resume` / `merge` refuse a mix.
+pub fn bundled_data_fingerprint() -> String {
+    use crate::fingerprint::{FNV1A_INIT, fnv1a_update};
+    let named = crate::model::bundled_data()
+        .into_iter()
+        .chain(crate::hardware::bundled_data())
+        .chain([
+            ("sglang_flags.json", crate::flags::TABLE_JSON),
+            (
+                "storage_backends.yaml",
+                crate::runtime::storage_backend::STORAGE_BACKENDS_YAML,
+            ),
+        ])
+        .chain(crate::runtime::cost::table::TABLE_FILES.iter().copied());
+    let mut h = FNV1A_INIT;
+    for (name, text) in named {
+        h = fnv1a_update(h, name.as_bytes());
+        h = fnv1a_update(h, &(text.len() as u64).to_le_bytes());
+        h = fnv1a_update(h, text.as_bytes());
+    }
+    format!("{h:016x}")
+}
+
 /// The host pool the runtime gets from a start-up: the smallest over the ranks that
 /// started (TP ranks hold the same token slots; auto-size agrees on one ratio).
 pub fn host_pool_tokens(mc: &MonteCarlo) -> Option<u64> {

@@ -4,8 +4,10 @@
 //!
 //! Line 1 is a header naming the sweep it belongs to (a fingerprint of its points and
 //! columns, the point count, the shard); every other line is
-//! `{"point": i, "row": [cells of the final CSV row]}`. A last line cut short by a crash
-//! (no trailing newline, or not valid JSON) is dropped on resume and overwritten.
+//! `{"point": i, "row": [cells of the final CSV row], "sum": "…"}`, where `sum` is the
+//! [`row_checksum`] of the row under the sweep's fingerprint: a hand-edited or spliced
+//! row is refused by `--resume` and `merge`. A last line cut short by a crash (no
+//! trailing newline, or not valid JSON) is dropped on resume and overwritten.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Read, Write};
@@ -34,8 +36,23 @@ pub struct Header {
     pub scenario: std::collections::BTreeMap<String, String>,
 }
 
-/// The journal format this build writes (2: the header carries the scenario).
-pub const FORMAT: u32 = 2;
+/// The journal format this build writes (2: the header carries the scenario; 3: every
+/// row carries its checksum).
+pub const FORMAT: u32 = 3;
+
+/// The checksum of one finished row of the sweep `fingerprint`: FNV-1a 64 over the
+/// fingerprint and the cells, each cell length-prefixed (no two rows share a byte
+/// string). It catches an edited cell, a row moved between sweeps and a torn row; it is
+/// not a signature (anyone can recompute it), which is not its job.
+pub fn row_checksum(fingerprint: &str, row: &[String]) -> String {
+    use crate::fingerprint::{FNV1A_INIT, fnv1a_update};
+    let mut h = fnv1a_update(FNV1A_INIT, fingerprint.as_bytes());
+    for c in row {
+        h = fnv1a_update(h, &(c.len() as u64).to_le_bytes());
+        h = fnv1a_update(h, c.as_bytes());
+    }
+    format!("{h:016x}")
+}
 
 /// What differs between two flattened scenarios, for "refused: … differs" messages
 /// (at most `max` entries, in key order).
@@ -61,6 +78,9 @@ pub fn scenario_diff(
 pub struct Entry {
     pub point: usize,
     pub row: Vec<String>,
+    /// [`row_checksum`] of `row` under the header's fingerprint.
+    #[serde(default)]
+    pub sum: String,
 }
 
 /// An open journal, appending.

@@ -50,10 +50,21 @@ pub fn merge(files: &[PathBuf]) -> Result<Vec<u8>, SweepError> {
             .iter()
             .map(str::to_string)
             .collect();
-        // A shard's own column naming its sweep: checked, then dropped.
-        let tagged = h.last().map(String::as_str) == Some(super::run::SWEEP_FINGERPRINT);
+        // A shard's own columns naming its sweep and each row's checksum: checked, then
+        // dropped.
+        let n = h.len();
+        let tagged = n >= 2
+            && h[n - 2] == super::run::SWEEP_FINGERPRINT
+            && h[n - 1] == super::run::ROW_CHECKSUM;
         if tagged {
-            h.pop();
+            h.truncate(n - 2);
+        } else if h.last().map(String::as_str) == Some(super::run::SWEEP_FINGERPRINT) {
+            return Err(merr(format!(
+                "{}: a shard written by an older hicache-sim (a `{}` column but no `{}`): its rows cannot be checked; run the shard again with this build",
+                f.display(),
+                super::run::SWEEP_FINGERPRINT,
+                super::run::ROW_CHECKSUM
+            )));
         }
         match &header {
             None => header = Some((h.clone(), f)),
@@ -111,7 +122,15 @@ pub fn merge(files: &[PathBuf]) -> Result<Vec<u8>, SweepError> {
             }
             let mut cells: Vec<String> = rec.iter().map(str::to_string).collect();
             if tagged {
+                let sum = cells.pop().unwrap_or_default();
                 let fp = cells.pop().unwrap_or_default();
+                if sum != journal::row_checksum(&fp, &cells) {
+                    return Err(merr(format!(
+                        "{}:{line}: the row of point {idx} does not match its `{}`: it was edited after the sweep wrote it; run that shard again",
+                        f.display(),
+                        super::run::ROW_CHECKSUM
+                    )));
+                }
                 match fingerprints.iter().find(|(_, g)| *g == f) {
                     None => fingerprints.push((fp, f)),
                     Some((fp0, _)) if *fp0 != fp => {
@@ -128,6 +147,7 @@ pub fn merge(files: &[PathBuf]) -> Result<Vec<u8>, SweepError> {
         }
         if let Some(j) = journal_of(f) {
             let c = journal::read(&j)?;
+            journal_backs_rows(&j, &c, f, fi, &rows)?;
             match &total {
                 None => total = Some((c.header, f)),
                 Some((h0, f0)) if h0.fingerprint != c.header.fingerprint => {
@@ -227,6 +247,40 @@ pub fn merge(files: &[PathBuf]) -> Result<Vec<u8>, SweepError> {
     let (h, _) = header.expect("at least one file");
     let recs: Vec<Vec<String>> = rows.into_iter().map(|r| r.1).collect();
     Ok(csv_bytes(&h, recs.iter()))
+}
+
+/// A journal beside a CSV vouches for its rows: each of its entries carries its own
+/// checksum, and each row the CSV (file number `fi`) holds must be its point's journal
+/// row, cell for cell.
+fn journal_backs_rows(
+    j: &Path,
+    c: &journal::Contents,
+    f: &Path,
+    fi: usize,
+    rows: &[(usize, Vec<String>, usize)],
+) -> Result<(), SweepError> {
+    let mut by_point: std::collections::BTreeMap<usize, &Vec<String>> = Default::default();
+    for (i, e) in c.entries.iter().enumerate() {
+        if e.sum != journal::row_checksum(&c.header.fingerprint, &e.row) {
+            return Err(merr(format!(
+                "{}:{}: the entry for point {} does not match its checksum: the journal was edited",
+                j.display(),
+                i + 2,
+                e.point
+            )));
+        }
+        by_point.entry(e.point).or_insert(&e.row);
+    }
+    for (idx, cells, _) in rows.iter().filter(|r| r.2 == fi) {
+        if by_point.get(idx).is_none_or(|r| *r != cells) {
+            return Err(merr(format!(
+                "{}: the row of point {idx} is not the one its journal {} recorded: the CSV was edited after the sweep wrote it",
+                f.display(),
+                j.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Without journals, what the rows themselves say: the `sglang` column (not an axis: one

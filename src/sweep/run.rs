@@ -122,9 +122,12 @@ pub struct SweepSummary {
     pub plot_data: Option<PlotData>,
 }
 
-/// The last column of a shard's CSV: the [`fingerprint`] of the whole sweep (the same
-/// in every shard of one sweep).
+/// The next-to-last column of a shard's CSV: the [`fingerprint`] of the whole sweep (the
+/// same in every shard of one sweep).
 pub const SWEEP_FINGERPRINT: &str = "sweep_fingerprint";
+/// The last column of a shard's CSV: the row's [`journal::row_checksum`] under that
+/// fingerprint (`merge` refuses an edited row).
+pub const ROW_CHECKSUM: &str = "row_checksum";
 
 /// The CSV header of a sweep: `point`, the axis paths, `seed`, the runner's columns
 /// (minus any that collide with the former), `error`.
@@ -329,6 +332,16 @@ pub fn run(
                         .all(|((_, v), cell)| value_cell(v) == *cell)
                     && e.row[1 + n_axes] == p.seed.to_string()
             });
+            if e.sum != journal::row_checksum(&fp, &e.row) {
+                return Err(SweepError::Journal {
+                    path: journal_path.clone(),
+                    line: i + 2,
+                    message: format!(
+                        "entry for point {}: its checksum does not match its row; the journal was edited: remove it or use another --out",
+                        e.point
+                    ),
+                });
+            }
             if !own {
                 return Err(SweepError::Journal {
                     path: journal_path.clone(),
@@ -387,6 +400,7 @@ pub fn run(
             let row = make_row(p, &header, n_axes, res);
             let entry = Entry {
                 point: p.index,
+                sum: journal::row_checksum(&fp, &row),
                 row,
             };
             let mut g = shared.lock().unwrap_or_else(|e| e.into_inner());
@@ -433,11 +447,14 @@ pub fn run(
             Some(_) => {
                 let mut h = header.clone();
                 h.push(SWEEP_FINGERPRINT.into());
+                h.push(ROW_CHECKSUM.into());
                 let tagged: Vec<Vec<String>> = rows
                     .iter()
                     .map(|r| {
+                        let sum = journal::row_checksum(&fp, r);
                         let mut r = (*r).clone();
                         r.push(fp.clone());
+                        r.push(sum);
                         r
                     })
                     .collect();

@@ -794,6 +794,40 @@ fn bad_and_unreadable_files_name_the_file() {
             .unwrap()
             .starts_with("MemTotal")
     );
+
+    // Nor any file of a cgroup directory read (`memory.max`, `memory.stat`,
+    // `memory.current`), a new file beside them, or a link pointing there: exit 2, the
+    // file untouched.
+    let f = setup();
+    let link = f.root().join("link.yaml");
+    std::os::unix::fs::symlink(f.root().join("cg/job/memory.max"), &link).unwrap();
+    for rel in [
+        "cg/job/memory.max",
+        "cg/job/memory.stat",
+        "cg/job/memory.current",
+        "cg/job/scenario.yaml",
+    ] {
+        let target = f.root().join(rel).display().to_string();
+        let before = std::fs::read(&target).ok();
+        let (code, _, err) =
+            f.capture(&["--node", "hgx-h200", "--nvidia-smi", "none", "-o", &target]);
+        assert_eq!(code, 2, "{rel}: {err}");
+        assert!(err.contains("inside the cgroupfs mount"), "{rel}: {err}");
+        assert_eq!(std::fs::read(&target).ok(), before, "{rel} changed");
+    }
+    let (code, _, err) = f.capture(&[
+        "--node",
+        "hgx-h200",
+        "--nvidia-smi",
+        "none",
+        "-o",
+        &link.display().to_string(),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(f.root().join("cg/job/memory.max")).unwrap(),
+        format!("{}\n", 32 * G)
+    );
 }
 
 /// No procfs cgroup files (not Linux): SGLang's headroom is None, and the scenario has

@@ -43,6 +43,7 @@ mod startup_incidents;
 mod startup_model;
 mod support;
 mod sweep_cli;
+mod sweep_integrity;
 mod sweep_props;
 mod sweep_run;
 mod sweep_spec;

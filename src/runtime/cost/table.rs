@@ -12,7 +12,7 @@ use crate::domain::Choice;
 use crate::model::quant::CheckpointQuant;
 
 /// The generated tables, one JSON per node preset.
-static TABLE_FILES: [(&str, &str); 6] = [
+pub(crate) static TABLE_FILES: [(&str, &str); 6] = [
     (
         "gb300",
         include_str!("../../../tools/costs/tables/gb300.json"),

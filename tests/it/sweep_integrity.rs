@@ -1,0 +1,192 @@
+//! What a sweep's result depends on is in its fingerprint, and every finished row carries
+//! a checksum: `--resume` and `merge` refuse to join rows computed from different inputs
+//! (a model's `config.json` edited between two runs) or rows edited by hand (a journal
+//! entry, a shard CSV cell), with exit 2 naming the file.
+
+use crate::support::{SWEEP_SCENARIO, exit2, ok, run, trace_workdir};
+use hicache_sim::model::catalogue::catalogue;
+
+/// `SWEEP_SCENARIO` with its model read from `cfg/config.json` (Qwen3-8B's).
+fn config_workdir() -> tempfile::TempDir {
+    let d = trace_workdir();
+    let cfg = &catalogue()
+        .iter()
+        .find(|e| e.hf_id == "Qwen/Qwen3-8B")
+        .unwrap()
+        .config;
+    std::fs::create_dir(d.path().join("cfg")).unwrap();
+    std::fs::write(d.path().join("cfg/config.json"), cfg.to_string()).unwrap();
+    std::fs::write(
+        d.path().join("s.yaml"),
+        SWEEP_SCENARIO.replace("model: glm-5.2", "model: {config: cfg/config.json}"),
+    )
+    .unwrap();
+    d
+}
+
+fn edit_config(d: &std::path::Path) {
+    let p = d.join("cfg/config.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    v["num_key_value_heads"] = serde_json::json!(4);
+    std::fs::write(&p, v.to_string()).unwrap();
+}
+
+/// A `config.json` edited between two runs: `--resume` refused naming the file's
+/// content; shards of the two runs refused by `merge`, with their journals (naming the
+/// file) and without (their sweep fingerprints differ).
+#[test]
+fn an_edited_model_config_is_not_joined() {
+    let d = config_workdir();
+    ok(&run(
+        &["sweep", "s.yaml", "--out", "a", "--quiet", "--shard", "1/2"],
+        d.path(),
+    ));
+    ok(&run(
+        &["sweep", "s.yaml", "--out", "full", "--quiet"],
+        d.path(),
+    ));
+    edit_config(d.path());
+    let o = run(
+        &["sweep", "s.yaml", "--out", "full", "--quiet", "--resume"],
+        d.path(),
+    );
+    exit2(
+        &o,
+        &["--resume refused", "model file content", "cfg/config.json"],
+    );
+    ok(&run(
+        &["sweep", "s.yaml", "--out", "b", "--quiet", "--shard", "2/2"],
+        d.path(),
+    ));
+    let o = run(
+        &[
+            "merge",
+            "a/results.shard-1-of-2.csv",
+            "b/results.shard-2-of-2.csv",
+            "-o",
+            "m.csv",
+        ],
+        d.path(),
+    );
+    exit2(&o, &["different sweeps", "model file content"]);
+    std::fs::create_dir(d.path().join("g")).unwrap();
+    for (from, to) in [
+        ("a/results.shard-1-of-2.csv", "g/results.shard-1-of-2.csv"),
+        ("b/results.shard-2-of-2.csv", "g/b.results.shard-2-of-2.csv"),
+    ] {
+        std::fs::copy(d.path().join(from), d.path().join(to)).unwrap();
+    }
+    let o = run(
+        &[
+            "merge",
+            "g/results.shard-1-of-2.csv",
+            "g/b.results.shard-2-of-2.csv",
+            "-o",
+            "m.csv",
+        ],
+        d.path(),
+    );
+    exit2(&o, &["different sweeps", "sweep_fingerprint"]);
+    assert!(!d.path().join("m.csv").exists());
+}
+
+/// A journal entry whose cell was changed by hand: `--resume` refuses it at its line.
+#[test]
+fn a_tampered_journal_row_is_refused_on_resume() {
+    let d = trace_workdir();
+    std::fs::write(d.path().join("s.yaml"), SWEEP_SCENARIO).unwrap();
+    ok(&run(
+        &["sweep", "s.yaml", "--out", "o", "--quiet"],
+        d.path(),
+    ));
+    let j = d.path().join("o/results.journal.jsonl");
+    let text = std::fs::read_to_string(&j).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut e: serde_json::Value = serde_json::from_str(&lines[2]).unwrap();
+    let row = e["row"].as_array_mut().unwrap();
+    // the last non-empty cell before `error`, whatever it is: a figure of the point
+    let i = row.len() - 2;
+    row[i] = serde_json::json!(format!("{}9", row[i].as_str().unwrap()));
+    lines[2] = e.to_string();
+    std::fs::write(&j, lines.join("\n") + "\n").unwrap();
+    let o = run(
+        &["sweep", "s.yaml", "--out", "o", "--quiet", "--resume"],
+        d.path(),
+    );
+    exit2(&o, &["results.journal.jsonl:3", "checksum", "edited"]);
+}
+
+/// A shard CSV cell edited by hand: `merge` refuses it at its line (without the journal
+/// by the row's checksum, with it by the journal's row); a shard of an older build
+/// (no `row_checksum` column) is refused as unverifiable.
+#[test]
+fn an_edited_shard_row_is_refused_by_merge() {
+    let d = trace_workdir();
+    std::fs::write(d.path().join("s.yaml"), SWEEP_SCENARIO).unwrap();
+    for k in ["1/2", "2/2"] {
+        ok(&run(
+            &["sweep", "s.yaml", "--out", "o", "--quiet", "--shard", k],
+            d.path(),
+        ));
+    }
+    let shard = d.path().join("o/results.shard-2-of-2.csv");
+    let text = std::fs::read_to_string(&shard).unwrap();
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    assert_eq!(
+        &header[header.len() - 2..],
+        ["sweep_fingerprint", "row_checksum"]
+    );
+    let col = header.iter().position(|c| *c == "margin_bytes").unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut cells: Vec<String> = lines[1].split(',').map(str::to_string).collect();
+    cells[col] = "999999999999".into();
+    lines[1] = cells.join(",");
+    let edited = lines.join("\n") + "\n";
+    let args = [
+        "merge",
+        "o/results.shard-1-of-2.csv",
+        "o/results.shard-2-of-2.csv",
+        "-o",
+        "m.csv",
+    ];
+    std::fs::write(&shard, &edited).unwrap();
+    exit2(
+        &run(&args, d.path()),
+        &["results.shard-2-of-2.csv:2", "row_checksum", "edited"],
+    );
+    // with the checksum recomputed as the sweep computes it, the journal beside the
+    // shard still holds the true row
+    let fp_col = header.len() - 2;
+    cells.truncate(fp_col + 1);
+    let sum = hicache_sim::sweep::journal::row_checksum(&cells[fp_col], &cells[..fp_col]);
+    cells.push(sum);
+    lines[1] = cells.join(",");
+    std::fs::write(&shard, lines.join("\n") + "\n").unwrap();
+    exit2(
+        &run(&args, d.path()),
+        &[
+            "results.shard-2-of-2.csv",
+            "point",
+            "not the one its journal",
+            "edited",
+        ],
+    );
+    // the pristine shard merges
+    std::fs::write(&shard, &text).unwrap();
+    ok(&run(&args, d.path()));
+    // an older build's shard: sweep_fingerprint but no row_checksum
+    let old: String = text
+        .lines()
+        .map(|l| {
+            let mut c: Vec<&str> = l.split(',').collect();
+            c.pop();
+            c.join(",") + "\n"
+        })
+        .collect();
+    std::fs::write(&shard, old).unwrap();
+    exit2(
+        &run(&args, d.path()),
+        &["older hicache-sim", "row_checksum"],
+    );
+}
