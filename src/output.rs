@@ -161,7 +161,13 @@ pub fn write_with(
             input.display()
         )));
     }
-    if let Ok(meta) = std::fs::metadata(&target)
+    // The kernel's own resolution first: `/dev/stdout` is a link to `/proc/self/fd/1`,
+    // a "magic" link whose text (`pipe:[123]`) names no path, though opening it reaches
+    // the pipe; then the hop-by-hop target (a dangling link's target is created).
+    let in_place = [path, target.as_path()]
+        .into_iter()
+        .find_map(|p| std::fs::metadata(p).ok().map(|m| (p, m)));
+    if let Some((target, meta)) = in_place
         && !meta.is_file()
     {
         if meta.is_dir() {

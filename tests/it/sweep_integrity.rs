@@ -190,3 +190,27 @@ fn an_edited_shard_row_is_refused_by_merge() {
         &["older hicache-sim", "row_checksum"],
     );
 }
+
+/// `-o /dev/stdout` into a pipe (`trace convert … -o /dev/stdout | …`): the magic link
+/// is opened as the kernel resolves it and the bytes reach the pipe (it was exit 3 "No
+/// such file or directory": `pipe:[N]` followed as a path).
+#[test]
+fn dev_stdout_into_a_pipe_is_written() {
+    let d = trace_workdir();
+    let o = run(
+        &["trace", "convert", "trace.jsonl", "-o", "/dev/stdout"],
+        d.path(),
+    );
+    ok(&o);
+    assert!(
+        o.stdout.starts_with(b"HCSIMTRC"),
+        "{:?}",
+        &o.stdout[..o.stdout.len().min(16)]
+    );
+    let o = run(
+        &["trace", "gen", "--requests", "5", "-o", "/dev/stdout"],
+        d.path(),
+    );
+    ok(&o);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 5);
+}
