@@ -44,7 +44,7 @@ pub fn check(a: CheckArgs) -> CmdResult {
     for f in &a.files {
         match check::read_input(f, &sets).map_err(relabel) {
             Ok(i) => rows.extend(
-                check::check_file(&i, &releases, a.target_start, a.seed, a.runs)
+                check::check_file(&i, &releases, a.target_start, a.strict, a.seed, a.runs)
                     .into_iter()
                     .map(|mut r| {
                         if let Some(n) = &a.node {

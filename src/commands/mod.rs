@@ -196,6 +196,10 @@ pub struct CheckArgs {
     /// Monte Carlo start-up runs per file × release.
     #[arg(long, default_value_t = 1000)]
     pub runs: u64,
+    /// Fail (exit 1) a recipe that starts but is `unverified`: it sets something that
+    /// moves the figures and that the simulator does not model (the row names it).
+    #[arg(long)]
+    pub strict: bool,
     #[arg(long)]
     pub seed: Option<u64>,
     /// Node preset for bare launch-command files (overrides their comment).

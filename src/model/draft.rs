@@ -6,6 +6,24 @@ use super::geometry::Attention;
 use super::presets::ModelPreset;
 use crate::domain::ServerArgs;
 
+/// What the draft note says: a fact of the sizing, or something not modelled (which
+/// way the figures may be off).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DraftNote {
+    Info(String),
+    NotModelled { what: String, effect: String },
+}
+
+impl DraftNote {
+    /// The note as the scenario's notes print it.
+    pub fn text(&self) -> String {
+        match self {
+            DraftNote::Info(t) => t.clone(),
+            DraftNote::NotModelled { what, effect } => format!("warning: {what}: {effect}"),
+        }
+    }
+}
+
 /// The MTP draft layers whose KV the host pools carry (0: none), and a note on what is
 /// left out.
 ///
@@ -14,7 +32,7 @@ use crate::domain::ServerArgs;
 /// NextN / EAGLE with the model's own MTP layers on a
 /// plain MHA / MLA / DSA model; drafts of sliding-window and hybrid models (their draft
 /// SWA / state layers), EAGLE3, STANDALONE and separate draft models are not modelled.
-pub fn mtp_draft(server: &ServerArgs, model: &ModelPreset) -> (u32, Option<String>) {
+pub fn mtp_draft(server: &ServerArgs, model: &ModelPreset) -> (u32, Option<DraftNote>) {
     let Some(algo) = &server.speculative_algorithm else {
         return (0, None);
     };
@@ -29,23 +47,25 @@ pub fn mtp_draft(server: &ServerArgs, model: &ModelPreset) -> (u32, Option<Strin
     if layers > 0 && swa_or_hybrid {
         return (
             0,
-            Some(format!(
-                "warning: --speculative-algorithm {algo}: MTP drafts of sliding-window / hybrid models are not modelled: the host pools hold the target's layers only (real host requests are larger) and the draft's device memory is left out (real device pools are smaller)"
-            )),
+            Some(DraftNote::NotModelled {
+                what: format!("--speculative-algorithm {algo}"),
+                effect: "MTP drafts of sliding-window / hybrid models are not modelled: the host pools hold the target's layers only (real host requests are larger) and the draft's device memory is left out (real device pools are smaller)".into(),
+            }),
         );
     }
     if layers > 0 {
         return (
             layers,
-            Some(format!(
+            Some(DraftNote::Info(format!(
                 "--speculative-algorithm {algo}: {layers} MTP draft layer(s) mirrored on the host per the release's rules (separate draft pool up to 0.5.17, packed into the target pools from 0.5.19) and charged to the device cell size; the draft's weights count only when set in the weights per rank"
-            )),
+            ))),
         );
     }
     (
         0,
-        Some(format!(
-            "warning: --speculative-algorithm {algo}: no MTP draft of the model's own layers (EAGLE3, STANDALONE, NGRAM, a separate draft model, or a model without MTP layers): draft KV on the host and draft device memory are not modelled"
-        )),
+        Some(DraftNote::NotModelled {
+            what: format!("--speculative-algorithm {algo}"),
+            effect: "no MTP draft of the model's own layers (EAGLE3, STANDALONE, NGRAM, a separate draft model, or a model without MTP layers): draft KV on the host and draft device memory are not modelled".into(),
+        }),
     )
 }

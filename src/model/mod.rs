@@ -27,7 +27,7 @@ pub use device_pool::{
     mem_fraction_static_default, prefill_cuda_graph_batch_count, profile_rest_gib,
     tokens_from_rest,
 };
-pub use draft::mtp_draft;
+pub use draft::{DraftNote, mtp_draft};
 
 /// The model data bundled in the binary (presets, the catalogue of configs), by name:
 /// part of the fingerprint of any result computed from it.

@@ -14,6 +14,7 @@ use crate::sweep::{Point, Row};
 pub const COLUMNS: &[&str] = &[
     "sglang",
     "outcome",
+    "status",
     "ranks_started",
     "ranks_refused",
     "ranks_oom_killed",
@@ -29,6 +30,7 @@ pub const COLUMNS: &[&str] = &[
     "l1_pages",
     "l2_pages",
     "message",
+    "unverified",
     "requests",
     "input_tokens",
     "hit_rate_device",
@@ -88,6 +90,10 @@ pub fn point_row(
     let mut row = Row::new()
         .with("sglang", s.version.id())
         .with("outcome", worst.id())
+        .with(
+            "status",
+            startup::status(worst.id(), !s.unmodelled.is_empty()),
+        )
         .with("ranks_started", count(Outcome::Started))
         .with("ranks_refused", count(Outcome::Refused))
         .with("ranks_oom_killed", count(Outcome::OomKilled))
@@ -140,6 +146,14 @@ pub fn point_row(
                 .or_else(|| ranks.iter().find(|r| r.outcome != Outcome::Started))
                 .and_then(|r| r.message.clone())
                 .unwrap_or_default(),
+        )
+        .with(
+            "unverified",
+            s.unmodelled
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "),
         );
     let Some(section) = &s.runtime else {
         return Ok(row);

@@ -29,6 +29,14 @@ pub struct CheckRow {
     /// model). (`skipped`, for a release without a flag table, no longer occurs: every
     /// modelled release has one; JUnit still counts it.)
     pub outcome: &'static str,
+    /// The verdict ([`crate::startup::status`]): `ok`, `unverified` (started, but the
+    /// recipe does something that moves the figures and is not modelled: `unverified`
+    /// names it), or the outcome itself.
+    pub status: &'static str,
+    /// Why a start is not verified: each thing not modelled and which way it moves the
+    /// figures (empty when everything is modelled).
+    pub unverified: Vec<String>,
+    /// Started with P(start) ≥ the target — and, under `--strict`, verified.
     pub passed: bool,
     pub start_probability: Option<f64>,
     /// The tightest rank's budget − request in run 0.
@@ -59,6 +67,8 @@ impl CheckRow {
             file: file.to_string(),
             sglang,
             outcome,
+            status: outcome,
+            unverified: Vec::new(),
             passed: false,
             start_probability: None,
             margin_bytes: None,
@@ -345,6 +355,7 @@ pub fn check_file(
     input: &CheckInput,
     releases: &[Option<Sglang>],
     target: f64,
+    strict: bool,
     seed: Option<u64>,
     runs: u64,
 ) -> Vec<CheckRow> {
@@ -383,17 +394,20 @@ pub fn check_file(
                 continue;
             }
         };
-        let passed = probe.start_probability >= target;
-        let outcome = if passed {
+        let started = probe.start_probability >= target;
+        let outcome = if started {
             "started"
         } else {
             probe.failure.as_ref().map_or("refused", |f| f.outcome)
         };
+        let unverified = !probe.unverified.is_empty();
         rows.push(CheckRow {
             file: input.path.clone(),
             sglang: Some(p.sglang),
             outcome,
-            passed,
+            status: crate::startup::status(outcome, unverified),
+            unverified: probe.unverified,
+            passed: started && !(strict && unverified),
             start_probability: Some(probe.start_probability),
             margin_bytes: probe.margin_bytes,
             message: probe.failure.map(|f| f.message),
@@ -412,7 +426,7 @@ pub fn render_text(rows: &[CheckRow]) -> String {
     let _ = writeln!(
         out,
         "{:<w$}  {:<14} {:<13} {:>12} {:>9}",
-        "file", "sglang", "outcome", "margin", "P(start)"
+        "file", "sglang", "status", "margin", "P(start)"
     );
     for r in rows {
         let _ = writeln!(
@@ -420,13 +434,7 @@ pub fn render_text(rows: &[CheckRow]) -> String {
             "{:<w$}  {:<14} {:<13} {:>12} {:>9}",
             r.file,
             r.release_name(),
-            if r.passed && r.outcome != "started" {
-                r.outcome
-            } else if r.passed {
-                "ok"
-            } else {
-                r.outcome
-            },
+            r.status,
             r.margin_bytes.map_or("-".into(), |m| format!(
                 "{} GB",
                 crate::units::fmt_gb(m as i128)
@@ -439,13 +447,24 @@ pub fn render_text(rows: &[CheckRow]) -> String {
         {
             let _ = writeln!(out, "{:<w$}    {m}", "");
         }
+        for u in &r.unverified {
+            let _ = writeln!(out, "{:<w$}    not modelled: {u}", "");
+        }
     }
     let failed = rows.iter().filter(|r| !r.passed).count();
+    let unverified = rows.iter().filter(|r| r.status == "unverified").count();
     let _ = writeln!(
         out,
-        "{} of {} file × release check(s) failed",
+        "{} of {} file × release check(s) failed{}",
         failed,
-        rows.len()
+        rows.len(),
+        if unverified > 0 {
+            format!(
+                "; {unverified} started but unverified (something that moves the figures is not modelled; --strict fails them)"
+            )
+        } else {
+            String::new()
+        }
     );
     out
 }
@@ -475,7 +494,12 @@ pub fn render_junit(rows: &[CheckRow]) -> String {
     use std::fmt::Write as _;
     let errors = rows.iter().filter(|r| r.is_error()).count();
     let failures = rows.iter().filter(|r| !r.passed && !r.is_error()).count();
-    let skipped = rows.iter().filter(|r| r.outcome == "skipped").count();
+    // A start that is not verified is no pass: skipped (not checked), or a failure
+    // under `--strict` (it then has `passed: false`).
+    let skipped = rows
+        .iter()
+        .filter(|r| r.outcome == "skipped" || (r.passed && r.status == "unverified"))
+        .count();
     let mut o = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         o,
@@ -494,8 +518,13 @@ pub fn render_junit(rows: &[CheckRow]) -> String {
             xml_escape(&r.file),
             xml_escape(r.release_name())
         );
-        let msg = r.message.as_deref().unwrap_or("");
-        if r.outcome == "skipped" {
+        let unverified = format!("unverified: {}", r.unverified.join("; "));
+        let msg = match r.message.as_deref() {
+            Some(m) => m,
+            None if r.status == "unverified" => unverified.as_str(),
+            None => "",
+        };
+        if r.outcome == "skipped" || (r.passed && r.status == "unverified") {
             let _ = writeln!(
                 o,
                 ">\n      <skipped message=\"{}\"/>\n    </testcase>",
@@ -515,7 +544,7 @@ pub fn render_junit(rows: &[CheckRow]) -> String {
             let _ = writeln!(
                 o,
                 ">\n      <failure type=\"{}\" message=\"{}{}\">{}</failure>\n    </testcase>",
-                r.outcome,
+                r.status,
                 xml_escape(msg),
                 xml_escape(&p),
                 xml_escape(msg)

@@ -61,6 +61,10 @@ pub struct ReleasePlan {
     /// The scenario does not resolve under this release (a flag it lacks, …).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub invalid: Option<String>,
+    /// The model leaves no GPU memory for the KV cache: what SGLang raises, and what
+    /// would help (no host pool size can start).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub does_not_fit: Option<String>,
     pub size: Option<Frontier<u64>>,
     pub ratio: Option<Frontier<RatioPick>>,
     /// `None`: the release has no auto-size (`--hicache-host-memory-fraction`).
@@ -118,6 +122,21 @@ pub fn plan_release(prober: &Prober, target: f64) -> Result<ReleasePlan, ProbeEr
     let size = search::size_frontier(prober, target, max_gb)?;
     // The device pool and the KV pool's bytes per token: the plan's, no run needed.
     let (_, base) = prober.plan(&search::size_patch(1))?;
+    if let Some(f) = &base.device_failure {
+        return Ok(ReleasePlan {
+            sglang: version,
+            summary: version.summary(),
+            invalid: None,
+            does_not_fit: Some(format!("{} (what would help: {})", f.message, f.hint)),
+            size: None,
+            ratio: None,
+            fractions: None,
+            sensitivity: Vec::new(),
+            at_recommended: None,
+            at_smallest_frontier: None,
+            floor_gb: None,
+        });
+    }
     let ratio = search::ratio_frontier(
         prober,
         target,
@@ -138,6 +157,7 @@ pub fn plan_release(prober: &Prober, target: f64) -> Result<ReleasePlan, ProbeEr
         sglang: version,
         summary: version.summary(),
         invalid: None,
+        does_not_fit: None,
         size,
         ratio,
         fractions,
@@ -204,6 +224,7 @@ pub fn plan(
                         sglang: v,
                         summary: v.summary(),
                         invalid: Some(e.message),
+                        does_not_fit: None,
                         size: None,
                         ratio: None,
                         fractions: None,

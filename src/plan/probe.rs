@@ -111,11 +111,15 @@ impl Prober {
 
     /// Starts the patched scenario `runs` times.
     pub fn start(&self, patches: &[Patch]) -> Result<StartProbe, ProbeError> {
-        let (_, plan) = self.plan(patches)?;
+        let (s, plan) = self.plan(patches)?;
         let mc = startup::run(&plan, self.seed, self.runs);
         PROBES_DONE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut p = StartProbe::of(&plan, &mc);
         p.failure = startup::first_failure(&plan, &mc, self.seed, self.runs);
+        p.unverified = s.unmodelled.iter().map(ToString::to_string).collect();
+        if let (Some(f), Some(d)) = (p.failure.as_mut(), &plan.device_failure) {
+            f.message = format!("{} (what would help: {})", f.message, d.hint);
+        }
         Ok(p)
     }
 }
@@ -156,6 +160,9 @@ pub struct StartProbe {
     /// The first failure seen (run 0, else the first failing run): outcome and SGLang's
     /// message.
     pub failure: Option<Failure>,
+    /// What the scenario does that moves these figures and is not modelled
+    /// (`Scenario::unmodelled`): a start is then `unverified`, not `ok`.
+    pub unverified: Vec<String>,
 }
 
 impl StartProbe {
@@ -182,6 +189,7 @@ impl StartProbe {
             device_pool_tokens: plan.device_tokens,
             pool_bytes_per_token: plan.host_bytes_per_token(),
             failure: None,
+            unverified: Vec::new(),
         }
     }
 }

@@ -26,6 +26,11 @@ pub struct Recommendation {
     pub breaks_if: Vec<String>,
     /// Why this write policy.
     pub policy_reason: String,
+    /// `ok`, `unverified` (the scenario does something that moves the figures and is not
+    /// modelled: `unverified` names it) or `refused` (no size starts): the one verdict
+    /// vocabulary of every command ([`crate::startup::status`]).
+    pub status: &'static str,
+    pub unverified: Vec<String>,
     /// Things SGLang itself would warn about at this size.
     pub notes: Vec<String>,
 }
@@ -183,7 +188,18 @@ pub fn recommend(
         ),
         None => String::new(),
     };
+    let unverified: Vec<String> = s.unmodelled.iter().map(ToString::to_string).collect();
+    let status = crate::startup::status(
+        if size_gb.is_some() {
+            "started"
+        } else {
+            "refused"
+        },
+        !unverified.is_empty(),
+    );
     Recommendation {
+        status,
+        unverified,
         flags,
         size_gb,
         write_policy,

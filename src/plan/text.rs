@@ -51,6 +51,13 @@ fn release_block(out: &mut String, r: &ReleasePlan, target: f64) {
         let _ = writeln!(out, "  the scenario is not valid under this release: {m}\n");
         return;
     }
+    if let Some(m) = &r.does_not_fit {
+        let _ = writeln!(
+            out,
+            "  failed: the model leaves no GPU memory for the KV cache, so no host pool can start: {m}\n"
+        );
+        return;
+    }
     match &r.size {
         Some(f) => {
             let _ = writeln!(out, "  --hicache-size {:<6} {}", f.value, probe_line(&f.at));
@@ -235,6 +242,16 @@ pub fn render(p: &Plan) -> String {
         _ => {}
     }
     let r = &p.recommendation;
+    if !r.unverified.is_empty() {
+        let _ = writeln!(
+            out,
+            "Status: unverified — these figures may not be SGLang's; not modelled:"
+        );
+        for u in &r.unverified {
+            let _ = writeln!(out, "  - {u}");
+        }
+        out.push('\n');
+    }
     if r.flags.is_empty() {
         let _ = writeln!(
             out,

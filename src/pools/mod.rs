@@ -25,7 +25,10 @@ use crate::model::ModelPreset;
 
 /// The MTP draft whose KV the host pools carry, and a note on what is left out
 /// ([`crate::model::mtp_draft`]).
-pub fn spec_draft(server: &ServerArgs, model: &ModelPreset) -> (SpecDraft, Option<String>) {
+pub fn spec_draft(
+    server: &ServerArgs,
+    model: &ModelPreset,
+) -> (SpecDraft, Option<crate::model::DraftNote>) {
     let (mtp_layers, note) = crate::model::mtp_draft(server, model);
     (SpecDraft { mtp_layers }, note)
 }

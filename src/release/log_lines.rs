@@ -81,6 +81,20 @@ pub enum ErrorKind {
     ValueError,
     RuntimeError,
     AssertionError,
+    /// `torch.OutOfMemoryError` (CUDA out of memory).
+    OutOfMemoryError,
+}
+
+impl ErrorKind {
+    /// The exception's name as Python prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::ValueError => "ValueError",
+            ErrorKind::RuntimeError => "RuntimeError",
+            ErrorKind::AssertionError => "AssertionError",
+            ErrorKind::OutOfMemoryError => "torch.OutOfMemoryError",
+        }
+    }
 }
 
 /// Why a V5 build failed on a rank (`_RECOVERABLE_ATTACH_ERRORS`).
@@ -261,14 +275,7 @@ pub fn render(ctx: &RenderContext, e: &LogEvent, message: Option<&str>) -> Strin
                 "item_bytes"
             },
         ),
-        LogEvent::Error(kind) => {
-            let k = match kind {
-                ErrorKind::ValueError => "ValueError",
-                ErrorKind::RuntimeError => "RuntimeError",
-                ErrorKind::AssertionError => "AssertionError",
-            };
-            format!("{k}: {}", message.unwrap_or(""))
-        }
+        LogEvent::Error(kind) => format!("{}: {}", kind.name(), message.unwrap_or("")),
         LogEvent::AttachFailedHere(f) => {
             let why = match f {
                 AttachFailure::Register {

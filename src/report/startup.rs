@@ -50,6 +50,12 @@ pub struct StartupReport {
     /// Run 0, rank by rank.
     pub ranks: Vec<RankOut>,
     pub verdict: String,
+    /// The verdict in the one vocabulary of every command ([`crate::startup::status`]):
+    /// `ok`, `unverified` or run 0's worst outcome.
+    pub status: &'static str,
+    /// Why a start is not verified (`Scenario::unmodelled`): each thing that moves the
+    /// figures and is not modelled.
+    pub unverified: Vec<String>,
 }
 
 /// The launch command as SGLang's parser read it.
@@ -299,8 +305,18 @@ pub fn build(s: &Scenario, plan: &StartupPlan, mc: &MonteCarlo, seed: u64) -> St
                 .collect()
         },
         verdict: String::new(),
+        status: crate::startup::status(
+            mc.first_run
+                .iter()
+                .map(|r| r.outcome)
+                .max()
+                .unwrap_or(crate::startup::Outcome::Started)
+                .id(),
+            !s.unmodelled.is_empty(),
+        ),
+        unverified: s.unmodelled.iter().map(ToString::to_string).collect(),
     };
-    rep.verdict = crate::startup::verdict(s, mc);
+    rep.verdict = crate::startup::verdict(s, plan, mc);
     rep
 }
 
@@ -530,6 +546,18 @@ pub fn render_text(s: &Scenario, plan: &StartupPlan, rep: &StartupReport) -> Str
     }
     let _ = writeln!(o);
     let _ = writeln!(o, "Verdict: {}", rep.verdict);
+    if rep.unverified.is_empty() {
+        let _ = writeln!(o, "Status: {}", rep.status);
+    } else {
+        let _ = writeln!(
+            o,
+            "Status: {} — these figures may not be SGLang's; not modelled:",
+            rep.status
+        );
+        for u in &rep.unverified {
+            let _ = writeln!(o, "  - {u}");
+        }
+    }
     o
 }
 

@@ -350,6 +350,26 @@ fn merge_launch(
             Err(_) => {}
         }
     }
+    // The flags that move memory and are not modelled travel with the scenario (a sweep
+    // point or a plan probe re-types a patched tree, which has no launch text).
+    let unmodelled: Vec<Value> = parsed
+        .not_modelled
+        .iter()
+        .filter_map(|n| {
+            n.memory_effect
+                .as_ref()
+                .map(|m| serde_json::json!({"what": n.flag, "effect": m}))
+        })
+        .collect();
+    if !unmodelled.is_empty() {
+        let o = value.as_object_mut().expect("checked a mapping");
+        match o.get_mut("unmodelled") {
+            Some(Value::Array(a)) => a.extend(unmodelled),
+            _ => {
+                o.insert("unmodelled".into(), Value::Array(unmodelled));
+            }
+        }
+    }
     let server = value
         .get_mut("server")
         .and_then(Value::as_object_mut)

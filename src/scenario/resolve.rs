@@ -43,6 +43,10 @@ pub struct Scenario {
     pub sweep: Option<Value>,
     /// Things SGLang would log once (an ignored fraction) and flags not modelled.
     pub notes: Vec<String>,
+    /// What this scenario does that changes SGLang's figures and is not modelled (the
+    /// file's `unmodelled:`, the launch command's flags, the draft): every answer from it
+    /// is `unverified`, naming these.
+    pub unmodelled: Vec<super::schema::Unmodelled>,
     /// The pasted launch command as SGLang's parser read it (set by [`resolve`]).
     pub launch: Option<super::launch::LaunchArgs>,
     /// Where each field's value came from (file line, `--set`), built at load: errors
@@ -173,9 +177,15 @@ pub fn resolve_file(
     notes.extend(quant_note);
     notes.extend(release_notes);
     // Issue 11: which MTP draft the host pools carry (`crate::model::mtp_draft`).
+    let mut unmodelled = f.unmodelled.clone();
     if let (_, Some(n)) = crate::model::mtp_draft(s, &model) {
-        notes.push(n);
+        notes.push(n.text());
+        if let crate::model::DraftNote::NotModelled { what, effect } = n {
+            unmodelled.push(super::schema::Unmodelled { what, effect });
+        }
     }
+    unmodelled.sort();
+    unmodelled.dedup();
     if s.hicache_enabled() || version == Sglang::WhatIf(SglangVersion::AutoHicache) {
         notes.extend(hicache_args_note(s, &at)?);
     }
@@ -203,6 +213,7 @@ pub fn resolve_file(
         runtime,
         sweep: f.sweep.clone(),
         notes,
+        unmodelled,
         launch: None,
         provenance: lines.clone(),
     })

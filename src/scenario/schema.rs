@@ -331,6 +331,29 @@ pub struct ScenarioFile {
     /// Sweep axes (`hicache-sim sweep`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<Value>,
+    /// What the deployment does that changes SGLang's figures and that the simulator does
+    /// not model: filled from the launch command's flags (`--enable-lora`, …), and open
+    /// to the user (a sidecar's pinned buffers, a patched SGLang). Every answer computed
+    /// from this scenario is `unverified`, naming them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unmodelled: Vec<Unmodelled>,
+}
+
+/// One thing a scenario does that the simulator does not model, and which way it moves
+/// the figures.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unmodelled {
+    /// What: the flag as typed (`--enable-lora`), or a short name.
+    pub what: String,
+    /// What is left out and which way the figures may be off.
+    pub effect: String,
+}
+
+impl std::fmt::Display for Unmodelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.what, self.effect)
+    }
 }
 
 /// No `sglang:` means the newest modelled release (`latest`).

@@ -34,7 +34,7 @@ pub use host_pool::{
     HostPoolSize, HostPoolSizeArg, SmallHostCheck, check_small_host, host_pool_size,
 };
 pub use prefetch::prefetch_capacity_limit;
-pub use pyops::{py_float_floordiv, py_floordiv, py_int, py_round};
+pub use pyops::{py_float_floordiv, py_floordiv, py_int, py_repr_float, py_round};
 pub use version::{
     AutoSizeRule, AvailableReading, BudgetSplit, ExplicitPath, HeadroomVariant, PrefetchCapRule,
     Rules, SglangVersion, SmallHostRule, UnknownVersion,

@@ -65,3 +65,15 @@ mod tests {
         assert_eq!(py_round(0.8936, 3), 0.894);
     }
 }
+
+/// Python's `repr(float)` / f-string `{x}` for the values SGLang prints (fractions,
+/// ratios): the shortest round-trip digits, as Rust's `{}` gives them, with Python's
+/// `.0` on whole numbers. (Python's exponent forms, below 1e-4 and from 1e16, are not
+/// reproduced: no such value reaches a message.)
+pub fn py_repr_float(x: f64) -> String {
+    if x.is_finite() && x.fract() == 0.0 && x.abs() < 1e16 {
+        format!("{x:.1}")
+    } else {
+        format!("{x}")
+    }
+}

@@ -7,6 +7,6 @@ pub mod plan;
 pub mod sim;
 
 pub use montecarlo::{MonteCarlo, Quantiles, RunOutcomes, run};
-pub use outcome::{Failure, binding_rank, first_failure, verdict};
+pub use outcome::{Failure, binding_rank, first_failure, status, verdict};
 pub use plan::StartupPlan;
 pub use sim::{Outcome, PoolResult, RankResult, Scratch, simulate};

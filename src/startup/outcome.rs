@@ -16,8 +16,20 @@ fn gb(x: i128) -> String {
     format!("{} GB", fmt_gb(x))
 }
 
+/// The one verdict vocabulary of `startup`, `check`, `plan` and `sweep`: a start is `ok`
+/// only when everything that moves the figures is modelled, else `unverified` (the
+/// reasons travel beside it); any other outcome (`refused`, `oom_killed`, `failed`,
+/// `pin_failed`, `invalid_args`, `error`) is itself.
+pub fn status(outcome: &'static str, unverified: bool) -> &'static str {
+    match outcome {
+        "started" if unverified => "unverified",
+        "started" => "ok",
+        o => o,
+    }
+}
+
 /// One paragraph: what happened in run 0 and, with several runs, how likely each outcome is.
-pub fn verdict(s: &Scenario, mc: &MonteCarlo) -> String {
+pub fn verdict(s: &Scenario, plan: &StartupPlan, mc: &MonteCarlo) -> String {
     let ranks = &mc.first_run;
     let started = ranks
         .iter()
@@ -86,13 +98,24 @@ pub fn verdict(s: &Scenario, mc: &MonteCarlo) -> String {
             );
         }
         if let Some(r) = failed.first() {
+            let kind = r
+                .log
+                .iter()
+                .find_map(|e| match e {
+                    crate::release::log_lines::LogEvent::Error(k) => Some(k.name()),
+                    _ => None,
+                })
+                .unwrap_or("AssertionError");
             let _ = write!(
                 v,
-                "; {} failed before sizing read any memory (first: rank {}: AssertionError: {})",
+                "; {} failed before sizing read any memory (first: rank {}: {kind}: {})",
                 failed.len(),
                 r.rank,
                 r.message.as_deref().unwrap_or("")
             );
+            if let Some(f) = &plan.device_failure {
+                let _ = write!(v, "; what would help: {}", f.hint);
+            }
         }
         if let Some(r) = pin_failed.first() {
             let _ = write!(

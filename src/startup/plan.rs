@@ -183,6 +183,9 @@ pub const MAX_HOST_POOLS: usize = 8;
 /// Everything one start-up run needs.
 #[derive(Debug, Clone)]
 pub struct StartupPlan {
+    /// The device KV pool SGLang cannot build (the model does not fit): every rank
+    /// raises in its model runner after the load, before any host pool.
+    pub device_failure: Option<DeviceFailure>,
     /// [`Self::host_tokens`] for the sizes that do not depend on a run (an explicit
     /// `--hicache-size` or ratio), computed once per plan.
     pub fixed_host_tokens: Vec<u64>,
@@ -235,6 +238,66 @@ pub struct StartupPlan {
     /// `startup.pin.failure_rc` / `failure_error`.
     pub pin_failure_rc: i64,
     pub pin_failure_error: String,
+}
+
+/// A model that leaves no GPU memory for the KV cache: what SGLang raises, and what
+/// would help.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceFailure {
+    pub kind: crate::release::log_lines::ErrorKind,
+    /// SGLang's own text.
+    pub message: String,
+    /// What would make it fit (the flag that helps), in the simulator's words.
+    pub hint: String,
+}
+
+impl DeviceFailure {
+    /// Weights per rank `weights` against `free` bytes free before the load at
+    /// `mem_fraction_static` `f`:
+    /// - the weights alone do not fit: the load raises CUDA's out-of-memory error
+    ///   (`torch.OutOfMemoryError`), and only a larger `--tp` (or a smaller checkpoint)
+    ///   helps;
+    /// - they fit but leave no room under the fraction: `MemoryPoolConfig.__post_init__`
+    ///   (`model_executor/pool_configurator.py`, 0.5.14–0.5.23) raises `RuntimeError("Not
+    ///   enough memory. Please try to increase --mem-fraction-static. Current value:
+    ///   mem_fraction_static=F")`; a fraction above `weights / free` or a larger `--tp`
+    ///   helps.
+    pub fn of(weights: u64, free: u64, f: f64, tp: u32) -> DeviceFailure {
+        use crate::release::log_lines::ErrorKind;
+        let human_bytes = |b: u64| format!("{} GB", crate::units::fmt_gb(b as i128));
+        let larger_tp = format!(
+            "raise --tp (TP{tp} → TP{} halves the weights per rank)",
+            tp.saturating_mul(2)
+        );
+        if weights >= free {
+            return DeviceFailure {
+                kind: ErrorKind::OutOfMemoryError,
+                message: format!(
+                    "CUDA out of memory while loading the weights: {} per rank, {} free on the GPU",
+                    human_bytes(weights),
+                    human_bytes(free)
+                ),
+                hint: format!(
+                    "the weights alone exceed the GPU's free memory: {larger_tp}, or serve a smaller checkpoint format"
+                ),
+            };
+        }
+        let needed = weights as f64 / free as f64;
+        DeviceFailure {
+            kind: ErrorKind::RuntimeError,
+            message: format!(
+                "Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static={}",
+                crate::sizing::py_repr_float(f)
+            ),
+            hint: format!(
+                "the weights ({} per rank) take {:.1} % of the {} free before the load: raise --mem-fraction-static above {:.3}, or {larger_tp}",
+                human_bytes(weights),
+                100.0 * needed,
+                human_bytes(free),
+                needed
+            ),
+        }
+    }
 }
 
 impl StartupPlan {
@@ -354,16 +417,14 @@ impl StartupPlan {
             }
         };
         let device_tokens = device.full_tokens;
-        if device_tokens == 0 {
-            return Err(FieldError::new(
-                "server.mem_fraction_static",
-                format!(
-                    "no GPU memory is left for the KV cache: {} weights per rank on a {} GPU; raise --mem-fraction-static or set --max-total-tokens",
-                    crate::units::human_bytes(weights_per_rank),
-                    s.node.gpu
-                ),
-            ));
-        }
+        let device_failure = (device_tokens == 0).then(|| {
+            DeviceFailure::of(
+                weights_per_rank,
+                pool_inputs.device.free_before_load,
+                mem_fraction_static,
+                s.layout.tp_size,
+            )
+        });
         let device_bytes = pools.iter().map(|p| p.spec.device_bytes).sum();
 
         let ckpt = match s.startup.weight_load.bytes_per_node {
@@ -404,6 +465,7 @@ impl StartupPlan {
             ));
         }
         let mut plan = StartupPlan {
+            device_failure,
             fixed_host_tokens: Vec::new(),
             version: s.version,
             rules,

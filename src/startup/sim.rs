@@ -304,7 +304,12 @@ impl Sim<'_> {
         st.alive = false;
         let kind = match outcome {
             Outcome::Refused => Some(ErrorKind::ValueError),
-            Outcome::Failed => Some(ErrorKind::AssertionError),
+            Outcome::Failed => Some(
+                self.plan
+                    .device_failure
+                    .as_ref()
+                    .map_or(ErrorKind::AssertionError, |f| f.kind),
+            ),
             Outcome::PinFailed => Some(ErrorKind::RuntimeError),
             Outcome::Started | Outcome::OomKilled => None,
         };
@@ -359,6 +364,13 @@ impl Sim<'_> {
     /// The host pools are about to be built: sample, or join the all-reduce.
     fn size(&mut self, r: u32) {
         let p = self.plan;
+        // The model runner raises after the load, before any host pool.
+        if let Some(f) = &p.device_failure {
+            if self.s.messages {
+                self.s.results[r as usize].message = Some(f.message.clone());
+            }
+            return self.exit(r, Outcome::Failed);
+        }
         let node = self.s.ranks[r as usize].node as usize;
         if p.reclaimed_per_node > 0 && !self.s.reclaimed[node] {
             self.s.reclaimed[node] = true;

@@ -51,6 +51,7 @@ mod timecost;
 mod trace_scale;
 mod tree_golden;
 mod tree_unified_rules;
+mod verdict;
 mod workload_generate;
 mod workload_props;
 mod workload_readers;

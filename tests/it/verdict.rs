@@ -1,0 +1,207 @@
+//! One verdict vocabulary for `startup`, `check`, `plan` and `sweep`: a start is `ok` only
+//! when everything that moves the figures is modelled, else `unverified` naming what is
+//! not (and `check --strict` fails it); a model that leaves no GPU memory for the KV cache
+//! is `failed` with SGLang's own words and a hint that names the flag that would help.
+
+use crate::support::{SWEEP_SCENARIO, exit2, run, stdout, trace_workdir};
+
+/// An H200 TP8 GLM-5.2-FP8 recipe with one flag that moves memory and is not modelled.
+const LORA: &str = "# hicache-sim: node=hgx-h200\npython3 -m sglang.launch_server --model-path zai-org/GLM-5.2-FP8 --tp 8 --enable-hierarchical-cache --hicache-size 100 --enable-lora\n";
+const LORA_EFFECT: &str = "--enable-lora: LoRA adapters are not modelled: their GPU memory makes the real device pool smaller";
+
+#[test]
+fn an_unmodelled_flag_is_unverified_in_every_check_format_and_strict_fails_it() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("r.sh"), LORA).unwrap();
+    let args = ["check", "r.sh", "--runs", "20"];
+    let o = run(&args, d.path());
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let t = stdout(&o);
+    assert!(t.contains(" unverified ") && !t.contains(" ok "), "{t}");
+    assert!(t.contains(&format!("not modelled: {LORA_EFFECT}")), "{t}");
+    assert!(t.contains("1 started but unverified"), "{t}");
+    // --strict: exit 1, the row not passed
+    let o = run(
+        &[&args[..], &["--strict", "--format", "json"]].concat(),
+        d.path(),
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["outcome"], "started");
+    assert_eq!(v[0]["status"], "unverified");
+    assert_eq!(v[0]["passed"], false);
+    assert_eq!(v[0]["unverified"][0], LORA_EFFECT);
+    // JUnit: skipped (not a pass), a failure of type `unverified` under --strict
+    let o = run(&[&args[..], &["--format", "junit"]].concat(), d.path());
+    let x = stdout(&o);
+    let doc = roxmltree::Document::parse(&x).unwrap();
+    let case = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testcase"))
+        .unwrap();
+    let skipped = case.children().find(|n| n.has_tag_name("skipped")).unwrap();
+    assert!(
+        skipped.attribute("message").unwrap().contains(LORA_EFFECT),
+        "{x}"
+    );
+    let o = run(
+        &[&args[..], &["--format", "junit", "--strict"]].concat(),
+        d.path(),
+    );
+    let x = stdout(&o);
+    let doc = roxmltree::Document::parse(&x).unwrap();
+    let f = doc
+        .descendants()
+        .find(|n| n.has_tag_name("failure"))
+        .unwrap();
+    assert_eq!(f.attribute("type"), Some("unverified"), "{x}");
+    // a recipe without it is `ok`
+    std::fs::write(
+        d.path().join("plain.sh"),
+        LORA.replace(" --enable-lora", ""),
+    )
+    .unwrap();
+    let o = run(&["check", "plain.sh", "--runs", "20", "--strict"], d.path());
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).contains(" ok "), "{}", stdout(&o));
+}
+
+/// `startup` and `plan` say it too: a `Status:` line naming it, `status` / `unverified`
+/// in JSON; a user's own `unmodelled:` entry counts the same.
+#[test]
+fn startup_and_plan_carry_the_status() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("r.yaml"),
+        "node: hgx-h200\nserver:\n  launch: python3 -m sglang.launch_server --model-path zai-org/GLM-5.2-FP8 --tp 8 --enable-hierarchical-cache --hicache-size 100 --enable-lora\n",
+    )
+    .unwrap();
+    let o = run(&["startup", "r.yaml"], d.path());
+    let t = stdout(&o);
+    assert!(
+        t.contains("Status: unverified — these figures may not be SGLang's; not modelled:"),
+        "{t}"
+    );
+    assert!(t.contains(&format!("  - {LORA_EFFECT}")), "{t}");
+    let o = run(&["startup", "r.yaml", "--format", "json"], d.path());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "unverified");
+    assert_eq!(v["unverified"][0], LORA_EFFECT);
+    let o = run(
+        &[
+            "plan",
+            "r.yaml",
+            "--no-replay",
+            "--runs",
+            "10",
+            "--format",
+            "json",
+        ],
+        d.path(),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["recommendation"]["status"], "unverified");
+    assert_eq!(v["recommendation"]["unverified"][0], LORA_EFFECT);
+    // declared by hand in a scenario
+    std::fs::write(
+        d.path().join("own.yaml"),
+        "node: hgx-h200\nmodel: glm-5.2\nserver:\n  tp_size: 8\nunmodelled:\n  - what: sidecar\n    effect: a 20 GB pinned buffer per node (real host margin smaller)\n",
+    )
+    .unwrap();
+    let o = run(&["startup", "own.yaml", "--format", "json"], d.path());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "unverified");
+    assert_eq!(
+        v["unverified"][0],
+        "sidecar: a 20 GB pinned buffer per node (real host margin smaller)"
+    );
+    // and a typo in it is a located error
+    std::fs::write(
+        d.path().join("bad.yaml"),
+        "node: hgx-h200\nmodel: glm-5.2\nunmodelled:\n  - what: sidecar\n    efect: x\n",
+    )
+    .unwrap();
+    exit2(
+        &run(&["startup", "bad.yaml"], d.path()),
+        &["bad.yaml:5", "efect"],
+    );
+}
+
+/// A sweep's CSV has `status` and `unverified` columns (`ok` and empty here).
+#[test]
+fn sweep_rows_carry_the_status() {
+    let d = trace_workdir();
+    std::fs::write(d.path().join("s.yaml"), SWEEP_SCENARIO).unwrap();
+    let o = run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path());
+    assert!(o.status.success());
+    let mut r = csv::Reader::from_path(d.path().join("o/results.csv")).unwrap();
+    let h = r.headers().unwrap().clone();
+    let (st, un) = (
+        h.iter().position(|c| c == "status").unwrap(),
+        h.iter().position(|c| c == "unverified").unwrap(),
+    );
+    for rec in r.records() {
+        let rec = rec.unwrap();
+        assert!(["ok", "refused"].contains(&&rec[st]), "{:?}", rec);
+        assert_eq!(&rec[un], "");
+    }
+}
+
+/// DeepSeek-R1 (fp8, 688 GB) at TP8 on H100 80 GB: 86.00 GB of weights per rank
+/// against 81,559 MiB − 3.11 GiB = 82.18 GB free: the load raises CUDA's OOM; a `failed`
+/// verdict (exit 1 in `check`, not an `error` row), the hint names `--tp`. Llama-3.1-70B
+/// bf16 at TP2 with `--mem-fraction-static 0.8`: 70.50 GB of 82.18 GB = 85.8 %, so
+/// SGLang's "Not enough memory" with its current value, and the fraction that would do.
+#[test]
+fn a_model_that_does_not_fit_is_failed_with_sglangs_words_and_a_hint() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("r1.yaml"),
+        "node: hgx-h100\nserver:\n  launch: python3 -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 8\n",
+    )
+    .unwrap();
+    let o = run(
+        &["check", "r1.yaml", "--runs", "5", "--format", "json"],
+        d.path(),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["outcome"], "failed");
+    assert_eq!(
+        v[0]["message"],
+        "CUDA out of memory while loading the weights: 86.00 GB per rank, 82.18 GB free on the GPU (what would help: the weights alone exceed the GPU's free memory: raise --tp (TP8 → TP16 halves the weights per rank), or serve a smaller checkpoint format)"
+    );
+    let o = run(&["startup", "r1.yaml"], d.path());
+    assert_eq!(o.status.code(), Some(0));
+    let t = stdout(&o);
+    assert!(
+        t.contains("[TP0] torch.OutOfMemoryError: CUDA out of memory"),
+        "{t}"
+    );
+    assert!(t.contains("Status: failed"), "{t}");
+    std::fs::write(
+        d.path().join("l.yaml"),
+        "node: hgx-h100\nmodel: llama-3.1-70b\nserver:\n  tp_size: 2\n  mem_fraction_static: 0.8\n",
+    )
+    .unwrap();
+    let o = run(&["startup", "l.yaml", "--format", "json"], d.path());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "failed");
+    assert_eq!(
+        v["ranks"][0]["message"],
+        "Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.8"
+    );
+    assert!(
+        v["verdict"].as_str().unwrap().contains(
+            "what would help: the weights (70.50 GB per rank) take 85.8 % of the 82.18 GB free before the load: raise --mem-fraction-static above 0.858, or raise --tp (TP2 → TP4 halves the weights per rank)"
+        ),
+        "{}",
+        v["verdict"]
+    );
+    let o = run(&["plan", "l.yaml", "--no-replay", "--runs", "5"], d.path());
+    assert!(
+        stdout(&o).contains("failed: the model leaves no GPU memory for the KV cache"),
+        "{}",
+        stdout(&o)
+    );
+}
