@@ -52,6 +52,13 @@ pub struct NodePreset {
     /// The same for a single-GPU world (no communicators).
     #[serde(default)]
     pub gpu_reserved_tp1: Option<ByteSize>,
+    /// Where [`Self::gpu_reserved`] was measured (a server log's source); `None`: an
+    /// estimate, and the device pool that depends on it is `unverified`. Input only.
+    #[serde(default, skip_serializing)]
+    pub gpu_reserved_source: Option<String>,
+    /// Where [`Self::gpu_reserved_tp1`] was measured.
+    #[serde(default, skip_serializing)]
+    pub gpu_reserved_tp1_source: Option<String>,
     /// `nvidia` or `amd` (ROCm: the default attention backend `aiter` scales
     /// `--mem-fraction-static` by 0.85 for context lengths above 8192).
     #[serde(default)]
@@ -78,6 +85,16 @@ impl NodePreset {
             self.gpu_reserved
         };
         v.map(|b| b.0).unwrap_or(gib)
+    }
+
+    /// The measurement behind [`Self::gpu_reserved_for`] on a world of `world_size`
+    /// GPUs; `None` when the figure is an estimate (or the 1 GiB default).
+    pub fn gpu_reserved_source_for(&self, world_size: u64) -> Option<&str> {
+        if world_size <= 1 {
+            self.gpu_reserved_tp1_source.as_deref()
+        } else {
+            self.gpu_reserved_source.as_deref()
+        }
     }
 }
 

@@ -184,6 +184,9 @@ pub fn resolve_file(
             unmodelled.push(super::schema::Unmodelled { what, effect });
         }
     }
+    if let Some(u) = estimated_gpu_reserve(f, &node_name, &node, &layout, s) {
+        unmodelled.push(u);
+    }
     unmodelled.sort();
     unmodelled.dedup();
     if s.hicache_enabled() || version == Sglang::WhatIf(SglangVersion::AutoHicache) {
@@ -219,6 +222,34 @@ pub fn resolve_file(
     })
 }
 
+/// The device memory gone before the weight load, when it is an estimate and an answer
+/// depends on it: the device pool sets a ratio-sized or auto-sized host pool and the
+/// replay's device capacity (an explicit `--hicache-size`'s start-up verdict does not
+/// depend on it). `startup.gpu_reserved` (or the node's own) is the user's measurement.
+fn estimated_gpu_reserve(
+    f: &ScenarioFile,
+    node_name: &str,
+    node: &NodePreset,
+    layout: &crate::model::ParallelLayout,
+    s: &crate::domain::ServerArgs,
+) -> Option<super::schema::Unmodelled> {
+    let world = layout.world_size();
+    if f.startup.gpu_reserved.is_some() || node.gpu_reserved_source_for(world).is_some() {
+        return None;
+    }
+    let explicit_size = s.hicache_enabled() && s.hicache_size > 0.0;
+    if explicit_size && f.runtime.is_none() {
+        return None;
+    }
+    let gib = node.gpu_reserved_for(world) as f64 / (1u64 << 30) as f64;
+    Some(super::schema::Unmodelled {
+        what: "GPU memory before the load".into(),
+        effect: format!(
+            "the {node_name} preset's {gib:.2} GiB gone before the weight load on a {world}-GPU world is an estimate, not a measurement: the device pool (max_total_num_tokens, a ratio- or auto-sized host pool, the replay's device capacity) may differ; set startup.gpu_reserved to nvidia-smi's memory.total minus your log's `Load weight begin. avail mem=`"
+        ),
+    })
+}
+
 /// Where a field's error is reported: the scenario's file and the field's line.
 type At<'a> = &'a dyn Fn(&str, String) -> InputError;
 
@@ -242,7 +273,16 @@ fn resolve_node(
             ),
         )
     })?;
-    let node: NodePreset = override_preset(node_base, &node_over, "node", source, lines)?;
+    let mut node: NodePreset = override_preset(node_base, &node_over, "node", source, lines)?;
+    // The preset's input-only fields (not serialized, so the override's round trip drops
+    // them); a figure the scenario gives is the user's measurement.
+    node.host_memory_bandwidth = node_base.host_memory_bandwidth;
+    let given = |k: &str, preset: &Option<String>| match node_over.contains_key(k) {
+        true => Some(format!("the scenario's `node.{k}`")),
+        false => preset.clone(),
+    };
+    node.gpu_reserved_source = given("gpu_reserved", &node_base.gpu_reserved_source);
+    node.gpu_reserved_tp1_source = given("gpu_reserved_tp1", &node_base.gpu_reserved_tp1_source);
     Ok((node_name, node))
 }
 

@@ -741,22 +741,25 @@ fn default_plots_refuse_bad_hit_rate_columns() {
         d.path(),
     ));
     let csv = std::fs::read_to_string(d.path().join("o/results.csv")).unwrap();
-    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
-    let col = header.iter().position(|h| *h == "hit_rate_total").unwrap();
+    // the first started row
+    let row = (0..)
+        .find(|&i| {
+            crate::support::csv_row(&csv, i)
+                .iter()
+                .any(|(c, v)| c == "outcome" && v == "started")
+        })
+        .unwrap();
     for bad in ["NaN", "abc", ""] {
-        let mut lines: Vec<String> = csv.lines().map(str::to_string).collect();
-        // the first started row
-        let r = lines.iter().position(|l| l.contains(",started,")).unwrap();
-        let mut cells: Vec<String> = lines[r].split(',').map(str::to_string).collect();
-        assert!(!cells[col].is_empty());
-        cells[col] = bad.to_string();
-        lines[r] = cells.join(",");
         std::fs::create_dir_all(d.path().join("p")).unwrap();
-        std::fs::write(d.path().join("p/r.csv"), lines.join("\n") + "\n").unwrap();
+        std::fs::write(
+            d.path().join("p/r.csv"),
+            crate::support::set_csv_cell(&csv, row, "hit_rate_total", bad),
+        )
+        .unwrap();
         let o = run(&["plot", "p/r.csv"], d.path());
         exit2(
             &o,
-            &["p/r.csv", "`hit_rate_total`", &format!("row {}", r + 1)],
+            &["p/r.csv", "`hit_rate_total`", &format!("row {}", row + 2)],
         );
         assert!(
             !d.path()

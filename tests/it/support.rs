@@ -171,3 +171,36 @@ pub fn golden_header(line: &str) -> BTreeMap<String, String> {
         })
         .collect()
 }
+
+/// `csv` with the cell of data row `row` (0 = the first after the header) in column
+/// `col` set to `value`, written back as the sweep writes it (RFC 4180 quoting: a cell
+/// may hold commas, so a naive split would shift the columns).
+pub fn set_csv_cell(csv: &str, row: usize, col: &str, value: &str) -> String {
+    let mut r = csv::ReaderBuilder::new().from_reader(csv.as_bytes());
+    let header = r.headers().unwrap().clone();
+    let c = header.iter().position(|h| h == col).unwrap();
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    w.write_record(&header).unwrap();
+    for (i, rec) in r.records().enumerate() {
+        let mut cells: Vec<String> = rec.unwrap().iter().map(str::to_string).collect();
+        if i == row {
+            cells[c] = value.to_string();
+        }
+        w.write_record(&cells).unwrap();
+    }
+    String::from_utf8(w.into_inner().unwrap()).unwrap()
+}
+
+/// The cells of data row `row` of `csv`, by column name.
+pub fn csv_row(csv: &str, row: usize) -> Vec<(String, String)> {
+    let mut r = csv::ReaderBuilder::new().from_reader(csv.as_bytes());
+    let header = r.headers().unwrap().clone();
+    let rec = r.records().nth(row).unwrap().unwrap();
+    header
+        .iter()
+        .map(str::to_string)
+        .zip(rec.iter().map(str::to_string))
+        .collect()
+}

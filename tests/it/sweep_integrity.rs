@@ -132,17 +132,13 @@ fn an_edited_shard_row_is_refused_by_merge() {
     }
     let shard = d.path().join("o/results.shard-2-of-2.csv");
     let text = std::fs::read_to_string(&shard).unwrap();
-    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let cells = crate::support::csv_row(&text, 0);
+    let names: Vec<&str> = cells.iter().map(|(c, _)| c.as_str()).collect();
     assert_eq!(
-        &header[header.len() - 2..],
+        &names[names.len() - 2..],
         ["sweep_fingerprint", "row_checksum"]
     );
-    let col = header.iter().position(|c| *c == "margin_bytes").unwrap();
-    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-    let mut cells: Vec<String> = lines[1].split(',').map(str::to_string).collect();
-    cells[col] = "999999999999".into();
-    lines[1] = cells.join(",");
-    let edited = lines.join("\n") + "\n";
+    let edited = crate::support::set_csv_cell(&text, 0, "margin_bytes", "999999999999");
     let args = [
         "merge",
         "o/results.shard-1-of-2.csv",
@@ -157,12 +153,17 @@ fn an_edited_shard_row_is_refused_by_merge() {
     );
     // with the checksum recomputed as the sweep computes it, the journal beside the
     // shard still holds the true row
-    let fp_col = header.len() - 2;
-    cells.truncate(fp_col + 1);
-    let sum = hicache_sim::sweep::journal::row_checksum(&cells[fp_col], &cells[..fp_col]);
-    cells.push(sum);
-    lines[1] = cells.join(",");
-    std::fs::write(&shard, lines.join("\n") + "\n").unwrap();
+    let row: Vec<String> = crate::support::csv_row(&edited, 0)
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect();
+    let n = row.len();
+    let sum = hicache_sim::sweep::journal::row_checksum(&row[n - 2], &row[..n - 2]);
+    std::fs::write(
+        &shard,
+        crate::support::set_csv_cell(&edited, 0, "row_checksum", &sum),
+    )
+    .unwrap();
     exit2(
         &run(&args, d.path()),
         &[
@@ -176,15 +177,15 @@ fn an_edited_shard_row_is_refused_by_merge() {
     std::fs::write(&shard, &text).unwrap();
     ok(&run(&args, d.path()));
     // an older build's shard: sweep_fingerprint but no row_checksum
-    let old: String = text
-        .lines()
-        .map(|l| {
-            let mut c: Vec<&str> = l.split(',').collect();
-            c.pop();
-            c.join(",") + "\n"
-        })
-        .collect();
-    std::fs::write(&shard, old).unwrap();
+    let mut r = csv::ReaderBuilder::new().from_reader(text.as_bytes());
+    let mut w = csv::WriterBuilder::new().from_writer(Vec::new());
+    let h: Vec<String> = r.headers().unwrap().iter().map(str::to_string).collect();
+    w.write_record(&h[..h.len() - 1]).unwrap();
+    for rec in r.records() {
+        let rec: Vec<String> = rec.unwrap().iter().map(str::to_string).collect();
+        w.write_record(&rec[..rec.len() - 1]).unwrap();
+    }
+    std::fs::write(&shard, w.into_inner().unwrap()).unwrap();
     exit2(
         &run(&args, d.path()),
         &["older hicache-sim", "row_checksum"],
