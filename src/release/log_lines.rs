@@ -81,6 +81,9 @@ pub enum ErrorKind {
     ValueError,
     RuntimeError,
     AssertionError,
+    /// Raised while the model is built (OffloaderV2 on a model outside the DeepSeek-V2
+    /// family: `crate::model::offload::V2_TYPE_ERROR`).
+    TypeError,
 }
 
 /// Why a V5 build failed on a rank (`_RECOVERABLE_ATTACH_ERRORS`).
@@ -266,6 +269,7 @@ pub fn render(ctx: &RenderContext, e: &LogEvent, message: Option<&str>) -> Strin
                 ErrorKind::ValueError => "ValueError",
                 ErrorKind::RuntimeError => "RuntimeError",
                 ErrorKind::AssertionError => "AssertionError",
+                ErrorKind::TypeError => "TypeError",
             };
             format!("{k}: {}", message.unwrap_or(""))
         }
