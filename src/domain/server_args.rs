@@ -113,6 +113,41 @@ pub struct ServerArgs {
     /// `--max-mamba-cache-size`: the device state pool's slots, if given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_mamba_cache_size: Option<u64>,
+    /// `--cpu-offload-gb` (an `int`, GiB per rank: OffloaderV1 takes
+    /// `cpu_offload_gb × 1024³` bytes of decoder-layer parameters; 0 or less: off).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cpu_offload_gb: i64,
+    /// `--offload-group-size` (OffloaderV2; -1 or less: off).
+    #[serde(skip_serializing_if = "is_minus_one")]
+    pub offload_group_size: i64,
+    /// `--offload-num-in-group`: the last N layers of each group are offloaded.
+    #[serde(skip_serializing_if = "is_one")]
+    pub offload_num_in_group: i64,
+    /// `--offload-prefetch-step`: offloaded layers onloaded ahead.
+    #[serde(skip_serializing_if = "is_one")]
+    pub offload_prefetch_step: i64,
+    /// `--offload-mode` (`cpu`, `meta`, `shm_cpu`, `sharded_gpu`; no argparse choices).
+    #[serde(skip_serializing_if = "is_cpu")]
+    pub offload_mode: String,
+    /// `--disable-shared-experts-fusion` (the offloaded experts of a DeepSeek-V3 / GLM-5
+    /// layer include the fused shared expert unless given).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub disable_shared_experts_fusion: bool,
+}
+
+// The offload fields are left out of the serialized arguments at SGLang's defaults, so
+// scenarios without offload serialize (fingerprints, sweep journals) as before.
+fn is_zero(x: &i64) -> bool {
+    *x == 0
+}
+fn is_one(x: &i64) -> bool {
+    *x == 1
+}
+fn is_minus_one(x: &i64) -> bool {
+    *x == -1
+}
+fn is_cpu(x: &str) -> bool {
+    x == "cpu"
 }
 
 impl Default for ServerArgs {
@@ -152,6 +187,12 @@ impl Default for ServerArgs {
             swa_full_tokens_ratio: None,
             mamba_full_memory_ratio: None,
             max_mamba_cache_size: None,
+            cpu_offload_gb: 0,
+            offload_group_size: -1,
+            offload_num_in_group: 1,
+            offload_prefetch_step: 1,
+            offload_mode: "cpu".into(),
+            disable_shared_experts_fusion: false,
         }
     }
 }
@@ -186,6 +227,17 @@ impl ServerArgs {
             model_mtp_layers
         } else {
             0
+        }
+    }
+
+    /// The offload flags as SGLang's parser holds them (`crate::model::offload`).
+    pub fn offload_args(&self) -> crate::model::offload::OffloadArgs<'_> {
+        crate::model::offload::OffloadArgs {
+            cpu_offload_gb: self.cpu_offload_gb,
+            group_size: self.offload_group_size,
+            num_in_group: self.offload_num_in_group,
+            prefetch_step: self.offload_prefetch_step,
+            mode: &self.offload_mode,
         }
     }
 

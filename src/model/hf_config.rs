@@ -45,6 +45,9 @@ pub struct HfModel {
     /// Parameter counts by part, from the config.
     pub params: ParamCounts,
     pub safetensors_total_size: Option<u64>,
+    /// The decoder layers as `DeepseekV2Model` builds them, for the weight offload
+    /// (`super::offload`); `None` outside the DeepSeek-V2 family.
+    pub deepseek_layers: Option<super::offload::DeepseekLayers>,
 }
 
 /// A config that is not read: which key, what was expected.
@@ -234,7 +237,9 @@ pub fn read_model(files: &ConfigFiles) -> Result<HfModel, ReadError> {
     let attention = attention(&c, &arch, layers, dsa)?;
     let quantization = read_quantization(root, files.hf_quant_config.as_ref());
     let params = ParamCounts::from_config(root, c.text, &attention, layers, mtp_layers);
+    let deepseek_layers = super::offload::DeepseekLayers::from_config(c.text, &arch, layers);
     Ok(HfModel {
+        deepseek_layers,
         glm_dsa: dsa && arch == "GlmMoeDsaForCausalLM",
         architecture: arch,
         model_type,

@@ -16,6 +16,7 @@ mod dtype;
 mod geometry;
 pub mod hf_config;
 mod kv_default;
+pub mod offload;
 mod parallel;
 mod presets;
 pub mod quant;
@@ -44,6 +45,6 @@ pub use kv_default::{resolve_kv_dtype, sm_major};
 pub use parallel::ParallelLayout;
 pub use presets::{ModelPreset, NoCheckpointSize, model_preset, model_presets};
 pub use resolve::{
-    LOAD_BYTES_PER_LAYER, ModelError, ModelQuery, ModelSource, ResolvedModel, preset_for_path,
-    preset_from_config, resolve,
+    LOAD_BYTES_PER_LAYER, ModelError, ModelQuery, ModelSource, ResolvedModel, catalogue_model,
+    preset_for_path, preset_from_config, resolve,
 };

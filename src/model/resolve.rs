@@ -357,6 +357,13 @@ fn from_catalogue(f: Found) -> Result<ResolvedModel, ModelError> {
     Ok(r)
 }
 
+/// The bundled catalogue's model for a `--model-path` (its config, in the format the
+/// name or the config says), when the catalogue knows it: what a preset picked from the
+/// same path lacks (per-layer shapes, for the weight offload).
+pub fn catalogue_model(path: &str) -> Option<ResolvedModel> {
+    catalogue::find(path).and_then(|f| from_catalogue(f).ok())
+}
+
 /// A preset by id or alias.
 fn preset(name: &str) -> Option<ResolvedModel> {
     let (id, p) = model_presets()

@@ -83,6 +83,9 @@ pub enum ErrorKind {
     AssertionError,
     /// `torch.OutOfMemoryError` (CUDA out of memory).
     OutOfMemoryError,
+    /// Raised while the model is built (OffloaderV2 on a model outside the DeepSeek-V2
+    /// family: `crate::model::offload::V2_TYPE_ERROR`).
+    TypeError,
 }
 
 impl ErrorKind {
@@ -93,6 +96,7 @@ impl ErrorKind {
             ErrorKind::RuntimeError => "RuntimeError",
             ErrorKind::AssertionError => "AssertionError",
             ErrorKind::OutOfMemoryError => "torch.OutOfMemoryError",
+            ErrorKind::TypeError => "TypeError",
         }
     }
 }

@@ -8,6 +8,7 @@ use super::copy_kernel::LoadBackKernel;
 use super::log_lines::{AllocatingLine, HostRegister, LogRules, SmallHostLine};
 use crate::cache::{DeviceEvictAmount, EvictVersion, TreeKind};
 use crate::domain::PrefetchPolicy;
+use crate::model::offload::CpuOffloadResident;
 use crate::sizing::{
     AutoSizeRule, AvailableReading, HeadroomVariant, PrefetchCapRule, Rules, SglangVersion,
 };
@@ -331,6 +332,11 @@ pub struct ReleaseRules {
     /// `sizing::refusal_message`.)
     #[serde(skip)]
     pub log: LogRules,
+    /// Which parameters `--cpu-offload-gb` leaves on the GPU
+    /// ([`crate::model::offload::CpuOffloadResident`]). Not in `versions --format json`,
+    /// whose output is kept as it was.
+    #[serde(skip)]
+    pub cpu_offload_resident: CpuOffloadResident,
 }
 
 /// 0.5.14 (`mem_cache/pool_host/base.py: HostKVCache.__init__`: `assert self.size >
@@ -395,6 +401,9 @@ fn r0_5_14() -> ReleaseRules {
             register: HostRegister::SingleCall,
             mamba_allocating_slots: false,
         },
+        // `utils/offloader.py: OffloaderV1.maybe_offload_to_cpu` offloads every
+        // parameter of a layer in order.
+        cpu_offload_resident: CpuOffloadResident::Nothing,
     }
 }
 
@@ -559,6 +568,9 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
             auto_size_line: true,
             ..v0_5_20.log
         },
+        // `utils/offloader.py: _get_resident_parameter_ids`: `--cpu-offload-gb` keeps an
+        // MLA attention's `kv_b_proj` on the GPU.
+        cpu_offload_resident: CpuOffloadResident::MlaKvB,
         ..v0_5_20
     };
     // 0.5.22: `host_memory.py: _cgroup_memory_headroom` credits active + inactive file

@@ -47,6 +47,9 @@ pub struct StartupReport {
     /// How the pasted launch command was read, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub launch: Option<LaunchOut>,
+    /// The weight offload (`--cpu-offload-gb`, `--offload-group-size`), when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offload: Option<OffloadOut>,
     /// Run 0, rank by rank.
     pub ranks: Vec<RankOut>,
     pub verdict: String,
@@ -56,6 +59,107 @@ pub struct StartupReport {
     /// Why a start is not verified (`Scenario::unmodelled`): each thing that moves the
     /// figures and is not modelled.
     pub unverified: Vec<String>,
+}
+
+/// What the weight offload does on each rank before the pools are sized.
+#[derive(Debug, Clone, Serialize)]
+pub struct OffloadOut {
+    /// `modelled`, `fails` (every rank raises building its model) or `not_modelled`.
+    pub status: &'static str,
+    /// `v1` (`--cpu-offload-gb`) or `v2` (`--offload-group-size`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offloader: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<&'static str>,
+    /// Decoder layers whose parameters moved (global ids).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layers: Option<Vec<u32>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tensors: Option<u64>,
+    /// Bytes moved to the host per rank (`numel × element_size`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_logical_bytes_per_rank: Option<u64>,
+    /// Host memory they pin per rank (each tensor rounded up to a power of two), charged
+    /// before the host pools are sized.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_pinned_bytes_per_rank: Option<u64>,
+    /// The same for every rank of one host (× ranks per host).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_pinned_bytes_per_host: Option<u64>,
+    /// GPU copies dropped, the part onloaded back by the prefetch, and the difference the
+    /// device pool gains (bytes per rank).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_offloaded_bytes_per_rank: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_prefetched_bytes_per_rank: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_freed_bytes_per_rank: Option<u64>,
+    /// Why it fails, or what is not modelled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+fn offload_out(s: &Scenario, ranks_per_host: u64) -> Option<OffloadOut> {
+    use crate::model::offload::OffloadEffect;
+    let empty = |status, message| OffloadOut {
+        status,
+        offloader: None,
+        mode: None,
+        layers: None,
+        tensors: None,
+        host_logical_bytes_per_rank: None,
+        host_pinned_bytes_per_rank: None,
+        host_pinned_bytes_per_host: None,
+        gpu_offloaded_bytes_per_rank: None,
+        gpu_prefetched_bytes_per_rank: None,
+        gpu_freed_bytes_per_rank: None,
+        message,
+    };
+    Some(match &s.offload {
+        OffloadEffect::Off => return None,
+        OffloadEffect::Fails { error, message } => {
+            empty("fails", Some(format!("{error}: {message}")))
+        }
+        OffloadEffect::NotModelled(why) => empty("not_modelled", Some(why.clone())),
+        OffloadEffect::Modelled(f) => OffloadOut {
+            offloader: Some(f.offloader),
+            mode: Some(f.mode.id()),
+            layers: Some(f.layers.clone()),
+            tensors: Some(f.tensors),
+            host_logical_bytes_per_rank: Some(f.host_logical_bytes),
+            host_pinned_bytes_per_rank: Some(f.host_pinned_bytes),
+            host_pinned_bytes_per_host: Some(f.host_pinned_bytes * ranks_per_host),
+            gpu_offloaded_bytes_per_rank: Some(f.gpu_offloaded_bytes),
+            gpu_prefetched_bytes_per_rank: Some(f.gpu_prefetched_bytes),
+            gpu_freed_bytes_per_rank: Some(f.gpu_freed_bytes()),
+            ..empty("modelled", None)
+        },
+    })
+}
+
+/// The text line of a modelled offload: what moved, the host memory it pins, what the
+/// device pool gains.
+fn offload_line(o: &OffloadOut, ranks_per_host: u64) -> Option<String> {
+    const GIB: f64 = (1u64 << 30) as f64;
+    let gib = |b: u64| format!("{:.2} GiB", b as f64 / GIB);
+    let layers = o.layers.as_ref()?;
+    let shown: Vec<String> = layers.iter().take(6).map(|l| l.to_string()).collect();
+    let more = if layers.len() > 6 { ", …" } else { "" };
+    Some(format!(
+        "Weight offload: {} ({}), {} tensor(s) of {} layer(s) ({}{more}) per rank: {} moved to the host, {} pinned ({} per host of {} ranks); GPU {} offloaded - {} prefetched = {} more for the device pool",
+        o.offloader?,
+        o.mode?,
+        o.tensors?,
+        layers.len(),
+        shown.join(", "),
+        gib(o.host_logical_bytes_per_rank?),
+        gib(o.host_pinned_bytes_per_rank?),
+        gib(o.host_pinned_bytes_per_host?),
+        ranks_per_host,
+        gib(o.gpu_offloaded_bytes_per_rank?),
+        gib(o.gpu_prefetched_bytes_per_rank?),
+        gib(o.gpu_freed_bytes_per_rank?),
+    ))
 }
 
 /// The launch command as SGLang's parser read it.
@@ -297,6 +401,7 @@ pub fn build(s: &Scenario, plan: &StartupPlan, mc: &MonteCarlo, seed: u64) -> St
             not_modelled: l.not_modelled.clone(),
             env: l.env.clone(),
         }),
+        offload: offload_out(s, plan.ranks_per_host),
         ranks: {
             let ctx = log_context(plan);
             mc.first_run
@@ -403,6 +508,13 @@ pub fn render_text(s: &Scenario, plan: &StartupPlan, rep: &StartupReport) -> Str
         pools.join(", ")
     );
     let _ = writeln!(o, "{}", device_profile_line(s));
+    if let Some(line) = rep
+        .offload
+        .as_ref()
+        .and_then(|x| offload_line(x, rep.ranks_per_host))
+    {
+        let _ = writeln!(o, "{line}");
+    }
     let _ = writeln!(o, "{}", hicache_settings(s, plan.page_size));
     if let Some(l) = &rep.launch {
         let _ = writeln!(

@@ -52,6 +52,12 @@ const MODELLED: &[&str] = &[
     "swa_full_tokens_ratio",
     "mamba_full_memory_ratio",
     "max_mamba_cache_size",
+    "cpu_offload_gb",
+    "offload_group_size",
+    "offload_num_in_group",
+    "offload_prefetch_step",
+    "offload_mode",
+    "disable_shared_experts_fusion",
 ];
 
 /// Memory-relevant flags this simulator does not model: (dest prefix or name, what is
@@ -99,20 +105,12 @@ const MEMORY_UNMODELLED: &[(&str, &str)] = &[
         "unified memory is not modelled: host and device pools are treated as separate memories",
     ),
     (
-        "cpu_offload_gb",
-        "weight CPU offload is not modelled: host memory holds the offloaded weights (real host margin smaller) and the device pool is larger",
-    ),
-    (
         "enable_weights_cpu_backup",
         "a CPU copy of the weights is not modelled: real host margin smaller",
     ),
     (
         "enable_draft_weights_cpu_backup",
         "a CPU copy of the draft weights is not modelled: real host margin smaller",
-    ),
-    (
-        "offload_",
-        "layer offload is not modelled: real host margin smaller, device pool larger",
     ),
     (
         "enable_lmcache",

@@ -53,6 +53,8 @@ pub struct Scenario {
     /// found later (the start-up plan's) name the same place resolution would. Empty for
     /// patched trees (sweep points, plan probes), which have no file lines.
     pub provenance: super::lines::LineIndex,
+    /// What the weight-offload flags do at start-up (`crate::model::offload`).
+    pub offload: crate::model::offload::OffloadEffect,
 }
 
 impl Scenario {
@@ -60,8 +62,8 @@ impl Scenario {
     /// by part as SGLang shards them plus what the load adds per layer
     /// ([`crate::model::ResolvedModel::weights_as_loaded`]); a preset (or a
     /// `startup.weight_load.quantization` other than the config's own) its checkpoint /
-    /// (tp × pp).
-    pub fn weights_per_rank(&self) -> Result<u64, crate::model::NoCheckpointSize> {
+    /// (tp × pp). Before any weight offload.
+    pub fn weights_with_offload(&self) -> Result<u64, crate::model::NoCheckpointSize> {
         let quant = self.startup.weight_load.quantization;
         let own = self
             .resolved_model
@@ -76,6 +78,18 @@ impl Scenario {
             return Ok(w);
         }
         self.model.weights_per_rank(&self.layout, quant)
+    }
+
+    /// [`Self::weights_with_offload`] less what the weight offload frees on the GPU
+    /// before `Load weight end` is measured (offloaded less prefetched:
+    /// [`crate::model::offload::OffloadFigures::gpu_freed_bytes`]): the weights the
+    /// device pool is sized after.
+    pub fn weights_per_rank(&self) -> Result<u64, crate::model::NoCheckpointSize> {
+        let w = self.weights_with_offload()?;
+        Ok(match self.offload.figures() {
+            Some(f) => w.saturating_sub(f.gpu_freed_bytes()),
+            None => w,
+        })
     }
 
     /// Loads, overrides and resolves `path`.
@@ -192,6 +206,17 @@ pub fn resolve_file(
     if s.hicache_enabled() || version == Sglang::WhatIf(SglangVersion::AutoHicache) {
         notes.extend(hicache_args_note(s, &at)?);
     }
+    let (offload, offload_note) = resolve_offload(
+        s,
+        &resolved,
+        &model,
+        f.startup.weight_load.quantization,
+        &layout,
+        &node,
+        version,
+        &at,
+    )?;
+    notes.extend(offload_note);
     let runtime = resolve_runtime(f, source, lines, &at)?;
     Ok(Scenario {
         source: source.to_string(),
@@ -219,6 +244,7 @@ pub fn resolve_file(
         unmodelled,
         launch: None,
         provenance: lines.clone(),
+        offload,
     })
 }
 
@@ -534,6 +560,195 @@ fn parallel_layout(
         ));
     }
     Ok(layout)
+}
+
+/// The weight offload the server arguments ask for, as the start-up models it
+/// (`crate::model::offload`): SGLang's argument failures are errors at the field
+/// (`check`: an invalid_args row); what is not modelled is a warning.
+fn resolve_offload(
+    s: &ServerArgs,
+    resolved: &crate::model::ResolvedModel,
+    model: &ModelPreset,
+    quant_override: Option<crate::model::quant::CheckpointQuant>,
+    layout: &ParallelLayout,
+    node: &NodePreset,
+    version: Sglang,
+    at: At,
+) -> Result<(crate::model::offload::OffloadEffect, Option<String>), InputError> {
+    use crate::model::offload::{
+        self as off, OffloadEffect, OffloadMode, Offloader, V2_TYPE_ERROR,
+    };
+    let refuse = |e: off::OffloadArgError| at(e.field, e.message).sglang_refuses();
+    let offloader = off::offloader(&s.offload_args(), s.tp_size).map_err(refuse)?;
+    let flag = match offloader {
+        Offloader::Noop => {
+            let note = (s.cpu_offload_gb < 0).then(|| {
+                format!(
+                    "--cpu-offload-gb {} is not positive: SGLang offloads nothing (`create_offloader` checks `cpu_offload_gb > 0`)",
+                    s.cpu_offload_gb
+                )
+            });
+            return Ok((OffloadEffect::Off, note));
+        }
+        Offloader::V1 { .. } => "--cpu-offload-gb",
+        Offloader::V2 { .. } => "--offload-group-size",
+    };
+    let not_modelled = |why: String| {
+        Ok((
+            OffloadEffect::NotModelled(why.clone()),
+            Some(format!(
+                "warning: {flag} is not modelled here: {why}; the real host margin is smaller and the device pool larger"
+            )),
+        ))
+    };
+    // The per-layer shapes: the model's own config, else the catalogue's config of the
+    // `--model-path` a preset was picked from (in the same checkpoint format).
+    let quant = quant_override.unwrap_or_else(|| checkpoint_format(resolved, model));
+    if quant != checkpoint_format(resolved, model) {
+        return not_modelled(format!(
+            "weights in startup.weight_load.quantization {quant}, not the checkpoint's own format"
+        ));
+    }
+    let from_catalogue;
+    let (hf, format) = match (&resolved.hf, &resolved.quantization) {
+        (Some(hf), Some(q)) => (hf, q.format),
+        _ => {
+            from_catalogue = s
+                .model_path
+                .as_deref()
+                .and_then(crate::model::catalogue_model)
+                .filter(|c| c.quantization.as_ref().map(|q| q.format.key()) == Some(quant));
+            match &from_catalogue {
+                Some(c) => (
+                    c.hf.as_ref().expect("a catalogue model has a config"),
+                    c.quantization.as_ref().expect("and a quantisation").format,
+                ),
+                None => {
+                    return not_modelled(format!(
+                        "model `{}` is a preset without per-layer shapes (name it by a catalogue id, e.g. the checkpoint's Hugging Face id, or `model: {{config: FILE}}`)",
+                        resolved.name
+                    ));
+                }
+            }
+        }
+    };
+    if layout.pp_size > 1 {
+        return not_modelled(
+            "pipeline parallelism with offload (each stage offloads its own layers)".into(),
+        );
+    }
+    let Some(d) = &hf.deepseek_layers else {
+        return match offloader {
+            // `wrap_modules` calls `submodule_accessor(module)` at the first offloaded
+            // index; only `DeepseekV2Model` passes one.
+            Offloader::V2 {
+                group_size,
+                num_in_group,
+                ..
+            } => {
+                if off::v2_offloaded_indices(hf.layers, group_size, num_in_group).is_empty() {
+                    return Err(refuse(off::OffloadArgError {
+                        field: "server.offload_group_size",
+                        message: format!(
+                            "--offload-group-size {group_size} --offload-num-in-group {num_in_group} offloads none of the {} layers: `OffloaderV2.post_init` raises IndexError (list index out of range)",
+                            hf.layers
+                        ),
+                    }));
+                }
+                Ok((
+                    OffloadEffect::Fails {
+                        error: "TypeError",
+                        message: format!(
+                            "{V2_TYPE_ERROR} (OffloaderV2.wrap_modules: {} builds its layers without a `submodule_accessor`; layer offload supports the DeepSeek-V2 family only: {})",
+                            hf.architecture,
+                            off::DEEPSEEK_V2_FAMILY.join(", ")
+                        ),
+                    },
+                    None,
+                ))
+            }
+            _ => not_modelled(format!(
+                "the parameter order of {} decoder layers (modelled: the DeepSeek-V2 family)",
+                hf.architecture
+            )),
+        };
+    };
+    let routed_own = hf.params.routed_expert_format.is_some();
+    let elem = match (off::expert_elem_bytes(format), routed_own) {
+        (Some(e), false) => e,
+        _ => {
+            return not_modelled(format!(
+                "the expert tensors of a {} checkpoint",
+                format.key()
+            ));
+        }
+    };
+    let fused = d.fused_shared_experts(
+        crate::model::sm_major(&node.gpu),
+        format,
+        s.disable_shared_experts_fusion,
+    );
+    let figures = match offloader {
+        Offloader::V2 {
+            group_size,
+            num_in_group,
+            prefetch_step,
+            mode,
+        } => {
+            if !matches!(mode, OffloadMode::Cpu | OffloadMode::Meta) {
+                return not_modelled(format!(
+                    "--offload-mode {} (one shared copy per DP group)",
+                    mode.id()
+                ));
+            }
+            off::v2_figures(
+                d,
+                layout,
+                fused,
+                elem,
+                group_size,
+                num_in_group,
+                prefetch_step,
+                mode,
+            )
+            .map_err(refuse)?
+        }
+        Offloader::V1 { max_bytes } => {
+            if !matches!(
+                format,
+                crate::model::quant::WeightFormat::Bf16
+                    | crate::model::quant::WeightFormat::Fp8Block
+            ) {
+                return not_modelled(format!("the parameters of a {} checkpoint", format.key()));
+            }
+            off::v1_figures(
+                d,
+                layout,
+                format,
+                fused,
+                max_bytes,
+                version.release_rules().cpu_offload_resident,
+            )
+        }
+        Offloader::Noop => unreachable!("returned above"),
+    };
+    let note = (s.cpu_offload_gb > 0 && s.offload_group_size > 0).then(|| {
+        "warning: --cpu-offload-gb and --offload-group-size are both given: SGLang builds OffloaderV1 (`create_offloader` checks `cpu_offload_gb > 0` first) and ignores --offload-group-size / --offload-num-in-group / --offload-prefetch-step".to_string()
+    });
+    Ok((OffloadEffect::Modelled(figures), note))
+}
+
+/// The checkpoint's own format: the config's, else the preset's default (which a
+/// `--model-path` suffix has already picked).
+fn checkpoint_format(
+    resolved: &crate::model::ResolvedModel,
+    model: &ModelPreset,
+) -> crate::model::quant::CheckpointQuant {
+    resolved
+        .quantization
+        .as_ref()
+        .map(|q| q.format.key())
+        .unwrap_or(model.default_quant)
 }
 
 /// Monte Carlo runs, the start-up's arrival and pinning, and the host's memory figures.

@@ -6,7 +6,7 @@ use crate::engine::SimRng;
 use crate::error::FieldError;
 use crate::hardware::{CgroupId, CgroupLimits, CgroupVersion, ChargeKind, HostMemory};
 use crate::model::DevicePoolInputs;
-use crate::release::log_lines::LogRules;
+use crate::release::log_lines::{ErrorKind, LogRules};
 use crate::scenario::Scenario;
 use crate::scenario::schema::{
     CgroupLevelSpec, CgroupSpec, CgroupVersionSpec, JitterSpec, MemorySpec, PinMethod,
@@ -238,6 +238,16 @@ pub struct StartupPlan {
     /// `startup.pin.failure_rc` / `failure_error`.
     pub pin_failure_rc: i64,
     pub pin_failure_error: String,
+    /// Pinned host bytes the weight offload takes on each rank while its model is built,
+    /// before the weights are read ([`crate::model::offload::OffloadFigures::
+    /// host_pinned_bytes`]); 0 without offload.
+    pub offload_host_bytes: u64,
+    /// How they are charged: torch's pinned allocator calls `cudaHostAlloc` by default
+    /// (shmem, like `startup.pin.method: cudaHostAlloc`).
+    pub offload_kind: ChargeKind,
+    /// Every rank raises while its model is built (SGLang's exception and message): a
+    /// `failed` start-up.
+    pub build_failure: Option<(ErrorKind, String)>,
 }
 
 /// A model that leaves no GPU memory for the KV cache: what SGLang raises, and what
@@ -518,6 +528,18 @@ impl StartupPlan {
                 .failure_error
                 .clone()
                 .unwrap_or_else(|| "out of memory".into()),
+            offload_host_bytes: s.offload.figures().map_or(0, |f| f.host_pinned_bytes),
+            offload_kind: ChargeKind::Shmem,
+            build_failure: match &s.offload {
+                crate::model::offload::OffloadEffect::Fails { error, message } => Some((
+                    match *error {
+                        "TypeError" => ErrorKind::TypeError,
+                        _ => ErrorKind::RuntimeError,
+                    },
+                    message.clone(),
+                )),
+                _ => None,
+            },
         };
         plan.fixed_host_tokens = plan.host_tokens(None);
         Ok(plan)

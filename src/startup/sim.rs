@@ -156,6 +156,8 @@ struct RankState {
     reduce_budget: i128,
     /// V5: this rank's build failed inside the attach gate this attempt.
     attach_failed: bool,
+    /// The weight offload's pinned host memory is charged (freed on an OOM kill).
+    offload_charged: bool,
 }
 
 /// Copies a plan's per-pool counts into a rank's fixed slots (no allocation per run).
@@ -297,22 +299,22 @@ impl Sim<'_> {
     /// peers that sample meanwhile still see it; an OOM-killed rank's memory is freed
     /// by the kernel at once.
     fn exit(&mut self, r: u32, outcome: Outcome) {
+        let kind = match outcome {
+            Outcome::Refused => Some(ErrorKind::ValueError),
+            Outcome::Failed => Some(ErrorKind::AssertionError),
+            Outcome::PinFailed => Some(ErrorKind::RuntimeError),
+            Outcome::Started | Outcome::OomKilled => None,
+        };
+        self.exit_raising(r, outcome, kind)
+    }
+
+    /// [`Self::exit`] with the exception SGLang raises (`None`: killed, or started).
+    fn exit_raising(&mut self, r: u32, outcome: Outcome, kind: Option<ErrorKind>) {
         let st = &mut self.s.ranks[r as usize];
         if !st.alive {
             return;
         }
         st.alive = false;
-        let kind = match outcome {
-            Outcome::Refused => Some(ErrorKind::ValueError),
-            Outcome::Failed => Some(
-                self.plan
-                    .device_failure
-                    .as_ref()
-                    .map_or(ErrorKind::AssertionError, |f| f.kind),
-            ),
-            Outcome::PinFailed => Some(ErrorKind::RuntimeError),
-            Outcome::Started | Outcome::OomKilled => None,
-        };
         if let Some(k) = kind {
             self.s.results[r as usize].log.push(LogEvent::Error(k));
         }
@@ -320,17 +322,37 @@ impl Sim<'_> {
             self.s.results[r as usize].outcome = outcome;
             return;
         }
-        let (node, pinned) = (st.node as usize, st.pinned);
+        let (node, pinned, offload) = (st.node as usize, st.pinned, st.offload_charged);
         let cg = self.plan.nodes[node].job_cgroup;
         let mem = &mut self.s.nodes[node];
         mem.uncharge(cg, self.plan.pin_kind, pinned);
+        if offload {
+            mem.uncharge(cg, self.plan.offload_kind, self.plan.offload_host_bytes);
+        }
         mem.uncharge(cg, ChargeKind::Anon, self.plan.process_memory);
         self.s.results[r as usize].outcome = outcome;
     }
 
+    /// The process starts and builds its model: the weight offload pins its host copies
+    /// layer by layer as the model is built (`utils/offloader.py: _CpuParamOffloader`,
+    /// `OffloaderV1.maybe_offload_to_cpu`), before the weights are read — or the build
+    /// raises (`StartupPlan::build_failure`).
     fn start(&mut self, r: u32) {
-        if !self.charge(r, ChargeKind::Anon, self.plan.process_memory) {
+        let p = self.plan;
+        if !self.charge(r, ChargeKind::Anon, p.process_memory) {
             return;
+        }
+        if let Some((kind, message)) = &p.build_failure {
+            if self.s.messages {
+                self.s.results[r as usize].message = Some(message.clone());
+            }
+            return self.exit_raising(r, Outcome::Failed, Some(*kind));
+        }
+        if p.offload_host_bytes > 0 {
+            if !self.charge(r, p.offload_kind, p.offload_host_bytes) {
+                return;
+            }
+            self.s.ranks[r as usize].offload_charged = true;
         }
         self.schedule_load(r, 0);
     }
@@ -369,7 +391,7 @@ impl Sim<'_> {
             if self.s.messages {
                 self.s.results[r as usize].message = Some(f.message.clone());
             }
-            return self.exit(r, Outcome::Failed);
+            return self.exit_raising(r, Outcome::Failed, Some(f.kind));
         }
         let node = self.s.ranks[r as usize].node as usize;
         if p.reclaimed_per_node > 0 && !self.s.reclaimed[node] {

@@ -19,6 +19,7 @@ mod launch_issue9;
 mod log_corpus;
 mod models;
 mod models_v4;
+mod offload;
 mod pipeline_quickstart;
 mod plan;
 mod plot_charts;
