@@ -27,9 +27,9 @@ use crate::sizing::{self, SglangVersion};
 
 pub use crate::wheel::Release;
 pub use rules::{
-    BufferOnlyWriteBack, ControllerRules, DevicePoolRules, DraftCell, Dsv4Pools, EvictionChoices,
-    FlagRules, HicacheSizeSplit, MambaSlotFormula, MidGpuTier, MtpDraftHost, PoolRules,
-    PrefetchRetries, PrefetchTimeout, PrefetchTimeoutClock, PrefetchTimeoutTokens,
+    BufferOnlyWriteBack, ControllerRules, DevicePoolRules, DraftCell, DsaIndexK, Dsv4Pools,
+    EvictionChoices, FlagRules, HicacheSizeSplit, MambaSlotFormula, MidGpuTier, MtpDraftHost,
+    PoolRules, PrefetchRetries, PrefetchTimeout, PrefetchTimeoutClock, PrefetchTimeoutTokens,
     PrefillGraphDefault, REPORTED_NOT_MODELLED, ReleaseRules, StorageWriteGate,
 };
 pub use server_check::{
