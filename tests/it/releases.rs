@@ -391,6 +391,19 @@ fn versions_lists_releases_with_dates_and_what_ifs() {
     );
     assert_eq!(get("pr40135")["first_shipped"], "0.5.21");
     assert_eq!(get("0.5.22")["kind"], "release");
+    // A DSA model's index-K per release (`PoolRules::dsa_index_k`), what-ifs as their
+    // nearest release.
+    let index_k = |id: &str| get(id)["rules"]["pools"]["dsa_index_k"].clone();
+    assert_eq!(index_k("0.5.17"), "all_layers");
+    assert_eq!(index_k("0.5.18"), "elide_unless_hicache_or_pd");
+    assert_eq!(index_k("0.5.21"), "elide_unless_hicache_or_pd");
+    assert_eq!(index_k("pr40135"), "elide_unless_hicache_or_pd");
+    assert_eq!(index_k("0.5.22"), "elide_owned");
+    assert_eq!(index_k("latest"), "elide_owned");
+    let draft = |id: &str| get(id)["rules"]["pools"]["draft_cell"].clone();
+    assert_eq!(draft("0.5.17"), "scale");
+    assert_eq!(draft("0.5.18"), "dsa_add_per_layer");
+    assert_eq!(draft("0.5.22"), "add_per_layer");
 }
 
 /// `sglang` as a sweep axis: one CSV row group per release, the release ids in the
