@@ -400,11 +400,13 @@ fn out_dir_has_the_figure_and_the_html_report() {
 /// 119.92 GB of KV), so 115 GB fails there, and no one size holds everywhere; 0.5.21
 /// refuses beyond 53 GB.
 ///
-/// 0.5.14's own sizes form a window: 120 GB (2,669,120 host tokens) is the first above
-/// the device pool, and from 171 GB (3,806,144 tokens × 55,224 B = 210.19 GB per rank of
+/// 0.5.14's own sizes form a window: 120 GB (120e9 // 44,928 = 2,670,940 → 41,734 pages
+/// → 2,670,976 host tokens) is the first above the 2,669,056-token device pool (119 GB
+/// gives 2,648,704), and from 171 GB (3,806,144 tokens × 55,224 B = 210.19 GB per rank of
 /// KV + indexer; 4 × that + 4 × 15 GB processes > the 900 GB cgroup) the pins are
-/// OOM-killed. The frontier search (1 GB, then every (960 − 1) / 16 = 59 GB: 60, 119,
-/// 178, …) lands on no size inside it, so the plan reports none for 0.5.14.
+/// OOM-killed. The size search starts at that assertion floor: a scan from 1 GB in
+/// steps of (960 − 1) / 16 = 59 GB (60, 119, 178, …) would land on no size inside the
+/// 51 GB window.
 #[test]
 fn all_releases_probe_the_recommended_size() {
     let mut releases: Vec<Option<hicache_sim::release::Sglang>> = vec![None];
@@ -434,7 +436,8 @@ fn all_releases_probe_the_recommended_size() {
     assert_eq!(v14.sglang, "0.5.14");
     let at = v14.at_recommended.as_ref().unwrap();
     assert_eq!(at.outcome, "failed");
-    assert!(v14.size.is_none());
+    assert_eq!(v14.size.as_ref().unwrap().value, 170);
+    assert_eq!(v14.floor_gb, Some(120));
     let p14 = Prober::load(
         "scenarios/quickstart.yaml",
         &[],
@@ -447,6 +450,12 @@ fn all_releases_probe_the_recommended_size() {
     assert_eq!(
         [119, 120, 170, 171].map(outcome),
         ["failed", "started", "started", "oom_killed"]
+    );
+    assert_eq!(search::assert_floor_gb(&p14, 960).unwrap(), 120);
+    // Releases that only warn search from 1 GB.
+    assert_eq!(
+        search::assert_floor_gb(&prober("0.5.21", 1), 960).unwrap(),
+        1
     );
     assert_eq!(r.breaks_on[0].0, "0.5.14");
     assert_eq!(
