@@ -25,10 +25,12 @@ pub enum Attention {
         kv_lora_rank: u32,
         qk_rope_head_dim: u32,
     },
-    /// MLA plus a DSA (DeepSeek sparse attention) indexer: the indexer keys are a separate
-    /// pool (`DSAIndexerPoolHost`) of `indexer_bytes_per_token_layer` (128 fp8 + one fp32
-    /// scale = 132 B) on each of `indexer_layers` layers (fewer than `layers` when the
-    /// indexer is shared, as in GLM-5.2).
+    /// MLA plus a DSA (DeepSeek sparse attention) indexer: the indexer keys (index-K) are
+    /// a separate pool (`DSAIndexerPoolHost`) of `indexer_bytes_per_token_layer` (128 fp8
+    /// + one fp32 scale = 132 B) per layer. `indexer_layers` counts the layers that own
+    /// their keys (fewer than `layers` when the indexer is shared, as in GLM-5.2: 21 of
+    /// 78); whether a pool holds only those or every layer is the release's
+    /// ([`IndexKLayers`], `crate::release::DsaIndexK`).
     MlaDsa {
         kv_lora_rank: u32,
         qk_rope_head_dim: u32,
@@ -193,6 +195,17 @@ impl LinearState {
     }
 }
 
+/// Which layers of a DSA model hold index-K (the indexer keys) in a pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IndexKLayers {
+    /// Only the layers that compute their own top-k (`indexer_layers`, the layers
+    /// `model_config.py: dsa_layer_skips_topk` does not skip): the elided layout.
+    Owned,
+    /// Every decoder layer: index-K not elided.
+    All,
+}
+
 /// One host-mirrored pool of a model on one rank: `"kv"` (full attention / MLA latent),
 /// `"indexer"` (DSA indexer keys), `"swa"` (sliding-window layers), `"draft"` (MTP draft).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -271,17 +284,32 @@ impl Attention {
         }
     }
 
-    /// Per-token host pools of this geometry for a model of `layers` layers, on one rank.
-    ///
-    /// Layers per stage = `layers // pp_size` (as the SGLang simulator's
-    /// `calc_kv_cache_cell_elems`; SGLang's `get_pp_indices` can give the first stages one
-    /// layer more — not modelled). MTP draft layers are *not* included: the draft model
-    /// has its own pool (see `ModelPreset::mtp_draft_pool`).
+    /// Per-token host pools of this geometry for a model of `layers` layers, on one rank,
+    /// a DSA model's index-K on its owned layers ([`IndexKLayers::Owned`], as 0.5.22+
+    /// builds both pools): [`Self::pools_per_token`].
     pub fn host_pools(
         &self,
         layers: u32,
         layout: &ParallelLayout,
         dtype: KvDtype,
+    ) -> Vec<PoolGeometry> {
+        self.pools_per_token(layers, layout, dtype, IndexKLayers::Owned)
+    }
+
+    /// Per-token pools of this geometry for a model of `layers` layers, on one rank, a
+    /// DSA model's `indexer` pool on the `index_k` layers (which ones a release keeps,
+    /// device and host: `crate::pools::dsa_index_k_layers`).
+    ///
+    /// Layers per stage = `layers // pp_size` (as the SGLang simulator's
+    /// `calc_kv_cache_cell_elems`; SGLang's `get_pp_indices` can give the first stages one
+    /// layer more — not modelled). MTP draft layers are *not* included: the draft model
+    /// has its own pool (see `ModelPreset::mtp_draft_pool`).
+    pub fn pools_per_token(
+        &self,
+        layers: u32,
+        layout: &ParallelLayout,
+        dtype: KvDtype,
+        index_k: IndexKLayers,
     ) -> Vec<PoolGeometry> {
         let pp = layout.pp_size.max(1) as u64;
         let per_layer = self.kv_bytes_per_token_layer(layout, dtype);
@@ -306,7 +334,11 @@ impl Attention {
                 },
                 PoolGeometry {
                     name: "indexer",
-                    bytes_per_token: indexer_bytes_per_token_layer * stage(indexer_layers),
+                    bytes_per_token: indexer_bytes_per_token_layer
+                        * stage(match index_k {
+                            IndexKLayers::Owned => indexer_layers,
+                            IndexKLayers::All => layers,
+                        }),
                 },
             ],
             Attention::HybridMla { mla_layers, .. } => vec![PoolGeometry {

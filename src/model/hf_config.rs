@@ -407,9 +407,11 @@ fn deepseek_v4(c: &Cfg<'_>, layers: u32) -> Result<Attention, ReadError> {
 /// (`mem_cache/kv_cache_configurator.py: calculate_mla_kv_cache_dim`), plus for DSA
 /// models the indexer keys: `ceil(index_head_dim + index_head_dim // 128 * 4,
 /// index_kpool)` bytes per token (`DSATokenToKVPool.quant_block_size` 128, uint8
-/// `index_k_with_scale_buffer_dtype`) on every layer that computes its own top-k
-/// (`pool_configurator.py: _compute_dsa_indexer_cell_size` with
-/// `_should_elide_dsa_index_k`: no HiSparse, not a draft worker).
+/// `index_k_with_scale_buffer_dtype`; 132 B in every release 0.5.14–0.5.23) per layer,
+/// and the count of layers that compute their own top-k (`indexer_layers`, the ones
+/// `pool_configurator.py: _compute_dsa_indexer_cell_size` keeps when
+/// `_should_elide_dsa_index_k` elides; whether a release elides is
+/// `crate::release::DsaIndexK`'s).
 fn mla(c: &Cfg<'_>, layers: u32, dsa: bool) -> Result<Attention, ReadError> {
     let kv_lora_rank = c.u32("kv_lora_rank")?;
     let qk_rope_head_dim = c.u32("qk_rope_head_dim")?;

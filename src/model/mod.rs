@@ -39,7 +39,7 @@ pub fn bundled_data() -> [(&'static str, &'static str); 2] {
     ]
 }
 pub use dtype::{KvDtype, KvDtypeRefused};
-pub use geometry::{Attention, LinearState, PoolGeometry};
+pub use geometry::{Attention, IndexKLayers, LinearState, PoolGeometry};
 pub use hf_config::{ConfigFiles, HfModel, read_model};
 pub use kv_default::{resolve_kv_dtype, sm_major};
 pub use parallel::ParallelLayout;

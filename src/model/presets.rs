@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 
 use super::dtype::KvDtype;
-use super::geometry::{Attention, PoolGeometry};
+use super::geometry::{Attention, IndexKLayers, PoolGeometry};
 use super::parallel::ParallelLayout;
 use super::quant::CheckpointQuant;
 use crate::units::ByteSize;
@@ -91,11 +91,24 @@ pub fn model_preset(name: &str) -> Result<&'static ModelPreset, crate::error::Un
 }
 
 impl ModelPreset {
-    /// Host-mirrored pools of the target model on one rank, with their bytes per token.
-    /// See [`Attention::host_pools`]; mirrors `pool_host/mha.py` / `mla.py:
-    /// get_size_per_token` and the DSA indexer host pool (`DSAIndexerPoolHost`).
+    /// Host-mirrored pools of the target model on one rank, with their bytes per token,
+    /// a DSA model's index-K on its owned layers. See [`Attention::host_pools`]; mirrors
+    /// `pool_host/mha.py` / `mla.py: get_size_per_token` and the DSA indexer host pool
+    /// (`DSAIndexerPoolHost`).
     pub fn host_pools(&self, layout: &ParallelLayout, dtype: KvDtype) -> Vec<PoolGeometry> {
         self.attention.host_pools(self.layers, layout, dtype)
+    }
+
+    /// The per-token pools with a DSA model's index-K on the `index_k` layers
+    /// ([`Attention::pools_per_token`]).
+    pub fn pools_per_token(
+        &self,
+        layout: &ParallelLayout,
+        dtype: KvDtype,
+        index_k: IndexKLayers,
+    ) -> Vec<PoolGeometry> {
+        self.attention
+            .pools_per_token(self.layers, layout, dtype, index_k)
     }
 
     /// The MTP (NEXTN/EAGLE) draft model's KV per token on one rank, if the model has MTP
@@ -113,7 +126,8 @@ impl ModelPreset {
     }
 
     /// Bytes per token over all device pools of the target (`cell_size` in
-    /// `profile_max_num_token`).
+    /// `profile_max_num_token`), a DSA model's index-K elided to its owned layers (the
+    /// release- and HiCache-dependent cell is `crate::pools::device_pools`').
     pub fn cell_size(&self, layout: &ParallelLayout, dtype: KvDtype) -> u64 {
         self.host_pools(layout, dtype)
             .iter()

@@ -128,7 +128,8 @@ pub fn size_frontier(
     target: f64,
     max_gb: u64,
 ) -> Result<Option<Frontier<u64>>, ProbeError> {
-    let found = largest_passing(1, max_gb, |s| {
+    let lo = assert_floor_gb(prober, max_gb)?;
+    let found = largest_passing(lo, max_gb, |s| {
         prober
             .start_probability(&size_patch(s))
             .map(|p| p >= target)
@@ -140,6 +141,35 @@ pub fn size_frontier(
         next_value: s + 1,
         next: prober.start(&size_patch(s + 1))?,
     }))
+}
+
+/// The smallest `--hicache-size` (GB) whose KV host pool is larger than its device pool,
+/// in a release that asserts it (0.5.14 `pool_host/base.py: HostKVCache.__init__`:
+/// `assert self.size > device_pool.size`, before any memory is read; `size = (int(S ×
+/// 1e9 // size_per_token) // page + 1) × page`, the whole size to the KV pool): every
+/// smaller size fails the assertion, so the size search starts there instead of scanning
+/// for it (a scan of evenly spaced sizes can step over a window of sizes that start
+/// narrower than its step). 1 in releases that only warn; `max_gb + 1` when no size up to
+/// `max_gb` is large enough.
+pub fn assert_floor_gb(prober: &Prober, max_gb: u64) -> Result<u64, ProbeError> {
+    let (_, plan) = prober.plan(&size_patch(1))?;
+    let Some(kv) = plan.pools.first().map(|p| p.spec) else {
+        return Ok(1);
+    };
+    if plan.rules.small_host != crate::sizing::SmallHostRule::AssertLarger {
+        return Ok(1);
+    }
+    let larger = |gb: u64| {
+        host_pool_size(
+            kv.device_capacity,
+            HostPoolSizeArg::SizeGb(gb as f64),
+            kv.page_size,
+            kv.bytes_per_unit,
+        )
+        .tokens
+            > kv.device_capacity
+    };
+    Ok((1..=max_gb).find(|&gb| larger(gb)).unwrap_or(max_gb + 1))
 }
 
 /// The ratio found for a pool of `k + 1` pages: the interval of ratios SGLang maps to

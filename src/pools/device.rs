@@ -2,8 +2,10 @@
 //! sliding-window model, the Mamba (linear-attention) state pool of a hybrid model.
 
 use crate::model::Attention;
-use crate::model::{DevicePoolInputs, KvDtype, ModelPreset, ParallelLayout};
-use crate::release::{DraftCell, MambaSlotFormula, PoolRules};
+use crate::model::{
+    DevicePoolInputs, IndexKLayers, KvDtype, ModelPreset, ParallelLayout, PoolGeometry,
+};
+use crate::release::{DraftCell, DsaIndexK, MambaSlotFormula, PoolRules};
 use crate::sizing::{py_float_floordiv, py_int};
 
 /// Why SGLang would not build the device pools (its own messages), or why the simulator
@@ -66,6 +68,72 @@ pub struct PoolSetInputs<'a> {
     pub mamba_full_memory_ratio: f64,
     /// `--max-mamba-cache-size`, if given.
     pub max_mamba_cache_size: Option<u64>,
+    /// `--enable-hierarchical-cache` (`get_memory().enable_hierarchical_cache`, which
+    /// `_should_elide_dsa_index_k` reads in 0.5.18–0.5.21).
+    pub enable_hierarchical_cache: bool,
+    /// `--disaggregation-mode` other than `null` (a PD prefill or decode server). PD is
+    /// not modelled (start-up warns and simulates a colocated engine): false there.
+    pub pd_disaggregation: bool,
+}
+
+/// The layers of a DSA model whose index-K the device pool (and so the cell size) and the
+/// host indexer pool hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DsaIndexKPlacement {
+    pub device: IndexKLayers,
+    pub host: IndexKLayers,
+}
+
+/// Where a release keeps a DSA model's index-K (its [`DsaIndexK`] rule), for a target
+/// worker without HiSparse or an external linker (neither is modelled).
+///
+/// Mirrors `mem_cache/kv_cache_configurator.py: _should_elide_dsa_index_k` (0.5.18+; no
+/// such gate before), which `_build_dsa_kv_pool` (`skip_topk_layers`) and
+/// `pool_configurator.py: _compute_dsa_indexer_cell_size` read, and the host pool's
+/// layer count: `DSAIndexerPoolHost.__init__` takes `device_pool.layer_num` (every
+/// layer, ≤ 0.5.21: `memory_pool_host.py` ≤ 0.5.18, `pool_host/dsa.py` 0.5.19–0.5.21),
+/// `pool_host/dsa.py: make_dsa_indexer_pool_decl` the owned layers (0.5.22+).
+pub fn dsa_index_k_layers(
+    rule: DsaIndexK,
+    enable_hierarchical_cache: bool,
+    pd_disaggregation: bool,
+) -> DsaIndexKPlacement {
+    use IndexKLayers::{All, Owned};
+    let both = |l| DsaIndexKPlacement { device: l, host: l };
+    match rule {
+        DsaIndexK::AllLayers => both(All),
+        DsaIndexK::ElideUnlessHicacheOrPd if enable_hierarchical_cache || pd_disaggregation => {
+            both(All)
+        }
+        // HiCache off: no host pool is built; were it, it would mirror the device.
+        DsaIndexK::ElideUnlessHicacheOrPd => both(Owned),
+        DsaIndexK::ElideOwned => both(Owned),
+    }
+}
+
+impl PoolSetInputs<'_> {
+    /// [`dsa_index_k_layers`] of these inputs.
+    pub fn index_k(&self) -> DsaIndexKPlacement {
+        dsa_index_k_layers(
+            self.rules.dsa_index_k,
+            self.enable_hierarchical_cache,
+            self.pd_disaggregation,
+        )
+    }
+
+    /// The per-token device pools of one rank (their sum is the cell size before any
+    /// draft): a DSA model's index-K on the layers the release keeps on the device.
+    pub fn device_geometry(&self) -> Vec<PoolGeometry> {
+        self.model
+            .pools_per_token(self.layout, self.dtype, self.index_k().device)
+    }
+
+    /// The per-token host pools of one rank (their `size_per_token` before packed drafts):
+    /// a DSA model's indexer on the layers the release's host pool keeps.
+    pub fn host_geometry(&self) -> Vec<PoolGeometry> {
+        self.model
+            .pools_per_token(self.layout, self.dtype, self.index_k().host)
+    }
 }
 
 /// The device pools of one rank.
@@ -126,7 +194,9 @@ fn mamba_slots(
 /// The target's `cell_size` of a plain MHA / MLA / DSA model with its EAGLE / NextN
 /// draft (`model_executor/pool_configurator.py: DefaultPoolConfigurator.__init__`,
 /// every modelled release: the draft's KV lives in a pool of the target's slot count, so
-/// it is charged per token of the target). `cell` is the target's bytes per token.
+/// it is charged per token of the target), per the release's [`DraftCell`]. `cell` is
+/// the target's bytes per token (its DSA index-K on the layers [`PoolSetInputs::
+/// device_geometry`] keeps: `_compute_dsa_indexer_cell_size(num_layers)`).
 fn draft_cell(cell: u64, inp: &PoolSetInputs<'_>) -> u64 {
     let d = inp.draft.mtp_layers as u64;
     let m = inp.model;
@@ -134,22 +204,26 @@ fn draft_cell(cell: u64, inp: &PoolSetInputs<'_>) -> u64 {
     if d == 0 || n == 0 {
         return cell;
     }
+    let scale = || py_int(cell as f64 * (1.0 + d as f64 / n as f64)) as u64;
     match (inp.rules.draft_cell, &m.attention) {
         (
-            DraftCell::AddPerLayer,
+            DraftCell::DsaAddPerLayer | DraftCell::AddPerLayer,
             Attention::MlaDsa {
-                indexer_layers,
                 indexer_bytes_per_token_layer,
                 ..
             },
         ) => {
-            let target_indexer = indexer_bytes_per_token_layer
-                * (*indexer_layers as u64 / inp.layout.pp_size.max(1) as u64);
+            let target_indexer: u64 = inp
+                .device_geometry()
+                .iter()
+                .filter(|p| p.name == "indexer")
+                .map(|p| p.bytes_per_token)
+                .sum();
             let kv = cell - target_indexer;
             cell + kv * d / n + indexer_bytes_per_token_layer * d
         }
         (DraftCell::AddPerLayer, _) => cell + cell * d / n,
-        (DraftCell::Scale, _) => py_int(cell as f64 * (1.0 + d as f64 / n as f64)) as u64,
+        (DraftCell::DsaAddPerLayer | DraftCell::Scale, _) => scale(),
     }
 }
 
@@ -167,7 +241,7 @@ pub fn device_pools(inp: &PoolSetInputs<'_>) -> Result<DevicePools, PoolError> {
         // Sized by `dsv4_device_pools` (it needs the schedule, not a cell size).
         return Err(PoolError::SizedByDsv4);
     }
-    let geo = m.host_pools(inp.layout, inp.dtype);
+    let geo = inp.device_geometry();
     let page = inp.device.page_size.max(1);
     let mut rest = crate::model::profile_rest_gib(&inp.device);
     let state_slots = match m.attention.state_bytes_per_slot(inp.layout) {
@@ -342,12 +416,17 @@ mod tests {
     use crate::model::{DevicePoolInputs, model_preset};
     use crate::release::Release;
 
-    fn cell_with(model: &str, r: Release, mtp: u32) -> u64 {
-        let m = model_preset(model).unwrap();
-        let layout = ParallelLayout::tp(8);
-        let inp = PoolSetInputs {
+    fn inputs<'a>(
+        m: &'a ModelPreset,
+        layout: &'a ParallelLayout,
+        r: Release,
+        mtp: u32,
+        hicache: bool,
+        pd: bool,
+    ) -> PoolSetInputs<'a> {
+        PoolSetInputs {
             model: m,
-            layout: &layout,
+            layout,
             dtype: KvDtype::Bf16,
             rules: r.rules().pools,
             device: DevicePoolInputs {
@@ -362,9 +441,18 @@ mod tests {
             swa_full_tokens_ratio: 0.8,
             mamba_full_memory_ratio: 0.9,
             max_mamba_cache_size: None,
-        };
-        let target: u64 = m
-            .host_pools(&layout, KvDtype::Bf16)
+            enable_hierarchical_cache: hicache,
+            pd_disaggregation: pd,
+        }
+    }
+
+    /// The target's cell with `mtp` draft layers, bf16 at TP8, HiCache on or off.
+    fn cell_with(model: &str, r: Release, mtp: u32, hicache: bool) -> u64 {
+        let m = model_preset(model).unwrap();
+        let layout = ParallelLayout::tp(8);
+        let inp = inputs(m, &layout, r, mtp, hicache, false);
+        let target: u64 = inp
+            .device_geometry()
             .iter()
             .map(|p| p.bytes_per_token)
             .sum();
@@ -374,15 +462,62 @@ mod tests {
     #[test]
     fn draft_kv_in_the_target_cell() {
         // DeepSeek-V3, MLA 576 × 2 B × 61 layers = 70,272 B; one NextN layer:
-        // int(70,272 × 62 / 61) = 71,424 = 70,272 + 1,152 under both rules.
-        assert_eq!(cell_with("deepseek-v3", Release::V0_5_23, 0), 70_272);
-        assert_eq!(cell_with("deepseek-v3", Release::V0_5_17, 1), 71_424);
-        assert_eq!(cell_with("deepseek-v3", Release::V0_5_23, 1), 71_424);
-        // GLM-5.2: KV 78 × 1,152 = 89,856 + a shared indexer on 21 layers × 132 = 2,772
-        // → 92,628. ≤ 0.5.18 scales it: int(92,628 × 79 / 78) = 93,815; 0.5.19+ adds
-        // 89,856 / 78 = 1,152 of KV and a full indexer layer (132): 93,912.
-        assert_eq!(cell_with("glm-5.2", Release::V0_5_23, 0), 92_628);
-        assert_eq!(cell_with("glm-5.2", Release::V0_5_18, 1), 93_815);
-        assert_eq!(cell_with("glm-5.2", Release::V0_5_19, 1), 93_912);
+        // int(70,272 × 62 / 61) = 71,424 = 70,272 + 1,152 under every rule.
+        assert_eq!(cell_with("deepseek-v3", Release::V0_5_23, 0, false), 70_272);
+        assert_eq!(cell_with("deepseek-v3", Release::V0_5_17, 1, false), 71_424);
+        assert_eq!(cell_with("deepseek-v3", Release::V0_5_21, 1, false), 71_424);
+        assert_eq!(cell_with("deepseek-v3", Release::V0_5_23, 1, false), 71_424);
+        // GLM-5.2: KV 78 × 1,152 = 89,856 + index-K on the 21 owned layers × 132 =
+        // 2,772 → 92,628 where elided (0.5.22+; 0.5.18–0.5.21 with HiCache off), on all
+        // 78 × 132 = 10,296 → 100,152 where not (≤ 0.5.17; 0.5.18–0.5.21 HiCache on).
+        assert_eq!(cell_with("glm-5.2", Release::V0_5_23, 0, false), 92_628);
+        assert_eq!(cell_with("glm-5.2", Release::V0_5_23, 0, true), 92_628);
+        assert_eq!(cell_with("glm-5.2", Release::V0_5_21, 0, false), 92_628);
+        assert_eq!(cell_with("glm-5.2", Release::V0_5_21, 0, true), 100_152);
+        assert_eq!(cell_with("glm-5.2", Release::V0_5_17, 0, false), 100_152);
+        // One NextN layer. 0.5.17 scales: int(100,152 × 79 / 78) = 100,152 + 1,284 =
+        // 101,436. 0.5.18+ adds 89,856 / 78 = 1,152 of KV and a full indexer layer (132):
+        // elided 92,628 + 1,284 = 93,912 (the scaling would give int(92,628 × 79 / 78) =
+        // 93,815); not elided 100,152 + 1,284 = 101,436.
+        assert_eq!(cell_with("glm-5.2", Release::V0_5_17, 1, false), 101_436);
+        assert_eq!(cell_with("glm-5.2", Release::V0_5_18, 1, false), 93_912);
+        assert_eq!(cell_with("glm-5.2", Release::V0_5_18, 1, true), 101_436);
+        assert_eq!(cell_with("glm-5.2", Release::V0_5_21, 1, true), 101_436);
+        assert_eq!(cell_with("glm-5.2", Release::V0_5_23, 1, true), 93_912);
+    }
+
+    /// `_should_elide_dsa_index_k`'s HiCache and PD conditions, 0.5.18–0.5.21 only.
+    #[test]
+    fn dsa_index_k_by_release_hicache_and_pd() {
+        use IndexKLayers::{All, Owned};
+        let at = |r: Release, hicache: bool, pd: bool| {
+            let p = dsa_index_k_layers(r.rules().pools.dsa_index_k, hicache, pd);
+            assert_eq!(p.device, p.host, "{r}");
+            p.device
+        };
+        for (hicache, pd) in [(false, false), (true, false), (false, true), (true, true)] {
+            assert_eq!(at(Release::V0_5_14, hicache, pd), All);
+            assert_eq!(at(Release::V0_5_17, hicache, pd), All);
+            assert_eq!(at(Release::V0_5_22, hicache, pd), Owned);
+            assert_eq!(at(Release::V0_5_23, hicache, pd), Owned);
+            for r in [Release::V0_5_18, Release::V0_5_19, Release::V0_5_21] {
+                let want = if hicache || pd { All } else { Owned };
+                assert_eq!(at(r, hicache, pd), want, "{r} hicache={hicache} pd={pd}");
+            }
+        }
+        // The host indexer pool of GLM-5.2 (bf16, TP8): 78 × 132 under PD in 0.5.21,
+        // 21 × 132 in 0.5.23.
+        let m = model_preset("glm-5.2").unwrap();
+        let layout = ParallelLayout::tp(8);
+        let host = |r: Release, pd: bool| {
+            let g = inputs(m, &layout, r, 0, false, pd).host_geometry();
+            g.iter()
+                .find(|p| p.name == "indexer")
+                .unwrap()
+                .bytes_per_token
+        };
+        assert_eq!(host(Release::V0_5_21, true), 10_296);
+        assert_eq!(host(Release::V0_5_21, false), 2_772);
+        assert_eq!(host(Release::V0_5_23, true), 2_772);
     }
 }

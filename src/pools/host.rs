@@ -66,7 +66,9 @@ fn routes_unified(a: &Attention) -> bool {
 
 /// The host pools of one rank, in the order SGLang builds them.
 ///
-/// Per-token pools from [`crate::model::ModelPreset::host_pools`]; the Mamba state pool
+/// Per-token pools from [`PoolSetInputs::host_geometry`] (a DSA model's indexer pool on
+/// the layers the release's host pool keeps, `crate::release::DsaIndexK`; its
+/// `device_bytes` from the device pool's layers); the Mamba state pool
 /// (`pool_host/mamba.py: MambaPoolHost`, page size 1) after them; MTP draft layers per
 /// the release's [`MtpDraftHost`]: a separate `draft` pool (≤ 0.5.17), or packed into
 /// the target pools (`pool_host/mla.py` / `mha.py`: `layer_num = target_layer_num +
@@ -83,10 +85,14 @@ pub fn host_pool_specs(inp: &PoolSetInputs<'_>, dev: &DevicePools) -> Vec<HostPo
             MtpDraftHost::SeparatePool => false,
         };
     let per_layer = m.attention.kv_bytes_per_token_layer(inp.layout, inp.dtype);
-    let mut out: Vec<HostPoolSpec> = m
-        .host_pools(inp.layout, inp.dtype)
+    // The device pools' bytes per token (`get_kv_size_bytes`, what `_split_hicache_size`
+    // and the auto-size estimate read), in the host geometry's order.
+    let device_geo = inp.device_geometry();
+    let mut out: Vec<HostPoolSpec> = inp
+        .host_geometry()
         .into_iter()
-        .map(|g| {
+        .zip(device_geo)
+        .map(|(g, dg)| {
             let mut bpt = g.bytes_per_token;
             if packed {
                 bpt += match (g.name, &m.attention) {
@@ -112,7 +118,7 @@ pub fn host_pool_specs(inp: &PoolSetInputs<'_>, dev: &DevicePools) -> Vec<HostPo
                 bytes_per_unit: bpt,
                 device_capacity: capacity,
                 page_size: page,
-                device_bytes: device_pool_bytes(capacity, page, g.bytes_per_token),
+                device_bytes: device_pool_bytes(capacity, page, dg.bytes_per_token),
                 sizing: if g.name == "indexer" {
                     HostSizing::MirrorFirst
                 } else {

@@ -12,8 +12,8 @@ pub mod device;
 pub mod host;
 
 pub use device::{
-    DevicePools, PoolError, PoolSetInputs, ResolvedMemFraction, SpecDraft, device_pools,
-    dsv4_device_pools, resolve_mem_fraction,
+    DevicePools, DsaIndexKPlacement, PoolError, PoolSetInputs, ResolvedMemFraction, SpecDraft,
+    device_pools, dsa_index_k_layers, dsv4_device_pools, resolve_mem_fraction,
 };
 pub use host::{
     HostPoolSpec, HostSizing, PoolUnit, dsv4_host_pool_specs, host_pool_counts, host_pool_specs,

@@ -27,9 +27,9 @@ use crate::sizing::{self, SglangVersion};
 
 pub use crate::wheel::Release;
 pub use rules::{
-    BufferOnlyWriteBack, ControllerRules, DevicePoolRules, DraftCell, Dsv4Pools, EvictionChoices,
-    FlagRules, HicacheSizeSplit, MambaSlotFormula, MidGpuTier, MtpDraftHost, PoolRules,
-    PrefetchRetries, PrefetchTimeout, PrefetchTimeoutClock, PrefetchTimeoutTokens,
+    BufferOnlyWriteBack, ControllerRules, DevicePoolRules, DraftCell, DsaIndexK, Dsv4Pools,
+    EvictionChoices, FlagRules, HicacheSizeSplit, MambaSlotFormula, MidGpuTier, MtpDraftHost,
+    PoolRules, PrefetchRetries, PrefetchTimeout, PrefetchTimeoutClock, PrefetchTimeoutTokens,
     PrefillGraphDefault, REPORTED_NOT_MODELLED, ReleaseRules, StorageWriteGate,
 };
 pub use server_check::{
@@ -66,7 +66,7 @@ impl Release {
                 "as 0.5.15; device eviction asks only for the shortfall; --hicache-size split between host pools by device bytes; Mamba state pool keeps a padding slot"
             }
             R::V0_5_18 => {
-                "as 0.5.17; NextN MTP drafts packed into UnifiedRadixCache host pools (plain models' HiRadixCache keeps no host copy of the draft KV)"
+                "as 0.5.17; NextN MTP drafts packed into UnifiedRadixCache host pools (plain models' HiRadixCache keeps no host copy of the draft KV); DSA index-K kept only on the layers that own it unless HiCache or PD is on"
             }
             R::V0_5_19 => {
                 "(psutil available - 10 GiB) // ranks_per_host, sampled live by each pool (the start-up race); UnifiedRadixCache for every model; buffer_only cap 0.9 x host; MTP drafts packed into the target host pools"
@@ -78,7 +78,7 @@ impl Release {
                 "min(psutil, cgroup headroom with page cache counted as used) // ranks; no cgroup fallback; auto-size with --hicache-host-memory-fraction; tlru"
             }
             R::V0_5_22 => {
-                "page cache credited unless a descendant cgroup has memory.min != 0 or unreadable; explicit sizes fall back to psutil; buffer_only + write_back -> write_through"
+                "page cache credited unless a descendant cgroup has memory.min != 0 or unreadable; explicit sizes fall back to psutil; buffer_only + write_back -> write_through; DSA index-K on its owned layers only, HiCache on or off (device and host)"
             }
             R::V0_5_23 => {
                 "as 0.5.22; prefetch timeout clock starts at the first blocked admission poll, retries every 8 polls up to 8"

@@ -235,6 +235,35 @@ pub struct PoolRules {
     pub dsv4_pools: Dsv4Pools,
     /// How an EAGLE / NextN draft's KV enters the target's device cell size.
     pub draft_cell: DraftCell,
+    /// Which layers of a DSA model (GLM-5.x, DeepSeek-V3.2) hold index-K, on the device
+    /// and in the HiCache host indexer pool.
+    pub dsa_index_k: DsaIndexK,
+}
+
+/// Which layers of a DSA model hold index-K (the indexer keys, 132 B per layer per token
+/// in every release): all of them, or only those that compute their own top-k (the
+/// others, `indexer_types` `shared`, reuse the previous layer's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DsaIndexK {
+    /// 0.5.14–0.5.17: never elided. `model_executor/pool_configurator.py:
+    /// DefaultPoolConfigurator._compute_cell_size` charges the indexer on every layer
+    /// (`× effective_num_layers`), `memory_pool.py:
+    /// DSATokenToKVPool` allocates it per layer, `memory_pool_host.py:
+    /// DSAIndexerPoolHost.__init__` mirrors `device_pool.layer_num`.
+    AllLayers,
+    /// 0.5.18–0.5.21: `mem_cache/kv_cache_configurator.py: _should_elide_dsa_index_k`
+    /// elides (device pool and cell size on the owned layers) only `not
+    /// enable_hierarchical_cache and disaggregation_mode == "null"` (and no HiSparse,
+    /// not a draft worker, from 0.5.20 no external linker); the host indexer pool
+    /// (`pool_host/dsa.py: DSAIndexerPoolHost.__init__`, 0.5.19+) mirrors the device
+    /// pool's `layer_num`: with HiCache on, every layer on both.
+    ElideUnlessHicacheOrPd,
+    /// 0.5.22+: `_should_elide_dsa_index_k` elides on CUDA with HiCache or PD on (it keeps
+    /// every layer only on NPU with PD or HiCache, not modelled), and `pool_host/dsa.py:
+    /// make_dsa_indexer_pool_decl` gives the host pool only the owned layers
+    /// (`owned_device_layers`).
+    ElideOwned,
 }
 
 /// Defaults of GPUs whose nvidia-smi total is 20–35 GiB (`gpu_mem < 35 * 1024` MiB) in
@@ -291,11 +320,17 @@ pub struct DevicePoolRules {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DraftCell {
-    /// 0.5.14–0.5.18: `int(cell * (1 + d / n))` (the indexer scaled with the KV).
+    /// 0.5.14–0.5.17: `int(cell * (1 + d / n))` for every model (a DSA model's indexer
+    /// scaled with the KV).
     Scale,
-    /// 0.5.19+: `cell + int(kv * d / n)` plus, for a DSA model, the draft's own indexer
-    /// on all `d` layers (`_compute_dsa_indexer_cell_size(allocate_all_layers=True)`),
-    /// which differs from [`Self::Scale`] when the target shares its indexer.
+    /// 0.5.18–0.5.21: a DSA model adds `int(kv * d / n)` of KV and the draft's own
+    /// indexer on all `d` layers (`_compute_dsa_indexer_cell_size(allocate_all_layers=
+    /// True)`; 0.5.18 `pool_configurator.py:188-209`), which differs from
+    /// [`Self::Scale`] when the target shares or elides its indexer; every other model
+    /// keeps `int(cell * (1 + d / n))`.
+    DsaAddPerLayer,
+    /// 0.5.22+: the DSA branch as [`Self::DsaAddPerLayer`]; every other model adds
+    /// `int(cell * d / n)`.
     AddPerLayer,
 }
 
@@ -381,6 +416,7 @@ fn r0_5_14() -> ReleaseRules {
             swa_floor_check: false,
             dsv4_pools: Dsv4Pools::NotModelled,
             draft_cell: DraftCell::Scale,
+            dsa_index_k: DsaIndexK::AllLayers,
         },
         device: DevicePoolRules {
             mid_gpu_tier: MidGpuTier::Chunk2kBs24,
@@ -466,10 +502,15 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
         ..v0_5_15
     };
     // 0.5.18: `base_spec_worker.py: _can_pack_hicache_mtp` packs NextN drafts (only
-    // `UnifiedRadixCache` honours it, see `MtpDraftHost::PackedUnifiedTreeOnly`).
+    // `UnifiedRadixCache` honours it, see `MtpDraftHost::PackedUnifiedTreeOnly`);
+    // `kv_cache_configurator.py: _should_elide_dsa_index_k` keeps a DSA model's
+    // index-K on its owned layers unless HiCache or PD is on; `pool_configurator.py`:
+    // a DSA draft's KV added per layer, its indexer on every draft layer.
     let v0_5_18 = ReleaseRules {
         pools: PoolRules {
             mtp_draft_host: MtpDraftHost::PackedUnifiedTreeOnly,
+            dsa_index_k: DsaIndexK::ElideUnlessHicacheOrPd,
+            draft_cell: DraftCell::DsaAddPerLayer,
             ..v0_5_17.pools
         },
         // The breakable prefill graph no longer turns off for MLA models.
@@ -504,11 +545,8 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
             ..v0_5_17.controller
         },
         tree: TreeKind::Unified0523,
-        // `pool_configurator.py`: the draft's KV added per layer, its DSA indexer on
-        // every draft layer.
         pools: PoolRules {
             mtp_draft_host: MtpDraftHost::Packed,
-            draft_cell: DraftCell::AddPerLayer,
             ..v0_5_18.pools
         },
         // `pool_host/common.py: _cuda_host_register` registers page-first layouts in
@@ -593,6 +631,15 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
         device: DevicePoolRules {
             decode_max_bs_capped_by_running: true,
             ..v0_5_21.device
+        },
+        // `kv_cache_configurator.py: _should_elide_dsa_index_k` elides index-K on CUDA
+        // whatever HiCache and PD say, `pool_host/dsa.py: make_dsa_indexer_pool_decl`
+        // keeps the owned layers on the host; `pool_configurator.py`: a non-DSA draft
+        // adds `int(cell * d / n)`.
+        pools: PoolRules {
+            dsa_index_k: DsaIndexK::ElideOwned,
+            draft_cell: DraftCell::AddPerLayer,
+            ..v0_5_21.pools
         },
         ..v0_5_21
     };

@@ -207,3 +207,34 @@ fn log_wording_along_the_chain() {
         assert_eq!(s.release_rules().log, s.release().rules().log, "{v:?}");
     }
 }
+
+/// A DSA model's index-K layers and the draft cell along the chain; what-ifs take the
+/// pools of their nearest release.
+#[test]
+fn dsa_index_k_and_draft_cell_along_the_chain() {
+    use Release as R;
+    let k = |r: R| r.rules().pools.dsa_index_k;
+    let d = |r: R| r.rules().pools.draft_cell;
+    for r in [R::V0_5_14, R::V0_5_15, R::V0_5_16, R::V0_5_17] {
+        assert_eq!(k(r), DsaIndexK::AllLayers, "{r}");
+        assert_eq!(d(r), DraftCell::Scale, "{r}");
+    }
+    for r in [R::V0_5_18, R::V0_5_19, R::V0_5_20, R::V0_5_21] {
+        assert_eq!(k(r), DsaIndexK::ElideUnlessHicacheOrPd, "{r}");
+        assert_eq!(d(r), DraftCell::DsaAddPerLayer, "{r}");
+    }
+    for r in [R::V0_5_22, R::V0_5_23] {
+        assert_eq!(k(r), DsaIndexK::ElideOwned, "{r}");
+        assert_eq!(d(r), DraftCell::AddPerLayer, "{r}");
+    }
+    let w = |v: V| Sglang::WhatIf(v).release_rules().pools.dsa_index_k;
+    assert_eq!(w(V::Pre28614), DsaIndexK::AllLayers);
+    assert_eq!(w(V::Pr35540), DsaIndexK::ElideUnlessHicacheOrPd);
+    assert_eq!(w(V::Pr40135), DsaIndexK::ElideUnlessHicacheOrPd);
+    assert_eq!(
+        w(V::Pr40135WholeHeadroom),
+        DsaIndexK::ElideUnlessHicacheOrPd
+    );
+    assert_eq!(w(V::PageCacheCredit), DsaIndexK::ElideOwned);
+    assert_eq!(w(V::AutoHicache), DsaIndexK::ElideOwned);
+}

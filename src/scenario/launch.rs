@@ -89,7 +89,7 @@ const MEMORY_UNMODELLED: &[(&str, &str)] = &[
     ),
     (
         "disaggregation_",
-        "PD disaggregation is not modelled: the server is simulated as one colocated prefill+decode engine (a decode node that offloads KV to host holds different pools)",
+        "PD disaggregation is not modelled: the server is simulated as one colocated prefill+decode engine (a decode node that offloads KV to host holds different pools; 0.5.18–0.5.21 keep a DSA model's index-K on every layer under PD: a smaller device pool)",
     ),
     ("enable_pd_role_switch", "PD role switching is not modelled"),
     (

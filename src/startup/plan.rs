@@ -355,6 +355,9 @@ impl StartupPlan {
             swa_full_tokens_ratio: s.server.swa_full_tokens_ratio(),
             mamba_full_memory_ratio: s.server.mamba_full_memory_ratio(),
             max_mamba_cache_size: s.server.max_mamba_cache_size,
+            enable_hierarchical_cache: s.server.hicache_enabled(),
+            // PD disaggregation is not modelled (`scenario::launch` warns).
+            pd_disaggregation: false,
         };
         let sizing = hicache_sizing(&s.server, &rules).map_err(|m| FieldError::new("server", m))?;
         let dsv4 = crate::model::dsv4::Dsv4Geometry::of(&s.model.attention, s.model.layers);

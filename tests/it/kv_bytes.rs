@@ -2,13 +2,16 @@
 //!
 //! `tests/golden/kv_bytes/<release>.jsonl` (written by `tools/models/kv_bytes_golden.py`,
 //! which runs each release's `ModelConfig`, DSA dtype/backend hooks,
-//! `configure_kv_cache_dtype` and pool configurators on a CPU) holds one line per model ×
-//! TP (1, 2, 4, 8) × `--kv-cache-dtype` (auto, bfloat16, fp8_e4m3) [× SM90 / SM100 for DSA
-//! models]. Every line is checked here: the catalogue model read by
-//! `model::read_model`, the dtype by `model::resolve_kv_dtype`, the pools by
-//! `ModelPreset::host_pools` and `Attention::state_bytes_per_slot` must give SGLang's
-//! figure exactly: the full-attention KV pool, the DSA indexer, the sliding-window pool
-//! and the Mamba state per slot, and the quantisation method SGLang reads.
+//! `configure_kv_cache_dtype`, pool configurators and DSA host indexer pool on a CPU)
+//! holds one line per model × TP (1, 2, 4, 8) × `--kv-cache-dtype` (auto, bfloat16,
+//! fp8_e4m3) × `--enable-hierarchical-cache` off / on [× SM90 / SM100 for DSA models].
+//! Every line is checked here: the catalogue model read by `model::read_model`, the dtype
+//! by `model::resolve_kv_dtype`, the pools by `ModelPreset::pools_per_token` (a DSA
+//! model's index-K on the layers the release keeps for that HiCache switch,
+//! `pools::dsa_index_k_layers`) and `Attention::state_bytes_per_slot` must give SGLang's
+//! figure exactly: the full-attention KV pool, the DSA indexer on the device and (HiCache
+//! on) in the host indexer pool, the sliding-window pool and the Mamba state per slot, and
+//! the quantisation method SGLang reads.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -17,6 +20,8 @@ use hicache_sim::model::dsv4::{Dsv4Geometry, Dsv4Schedule};
 use hicache_sim::model::{
     ConfigFiles, KvDtype, ParallelLayout, preset_from_config, read_model, resolve_kv_dtype,
 };
+use hicache_sim::pools::dsa_index_k_layers;
+use hicache_sim::release::Sglang;
 use serde_json::Value;
 
 const RELEASES: [&str; 3] = ["0.5.21", "0.5.22", "0.5.23"];
@@ -47,9 +52,11 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
     let mut checked = 0usize;
     let mut sglang_errors = 0usize;
     let mut dsv4_checked = 0usize;
+    let mut host_indexer_checked = 0usize;
     let mut unread: BTreeSet<String> = BTreeSet::new();
     let mut failures: Vec<String> = Vec::new();
     for rel in RELEASES {
+        let pool_rules = Sglang::from_id(rel).unwrap().release_rules().pools;
         let path = format!("tests/golden/kv_bytes/{rel}.jsonl");
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
         // Every catalogue model has its cases in every release's golden: a model added
@@ -95,11 +102,14 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
             }
             let tp = g["tp"].as_u64().unwrap() as u32;
             let sm = g.get("sm").and_then(Value::as_u64).unwrap_or(90) as u32 / 10;
+            let hicache = g["hicache"]
+                .as_bool()
+                .unwrap_or_else(|| panic!("{path}: a case without `hicache`: {line}"));
             let quant = hf.quantization.clone();
             let preset = preset_from_config(&hf, &quant, id.to_string());
             let want_method = g["quantization"].as_str();
             let ctx = format!(
-                "{rel} {id} tp{tp} kv={} sm{sm}",
+                "{rel} {id} tp{tp} kv={} sm{sm} hicache={hicache}",
                 g["kv_cache_dtype_arg"].as_str().unwrap()
             );
             if quant.method.as_deref() != want_method {
@@ -147,11 +157,22 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
                 ));
             }
             let layout = ParallelLayout::tp(tp);
+            // PD disaggregation off, as the worker's `get_disagg`.
+            let index_k = dsa_index_k_layers(pool_rules.dsa_index_k, hicache, false);
             let mut got: BTreeMap<String, u64> = preset
-                .host_pools(&layout, dtype)
+                .pools_per_token(&layout, dtype, index_k.device)
                 .into_iter()
                 .map(|p| (p.name.to_string(), p.bytes_per_token))
                 .collect();
+            if hicache
+                && let Some(h) = preset
+                    .pools_per_token(&layout, dtype, index_k.host)
+                    .into_iter()
+                    .find(|p| p.name == "indexer")
+            {
+                // `DSAIndexerPoolHost.size_per_token` (no packed drafts).
+                got.insert("host_indexer".into(), h.bytes_per_token);
+            }
             if let Some(s) = preset.attention.state_bytes_per_slot(&layout) {
                 got.insert("state_per_slot".into(), s);
             }
@@ -164,6 +185,7 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
             if got != want {
                 failures.push(format!("{ctx}: simulator {got:?}, SGLang {want:?}"));
             }
+            host_indexer_checked += usize::from(want.contains_key("host_indexer"));
             checked += 1;
         }
     }
@@ -179,11 +201,16 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
         checked + failures.len(),
         failures[..failures.len().min(40)].join("\n")
     );
-    // 4 DeepSeek-V4 builds × 12 cases × 4 schedules × 3 releases.
-    assert_eq!(dsv4_checked, 576, "DeepSeek-V4 schedules compared");
-    // 3 releases, every modelled catalogue model: at least 3,000 cases compared.
+    // 4 DeepSeek-V4 builds × 12 cases × 4 schedules × 2 HiCache switches × 3 releases.
+    assert_eq!(dsv4_checked, 1152, "DeepSeek-V4 schedules compared");
+    // The host indexer of the 14 DSA builds (GLM-5, 5.1, 5.2, 5.3 and DeepSeek-V3.2 with
+    // their FP8 / NVFP4 checkpoints) with HiCache on: 14 × 4 TP × 3 dtypes × 2 SM = 336
+    // per release.
+    assert_eq!(host_indexer_checked, 3 * 336, "host indexer cases compared");
+    // 3 releases, every modelled catalogue model, HiCache off and on: at least 7,000
+    // cases compared.
     assert!(
-        checked >= 3000,
+        checked >= 7000,
         "only {checked} cases compared ({sglang_errors} SGLang errors)"
     );
 }

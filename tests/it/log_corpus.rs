@@ -182,6 +182,8 @@ fn tokens(
         swa_full_tokens_ratio: 0.8,
         mamba_full_memory_ratio: 0.9,
         max_mamba_cache_size: None,
+        enable_hierarchical_cache: false,
+        pd_disaggregation: false,
     };
     device_pools(&inp).map(|p| p.full_tokens).unwrap_or(0)
 }

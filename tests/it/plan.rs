@@ -18,20 +18,23 @@ fn prober(sglang: &str, runs: u64) -> Prober {
 /// σ 1.5: a straggler now and then). Host pools per rank with `--hicache-size S`
 /// (`pool_host/base.py: HostKVCache.__init__`): KV tokens = (⌊S·1e9 // 44,928⌋ // 64 + 1)
 /// · 64 (always one extra page), KV bytes = tokens · 44,928; the DSA indexer pool has the
-/// same tokens at 2,772 B/token. 135 GB → 46,951 pages = 135.00 GB (the incident).
+/// same tokens at 10,296 B/token under 0.5.21 (HiCache on keeps index-K on all 78 layers)
+/// and 2,772 under 0.5.22+ (the 21 owned layers). 135 GB → 46,951 pages = 135.00 GB (the
+/// incident).
 ///
 /// 0.5.21 charges the page cache: budget B/4 with B = 900e9 − 60e9 − 420e9 − 10 GiB =
 /// 409,262,581,760 (102.32 GB per rank when every rank samples together). A straggler
 /// that samples after its 3 peers have pinned both pools gets (B − 3·(kv+idx)) // 4:
-///   S = 56: 19,476 pages = 1,246,464 tokens; kv 56,001,134,592 + idx 3,455,198,208 =
-///           59,456,332,800; (B − 3·59,456,332,800) // 4 = 57,723,395,840 ≥ kv → starts
-///           (its indexer pool then: (B − 178,368,998,400 − kv) // 4 = 43.72 GB ≥ 3.46 GB);
-///   S = 57: 19,824 pages = 1,268,736 tokens; kv 57,001,771,008 + idx 3,516,936,192 =
-///           60,518,707,200; (B − 3·60,518,707,200) // 4 = 56,926,615,040 < kv → refused
-///           ("Requesting 57.00 GB but only have 56.93 GB free").
-/// Stragglers that late come up in far more than 1 run in 1000 (P(start) at 57 ≈ 0.92),
-/// so the largest size with P(start) ≥ 0.999 under 0.5.21 is 56, not the 102 that the
-/// all-together budget alone would allow.
+///   S = 53: 18,433 pages = 1,179,712 tokens; kv 53,002,100,736 + idx 12,146,314,752 =
+///           65,148,415,488; (B − 3·65,148,415,488) // 4 = 53,454,333,824 ≥ kv → starts
+///           (its indexer pool then: (B − 195,445,246,464 − kv) // 4 = 40.20 GB ≥ 12.15
+///           GB);
+///   S = 54: 18,781 pages = 1,201,984 tokens; kv 54,002,737,152 + idx 12,375,627,264 =
+///           66,378,364,416; (B − 3·66,378,364,416) // 4 = 52,531,872,128 < kv → refused
+///           ("Requesting 54.00 GB but only have 52.53 GB free").
+/// Stragglers that late come up in far more than 1 run in 1000, so the largest size with
+/// P(start) ≥ 0.999 under 0.5.21 is 53, not the 102 that the all-together budget alone
+/// would allow.
 ///
 /// 0.5.22+ credits the clean page cache: B' = 900e9 − 60e9 − 10 GiB = 829,262,581,760.
 ///   S = 115: 39,995 pages = 2,559,680 tokens; kv 115,001,303,040 + idx 7,095,432,960 =
@@ -44,8 +47,8 @@ fn largest_size_matches_the_hand_computation() {
     for (sglang, want, next_msg) in [
         (
             "0.5.21",
-            56,
-            "Requesting 57.00 GB but only have 56.93 GB free",
+            53,
+            "Requesting 54.00 GB but only have 52.53 GB free",
         ),
         (
             "0.5.23",
@@ -139,9 +142,9 @@ fn ratio_frontier_is_one_page_from_refusal() {
     let p = prober("0.5.21", 1000);
     let base = p.start(&size_patch(1)).unwrap();
     let d = base.device_pool_tokens;
-    // Device pool 3,090,112 tokens per rank; one 64-token page is 2.07e-5 of ratio, so
-    // 5 decimals.
-    assert_eq!(d, 3_090_112);
+    // Device pool 2,669,056 tokens per rank (0.5.21, HiCache on: index-K on all 78
+    // layers, 55,224 B/token); one 64-token page is 2.40e-5 of ratio, so 5 decimals.
+    assert_eq!(d, 2_669_056);
     let f = search::ratio_frontier(&p, 0.999, d, 64, base.pool_bytes_per_token, 960_000_000_000)
         .unwrap()
         .unwrap();
@@ -151,10 +154,10 @@ fn ratio_frontier_is_one_page_from_refusal() {
     let tokens = |r: f64| (((d as f64 * r) as u64) / 64 + 1) * 64;
     assert_eq!(tokens(f.value.ratio), f.value.pages * 64);
     assert_eq!(f.at.host_pool_tokens, Some(f.value.pages * 64));
-    // The size frontier (56 GB = 19,476 pages) and the ratio frontier agree to a few
+    // The size frontier (53 GB = 18,433 pages) and the ratio frontier agree to a few
     // pages: a ratio pool of k pages requests what a size pool of k pages does.
     assert!(
-        (f.value.pages as i64 - 19_476).abs() < 400,
+        (f.value.pages as i64 - 18_433).abs() < 400,
         "{}",
         f.value.pages
     );
@@ -183,12 +186,12 @@ fn recommendation_and_sensitivity_on_the_incident() {
     let r = &plan.recommendation;
     assert_eq!(
         r.flags,
-        "--enable-hierarchical-cache --hicache-size 56 --hicache-write-policy write_through"
+        "--enable-hierarchical-cache --hicache-size 53 --hicache-write-policy write_through"
     );
     assert_eq!(r.holds_on, vec!["0.5.21", "0.5.23"]);
-    assert_eq!(r.safe_on_all_gb, Some(56));
+    assert_eq!(r.safe_on_all_gb, Some(53));
     // 0.5.21 charges the checkpoint's page cache: 5 % more of it (441 GB) takes 21 GB
-    // from B, 5.25 GB per rank, and 56 no longer holds.
+    // from B, 5.25 GB per rank, and 53 no longer holds.
     let s21 = &plan.releases[0].sensitivity;
     let ckpt = s21
         .iter()
@@ -212,12 +215,14 @@ fn recommendation_and_sensitivity_on_the_incident() {
     // 0.5.21 and 0.5.23 both have auto-size: ten fractions each.
     assert_eq!(plan.releases[0].fractions.as_ref().unwrap().len(), 10);
     // Auto-size at fraction 1.0 sizes after the world MIN, before any pin: every rank's
-    // budget is B // 4 = 102,315,645,440 B; × 0.95 = 97.20 GB for both pools, 91.55 GB
-    // of it the KV pool — against 56 GB explicit. The plan says so.
+    // budget is B // 4 = 102,315,645,440 B; × 0.95 = 97,199,863,168 B over the device
+    // bytes (2,669,056 + 64) × 55,224 = 147,399,482,880: ratio 0.65943…, int(2,669,056 ×
+    // it) = 1,760,059 → 27,501 pages = 1,760,064 tokens, 79,076,155,392 B (79.08 GB) of
+    // KV — against 53 GB explicit. The plan says so.
     assert!(
         r.notes.iter().any(|n| n.starts_with(
             "auto-size holds a larger pool on 0.5.21: --hicache-host-memory-fraction 1.0"
-        ) && n.contains("91.55 GB KV host pool")),
+        ) && n.contains("79.08 GB KV host pool")),
         "{:#?}",
         r.notes
     );
@@ -235,8 +240,8 @@ fn cli_json_and_text() {
     succeeded(&out);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["releases"][0]["sglang"], "0.5.21");
-    assert_eq!(v["releases"][0]["size"]["value"], 56);
-    assert_eq!(v["releases"][0]["size"]["next_value"], 57);
+    assert_eq!(v["releases"][0]["size"]["value"], 53);
+    assert_eq!(v["releases"][0]["size"]["next_value"], 54);
     let out = Command::cargo_bin("hicache-sim")
         .unwrap()
         .args(["plan", GB300, "--sglang", "0.5.14", "--runs", "50"])
@@ -371,7 +376,7 @@ fn out_dir_has_the_figure_and_the_html_report() {
     let svg = std::fs::read_to_string(out.join("hit_rate_vs_host_pool.svg")).unwrap();
     assert!(svg.contains("refuses here") && svg.contains("recommended: --hicache-size 115"));
     // 0.5.21's frontier drawn as a labelled line.
-    assert!(svg.contains("0.5.21: ≤ 56 GB"), "{}", &svg[..400]);
+    assert!(svg.contains("0.5.21: ≤ 53 GB"), "{}", &svg[..400]);
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("<svg"));
     assert!(html.contains("--enable-hierarchical-cache --hicache-size 115"));
@@ -379,7 +384,7 @@ fn out_dir_has_the_figure_and_the_html_report() {
         serde_json::from_slice(&std::fs::read(out.join("plan.json")).unwrap()).unwrap();
     assert_eq!(v["recommendation"]["size_gb"], 115);
     assert_eq!(v["recommendation"]["breaks_on"][0][0], "0.5.21");
-    assert_eq!(v["recommendation"]["breaks_on"][0][1], 56);
+    assert_eq!(v["recommendation"]["breaks_on"][0][1], 53);
     // 115 GB = 2,559,680 tokens < the 3,090,112-token device pool: SGLang's warning.
     assert!(
         v["recommendation"]["notes"][0]
@@ -391,9 +396,17 @@ fn out_dir_has_the_figure_and_the_html_report() {
 
 /// `--sglang all` plans the scenario's own rules first (page-cache-credit: 115 GB) and
 /// probes that size under every release. 0.5.14 asserts the host pool is larger than the
-/// device pool (3,090,112 tokens = 138.83 GB of KV), so 115 GB fails there although its
-/// own frontier (psutil-sized) lies higher, and no one size holds everywhere; 0.5.21
-/// refuses beyond 56 GB.
+/// device pool (2,669,056 tokens: GLM-5.2's index-K on all 78 layers, 55,224 B/token;
+/// 119.92 GB of KV), so 115 GB fails there, and no one size holds everywhere; 0.5.21
+/// refuses beyond 53 GB.
+///
+/// 0.5.14's own sizes form a window: 120 GB (120e9 // 44,928 = 2,670,940 → 41,734 pages
+/// → 2,670,976 host tokens) is the first above the 2,669,056-token device pool (119 GB
+/// gives 2,648,704), and from 171 GB (3,806,144 tokens × 55,224 B = 210.19 GB per rank of
+/// KV + indexer; 4 × that + 4 × 15 GB processes > the 900 GB cgroup) the pins are
+/// OOM-killed. The size search starts at that assertion floor: a scan from 1 GB in
+/// steps of (960 − 1) / 16 = 59 GB (60, 119, 178, …) would land on no size inside the
+/// 51 GB window.
 #[test]
 fn all_releases_probe_the_recommended_size() {
     let mut releases: Vec<Option<hicache_sim::release::Sglang>> = vec![None];
@@ -423,11 +436,31 @@ fn all_releases_probe_the_recommended_size() {
     assert_eq!(v14.sglang, "0.5.14");
     let at = v14.at_recommended.as_ref().unwrap();
     assert_eq!(at.outcome, "failed");
-    assert!(v14.size.as_ref().unwrap().value > 139);
+    assert_eq!(v14.size.as_ref().unwrap().value, 170);
+    assert_eq!(v14.floor_gb, Some(120));
+    let p14 = Prober::load(
+        "scenarios/quickstart.yaml",
+        &[],
+        Some("0.5.14".parse().unwrap()),
+        None,
+        200,
+    )
+    .unwrap();
+    let outcome = |gb: u64| p14.start(&size_patch(gb)).unwrap().outcome;
+    assert_eq!(
+        [119, 120, 170, 171].map(outcome),
+        ["failed", "started", "started", "oom_killed"]
+    );
+    assert_eq!(search::assert_floor_gb(&p14, 960).unwrap(), 120);
+    // Releases that only warn search from 1 GB.
+    assert_eq!(
+        search::assert_floor_gb(&prober("0.5.21", 1), 960).unwrap(),
+        1
+    );
     assert_eq!(r.breaks_on[0].0, "0.5.14");
     assert_eq!(
         (r.breaks_on[1].0.id(), r.breaks_on[1].1),
-        ("0.5.21", Some(56))
+        ("0.5.21", Some(53))
     );
     assert_eq!(r.safe_on_all_gb, None);
     // The same plan on one thread.

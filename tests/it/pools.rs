@@ -401,6 +401,8 @@ fn deepseek_v3_2_packs_an_indexer_layer_per_draft() {
         swa_full_tokens_ratio: 0.8,
         mamba_full_memory_ratio: 0.9,
         max_mamba_cache_size: None,
+        enable_hierarchical_cache: false,
+        pd_disaggregation: false,
     };
     let dev = device_pools(&inp).unwrap();
     let specs = host_pool_specs(&inp, &dev);

@@ -391,6 +391,19 @@ fn versions_lists_releases_with_dates_and_what_ifs() {
     );
     assert_eq!(get("pr40135")["first_shipped"], "0.5.21");
     assert_eq!(get("0.5.22")["kind"], "release");
+    // A DSA model's index-K per release (`PoolRules::dsa_index_k`), what-ifs as their
+    // nearest release.
+    let index_k = |id: &str| get(id)["rules"]["pools"]["dsa_index_k"].clone();
+    assert_eq!(index_k("0.5.17"), "all_layers");
+    assert_eq!(index_k("0.5.18"), "elide_unless_hicache_or_pd");
+    assert_eq!(index_k("0.5.21"), "elide_unless_hicache_or_pd");
+    assert_eq!(index_k("pr40135"), "elide_unless_hicache_or_pd");
+    assert_eq!(index_k("0.5.22"), "elide_owned");
+    assert_eq!(index_k("latest"), "elide_owned");
+    let draft = |id: &str| get(id)["rules"]["pools"]["draft_cell"].clone();
+    assert_eq!(draft("0.5.17"), "scale");
+    assert_eq!(draft("0.5.18"), "dsa_add_per_layer");
+    assert_eq!(draft("0.5.22"), "add_per_layer");
 }
 
 /// `sglang` as a sweep axis: one CSV row group per release, the release ids in the
@@ -631,10 +644,11 @@ fn buffer_only_scenario_replays_with_its_staging_cap() {
         cfg.prefetch.prefetch_capacity_rule,
         PrefetchCapRule::BufferOnly
     );
-    // The start-up's host pool, 4,635,200 tokens = 72,425 pages of 64 (ratio 1.5 of the
-    // 3,090,112-token device pool, in whole pages): int(0.9 × 4,635,200) = 4,171,680.
-    assert_eq!(cfg.capacities.l2_pages, 72_425);
-    assert_eq!(cfg.prefetch_capacity_limit_tokens(), 4_171_680);
+    // The start-up's host pool, 4,003,648 tokens = 62,557 pages of 64 (ratio 1.5 of the
+    // 2,669,056-token device pool — 0.5.19 keeps GLM-5.2's index-K on all 78 layers with
+    // HiCache on — in whole pages): int(0.9 × 4,003,648) = 3,603,283.
+    assert_eq!(cfg.capacities.l2_pages, 62_557);
+    assert_eq!(cfg.prefetch_capacity_limit_tokens(), 3_603_283);
 }
 
 /// `tlru` from the server arguments (a `--set`, or `--radix-eviction-policy` in a launch

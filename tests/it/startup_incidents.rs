@@ -106,11 +106,19 @@ fn gb300_starts_with_page_cache_credit_and_kernel_reclaims_cache() {
 fn gb300_starts_under_35540_on_usual_timing_but_races_with_stragglers() {
     let mc = run("scenarios/gb300-glm52-135g.yaml", Some("pr35540"), 2000);
     assert!(mc.first_run.iter().all(|r| r.outcome == Outcome::Started));
-    // psutil counts the cache as available: (890 GB − 10 GiB) // 4 ≈ 219.82 GB.
+    // psutil counts the cache as available: (890 GB − 10 GiB) // 4 ≈ 219.82 GB for a KV
+    // pool sampled before any peer has pinned.
     assert!(
         mc.first_run
             .iter()
-            .any(|r| r.budget_bytes == Some(219_815_645_440))
+            .any(|r| r.pools[0].budget_bytes == 219_815_645_440)
+    );
+    // 0.5.19 keeps GLM-5.2's index-K on all 78 layers with HiCache on: 46,951 pages × 64
+    // × 78 × 132 = 30,938,079,744 B (30.94 GB) of indexer on top of the 135 GB.
+    assert!(
+        mc.first_run
+            .iter()
+            .all(|r| r.pools[1].requested_bytes == 30_938_079_744)
     );
     assert!(
         mc.refusal_probability > 0.0 && mc.refusal_probability < 0.2,
@@ -182,8 +190,9 @@ fn tp8_1772gib_fails_intermittently_and_the_fixes_start() {
 #[test]
 fn psutil_blind_to_the_cgroup_pins_into_an_oom_kill() {
     // #35540 reads psutil, which ignores memory.max: with a 560 GB job limit every rank
-    // sees ~220 GB and pins 135 GB + 8.33 GB; the kernel reclaims the whole 420 GB of
-    // checkpoint cache and then has to kill.
+    // sees ~220 GB and pins 135 GB + 30.94 GB (0.5.19 keeps the indexer on all 78 layers
+    // with HiCache on); the kernel reclaims the whole 420 GB of checkpoint cache and
+    // then has to kill.
     let s = load_scenario(
         "scenarios/gb300-glm52-135g.yaml",
         &["memory.cgroup.max=560GB".into()],

@@ -10,8 +10,16 @@ tools/models/sglang_kv_worker.py in it (see its docstring: ModelConfig, the DSA
 dtype/backend hooks, configure_kv_cache_dtype, the pool configurators; torch stubbed).
 
 One line per model x TP (1, 2, 4, 8) x `--kv-cache-dtype` (auto, bfloat16, fp8_e4m3)
-[x GPU generation SM90 / SM100 for DSA models], sorted. `cargo test --test it
-kv_bytes` checks every line against the simulator (tests/it/kv_bytes.rs).
+x `--enable-hierarchical-cache` off / on (the `hicache` key: 0.5.18-0.5.21 keep a DSA
+model's index-K on every layer with HiCache on; DSA lines with HiCache on also carry
+the host indexer pool's bytes per token, `pools.host_indexer`) [x GPU generation SM90 /
+SM100 for DSA models], sorted. `cargo test --test it kv_bytes` checks every line
+against the simulator (tests/it/kv_bytes.rs).
+
+Offline: the work folder is a cache. A wheel already in `WORK/wheels/sglang-X-*.whl`
+(or an unpacked `WORK/tree/X/`) skips the download; an existing
+`WORK/venv-transformers-V/bin/python` with transformers V and PACKAGES installed (the
+folder may be a symlink to such a virtual environment) skips the installs.
 
 Usage: python3 tools/models/kv_bytes_golden.py [--releases 0.5.21,0.5.22,0.5.23]
        [--work /tmp/hicache-sim-kv] [--check]
@@ -45,8 +53,10 @@ def tree(work, version):
         return dest
     wheels = os.path.join(work, "wheels")
     os.makedirs(wheels, exist_ok=True)
-    sh(sys.executable, "-m", "pip", "download", "-q", f"sglang=={version}", "--no-deps",
-       "--only-binary=:all:", "--python-version", "3.11", "-d", wheels)
+    have = [w for w in os.listdir(wheels) if w.startswith(f"sglang-{version}-")]
+    if not have:
+        sh(sys.executable, "-m", "pip", "download", "-q", f"sglang=={version}", "--no-deps",
+           "--only-binary=:all:", "--python-version", "3.11", "-d", wheels)
     whl = [w for w in os.listdir(wheels) if w.startswith(f"sglang-{version}-")][0]
     with zipfile.ZipFile(os.path.join(wheels, whl)) as z:
         z.extractall(dest, [n for n in z.namelist()

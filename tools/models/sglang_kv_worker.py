@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Runs inside a virtual environment with one SGLang release's unpacked wheel and the
 transformers it pins (see kv_bytes_golden.py). For every model directory given, every
-TP size, every `--kv-cache-dtype` and GPU generation, it runs SGLang's own code on a
-CPU and prints one JSON line:
+TP size, every `--kv-cache-dtype`, GPU generation and `--enable-hierarchical-cache`
+off / on (the record's `hicache`), it runs SGLang's own code on a CPU and prints one
+JSON line:
 
 - `configs/model_config.py: ModelConfig(model_path=DIR)` (the real constructor;
   transformers' native config class when the config's remote code is not available
@@ -15,8 +16,17 @@ CPU and prints one JSON line:
   (`auto` on a ModelOpt checkpoint with kv_cache_quant_algo FP8 is FP8);
 - `model_executor/model_runner_components/layer_setup.py: resolve_layer_indices`;
 - `model_executor/pool_configurator.py: DefaultPoolConfigurator` (cell size,
-  `_compute_dsa_indexer_cell_size`) or `HybridSWAPoolConfigurator` (full and SWA
-  bytes per token), and for hybrid linear-attention models
+  `_compute_dsa_indexer_cell_size`, which reads
+  `kv_cache_configurator.py: _should_elide_dsa_index_k`: HiCache keeps every layer's
+  index-K in 0.5.18-0.5.21) or `HybridSWAPoolConfigurator` (full and SWA bytes per
+  token);
+- DSA models with HiCache on: the host indexer pool's `size_per_token`
+  (`pools.host_indexer`) from `mem_cache/pool_host/dsa.py: DSAIndexerPoolHost` in its
+  allocation-free `is_dummy` mode, built from `make_dsa_indexer_pool_decl` (0.5.22+) or
+  from the device pool (0.5.21), the device pool a namespace with the
+  `skip_topk_layers` `_build_dsa_kv_pool` would pass (`dsa_layer_skips_topk` per layer
+  when `_should_elide_dsa_index_k`, else none skipped) and 64-token pages;
+- for hybrid linear-attention models
   `configs/hybrid_arch.py: mambaish_config(...).mamba2_cache_params.mamba_cache_per_req`;
 - DeepSeek-V4: `create_memory_pool_configurator` → `DSV4PoolConfigurator` (its kv dtype
   from `overrides.py: _deepseek_v4_kv_cache_dtype`), per schedule in DSV4_SCHEDULES:
@@ -27,8 +37,8 @@ Stubbed (tools/models/anystub.py): torch (dtypes carry their real element sizes;
 "available" with the device capability of the case), GPU kernel packages, and the
 runtime context getters (`get_parallel`, `get_memory`, `get_exec`, `get_schedule`,
 `get_disagg`, `linear_attn_tp_size`, `get_platform`) which answer with the case's TP
-size and SGLang's defaults (no HiSparse, no unified memory, no disaggregation, no
-speculative decoding, PP 1, DCP 1).
+size and HiCache switch and SGLang's defaults (no HiSparse, no unified memory, no
+disaggregation, no speculative decoding, PP 1, DCP 1).
 
 Usage: sglang_kv_worker.py TREE MODEL_DIR...   (one JSON object per line on stdout)
 """
@@ -102,7 +112,8 @@ class Cfg:
         return None
 
 
-STATE = {"tp": 1, "sm": (9, 0), "backends": (None, None), "schedule": {}}
+STATE = {"tp": 1, "sm": (9, 0), "backends": (None, None), "schedule": {}, "memory": {}}
+HICACHE = [False, True]
 
 
 def parallel():
@@ -112,7 +123,7 @@ def parallel():
 
 
 def memory():
-    return Cfg()
+    return Cfg(**STATE["memory"])
 
 
 def exec_():
@@ -248,6 +259,39 @@ def dsv4_cases(mc, kv):
     return out
 
 
+HOST_PAGE = 64
+
+
+def host_indexer_size_per_token(mc, info):
+    """`pool_host/dsa.py: DSAIndexerPoolHost(..., is_dummy=True).size_per_token`: the
+    host indexer pool's bytes per token, its layers as the release keeps them."""
+    import sglang.srt.mem_cache.pool_host.dsa as hd
+    from sglang.srt.configs.model_config import dsa_layer_skips_topk, get_dsa_index_head_dim
+    from sglang.srt.mem_cache.memory_pool import DSATokenToKVPool
+    patch_all()
+    layers = range(info.start_layer, info.end_layer)
+    # `kv_cache_configurator.py: _build_dsa_kv_pool`: skip_topk_layers only when elided.
+    if kcc._should_elide_dsa_index_k(is_draft_worker=False):
+        skip = [dsa_layer_skips_topk(mc.hf_config, l) for l in layers]
+    else:
+        skip = [False] * len(layers)
+    dev = types.SimpleNamespace(
+        store_dtype=torch.uint8, start_layer=info.start_layer, end_layer=info.end_layer,
+        layer_num=info.num_effective_layers, layer_shard_enabled=False, device="cuda",
+        index_head_dim=get_dsa_index_head_dim(mc.hf_config),
+        quant_block_size=DSATokenToKVPool.quant_block_size, index_page_size=HOST_PAGE,
+        page_size=HOST_PAGE, skip_topk_layers=skip)
+    # The anchor (the MLA host pool): its slots only; the indexer copies them.
+    anchor = types.SimpleNamespace(page_size=HOST_PAGE, layout="page_first",
+                                   size=2 * HOST_PAGE, page_num=2,
+                                   mtp_draft_device_pools=())
+    if hasattr(hd, "make_dsa_indexer_pool_decl"):
+        h = hd.DSAIndexerPoolHost(hd.make_dsa_indexer_pool_decl(dev), anchor, is_dummy=True)
+    else:
+        h = hd.DSAIndexerPoolHost(dev, anchor, "page_first", is_dummy=True)
+    return int(h.size_per_token)
+
+
 def one_case(mc, qc, kv):
     resolved = kv
     if is_deepseek_dsa(mc.hf_config):
@@ -293,6 +337,8 @@ def one_case(mc, qc, kv):
         pools["kv"] = cell - idx
         if idx:
             pools["indexer"] = idx
+            if STATE["memory"].get("enable_hierarchical_cache"):
+                pools["host_indexer"] = host_indexer_size_per_token(mc, info)
     if kvc.mambaish_config is not None:
         pools["state_per_slot"] = int(kvc.mambaish_config.mamba2_cache_params.mamba_cache_per_req)
     return {"kv_cache_dtype": resolved, "store_dtype": dtype.name, "pools": pools,
@@ -321,14 +367,17 @@ for d in DIRS:
         for tp in TPS:
             STATE["tp"] = tp
             for kv in DTYPES:
-                rec = {"model": name, "tp": tp, "kv_cache_dtype_arg": kv}
-                if dsa:
-                    rec["sm"] = sm[0] * 10 + sm[1]
-                try:
-                    rec.update(one_case(mc, qc, kv))
-                except Exception as e:
-                    rec["error"] = f"{type(e).__name__}: {str(e)[:200]}"
-                    if os.environ.get("KV_DEBUG"):
-                        traceback.print_exc()
-                print(json.dumps(rec, sort_keys=True))
+                for hicache in HICACHE:
+                    STATE["memory"] = {"enable_hierarchical_cache": hicache}
+                    rec = {"model": name, "tp": tp, "kv_cache_dtype_arg": kv,
+                           "hicache": hicache}
+                    if dsa:
+                        rec["sm"] = sm[0] * 10 + sm[1]
+                    try:
+                        rec.update(one_case(mc, qc, kv))
+                    except Exception as e:
+                        rec["error"] = f"{type(e).__name__}: {str(e)[:200]}"
+                        if os.environ.get("KV_DEBUG"):
+                            traceback.print_exc()
+                    print(json.dumps(rec, sort_keys=True))
     sys.stdout.flush()
