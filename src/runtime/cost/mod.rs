@@ -1,5 +1,5 @@
 //! What a prefill forward and a decode step cost, and how a host hit's load-back
-//! overlaps the forward (issue #22; the design is `docs/time-model.md`).
+//! overlaps the forward (issue #22; the design is `docs/src/design/time-model.md`).
 //!
 //! Sources of compute time, chosen per scenario (`runtime.compute.source`):
 //! - `fixed` (the default, and every replay before this module): the old

@@ -1,4 +1,4 @@
-//! The roofline fallback (docs/time-model.md §6) for a (model, GPU, TP) without a cost
+//! The roofline fallback (docs/src/design/time-model.md §6) for a (model, GPU, TP) without a cost
 //! table: FLOPs and bytes from the model's `config.json`, peaks from the GPU's data
 //! sheet, efficiencies fitted on the tables (`tools/costs/roofline_fit.md`, the Hopper
 //! rows: the GPUs the roofline serves here — H20, H800, A10 — have no profiled data).

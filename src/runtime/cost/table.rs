@@ -352,7 +352,7 @@ mod tests {
     fn grid_points_are_exact() {
         // Llama-3.1-70B bf16 TP4 on GB300, one request of 1 024 new tokens over a
         // 131 072-token prefix: linear_us[T=1024] + attn_us[b=1][n=1024][p=131072]
-        // (docs/time-model.md §3 quotes 31.5 ms + 59.6 ms).
+        // (docs/src/design/time-model.md §3 quotes 31.5 ms + 59.6 ms).
         let t = find("gb300", "llama-3.1-70b", CheckpointQuant::Bf16, 4).unwrap();
         let want = t.linear[6] + t.attn[0][2][4].unwrap();
         assert_eq!(t.prefill_us(&[(1024, 131_072)]), want);
