@@ -262,7 +262,7 @@ pub fn render(p: &Plan) -> String {
     }
     let _ = writeln!(out, "Recommendation:\n  {}", r.flags);
     let _ = writeln!(out, "  write policy: {}", r.policy_reason);
-    let _ = writeln!(out, "  holds on: {}", Sglang::join(&r.holds_on));
+    let _ = writeln!(out, "  holds on: {}", Sglang::join_labelled(&r.holds_on));
     if !r.breaks_on.is_empty() {
         let b: Vec<String> = r
             .breaks_on

@@ -233,6 +233,19 @@ impl Sglang {
             .join(", ")
     }
 
+    /// As [`Self::join`], a rule set that is no release marked as such (`page-cache-credit
+    /// (what-if: in no release)`): a plan that holds only on a proposal must say so.
+    pub fn join_labelled(releases: &[Sglang]) -> String {
+        releases
+            .iter()
+            .map(|v| match v {
+                Sglang::Release(_) => v.id().to_string(),
+                Sglang::WhatIf(_) => format!("{} (what-if: in no release)", v.id()),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     pub fn is_release(self) -> bool {
         matches!(self, Sglang::Release(_))
     }

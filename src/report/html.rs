@@ -49,8 +49,15 @@ pub fn render(p: &Plan, svg: Option<&str>) -> String {
             "<pre>{}</pre><p>write policy: {}<br>holds on: {}</p>",
             esc(&r.flags),
             esc(&r.policy_reason),
-            esc(&Sglang::join(&r.holds_on))
+            esc(&Sglang::join_labelled(&r.holds_on))
         );
+        if !r.unverified.is_empty() {
+            let _ = writeln!(
+                h,
+                "<p class=\"bad\">unverified — these figures may not be SGLang's; not modelled: {}</p>",
+                esc(&r.unverified.join("; "))
+            );
+        }
         if !r.breaks_on.is_empty() {
             let b: Vec<String> = r
                 .breaks_on

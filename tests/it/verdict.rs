@@ -285,3 +285,24 @@ fn an_estimated_gpu_reserve_is_unverified_where_the_answer_depends_on_it() {
     );
     assert_eq!(s, "ok");
 }
+
+/// A plan that holds on a rule set no release ships says so: the quickstart runs under
+/// `page-cache-credit`, a proposal.
+#[test]
+fn a_plan_on_a_proposal_says_it_is_in_no_release() {
+    let o = crate::support::sim()
+        .args([
+            "plan",
+            "scenarios/quickstart.yaml",
+            "--no-replay",
+            "--runs",
+            "20",
+        ])
+        .output()
+        .unwrap();
+    let t = stdout(&o);
+    assert!(
+        t.contains("  holds on: page-cache-credit (what-if: in no release)"),
+        "{t}"
+    );
+}
