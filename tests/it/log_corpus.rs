@@ -395,10 +395,10 @@ fn every_case_within_its_recorded_bounds() {
     let mut profile_errs = Vec::new();
     let mut weight_errs = Vec::new();
     let mut rule_checks = Vec::new();
-    println!(
-        "| case | logged tokens | rule check | err | simulated | err | f | logged weights | simulated | err |"
+    use std::fmt::Write as _;
+    let mut table = String::from(
+        "| case | logged tokens | rule check | err | simulated | err | f | logged weights | simulated | err |\n|---|---|---|---|---|---|---|---|---|---|\n",
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
     for (name, c) in cases() {
         let r = run(&name, &c);
         let e_prof = r
@@ -410,7 +410,8 @@ fn every_case_within_its_recorded_bounds() {
             .zip(r.logged_tokens)
             .map(|(s, l)| rel(s as f64, l as f64));
         let e_w = r.sim_weights.zip(r.logged_weights).map(|(s, l)| rel(s, l));
-        println!(
+        let _ = writeln!(
+            table,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.name,
             r.logged_tokens
@@ -467,13 +468,15 @@ fn every_case_within_its_recorded_bounds() {
         weight_errs.extend(e_w.map(f64::abs));
     }
     let max = |v: &[f64]| v.iter().cloned().fold(0.0, f64::max);
-    println!(
-        "rule check: {} cases, median |err| {:.2} %, max {:.2} %",
+    let _ = writeln!(
+        table,
+        "\nrule check: {} cases, median |err| {:.2} %, max {:.2} %  ",
         profile_errs.len(),
         median(&mut profile_errs.clone()) * 100.0,
         max(&profile_errs) * 100.0
     );
-    println!(
+    let _ = writeln!(
+        table,
         "simulation: {} cases, median |err| {:.2} %, max {:.2} %; weights: median {:.2} %, max {:.2} %",
         sim_errs.len(),
         median(&mut sim_errs.clone()) * 100.0,
@@ -481,7 +484,9 @@ fn every_case_within_its_recorded_bounds() {
         median(&mut weight_errs.clone()) * 100.0,
         max(&weight_errs) * 100.0
     );
+    print!("{table}");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+    crate::support::check_doc("docs/src/fidelity/log-corpus.md", "log corpus", &table).unwrap();
     // The rule reproduces what SGLang printed from what it measured, to 0.2 % or to what
     // the printed figures' rounding allows on a small pool (`Row::profile_rounding`).
     for (name, err, rounding) in &rule_checks {
@@ -491,5 +496,22 @@ fn every_case_within_its_recorded_bounds() {
             err * 100.0,
             rounding * 100.0
         );
+    }
+}
+
+/// The docs check fails on a table edited by hand (a copy of the page with one figure
+/// changed), and passes on the page as the test wrote it.
+#[test]
+fn a_hand_edited_docs_table_is_stale() {
+    let d = tempfile::tempdir().unwrap();
+    let page = "intro\n<!-- BEGIN generated: t -->\n| a | 1 |\n<!-- END generated: t -->\n";
+    let p = d.path().join("p.md");
+    std::fs::write(&p, page).unwrap();
+    let rel = p.to_str().unwrap();
+    assert!(crate::support::check_doc(rel, "t", "| a | 1 |\n").is_ok());
+    std::fs::write(&p, page.replace("| a | 1 |", "| a | 2 |")).unwrap();
+    if std::env::var_os("UPDATE_DOCS").is_none() {
+        let e = crate::support::check_doc(rel, "t", "| a | 1 |\n").unwrap_err();
+        assert!(e.contains("stale or was edited by hand"), "{e}");
     }
 }

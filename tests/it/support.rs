@@ -204,3 +204,33 @@ pub fn csv_row(csv: &str, row: usize) -> Vec<(String, String)> {
         .zip(rec.iter().map(str::to_string))
         .collect()
 }
+
+/// A table in the docs book that a test computes: the block between
+/// `<!-- BEGIN generated: NAME -->` and `<!-- END generated: NAME -->` in `doc` (a path
+/// from the repository's root) must equal `content`. `UPDATE_DOCS=1` writes it instead,
+/// so a figure in the book is always the one the test computed, never one copied by hand.
+pub fn check_doc(doc: &str, name: &str, content: &str) -> Result<(), String> {
+    let path = repo(doc);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{doc}: {e}"))?;
+    let (begin, end) = (
+        format!("<!-- BEGIN generated: {name} -->\n"),
+        format!("<!-- END generated: {name} -->"),
+    );
+    let a = text
+        .find(&begin)
+        .ok_or_else(|| format!("{doc}: no `{}` marker", begin.trim_end()))?
+        + begin.len();
+    let b = a + text[a..]
+        .find(&end)
+        .ok_or_else(|| format!("{doc}: no `{end}` marker"))?;
+    if &text[a..b] == content {
+        return Ok(());
+    }
+    if std::env::var_os("UPDATE_DOCS").is_some() {
+        let new = format!("{}{content}{}", &text[..a], &text[b..]);
+        return std::fs::write(&path, new).map_err(|e| format!("{doc}: {e}"));
+    }
+    Err(format!(
+        "{doc}: the `{name}` table is stale or was edited by hand; run `UPDATE_DOCS=1 cargo test --release --test it` and review the diff"
+    ))
+}
