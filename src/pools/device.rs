@@ -227,8 +227,10 @@ pub fn device_pools(inp: &PoolSetInputs<'_>) -> Result<DevicePools, PoolError> {
 /// (`model_overrides/deepseek_v4.py` overrides any `--page-size`),
 /// `--max-running-requests` 256 unless given (`deepseek_v4_hook.py:
 /// apply_deepseek_v4_defaults`), `--chunked-prefill-size` by GPU memory unless given
-/// (`memory_hook.py: _handle_gpu_memory_settings`), an operator `--swa-full-tokens-ratio`
-/// selects ratio mode. The budget is `profile_max_num_token`'s rest in bytes.
+/// (`memory_hook.py: _handle_gpu_memory_settings`), the SWA ratio as the release's rule
+/// resolves it ([`Dsv4Pools::operator_swa_full_tokens_ratio`](crate::release::Dsv4Pools::operator_swa_full_tokens_ratio):
+/// ratio mode at 0.1 unless given). The budget is `profile_max_num_token`'s rest in
+/// bytes.
 pub fn dsv4_device_pools(
     inp: &PoolSetInputs<'_>,
     server: &crate::domain::ServerArgs,
@@ -263,7 +265,10 @@ pub fn dsv4_device_pools(
             .chunked_prefill_size
             .map(i64::from)
             .unwrap_or_else(|| default_chunked_prefill_size(gpu_memory)),
-        operator_swa_full_tokens_ratio: server.swa_full_tokens_ratio,
+        operator_swa_full_tokens_ratio: inp
+            .rules
+            .dsv4_pools
+            .operator_swa_full_tokens_ratio(server.swa_full_tokens_ratio),
         attn_dp_size: dp,
         disable_radix_cache: server.disable_radix_cache,
         disable_overlap_schedule: false,
@@ -369,6 +374,22 @@ mod tests {
             .map(|p| p.bytes_per_token)
             .sum();
         draft_cell(target, &inp)
+    }
+
+    #[test]
+    fn dsv4_runs_ratio_mode_whether_the_ratio_is_given_or_not() {
+        use crate::release::Dsv4Pools;
+        for r in [Release::V0_5_21, Release::V0_5_22, Release::V0_5_23] {
+            let d = r.rules().pools.dsv4_pools;
+            assert_eq!(d, Dsv4Pools::RatioMode0521);
+            // `_deepseek_v4_overrides`' 0.1, recorded as explicit.
+            assert_eq!(d.operator_swa_full_tokens_ratio(None), Some(0.1));
+            assert_eq!(d.operator_swa_full_tokens_ratio(Some(0.25)), Some(0.25));
+        }
+        assert_eq!(
+            Release::V0_5_20.rules().pools.dsv4_pools,
+            Dsv4Pools::NotModelled
+        );
     }
 
     #[test]

@@ -26,40 +26,48 @@ fn deepseek_v4_flash_pools_by_hand() {
     // then 4 / 128 alternating from layer 2, …, 4 | 0 for the MTP layer]: 21 ratio-4
     // layers (2, 4, …, 42), 20 ratio-128 (3, 5, …, 41), 2 window-only.
     let g = dsv4("deepseek-ai/DeepSeek-V4-Flash");
-    let c = g.coefficients(&Dsv4Schedule::sglang_default(8192));
+    // The configurator's cap mode (no ratio): DeepSeek-V4 does not reach it in
+    // 0.5.21–0.5.23, whose override sets the ratio 0.1 and records it as explicit.
+    let cap = Dsv4Schedule {
+        operator_swa_full_tokens_ratio: None,
+        ..Dsv4Schedule::sglang_default(8192)
+    };
+    let c = g.coefficients(&cap);
     assert_eq!((c.c4_layers, c.c128_layers), (21, 20));
     // SWA slot: paged V4 rows of 256 tokens, ceil(256 × 584 / 576) × 576 / 256 = 585 B
     // per layer × 43 + C4 compress state 8/256 × (2·2·512 + 2·2·128) × 4 B = 320 × 21:
     // 25,155 + 6,720 = 31,875.
     assert_eq!(c.bytes_per_swa_token, 31_875.0);
-    // Full token (cap mode: no SWA share): ratio 4 (585 + 132) / 4 = 179.25 × 21 =
+    // Full token in cap mode (no SWA share): ratio 4 (585 + 132) / 4 = 179.25 × 21 =
     // 3,764.25; ratio 128 ceil(2 × 584 / 576) × 576 / 2 / 128 = 6.75 × 20 = 135.
     assert_eq!(c.bytes_per_full_token, 3_899.25);
-    // 100 GiB: fixed C128 rings 33,152 rows × 2 × 512 × 4 B × 20 = 2,715,811,840 plus the
-    // SWA cap 606,464 × 31,875 = 19,331,040,000; (107,374,182,400 − 22,046,851,840) /
-    // 3,899.25 = 21,883,010.98 → 21,882,880 (page 256), SGLang's own figure.
-    let p = g
-        .pool_sizes(&Dsv4Schedule::sglang_default(8192), 100 << 30, None)
-        .unwrap();
+    // 100 GiB in cap mode: fixed C128 rings 33,152 rows × 2 × 512 × 4 B × 20 =
+    // 2,715,811,840 plus the SWA cap 606,464 × 31,875 = 19,331,040,000; (107,374,182,400
+    // − 22,046,851,840) / 3,899.25 = 21,883,010.98 → 21,882,880 (page 256), SGLang's
+    // configurator's own figure.
+    let p = g.pool_sizes(&cap, 100 << 30, None).unwrap();
     assert_eq!(p.full, 21_882_880);
     assert_eq!((p.swa, p.c4, p.c128), (606_464, 5_470_720, 170_960));
-    // --max-total-tokens caps the full pool (page-aligned), the SWA cap stays.
-    let capped = g
-        .pool_sizes(
-            &Dsv4Schedule::sglang_default(8192),
-            100 << 30,
-            Some(1_000_100),
-        )
-        .unwrap();
-    assert_eq!((capped.full, capped.swa), (999_936, 606_464));
-    // Ratio mode (--swa-full-tokens-ratio given): the SWA share joins the coefficient.
-    let ratio = Dsv4Schedule {
-        operator_swa_full_tokens_ratio: Some(0.1),
-        ..Dsv4Schedule::sglang_default(8192)
-    };
-    let c = g.coefficients(&ratio);
+    // SGLang's default (ratio mode at 0.1): the SWA share joins the coefficient,
+    // 3,187.5 + 3,899.25 = 7,086.75, and only the C128 rings are fixed.
+    let d = Dsv4Schedule::sglang_default(8192);
+    let c = g.coefficients(&d);
     assert_eq!(c.swa_cap_tokens, None);
-    assert_eq!(c.bytes_per_full_token, 0.1 * 31_875.0 + 3_899.25);
+    assert_eq!(c.bytes_per_full_token, 7_086.75);
+    // 40 GiB: (42,949,672,960 − 2,715,811,840) / 7,086.75 = 5,677,336.2 → 5,677,312
+    // (22,177 pages); SWA int(567,731.2) → 2,217 pages = 567,552.
+    let p = g.pool_sizes(&d, 40 << 30, None).unwrap();
+    assert_eq!((p.full, p.swa), (5_677_312, 567_552));
+    // 100 GiB: 104,658,370,560 / 7,086.75 = 14,768,211.1 → 14,768,128 (57,688 pages);
+    // SWA int(1,476,812.8) → 5,768 pages = 1,476,608; C4 / 4, C128 / 128.
+    let p = g.pool_sizes(&d, 100 << 30, None).unwrap();
+    assert_eq!(
+        (p.full, p.swa, p.c4, p.c128),
+        (14_768_128, 1_476_608, 3_692_032, 115_376)
+    );
+    // --max-total-tokens caps the full pool (page-aligned); the SWA pool follows it.
+    let capped = g.pool_sizes(&d, 100 << 30, Some(1_000_100)).unwrap();
+    assert_eq!((capped.full, capped.swa), (999_936, 99_840));
 }
 
 #[test]
@@ -168,17 +176,18 @@ fn check_answers_deepseek_v4_per_release() {
         text.contains("checked against SGLang 0.5.21–0.5.23 only"),
         "{text}"
     );
-    // 0.5.21–0.5.23: the device pools as `DSV4PoolConfigurator` sizes them and the six
-    // host pools `build_deepseek_v4_hicache_stack` builds at ratio 2 (full 25,344,256
-    // tokens = 99,001 pages → 198,002 host pages; SWA 622,848 = 2,433 → 4,866), each
-    // checked against the live per-rank budget: the binding pool is the last one built
-    // (C128: 20 layers × 198,002 × 1,728 B = 6.84 GB against 251.96 GB).
+    // 0.5.21–0.5.23: the device pools as `DSV4PoolConfigurator` sizes them (ratio
+    // mode) and the six host pools `build_deepseek_v4_hicache_stack` builds at ratio 2
+    // (full 16,746,240 tokens = 65,415 pages → 130,830 host pages; SWA 1,674,496 =
+    // 6,541 → 13,082), each checked against the live per-rank budget: the binding pool
+    // is the last one built (C128: 20 layers × 130,830 × 1,728 B = 4.52 GB), the least
+    // margin over the ranks and runs 244.97 GB.
     for rel in ["0.5.21", "0.5.22", "0.5.23"] {
         let row = text
             .lines()
             .find(|l| l.contains("v4.sh") && l.split_whitespace().nth(1) == Some(rel))
             .unwrap_or_else(|| panic!("{rel}: {text}"));
-        assert!(row.contains("ok") && row.contains("244.96 GB"), "{row}");
+        assert!(row.contains("ok") && row.contains("244.97 GB"), "{row}");
     }
     // 0.5.20 errors, so the batch fails.
     assert!(!out.status.success(), "{text}");
@@ -214,4 +223,42 @@ fn deepseek_v4_refuses_hicache_size_and_auto_size_as_sglang_does() {
         t.contains("HiCache auto-sizing does not support DeepSeekV4TokenToKVPool"),
         "{t}"
     );
+}
+
+/// A scenario from its YAML text, and its start-up plan.
+fn v4_plan(
+    yaml: &str,
+) -> (
+    hicache_sim::scenario::Scenario,
+    hicache_sim::startup::StartupPlan,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("v4.yaml");
+    std::fs::write(&f, yaml).unwrap();
+    let s = hicache_sim::scenario::Scenario::load(f.to_str().unwrap(), &[]).unwrap();
+    let p = hicache_sim::startup::StartupPlan::new(&s).unwrap();
+    (s, p)
+}
+
+/// DeepSeek-V4-Pro TP16 DP2 with DP attention on two HGX H20, f 0.9, no other flag
+/// (0.5.23): SGLang sizes it in ratio mode, as its own `DSV4PoolConfigurator` does for
+/// the same budget (3,200,000 before the weights below moved).
+#[test]
+fn deepseek_v4_pro_tp16_dp2_on_two_h20() {
+    let (s, p) = v4_plan(
+        "sglang: 0.5.23\nnode: hgx-h20\nmodel: deepseek-ai/DeepSeek-V4-Pro\nserver:\n  launch: python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V4-Pro --tp 16 --dp 2 --enable-dp-attention --nnodes 2 --mem-fraction-static 0.9\n",
+    );
+    // Free before the load: 97,871 MiB − 3.11 GiB = 102,625,181,696 − 3,339,337,073.
+    let free = 99_285_844_623u64;
+    assert_eq!(s.node.gpu_memory.0 - s.node.gpu_reserved_for(16), free);
+    let w = s.weights_per_rank().unwrap();
+    assert_eq!(w, 54_858_472_688);
+    // rest = (free − w) − free × (1 − 0.9) = 44,427,371,935 − 9,928,584,462.3 →
+    // 34,498,787,472 B. Per attention-DP worker: 128 requests, C128 rings
+    // ceil((129 × 128 + 129) / 128) × 128 = 16,768 rows × 2 × 512 × 4 B × 31 layers =
+    // 2,129,133,568 B fixed; 32,369,653,904 / 10,115.25 = 3,200,085.4 → 12,500 pages =
+    // 3,200,000; SWA int(320,000.0) = 1,250 pages.
+    assert_eq!(p.device_tokens, 3_200_000);
+    assert_eq!(p.device_swa_tokens, Some(320_000));
+    assert!(p.device_failure.is_none());
 }
