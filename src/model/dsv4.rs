@@ -678,6 +678,31 @@ mod tests {
     }
 
     #[test]
+    fn cap_mode_per_attention_dp_worker() {
+        // Pro, --max-running-requests 256 over 2 attention-DP workers (128 each), the
+        // chunk after `handle_data_parallelism` (8192 // 2): cap ceil_align((128 + 128 +
+        // 256 + 256) × 128 + 2 × 4096 + 256 + 4 × 128 × (128 + 256), 256) = 98,304 +
+        // 8,192 + 256 + 196,608 = 303,360; fixed C128 (129 slots: 16,768 rows × 4 KiB ×
+        // 31 = 2,129,133,568) + 303,360 × 45,285 = 13,737,657,600; on 34,498,661,632 B
+        // (18,631,870,464 / 5,586.75 = 3,335,010.6) → 3,334,912, SGLang's configurator's
+        // figure for that budget. The undivided chunk 8192 gives its 311,552 / 3,268,608.
+        let s = Dsv4Schedule {
+            attn_dp_size: 2,
+            chunked_prefill_size: 4096,
+            ..sched()
+        };
+        assert_eq!(pro().coefficients(&s).swa_cap_tokens, Some(303_360));
+        let p = pro().pool_sizes(&s, 34_498_661_632, None).unwrap();
+        assert_eq!((p.full, p.swa), (3_334_912, 303_360));
+        let undivided = Dsv4Schedule {
+            chunked_prefill_size: 8192,
+            ..s
+        };
+        let p = pro().pool_sizes(&undivided, 34_498_661_632, None).unwrap();
+        assert_eq!((p.full, p.swa), (3_268_608, 311_552));
+    }
+
+    #[test]
     fn cap_larger_than_budget_is_sglangs_error() {
         let e = pro()
             .pool_sizes(&sched(), 20 << 30, None)

@@ -219,27 +219,67 @@ pub fn device_pools(inp: &PoolSetInputs<'_>) -> Result<DevicePools, PoolError> {
     })
 }
 
+/// The schedule DeepSeek-V4's pools are sized under, as SGLang resolves it after its
+/// DeepSeek-V4 hooks (0.5.21–0.5.23):
+/// - `page_size` 256 (`model_overrides/deepseek_v4.py: _deepseek_v4_overrides` overrides
+///   any `--page-size`);
+/// - `--max-running-requests` 256 unless given (`deepseek_v4_hook.py:
+///   apply_deepseek_v4_defaults`), divided per attention-DP worker by the configurator;
+/// - `--chunked-prefill-size` by GPU memory unless given (`memory_hook.py:
+///   handle_gpu_memory_settings`), then floor-divided by the DP width under DP attention
+///   (`arg_groups/parallel_hook.py: handle_data_parallelism`: `// dp_size` in 0.5.21,
+///   `// attn_dp_size` in 0.5.22–0.5.23, the same width here), which runs after the
+///   `--mem-fraction-static` default has read the undivided value; only cap mode reads
+///   it;
+/// - the SWA ratio as the release's rule resolves it
+///   ([`Dsv4Pools::operator_swa_full_tokens_ratio`](crate::release::Dsv4Pools::operator_swa_full_tokens_ratio):
+///   ratio mode at 0.1 unless given).
+pub fn dsv4_schedule(
+    inp: &PoolSetInputs<'_>,
+    server: &crate::domain::ServerArgs,
+    gpu_memory: u64,
+) -> crate::model::dsv4::Dsv4Schedule {
+    use crate::model::dsv4::{
+        DSV4_DEFAULT_MAX_RUNNING_REQUESTS, DSV4_PAGE_SIZE, Dsv4Schedule,
+        default_chunked_prefill_size,
+    };
+    let dp = if inp.layout.enable_dp_attention {
+        inp.layout.dp_size.max(1) as u64
+    } else {
+        1
+    };
+    let chunk = server
+        .chunked_prefill_size
+        .map(i64::from)
+        .unwrap_or_else(|| default_chunked_prefill_size(gpu_memory));
+    Dsv4Schedule {
+        page_size: DSV4_PAGE_SIZE,
+        max_running_requests: server
+            .max_running_requests
+            .map(u64::from)
+            .unwrap_or(DSV4_DEFAULT_MAX_RUNNING_REQUESTS),
+        // Python's `//` (floor).
+        chunked_prefill_size: chunk.div_euclid(dp as i64),
+        operator_swa_full_tokens_ratio: inp
+            .rules
+            .dsv4_pools
+            .operator_swa_full_tokens_ratio(server.swa_full_tokens_ratio),
+        attn_dp_size: dp,
+        disable_radix_cache: server.disable_radix_cache,
+        disable_overlap_schedule: false,
+    }
+}
+
 /// DeepSeek-V4's device pools (`model_executor/pool_configurator.py:
 /// DSV4PoolConfigurator.calculate_pool_sizes`, see [`crate::model::dsv4`]) for the
-/// release's [`Dsv4Pools`](crate::release::Dsv4Pools) rule.
-///
-/// The schedule is SGLang's after its DeepSeek-V4 hooks: `page_size` 256
-/// (`model_overrides/deepseek_v4.py` overrides any `--page-size`),
-/// `--max-running-requests` 256 unless given (`deepseek_v4_hook.py:
-/// apply_deepseek_v4_defaults`), `--chunked-prefill-size` by GPU memory unless given
-/// (`memory_hook.py: _handle_gpu_memory_settings`), the SWA ratio as the release's rule
-/// resolves it ([`Dsv4Pools::operator_swa_full_tokens_ratio`](crate::release::Dsv4Pools::operator_swa_full_tokens_ratio):
-/// ratio mode at 0.1 unless given). The budget is `profile_max_num_token`'s rest in
-/// bytes.
+/// release's [`Dsv4Pools`](crate::release::Dsv4Pools) rule, under [`dsv4_schedule`].
+/// The budget is `profile_max_num_token`'s rest in bytes.
 pub fn dsv4_device_pools(
     inp: &PoolSetInputs<'_>,
     server: &crate::domain::ServerArgs,
     gpu_memory: u64,
 ) -> Result<crate::model::dsv4::Dsv4PoolSizes, PoolError> {
-    use crate::model::dsv4::{
-        DSV4_DEFAULT_MAX_RUNNING_REQUESTS, DSV4_PAGE_SIZE, Dsv4Geometry, Dsv4Schedule,
-        default_chunked_prefill_size,
-    };
+    use crate::model::dsv4::Dsv4Geometry;
     use crate::release::Dsv4Pools;
     let geo = Dsv4Geometry::of(&inp.model.attention, inp.model.layers).ok_or(PoolError::NotDsv4)?;
     if inp.rules.dsv4_pools == Dsv4Pools::NotModelled {
@@ -250,29 +290,7 @@ pub fn dsv4_device_pools(
         // inflation and the draft-aware SWA request cap are not modelled.
         return Err(PoolError::Dsv4Speculative(algo.to_string()));
     }
-    let dp = if inp.layout.enable_dp_attention {
-        inp.layout.dp_size.max(1) as u64
-    } else {
-        1
-    };
-    let sched = Dsv4Schedule {
-        page_size: DSV4_PAGE_SIZE,
-        max_running_requests: server
-            .max_running_requests
-            .map(u64::from)
-            .unwrap_or(DSV4_DEFAULT_MAX_RUNNING_REQUESTS),
-        chunked_prefill_size: server
-            .chunked_prefill_size
-            .map(i64::from)
-            .unwrap_or_else(|| default_chunked_prefill_size(gpu_memory)),
-        operator_swa_full_tokens_ratio: inp
-            .rules
-            .dsv4_pools
-            .operator_swa_full_tokens_ratio(server.swa_full_tokens_ratio),
-        attn_dp_size: dp,
-        disable_radix_cache: server.disable_radix_cache,
-        disable_overlap_schedule: false,
-    };
+    let sched = dsv4_schedule(inp, server, gpu_memory);
     let rest = crate::model::profile_rest_gib(&inp.device);
     let available = py_int(rest * GIB).max(0) as u64;
     Ok(geo.pool_sizes(&sched, available, inp.device.max_total_tokens)?)

@@ -225,6 +225,14 @@ fn deepseek_v4_refuses_hicache_size_and_auto_size_as_sglang_does() {
     );
 }
 
+/// A scenario from its YAML text.
+fn v4_scenario(yaml: &str) -> hicache_sim::scenario::Scenario {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("v4.yaml");
+    std::fs::write(&f, yaml).unwrap();
+    hicache_sim::scenario::Scenario::load(f.to_str().unwrap(), &[]).unwrap()
+}
+
 /// A scenario from its YAML text, and its start-up plan.
 fn v4_plan(
     yaml: &str,
@@ -232,10 +240,7 @@ fn v4_plan(
     hicache_sim::scenario::Scenario,
     hicache_sim::startup::StartupPlan,
 ) {
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("v4.yaml");
-    std::fs::write(&f, yaml).unwrap();
-    let s = hicache_sim::scenario::Scenario::load(f.to_str().unwrap(), &[]).unwrap();
+    let s = v4_scenario(yaml);
     let p = hicache_sim::startup::StartupPlan::new(&s).unwrap();
     (s, p)
 }
@@ -261,4 +266,54 @@ fn deepseek_v4_pro_tp16_dp2_on_two_h20() {
     assert_eq!(p.device_tokens, 3_200_000);
     assert_eq!(p.device_swa_tokens, Some(320_000));
     assert!(p.device_failure.is_none());
+}
+
+/// The schedule of DeepSeek-V4's pools under DP attention: `handle_data_parallelism`
+/// divides the chunk by the DP width (H20: 8192 by GPU memory → 4096 at DP2), while the
+/// mem-fraction default keeps reading 8192; requests divide per worker in the
+/// configurator. Without DP attention the chunk stays.
+#[test]
+fn deepseek_v4_schedule_under_dp_attention() {
+    let launch = |flags: &str| {
+        format!(
+            "sglang: 0.5.23\nnode: hgx-h20\nmodel: deepseek-ai/DeepSeek-V4-Pro\nserver:\n  launch: python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V4-Pro {flags}\n"
+        )
+    };
+    let sched = |flags: &str| {
+        let s = v4_scenario(&launch(flags));
+        let inp = hicache_sim::pools::PoolSetInputs {
+            model: &s.model,
+            layout: &s.layout,
+            dtype: s.kv_dtype,
+            rules: s.version.release_rules().pools,
+            device: hicache_sim::model::DevicePoolInputs {
+                free_before_load: 0,
+                weights_per_rank: 0,
+                mem_fraction_static: 0.9,
+                cell_size: 0,
+                page_size: 256,
+                max_total_tokens: None,
+            },
+            draft: Default::default(),
+            swa_full_tokens_ratio: 0.1,
+            mamba_full_memory_ratio: 0.9,
+            max_mamba_cache_size: None,
+        };
+        hicache_sim::pools::dsv4_schedule(&inp, &s.server, s.node.gpu_memory.0)
+    };
+    let dp = sched("--tp 16 --dp 2 --enable-dp-attention --nnodes 2 --mem-fraction-static 0.9");
+    assert_eq!(
+        (
+            dp.chunked_prefill_size,
+            dp.attn_dp_size,
+            dp.max_running_requests
+        ),
+        (4096, 2, 256)
+    );
+    assert_eq!(dp.operator_swa_full_tokens_ratio, Some(0.1));
+    let given =
+        sched("--tp 16 --dp 2 --enable-dp-attention --nnodes 2 --chunked-prefill-size 6000");
+    assert_eq!(given.chunked_prefill_size, 3000);
+    let tp = sched("--tp 8");
+    assert_eq!((tp.chunked_prefill_size, tp.attn_dp_size), (8192, 1));
 }
