@@ -106,6 +106,23 @@ fn deepseek_v4_kv_dtype_and_weights() {
         w > parts.routed_experts / 8 && w < parts.total() / 8 * 102 / 100,
         "{w}"
     );
+    // `models/deepseek_v4.py: DeepseekV4Model.__init__`: `VocabParallelEmbedding(…,
+    // enable_tp=not is_dp_attention_enabled())`. The embedding, 129,280 × 7,168 × 2 B =
+    // 1,853,358,080, is whole on every rank under DP attention (not / attention-TP 8:
+    // 231,669,760), and / TP 16 without it (115,834,880).
+    assert_eq!(parts.embed, 1_853_358_080);
+    let dp = ParallelLayout {
+        dp_size: 2,
+        enable_dp_attention: true,
+        ..ParallelLayout::tp(16)
+    };
+    let sharded = hicache_sim::model::weights::PartBytes {
+        embed_replicated_under_dp_attention: false,
+        ..parts
+    };
+    assert_eq!(parts.per_rank(&dp) - sharded.per_rank(&dp), 1_621_688_320);
+    let tp16 = ParallelLayout::tp(16);
+    assert_eq!(parts.per_rank(&tp16), sharded.per_rank(&tp16));
 }
 
 #[test]
@@ -246,8 +263,8 @@ fn v4_plan(
 }
 
 /// DeepSeek-V4-Pro TP16 DP2 with DP attention on two HGX H20, f 0.9, no other flag
-/// (0.5.23): SGLang sizes it in ratio mode, as its own `DSV4PoolConfigurator` does for
-/// the same budget (3,200,000 before the weights below moved).
+/// (0.5.23): SGLang sizes it in ratio mode, and every rank holds the whole input
+/// embedding (`enable_tp=not is_dp_attention_enabled()`).
 #[test]
 fn deepseek_v4_pro_tp16_dp2_on_two_h20() {
     let (s, p) = v4_plan(
@@ -256,15 +273,19 @@ fn deepseek_v4_pro_tp16_dp2_on_two_h20() {
     // Free before the load: 97,871 MiB − 3.11 GiB = 102,625,181,696 − 3,339,337,073.
     let free = 99_285_844_623u64;
     assert_eq!(s.node.gpu_memory.0 - s.node.gpu_reserved_for(16), free);
+    // The weights by part with the embedding sharded over attention-TP 8 (54,858,472,688
+    // B) plus the 7/8 of the 129,280 × 7,168 × 2 B = 1,853,358,080 B embedding it did
+    // not count: 1,853,358,080 − 231,669,760 = 1,621,688,320.
     let w = s.weights_per_rank().unwrap();
-    assert_eq!(w, 54_858_472_688);
-    // rest = (free − w) − free × (1 − 0.9) = 44,427,371,935 − 9,928,584,462.3 →
-    // 34,498,787,472 B. Per attention-DP worker: 128 requests, C128 rings
+    assert_eq!(w, 54_858_472_688 + 1_621_688_320);
+    // rest = (free − w) − free × (1 − 0.9) = 42,805,683,615 − 9,928,584,462.3 →
+    // 32,877,099,152 B. Per attention-DP worker: 128 requests, C128 rings
     // ceil((129 × 128 + 129) / 128) × 128 = 16,768 rows × 2 × 512 × 4 B × 31 layers =
-    // 2,129,133,568 B fixed; 32,369,653,904 / 10,115.25 = 3,200,085.4 → 12,500 pages =
-    // 3,200,000; SWA int(320,000.0) = 1,250 pages.
-    assert_eq!(p.device_tokens, 3_200_000);
-    assert_eq!(p.device_swa_tokens, Some(320_000));
+    // 2,129,133,568 B fixed; 30,747,965,584 / 10,115.25 = 3,039,764.5 → 11,874 pages =
+    // 3,039,744 (3,200,000 with the embedding sharded); SWA int(303,974.4) → 1,187
+    // pages = 303,872.
+    assert_eq!(p.device_tokens, 3_039_744);
+    assert_eq!(p.device_swa_tokens, Some(303_872));
     assert!(p.device_failure.is_none());
 }
 
