@@ -330,6 +330,7 @@ pub fn resolve_mem_fraction(s: &crate::scenario::Scenario) -> ResolvedMemFractio
                 enable_dp_attention: s.layout.enable_dp_attention,
                 use_mla,
                 is_dsa,
+                is_dsv4: matches!(s.model.attention, Attention::Dsv4 { .. }),
                 chunked_prefill_size: s.server.chunked_prefill_size.map(i64::from),
                 max_prefill_tokens: s.server.max_prefill_tokens as i64,
                 cuda_graph_max_bs: None,

@@ -195,16 +195,16 @@ fn check_answers_deepseek_v4_per_release() {
     );
     // 0.5.21–0.5.23: the device pools as `DSV4PoolConfigurator` sizes them (ratio
     // mode) and the six host pools `build_deepseek_v4_hicache_stack` builds at ratio 2
-    // (full 16,746,240 tokens = 65,415 pages → 130,830 host pages; SWA 1,674,496 =
-    // 6,541 → 13,082), each checked against the live per-rank budget: the binding pool
-    // is the last one built (C128: 20 layers × 130,830 × 1,728 B = 4.52 GB), the least
-    // margin over the ranks and runs 244.97 GB.
+    // at the default f 0.855 (full 16,826,112 tokens = 65,727 pages → 131,454 host
+    // pages; SWA 1,682,432 = 6,572 → 13,144), each checked against the live per-rank
+    // budget: the binding pool is the last one built (C128: 20 layers × 131,454 × 1,728
+    // B = 4.54 GB), the least margin over the ranks and runs 243.84 GB.
     for rel in ["0.5.21", "0.5.22", "0.5.23"] {
         let row = text
             .lines()
             .find(|l| l.contains("v4.sh") && l.split_whitespace().nth(1) == Some(rel))
             .unwrap_or_else(|| panic!("{rel}: {text}"));
-        assert!(row.contains("ok") && row.contains("244.97 GB"), "{row}");
+        assert!(row.contains("ok") && row.contains("243.84 GB"), "{row}");
     }
     // 0.5.20 errors, so the batch fails.
     assert!(!out.status.success(), "{text}");
@@ -337,4 +337,39 @@ fn deepseek_v4_schedule_under_dp_attention() {
     assert_eq!(given.chunked_prefill_size, 3000);
     let tp = sched("--tp 8");
     assert_eq!((tp.chunked_prefill_size, tp.attn_dp_size), (8192, 1));
+}
+
+/// DeepSeek-V4-Flash TP8 on 8 × L20 (0.5.23, no flags): SGLang's default fraction without
+/// the prefill graph it turns off for DeepSeek-V4, 0.826 (8,000 MiB reserved of 46,068),
+/// and ratio mode: the start-up fits (cap mode refused it: "The DSV4 SWA pool cap
+/// (598272 tokens, 17.76 GB) leaves no room").
+#[test]
+fn deepseek_v4_flash_tp8_on_l20_starts_at_sglangs_default_fraction() {
+    let launch = |model: &str| {
+        format!(
+            "sglang: 0.5.23\nnode: l20x8\nmodel: {model}\nserver:\n  launch: python -m sglang.launch_server --model-path {model} --tp 8\n"
+        )
+    };
+    let (s, p) = v4_plan(&launch("deepseek-ai/DeepSeek-V4-Flash"));
+    assert_eq!(hicache_sim::pools::resolve_mem_fraction(&s).value, 0.826);
+    // Free: 46,068 MiB − 1 GiB = 47,232,057,344 B; weights 19,642,549,568 B per rank.
+    // rest = 27,589,507,776 − 47,232,057,344 × 0.174 (8,218,377,977.9) → 19,371,129,798
+    // B; C128 rings (257 slots: 33,152 rows × 4 KiB × 20 layers) 2,715,811,840 fixed;
+    // 16,655,317,958 / 7,086.75 = 2,350,205.8 → 9,180 pages = 2,350,080; SWA
+    // int(235,008.0) = 918 pages.
+    assert_eq!(s.weights_per_rank().unwrap(), 19_642_549_568);
+    assert_eq!(
+        (p.device_tokens, p.device_swa_tokens),
+        (2_350_080, Some(235_008))
+    );
+    assert!(p.device_failure.is_none());
+    // The FP8-expert build (35,882,960,192 B per rank): rest 3,130,719,174 B − 2,715,811,840
+    // = 414,907,334 / 7,086.75 = 58,547.2 → 228 pages = 58,368; SWA int(5,836.8) → 22
+    // pages = 5,632, above the 128 + 256 admission floor.
+    let (s, p) = v4_plan(&launch("sgl-project/DeepSeek-V4-Flash-FP8"));
+    assert_eq!(s.weights_per_rank().unwrap(), 35_882_960_192);
+    assert_eq!(
+        (p.device_tokens, p.device_swa_tokens),
+        (58_368, Some(5_632))
+    );
 }
