@@ -373,3 +373,53 @@ fn deepseek_v4_flash_tp8_on_l20_starts_at_sglangs_default_fraction() {
         (58_368, Some(5_632))
     );
 }
+
+/// `--kv-cache-dtype` for DeepSeek-V4: SGLang asserts the spelling `fp8_e4m3` or
+/// `bfloat16` after turning `auto` into `fp8_e4m3`, so the parser's `bf16` is refused (an
+/// `invalid_args` row with its words), while `bfloat16` starts.
+#[test]
+fn deepseek_v4_refuses_bf16_spelled_bf16_as_sglang_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |dtype: &str| {
+        let f = dir.path().join(format!("v4-{dtype}.sh"));
+        std::fs::write(
+            &f,
+            format!("# hicache-sim: node=hgx-b200\npython -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V4-Flash --tp 4 --kv-cache-dtype {dtype}\n"),
+        )
+        .unwrap();
+        let out = Command::cargo_bin("hicache-sim")
+            .unwrap()
+            .args([
+                "check",
+                "--sglang",
+                "0.5.21,0.5.23",
+                "--runs",
+                "5",
+                "--format",
+                "json",
+            ])
+            .arg(&f)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+        (out.status.code(), v)
+    };
+    let (code, v) = run("bf16");
+    assert_eq!(code, Some(1), "{v}");
+    for row in v.as_array().unwrap() {
+        assert_eq!(row["status"], "invalid_args", "{row}");
+        assert!(
+            row["message"]
+                .as_str()
+                .unwrap()
+                .contains("bf16 is not supported for DeepseekV4ForCausalLM"),
+            "{row}"
+        );
+    }
+    let (_, v) = run("fp8_e5m2");
+    assert_eq!(v[0]["status"], "invalid_args", "{v}");
+    let (code, v) = run("bfloat16");
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v[0]["status"], "ok", "{v}");
+}
