@@ -32,6 +32,21 @@ pub enum PoolError {
         "DeepSeek-V4's pools in this release (its own `pool_configurator.py: DSV4PoolConfigurator`) are not modelled: the simulator's DeepSeek-V4 sizing is checked against SGLang 0.5.21–0.5.23 only: pick a release from 0.5.21 on"
     )]
     Dsv4ReleaseNotModelled,
+    /// The weights leave no memory under the fraction: `rest_memory <= 0` in
+    /// `mem_cache/kv_cache_configurator.py: _profile_available_bytes` (0.5.16–0.5.23;
+    /// `model_executor/model_runner_kv_cache_mixin.py` in 0.5.14–0.5.15, the same text),
+    /// raised before any pool configurator runs. `minimum` is `1 - available / pre`
+    /// (free memory after / before the load).
+    #[error(
+        "Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static={}. Raise --mem-fraction-static above {:.3} (minimum viable = 1 - available/pre = {:.4}). If using speculative decoding, draft weights are now counted.",
+        crate::sizing::py_repr_float(*.mem_fraction_static),
+        (.minimum * 1000.0).ceil() / 1000.0,
+        .minimum
+    )]
+    WeightsLeaveNoKvRoom {
+        mem_fraction_static: f64,
+        minimum: f64,
+    },
     /// The `--speculative-algorithm` given.
     #[error(
         "DeepSeek-V4 with --speculative-algorithm {0}: the pools' speculative sizing (compress-state rings of 16 / 256 rows, (target + draft) / target inflation, the draft-aware SWA request cap) is not modelled"
@@ -273,7 +288,9 @@ pub fn dsv4_schedule(
 /// DeepSeek-V4's device pools (`model_executor/pool_configurator.py:
 /// DSV4PoolConfigurator.calculate_pool_sizes`, see [`crate::model::dsv4`]) for the
 /// release's [`Dsv4Pools`](crate::release::Dsv4Pools) rule, under [`dsv4_schedule`].
-/// The budget is `profile_max_num_token`'s rest in bytes.
+/// The budget is `profile_max_num_token`'s rest in bytes (`_profile_available_bytes`);
+/// a rest of 0 or less is that function's ValueError
+/// ([`PoolError::WeightsLeaveNoKvRoom`]), before the configurator runs.
 pub fn dsv4_device_pools(
     inp: &PoolSetInputs<'_>,
     server: &crate::domain::ServerArgs,
@@ -292,6 +309,15 @@ pub fn dsv4_device_pools(
     }
     let sched = dsv4_schedule(inp, server, gpu_memory);
     let rest = crate::model::profile_rest_gib(&inp.device);
+    if rest <= 0.0 {
+        let d = &inp.device;
+        let before = d.free_before_load as f64 / GIB;
+        let after = d.free_before_load.saturating_sub(d.weights_per_rank) as f64 / GIB;
+        return Err(PoolError::WeightsLeaveNoKvRoom {
+            mem_fraction_static: d.mem_fraction_static,
+            minimum: 1.0 - after / before,
+        });
+    }
     let available = py_int(rest * GIB).max(0) as u64;
     Ok(geo.pool_sizes(&sched, available, inp.device.max_total_tokens)?)
 }

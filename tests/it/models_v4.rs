@@ -423,3 +423,79 @@ fn deepseek_v4_refuses_bf16_spelled_bf16_as_sglang_does() {
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v[0]["status"], "ok", "{v}");
 }
+
+/// DeepSeek-V4 pools with no room are a failed start-up with SGLang's words (exit 1 in
+/// `check`, not an error row). V4-Flash-FP8 TP8 on 8 × L20 (47,232,057,344 B free,
+/// 35,882,960,192 B of weights per rank):
+/// - f 0.7: the weights take 75.97 % of the free memory, `_profile_available_bytes`
+///   raises before the configurator;
+/// - f 0.815: rest 38,494,126,735 − 35,882,960,192 = 2,611,166,543 B, less than the C128
+///   rings' 2,715,811,840: no full token, so `validate_swa_pool_size` refuses an SWA
+///   pool of 0.
+#[test]
+fn deepseek_v4_without_room_is_a_failed_start_up_with_sglangs_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let check = |f: &str| {
+        let p = dir.path().join(format!("v4-{f}.sh"));
+        std::fs::write(
+            &p,
+            format!("# hicache-sim: node=l20x8\npython -m sglang.launch_server --model-path sgl-project/DeepSeek-V4-Flash-FP8 --tp 8 --mem-fraction-static {f}\n"),
+        )
+        .unwrap();
+        let out = Command::cargo_bin("hicache-sim")
+            .unwrap()
+            .args([
+                "check", "--sglang", "0.5.23", "--runs", "5", "--format", "json",
+            ])
+            .arg(&p)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v[0]["outcome"], "failed", "{v}");
+        assert_eq!(v[0]["status"], "failed", "{v}");
+        v[0]["message"].as_str().unwrap().to_string()
+    };
+    assert_eq!(
+        check("0.7"),
+        "Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.7. Raise --mem-fraction-static above 0.760 (minimum viable = 1 - available/pre = 0.7597). If using speculative decoding, draft weights are now counted. (what would help: the weights (35.88 GB per rank) take 76.0 % of the 47.23 GB free before the load: raise --mem-fraction-static above 0.760, or raise --tp (TP8 → TP16 halves the weights per rank))"
+    );
+    let m = check("0.815");
+    assert!(
+        m.starts_with("SWA pool (0 tokens) cannot hold even one request: the prefill admission floor is sliding_window_size (128) + page_size (256). Increase --swa-full-tokens-ratio or the total KV budget. (what would help: ")
+            && m.contains("lower --max-running-requests"),
+        "{m}"
+    );
+    // The startup report: every rank fails with the ValueError.
+    let (_, p) = v4_plan(
+        "sglang: 0.5.23\nnode: l20x8\nmodel: sgl-project/DeepSeek-V4-Flash-FP8\nserver:\n  launch: python -m sglang.launch_server --model-path sgl-project/DeepSeek-V4-Flash-FP8 --tp 8 --mem-fraction-static 0.815\n",
+    );
+    assert_eq!(p.device_tokens, 0);
+    let f = p.device_failure.expect("a failed start-up");
+    assert_eq!(f.kind.name(), "ValueError");
+    // Cap mode's no-room (the configurator's path for a ratio nobody set; DeepSeek-V4
+    // runs ratio mode) is its RuntimeError.
+    let cap = hicache_sim::pools::PoolError::Dsv4(
+        hicache_sim::model::dsv4::Dsv4Error::SwaCapLeavesNoRoom {
+            cap_tokens: 598_272,
+            cap_gb: 17.76,
+            available_gb: 17.69,
+        },
+    );
+    let f = hicache_sim::startup::plan::DeviceFailure::of_dsv4(
+        &cap,
+        19_642_549_568,
+        47_232_057_344,
+        0.818,
+        8,
+    )
+    .unwrap();
+    assert_eq!(f.kind.name(), "RuntimeError");
+    assert!(
+        f.message.starts_with(
+            "The DSV4 SWA pool cap (598272 tokens, 17.76 GB) leaves no room for the full KV pool within the available 17.69 GB."
+        ),
+        "{}",
+        f.message
+    );
+}
