@@ -499,3 +499,32 @@ fn deepseek_v4_without_room_is_a_failed_start_up_with_sglangs_words() {
         f.message
     );
 }
+
+/// The N05 / N06 logs' budgets (DeepSeek-V4-Flash-Base, 8 × H20 TP8, `--disable-radix-cache`,
+/// 45.78 and 19.58 GiB available per rank, logged by an early build whose own formula
+/// gave 3,080,960 / 1,317,632) under the 0.5.21–0.5.23 configurator, the budget fed in
+/// directly: ratio mode, 7,086.75 B per full token after the C128 rings' 2,715,811,840 B.
+#[test]
+fn deepseek_v4_flash_on_the_n05_n06_budgets() {
+    let g = dsv4("deepseek-ai/DeepSeek-V4-Flash");
+    let sched = Dsv4Schedule {
+        disable_radix_cache: true,
+        ..Dsv4Schedule::sglang_default(8192)
+    };
+    // int(45.78 × 2^30) = 49,155,900,702; − 2,715,811,840 = 46,440,088,862 / 7,086.75 =
+    // 6,553,084.6 → 25,597 pages = 6,552,832; SWA int(655,283.2) → 2,559 pages = 655,104;
+    // C4 / 4, C128 / 128, C4 state 2,559 × 8.
+    let n05 = g
+        .pool_sizes(&sched, 4578 * (1u64 << 30) / 100, None)
+        .unwrap();
+    assert_eq!(
+        (n05.full, n05.swa, n05.c4, n05.c128, n05.c4_state),
+        (6_552_832, 655_104, 1_638_208, 51_194, 20_472)
+    );
+    // int(19.58 × 2^30) = 21,023,864,913; 18,308,053,073 / 7,086.75 = 2,583,421.3 →
+    // 10,091 pages = 2,583,296; SWA int(258,329.6) → 1,009 pages = 258,304.
+    let n06 = g
+        .pool_sizes(&sched, 1958 * (1u64 << 30) / 100, None)
+        .unwrap();
+    assert_eq!((n06.full, n06.swa), (2_583_296, 258_304));
+}
