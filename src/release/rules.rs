@@ -220,7 +220,7 @@ pub enum MambaSlotFormula {
     PaddingSlot,
 }
 
-/// The pools a release builds for a model (issue 11): the data behind
+/// The pools a release builds for a model : the data behind
 /// [`crate::sizing::pool_set`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct PoolRules {
