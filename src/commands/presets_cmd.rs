@@ -37,7 +37,7 @@ fn catalogue_row(e: &Entry) -> serde_json::Value {
             row["checkpoint_bytes"] = p.checkpoint_bytes(None).unwrap_or(0).into();
             row["parameters"] = m.params.total().into();
             // DeepSeek-V4: no cell size; SGLang's coefficients under its defaults
-            // (H200: --chunked-prefill-size 8192, --max-running-requests 256, cap mode).
+            // (0.5.21–0.5.23: --max-running-requests 256, ratio mode at 0.1).
             if let Some(g) = crate::model::dsv4::Dsv4Geometry::of(&m.attention, m.layers) {
                 let co = g.coefficients(&crate::model::dsv4::Dsv4Schedule::sglang_default(8192));
                 row["dsv4"] = serde_json::json!(co);
@@ -115,13 +115,13 @@ pub fn presets(format: OutputFormat) -> CmdResult {
                 match r.get("not_modelled").and_then(|v| v.as_str()) {
                     Some(why) => println!("  {:<48} not modelled: {why} [{src}]", e.hf_id),
                     None if r.get("dsv4").is_some() => println!(
-                        "  {:<48} {} layers, kv {} {} B per full token + SWA {} B/token (cap {} tokens); {}; {:.0} GB [{src}]",
+                        "  {:<48} {} layers, kv {} {} B per full token (SWA {} B/token at ratio {}) + C128 state fixed; {}; {:.0} GB [{src}]",
                         e.hf_id,
                         r["layers"],
                         r["kv_dtype_auto_sm90"].as_str().unwrap_or("?"),
                         r["dsv4"]["bytes_per_full_token"],
                         r["dsv4"]["bytes_per_swa_token"],
-                        r["dsv4"]["swa_cap_tokens"],
+                        r["dsv4"]["swa_ratio"],
                         r["quantization"].as_str().unwrap_or("bf16"),
                         r["checkpoint_bytes"].as_u64().unwrap_or(0) as f64 / 1e9,
                     ),

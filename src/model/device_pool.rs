@@ -85,6 +85,9 @@ pub struct MemFractionInputs {
     pub use_mla: bool,
     /// The model has a DSA indexer (`is_deepseek_dsa`).
     pub is_dsa: bool,
+    /// A DeepSeek-V4 model (`is_deepseek_v4`): its prefill CUDA graph is off in every
+    /// modelled release ([`mem_fraction_static_default`]).
+    pub is_dsv4: bool,
     /// `--chunked-prefill-size` if given (-1 disables chunking).
     pub chunked_prefill_size: Option<i64>,
     /// `--max-prefill-tokens` (16384 by default).
@@ -158,7 +161,16 @@ pub fn prefill_cuda_graph_batch_count(max_bs: i64) -> usize {
 ///    decode graph `max_bs * 2`, plus with DP attention `max_bs * dp * 3` (and
 ///    `* 1.5` more above max_bs 300), plus the prefill graph (`len(bs) * 8`, or
 ///    1.5 GiB for MLA) when [`PrefillGraphDefault`] leaves it on; at least 10 GiB on a
-///    GPU above 60 GiB; plus 2 GiB for DeepEP (0.5.15+).
+///    GPU above 60 GiB; plus 2 GiB for DeepEP (0.5.15+). DeepSeek-V4's prefill graph is
+///    off before this runs in every modelled release, the same outcome through three
+///    rules: 0.5.14 `configs/model_config.py: piecewise_cuda_graph_disabled_model_archs`
+///    lists `DeepseekV4ForCausalLM` (`server_args.py:
+///    _disable_tc_piecewise_cudagraph_if_incompatible`, "model-arch blacklist");
+///    0.5.15–0.5.18 `server_args.py: _disable_breakable_cudagraph_if_incompatible` and
+///    0.5.19–0.5.23 `arg_groups/cuda_graph_hook.py:
+///    disable_breakable_cudagraph_if_incompatible` turn the breakable graph off for
+///    "DeepSeek-V4 (heavy capture-pool memory pressure)" (0.5.23: unless
+///    `supports_prefill_cp_bcg`, prefill context parallelism, not modelled).
 /// 3. `round((gpu_mem - reserved_mem) / gpu_mem, 3)`.
 ///
 /// Speculative decoding does not enter the default outside PD decode nodes (it enters
@@ -197,6 +209,7 @@ pub fn mem_fraction_static_default(
     }
     let prefill_graph = !inp.disable_cuda_graph
         && !inp.hip
+        && !inp.is_dsv4
         && match rules.prefill_graph {
             PrefillGraphDefault::TcPiecewise => {
                 !inp.enable_hierarchical_cache && !inp.enable_dp_attention && inp.pp_size <= 1
@@ -260,6 +273,7 @@ mod tests {
             enable_dp_attention: false,
             use_mla: false,
             is_dsa: false,
+            is_dsv4: false,
             chunked_prefill_size: None,
             max_prefill_tokens: 16384,
             cuda_graph_max_bs: None,
@@ -342,6 +356,52 @@ mod tests {
         };
         assert_eq!(d(&mi300, Release::V0_5_23).reserved_mib, 45_568.0);
         assert_eq!(d(&mi300, Release::V0_5_23).mem_fraction_static, 0.768);
+    }
+
+    #[test]
+    fn deepseek_v4_reserves_no_prefill_graph() {
+        let d =
+            |i: &MemFractionInputs, r: Release| mem_fraction_static_default(i, r.rules().device);
+        let v4 = |gpu: f64, tp: u32| MemFractionInputs {
+            is_dsv4: true,
+            ..inp(gpu, tp)
+        };
+        // L20 (46,068 MiB) TP8: 512 + 4,096 × 1.5 + 1,024 + 160 × 2 = 8,000 MiB, no
+        // 10 GiB floor below 60 GiB → round(38,068 / 46,068, 3) = 0.826; with the prefill
+        // graph's 50 × 8 = 400 it was 8,400 → 0.818.
+        for r in [
+            Release::V0_5_14,
+            Release::V0_5_17,
+            Release::V0_5_21,
+            Release::V0_5_23,
+        ] {
+            let l20 = d(&v4(46_068.0, 8), r);
+            assert!(!l20.prefill_graph, "{r:?}");
+            assert_eq!(
+                (l20.reserved_mib, l20.mem_fraction_static),
+                (8_000.0, 0.826)
+            );
+        }
+        assert_eq!(d(&inp(46_068.0, 8), Release::V0_5_23).reserved_mib, 8_400.0);
+        // H20 (97,871 MiB) TP8: 512 + 12,288 + 1,024 + 512 × 2 = 14,848 → 0.848 (15,312
+        // → 0.844 with the graph's 58 × 8).
+        let h20 = d(&v4(97_871.0, 8), Release::V0_5_23);
+        assert_eq!(
+            (h20.reserved_mib, h20.mem_fraction_static),
+            (14_848.0, 0.848)
+        );
+        // H20 TP16 / DP2 attention: 512 + 12,288 + 2,048 + 1,024 + 512 × 2 × 3 + 512 × 2 ×
+        // 1.5 = 20,480 → 0.791 (20,944 → 0.786).
+        let dp = MemFractionInputs {
+            dp_size: 2,
+            enable_dp_attention: true,
+            ..v4(97_871.0, 16)
+        };
+        let h20dp = d(&dp, Release::V0_5_23);
+        assert_eq!(
+            (h20dp.reserved_mib, h20dp.mem_fraction_static),
+            (20_480.0, 0.791)
+        );
     }
 
     #[test]

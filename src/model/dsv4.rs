@@ -10,6 +10,17 @@
 //! *fractional* coefficient and fixed request-scoped bytes (the C128 compress-state
 //! rings and, in cap mode, the whole SWA pool).
 //!
+//! DeepSeek-V4 (`model_type: deepseek_v4`) is always sized in *ratio mode* in
+//! 0.5.21–0.5.23: `arg_groups/model_overrides/deepseek_v4.py: _deepseek_v4_overrides`
+//! declares `swa_full_tokens_ratio = 0.1` when the flag is unset, and
+//! `arg_groups/kv_cache_hook.py: handle_cache_compatibility`, which runs later, records
+//! `_swa_full_tokens_ratio_explicitly_set = swa_full_tokens_ratio is not None` — true —
+//! so `_resolve_swa_cap_tokens` returns None and the SWA share (0.1 × the SWA slot)
+//! joins the coefficient ([`crate::release::Dsv4Pools`]). Cap mode (the SWA request cap
+//! as fixed bytes) is the configurator's path for a ratio nobody set — DeepSeek-V4.1,
+//! whose model type the override skips — and is kept here, checked against SGLang's
+//! configurator, for a [`Dsv4Schedule`] that asks for it.
+//!
 //! Modelled path (0.5.21–0.5.23, checked against each release's own
 //! `DSV4PoolConfigurator` by `tests/it/kv_bytes.rs`): CUDA, `SGLANG_DSV4_KV_LAYOUT`
 //! `v4` (its default: `deepseek_v4_memory_pool.py: select_dsv4_kv_layout` →
@@ -98,8 +109,10 @@ pub struct Dsv4Schedule {
     pub max_running_requests: u64,
     /// `--chunked-prefill-size` as resolved (cap mode needs it > 0).
     pub chunked_prefill_size: i64,
-    /// `--swa-full-tokens-ratio` when the operator gave it (ratio mode); `None` is cap
-    /// mode.
+    /// The ratio `DSV4PoolConfigurator` takes as the operator's
+    /// (`_operator_swa_full_tokens_ratio`: the resolved `--swa-full-tokens-ratio` when
+    /// `_swa_full_tokens_ratio_explicitly_set`): ratio mode. `None` is cap mode, which
+    /// DeepSeek-V4 does not reach in 0.5.21–0.5.23 (see the module doc).
     pub operator_swa_full_tokens_ratio: Option<f64>,
     pub attn_dp_size: u64,
     pub disable_radix_cache: bool,
@@ -108,14 +121,16 @@ pub struct Dsv4Schedule {
 }
 
 impl Dsv4Schedule {
-    /// SGLang's schedule for DeepSeek-V4 with no flags given: page 256,
-    /// `--max-running-requests` 256, cap mode, the GPU's `--chunked-prefill-size`.
+    /// SGLang's schedule for DeepSeek-V4 with no flags given (0.5.21–0.5.23): page 256,
+    /// `--max-running-requests` 256, ratio mode at the override's 0.1
+    /// (`_deepseek_v4_overrides`, recorded as explicit by `handle_cache_compatibility`),
+    /// the GPU's `--chunked-prefill-size` (which only cap mode reads).
     pub fn sglang_default(chunked_prefill_size: i64) -> Self {
         Dsv4Schedule {
             page_size: DSV4_PAGE_SIZE,
             max_running_requests: DSV4_DEFAULT_MAX_RUNNING_REQUESTS,
             chunked_prefill_size,
-            operator_swa_full_tokens_ratio: None,
+            operator_swa_full_tokens_ratio: Some(DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO),
             attn_dp_size: 1,
             disable_radix_cache: false,
             disable_overlap_schedule: false,
@@ -569,6 +584,8 @@ mod tests {
         }
     }
 
+    /// The configurator's cap mode (no operator ratio): not what DeepSeek-V4 runs in
+    /// 0.5.21–0.5.23, kept for a schedule that asks for it.
     fn sched() -> Dsv4Schedule {
         Dsv4Schedule {
             page_size: 256,
@@ -579,6 +596,48 @@ mod tests {
             disable_radix_cache: false,
             disable_overlap_schedule: false,
         }
+    }
+
+    #[test]
+    fn sglang_default_is_ratio_mode_at_the_overrides_ratio() {
+        let d = Dsv4Schedule::sglang_default(8192);
+        assert_eq!(d.operator_swa_full_tokens_ratio, Some(0.1));
+        let c = pro().coefficients(&d);
+        assert_eq!(c.swa_cap_tokens, None);
+        // 0.1 × 45,285 + 5,586.75 = 4,528.5 + 5,586.75.
+        assert_eq!(c.bytes_per_full_token, 10_115.25);
+    }
+
+    #[test]
+    fn pro_ratio_mode_pool_sizes_by_hand() {
+        let g = pro();
+        // Fixed: the C128 rings only, 4,209,508,352 (see below). 100 GiB − fixed =
+        // 103,164,674,048 / 10,115.25 = 10,198,973.2 → 10,198,784 (39,839 pages); SWA
+        // int(1,019,878.4) → 3,983 pages = 1,019,648; C4 / 4, C128 / 128, C4 state
+        // 3,983 × 8.
+        let p = g
+            .pool_sizes(&Dsv4Schedule::sglang_default(8192), 100 << 30, None)
+            .unwrap();
+        assert_eq!(p.fixed_bytes, 4_209_508_352);
+        assert_eq!(
+            (p.full, p.swa, p.c4, p.c128, p.c4_state),
+            (10_198_784, 1_019_648, 2_549_696, 79_678, 31_864)
+        );
+        // The chunk does not enter ratio mode.
+        let q = g
+            .pool_sizes(&Dsv4Schedule::sglang_default(16384), 100 << 30, None)
+            .unwrap();
+        assert_eq!(q, p);
+        // --swa-full-tokens-ratio 0.25: 0.25 × 45,285 + 5,586.75 = 16,908 B per full
+        // token; 103,164,674,048 / 16,908 = 6,101,530.8 → 6,101,504 (23,834 pages); SWA
+        // int(1,525,376.0) → 5,958 pages = 1,525,248.
+        let quarter = Dsv4Schedule {
+            operator_swa_full_tokens_ratio: Some(0.25),
+            ..Dsv4Schedule::sglang_default(8192)
+        };
+        assert_eq!(g.coefficients(&quarter).bytes_per_full_token, 16_908.0);
+        let p = g.pool_sizes(&quarter, 100 << 30, None).unwrap();
+        assert_eq!((p.full, p.swa), (6_101_504, 1_525_248));
     }
 
     #[test]
@@ -616,6 +675,31 @@ mod tests {
         assert_eq!(p.c128, 105_860);
         // 606,464 / 256 × 8.
         assert_eq!(p.c4_state, 18_952);
+    }
+
+    #[test]
+    fn cap_mode_per_attention_dp_worker() {
+        // Pro, --max-running-requests 256 over 2 attention-DP workers (128 each), the
+        // chunk after `handle_data_parallelism` (8192 // 2): cap ceil_align((128 + 128 +
+        // 256 + 256) × 128 + 2 × 4096 + 256 + 4 × 128 × (128 + 256), 256) = 98,304 +
+        // 8,192 + 256 + 196,608 = 303,360; fixed C128 (129 slots: 16,768 rows × 4 KiB ×
+        // 31 = 2,129,133,568) + 303,360 × 45,285 = 13,737,657,600; on 34,498,661,632 B
+        // (18,631,870,464 / 5,586.75 = 3,335,010.6) → 3,334,912, SGLang's configurator's
+        // figure for that budget. The undivided chunk 8192 gives its 311,552 / 3,268,608.
+        let s = Dsv4Schedule {
+            attn_dp_size: 2,
+            chunked_prefill_size: 4096,
+            ..sched()
+        };
+        assert_eq!(pro().coefficients(&s).swa_cap_tokens, Some(303_360));
+        let p = pro().pool_sizes(&s, 34_498_661_632, None).unwrap();
+        assert_eq!((p.full, p.swa), (3_334_912, 303_360));
+        let undivided = Dsv4Schedule {
+            chunked_prefill_size: 8192,
+            ..s
+        };
+        let p = pro().pool_sizes(&undivided, 34_498_661_632, None).unwrap();
+        assert_eq!((p.full, p.swa), (3_268_608, 311_552));
     }
 
     #[test]

@@ -53,6 +53,10 @@ pub struct ParamCounts {
     pub expert_hidden: u64,
     pub moe_intermediate: u64,
     pub expert_mats: u64,
+    /// The input embedding is whole on every rank under `--enable-dp-attention`
+    /// ([`PartBytes::embed_replicated_under_dp_attention`]).
+    #[serde(skip)]
+    pub embed_replicated_under_dp_attention: bool,
 }
 
 impl ParamCounts {
@@ -184,6 +188,7 @@ impl ParamCounts {
             embed: vocab * hidden,
             lm_head: if tied { 0 } else { vocab * hidden },
             norms: hidden, // final norm
+            embed_replicated_under_dp_attention: matches!(attention, Attention::Dsv4 { .. }),
             ..Default::default()
         };
         for l in 0..layers as u64 {
@@ -284,6 +289,7 @@ impl ParamCounts {
             shared_experts: shared,
             replicated: 2 * (self.router + self.norms),
             mla_absorbed: 2 * self.mla_kv_b,
+            embed_replicated_under_dp_attention: self.embed_replicated_under_dp_attention,
             mtp: if f == WeightFormat::Bf16 {
                 2 * self.mtp
             } else {
@@ -402,6 +408,13 @@ pub struct PartBytes {
     /// MHA prefill path. Not modelled: `SGLANG_USE_DEEPGEMM_BMM=1` on Hopper (fp8 copies,
     /// off by default) and ROCm (`block_quant_to_tensor_quant`: fp8 copies).
     pub mla_absorbed: u64,
+    /// The model's `VocabParallelEmbedding` is built with `enable_tp=not
+    /// is_dp_attention_enabled()`, so under DP attention every rank holds all of it:
+    /// DeepSeek-V4 (`models/deepseek_v4.py: DeepseekV4Model.__init__`, 0.5.14–0.5.23,
+    /// the same line in each). Other models shard it over the attention-TP group
+    /// ([`Self::per_rank`]).
+    #[serde(skip)]
+    pub embed_replicated_under_dp_attention: bool,
 }
 
 impl PartBytes {
@@ -437,6 +450,7 @@ impl PartBytes {
             // Not on disk: the copies are 2 bytes a `kv_b_proj` parameter, not a share
             // of the checkpoint.
             mla_absorbed: self.mla_absorbed,
+            embed_replicated_under_dp_attention: self.embed_replicated_under_dp_attention,
         }
     }
 
@@ -448,7 +462,9 @@ impl PartBytes {
     ///   `--enable-dp-attention`, so DP attention replicates them `dp` times);
     /// - the input embedding over the attention-TP group too
     ///   (`layers/vocab_parallel_embedding.py: get_embedding_tp_kwargs`, `models/qwen2.py`,
-    ///   `glm4_moe.py`, `gpt_oss.py`: `use_attn_tp_group=is_dp_attention_enabled()`);
+    ///   `glm4_moe.py`, `gpt_oss.py`: `use_attn_tp_group=is_dp_attention_enabled()`),
+    ///   except where the model replicates it under DP attention
+    ///   ([`Self::embed_replicated_under_dp_attention`]: DeepSeek-V4);
     /// - the LM head over the whole TP group (`ParallelLMHead`, `--enable-dp-lm-head`
     ///   off);
     /// - routed experts over TP × EP together (`--ep-size` splits the experts, the rest of
@@ -468,7 +484,11 @@ impl PartBytes {
             + self.mla_absorbed.div_ceil(attn_tp)
             + (self.routed_experts + self.shared_experts + self.dense_mlp).div_ceil(tp)
             + self.replicated;
-        let embed = self.embed.div_ceil(attn_tp);
+        let embed = if self.embed_replicated_under_dp_attention && layout.enable_dp_attention {
+            self.embed
+        } else {
+            self.embed.div_ceil(attn_tp)
+        };
         let lm_head = self.lm_head.div_ceil(tp);
         if pp == 1 {
             layers + embed + lm_head

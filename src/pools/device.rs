@@ -34,6 +34,21 @@ pub enum PoolError {
         "DeepSeek-V4's pools in this release (its own `pool_configurator.py: DSV4PoolConfigurator`) are not modelled: the simulator's DeepSeek-V4 sizing is checked against SGLang 0.5.21–0.5.23 only: pick a release from 0.5.21 on"
     )]
     Dsv4ReleaseNotModelled,
+    /// The weights leave no memory under the fraction: `rest_memory <= 0` in
+    /// `mem_cache/kv_cache_configurator.py: _profile_available_bytes` (0.5.16–0.5.23;
+    /// `model_executor/model_runner_kv_cache_mixin.py` in 0.5.14–0.5.15, the same text),
+    /// raised before any pool configurator runs. `minimum` is `1 - available / pre`
+    /// (free memory after / before the load).
+    #[error(
+        "Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static={}. Raise --mem-fraction-static above {:.3} (minimum viable = 1 - available/pre = {:.4}). If using speculative decoding, draft weights are now counted.",
+        crate::sizing::py_repr_float(*.mem_fraction_static),
+        (.minimum * 1000.0).ceil() / 1000.0,
+        .minimum
+    )]
+    WeightsLeaveNoKvRoom {
+        mem_fraction_static: f64,
+        minimum: f64,
+    },
     /// The `--speculative-algorithm` given.
     #[error(
         "DeepSeek-V4 with --speculative-algorithm {0}: the pools' speculative sizing (compress-state rings of 16 / 256 rows, (target + draft) / target inflation, the draft-aware SWA request cap) is not modelled"
@@ -293,25 +308,69 @@ pub fn device_pools(inp: &PoolSetInputs<'_>) -> Result<DevicePools, PoolError> {
     })
 }
 
+/// The schedule DeepSeek-V4's pools are sized under, as SGLang resolves it after its
+/// DeepSeek-V4 hooks (0.5.21–0.5.23):
+/// - `page_size` 256 (`model_overrides/deepseek_v4.py: _deepseek_v4_overrides` overrides
+///   any `--page-size`);
+/// - `--max-running-requests` 256 unless given (`deepseek_v4_hook.py:
+///   apply_deepseek_v4_defaults`), divided per attention-DP worker by the configurator;
+/// - `--chunked-prefill-size` by GPU memory unless given (`memory_hook.py:
+///   handle_gpu_memory_settings`), then floor-divided by the DP width under DP attention
+///   (`arg_groups/parallel_hook.py: handle_data_parallelism`: `// dp_size` in 0.5.21,
+///   `// attn_dp_size` in 0.5.22–0.5.23, the same width here), which runs after the
+///   `--mem-fraction-static` default has read the undivided value; only cap mode reads
+///   it;
+/// - the SWA ratio as the release's rule resolves it
+///   ([`Dsv4Pools::operator_swa_full_tokens_ratio`](crate::release::Dsv4Pools::operator_swa_full_tokens_ratio):
+///   ratio mode at 0.1 unless given).
+pub fn dsv4_schedule(
+    inp: &PoolSetInputs<'_>,
+    server: &crate::domain::ServerArgs,
+    gpu_memory: u64,
+) -> crate::model::dsv4::Dsv4Schedule {
+    use crate::model::dsv4::{
+        DSV4_DEFAULT_MAX_RUNNING_REQUESTS, DSV4_PAGE_SIZE, Dsv4Schedule,
+        default_chunked_prefill_size,
+    };
+    let dp = if inp.layout.enable_dp_attention {
+        inp.layout.dp_size.max(1) as u64
+    } else {
+        1
+    };
+    let chunk = server
+        .chunked_prefill_size
+        .map(i64::from)
+        .unwrap_or_else(|| default_chunked_prefill_size(gpu_memory));
+    Dsv4Schedule {
+        page_size: DSV4_PAGE_SIZE,
+        max_running_requests: server
+            .max_running_requests
+            .map(u64::from)
+            .unwrap_or(DSV4_DEFAULT_MAX_RUNNING_REQUESTS),
+        // Python's `//` (floor).
+        chunked_prefill_size: chunk.div_euclid(dp as i64),
+        operator_swa_full_tokens_ratio: inp
+            .rules
+            .dsv4_pools
+            .operator_swa_full_tokens_ratio(server.swa_full_tokens_ratio),
+        attn_dp_size: dp,
+        disable_radix_cache: server.disable_radix_cache,
+        disable_overlap_schedule: false,
+    }
+}
+
 /// DeepSeek-V4's device pools (`model_executor/pool_configurator.py:
 /// DSV4PoolConfigurator.calculate_pool_sizes`, see [`crate::model::dsv4`]) for the
-/// release's [`Dsv4Pools`](crate::release::Dsv4Pools) rule.
-///
-/// The schedule is SGLang's after its DeepSeek-V4 hooks: `page_size` 256
-/// (`model_overrides/deepseek_v4.py` overrides any `--page-size`),
-/// `--max-running-requests` 256 unless given (`deepseek_v4_hook.py:
-/// apply_deepseek_v4_defaults`), `--chunked-prefill-size` by GPU memory unless given
-/// (`memory_hook.py: _handle_gpu_memory_settings`), an operator `--swa-full-tokens-ratio`
-/// selects ratio mode. The budget is `profile_max_num_token`'s rest in bytes.
+/// release's [`Dsv4Pools`](crate::release::Dsv4Pools) rule, under [`dsv4_schedule`].
+/// The budget is `profile_max_num_token`'s rest in bytes (`_profile_available_bytes`);
+/// a rest of 0 or less is that function's ValueError
+/// ([`PoolError::WeightsLeaveNoKvRoom`]), before the configurator runs.
 pub fn dsv4_device_pools(
     inp: &PoolSetInputs<'_>,
     server: &crate::domain::ServerArgs,
     gpu_memory: u64,
 ) -> Result<crate::model::dsv4::Dsv4PoolSizes, PoolError> {
-    use crate::model::dsv4::{
-        DSV4_DEFAULT_MAX_RUNNING_REQUESTS, DSV4_PAGE_SIZE, Dsv4Geometry, Dsv4Schedule,
-        default_chunked_prefill_size,
-    };
+    use crate::model::dsv4::Dsv4Geometry;
     use crate::release::Dsv4Pools;
     let geo = Dsv4Geometry::of(&inp.model.attention, inp.model.layers).ok_or(PoolError::NotDsv4)?;
     if inp.rules.dsv4_pools == Dsv4Pools::NotModelled {
@@ -322,27 +381,17 @@ pub fn dsv4_device_pools(
         // inflation and the draft-aware SWA request cap are not modelled.
         return Err(PoolError::Dsv4Speculative(algo.to_string()));
     }
-    let dp = if inp.layout.enable_dp_attention {
-        inp.layout.dp_size.max(1) as u64
-    } else {
-        1
-    };
-    let sched = Dsv4Schedule {
-        page_size: DSV4_PAGE_SIZE,
-        max_running_requests: server
-            .max_running_requests
-            .map(u64::from)
-            .unwrap_or(DSV4_DEFAULT_MAX_RUNNING_REQUESTS),
-        chunked_prefill_size: server
-            .chunked_prefill_size
-            .map(i64::from)
-            .unwrap_or_else(|| default_chunked_prefill_size(gpu_memory)),
-        operator_swa_full_tokens_ratio: server.swa_full_tokens_ratio,
-        attn_dp_size: dp,
-        disable_radix_cache: server.disable_radix_cache,
-        disable_overlap_schedule: false,
-    };
+    let sched = dsv4_schedule(inp, server, gpu_memory);
     let rest = crate::model::profile_rest_gib(&inp.device);
+    if rest <= 0.0 {
+        let d = &inp.device;
+        let before = d.free_before_load as f64 / GIB;
+        let after = d.free_before_load.saturating_sub(d.weights_per_rank) as f64 / GIB;
+        return Err(PoolError::WeightsLeaveNoKvRoom {
+            mem_fraction_static: d.mem_fraction_static,
+            minimum: 1.0 - after / before,
+        });
+    }
     let available = py_int(rest * GIB).max(0) as u64;
     Ok(geo.pool_sizes(&sched, available, inp.device.max_total_tokens)?)
 }
@@ -381,6 +430,7 @@ pub fn resolve_mem_fraction(s: &crate::scenario::Scenario) -> ResolvedMemFractio
                 enable_dp_attention: s.layout.enable_dp_attention,
                 use_mla,
                 is_dsa,
+                is_dsv4: matches!(s.model.attention, Attention::Dsv4 { .. }),
                 chunked_prefill_size: s.server.chunked_prefill_size.map(i64::from),
                 max_prefill_tokens: s.server.max_prefill_tokens as i64,
                 cuda_graph_max_bs: None,
@@ -457,6 +507,22 @@ mod tests {
             .map(|p| p.bytes_per_token)
             .sum();
         draft_cell(target, &inp)
+    }
+
+    #[test]
+    fn dsv4_runs_ratio_mode_whether_the_ratio_is_given_or_not() {
+        use crate::release::Dsv4Pools;
+        for r in [Release::V0_5_21, Release::V0_5_22, Release::V0_5_23] {
+            let d = r.rules().pools.dsv4_pools;
+            assert_eq!(d, Dsv4Pools::RatioMode0521);
+            // `_deepseek_v4_overrides`' 0.1, recorded as explicit.
+            assert_eq!(d.operator_swa_full_tokens_ratio(None), Some(0.1));
+            assert_eq!(d.operator_swa_full_tokens_ratio(Some(0.25)), Some(0.25));
+        }
+        assert_eq!(
+            Release::V0_5_20.rules().pools.dsv4_pools,
+            Dsv4Pools::NotModelled
+        );
     }
 
     #[test]

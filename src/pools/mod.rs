@@ -13,7 +13,7 @@ pub mod host;
 
 pub use device::{
     DevicePools, DsaIndexKPlacement, PoolError, PoolSetInputs, ResolvedMemFraction, SpecDraft,
-    device_pools, dsa_index_k_layers, dsv4_device_pools, resolve_mem_fraction,
+    device_pools, dsa_index_k_layers, dsv4_device_pools, dsv4_schedule, resolve_mem_fraction,
 };
 pub use host::{
     HostPoolSpec, HostSizing, PoolUnit, dsv4_host_pool_specs, host_pool_counts, host_pool_specs,

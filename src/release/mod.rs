@@ -33,8 +33,8 @@ pub use rules::{
     PrefillGraphDefault, REPORTED_NOT_MODELLED, ReleaseRules, StorageWriteGate,
 };
 pub use server_check::{
-    FieldError, RELEASE_CHOICE_FIELDS, check_server, choice_refusal, eviction_policy_refusal,
-    storage_backend_refusal,
+    FieldError, RELEASE_CHOICE_FIELDS, check_server, choice_refusal, dsv4_kv_cache_dtype_refusal,
+    eviction_policy_refusal, storage_backend_refusal,
 };
 
 impl Release {

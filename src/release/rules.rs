@@ -221,7 +221,7 @@ pub enum MambaSlotFormula {
     PaddingSlot,
 }
 
-/// The pools a release builds for a model (issue 11): the data behind
+/// The pools a release builds for a model : the data behind
 /// [`crate::sizing::pool_set`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct PoolRules {
@@ -343,10 +343,31 @@ pub enum Dsv4Pools {
     /// 0.5.14–0.5.20: the release's own configurator is not modelled (the simulator's
     /// figures are checked against 0.5.21–0.5.23 only): start-up refuses to guess.
     NotModelled,
-    /// 0.5.21–0.5.23: the SWA request cap (`_resolve_swa_cap_tokens`), fractional
-    /// bytes per full token and the C128 state rings as fixed bytes
-    /// (`crate::model::dsv4`; the three releases agree on V4's ratios 0 / 4 / 128).
-    CapOrRatio0521,
+    /// 0.5.21–0.5.23: fractional bytes per full token and the C128 state rings as fixed
+    /// bytes (`crate::model::dsv4`; the three releases agree on V4's ratios 0 / 4 /
+    /// 128), the SWA pool always in ratio mode: `arg_groups/model_overrides/
+    /// deepseek_v4.py: _deepseek_v4_overrides` declares `swa_full_tokens_ratio = 0.1`
+    /// when the flag is unset (`model_type` not `deepseek_v41`), and
+    /// `arg_groups/kv_cache_hook.py: handle_cache_compatibility`, later in
+    /// `pipeline.py: run_resolution_pipeline`, records
+    /// `_swa_full_tokens_ratio_explicitly_set = cfg.swa_full_tokens_ratio is not None`,
+    /// true, so `pool_configurator.py: _operator_swa_full_tokens_ratio` returns the ratio
+    /// and `_resolve_swa_cap_tokens` None: the SWA request cap is never used.
+    RatioMode0521,
+}
+
+impl Dsv4Pools {
+    /// The ratio `DSV4PoolConfigurator` sees as the operator's
+    /// ([`crate::model::dsv4::Dsv4Schedule::operator_swa_full_tokens_ratio`]) for the
+    /// `--swa-full-tokens-ratio` given (`None`: not given).
+    pub fn operator_swa_full_tokens_ratio(self, given: Option<f64>) -> Option<f64> {
+        match self {
+            Dsv4Pools::NotModelled => given,
+            Dsv4Pools::RatioMode0521 => {
+                Some(given.unwrap_or(crate::model::dsv4::DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO))
+            }
+        }
+    }
 }
 
 /// Everything a release (or a what-if) decides.
@@ -595,7 +616,7 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
             hicache_host_memory_fraction: true,
         },
         pools: PoolRules {
-            dsv4_pools: Dsv4Pools::CapOrRatio0521,
+            dsv4_pools: Dsv4Pools::RatioMode0521,
             ..v0_5_20.pools
         },
         // `host_memory.py: available_host_memory_bytes` logs `HiCache memory headroom:

@@ -68,6 +68,23 @@ pub fn check_server(
     Ok(notes)
 }
 
+/// `--kv-cache-dtype` as written (`given`, the spelling kept) for a DeepSeek-V4 model
+/// (`DeepseekV4ForCausalLM`), the refusal if SGLang refuses it: it turns `auto` into
+/// `fp8_e4m3` and asserts the result is `fp8_e4m3` or `bfloat16`, comparing spellings, so
+/// the parser's own `bf16` (and `fp8_e5m2`, the packed dtypes) fail with
+/// `AssertionError: {kv_cache_dtype} is not supported for {model_arch}`. The same assert
+/// in every modelled release: 0.5.14 `arg_groups/deepseek_v4_hook.py:
+/// apply_deepseek_v4_defaults`, 0.5.15–0.5.23 `arg_groups/overrides.py:
+/// _deepseek_v4_kv_cache_dtype` (CUDA; NPU forces `bfloat16`, not modelled).
+pub fn dsv4_kv_cache_dtype_refusal(given: &str) -> Option<String> {
+    if matches!(given, "auto" | "fp8_e4m3" | "bfloat16") {
+        return None;
+    }
+    Some(format!(
+        "{given} is not supported for DeepseekV4ForCausalLM (SGLang's AssertionError: DeepSeek-V4 takes --kv-cache-dtype auto, fp8_e4m3 or bfloat16, spelled so)"
+    ))
+}
+
 /// `--radix-eviction-policy` as `sglang`'s parser checks it
 /// (`server_args.py: RADIX_EVICTION_POLICY_CHOICES`): the refusal, if it refuses `given`.
 pub fn eviction_policy_refusal(sglang: Sglang, given: &str) -> Option<String> {

@@ -428,6 +428,13 @@ fn check_server(
     let release_notes = crate::release::check_server(version, &mut server, fraction_given)
         .map_err(|(field, m)| at(field, m).sglang_refuses())?;
     let s = &server;
+    // DeepSeek-V4's own assert on the dtype's spelling (`check`: an invalid_args row).
+    if matches!(model.attention, crate::model::Attention::Dsv4 { .. })
+        && let Some(m) =
+            crate::release::dsv4_kv_cache_dtype_refusal(crate::domain::Choice::id(s.kv_cache_dtype))
+    {
+        return Err(at("server.kv_cache_dtype", m).sglang_refuses());
+    }
     // Valid `--kv-cache-dtype` choices of 0.5.14–0.5.23 (flag table) whose packed data +
     // scale buffers this simulator does not size have no storage dtype.
     let requested = match KvDtype::from_flag(s.kv_cache_dtype) {

@@ -267,11 +267,16 @@ impl DeviceFailure {
     /// - the weights alone do not fit: the load raises CUDA's out-of-memory error
     ///   (`torch.OutOfMemoryError`), and only a larger `--tp` (or a smaller checkpoint)
     ///   helps;
-    /// - they fit but leave no room under the fraction: `MemoryPoolConfig.__post_init__`
+    /// - they fit but leave no memory under the fraction (`rest ≤ 0`):
+    ///   `_profile_available_bytes` raises `ValueError("Loaded weights leave no GPU memory
+    ///   for the KV cache …")` ([`crate::pools::PoolError::WeightsLeaveNoKvRoom`],
+    ///   0.5.14–0.5.23);
+    /// - a rest smaller than one page of cells: `MemoryPoolConfig.__post_init__`
     ///   (`model_executor/pool_configurator.py`, 0.5.14–0.5.23) raises `RuntimeError("Not
     ///   enough memory. Please try to increase --mem-fraction-static. Current value:
-    ///   mem_fraction_static=F")`; a fraction above `weights / free` or a larger `--tp`
-    ///   helps.
+    ///   mem_fraction_static=F")`.
+    ///
+    /// A fraction above `weights / free`, or a larger `--tp`, helps.
     pub fn of(weights: u64, free: u64, f: f64, tp: u32) -> DeviceFailure {
         use crate::release::log_lines::ErrorKind;
         let human_bytes = |b: u64| format!("{} GB", crate::units::fmt_gb(b as i128));
@@ -293,19 +298,100 @@ impl DeviceFailure {
             };
         }
         let needed = weights as f64 / free as f64;
+        let hint = format!(
+            "the weights ({} per rank) take {:.1} % of the {} free before the load: raise --mem-fraction-static above {:.3}, or {larger_tp}",
+            human_bytes(weights),
+            100.0 * needed,
+            human_bytes(free),
+            needed
+        );
+        // `rest = free·f − weights` (`profile_max_num_token`, GiB floats).
+        const GIB: f64 = (1u64 << 30) as f64;
+        let (before, after) = (free as f64 / GIB, (free - weights) as f64 / GIB);
+        if after - before * (1.0 - f) <= 0.0 {
+            let e = crate::pools::PoolError::WeightsLeaveNoKvRoom {
+                mem_fraction_static: f,
+                minimum: 1.0 - after / before,
+            };
+            return DeviceFailure {
+                kind: ErrorKind::ValueError,
+                message: e.to_string(),
+                hint,
+            };
+        }
         DeviceFailure {
             kind: ErrorKind::RuntimeError,
             message: format!(
                 "Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static={}",
                 crate::sizing::py_repr_float(f)
             ),
-            hint: format!(
-                "the weights ({} per rank) take {:.1} % of the {} free before the load: raise --mem-fraction-static above {:.3}, or {larger_tp}",
-                human_bytes(weights),
-                100.0 * needed,
-                human_bytes(free),
-                needed
-            ),
+            hint,
+        }
+    }
+}
+
+impl DeviceFailure {
+    /// DeepSeek-V4's device pools that SGLang cannot build (0.5.21–0.5.23), from
+    /// [`crate::pools::dsv4_device_pools`]'s error; `None` for an error that is not a
+    /// failed start-up (a path the simulator does not model). Each is SGLang's own:
+    /// - the weights alone exceed the free memory: the load's CUDA out-of-memory error
+    ///   ([`Self::of`]);
+    /// - they fit but leave no memory under the fraction: `_profile_available_bytes`'
+    ///   `ValueError("Loaded weights leave no GPU memory for the KV cache …")`;
+    /// - cap mode: `DSV4PoolConfigurator.calculate_pool_sizes`' `RuntimeError("The DSV4
+    ///   SWA pool cap … leaves no room …")`;
+    /// - ratio mode: `_compute_dsv4_sizes` → `validate_swa_pool_size`'s `ValueError("SWA
+    ///   pool (N tokens) cannot hold even one request …")`, raised for a full pool of 0
+    ///   too (its SWA share is 0), before `MemoryPoolConfig` would say "Not enough
+    ///   memory".
+    pub fn of_dsv4(
+        e: &crate::pools::PoolError,
+        weights: u64,
+        free: u64,
+        f: f64,
+        tp: u32,
+    ) -> Option<DeviceFailure> {
+        use crate::model::dsv4::Dsv4Error;
+        use crate::pools::PoolError;
+        use crate::release::log_lines::ErrorKind;
+        let larger_tp = format!(
+            "raise --tp (TP{tp} → TP{} halves the weights per rank)",
+            tp.saturating_mul(2)
+        );
+        let human_bytes = |b: u64| format!("{} GB", crate::units::fmt_gb(b as i128));
+        match e {
+            PoolError::WeightsLeaveNoKvRoom { .. } if weights >= free => {
+                Some(Self::of(weights, free, f, tp))
+            }
+            PoolError::WeightsLeaveNoKvRoom { .. } => {
+                let needed = weights as f64 / free as f64;
+                Some(DeviceFailure {
+                    kind: ErrorKind::ValueError,
+                    message: e.to_string(),
+                    hint: format!(
+                        "the weights ({} per rank) take {:.1} % of the {} free before the load: raise --mem-fraction-static above {:.3}, or {larger_tp}",
+                        human_bytes(weights),
+                        100.0 * needed,
+                        human_bytes(free),
+                        needed
+                    ),
+                })
+            }
+            PoolError::Dsv4(Dsv4Error::SwaCapLeavesNoRoom { .. }) => Some(DeviceFailure {
+                kind: ErrorKind::RuntimeError,
+                message: e.to_string(),
+                hint: format!(
+                    "the SWA pool cap is paid up front and takes the whole KV budget: lower --max-running-requests, raise --mem-fraction-static, or {larger_tp}"
+                ),
+            }),
+            PoolError::Dsv4(Dsv4Error::SwaBelowFloor { window, page, .. }) => Some(DeviceFailure {
+                kind: ErrorKind::ValueError,
+                message: e.to_string(),
+                hint: format!(
+                    "the KV budget left after the C128 compress-state rings (which grow with --max-running-requests) holds too few tokens for an SWA pool above one request's {window} + {page}: raise --mem-fraction-static, lower --max-running-requests, or {larger_tp}"
+                ),
+            }),
+            _ => None,
         }
     }
 }
@@ -336,7 +422,7 @@ impl StartupPlan {
             .map(|b| b.0)
             .unwrap_or_else(|| s.node.gpu_reserved_for(s.layout.world_size()));
         let mem_fraction_static = crate::pools::resolve_mem_fraction(s).value;
-        // The pools this release builds for this model (issue 11, `crate::pools`).
+        // The pools this release builds for this model (`crate::pools`).
         let pool_rules = s.version.release_rules().pools;
         let pool_inputs = crate::pools::PoolSetInputs {
             model: &s.model,
@@ -361,14 +447,42 @@ impl StartupPlan {
         };
         let sizing = hicache_sizing(&s.server, &rules).map_err(|m| FieldError::new("server", m))?;
         let dsv4 = crate::model::dsv4::Dsv4Geometry::of(&s.model.attention, s.model.layers);
+        // A DeepSeek-V4 device pool SGLang cannot build: every rank fails after the load.
+        let mut dsv4_failure = None;
         let (device, pools) = match &dsv4 {
             Some(geo) => {
                 // DeepSeek-V4: the device pools as `DSV4PoolConfigurator` sizes them, the
                 // host pools as `build_deepseek_v4_hicache_stack` builds them.
-                let p =
-                    crate::pools::dsv4_device_pools(&pool_inputs, &s.server, s.node.gpu_memory.0)
-                        .map_err(|m| FieldError::new("server", m))?;
+                let p = match crate::pools::dsv4_device_pools(
+                    &pool_inputs,
+                    &s.server,
+                    s.node.gpu_memory.0,
+                ) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        let f = DeviceFailure::of_dsv4(
+                            &e,
+                            weights_per_rank,
+                            pool_inputs.device.free_before_load,
+                            mem_fraction_static,
+                            s.layout.tp_size,
+                        )
+                        .ok_or_else(|| FieldError::new("server", e))?;
+                        dsv4_failure = Some(f);
+                        crate::model::dsv4::Dsv4PoolSizes {
+                            full: 0,
+                            swa: 0,
+                            c4: 0,
+                            c128: 0,
+                            c4_state: 0,
+                            fixed_bytes: 0,
+                        }
+                    }
+                };
+                // The host pools come after the device pools: a failed device pool
+                // raises first.
                 match sizing {
+                    _ if dsv4_failure.is_some() => {}
                     HicacheSizing::AutoSize { .. } | HicacheSizing::AutoHicache { .. } => {
                         return Err(FieldError::new(
                             "server.hicache_ratio",
@@ -430,13 +544,15 @@ impl StartupPlan {
             }
         };
         let device_tokens = device.full_tokens;
-        let device_failure = (device_tokens == 0).then(|| {
-            DeviceFailure::of(
-                weights_per_rank,
-                pool_inputs.device.free_before_load,
-                mem_fraction_static,
-                s.layout.tp_size,
-            )
+        let device_failure = dsv4_failure.or_else(|| {
+            (device_tokens == 0).then(|| {
+                DeviceFailure::of(
+                    weights_per_rank,
+                    pool_inputs.device.free_before_load,
+                    mem_fraction_static,
+                    s.layout.tp_size,
+                )
+            })
         });
         let device_bytes = pools.iter().map(|p| p.spec.device_bytes).sum();
 

@@ -53,7 +53,7 @@ fn dsv4_host_pools_match_sglang() {
                 page_size: 256,
                 max_running_requests: g["max_running_requests"].as_u64().unwrap(),
                 chunked_prefill_size: g["chunked_prefill_size"].as_i64().unwrap(),
-                operator_swa_full_tokens_ratio: g["swa_full_tokens_ratio_arg"].as_f64(),
+                operator_swa_full_tokens_ratio: golden_operator_ratio(rel, &g),
                 attn_dp_size: 1,
                 disable_radix_cache: false,
                 disable_overlap_schedule: false,
@@ -106,15 +106,40 @@ fn dsv4_host_pools_match_sglang() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    // 4 DeepSeek-V4 catalogue models SGLang reads × 4 schedules × 2 budgets × 3 ratios
+    // 4 DeepSeek-V4 catalogue models SGLang reads × 6 schedules × 2 budgets × 3 ratios
     // × 6 pools × 3 releases; 2 FP8 repacks × 3 releases it cannot read.
-    assert_eq!(pools_checked, 4 * 4 * 2 * 3 * 6 * 3);
+    assert_eq!(pools_checked, 4 * 6 * 2 * 3 * 6 * 3);
     assert_eq!(sglang_errors, 2 * 3);
 }
 
-/// DeepSeek-V4-Pro at `--hicache-ratio 2` on a 100 GiB device budget, by hand (SGLang's
-/// figures in the golden agree): full 13,550,080 tokens = 52,930 pages → 105,860 host
-/// pages; SWA 606,464 = 2,369 pages → 4,738.
+/// The ratio `DSV4PoolConfigurator` took as the operator's in a golden line (`None`: cap
+/// mode). A line resolved as SGLang resolves the flags (`_deepseek_v4_overrides`, then
+/// the explicit-ratio rule of `handle_cache_compatibility`) must be what the release's
+/// rule gives for the flag; the others are the configurator's cap mode, forced.
+pub fn golden_operator_ratio(rel: &str, g: &Value) -> Option<f64> {
+    let explicit = g["swa_full_tokens_ratio_explicitly_set"].as_bool().unwrap();
+    let ratio = explicit.then(|| g["swa_full_tokens_ratio"].as_f64().unwrap());
+    if g["resolved_as_sglang"].as_bool().unwrap() {
+        let rule = hicache_sim::release::Sglang::from_id(rel)
+            .unwrap()
+            .release_rules()
+            .pools
+            .dsv4_pools;
+        assert_eq!(
+            rule.operator_swa_full_tokens_ratio(g["swa_full_tokens_ratio_arg"].as_f64()),
+            ratio,
+            "{rel}: {g}"
+        );
+        // Every DeepSeek-V4 build runs ratio mode, given the flag or not.
+        assert!(explicit, "{rel}: {g}");
+    }
+    ratio
+}
+
+/// DeepSeek-V4-Pro at `--hicache-ratio 2` on a 100 GiB device budget in the
+/// configurator's cap mode, by hand (SGLang's figures in the golden's forced cap-mode line
+/// agree): full 13,550,080 tokens = 52,930 pages → 105,860 host pages; SWA 606,464 =
+/// 2,369 pages → 4,738.
 #[test]
 fn dsv4_pro_host_pools_by_hand() {
     let e = catalogue()

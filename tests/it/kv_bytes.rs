@@ -143,7 +143,7 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
                 }
                 let geo = Dsv4Geometry::of(&hf.attention, hf.layers).expect("a DSV4 geometry");
                 for c in cases {
-                    failures.extend(dsv4_case(&geo, c, &ctx));
+                    failures.extend(dsv4_case(rel, &geo, c, &ctx));
                     dsv4_checked += 1;
                 }
                 checked += 1;
@@ -201,8 +201,8 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
         checked + failures.len(),
         failures[..failures.len().min(40)].join("\n")
     );
-    // 4 DeepSeek-V4 builds × 12 cases × 4 schedules × 2 HiCache switches × 3 releases.
-    assert_eq!(dsv4_checked, 1152, "DeepSeek-V4 schedules compared");
+    // 4 DeepSeek-V4 builds × 12 cases × 6 schedules × 2 HiCache switches × 3 releases.
+    assert_eq!(dsv4_checked, 1728, "DeepSeek-V4 schedules compared");
     // The host indexer of the 14 DSA builds (GLM-5, 5.1, 5.2, 5.3 and DeepSeek-V3.2 with
     // their FP8 / NVFP4 checkpoints) with HiCache on: 14 × 4 TP × 3 dtypes × 2 SM = 336
     // per release.
@@ -215,16 +215,17 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
     );
 }
 
-/// One DeepSeek-V4 schedule of a golden line: the coefficients
+/// One DeepSeek-V4 schedule of a golden line (its SWA ratio as
+/// [`crate::dsv4_host::golden_operator_ratio`] reads it): the coefficients
 /// (`bytes_per_full_token`, `bytes_per_swa_token` as Python's `repr`, `kv_bytes`, the
 /// SWA cap) and `calculate_pool_sizes` at each available budget must be SGLang's.
-fn dsv4_case(geo: &Dsv4Geometry, c: &Value, ctx: &str) -> Vec<String> {
+fn dsv4_case(rel: &str, geo: &Dsv4Geometry, c: &Value, ctx: &str) -> Vec<String> {
     let mut out = Vec::new();
     let sched = Dsv4Schedule {
         page_size: 256,
         max_running_requests: c["max_running_requests"].as_u64().unwrap(),
         chunked_prefill_size: c["chunked_prefill_size"].as_i64().unwrap(),
-        operator_swa_full_tokens_ratio: c["swa_full_tokens_ratio_arg"].as_f64(),
+        operator_swa_full_tokens_ratio: crate::dsv4_host::golden_operator_ratio(rel, c),
         attn_dp_size: 1,
         disable_radix_cache: false,
         disable_overlap_schedule: false,

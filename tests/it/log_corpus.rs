@@ -303,6 +303,7 @@ fn run(name: &str, c: &Case) -> Row {
                         enable_dp_attention: layout.enable_dp_attention,
                         use_mla,
                         is_dsa,
+                        is_dsv4: matches!(m.attention, Attention::Dsv4 { .. }),
                         chunked_prefill_size: c.flags.chunked_prefill_size,
                         max_prefill_tokens: 16384,
                         cuda_graph_max_bs: c.flags.cuda_graph_max_bs,

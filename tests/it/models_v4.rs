@@ -26,40 +26,48 @@ fn deepseek_v4_flash_pools_by_hand() {
     // then 4 / 128 alternating from layer 2, …, 4 | 0 for the MTP layer]: 21 ratio-4
     // layers (2, 4, …, 42), 20 ratio-128 (3, 5, …, 41), 2 window-only.
     let g = dsv4("deepseek-ai/DeepSeek-V4-Flash");
-    let c = g.coefficients(&Dsv4Schedule::sglang_default(8192));
+    // The configurator's cap mode (no ratio): DeepSeek-V4 does not reach it in
+    // 0.5.21–0.5.23, whose override sets the ratio 0.1 and records it as explicit.
+    let cap = Dsv4Schedule {
+        operator_swa_full_tokens_ratio: None,
+        ..Dsv4Schedule::sglang_default(8192)
+    };
+    let c = g.coefficients(&cap);
     assert_eq!((c.c4_layers, c.c128_layers), (21, 20));
     // SWA slot: paged V4 rows of 256 tokens, ceil(256 × 584 / 576) × 576 / 256 = 585 B
     // per layer × 43 + C4 compress state 8/256 × (2·2·512 + 2·2·128) × 4 B = 320 × 21:
     // 25,155 + 6,720 = 31,875.
     assert_eq!(c.bytes_per_swa_token, 31_875.0);
-    // Full token (cap mode: no SWA share): ratio 4 (585 + 132) / 4 = 179.25 × 21 =
+    // Full token in cap mode (no SWA share): ratio 4 (585 + 132) / 4 = 179.25 × 21 =
     // 3,764.25; ratio 128 ceil(2 × 584 / 576) × 576 / 2 / 128 = 6.75 × 20 = 135.
     assert_eq!(c.bytes_per_full_token, 3_899.25);
-    // 100 GiB: fixed C128 rings 33,152 rows × 2 × 512 × 4 B × 20 = 2,715,811,840 plus the
-    // SWA cap 606,464 × 31,875 = 19,331,040,000; (107,374,182,400 − 22,046,851,840) /
-    // 3,899.25 = 21,883,010.98 → 21,882,880 (page 256), SGLang's own figure.
-    let p = g
-        .pool_sizes(&Dsv4Schedule::sglang_default(8192), 100 << 30, None)
-        .unwrap();
+    // 100 GiB in cap mode: fixed C128 rings 33,152 rows × 2 × 512 × 4 B × 20 =
+    // 2,715,811,840 plus the SWA cap 606,464 × 31,875 = 19,331,040,000; (107,374,182,400
+    // − 22,046,851,840) / 3,899.25 = 21,883,010.98 → 21,882,880 (page 256), SGLang's
+    // configurator's own figure.
+    let p = g.pool_sizes(&cap, 100 << 30, None).unwrap();
     assert_eq!(p.full, 21_882_880);
     assert_eq!((p.swa, p.c4, p.c128), (606_464, 5_470_720, 170_960));
-    // --max-total-tokens caps the full pool (page-aligned), the SWA cap stays.
-    let capped = g
-        .pool_sizes(
-            &Dsv4Schedule::sglang_default(8192),
-            100 << 30,
-            Some(1_000_100),
-        )
-        .unwrap();
-    assert_eq!((capped.full, capped.swa), (999_936, 606_464));
-    // Ratio mode (--swa-full-tokens-ratio given): the SWA share joins the coefficient.
-    let ratio = Dsv4Schedule {
-        operator_swa_full_tokens_ratio: Some(0.1),
-        ..Dsv4Schedule::sglang_default(8192)
-    };
-    let c = g.coefficients(&ratio);
+    // SGLang's default (ratio mode at 0.1): the SWA share joins the coefficient,
+    // 3,187.5 + 3,899.25 = 7,086.75, and only the C128 rings are fixed.
+    let d = Dsv4Schedule::sglang_default(8192);
+    let c = g.coefficients(&d);
     assert_eq!(c.swa_cap_tokens, None);
-    assert_eq!(c.bytes_per_full_token, 0.1 * 31_875.0 + 3_899.25);
+    assert_eq!(c.bytes_per_full_token, 7_086.75);
+    // 40 GiB: (42,949,672,960 − 2,715,811,840) / 7,086.75 = 5,677,336.2 → 5,677,312
+    // (22,177 pages); SWA int(567,731.2) → 2,217 pages = 567,552.
+    let p = g.pool_sizes(&d, 40 << 30, None).unwrap();
+    assert_eq!((p.full, p.swa), (5_677_312, 567_552));
+    // 100 GiB: 104,658,370,560 / 7,086.75 = 14,768,211.1 → 14,768,128 (57,688 pages);
+    // SWA int(1,476,812.8) → 5,768 pages = 1,476,608; C4 / 4, C128 / 128.
+    let p = g.pool_sizes(&d, 100 << 30, None).unwrap();
+    assert_eq!(
+        (p.full, p.swa, p.c4, p.c128),
+        (14_768_128, 1_476_608, 3_692_032, 115_376)
+    );
+    // --max-total-tokens caps the full pool (page-aligned); the SWA pool follows it.
+    let capped = g.pool_sizes(&d, 100 << 30, Some(1_000_100)).unwrap();
+    assert_eq!((capped.full, capped.swa), (999_936, 99_840));
 }
 
 #[test]
@@ -98,6 +106,23 @@ fn deepseek_v4_kv_dtype_and_weights() {
         w > parts.routed_experts / 8 && w < parts.total() / 8 * 102 / 100,
         "{w}"
     );
+    // `models/deepseek_v4.py: DeepseekV4Model.__init__`: `VocabParallelEmbedding(…,
+    // enable_tp=not is_dp_attention_enabled())`. The embedding, 129,280 × 7,168 × 2 B =
+    // 1,853,358,080, is whole on every rank under DP attention (not / attention-TP 8:
+    // 231,669,760), and / TP 16 without it (115,834,880).
+    assert_eq!(parts.embed, 1_853_358_080);
+    let dp = ParallelLayout {
+        dp_size: 2,
+        enable_dp_attention: true,
+        ..ParallelLayout::tp(16)
+    };
+    let sharded = hicache_sim::model::weights::PartBytes {
+        embed_replicated_under_dp_attention: false,
+        ..parts
+    };
+    assert_eq!(parts.per_rank(&dp) - sharded.per_rank(&dp), 1_621_688_320);
+    let tp16 = ParallelLayout::tp(16);
+    assert_eq!(parts.per_rank(&tp16), sharded.per_rank(&tp16));
 }
 
 #[test]
@@ -168,17 +193,18 @@ fn check_answers_deepseek_v4_per_release() {
         text.contains("checked against SGLang 0.5.21–0.5.23 only"),
         "{text}"
     );
-    // 0.5.21–0.5.23: the device pools as `DSV4PoolConfigurator` sizes them and the six
-    // host pools `build_deepseek_v4_hicache_stack` builds at ratio 2 (full 25,344,256
-    // tokens = 99,001 pages → 198,002 host pages; SWA 622,848 = 2,433 → 4,866), each
-    // checked against the live per-rank budget: the binding pool is the last one built
-    // (C128: 20 layers × 198,002 × 1,728 B = 6.84 GB against 251.96 GB).
+    // 0.5.21–0.5.23: the device pools as `DSV4PoolConfigurator` sizes them (ratio
+    // mode) and the six host pools `build_deepseek_v4_hicache_stack` builds at ratio 2
+    // at the default f 0.855 (full 16,826,112 tokens = 65,727 pages → 131,454 host
+    // pages; SWA 1,682,432 = 6,572 → 13,144), each checked against the live per-rank
+    // budget: the binding pool is the last one built (C128: 20 layers × 131,454 × 1,728
+    // B = 4.54 GB), the least margin over the ranks and runs 243.84 GB.
     for rel in ["0.5.21", "0.5.22", "0.5.23"] {
         let row = text
             .lines()
             .find(|l| l.contains("v4.sh") && l.split_whitespace().nth(1) == Some(rel))
             .unwrap_or_else(|| panic!("{rel}: {text}"));
-        assert!(row.contains("ok") && row.contains("244.96 GB"), "{row}");
+        assert!(row.contains("ok") && row.contains("243.84 GB"), "{row}");
     }
     // 0.5.20 errors, so the batch fails.
     assert!(!out.status.success(), "{text}");
@@ -214,4 +240,295 @@ fn deepseek_v4_refuses_hicache_size_and_auto_size_as_sglang_does() {
         t.contains("HiCache auto-sizing does not support DeepSeekV4TokenToKVPool"),
         "{t}"
     );
+}
+
+/// A scenario from its YAML text.
+fn v4_scenario(yaml: &str) -> hicache_sim::scenario::Scenario {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("v4.yaml");
+    std::fs::write(&f, yaml).unwrap();
+    hicache_sim::scenario::Scenario::load(f.to_str().unwrap(), &[]).unwrap()
+}
+
+/// A scenario from its YAML text, and its start-up plan.
+fn v4_plan(
+    yaml: &str,
+) -> (
+    hicache_sim::scenario::Scenario,
+    hicache_sim::startup::StartupPlan,
+) {
+    let s = v4_scenario(yaml);
+    let p = hicache_sim::startup::StartupPlan::new(&s).unwrap();
+    (s, p)
+}
+
+/// DeepSeek-V4-Pro TP16 DP2 with DP attention on two HGX H20, f 0.9, no other flag
+/// (0.5.23): SGLang sizes it in ratio mode, and every rank holds the whole input
+/// embedding (`enable_tp=not is_dp_attention_enabled()`).
+#[test]
+fn deepseek_v4_pro_tp16_dp2_on_two_h20() {
+    let (s, p) = v4_plan(
+        "sglang: 0.5.23\nnode: {preset: hgx-h20, gpu_reserved: 3.11GiB}\nmodel: deepseek-ai/DeepSeek-V4-Pro\nserver:\n  launch: python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V4-Pro --tp 16 --dp 2 --enable-dp-attention --nnodes 2 --mem-fraction-static 0.9\n",
+    );
+    // The device memory gone before the load is given (3.11 GiB, the budget SGLang's
+    // configurator was run on), so the figures below test the rules, not a preset's
+    // estimate. Free: 97,871 MiB − 3.11 GiB = 102,625,181,696 − 3,339,337,073.
+    let free = 99_285_844_623u64;
+    assert_eq!(s.node.gpu_memory.0 - s.node.gpu_reserved_for(16), free);
+    // The weights by part with the embedding sharded over attention-TP 8 (54,858,472,688
+    // B) plus the 7/8 of the 129,280 × 7,168 × 2 B = 1,853,358,080 B embedding it did
+    // not count: 1,853,358,080 − 231,669,760 = 1,621,688,320.
+    let w = s.weights_per_rank().unwrap();
+    assert_eq!(w, 54_858_472_688 + 1_621_688_320);
+    // rest = (free − w) − free × (1 − 0.9) = 42,805,683,615 − 9,928,584,462.3 →
+    // 32,877,099,152 B. Per attention-DP worker: 128 requests, C128 rings
+    // ceil((129 × 128 + 129) / 128) × 128 = 16,768 rows × 2 × 512 × 4 B × 31 layers =
+    // 2,129,133,568 B fixed; 30,747,965,584 / 10,115.25 = 3,039,764.5 → 11,874 pages =
+    // 3,039,744 (3,200,000 with the embedding sharded); SWA int(303,974.4) → 1,187
+    // pages = 303,872.
+    assert_eq!(p.device_tokens, 3_039_744);
+    assert_eq!(p.device_swa_tokens, Some(303_872));
+    assert!(p.device_failure.is_none());
+}
+
+/// The schedule of DeepSeek-V4's pools under DP attention: `handle_data_parallelism`
+/// divides the chunk by the DP width (H20: 8192 by GPU memory → 4096 at DP2), while the
+/// mem-fraction default keeps reading 8192; requests divide per worker in the
+/// configurator. Without DP attention the chunk stays.
+#[test]
+fn deepseek_v4_schedule_under_dp_attention() {
+    let launch = |flags: &str| {
+        format!(
+            "sglang: 0.5.23\nnode: hgx-h20\nmodel: deepseek-ai/DeepSeek-V4-Pro\nserver:\n  launch: python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V4-Pro {flags}\n"
+        )
+    };
+    let sched = |flags: &str| {
+        let s = v4_scenario(&launch(flags));
+        let inp = hicache_sim::pools::PoolSetInputs {
+            model: &s.model,
+            layout: &s.layout,
+            dtype: s.kv_dtype,
+            rules: s.version.release_rules().pools,
+            device: hicache_sim::model::DevicePoolInputs {
+                free_before_load: 0,
+                weights_per_rank: 0,
+                mem_fraction_static: 0.9,
+                cell_size: 0,
+                page_size: 256,
+                max_total_tokens: None,
+            },
+            draft: Default::default(),
+            swa_full_tokens_ratio: 0.1,
+            mamba_full_memory_ratio: 0.9,
+            max_mamba_cache_size: None,
+            enable_hierarchical_cache: false,
+            pd_disaggregation: false,
+        };
+        hicache_sim::pools::dsv4_schedule(&inp, &s.server, s.node.gpu_memory.0)
+    };
+    let dp = sched("--tp 16 --dp 2 --enable-dp-attention --nnodes 2 --mem-fraction-static 0.9");
+    assert_eq!(
+        (
+            dp.chunked_prefill_size,
+            dp.attn_dp_size,
+            dp.max_running_requests
+        ),
+        (4096, 2, 256)
+    );
+    assert_eq!(dp.operator_swa_full_tokens_ratio, Some(0.1));
+    let given =
+        sched("--tp 16 --dp 2 --enable-dp-attention --nnodes 2 --chunked-prefill-size 6000");
+    assert_eq!(given.chunked_prefill_size, 3000);
+    let tp = sched("--tp 8");
+    assert_eq!((tp.chunked_prefill_size, tp.attn_dp_size), (8192, 1));
+}
+
+/// DeepSeek-V4-Flash TP8 on 8 × L20 (0.5.23, no flags): SGLang's default fraction without
+/// the prefill graph it turns off for DeepSeek-V4, 0.826 (8,000 MiB reserved of 46,068),
+/// and ratio mode: the start-up fits (cap mode refused it: "The DSV4 SWA pool cap
+/// (598272 tokens, 17.76 GB) leaves no room").
+#[test]
+fn deepseek_v4_flash_tp8_on_l20_starts_at_sglangs_default_fraction() {
+    let launch = |model: &str| {
+        format!(
+            "sglang: 0.5.23\nnode: l20x8\nmodel: {model}\nserver:\n  launch: python -m sglang.launch_server --model-path {model} --tp 8\n"
+        )
+    };
+    let (s, p) = v4_plan(&launch("deepseek-ai/DeepSeek-V4-Flash"));
+    assert_eq!(hicache_sim::pools::resolve_mem_fraction(&s).value, 0.826);
+    // Free: 46,068 MiB − 1 GiB = 47,232,057,344 B; weights 19,642,549,568 B per rank.
+    // rest = 27,589,507,776 − 47,232,057,344 × 0.174 (8,218,377,977.9) → 19,371,129,798
+    // B; C128 rings (257 slots: 33,152 rows × 4 KiB × 20 layers) 2,715,811,840 fixed;
+    // 16,655,317,958 / 7,086.75 = 2,350,205.8 → 9,180 pages = 2,350,080; SWA
+    // int(235,008.0) = 918 pages.
+    assert_eq!(s.weights_per_rank().unwrap(), 19_642_549_568);
+    assert_eq!(
+        (p.device_tokens, p.device_swa_tokens),
+        (2_350_080, Some(235_008))
+    );
+    assert!(p.device_failure.is_none());
+    // The FP8-expert build (35,882,960,192 B per rank): rest 3,130,719,174 B − 2,715,811,840
+    // = 414,907,334 / 7,086.75 = 58,547.2 → 228 pages = 58,368; SWA int(5,836.8) → 22
+    // pages = 5,632, above the 128 + 256 admission floor.
+    let (s, p) = v4_plan(&launch("sgl-project/DeepSeek-V4-Flash-FP8"));
+    assert_eq!(s.weights_per_rank().unwrap(), 35_882_960_192);
+    assert_eq!(
+        (p.device_tokens, p.device_swa_tokens),
+        (58_368, Some(5_632))
+    );
+}
+
+/// `--kv-cache-dtype` for DeepSeek-V4: SGLang asserts the spelling `fp8_e4m3` or
+/// `bfloat16` after turning `auto` into `fp8_e4m3`, so the parser's `bf16` is refused (an
+/// `invalid_args` row with its words), while `bfloat16` starts.
+#[test]
+fn deepseek_v4_refuses_bf16_spelled_bf16_as_sglang_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |dtype: &str| {
+        let f = dir.path().join(format!("v4-{dtype}.sh"));
+        std::fs::write(
+            &f,
+            format!("# hicache-sim: node=hgx-b200\npython -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V4-Flash --tp 4 --kv-cache-dtype {dtype}\n"),
+        )
+        .unwrap();
+        let out = Command::cargo_bin("hicache-sim")
+            .unwrap()
+            .args([
+                "check",
+                "--sglang",
+                "0.5.21,0.5.23",
+                "--runs",
+                "5",
+                "--format",
+                "json",
+            ])
+            .arg(&f)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+        (out.status.code(), v)
+    };
+    let (code, v) = run("bf16");
+    assert_eq!(code, Some(1), "{v}");
+    for row in v.as_array().unwrap() {
+        assert_eq!(row["status"], "invalid_args", "{row}");
+        assert!(
+            row["message"]
+                .as_str()
+                .unwrap()
+                .contains("bf16 is not supported for DeepseekV4ForCausalLM"),
+            "{row}"
+        );
+    }
+    let (_, v) = run("fp8_e5m2");
+    assert_eq!(v[0]["status"], "invalid_args", "{v}");
+    let (code, v) = run("bfloat16");
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v[0]["status"], "ok", "{v}");
+}
+
+/// DeepSeek-V4 pools with no room are a failed start-up with SGLang's words (exit 1 in
+/// `check`, not an error row). V4-Flash-FP8 TP8 on 8 × L20 (47,232,057,344 B free,
+/// 35,882,960,192 B of weights per rank):
+/// - f 0.7: the weights take 75.97 % of the free memory, `_profile_available_bytes`
+///   raises before the configurator;
+/// - f 0.815: rest 38,494,126,735 − 35,882,960,192 = 2,611,166,543 B, less than the C128
+///   rings' 2,715,811,840: no full token, so `validate_swa_pool_size` refuses an SWA
+///   pool of 0.
+#[test]
+fn deepseek_v4_without_room_is_a_failed_start_up_with_sglangs_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let check = |f: &str| {
+        let p = dir.path().join(format!("v4-{f}.sh"));
+        std::fs::write(
+            &p,
+            format!("# hicache-sim: node=l20x8\npython -m sglang.launch_server --model-path sgl-project/DeepSeek-V4-Flash-FP8 --tp 8 --mem-fraction-static {f}\n"),
+        )
+        .unwrap();
+        let out = Command::cargo_bin("hicache-sim")
+            .unwrap()
+            .args([
+                "check", "--sglang", "0.5.23", "--runs", "5", "--format", "json",
+            ])
+            .arg(&p)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v[0]["outcome"], "failed", "{v}");
+        assert_eq!(v[0]["status"], "failed", "{v}");
+        v[0]["message"].as_str().unwrap().to_string()
+    };
+    assert_eq!(
+        check("0.7"),
+        "Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.7. Raise --mem-fraction-static above 0.760 (minimum viable = 1 - available/pre = 0.7597). If using speculative decoding, draft weights are now counted. (what would help: the weights (35.88 GB per rank) take 76.0 % of the 47.23 GB free before the load: raise --mem-fraction-static above 0.760, or raise --tp (TP8 → TP16 halves the weights per rank))"
+    );
+    let m = check("0.815");
+    assert!(
+        m.starts_with("SWA pool (0 tokens) cannot hold even one request: the prefill admission floor is sliding_window_size (128) + page_size (256). Increase --swa-full-tokens-ratio or the total KV budget. (what would help: ")
+            && m.contains("lower --max-running-requests"),
+        "{m}"
+    );
+    // The startup report: every rank fails with the ValueError.
+    let (_, p) = v4_plan(
+        "sglang: 0.5.23\nnode: l20x8\nmodel: sgl-project/DeepSeek-V4-Flash-FP8\nserver:\n  launch: python -m sglang.launch_server --model-path sgl-project/DeepSeek-V4-Flash-FP8 --tp 8 --mem-fraction-static 0.815\n",
+    );
+    assert_eq!(p.device_tokens, 0);
+    let f = p.device_failure.expect("a failed start-up");
+    assert_eq!(f.kind.name(), "ValueError");
+    // Cap mode's no-room (the configurator's path for a ratio nobody set; DeepSeek-V4
+    // runs ratio mode) is its RuntimeError.
+    let cap = hicache_sim::pools::PoolError::Dsv4(
+        hicache_sim::model::dsv4::Dsv4Error::SwaCapLeavesNoRoom {
+            cap_tokens: 598_272,
+            cap_gb: 17.76,
+            available_gb: 17.69,
+        },
+    );
+    let f = hicache_sim::startup::plan::DeviceFailure::of_dsv4(
+        &cap,
+        19_642_549_568,
+        47_232_057_344,
+        0.818,
+        8,
+    )
+    .unwrap();
+    assert_eq!(f.kind.name(), "RuntimeError");
+    assert!(
+        f.message.starts_with(
+            "The DSV4 SWA pool cap (598272 tokens, 17.76 GB) leaves no room for the full KV pool within the available 17.69 GB."
+        ),
+        "{}",
+        f.message
+    );
+}
+
+/// The N05 / N06 logs' budgets (DeepSeek-V4-Flash-Base, 8 × H20 TP8, `--disable-radix-cache`,
+/// 45.78 and 19.58 GiB available per rank, logged by an early build whose own formula
+/// gave 3,080,960 / 1,317,632) under the 0.5.21–0.5.23 configurator, the budget fed in
+/// directly: ratio mode, 7,086.75 B per full token after the C128 rings' 2,715,811,840 B.
+#[test]
+fn deepseek_v4_flash_on_the_n05_n06_budgets() {
+    let g = dsv4("deepseek-ai/DeepSeek-V4-Flash");
+    let sched = Dsv4Schedule {
+        disable_radix_cache: true,
+        ..Dsv4Schedule::sglang_default(8192)
+    };
+    // int(45.78 × 2^30) = 49,155,900,702; − 2,715,811,840 = 46,440,088,862 / 7,086.75 =
+    // 6,553,084.6 → 25,597 pages = 6,552,832; SWA int(655,283.2) → 2,559 pages = 655,104;
+    // C4 / 4, C128 / 128, C4 state 2,559 × 8.
+    let n05 = g
+        .pool_sizes(&sched, 4578 * (1u64 << 30) / 100, None)
+        .unwrap();
+    assert_eq!(
+        (n05.full, n05.swa, n05.c4, n05.c128, n05.c4_state),
+        (6_552_832, 655_104, 1_638_208, 51_194, 20_472)
+    );
+    // int(19.58 × 2^30) = 21,023,864,913; 18,308,053,073 / 7,086.75 = 2,583,421.3 →
+    // 10,091 pages = 2,583,296; SWA int(258,329.6) → 1,009 pages = 258,304.
+    let n06 = g
+        .pool_sizes(&sched, 1958 * (1u64 << 30) / 100, None)
+        .unwrap();
+    assert_eq!((n06.full, n06.swa), (2_583_296, 258_304));
 }

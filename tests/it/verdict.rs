@@ -157,7 +157,7 @@ fn sweep_rows_carry_the_status() {
 /// against 81,559 MiB − 3.11 GiB = 82.18 GB free: the load raises CUDA's OOM; a `failed`
 /// verdict (exit 1 in `check`, not an `error` row), the hint names `--tp`. Llama-3.1-70B
 /// bf16 at TP2 with `--mem-fraction-static 0.8`: 70.50 GB of 82.18 GB = 85.8 %, so
-/// SGLang's "Not enough memory" with its current value, and the fraction that would do.
+/// SGLang's "Loaded weights leave no GPU memory" with the fraction that would do.
 #[test]
 fn a_model_that_does_not_fit_is_failed_with_sglangs_words_and_a_hint() {
     let d = tempfile::tempdir().unwrap();
@@ -195,7 +195,7 @@ fn a_model_that_does_not_fit_is_failed_with_sglangs_words_and_a_hint() {
     assert_eq!(v["status"], "failed");
     assert_eq!(
         v["ranks"][0]["message"],
-        "Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.8"
+        "Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.8. Raise --mem-fraction-static above 0.858 (minimum viable = 1 - available/pre = 0.8579). If using speculative decoding, draft weights are now counted."
     );
     assert!(
         v["verdict"].as_str().unwrap().contains(

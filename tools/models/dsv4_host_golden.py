@@ -10,8 +10,9 @@ real DeepSeekV4PagedHostPool / DeepSeekV4StateHostPool constructors; torch stubb
 a shape-recording tensor).
 
 One line per model x schedule (max_running_requests, chunked_prefill_size,
---swa-full-tokens-ratio) x device budget, each with the host pools at --hicache-ratio
-1, 2 and 3.5 and SGLang's two refusals. `cargo test --test it dsv4_host` checks every
+--swa-full-tokens-ratio given or not, resolved as SGLang resolves the flags or forced
+into the configurator's cap mode: see the worker's SCHEDULES) x device budget, each with
+the host pools at --hicache-ratio 1, 2 and 3.5 and SGLang's two refusals. `cargo test --test it dsv4_host` checks every
 line against the simulator (tests/it/dsv4_host.rs).
 
 Usage: python3 tools/models/dsv4_host_golden.py [--releases 0.5.21,0.5.22,0.5.23]

@@ -33,8 +33,14 @@ import types
 
 TREE = sys.argv[1]
 DIRS = sys.argv[2:]
-# (max_running_requests, chunked_prefill_size, --swa-full-tokens-ratio given or None)
-SCHEDULES = [(256, 8192, None), (256, 16384, None), (64, 8192, None), (256, 8192, 0.1)]
+# (max_running_requests, chunked_prefill_size, --swa-full-tokens-ratio given or None,
+# resolved as SGLang resolves the flags): True runs `_deepseek_v4_overrides` and the
+# explicit-ratio rule (`swa_ratio` below), what a server with these flags sizes; False
+# forces the configurator's cap mode (`_swa_full_tokens_ratio_explicitly_set` False), a
+# state DeepSeek-V4 does not reach in 0.5.21–0.5.23, kept to check the simulator's
+# cap-mode arithmetic against SGLang's.
+SCHEDULES = [(256, 8192, None, True), (64, 8192, None, True), (256, 8192, 0.25, True),
+             (256, 8192, None, False), (256, 16384, None, False), (64, 8192, None, False)]
 AVAILABLE_GIB = [40, 100]
 RATIOS = [1.0, 2.0, 3.5]
 
@@ -144,6 +150,7 @@ import sglang.srt.mem_cache.deepseek_v4_memory_pool as v4pool  # noqa: E402
 import sglang.srt.mem_cache.hybrid_cache.hybrid_pool_assembler as hpa  # noqa: E402
 import sglang.srt.mem_cache.memory_pool_host as mph  # noqa: E402
 import sglang.srt.mem_cache.hicache_auto_size as auto  # noqa: E402
+from sglang.srt.arg_groups.model_overrides.deepseek_v4 import _deepseek_v4_overrides  # noqa: E402
 
 
 class Cfg:
@@ -237,11 +244,28 @@ class Spec:
     def is_none(self): return True
 
 
-def device_pools(mc, mrr, chunk, ratio, gib):
+def swa_ratio(mc, ratio, as_sglang):
+    """`--swa-full-tokens-ratio` (None: not given) as the configurator sees it: the ratio
+    and `_swa_full_tokens_ratio_explicitly_set`. As SGLang resolves it:
+    `arg_groups/model_overrides/deepseek_v4.py: _deepseek_v4_overrides` (SGLang's own,
+    run on a view of the flags) declares 0.1 when it is unset (model_type not
+    deepseek_v41), and `arg_groups/kv_cache_hook.py: handle_cache_compatibility`, later in
+    `run_resolution_pipeline`, records `explicitly_set = cfg.swa_full_tokens_ratio is not
+    None` over that declaration. Otherwise the configurator's cap mode: not explicit."""
+    if not as_sglang:
+        return (0.1 if ratio is None else ratio), False
+    view = types.SimpleNamespace(
+        swa_full_tokens_ratio=ratio, device="cuda", moe_runner_backend="triton",
+        fp8_gemm_runner_backend="auto", moe_a2a_backend="none", _resolved_overrides=[])
+    ratio = _deepseek_v4_overrides(view, mc.hf_config).get("swa_full_tokens_ratio", ratio)
+    return ratio, ratio is not None
+
+
+def device_pools(mc, mrr, chunk, ratio, explicit, gib):
     STATE["schedule"] = {
         "page_size": 256, "max_running_requests": mrr, "chunked_prefill_size": chunk,
-        "swa_full_tokens_ratio": 0.1 if ratio is None else ratio,
-        "_swa_full_tokens_ratio_explicitly_set": ratio is not None,
+        "swa_full_tokens_ratio": ratio,
+        "_swa_full_tokens_ratio_explicitly_set": explicit,
         "disable_overlap_schedule": False, "swa_prefix_tails": None,
     }
     patch_all()
@@ -302,12 +326,15 @@ for d in DIRS:
         continue
     if not is_deepseek_v4(mc.hf_config):
         continue
-    for mrr, chunk, ratio in SCHEDULES:
+    for mrr, chunk, arg, as_sglang in SCHEDULES:
+        ratio, explicit = swa_ratio(mc, arg, as_sglang)
         for gib in AVAILABLE_GIB:
             rec = {"model": name, "max_running_requests": mrr, "chunked_prefill_size": chunk,
-                   "swa_full_tokens_ratio_arg": ratio, "available_gib": gib}
+                   "swa_full_tokens_ratio_arg": arg, "resolved_as_sglang": as_sglang,
+                   "swa_full_tokens_ratio": ratio,
+                   "swa_full_tokens_ratio_explicitly_set": explicit, "available_gib": gib}
             try:
-                info, r = device_pools(mc, mrr, chunk, ratio, gib)
+                info, r = device_pools(mc, mrr, chunk, ratio, explicit, gib)
                 rec["full"] = r.full_max_total_num_tokens
                 rec["swa"] = r.swa_max_total_num_tokens
                 kv = kv_pool(mc, info, r, mrr)

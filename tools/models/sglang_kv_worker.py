@@ -220,18 +220,44 @@ class Spec:
 # depends on the schedule: `deepseek_v4_hook.py: apply_deepseek_v4_defaults` sets
 # --max-running-requests 256 and `model_overrides/deepseek_v4.py` page_size 256.
 # One case per (max_running_requests, chunked_prefill_size, --swa-full-tokens-ratio
-# given or not) x available bytes: the figures calculate_pool_sizes returns.
-DSV4_SCHEDULES = [(256, 8192, None), (256, 16384, None), (64, 8192, None), (256, 8192, 0.1)]
+# given or None, resolved as SGLang resolves the flags) x available bytes: the figures
+# calculate_pool_sizes returns. True runs `_deepseek_v4_overrides` and the explicit-ratio
+# rule (`dsv4_swa_ratio`), what a server with these flags sizes; False forces the
+# configurator's cap mode (`_swa_full_tokens_ratio_explicitly_set` False), a state
+# DeepSeek-V4 does not reach in 0.5.21–0.5.23, kept to check the simulator's cap-mode
+# arithmetic against SGLang's.
+DSV4_SCHEDULES = [(256, 8192, None, True), (64, 8192, None, True), (256, 8192, 0.25, True),
+                  (256, 8192, None, False), (256, 16384, None, False), (64, 8192, None, False)]
 DSV4_AVAILABLE_GIB = [40, 100]
+
+
+def dsv4_swa_ratio(mc, ratio, as_sglang):
+    """`--swa-full-tokens-ratio` (None: not given) as the configurator sees it: the ratio
+    and `_swa_full_tokens_ratio_explicitly_set`. As SGLang resolves it:
+    `arg_groups/model_overrides/deepseek_v4.py: _deepseek_v4_overrides` (SGLang's own,
+    run on a view of the flags) declares 0.1 when it is unset (model_type not
+    deepseek_v41), and `arg_groups/kv_cache_hook.py: handle_cache_compatibility`, later in
+    `run_resolution_pipeline`, records `explicitly_set = cfg.swa_full_tokens_ratio is not
+    None` over that declaration. Otherwise the configurator's cap mode: not explicit."""
+    if not as_sglang:
+        return (0.1 if ratio is None else ratio), False
+    from sglang.srt.arg_groups.model_overrides.deepseek_v4 import _deepseek_v4_overrides
+    patch_all()
+    view = types.SimpleNamespace(
+        swa_full_tokens_ratio=ratio, device="cuda", moe_runner_backend="triton",
+        fp8_gemm_runner_backend="auto", moe_a2a_backend="none", _resolved_overrides=[])
+    ratio = _deepseek_v4_overrides(view, mc.hf_config).get("swa_full_tokens_ratio", ratio)
+    return ratio, ratio is not None
 
 
 def dsv4_cases(mc, kv):
     out = []
-    for mrr, chunk, ratio in DSV4_SCHEDULES:
+    for mrr, chunk, arg, as_sglang in DSV4_SCHEDULES:
+        ratio, explicit = dsv4_swa_ratio(mc, arg, as_sglang)
         STATE["schedule"] = {
             "page_size": 256, "max_running_requests": mrr, "chunked_prefill_size": chunk,
-            "swa_full_tokens_ratio": 0.1 if ratio is None else ratio,
-            "_swa_full_tokens_ratio_explicitly_set": ratio is not None,
+            "swa_full_tokens_ratio": ratio,
+            "_swa_full_tokens_ratio_explicitly_set": explicit,
             "disable_overlap_schedule": False, "swa_prefix_tails": None,
         }
         patch_all()
@@ -244,7 +270,9 @@ def dsv4_cases(mc, kv):
             attn_dp_size=1, server_args=Cfg())
         c = pc.create_memory_pool_configurator(kvc)
         rec = {"configurator": type(c).__name__, "max_running_requests": mrr,
-               "chunked_prefill_size": chunk, "swa_full_tokens_ratio_arg": ratio,
+               "chunked_prefill_size": chunk, "swa_full_tokens_ratio_arg": arg,
+               "resolved_as_sglang": as_sglang, "swa_full_tokens_ratio": ratio,
+               "swa_full_tokens_ratio_explicitly_set": explicit,
                "kv_bytes": c.kv_bytes, "bytes_per_full_token": repr(c.bytes_per_full_token),
                "bytes_per_swa_token": repr(c.bytes_per_swa_token),
                "swa_cap_tokens": c.swa_cap_tokens, "sizes": {}}
