@@ -336,7 +336,7 @@ impl StartupPlan {
             .map(|b| b.0)
             .unwrap_or_else(|| s.node.gpu_reserved_for(s.layout.world_size()));
         let mem_fraction_static = crate::pools::resolve_mem_fraction(s).value;
-        // The pools this release builds for this model (issue 11, `crate::pools`).
+        // The pools this release builds for this model (`crate::pools`).
         let pool_rules = s.version.release_rules().pools;
         let pool_inputs = crate::pools::PoolSetInputs {
             model: &s.model,
