@@ -2,7 +2,7 @@
 //! the bundled Mooncake trace): size / ratio / fraction searches with 1000 start-up runs
 //! per probe, sensitivity probes, and the hit-rate ladder (27 replays + 3 policies).
 //! Target (issue #12): under 10 seconds on 2 cores. Time the whole command with
-//! `farm-bench -- target/release/hicache-sim plan scenarios/quickstart.yaml`.
+//! `hyperfine "target/release/hicache-sim plan scenarios/quickstart.yaml"`.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use hicache_sim::plan::{DEFAULT_RUNS, PlanOptions, plan};

@@ -2,7 +2,7 @@
 //! (L1), pinned host DRAM (L2) and storage (L3) — and of the start-up sizing of the host
 //! pools under each SGLang version's rules, on real machines under real memory limits.
 //!
-//! The binary (`src/main.rs`) is a thin CLI over this library. Module map:
+//! The binary (`src/main.rs`) is a thin CLI over this library ([`cli`] is its grammar). Module map:
 //! - [`units`], [`error`], [`fingerprint`]: quantities at the edges, input errors with
 //!   file/line/field, stable content hashes;
 //! - [`domain`]: SGLang's vocabulary, typed — server arguments and one enum per choice;
@@ -18,6 +18,7 @@
 
 pub mod cache;
 pub mod capture;
+pub mod cli;
 pub mod commands;
 pub mod domain;
 pub mod engine;

@@ -5,73 +5,9 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
-use hicache_sim::commands::{self, OutputFormat};
-
-#[derive(Parser)]
-#[command(
-    name = "hicache-sim",
-    version,
-    about = "Simulate SGLang HiCache host-memory tiers: start-up sizing under each SGLang version, trace replay through device/host/storage, and parameter sweeps."
-)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand)]
-enum Command {
-    /// Simulate the start-up of every rank: budgets, pool sizes, refusals, OOM kills.
-    Startup(commands::StartupArgs),
-    /// Capacity plan: the largest --hicache-size / ratio / fraction that starts every rank
-    /// with P ≥ target, the hit rate it buys, and the flags for the recipe.
-    Plan(commands::PlanArgs),
-    /// Check recipes (scenarios or launch-command files) for a CI: one line per file x
-    /// release; exit 1 when any would refuse or be OOM-killed.
-    Check(commands::CheckArgs),
-    /// Replay a trace through the device / host / storage tiers.
-    Replay(commands::ReplayArgs),
-    /// Run the sweep of a scenario: CSV rows and default plots in --out.
-    Sweep(commands::SweepArgs),
-    /// Join shard CSVs of one sweep into the file an unsharded run writes.
-    Merge(commands::MergeArgs),
-    /// Draw a plot from a results CSV.
-    Plot(commands::PlotArgs),
-    /// Generate traces or print their statistics.
-    Trace {
-        #[command(subcommand)]
-        command: commands::TraceCommand,
-    },
-    /// Measure this machine: write the `node:` and `memory:` of a scenario (meminfo, the
-    /// memory cgroup chain as SGLang walks it, nvidia-smi).
-    Capture(commands::CaptureArgs),
-    /// List the node and model presets a scenario can name.
-    Presets {
-        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
-        format: OutputFormat,
-    },
-    /// List the SGLang releases and what-if rule sets this simulator models.
-    Versions {
-        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
-        format: OutputFormat,
-    },
-    /// Differential-test hook: sizing figures of memory states (JSON lines).
-    #[command(hide = true)]
-    DebugSizing {
-        /// JSON-lines file of states (`tests/sglang_diff/`).
-        states: String,
-        #[arg(long, default_value = "latest", value_parser = commands::sglang_arg::bare)]
-        sglang: hicache_sim::release::Sglang,
-    },
-    /// Differential-test hook: `--hicache-size` split between host pools (JSON lines).
-    #[command(hide = true)]
-    DebugSplit {
-        /// JSON-lines file of split cases (`tests/sglang_diff/`).
-        cases: String,
-        #[arg(long, default_value = "latest", value_parser = commands::sglang_arg::bare)]
-        sglang: hicache_sim::release::Sglang,
-    },
-}
+use clap::Parser;
+use hicache_sim::cli::{Cli, Command};
+use hicache_sim::commands;
 
 /// What a failed write to stdout/stderr means for the exit: `print!` panics with
 /// "failed printing to stdout: …"; a closed pipe (`hicache-sim presets | head -1`) ends
@@ -125,9 +61,8 @@ fn clap_exit(e: &clap::Error) -> ExitCode {
 /// usage error: the line is read once more with `--sglang` as plain text, and clap's own
 /// error, if that finds one, is the one printed (as before `--sglang` was typed by clap).
 fn sglang_refused(e: &clap::Error) -> Option<commands::SglangArgError> {
-    use clap::CommandFactory;
     let refusal = std::error::Error::source(e)?.downcast_ref::<commands::SglangArgError>()?;
-    let mut textual = Cli::command();
+    let mut textual = hicache_sim::cli::cli();
     for sub in [
         "startup",
         "plan",

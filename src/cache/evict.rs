@@ -168,7 +168,7 @@ impl<R: TreeRules> HiRadixTree<R> {
         }
         match (self.cfg.write_policy, self.cfg.evict_version) {
             (WritePolicy::WriteBack, EvictVersion::V1) => {
-                // `_evict_write_back` (after #28614/#29817): back up then demote, else
+                // `_evict_write_back` (after sglang PRs 28614 and 29817): back up then demote, else
                 // drop the subtree without a host copy unless it is host-protected.
                 if self.write_backup(x, true) > 0 {
                     if R::RECLAIM_HOST_DUPLICATES {

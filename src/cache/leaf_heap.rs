@@ -9,7 +9,7 @@
 //! and pop, sequential memory); only out-of-order pushes (a node that becomes a leaf
 //! again with an old stamp, LFU keys, ...) go to the binary heap. The smallest entry is
 //! the smaller of the two fronts, so the order — and every eviction — is exactly the
-//! heap's (issue #13 profile: heap sift was 23 % of an untimed replay).
+//! heap's (in a profile, heap sift was 23 % of an untimed replay).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, VecDeque};

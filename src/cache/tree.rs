@@ -341,7 +341,7 @@ impl<R: TreeRules> HiRadixTree<R> {
     pub(crate) fn is_dev_leaf(n: &Node) -> bool {
         n.alive && n.on_device && n.lock_ref == 0 && n.n_device_children == 0
     }
-    /// Host leaf: `hiradix_cache._update_host_leaf_status` (after #23537) — evicted,
+    /// Host leaf: `hiradix_cache._update_host_leaf_status` (after sglang PR 23537) — evicted,
     /// `lock_ref == 0`, no backed-up child; unpinned on host (checked at pop in SGLang).
     pub(crate) fn is_host_leaf(n: &Node) -> bool {
         n.alive

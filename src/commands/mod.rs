@@ -114,21 +114,24 @@ pub struct StartupArgs {
     /// SGLang sizing rules (see `hicache-sim versions`); overrides the scenario's `sglang`.
     #[arg(long, value_parser = sglang_arg::startup)]
     pub sglang: Option<SglangOrAll>,
-    /// Seed of the run (overrides the scenario's `seed`).
+    /// Seed of the run's rank jitter (default: the scenario's `seed`).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Monte Carlo runs over rank-start jitter (overrides the scenario's `runs`).
+    /// Monte Carlo runs over the rank-start jitter (default: the scenario's `runs`).
     #[arg(long)]
     pub runs: Option<u64>,
+    /// Output format: `text` (a table per release) or `json` (every figure, for scripts).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
     /// Exit with code 1 when any rank of any run is refused or OOM-killed.
     #[arg(long)]
     pub fail_on_refusal: bool,
-    /// Override a scenario field: `--set server.hicache_size=150` (repeatable).
+    /// Override a scenario field: `--set server.hicache_size=150` (repeatable; the path is
+    /// the field's in the YAML, the value is read as YAML).
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub sets: Vec<String>,
-    /// Threads for Monte Carlo runs (results are identical for any value).
+    /// Threads for the Monte Carlo runs (default, or 0: one per core; never more than the
+    /// cores). Results are identical for any value.
     #[arg(long)]
     pub jobs: Option<usize>,
     /// Write run 0 rank by rank to this CSV, and its per-rank budget-vs-request plot
@@ -146,7 +149,8 @@ pub struct PlanArgs {
     /// (its size is recommended and replayed).
     #[arg(long, value_parser = sglang_arg::list)]
     pub sglang: Option<SglangList>,
-    /// P(start) every rank must reach over the jitter distribution.
+    /// P(start) every rank must reach over the jitter distribution, a probability in
+    /// (0, 1].
     #[arg(long, default_value_t = 0.999)]
     pub target_start: f64,
     /// Monte Carlo start-up runs per probe (default 1000).
@@ -164,11 +168,14 @@ pub struct PlanArgs {
     /// Top of the hit-rate ladder in GB (default: twice the planned size).
     #[arg(long, value_name = "GB")]
     pub ladder_max: Option<u64>,
+    /// Output format: `text` (the plan and its flags) or `json` (plan.json's content).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
     /// Write plan.json, plan.txt, the figures and report.html here.
     #[arg(long)]
     pub out: Option<String>,
+    /// Override a scenario field before planning: `--set server.page_size=64`
+    /// (repeatable; the path is the field's in the YAML, the value is read as YAML).
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub sets: Vec<String>,
 }
@@ -190,7 +197,7 @@ pub struct CheckArgs {
     /// Release(s): one id, a comma-separated list, or `all`; default each file's own.
     #[arg(long, value_parser = sglang_arg::list)]
     pub sglang: Option<SglangList>,
-    /// P(start) a recipe must reach to pass.
+    /// P(start) a recipe must reach to pass, a probability in (0, 1].
     #[arg(long, default_value_t = 0.999)]
     pub target_start: f64,
     /// Monte Carlo start-up runs per file × release.
@@ -200,13 +207,19 @@ pub struct CheckArgs {
     /// moves the figures and that the simulator does not model (the row names it).
     #[arg(long)]
     pub strict: bool,
+    /// Seed of every file's start-up runs (default: each scenario's `seed`).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Node preset for bare launch-command files (overrides their comment).
+    /// Node preset for bare launch-command files (overrides their comment; see
+    /// `hicache-sim presets`).
     #[arg(long)]
     pub node: Option<String>,
+    /// Override a field of every file's scenario: `--set server.hicache_size=150`
+    /// (repeatable; the path is the field's in the YAML, the value is read as YAML).
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub sets: Vec<String>,
+    /// Output format: `text` (one line per file x release), `json` or `junit` (JUnit XML
+    /// for a CI's test report).
     #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
     pub format: CheckFormat,
 }
@@ -215,9 +228,13 @@ pub struct CheckArgs {
 pub struct ReplayArgs {
     /// Optional scenario YAML (its `runtime:` section and start-up pool sizes).
     pub scenario: Option<String>,
+    /// Trace file to replay (Mooncake JSONL, Bailian, kv-cache-tester JSON, CSV, or a
+    /// binary trace from `trace convert`). Default: the scenario's
+    /// `runtime.trace`; required without a scenario.
     #[arg(long)]
     pub trace: Option<String>,
-    /// Trace format (default: from the file name / content).
+    /// Trace format: mooncake, bailian, kv-cache-tester or csv (default: detected from the
+    /// file name and content).
     #[arg(long)]
     pub trace_format: Option<String>,
     /// Block size of the trace's hash ids in tokens (default: the format's).
@@ -227,31 +244,51 @@ pub struct ReplayArgs {
     /// overrides `runtime.slowdown_factor`; default 1 = the trace's own times).
     #[arg(long)]
     pub slowdown_factor: Option<f64>,
+    /// Tokens per page of the tiers (SGLang's `--page-size`; default: the scenario's
+    /// server page size, 64 without a scenario).
     #[arg(long)]
     pub page_size: Option<u32>,
+    /// Device (L1, GPU HBM) capacity in pages (default: the device pool of the scenario's
+    /// start-up, 4096 without a scenario).
     #[arg(long)]
     pub l1_pages: Option<u64>,
+    /// Host (L2, pinned DRAM) capacity in pages (default: the host pool of the scenario's
+    /// start-up, 8192 without a scenario).
     #[arg(long)]
     pub l2_pages: Option<u64>,
-    /// L3 capacity in pages, or `unbounded`.
+    /// Storage (L3) capacity in pages, or `unbounded` (default: no L3 unless the
+    /// scenario's `runtime.replay` has one).
     #[arg(long)]
     pub l3_pages: Option<String>,
+    /// When a device page is backed up to host (SGLang's `--hicache-write-policy`):
+    /// `write_through` (default), `write_through_selective` or `write_back`; with
+    /// `--engine policy-simulator`, `write_through` or `boundary_l1_l2` (which selects that
+    /// engine when --engine is not given).
     #[arg(long)]
     pub write_policy: Option<String>,
+    /// Which device / host page goes first when a tier is full (SGLang's
+    /// `--radix-eviction-policy`): lru (default), lfu, fifo, mru, filo, priority or slru.
     #[arg(long)]
     pub eviction_policy: Option<String>,
-    /// `on` or `off`.
+    /// `off` (default): a pure cache replay, requests one after another, transfers
+    /// instant; `on`: a discrete-event replay with arrivals, a scheduler and link
+    /// transfers (gives TTFT).
     #[arg(long)]
     pub timing: Option<String>,
-    /// Requests excluded from the hit-rate figures.
+    /// Requests at the start of the trace excluded from the hit-rate figures (default 0).
     #[arg(long)]
     pub warmup: Option<u64>,
-    /// Engine: `hiradix` (SGLang's runtime rules) or `policy-simulator` (an exact port of
-    /// SGLang's benchmark/hicache/hicache_policy_simulator.py).
+    /// Engine: `hiradix` (SGLang's runtime rules; the default unless the scenario's
+    /// `runtime.engine` says otherwise) or `policy-simulator` (an exact port of SGLang's
+    /// benchmark/hicache/hicache_policy_simulator.py).
     #[arg(long)]
     pub engine: Option<String>,
+    /// Output format: `text` (hit rates per tier, and times when timed) or `json` (every
+    /// metric, for scripts).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
+    /// Override a field of the scenario: `--set runtime.replay.l2_pages=20000`
+    /// (repeatable; needs a scenario; the value is read as YAML).
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub sets: Vec<String>,
     /// SGLang release or what-if whose controller defaults the replay uses (overrides
@@ -273,18 +310,31 @@ pub struct ReplayArgs {
 
 #[derive(Debug, Args)]
 pub struct SweepArgs {
+    /// Scenario YAML with a `sweep:` section (its axes over any scenario field).
     pub scenario: String,
+    /// Threads running the sweep's points (default, or 0: one per core; never more than
+    /// the cores). The CSV is identical for any value.
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// Folder for results.csv, the journal and the default plots (created if missing;
+    /// files an earlier run wrote there are removed unless --resume).
     #[arg(long, default_value = "out")]
     pub out: String,
+    /// Continue the sweep whose journal is in --out: finished points are kept, the others
+    /// run (refused if the journal is of another scenario or settings).
     #[arg(long)]
     pub resume: bool,
-    /// `K/N`: run the K-th of N deterministic shards.
+    /// `K/N`: run the K-th of N deterministic shards (K from 1; shard K owns points K,
+    /// K+N, ...), writing results.shard-K-of-N.csv; join the shards with `merge`.
     #[arg(long)]
     pub shard: Option<String>,
+    /// Hide the progress bar (drawn only when stderr is a terminal) and the line listing
+    /// the files of an earlier run removed from --out. The summary line, notes, plot paths
+    /// and errors are still printed to stderr.
     #[arg(long)]
     pub quiet: bool,
+    /// Override a field of the base scenario: `--set server.hicache_size=150` (repeatable;
+    /// a sweep axis over the same field still wins per point).
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub sets: Vec<String>,
     /// SGLang release or what-if (overrides the scenario's `sglang`; a `sglang` sweep
@@ -295,19 +345,28 @@ pub struct SweepArgs {
 
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// Shard CSVs.
+    /// Shard CSVs of one sweep (`results.shard-K-of-N.csv`, every K of the same N).
     pub files: Vec<String>,
+    /// The merged CSV to write (the results.csv an unsharded run would have written).
     #[arg(long, short)]
     pub output: String,
 }
 
 #[derive(Debug, Args)]
 pub struct PlotArgs {
+    /// Results CSV: a sweep's results.csv, a `replay --timeline` or `--rounds` CSV, or a
+    /// `startup --csv` one.
     pub csv: String,
+    /// Column for the x axis (default: the sweep's first axis, or the time column of a
+    /// timeline).
     #[arg(long)]
     pub x: Option<String>,
+    /// Column(s) for the y axis, comma-separated: `--y hit_rate_device,hit_rate_host` (default:
+    /// the standard plots of the CSV's hit-rate, outcome and budget columns).
     #[arg(long)]
     pub y: Option<String>,
+    /// Column whose values split the points into one line each (default: the sweep's
+    /// second axis, if any).
     #[arg(long)]
     pub group: Option<String>,
     /// Output folder (default: the CSV's folder).
@@ -318,11 +377,20 @@ pub struct PlotArgs {
 #[derive(Debug, Subcommand)]
 pub enum TraceCommand {
     /// Generate a synthetic trace (Mooncake JSONL).
+    #[command(after_help = "Examples:
+  hicache-sim trace gen --config traces/recipes/chat_agentic_mix.json --seed 20261130 -o chat.jsonl
+  hicache-sim trace gen --requests 500 --seed 1 -o mix.jsonl")]
     Gen(TraceGenArgs),
     /// Requests, pages, distinct pages, hit ceiling, time span.
+    #[command(after_help = "Examples:
+  hicache-sim trace stats traces/synthetic_trace.jsonl
+  hicache-sim trace stats traces/kv-cache-tester/trace_0012.json --trace-format kv-cache-tester --page-size 64 --format json")]
     Stats(TraceStatsArgs),
     /// Write a trace in hicache-sim's binary columnar form (read back by every command
     /// whatever its name: found by its magic bytes). Parses once; replays skip JSON.
+    #[command(after_help = "Examples:
+  hicache-sim trace convert traces/synthetic_trace.jsonl -o synthetic.bin
+  hicache-sim replay --trace synthetic.bin --l1-pages 2000 --l2-pages 8000")]
     Convert(TraceConvertArgs),
 }
 
@@ -333,9 +401,10 @@ pub struct TraceConvertArgs {
     /// Where to write the binary trace (refused if it is the input).
     #[arg(long, short)]
     pub output: String,
-    /// Trace format: mooncake, bailian, kv-cache-tester or csv (default: detected).
-    #[arg(long)]
-    pub format: Option<String>,
+    /// Input trace format: mooncake, bailian, kv-cache-tester or csv (default: detected
+    /// from the file name and content). `--format` is a deprecated alias.
+    #[arg(long, alias = "format")]
+    pub trace_format: Option<String>,
     /// Tokens per hash id (default: the format's); stored in the binary file.
     #[arg(long)]
     pub block_size: Option<u32>,
@@ -343,29 +412,55 @@ pub struct TraceConvertArgs {
 
 #[derive(Debug, Args)]
 pub struct TraceGenArgs {
-    /// Generator config (JSON or YAML: `workload::generate::GeneratorConfig`, e.g.
-    /// `traces/recipes/chat_agentic_mix.json`); default: a chat + agentic example mix.
+    /// Generator config, JSON or YAML, as in traces/recipes/chat_agentic_mix.json: keys
+    /// `requests`, `block_size`, `page_size` (tokens), `arrivals` (`process: poisson` with
+    /// `rate_per_s`, or gamma), `system_prompts` (`count`, `zipf_s`, `tokens` min/max),
+    /// `sessions` (a list of `kind: chat` or `kind: agentic`, each with a `weight`, token
+    /// ranges and `think_time_s`). Default: a chat + agentic mix of 16-token blocks.
     #[arg(long)]
     pub config: Option<String>,
     /// Requests to generate (overrides the config's `requests`; default 1000 without a config).
     #[arg(long)]
     pub requests: Option<u64>,
+    /// Seed of the generator: the same config and seed give the same file, byte for byte.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// Where to write the trace (Mooncake JSONL; hash ids renumbered from 0).
     #[arg(long, short)]
     pub output: String,
 }
 
 #[derive(Debug, Args)]
 pub struct TraceStatsArgs {
+    /// The trace to read (any format `replay` reads, a binary trace included).
     pub file: String,
-    /// Trace format: mooncake, bailian, kv-cache-tester or csv (default: detected).
+    /// Input trace format: mooncake, bailian, kv-cache-tester or csv (default: detected
+    /// from the file name and content).
     #[arg(long)]
-    pub format: Option<String>,
+    pub trace_format: Option<String>,
+    /// Tokens per page the statistics count in (default: the trace's block size).
     #[arg(long)]
     pub page_size: Option<u32>,
+    /// Tokens per hash id of the trace (default: the format's, or the file's own
+    /// `block_size`).
     #[arg(long)]
     pub block_size: Option<u32>,
-    #[arg(long = "output-format", value_enum, default_value_t = OutputFormat::Text)]
-    pub output_format: OutputFormat,
+    /// Output format: `text` or `json` (`--output-format` is a deprecated alias). The
+    /// trace's format is --trace-format.
+    #[arg(long, alias = "output-format", value_parser = output_format_not_trace, default_value = "text")]
+    pub format: OutputFormat,
+}
+
+/// `trace stats --format`: the output's format, as everywhere; a trace format given to it
+/// (what `--format` meant here before `--trace-format`) is refused naming the flag to use.
+fn output_format_not_trace(v: &str) -> Result<OutputFormat, String> {
+    if let Ok(f) = OutputFormat::from_str(v, true) {
+        return Ok(f);
+    }
+    if crate::workload::read::TraceFormat::from_id(v).is_some() {
+        return Err(format!(
+            "--format is the output's format (text or json); for the trace's format use --trace-format {v}"
+        ));
+    }
+    Err("expected text or json".into())
 }

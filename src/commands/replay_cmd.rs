@@ -202,7 +202,7 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
     match a.format {
         OutputFormat::Json => {
             let mut v = serde_json::json!({ "config": cfg, "trace": section.trace, "metrics": m, "definitions": definitions() });
-            // The speeds behind the times (issue #22), whenever the replay is timed.
+            // The speeds behind the times, whenever the replay is timed.
             if cfg.measurement.timing == crate::runtime::Timing::On {
                 v["speeds"] = serde_json::to_value(crate::runtime::Speeds::of(&cfg))
                     .map_err(|e| CommandError::Other(e.to_string()))?;

@@ -41,7 +41,7 @@ fn convert_cmd(a: TraceConvertArgs) -> CmdResult {
     let output = Path::new(&a.output);
     crate::output::refuse_input_as_output("-o", output, &[("input trace", input)])?;
     let opts = TraceOptions {
-        format: parse_format(&a.input, a.format.as_deref())?,
+        format: parse_format(&a.input, a.trace_format.as_deref())?,
         block_size: a.block_size,
         require_monotonic: false,
     };
@@ -121,7 +121,7 @@ fn gen_cmd(a: TraceGenArgs) -> CmdResult {
 
 fn stats_cmd(a: TraceStatsArgs) -> CmdResult {
     let format = a
-        .format
+        .trace_format
         .as_deref()
         .map(|f| TraceFormat::from_id(f).ok_or_else(|| InputError::new(&a.file, format!("unknown trace format `{f}`: expected mooncake, bailian, kv-cache-tester or csv"))))
         .transpose()?;
@@ -137,7 +137,7 @@ fn stats_cmd(a: TraceStatsArgs) -> CmdResult {
     let page = a.page_size.unwrap_or(records.block_size());
     let reader = TraceReader::new(records, page)?;
     let st = stats(reader, page)?;
-    match a.output_format {
+    match a.format {
         OutputFormat::Text => {
             println!("{} ({}, {page}-token pages)", a.file, fmt.id());
             print!("{}", st.to_text());

@@ -326,7 +326,7 @@ mod tests {
     #[test]
     fn option_string_counts_per_release() {
         let t = table();
-        // 559 option strings in 0.5.23 (issue 9's count), 433 in 0.5.14.
+        // 559 option strings in 0.5.23 (the flag table's count), 433 in 0.5.14.
         assert_eq!(t.release(Release::V0_5_23).option_strings.len(), 559);
         assert_eq!(t.release(Release::V0_5_14).option_strings.len(), 433);
         // Every modelled release has a parser; 0.5.15.post1 reads 0.5.15's.

@@ -424,7 +424,7 @@ mod tests {
         assert_eq!(q.method.as_deref(), Some("modelopt_fp4"));
         assert!(q.kv_cache_fp8);
         assert_eq!(q.exclude, ["lm_head"]);
-        // An AWQ config.json is int4, not fp8 (issue 18).
+        // An AWQ config.json is int4, not fp8 (it was once read as fp8).
         let c =
             json!({"quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128}});
         let q = read_quantization(&c, None);

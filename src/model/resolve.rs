@@ -617,7 +617,7 @@ mod tests {
 
     #[test]
     fn awq_is_int4_not_fp8() {
-        // Issue 18: an AWQ checkpoint was read as fp8.
+        // An AWQ checkpoint used to be read as fp8.
         let r = resolve(&ModelQuery {
             model_path: Some("Qwen/Qwen2.5-72B-Instruct-AWQ"),
             ..Default::default()

@@ -1,4 +1,4 @@
-//! Replay memoisation across sweep points (issue #13). Many points of a sweep resolve
+//! Replay memoisation across sweep points. Many points of a sweep resolve
 //! to the same effective replay: the axis moved only start-up inputs (a seed, a
 //! memory figure the pool sizing clamps away, ...), so the device and host page
 //! capacities, policies and page size come out the same. The replay is a pure function

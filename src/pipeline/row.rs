@@ -197,7 +197,7 @@ pub fn point_row(
     row.push("peak_host_pages", m.peak_host_pages);
     row.push("ttft_p50_s", m.ttft_p50_s.map(f).unwrap_or_default());
     row.push("ttft_p99_s", m.ttft_p99_s.map(f).unwrap_or_default());
-    // The speeds behind the TTFT columns (issue #22), on timed rows only.
+    // The speeds behind the TTFT columns, on timed rows only.
     if cfg.measurement.timing == crate::runtime::Timing::On {
         let sp = crate::runtime::Speeds::of(&cfg);
         row.push("cost_model", sp.cost_model);
@@ -208,7 +208,7 @@ pub fn point_row(
         };
         row.push("speeds", format!("{}{slowdown}", sp.line()));
     }
-    // A `runtime.bench` run: the whole run's figures, then each round's (issue #22).
+    // A `runtime.bench` run: the whole run's figures, then each round's.
     if let Some(b) = &m.bench {
         row.push("ttft_mean_s", f(b.ttft_mean_s));
         row.push("input_tok_s", format!("{:.1}", b.input_tok_s));

@@ -1,6 +1,6 @@
 //! An exact port of SGLang's standalone L1/L2 policy simulator,
 //! `benchmark/hicache/hicache_policy_simulator.py` + `simulate_hicache_policies.py`
-//! (upstream commit 110816e7, added by PR #29049), so that on any trace this module
+//! (upstream commit 110816e7, added by sglang PR 29049), so that on any trace this module
 //! prints that tool's numbers.
 //!
 //! What it models (and what it does not), as the tool does: cache residency per page,
@@ -19,7 +19,7 @@
 //! (12,031 requests) at L1 6000 / L2 12000 and L1 6000 / L2 3000, and on 240 random
 //! mixed int/str-id traces with tiny capacities and thresholds 1–3, including the 27
 //! runs where the tool stops on its own `boundary invariant violation` (one pinned in
-//! `tests/it/policy_sim_mixed_ids.rs`). PR #29049's figures come from the Mooncake FAST'25
+//! `tests/it/policy_sim_mixed_ids.rs`). sglang PR 29049's figures come from the Mooncake FAST'25
 //! `toolagent_trace.jsonl` (23,608 requests, 409,356 block references), not shipped here.
 //!
 //! This is *not* SGLang's runtime `HiRadixCache` (see `crate::cache`): the runtime breaks

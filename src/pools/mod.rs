@@ -1,4 +1,4 @@
-//! The pools a release builds for a model on one rank (issue 11): the device pools
+//! The pools a release builds for a model on one rank: the device pools
 //! SGLang profiles at start-up — full-attention KV, the sliding-window (SWA) pool, the
 //! Mamba / linear-attention state pool — and the host pools that mirror them, with how
 //! `--hicache-size` or the ratio reaches each one under the release's

@@ -1,4 +1,4 @@
-//! The SM copy kernel a load-back runs with `--hicache-io-backend kernel` (issue #22).
+//! The SM copy kernel a load-back runs with `--hicache-io-backend kernel`.
 //!
 //! With the `kernel` io backend a load-back is not a copy-engine `cudaMemcpy`: per layer,
 //! a kernel on the SMs reads the pinned host rows in place (`mem_cache/pool_host/mla.py`,

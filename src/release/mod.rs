@@ -211,7 +211,7 @@ impl Sglang {
     }
 
     /// The release id of the selection: the release itself, or for a what-if the release
-    /// that first shipped it / it is nearest to. For the flag table (issue 9).
+    /// that first shipped it / it is nearest to. For the flag table.
     pub fn release_id(self) -> &'static str {
         self.release().id()
     }

@@ -172,7 +172,7 @@ pub struct ControllerRules {
 /// Which sizing flags exist (`server_args.py`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct FlagRules {
-    /// `--hicache-host-memory-fraction` (0.5.21+, #40135). Before, argparse rejects it.
+    /// `--hicache-host-memory-fraction` (0.5.21+, sglang PR 40135). Before, argparse rejects it.
     pub hicache_host_memory_fraction: bool,
 }
 
@@ -221,7 +221,7 @@ pub enum MambaSlotFormula {
     PaddingSlot,
 }
 
-/// The pools a release builds for a model : the data behind
+/// The pools a release builds for a model: the data behind
 /// [`crate::sizing::pool_set`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct PoolRules {
@@ -468,7 +468,7 @@ fn r0_5_14() -> ReleaseRules {
 pub(super) fn of_release(r: Release) -> ReleaseRules {
     use Release as R;
     let v0_5_14 = r0_5_14();
-    // 0.5.15 (#28614): `pool_host/base.py` only warns when host <= device;
+    // 0.5.15 (sglang PR 28614): `pool_host/base.py` only warns when host <= device;
     // `cache_controller.py`: `int(0.5 * self.mem_pool_host.size)`.
     let v0_5_15 = ReleaseRules {
         sizing: SglangVersion::Pr28614.rules(),
@@ -541,7 +541,7 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
         },
         ..v0_5_17
     };
-    // 0.5.19 (#35540): `pool_host/base.py: host_memory_budget_bytes` = (psutil available
+    // 0.5.19 (sglang PR 35540): `pool_host/base.py: host_memory_budget_bytes` = (psutil available
     // - 10 GiB) // ranks_per_host(); `registry.py` routes every model to
     // `UnifiedRadixCache` (timeout 1.0 s + 0.25 s/Ki, uncapped, from the issue;
     // `server_args.py`: retry poll interval 0 = off, max attempts 4); buffer_only cap
@@ -600,7 +600,7 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
         },
         ..v0_5_19
     };
-    // 0.5.21 (#40135): `mem_cache/host_memory.py: available_host_memory_bytes()` (no
+    // 0.5.21 (sglang PR 40135): `mem_cache/host_memory.py: available_host_memory_bytes()` (no
     // fallback; `_cgroup_memory_headroom` charges page cache), `hicache_auto_size.py`,
     // `--hicache-host-memory-fraction`; `RADIX_EVICTION_POLICY_CHOICES` gains `tlru`.
     let v0_5_21 = ReleaseRules {
@@ -608,7 +608,7 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
         controller: ControllerRules {
             eviction_choices: EvictionChoices::WithTlru,
             // `kernels/jit/csrc/kvcacheio/hicache_tma.cuh`, `hicache.py:
-            // use_hicache_tma_kernel` (`TMA_BLOCK_QUOTA = 4`; PR #40278).
+            // use_hicache_tma_kernel` (`TMA_BLOCK_QUOTA = 4`; sglang PR 40278).
             load_back_kernel: LoadBackKernel::Tma4Cta,
             ..v0_5_20.controller
         },

@@ -19,12 +19,12 @@ pub fn check_server(
     let rr = sglang.release_rules();
     let mut notes = Vec::new();
     // `server_args.py` of releases before 0.5.21 has no such argument: argparse exits
-    // with "unrecognized arguments" (0.5.14–0.5.20, and the what-ifs before #40135).
+    // with "unrecognized arguments" (0.5.14–0.5.20, and the what-ifs before sglang PR 40135).
     if fraction_given && !rr.flags.hicache_host_memory_fraction {
         return Err((
             "server.hicache_host_memory_fraction",
             format!(
-                "SGLang {} has no --hicache-host-memory-fraction (added in 0.5.21 by #40135): launch_server exits with `error: unrecognized arguments: --hicache-host-memory-fraction`",
+                "SGLang {} has no --hicache-host-memory-fraction (added in 0.5.21 by sglang PR 40135): launch_server exits with `error: unrecognized arguments: --hicache-host-memory-fraction`",
                 sglang.id()
             ),
         ));

@@ -490,7 +490,7 @@ pub fn render_text(s: &Scenario, plan: &StartupPlan, rep: &StartupReport) -> Str
             crate::pools::PoolUnit::Pages => format!("{} {} B/page", p.name, p.bytes_per_token),
         })
         .collect();
-    // The SWA and state device pools of sliding-window and hybrid models (issue 11).
+    // The SWA and state device pools of sliding-window and hybrid models.
     let extra = [
         plan.device_swa_tokens
             .map(|t| format!(", SWA pool {t} tokens")),

@@ -49,7 +49,7 @@ pub enum CallPattern {
     Scheduler0523,
 }
 
-/// Where a timed replay's decode runs (issue #22).
+/// Where a timed replay's decode runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DecodeTimeline {
@@ -641,7 +641,7 @@ pub const PREFETCH_TIMEOUT_UNCAPPED: Duration = Duration(crate::units::MAX_DURAT
 impl ReplayConfig {
     /// The tree a release runs (`ReleaseRules::tree`): `HiRadixCache` up to 0.5.18
     /// (`tree: hiradix`), `UnifiedRadixCache` from 0.5.19 (`tree: unified_0_5_23`).
-    /// The one mapping from a release to the replay's rules (issue #20): the tree it runs
+    /// The one mapping from a release to the replay's rules: the tree it runs
     /// and the controller it ships, both read from its `ReleaseRules`. Every replay a
     /// release drives (scenario pipeline, `replay --sglang`, the golden tests) starts
     /// from here.

@@ -1,4 +1,4 @@
-//! The way a request takes to the scheduler: SGLang's TokenizerManager (issue #22).
+//! The way a request takes to the scheduler: SGLang's TokenizerManager.
 //!
 //! A request that arrives as text is tokenized in SGLang's HTTP / TokenizerManager
 //! process before the scheduler sees it, whether its prefix is cached or not:

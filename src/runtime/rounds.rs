@@ -1,4 +1,4 @@
-//! Per-round figures of a multi-turn benchmark (issue #22): a scenario's
+//! Per-round figures of a multi-turn benchmark: a scenario's
 //! `runtime.bench` runs `bench_multiturn`-style closed-loop clients
 //! ([`super::cost::bench`]) against the timed replay instead of a trace, and the replay
 //! reports, per round, what the published HiCache runs plot per round: TTFT (mean, p50,

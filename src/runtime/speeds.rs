@@ -1,4 +1,4 @@
-//! The speeds and cost model a timed figure was made with (issue #22). Every output that
+//! The speeds and cost model a timed figure was made with. Every output that
 //! carries a time (the replay's JSON and text, the sweep CSV's `cost_model` / `speeds`
 //! columns, the captions of plots that show a TTFT) records them, so a TTFT is never
 //! read without the compute model, link bandwidths and storage backend behind it.

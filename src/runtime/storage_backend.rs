@@ -1,4 +1,4 @@
-//! Storage (L3) backend presets (issue #22): `runtime.replay.storage_backend: NAME`
+//! Storage (L3) backend presets: `runtime.replay.storage_backend: NAME`
 //! picks read / write bandwidth and per-operation latency for the timed replay's storage
 //! links from `storage_backends.yaml`, each with its stated source. The names are
 //! SGLang's `--hicache-storage-backend` values (`server_args.py`, 0.5.14-0.5.23); a

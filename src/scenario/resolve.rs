@@ -190,7 +190,7 @@ pub fn resolve_file(
     notes.extend(resolved.note.clone());
     notes.extend(quant_note);
     notes.extend(release_notes);
-    // Issue 11: which MTP draft the host pools carry (`crate::model::mtp_draft`).
+    // Which MTP draft the host pools carry (`crate::model::mtp_draft`).
     let mut unmodelled = f.unmodelled.clone();
     if let (_, Some(n)) = crate::model::mtp_draft(s, &model) {
         notes.push(n.text());

@@ -267,7 +267,7 @@ pub enum AvailableReading {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HeadroomVariant {
-    /// A (upstream `6517b724`, #40135): raw `memory.current`, page cache counted as used.
+    /// A (upstream `6517b724`, sglang PR 40135): raw `memory.current`, page cache counted as used.
     Raw,
     /// B (`MindLab-Research/sglang@650b1d51`): `usage - total_inactive_file`; the key only
     /// exists on v1, so on v2 no credit applies.
@@ -335,7 +335,7 @@ pub enum ExplicitPath {
 pub enum AutoSizeRule {
     /// Default ratio 2.0 (1.2 buffer-only), checked like an explicit size.
     None,
-    /// `mem_cache/hicache_auto_size.py: auto_size_hicache` (#40135).
+    /// `mem_cache/hicache_auto_size.py: auto_size_hicache` (sglang PR 40135).
     Pr40135,
     /// `mem_cache/hicache_auto.py` (V5).
     AutoHicache,

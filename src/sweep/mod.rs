@@ -1,4 +1,4 @@
-//! Research sweeps (issue #4): axes over any scenario field, their cartesian product with
+//! Research sweeps: axes over any scenario field, their cartesian product with
 //! zipped groups and seed replicas ([`spec`], [`expand`]); parallel, deterministic
 //! execution with a per-row journal, resume and shards ([`run`]); merging shard CSVs
 //! into exactly the unsharded file ([`merge`]).

@@ -116,7 +116,7 @@ impl Reblocker {
             let pages = pages.min(blocks.len() as u64 * k);
             out.reserve(pages as usize);
             // Page i is (block i / k, index i % k); walked block by block, no division
-            // per page (the untimed replay's hot path, issue #13).
+            // per page (the untimed replay's hot path).
             if k == 1 {
                 out.extend(blocks[..pages as usize].iter().map(|&b| mix(b, 0)));
             } else {

@@ -11,6 +11,7 @@ mod dsa_index_k;
 mod dsv4_host;
 mod fuzz_cli;
 mod golden_startup;
+mod help_text;
 mod host_golden;
 mod hostile;
 mod kv_bytes;

@@ -293,7 +293,7 @@ pub fn plot_xy(
     Ok(fig.info(files))
 }
 
-/// The speeds behind a plot of TTFT (issue #22): the sweep CSV's `speeds` column, one
+/// The speeds behind a plot of TTFT: the sweep CSV's `speeds` column, one
 /// value named whole, several counted; empty without the column.
 pub(crate) fn speeds_caption(t: &Table) -> String {
     let Some(c) = t.header.iter().position(|h| h == "speeds") else {
@@ -335,7 +335,7 @@ pub(crate) fn fit_caption(s: &str) -> String {
     }
 }
 
-/// TTFT and cache hit rate per round of multi-turn runs (issue #22): one line per run
+/// TTFT and cache hit rate per round of multi-turn runs: one line per run
 /// (`(label, rounds)`; a single unlabelled run also draws TTFT p50 and p99), the speeds
 /// that produced them in the caption. Writes `STEM.png/.svg`.
 pub fn per_round(

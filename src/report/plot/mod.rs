@@ -1,4 +1,4 @@
-//! Plots of sweep results (issue #4), with plotters, to PNG and SVG, text rendered with
+//! Plots of sweep results, with plotters, to PNG and SVG, text rendered with
 //! the bundled DejaVu Sans (no system fonts, no fontconfig).
 //!
 //! Every chart reads a [`Table`] (a results CSV), builds a small figure model and draws

@@ -1,5 +1,5 @@
 //! What a prefill forward and a decode step cost, and how a host hit's load-back
-//! overlaps the forward (issue #22; the design is `docs/src/design/time-model.md`).
+//! overlaps the forward (the design is `docs/src/design/time-model.md`).
 //!
 //! Sources of compute time, chosen per scenario (`runtime.compute.source`):
 //! - `fixed` (the default, and every replay before this module): the old
@@ -59,7 +59,7 @@ pub struct Compute {
     /// load-back and forward start (`runtime::timed`). Default 0 (no charge, and not
     /// written into outputs). It stands for a cost SGLang's published single-probe
     /// runs measure and no modelled rule explains: an L1 hit, which moves no KV, takes
-    /// 0.159 / 0.251 s (corpus #19) and 0.156 / 0.281 s (#20) at 16 384 / 32 512
+    /// 0.159 / 0.251 s (corpus #19) and 0.156 / 0.281 s (corpus #20) at 16 384 / 32 512
     /// tokens where the replay's 64-token extend takes a few ms. What in SGLang it is
     /// (prefix matching, index building, the attention backend's extend over a long
     /// prefix) is not known; it is a stated sensitivity (README, "Published results
