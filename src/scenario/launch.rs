@@ -189,6 +189,9 @@ pub struct LaunchArgs {
     /// 0`) and the scenario file's line of the flag, when known (the provenance map
     /// names them: `scenario::lines::Origin::LaunchFlag`).
     pub flag_of: BTreeMap<String, (String, Option<usize>)>,
+    /// The unset variable the model path is read from (`$MODEL_PATH`), and the scenario
+    /// file's line of it, when known: the scenario's `model:` names the model.
+    pub unset_model_path: Option<(String, Option<usize>)>,
 }
 
 /// Where the launch text sits in the scenario file, for errors: the line of line 1 of
@@ -373,8 +376,13 @@ pub fn parse_launch_src(
             (flag, line)
         })
         .collect();
+    let unset_model_path = launch
+        .unset_model_path
+        .clone()
+        .map(|(name, l)| (name, pos.first_line.map(|f| f + l - 1)));
     let mut out = to_fields(launch, release, &parsed);
     out.model_path_line = model_line;
+    out.unset_model_path = unset_model_path;
     // The flag behind each field: its own dest, else `--attn-dp-size` (DP attention).
     for field in out.fields.keys() {
         let by = |dest: &str| parsed.given.iter().rposition(|g| g.dest == dest);
@@ -465,6 +473,7 @@ fn to_fields(launch: Launch, release: Release, p: &Parsed) -> LaunchArgs {
         not_modelled: Vec::new(),
         model_path_line: None,
         flag_of: BTreeMap::new(),
+        unset_model_path: None,
     };
     for g in &p.given {
         let v = p.values.get(&g.dest).cloned().unwrap_or(Value::Null);

@@ -343,7 +343,25 @@ fn merge_launch(
             launch_src(text, lines.line_of("server.launch"), cmd)
         };
     let mut parsed = parse_launch_src(&src, sglang.release(), source, pos)?;
-    if let Some(Value::String(path)) = parsed.given.get("model_path") {
+    // `--model-path $MODEL_PATH` with the variable never set: bash passes an empty path,
+    // so the model is the scenario's `model:` (a launch file's `# hicache-sim: model=…`).
+    if let Some((name, line)) = parsed.unset_model_path.clone() {
+        if !has_model {
+            return Err(InputError::new(
+                source,
+                format!(
+                    "the model path `${name}` is not set in the pasted text (bash would pass an empty --model-path): set it (`{name}=…`), paste the model's path, or {}",
+                    super::launch::DESCRIBE_MODEL
+                ),
+            )
+            .line_opt(line.or(lines.line_of("server.launch")))
+            .field("server.launch")
+            .unknown_model());
+        }
+        parsed.notes.push(format!(
+            "--model-path `${name}` is not set in the text: the model is the scenario's `model:`"
+        ));
+    } else if let Some(Value::String(path)) = parsed.given.get("model_path") {
         let model_line = parsed.model_path_line;
         let at_model = |m: String| {
             InputError::new(source, m)
