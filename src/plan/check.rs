@@ -38,6 +38,10 @@ pub struct CheckRow {
     /// Why a start is not verified: each thing not modelled and which way it moves the
     /// figures (empty when everything is modelled).
     pub unverified: Vec<String>,
+    /// Launch flags read and left out on purpose: a `python -m dynamo.sglang` worker's
+    /// Dynamo flags, which Dynamo takes before SGLang's parser ([`crate::flags::dynamo`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Started with P(start) ≥ the target — and, under `--strict`, verified.
     pub passed: bool,
     pub start_probability: Option<f64>,
@@ -71,6 +75,7 @@ impl CheckRow {
             outcome,
             status: outcome,
             unverified: Vec::new(),
+            notes: Vec::new(),
             passed: false,
             start_probability: None,
             margin_bytes: None,
@@ -211,6 +216,12 @@ pub fn check_file(
             outcome,
             status: crate::startup::status(outcome, unverified),
             unverified: probe.unverified,
+            notes: p
+                .launch_notes
+                .iter()
+                .filter(|n| n.starts_with("Dynamo flags ignored"))
+                .cloned()
+                .collect(),
             passed: started && !(strict && unverified),
             start_probability: Some(probe.start_probability),
             margin_bytes: probe.margin_bytes,
@@ -253,6 +264,9 @@ pub fn render_text(rows: &[CheckRow]) -> String {
         }
         for u in &r.unverified {
             let _ = writeln!(out, "{:<w$}    not modelled: {u}", "");
+        }
+        for n in &r.notes {
+            let _ = writeln!(out, "{:<w$}    note: {n}", "");
         }
     }
     let failed = rows.iter().filter(|r| !r.passed).count();

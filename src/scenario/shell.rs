@@ -698,6 +698,25 @@ fn launcher_at(words: &[Word]) -> Option<(usize, String, bool)> {
                 .unwrap_or(who);
             return Some((j + skip, format!("{who} -m sglang.launch_server"), false));
         }
+        // NVIDIA Dynamo's SGLang worker (ai-dynamo: `python -m dynamo.sglang`; older
+        // releases `dynamo.sglang.worker`, `dynamo.sglang.decode_worker`): its own flags
+        // are dropped before SGLang's parser (`crate::flags::dynamo`).
+        let dynamo = |m: &str| {
+            matches!(
+                m,
+                "dynamo.sglang" | "dynamo.sglang.worker" | "dynamo.sglang.decode_worker"
+            )
+        };
+        if runner
+            && ((t == "-m" && next.is_some_and(dynamo)) || t.strip_prefix("-m").is_some_and(dynamo))
+        {
+            let (skip, module) = if t == "-m" {
+                (2, next.unwrap_or_default())
+            } else {
+                (1, &t[2..])
+            };
+            return Some((j + skip, format!("python -m {module}"), false));
+        }
         if basename(t) == "launch_server.py" && j > 0 {
             return Some((j + 1, format!("python {t}"), false));
         }
@@ -778,16 +797,6 @@ pub fn find_launch(src: &Src) -> Result<Launch, ShellError> {
                     warnings: Vec::new(),
                     unset_model_path: None,
                 });
-            }
-            // NVIDIA Dynamo's SGLang worker (`ai-dynamo`: `dynamo/sglang/args.py:
-            // parse_args`) parses its own flags first and hands the rest to SGLang's parser;
-            // its flags are not modelled: say so rather than "no command".
-            let text: String = src.chars.iter().collect();
-            if let Some(at) = text.find("dynamo.sglang") {
-                return err(
-                    src.line_at(text[..at].chars().count()),
-                    "`python -m dynamo.sglang` (NVIDIA Dynamo's SGLang worker) reads Dynamo's own flags before SGLang's, which the simulator does not model: check the SGLang flags as `python -m sglang.launch_server …`",
-                );
             }
             err(
                 1,
