@@ -190,8 +190,12 @@ pub enum CheckFormat {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// Scenario YAML files, or text / shell files holding one `sglang.launch_server`
-    /// command (name the machine with a `# hicache-sim: node=gb300` comment or --node).
+    /// Scenario YAML files, or launch files: text / shell files holding one
+    /// `sglang.launch_server` (or `sglang serve`, `python -m dynamo.sglang`) command,
+    /// its machine in a `# hicache-sim: node=gb300` comment or --node; every
+    /// `key=value` of such a comment is a scenario field set like `--set`
+    /// (`model=glm-5.2`, `memory.cgroup.max=900GB`). Every command that takes a scenario
+    /// reads them (`sweep` needs YAML). docs/src/guide/launch-files.md.
     #[arg(required = true)]
     pub files: Vec<String>,
     /// Release(s): one id, a comma-separated list, or `all`; default each file's own.

@@ -27,6 +27,17 @@ pub fn sweep_base(
 ) -> Result<(Value, SweepSpec, LoadedScenario), InputError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| InputError::new(path, format!("cannot read the scenario: {e}")))?;
+    // A launch file has no `sweep:` section, and `--set` (so `# hicache-sim:`) cannot
+    // give one: a sweep's axes are YAML.
+    if crate::scenario::launch_file::form_of(&text, path)?
+        == crate::scenario::launch_file::Form::LaunchFile
+    {
+        return Err(InputError::new(
+            path,
+            "a launch file has no `sweep:` section (a sweep's axes and seeds are YAML, which `# hicache-sim:` comments cannot give): write a YAML scenario with the command as `server: {launch: |…}`, the comments' fields as keys, and a `sweep:` section (docs/src/guide/launch-files.md); `startup`, `plan`, `check` and `replay` read the launch file as it is",
+        )
+        .field("sweep"));
+    }
     let spec = SweepSpec::from_scenario_yaml(&text, path)?;
     let loaded = load_str_as(&text, path, sets, sglang)?;
     // Resolve once up front: a bad base scenario is an error before any work starts.

@@ -12,6 +12,7 @@
 //! the embedded table is built.
 
 pub mod argparse;
+pub mod dynamo;
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;

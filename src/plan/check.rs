@@ -7,7 +7,9 @@
 //! (`# hicache-sim: node=gb300 memory.cgroup.max=900GB
 //! startup.weight_load.bytes_per_node=420GB`). `node` is required (here or with
 //! `--node`); the model comes from `--model-path` (or `model=`); everything else takes
-//! the scenario defaults. Command-line `--node` / `--set` win over the comments.
+//! the scenario defaults. Command-line `--node` / `--set` win over the comments. The
+//! scenario loader reads such files for every command
+//! ([`crate::scenario::launch_file`]).
 
 use serde::Serialize;
 
@@ -36,6 +38,10 @@ pub struct CheckRow {
     /// Why a start is not verified: each thing not modelled and which way it moves the
     /// figures (empty when everything is modelled).
     pub unverified: Vec<String>,
+    /// Launch flags read and left out on purpose: a `python -m dynamo.sglang` worker's
+    /// Dynamo flags, which Dynamo takes before SGLang's parser ([`crate::flags::dynamo`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Started with P(start) ≥ the target — and, under `--strict`, verified.
     pub passed: bool,
     pub start_probability: Option<f64>,
@@ -69,6 +75,7 @@ impl CheckRow {
             outcome,
             status: outcome,
             unverified: Vec::new(),
+            notes: Vec::new(),
             passed: false,
             start_probability: None,
             margin_bytes: None,
@@ -100,224 +107,27 @@ fn release_or_dash<S: serde::Serializer>(v: &Option<Sglang>, s: S) -> Result<S::
     s.serialize_str(v.map_or("-", Sglang::id))
 }
 
-/// How a file is read.
+/// How a file is read: its text, read by the scenario loader as YAML or as a launch
+/// file ([`crate::scenario::launch_file`]), and the command line's `--set`s.
 #[derive(Debug, Clone)]
 pub struct CheckInput {
     pub path: String,
-    /// Scenario text (a bare command file wrapped as `server.launch`).
     pub text: String,
-    /// How many lines after the wrapper's line the file's line is (to map error lines
-    /// back: the launch text starts on the wrapper's line 3).
-    pub line_offset: usize,
-    /// `--set`s from `# hicache-sim:` comments, then the command line's.
     pub sets: Vec<String>,
-    /// The comments' sets and their lines.
-    pub origins: Vec<(String, usize)>,
 }
 
-/// One `key=value` of a `# hicache-sim:` comment, with its 1-based line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Directive {
-    /// `key=value` as `--set` takes it (quotes removed).
-    pub set: String,
-    pub line: usize,
-}
-
-/// The words of one directive comment, split as a shell splits them: whitespace
-/// separates, `'…'` and `"…"` group (quotes removed), `\` escapes outside single
-/// quotes; a word starting with `#` ends the comment. `Err`: an unterminated quote.
-fn directive_words(rest: &str) -> Result<Vec<String>, &'static str> {
-    let mut words = Vec::new();
-    let mut cur: Option<String> = None;
-    let mut chars = rest.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            c if c.is_whitespace() => {
-                if let Some(w) = cur.take() {
-                    words.push(w);
-                }
-            }
-            '#' if cur.is_none() => break,
-            '\'' => {
-                let w = cur.get_or_insert_with(String::new);
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(x) => w.push(x),
-                        None => return Err("a quote `'` is not closed"),
-                    }
-                }
-            }
-            '"' => {
-                let w = cur.get_or_insert_with(String::new);
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(x) => w.push(x),
-                            None => return Err("a quote `\"` is not closed"),
-                        },
-                        Some(x) => w.push(x),
-                        None => return Err("a quote `\"` is not closed"),
-                    }
-                }
-            }
-            '\\' => {
-                let w = cur.get_or_insert_with(String::new);
-                if let Some(x) = chars.next() {
-                    w.push(x);
-                }
-            }
-            c => cur.get_or_insert_with(String::new).push(c),
-        }
-    }
-    if let Some(w) = cur {
-        words.push(w);
-    }
-    Ok(words)
-}
-
-/// The `# hicache-sim:` fields of `path`'s text, in order. Every word must be
-/// `key=value` (a value with spaces is quoted: `name="a b c"`) and a key is set once:
-/// anything else is an error at its line, never dropped or overridden silently.
-pub fn directives(path: &str, text: &str) -> Result<Vec<Directive>, InputError> {
-    const FORM: &str = "every word after `# hicache-sim:` is KEY=VALUE, a scenario field as `--set` takes it (quote a value with spaces: name=\"a b c\")";
-    let mut out: Vec<Directive> = Vec::new();
-    for (i, l) in text.lines().enumerate() {
-        let line = i + 1;
-        let Some(rest) = l
-            .trim_start()
-            .strip_prefix('#')
-            .and_then(|l| l.trim_start().strip_prefix("hicache-sim:"))
-        else {
-            continue;
-        };
-        let words = directive_words(rest.trim_end_matches('\r'))
-            .map_err(|m| InputError::new(path, format!("{m}: {FORM}")).at_line(line))?;
-        for w in words {
-            let Some((key, _)) = w.split_once('=').filter(|(k, _)| !k.trim().is_empty()) else {
-                return Err(
-                    InputError::new(path, format!("`{w}` is not KEY=VALUE: {FORM}")).at_line(line),
-                );
-            };
-            let key = key.trim();
-            if let Some(d) = out
-                .iter()
-                .find(|d| d.set.split_once('=').is_some_and(|(k, _)| k.trim() == key))
-            {
-                return Err(InputError::new(
-                    path,
-                    format!(
-                        "`{key}` is set twice in `# hicache-sim:` comments (line {} and line {line}): keep one",
-                        d.line
-                    ),
-                )
-                .at_line(line)
-                .field(key));
-            }
-            out.push(Directive { set: w, line });
-        }
-    }
-    Ok(out)
-}
-
-fn is_yaml(path: &str) -> bool {
-    let p = path.to_ascii_lowercase();
-    p.ends_with(".yaml") || p.ends_with(".yml")
-}
-
-/// Reads `path`: a YAML scenario as it is, any other file as a launch command wrapped
-/// in a scenario (`name`, `server.launch`), with its `# hicache-sim:` fields.
+/// Reads `path` (a YAML scenario or a launch file: the loader tells them apart).
 pub fn read_input(path: &str, cli_sets: &[String]) -> Result<CheckInput, InputError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
-    if is_yaml(path) {
-        return Ok(CheckInput {
-            path: path.into(),
-            text,
-            line_offset: 0,
-            sets: cli_sets.to_vec(),
-            origins: Vec::new(),
-        });
-    }
-    // A launch file is text: a NUL or another control byte (a binary file, a paste
-    // gone wrong) is named at its own line, before the file is wrapped in YAML.
-    if let Some((i, l)) = text.lines().enumerate().find(|(_, l)| {
-        l.chars()
-            .any(|c| c.is_control() && !matches!(c, '\t' | '\r'))
-    }) {
-        let c = l
-            .chars()
-            .find(|c| c.is_control() && !matches!(c, '\t' | '\r'))
-            .unwrap_or('\0');
-        return Err(InputError::new(
-            path,
-            format!(
-                "a control character ({}) in a launch-command file: not a text file, or a paste gone wrong",
-                if c == '\0' { "a NUL byte".to_string() } else { format!("U+{:04X}", c as u32) }
-            ),
-        )
-        .at_line(i + 1));
-    }
-    let dirs = directives(path, &text)?;
-    // Where each set came from, so an error about its field names the comment's line.
-    let origins: Vec<(String, usize)> = dirs.iter().map(|d| (d.set.clone(), d.line)).collect();
-    let mut sets: Vec<String> = dirs.into_iter().map(|d| d.set).collect();
-    sets.extend(cli_sets.iter().cloned());
-    if !sets.iter().any(|s| s.trim_start().starts_with("node=")) {
-        return Err(InputError::new(
-            path,
-            "a bare launch command does not say which machine it runs on: add a `# hicache-sim: node=gb300` comment (any preset of `hicache-sim presets`) or pass --node",
-        ));
-    }
-    let name = std::path::Path::new(path)
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .unwrap_or("recipe");
-    // The file's text as one JSON-quoted scalar on line 3, byte for byte: a CR stays a CR
-    // (bash's reading of a file saved with CRLF line ends), which a YAML block would
-    // have turned into a line break. Line l of the file is line l of the launch text.
-    let yaml = format!(
-        "name: {}\nserver:\n  launch: {}\n",
-        serde_json::to_string(name).unwrap_or_else(|_| "\"recipe\"".into()),
-        serde_json::to_string(&text).unwrap_or_else(|_| "\"\"".into())
-    );
     Ok(CheckInput {
         path: path.into(),
-        text: yaml,
-        line_offset: 2,
-        sets,
-        origins,
+        text,
+        sets: cli_sets.to_vec(),
     })
 }
 
 impl CheckInput {
-    /// An error's line in the wrapper mapped back to the file's own.
-    fn fix(&self, mut e: InputError) -> InputError {
-        if e.source == self.path
-            && let Some(l) = e.line
-        {
-            e.line = (l > self.line_offset).then(|| l - self.line_offset);
-        }
-        // A bare command file is the launch block: its line is the file's line.
-        if self.line_offset > 0
-            && let Some(rest) = e.message.strip_prefix("line ")
-            && let Some((_, msg)) = rest.split_once(" of the launch block: ")
-        {
-            e.message = msg.to_string();
-        }
-        // An error about a field a `# hicache-sim:` comment set: that comment's line.
-        if let Some((_, line)) = self
-            .origins
-            .iter()
-            .find(|(set, _)| e.source == format!("--set {set}"))
-        {
-            e.source = self.path.clone();
-            e.line = Some(*line);
-        }
-        e
-    }
-
     /// The file under its own release: the release it asks for, typed by the loader's
     /// first stage (kept when a later stage fails; `None` when the file does not tell),
     /// and its prober.
@@ -329,9 +139,9 @@ impl CheckInput {
         match Draft::read(&self.text, &self.path, &self.sets, None) {
             Ok(d) => (
                 d.sglang.as_ref().ok().copied(),
-                Prober::from_draft(d, seed, runs).map_err(|e| self.fix(e)),
+                Prober::from_draft(d, seed, runs),
             ),
-            Err(e) => (None, Err(self.fix(e))),
+            Err(e) => (None, Err(e)),
         }
     }
 
@@ -342,7 +152,6 @@ impl CheckInput {
         runs: u64,
     ) -> Result<Prober, InputError> {
         Prober::from_text(&self.text, &self.path, &self.sets, sglang, seed, runs)
-            .map_err(|e| self.fix(e))
     }
 }
 
@@ -407,6 +216,12 @@ pub fn check_file(
             outcome,
             status: crate::startup::status(outcome, unverified),
             unverified: probe.unverified,
+            notes: p
+                .launch_notes
+                .iter()
+                .filter(|n| n.starts_with("Dynamo flags ignored"))
+                .cloned()
+                .collect(),
             passed: started && !(strict && unverified),
             start_probability: Some(probe.start_probability),
             margin_bytes: probe.margin_bytes,
@@ -449,6 +264,9 @@ pub fn render_text(rows: &[CheckRow]) -> String {
         }
         for u in &r.unverified {
             let _ = writeln!(out, "{:<w$}    not modelled: {u}", "");
+        }
+        for n in &r.notes {
+            let _ = writeln!(out, "{:<w$}    note: {n}", "");
         }
     }
     let failed = rows.iter().filter(|r| !r.passed).count();

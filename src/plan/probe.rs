@@ -24,6 +24,8 @@ pub struct Prober {
     pub sglang: Sglang,
     pub seed: u64,
     pub runs: u64,
+    /// The launch command's notes (flags not modelled, Dynamo's flags dropped, …).
+    pub launch_notes: Vec<String>,
 }
 
 /// A field patch: path (`server.hicache_size`) and value.
@@ -75,6 +77,7 @@ impl Prober {
             sglang: s.version,
             seed: seed.unwrap_or(s.seed),
             runs,
+            launch_notes: loaded.not_modelled_flags.clone(),
         })
     }
 

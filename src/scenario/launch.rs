@@ -189,6 +189,9 @@ pub struct LaunchArgs {
     /// 0`) and the scenario file's line of the flag, when known (the provenance map
     /// names them: `scenario::lines::Origin::LaunchFlag`).
     pub flag_of: BTreeMap<String, (String, Option<usize>)>,
+    /// The unset variable the model path is read from (`$MODEL_PATH`), and the scenario
+    /// file's line of it, when known: the scenario's `model:` names the model.
+    pub unset_model_path: Option<(String, Option<usize>)>,
 }
 
 /// Where the launch text sits in the scenario file, for errors: the line of line 1 of
@@ -280,6 +283,7 @@ pub fn parse_launch_src(
         argv,
         argv_at,
         result,
+        dynamo_ignored,
     } = read_text(src, release).map_err(|e| {
         if e.model_path {
             err(Some(e.line), format!("{}; {}", e.message, DESCRIBE_MODEL)).unknown_model()
@@ -373,8 +377,20 @@ pub fn parse_launch_src(
             (flag, line)
         })
         .collect();
+    let unset_model_path = launch
+        .unset_model_path
+        .clone()
+        .map(|(name, l)| (name, pos.first_line.map(|f| f + l - 1)));
     let mut out = to_fields(launch, release, &parsed);
     out.model_path_line = model_line;
+    out.unset_model_path = unset_model_path;
+    if !dynamo_ignored.is_empty() {
+        out.notes.push(format!(
+            "Dynamo flags ignored (NVIDIA Dynamo's own, not passed to SGLang; ai-dynamo {} `dynamo/sglang/args.py`): {}",
+            crate::flags::dynamo::release(),
+            dynamo_ignored.join(", ")
+        ));
+    }
     // The flag behind each field: its own dest, else `--attn-dp-size` (DP attention).
     for field in out.fields.keys() {
         let by = |dest: &str| parsed.given.iter().rposition(|g| g.dest == dest);
@@ -395,18 +411,31 @@ pub struct Reading {
     /// serve` drops `--model-type X` and adds `--model-path` before a positional path).
     pub argv_at: Vec<usize>,
     pub result: Result<Parsed, crate::flags::ArgError>,
+    /// The Dynamo flags of a `python -m dynamo.sglang` worker, as typed with their
+    /// values: Dynamo's, not passed to SGLang.
+    pub dynamo_ignored: Vec<String>,
 }
 
 /// Reads `src` as bash, then as SGLang `release`'s parser.
 pub fn read_text(src: &Src, release: Release) -> Result<Reading, super::shell::ShellError> {
     let launch = find_launch(src)?;
-    let (argv, argv_at) = serve_argv(&launch, release);
+    let (mut argv, mut argv_at) = serve_argv(&launch, release);
+    // NVIDIA Dynamo's SGLang worker takes its own flags and hands the rest to SGLang's
+    // parser unchanged (ai-dynamo 1.6.1 `dynamo/sglang/args.py: parse_args`).
+    let mut dynamo_ignored = Vec::new();
+    if launch.launcher.contains("dynamo.sglang") {
+        let (keep, ignored) = crate::flags::dynamo::split(&argv);
+        argv_at = keep.iter().map(|&i| argv_at[i]).collect();
+        argv = keep.iter().map(|&i| argv[i].clone()).collect();
+        dynamo_ignored = ignored;
+    }
     let result = crate::flags::parse(release.flags(), &argv);
     Ok(Reading {
         launch,
         argv,
         argv_at,
         result,
+        dynamo_ignored,
     })
 }
 
@@ -465,6 +494,7 @@ fn to_fields(launch: Launch, release: Release, p: &Parsed) -> LaunchArgs {
         not_modelled: Vec::new(),
         model_path_line: None,
         flag_of: BTreeMap::new(),
+        unset_model_path: None,
     };
     for g in &p.given {
         let v = p.values.get(&g.dest).cloned().unwrap_or(Value::Null);

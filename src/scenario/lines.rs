@@ -108,6 +108,12 @@ impl LineIndex {
         }
     }
 
+    /// Record that `path` is written at `line` (a launch file's `# hicache-sim:` field,
+    /// whose line is its comment's).
+    pub fn set_line(&mut self, path: &str, line: usize) {
+        self.lines.insert(path.to_string(), line);
+    }
+
     /// Forget where `path` is written (a null value, read as unset): its line is its
     /// parent's from now on.
     pub fn forget(&mut self, path: &str) {

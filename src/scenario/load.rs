@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use serde::Deserialize;
 
 use super::launch::{LaunchArgs, TextPos, parse_launch_src};
+use super::launch_file::{self, BOTH_FORMS, Form, LaunchFile, form_of};
 use super::lines::{LineIndex, Origin};
 use super::schema::ScenarioFile;
 use super::shell::Src;
@@ -84,6 +85,7 @@ pub struct Draft<'a> {
     source: &'a str,
     value: Value,
     lines: LineIndex,
+    form: Form,
     /// `--sglang`, else the tree's `sglang:` (the file's key, a `--set sglang=…`, a
     /// `# hicache-sim: sglang=…` comment), else [`Sglang::DEFAULT`]; `Err` when that is
     /// no release (the error at the key's line).
@@ -99,14 +101,41 @@ impl<'a> Draft<'a> {
         sets: &[String],
         sglang: Option<Sglang>,
     ) -> Result<Draft<'a>, InputError> {
-        let mut lines = LineIndex::build(text);
-        let mut value = parse_yaml_value(text, source)?;
-        if !value.is_object() {
-            return Err(InputError::new(
-                source,
-                "a scenario must be a YAML mapping (`node:`, `model:`, `server:` …)",
-            ));
-        }
+        let form = form_of(text, source)?;
+        let (mut value, mut lines) = match form {
+            Form::Yaml => {
+                let value = parse_yaml_value(text, source)?;
+                if !value.is_object() {
+                    return Err(InputError::new(
+                        source,
+                        format!("a scenario must be a YAML mapping: {BOTH_FORMS}"),
+                    ));
+                }
+                (value, LineIndex::build(text))
+            }
+            // A launch file: its `# hicache-sim:` fields first (the command line's
+            // `--set`s win over them), each located at its comment's line.
+            Form::LaunchFile => {
+                let LaunchFile {
+                    mut value,
+                    directives,
+                } = launch_file::wrap(text, source)?;
+                let mut lines = LineIndex::default();
+                for d in &directives {
+                    apply_set(&mut value, &d.set).map_err(|mut e| {
+                        if e.source == format!("--set {}", d.set) {
+                            e.source = source.to_string();
+                            e.line = Some(d.line);
+                        }
+                        e
+                    })?;
+                    if let Some((path, _)) = d.set.split_once('=') {
+                        lines.set_line(path.trim(), d.line);
+                    }
+                }
+                (value, lines)
+            }
+        };
         // `--set` (and `--sglang`) first: the release picks the flag table, `--set
         // server.launch=…` is read like a launch in the file, and an explicit field set on
         // the command line wins over the launch flag like one in the file.
@@ -115,6 +144,9 @@ impl<'a> Draft<'a> {
             if let Some((path, _)) = s.split_once('=') {
                 lines.set_origin(path.trim(), Origin::Set(format!("--set {s}")));
             }
+        }
+        if form == Form::LaunchFile && value.get("node").is_none_or(Value::is_null) {
+            return Err(launch_file::no_node(source));
         }
         // `server.X: null` means unset: the field takes its default (`typed_as`) and counts
         // as not written (a release without the flag does not refuse it). It still
@@ -142,6 +174,7 @@ impl<'a> Draft<'a> {
             source,
             value,
             lines,
+            form,
             sglang,
         })
     }
@@ -158,10 +191,11 @@ impl<'a> Draft<'a> {
             source,
             mut value,
             mut lines,
+            form,
             sglang,
         } = self;
         let version = sglang?;
-        let launch = merge_launch(&mut value, version, text, source, &mut lines)?;
+        let launch = merge_launch(&mut value, version, text, form, source, &mut lines)?;
         let file = typed_as(value, version, source, &lines)?;
         Ok(LoadedScenario {
             source: source.to_string(),
@@ -270,6 +304,7 @@ fn merge_launch(
     value: &mut Value,
     sglang: Sglang,
     text: &str,
+    form: Form,
     source: &str,
     lines: &mut LineIndex,
 ) -> Result<Option<LaunchArgs>, InputError> {
@@ -293,9 +328,40 @@ fn merge_launch(
                 .field("server.launch"),
         );
     };
-    let (src, pos) = launch_src(text, lines.line_of("server.launch"), cmd);
+    // A launch file's command is the file itself: line l of it is line l of the file
+    // (unless a `--set server.launch=…` replaced it).
+    let (src, pos) =
+        if form == Form::LaunchFile && lines.locate(source, "server.launch").0 == source {
+            (
+                Src::literal(cmd),
+                TextPos {
+                    first_line: Some(1),
+                    block: false,
+                },
+            )
+        } else {
+            launch_src(text, lines.line_of("server.launch"), cmd)
+        };
     let mut parsed = parse_launch_src(&src, sglang.release(), source, pos)?;
-    if let Some(Value::String(path)) = parsed.given.get("model_path") {
+    // `--model-path $MODEL_PATH` with the variable never set: bash passes an empty path,
+    // so the model is the scenario's `model:` (a launch file's `# hicache-sim: model=…`).
+    if let Some((name, line)) = parsed.unset_model_path.clone() {
+        if !has_model {
+            return Err(InputError::new(
+                source,
+                format!(
+                    "the model path `${name}` is not set in the pasted text (bash would pass an empty --model-path): set it (`{name}=…`), paste the model's path, or {}",
+                    super::launch::DESCRIBE_MODEL
+                ),
+            )
+            .line_opt(line.or(lines.line_of("server.launch")))
+            .field("server.launch")
+            .unknown_model());
+        }
+        parsed.notes.push(format!(
+            "--model-path `${name}` is not set in the text: the model is the scenario's `model:`"
+        ));
+    } else if let Some(Value::String(path)) = parsed.given.get("model_path") {
         let model_line = parsed.model_path_line;
         let at_model = |m: String| {
             InputError::new(source, m)

@@ -447,6 +447,10 @@ pub struct Launch {
     /// Things bash does that are likely not what the author meant (a line of flags that
     /// runs as its own command because the line before lacks a `\`).
     pub warnings: Vec<String>,
+    /// The variable the model path is read from when the text never sets it
+    /// (`--model-path $MODEL_PATH`), and its line: bash passes an empty path, and the
+    /// scenario's `model:` must say what the recipe serves.
+    pub unset_model_path: Option<(String, usize)>,
 }
 
 #[derive(Debug, Clone)]
@@ -694,6 +698,25 @@ fn launcher_at(words: &[Word]) -> Option<(usize, String, bool)> {
                 .unwrap_or(who);
             return Some((j + skip, format!("{who} -m sglang.launch_server"), false));
         }
+        // NVIDIA Dynamo's SGLang worker (ai-dynamo: `python -m dynamo.sglang`; older
+        // releases `dynamo.sglang.worker`, `dynamo.sglang.decode_worker`): its own flags
+        // are dropped before SGLang's parser (`crate::flags::dynamo`).
+        let dynamo = |m: &str| {
+            matches!(
+                m,
+                "dynamo.sglang" | "dynamo.sglang.worker" | "dynamo.sglang.decode_worker"
+            )
+        };
+        if runner
+            && ((t == "-m" && next.is_some_and(dynamo)) || t.strip_prefix("-m").is_some_and(dynamo))
+        {
+            let (skip, module) = if t == "-m" {
+                (2, next.unwrap_or_default())
+            } else {
+                (1, &t[2..])
+            };
+            return Some((j + skip, format!("python -m {module}"), false));
+        }
         if basename(t) == "launch_server.py" && j > 0 {
             return Some((j + 1, format!("python {t}"), false));
         }
@@ -772,17 +795,8 @@ pub fn find_launch(src: &Src) -> Result<Launch, ShellError> {
                     env,
                     serve: false,
                     warnings: Vec::new(),
+                    unset_model_path: None,
                 });
-            }
-            // NVIDIA Dynamo's SGLang worker (`ai-dynamo`: `dynamo/sglang/args.py:
-            // parse_args`) parses its own flags first and hands the rest to SGLang's parser;
-            // its flags are not modelled: say so rather than "no command".
-            let text: String = src.chars.iter().collect();
-            if let Some(at) = text.find("dynamo.sglang") {
-                return err(
-                    src.line_at(text[..at].chars().count()),
-                    "`python -m dynamo.sglang` (NVIDIA Dynamo's SGLang worker) reads Dynamo's own flags before SGLang's, which the simulator does not model: check the SGLang flags as `python -m sglang.launch_server …`",
-                );
             }
             err(
                 1,
@@ -846,6 +860,18 @@ fn scan(
             if let Some(name) = unset {
                 // Where in `words` the unset variable was used (even if it vanished).
                 unset_uses.push((words.len(), line, name));
+                // An unset model path (`--model-path $MODEL_PATH`) stays an empty word:
+                // the scenario's `model:` (a `# hicache-sim: model=…`) may name the model.
+                if fields.is_empty()
+                    && words.last().is_some_and(|w: &Word| {
+                        matches!(w.text.as_str(), "--model-path" | "--model")
+                    })
+                {
+                    words.push(Word {
+                        text: String::new(),
+                        line,
+                    });
+                }
             }
             for text in fields {
                 if n == 0 && text == "export" {
@@ -861,22 +887,19 @@ fn scan(
         let mut all_env = vars.clone();
         all_env.extend(env);
         if let Some((start, launcher, serve)) = launcher_at(&words) {
-            // A variable the text never sets, used in the SGLang command itself.
-            if let Some((i, line, name)) = unset_uses.iter().find(|(i, _, _)| *i >= start) {
-                // The model path itself (`--model-path $MODEL_PATH`, `--model-path=$M`).
-                let is_model = |w: &str| matches!(w, "--model-path" | "--model");
+            // A variable the text never sets, used in the SGLang command itself. The
+            // model path itself (`--model-path $MODEL_PATH`, `--model-path=$M`) is
+            // recorded: the loader reads the model from `model:` or refuses.
+            let is_model = |w: &str| matches!(w, "--model-path" | "--model");
+            let mut unset_model_path = None;
+            for (i, line, name) in unset_uses.iter().filter(|(i, _, _)| *i >= start) {
                 let model = (*i > 0 && words.get(i - 1).is_some_and(|w| is_model(&w.text)))
                     || words
                         .get(*i)
                         .is_some_and(|w| w.text.split_once('=').is_some_and(|(f, _)| is_model(f)));
                 if model {
-                    return Err(ShellError {
-                        message: format!(
-                            "the model path `${name}` is not set in the pasted text (bash would pass an empty --model-path): set it (`{name}=…`) or paste the model's path"
-                        ),
-                        line: *line,
-                        model_path: true,
-                    });
+                    unset_model_path.get_or_insert((name.clone(), *line));
+                    continue;
                 }
                 return err(
                     *line,
@@ -893,6 +916,7 @@ fn scan(
                 env: all_env,
                 serve,
                 warnings: Vec::new(),
+                unset_model_path,
             });
             continue;
         }
@@ -1034,12 +1058,15 @@ mod tests {
         );
         let e = find_launch(&Src::literal("echo hi")).unwrap_err();
         assert!(e.message.starts_with("no SGLang launch command found"));
-        let e = find_launch(&Src::literal(
+        // Dynamo's SGLang worker is a launcher: its argv (Dynamo's flags are dropped
+        // after, by `crate::flags::dynamo`).
+        let l = find_launch(&Src::literal(
             "export X=1\npython3 -m dynamo.sglang --model-path m --tp 4 --endpoint dyn://a.b.c\n",
         ))
-        .unwrap_err();
-        assert_eq!(e.line, 2);
-        assert!(e.message.contains("Dynamo's own flags"), "{}", e.message);
+        .unwrap();
+        assert_eq!(l.launcher, "python -m dynamo.sglang");
+        assert_eq!(l.argv[..4], ["--model-path", "m", "--tp", "4"]);
+        assert_eq!(l.lines[0], 2);
     }
 
     #[test]

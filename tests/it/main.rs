@@ -17,6 +17,7 @@ mod hostile;
 mod kv_bytes;
 mod l3_write_back;
 mod launch_corpus;
+mod launch_files;
 mod launch_issue9;
 mod log_corpus;
 mod models;
