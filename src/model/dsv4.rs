@@ -73,9 +73,7 @@ const C128_RING: u64 = 128;
 const STATE_ITEMSIZE: u64 = 4;
 /// `environ.py: SGLANG_SWA_EVICTION_INTERVAL` default.
 const SWA_EVICTION_INTERVAL: u64 = 128;
-/// `pool_configurator.py: DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO` (and
-/// `model_overrides/deepseek_v4.py`'s `swa_full_tokens_ratio` default).
-pub const DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO: f64 = 0.1;
+pub use crate::release::DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO;
 /// `model_overrides/deepseek_v4.py: _deepseek_v4_overrides`: `page_size = 256` on CUDA
 /// (the attention backend asserts it).
 pub const DSV4_PAGE_SIZE: u64 = 256;

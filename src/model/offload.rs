@@ -182,21 +182,7 @@ pub fn v2_offloaded_indices(layers: u32, group_size: i64, num_in_group: i64) -> 
         .collect()
 }
 
-/// Which parameters OffloaderV1 keeps on the GPU, by release.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CpuOffloadResident {
-    /// 0.5.14–0.5.20 `OffloaderV1.maybe_offload_to_cpu`: every parameter of the layer in
-    /// `module.parameters()` order, MLA `kv_b_proj` included. (`post_load_weights` then
-    /// derives those layers' bf16 `w_kc` / `w_vc` from a host tensor; where they end up
-    /// is not modelled: they stay counted on the GPU.)
-    Nothing,
-    /// 0.5.21–0.5.23 `_get_resident_parameter_ids`: an MLA attention's `kv_b_proj`
-    /// parameters stay (its owner has `w_kc` / `w_vc`, which `post_load_weights` derives
-    /// from them on their device). 0.5.23 also keeps any parameter whose storage a
-    /// cached tensor attribute shares, which for these models is the same set.
-    MlaKvB,
-}
+pub use crate::release::CpuOffloadResident;
 
 /// Architectures whose decoder layers `DeepseekV2Model` builds with the offloader's
 /// `submodule_accessor` and `whitelist_param_names_creator` (`models/deepseek_v2.py:

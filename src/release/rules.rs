@@ -8,10 +8,30 @@ use super::copy_kernel::LoadBackKernel;
 use super::log_lines::{AllocatingLine, HostRegister, LogRules, SmallHostLine};
 use crate::cache::{DeviceEvictAmount, EvictVersion, TreeKind};
 use crate::domain::PrefetchPolicy;
-use crate::model::offload::CpuOffloadResident;
 use crate::sizing::{
     AutoSizeRule, AvailableReading, HeadroomVariant, PrefetchCapRule, Rules, SglangVersion,
 };
+
+/// `pool_configurator.py: DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO` (and
+/// `model_overrides/deepseek_v4.py`'s `swa_full_tokens_ratio` default), 0.5.21–0.5.23:
+/// the ratio DeepSeek-V4's SWA pool takes when none is given.
+pub const DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO: f64 = 0.1;
+
+/// Which parameters OffloaderV1 keeps on the GPU, by release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CpuOffloadResident {
+    /// 0.5.14–0.5.20 `OffloaderV1.maybe_offload_to_cpu`: every parameter of the layer in
+    /// `module.parameters()` order, MLA `kv_b_proj` included. (`post_load_weights` then
+    /// derives those layers' bf16 `w_kc` / `w_vc` from a host tensor; where they end up
+    /// is not modelled: they stay counted on the GPU.)
+    Nothing,
+    /// 0.5.21–0.5.23 `_get_resident_parameter_ids`: an MLA attention's `kv_b_proj`
+    /// parameters stay (its owner has `w_kc` / `w_vc`, which `post_load_weights` derives
+    /// from them on their device). 0.5.23 also keeps any parameter whose storage a
+    /// cached tensor attribute shares, which for these models is the same set.
+    MlaKvB,
+}
 
 /// [`ReleaseRules::tree`] as the rule tables name it: `v1_hi_radix`
 /// (`mem_cache/hiradix_cache.py: HiRadixCache`, ≤ 0.5.18 for plain models) or `unified`
@@ -363,9 +383,7 @@ impl Dsv4Pools {
     pub fn operator_swa_full_tokens_ratio(self, given: Option<f64>) -> Option<f64> {
         match self {
             Dsv4Pools::NotModelled => given,
-            Dsv4Pools::RatioMode0521 => {
-                Some(given.unwrap_or(crate::model::dsv4::DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO))
-            }
+            Dsv4Pools::RatioMode0521 => Some(given.unwrap_or(DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO)),
         }
     }
 }

@@ -67,7 +67,7 @@ pub fn form_of(text: &str, source: &str) -> Result<Form, InputError> {
         )),
         Err(_) => {
             // Written as YAML, with a mistake: its error, at its line, and both forms.
-            let e = super::load::parse_yaml_value(text, source).expect_err("failed above");
+            let e = super::yaml::parse_yaml_value(text, source).expect_err("failed above");
             let mut e2 = InputError::new(
                 source,
                 format!("{} (and no launch command either): {BOTH_FORMS}", e.message),

@@ -27,20 +27,7 @@ pub struct LoadedScenario {
     pub launch: Option<LaunchArgs>,
 }
 
-/// Parses YAML text into a value tree; syntax errors carry the line.
-pub fn parse_yaml_value(text: &str, source: &str) -> Result<Value, InputError> {
-    serde_saphyr::from_str::<Value>(text).map_err(|e| {
-        let line = e.location().map(|l| l.line() as usize);
-        let msg = e.to_string();
-        let first = msg
-            .lines()
-            .next()
-            .unwrap_or("invalid YAML")
-            .trim_start_matches("error: ")
-            .to_string();
-        InputError::new(source, format!("invalid YAML: {first}")).line_opt(line)
-    })
-}
+pub use super::yaml::parse_yaml_value;
 
 /// Reads and checks `path`, applying `sets` (`server.hicache_size=150`).
 pub fn load_file(path: &str, sets: &[String]) -> Result<LoadedScenario, InputError> {

@@ -11,6 +11,7 @@ pub mod resolve;
 pub mod runtime_section;
 pub mod schema;
 pub mod shell;
+pub mod yaml;
 
 pub use load::{LoadedScenario, load_file, load_str};
 pub use resolve::{MAX_RUNS, Scenario};
