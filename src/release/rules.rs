@@ -378,7 +378,7 @@ pub enum Dsv4Pools {
 
 impl Dsv4Pools {
     /// The ratio `DSV4PoolConfigurator` sees as the operator's
-    /// ([`crate::model::dsv4::Dsv4Schedule::operator_swa_full_tokens_ratio`]) for the
+    /// (`model::dsv4::Dsv4Schedule::operator_swa_full_tokens_ratio`) for the
     /// `--swa-full-tokens-ratio` given (`None`: not given).
     pub fn operator_swa_full_tokens_ratio(self, given: Option<f64>) -> Option<f64> {
         match self {
@@ -407,7 +407,7 @@ pub struct ReleaseRules {
     #[serde(skip)]
     pub log: LogRules,
     /// Which parameters `--cpu-offload-gb` leaves on the GPU
-    /// ([`crate::model::offload::CpuOffloadResident`]). Not in `versions --format json`,
+    /// ([`CpuOffloadResident`]). Not in `versions --format json`,
     /// whose output is kept as it was.
     #[serde(skip)]
     pub cpu_offload_resident: CpuOffloadResident,
