@@ -82,6 +82,26 @@ pub struct ReleasePlan {
     pub floor_gb: Option<u64>,
 }
 
+impl ReleasePlan {
+    /// A release with nothing planned (no frontier, no probe): the base of the plans
+    /// that stop early (the scenario invalid there, or the model does not fit).
+    fn unplanned(sglang: Sglang) -> ReleasePlan {
+        ReleasePlan {
+            sglang,
+            summary: sglang.summary(),
+            invalid: None,
+            does_not_fit: None,
+            size: None,
+            ratio: None,
+            fractions: None,
+            sensitivity: Vec::new(),
+            at_recommended: None,
+            at_smallest_frontier: None,
+            floor_gb: None,
+        }
+    }
+}
+
 /// The whole plan.
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
@@ -124,17 +144,8 @@ pub fn plan_release(prober: &Prober, target: f64) -> Result<ReleasePlan, ProbeEr
     let (_, base) = prober.plan(&search::size_patch(1))?;
     if let Some(f) = &base.device_failure {
         return Ok(ReleasePlan {
-            sglang: version,
-            summary: version.summary(),
-            invalid: None,
             does_not_fit: Some(format!("{} (what would help: {})", f.message, f.hint)),
-            size: None,
-            ratio: None,
-            fractions: None,
-            sensitivity: Vec::new(),
-            at_recommended: None,
-            at_smallest_frontier: None,
-            floor_gb: None,
+            ..ReleasePlan::unplanned(version)
         });
     }
     let ratio = search::ratio_frontier(
@@ -221,17 +232,8 @@ pub fn plan(
                     // `None` is the scenario's own release, which resolved above.
                     let v = r.unwrap_or(own.sglang);
                     let rp = ReleasePlan {
-                        sglang: v,
-                        summary: v.summary(),
                         invalid: Some(e.message),
-                        does_not_fit: None,
-                        size: None,
-                        ratio: None,
-                        fractions: None,
-                        sensitivity: Vec::new(),
-                        at_recommended: None,
-                        at_smallest_frontier: None,
-                        floor_gb: None,
+                        ..ReleasePlan::unplanned(v)
                     };
                     (rp, None)
                 }

@@ -280,10 +280,7 @@ impl DeviceFailure {
     pub fn of(weights: u64, free: u64, f: f64, tp: u32) -> DeviceFailure {
         use crate::release::log_lines::ErrorKind;
         let human_bytes = |b: u64| format!("{} GB", crate::units::fmt_gb(b as i128));
-        let larger_tp = format!(
-            "raise --tp (TP{tp} → TP{} halves the weights per rank)",
-            tp.saturating_mul(2)
-        );
+        let larger_tp = larger_tp(tp);
         if weights >= free {
             return DeviceFailure {
                 kind: ErrorKind::OutOfMemoryError,
@@ -328,9 +325,7 @@ impl DeviceFailure {
             hint,
         }
     }
-}
 
-impl DeviceFailure {
     /// DeepSeek-V4's device pools that SGLang cannot build (0.5.21–0.5.23), from
     /// [`crate::pools::dsv4_device_pools`]'s error; `None` for an error that is not a
     /// failed start-up (a path the simulator does not model). Each is SGLang's own:
@@ -354,29 +349,10 @@ impl DeviceFailure {
         use crate::model::dsv4::Dsv4Error;
         use crate::pools::PoolError;
         use crate::release::log_lines::ErrorKind;
-        let larger_tp = format!(
-            "raise --tp (TP{tp} → TP{} halves the weights per rank)",
-            tp.saturating_mul(2)
-        );
-        let human_bytes = |b: u64| format!("{} GB", crate::units::fmt_gb(b as i128));
+        let larger_tp = larger_tp(tp);
         match e {
-            PoolError::WeightsLeaveNoKvRoom { .. } if weights >= free => {
-                Some(Self::of(weights, free, f, tp))
-            }
-            PoolError::WeightsLeaveNoKvRoom { .. } => {
-                let needed = weights as f64 / free as f64;
-                Some(DeviceFailure {
-                    kind: ErrorKind::ValueError,
-                    message: e.to_string(),
-                    hint: format!(
-                        "the weights ({} per rank) take {:.1} % of the {} free before the load: raise --mem-fraction-static above {:.3}, or {larger_tp}",
-                        human_bytes(weights),
-                        100.0 * needed,
-                        human_bytes(free),
-                        needed
-                    ),
-                })
-            }
+            // the same rule as any model's (`rest ≤ 0`, or weights beyond the free memory)
+            PoolError::WeightsLeaveNoKvRoom { .. } => Some(Self::of(weights, free, f, tp)),
             PoolError::Dsv4(Dsv4Error::SwaCapLeavesNoRoom { .. }) => Some(DeviceFailure {
                 kind: ErrorKind::RuntimeError,
                 message: e.to_string(),
@@ -394,6 +370,14 @@ impl DeviceFailure {
             _ => None,
         }
     }
+}
+
+/// The hint every device failure ends with: the next TP halves the weights per rank.
+fn larger_tp(tp: u32) -> String {
+    format!(
+        "raise --tp (TP{tp} → TP{} halves the weights per rank)",
+        tp.saturating_mul(2)
+    )
 }
 
 impl StartupPlan {
