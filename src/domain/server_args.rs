@@ -133,6 +133,18 @@ pub struct ServerArgs {
     /// layer include the fused shared expert unless given).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub disable_shared_experts_fusion: bool,
+    /// `--cuda-graph-max-bs` (`--cuda-graph-max-bs-decode`): the decode graph's largest batch, which the default
+    /// `--mem-fraction-static` reserves for (`max_bs × 2` MiB; with DP attention more).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cuda_graph_max_bs_decode: Option<u32>,
+    /// `--disable-cuda-graph`: no graph reserve in the default fraction.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub disable_cuda_graph: bool,
+    /// `--moe-a2a-backend` (`none`, `deepep`, …; no argparse choices here, SGLang's
+    /// parser checks them): DeepEP's buffers are reserved in the default fraction
+    /// (0.5.15+).
+    #[serde(skip_serializing_if = "is_none_backend")]
+    pub moe_a2a_backend: String,
 }
 
 // The offload fields are left out of the serialized arguments at SGLang's defaults, so
@@ -148,6 +160,9 @@ fn is_minus_one(x: &i64) -> bool {
 }
 fn is_cpu(x: &str) -> bool {
     x == "cpu"
+}
+fn is_none_backend(x: &str) -> bool {
+    x == "none"
 }
 
 impl Default for ServerArgs {
@@ -193,6 +208,9 @@ impl Default for ServerArgs {
             offload_prefetch_step: 1,
             offload_mode: "cpu".into(),
             disable_shared_experts_fusion: false,
+            cuda_graph_max_bs_decode: None,
+            disable_cuda_graph: false,
+            moe_a2a_backend: "none".into(),
         }
     }
 }

@@ -433,11 +433,12 @@ pub fn resolve_mem_fraction(s: &crate::scenario::Scenario) -> ResolvedMemFractio
                 is_dsv4: matches!(s.model.attention, Attention::Dsv4 { .. }),
                 chunked_prefill_size: s.server.chunked_prefill_size.map(i64::from),
                 max_prefill_tokens: s.server.max_prefill_tokens as i64,
-                cuda_graph_max_bs: None,
-                disable_cuda_graph: false,
+                cuda_graph_max_bs: s.server.cuda_graph_max_bs_decode,
+                disable_cuda_graph: s.server.disable_cuda_graph,
                 enable_hierarchical_cache: s.server.enable_hierarchical_cache.unwrap_or(false),
                 max_running_requests: s.server.max_running_requests.map(u64::from),
-                deepep: false,
+                // `reserve_for_deepep_a2a_mb` (0.5.15+ by `deepep_reserve`).
+                deepep: s.server.moe_a2a_backend == "deepep",
                 hip: s.node.gpu_vendor == crate::hardware::GpuVendor::Amd,
             };
             Some(crate::model::mem_fraction_static_default(

@@ -39,6 +39,8 @@ pub struct StartupReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_state_slots: Option<u64>,
     pub host_pools: Vec<PoolGeometryOut>,
+    /// What `profile_max_num_token` was fed on each rank.
+    pub device_profile: DeviceProfileOut,
     pub notes: Vec<String>,
     /// The resolved server arguments under SGLang's own dest names (`tp_size`,
     /// `hicache_write_policy`, …): what the launch command's flags hold in SGLang's parser,
@@ -59,6 +61,24 @@ pub struct StartupReport {
     /// Why a start is not verified (`Scenario::unmodelled`): each thing that moves the
     /// figures and is not modelled.
     pub unverified: Vec<String>,
+}
+
+/// The inputs of the device pool (`profile_max_num_token`), the same on every rank.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceProfileOut {
+    /// `--mem-fraction-static` as SGLang resolves it.
+    pub mem_fraction_static: f64,
+    /// `flag` (given) or `default` (the release's `handle_gpu_memory_settings`).
+    pub mem_fraction_source: &'static str,
+    /// The default's `reserved_mem` in MiB (None when the flag was given).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_reserved_mib: Option<f64>,
+    /// GPU memory free before the weights load (`Load weight begin. avail mem=`).
+    pub free_before_load_bytes: u64,
+    /// nvidia-smi's total minus that: the CUDA context and NCCL before the load.
+    pub gpu_reserved_bytes: u64,
+    /// Weights as loaded on a rank (`Load weight end. … mem usage=`), when known.
+    pub weights_per_rank_bytes: Option<u64>,
 }
 
 /// What the weight offload does on each rank before the pools are sized.
@@ -393,6 +413,7 @@ pub fn build(s: &Scenario, plan: &StartupPlan, mc: &MonteCarlo, seed: u64) -> St
                 }
             })
             .collect(),
+        device_profile: device_profile(s),
         notes: s.notes.clone(),
         server: server_object(s),
         launch: s.launch.as_ref().map(|l| LaunchOut {
@@ -691,9 +712,28 @@ pub fn render_log(rep: &StartupReport) -> String {
 
 /// What `profile_max_num_token` was fed: the fraction (flag or the release's default,
 /// `pools::resolve_mem_fraction`), the free memory before the load and the weights.
+fn device_profile(s: &Scenario) -> DeviceProfileOut {
+    let f = crate::pools::resolve_mem_fraction(s);
+    let reserved = s
+        .startup
+        .gpu_reserved
+        .map(|b| b.0)
+        .unwrap_or_else(|| s.node.gpu_reserved_for(s.layout.world_size()));
+    DeviceProfileOut {
+        mem_fraction_static: f.value,
+        mem_fraction_source: if f.default.is_some() { "default" } else { "flag" },
+        default_reserved_mib: f.default.as_ref().map(|d| d.reserved_mib),
+        free_before_load_bytes: s.node.gpu_memory.0.saturating_sub(reserved),
+        gpu_reserved_bytes: reserved,
+        weights_per_rank_bytes: s.weights_per_rank().ok(),
+    }
+}
+
+/// The device profile as one line of the text report.
 fn device_profile_line(s: &Scenario) -> String {
     const GIB: f64 = (1u64 << 30) as f64;
     let f = crate::pools::resolve_mem_fraction(s);
+    let p = device_profile(s);
     let how = match (&f.default, f.aiter_scaled) {
         (Some(d), _) => format!(
             "{}'s default: {:.0} MiB reserved of {:.0} MiB{}",
@@ -709,19 +749,14 @@ fn device_profile_line(s: &Scenario) -> String {
         (None, true) => "--mem-fraction-static x 0.85 for aiter".to_string(),
         (None, false) => "--mem-fraction-static".to_string(),
     };
-    let reserved = s
-        .startup
-        .gpu_reserved
-        .map(|b| b.0)
-        .unwrap_or_else(|| s.node.gpu_reserved_for(s.layout.world_size()));
-    let weights = s
-        .weights_per_rank()
+    let weights = p
+        .weights_per_rank_bytes
         .map(|w| format!("{:.2} GiB", w as f64 / GIB))
-        .unwrap_or_else(|_| "?".into());
+        .unwrap_or_else(|| "?".into());
     format!(
         "Device profile: mem_fraction_static {:.3} ({how}); {:.2} GiB free before the load (nvidia-smi total - {:.2} GiB); weights {weights} per rank",
-        f.value,
-        s.node.gpu_memory.0.saturating_sub(reserved) as f64 / GIB,
-        reserved as f64 / GIB,
+        p.mem_fraction_static,
+        p.free_before_load_bytes as f64 / GIB,
+        p.gpu_reserved_bytes as f64 / GIB,
     )
 }

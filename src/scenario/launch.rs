@@ -58,6 +58,9 @@ const MODELLED: &[&str] = &[
     "offload_prefetch_step",
     "offload_mode",
     "disable_shared_experts_fusion",
+    "cuda_graph_max_bs_decode",
+    "disable_cuda_graph",
+    "moe_a2a_backend",
 ];
 
 /// Memory-relevant flags this simulator does not model: (dest prefix or name, what is
@@ -128,10 +131,6 @@ const MEMORY_UNMODELLED: &[(&str, &str)] = &[
     (
         "cuda_graph_",
         "CUDA graph buffers are not modelled from the flag: they are part of `startup.gpu_reserved`",
-    ),
-    (
-        "disable_cuda_graph",
-        "CUDA graphs off is not modelled: the real device pool may be slightly larger",
     ),
     (
         "enable_lora",

@@ -6,21 +6,22 @@
 //!   free memory before the load and weights as loaded (`Load weight begin/end`) and the
 //!   fraction the server resolved: the `max_total_num_tokens` it printed must come back.
 //!   This checks `rest = available − pre × (1 − f)`, the cell size and page alignment.
-//! - **simulation** (`sim_tokens`, `sim_weights`): what the simulator would answer from the
-//!   node preset (nvidia-smi total minus the preset's measured `gpu_reserved`), the
-//!   release's `--mem-fraction-static` default (or the flag), and its weights per rank
-//!   (today `checkpoint / (tp × pp)`; the `models` helper's weight function replaces it).
+//! - **simulation** (`sim_tokens`, `sim_weights`): what a planner gets. The case's
+//!   `launch:` command, as the log ran it, with `# hicache-sim: node=… sglang=…` naming
+//!   the node preset and the release (`simulate:`), goes through `hicache-sim startup
+//!   --format json` itself: the launch parser, the model catalogue, the node preset's GPU
+//!   memory before the load, the release's `--mem-fraction-static` default, the weights
+//!   as loaded, the release's pools. A log whose release predates the modelled ones
+//!   states what `simulate.set` adds (the fraction that release resolved) and why.
 //!
 //! Each case records the largest error it may show (`bounds`); the run prints the table the
 //! README quotes (`cargo test --test it log_corpus -- --nocapture`).
 
 use std::path::Path;
 
-use hicache_sim::hardware::node_preset;
 use hicache_sim::model::{
-    Attention, DevicePoolInputs, KvDtype, MemFractionInputs, ModelPreset, ModelQuery,
-    ParallelLayout, ResolvedModel, mem_fraction_static_default, profile_rest_gib, resolve,
-    sm_major,
+    DevicePoolInputs, KvDtype, ModelPreset, ModelQuery, ParallelLayout, ResolvedModel,
+    profile_rest_gib, resolve,
 };
 use hicache_sim::pools::{PoolSetInputs, SpecDraft, device_pools};
 use hicache_sim::release::Release;
@@ -107,6 +108,22 @@ struct Bounds {
     sim_weights: Option<f64>,
 }
 
+/// How the simulation runs a case's `launch:` command.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Simulate {
+    /// The release whose rules run (`# hicache-sim: sglang=`): the log's own when it is a
+    /// modelled one, else the nearest, said in `why`.
+    sglang: String,
+    /// Scenario fields set beside the command (`# hicache-sim: KEY=VALUE`), for what a
+    /// release before the modelled ones resolved by its own rules (its default
+    /// `--mem-fraction-static`), each explained in `why`.
+    #[serde(default)]
+    set: Vec<String>,
+    #[serde(default)]
+    why: Option<String>,
+}
+
 #[derive(Debug, Deserialize)]
 struct Case {
     source: String,
@@ -114,6 +131,11 @@ struct Case {
     /// The node preset the simulation runs on (none when the GPU is unknown).
     #[serde(default)]
     node: Option<String>,
+    /// The launch command as the log ran it (SGLang's or Dynamo's).
+    #[serde(default)]
+    launch: Option<String>,
+    #[serde(default)]
+    simulate: Option<Simulate>,
     model: ModelBlock,
     flags: Flags,
     logged: Logged,
@@ -142,6 +164,8 @@ struct Row {
     logged_weights: Option<f64>,
     sim_weights: Option<f64>,
     sim_fraction: Option<f64>,
+    /// The simulated start-up's status (`ok`, `unverified`, `refused`, `failed`).
+    sim_status: Option<String>,
     /// How far the printed figures' rounding (±0.005 GiB on `Load weight begin` and on the
     /// post-load `avail mem`) can move the rule check, relative to the pool: `0.005 × (2 −
     /// f) / rest` plus one page. A log with a small pool cannot check the rule more finely.
@@ -157,12 +181,6 @@ fn kv_dtype(s: Option<&str>) -> KvDtype {
         "fp8_e4m3" | "fp8_e5m2" | "fp8" => KvDtype::Fp8,
         _ => KvDtype::Bf16,
     }
-}
-
-/// Releases this corpus's logs predate: the simulator runs 0.5.14's rules on them and
-/// takes the fraction the log resolved (the older defaults are not modelled).
-fn predates_modelled(version: &str) -> bool {
-    version.starts_with("0.4.") || version.starts_with("nightly") || version.contains("0.5.1.")
 }
 
 fn tokens(
@@ -208,6 +226,7 @@ fn run(name: &str, c: &Case) -> Row {
         logged_weights: c.logged.weights_gib,
         sim_weights: None,
         sim_fraction: None,
+        sim_status: None,
         profile_rounding: None,
     };
 
@@ -267,88 +286,59 @@ fn run(name: &str, c: &Case) -> Row {
         }
     }
 
-    // Simulation: node preset, release default or flag, weights per rank.
-    if let (Some((m, r)), None) = (&model, &c.not_simulated) {
+    // Simulation: the launch command through `hicache-sim startup` on the node preset.
+    if c.not_simulated.is_none()
+        && let (Some(launch), Some(sim)) = (&c.launch, &c.simulate)
+    {
         let node = c
             .node
             .as_deref()
-            .map(|n| node_preset(n).unwrap_or_else(|e| panic!("{name}: {e}")))
             .unwrap_or_else(|| panic!("{name}: a simulated case needs `node:`"));
-        let world = layout.world_size();
-        let free = node.gpu_memory.0 - node.gpu_reserved_for(world);
-        // As the start-up loads them (`Scenario::weights_per_rank`): by part plus the
-        // load's per-layer bytes for a config-read model, else the preset's checkpoint /
-        // (tp × pp).
-        let weights = r
-            .as_ref()
-            .and_then(|r| r.weights_as_loaded_on(&layout, sm_major(&node.gpu)))
-            .unwrap_or_else(|| m.weights_per_rank(&layout, None).unwrap());
-        let (use_mla, is_dsa) = match m.attention {
-            Attention::Mla { .. } | Attention::HybridMla { .. } => (true, false),
-            Attention::MlaDsa { .. } => (true, true),
-            _ => (false, false),
-        };
-        let fraction = c.flags.mem_fraction_static.unwrap_or_else(|| {
-            match (
-                predates_modelled(&c.sglang.version),
-                c.logged.mem_fraction_static,
-            ) {
-                (true, Some(f)) => f,
-                _ => {
-                    let inp = MemFractionInputs {
-                        gpu_mem_mib: node.gpu_memory.0 as f64 / (1u64 << 20) as f64,
-                        tp_size: layout.tp_size,
-                        pp_size: layout.pp_size,
-                        dp_size: layout.dp_size,
-                        enable_dp_attention: layout.enable_dp_attention,
-                        use_mla,
-                        is_dsa,
-                        is_dsv4: matches!(m.attention, Attention::Dsv4 { .. }),
-                        chunked_prefill_size: c.flags.chunked_prefill_size,
-                        max_prefill_tokens: 16384,
-                        cuda_graph_max_bs: c.flags.cuda_graph_max_bs,
-                        disable_cuda_graph: false,
-                        enable_hierarchical_cache: false,
-                        max_running_requests: None,
-                        deepep: false,
-                        hip: false,
-                    };
-                    mem_fraction_static_default(&inp, Release::V0_5_14.rules().device)
-                        .mem_fraction_static
-                }
-            }
-        });
-        let dev = DevicePoolInputs {
-            free_before_load: free,
-            weights_per_rank: weights,
-            mem_fraction_static: fraction,
-            cell_size: 0,
-            page_size: page,
-            max_total_tokens: None,
-        };
-        row.sim_tokens = Some(tokens(m, &layout, dtype, dev, draft));
-        row.sim_weights = Some(weights as f64 / GIB);
-        row.sim_fraction = Some(fraction);
-    }
-    // Weights only (a log whose pool was not sized): the weights as loaded.
-    if row.sim_weights.is_none()
-        && c.weights_not_compared.is_none()
-        && c.logged.weights_gib.is_some()
-        && let Some((m, r)) = &model
-        && r.is_some()
-    {
-        // On the case's node when it names one (mxfp4 MoE padding depends on the GPU).
-        let sm = c
-            .node
-            .as_deref()
-            .and_then(|n| node_preset(n).ok())
-            .and_then(|n| sm_major(&n.gpu));
-        let w = r.as_ref().and_then(|r| r.weights_as_loaded_on(&layout, sm));
-        row.sim_weights = w
-            .or_else(|| m.weights_per_rank(&layout, None).ok())
+        assert!(
+            sim.set.is_empty() || sim.why.is_some(),
+            "{name}: `simulate.set` needs `simulate.why`"
+        );
+        let json = simulate(name, node, sim, launch);
+        let status = json["status"].as_str().unwrap().to_string();
+        let profile = &json["device_profile"];
+        row.sim_fraction = profile["mem_fraction_static"].as_f64();
+        row.sim_weights = profile["weights_per_rank_bytes"]
+            .as_u64()
             .map(|w| w as f64 / GIB);
+        if c.weights_not_compared.is_some() {
+            row.sim_weights = None;
+        }
+        if !matches!(status.as_str(), "refused" | "failed") {
+            row.sim_tokens = json["device_pool_tokens"].as_u64();
+        }
+        row.sim_status = Some(status);
     }
     row
+}
+
+/// `hicache-sim startup --format json` on the case's command with the node and release
+/// named in `# hicache-sim:` comments.
+fn simulate(name: &str, node: &str, sim: &Simulate, launch: &str) -> serde_json::Value {
+    let d = tempfile::tempdir().unwrap();
+    let mut text = format!("# hicache-sim: node={node} sglang={}\n", sim.sglang);
+    for kv in &sim.set {
+        text.push_str(&format!("# hicache-sim: {kv}\n"));
+    }
+    text.push_str(launch);
+    text.push('\n');
+    let f = d.path().join(format!("{name}.sh"));
+    std::fs::write(&f, text).unwrap();
+    let out = crate::support::run(
+        &["startup", f.to_str().unwrap(), "--format", "json"],
+        d.path(),
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{name}: startup gave no JSON ({e}; exit {:?}): {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
 }
 
 fn cases() -> Vec<(String, Case)> {
@@ -396,9 +386,10 @@ fn every_case_within_its_recorded_bounds() {
     let mut profile_errs = Vec::new();
     let mut weight_errs = Vec::new();
     let mut rule_checks = Vec::new();
+    let (mut cases_n, mut simulated, mut verdicts) = (0usize, 0usize, 0usize);
     use std::fmt::Write as _;
     let mut table = String::from(
-        "| case | logged tokens | rule check | err | simulated | err | f | logged weights | simulated | err |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        "| case | logged tokens | rule check | err | simulated | err | status | f | logged weights | simulated | err |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
     );
     for (name, c) in cases() {
         let r = run(&name, &c);
@@ -413,7 +404,7 @@ fn every_case_within_its_recorded_bounds() {
         let e_w = r.sim_weights.zip(r.logged_weights).map(|(s, l)| rel(s, l));
         let _ = writeln!(
             table,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.name,
             r.logged_tokens
                 .map(|t| t.to_string())
@@ -428,6 +419,7 @@ fn every_case_within_its_recorded_bounds() {
             pct(e_prof),
             r.sim_tokens.map(|t| t.to_string()).unwrap_or("–".into()),
             pct(e_sim),
+            r.sim_status.as_deref().unwrap_or("–"),
             r.sim_fraction
                 .map(|f| format!("{f:.3}"))
                 .unwrap_or("–".into()),
@@ -456,11 +448,28 @@ fn every_case_within_its_recorded_bounds() {
                 _ => {}
             }
         }
-        if e_sim.is_none() && c.not_simulated.is_none() && !c.logged.refused {
+        if r.sim_status.is_none() && c.not_simulated.is_none() {
             problems.push(format!(
-                "{name}: not simulated (no model, or no tokens logged) and no `not_simulated` reason"
+                "{name}: not simulated (no `launch:` and `simulate:`) and no `not_simulated` reason"
             ));
         }
+        if let Some(st) = &r.sim_status {
+            simulated += 1;
+            // SGLang refused or failed at start-up: so must the simulation.
+            let sim_refused = matches!(st.as_str(), "refused" | "failed");
+            if c.logged.refused != sim_refused {
+                problems.push(format!(
+                    "{name}: SGLang {} but the simulation's status is {st}",
+                    if c.logged.refused { "refused" } else { "started" }
+                ));
+            } else if c.logged.refused {
+                verdicts += 1;
+            }
+            if c.logged.max_total_num_tokens.is_some() && !c.logged.refused && e_sim.is_none() {
+                problems.push(format!("{name}: simulated but no device pool to compare"));
+            }
+        }
+        cases_n += 1;
         if let (Some(e), Some(r)) = (e_prof, r.profile_rounding) {
             rule_checks.push((name.clone(), e, r));
         }
@@ -478,7 +487,7 @@ fn every_case_within_its_recorded_bounds() {
     );
     let _ = writeln!(
         table,
-        "simulation: {} cases, median |err| {:.2} %, max {:.2} %; weights: median {:.2} %, max {:.2} %",
+        "simulation: {simulated} of {cases_n} cases simulated ({verdicts} refusals refused); tokens: {} cases, median |err| {:.2} %, max {:.2} %; weights: median {:.2} %, max {:.2} %",
         sim_errs.len(),
         median(&mut sim_errs.clone()) * 100.0,
         max(&sim_errs) * 100.0,

@@ -95,7 +95,7 @@ const TABLE: &[(&str, &str, &str, Option<u64>)] = &[
         "13-nixl-hybrid-qwen35-9b-tp2.sh",
         "0.5.23",
         "started",
-        Some(74_137_741_824),
+        Some(73_137_269_248),
     ),
     (
         "14-aibrix-qwen3-32b.sh",
