@@ -145,6 +145,17 @@ pub struct ServerArgs {
     /// (0.5.15+).
     #[serde(skip_serializing_if = "is_none_backend")]
     pub moe_a2a_backend: String,
+    /// `--enable-multimodal` (None: SGLang's per-architecture default,
+    /// `model::multimodal`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enable_multimodal: Option<bool>,
+    /// `--language-only`: a language-only worker of an encoder-disaggregated server (no
+    /// vision headroom in the default fraction).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub language_only: bool,
+    /// `--language-model-only` (0.5.18+): the language model served alone.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub language_model_only: bool,
 }
 
 // The offload fields are left out of the serialized arguments at SGLang's defaults, so
@@ -211,6 +222,9 @@ impl Default for ServerArgs {
             cuda_graph_max_bs_decode: None,
             disable_cuda_graph: false,
             moe_a2a_backend: "none".into(),
+            enable_multimodal: None,
+            language_only: false,
+            language_model_only: false,
         }
     }
 }

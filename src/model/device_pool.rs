@@ -102,6 +102,9 @@ pub struct MemFractionInputs {
     pub max_running_requests: Option<u64>,
     /// `--moe-a2a-backend deepep` (reserves 2 GiB for its buffers, 0.5.15+).
     pub deepep: bool,
+    /// A model served as multimodal ([`crate::model::multimodal`]): its prefill graph
+    /// off unless allowlisted, and the fraction lowered by `adjust_mem_fraction_for_vlm`.
+    pub multimodal: Option<crate::model::multimodal::Served>,
     /// A ROCm (HIP) node: no prefill CUDA graph (`tc_piecewise` is turned off on HIP,
     /// "non-CUDA hardware", and from 0.5.23 `default_prefill_backend` is `disabled` off
     /// CUDA).
@@ -121,6 +124,8 @@ pub struct MemFractionDefault {
     pub prefill_graph: bool,
     /// `reserved_mem` in MiB.
     pub reserved_mib: f64,
+    /// The fraction before `adjust_mem_fraction_for_vlm` (a multimodal model only).
+    pub before_vlm_adjustment: Option<f64>,
 }
 
 /// Prefill CUDA-graph batch sizes for a `max_bs` (`_generate_prefill_cuda_graph_batch_sizes`,
@@ -210,6 +215,7 @@ pub fn mem_fraction_static_default(
     let prefill_graph = !inp.disable_cuda_graph
         && !inp.hip
         && !inp.is_dsv4
+        && inp.multimodal.as_ref().is_none_or(|m| m.keeps_prefill_graph)
         && match rules.prefill_graph {
             PrefillGraphDefault::TcPiecewise => {
                 !inp.enable_hierarchical_cache && !inp.enable_dp_attention && inp.pp_size <= 1
@@ -250,8 +256,13 @@ pub fn mem_fraction_static_default(
         reserved += 2.0 * 1024.0;
     }
     let f = crate::sizing::py_round((g - reserved) / g, 3);
+    let adjusted = inp
+        .multimodal
+        .as_ref()
+        .map(|m| m.adjust_mem_fraction_for_vlm(f));
     MemFractionDefault {
-        mem_fraction_static: f,
+        mem_fraction_static: adjusted.unwrap_or(f),
+        before_vlm_adjustment: adjusted.map(|_| f),
         chunked_prefill_size: chunk,
         decode_max_bs: max_bs,
         prefill_graph,
@@ -281,6 +292,7 @@ mod tests {
             enable_hierarchical_cache: false,
             max_running_requests: None,
             deepep: false,
+            multimodal: None,
             hip: false,
         }
     }

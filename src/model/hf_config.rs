@@ -48,6 +48,8 @@ pub struct HfModel {
     /// The decoder layers as `DeepseekV2Model` builds them, for the weight offload
     /// (`super::offload`); `None` outside the DeepSeek-V2 family.
     pub deepseek_layers: Option<super::offload::DeepseekLayers>,
+    /// What the multimodal rules read (`super::multimodal`).
+    pub multimodal: super::multimodal::MultimodalFacts,
 }
 
 /// A config that is not read: which key, what was expected.
@@ -240,6 +242,7 @@ pub fn read_model(files: &ConfigFiles) -> Result<HfModel, ReadError> {
     let deepseek_layers = super::offload::DeepseekLayers::from_config(c.text, &arch, layers);
     Ok(HfModel {
         deepseek_layers,
+        multimodal: super::multimodal::MultimodalFacts::from_config(root),
         glm_dsa: dsa && arch == "GlmMoeDsaForCausalLM",
         architecture: arch,
         model_type,

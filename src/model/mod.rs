@@ -16,6 +16,7 @@ mod dtype;
 mod geometry;
 pub mod hf_config;
 mod kv_default;
+pub mod multimodal;
 pub mod offload;
 mod parallel;
 mod presets;

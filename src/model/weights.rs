@@ -41,6 +41,9 @@ pub struct ParamCounts {
     /// `attention`): the matrix SGLang copies into `w_kc` / `w_vc` after the load
     /// ([`PartBytes::mla_absorbed`]). 0 for other attention kinds.
     pub mla_kv_b: u64,
+    /// The vision encoder and its projector (`vision_config`: [`vision_params`]); loaded
+    /// by the target model, in bf16 whatever the checkpoint's format.
+    pub vision: u64,
     /// Decoder layers (for per-layer exclusions of a quantisation).
     pub layers: u32,
     /// The routed experts' own format when the checkpoint stores them unlike the rest
@@ -70,6 +73,7 @@ impl ParamCounts {
             + self.router
             + self.norms
             + self.mtp
+            + self.vision
     }
 
     /// Counts from a config (the text config of a multimodal model; vision towers are
@@ -188,6 +192,7 @@ impl ParamCounts {
             embed: vocab * hidden,
             lm_head: if tied { 0 } else { vocab * hidden },
             norms: hidden, // final norm
+            vision: root.get("vision_config").map(vision_params).unwrap_or(0),
             embed_replicated_under_dp_attention: matches!(attention, Attention::Dsv4 { .. }),
             ..Default::default()
         };
@@ -289,6 +294,7 @@ impl ParamCounts {
             shared_experts: shared,
             replicated: 2 * (self.router + self.norms),
             mla_absorbed: 2 * self.mla_kv_b,
+            vision: 2 * self.vision,
             embed_replicated_under_dp_attention: self.embed_replicated_under_dp_attention,
             mtp: if f == WeightFormat::Bf16 {
                 2 * self.mtp
@@ -408,6 +414,10 @@ pub struct PartBytes {
     /// MHA prefill path. Not modelled: `SGLANG_USE_DEEPGEMM_BMM=1` on Hopper (fp8 copies,
     /// off by default) and ROCm (`block_quant_to_tensor_quant`: fp8 copies).
     pub mla_absorbed: u64,
+    /// The vision encoder (bf16), sharded over the TP group like the decoder's
+    /// projections (its `VisionAttention` and MLP are TP-parallel linears unless
+    /// `--mm-enable-dp-encoder`, not modelled).
+    pub vision: u64,
     /// The model's `VocabParallelEmbedding` is built with `enable_tp=not
     /// is_dp_attention_enabled()`, so under DP attention every rank holds all of it:
     /// DeepSeek-V4 (`models/deepseek_v4.py: DeepseekV4Model.__init__`, 0.5.14–0.5.23,
@@ -427,6 +437,7 @@ impl PartBytes {
             + self.routed_experts
             + self.shared_experts
             + self.replicated
+            + self.vision
     }
 
     pub fn total(&self) -> u64 {
@@ -447,6 +458,7 @@ impl PartBytes {
             shared_experts: s(self.shared_experts),
             replicated: s(self.replicated),
             mtp: s(self.mtp),
+            vision: s(self.vision),
             // Not on disk: the copies are 2 bytes a `kv_b_proj` parameter, not a share
             // of the checkpoint.
             mla_absorbed: self.mla_absorbed,
@@ -484,18 +496,66 @@ impl PartBytes {
             + self.mla_absorbed.div_ceil(attn_tp)
             + (self.routed_experts + self.shared_experts + self.dense_mlp).div_ceil(tp)
             + self.replicated;
+        let vision = self.vision.div_ceil(tp);
         let embed = if self.embed_replicated_under_dp_attention && layout.enable_dp_attention {
             self.embed
         } else {
             self.embed.div_ceil(attn_tp)
         };
         let lm_head = self.lm_head.div_ceil(tp);
+        // The vision encoder sits with the embedding on the first PP stage.
         if pp == 1 {
-            layers + embed + lm_head
+            layers + embed + lm_head + vision
         } else {
-            layers.div_ceil(pp) + embed.max(lm_head)
+            layers.div_ceil(pp) + (embed + vision).max(lm_head)
         }
     }
+}
+
+/// Parameters of a vision encoder and its projector, from `vision_config`.
+///
+/// The Qwen-VL family's shapes (`models/qwen2_5_vl.py`, `qwen3_vl.py`, `qwen3_5.py`:
+/// `depth` blocks of LayerNorm × 2, fused `qkv` and `proj` with biases and an MLP —
+/// `fc1`/`fc2`, or gate/up/down when `hidden_act` is `silu` — a Conv3d patch embedding,
+/// learned position embeddings, and one patch merger per `deepstack_visual_indexes`
+/// entry besides the final one: LayerNorm, `h·m² → h·m²`, `h·m² → out_hidden_size`);
+/// other encoders (SigLIP, CLIP, MoonViT: `num_hidden_layers` / `vt_num_hidden_layers`)
+/// by the same block shape without the Qwen mergers. Biases of the blocks are counted;
+/// a few MB of small tensors (class tokens, norms of projectors) are not.
+pub fn vision_params(v: &Value) -> u64 {
+    let g = |keys: &[&str]| keys.iter().find_map(|k| v.get(*k).and_then(Value::as_u64));
+    let depth = g(&["depth", "num_hidden_layers", "vt_num_hidden_layers"]).unwrap_or(0);
+    let h = g(&["hidden_size", "embed_dim", "vt_hidden_size"]).unwrap_or(0);
+    if depth == 0 || h == 0 {
+        return 0;
+    }
+    let inter = g(&["intermediate_size", "vt_intermediate_size"]).unwrap_or(4 * h);
+    let gated = v.get("hidden_act").and_then(Value::as_str) == Some("silu");
+    let mlp = if gated {
+        3 * h * inter + 2 * inter + h
+    } else {
+        2 * h * inter + inter + h
+    };
+    let block = 4 * h + (3 * h * h + 3 * h) + (h * h + h) + mlp;
+    let patch = g(&["patch_size"]).unwrap_or(14);
+    let temporal = g(&["temporal_patch_size"]).unwrap_or(1);
+    let channels = g(&["in_channels", "num_channels"]).unwrap_or(3);
+    let patch_embed = channels * temporal * patch * patch * h + h;
+    let pos = g(&["num_position_embeddings"]).unwrap_or(0) * h;
+    let mergers = match g(&["out_hidden_size"]) {
+        Some(out) => {
+            let m = g(&["spatial_merge_size"]).unwrap_or(2);
+            let hm = h * m * m;
+            let one = 2 * hm + (hm * hm + hm) + (hm * out + out);
+            let deepstack = v
+                .get("deepstack_visual_indexes")
+                .and_then(Value::as_array)
+                .map_or(0, |a| a.len() as u64);
+            one * (1 + deepstack)
+        }
+        None => 0,
+    };
+    depth * block + patch_embed + pos + mergers
 }
 
 /// Bytes SGLang's mxfp4 MoE method allocates on one rank beyond the checkpoint's

@@ -439,6 +439,14 @@ pub fn resolve_mem_fraction(s: &crate::scenario::Scenario) -> ResolvedMemFractio
                 max_running_requests: s.server.max_running_requests.map(u64::from),
                 // `reserve_for_deepep_a2a_mb` (0.5.15+ by `deepep_reserve`).
                 deepep: s.server.moe_a2a_backend == "deepep",
+                multimodal: s.resolved_model.hf.as_ref().and_then(|h| {
+                    h.multimodal.served(
+                        s.version.release(),
+                        s.server.enable_multimodal,
+                        s.server.language_only,
+                        s.server.language_model_only,
+                    )
+                }),
                 hip: s.node.gpu_vendor == crate::hardware::GpuVendor::Amd,
             };
             Some(crate::model::mem_fraction_static_default(

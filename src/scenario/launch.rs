@@ -61,6 +61,9 @@ const MODELLED: &[&str] = &[
     "cuda_graph_max_bs_decode",
     "disable_cuda_graph",
     "moe_a2a_backend",
+    "enable_multimodal",
+    "language_only",
+    "language_model_only",
 ];
 
 /// Memory-relevant flags this simulator does not model: (dest prefix or name, what is

@@ -359,6 +359,7 @@ fn cases() -> Vec<(String, Case)> {
                 "{n}: source must be a URL"
             );
             assert!(!c.model.id.is_empty(), "{n}: model id");
+            assert!(!c.sglang.version.is_empty(), "{n}: sglang.version");
             (n.trim_end_matches(".yaml").to_string(), c)
         })
         .collect()

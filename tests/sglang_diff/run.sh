@@ -33,6 +33,9 @@ fi
 # build_deepseek_v4_hicache_stack, run again, must still say what tests/golden/dsv4_host/
 # says (`cargo test --test it dsv4_host`). About a minute per release.
 "$PY" tools/models/dsv4_host_golden.py --releases "$RELEASES" --check
+# The multimodal architecture lists of every modelled release (0.5.14 on), read again from
+# each wheel's configs/model_config.py, must still be src/model/multimodal_archs.json.
+"$PY" tools/models/gen_multimodal_archs.py --check
 
 TARGET="${CARGO_TARGET_DIR:-target}"
 cargo build --release --quiet
