@@ -77,6 +77,21 @@ impl Scenario {
         {
             return Ok(w);
         }
+        // A preset divides its checkpoint by TP × PP, which DP attention breaks: the
+        // attention (and a DeepSeek-V4 embedding) is whole on every attention-TP rank
+        // (`ParallelLayout::attn_tp_size`). The same checkpoint's config.json from the
+        // catalogue, in the format the preset loads, splits it by part as SGLang does.
+        let wanted = quant.unwrap_or_else(|| self.model.default_quant.clone());
+        if self.layout.enable_dp_attention
+            && self.resolved_model.hf.is_none()
+            && let Some(path) = self.server.model_path.as_deref()
+            && let Some(c) = crate::model::catalogue_model(path)
+            && c.quantization.as_ref().map(|q| q.format.key()) == Some(wanted)
+            && let Some(w) =
+                c.weights_as_loaded_on(&self.layout, crate::model::sm_major(&self.node.gpu))
+        {
+            return Ok(w);
+        }
         self.model.weights_per_rank(&self.layout, quant)
     }
 
