@@ -156,6 +156,10 @@ pub struct ServerArgs {
     /// `--language-model-only` (0.5.18+): the language model served alone.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub language_model_only: bool,
+    /// `--attention-backend` (None: the release's default for the model and GPU). Read
+    /// for ROCm's `aiter` fraction scaling only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attention_backend: Option<String>,
 }
 
 // The offload fields are left out of the serialized arguments at SGLang's defaults, so
@@ -225,6 +229,7 @@ impl Default for ServerArgs {
             enable_multimodal: None,
             language_only: false,
             language_model_only: false,
+            attention_backend: None,
         }
     }
 }

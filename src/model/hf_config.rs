@@ -50,6 +50,8 @@ pub struct HfModel {
     pub deepseek_layers: Option<super::offload::DeepseekLayers>,
     /// What the multimodal rules read (`super::multimodal`).
     pub multimodal: super::multimodal::MultimodalFacts,
+    /// `num_key_value_heads` of the text config (ROCm's MLA backend choice reads it).
+    pub num_key_value_heads: Option<u32>,
 }
 
 /// A config that is not read: which key, what was expected.
@@ -243,6 +245,7 @@ pub fn read_model(files: &ConfigFiles) -> Result<HfModel, ReadError> {
     Ok(HfModel {
         deepseek_layers,
         multimodal: super::multimodal::MultimodalFacts::from_config(root),
+        num_key_value_heads: c.u32_opt("num_key_value_heads"),
         glm_dsa: dsa && arch == "GlmMoeDsaForCausalLM",
         architecture: arch,
         model_type,

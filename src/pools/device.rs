@@ -396,6 +396,31 @@ pub fn dsv4_device_pools(
     Ok(geo.pool_sizes(&sched, available, inp.device.max_total_tokens)?)
 }
 
+/// Whether the attention backend on a ROCm node is `aiter`: `--attention-backend` when
+/// given; else a DSA model's `dsa` (`model_overrides/deepseek_v2.py`, `nsa` before) and
+/// DeepSeek-V4's `dsv4` are not; an MLA model is when its KV heads per TP rank are 16 or
+/// 128 (`get_default_attn_backend`'s "current aiter only support head number 16 or 128",
+/// else `triton`; a preset without the config's `num_key_value_heads` is taken as
+/// aiter); other models are (0.5.14–0.5.23, the same rule in each).
+fn runs_aiter(s: &crate::scenario::Scenario) -> bool {
+    if let Some(b) = &s.server.attention_backend {
+        return b == "aiter";
+    }
+    match s.model.attention {
+        Attention::MlaDsa { .. } | Attention::Dsv4 { .. } => false,
+        Attention::Mla { .. } | Attention::HybridMla { .. } => {
+            match s.resolved_model.hf.as_ref().and_then(|h| h.num_key_value_heads) {
+                Some(kv) => {
+                    let per_rank = (kv / s.layout.tp_size.max(1)).max(1);
+                    per_rank == 16 || per_rank == 128
+                }
+                None => true,
+            }
+        }
+        _ => true,
+    }
+}
+
 /// The `--mem-fraction-static` a scenario's server runs with.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ResolvedMemFraction {
@@ -460,7 +485,8 @@ pub fn resolve_mem_fraction(s: &crate::scenario::Scenario) -> ResolvedMemFractio
         .mem_fraction_static
         .or(default.map(|d| d.mem_fraction_static))
         .unwrap_or(0.85);
-    let aiter_scaled = s.node.gpu_vendor == crate::hardware::GpuVendor::Amd;
+    let aiter_scaled =
+        s.node.gpu_vendor == crate::hardware::GpuVendor::Amd && runs_aiter(s);
     ResolvedMemFraction {
         value: if aiter_scaled { base * 0.85 } else { base },
         default,

@@ -64,6 +64,7 @@ const MODELLED: &[&str] = &[
     "enable_multimodal",
     "language_only",
     "language_model_only",
+    "attention_backend",
 ];
 
 /// Memory-relevant flags this simulator does not model: (dest prefix or name, what is
