@@ -142,8 +142,10 @@ fn hit_rate_vs_fraction_one_line_per_ratio_with_refusals_marked() {
             FRACTION,
             "hicache_ratio=1.5",
             "hicache_ratio=unset",
-            "refused (× at 0, group colour)",
-            "OOM-killed (▲ at 0, group colour)",
+            // One marker colour for every group: the legend names the groups.
+            "refused (× at 0): hicache_ratio=1.5, hicache_ratio=2.0, hicache_ratio=3.0",
+            "OOM-killed (▲ at 0): hicache_ratio=3.0",
+            "hicache_ratio=3.0 (never started)",
             "host (L2): hit_rate_host",
         ],
     );

@@ -7,6 +7,8 @@
 
 use std::path::Path;
 
+use plotters::style::RGBColor;
+
 use super::figure::{Figure, Kind, Panel, Series, color, render, short};
 use super::{PlotError, PlotInfo, Table};
 
@@ -71,6 +73,7 @@ fn grouped_series(
         None => vec![None],
     };
     let mut out = Vec::new();
+    let (mut refused_groups, mut oom_groups) = (Vec::new(), Vec::new());
     for (gi, gv) in groups.iter().enumerate() {
         let label = match (gcol, gv) {
             (Some(g), Some(v)) => format!("{name_prefix}{}={}", short(&t.header[g]), shown(v)),
@@ -122,33 +125,60 @@ fn grouped_series(
             kind: Kind::Line,
             color: c,
             points: acc.iter().map(|a| (a.0, a.1 / a.2 as f64)).collect(),
-            legend: Some(label.clone()),
+            // A group that never started has no line: its legend says so.
+            legend: Some(if acc.is_empty() && (!refused.is_empty() || !oom.is_empty()) {
+                format!("{label} (never started)")
+            } else {
+                label.clone()
+            }),
         });
+        // One neutral colour for the markers of every group, so the legend's marker is
+        // the plotted one; the legend names the groups that have them.
         if !refused.is_empty() {
-            let first = !legend_markers.0;
-            legend_markers.0 = true;
+            refused_groups.push(label.clone());
             out.push(Series {
                 name: format!("refused: {label}"),
                 kind: Kind::Crosses,
-                color: c,
+                color: MARKER,
                 points: refused.iter().map(|&x| (x, 0.0)).collect(),
-                legend: first.then(|| "refused (× at 0, group colour)".to_string()),
+                legend: None,
             });
         }
         if !oom.is_empty() {
-            let first = !legend_markers.1;
-            legend_markers.1 = true;
+            oom_groups.push(label.clone());
             out.push(Series {
                 name: format!("oom_killed: {label}"),
                 kind: Kind::Triangles,
-                color: c,
+                color: MARKER,
                 points: oom.iter().map(|&x| (x, 0.0)).collect(),
-                legend: first.then(|| "OOM-killed (▲ at 0, group colour)".to_string()),
+                legend: None,
             });
+        }
+    }
+    let groups_text = |g: &[String]| {
+        if gcol.is_some() {
+            format!(": {}", g.join(", "))
+        } else {
+            String::new()
+        }
+    };
+    if !refused_groups.is_empty() && !legend_markers.0 {
+        legend_markers.0 = true;
+        if let Some(s) = out.iter_mut().find(|s| s.kind == Kind::Crosses) {
+            s.legend = Some(format!("refused (× at 0){}", groups_text(&refused_groups)));
+        }
+    }
+    if !oom_groups.is_empty() && !legend_markers.1 {
+        legend_markers.1 = true;
+        if let Some(s) = out.iter_mut().find(|s| s.kind == Kind::Triangles) {
+            s.legend = Some(format!("OOM-killed (▲ at 0){}", groups_text(&oom_groups)));
         }
     }
     out
 }
+
+/// The colour of refused / OOM-killed markers (every group's).
+const MARKER: RGBColor = RGBColor(70, 70, 70);
 
 /// Hit rates are fractions: a fixed 0..1 axis (with room for the markers at 0) unless
 /// the data says otherwise (e.g. percentages).
