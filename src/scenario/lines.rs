@@ -127,7 +127,7 @@ impl LineIndex {
     }
 
     /// The origin of `field`'s value: the last one recorded at or above it.
-    fn origin(&self, field: &str) -> Option<&Origin> {
+    pub fn origin(&self, field: &str) -> Option<&Origin> {
         let under = |p: &str| {
             field == p
                 || field

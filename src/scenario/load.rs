@@ -109,6 +109,14 @@ impl<'a> Draft<'a> {
                 } = launch_file::wrap(text, source)?;
                 let mut lines = LineIndex::default();
                 for d in &directives {
+                    if d.set.split_once('=').is_some_and(|(k, _)| k.trim() == "server.launch") {
+                        return Err(InputError::new(
+                            source,
+                            "`# hicache-sim: server.launch=…` would replace the file's own command: the command is the file's text; put the command in the file (or give a YAML scenario)",
+                        )
+                        .at_line(d.line)
+                        .field("server.launch"));
+                    }
                     apply_set(&mut value, &d.set).map_err(|mut e| {
                         if e.source == format!("--set {}", d.set) {
                             e.source = source.to_string();
@@ -428,6 +436,32 @@ fn merge_launch(
         .and_then(Value::as_object_mut)
         .expect("checked above");
     for (k, v) in parsed.fields.clone() {
+        // A launch file's `# hicache-sim:` comment that changes what its own command sets
+        // would make the answer describe another server than the one the file runs: an
+        // error at the comment (`--set` on the command line stays a printed override).
+        let field = format!("server.{k}");
+        if form == Form::LaunchFile
+            && let Some(explicit) = server.get(&k)
+            && !same_value(explicit, &v)
+            && lines.origin(&field).is_none()
+            && let Some(line) = lines.line_of(&field)
+        {
+            let flag = parsed
+                .given_as
+                .get(&k)
+                .map(String::as_str)
+                .unwrap_or("its flag");
+            return Err(InputError::new(
+                source,
+                format!(
+                    "`# hicache-sim: {field}={}` contradicts the command's {flag} {}: a comment may not change what the command runs; change the command, or drop the comment (`--set {field}=…` on the command line overrides it, printed as an override)",
+                    show(explicit),
+                    show(&v)
+                ),
+            )
+            .at_line(line)
+            .field(&field));
+        }
         match server.get(&k) {
             Some(explicit) if !same_value(explicit, &v) => parsed.notes.push(format!(
                 "server.{k}: {} (explicit field) overrides {} {} from the launch command",

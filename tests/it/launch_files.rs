@@ -244,3 +244,47 @@ fn a_file_that_is_neither_names_both_forms() {
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("bad.sh:2:"), "{}", stderr(&o));
 }
+
+/// A `# hicache-sim:` comment may not change what the file's own command runs: the 135 GB
+/// recipe with `server.hicache_size=1` in a comment is an error at the comment's line
+/// (check would otherwise pass a recipe SGLang refuses), as is a comment that replaces
+/// the command; an equal value and a `--set` on the command line are fine.
+#[test]
+fn a_comment_contradicting_the_command_is_an_error_at_its_line() {
+    let d = tempfile::tempdir().unwrap();
+    let contradicting = RECIPE.replace(
+        "# hicache-sim: node=gb300 ",
+        "# hicache-sim: node=gb300 server.hicache_size=1 ",
+    );
+    std::fs::write(d.path().join("c.sh"), &contradicting).unwrap();
+    let o = run(&["startup", "c.sh"], d.path());
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("c.sh:2: field `server.hicache_size`: `# hicache-sim: server.hicache_size=1` contradicts the command's --hicache-size 135"),
+        "{e}"
+    );
+    let o = run(&["check", "c.sh"], d.path());
+    assert_eq!(code(&o), 2, "check must not pass it: {}", stdout(&o));
+    // The same value is no contradiction.
+    std::fs::write(
+        d.path().join("same.sh"),
+        RECIPE.replace("# hicache-sim: node=gb300 ", "# hicache-sim: node=gb300 server.hicache_size=135 "),
+    )
+    .unwrap();
+    let o = run(&["startup", "same.sh"], d.path());
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    // A comment replacing the command.
+    std::fs::write(
+        d.path().join("r.sh"),
+        format!("# hicache-sim: server.launch=x\n{RECIPE}"),
+    )
+    .unwrap();
+    let o = run(&["startup", "r.sh"], d.path());
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("r.sh:1: field `server.launch`: `# hicache-sim: server.launch=…` would replace the file's own command"),
+        "{}",
+        stderr(&o)
+    );
+}

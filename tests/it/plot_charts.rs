@@ -356,3 +356,19 @@ fn plot_command_redraws_from_a_csv() {
     .unwrap_err();
     assert!(e.to_string().contains("no column `server.nope`"), "{e}");
 }
+
+/// A CSV with its header and no rows is exit 2 with the reason, and no chart is written.
+#[test]
+fn a_header_only_csv_is_refused_not_drawn_empty() {
+    let d = tempfile::tempdir().unwrap();
+    let header = sweep_csv().lines().next().unwrap().to_string() + "\n";
+    std::fs::write(d.path().join("results.csv"), header).unwrap();
+    let o = crate::support::run(&["plot", "results.csv", "--out", "p"], d.path());
+    assert_eq!(crate::support::code(&o), 2);
+    assert!(
+        crate::support::stderr(&o).contains("results.csv: no rows under the header: nothing to plot"),
+        "{}",
+        crate::support::stderr(&o)
+    );
+    assert!(!d.path().join("p/outcome_map.png").exists());
+}

@@ -126,6 +126,14 @@ pub fn plot_csv(
     out_dir: &std::path::Path,
 ) -> Result<Vec<PlotInfo>, PlotError> {
     let t = Table::read(csv)?;
+    // A header and no rows (a sweep that wrote nothing yet, a truncated copy): no chart
+    // drawn from it would say anything, so none is drawn.
+    if t.rows.is_empty() {
+        return Err(PlotError::NoData {
+            file: csv.display().to_string(),
+            message: "no rows under the header: nothing to plot (a sweep writes its rows as points finish; `sweep --resume` completes an interrupted one)".into(),
+        });
+    }
     let axes = sweep_axes(&t);
     if let Some(y) = y {
         let x = match x.or(axes.first().map(String::as_str)) {
