@@ -48,6 +48,115 @@ pub struct HfModel {
     /// The decoder layers as `DeepseekV2Model` builds them, for the weight offload
     /// (`super::offload`); `None` outside the DeepSeek-V2 family.
     pub deepseek_layers: Option<super::offload::DeepseekLayers>,
+    /// SGLang serves it as a multimodal model ([`is_multimodal`]).
+    pub multimodal: bool,
+}
+
+/// `configs/model_config.py: multimodal_model_archs` (0.5.23; 0.5.21–0.5.22 lack
+/// `EmbeddingGemma2Model` and `MuseSparkForConditionalGeneration`).
+const MULTIMODAL_ARCHS: &[&str] = &[
+    "BailingMM2NativeForConditionalGeneration",
+    "BailingMMNativeForConditionalGeneration",
+    "BailingMoeV3VLForConditionalGeneration",
+    "CLIPModel",
+    "Cohere2VisionForConditionalGeneration",
+    "Cosmos3EdgeForConditionalGeneration",
+    "DeepseekOCRForCausalLM",
+    "DeepseekVL2ForCausalLM",
+    "DiffusionGemmaForBlockDiffusion",
+    "Dots3NoteForCausalLM",
+    "DotsOCRForCausalLM",
+    "DotsVLMForCausalLM",
+    "EmbeddingGemma2Model",
+    "Ernie4_5_VLMoeForConditionalGeneration",
+    "Gemma3ForConditionalGeneration",
+    "Gemma3nForConditionalGeneration",
+    "Gemma4ForConditionalGeneration",
+    "Gemma4UnifiedForConditionalGeneration",
+    "Glm4vForConditionalGeneration",
+    "Glm4vMoeForConditionalGeneration",
+    "Glm5NextForConditionalGeneration",
+    "GlmAsrForConditionalGeneration",
+    "GlmImageForConditionalGeneration",
+    "GlmOcrForConditionalGeneration",
+    "Grok1AForCausalLM",
+    "Grok1VForCausalLM",
+    "InternS1ForConditionalGeneration",
+    "InternS1ProForConditionalGeneration",
+    "InternS2MobiusForConditionalGeneration",
+    "InternS2PreviewForConditionalGeneration",
+    "InternVLChatModel",
+    "JetVLMForConditionalGeneration",
+    "KimiK25ForConditionalGeneration",
+    "KimiVLForConditionalGeneration",
+    "Lfm2VlForConditionalGeneration",
+    "LightOnOCRForConditionalGeneration",
+    "Llama4ForConditionalGeneration",
+    "LlavaForConditionalGeneration",
+    "LlavaLlamaForCausalLM",
+    "LlavaMistralForCausalLM",
+    "LlavaQwenForCausalLM",
+    "LlavaVidForCausalLM",
+    "LocateAnythingForConditionalGeneration",
+    "MiDashengLMModel",
+    "MiMoV2ASRForCausalLM",
+    "MiMoV2ForCausalLM",
+    "MiniCPMO",
+    "MiniCPMV",
+    "MiniMaxM3SparseForConditionalGeneration",
+    "Mistral3ForConditionalGeneration",
+    "MllamaForConditionalGeneration",
+    "MossVLForConditionalGeneration",
+    "MultiModalityCausalLM",
+    "MuseGlimmerForConditionalGeneration",
+    "MuseSparkForConditionalGeneration",
+    "NVILAForConditionalGeneration",
+    "NVILALiteForConditionalGeneration",
+    "NemotronH_Nano_Omni_Reasoning_V3",
+    "NemotronH_Nano_VL_V2",
+    "NemotronH_Omni_Reasoning_V3",
+    "POINTSV15ChatModel",
+    "PaddleOCRVLForConditionalGeneration",
+    "Phi4MMForCausalLM",
+    "PixtralForConditionalGeneration",
+    "Qwen2AudioForConditionalGeneration",
+    "Qwen2VLForConditionalGeneration",
+    "Qwen2_5_VLForConditionalGeneration",
+    "Qwen3ASRForConditionalGeneration",
+    "Qwen3OmniMoeForConditionalGeneration",
+    "Qwen3VLForConditionalGeneration",
+    "Qwen3VLMoeForConditionalGeneration",
+    "Qwen3_5ForConditionalGeneration",
+    "Qwen3_5MoeForConditionalGeneration",
+    "Qwen4ExpForConditionalGeneration",
+    "Sarashina2VisionForCausalLM",
+    "Step3VLForConditionalGeneration",
+    "Step3p7ForConditionalGeneration",
+    "StepVLForConditionalGeneration",
+    "UnlimitedOCRForCausalLM",
+    "VoxtralForConditionalGeneration",
+    "WhisperForConditionalGeneration",
+];
+
+/// `configs/model_config.py: ModelConfig.__init__`'s `is_multimodal` with the default
+/// flags (no `--enable-multimodal`, no `--language-model-only`, the SGLang model
+/// implementation), 0.5.18–0.5.23: `enable_multimodal` (off for the architectures
+/// `mm_disabled_models` lists) and (`is_multimodal_model(architectures)` or a text
+/// sub-config, `hf_config is not hf_text_config`) and not the config's own
+/// `language_model_only`.
+fn is_multimodal(root: &Value, arch: &str) -> bool {
+    const MM_DISABLED: &[&str] = &[
+        "Gemma3ForConditionalGeneration",
+        "Llama4ForConditionalGeneration",
+        "Step3VLForConditionalGeneration",
+        "InklingForConditionalGeneration",
+    ];
+    if MM_DISABLED.contains(&arch)
+        || root.get("language_model_only").and_then(Value::as_bool) == Some(true)
+    {
+        return false;
+    }
+    MULTIMODAL_ARCHS.contains(&arch) || !std::ptr::eq(text_config(root), root)
 }
 
 /// A config that is not read: which key, what was expected.
@@ -240,6 +349,7 @@ pub fn read_model(files: &ConfigFiles) -> Result<HfModel, ReadError> {
     let deepseek_layers = super::offload::DeepseekLayers::from_config(c.text, &arch, layers);
     Ok(HfModel {
         deepseek_layers,
+        multimodal: is_multimodal(root, &arch),
         glm_dsa: dsa && arch == "GlmMoeDsaForCausalLM",
         architecture: arch,
         model_type,

@@ -293,6 +293,7 @@ pub fn preset_from_config(hf: &HfModel, quant: &Quantization, description: Strin
         attention: hf.attention.clone(),
         layers: hf.layers,
         mtp_layers: hf.mtp_layers,
+        multimodal: hf.multimodal,
         checkpoint,
         default_quant: key,
         default_kv_dtype: if quant.kv_cache_fp8 {
