@@ -95,7 +95,9 @@ const TABLE: &[(&str, &str, &str, Option<u64>)] = &[
         "13-nixl-hybrid-qwen35-9b-tp2.sh",
         "0.5.23",
         "started",
-        Some(74_137_741_824),
+        // Qwen3.5-9B is multimodal: its KV budget leaves out 100 MiB per rank
+        // (`mm_runtime_reservation_gb`), so the ratio-sized host pools are smaller.
+        Some(74_341_427_712),
     ),
     (
         "14-aibrix-qwen3-32b.sh",
