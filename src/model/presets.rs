@@ -34,6 +34,10 @@ pub struct ModelPreset {
     pub default_quant: CheckpointQuant,
     #[serde(default = "default_kv_dtype")]
     pub default_kv_dtype: KvDtype,
+    /// SGLang serves it as a multimodal model (`ModelConfig.is_multimodal`): its KV
+    /// budget leaves out the release's [`crate::release::MmReservation`].
+    #[serde(default)]
+    pub multimodal: bool,
 }
 
 fn default_kv_dtype() -> KvDtype {

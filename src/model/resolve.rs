@@ -293,6 +293,15 @@ pub fn preset_from_config(hf: &HfModel, quant: &Quantization, description: Strin
         attention: hf.attention.clone(),
         layers: hf.layers,
         mtp_layers: hf.mtp_layers,
+        // With the default flags under the newest release's architecture lists: the
+        // preset has no release (the per-release rule with the server's flags is
+        // `multimodal::MultimodalFacts::served`, which the default fraction reads).
+        multimodal: hf.multimodal.is_multimodal(
+            crate::release::Release::V0_5_23,
+            None,
+            false,
+            false,
+        ),
         checkpoint,
         default_quant: key,
         default_kv_dtype: if quant.kv_cache_fp8 {

@@ -143,12 +143,37 @@ impl PoolSetInputs<'_> {
             .pools_per_token(self.layout, self.dtype, self.index_k().device)
     }
 
+    /// The target's `cell_size` of a model without a sliding-window pool: the bytes per
+    /// token of every per-token device pool, an EAGLE / NextN draft's KV included per
+    /// the release's [`DraftCell`] — the divisor of `model_executor/pool_configurator.py:
+    /// DefaultPoolConfigurator.calculate_pool_sizes` (0.5.14–0.5.23). `None` for a
+    /// sliding-window model (its cell is `full + ratio × swa`, see [`device_pools`]).
+    pub fn device_cell_size(&self) -> Option<u64> {
+        let geo = self.device_geometry();
+        if geo.iter().any(|p| p.name == "swa") {
+            return None;
+        }
+        Some(draft_cell(
+            geo.iter().map(|p| p.bytes_per_token).sum(),
+            self,
+        ))
+    }
+
     /// The per-token host pools of one rank (their `size_per_token` before packed drafts):
     /// a DSA model's indexer on the layers the release's host pool keeps.
     pub fn host_geometry(&self) -> Vec<PoolGeometry> {
         self.model
             .pools_per_token(self.layout, self.dtype, self.index_k().host)
     }
+}
+
+/// `_profile_available_bytes`' rest in GiB before any state pool: free memory after the
+/// load minus free before it × (1 − `--mem-fraction-static`)
+/// ([`crate::model::profile_rest_gib`]), minus a multimodal model's reservation under
+/// the release's [`crate::release::MmReservation`]
+/// (`kv_cache_configurator.py: mm_runtime_reservation_gb`, 0.5.18+).
+pub fn profile_rest_gib(inp: &PoolSetInputs<'_>) -> f64 {
+    crate::model::profile_rest_gib(&inp.device) - inp.rules.mm_reservation.gib(inp.model.multimodal)
 }
 
 /// The device pools of one rank.
@@ -244,7 +269,8 @@ fn draft_cell(cell: u64, inp: &PoolSetInputs<'_>) -> u64 {
 
 /// The device pools of `inp`; errors carry SGLang's own messages.
 ///
-/// Full-attention tokens: `int(rest * 2^30 // cell_size)` with `cell_size` the bytes per
+/// Full-attention tokens: `int(rest * 2^30 // cell_size)` (`rest` from
+/// [`profile_rest_gib`]) with `cell_size` the bytes per
 /// token of every per-token pool — for a sliding-window model `full + swa_full_tokens_ratio
 /// × swa` (`pool_configurator.py: HybridSWAPoolConfigurator._recompute_cell_size`,
 /// 0.5.15–0.5.23) — capped by `--max-total-tokens`, page-aligned; SWA tokens
@@ -258,7 +284,7 @@ pub fn device_pools(inp: &PoolSetInputs<'_>) -> Result<DevicePools, PoolError> {
     }
     let geo = inp.device_geometry();
     let page = inp.device.page_size.max(1);
-    let mut rest = crate::model::profile_rest_gib(&inp.device);
+    let mut rest = profile_rest_gib(inp);
     let state_slots = match m.attention.state_bytes_per_slot(inp.layout) {
         Some(per_slot) => {
             let (k, r) = mamba_slots(rest, per_slot, inp)?;
@@ -382,7 +408,7 @@ pub fn dsv4_device_pools(
         return Err(PoolError::Dsv4Speculative(algo.to_string()));
     }
     let sched = dsv4_schedule(inp, server, gpu_memory);
-    let rest = crate::model::profile_rest_gib(&inp.device);
+    let rest = profile_rest_gib(inp);
     if rest <= 0.0 {
         let d = &inp.device;
         let before = d.free_before_load as f64 / GIB;

@@ -258,6 +258,35 @@ pub struct PoolRules {
     /// Which layers of a DSA model (GLM-5.x, DeepSeek-V3.2) hold index-K, on the device
     /// and in the HiCache host indexer pool.
     pub dsa_index_k: DsaIndexK,
+    /// What a multimodal model's KV budget leaves out for the allocations made after
+    /// the pools are sized.
+    pub mm_reservation: MmReservation,
+}
+
+/// The multimodal reservation `profile_max_num_token`'s budget leaves out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MmReservation {
+    /// ≤ 0.5.17: none (`rest_memory = available - slack`; the embedding cache fits in
+    /// the runtime slack).
+    None,
+    /// 0.5.18+: `mem_cache/kv_cache_configurator.py: mm_runtime_reservation_gb` (called
+    /// by `_profile_available_bytes`): a multimodal model (`ModelConfig.is_multimodal`)
+    /// reserves `SGLANG_VLM_CACHE_SIZE_MB` (100) MiB, plus `SGLANG_MM_FEATURE_CACHE_MB`
+    /// for a CUDA IPC / VMM feature transport, which a one-node server does not
+    /// resolve to (`handle_multimodal_feature_transport`: `cpu`; multi-node GB200 /
+    /// GB300 MNNVL transports are not modelled).
+    VlmCache100Mib,
+}
+
+impl MmReservation {
+    /// GiB taken from the budget of a model that is (or is not) multimodal.
+    pub fn gib(self, multimodal: bool) -> f64 {
+        match self {
+            MmReservation::VlmCache100Mib if multimodal => 100.0 / 1024.0,
+            _ => 0.0,
+        }
+    }
 }
 
 /// Which layers of a DSA model hold index-K (the indexer keys, 132 B per layer per token
@@ -456,6 +485,7 @@ fn r0_5_14() -> ReleaseRules {
             dsv4_pools: Dsv4Pools::NotModelled,
             draft_cell: DraftCell::Scale,
             dsa_index_k: DsaIndexK::AllLayers,
+            mm_reservation: MmReservation::None,
         },
         device: DevicePoolRules {
             mid_gpu_tier: MidGpuTier::Chunk2kBs24,
@@ -544,12 +574,14 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
     // `UnifiedRadixCache` honours it, see `MtpDraftHost::PackedUnifiedTreeOnly`);
     // `kv_cache_configurator.py: _should_elide_dsa_index_k` keeps a DSA model's
     // index-K on its owned layers unless HiCache or PD is on; `pool_configurator.py`:
-    // a DSA draft's KV added per layer, its indexer on every draft layer.
+    // a DSA draft's KV added per layer, its indexer on every draft layer;
+    // `_profile_available_bytes` reserves a multimodal model's embedding cache.
     let v0_5_18 = ReleaseRules {
         pools: PoolRules {
             mtp_draft_host: MtpDraftHost::PackedUnifiedTreeOnly,
             dsa_index_k: DsaIndexK::ElideUnlessHicacheOrPd,
             draft_cell: DraftCell::DsaAddPerLayer,
+            mm_reservation: MmReservation::VlmCache100Mib,
             ..v0_5_17.pools
         },
         // The breakable prefill graph no longer turns off for MLA models.

@@ -227,6 +227,25 @@ fn dsa_index_k_and_draft_cell_along_the_chain() {
         assert_eq!(k(r), DsaIndexK::ElideOwned, "{r}");
         assert_eq!(d(r), DraftCell::AddPerLayer, "{r}");
     }
+    // `_profile_available_bytes` reserves a multimodal model's 100 MiB embedding cache
+    // from 0.5.18 on (`mm_runtime_reservation_gb`).
+    let mm = |r: R| r.rules().pools.mm_reservation;
+    for r in [R::V0_5_14, R::V0_5_15, R::V0_5_16, R::V0_5_17] {
+        assert_eq!(mm(r), MmReservation::None, "{r}");
+        assert_eq!(mm(r).gib(true), 0.0);
+    }
+    for r in [
+        R::V0_5_18,
+        R::V0_5_19,
+        R::V0_5_20,
+        R::V0_5_21,
+        R::V0_5_22,
+        R::V0_5_23,
+    ] {
+        assert_eq!(mm(r), MmReservation::VlmCache100Mib, "{r}");
+        assert_eq!(mm(r).gib(true), 100.0 / 1024.0);
+        assert_eq!(mm(r).gib(false), 0.0);
+    }
     let w = |v: V| Sglang::WhatIf(v).release_rules().pools.dsa_index_k;
     assert_eq!(w(V::Pre28614), DsaIndexK::AllLayers);
     assert_eq!(w(V::Pr35540), DsaIndexK::ElideUnlessHicacheOrPd);

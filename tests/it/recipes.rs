@@ -95,7 +95,10 @@ const TABLE: &[(&str, &str, &str, Option<u64>)] = &[
         "13-nixl-hybrid-qwen35-9b-tp2.sh",
         "0.5.23",
         "started",
-        Some(73_137_269_248),
+        // Qwen3.5-9B is multimodal: its KV budget leaves out 100 MiB per rank
+        // (`mm_runtime_reservation_gb`), so the ratio-sized host pools are smaller;
+        // --disable-cuda-graph takes the graph reserve out of the default fraction.
+        Some(73_349_343_744),
     ),
     (
         "14-aibrix-qwen3-32b.sh",

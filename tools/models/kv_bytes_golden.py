@@ -13,8 +13,20 @@ One line per model x TP (1, 2, 4, 8) x `--kv-cache-dtype` (auto, bfloat16, fp8_e
 x `--enable-hierarchical-cache` off / on (the `hicache` key: 0.5.18-0.5.21 keep a DSA
 model's index-K on every layer with HiCache on; DSA lines with HiCache on also carry
 the host indexer pool's bytes per token, `pools.host_indexer`) [x GPU generation SM90 /
-SM100 for DSA models], sorted. `cargo test --test it kv_bytes` checks every line
-against the simulator (tests/it/kv_bytes.rs).
+SM100 for DSA models], sorted. Lines with a `case` key add the configurations beyond
+plain TP (the worker's docstring says how each is computed):
+
+- `dp_attention`: `--enable-dp-attention` with dp = tp (TP 2, 4, 8) and dp = tp / 2
+  (TP 4, 8), `--kv-cache-dtype auto`, HiCache off, SM90;
+- `draft`: `--speculative-algorithm NEXTN` on a checkpoint with an MTP head (TP 1, TP 8,
+  TP 8 under DP attention 8; auto and fp8_e4m3; HiCache off / on): the draft layers
+  charged to the target's cell, that cell, the draft worker's own pool;
+- `profile`: max_total_num_tokens (and the SWA tokens, the Mamba state slots, or
+  SGLang's error) from fixed (free memory before the load, weights, mem fraction)
+  figures at page sizes 1 and 64 and one `--max-total-tokens` cap (TP 1 and 8).
+
+`cargo test --test it kv_bytes` checks every line against the simulator
+(tests/it/kv_bytes.rs).
 
 Offline: the work folder is a cache. A wheel already in `WORK/wheels/sglang-X-*.whl`
 (or an unpacked `WORK/tree/X/`) skips the download; an existing

@@ -33,15 +33,36 @@ JSON line:
   `kv_bytes`, `bytes_per_full_token`, `bytes_per_swa_token` (Python `repr`), the SWA
   cap, and `calculate_pool_sizes` at each budget of DSV4_AVAILABLE_GIB.
 
+After each model's plain TP lines, the lines with a `case`:
+
+- `dp_attention`: the same pools with `--enable-dp-attention --dp-size D`: the parallel
+  context answers `attn_tp_size = tp // D`, `attn_dp_size = D` (`runtime_context.py:
+  derive_attn_tp_size`), and `get_attention_tp_size` / `linear_attn_tp_size` the
+  attention-TP width; DeepSeek-V4's configurator gets `attn_dp_size = D`;
+- `draft` (`draft_case`): `--speculative-algorithm NEXTN` (EAGLE, no draft path) on a
+  checkpoint with an MTP head (`has_mtp_draft`): `spec_aux_hidden_state.py:
+  resolve_spec_aux_hidden_state_config` (`eagle_draft_num_layers`), the target's
+  `DefaultPoolConfigurator._cell_size` with it, and the draft worker's own
+  `ModelConfig(is_draft_model=True)` (`_config_draft_model`'s NextN / MTP override),
+  `resolve_layer_indices(is_draft_worker=True)` and pool cell (KV, DSA indexer; not
+  for a hybrid Mamba / linear-attention draft);
+- `profile` (`profile_cases`): a real `KVCacheConfigurator` (fields set, no model
+  loaded): `_profile_available_bytes` (the stubbed `get_available_gpu_memory` answers
+  the case's free memory after the load) and `config_from_budget` for each of
+  PROFILE_MEMORY x PROFILE_SCHEDULES.
+
 Stubbed (tools/models/anystub.py): torch (dtypes carry their real element sizes; CUDA
 "available" with the device capability of the case), GPU kernel packages, and the
 runtime context getters (`get_parallel`, `get_memory`, `get_exec`, `get_schedule`,
-`get_disagg`, `linear_attn_tp_size`, `get_platform`) which answer with the case's TP
-size and HiCache switch and SGLang's defaults (no HiSparse, no unified memory, no
-disaggregation, no speculative decoding, PP 1, DCP 1).
+`get_disagg`, `linear_attn_tp_size`, `get_platform`, `get_spec`, `get_mm`,
+`get_context`, `get_available_gpu_memory`) which answer with the case's TP / DP size,
+HiCache switch and speculative algorithm and SGLang's defaults (no HiSparse, no
+unified memory, no disaggregation, PP 1, DCP 1, one node: the multimodal feature
+transport `cpu`).
 
 Usage: sglang_kv_worker.py TREE MODEL_DIR...   (one JSON object per line on stdout)
 """
+import contextlib
 import json
 import os
 import sys
@@ -112,14 +133,26 @@ class Cfg:
         return None
 
 
-STATE = {"tp": 1, "sm": (9, 0), "backends": (None, None), "schedule": {}, "memory": {}}
+STATE = {"tp": 1, "dp": 1, "sm": (9, 0), "backends": (None, None), "schedule": {},
+         "memory": {}, "spec": None, "available_gb": 0.0}
 HICACHE = [False, True]
+# (tp, attention DP) with --enable-dp-attention: dp = tp, and tp / 2 from TP 4.
+DP_LAYOUTS = [(2, 2), (4, 4), (4, 2), (8, 8), (8, 4)]
+# The MTP draft's cases: TP 1 and 8, and TP 8 under DP attention 8.
+DRAFT_LAYOUTS = [(1, 1), (8, 1), (8, 8)]
+DRAFT_DTYPES = ["auto", "fp8_e4m3"]
+PROFILE_TPS = [1, 8]
 
 
 def parallel():
-    tp = STATE["tp"]
-    return Cfg(attn_tp_size=tp, tp_size=tp, attn_dcp_size=1, attn_cp_size=1, pp_size=1,
-               attn_dp_size=1, moe_tp_size=tp, moe_ep_size=1)
+    # `--enable-dp-attention --dp-size D`: the attention runs D groups of tp // D ranks
+    # inside the TP group (`runtime_context.py: derive_attn_tp_size`,
+    # `layers/dp_attention.py: compute_dp_attention_world_info`).
+    tp, dp = STATE["tp"], STATE["dp"]
+    return Cfg(attn_tp_size=tp // dp, tp_size=tp, attn_dcp_size=1, attn_cp_size=1, pp_size=1,
+               attn_dp_size=dp, moe_tp_size=tp, moe_ep_size=1,
+               enable_dp_attention=dp > 1, attn_dp_enabled=dp > 1, launch_world_size=tp,
+               world_group=Cfg(cpu_group=None))
 
 
 def memory():
@@ -132,15 +165,37 @@ def exec_():
     # "flashmla" for every DeepSeek-V4 (not V4.1) checkpoint.
     return Cfg(kernel=Cfg(dsa_prefill_backend=p, dsa_decode_backend=d,
                           dsv4_attn_backend="flashmla"),
-               features=Cfg(), graph=Cfg())
+               features=Cfg(), graph=Cfg(cuda_graph_config=Cfg(prefill=Cfg())), mamba=Cfg())
 
 
 def schedule():
-    return Cfg(**{"swa_full_tokens_ratio": 0.8, "page_size": 1, **STATE["schedule"]})
+    return Cfg(**{"swa_full_tokens_ratio": 0.8, "page_size": 1,
+                  "mamba_full_memory_ratio": 0.9, **STATE["schedule"]})
 
 
 def spec():
+    # NEXTN is resolved to EAGLE by `speculative_hook.py`; the draft is the target's own
+    # MTP head (no --speculative-draft-model-path).
+    if STATE["spec"]:
+        return Cfg(speculative_algorithm="EAGLE", speculative_num_draft_tokens=4,
+                   speculative_num_steps=3, speculative_eagle_topk=1,
+                   speculative_draft_model_path=None, speculative_draft_model_revision=None)
     return Cfg(speculative_algorithm=None, speculative_num_draft_tokens=None)
+
+
+def mm():
+    # `serving_hook.py: handle_multimodal_feature_transport`: one node, no
+    # --mm-feature-transport: "cpu" (no CUDA IPC pool).
+    return Cfg(mm_feature_transport="cpu")
+
+
+class Context:
+    """`get_context()`: `override(scope, **fields)` writes the schedule fields the
+    profiling reads back (`max_mamba_cache_size`)."""
+
+    def override(self, _scope, **kw):
+        STATE["schedule"].update(kw)
+        return contextlib.nullcontext(self)
 
 
 def disagg():
@@ -154,12 +209,15 @@ def platform():
 
 
 def linear_tp():
-    return STATE["tp"]
+    """`linear_attn_tp_size` / `get_attention_tp_size`: the attention-TP width."""
+    return STATE["tp"] // STATE["dp"]
 
 
 PATCH = {"get_parallel": parallel, "get_memory": memory, "get_exec": exec_,
          "get_schedule": schedule, "get_disagg": disagg, "get_platform": platform,
-         "linear_attn_tp_size": linear_tp, "get_spec": spec, "get_attention_tp_size": linear_tp}
+         "linear_attn_tp_size": linear_tp, "get_spec": spec, "get_attention_tp_size": linear_tp,
+         "get_mm": mm, "get_context": lambda: Context(),
+         "get_available_gpu_memory": lambda *a, **k: STATE["available_gb"]}
 
 
 def patch_all():
@@ -174,11 +232,52 @@ def patch_all():
 patch_all()
 
 
+TRUST = [True]
+
+
 def load(d):
+    """The target's ModelConfig; TRUST[0] the trust_remote_code it was built with."""
     try:
+        TRUST[0] = True
         return ModelConfig(model_path=d, trust_remote_code=True)
     except Exception:
+        TRUST[0] = False
         return ModelConfig(model_path=d, trust_remote_code=False)
+
+
+# Checkpoints that ship an MTP head their config.json does not count (SGLang's
+# `_config_draft_model` sets `num_nextn_predict_layers = 1` on the draft).
+MTP_WITHOUT_COUNT = {"Qwen3NextForCausalLM"}
+
+
+def has_mtp_draft(d, mc):
+    """A checkpoint with an MTP head: its config counts MTP layers
+    (`num_nextn_predict_layers`, `mtp_num_hidden_layers`) or its architecture is in
+    MTP_WITHOUT_COUNT. (`_config_draft_model` rewrites any DeepSeek-V3, GLM-4.5, Qwen3-MoE
+    or Nemotron-H architecture to its NextN / MTP form, with or without MTP weights in
+    the checkpoint; those without are not a configuration anyone runs.) DeepSeek-V4's
+    draft is sized by its DSV4PoolConfigurator (compress-state rings, the draft-aware
+    SWA cap): not recorded here."""
+    if is_deepseek_v4(mc.hf_config):
+        return False
+    # config.json as the checkpoint writes it (a transformers config class may default
+    # `num_nextn_predict_layers` to 1 for a checkpoint without MTP weights).
+    raw = json.load(open(os.path.join(d, "config.json")))
+    counted = 0
+    for c in (raw, raw.get("text_config") or {}):
+        for k in ("num_nextn_predict_layers", "mtp_num_hidden_layers"):
+            counted = max(counted, c.get(k) or 0)
+    return counted > 0 or mc.hf_config.architectures[0] in MTP_WITHOUT_COUNT
+
+
+def run_case(rec, fn):
+    try:
+        rec.update(fn())
+    except Exception as e:
+        rec["error"] = f"{type(e).__name__}: {str(e)[:200]}"
+        if os.environ.get("KV_DEBUG"):
+            traceback.print_exc()
+    print(json.dumps(rec, sort_keys=True))
 
 
 def quant_config(mc):
@@ -208,10 +307,19 @@ def dsa_resolve(mc, kv):
 
 
 class Spec:
+    """`SpeculativeAlgorithm.NONE`."""
     def is_eagle(self): return False
+    def is_eagle3(self): return False
     def is_standalone(self): return False
     def is_dflash_family(self): return False
+    def is_dspark(self): return False
     def is_none(self): return True
+
+
+class SpecEagle(Spec):
+    """`SpeculativeAlgorithm.EAGLE`, what `--speculative-algorithm NEXTN` resolves to."""
+    def is_eagle(self): return True
+    def is_none(self): return False
 
 
 # DeepSeek-V4 (`pool_configurator.py: DSV4PoolConfigurator`, chosen by
@@ -267,7 +375,7 @@ def dsv4_cases(mc, kv):
             model_config=mc, kv_cache_dtype_str=kv, layer_info=info, pp_size=1,
             page_size=256, sliding_window_size=mc.sliding_window_size,
             is_hybrid_swa=mc.is_hybrid_swa, spec_algorithm=Spec(), spec_aux_config=Cfg(),
-            attn_dp_size=1, server_args=Cfg())
+            attn_dp_size=STATE["dp"], server_args=Cfg())
         c = pc.create_memory_pool_configurator(kvc)
         rec = {"configurator": type(c).__name__, "max_running_requests": mrr,
                "chunked_prefill_size": chunk, "swa_full_tokens_ratio_arg": arg,
@@ -318,6 +426,197 @@ def host_indexer_size_per_token(mc, info):
     else:
         h = hd.DSAIndexerPoolHost(dev, anchor, "page_first", is_dummy=True)
     return int(h.size_per_token)
+
+
+def kv_dtype_of(mc, qc, resolved, is_draft):
+    """`configure_kv_cache_dtype` of a target or draft worker."""
+    model = types.SimpleNamespace(quant_config=None if isinstance(qc, Exception) else qc)
+    _, dtype = kvd.configure_kv_cache_dtype(
+        server_args_kv_cache_dtype=resolved, model=model, model_dtype=mc.dtype,
+        is_draft_worker=is_draft, is_dflash=False, speculative_draft_attention_backend=None)
+    return model, dtype
+
+
+def kv_configurator(mc, qc, resolved, *, is_draft=False, spec=None, spec_aux=None,
+                    page_size=1):
+    """A `mem_cache/kv_cache_configurator.py: KVCacheConfigurator` (the real class,
+    its fields set as `model_runner` sets them on a CPU: no model, no streams, no
+    pools yet), for the target (`is_draft` False) or the MTP draft worker."""
+    model, dtype = kv_dtype_of(mc, qc, resolved, is_draft)
+    info = layer_setup.resolve_layer_indices(model=types.SimpleNamespace(), model_config=mc,
+                                             is_draft_worker=is_draft)
+    k = object.__new__(kcc.KVCacheConfigurator)
+    vals = dict(
+        device="cuda", gpu_id=0, attn_dp_size=STATE["dp"], pp_size=1, pp_group=None,
+        model=model, model_config=mc, server_args=Cfg(), kv_cache_dtype=dtype,
+        model_dtype=mc.dtype, page_size=page_size,
+        sliding_window_size=mc.sliding_window_size, spec_algorithm=spec or Spec(),
+        is_draft_worker=is_draft, post_capture_kv_active=False,
+        spec_aux_config=spec_aux or Cfg(), is_hybrid_swa=mc.is_hybrid_swa,
+        is_hybrid_swa_compress=getattr(mc, "is_hybrid_swa_compress", False),
+        use_mla_backend=mc.attention_arch == AttentionArch.MLA, layer_info=info,
+        forward_stream=None, req_to_token_pool=None, token_to_kv_pool_allocator=None,
+        memory_pool_config=None, draft_parallel_layout=None,
+        dflash_draft_cell_size_per_token=None, draft_model_idx=None,
+        kv_cache_dtype_str=resolved, extra_mamba_cache_bytes_per_req=0,
+        mambaish_config=hybrid_arch.mambaish_config(mc),
+        hybrid_gdn_config=getattr(kcc, "hybrid_gdn_config", lambda m: None)(mc),
+        hybrid_kda_config=getattr(kcc, "hybrid_kda_config", lambda m: None)(mc),
+        kv_shard_rank=None, kv_shard_size=1, kv_shard_spec=None, kv_shard_group=None,
+        is_hybrid_swa_mtp_draft=info.is_hybrid_swa_mtp_draft,
+        draft_swa_full_capacity=False, fused_entry_bytes=lambda kind: None,
+        server_args_view=None)
+    for key, v in vals.items():
+        try:
+            setattr(k, key, v)
+        except AttributeError:  # a property of this release's class
+            pass
+    return k
+
+
+def cell_split(mc, c, kvc):
+    """A DefaultPoolConfigurator's cell: (KV bytes, DSA indexer bytes) per token."""
+    cell = c._cell_size
+    idx = 0
+    if is_deepseek_dsa(mc.hf_config) and kvc.use_mla_backend:
+        layers = (len(list(kvc.mambaish_config.full_attention_layer_ids))
+                  if kvc.mambaish_config and not kvc.is_draft_worker
+                  else kvc.layer_info.num_effective_layers)
+        idx = c._compute_dsa_indexer_cell_size(kvc=kvc, num_layers=layers)
+    return cell - idx, idx
+
+
+def draft_case(d, mc, qc, kv, trust):
+    """`--speculative-algorithm NEXTN` with the model's own MTP head, as SGLang sizes it:
+
+    - `spec_aux_hidden_state.py: resolve_spec_aux_hidden_state_config` on the target
+      (`eagle_draft_num_layers`: the target config's `num_nextn_predict_layers` for a
+      path-less draft, 0.5.21-0.5.23; 0.5.22+ also build the draft-mode config for
+      `draft_kv_num_layers`);
+    - the target's `DefaultPoolConfigurator._cell_size` with that draft (the cell
+      `calculate_pool_sizes` divides by: the draft's KV shares the target's slots);
+    - the draft worker's own pool: `ModelConfig(is_draft_model=True)` (the NextN / MTP
+      architecture override of `_config_draft_model`), `resolve_layer_indices(
+      is_draft_worker=True)`, its `DefaultPoolConfigurator` cell (KV and DSA indexer).
+    """
+    import sglang.srt.model_executor.model_runner_components.spec_aux_hidden_state as sah
+    import sglang.srt.configs.model_config as mcm
+    resolved = kv
+    if is_deepseek_dsa(mc.hf_config):
+        resolved, p, dd = dsa_resolve(mc, kv)
+        STATE["backends"] = (p, dd)
+    else:
+        STATE["backends"] = (None, None)
+    STATE["spec"] = "EAGLE"
+    patch_all()
+    server_args = types.SimpleNamespace(
+        model_path=d, trust_remote_code=trust, revision=None, context_length=None,
+        json_model_override_args="{}", is_embedding=False, enable_multimodal=None,
+        dtype="auto", quantization=None, speculative_draft_model_quantization=None,
+        model_impl="auto", sampling_defaults="openai", quantize_and_serve=False,
+        decrypted_config_file=None, decrypted_draft_config_file=None,
+        enable_multi_layer_eagle=False, language_only=False, language_model_only=False,
+        encoder_only=False, _speculative_draft_quantization_explicitly_set=False,
+        disable_hybrid_swa_memory=False, model_config_parser="auto",
+        speculative_algorithm="EAGLE", _resolved_overrides=[])
+    saved = mcm.resolving_view
+    mcm.resolving_view = lambda v: v  # the namespace is already the resolved view
+    try:
+        aux = sah.resolve_spec_aux_hidden_state_config(
+            server_args=server_args, model_config=mc, spec_algorithm=SpecEagle(),
+            is_draft_worker=False)
+    finally:
+        mcm.resolving_view = saved
+    out = {"kv_cache_dtype": resolved, "draft_layers": aux.eagle_draft_num_layers}
+    if isinstance(qc, Exception) and resolved == "auto":
+        raise RuntimeError(f"get_quant_config: {type(qc).__name__}: {str(qc)[:160]}")
+    tk = kv_configurator(mc, qc, resolved, spec=SpecEagle(), spec_aux=aux)
+    if mc.is_hybrid_swa:
+        c = pc.HybridSWAPoolConfigurator(tk)
+        out["target"] = {"kv": c._full_per_token * c._full_layers_num,
+                         "swa": c._swa_per_token * c._swa_layers_num}
+    else:
+        c = pc.DefaultPoolConfigurator(tk)
+        out["target_cell"] = c._cell_size
+    try:
+        dmc = ModelConfig(model_path=d, trust_remote_code=trust, is_draft_model=True,
+                          speculative_algorithm="EAGLE")
+        patch_all()
+        dk = kv_configurator(dmc, qc, resolved, is_draft=True, spec=SpecEagle())
+        out["draft_arch"] = dmc.hf_config.architectures[0]
+        out["draft_worker_layers"] = dk.layer_info.num_effective_layers
+        if dk.mambaish_config is not None:
+            # A hybrid (Mamba / linear-attention) draft: its pools are not a
+            # DefaultPoolConfigurator cell (the state layers and the draft's
+            # attention layer ids); not recorded.
+            pass
+        elif dmc.is_hybrid_swa:
+            c = pc.HybridSWAPoolConfigurator(dk)
+            out["draft_pool"] = {"kv": c._full_per_token * c._full_layers_num,
+                                 "swa": c._swa_per_token * c._swa_layers_num}
+        else:
+            c = pc.DefaultPoolConfigurator(dk)
+            kvb, idx = cell_split(dmc, c, dk)
+            out["draft_pool"] = {"kv": kvb, **({"indexer": idx} if idx else {})}
+    except Exception as e:
+        out["draft_pool_error"] = f"{type(e).__name__}: {str(e)[:200]}"
+    return out
+
+
+# `--mem-fraction-static` profiling from given memory figures (per rank, bytes):
+# (free GPU memory before the load, weights resident after it, the fraction). The
+# stubbed `get_available_gpu_memory` answers (free - weights) / 2**30 GB.
+PROFILE_MEMORY = [(85_094_861_619, 33_822_867_456, 0.851),
+                  (150_110_000_000, 71_190_000_000, 0.9),
+                  (191_771_000_000, 23_300_000_000, 0.88),
+                  (85_094_861_619, 80_000_000_000, 0.85)]
+# (page size, --max-total-tokens)
+PROFILE_SCHEDULES = [(1, None), (64, None), (64, 100_003)]
+
+
+def profile_cases(mc, qc, kv):
+    """`kv_cache_configurator.py: KVCacheConfigurator._profile_available_bytes`
+    (`profile_max_num_token`'s budget: free after the load minus free before x (1 -
+    mem_fraction_static), minus the multimodal reservation, minus the Mamba state pool)
+    then `config_from_budget` (the pool configurator's `calculate_pool_sizes`, the
+    `--max-total-tokens` cap, page alignment): max_total_num_tokens, the SWA pool's
+    tokens and the Mamba state slots."""
+    resolved = kv
+    if is_deepseek_dsa(mc.hf_config):
+        resolved, p, d = dsa_resolve(mc, kv)
+        STATE["backends"] = (p, d)
+    else:
+        STATE["backends"] = (None, None)
+    if isinstance(qc, Exception) and resolved == "auto":
+        raise RuntimeError(f"get_quant_config: {type(qc).__name__}: {str(qc)[:160]}")
+    out = []
+    for free, weights, frac in PROFILE_MEMORY:
+        for page, cap in PROFILE_SCHEDULES:
+            STATE["schedule"] = {"page_size": page, "max_total_tokens": cap,
+                                 "mem_fraction_static": frac, "max_mamba_cache_size": None,
+                                 "max_running_requests": None, "prefill_max_requests": None}
+            STATE["available_gb"] = (free - weights) / (1 << 30)
+            patch_all()
+            # [free before the load, weights, --mem-fraction-static, --page-size,
+            # --max-total-tokens]
+            rec = {"in": [free, weights, frac, page, cap]}
+            try:
+                k = kv_configurator(mc, qc, resolved, page_size=page)
+                budget = k._profile_available_bytes(free / (1 << 30))
+                cfg = k.config_from_budget(budget)
+                rec["tokens"] = cfg.max_total_num_tokens
+                if cfg.swa_max_total_num_tokens is not None:
+                    rec["swa_tokens"] = cfg.swa_max_total_num_tokens
+                if k.mambaish_config is not None:
+                    rec["state_slots"] = STATE["schedule"].get("max_mamba_cache_size")
+            except Exception as e:
+                rec["error"] = f"{type(e).__name__}: {str(e)[:160]}"
+                if os.environ.get("KV_DEBUG"):
+                    traceback.print_exc()
+            out.append(rec)
+    STATE["schedule"] = {}
+    return {"kv_cache_dtype": resolved, "is_multimodal": bool(mc.is_multimodal),
+            "profile": out}
 
 
 def one_case(mc, qc, kv):
@@ -408,4 +707,40 @@ for d in DIRS:
                         if os.environ.get("KV_DEBUG"):
                             traceback.print_exc()
                     print(json.dumps(rec, sort_keys=True))
+    STATE["sm"] = SMS[0]
+    anystub.CAPABILITY[0] = SMS[0]
+    STATE["memory"] = {"enable_hierarchical_cache": False}
+    # DP attention (`--enable-dp-attention --dp-size D`, attention TP tp // D).
+    for tp, dp in DP_LAYOUTS:
+        STATE["tp"], STATE["dp"] = tp, dp
+        rec = {"model": name, "case": "dp_attention", "tp": tp, "dp": dp,
+               "kv_cache_dtype_arg": "auto", "hicache": False}
+        if dsa:
+            rec["sm"] = 90
+        run_case(rec, lambda: one_case(mc, qc, "auto"))
+    STATE["dp"] = 1
+    # The MTP (NextN) draft of a model with MTP layers.
+    if has_mtp_draft(d, mc):
+        for tp, dp in DRAFT_LAYOUTS:
+            STATE["tp"], STATE["dp"] = tp, dp
+            for kv in DRAFT_DTYPES:
+                for hicache in HICACHE:
+                    STATE["memory"] = {"enable_hierarchical_cache": hicache}
+                    rec = {"model": name, "case": "draft", "tp": tp, "dp": dp,
+                           "kv_cache_dtype_arg": kv, "hicache": hicache}
+                    if dsa:
+                        rec["sm"] = 90
+                    run_case(rec, lambda: draft_case(d, mc, qc, kv, TRUST[0]))
+        STATE["spec"], STATE["dp"] = None, 1
+        STATE["memory"] = {"enable_hierarchical_cache": False}
+        patch_all()
+    # max_total_num_tokens from given memory figures.
+    if not is_deepseek_v4(mc.hf_config):
+        for tp in PROFILE_TPS:
+            STATE["tp"] = tp
+            rec = {"model": name, "case": "profile", "tp": tp, "dp": 1,
+                   "kv_cache_dtype_arg": "auto", "hicache": False}
+            if dsa:
+                rec["sm"] = 90
+            run_case(rec, lambda: profile_cases(mc, qc, "auto"))
     sys.stdout.flush()
