@@ -46,8 +46,9 @@ pub fn render(p: &Plan, svg: Option<&str>) -> String {
     } else {
         let _ = writeln!(
             h,
-            "<pre>{}</pre><p>write policy: {}<br>holds on: {}</p>",
+            "<pre>{}</pre><p>status: <b>{}</b><br>write policy: {}<br>holds on: {}</p>",
             esc(&r.flags),
+            r.status,
             esc(&r.policy_reason),
             esc(&Sglang::join_labelled(&r.holds_on))
         );
