@@ -215,7 +215,10 @@ pub fn mem_fraction_static_default(
     let prefill_graph = !inp.disable_cuda_graph
         && !inp.hip
         && !inp.is_dsv4
-        && inp.multimodal.as_ref().is_none_or(|m| m.keeps_prefill_graph)
+        && inp
+            .multimodal
+            .as_ref()
+            .is_none_or(|m| m.keeps_prefill_graph)
         && match rules.prefill_graph {
             PrefillGraphDefault::TcPiecewise => {
                 !inp.enable_hierarchical_cache && !inp.enable_dp_attention && inp.pp_size <= 1

@@ -153,13 +153,18 @@ impl MultimodalFacts {
         language_only: bool,
         language_model_only: bool,
     ) -> Option<Served> {
-        self.is_multimodal(release, enable_multimodal, language_only, language_model_only)
-            .then(|| Served {
-                has_vision_config: self.has_vision_config,
-                vit_num_hidden_layers: self.vit_num_hidden_layers,
-                vit_hidden_size: self.vit_hidden_size,
-                keeps_prefill_graph: self.keeps_prefill_graph(release),
-            })
+        self.is_multimodal(
+            release,
+            enable_multimodal,
+            language_only,
+            language_model_only,
+        )
+        .then(|| Served {
+            has_vision_config: self.has_vision_config,
+            vit_num_hidden_layers: self.vit_num_hidden_layers,
+            vit_hidden_size: self.vit_hidden_size,
+            keeps_prefill_graph: self.keeps_prefill_graph(release),
+        })
     }
 }
 
@@ -180,8 +185,13 @@ mod tests {
         // Logged server_args (H100, 0.5.10-era fork): 0.835 → 0.7721792968749999, and
         // on B200 0.857 → 0.7925241406249999: `depth` is not `num_hidden_layers`, so 24
         // layers of 1152: ratio 1.265625, factor 0.95 × 0.9734375.
-        let m = qwen3_vl().served(Release::V0_5_14, None, false, false).unwrap();
-        assert_eq!(m.adjust_mem_fraction_for_vlm(0.835), 0.835 * (0.95 * 0.9734375));
+        let m = qwen3_vl()
+            .served(Release::V0_5_14, None, false, false)
+            .unwrap();
+        assert_eq!(
+            m.adjust_mem_fraction_for_vlm(0.835),
+            0.835 * (0.95 * 0.9734375)
+        );
         assert!((m.adjust_mem_fraction_for_vlm(0.835) - 0.7721792968749999).abs() < 1e-15);
         assert!((m.adjust_mem_fraction_for_vlm(0.857) - 0.7925241406249999).abs() < 1e-15);
     }
@@ -203,7 +213,9 @@ mod tests {
         assert!(!g.is_multimodal(Release::V0_5_23, None, false, false));
         assert!(g.is_multimodal(Release::V0_5_23, Some(true), false, false));
         // A text model is not.
-        let t = MultimodalFacts::from_config(&serde_json::json!({"architectures": ["Qwen3ForCausalLM"]}));
+        let t = MultimodalFacts::from_config(
+            &serde_json::json!({"architectures": ["Qwen3ForCausalLM"]}),
+        );
         assert!(!t.is_multimodal(Release::V0_5_23, None, false, false));
         assert!(t.served(Release::V0_5_23, None, false, false).is_none());
         // Kimi K2.5's MoonViT config names its sizes `vt_*`: the rule's defaults (24 x

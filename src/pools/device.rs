@@ -435,7 +435,12 @@ fn runs_aiter(s: &crate::scenario::Scenario) -> bool {
     match s.model.attention {
         Attention::MlaDsa { .. } | Attention::Dsv4 { .. } => false,
         Attention::Mla { .. } | Attention::HybridMla { .. } => {
-            match s.resolved_model.hf.as_ref().and_then(|h| h.num_key_value_heads) {
+            match s
+                .resolved_model
+                .hf
+                .as_ref()
+                .and_then(|h| h.num_key_value_heads)
+            {
                 Some(kv) => {
                     let per_rank = (kv / s.layout.tp_size.max(1)).max(1);
                     per_rank == 16 || per_rank == 128
@@ -511,8 +516,7 @@ pub fn resolve_mem_fraction(s: &crate::scenario::Scenario) -> ResolvedMemFractio
         .mem_fraction_static
         .or(default.map(|d| d.mem_fraction_static))
         .unwrap_or(0.85);
-    let aiter_scaled =
-        s.node.gpu_vendor == crate::hardware::GpuVendor::Amd && runs_aiter(s);
+    let aiter_scaled = s.node.gpu_vendor == crate::hardware::GpuVendor::Amd && runs_aiter(s);
     ResolvedMemFraction {
         value: if aiter_scaled { base * 0.85 } else { base },
         default,

@@ -721,7 +721,11 @@ fn device_profile(s: &Scenario) -> DeviceProfileOut {
         .unwrap_or_else(|| s.node.gpu_reserved_for(s.layout.world_size()));
     DeviceProfileOut {
         mem_fraction_static: f.value,
-        mem_fraction_source: if f.default.is_some() { "default" } else { "flag" },
+        mem_fraction_source: if f.default.is_some() {
+            "default"
+        } else {
+            "flag"
+        },
         default_reserved_mib: f.default.as_ref().map(|d| d.reserved_mib),
         free_before_load_bytes: s.node.gpu_memory.0.saturating_sub(reserved),
         gpu_reserved_bytes: reserved,

@@ -109,7 +109,10 @@ impl<'a> Draft<'a> {
                 } = launch_file::wrap(text, source)?;
                 let mut lines = LineIndex::default();
                 for d in &directives {
-                    if d.set.split_once('=').is_some_and(|(k, _)| k.trim() == "server.launch") {
+                    if d.set
+                        .split_once('=')
+                        .is_some_and(|(k, _)| k.trim() == "server.launch")
+                    {
                         return Err(InputError::new(
                             source,
                             "`# hicache-sim: server.launch=…` would replace the file's own command: the command is the file's text; put the command in the file (or give a YAML scenario)",

@@ -269,7 +269,10 @@ fn a_comment_contradicting_the_command_is_an_error_at_its_line() {
     // The same value is no contradiction.
     std::fs::write(
         d.path().join("same.sh"),
-        RECIPE.replace("# hicache-sim: node=gb300 ", "# hicache-sim: node=gb300 server.hicache_size=135 "),
+        RECIPE.replace(
+            "# hicache-sim: node=gb300 ",
+            "# hicache-sim: node=gb300 server.hicache_size=135 ",
+        ),
     )
     .unwrap();
     let o = run(&["startup", "same.sh"], d.path());

@@ -461,7 +461,11 @@ fn every_case_within_its_recorded_bounds() {
             if c.logged.refused != sim_refused {
                 problems.push(format!(
                     "{name}: SGLang {} but the simulation's status is {st}",
-                    if c.logged.refused { "refused" } else { "started" }
+                    if c.logged.refused {
+                        "refused"
+                    } else {
+                        "started"
+                    }
                 ));
             } else if c.logged.refused {
                 verdicts += 1;

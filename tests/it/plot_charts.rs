@@ -366,7 +366,8 @@ fn a_header_only_csv_is_refused_not_drawn_empty() {
     let o = crate::support::run(&["plot", "results.csv", "--out", "p"], d.path());
     assert_eq!(crate::support::code(&o), 2);
     assert!(
-        crate::support::stderr(&o).contains("results.csv: no rows under the header: nothing to plot"),
+        crate::support::stderr(&o)
+            .contains("results.csv: no rows under the header: nothing to plot"),
         "{}",
         crate::support::stderr(&o)
     );

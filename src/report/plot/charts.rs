@@ -126,11 +126,13 @@ fn grouped_series(
             color: c,
             points: acc.iter().map(|a| (a.0, a.1 / a.2 as f64)).collect(),
             // A group that never started has no line: its legend says so.
-            legend: Some(if acc.is_empty() && (!refused.is_empty() || !oom.is_empty()) {
-                format!("{label} (never started)")
-            } else {
-                label.clone()
-            }),
+            legend: Some(
+                if acc.is_empty() && (!refused.is_empty() || !oom.is_empty()) {
+                    format!("{label} (never started)")
+                } else {
+                    label.clone()
+                },
+            ),
         });
         // One neutral colour for the markers of every group, so the legend's marker is
         // the plotted one; the legend names the groups that have them.
