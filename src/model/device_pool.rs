@@ -124,8 +124,6 @@ pub struct MemFractionDefault {
     pub prefill_graph: bool,
     /// `reserved_mem` in MiB.
     pub reserved_mib: f64,
-    /// The fraction before `adjust_mem_fraction_for_vlm` (a multimodal model only).
-    pub before_vlm_adjustment: Option<f64>,
 }
 
 /// Prefill CUDA-graph batch sizes for a `max_bs` (`_generate_prefill_cuda_graph_batch_sizes`,
@@ -259,13 +257,11 @@ pub fn mem_fraction_static_default(
         reserved += 2.0 * 1024.0;
     }
     let f = crate::sizing::py_round((g - reserved) / g, 3);
-    let adjusted = inp
-        .multimodal
-        .as_ref()
-        .map(|m| m.adjust_mem_fraction_for_vlm(f));
     MemFractionDefault {
-        mem_fraction_static: adjusted.unwrap_or(f),
-        before_vlm_adjustment: adjusted.map(|_| f),
+        mem_fraction_static: inp
+            .multimodal
+            .as_ref()
+            .map_or(f, |m| m.adjust_mem_fraction_for_vlm(f)),
         chunked_prefill_size: chunk,
         decode_max_bs: max_bs,
         prefill_graph,

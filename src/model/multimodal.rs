@@ -115,6 +115,28 @@ impl MultimodalFacts {
         l.prefill_graph_piecewise.contains(&self.architecture)
             || l.prefill_graph_breakable.contains(&self.architecture)
     }
+
+    /// [`Served`] when the model is served as multimodal under `release`.
+    pub fn served(
+        &self,
+        release: Release,
+        enable_multimodal: Option<bool>,
+        language_only: bool,
+        language_model_only: bool,
+    ) -> Option<Served> {
+        self.is_multimodal(
+            release,
+            enable_multimodal,
+            language_only,
+            language_model_only,
+        )
+        .then(|| Served {
+            has_vision_config: self.has_vision_config,
+            vit_num_hidden_layers: self.vit_num_hidden_layers,
+            vit_hidden_size: self.vit_hidden_size,
+            keeps_prefill_graph: self.keeps_prefill_graph(release),
+        })
+    }
 }
 
 /// A model SGLang serves as multimodal, as the default fraction reads it.
@@ -141,30 +163,6 @@ impl Served {
         let ratio = layers * hidden * hidden / (24.0 * 1024.0 * 1024.0);
         let dynamic = (1.0 - 0.1 * (ratio - 1.0)).clamp(0.8, 1.05);
         f * (0.95 * dynamic)
-    }
-}
-
-impl MultimodalFacts {
-    /// [`Served`] when the model is served as multimodal under `release`.
-    pub fn served(
-        &self,
-        release: Release,
-        enable_multimodal: Option<bool>,
-        language_only: bool,
-        language_model_only: bool,
-    ) -> Option<Served> {
-        self.is_multimodal(
-            release,
-            enable_multimodal,
-            language_only,
-            language_model_only,
-        )
-        .then(|| Served {
-            has_vision_config: self.has_vision_config,
-            vit_num_hidden_layers: self.vit_num_hidden_layers,
-            vit_hidden_size: self.vit_hidden_size,
-            keeps_prefill_graph: self.keeps_prefill_graph(release),
-        })
     }
 }
 

@@ -413,7 +413,7 @@ pub fn build(s: &Scenario, plan: &StartupPlan, mc: &MonteCarlo, seed: u64) -> St
                 }
             })
             .collect(),
-        device_profile: device_profile(s),
+        device_profile: device_profile(s, &crate::pools::resolve_mem_fraction(s)),
         notes: s.notes.clone(),
         server: server_object(s),
         launch: s.launch.as_ref().map(|l| LaunchOut {
@@ -712,13 +712,8 @@ pub fn render_log(rep: &StartupReport) -> String {
 
 /// What `profile_max_num_token` was fed: the fraction (flag or the release's default,
 /// `pools::resolve_mem_fraction`), the free memory before the load and the weights.
-fn device_profile(s: &Scenario) -> DeviceProfileOut {
-    let f = crate::pools::resolve_mem_fraction(s);
-    let reserved = s
-        .startup
-        .gpu_reserved
-        .map(|b| b.0)
-        .unwrap_or_else(|| s.node.gpu_reserved_for(s.layout.world_size()));
+fn device_profile(s: &Scenario, f: &crate::pools::ResolvedMemFraction) -> DeviceProfileOut {
+    let reserved = s.gpu_reserved();
     DeviceProfileOut {
         mem_fraction_static: f.value,
         mem_fraction_source: if f.default.is_some() {
@@ -737,7 +732,7 @@ fn device_profile(s: &Scenario) -> DeviceProfileOut {
 fn device_profile_line(s: &Scenario) -> String {
     const GIB: f64 = (1u64 << 30) as f64;
     let f = crate::pools::resolve_mem_fraction(s);
-    let p = device_profile(s);
+    let p = device_profile(s, &f);
     let how = match (&f.default, f.aiter_scaled) {
         (Some(d), _) => format!(
             "{}'s default: {:.0} MiB reserved of {:.0} MiB{}",

@@ -84,15 +84,22 @@ impl Scenario {
         let wanted = quant.unwrap_or_else(|| self.model.default_quant.clone());
         if self.layout.enable_dp_attention
             && self.resolved_model.hf.is_none()
-            && let Some(path) = self.server.model_path.as_deref()
-            && let Some(c) = crate::model::catalogue_model(path)
-            && c.quantization.as_ref().map(|q| q.format.key()) == Some(wanted)
+            && let Some(c) = catalogue_twin(self.server.model_path.as_deref(), &wanted)
             && let Some(w) =
                 c.weights_as_loaded_on(&self.layout, crate::model::sm_major(&self.node.gpu))
         {
             return Ok(w);
         }
         self.model.weights_per_rank(&self.layout, quant)
+    }
+
+    /// Device memory gone before the weight load (CUDA context, communicators): the
+    /// scenario's `startup.gpu_reserved`, else the node preset's figure for the world.
+    pub fn gpu_reserved(&self) -> u64 {
+        self.startup
+            .gpu_reserved
+            .map(|b| b.0)
+            .unwrap_or_else(|| self.node.gpu_reserved_for(self.layout.world_size()))
     }
 
     /// [`Self::weights_with_offload`] less what the weight offload frees on the GPU
@@ -635,11 +642,7 @@ fn resolve_offload(
     let (hf, format) = match (&resolved.hf, &resolved.quantization) {
         (Some(hf), Some(q)) => (hf, q.format),
         _ => {
-            from_catalogue = s
-                .model_path
-                .as_deref()
-                .and_then(crate::model::catalogue_model)
-                .filter(|c| c.quantization.as_ref().map(|q| q.format.key()) == Some(quant));
+            from_catalogue = catalogue_twin(s.model_path.as_deref(), &quant);
             match &from_catalogue {
                 Some(c) => (
                     c.hf.as_ref().expect("a catalogue model has a config"),
@@ -762,6 +765,18 @@ fn resolve_offload(
 
 /// The checkpoint's own format: the config's, else the preset's default (which a
 /// `--model-path` suffix has already picked).
+/// The catalogue's config of the `--model-path` a preset was picked from, when the
+/// catalogue holds it in the checkpoint format `quant`: the per-part shapes a preset
+/// lacks (the weight offload's layers, DP attention's split of the weights).
+fn catalogue_twin(
+    model_path: Option<&str>,
+    quant: &crate::model::quant::CheckpointQuant,
+) -> Option<crate::model::ResolvedModel> {
+    model_path
+        .and_then(crate::model::catalogue_model)
+        .filter(|c| c.quantization.as_ref().map(|q| q.format.key()).as_ref() == Some(quant))
+}
+
 fn checkpoint_format(
     resolved: &crate::model::ResolvedModel,
     model: &ModelPreset,

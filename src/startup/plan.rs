@@ -398,13 +398,7 @@ impl StartupPlan {
         let weights_per_rank = s
             .weights_per_rank()
             .map_err(|m| FieldError::new("startup.weight_load.quantization", m))?;
-        // Device memory gone before the load (CUDA context, communicators): the
-        // scenario's `startup.gpu_reserved`, else the node preset's measured figure.
-        let gpu_overhead = s
-            .startup
-            .gpu_reserved
-            .map(|b| b.0)
-            .unwrap_or_else(|| s.node.gpu_reserved_for(s.layout.world_size()));
+        let gpu_overhead = s.gpu_reserved();
         let mem_fraction_static = crate::pools::resolve_mem_fraction(s).value;
         // The pools this release builds for this model (`crate::pools`).
         let pool_rules = s.version.release_rules().pools;

@@ -76,11 +76,8 @@ struct Flags {
     pp: Option<u32>,
     dp: Option<u32>,
     enable_dp_attention: bool,
-    mem_fraction_static: Option<f64>,
     kv_cache_dtype: Option<String>,
     page_size: Option<u64>,
-    chunked_prefill_size: Option<i64>,
-    cuda_graph_max_bs: Option<u32>,
     speculative_mtp_layers: Option<u32>,
 }
 
