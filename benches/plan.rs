@@ -17,6 +17,7 @@ fn bench(c: &mut Criterion) {
         trace: None,
         no_replay: false,
         ladder_max_gb: None,
+        headroom: 0,
     };
     let mut g = c.benchmark_group("plan");
     g.sample_size(10);

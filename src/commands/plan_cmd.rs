@@ -129,6 +129,7 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         trace: a.trace.clone(),
         no_replay: a.no_replay,
         ladder_max_gb: a.ladder_max,
+        headroom: headroom_bytes(a.headroom)?,
     };
     let p = plan::plan(&a.scenario, &releases, &opts)?;
     let json = || serde_json::to_string_pretty(&p).map_err(|e| CommandError::Other(e.to_string()));
@@ -182,4 +183,15 @@ pub fn plan(a: PlanArgs) -> CmdResult {
         }
     }
     Ok(0)
+}
+
+/// `--headroom GB` in bytes: a finite, non-negative number of decimal GB.
+fn headroom_bytes(gb: f64) -> Result<u64, InputError> {
+    if !gb.is_finite() || gb < 0.0 || gb > 1e6 {
+        return Err(InputError::new(
+            "--headroom",
+            format!("must be a number of GB from 0 to 1000000, got {gb}"),
+        ));
+    }
+    Ok((gb * crate::units::GB as f64).round() as u64)
 }

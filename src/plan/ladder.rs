@@ -27,7 +27,7 @@ pub struct LadderPoint {
     pub size_gb: u64,
     /// A point of the fixed 10 GB ladder (the marginal gain is read between these).
     pub step: bool,
-    /// At or below the planned frontier: starts with P(start) ≥ the target. A size past
+    /// At or below the frontier: starts with P(start) ≥ the target. A size past
     /// it is replayed with the pool SGLang builds for it (run 0's pool when run 0
     /// started, else `HostKVCache`'s rounding of the size), and drawn in the "refuses
     /// here" region.
@@ -59,7 +59,11 @@ pub struct PolicyPoint {
 #[derive(Debug, Clone, Serialize)]
 pub struct Ladder {
     pub trace: String,
+    /// The recommended size (the frontier less the plan's headroom).
     pub planned_gb: u64,
+    /// The largest size that starts with P ≥ target (no headroom): sizes past it are
+    /// drawn in the "refuses here" region.
+    pub frontier_gb: u64,
     /// The release whose rules the replays use.
     pub sglang: Sglang,
     pub points: Vec<LadderPoint>,
@@ -83,13 +87,13 @@ pub fn default_top(planned_gb: u64) -> u64 {
 }
 
 /// Sizes to replay: the 10 GB ladder (a coarser multiple of 10 GB when the range is
-/// large, at most ~24 steps) up to `top`, and the plan × 1, 3/4, 1/2, 1/4.
-pub fn sizes(planned_gb: u64, top: u64) -> Vec<(u64, bool)> {
+/// large, at most ~24 steps) up to `top`, the plan × 1, 3/4, 1/2, 1/4 and the frontier.
+pub fn sizes(planned_gb: u64, frontier_gb: u64, top: u64) -> Vec<(u64, bool)> {
     let top = top.max(10);
     let step = (top.div_ceil(24)).div_ceil(10).max(1) * 10;
     let mut v: Vec<(u64, bool)> = (1..=top / step).map(|i| (i * step, true)).collect();
-    for q in [4u64, 3, 2, 1] {
-        let s = planned_gb * q / 4;
+    let extra = [4u64, 3, 2, 1].map(|q| planned_gb * q / 4);
+    for s in extra.into_iter().chain([frontier_gb]) {
         if s >= 1 && !v.iter().any(|&(x, _)| x == s) {
             v.push((s, false));
         }
@@ -145,8 +149,15 @@ fn replay_at(
     Ok((tokens, started, m, tokens * bpt))
 }
 
-/// The ladder around `planned_gb` under the prober's release.
-pub fn run(prober: &Prober, planned_gb: u64, top_gb: Option<u64>) -> Result<Ladder, LadderError> {
+/// The ladder around `planned_gb` (the recommended size) under the prober's release;
+/// sizes past `frontier_gb` (≥ `planned_gb`) do not start with P ≥ target.
+pub fn run(
+    prober: &Prober,
+    planned_gb: u64,
+    frontier_gb: u64,
+    top_gb: Option<u64>,
+) -> Result<Ladder, LadderError> {
+    let frontier_gb = frontier_gb.max(planned_gb);
     let s = prober
         .scenario(&[])
         .map_err(|m| LadderError::Input(InputError::new("plan", m.to_string())))?;
@@ -157,7 +168,8 @@ pub fn run(prober: &Prober, planned_gb: u64, top_gb: Option<u64>) -> Result<Ladd
         .ok_or(LadderError::NoTrace)?;
     let sizes = sizes(
         planned_gb,
-        top_gb.unwrap_or_else(|| default_top(planned_gb)),
+        frontier_gb,
+        top_gb.unwrap_or_else(|| default_top(frontier_gb)),
     );
     let mut points = sizes
         .par_iter()
@@ -166,7 +178,7 @@ pub fn run(prober: &Prober, planned_gb: u64, top_gb: Option<u64>) -> Result<Ladd
             Ok(LadderPoint {
                 size_gb,
                 step,
-                holds: size_gb <= planned_gb,
+                holds: size_gb <= frontier_gb,
                 host_pool_tokens: tokens,
                 host_pool_bytes: bytes,
                 hit_rate_device: m.device_hit_rate,
@@ -232,6 +244,7 @@ pub fn run(prober: &Prober, planned_gb: u64, top_gb: Option<u64>) -> Result<Ladd
     Ok(Ladder {
         trace,
         planned_gb,
+        frontier_gb,
         sglang: s.version,
         points,
         stops_paying_gb,
@@ -245,14 +258,20 @@ mod tests {
     fn ladder_sizes() {
         // Plan 40 GB: top = max(80, 80) = 80, step = ⌈⌈80/24⌉/10⌉·10 = 10 → 10..80;
         // 3/4 = 30 and 1/2 = 20 and 1/4 = 10 are steps already; 40 is one too.
-        let v = super::sizes(40, super::default_top(40));
+        let v = super::sizes(40, 40, super::default_top(40));
         let s: Vec<u64> = v.iter().map(|x| x.0).collect();
         assert_eq!(s, vec![10, 20, 30, 40, 50, 60, 70, 80]);
         // Plan 102: top 204, step ⌈⌈204/24⌉/10⌉·10 = 10 → 10..200, plus 102, 76, 51, 25.
-        let v = super::sizes(102, super::default_top(102));
+        let v = super::sizes(102, 102, super::default_top(102));
         assert_eq!(v.len(), 20 + 4);
         assert!(v.contains(&(102, false)) && v.contains(&(25, false)));
+        // With headroom: plan 102, frontier 115 (a point of its own, past the plan).
+        let v = super::sizes(102, 115, super::default_top(115));
+        assert!(v.contains(&(115, false)) && v.contains(&(102, false)));
         // A wide range: top 1000 → step ⌈⌈1000/24⌉/10⌉·10 = 50: 20 steps.
-        assert_eq!(super::sizes(500, 1000).iter().filter(|x| x.1).count(), 20);
+        assert_eq!(
+            super::sizes(500, 500, 1000).iter().filter(|x| x.1).count(),
+            20
+        );
     }
 }

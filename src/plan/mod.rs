@@ -47,7 +47,16 @@ pub struct PlanOptions {
     pub no_replay: bool,
     /// Top of the hit-rate ladder in GB (default [`ladder::default_top`]).
     pub ladder_max_gb: Option<u64>,
+    /// Host memory (bytes) the recommended size must leave on every node: it must still
+    /// start with P ≥ target with this much more used by other processes, inside the
+    /// job's cgroup and outside it ([`Prober::with_headroom`]). 0 recommends the
+    /// frontier itself.
+    pub headroom: u64,
 }
+
+/// `--headroom` when not given: 10 GB a node, the step of the plan's own "more used by
+/// other processes" sensitivity probes, so a recommendation survives them.
+pub const DEFAULT_HEADROOM_GB: u64 = 10;
 
 /// Runs per probe when `--runs` is not given: enough that P(start) ≥ 0.999 means at
 /// most one failing run in a thousand.
@@ -65,7 +74,16 @@ pub struct ReleasePlan {
     /// would help (no host pool size can start).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub does_not_fit: Option<String>,
+    /// The largest `--hicache-size` that starts with P ≥ target (no headroom).
     pub size: Option<Frontier<u64>>,
+    /// The largest `--hicache-size` that still starts with P ≥ target with the plan's
+    /// headroom used by other processes (equal to `size` at `--headroom 0`): what the
+    /// plan recommends. Its `next` is the next step up, probed without the headroom used.
+    pub with_headroom: Option<Frontier<u64>>,
+    /// P(start) of `with_headroom`'s next step with the headroom used (`None` at
+    /// `--headroom 0`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub headroom_next_probability: Option<f64>,
     pub ratio: Option<Frontier<RatioPick>>,
     /// `None`: the release has no auto-size (`--hicache-host-memory-fraction`).
     pub fractions: Option<Vec<FractionRow>>,
@@ -92,6 +110,8 @@ impl ReleasePlan {
             invalid: None,
             does_not_fit: None,
             size: None,
+            with_headroom: None,
+            headroom_next_probability: None,
             ratio: None,
             fractions: None,
             sensitivity: Vec::new(),
@@ -129,8 +149,13 @@ fn max_bytes(s: &crate::scenario::Scenario) -> u64 {
         .unwrap_or(s.node.host_dram.0)
 }
 
-/// One release's frontiers and sensitivity probes.
-pub fn plan_release(prober: &Prober, target: f64) -> Result<ReleasePlan, ProbeError> {
+/// One release's frontiers and sensitivity probes; `headroom` bytes a node for the
+/// recommended size ([`PlanOptions::headroom`]).
+pub fn plan_release(
+    prober: &Prober,
+    target: f64,
+    headroom: u64,
+) -> Result<ReleasePlan, ProbeError> {
     let s = prober.scenario(&[])?;
     let version = s.version;
     // Never past the largest size a scenario may give (a huge host would make the
@@ -160,7 +185,29 @@ pub fn plan_release(prober: &Prober, target: f64) -> Result<ReleasePlan, ProbeEr
         AutoSizeRule::None => None,
         _ => Some(search::fraction_table(prober, target)?),
     };
-    let sensitivity = match &size {
+    let (with_headroom, headroom_next_probability) = match &size {
+        Some(f) if headroom > 0 => {
+            let h = prober.with_headroom(headroom)?;
+            let lo = search::assert_floor_gb(prober, f.value)?;
+            match search::largest_passing(lo, f.value, |g| {
+                h.start_probability(&search::size_patch(g))
+                    .map(|p| p >= target)
+            })? {
+                Some(g) => (
+                    Some(Frontier {
+                        value: g,
+                        at: h.start(&search::size_patch(g))?,
+                        next_value: g + 1,
+                        next: prober.start(&search::size_patch(g + 1))?,
+                    }),
+                    Some(h.start_probability(&search::size_patch(g + 1))?),
+                ),
+                None => (None, None),
+            }
+        }
+        _ => (size.clone(), None),
+    };
+    let sensitivity = match &with_headroom {
         Some(f) => sensitivity::probes(prober, &s, f.value, target)?,
         None => Vec::new(),
     };
@@ -170,6 +217,8 @@ pub fn plan_release(prober: &Prober, target: f64) -> Result<ReleasePlan, ProbeEr
         invalid: None,
         does_not_fit: None,
         size,
+        with_headroom,
+        headroom_next_probability,
         ratio,
         fractions,
         sensitivity,
@@ -224,7 +273,7 @@ pub fn plan(
             };
             Ok(match prober {
                 Ok(p) => {
-                    let rp = plan_release(&p, opts.target)
+                    let rp = plan_release(&p, opts.target, opts.headroom)
                         .map_err(|m| InputError::new(path, m.to_string()))?;
                     (rp, Some(p))
                 }
@@ -246,7 +295,7 @@ pub fn plan(
     let primary_gb = done
         .iter()
         .find(|(rp, _)| rp.invalid.is_none())
-        .and_then(|(rp, _)| rp.size.as_ref().map(|f| f.value));
+        .and_then(|(rp, _)| rp.with_headroom.as_ref().map(|f| f.value));
     let smallest_gb = done
         .iter()
         .filter(|(rp, _)| rp.invalid.is_none())
@@ -282,13 +331,14 @@ pub fn plan(
             Ok(rp)
         })
         .collect::<Result<Vec<_>, InputError>>()?;
-    let primary_size = plans
-        .iter()
-        .find(|p| p.invalid.is_none())
-        .and_then(|p| p.size.as_ref().map(|f| f.value));
+    let primary_plan = plans.iter().find(|p| p.invalid.is_none());
+    let primary_size = primary_plan.and_then(|p| p.with_headroom.as_ref().map(|f| f.value));
+    let frontier = primary_plan
+        .and_then(|p| p.size.as_ref().map(|f| f.value))
+        .unwrap_or(0);
     let (ladder, ladder_note) = match (&primary, primary_size) {
         _ if opts.no_replay => (None, Some("--no-replay".to_string())),
-        (Some(p), Some(size)) => match ladder::run(p, size, opts.ladder_max_gb) {
+        (Some(p), Some(size)) => match ladder::run(p, size, frontier, opts.ladder_max_gb) {
             Ok(l) => (Some(l), None),
             Err(ladder::LadderError::NoTrace) => (
                 None,
@@ -301,7 +351,8 @@ pub fn plan(
             Some("no --hicache-size starts: nothing to replay".into()),
         ),
     };
-    let recommendation = recommend::recommend(&plans, ladder.as_ref(), &s0, opts.target);
+    let recommendation =
+        recommend::recommend(&plans, ladder.as_ref(), &s0, opts.target, opts.headroom);
     Ok(Plan {
         scenario: s0.name.clone(),
         node: s0.node_name.clone(),

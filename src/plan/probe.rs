@@ -81,6 +81,29 @@ impl Prober {
         })
     }
 
+    /// The same prober with `headroom` bytes more host memory used on every node by
+    /// processes the plan does not see: `memory.host_other_used` (outside the job) and,
+    /// when the scenario has a job cgroup, its `preexisting_anon` (inside it), both
+    /// raised together — a size that starts under this keeps that much room on every
+    /// limit that can refuse it.
+    pub fn with_headroom(&self, headroom: u64) -> Result<Prober, ProbeError> {
+        let s = self.scenario(&[])?;
+        let mut p = self.clone();
+        set_path(
+            &mut p.base,
+            "memory.host_other_used",
+            Value::from(s.memory.host_other_used.0.saturating_add(headroom)),
+        )?;
+        if let Some(cg) = &s.memory.cgroup {
+            set_path(
+                &mut p.base,
+                "memory.cgroup.preexisting_anon",
+                Value::from(cg.preexisting_anon.0.saturating_add(headroom)),
+            )?;
+        }
+        Ok(p)
+    }
+
     /// The scenario with `patches` applied.
     pub fn scenario(&self, patches: &[Patch]) -> Result<Scenario, ProbeError> {
         let mut v = self.base.clone();
@@ -155,6 +178,9 @@ pub struct StartProbe {
     pub margin_bytes: Option<i64>,
     pub budget_bytes: Option<i64>,
     pub requested_bytes: Option<u64>,
+    /// The pool that binds in that rank (`kv`, `indexer`, …; `all` for one booking of
+    /// every pool).
+    pub binding_pool: Option<&'static str>,
     /// Host pool tokens of run 0 (smallest over started ranks).
     pub host_pool_tokens: Option<u64>,
     pub device_pool_tokens: u64,
@@ -188,6 +214,7 @@ impl StartProbe {
             margin_bytes: binding.and_then(|r| r.margin_bytes).map(clamp),
             budget_bytes: binding.and_then(|r| r.budget_bytes).map(clamp),
             requested_bytes: binding.and_then(|r| r.requested_bytes),
+            binding_pool: binding.and_then(|r| r.binding_pool),
             host_pool_tokens: crate::pipeline::host_pool_tokens(mc),
             device_pool_tokens: plan.device_tokens,
             pool_bytes_per_token: plan.host_bytes_per_token(),

@@ -13,7 +13,16 @@ pub struct Recommendation {
     /// `--enable-hierarchical-cache --hicache-size N --hicache-write-policy P`, or empty
     /// when no size starts.
     pub flags: String,
+    /// The recommended size: the largest that starts with P ≥ target with `headroom_gb`
+    /// more host memory used on every node.
     pub size_gb: Option<u64>,
+    /// The headroom the recommendation keeps (GB a node, `--headroom`).
+    pub headroom_gb: f64,
+    /// The largest size that starts with P ≥ target with no headroom: past it, the plan's
+    /// own rules refuse.
+    pub frontier_gb: Option<u64>,
+    /// The next step up from the recommended size (one more GB): what it costs in risk.
+    pub next_step: Option<NextStep>,
     pub write_policy: crate::domain::WritePolicy,
     /// Releases (of those planned) on which the size starts with P ≥ target.
     pub holds_on: Vec<Sglang>,
@@ -35,6 +44,20 @@ pub struct Recommendation {
     pub notes: Vec<String>,
 }
 
+/// The size one step above the recommendation, started as planned and with the
+/// headroom used.
+#[derive(Debug, Clone, Serialize)]
+pub struct NextStep {
+    pub size_gb: u64,
+    /// P(start) as the scenario stands (no headroom used).
+    pub start_probability: f64,
+    /// P(start) with the plan's headroom used by other processes.
+    pub start_probability_with_headroom: f64,
+    /// Run 0's tightest margin as the scenario stands, and the pool it is of.
+    pub margin_bytes: Option<i64>,
+    pub binding_pool: Option<&'static str>,
+}
+
 /// Chooses the primary release's largest size, the write policy with the best total hit
 /// rate at that size (the scenario's own on a tie or without a trace), and lists where it
 /// holds.
@@ -43,9 +66,30 @@ pub fn recommend(
     ladder: Option<&Ladder>,
     s: &Scenario,
     target: f64,
+    headroom: u64,
 ) -> Recommendation {
     let valid: Vec<&ReleasePlan> = plans.iter().filter(|p| p.invalid.is_none()).collect();
-    let size_gb = valid.first().and_then(|p| p.size.as_ref().map(|f| f.value));
+    let size_gb = valid
+        .first()
+        .and_then(|p| p.with_headroom.as_ref().map(|f| f.value));
+    let frontier_gb = valid.first().and_then(|p| p.size.as_ref().map(|f| f.value));
+    // The next step up: its P(start) as planned is the frontier's `next` probe when the
+    // recommendation is the frontier, else the headroom search's `next` (probed without
+    // the headroom); with the headroom used it fails by construction.
+    let next_step = valid.first().and_then(|p| {
+        let h = p.with_headroom.as_ref()?;
+        Some(NextStep {
+            size_gb: h.next_value,
+            start_probability: h.next.start_probability,
+            start_probability_with_headroom: if headroom == 0 {
+                h.next.start_probability
+            } else {
+                p.headroom_next_probability.unwrap_or(0.0)
+            },
+            margin_bytes: h.next.margin_bytes,
+            binding_pool: h.next.binding_pool,
+        })
+    });
     let own_policy = s.server.hicache_write_policy;
     let (write_policy, policy_reason) = match ladder {
         Some(l) => {
@@ -141,7 +185,7 @@ pub fn recommend(
         })
         .unwrap_or_default();
     let mut notes = Vec::new();
-    if let Some(f) = valid.first().and_then(|p| p.size.as_ref()) {
+    if let Some(f) = valid.first().and_then(|p| p.with_headroom.as_ref()) {
         let host = f.at.host_pool_tokens.unwrap_or(0);
         let device = f.at.device_pool_tokens;
         if host <= device {
@@ -157,7 +201,7 @@ pub fn recommend(
     // size: `hicache_auto.py`/`host_memory.py` auto-size agrees one world MIN of the
     // budgets before any rank pins, so no rank samples after its peers have pinned.
     if let Some(p) = valid.first()
-        && let (Some(f), Some(rows)) = (p.size.as_ref(), p.fractions.as_ref())
+        && let (Some(f), Some(rows)) = (p.with_headroom.as_ref(), p.fractions.as_ref())
         && let Some(best) = rows.iter().filter(|r| r.holds).max_by(|a, b| {
             let kv = |r: &super::search::FractionRow| {
                 r.probe.host_pool_tokens.unwrap_or(0) * r.probe.pool_bytes_per_token
@@ -202,6 +246,9 @@ pub fn recommend(
         unverified,
         flags,
         size_gb,
+        headroom_gb: headroom as f64 / crate::units::GB as f64,
+        frontier_gb,
+        next_step,
         write_policy,
         holds_on,
         breaks_on,
@@ -210,4 +257,47 @@ pub fn recommend(
         policy_reason,
         notes,
     }
+}
+
+/// The recommendation's headroom and the risk of the next step up, in words (the text
+/// and the HTML report print these lines).
+pub fn risk_lines(r: &Recommendation, target: f64) -> Vec<String> {
+    let mut v = Vec::new();
+    let (Some(size), Some(frontier)) = (r.size_gb, r.frontier_gb) else {
+        return v;
+    };
+    if r.headroom_gb > 0.0 {
+        v.push(format!(
+            "headroom: starts with P(start) ≥ {target} with {} GB more host memory used on every node (in the job's cgroup and outside it); the frontier without headroom is --hicache-size {frontier}{}",
+            r.headroom_gb,
+            if frontier == size {
+                " (the same size)".to_string()
+            } else {
+                format!(" (--headroom 0 recommends it: {} GB more)", frontier - size)
+            }
+        ));
+    } else {
+        v.push("headroom: none (--headroom 0): the recommendation is the frontier itself".into());
+    }
+    if let Some(n) = &r.next_step {
+        let margin = n.margin_bytes.map_or(String::new(), |m| {
+            format!(
+                ", run 0's tightest margin {} GB ({} pool)",
+                crate::units::fmt_gb(m as i128),
+                n.binding_pool.unwrap_or("host")
+            )
+        });
+        v.push(if r.headroom_gb > 0.0 {
+            format!(
+                "next step up: --hicache-size {}: P(start) {:.3} as planned{margin}, {:.3} with the headroom used",
+                n.size_gb, n.start_probability, n.start_probability_with_headroom
+            )
+        } else {
+            format!(
+                "next step up: --hicache-size {}: P(start) {:.3}{margin}",
+                n.size_gb, n.start_probability
+            )
+        });
+    }
+    v
 }

@@ -15,13 +15,19 @@ fn pct(x: f64) -> String {
     format!("{:.2} %", 100.0 * x)
 }
 
-/// "P(start) 1.000, margin 0.31 GB (budget 102.32 GB, request 102.00 GB)".
+/// "P(start) 1.000, run 0's tightest pool (kv): margin 0.31 GB (budget 102.32 GB,
+/// request 102.00 GB)".
 fn probe_line(p: &StartProbe) -> String {
     let mut s = format!("P(start) {:.3}", p.start_probability);
     if let (Some(m), Some(b), Some(r)) = (p.margin_bytes, p.budget_bytes, p.requested_bytes) {
         let _ = write!(
             s,
-            ", run 0's tightest pool: margin {} (budget {}, request {})",
+            ", run 0's tightest pool ({}): margin {} (budget {}, request {})",
+            match p.binding_pool {
+                Some(crate::startup::ALL_HOST_POOLS) => "all host pools, one booking",
+                Some(n) => n,
+                None => "host",
+            },
             gb(m as i128),
             gb(b as i128),
             gb(r as i128)
@@ -198,6 +204,7 @@ pub fn render(p: &Plan) -> String {
                     match (x.holds, x.size_gb == l.planned_gb) {
                         (_, true) => "  ← planned",
                         (false, _) => "  (past the frontier)",
+                        _ if x.size_gb == l.frontier_gb => "  ← frontier (no headroom)",
                         _ => "",
                     }
                 );
@@ -261,6 +268,9 @@ pub fn render(p: &Plan) -> String {
         return out;
     }
     let _ = writeln!(out, "Recommendation:\n  {}", r.flags);
+    for l in super::recommend::risk_lines(r, p.target) {
+        let _ = writeln!(out, "  {l}");
+    }
     let _ = writeln!(out, "  write policy: {}", r.policy_reason);
     let _ = writeln!(out, "  holds on: {}", Sglang::join_labelled(&r.holds_on));
     if !r.breaks_on.is_empty() {

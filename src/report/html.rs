@@ -52,6 +52,9 @@ pub fn render(p: &Plan, svg: Option<&str>) -> String {
             esc(&r.policy_reason),
             esc(&Sglang::join_labelled(&r.holds_on))
         );
+        for l in crate::plan::recommend::risk_lines(r, p.target) {
+            let _ = writeln!(h, "<p>{}</p>", esc(&l));
+        }
         if !r.unverified.is_empty() {
             let _ = writeln!(
                 h,

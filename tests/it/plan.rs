@@ -173,6 +173,7 @@ fn recommendation_and_sensitivity_on_the_incident() {
         trace: None,
         no_replay: true,
         ladder_max_gb: None,
+        headroom: 0,
     };
     let plan = hicache_sim::plan::plan(
         GB300,
@@ -259,7 +260,7 @@ fn cli_json_and_text() {
         .stderr(predicates::str::contains("--target-start"));
 }
 
-/// The quickstart (GB300, GLM-5.2, page-cache-credit) with a small device pool
+/// The quickstart (GB300, GLM-5.2, 0.5.23) with a small device pool
 /// (131,072 tokens) and the first 300 requests of the bundled Mooncake trace, so the
 /// host pool can outgrow what the trace reuses within the ladder.
 fn quickstart_ladder(threads: usize) -> hicache_sim::plan::Ladder {
@@ -278,7 +279,7 @@ fn quickstart_ladder(threads: usize) -> hicache_sim::plan::Ladder {
         .num_threads(threads)
         .build()
         .unwrap()
-        .install(|| hicache_sim::plan::ladder::run(&p, 115, Some(240)))
+        .install(|| hicache_sim::plan::ladder::run(&p, 115, 115, Some(240)))
         .map_err(|e| format!("{e:?}"))
         .unwrap()
 }
@@ -325,8 +326,7 @@ fn ladder_shows_diminishing_returns() {
             .iter()
             .all(|p| p.hit_rate_device == steps[0].hit_rate_device)
     );
-    // Sizes past the planned size handed to the ladder (115 GB: the page-cache-credit
-    // frontier, asserted by `out_dir_has_the_figure_and_the_html_report`) are replayed
+    // Sizes past the planned size handed to the ladder (115 GB: the 0.5.23 frontier, asserted by `out_dir_has_the_figure_and_the_html_report`) are replayed
     // with the pool SGLang would build and marked past the frontier.
     assert!(l.points.iter().all(|p| p.holds == (p.size_gb <= 115)));
     // Three write policies at the planned size.
@@ -374,27 +374,37 @@ fn out_dir_has_the_figure_and_the_html_report() {
     let png = std::fs::read(out.join("hit_rate_vs_host_pool.png")).unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     let svg = std::fs::read_to_string(out.join("hit_rate_vs_host_pool.svg")).unwrap();
-    assert!(svg.contains("refuses here") && svg.contains("recommended: --hicache-size 115"));
+    // The default 10 GB headroom recommends 114 GB, one below the 115 GB frontier.
+    assert!(svg.contains("refuses here") && svg.contains("recommended: --hicache-size 114"));
     // 0.5.21's frontier drawn as a labelled line.
     assert!(svg.contains("0.5.21: ≤ 53 GB"), "{}", &svg[..400]);
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("<svg"));
-    assert!(html.contains("--enable-hierarchical-cache --hicache-size 115"));
+    assert!(html.contains("--enable-hierarchical-cache --hicache-size 114"));
+    assert!(html.contains("the frontier without headroom is --hicache-size 115"));
     let v: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("plan.json")).unwrap()).unwrap();
-    assert_eq!(v["recommendation"]["size_gb"], 115);
+    assert_eq!(v["recommendation"]["size_gb"], 114);
+    assert_eq!(v["recommendation"]["frontier_gb"], 115);
+    assert_eq!(v["recommendation"]["headroom_gb"], 10.0);
+    // The next step up (115) starts as planned, but not with 10 GB more used on the
+    // node (the job's cgroup: 2.5 GB less per rank).
+    let next = &v["recommendation"]["next_step"];
+    assert_eq!(next["size_gb"], 115);
+    assert_eq!(next["start_probability"], 1.0);
+    assert!(next["start_probability_with_headroom"].as_f64().unwrap() < 0.999);
     assert_eq!(v["recommendation"]["breaks_on"][0][0], "0.5.21");
     assert_eq!(v["recommendation"]["breaks_on"][0][1], 53);
-    // 115 GB = 2,559,680 tokens < the 3,090,112-token device pool: SGLang's warning.
+    // 114 GB = 2,537,408 tokens < the 3,090,112-token device pool: SGLang's warning.
     assert!(
         v["recommendation"]["notes"][0]
             .as_str()
             .unwrap()
-            .contains("not larger than the device pool (3090112 tokens")
+            .contains("the host pool (2537408 tokens, 114.00 GB) is not larger than the device pool (3090112 tokens")
     );
 }
 
-/// `--sglang all` plans the scenario's own rules first (page-cache-credit: 115 GB) and
+/// `--sglang all` plans the scenario's own rules first (here page-cache-credit: 115 GB) and
 /// probes that size under every release. 0.5.14 asserts the host pool is larger than the
 /// device pool (2,669,056 tokens: GLM-5.2's index-K on all 78 layers, 55,224 B/token;
 /// 119.92 GB of KV), so 115 GB fails there, and no one size holds everywhere; 0.5.21
@@ -415,10 +425,11 @@ fn all_releases_probe_the_recommended_size() {
         target: 0.999,
         runs: 200,
         seed: None,
-        sets: vec![],
+        sets: vec!["sglang=page-cache-credit".into()],
         trace: None,
         no_replay: true,
         ladder_max_gb: None,
+        headroom: 0,
     };
     let run = |threads: usize| {
         rayon::ThreadPoolBuilder::new()
@@ -484,6 +495,7 @@ fn ratio_frontier_of_a_swa_model_starts() {
         trace: None,
         no_replay: true,
         ladder_max_gb: None,
+        headroom: 0,
     };
     let plan = hicache_sim::plan::plan(
         "scenarios/gpt-oss-swa-split.yaml",
