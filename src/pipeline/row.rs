@@ -21,6 +21,7 @@ pub const COLUMNS: &[&str] = &[
     "budget_bytes",
     "requested_bytes",
     "margin_bytes",
+    "binding_pool",
     "fitted_ratio",
     "refusal_probability",
     "oom_probability",
@@ -117,6 +118,10 @@ pub fn point_row(
                 .and_then(|r| r.margin_bytes)
                 .map(|b| b.to_string())
                 .unwrap_or_default(),
+        )
+        .with(
+            "binding_pool",
+            binding.and_then(|r| r.binding_pool).unwrap_or_default(),
         )
         .with(
             "fitted_ratio",

@@ -9,4 +9,4 @@ pub mod sim;
 pub use montecarlo::{MonteCarlo, Quantiles, RunOutcomes, run};
 pub use outcome::{Failure, binding_rank, first_failure, status, verdict};
 pub use plan::StartupPlan;
-pub use sim::{Outcome, PoolResult, RankResult, Scratch, simulate};
+pub use sim::{ALL_HOST_POOLS, Outcome, PoolResult, RankResult, Scratch, simulate};

@@ -42,6 +42,10 @@ impl Outcome {
     }
 }
 
+/// The binding pool's name where one booking covers every host pool a rank builds
+/// (auto-size's budget is the sum of the pools).
+pub const ALL_HOST_POOLS: &str = "all";
+
 /// One host pool a rank built (or tried to).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PoolResult {
@@ -72,6 +76,9 @@ pub struct RankResult {
     pub requested_bytes: Option<u64>,
     /// `budget - requested` of the binding pool.
     pub margin_bytes: Option<i128>,
+    /// The binding pool's name (`kv`, `indexer`, …), or [`ALL_HOST_POOLS`] where one
+    /// booking covers every pool (auto-size).
+    pub binding_pool: Option<&'static str>,
     /// The ratio auto-sizing settled on (after the MIN all-reduce).
     pub fitted_ratio: Option<f64>,
     pub pools: Vec<PoolResult>,
@@ -100,6 +107,7 @@ impl RankResult {
             budget_bytes: None,
             requested_bytes: None,
             margin_bytes: None,
+            binding_pool: None,
             fitted_ratio: None,
             pools: Vec::new(),
             message: None,
@@ -710,6 +718,7 @@ impl Sim<'_> {
         res.budget_bytes = Some(budget);
         res.requested_bytes = Some(total);
         res.margin_bytes = Some(budget - total as i128);
+        res.binding_pool = Some(ALL_HOST_POOLS);
         if booked.is_ok() {
             self.log_allocating(r, pool, tokens, requested);
             self.start_pin(r, pool, requested);
@@ -850,6 +859,7 @@ impl Sim<'_> {
             res.margin_bytes = Some(margin);
             res.budget_bytes = Some(budget);
             res.requested_bytes = Some(requested);
+            res.binding_pool = Some(self.plan.pools[pool].name);
         }
     }
 
@@ -866,6 +876,7 @@ impl Sim<'_> {
             res.margin_bytes = Some(budget - requested as i128);
             res.budget_bytes = Some(budget);
             res.requested_bytes = Some(requested);
+            res.binding_pool = Some(self.plan.pools[pool].name);
             if self.s.messages {
                 res.message = Some(self.plan.pools[pool].refusal_message(requested, budget));
             }

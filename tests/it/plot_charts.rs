@@ -158,25 +158,28 @@ fn outcome_map_counts_cells_by_outcome() {
     assert_eq!(
         series(&info, 0),
         [
-            ("started", 14),
+            ("meets_target", 14),
+            ("below_target", 0),
             ("refused", 9),
             ("oom_killed", 1),
-            ("mixed", 0),
+            ("failed", 0),
             ("no_result", 0)
         ]
         .map(|(n, c)| (n.to_string(), c))
     );
-    // 6 columns × 4 rows: 110·6+300 = 960 wide plus a 160-px legend column, 60·4+220 = 460 high.
+    // 6 columns × 4 rows: 110·6+300 = 960 wide plus a 190-px legend column, 60·4+220 = 460 high.
     // Margin labels: (0.5, unset) = 50 − 47.5 = +2.5 GB; (0.5, 3.0) = 50 − 120 = −70.0 GB.
+    // Without a start_probability column a cell's P(start) is its seeds that started.
     check_files(
         &info,
-        (1120, 460),
+        (1150, 460),
         &[
             FRACTION,
             RATIO,
-            "started (14)",
+            "P(start) ≥ 0.999 (14)",
             "refused (9)",
-            "oom_killed (1)",
+            "OOM-killed (1)",
+            "P(start) 1.000",
             "+2.5 GB",
             "-70.0 GB",
             "unset",
@@ -192,7 +195,7 @@ fn budget_vs_request_has_the_refusal_line() {
         series(&info, 0),
         [
             ("refusal line (budget = request)", 2),
-            ("started", 28),
+            ("meets", 28),
             ("refused", 19),
             ("oom_killed", 1)
         ]
@@ -202,7 +205,7 @@ fn budget_vs_request_has_the_refusal_line() {
         &info,
         (900, 700),
         &[
-            "requested host pool (GB)",
+            "request of the binding pool: the one with the least margin (GB)",
             "budget (GB)",
             "refusal line (budget = request)",
         ],
@@ -372,4 +375,56 @@ fn a_header_only_csv_is_refused_not_drawn_empty() {
         crate::support::stderr(&o)
     );
     assert!(!d.path().join("p/outcome_map.png").exists());
+}
+
+/// A point that starts in run 0 but misses the target P(start) is drawn as a risk, not
+/// as the darkest green of its margin: the quickstart's `--hicache-ratio 1.0` row (run
+/// 0's tightest pool the 8.57 GB indexer pool, +58.3 GB; P(start) 0.96).
+#[test]
+fn a_start_below_the_target_is_amber_and_names_its_pool() {
+    let (_keep, d) = out_dir();
+    let csv = "point,server.hicache_host_memory_fraction,server.hicache_ratio,seed,outcome,budget_bytes,requested_bytes,margin_bytes,binding_pool,start_probability\n\
+0,0.5,,2,started,103657822720,98474169600,5183653120,all,1.000000\n\
+1,0.5,1.0,2,started,66874099136,8565967872,58308131264,indexer,0.960000\n\
+2,0.5,1.5,2,refused,207315645440,208250265600,-934620160,kv,0.000000\n";
+    let t = Table::from_csv(csv.as_bytes(), "results.csv").unwrap();
+    let info = plot::outcome_map(&t, FRACTION, RATIO, &d.join("risk")).unwrap();
+    assert_eq!(
+        series(&info, 0),
+        [
+            ("meets_target", 1),
+            ("below_target", 1),
+            ("refused", 1),
+            ("oom_killed", 0),
+            ("failed", 0),
+            ("no_result", 0)
+        ]
+        .map(|(n, c)| (n.to_string(), c))
+    );
+    let svg = std::fs::read_to_string(d.join("risk.svg")).unwrap();
+    for label in [
+        "P(start) 0.960",
+        "+58.3 GB indexer",
+        "+5.2 GB all pools",
+        "-0.9 GB kv",
+        "starts, P(start) &lt; 0.999 (1)",
+    ] {
+        assert!(svg.contains(label), "{label} not drawn");
+    }
+    let info = plot::budget_vs_request(&t, &d.join("risk_bvr")).unwrap();
+    assert_eq!(
+        series(&info, 0),
+        [
+            ("refusal line (budget = request)", 2),
+            ("meets", 1),
+            ("below", 1),
+            ("refused", 1)
+        ]
+        .map(|(n, c)| (n.to_string(), c))
+    );
+    let svg = std::fs::read_to_string(d.join("risk_bvr.svg")).unwrap();
+    assert!(
+        svg.contains("started, P(start) &lt; 0.999: indexer pool"),
+        "{svg}"
+    );
 }

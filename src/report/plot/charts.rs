@@ -68,6 +68,7 @@ fn grouped_series(
     legend_markers: &mut (bool, bool),
 ) -> Vec<Series> {
     let outcome = t.header.iter().position(|h| h == "outcome");
+    let p_start = t.header.iter().position(|h| h == "start_probability");
     let groups: Vec<Option<String>> = match gcol {
         Some(g) => t.distinct(g).into_iter().map(Some).collect(),
         None => vec![None],
@@ -84,6 +85,8 @@ fn grouped_series(
         let mut acc: Vec<(f64, f64, usize)> = Vec::new();
         let mut refused: Vec<f64> = Vec::new();
         let mut oom: Vec<f64> = Vec::new();
+        // Started rows below the target P(start), and their lowest P(start).
+        let (mut at_risk, mut lowest_p) = (0usize, 1.0f64);
         for r in 0..t.rows.len() {
             if let (Some(g), Some(v)) = (gcol, gv)
                 && t.cell(r, g) != v
@@ -92,6 +95,13 @@ fn grouped_series(
             }
             let Some(xv) = x.x(t, r) else { continue };
             let oc = outcome.map(|o| t.cell(r, o));
+            if oc == Some("started")
+                && let Some(p) = p_start.and_then(|c| t.num(r, c))
+                && p < super::outcome_map::TARGET_START
+            {
+                at_risk += 1;
+                lowest_p = lowest_p.min(p);
+            }
             match oc {
                 Some("refused") => {
                     if !refused.contains(&xv) {
@@ -129,6 +139,13 @@ fn grouped_series(
             legend: Some(
                 if acc.is_empty() && (!refused.is_empty() || !oom.is_empty()) {
                     format!("{label} (never started)")
+                } else if at_risk > 0 {
+                    // A line whose start-ups miss the target says so: its hit rates
+                    // are bought at that risk.
+                    format!(
+                        "{label} (P(start) down to {lowest_p:.3} < {})",
+                        super::outcome_map::TARGET_START
+                    )
                 } else {
                     label.clone()
                 },
@@ -504,16 +521,26 @@ pub fn per_round_of_sweep(
 /// coloured by outcome, with the refusal line budget = request: every point below it is a
 /// refusal.
 pub fn budget_vs_request(t: &Table, stem: &Path) -> Result<PlotInfo, PlotError> {
+    use super::outcome_map::{CLASSES, TARGET_START};
     let bc = t.col("budget_bytes")?;
     let rc = t.col("requested_bytes")?;
-    let oc = t.header.iter().position(|h| h == "outcome");
-    let kinds: [(&str, Kind, usize); 4] = [
-        ("started", Kind::Points, 2),
-        ("refused", Kind::Crosses, 3),
-        ("oom_killed", Kind::Triangles, 4),
-        ("other", Kind::Points, 7),
+    let col = |n: &str| t.header.iter().position(|h| h == n);
+    let (oc, pc, poolc) = (
+        col("outcome"),
+        col("start_probability"),
+        col("binding_pool"),
+    );
+    // Colour by P(start) against the target (the outcome map's classes), marker by
+    // what run 0 did; the legend names the pools each series' points bind on.
+    let kinds: [(&str, Kind, RGBColor); 5] = [
+        ("meets", Kind::Points, CLASSES[0].1),
+        ("below", Kind::Points, CLASSES[1].1),
+        ("refused", Kind::Crosses, CLASSES[2].1),
+        ("oom_killed", Kind::Triangles, CLASSES[3].1),
+        ("other", Kind::Points, color(7)),
     ];
     let mut buckets: Vec<Vec<(f64, f64)>> = vec![Vec::new(); kinds.len()];
+    let mut pools: Vec<std::collections::BTreeSet<String>> = vec![Default::default(); kinds.len()];
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
     for r in 0..t.rows.len() {
         let (Some(b), Some(q)) = (t.num(r, bc), t.num(r, rc)) else {
@@ -523,8 +550,22 @@ pub fn budget_vs_request(t: &Table, stem: &Path) -> Result<PlotInfo, PlotError> 
         lo = lo.min(b).min(q);
         hi = hi.max(b).max(q);
         let o = oc.map_or("other", |o| t.cell(r, o));
-        let k = kinds.iter().position(|k| k.0 == o).unwrap_or(3);
+        let p = pc.and_then(|c| t.num(r, c));
+        let k = match (o, p) {
+            ("started", Some(p)) if p < TARGET_START => 1,
+            ("started", _) => 0,
+            ("refused", _) => 2,
+            ("oom_killed", _) => 3,
+            _ => 4,
+        };
         buckets[k].push((q, b));
+        if let Some(pool) = poolc.map(|c| t.cell(r, c)).filter(|x| !x.is_empty()) {
+            pools[k].insert(if pool == crate::startup::ALL_HOST_POOLS {
+                "all pools, one booking".to_string()
+            } else {
+                format!("{pool} pool")
+            });
+        }
     }
     if !lo.is_finite() {
         return Err(PlotError::NoData {
@@ -539,24 +580,37 @@ pub fn budget_vs_request(t: &Table, stem: &Path) -> Result<PlotInfo, PlotError> 
         points: vec![(lo.min(0.0), lo.min(0.0)), (hi, hi)],
         legend: Some("refusal line (budget = request)".into()),
     }];
-    for ((name, kind, ci), pts) in kinds.iter().zip(buckets) {
-        if !pts.is_empty() {
-            series.push(Series {
-                name: name.to_string(),
-                kind: *kind,
-                color: color(*ci),
-                points: pts,
-                legend: Some(name.to_string()),
-            });
+    for (((id, kind, c), pts), pools) in kinds.iter().zip(buckets).zip(pools) {
+        if pts.is_empty() {
+            continue;
         }
+        let what = match *id {
+            "meets" => format!("started, P(start) ≥ {TARGET_START}"),
+            "below" => format!("started, P(start) < {TARGET_START}"),
+            "oom_killed" => "OOM-killed".to_string(),
+            o => o.to_string(),
+        };
+        let on: Vec<String> = pools.into_iter().collect();
+        let legend = if on.is_empty() {
+            what
+        } else {
+            format!("{what}: {}", on.join(", "))
+        };
+        series.push(Series {
+            name: id.to_string(),
+            kind: *kind,
+            color: *c,
+            points: pts,
+            legend: Some(legend),
+        });
     }
     let fig = Figure {
-        title: "Host pool: budget checked against vs requested".into(),
+        title: "Binding host pool: budget checked against vs requested (run 0)".into(),
         cols: 1,
         size: (900, 700),
         panels: vec![Panel {
             title: String::new(),
-            x_label: "requested host pool (GB)".into(),
+            x_label: "request of the binding pool: the one with the least margin (GB)".into(),
             y_label: "budget (GB)".into(),
             series,
             x_categories: None,

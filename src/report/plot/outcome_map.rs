@@ -1,7 +1,9 @@
 //! The start-up outcome map: one cell per (x, y) pair of axis values (e.g. fraction ×
-//! ratio), coloured by what start-up did — started (green, darker = more margin),
-//! refused (red, darker = further short), OOM-killed (purple), mixed over seeds (orange,
-//! labelled "k/n started") — with the mean margin printed in each cell (GB = 10^9 B).
+//! ratio), coloured by P(start) against the target — meets the target (green, darker =
+//! more margin), starts but below the target (amber: the risk a point hides when only run
+//! 0's margin is read), refused in every run (red, darker = further short), OOM-killed
+//! (purple) — each cell labelled with its P(start), the mean margin (GB = 10^9 B) and
+//! the pool that binds.
 
 use std::path::Path;
 
@@ -11,24 +13,41 @@ use plotters::prelude::*;
 use super::figure::{Chart, render, short};
 use super::{DrawError, FONT_FAMILY, PanelInfo, PlotError, PlotInfo, SeriesInfo, Table};
 
+/// P(start) a point must reach to be drawn as meeting the target: the default of
+/// `plan` and `check`'s `--target-start`.
+pub const TARGET_START: f64 = 0.999;
+
 /// Outcome classes of a cell, in legend order (stable ids used as series names).
-pub const CLASSES: [(&str, RGBColor); 5] = [
-    ("started", RGBColor(44, 160, 44)),
+pub const CLASSES: [(&str, RGBColor); 6] = [
+    ("meets_target", RGBColor(44, 160, 44)),
+    ("below_target", RGBColor(230, 145, 0)),
     ("refused", RGBColor(214, 39, 40)),
     ("oom_killed", RGBColor(118, 42, 131)),
-    ("mixed", RGBColor(255, 127, 14)),
+    ("failed", RGBColor(90, 90, 90)),
     ("no_result", RGBColor(170, 170, 170)),
 ];
 
+/// What each class means, for the legend.
+fn legend_name(class: usize) -> String {
+    match class {
+        0 => format!("P(start) ≥ {TARGET_START}"),
+        1 => format!("starts, P(start) < {TARGET_START}"),
+        2 => "refused".into(),
+        3 => "OOM-killed".into(),
+        4 => "failed / invalid".into(),
+        _ => "no result".into(),
+    }
+}
+
 /// Width of the legend column right of the grid (pixels), so it never hides a cell.
-const LEGEND_W: u32 = 160;
+const LEGEND_W: u32 = 190;
 
 struct Cell {
     x: usize,
     y: usize,
-    class: usize,
     color: RGBColor,
-    label: String,
+    /// Lines of the label (P(start); margin and binding pool).
+    label: Vec<String>,
 }
 
 struct Grid {
@@ -55,16 +74,39 @@ fn shown(v: &str) -> String {
     }
 }
 
-/// Draw the outcome map of `x` × `y`. Needs `outcome`; `margin_bytes` is optional.
+/// What the rows of one cell (its seeds) add up to.
+#[derive(Default)]
+struct Acc {
+    rows: usize,
+    started: usize,
+    refused: usize,
+    oom: usize,
+    failed: usize,
+    p_sum: f64,
+    p_n: usize,
+    margin_sum: f64,
+    margin_n: usize,
+    /// The binding pool, when every row names the same one.
+    pool: Option<String>,
+    pools_differ: bool,
+}
+
+/// Draw the outcome map of `x` × `y`. Needs `outcome`; `start_probability`,
+/// `margin_bytes` and `binding_pool` are optional (a CSV without `start_probability`
+/// reads run 0's outcome as the whole story).
 pub fn outcome_map(t: &Table, x: &str, y: &str, stem: &Path) -> Result<PlotInfo, PlotError> {
     let xc = t.col(x)?;
     let yc = t.col(y)?;
     let oc = t.col("outcome")?;
-    let mc = t.header.iter().position(|h| h == "margin_bytes");
+    let col = |n: &str| t.header.iter().position(|h| h == n);
+    let (mc, pc, bc) = (
+        col("margin_bytes"),
+        col("start_probability"),
+        col("binding_pool"),
+    );
     let xs = t.distinct(xc);
     let ys = t.distinct(yc);
-    // Per cell: (started, refused, oom, other, margin sum, margin n).
-    let mut acc = vec![(0usize, 0usize, 0usize, 0usize, 0.0f64, 0usize); xs.len() * ys.len()];
+    let mut acc: Vec<Acc> = (0..xs.len() * ys.len()).map(|_| Acc::default()).collect();
     for r in 0..t.rows.len() {
         let xi = xs
             .iter()
@@ -75,63 +117,96 @@ pub fn outcome_map(t: &Table, x: &str, y: &str, stem: &Path) -> Result<PlotInfo,
             .position(|v| v == t.cell(r, yc))
             .expect("distinct");
         let a = &mut acc[yi * xs.len() + xi];
+        a.rows += 1;
         match t.cell(r, oc) {
-            "started" => a.0 += 1,
-            "refused" => a.1 += 1,
-            "oom_killed" => a.2 += 1,
-            _ => a.3 += 1,
+            "started" => a.started += 1,
+            "refused" => a.refused += 1,
+            "oom_killed" => a.oom += 1,
+            "" => {}
+            _ => a.failed += 1,
+        }
+        if let Some(p) = pc.and_then(|c| t.num(r, c)) {
+            a.p_sum += p;
+            a.p_n += 1;
         }
         if let Some(m) = mc.and_then(|m| t.num(r, m)) {
-            a.4 += m;
-            a.5 += 1;
+            a.margin_sum += m;
+            a.margin_n += 1;
+        }
+        if let Some(b) = bc.map(|c| t.cell(r, c)).filter(|b| !b.is_empty()) {
+            match &a.pool {
+                None => a.pool = Some(b.to_string()),
+                Some(p) if p != b => a.pools_differ = true,
+                _ => {}
+            }
         }
     }
-    let mean = |a: &(usize, usize, usize, usize, f64, usize)| (a.5 > 0).then(|| a.4 / a.5 as f64);
-    let max_pos = acc.iter().filter_map(mean).fold(0.0f64, f64::max);
-    let max_neg = acc.iter().filter_map(mean).fold(0.0f64, |m, v| m.max(-v));
+    let mean_margin = |a: &Acc| (a.margin_n > 0).then(|| a.margin_sum / a.margin_n as f64);
+    let max_pos = acc.iter().filter_map(mean_margin).fold(0.0f64, f64::max);
+    let max_neg = acc
+        .iter()
+        .filter_map(mean_margin)
+        .fold(0.0f64, |m, v| m.max(-v));
     let mut cells = Vec::new();
     let mut counts = [0usize; CLASSES.len()];
     for yi in 0..ys.len() {
         for xi in 0..xs.len() {
             let a = &acc[yi * xs.len() + xi];
-            let n = a.0 + a.1 + a.2 + a.3;
-            if n == 0 {
+            if a.rows == 0 {
                 continue;
             }
-            let m = mean(a);
-            let class = if a.2 > 0 {
-                2
-            } else if a.0 == n {
-                0
-            } else if a.1 == n {
-                1
-            } else if a.0 > 0 || a.1 > 0 {
-                3
+            // P(start) over the cell's seeds; without the column, run 0's outcome.
+            let p = if a.p_n > 0 {
+                Some(a.p_sum / a.p_n as f64)
             } else {
-                4
+                (a.started + a.refused + a.oom > 0).then(|| a.started as f64 / a.rows as f64)
+            };
+            let class = match p {
+                Some(p) if p >= TARGET_START => 0,
+                Some(p) if p > 0.0 => 1,
+                _ if a.oom > 0 => 3,
+                _ if a.refused > 0 => 2,
+                _ if a.failed > 0 => 4,
+                _ => 5,
             };
             counts[class] += 1;
+            let m = mean_margin(a);
             let base = CLASSES[class].1;
             let color = match (class, m) {
-                (0, Some(m)) if max_pos > 0.0 => lerp(RGBColor(199, 233, 192), base, m / max_pos),
-                (1, Some(m)) if max_neg > 0.0 => lerp(RGBColor(252, 187, 161), base, -m / max_neg),
+                (0, Some(m)) if max_pos > 0.0 => {
+                    lerp(RGBColor(199, 233, 192), base, m.max(0.0) / max_pos)
+                }
+                (2, Some(m)) if max_neg > 0.0 => {
+                    lerp(RGBColor(252, 187, 161), base, -m.min(0.0) / max_neg)
+                }
                 _ => base,
             };
-            let mut label = m.map(|m| format!("{:+.1} GB", m / 1e9)).unwrap_or_default();
-            if class == 3 {
-                label = format!("{}/{n} started {label}", a.0);
+            let mut label = Vec::new();
+            if let Some(p) = p {
+                label.push(format!("P(start) {p:.3}"));
+            }
+            if let Some(m) = m {
+                let pool = match (&a.pool, a.pools_differ) {
+                    (Some(p), false) if p == crate::startup::ALL_HOST_POOLS => " all pools".into(),
+                    (Some(p), false) => format!(" {p}"),
+                    _ => String::new(),
+                };
+                label.push(format!("{:+.1} GB{pool}", m / 1e9));
             }
             cells.push(Cell {
                 x: xi,
                 y: yi,
-                class,
                 color,
                 label,
             });
         }
     }
     let grid = Grid {
-        title: format!("Start-up outcome over {} × {}", short(x), short(y)),
+        title: format!(
+            "Start-up over {} × {}: P(start) against {TARGET_START}",
+            short(x),
+            short(y)
+        ),
         x_label: x.to_string(),
         y_label: y.to_string(),
         x_cats: xs.iter().map(|v| shown(v)).collect(),
@@ -214,24 +289,34 @@ impl Chart for Grid {
                 )
             }))
             .map_err(e)?;
-        chart
-            .draw_series(self.cells.iter().filter(|c| !c.label.is_empty()).map(|c| {
-                let dark = matches!(c.class, 1 | 2) || (c.color.1 < 170 && c.class == 0);
+        // The label's lines, centred on the cell (14 px apart).
+        for c in self.cells.iter().filter(|c| !c.label.is_empty()) {
+            // White on a dark cell, black on a light one (by luminance).
+            let lum = 0.299 * f64::from(c.color.0)
+                + 0.587 * f64::from(c.color.1)
+                + 0.114 * f64::from(c.color.2);
+            let dark = lum < 150.0;
+            let (cx, cy) = chart.backend_coord(&(c.x as f64, c.y as f64));
+            let n = c.label.len() as i32;
+            for (i, line) in c.label.iter().enumerate() {
                 let style = TextStyle::from((FONT_FAMILY, 12).into_font())
                     .color(if dark { &WHITE } else { &BLACK })
                     .pos(plotters::style::text_anchor::Pos::new(
                         plotters::style::text_anchor::HPos::Center,
                         plotters::style::text_anchor::VPos::Center,
                     ));
-                Text::new(c.label.clone(), (c.x as f64, c.y as f64), style)
-            }))
-            .map_err(e)?;
+                let y = cy + (2 * i as i32 - (n - 1)) * 8;
+                main.draw(&Text::new(line.clone(), (cx, y), style))
+                    .map_err(e)?;
+            }
+        }
         // Legend in its own column, one entry per class present.
         let mut y = 60;
-        for (i, (name, col)) in CLASSES.iter().enumerate() {
+        for (i, (_, col)) in CLASSES.iter().enumerate() {
             if self.counts[i] == 0 {
                 continue;
             }
+            let name = legend_name(i);
             side.draw(&Rectangle::new([(8, y), (24, y + 14)], col.filled()))
                 .map_err(e)?;
             side.draw(&Text::new(
