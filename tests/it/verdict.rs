@@ -286,7 +286,7 @@ fn an_estimated_gpu_reserve_is_unverified_where_the_answer_depends_on_it() {
     assert_eq!(s, "ok");
 }
 
-/// A plan that holds on a rule set no release ships says so: the quickstart runs under
+/// A plan that holds on a rule set no release ships says so: the quickstart set to
 /// `page-cache-credit`, a proposal.
 #[test]
 fn a_plan_on_a_proposal_says_it_is_in_no_release() {
@@ -294,6 +294,8 @@ fn a_plan_on_a_proposal_says_it_is_in_no_release() {
         .args([
             "plan",
             "scenarios/quickstart.yaml",
+            "--set",
+            "sglang=page-cache-credit",
             "--no-replay",
             "--runs",
             "20",
