@@ -32,6 +32,7 @@ pub mod pipeline;
 pub mod plan;
 pub mod policy_sim;
 pub mod pools;
+pub mod reference;
 pub mod release;
 pub mod report;
 pub mod runtime;

@@ -19,6 +19,7 @@ pub mod startup_cmd;
 pub mod sweep_cmd;
 mod trace_cmd;
 mod versions_cmd;
+pub use versions_cmd::text as versions_text;
 
 pub use capture_cmd::{CaptureArgs, capture};
 pub use check_cmd::check;
@@ -153,6 +154,11 @@ pub struct PlanArgs {
     /// (0, 1].
     #[arg(long, default_value_t = 0.999)]
     pub target_start: f64,
+    /// Host memory the recommended --hicache-size leaves on every node, in GB: it must
+    /// still start with P ≥ --target-start with this much more used by other processes,
+    /// in the job's cgroup and outside it (0 recommends the frontier itself).
+    #[arg(long, value_name = "GB", default_value_t = crate::plan::DEFAULT_HEADROOM_GB as f64)]
+    pub headroom: f64,
     /// Monte Carlo start-up runs per probe (default 1000).
     #[arg(long)]
     pub runs: Option<u64>,

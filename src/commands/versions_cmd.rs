@@ -65,31 +65,35 @@ fn all() -> Vec<VersionOut> {
     out
 }
 
-pub fn versions(format: OutputFormat) -> CmdResult {
+/// The text `versions` prints: one line per release, two per what-if.
+pub fn text() -> String {
+    use std::fmt::Write;
     let all = all();
+    let mut o = String::from("SGLang releases (--sglang X; wheel dates):\n");
+    for v in all.iter().filter(|v| v.kind != "what_if") {
+        let same = v
+            .same_as
+            .map(|s| format!("same rules as {s}; "))
+            .unwrap_or_default();
+        let _ = writeln!(o, "  {:<14} {}  {}{}", v.id, v.shipped, same, v.summary);
+    }
+    o.push_str(
+        "\nWhat-ifs (PR-era rule sets; controller, tree and flags of the nearest release):\n",
+    );
+    for v in all.iter().filter(|v| v.kind == "what_if") {
+        let _ = writeln!(o, "  {:<24} {}", v.id, v.summary);
+        let _ = writeln!(o, "  {:<24} shipped: {}", "", v.shipped);
+    }
+    o
+}
+
+pub fn versions(format: OutputFormat) -> CmdResult {
     match format {
-        OutputFormat::Text => {
-            println!("SGLang releases (--sglang X; wheel dates):");
-            for v in all.iter().filter(|v| v.kind != "what_if") {
-                let same = v
-                    .same_as
-                    .map(|s| format!("same rules as {s}; "))
-                    .unwrap_or_default();
-                println!("  {:<14} {}  {}{}", v.id, v.shipped, same, v.summary);
-            }
-            println!();
-            println!(
-                "What-ifs (PR-era rule sets; controller, tree and flags of the nearest release):"
-            );
-            for v in all.iter().filter(|v| v.kind == "what_if") {
-                println!("  {:<24} {}", v.id, v.summary);
-                println!("  {:<24} shipped: {}", "", v.shipped);
-            }
-        }
+        OutputFormat::Text => print!("{}", text()),
         OutputFormat::Json => {
             println!(
                 "{}",
-                serde_json::to_string_pretty(&all).expect("plain data serializes")
+                serde_json::to_string_pretty(&all()).expect("plain data serializes")
             );
         }
     }

@@ -357,6 +357,28 @@ impl std::fmt::Display for Unmodelled {
 }
 
 /// No `sglang:` means the newest modelled release (`latest`).
+impl ScenarioFile {
+    /// A scenario that names its node and sets nothing else: every other key at the
+    /// value it takes when absent (the reference's table of keys is read from it).
+    pub fn minimal(node: &str) -> ScenarioFile {
+        ScenarioFile {
+            name: String::new(),
+            description: String::new(),
+            sglang: default_sglang(),
+            seed: 0,
+            runs: one(),
+            node: PresetRef::Name(node.to_string()),
+            model: None,
+            server: ServerArgs::default(),
+            memory: MemorySpec::default(),
+            startup: StartupSpec::default(),
+            runtime: None,
+            sweep: None,
+            unmodelled: Vec::new(),
+        }
+    }
+}
+
 fn default_sglang() -> Sglang {
     Sglang::DEFAULT
 }

@@ -7,6 +7,7 @@ mod capture;
 mod check;
 mod cli_replay_trace;
 mod cli_startup;
+mod docs_reference;
 mod dsa_index_k;
 mod dsv4_host;
 mod fuzz_cli;
