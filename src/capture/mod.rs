@@ -69,6 +69,11 @@ pub struct Captured {
     /// What could not be read or represented.
     pub notes: Vec<String>,
     pub model: Option<String>,
+    /// `server.tp_size` the scenario is written with: one rank per GPU of the node (the
+    /// GPUs nvidia-smi lists, else the preset's `gpus_per_node`), so the scenario starts
+    /// as a whole-node TP recipe; and where that count came from.
+    pub tp_size: u64,
+    pub tp_why: String,
     /// The files read (an output must not be one of them).
     pub inputs: Vec<PathBuf>,
     /// The trees read from: the procfs root and every cgroupfs mount resolved. An output
@@ -254,6 +259,22 @@ pub fn capture(opts: &Options) -> Result<Captured, InputError> {
         }
     };
     let p = node_preset(&preset).map_err(|e| InputError::new("--node", e.to_string()))?;
+    let (tp_size, tp_why) = match &gpus {
+        GpuRead::Found(g) => (
+            g.len() as u64,
+            format!(
+                "one rank per GPU: the {} GPU(s) nvidia-smi lists; set the recipe's --tp",
+                g.len()
+            ),
+        ),
+        _ => (
+            p.gpus_per_node as u64,
+            format!(
+                "one rank per GPU: preset {preset}'s {} GPUs (nvidia-smi not read); set the recipe's --tp",
+                p.gpus_per_node
+            ),
+        ),
+    };
     let mut node_overrides = BTreeMap::new();
     match &gpus {
         GpuRead::Found(g) => {
@@ -399,6 +420,8 @@ pub fn capture(opts: &Options) -> Result<Captured, InputError> {
         read,
         notes,
         model: opts.model.clone(),
+        tp_size,
+        tp_why,
         inputs,
         trees,
     })

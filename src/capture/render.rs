@@ -321,15 +321,21 @@ pub fn render(c: &Captured) -> String {
             }
         }
     }
+    // A whole-node TP layout, so the scenario starts as it stands (TP1 of a large model
+    // leaves no GPU memory for the KV cache: a refusal that is about `--tp`).
+    w.line(
+        0,
+        "server:",
+        Some("SGLang's flags (dashes as underscores), or a pasted `launch:` command"),
+    );
+    w.line(2, &format!("tp_size: {}", c.tp_size), Some(&c.tp_why));
     w.out += TEMPLATE;
     w.out
 }
 
 /// The sections `capture` cannot measure, to fill in.
 const TEMPLATE: &str = "\
-# server:                               # SGLang's flags (dashes as underscores), or a pasted command:
 #   launch: python -m sglang.launch_server --model-path MODEL --tp 8 --page-size 64 --enable-hierarchical-cache --hicache-size 100
-#   tp_size: 8
 #   page_size: 64
 #   enable_hierarchical_cache: true
 #   hicache_size: 100                   # GB per rank

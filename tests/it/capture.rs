@@ -865,4 +865,20 @@ fn nvidia_smi_names_the_node_and_no_cgroup_files() {
     let path = f.out();
     std::fs::write(&path, &out).unwrap();
     assert_eq!(startup_headroom(&path, "0.5.23"), (None, 1900 * G as i128));
+    // The scenario starts as written: TP from the 8 GPUs listed (Llama-3.1-70B at TP1
+    // would leave no GPU memory for the KV cache, a failure that is about --tp).
+    assert!(
+        out.contains("server:")
+            && out.contains("  tp_size: 8")
+            && out.contains("the 8 GPU(s) nvidia-smi lists"),
+        "{out}"
+    );
+    let o = sim()
+        .args(["startup", &path, "--format", "json"])
+        .output()
+        .unwrap();
+    succeeded(&o);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "ok", "{}", v["verdict"]);
+    assert_eq!(v["world_size"], 8);
 }
