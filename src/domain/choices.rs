@@ -247,8 +247,8 @@ sglang_choice! {
     /// `--kv-cache-dtype` as written: SGLang's spellings (each release's list in the flag
     /// table: `fp4_e2m1` up to 0.5.20, `mxfp8` / `nvfp4` / `fp4_mx_block16` from 0.5.16)
     /// and the simulator's own (`fp16`, `float16`, `half`, `fp8`, `fp8_ds_mla`: the
-    /// storage dtypes of `crate::model::KvDtype`). The spelling is kept (a report prints
-    /// what was written); `crate::model::KvDtype::from_flag` gives the bytes.
+    /// storage dtypes of `model::KvDtype`). The spelling is kept (a report prints
+    /// what was written); `model::KvDtype::from_flag` gives the bytes.
     pub enum KvCacheDtype {
         /// The model's dtype.
         Auto = "auto",

@@ -267,17 +267,6 @@ impl ServerArgs {
         }
     }
 
-    /// The offload flags as SGLang's parser holds them (`crate::model::offload`).
-    pub fn offload_args(&self) -> crate::model::offload::OffloadArgs<'_> {
-        crate::model::offload::OffloadArgs {
-            cpu_offload_gb: self.cpu_offload_gb,
-            group_size: self.offload_group_size,
-            num_in_group: self.offload_num_in_group,
-            prefetch_step: self.offload_prefetch_step,
-            mode: &self.offload_mode,
-        }
-    }
-
     /// Whether the user turned HiCache on (explicitly).
     pub fn hicache_enabled(&self) -> bool {
         self.enable_hierarchical_cache == Some(true)

@@ -80,6 +80,19 @@ pub struct OffloadArgs<'a> {
     pub mode: &'a str,
 }
 
+impl<'a> OffloadArgs<'a> {
+    /// The offload flags of a server's arguments, as SGLang's parser holds them.
+    pub fn of(s: &'a crate::domain::ServerArgs) -> OffloadArgs<'a> {
+        OffloadArgs {
+            cpu_offload_gb: s.cpu_offload_gb,
+            group_size: s.offload_group_size,
+            num_in_group: s.offload_num_in_group,
+            prefetch_step: s.offload_prefetch_step,
+            mode: &s.offload_mode,
+        }
+    }
+}
+
 /// The offloader `create_offloader` builds on every rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "offloader", rename_all = "snake_case")]

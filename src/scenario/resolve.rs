@@ -608,7 +608,7 @@ fn resolve_offload(
         self as off, OffloadEffect, OffloadMode, Offloader, V2_TYPE_ERROR,
     };
     let refuse = |e: off::OffloadArgError| at(e.field, e.message).sglang_refuses();
-    let offloader = off::offloader(&s.offload_args(), s.tp_size).map_err(refuse)?;
+    let offloader = off::offloader(&off::OffloadArgs::of(s), s.tp_size).map_err(refuse)?;
     let flag = match offloader {
         Offloader::Noop => {
             let note = (s.cpu_offload_gb < 0).then(|| {

@@ -70,7 +70,7 @@ pub fn indexer_refusal_message(requested: u64, budget: i128) -> String {
     )
 }
 
-/// The refusal text for a pool named as in [`crate::model::PoolGeometry::name`]:
+/// The refusal text for a pool named as in `model::PoolGeometry::name`:
 /// the indexer's own text for `"indexer"`, the common one otherwise.
 pub fn refusal_message_for(pool: &str, requested: u64, budget: i128) -> String {
     if pool == "indexer" {
