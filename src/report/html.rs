@@ -185,6 +185,8 @@ pub fn render(p: &Plan, svg: Option<&str>) -> String {
                     "planned"
                 } else if !x.holds {
                     "past the frontier"
+                } else if x.size_gb == l.frontier_gb {
+                    "frontier (no headroom)"
                 } else {
                     ""
                 }

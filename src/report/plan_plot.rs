@@ -32,6 +32,12 @@ pub struct PlanFigure {
     /// (size GB, gain in percentage points per 10 GB).
     pub gains: Vec<(f64, f64)>,
     pub planned_gb: f64,
+    /// The largest size that starts (no headroom): past it, "refuses here".
+    pub frontier_gb: f64,
+    /// The write policy the ladder replays (the scenario's) and, when the recommendation
+    /// picks another, that policy with its total hit rate (%) at the planned size.
+    pub ladder_policy: String,
+    pub recommended_policy: Option<(String, f64)>,
     pub primary: String,
     /// Other releases' largest size (dashed lines).
     pub others: Vec<(String, f64)>,
@@ -94,6 +100,17 @@ impl PlanFigure {
             points,
             gains,
             planned_gb: l.planned_gb as f64,
+            frontier_gb: l.frontier_gb as f64,
+            ladder_policy: l
+                .policies
+                .first()
+                .map_or(String::new(), |x| x.policy.to_string()),
+            recommended_policy: l
+                .policies
+                .iter()
+                .skip(1)
+                .find(|x| x.error.is_none() && x.policy == p.recommendation.write_policy)
+                .map(|x| (x.policy.to_string(), pc(x.hit_rate_total))),
             primary: l.sglang.to_string(),
             others,
             target: p.target,
@@ -115,7 +132,14 @@ impl PlanFigure {
         DB::ErrorType: 'static,
     {
         let (x0, x1) = self.x_range();
-        let ymax = self.points.iter().map(|p| p.4).fold(1.0, f64::max) * 1.25;
+        let ymax = self
+            .points
+            .iter()
+            .map(|p| p.4)
+            .chain(self.recommended_policy.as_ref().map(|r| r.1))
+            .fold(1.0, f64::max)
+            // Room above the data for the legend (up to 7 lines, upper left).
+            * 1.6;
         let mut chart = ChartBuilder::on(area)
             .caption("hit rate by tier", (FONT_FAMILY, 18))
             .margin(10)
@@ -131,7 +155,7 @@ impl PlanFigure {
             .axis_desc_style((FONT_FAMILY, 15))
             .draw()?;
         // "Refuses here": past the primary release's frontier.
-        let edge = self.planned_gb + 0.5;
+        let edge = self.frontier_gb + 0.5;
         chart
             .draw_series(std::iter::once(Rectangle::new(
                 [(edge, 0.0), (x1, ymax)],
@@ -186,11 +210,36 @@ impl PlanFigure {
                 });
             chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
         }
-        if let Some(p) = self.points.iter().find(|p| p.0 == self.planned_gb) {
-            chart
-                .draw_series([Circle::new((p.0, p.4), 8, REFUSE.stroke_width(3))])?
-                .label(format!("recommended: --hicache-size {}", self.planned_gb))
-                .legend(|(x, y)| Circle::new((x + 10, y), 6, REFUSE.stroke_width(2)));
+        // The recommendation: its size on the ladder's line (the scenario's policy) and,
+        // when it recommends another write policy, that policy's total at the size, so
+        // the circled figure is the one recommended.
+        match (
+            &self.recommended_policy,
+            self.points.iter().find(|p| p.0 == self.planned_gb),
+        ) {
+            (Some((pol, total)), Some(p)) => {
+                chart
+                    .draw_series([Circle::new((p.0, *total), 8, REFUSE.stroke_width(3))])?
+                    .label(format!(
+                        "recommended: --hicache-size {} --hicache-write-policy {pol} ({total:.2} % total)",
+                        self.planned_gb
+                    ))
+                    .legend(|(x, y)| Circle::new((x + 10, y), 6, REFUSE.stroke_width(2)));
+                chart
+                    .draw_series([Circle::new((p.0, p.4), 5, TOTAL.stroke_width(1))])?
+                    .label(format!(
+                        "the same size with the ladder's {} ({:.2} %)",
+                        self.ladder_policy, p.4
+                    ))
+                    .legend(|(x, y)| Circle::new((x + 10, y), 4, TOTAL.stroke_width(1)));
+            }
+            (None, Some(p)) => {
+                chart
+                    .draw_series([Circle::new((p.0, p.4), 8, REFUSE.stroke_width(3))])?
+                    .label(format!("recommended: --hicache-size {}", self.planned_gb))
+                    .legend(|(x, y)| Circle::new((x + 10, y), 6, REFUSE.stroke_width(2)));
+            }
+            _ => {}
         }
         chart
             .configure_series_labels()
@@ -224,7 +273,7 @@ impl PlanFigure {
             .label_style((FONT_FAMILY, 13))
             .axis_desc_style((FONT_FAMILY, 15))
             .draw()?;
-        let edge = self.planned_gb + 0.5;
+        let edge = self.frontier_gb + 0.5;
         chart.draw_series(std::iter::once(Rectangle::new(
             [(edge, lo - pad), (x1, hi + pad)],
             REFUSE.mix(0.12).filled(),

@@ -374,8 +374,22 @@ fn out_dir_has_the_figure_and_the_html_report() {
     let png = std::fs::read(out.join("hit_rate_vs_host_pool.png")).unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     let svg = std::fs::read_to_string(out.join("hit_rate_vs_host_pool.svg")).unwrap();
-    // The default 10 GB headroom recommends 114 GB, one below the 115 GB frontier.
+    // The default 10 GB headroom recommends 114 GB, one below the 115 GB frontier; the
+    // circled point is the recommended write policy's total, the ladder's own policy's
+    // drawn beside it.
     assert!(svg.contains("refuses here") && svg.contains("recommended: --hicache-size 114"));
+    let rec_policy = {
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("plan.json")).unwrap()).unwrap();
+        v["recommendation"]["write_policy"].as_str().unwrap().to_string()
+    };
+    if rec_policy != "write_through" {
+        assert!(
+            svg.contains(&format!("--hicache-write-policy {rec_policy} (")),
+            "{rec_policy}"
+        );
+        assert!(svg.contains("the same size with the ladder's write_through"));
+    }
     // 0.5.21's frontier drawn as a labelled line.
     assert!(svg.contains("0.5.21: ≤ 53 GB"), "{}", &svg[..400]);
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
