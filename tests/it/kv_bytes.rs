@@ -19,9 +19,10 @@
 //! - `draft`: a NextN draft of a checkpoint's own MTP head ([`draft_case`]);
 //! - `profile`: `max_total_num_tokens` from given memory figures ([`profile_case`]).
 //!
-//! Where the simulator is known to differ, the model is named in
-//! [`KNOWN_DRAFT_DIFFERENCES`] / [`KNOWN_PROFILE_DIFFERENCES`] with the reason (and its
-//! cases must still differ).
+//! Where the simulator is known to differ, the model (and the releases) are named in
+//! [`KNOWN_DRAFT_DIFFERENCES`] / [`KNOWN_PROFILE_DIFFERENCES`] with the reason, and
+//! DeepSeek-V4 under a release whose configurator is not modelled in
+//! [`DSV4_NOT_MODELLED`] (their cases must still differ).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -36,11 +37,11 @@ use hicache_sim::model::{
 use hicache_sim::pools::{
     PoolError, PoolSetInputs, SpecDraft, device_pools, dsa_index_k_layers, spec_draft,
 };
-use hicache_sim::release::Sglang;
+use hicache_sim::release::{Dsv4Pools, Sglang};
 use hicache_sim::startup::plan::DeviceFailure;
 use serde_json::Value;
 
-const RELEASES: [&str; 3] = ["0.5.21", "0.5.22", "0.5.23"];
+const RELEASES: [&str; 6] = ["0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"];
 
 /// Catalogue models this simulator does not read, and why (the reader's own error says
 /// so; the test fails if the set changes).
@@ -77,6 +78,7 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
     let mut failures: Vec<String> = Vec::new();
     for rel in RELEASES {
         let pool_rules = Sglang::from_id(rel).unwrap().release_rules().pools;
+        let dsv4_modelled = pool_rules.dsv4_pools != Dsv4Pools::NotModelled;
         let path = format!("tests/golden/kv_bytes/{rel}.jsonl");
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
         // Every catalogue model has its cases in every release's golden: a model added
@@ -179,7 +181,7 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
             };
             match case {
                 Some("draft") => {
-                    let (out, k) = draft_case(&preset, &g, &ctx, |d| base(d, NO_MEMORY));
+                    let (out, k) = draft_case(rel, &preset, &g, &ctx, |d| base(d, NO_MEMORY));
                     failures.extend(out);
                     if let Some(k) = k {
                         *known.entry(k).or_default() += 1;
@@ -188,8 +190,9 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
                     continue;
                 }
                 Some("profile") => {
-                    let (out, n, k) =
-                        profile_case(&preset, &g, &ctx, |dev| base(SpecDraft::default(), dev));
+                    let (out, n, k) = profile_case(rel, &preset, &g, &ctx, |dev| {
+                        base(SpecDraft::default(), dev)
+                    });
                     failures.extend(out);
                     if let Some(k) = k {
                         *known.entry(k).or_default() += 1;
@@ -197,7 +200,7 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
                     profile_checked += n;
                     continue;
                 }
-                Some("dp_attention") => dp_checked += 1,
+                Some("dp_attention") => {}
                 None => {}
                 Some(other) => panic!("{path}: unknown case {other}: {line}"),
             }
@@ -213,11 +216,32 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
                     failures.push(format!("{ctx}: dtype {got_dtype}, SGLang {want_dtype}"));
                 }
                 let geo = Dsv4Geometry::of(&hf.attention, hf.layers).expect("a DSV4 geometry");
+                if !dsv4_modelled {
+                    // The release's own configurator (no `kv_bytes`, no cap mode) is not
+                    // modelled: the simulator's must still differ from it somewhere.
+                    let differ = cases.iter().any(|c| {
+                        let ratio = c["swa_full_tokens_ratio_explicitly_set"]
+                            .as_bool()
+                            .unwrap()
+                            .then(|| c["swa_full_tokens_ratio"].as_f64().unwrap());
+                        !dsv4_case(ratio, &geo, c, &ctx, dp as u64).is_empty()
+                    });
+                    if differ {
+                        *known.entry(DSV4_NOT_MODELLED).or_default() += 1;
+                    } else {
+                        failures.push(format!(
+                            "{ctx}: listed as a known difference ({DSV4_NOT_MODELLED}) but agrees: model the release's DeepSeek-V4 pools"
+                        ));
+                    }
+                    continue;
+                }
                 for c in cases {
-                    failures.extend(dsv4_case(rel, &geo, c, &ctx, dp as u64));
+                    let ratio = crate::dsv4_host::golden_operator_ratio(rel, c);
+                    failures.extend(dsv4_case(ratio, &geo, c, &ctx, dp as u64));
                     dsv4_checked += 1;
                 }
                 checked += 1;
+                dp_checked += usize::from(case.is_some());
                 continue;
             }
             let fp8 = g["store_dtype"].as_str().unwrap().starts_with("float8");
@@ -257,6 +281,7 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
             }
             host_indexer_checked += usize::from(want.contains_key("host_indexer"));
             checked += 1;
+            dp_checked += usize::from(case.is_some());
         }
     }
     if let Some(p) = std::env::var_os("KV_BYTES_FAILURES") {
@@ -264,6 +289,10 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
     }
     let expected: BTreeSet<String> = NOT_MODELLED.iter().map(|s| s.to_string()).collect();
     assert_eq!(unread, expected, "catalogue models the reader refuses");
+    eprintln!(
+        "kv_bytes: {checked} cases ({dp_checked} DP attention, {draft_checked} MTP drafts, \
+         {profile_checked} profiled budgets); known differences: {known:?}"
+    );
     assert!(
         failures.is_empty(),
         "{} of {} cases differ from SGLang:\n{}",
@@ -271,50 +300,55 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
         checked + failures.len(),
         failures[..failures.len().min(40)].join("\n")
     );
-    eprintln!(
-        "kv_bytes: {checked} cases ({dp_checked} DP attention, {draft_checked} MTP drafts, \
-         {profile_checked} profiled budgets); known differences: {known:?}"
-    );
     // 4 DeepSeek-V4 builds × 12 cases × 6 schedules × 2 HiCache switches × 3 releases
-    // (1,728), and × 5 DP-attention layouts × 6 schedules × 3 releases (360).
+    // (1,728), and × 5 DP-attention layouts × 6 schedules × 3 releases (360): 0.5.21–0.5.23
+    // (before, the known difference `DSV4_NOT_MODELLED`).
     assert_eq!(dsv4_checked, 1728 + 360, "DeepSeek-V4 schedules compared");
     // DP attention: 5 layouts (TP2/DP2, TP4/DP4, TP4/DP2, TP8/DP8, TP8/DP4) of every
-    // model SGLang sizes (DeepSeek-V4's lines count once each).
-    assert_eq!(dp_checked, 1420, "DP-attention cases compared");
+    // model SGLang sizes (DeepSeek-V4's lines count once each): 1,420 in 0.5.21–0.5.23,
+    // 450 in each of 0.5.18–0.5.20 (no DeepSeek-V4).
+    assert_eq!(dp_checked, 1420 + 3 * 450, "DP-attention cases compared");
     // NextN drafts of the checkpoints with an MTP head, 12 cases each (TP1, TP8,
-    // TP8/DP8 × auto / fp8_e4m3 × HiCache off / on) where SGLang sizes them, less the
-    // known differences.
-    assert_eq!(draft_checked, 1188, "MTP draft cases compared");
+    // TP8/DP8 × auto / fp8_e4m3 × HiCache off / on) where SGLang sizes them, 396 per
+    // release, the known differences among them.
+    assert_eq!(draft_checked, 6 * 396, "MTP draft cases compared");
+    // Nemotron-H MTP drafts: 5 checkpoints SGLang sizes × 12 cases × 4 releases (0.5.20+);
+    // DeepSeek-V4: 116 lines (96 TP + 20 DP attention) × 3 releases (0.5.18–0.5.20).
     assert_eq!(
         known.values().sum::<usize>(),
-        180,
-        "known-difference cases (Nemotron-H MTP drafts)"
+        240 + 348,
+        "known-difference cases (Nemotron-H MTP drafts, DeepSeek-V4 before 0.5.21)"
     );
-    // 12 budgets (4 memory figures × 3 schedules) × TP1 / TP8 of every non-V4 model.
-    assert_eq!(profile_checked, 6528, "profiled budgets compared");
+    // 12 budgets (4 memory figures × 3 schedules) × TP1 / TP8 of every non-V4 model:
+    // 2,160 per release to 0.5.21, 2,184 in 0.5.22 and 0.5.23.
+    assert_eq!(
+        profile_checked,
+        4 * 2160 + 2 * 2184,
+        "profiled budgets compared"
+    );
     // The host indexer of the 14 DSA builds (GLM-5, 5.1, 5.2, 5.3 and DeepSeek-V3.2 with
     // their FP8 / NVFP4 checkpoints) with HiCache on: 14 × 4 TP × 3 dtypes × 2 SM = 336
     // per release.
-    assert_eq!(host_indexer_checked, 3 * 336, "host indexer cases compared");
-    // 3 releases, every modelled catalogue model, HiCache off and on: at least 7,000
+    assert_eq!(host_indexer_checked, 6 * 336, "host indexer cases compared");
+    // 6 releases, every modelled catalogue model, HiCache off and on: at least 18,000
     // cases compared.
     assert!(
-        checked >= 7000,
+        checked >= 18000,
         "only {checked} cases compared ({sglang_errors} SGLang errors)"
     );
 }
 
-/// One DeepSeek-V4 schedule of a golden line (its SWA ratio as
+/// One DeepSeek-V4 schedule of a golden line (`ratio`: its operator SWA ratio, as
 /// [`crate::dsv4_host::golden_operator_ratio`] reads it): the coefficients
 /// (`bytes_per_full_token`, `bytes_per_swa_token` as Python's `repr`, `kv_bytes`, the
 /// SWA cap) and `calculate_pool_sizes` at each available budget must be SGLang's.
-fn dsv4_case(rel: &str, geo: &Dsv4Geometry, c: &Value, ctx: &str, dp: u64) -> Vec<String> {
+fn dsv4_case(ratio: Option<f64>, geo: &Dsv4Geometry, c: &Value, ctx: &str, dp: u64) -> Vec<String> {
     let mut out = Vec::new();
     let sched = Dsv4Schedule {
         page_size: 256,
         max_running_requests: c["max_running_requests"].as_u64().unwrap(),
         chunked_prefill_size: c["chunked_prefill_size"].as_i64().unwrap(),
-        operator_swa_full_tokens_ratio: crate::dsv4_host::golden_operator_ratio(rel, c),
+        operator_swa_full_tokens_ratio: ratio,
         attn_dp_size: dp,
         disable_radix_cache: false,
         disable_overlap_schedule: false,
@@ -326,10 +360,11 @@ fn dsv4_case(rel: &str, geo: &Dsv4Geometry, c: &Value, ctx: &str, dp: u64) -> Ve
         sched.operator_swa_full_tokens_ratio
     );
     let co = geo.coefficients(&sched);
-    let f = |k: &str| c[k].as_str().unwrap().parse::<f64>().unwrap();
-    if co.kv_bytes != c["kv_bytes"].as_u64().unwrap()
-        || co.bytes_per_full_token != f("bytes_per_full_token")
-        || co.bytes_per_swa_token != f("bytes_per_swa_token")
+    // `None` (a release's configurator without the figure): never equal.
+    let f = |k: &str| c[k].as_str().unwrap().parse::<f64>().ok();
+    if Some(co.kv_bytes) != c["kv_bytes"].as_u64()
+        || Some(co.bytes_per_full_token) != f("bytes_per_full_token")
+        || Some(co.bytes_per_swa_token) != f("bytes_per_swa_token")
         || co.swa_cap_tokens != c["swa_cap_tokens"].as_u64()
     {
         out.push(format!("{ctx}: simulator {co:?}, SGLang {c}"));
@@ -365,42 +400,62 @@ const NO_MEMORY: DevicePoolInputs = DevicePoolInputs {
     max_total_tokens: None,
 };
 
-/// Where the simulator is known to differ from SGLang's draft sizing, and why; a case
-/// listed here is checked to still differ (a fix must take its entry out).
-const KNOWN_DRAFT_DIFFERENCES: &[(&str, &str)] = &[
+/// DeepSeek-V4 under a release whose `DSV4PoolConfigurator` the simulator does not model
+/// (`Dsv4Pools::NotModelled`, 0.5.18–0.5.20 here): each line counts once.
+const DSV4_NOT_MODELLED: &str = "DeepSeek-V4 before 0.5.21: model_executor/pool_configurator.py: DSV4PoolConfigurator._get_bytes_per_full_token of 0.5.18-0.5.20 is another formula (the C4 state ring per SWA window, c4_ring_size / window_size, charged with the SWA ratio; no per-stage _compressed_bytes_per_full_token, no SWA request cap): V4-Flash TP1 at ratio 0.1 7,705.45 B per full token, 0.5.21 7,086.75; release::Dsv4Pools::NotModelled (start-up refuses to guess)";
+
+/// Where the simulator is known to differ from SGLang's draft sizing, the releases, and
+/// why; a case listed here is checked to still differ (a fix must take its entry out).
+const KNOWN_DRAFT_DIFFERENCES: &[(&str, &[&str], &str)] = &[
     (
         "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8",
+        NEMOTRON_H_MTP_RELEASES,
         NEMOTRON_H_MTP,
     ),
     (
         "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4",
+        NEMOTRON_H_MTP_RELEASES,
         NEMOTRON_H_MTP,
     ),
     (
         "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16",
+        NEMOTRON_H_MTP_RELEASES,
         NEMOTRON_H_MTP,
     ),
     (
         "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-FP8",
+        NEMOTRON_H_MTP_RELEASES,
         NEMOTRON_H_MTP,
     ),
     (
         "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-NVFP4",
+        NEMOTRON_H_MTP_RELEASES,
         NEMOTRON_H_MTP,
     ),
     (
         "nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4",
+        NEMOTRON_H_MTP_RELEASES,
         NEMOTRON_H_MTP,
     ),
 ];
 
 const NEMOTRON_H_MTP: &str = "Nemotron-H MTP: SGLang charges the draft's attention layer to the target cell (eagle_draft_num_layers = 1, int(cell / attention layers) more: Super TP1 bf16 4,096 -> 4,608 B per token); model/draft.rs models no draft of a hybrid (Mamba) model (its NotModelled note)";
 
-/// Where the simulator is known to differ from SGLang's `max_total_num_tokens`, and why.
-const KNOWN_PROFILE_DIFFERENCES: &[(&str, &str)] = &[];
+/// 0.5.20+: `spec_aux_hidden_state.py: _resolve_eagle_aux_hidden_state` falls back to the
+/// target's config for a draft without `--speculative-draft-model-path`. 0.5.18–0.5.19
+/// read the draft layers only from that path, which `speculative_hook.py:
+/// _handle_eagle_family` sets for its DeepSeek / GLM / Bailing / Mistral / HYV3 list, not
+/// for Nemotron-H: no draft layer in the target cell, as the simulator says.
+const NEMOTRON_H_MTP_RELEASES: &[&str] = &["0.5.20", "0.5.21", "0.5.22", "0.5.23"];
 
-fn known(list: &[(&str, &'static str)], id: &str) -> Option<&'static str> {
-    list.iter().find(|(m, _)| *m == id).map(|(_, why)| *why)
+/// Where the simulator is known to differ from SGLang's `max_total_num_tokens`, the
+/// releases, and why.
+const KNOWN_PROFILE_DIFFERENCES: &[(&str, &[&str], &str)] = &[];
+
+fn known(list: &[(&str, &[&str], &'static str)], id: &str, rel: &str) -> Option<&'static str> {
+    list.iter()
+        .find(|(m, rels, _)| *m == id && rels.contains(&rel))
+        .map(|(_, _, why)| *why)
 }
 
 /// One MTP draft line (`--speculative-algorithm NEXTN`, the model's own MTP head): the
@@ -410,6 +465,7 @@ fn known(list: &[(&str, &'static str)], id: &str) -> Option<&'static str> {
 /// layers, KV and DSA indexer bytes per token) against [`ModelPreset::mtp_draft_pool`]
 /// and the indexer's per-layer bytes × MTP layers.
 fn draft_case<'a>(
+    rel: &str,
     preset: &'a ModelPreset,
     g: &Value,
     ctx: &str,
@@ -486,7 +542,7 @@ fn draft_case<'a>(
         }
     }
     let id = g["model"].as_str().unwrap();
-    match known(KNOWN_DRAFT_DIFFERENCES, id) {
+    match known(KNOWN_DRAFT_DIFFERENCES, id, rel) {
         Some(why) if out.is_empty() => (
             vec![format!(
                 "{ctx}: listed as a known difference ({why}) but agrees: take it out of KNOWN_DRAFT_DIFFERENCES"
@@ -503,6 +559,7 @@ fn draft_case<'a>(
 /// (`max_total_num_tokens`, the SWA pool's tokens, the Mamba state slots, or its
 /// error) against [`device_pools`]. Returns the failures and the budgets compared.
 fn profile_case<'a>(
+    rel: &str,
     preset: &ModelPreset,
     g: &Value,
     ctx: &str,
@@ -585,7 +642,7 @@ fn profile_case<'a>(
         }
     }
     let id = g["model"].as_str().unwrap();
-    match known(KNOWN_PROFILE_DIFFERENCES, id) {
+    match known(KNOWN_PROFILE_DIFFERENCES, id, rel) {
         Some(why) if out.is_empty() => (
             vec![format!(
                 "{ctx}: listed as a known difference ({why}) but agrees: take it out of KNOWN_PROFILE_DIFFERENCES"

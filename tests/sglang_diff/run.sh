@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Differential test of hicache-sim's host-memory sizing against SGLang's own code, for
-# every modelled release from 0.5.21 on (tests/sglang_diff/diff.py says how). Called by
+# every modelled release from 0.5.21 on (tests/sglang_diff/diff.py says how), and of the
+# KV bytes per token from 0.5.18 on (KV_RELEASES). Called by
 # .ci/run after the Rust tests. Without PyPI it says NOT RUN and exits 0 by hand, 1 under CI;
 # exits 1 naming the state when any figure differs.
 #
@@ -9,6 +10,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RELEASES="${RELEASES:-0.5.21,0.5.22,0.5.23}"
+# The KV-bytes golden covers more releases than the sizing states and DeepSeek-V4's host
+# pools (tools/models/kv_bytes_golden.py, tests/golden/kv_bytes/).
+KV_RELEASES="${KV_RELEASES:-0.5.18,0.5.19,0.5.20,0.5.21,0.5.22,0.5.23}"
 STATES="${STATES:-1200}"
 PY="${PYTHON:-python3}"
 
@@ -28,7 +32,7 @@ fi
 # configurators, run again, must still say what tests/golden/kv_bytes/ says (the golden
 # `cargo test --test it kv_bytes` checks the simulator against). About a minute per
 # release once the transformers wheels are cached.
-"$PY" tools/models/kv_bytes_golden.py --releases "$RELEASES" --check
+"$PY" tools/models/kv_bytes_golden.py --releases "$KV_RELEASES" --check
 # DeepSeek-V4's host pools: SGLang's own DeepSeekV4TokenToKVPool and
 # build_deepseek_v4_hicache_stack, run again, must still say what tests/golden/dsv4_host/
 # says (`cargo test --test it dsv4_host`). About a minute per release.

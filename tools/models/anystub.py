@@ -38,6 +38,11 @@ class _AnyMeta(abc.ABCMeta):
 
 class _Any(metaclass=_AnyMeta):
     def __init__(self, *a, **k): pass
+    def __init_subclass__(cls, **k):
+        # A stub as a TypedDict-like base with class keywords (0.5.20's
+        # `protocol.py: class ResponseInputMessageParam(EasyInputMessageParam,
+        # total=False)`): the keywords are dropped.
+        super().__init_subclass__()
     def __getattr__(self, name):
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
@@ -63,6 +68,13 @@ class _Any(metaclass=_AnyMeta):
     __radd__ = __sub__ = __mul__ = __rmul__ = __truediv__ = __floordiv__ = __add__
     def __enter__(self): return self
     def __exit__(self, *a): return False
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source, handler):
+        # A stub class as a pydantic field type (0.5.18-0.5.20's
+        # `entrypoints/openai/protocol.py` types a field with xgrammar's StructuralTag,
+        # imported on the model config's import chain): any value, no validation.
+        from pydantic_core import core_schema
+        return core_schema.any_schema()
 
 class AnyModule(types.ModuleType):
     DENY = ()

@@ -2,7 +2,7 @@
 """Writes tests/golden/kv_bytes/<release>.jsonl: KV bytes per token per rank of every
 catalogue model, as SGLang's own code computes them, release by release.
 
-For each release (0.5.21 on) it downloads the wheel (`pip download sglang==X --no-deps`),
+For each release (0.5.18 on) it downloads the wheel (`pip download sglang==X --no-deps`),
 makes a virtual environment with the transformers version the wheel pins (read from its
 METADATA) and the few pure-Python packages the import chain needs (PACKAGES), writes
 each catalogue model's config.json (+ hf_quant_config.json) into a directory, and runs
@@ -33,7 +33,8 @@ Offline: the work folder is a cache. A wheel already in `WORK/wheels/sglang-X-*.
 `WORK/venv-transformers-V/bin/python` with transformers V and PACKAGES installed (the
 folder may be a symlink to such a virtual environment) skips the installs.
 
-Usage: python3 tools/models/kv_bytes_golden.py [--releases 0.5.21,0.5.22,0.5.23]
+Usage: python3 tools/models/kv_bytes_golden.py
+       [--releases 0.5.18,0.5.19,0.5.20,0.5.21,0.5.22,0.5.23]
        [--work /tmp/hicache-sim-kv] [--check]
 
 --check writes nothing: it runs SGLang again and exits 1 naming the first line that
@@ -119,7 +120,7 @@ def model_dirs(work):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--releases", default="0.5.21,0.5.22,0.5.23")
+    ap.add_argument("--releases", default="0.5.18,0.5.19,0.5.20,0.5.21,0.5.22,0.5.23")
     ap.add_argument("--work", default="/tmp/hicache-sim-kv")
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args()

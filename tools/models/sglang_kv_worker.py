@@ -23,7 +23,9 @@ JSON line:
 - DSA models with HiCache on: the host indexer pool's `size_per_token`
   (`pools.host_indexer`) from `mem_cache/pool_host/dsa.py: DSAIndexerPoolHost` in its
   allocation-free `is_dummy` mode, built from `make_dsa_indexer_pool_decl` (0.5.22+) or
-  from the device pool (0.5.21), the device pool a namespace with the
+  from the device pool (0.5.21; 0.5.18-0.5.20, with no such mode and the class in
+  `memory_pool_host.py` in 0.5.18, its own `__init__` with the allocation calls
+  skipped, after `size_per_token` is set), the device pool a namespace with the
   `skip_topk_layers` `_build_dsa_kv_pool` would pass (`dsa_layer_skips_topk` per layer
   when `_should_elide_dsa_index_k`, else none skipped) and 64-token pages;
 - for hybrid linear-attention models
@@ -60,9 +62,15 @@ HiCache switch and speculative algorithm and SGLang's defaults (no HiSparse, no
 unified memory, no disaggregation, PP 1, DCP 1, one node: the multimodal feature
 transport `cpu`).
 
+Releases 0.5.18-0.5.20 run the same cases: where their code reads a figure elsewhere
+(0.5.18: the server args rather than the runtime context, `get_world_group`,
+`configured_pp_size`; 0.5.18-0.5.20: the configurator's `ps`) the worker answers with
+the same case values.
+
 Usage: sglang_kv_worker.py TREE MODEL_DIR...   (one JSON object per line on stdout)
 """
 import contextlib
+import inspect
 import json
 import os
 import sys
@@ -134,7 +142,7 @@ class Cfg:
 
 
 STATE = {"tp": 1, "dp": 1, "sm": (9, 0), "backends": (None, None), "schedule": {},
-         "memory": {}, "spec": None, "available_gb": 0.0}
+         "memory": {}, "spec": None, "available_gb": 0.0, "draft_path": None}
 HICACHE = [False, True]
 # (tp, attention DP) with --enable-dp-attention: dp = tp, and tp / 2 from TP 4.
 DP_LAYOUTS = [(2, 2), (4, 4), (4, 2), (8, 8), (8, 4)]
@@ -179,7 +187,8 @@ def spec():
     if STATE["spec"]:
         return Cfg(speculative_algorithm="EAGLE", speculative_num_draft_tokens=4,
                    speculative_num_steps=3, speculative_eagle_topk=1,
-                   speculative_draft_model_path=None, speculative_draft_model_revision=None)
+                   speculative_draft_model_path=STATE["draft_path"],
+                   speculative_draft_model_revision=None)
     return Cfg(speculative_algorithm=None, speculative_num_draft_tokens=None)
 
 
@@ -213,7 +222,13 @@ def linear_tp():
     return STATE["tp"] // STATE["dp"]
 
 
-PATCH = {"get_parallel": parallel, "get_memory": memory, "get_exec": exec_,
+def world_group():
+    """0.5.18's `parallel_state.get_world_group` (0.5.19+: `get_parallel()`)."""
+    return Cfg(world_size=STATE["tp"], cpu_group=None)
+
+
+PATCH = {"get_parallel": parallel, "get_world_group": world_group,
+         "configured_pp_size": lambda: 1, "get_memory": memory, "get_exec": exec_,
          "get_schedule": schedule, "get_disagg": disagg, "get_platform": platform,
          "linear_attn_tp_size": linear_tp, "get_spec": spec, "get_attention_tp_size": linear_tp,
          "get_mm": mm, "get_context": lambda: Context(),
@@ -230,6 +245,16 @@ def patch_all():
 
 
 patch_all()
+
+
+def layer_indices(mc, is_draft, spec=None):
+    """`layer_setup.py: resolve_layer_indices` of a target or draft worker (0.5.18-0.5.20
+    also take the speculative algorithm, for their PP / MTP assert only)."""
+    kw = {}
+    if "spec_algorithm" in inspect.signature(layer_setup.resolve_layer_indices).parameters:
+        kw["spec_algorithm"] = spec or Spec()
+    return layer_setup.resolve_layer_indices(model=types.SimpleNamespace(), model_config=mc,
+                                             is_draft_worker=is_draft, **kw)
 
 
 TRUST = [True]
@@ -297,7 +322,7 @@ def dsa_resolve(mc, kv):
     """(kv dtype string, prefill backend, decode backend) after SGLang's DSA hooks."""
     view = Cfg(kv_cache_dtype=kv, dsa_prefill_backend=None, dsa_decode_backend=None,
                dsa_topk_backend=None, enable_hisparse=False, dcp_size=1, device="cuda",
-               model_path=mc.model_path)
+               model_path=mc.model_path, get_model_config=lambda: mc)  # 0.5.18-0.5.20
     ov.model_config_of = lambda v: mc
     ov.get_platform = platform
     out = ov._dsa_kv_cache_dtype_default(view) or {}
@@ -333,7 +358,8 @@ class SpecEagle(Spec):
 # rule (`dsv4_swa_ratio`), what a server with these flags sizes; False forces the
 # configurator's cap mode (`_swa_full_tokens_ratio_explicitly_set` False), a state
 # DeepSeek-V4 does not reach in 0.5.21–0.5.23, kept to check the simulator's cap-mode
-# arithmetic against SGLang's.
+# arithmetic against SGLang's (0.5.18-0.5.19's configurator has no cap mode and reads
+# no such flag: ratio mode at the ratio given).
 DSV4_SCHEDULES = [(256, 8192, None, True), (64, 8192, None, True), (256, 8192, 0.25, True),
                   (256, 8192, None, False), (256, 16384, None, False), (64, 8192, None, False)]
 DSV4_AVAILABLE_GIB = [40, 100]
@@ -349,11 +375,23 @@ def dsv4_swa_ratio(mc, ratio, as_sglang):
     None` over that declaration. Otherwise the configurator's cap mode: not explicit."""
     if not as_sglang:
         return (0.1 if ratio is None else ratio), False
-    from sglang.srt.arg_groups.model_overrides.deepseek_v4 import _deepseek_v4_overrides
+    try:
+        from sglang.srt.arg_groups.model_overrides.deepseek_v4 import _deepseek_v4_overrides
+    except ModuleNotFoundError:  # 0.5.18: in overrides.py
+        _deepseek_v4_overrides = ov._deepseek_v4_overrides
     patch_all()
+    if ratio is None:
+        # Not given: the flag's default (0.5.18-0.5.19: 0.8, which their
+        # `_deepseek_v4_overrides` compares against `ServerArgs.swa_full_tokens_ratio`;
+        # 0.5.20+: None).
+        from sglang.srt.server_args import ServerArgs
+        default = getattr(ServerArgs, "swa_full_tokens_ratio", None)
+        ratio = default if isinstance(default, float) else None  # 0.5.20+: a slot
+        patch_all()
     view = types.SimpleNamespace(
         swa_full_tokens_ratio=ratio, device="cuda", moe_runner_backend="triton",
-        fp8_gemm_runner_backend="auto", moe_a2a_backend="none", _resolved_overrides=[])
+        fp8_gemm_runner_backend="auto", moe_a2a_backend="none", _resolved_overrides=[],
+        get_model_config=lambda: mc)
     ratio = _deepseek_v4_overrides(view, mc.hf_config).get("swa_full_tokens_ratio", ratio)
     return ratio, ratio is not None
 
@@ -369,21 +407,23 @@ def dsv4_cases(mc, kv):
             "disable_overlap_schedule": False, "swa_prefix_tails": None,
         }
         patch_all()
-        info = layer_setup.resolve_layer_indices(model=types.SimpleNamespace(), model_config=mc,
-                                                 is_draft_worker=False)
+        info = layer_indices(mc, False)
         kvc = types.SimpleNamespace(
             model_config=mc, kv_cache_dtype_str=kv, layer_info=info, pp_size=1,
             page_size=256, sliding_window_size=mc.sliding_window_size,
             is_hybrid_swa=mc.is_hybrid_swa, spec_algorithm=Spec(), spec_aux_config=Cfg(),
-            attn_dp_size=STATE["dp"], server_args=Cfg())
+            attn_dp_size=STATE["dp"], ps=parallel(), server_args=server_args_018())
         c = pc.create_memory_pool_configurator(kvc)
         rec = {"configurator": type(c).__name__, "max_running_requests": mrr,
                "chunked_prefill_size": chunk, "swa_full_tokens_ratio_arg": arg,
                "resolved_as_sglang": as_sglang, "swa_full_tokens_ratio": ratio,
                "swa_full_tokens_ratio_explicitly_set": explicit,
-               "kv_bytes": c.kv_bytes, "bytes_per_full_token": repr(c.bytes_per_full_token),
-               "bytes_per_swa_token": repr(c.bytes_per_swa_token),
-               "swa_cap_tokens": c.swa_cap_tokens, "sizes": {}}
+               # 0.5.18-0.5.20's configurator keeps no `kv_bytes`, `bytes_per_swa_token`
+               # or SWA cap (None)
+               "kv_bytes": getattr(c, "kv_bytes", None),
+               "bytes_per_full_token": repr(c.bytes_per_full_token),
+               "bytes_per_swa_token": repr(getattr(c, "bytes_per_swa_token", None)),
+               "swa_cap_tokens": getattr(c, "swa_cap_tokens", None), "sizes": {}}
         for gib in DSV4_AVAILABLE_GIB:
             r = c.calculate_pool_sizes(gib << 30, 256)
             rec["sizes"][str(gib)] = {
@@ -401,7 +441,10 @@ HOST_PAGE = 64
 def host_indexer_size_per_token(mc, info):
     """`pool_host/dsa.py: DSAIndexerPoolHost(..., is_dummy=True).size_per_token`: the
     host indexer pool's bytes per token, its layers as the release keeps them."""
-    import sglang.srt.mem_cache.pool_host.dsa as hd
+    try:
+        import sglang.srt.mem_cache.pool_host.dsa as hd
+    except ModuleNotFoundError:  # 0.5.18: in memory_pool_host.py
+        import sglang.srt.mem_cache.memory_pool_host as hd
     from sglang.srt.configs.model_config import dsa_layer_skips_topk, get_dsa_index_head_dim
     from sglang.srt.mem_cache.memory_pool import DSATokenToKVPool
     patch_all()
@@ -423,8 +466,17 @@ def host_indexer_size_per_token(mc, info):
                                    mtp_draft_device_pools=())
     if hasattr(hd, "make_dsa_indexer_pool_decl"):
         h = hd.DSAIndexerPoolHost(hd.make_dsa_indexer_pool_decl(dev), anchor, is_dummy=True)
-    else:
+    elif "is_dummy" in inspect.signature(hd.DSAIndexerPoolHost.__init__).parameters:
         h = hd.DSAIndexerPoolHost(dev, anchor, "page_first", is_dummy=True)
+    else:
+        # 0.5.18-0.5.20: no allocation-free mode. The release's own `__init__` sets
+        # `size_per_token` before it allocates: a subclass skips only the allocation
+        # (`init_kv_buffer`, the staging buffers, `clear`).
+        class NoAlloc(hd.DSAIndexerPoolHost):
+            def init_kv_buffer(self): pass
+            def _init_write_back_staging_buffers(self): pass
+            def clear(self): pass
+        h = NoAlloc(dev, anchor, "page_first")
     return int(h.size_per_token)
 
 
@@ -437,18 +489,28 @@ def kv_dtype_of(mc, qc, resolved, is_draft):
     return model, dtype
 
 
+def server_args_018():
+    """The server args 0.5.18's configurators read where 0.5.19+ read the runtime
+    context: the schedule's fields, the DSA backends (`calculate_mla_kv_cache_dim`),
+    the speculative algorithm, the disaggregation mode, `mm_feature_transport`. (0.5.21+
+    read only `enable_hisparse` here: off.)"""
+    p, d = STATE["backends"]
+    return Cfg(mm_feature_transport=mm().mm_feature_transport, dsa_prefill_backend=p,
+               dsa_decode_backend=d, disaggregation_mode=disagg().disaggregation_mode,
+               speculative_algorithm=spec().speculative_algorithm, **schedule().__dict__)
+
+
 def kv_configurator(mc, qc, resolved, *, is_draft=False, spec=None, spec_aux=None,
                     page_size=1):
     """A `mem_cache/kv_cache_configurator.py: KVCacheConfigurator` (the real class,
     its fields set as `model_runner` sets them on a CPU: no model, no streams, no
     pools yet), for the target (`is_draft` False) or the MTP draft worker."""
     model, dtype = kv_dtype_of(mc, qc, resolved, is_draft)
-    info = layer_setup.resolve_layer_indices(model=types.SimpleNamespace(), model_config=mc,
-                                             is_draft_worker=is_draft)
+    info = layer_indices(mc, is_draft, spec)
     k = object.__new__(kcc.KVCacheConfigurator)
     vals = dict(
         device="cuda", gpu_id=0, attn_dp_size=STATE["dp"], pp_size=1, pp_group=None,
-        model=model, model_config=mc, server_args=Cfg(), kv_cache_dtype=dtype,
+        model=model, model_config=mc, server_args=server_args_018(), kv_cache_dtype=dtype,
         model_dtype=mc.dtype, page_size=page_size,
         sliding_window_size=mc.sliding_window_size, spec_algorithm=spec or Spec(),
         is_draft_worker=is_draft, post_capture_kv_active=False,
@@ -462,8 +524,9 @@ def kv_configurator(mc, qc, resolved, *, is_draft=False, spec=None, spec_aux=Non
         mambaish_config=hybrid_arch.mambaish_config(mc),
         hybrid_gdn_config=getattr(kcc, "hybrid_gdn_config", lambda m: None)(mc),
         hybrid_kda_config=getattr(kcc, "hybrid_kda_config", lambda m: None)(mc),
+        ps=parallel(),  # 0.5.18-0.5.20 read the parallel sizes from `self.ps`
         kv_shard_rank=None, kv_shard_size=1, kv_shard_spec=None, kv_shard_group=None,
-        is_hybrid_swa_mtp_draft=info.is_hybrid_swa_mtp_draft,
+        is_hybrid_swa_mtp_draft=getattr(info, "is_hybrid_swa_mtp_draft", False),
         draft_swa_full_capacity=False, fused_entry_bytes=lambda kind: None,
         server_args_view=None)
     for key, v in vals.items():
@@ -486,13 +549,34 @@ def cell_split(mc, c, kvc):
     return cell - idx, idx
 
 
+def nextn_draft_path(d, mc):
+    """`--speculative-draft-model-path` after `arg_groups/speculative_hook.py:
+    _handle_eagle_family`: the target's path for the architectures its list names (their
+    MTP head is in the target checkpoint), else unset. 0.5.18-0.5.19's
+    `resolve_spec_aux_hidden_state_config` charges no draft layers to the target's cell
+    without it; 0.5.20+ fall back to the target's config. The list is read from the
+    release's own source."""
+    import ast
+    import sglang.srt.arg_groups.speculative_hook as sh
+    for f in ast.walk(ast.parse(inspect.getsource(sh))):
+        if isinstance(f, ast.FunctionDef) and f.name == "_handle_eagle_family":
+            for n in ast.walk(f):
+                if isinstance(n, ast.List) and any(
+                        isinstance(e, ast.Constant) and e.value == "DeepseekV3ForCausalLM"
+                        for e in n.elts):
+                    archs = {e.value for e in n.elts if isinstance(e, ast.Constant)}
+                    return d if mc.hf_config.architectures[0] in archs else None
+    raise RuntimeError("speculative_hook.py: no _handle_eagle_family architecture list")
+
+
 def draft_case(d, mc, qc, kv, trust):
     """`--speculative-algorithm NEXTN` with the model's own MTP head, as SGLang sizes it:
 
     - `spec_aux_hidden_state.py: resolve_spec_aux_hidden_state_config` on the target
-      (`eagle_draft_num_layers`: the target config's `num_nextn_predict_layers` for a
-      path-less draft, 0.5.21-0.5.23; 0.5.22+ also build the draft-mode config for
-      `draft_kv_num_layers`);
+      (`eagle_draft_num_layers`: the draft config's `num_nextn_predict_layers` with
+      the `--speculative-draft-model-path` `_handle_eagle_family` gives
+      (`nextn_draft_path`); without one, the target config's from 0.5.20 and none
+      before; 0.5.22+ also build the draft-mode config for `draft_kv_num_layers`);
     - the target's `DefaultPoolConfigurator._cell_size` with that draft (the cell
       `calculate_pool_sizes` divides by: the draft's KV shares the target's slots);
     - the draft worker's own pool: `ModelConfig(is_draft_model=True)` (the NextN / MTP
@@ -508,8 +592,10 @@ def draft_case(d, mc, qc, kv, trust):
     else:
         STATE["backends"] = (None, None)
     STATE["spec"] = "EAGLE"
+    STATE["draft_path"] = nextn_draft_path(d, mc)
     patch_all()
     server_args = types.SimpleNamespace(
+        speculative_draft_model_path=STATE["draft_path"], speculative_draft_model_revision=None,
         model_path=d, trust_remote_code=trust, revision=None, context_length=None,
         json_model_override_args="{}", is_embedding=False, enable_multimodal=None,
         dtype="auto", quantization=None, speculative_draft_model_quantization=None,
@@ -519,14 +605,16 @@ def draft_case(d, mc, qc, kv, trust):
         encoder_only=False, _speculative_draft_quantization_explicitly_set=False,
         disable_hybrid_swa_memory=False, model_config_parser="auto",
         speculative_algorithm="EAGLE", _resolved_overrides=[])
-    saved = mcm.resolving_view
-    mcm.resolving_view = lambda v: v  # the namespace is already the resolved view
+    saved = getattr(mcm, "resolving_view", None)  # 0.5.21+
+    if saved is not None:
+        mcm.resolving_view = lambda v: v  # the namespace is already the resolved view
     try:
         aux = sah.resolve_spec_aux_hidden_state_config(
             server_args=server_args, model_config=mc, spec_algorithm=SpecEagle(),
             is_draft_worker=False)
     finally:
-        mcm.resolving_view = saved
+        if saved is not None:
+            mcm.resolving_view = saved
     out = {"kv_cache_dtype": resolved, "draft_layers": aux.eagle_draft_num_layers}
     if isinstance(qc, Exception) and resolved == "auto":
         raise RuntimeError(f"get_quant_config: {type(qc).__name__}: {str(qc)[:160]}")
@@ -638,11 +726,10 @@ def one_case(mc, qc, kv):
     _, dtype = kvd.configure_kv_cache_dtype(
         server_args_kv_cache_dtype=resolved, model=model, model_dtype=mc.dtype,
         is_draft_worker=False, is_dflash=False, speculative_draft_attention_backend=None)
-    info = layer_setup.resolve_layer_indices(model=types.SimpleNamespace(), model_config=mc,
-                                             is_draft_worker=False)
+    info = layer_indices(mc, False)
     kvc = types.SimpleNamespace(
         model_config=mc, kv_cache_dtype=dtype, kv_cache_dtype_str=resolved,
-        server_args=Cfg(), layer_info=info,
+        server_args=server_args_018(), layer_info=info, ps=parallel(),
         use_mla_backend=mc.attention_arch == AttentionArch.MLA, is_draft_worker=False,
         spec_algorithm=Spec(), spec_aux_config=Cfg(), fused_entry_bytes=lambda k: None,
         mambaish_config=hybrid_arch.mambaish_config(mc), pp_size=1, page_size=1,
@@ -731,7 +818,7 @@ for d in DIRS:
                     if dsa:
                         rec["sm"] = 90
                     run_case(rec, lambda: draft_case(d, mc, qc, kv, TRUST[0]))
-        STATE["spec"], STATE["dp"] = None, 1
+        STATE["spec"], STATE["dp"], STATE["draft_path"] = None, 1, None
         STATE["memory"] = {"enable_hierarchical_cache": False}
         patch_all()
     # max_total_num_tokens from given memory figures.
