@@ -157,6 +157,16 @@ pub fn fmt_gib1(bytes: i128) -> String {
     format!("{:.1}", bytes as f64 / GIB as f64)
 }
 
+/// A number from input as a message quotes it: plain (`0.85`, `2`), or in exponent form
+/// when plain would be a wall of digits (`1e-300`, `1e20`).
+pub fn fmt_num(x: f64) -> String {
+    if x != 0.0 && x.is_finite() && !(1e-4..1e9).contains(&x.abs()) {
+        format!("{x:e}")
+    } else {
+        format!("{x}")
+    }
+}
+
 /// Seconds as a float for display.
 pub fn secs(ns: Nanos) -> f64 {
     ns as f64 / 1e9
@@ -284,19 +294,54 @@ impl<'de> serde::Deserialize<'de> for Duration {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_any(QtyVisitor {
             from_str: parse_duration,
-            from_num: |v| {
-                if v < 0.0 {
-                    Err(UnitError(format!(
-                        "{v} is negative: a duration must be at least 0"
-                    )))
-                } else {
-                    Ok((v * 1e9).round() as Nanos)
-                }
-            },
+            // A bare number is seconds, under the same bounds as `20s` (1e300 would
+            // have saturated the clock).
+            from_num: secs_to_ns,
             expecting: "a duration such as `20s`, `150ms` or a number of seconds",
         })
         .map(Duration)
     }
+}
+
+/// A bare number of seconds as nanoseconds, under [`parse_duration`]'s bounds.
+fn secs_to_ns(v: f64) -> Result<Nanos, UnitError> {
+    if v < 0.0 {
+        return Err(UnitError(format!(
+            "{v} is negative: a duration must be at least 0"
+        )));
+    }
+    let ns = v * 1e9;
+    if ns.is_nan() || ns > MAX_DURATION_NS as f64 {
+        return Err(UnitError(format!(
+            "{v} s is longer than {} s (116 days): no start-up or trace step takes that long",
+            MAX_DURATION_NS / NS_PER_S
+        )));
+    }
+    Ok(ns.round() as Nanos)
+}
+
+/// A per-token or per-operation duration (`tokenize_per_token`, a copy's run overhead):
+/// the unit must be written (`6756ns`, `4us`). A bare number would be seconds — 6756
+/// meant as nanoseconds is 6756 s a token — so it is refused, naming the unit to write.
+pub fn duration_with_unit<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+    d.deserialize_any(QtyVisitor {
+        from_str: |s: &str| {
+            let (_, unit) = split_number(s)?;
+            if unit.is_empty() {
+                return Err(UnitError(format!(
+                    "`{s}` has no unit: write one (`{s}ns`, `{s}us`): a bare number would be seconds"
+                )));
+            }
+            parse_duration(s)
+        },
+        from_num: |v| {
+            Err(UnitError(format!(
+                "{v} has no unit: write one (`{v}ns`, `{v}us`): a bare number would be seconds"
+            )))
+        },
+        expecting: "a duration with its unit, such as `6756ns` or `4us`",
+    })
+    .map(Duration)
 }
 
 #[cfg(test)]

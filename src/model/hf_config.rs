@@ -75,6 +75,15 @@ pub enum ReadError {
     },
     #[error("`num_attention_heads` is 0")]
     ZeroHeads,
+    /// A number SGLang's `ModelConfig` would compute with that is of the wrong type or
+    /// out of any real model's range (a string `"8"`, `-1`, `4294967296` layers, a
+    /// `head_dim` of 0): read as it is, it would size a model that is not the one meant.
+    #[error("`{key}`: expected {expected}, found {found}")]
+    OutOfRange {
+        key: String,
+        found: Value,
+        expected: String,
+    },
     /// An architecture whose pools are known not to be modelled, and why.
     #[error("{arch}: {why}")]
     NotModelled { arch: String, why: &'static str },
@@ -125,13 +134,15 @@ impl<'a> Cfg<'a> {
         self.text.get(k).filter(|v| !v.is_null())
     }
     fn u32_opt(&self, k: &str) -> Option<u32> {
-        self.get(k).and_then(Value::as_u64).map(|v| v as u32)
+        self.get(k)
+            .and_then(Value::as_u64)
+            .and_then(|v| u32::try_from(v).ok())
     }
     fn u32(&self, k: &str) -> Result<u32, ReadError> {
         match self.get(k) {
             Some(v) => v
                 .as_u64()
-                .map(|v| v as u32)
+                .and_then(|v| u32::try_from(v).ok())
                 .ok_or_else(|| ReadError::NotWhole {
                     key: k.to_string(),
                     found: v.clone(),
@@ -239,6 +250,9 @@ pub fn read_model(files: &ConfigFiles) -> Result<HfModel, ReadError> {
         .unwrap_or(0);
     let dsa = DSA_ARCHS.contains(&arch.as_str()) && c.get("index_topk").is_some();
     let attention = attention(&c, &arch, layers, dsa)?;
+    // After the architecture is known to be read (an unknown one is named as such),
+    // before any figure is derived from the numbers.
+    check_numbers(root, c.text)?;
     let quantization = read_quantization(root, files.hf_quant_config.as_ref());
     let params = ParamCounts::from_config(root, c.text, &attention, layers, mtp_layers);
     let deepseek_layers = super::offload::DeepseekLayers::from_config(c.text, &arch, layers);
@@ -259,6 +273,75 @@ pub fn read_model(files: &ConfigFiles) -> Result<HfModel, ReadError> {
     })
 }
 
+/// The dimensions and counts every sizing rule multiplies, with the range a real model's
+/// can take: `(key, least, most)`. Checked wherever present (and not `null`: absent and
+/// `null` are the same to transformers' config classes and to `getattr(config, k,
+/// None)`), in the root, the text config and `vision_config`. Real models' values lie
+/// well inside (the largest catalogue model: 128 K hidden, 160 K vocabulary, 384
+/// experts, 128 layers); the bounds keep products far from u64's range.
+const NUMBER_RANGES: &[(&str, u64, u64)] = &[
+    ("num_hidden_layers", 1, 10_000),
+    ("hidden_size", 1, 1 << 20),
+    ("intermediate_size", 1, 1 << 22),
+    ("moe_intermediate_size", 1, 1 << 22),
+    ("shared_expert_intermediate_size", 0, 1 << 22),
+    ("num_attention_heads", 1, 1 << 16),
+    ("num_key_value_heads", 1, 1 << 16),
+    ("num_kv_heads", 1, 1 << 16),
+    ("n_head_kv", 1, 1 << 16),
+    ("multi_query_group_num", 1, 1 << 16),
+    ("head_dim", 1, 1 << 16),
+    ("v_head_dim", 0, 1 << 16),
+    ("kv_lora_rank", 1, 1 << 20),
+    ("q_lora_rank", 1, 1 << 20),
+    ("qk_rope_head_dim", 1, 1 << 16),
+    ("qk_nope_head_dim", 0, 1 << 16),
+    ("index_head_dim", 1, 1 << 16),
+    ("index_n_heads", 1, 1 << 16),
+    ("vocab_size", 1, 100_000_000),
+    ("n_routed_experts", 1, 1 << 20),
+    ("num_experts", 1, 1 << 20),
+    ("num_local_experts", 1, 1 << 20),
+    ("n_shared_experts", 0, 1 << 10),
+    ("num_experts_per_tok", 1, 1 << 16),
+    ("num_nextn_predict_layers", 0, 1_000),
+    ("mtp_num_hidden_layers", 0, 1_000),
+    ("first_k_dense_replace", 0, 10_000),
+];
+
+/// Checks [`NUMBER_RANGES`]: a value of the wrong type, negative, fractional or out of
+/// range is an error naming the key, never a default (a `"8"` read as absent gave 8×
+/// the KV bytes) nor a wrapped integer (2^32 layers read as 0).
+fn check_numbers(root: &Value, text: &Value) -> Result<(), ReadError> {
+    let mut scopes = vec![("", root)];
+    if !std::ptr::eq(text, root) {
+        scopes.push(("text config ", text));
+    }
+    if let Some(v) = root.get("vision_config").filter(|v| v.is_object()) {
+        scopes.push(("vision_config.", v));
+    }
+    for (scope, cfg) in scopes {
+        for &(key, least, most) in NUMBER_RANGES {
+            let Some(v) = cfg.get(key).filter(|v| !v.is_null()) else {
+                continue;
+            };
+            let ok = v.as_u64().filter(|x| (least..=most).contains(x));
+            if ok.is_none() {
+                return Err(ReadError::OutOfRange {
+                    key: if scope == "vision_config." {
+                        format!("vision_config.{key}")
+                    } else {
+                        key.to_string()
+                    },
+                    found: v.clone(),
+                    expected: format!("a whole number from {least} to {most}"),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `num_hidden_layers` (Nemotron-H: the length of its layer pattern,
 /// `configs/nemotron_h.py: num_hidden_layers`).
 fn num_hidden_layers(c: &Cfg<'_>, arch: &str) -> Result<u32, ReadError> {
@@ -267,7 +350,22 @@ fn num_hidden_layers(c: &Cfg<'_>, arch: &str) -> Result<u32, ReadError> {
     {
         return Ok(p.len() as u32);
     }
-    c.u32("num_hidden_layers")
+    // Range-checked here, before any per-layer scan runs over it (2^32 - 1 layers would
+    // scan for minutes): the rest of the numbers are checked once the architecture is
+    // known to be read.
+    let n = c.u32("num_hidden_layers")?;
+    let &(key, least, most) = NUMBER_RANGES
+        .iter()
+        .find(|r| r.0 == "num_hidden_layers")
+        .expect("listed");
+    if !(least..=most).contains(&u64::from(n)) {
+        return Err(ReadError::OutOfRange {
+            key: key.into(),
+            found: Value::from(n),
+            expected: format!("a whole number from {least} to {most}"),
+        });
+    }
+    Ok(n)
 }
 
 /// `model_config.py: get_total_num_kv_heads`: the first of `n_head_kv`, `num_kv_heads`,

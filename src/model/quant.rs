@@ -114,7 +114,86 @@ impl WeightFormat {
     }
 }
 
+/// The quantisation methods whose weight bytes this simulator models (the formats of
+/// [`WeightFormat`] that [`read_quantization`] maps them to).
+const MODELLED_METHODS: &[&str] = &[
+    "fp8",
+    "mxfp4",
+    "quark_mxfp4",
+    "mxfp8",
+    "w4afp8",
+    "awq",
+    "awq_marlin",
+    "gptq",
+    "gptq_marlin",
+    "compressed-tensors",
+    "modelopt",
+    "modelopt_fp4",
+    "modelopt_fp8",
+    "modelopt_mixed",
+];
+
+/// `layers/quantization/__init__.py: QUANTIZATION_METHODS` of 0.5.23 on CUDA
+/// (`BASE_QUANTIZATION_METHODS` plus the `mxfp4` and `gptq` entries added beside it;
+/// 0.5.18's list is the same but for `minimax_m3_nvfp4`): what
+/// `configs/model_config.py: ModelConfig._verify_quantization` accepts. Any other method
+/// is SGLang's `ValueError("Unknown quantization method: …")`.
+pub const SGLANG_METHODS: &[&str] = &[
+    "fp8",
+    "mxfp8",
+    "minimax_m3_nvfp4",
+    "blockwise_int8",
+    "modelopt",
+    "modelopt_fp8",
+    "modelopt_fp4",
+    "nvfp4_online",
+    "modelopt_mixed",
+    "w8a8_int8",
+    "w8a8_fp8",
+    "awq",
+    "awq_marlin",
+    "bitsandbytes",
+    "gguf",
+    "gptq",
+    "gptq_marlin",
+    "moe_wna16",
+    "compressed-tensors",
+    "w4afp8",
+    "petit_nvfp4",
+    "quark",
+    "quark_mxfp4",
+    "auto-round",
+    "auto-round-int8",
+    "modelslim",
+    "quark_int4fp8_moe",
+    "humming",
+    "mxfp_w4a8",
+    "mxfp4",
+];
+
+/// What the simulator can say about a checkpoint's quantisation method.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MethodStatus {
+    /// Unquantised, or a method whose weight bytes are modelled.
+    Modelled,
+    /// SGLang loads it, but its weight bytes are not modelled (counted as the model
+    /// dtype's): answers are `unverified`.
+    NotModelled(String),
+    /// SGLang refuses it at start-up.
+    UnknownToSglang(String),
+}
+
 impl Quantization {
+    /// Whether this method's weights are modelled, and if not, whether SGLang loads it.
+    pub fn method_status(&self) -> MethodStatus {
+        match self.method.as_deref() {
+            None => MethodStatus::Modelled,
+            Some(m) if MODELLED_METHODS.contains(&m) => MethodStatus::Modelled,
+            Some(m) if SGLANG_METHODS.contains(&m) => MethodStatus::NotModelled(m.to_string()),
+            Some(m) => MethodStatus::UnknownToSglang(m.to_string()),
+        }
+    }
+
     pub fn none() -> Self {
         Quantization {
             method: None,

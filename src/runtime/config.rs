@@ -386,7 +386,10 @@ struct ReplayFields {
     compute: super::cost::Compute,
     #[serde(skip_serializing_if = "is_beside_prefill")]
     decode_timeline: DecodeTimeline,
-    #[serde(skip_serializing_if = "is_zero_duration")]
+    #[serde(
+        skip_serializing_if = "is_zero_duration",
+        deserialize_with = "crate::units::duration_with_unit"
+    )]
     tokenize_per_token: Duration,
     max_running_requests: u32,
     max_prefill_tokens: u32,
@@ -805,22 +808,45 @@ impl ReplayConfig {
                 "plain_page models L1 and L2 only; remove l3_pages / l3_unbounded".into(),
             );
         }
-        if !(self.links.bandwidth_efficiency > 0.0 && self.links.bandwidth_efficiency <= 1.0) {
+        // Ranges a real setup lies far inside; past them a product of rates, sizes and
+        // times leaves the nanosecond clock's range (TTFTs near 1.8e10 s were printed).
+        if !(self.links.bandwidth_efficiency >= 0.01 && self.links.bandwidth_efficiency <= 1.0) {
             return bad(
                 "bandwidth_efficiency",
-                format!("{} must be in (0, 1]", self.links.bandwidth_efficiency),
+                format!(
+                    "{} must be in [0.01, 1] (the share of a link's nominal rate a copy reaches)",
+                    crate::units::fmt_num(self.links.bandwidth_efficiency)
+                ),
+            );
+        }
+        if self.frontend.tokenize_per_token.0 > 1_000_000 {
+            return bad(
+                "tokenize_per_token",
+                format!(
+                    "{} ns a token is more than 1 ms: an encode that slow (1,000 tokens/s) is no tokenizer's; write the unit (`6756ns`)",
+                    self.frontend.tokenize_per_token.0
+                ),
             );
         }
         if self.measurement.timing == Timing::On {
-            if self.scheduler.prefill_tokens_per_s.is_nan()
-                || self.scheduler.prefill_tokens_per_s <= 0.0
-            {
-                return bad("prefill_tokens_per_s", "must be greater than 0".into());
+            let rate = |x: f64| (1e-3..=1e12).contains(&x);
+            if !rate(self.scheduler.prefill_tokens_per_s) {
+                return bad(
+                    "prefill_tokens_per_s",
+                    format!(
+                        "{} must be from 0.001 to 1e12 tokens/s",
+                        crate::units::fmt_num(self.scheduler.prefill_tokens_per_s)
+                    ),
+                );
             }
-            if self.scheduler.decode_tokens_per_s.is_nan()
-                || self.scheduler.decode_tokens_per_s <= 0.0
-            {
-                return bad("decode_tokens_per_s", "must be greater than 0".into());
+            if !rate(self.scheduler.decode_tokens_per_s) {
+                return bad(
+                    "decode_tokens_per_s",
+                    format!(
+                        "{} must be from 0.001 to 1e12 tokens/s",
+                        crate::units::fmt_num(self.scheduler.decode_tokens_per_s)
+                    ),
+                );
             }
             if self.scheduler.max_running_requests == 0 {
                 return bad("max_running_requests", "must be at least 1".into());

@@ -223,6 +223,9 @@ pub fn resolve_file(
     if let Some(u) = estimated_gpu_reserve(f, &node_name, &node, &layout, s) {
         unmodelled.push(u);
     }
+    if let Some(u) = quantization_not_modelled(&resolved, source, lines)? {
+        unmodelled.push(u);
+    }
     unmodelled.sort();
     unmodelled.dedup();
     if s.hicache_enabled() || version == Sglang::WhatIf(SglangVersion::AutoHicache) {
@@ -268,6 +271,52 @@ pub fn resolve_file(
         provenance: lines.clone(),
         offload,
     })
+}
+
+/// A checkpoint quantised with a method whose weight bytes are not modelled: the answer
+/// is `unverified` (the weights are counted as the model dtype's); a method SGLang does
+/// not know is its own start-up error (`configs/model_config.py:
+/// ModelConfig._verify_quantization`), quoted.
+fn quantization_not_modelled(
+    resolved: &crate::model::ResolvedModel,
+    source: &str,
+    lines: &LineIndex,
+) -> Result<Option<super::schema::Unmodelled>, InputError> {
+    use crate::model::quant::{MethodStatus, SGLANG_METHODS};
+    let Some(q) = resolved.quantization.as_ref() else {
+        return Ok(None);
+    };
+    match q.method_status() {
+        MethodStatus::Modelled => Ok(None),
+        MethodStatus::NotModelled(m) => Ok(Some(super::schema::Unmodelled {
+            what: format!("quantization method `{m}`"),
+            effect: format!(
+                "read from {}: SGLang loads it, but its weight bytes are not modelled (counted as the model dtype's): the weights per rank and the device pool may differ; set startup.weight_load.bytes_per_node to the checkpoint's size",
+                q.source
+            ),
+        })),
+        MethodStatus::UnknownToSglang(m) => {
+            let (src, line) = lines.locate(source, "model");
+            // The file it was read from, when the model came from one.
+            let from = match resolved.input_files().first() {
+                Some(f) => format!("{} ({})", f.display(), q.source),
+                None => q.source.clone(),
+            };
+            Err(InputError::new(
+                src,
+                format!(
+                    "{from}: SGLang refuses this checkpoint at start-up: \"Unknown quantization method: {m}. Must be one of [{}].\"",
+                    SGLANG_METHODS
+                        .iter()
+                        .map(|x| format!("'{x}'"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+            .line_opt(line)
+            .field("model"))
+        }
+    }
 }
 
 /// The device memory gone before the weight load, when it is an estimate and an answer

@@ -99,7 +99,7 @@ fn bad_factors_are_located_errors() {
     assert_eq!(code(&o), 2);
     assert!(
         stderr(&o).contains(
-            "field `runtime.slowdown_factor`: 0: the slowdown factor must be a finite number > 0"
+            "field `runtime.slowdown_factor`: 0: the slowdown factor must be from 1e-6 to 1e6"
         ),
         "{}",
         stderr(&o)

@@ -121,7 +121,7 @@ pub enum CostModel {
 /// Why a scenario's `compute:` section gives no cost model.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CostError {
-    #[error("compute_scale must be a positive number, got {0}")]
+    #[error("compute_scale must be from 1e-6 to 1e6 (a factor on the modelled compute times), got {}", crate::units::fmt_num(*.0))]
     BadScale(f64),
     #[error(transparent)]
     NoTable(#[from] table::NoCostTable),
@@ -133,7 +133,7 @@ impl CostModel {
         prefill_tokens_per_s: f64,
         decode_tokens_per_s: f64,
     ) -> Result<CostModel, CostError> {
-        if !(c.compute_scale > 0.0 && c.compute_scale.is_finite()) {
+        if !(1e-6..=1e6).contains(&c.compute_scale) {
             return Err(CostError::BadScale(c.compute_scale));
         }
         Ok(match &c.source {
