@@ -985,3 +985,89 @@ fn a_symlink_loop_among_siblings_is_read_once() {
     assert_eq!(cg.siblings.len(), 1, "{out}");
     assert_eq!(cg.siblings[0].name, "sib");
 }
+
+/// Runs `capture` with an `nvidia-smi` that is the shell script `body`, and
+/// `HICACHE_SIM_NVIDIA_SMI_TIMEOUT=timeout`; returns (exit code, stdout, stderr).
+fn capture_with_smi(f: &Fake, body: &str, timeout: &str, extra: &[&str]) -> (i32, String, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let smi = f.root().join("nvidia-smi");
+    std::fs::write(&smi, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = sim()
+        .env("SOURCE_DATE_EPOCH", "1767225600")
+        .env("HICACHE_SIM_NVIDIA_SMI_TIMEOUT", timeout)
+        .arg("capture")
+        .arg("--proc-root")
+        .arg(f.proc())
+        .arg("--nvidia-smi")
+        .arg(&smi)
+        .args(extra)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// An `nvidia-smi` that never exits is killed at the deadline
+/// (`HICACHE_SIM_NVIDIA_SMI_TIMEOUT`, 10 s unless set), one that writes without end past
+/// 1 MiB: no GPU is read, which without `--node` is an error naming the command, and
+/// with it a note. A deadline that is not a number of seconds is refused.
+#[test]
+fn nvidia_smi_is_bounded_in_time_and_output() {
+    let f = parent_job_sibling();
+    let (code, _, err) = capture_with_smi(&f, "exec sleep 1000", "0.5", &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("nvidia-smi --query-gpu=")
+            && err.contains("did not finish within 0.5 s (HICACHE_SIM_NVIDIA_SMI_TIMEOUT sets another deadline): killed")
+            && err.contains("--node PRESET"),
+        "{err}"
+    );
+    let (code, out, err) = capture_with_smi(&f, "exec sleep 1000", "0.5", &["--node", "hgx-h200"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("did not finish within 0.5 s")
+            && out.contains("gpus_per_node and gpu_memory are the preset's"),
+        "{out}"
+    );
+
+    let (code, _, err) = capture_with_smi(
+        &f,
+        "exec yes '0, NVIDIA H200, 143771, 570.86.15'",
+        "600",
+        &[],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("wrote more than 1 MiB to stdout") && err.contains("killed"),
+        "{err}"
+    );
+    let (code, _, err) = capture_with_smi(&f, "exec yes >&2", "600", &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("wrote more than 1 MiB to stderr"), "{err}");
+
+    // Within both, the GPUs are read as before.
+    let (code, out, err) = capture_with_smi(
+        &f,
+        "echo '0, NVIDIA H200, 143771, 570.86.15'",
+        "600",
+        &["--model", "llama-3.1-70b"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("preset: \"hgx-h200\"") && out.contains("gpus_per_node: 1"),
+        "{out}"
+    );
+
+    for bad in ["0", "-1", "ten", "inf"] {
+        let (code, _, err) = capture_with_smi(&f, "exit 0", bad, &[]);
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert!(
+            err.contains("HICACHE_SIM_NVIDIA_SMI_TIMEOUT") && err.contains(&format!("got `{bad}`")),
+            "{bad}: {err}"
+        );
+    }
+}
