@@ -381,7 +381,10 @@ fn out_dir_has_the_figure_and_the_html_report() {
     let rec_policy = {
         let v: serde_json::Value =
             serde_json::from_slice(&std::fs::read(out.join("plan.json")).unwrap()).unwrap();
-        v["recommendation"]["write_policy"].as_str().unwrap().to_string()
+        v["recommendation"]["write_policy"]
+            .as_str()
+            .unwrap()
+            .to_string()
     };
     if rec_policy != "write_through" {
         assert!(
