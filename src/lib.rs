@@ -3,8 +3,8 @@
 //! pools under each SGLang version's rules, on real machines under real memory limits.
 //!
 //! The binary (`src/main.rs`) is a thin CLI over this library ([`cli`] is its grammar). Module map:
-//! - [`units`], [`error`], [`fingerprint`]: quantities at the edges, input errors with
-//!   file/line/field, stable content hashes;
+//! - [`units`], [`error`], [`fingerprint`], [`input`]: quantities at the edges, input errors
+//!   with file/line/field, stable content hashes, bounded reads of the user's files;
 //! - [`domain`]: SGLang's vocabulary, typed — server arguments and one enum per choice;
 //! - [`engine`]: virtual time, event queue, seeded RNG — no model code;
 //! - [`hardware`], [`model`]: node presets, Linux/cgroup memory accounting, KV geometry;
@@ -26,6 +26,7 @@ pub mod error;
 pub mod fingerprint;
 pub mod flags;
 pub mod hardware;
+pub mod input;
 pub mod model;
 pub mod output;
 pub mod pipeline;

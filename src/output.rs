@@ -349,7 +349,7 @@ impl OutputDir {
         })?;
         let lock = DirLock::acquire(dir, holder)?;
         // An unreadable or foreign manifest lists nothing we can trust: remove nothing.
-        let old: Manifest = std::fs::read(dir.join(MANIFEST))
+        let old: Manifest = crate::input::read(&dir.join(MANIFEST), crate::input::DOCUMENT_CAP)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();

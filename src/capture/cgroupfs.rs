@@ -149,6 +149,10 @@ pub struct Dir {
     pub children: Vec<Dir>,
     /// Listing the subdirectories failed (SGLang's scan then says "protected").
     pub unlisted: Option<String>,
+    /// Subdirectories not read, and why: one already read in this scan (a loop of
+    /// symlinked directories; cgroupfs has none), or past the scan's bounds
+    /// ([`MAX_SCAN_DEPTH`], [`MAX_SCAN_DIRS`]).
+    pub skipped: Vec<String>,
 }
 
 impl Dir {
@@ -166,6 +170,14 @@ impl Dir {
         })
     }
 
+    /// The [`skipped`](Self::skipped) notes of this directory and every one inside.
+    pub fn skipped_notes(&self) -> Vec<String> {
+        std::iter::once(self)
+            .chain(self.descendants())
+            .flat_map(|d| d.skipped.iter().cloned())
+            .collect()
+    }
+
     /// Every directory strictly inside, depth first.
     pub fn descendants(&self) -> Vec<&Dir> {
         let mut out = Vec::new();
@@ -178,9 +190,11 @@ impl Dir {
     }
 }
 
-/// Reads a whole file: `Ok(None)` when it does not exist, `Err` for any other I/O error.
+/// Reads a whole file: `Ok(None)` when it does not exist, `Err` for any other I/O error,
+/// and for a path that is not a regular file (a FIFO would block the reader) or is larger
+/// than [`KERNEL_FILE_CAP`](crate::input::KERNEL_FILE_CAP).
 fn read(path: &Path) -> Result<Option<String>, std::io::Error> {
-    match std::fs::read(path) {
+    match crate::input::read(path, crate::input::KERNEL_FILE_CAP) {
         Ok(b) => match String::from_utf8(b) {
             Ok(s) => Ok(Some(s)),
             Err(_) => Ok(Some("\u{fffd}".into())),
@@ -282,17 +296,49 @@ fn read_stat(path: &Path, fs: CgroupFs) -> Result<FileRead<Stat>, InputError> {
     Ok(FileRead::Ok(st))
 }
 
-/// Deepest subdirectory `read_dir` descends to (a loop of symlinked directories would
-/// otherwise never end).
-const MAX_SCAN_DEPTH: usize = 32;
+/// Deepest subdirectory `read_dir` descends to (systemd nests a handful of levels; a
+/// container runtime's cgroups add a few more).
+pub const MAX_SCAN_DEPTH: usize = 32;
 
-/// Reads the cgroup directory `path`; with `subtree`, every subdirectory too
-/// (recursively).
-pub fn read_dir(path: &Path, fs: CgroupFs, subtree: bool) -> Result<Dir, InputError> {
-    read_dir_at(path, fs, subtree, 0)
+/// Most directories one `read_dir` reads (a node with thousands of containers has
+/// thousands of cgroups).
+pub const MAX_SCAN_DIRS: usize = 100_000;
+
+/// One subtree scan: the directories read so far, by (device, inode), so a directory
+/// reached again through a symlink is not read twice (two self-links in one directory
+/// would otherwise make 2^depth paths), and how many more may be read.
+struct Scan {
+    seen: std::collections::HashMap<(u64, u64), PathBuf>,
+    left: usize,
 }
 
-fn read_dir_at(path: &Path, fs: CgroupFs, subtree: bool, depth: usize) -> Result<Dir, InputError> {
+/// Reads the cgroup directory `path`; with `subtree`, every subdirectory too
+/// (recursively, each directory once, within [`MAX_SCAN_DEPTH`] and [`MAX_SCAN_DIRS`]:
+/// what is not read is said in [`Dir::skipped`]).
+pub fn read_dir(path: &Path, fs: CgroupFs, subtree: bool) -> Result<Dir, InputError> {
+    let mut scan = Scan {
+        seen: Default::default(),
+        left: MAX_SCAN_DIRS,
+    };
+    if let Some(id) = dir_id(path) {
+        scan.seen.insert(id, path.to_path_buf());
+    }
+    read_dir_at(path, fs, subtree, 0, &mut scan)
+}
+
+/// A directory's (device, inode), following symlinks.
+fn dir_id(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+fn read_dir_at(
+    path: &Path,
+    fs: CgroupFs,
+    subtree: bool,
+    depth: usize,
+    scan: &mut Scan,
+) -> Result<Dir, InputError> {
     let f = |n: &str| path.join(n);
     let (max, high, min, low, usage) = match fs {
         CgroupFs::V2 => (
@@ -313,11 +359,37 @@ fn read_dir_at(path: &Path, fs: CgroupFs, subtree: bool, depth: usize) -> Result
     let stat = read_stat(&f("memory.stat"), fs)?;
     let mut children = Vec::new();
     let mut unlisted = None;
-    if subtree && depth < MAX_SCAN_DEPTH {
+    let mut skipped = Vec::new();
+    if subtree {
         match subdirs(path) {
+            Ok(names) if !names.is_empty() && depth >= MAX_SCAN_DEPTH => skipped.push(format!(
+                "{}: {MAX_SCAN_DEPTH} levels deep in the scan: its {} subdirectories are not read",
+                path.display(),
+                names.len()
+            )),
             Ok(names) => {
                 for n in names {
-                    children.push(read_dir_at(&path.join(&n), fs, true, depth + 1)?);
+                    let child = path.join(&n);
+                    if let Some(id) = dir_id(&child) {
+                        if let Some(first) = scan.seen.get(&id) {
+                            skipped.push(format!(
+                                "{}: the directory {} again (a symlink loop; cgroupfs has no symlinks): not read twice",
+                                child.display(),
+                                first.display()
+                            ));
+                            continue;
+                        }
+                        scan.seen.insert(id, child.clone());
+                    }
+                    if scan.left == 0 {
+                        skipped.push(format!(
+                            "{}: the scan has read {MAX_SCAN_DIRS} directories: this one and the rest are not read",
+                            child.display()
+                        ));
+                        break;
+                    }
+                    scan.left -= 1;
+                    children.push(read_dir_at(&child, fs, true, depth + 1, scan)?);
                 }
             }
             Err(e) => unlisted = Some(e.to_string()),
@@ -337,6 +409,7 @@ fn read_dir_at(path: &Path, fs: CgroupFs, subtree: bool, depth: usize) -> Result
         stat,
         children,
         unlisted,
+        skipped,
     })
 }
 

@@ -1,7 +1,11 @@
 //! The GPUs as the driver reports them (`nvidia-smi --query-gpu`), and the node preset
 //! they suggest.
 
-use std::process::Command;
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
 
 use crate::error::InputError;
 use crate::hardware::{NodePreset, node_presets};
@@ -66,15 +70,153 @@ pub fn parse(text: &str, source: &str) -> Result<Vec<Gpu>, InputError> {
     Ok(gpus)
 }
 
-/// Runs `program` (a path or a name on `PATH`) with the query arguments.
+/// How long `nvidia-smi` may run (10 s; it answers in well under a second, a hung
+/// driver never does).
+pub const DEFAULT_TIMEOUT_SECS: f64 = 10.0;
+
+/// The environment variable that sets another deadline, in seconds.
+pub const TIMEOUT_VAR: &str = "HICACHE_SIM_NVIDIA_SMI_TIMEOUT";
+
+/// The most `nvidia-smi` may write on each of stdout and stderr (1 MiB; a line per GPU is
+/// ~50 bytes).
+pub const OUTPUT_CAP: usize = 1 << 20;
+
+/// The deadline in force: [`DEFAULT_TIMEOUT_SECS`] unless [`TIMEOUT_VAR`] says, which
+/// must be a number of seconds above 0 and at most a day.
+pub fn timeout() -> Result<Duration, InputError> {
+    let Some(v) = std::env::var_os(TIMEOUT_VAR) else {
+        return Ok(Duration::from_secs_f64(DEFAULT_TIMEOUT_SECS));
+    };
+    let t = v.to_string_lossy();
+    match t.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s <= 86_400.0 => Ok(Duration::from_secs_f64(s)),
+        _ => Err(InputError::new(
+            TIMEOUT_VAR,
+            format!(
+                "expected seconds, a number above 0 and at most 86400, got `{t}`; unset it for the default {DEFAULT_TIMEOUT_SECS} s"
+            ),
+        )),
+    }
+}
+
+/// What a bounded run of a program gave.
+struct Bounded {
+    status: std::process::ExitStatus,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+/// Why a bounded run was stopped.
+enum Stopped {
+    Deadline,
+    Output(&'static str),
+}
+
+/// Reads `r` to its end into a buffer of at most [`OUTPUT_CAP`] bytes; past the cap,
+/// raises `over` and stops reading (the writer then blocks, and is killed).
+fn capped(mut r: impl Read, over: Arc<AtomicBool>) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) | Err(_) => return out,
+            Ok(n) if out.len() + n > OUTPUT_CAP => {
+                over.store(true, Ordering::SeqCst);
+                return out;
+            }
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// Runs `cmd` with its output piped, killing it past `deadline` or past [`OUTPUT_CAP`]
+/// bytes on either stream. After a kill, the pipes are not waited for (a grandchild may
+/// hold them open).
+fn run_bounded(cmd: &mut Command, deadline: Duration) -> std::io::Result<Result<Bounded, Stopped>> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let over_out = Arc::new(AtomicBool::new(false));
+    let over_err = Arc::new(AtomicBool::new(false));
+    let (tx_out, rx_out) = mpsc::channel();
+    let (tx_err, rx_err) = mpsc::channel();
+    let (out, err) = (child.stdout.take(), child.stderr.take());
+    let o = over_out.clone();
+    std::thread::spawn(move || {
+        let _ = tx_out.send(out.map(|r| capped(r, o)).unwrap_or_default());
+    });
+    let o = over_err.clone();
+    std::thread::spawn(move || {
+        let _ = tx_err.send(err.map(|r| capped(r, o)).unwrap_or_default());
+    });
+    let start = Instant::now();
+    let stop = |child: &mut std::process::Child, why| {
+        let _ = child.kill();
+        let _ = child.wait();
+        Ok(Err(why))
+    };
+    let status = loop {
+        if over_out.load(Ordering::SeqCst) {
+            return stop(&mut child, Stopped::Output("stdout"));
+        }
+        if over_err.load(Ordering::SeqCst) {
+            return stop(&mut child, Stopped::Output("stderr"));
+        }
+        if let Some(s) = child.try_wait()? {
+            break s;
+        }
+        if start.elapsed() >= deadline {
+            return stop(&mut child, Stopped::Deadline);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    // Exited: its output is whole once the pipes close (or a grandchild holds them
+    // until the deadline).
+    let left = || deadline.saturating_sub(start.elapsed());
+    let stdout = rx_out.recv_timeout(left()).map_err(|_| Stopped::Deadline);
+    let stderr = rx_err.recv_timeout(left()).map_err(|_| Stopped::Deadline);
+    if over_out.load(Ordering::SeqCst) {
+        return Ok(Err(Stopped::Output("stdout")));
+    }
+    if over_err.load(Ordering::SeqCst) {
+        return Ok(Err(Stopped::Output("stderr")));
+    }
+    Ok(match (stdout, stderr) {
+        (Ok(stdout), Ok(stderr)) => Ok(Bounded {
+            status,
+            stdout,
+            stderr,
+        }),
+        (Err(e), _) | (_, Err(e)) => Err(e),
+    })
+}
+
+/// Runs `program` (a path or a name on `PATH`) with the query arguments, within
+/// [`timeout`] and [`OUTPUT_CAP`] (past either it is killed, and the read fails).
 pub fn run(program: &str) -> Result<GpuRead, InputError> {
     let source = format!("{program} --query-gpu={QUERY} --format=csv,noheader,nounits");
-    let out = match Command::new(program)
-        .arg(format!("--query-gpu={QUERY}"))
-        .arg("--format=csv,noheader,nounits")
-        .output()
-    {
-        Ok(o) => o,
+    let deadline = timeout()?;
+    let out = match run_bounded(
+        Command::new(program)
+            .arg(format!("--query-gpu={QUERY}"))
+            .arg("--format=csv,noheader,nounits"),
+        deadline,
+    ) {
+        Ok(Ok(o)) => o,
+        Ok(Err(Stopped::Deadline)) => {
+            return Ok(GpuRead::Failed(format!(
+                "`{source}` did not finish within {} s ({TIMEOUT_VAR} sets another deadline): killed",
+                deadline.as_secs_f64()
+            )));
+        }
+        Ok(Err(Stopped::Output(stream))) => {
+            return Ok(GpuRead::Failed(format!(
+                "`{source}` wrote more than {} MiB to {stream} (a GPU line is ~50 bytes): killed",
+                OUTPUT_CAP >> 20
+            )));
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Ok(GpuRead::Absent(format!("`{program}` not found")));
         }

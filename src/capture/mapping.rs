@@ -343,6 +343,9 @@ pub fn map_hierarchy(h: &Hierarchy) -> Result<CgroupMapping, InputError> {
         }
     }
     let engine_inside = cgroupfs::read_dir(&walk[0], fs, true)?;
+    for d in siblings.iter().flatten().chain([&engine_inside]) {
+        out.notes.extend(d.skipped_notes());
+    }
 
     // Subtree charges of the path levels, bottom up.
     let mut sub: Vec<Raw> = Vec::with_capacity(top + 1);

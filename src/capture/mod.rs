@@ -82,9 +82,10 @@ pub struct Captured {
     pub trees: Vec<PathBuf>,
 }
 
-/// Reads a file: `Ok(None)` when it does not exist.
+/// Reads a procfs file (a regular file only, at most
+/// [`KERNEL_FILE_CAP`](crate::input::KERNEL_FILE_CAP)): `Ok(None)` when it does not exist.
 fn read_opt(path: &Path) -> Result<Option<String>, std::io::Error> {
-    match std::fs::read_to_string(path) {
+    match crate::input::read_to_string(path, crate::input::KERNEL_FILE_CAP) {
         Ok(s) => Ok(Some(s)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e),

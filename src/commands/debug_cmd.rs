@@ -7,8 +7,9 @@ use crate::error::InputError;
 use crate::release::{Sglang, diff};
 
 pub fn debug_sizing(states: &str, v: Sglang) -> CmdResult {
-    let text = std::fs::read_to_string(states)
-        .map_err(|e| InputError::new(states, format!("cannot read: {e}")))?;
+    let text =
+        crate::input::read_to_string(std::path::Path::new(states), crate::input::DOCUMENT_CAP)
+            .map_err(|e| InputError::new(states, format!("cannot read: {e}")))?;
     let out = diff::run_lines(&text, v)
         .map_err(|(line, m)| InputError::new(states, m).line_opt(Some(line)))?;
     print!("{out}");
@@ -38,8 +39,9 @@ pub fn debug_split(cases: &str, v: Sglang) -> CmdResult {
         pools: Vec<Pool>,
     }
     let split = v.release_rules().pools.hicache_size_split;
-    let text = std::fs::read_to_string(cases)
-        .map_err(|e| InputError::new(cases, format!("cannot read: {e}")))?;
+    let text =
+        crate::input::read_to_string(std::path::Path::new(cases), crate::input::DOCUMENT_CAP)
+            .map_err(|e| InputError::new(cases, format!("cannot read: {e}")))?;
     let mut out = String::new();
     for (i, line) in text
         .lines()

@@ -25,7 +25,7 @@ pub fn sweep_base(
     sets: &[String],
     sglang: Option<Sglang>,
 ) -> Result<(Value, SweepSpec, LoadedScenario), InputError> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::input::read_to_string(std::path::Path::new(path), crate::input::DOCUMENT_CAP)
         .map_err(|e| InputError::new(path, format!("cannot read the scenario: {e}")))?;
     // A launch file has no `sweep:` section, and `--set` (so `# hicache-sim:`) cannot
     // give one: a sweep's axes are YAML.

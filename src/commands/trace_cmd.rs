@@ -74,8 +74,11 @@ fn convert_cmd(a: TraceConvertArgs) -> CmdResult {
 fn gen_config(a: &TraceGenArgs) -> Result<GeneratorConfig, InputError> {
     let mut cfg = match a.config.as_deref() {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
+            let text = crate::input::read_to_string(
+                std::path::Path::new(path),
+                crate::input::DOCUMENT_CAP,
+            )
+            .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
             let v = crate::scenario::load::parse_yaml_value(&text, path)?;
             let lines = crate::scenario::lines::LineIndex::build(&text);
             serde_path_to_error::deserialize::<_, GeneratorConfig>(v).map_err(|e| {

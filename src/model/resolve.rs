@@ -216,9 +216,11 @@ fn unknown(what: &str) -> String {
 }
 
 fn read_json(path: &Path) -> Result<Value, ModelError> {
-    let text = std::fs::read_to_string(path).map_err(|error| ModelError::CannotRead {
-        path: path.to_path_buf(),
-        error,
+    let text = crate::input::read_to_string(path, crate::input::DOCUMENT_CAP).map_err(|error| {
+        ModelError::CannotRead {
+            path: path.to_path_buf(),
+            error,
+        }
     })?;
     serde_json::from_str(&text).map_err(|error| ModelError::NotJson {
         path: path.to_path_buf(),

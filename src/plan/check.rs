@@ -118,7 +118,7 @@ pub struct CheckInput {
 
 /// Reads `path` (a YAML scenario or a launch file: the loader tells them apart).
 pub fn read_input(path: &str, cli_sets: &[String]) -> Result<CheckInput, InputError> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::input::read_to_string(std::path::Path::new(path), crate::input::DOCUMENT_CAP)
         .map_err(|e| InputError::new(path, format!("cannot read: {e}")))?;
     Ok(CheckInput {
         path: path.into(),

@@ -245,8 +245,12 @@ pub fn plan(
     if let Some(t) = &opts.trace {
         let abs =
             std::path::absolute(t).map_err(|e| InputError::new("--trace", format!("{t}: {e}")))?;
-        if !abs.is_file() {
-            return Err(InputError::new("--trace", format!("{t}: no such file")));
+        if let Err(e) = crate::input::regular(&abs) {
+            let why = match e.kind() {
+                std::io::ErrorKind::NotFound => "no such file".to_string(),
+                _ => e.to_string(),
+            };
+            return Err(InputError::new("--trace", format!("{t}: {why}")));
         }
         sets.push(format!("runtime.trace={}", abs.display()));
         // Another file: its format and block size are its own (detected), not those the
@@ -255,7 +259,7 @@ pub fn plan(
         sets.push("runtime.block_size=".into());
     }
     // Read once (a scenario from a pipe, `plan <(…)`, cannot be read twice).
-    let text = std::fs::read_to_string(path)
+    let text = crate::input::read_to_string(std::path::Path::new(path), crate::input::DOCUMENT_CAP)
         .map_err(|e| InputError::new(path, format!("cannot read the scenario: {e}")))?;
     // The scenario must be valid as it stands (its own release).
     let own = Prober::from_text(&text, path, &sets, None, opts.seed, opts.runs)?;

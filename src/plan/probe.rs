@@ -41,8 +41,9 @@ impl Prober {
         seed: Option<u64>,
         runs: u64,
     ) -> Result<Prober, InputError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| InputError::new(path, format!("cannot read the scenario: {e}")))?;
+        let text =
+            crate::input::read_to_string(std::path::Path::new(path), crate::input::DOCUMENT_CAP)
+                .map_err(|e| InputError::new(path, format!("cannot read the scenario: {e}")))?;
         Self::from_text(&text, path, sets, sglang, seed, runs)
     }
 

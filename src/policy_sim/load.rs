@@ -66,7 +66,7 @@ pub fn load_trace_records(
     max_requests: Option<usize>,
 ) -> Result<Vec<TraceRecord>, InputError> {
     let src = path.display().to_string();
-    let f = std::fs::File::open(path)
+    let f = crate::input::open(path)
         .map_err(|e| InputError::new(&src, format!("cannot open trace: {e}")))?;
     let mut records = Vec::new();
     let mut reader = std::io::BufReader::new(f);

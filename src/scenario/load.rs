@@ -41,7 +41,7 @@ pub fn load_file_as(
     sets: &[String],
     sglang: Option<Sglang>,
 ) -> Result<LoadedScenario, InputError> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::input::read_to_string(std::path::Path::new(path), crate::input::DOCUMENT_CAP)
         .map_err(|e| InputError::new(path, format!("cannot read the scenario: {e}")))?;
     load_str_as(&text, path, sets, sglang)
 }

@@ -149,7 +149,7 @@ pub struct Contents {
 /// naming the file and line.
 pub fn read(path: &Path) -> Result<Contents, SweepError> {
     let mut text = String::new();
-    File::open(path)
+    crate::input::open(path)
         .and_then(|mut f| f.read_to_string(&mut text))
         .map_err(|e| SweepError::io(path, e))?;
     let bad = |line: usize, m: String| SweepError::Journal {

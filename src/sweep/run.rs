@@ -301,8 +301,13 @@ pub fn run(
     let mut done: Vec<Option<Vec<String>>> = vec![None; points.len()];
     // A journal cut inside its header line (killed while creating it) holds no row:
     // start it again rather than refusing every later --resume.
-    let torn_header =
-        opts.resume && std::fs::read(&journal_path).is_ok_and(|b| !b.contains(&b'\n'));
+    let torn_header = opts.resume
+        && crate::input::open(&journal_path)
+            .and_then(|mut f| {
+                let mut b = Vec::new();
+                std::io::Read::read_to_end(&mut f, &mut b).map(|_| b)
+            })
+            .is_ok_and(|b| !b.contains(&b'\n'));
     // The files an earlier run wrote in the folder go before this one writes; with a
     // --resume, once its journal is accepted, and this sweep's own files stay.
     let resuming = opts.resume && journal_path.exists() && !torn_header;

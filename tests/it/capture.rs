@@ -882,3 +882,192 @@ fn nvidia_smi_names_the_node_and_no_cgroup_files() {
     assert_eq!(v["status"], "ok", "{}", v["verdict"]);
     assert_eq!(v["world_size"], 8);
 }
+
+/// A v2 tree: the process in `cg/p/job` (32 GiB limit) under `cg/p` (64 GiB), beside a
+/// sibling `cg/p/sib`.
+fn parent_job_sibling() -> Fake {
+    let f = Fake::new();
+    f.meminfo(64 * G, 10 * G, 40 * G, G, G);
+    f.put("proc/self/cgroup", "0::/p/job\n");
+    let cg = f.root().join("cg").display().to_string();
+    f.put(
+        "proc/self/mountinfo",
+        &format!("30 23 0:26 / {cg} rw - cgroup2 cgroup2 rw\n"),
+    );
+    f.mkdir("cg");
+    let lim = |g: u64| (g * G).to_string();
+    f.v2(
+        "cg/p",
+        Some(&lim(64)),
+        None,
+        Some(0),
+        6 * G,
+        5 * G,
+        0,
+        0,
+        0,
+        0,
+    );
+    f.v2(
+        "cg/p/job",
+        Some(&lim(32)),
+        None,
+        Some(0),
+        4 * G,
+        4 * G,
+        0,
+        0,
+        0,
+        0,
+    );
+    f.v2("cg/p/sib", None, None, Some(0), G, G, 0, 0, 0, 0);
+    f
+}
+
+/// A FIFO as `meminfo`, as a limit on the process's walk, as a sibling's `memory.min`:
+/// each refused before it is opened (it waited forever for a writer). The first two
+/// are files SGLang reads (exit 2 naming the file); the sibling's `memory.min` is one
+/// its scan counts as protected when unreadable.
+#[test]
+fn fifos_in_the_tree_are_refused() {
+    let args = ["--node", "hgx-h200", "--nvidia-smi", "none"];
+    let f = parent_job_sibling();
+    std::fs::remove_file(f.proc().join("meminfo")).unwrap();
+    crate::support::fifo(&f.proc().join("meminfo"));
+    let (code, _, err) = f.capture(&args);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("proc/meminfo: cannot read it: a FIFO"),
+        "{err}"
+    );
+
+    let f = parent_job_sibling();
+    std::fs::remove_file(f.root().join("cg/p/memory.max")).unwrap();
+    crate::support::fifo(&f.root().join("cg/p/memory.max"));
+    let (code, _, err) = f.capture(&args);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("cg/p/memory.max") && err.contains("a FIFO (named pipe), not a regular file"),
+        "{err}"
+    );
+
+    let f = parent_job_sibling();
+    std::fs::remove_file(f.root().join("cg/p/sib/memory.min")).unwrap();
+    crate::support::fifo(&f.root().join("cg/p/sib/memory.min"));
+    let (code, out, err) = f.capture(&args);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("cg/p/sib/memory.min: a FIFO (named pipe), not a regular file"),
+        "{out}"
+    );
+    let cg = memory_of(&out).cgroup.unwrap();
+    assert_eq!(cg.siblings[0].name, "sib");
+    assert!(cg.siblings[0].min_unreadable, "{out}");
+}
+
+/// Two symlinks to their own folder in a sibling cgroup (2^32 paths 32 levels deep):
+/// each directory is read once, and the capture says what it did not read.
+#[test]
+fn a_symlink_loop_among_siblings_is_read_once() {
+    let f = parent_job_sibling();
+    let sib = f.root().join("cg/p/sib");
+    std::os::unix::fs::symlink(&sib, sib.join("a")).unwrap();
+    std::os::unix::fs::symlink(".", sib.join("b")).unwrap();
+    let out = f.capture_ok();
+    assert!(
+        out.contains("cg/p/sib/a: the directory")
+            && out.contains("cg/p/sib/b: the directory")
+            && out.contains("a symlink loop"),
+        "{out}"
+    );
+    let m = memory_of(&out);
+    let cg = m.cgroup.unwrap();
+    assert_eq!(cg.siblings.len(), 1, "{out}");
+    assert_eq!(cg.siblings[0].name, "sib");
+}
+
+/// Runs `capture` with an `nvidia-smi` that is the shell script `body`, and
+/// `HICACHE_SIM_NVIDIA_SMI_TIMEOUT=timeout`; returns (exit code, stdout, stderr).
+fn capture_with_smi(f: &Fake, body: &str, timeout: &str, extra: &[&str]) -> (i32, String, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let smi = f.root().join("nvidia-smi");
+    std::fs::write(&smi, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = sim()
+        .env("SOURCE_DATE_EPOCH", "1767225600")
+        .env("HICACHE_SIM_NVIDIA_SMI_TIMEOUT", timeout)
+        .arg("capture")
+        .arg("--proc-root")
+        .arg(f.proc())
+        .arg("--nvidia-smi")
+        .arg(&smi)
+        .args(extra)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// An `nvidia-smi` that never exits is killed at the deadline
+/// (`HICACHE_SIM_NVIDIA_SMI_TIMEOUT`, 10 s unless set), one that writes without end past
+/// 1 MiB: no GPU is read, which without `--node` is an error naming the command, and
+/// with it a note. A deadline that is not a number of seconds is refused.
+#[test]
+fn nvidia_smi_is_bounded_in_time_and_output() {
+    let f = parent_job_sibling();
+    let (code, _, err) = capture_with_smi(&f, "exec sleep 1000", "0.5", &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("nvidia-smi --query-gpu=")
+            && err.contains("did not finish within 0.5 s (HICACHE_SIM_NVIDIA_SMI_TIMEOUT sets another deadline): killed")
+            && err.contains("--node PRESET"),
+        "{err}"
+    );
+    let (code, out, err) = capture_with_smi(&f, "exec sleep 1000", "0.5", &["--node", "hgx-h200"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("did not finish within 0.5 s")
+            && out.contains("gpus_per_node and gpu_memory are the preset's"),
+        "{out}"
+    );
+
+    let (code, _, err) = capture_with_smi(
+        &f,
+        "exec yes '0, NVIDIA H200, 143771, 570.86.15'",
+        "600",
+        &[],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("wrote more than 1 MiB to stdout") && err.contains("killed"),
+        "{err}"
+    );
+    let (code, _, err) = capture_with_smi(&f, "exec yes >&2", "600", &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("wrote more than 1 MiB to stderr"), "{err}");
+
+    // Within both, the GPUs are read as before.
+    let (code, out, err) = capture_with_smi(
+        &f,
+        "echo '0, NVIDIA H200, 143771, 570.86.15'",
+        "600",
+        &["--model", "llama-3.1-70b"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("preset: \"hgx-h200\"") && out.contains("gpus_per_node: 1"),
+        "{out}"
+    );
+
+    for bad in ["0", "-1", "ten", "inf"] {
+        let (code, _, err) = capture_with_smi(&f, "exit 0", bad, &[]);
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert!(
+            err.contains("HICACHE_SIM_NVIDIA_SMI_TIMEOUT") && err.contains(&format!("got `{bad}`")),
+            "{bad}: {err}"
+        );
+    }
+}

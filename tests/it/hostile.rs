@@ -1694,3 +1694,80 @@ fn launch_files_read_as_bash_and_sglang_do() {
         stdout(&o)
     );
 }
+
+/// A FIFO given as any input — a scenario, a `check` file, a model's `config.json`, a
+/// trace to `trace stats`, `replay --trace` (both engines) and `plan --trace`, a
+/// generator config — is refused before it is opened (it waited forever for a writer):
+/// exit 2 naming the file and saying it is a FIFO.
+#[test]
+fn fifos_are_refused_by_every_reader() {
+    let d = workdir();
+    let at = |n: &str| d.path().join(n);
+    for n in ["s.yaml", "cfg.json", "t.jsonl", "gen.yaml"] {
+        crate::support::fifo(&at(n));
+    }
+    let fifo = ["a FIFO", "not a regular file"];
+    let o = run(&["startup", "s.yaml"], d.path());
+    exit2(&o, &["s.yaml: cannot read the scenario", fifo[0], fifo[1]]);
+    let o = run(&["check", "s.yaml"], d.path());
+    exit2(&o, &["s.yaml: cannot read", fifo[0]]);
+    let o = run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path());
+    exit2(&o, &["s.yaml", fifo[0]]);
+
+    std::fs::write(
+        at("m.yaml"),
+        "node: hgx-h200\nmodel: {config: cfg.json}\nserver:\n  tp_size: 1\n",
+    )
+    .unwrap();
+    let o = run(&["startup", "m.yaml"], d.path());
+    exit2(&o, &["cfg.json", fifo[0]]);
+
+    let o = run(&["trace", "stats", "t.jsonl"], d.path());
+    exit2(&o, &["t.jsonl", fifo[0]]);
+    let o = run(&["replay", "--trace", "t.jsonl"], d.path());
+    exit2(&o, &["t.jsonl", fifo[0]]);
+    let o = run(
+        &[
+            "replay",
+            "--trace",
+            "t.jsonl",
+            "--engine",
+            "policy-simulator",
+        ],
+        d.path(),
+    );
+    exit2(&o, &["t.jsonl", fifo[0]]);
+    let o = run(&["trace", "convert", "t.jsonl", "-o", "t.bin"], d.path());
+    exit2(&o, &["t.jsonl", fifo[0]]);
+    std::fs::write(at("p.yaml"), SCENARIO).unwrap();
+    let o = run(
+        &["plan", "p.yaml", "--trace", "t.jsonl", "--runs", "20"],
+        d.path(),
+    );
+    exit2(&o, &["--trace", "t.jsonl", fifo[0]]);
+
+    let o = run(
+        &["trace", "gen", "--config", "gen.yaml", "-o", "g.jsonl"],
+        d.path(),
+    );
+    exit2(&o, &["gen.yaml: cannot read", fifo[0]]);
+    assert!(!at("g.jsonl").exists());
+}
+
+/// Devices and folders are refused the same way, and a document past its cap (64 MiB; a
+/// sparse file here) before a byte of it is read.
+#[test]
+fn devices_folders_and_huge_documents_are_refused() {
+    let d = workdir();
+    let o = run(&["startup", "/dev/zero"], d.path());
+    exit2(&o, &["/dev/zero", "a character device, not a regular file"]);
+    let o = run(&["trace", "stats", "/dev/zero"], d.path());
+    exit2(&o, &["/dev/zero", "a character device"]);
+    std::fs::create_dir(d.path().join("dir.yaml")).unwrap();
+    let o = run(&["check", "dir.yaml"], d.path());
+    exit2(&o, &["dir.yaml", "a folder, not a regular file"]);
+    let big = std::fs::File::create(d.path().join("big.yaml")).unwrap();
+    big.set_len(65 << 20).unwrap();
+    let o = run(&["startup", "big.yaml"], d.path());
+    exit2(&o, &["big.yaml", "larger than the 64 MiB"]);
+}

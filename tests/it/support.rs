@@ -234,3 +234,17 @@ pub fn check_doc(doc: &str, name: &str, content: &str) -> Result<(), String> {
         "{doc}: the `{name}` table is stale or was edited by hand; run `UPDATE_DOCS=1 cargo test --release --test it` and review the diff"
     ))
 }
+
+/// Makes a FIFO at `path` with a writer that opens and closes it as often as anything
+/// opens it for reading: a build that opens it reads an empty file (and fails on what
+/// the test asserts) instead of waiting forever for a writer. A build that refuses it
+/// leaves the writer waiting in `open` until the test process ends.
+pub fn fifo(path: &Path) {
+    assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
+    let p = path.to_path_buf();
+    std::thread::spawn(move || {
+        while let Ok(f) = std::fs::OpenOptions::new().write(true).open(&p) {
+            drop(f);
+        }
+    });
+}

@@ -16,10 +16,11 @@ pub struct Table {
 
 impl Table {
     pub fn read(path: &Path) -> Result<Self, PlotError> {
-        let bytes = std::fs::read(path).map_err(|e| PlotError::Io {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
+        let bytes =
+            crate::input::read(path, crate::input::DOCUMENT_CAP).map_err(|e| PlotError::Io {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            })?;
         Self::from_csv(&bytes, &path.display().to_string())
     }
 

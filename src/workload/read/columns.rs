@@ -214,7 +214,7 @@ impl TraceColumns {
         use std::io::{BufReader, Read};
         let src = path.display().to_string();
         let io = |e: std::io::Error| InputError::new(&src, format!("cannot read: {e}"));
-        let mut f = std::fs::File::open(path).map_err(io)?;
+        let mut f = crate::input::open(path).map_err(io)?;
         let file_len = f.metadata().map_err(io)?.len();
         let mut head = Vec::with_capacity(HEADER_BYTES);
         (&mut f)
@@ -437,7 +437,7 @@ impl BinStream {
         use std::io::{BufReader, Seek, SeekFrom};
         let src = path.display().to_string();
         let io = |e: std::io::Error| InputError::new(&src, format!("read error: {e}"));
-        let mut f = std::fs::File::open(path).map_err(io)?;
+        let mut f = crate::input::open(path).map_err(io)?;
         let file_len = f.metadata().map_err(io)?.len();
         let mut head = Vec::with_capacity(HEADER_BYTES);
         (&mut f)
@@ -459,7 +459,7 @@ impl BinStream {
             HEADER_BYTES as u64 + 16 * n + 2 * pad8(4 * n) + 8 * (n + 1),
         ];
         let cursor = |at: u64| -> Result<BufReader<std::fs::File>, InputError> {
-            let mut f = std::fs::File::open(path).map_err(io)?;
+            let mut f = crate::input::open(path).map_err(io)?;
             f.seek(SeekFrom::Start(at)).map_err(io)?;
             Ok(BufReader::with_capacity(1 << 16, f))
         };
@@ -641,7 +641,7 @@ fn read_u32s(b: &[u8], at: &mut usize, n: usize) -> Vec<u32> {
 
 /// Whether the file starts with [`BIN_MAGIC`] (a missing or short file: no).
 pub fn is_binary(path: &Path) -> bool {
-    let Ok(f) = std::fs::File::open(path) else {
+    let Ok(f) = crate::input::open(path) else {
         return false;
     };
     let mut head = [0u8; 8];

@@ -20,7 +20,6 @@ pub mod columns;
 mod kv_tester;
 mod rows;
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::sync::Arc;
@@ -89,7 +88,7 @@ impl TraceFormat {
         if columns::is_binary(path) {
             // a binary trace names its source's format in its header
             let mut head = [0u8; 16];
-            File::open(path)
+            crate::input::open(path)
                 .and_then(|mut f| f.read_exact(&mut head))
                 .map_err(|e| InputError::new(&src, format!("read error: {e}")))?;
             let i = u32::from_le_bytes(head[12..16].try_into().expect("4 bytes"));
@@ -105,7 +104,8 @@ impl TraceFormat {
             Some("json") => return Ok(TraceFormat::KvCacheTester),
             _ => {}
         }
-        let f = File::open(path).map_err(|e| InputError::new(&src, format!("cannot open: {e}")))?;
+        let f = crate::input::open(path)
+            .map_err(|e| InputError::new(&src, format!("cannot open: {e}")))?;
         let mut head = String::new();
         BufReader::new(f)
             .take(1 << 20)
@@ -300,7 +300,8 @@ impl RecordReader {
             Some(f) => f,
             None => TraceFormat::detect(path)?,
         };
-        let f = File::open(path).map_err(|e| InputError::new(&src, format!("cannot open: {e}")))?;
+        let f = crate::input::open(path)
+            .map_err(|e| InputError::new(&src, format!("cannot open: {e}")))?;
         Self::from_reader(src, BufReader::new(f), format, opts)
     }
 
