@@ -80,8 +80,9 @@ pub struct ServerArgs {
     pub disable_radix_cache: bool,
     /// `--max-running-requests`.
     pub max_running_requests: Option<u32>,
-    /// `--chunked-prefill-size`.
-    pub chunked_prefill_size: Option<u32>,
+    /// `--chunked-prefill-size` (SGLang's `int`: `-1`, or any value ≤ 0, disables
+    /// chunked prefill).
+    pub chunked_prefill_size: Option<i64>,
     /// `--max-prefill-tokens`.
     pub max_prefill_tokens: u32,
     /// `--speculative-algorithm` (`EAGLE`, `NEXTN` = EAGLE with the model's own MTP

@@ -365,7 +365,6 @@ pub fn dsv4_schedule(
     };
     let chunk = server
         .chunked_prefill_size
-        .map(i64::from)
         .unwrap_or_else(|| default_chunked_prefill_size(gpu_memory));
     Dsv4Schedule {
         page_size: DSV4_PAGE_SIZE,
@@ -487,7 +486,7 @@ pub fn resolve_mem_fraction(s: &crate::scenario::Scenario) -> ResolvedMemFractio
                 use_mla,
                 is_dsa,
                 is_dsv4: matches!(s.model.attention, Attention::Dsv4 { .. }),
-                chunked_prefill_size: s.server.chunked_prefill_size.map(i64::from),
+                chunked_prefill_size: s.server.chunked_prefill_size,
                 max_prefill_tokens: s.server.max_prefill_tokens as i64,
                 cuda_graph_max_bs: s.server.cuda_graph_max_bs_decode,
                 disable_cuda_graph: s.server.disable_cuda_graph,
