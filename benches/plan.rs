@@ -1,7 +1,7 @@
 //! `hicache-sim plan` on the quickstart scenario (GB300, GLM-5.2, page-cache-credit,
 //! the bundled Mooncake trace): size / ratio / fraction searches with 1000 start-up runs
 //! per probe, sensitivity probes, and the hit-rate ladder (27 replays + 3 policies).
-//! Target (issue #12): under 10 seconds on 2 cores. Time the whole command with
+//! Target: under 10 seconds on 2 cores. Time the whole command with
 //! `hyperfine "target/release/hicache-sim plan scenarios/quickstart.yaml"`.
 
 use criterion::{Criterion, criterion_group, criterion_main};

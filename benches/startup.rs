@@ -1,6 +1,6 @@
 //! Start-up Monte Carlo speed: rank start-ups simulated per second on one core, as the
 //! Monte Carlo runs them after run 0 (tallied only: no message text).
-//! Targets: issue #2, at least a million per second; issue #13, two million for the
+//! Targets: at least a million per second; two million for the
 //! GB300 two-pool case (`gb300_tp4_page_cache_credit`).
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};

@@ -1,4 +1,4 @@
-//! Issue 13 (trace scale): reading a trace and the policy simulator on long requests.
+//! Trace scale: reading a trace and the policy simulator on long requests.
 //! - `read/jsonl` and `read/binary`: every record of the Mooncake synthetic trace
 //!   (3,993 requests, 121,877 hash ids) through `RecordReader`; throughput in hash ids.
 //! - `read/shared`: the same records from a parse already in memory (what every sweep

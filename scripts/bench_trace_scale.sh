@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 13 figures, reproducibly: builds the ×10 and ×50 Mooncake conversation traces
+# Trace-scale figures, reproducibly: builds the ×10 and ×50 Mooncake conversation traces
 # from traces/conversation_trace.jsonl.gz, converts them to the binary form, and times
 # (GNU time: wall, user, peak RSS):
 #   - untimed replay from JSONL and from the binary form (×10, ×50);
@@ -9,7 +9,7 @@
 #     10 seeds; written to $W/sweep200.yaml) from JSONL and binary, and with one replay
 #     per point (HICACHE_SIM_NO_REPLAY_MEMO=1) to show what the replay memo saves.
 # With BEFORE=/path/to/old/hicache-sim it runs the same commands with that binary too
-# and checks that every output is byte-identical. The baseline of issue #13 is the
+# and checks that every output is byte-identical. The baseline is the
 # binary built from 05e0111^1 (one parse and one replay per point).
 # The machine may be shared: compare user (CPU) seconds as well as wall.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Concatenate K copies of a Mooncake JSONL trace into one (the "×K" traces of issue 13).
+"""Concatenate K copies of a Mooncake JSONL trace into one (the "×K" traces).
 
 Copy k (0-based) has every timestamp shifted by k * SHIFT_MS and every hash id by
 k * ID_STRIDE, so the copies are distinct conversations one after another and each

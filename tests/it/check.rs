@@ -83,7 +83,7 @@ fn bare_launch_command_files() {
         .code(0);
 
     // A bad flag value: SGLang's parser refuses the command, an invalid_args row (exit
-    // 1, issue #18: a check never aborts the batch), at the file's own line (7), not the
+    // 1: a check never aborts the batch), at the file's own line (7), not the
     // wrapper's.
     let bad = dir.path().join("bad.sh");
     std::fs::write(

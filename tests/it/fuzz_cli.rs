@@ -1,4 +1,4 @@
-//! A bounded fuzz of the real binary (issue #10): mutated scenarios, hostile `--set`
+//! A bounded fuzz of the real binary: mutated scenarios, hostile `--set`
 //! values and mutated trace lines. Every run must exit 0, 1, 2 or 3 (never a panic or
 //! an abort), within a memory limit, and an exit 2 must say where: the file and line,
 //! or the `--set` argument. The case count is fixed (PROPTEST_CASES raises it for a
@@ -234,7 +234,7 @@ proptest! {
     }
 }
 
-// ---- Issue #21: trace convert, binary traces, plan, check headers, launch files ----
+// ---- trace convert, binary traces, plan, check headers, launch files ----
 
 /// Fewer cases for the properties that run heavier commands (`plan`), same fixed seed.
 fn config_n(n: u32) -> ProptestConfig {

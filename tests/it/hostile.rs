@@ -1,4 +1,4 @@
-//! Hostile input on the surfaces of issue #21 — `trace convert`, the binary trace, `plan`,
+//! Hostile input on the surfaces — `trace convert`, the binary trace, `plan`,
 //! `check`, launch files — a test per case, through the real binary. Each asserts the
 //! exit code and the words a user would see, and fails without its fix:
 //! `HOSTILE_BIN=/path/to/older/hicache-sim cargo test --test it hostile` runs them against
@@ -1476,7 +1476,7 @@ fn html_report_figure_fits_the_window() {
     assert!(html.contains("viewBox=\"0 0 1500 650\""));
 }
 
-// ---- Issue #18: check never aborts a batch ----
+// ---- check never aborts a batch ----
 
 /// One row per file × release whatever happens: a command SGLang's parser refuses is an
 /// `invalid_args` row (a JUnit failure carrying SGLang's message), an unknown or
@@ -1606,7 +1606,7 @@ fn check_never_aborts_a_batch() {
     );
 }
 
-/// Launch files as bash and SGLang read them (issue #18): a CRLF file keeps the CR in the
+/// Launch files as bash and SGLang read them: a CRLF file keeps the CR in the
 /// last word of each line, so a `\` continuation does not continue and SGLang refuses the
 /// stray `\r` (an invalid_args row saying so), and a CR after a choice is not the choice;
 /// a CRLF YAML scenario's launch block is YAML's (line breaks normalized) and starts;

@@ -1,4 +1,4 @@
-//! Issue 9, case by case: every launch command the issue found mis-read now parses the way
+//! Launch commands once mis-read, case by case: each now parses the way
 //! SGLang's own parser does, or is an error naming file, line and what SGLang says.
 
 use assert_cmd::Command;

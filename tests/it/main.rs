@@ -20,7 +20,7 @@ mod kv_bytes;
 mod l3_write_back;
 mod launch_corpus;
 mod launch_files;
-mod launch_issue9;
+mod launch_misreads;
 mod log_corpus;
 mod models;
 mod models_v4;

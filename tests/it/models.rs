@@ -1,4 +1,4 @@
-//! Models from their config (issue 18): hand-computed KV bytes for a few catalogue
+//! Models from their config: hand-computed KV bytes for a few catalogue
 //! models, the presets against the catalogue's configs, quantisation read from the
 //! model, weights per rank, and scenarios that describe their model by `--model-path`,
 //! `model: {config: FILE}` or a catalogue name.

@@ -1,4 +1,4 @@
-//! The catalogue's DeepSeek-V4, Gemma 4 and Step-3.7 entries (issue 18): hand-computed
+//! The catalogue's DeepSeek-V4, Gemma 4 and Step-3.7 entries: hand-computed
 //! pools, DeepSeek-V4 weights with MXFP4 experts, and what `check` answers for them
 //! release by release. SGLang's own figures for every DeepSeek-V4 and Gemma 4 build
 //! are checked by `kv_bytes.rs`.

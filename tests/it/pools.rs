@@ -1,4 +1,4 @@
-//! Issue 11: the pools a release builds for a model — the SWA split, the hybrid state
+//! the pools a release builds for a model — the SWA split, the hybrid state
 //! pool, packed or separate MTP drafts — with sizes hand-computed from SGLang's own
 //! formulas (each test names the function and the releases).
 

@@ -1,7 +1,7 @@
 //! The 25 real HiCache launch commands of `tests/recipes/` (SGLang's docs, storage-backend
 //! READMEs, benchmark scripts and issues; each file cites its source and names its node in
 //! a `# hicache-sim:` comment) through `hicache-sim check`, as a new user runs them: one
-//! row per file, and an answer for every one (issue 18).
+//! row per file, and an answer for every one.
 //!
 //! An answer is a start-up verdict (`started`, with the host-memory margin), SGLang's own
 //! refusal of the command (`invalid_args`, with its message), or, for a model that is a

@@ -1,4 +1,4 @@
-//! SGLang releases as versions (issue 7): release ids, the 0.5.22+ memory.min rule on a
+//! SGLang releases as versions: release ids, the 0.5.22+ memory.min rule on a
 //! hand-built cgroup tree and as a scenario, the incidents under the releases that ship
 //! them, `--sglang all`, `versions`, and the two defects (0.5.14's assertion, the
 //! fraction flag before 0.5.21).

@@ -1,4 +1,4 @@
-//! Hostile input and faults (issue #10): a test per defect, through the real binary.
+//! Hostile input and faults: a test per defect, through the real binary.
 //! Each asserts the exit code and the words of the message a user would see.
 
 use std::path::Path;

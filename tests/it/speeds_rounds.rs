@@ -1,4 +1,4 @@
-//! Issue #22's outputs: the speeds behind every time figure, per-round figures of a
+//! The outputs: the speeds behind every time figure, per-round figures of a
 //! multi-turn bench (replay JSON / text / `--rounds` CSV and plot, sweep columns and
 //! plot), and the storage backend presets.
 

@@ -1,4 +1,4 @@
-//! Issue #11 part A: the start-up model on shapes the incidents did not use — per-node
+//! The start-up model on shapes the incidents did not use — per-node
 //! memory, a cgroup tree of any depth, a pin limit with auto-HiCache's halving, and
 //! SGLang's own log lines. Hand computations in the comments.
 

@@ -1,4 +1,4 @@
-//! What a hit buys in time (issue #22): the compute-cost model against hand-computed
+//! What a hit buys in time: the compute-cost model against hand-computed
 //! cases, and the replayable published HiCache results of `tests/bench_corpus/` (#04,
 //! #05, #06, #07, #08, #09, #10, #11, #17, #18, #19, #20) replayed through the timed replay with
 //! closed-loop clients. Cases outside 20 % of the published figure are asserted where

@@ -1,4 +1,4 @@
-//! Issue 13: the binary trace form (`trace convert`, read by magic bytes by every
+//! the binary trace form (`trace convert`, read by magic bytes by every
 //! command, stale and foreign files refused) and a sweep's shared parse (the CSV is
 //! byte-identical to parsing the trace at every point).
 

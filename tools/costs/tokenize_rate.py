@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Measures what SGLang's TokenizerManager spends encoding a text prompt (issue #22).
+"""Measures what SGLang's TokenizerManager spends encoding a text prompt.
 
 A text request (`/v1/chat/completions`, `/generate` with `"text"`, bench_serving's
 default random dataset) is tokenized in SGLang's HTTP / TokenizerManager process before
