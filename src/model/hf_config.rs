@@ -315,7 +315,7 @@ const NUMBER_RANGES: &[(&str, u64, u64)] = &[
 fn check_numbers(root: &Value, text: &Value) -> Result<(), ReadError> {
     let mut scopes = vec![("", root)];
     if !std::ptr::eq(text, root) {
-        scopes.push(("text config ", text));
+        scopes.push(("", text));
     }
     if let Some(v) = root.get("vision_config").filter(|v| v.is_object()) {
         scopes.push(("vision_config.", v));
@@ -325,18 +325,7 @@ fn check_numbers(root: &Value, text: &Value) -> Result<(), ReadError> {
             let Some(v) = cfg.get(key).filter(|v| !v.is_null()) else {
                 continue;
             };
-            let ok = v.as_u64().filter(|x| (least..=most).contains(x));
-            if ok.is_none() {
-                return Err(ReadError::OutOfRange {
-                    key: if scope == "vision_config." {
-                        format!("vision_config.{key}")
-                    } else {
-                        key.to_string()
-                    },
-                    found: v.clone(),
-                    expected: format!("a whole number from {least} to {most}"),
-                });
-            }
+            in_range(&format!("{scope}{key}"), v, least, most)?;
         }
     }
     Ok(())
@@ -358,14 +347,20 @@ fn num_hidden_layers(c: &Cfg<'_>, arch: &str) -> Result<u32, ReadError> {
         .iter()
         .find(|r| r.0 == "num_hidden_layers")
         .expect("listed");
-    if !(least..=most).contains(&u64::from(n)) {
-        return Err(ReadError::OutOfRange {
-            key: key.into(),
-            found: Value::from(n),
-            expected: format!("a whole number from {least} to {most}"),
-        });
-    }
+    in_range(key, &Value::from(n), least, most)?;
     Ok(n)
+}
+
+/// `v` is a whole number from `least` to `most`, or the error naming `key`.
+fn in_range(key: &str, v: &Value, least: u64, most: u64) -> Result<(), ReadError> {
+    match v.as_u64() {
+        Some(x) if (least..=most).contains(&x) => Ok(()),
+        _ => Err(ReadError::OutOfRange {
+            key: key.to_string(),
+            found: v.clone(),
+            expected: format!("a whole number from {least} to {most}"),
+        }),
+    }
 }
 
 /// `model_config.py: get_total_num_kv_heads`: the first of `n_head_kv`, `num_kv_heads`,

@@ -176,8 +176,16 @@ fn dsv4_pro_host_pools_by_hand() {
     assert_eq!(dsv4_host_pages(606_464, 256, 2.0), 4_738);
     // SWA 61 × 4,738 × 149,760 = 43,283,335,680 B; C4 30 × 105,860 × 37,440 =
     // 118,901,952,000 B.
-    assert_eq!(61 * 4_738 * 149_760u64, 43_283_335_680);
-    assert_eq!(p[1].bytes_per_page() * 105_860, 118_901_952_000);
+    // The simulator's own figures, not a product of literals: pages from the device
+    // tokens, bytes per page from the geometry.
+    assert_eq!(
+        p[0].bytes_per_page() * dsv4_host_pages(606_464, 256, 2.0),
+        43_283_335_680
+    );
+    assert_eq!(
+        p[1].bytes_per_page() * dsv4_host_pages(13_550_080, 256, 2.0),
+        118_901_952_000
+    );
 }
 
 /// `startup`'s "HiCache:" line prints the page size the server runs: DeepSeek-V4 pages by

@@ -142,3 +142,31 @@ fn corpus_12_small_host_pool_loses_hits_to_the_prefetch_budget_not_to_l3() {
         );
     }
 }
+
+/// `storage_latency` is paid once per storage operation (`runtime/timed.rs`: a prefetch's
+/// read, a backup's write): one request whose 4 pages are only in L3 (a store an earlier
+/// run populated), prefetched and waited for (`wait_complete`), gets its first token
+/// exactly the latency later — 50 ms here — and a second run with twice the latency adds
+/// twice that. The rest of its time (the read at the storage bandwidth, the load-back,
+/// the prefill of the uncached tail) is the same in every run.
+#[test]
+fn storage_latency_is_paid_once_per_prefetch() {
+    use hicache_sim::units::Duration;
+    let mut c = cfg();
+    c.capacities.l1_pages = 64;
+    c.capacities.l2_pages = 128;
+    c.prefetch.prefetch_policy = PrefetchPolicy::WaitComplete;
+    let preload: Vec<_> = [1u64, 2, 3, 4].iter().map(|&p| p.into()).collect();
+    let ttft = |latency_ms: u64| {
+        let mut c = c.clone();
+        c.links.storage_latency = Duration(latency_ms * 1_000_000);
+        let (m, t) = replay_timed(&c, [req(0, 0, &[1, 2, 3, 4, 5])], &preload).unwrap();
+        // The four stored pages are hit from storage, the fifth computed.
+        assert_eq!(t[0].cached_tokens, 4 * 64, "{m:#?}");
+        assert_eq!(m.prefetch_bytes, 4 * 64 * 1024, "{m:#?}");
+        t[0].first_token_ns - t[0].arrival_ns
+    };
+    let (t0, t50, t100) = (ttft(0), ttft(50), ttft(100));
+    assert_eq!(t50 - t0, 50_000_000, "ttft {t0} / {t50} ns");
+    assert_eq!(t100 - t0, 100_000_000, "ttft {t0} / {t100} ns");
+}

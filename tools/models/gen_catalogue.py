@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generates src/model/catalogue.json: the bundled model catalogue (issue 18).
+"""Generates src/model/catalogue.json: the bundled model catalogue.
 
 Every architecture fact in the catalogue is a Hugging Face `config.json` (and, for
 ModelOpt checkpoints, its `hf_quant_config.json`) read from a recorded source, never
@@ -85,6 +85,12 @@ GITHUB_SOURCES = [
          "path": "sglang/Model_Config.md", "section": name}
         for name in ["Qwen2.5-3B", "Qwen2.5-14B", "Qwen3-4B", "Qwen3-14B"]
     ],
+    # The same file's Llama-3.2-3B section: the base model's config.json
+    # (`transformers_version` 4.45.0.dev0; the Instruct model's differs only in
+    # `eos_token_id`). A start-up log of it is a corpus case.
+    {"hf_id": "meta-llama/Llama-3.2-3B", "repo": "citsjtu2020/LLM-Prof",
+     "commit": "8434c8d19c396b2f95d92a67845a7c0a0e0dd512",
+     "path": "sglang/Model_Config.md", "section": "Llama-3.2-3B"},
 ]
 
 # Models whose config.json is a transformers configuration class's defaults (see 3.).
@@ -191,11 +197,15 @@ def from_github(mirror, previous):
     for s in GITHUB_SOURCES:
         s = dict(s)
         s["commit"] = COMMITS.get(s["commit"], s["commit"])
-        if mirror is None:
+        git = None if mirror is None else os.path.join(mirror, s["repo"].replace("/", "+"), "repo")
+        # Without a snapshot of this repository the catalogue's entry is kept as it is
+        # (its source and sha256 recorded when it was read).
+        if git is None or not os.path.isdir(git):
             if s["hf_id"] in previous:
                 models[s["hf_id"]] = previous[s["hf_id"]]
+            elif git is not None:
+                sys.exit(f"{s['hf_id']}: no snapshot of {s['repo']} at {git} (fetch it)")
             continue
-        git = os.path.join(mirror, s["repo"].replace("/", "+"), "repo")
         raw = subprocess.check_output(["git", "--git-dir", git, "show",
                                        f"{s['commit']}:{s['path']}"])
         want = FILE_SHA256.get((s["repo"], s["path"], s["commit"]))
