@@ -305,9 +305,9 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
     // (before, the known difference `DSV4_NOT_MODELLED`).
     assert_eq!(dsv4_checked, 1728 + 360, "DeepSeek-V4 schedules compared");
     // DP attention: 5 layouts (TP2/DP2, TP4/DP4, TP4/DP2, TP8/DP8, TP8/DP4) of every
-    // model SGLang sizes (DeepSeek-V4's lines count once each): 1,420 in 0.5.21–0.5.23,
-    // 450 in each of 0.5.18–0.5.20 (no DeepSeek-V4).
-    assert_eq!(dp_checked, 1420 + 3 * 450, "DP-attention cases compared");
+    // model SGLang sizes (DeepSeek-V4's lines count once each): 1,435 in 0.5.21–0.5.23,
+    // 455 in each of 0.5.18–0.5.20 (no DeepSeek-V4).
+    assert_eq!(dp_checked, 1435 + 3 * 455, "DP-attention cases compared");
     // NextN drafts of the checkpoints with an MTP head, 12 cases each (TP1, TP8,
     // TP8/DP8 × auto / fp8_e4m3 × HiCache off / on) where SGLang sizes them, 396 per
     // release, the known differences among them.
@@ -320,10 +320,10 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
         "known-difference cases (Nemotron-H MTP drafts, DeepSeek-V4 before 0.5.21)"
     );
     // 12 budgets (4 memory figures × 3 schedules) × TP1 / TP8 of every non-V4 model:
-    // 2,160 per release to 0.5.21, 2,184 in 0.5.22 and 0.5.23.
+    // 2,184 per release to 0.5.21, 2,208 in 0.5.22 and 0.5.23.
     assert_eq!(
         profile_checked,
-        4 * 2160 + 2 * 2184,
+        4 * 2184 + 2 * 2208,
         "profiled budgets compared"
     );
     // The host indexer of the 14 DSA builds (GLM-5, 5.1, 5.2, 5.3 and DeepSeek-V3.2 with
