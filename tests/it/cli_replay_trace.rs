@@ -128,3 +128,98 @@ fn trace_gen_is_deterministic_and_stats_reads_it_back() {
     assert_eq!(v["requests"], 3993);
     assert_eq!(v["distinct_pages"], 40_148); // whole 512-token pages (43,924 distinct blocks incl. partial ones)
 }
+
+/// The docs page the engines' hit-rate table is written to, and its block's name.
+const HIT_RATES_DOC: (&str, &str) = (
+    "docs/src/fidelity/hit-rates.md",
+    "engines on the synthetic trace",
+);
+
+/// The table at the top of `docs/src/fidelity/hit-rates.md`: the policy simulator's two
+/// policies and the runtime engine's two trees on the bundled synthetic trace, L1 6000 /
+/// L2 12000 pages of 512 tokens, each from the replay a user runs (`--format json`).
+/// `UPDATE_DOCS=1` writes it; otherwise a table that differs fails (`support::check_doc`).
+#[test]
+fn engines_hit_rate_table_in_the_docs() {
+    let replay = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec![
+            "replay",
+            "--trace",
+            "traces/synthetic_trace.jsonl",
+            "--l1-pages",
+            "6000",
+            "--l2-pages",
+            "12000",
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        serde_json::from_str(&stdout(&args)).unwrap()
+    };
+    let pct = |x: &serde_json::Value| format!("{:.2} %", x.as_f64().unwrap() * 100.0);
+    let mut rows = Vec::new();
+    // The simulator's `main_write_through` is the CLI's `write_through`.
+    for (flag, policy) in [
+        ("write_through", "main_write_through"),
+        ("boundary_l1_l2", "boundary_l1_l2"),
+    ] {
+        let v = replay(&["--engine", "policy-simulator", "--write-policy", flag]);
+        assert_eq!(v["policy"], policy);
+        assert_eq!(v["requests"], 3993);
+        rows.push((
+            "policy-simulator".to_string(),
+            policy,
+            pct(&v["l1_hit_rate"]),
+            pct(&v["l1_l2_hit_rate"]),
+        ));
+    }
+    // The V1 tree evicts what a request asks for (`requested`, as 0.5.14–0.5.16 run
+    // it); under the default release's `shortfall` it gives the 0.5.23 tree's figures.
+    for (config, name) in [
+        (&["tree=v1", "device_evict_amount=requested"][..], "V1 tree"),
+        (&["tree=unified_0_5_23"][..], "0.5.23 tree"),
+    ] {
+        let mut args = vec![
+            "--engine",
+            "hiradix",
+            "--page-size",
+            "512",
+            "--write-policy",
+            "write_through",
+        ];
+        for c in config {
+            args.extend(["--config", c]);
+        }
+        let m = &replay(&args)["metrics"];
+        assert_eq!(m["requests"], 3993);
+        let flags: Vec<String> = config.iter().map(|c| format!("--config {c}")).collect();
+        rows.push((
+            format!(
+                "hiradix, {name} (`{}`) (whole pages only, page-counted)",
+                flags.join(" ")
+            ),
+            "write_through",
+            pct(&m["device_page_hit_rate"]),
+            pct(&m["total_page_hit_rate"]),
+        ));
+    }
+    let mut table =
+        String::from("| engine | policy | L1 hit | L1+L2 hit |\n| --- | --- | --- | --- |\n");
+    for (engine, policy, l1, l2) in &rows {
+        table.push_str(&format!("| {engine} | `{policy}` | {l1} | {l2} |\n"));
+    }
+    print!("{table}");
+    let figures: Vec<(&str, &str)> = rows.iter().map(|r| (&*r.2, &*r.3)).collect();
+    // The tool's own figures (`policy_sim_synthetic` checks every counter), then the
+    // runtime engine's: the two trees differ on the device tier only.
+    assert_eq!(
+        figures,
+        [
+            ("31.20 %", "46.74 %"),
+            ("31.20 %", "52.70 %"),
+            ("32.64 %", "49.13 %"),
+            ("32.80 %", "49.13 %"),
+        ]
+    );
+    crate::support::check_doc(HIT_RATES_DOC.0, HIT_RATES_DOC.1, &table).unwrap();
+}

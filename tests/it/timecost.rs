@@ -2760,13 +2760,33 @@ fn hit_cost_sensitivity_over_the_corpus() {
 
 // ------------------------------------------------------------------ tokenizer sensitivity
 
+/// The docs page the tokenizer sensitivity is written to, and its two blocks' names:
+/// the table (in "The TokenizerManager") and the counts after the bench-corpus table.
+const TOKENIZER_DOC: (&str, &str, &str) = (
+    "docs/src/fidelity/time-costs.md",
+    "tokenizer sensitivity",
+    "tokenizer counts",
+);
+
+/// An error `simulated ÷ published − 1` in whole percent, signed ("+4 %", "−23 %").
+fn whole_pct(e: f64) -> String {
+    format!("{:+.0} %", e * 100.0).replace('-', "−")
+}
+
+/// "B10 L2 hit / cold, B19 L2 hit / recompute, 32 512 and …" for rows of [`corpus_ratios`].
+fn ratio_names(rows: &[&(&str, &str, f64, f64)]) -> String {
+    let names: Vec<String> = rows.iter().map(|r| format!("B{} {}", r.0, r.1)).collect();
+    and_list(&names)
+}
+
 /// The corpus's 26 ratios with the TokenizerManager's encode (`runtime::frontend`) at
 /// the measured rates (the docs table), without it (every client sending token ids:
 /// the table before the encode was modelled), at 75 % and 125 % of the measured rates
 /// (the measurement's run-to-run spread on this 2-core machine was 5.8–7.2 µs per
-/// probe token at 32 512), and with #06 / #07's unnamed client taken to send text
-/// (`bench_serving`'s default). `cargo test --release --test it tokenizer_sensitivity
-/// -- --nocapture` prints the table.
+/// probe token at 32 512), and with B06 / B07's unnamed client taken to send text
+/// (`bench_serving`'s default). Writes the table and its counts to
+/// `docs/src/fidelity/time-costs.md` (`UPDATE_DOCS=1`; otherwise a block that differs
+/// fails, `support::check_doc`); `-- --nocapture` prints them.
 #[test]
 fn tokenizer_sensitivity_over_the_corpus() {
     let runs = [
@@ -2774,42 +2794,161 @@ fn tokenizer_sensitivity_over_the_corpus() {
         ("token ids", 0, false),
         ("75 %", 75, false),
         ("125 %", 125, false),
-        ("#06/#07 text", 100, true),
+        ("B06/B07 text", 100, true),
     ];
-    let all: Vec<_> = runs
-        .iter()
-        .map(|&(_, pct, unknown)| with_tokenizer(pct, unknown, corpus_ratios))
-        .collect();
-    let within = |sim: f64, p: f64| (sim / p - 1.0).abs() < 0.20;
-    println!(
-        "| # | ratio | published | {} |",
-        runs.map(|r| r.0).join(" | ")
+    // The five runs are independent (the settings are thread-local): one thread each.
+    let all: Vec<Vec<(&'static str, &'static str, f64, f64)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = runs
+            .iter()
+            .map(|&(_, pct, unknown)| s.spawn(move || with_tokenizer(pct, unknown, corpus_ratios)))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let (measured, ids, r75, r125) = (&all[0], &all[1], &all[2], &all[3]);
+    let within = |x: &(&str, &str, f64, f64)| within_20(x.2, x.3);
+
+    let mut table = format!(
+        "| # | ratio | published | {} |\n|---|---|---|{}\n",
+        runs.map(|r| r.0).join(" | "),
+        "---|".repeat(runs.len())
     );
-    println!("|---|---|---|{}", "---|".repeat(runs.len()));
-    for i in 0..all[0].len() {
-        let (e, what, p, _) = all[0][i];
+    for i in 0..measured.len() {
+        let (e, what, p, _) = measured[i];
         let cells: Vec<String> = all
             .iter()
             .map(|r| {
-                let s = r[i].3;
-                let mark = if within(s, p) { " ✓" } else { "" };
-                format!("{:+.0} %{mark}", (s / p - 1.0) * 100.0)
+                assert_eq!((r[i].0, r[i].1), (e, what));
+                let mark = if within(&r[i]) { " ✓" } else { "" };
+                format!("{}{mark}", whole_pct(r[i].3 / p - 1.0))
             })
             .collect();
-        println!("| {e} | {what} | {p} | {} |", cells.join(" | "));
+        table.push_str(&format!("| {e} | {what} | {p} | {} |\n", cells.join(" | ")));
     }
     let counts: Vec<usize> = all
         .iter()
-        .map(|r| r.iter().filter(|x| within(x.3, x.2)).count())
+        .map(|r| r.iter().filter(|x| within(x)).count())
         .collect();
-    println!("within 20 %: {counts:?}");
-    // The default, 16: #19 L2 and L3 and #10 come in (−66 → −5 %, −26 → −18 %,
+    // The ratios whose verdict the rate moves within ±25 % of the measured one.
+    let swung: Vec<usize> = (0..measured.len())
+        .filter(|&i| {
+            let v = [within(&r75[i]), within(&measured[i]), within(&r125[i])];
+            v.contains(&true) && v.contains(&false)
+        })
+        .collect();
+    let swings: Vec<String> = swung
+        .iter()
+        .map(|&i| {
+            let e: Vec<String> = [r75, measured, r125]
+                .iter()
+                .map(|r| whole_pct(r[i].3 / r[i].2 - 1.0))
+                .collect();
+            format!(
+                "B{} {} ({} at 75 / 100 / 125 %)",
+                measured[i].0,
+                measured[i].1,
+                e.join(" / ")
+            )
+        })
+        .collect();
+    table.push_str(&format!(
+        "\nWithin 20 %: {} of {} (the columns in order). Across ±25 % of the measured rates \
+         the verdict changes for {}.\n",
+        counts
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(" / "),
+        measured.len(),
+        and_list(&swings),
+    ));
+
+    // The counts after the bench-corpus table: what the encode brought in and took out.
+    let came_in: Vec<_> = measured
+        .iter()
+        .zip(ids)
+        .filter(|(m, t)| within(m) && !within(t))
+        .map(|(m, _)| m)
+        .collect();
+    let went_out: Vec<_> = measured
+        .iter()
+        .zip(ids)
+        .filter(|(m, t)| !within(m) && within(t))
+        .map(|(m, _)| m)
+        .collect();
+    let mut moved = format!("{} come in with it", ratio_names(&came_in));
+    if !went_out.is_empty() {
+        moved.push_str(&format!(", {} go out", ratio_names(&went_out)));
+    }
+    let (lo, hi) = (
+        counts[0].min(counts[2]).min(counts[3]),
+        counts[0].max(counts[2]).max(counts[3]),
+    );
+    let note = format!(
+        "The count of ratios within 20 % at other encode rates (\"The TokenizerManager\", \
+         below): {} of {} with token ids, before the TokenizerManager's encode was modelled \
+         ({moved}); {lo}–{hi} across ±25 % of the measured rate.\n",
+        counts[1],
+        measured.len(),
+    );
+    print!("{table}\n{note}");
+
+    // The default, 16: B19 L2 and L3 and B10 come in (−66 → −5 %, −26 → −18 %,
     // −74 → +4 %). Token ids everywhere: the 13 of the table before. 17 at 75 % of the
-    // rates (#04 Mooncake round 9 comes in: it swings −23 / +4 / +39 / +76 % at 0 / 75 /
+    // rates (B04 Mooncake round 9 comes in: it swings −23 / +4 / +39 / +76 % at 0 / 75 /
     // 100 / 125 %, its 80 round-9 prompts of ~20 K tokens queueing at the one
-    // tokenizer once Mooncake makes the GPU side fast), 15 at 125 % (#10 leaves,
-    // +21 %). #06 / #07 sending text: 15, #06 8K leaves (−2 → +74 %).
+    // tokenizer once Mooncake makes the GPU side fast), 15 at 125 % (B10 leaves,
+    // +21 %). B06 / B07 sending text: 15, B06 8K leaves (−2 → +74 %).
     assert_eq!(counts, [16, 13, 17, 15, 15]);
+    let key = |r: &(&'static str, &'static str, f64, f64)| (r.0, r.1);
+    assert_eq!(
+        came_in.iter().map(|r| key(r)).collect::<Vec<_>>(),
+        [
+            ("10", "L2 hit / cold"),
+            ("19", "L2 hit / recompute, 32 512"),
+            ("19", "L3 hit / recompute, 32 512"),
+        ]
+    );
+    assert!(went_out.is_empty());
+    assert_eq!(
+        swung.iter().map(|&i| key(&measured[i])).collect::<Vec<_>>(),
+        [("04", "+Mooncake 20 GB/s round 9"), ("10", "L2 hit / cold")]
+    );
+    crate::support::check_doc(TOKENIZER_DOC.0, TOKENIZER_DOC.1, &table).unwrap();
+    crate::support::check_doc(TOKENIZER_DOC.0, TOKENIZER_DOC.2, &note).unwrap();
+}
+
+/// The tokenizer sensitivity's block in the docs fails the check when a cell is edited
+/// by hand (a copy of the page with one error changed), and passes as written.
+#[test]
+fn a_hand_edited_tokenizer_sensitivity_cell_is_stale() {
+    let page = std::fs::read_to_string(crate::support::repo(TOKENIZER_DOC.0)).unwrap();
+    let begin = format!("<!-- BEGIN generated: {} -->\n", TOKENIZER_DOC.1);
+    let end = format!("<!-- END generated: {} -->", TOKENIZER_DOC.1);
+    let a = page.find(&begin).expect("the begin marker") + begin.len();
+    let b = a + page[a..].find(&end).expect("the end marker");
+    let block = &page[a..b];
+    // B04 Mooncake round 9's row, its "measured" cell changed.
+    let row = block
+        .lines()
+        .find(|l| l.starts_with("| 04 | +Mooncake"))
+        .expect("a B04 Mooncake row");
+    let edited = {
+        let mut cells: Vec<&str> = row.split(" | ").collect();
+        let c = format!("{}0", cells[3]);
+        cells[3] = &c;
+        cells.join(" | ")
+    };
+    assert_ne!(row, edited);
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("time-costs.md");
+    std::fs::write(&p, &page).unwrap();
+    let rel = p.to_str().unwrap();
+    assert!(crate::support::check_doc(rel, TOKENIZER_DOC.1, block).is_ok());
+    std::fs::write(&p, page.replacen(row, &edited, 1)).unwrap();
+    if std::env::var_os("UPDATE_DOCS").is_none() {
+        let e = crate::support::check_doc(rel, TOKENIZER_DOC.1, block).unwrap_err();
+        assert!(e.contains("stale or was edited by hand"), "{e}");
+    }
 }
 
 // ------------------------------------------------------------------ the docs table
