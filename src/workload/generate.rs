@@ -33,6 +33,16 @@ use crate::units::NS_PER_S;
 pub const MAX_REQUESTS: u64 = 100_000_000;
 /// Longest prompt segment (system prompt, user message, context, answer) in tokens.
 pub const MAX_SEGMENT_TOKENS: u32 = 10_000_000;
+
+/// The longest prompt a session may build (its system prompt, and every earlier turn's
+/// input and output before the last turn's): far above any model's context, and far
+/// below the u32 `input_length` a trace line holds (2^32 wrapped to a short prompt the
+/// reader then refused).
+pub const MAX_PROMPT_TOKENS: u64 = 100_000_000;
+
+/// The most distinct system prompts (each gets a drawn length up front: 2^32 of them
+/// was a 17 GB allocation).
+pub const MAX_SYSTEM_PROMPTS: u32 = 1_000_000;
 /// Session arrival rates that keep timestamps within u64 nanoseconds and apart.
 pub const MIN_RATE_PER_S: f64 = 1e-6;
 pub const MAX_RATE_PER_S: f64 = 1e9;
@@ -228,18 +238,35 @@ impl GeneratorConfig {
             Ok(())
         };
         range("system_prompts.tokens", &self.system_prompts.tokens)?;
+        if self.system_prompts.count > MAX_SYSTEM_PROMPTS {
+            return Err(gerr(
+                "system_prompts.count",
+                format!(
+                    "{} is more than {MAX_SYSTEM_PROMPTS} distinct system prompts",
+                    self.system_prompts.count
+                ),
+            ));
+        }
+        let system = u64::from(self.system_prompts.tokens.max);
         for (i, s) in self.sessions.iter().enumerate() {
             let f = |k: &str| format!("sessions[{i}].{k}");
-            match s {
+            // The longest prompt the session can reach: the system prompt, the base and
+            // every earlier request's new tokens and output (u64: no wrap).
+            let longest = match s {
                 SessionKind::Chat {
+                    turns,
                     user_tokens,
                     output_tokens,
                     ..
                 } => {
                     range(&f("user_tokens"), user_tokens)?;
                     range(&f("output_tokens"), output_tokens)?;
+                    system
+                        + u64::from(turns.max)
+                            * (u64::from(user_tokens.max) + u64::from(output_tokens.max))
                 }
                 SessionKind::Agentic {
+                    loops,
                     context_tokens,
                     append_tokens,
                     output_tokens,
@@ -248,7 +275,19 @@ impl GeneratorConfig {
                     range(&f("context_tokens"), context_tokens)?;
                     range(&f("append_tokens"), append_tokens)?;
                     range(&f("output_tokens"), output_tokens)?;
+                    system
+                        + u64::from(context_tokens.max)
+                        + u64::from(loops.max)
+                            * (u64::from(append_tokens.max) + u64::from(output_tokens.max))
                 }
+            };
+            if longest > MAX_PROMPT_TOKENS {
+                return Err(gerr(
+                    &format!("sessions[{i}]"),
+                    format!(
+                        "a session's prompt can grow to {longest} tokens (its turns/loops times its new tokens and output, plus the system prompt): more than {MAX_PROMPT_TOKENS}; lower the turns or the token ranges"
+                    ),
+                ));
             }
         }
         let rate = match self.arrivals {

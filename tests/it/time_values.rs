@@ -84,3 +84,43 @@ fn a_bare_number_of_seconds_is_bounded() {
         .unwrap();
     exit2(&o, &["startup.post_load", "longer than 10000000 s"]);
 }
+
+/// `trace gen` refuses a configuration whose sessions could build a prompt past
+/// 100,000,000 tokens (2^32 wrapped `input_length` to a short prompt, and the trace's own
+/// reader refused the file) and more than 1,000,000 system prompts (2^32 − 1 of them was
+/// a 17 GB allocation and an abort), naming the field.
+#[test]
+fn trace_gen_sizes_are_bounded() {
+    let recipe: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string("traces/recipes/chat_agentic_mix.json").unwrap(),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let generate = |name: &str, cfg: &serde_json::Value| {
+        let f = dir.path().join(format!("{name}.json"));
+        std::fs::write(&f, cfg.to_string()).unwrap();
+        sim()
+            .args(["trace", "gen", "--config"])
+            .arg(&f)
+            .arg("-o")
+            .arg(dir.path().join(format!("{name}.jsonl")))
+            .output()
+            .unwrap()
+    };
+    let mut many = recipe.clone();
+    many["system_prompts"]["count"] = u32::MAX.into();
+    exit2(
+        &generate("many", &many),
+        &["system_prompts.count", "4294967295 is more than 1000000"],
+    );
+    // Agentic: 20,000 context + 10,000,000 loops × (600 + 300) tokens.
+    let mut long = recipe.clone();
+    long["sessions"][1]["loops"]["max"] = 10_000_000.into();
+    exit2(
+        &generate("long", &long),
+        &["sessions[1]", "can grow to 9000023000 tokens"],
+    );
+    // The recipe itself is well inside both.
+    let o = generate("ok", &recipe);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
