@@ -105,8 +105,10 @@ pub fn parse_bandwidth(s: &str) -> Result<f64, UnitError> {
         UnitError(format!("unknown bandwidth unit in `{s}`: expected a byte unit per second, e.g. `5GB/s`, `10GiB/s`"))
     })?;
     let bw = v * mult as f64;
-    if bw <= 0.0 {
-        return Err(UnitError(format!("`{s}` must be greater than 0")));
+    if !(bw > 0.0 && bw.is_finite()) {
+        return Err(UnitError(format!(
+            "`{s}` must be a finite rate greater than 0"
+        )));
     }
     Ok(bw)
 }
@@ -210,6 +212,10 @@ impl serde::Serialize for ByteSize {
 struct QtyVisitor<T> {
     from_str: fn(&str) -> Result<T, UnitError>,
     from_num: fn(f64) -> Result<T, UnitError>,
+    /// A whole number read exactly (byte counts past 2^53 lose bits through f64: a
+    /// captured `9223372036854775807` read back as another number); `None` goes through
+    /// `from_num`.
+    from_u64: Option<fn(u64) -> Result<T, UnitError>>,
     expecting: &'static str,
 }
 
@@ -222,7 +228,10 @@ impl<'de, T> serde::de::Visitor<'de> for QtyVisitor<T> {
         (self.from_str)(v).map_err(E::custom)
     }
     fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<T, E> {
-        (self.from_num)(v as f64).map_err(E::custom)
+        match self.from_u64 {
+            Some(f) => f(v).map_err(E::custom),
+            None => (self.from_num)(v as f64).map_err(E::custom),
+        }
     }
     fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<T, E> {
         (self.from_num)(v as f64).map_err(E::custom)
@@ -237,6 +246,12 @@ fn bytes_from_num(v: f64) -> Result<u64, UnitError> {
         Err(UnitError(format!(
             "{v} is negative: a size must be at least 0"
         )))
+    } else if v.is_nan() || v >= u64::MAX as f64 {
+        // 1e308 saturated to 16 EiB without a word.
+        Err(UnitError(format!(
+            "{} bytes is more than a 64-bit count holds (16 EiB)",
+            fmt_num(v)
+        )))
     } else {
         Ok(v.round() as u64)
     }
@@ -247,6 +262,7 @@ impl<'de> serde::Deserialize<'de> for ByteSize {
         d.deserialize_any(QtyVisitor {
             from_str: parse_bytes,
             from_num: bytes_from_num,
+            from_u64: Some(Ok),
             expecting: "a byte size such as `880GB`, `135GiB` or 44928",
         })
         .map(ByteSize)
@@ -268,12 +284,16 @@ impl<'de> serde::Deserialize<'de> for Bandwidth {
         d.deserialize_any(QtyVisitor {
             from_str: parse_bandwidth,
             from_num: |v| {
-                if v > 0.0 {
+                if v > 0.0 && v.is_finite() {
                     Ok(v)
                 } else {
-                    Err(UnitError(format!("{v} must be greater than 0")))
+                    Err(UnitError(format!(
+                        "{} must be a finite rate greater than 0",
+                        fmt_num(v)
+                    )))
                 }
             },
+            from_u64: None,
             expecting: "a bandwidth such as `5GB/s` or a number of bytes per second",
         })
         .map(Bandwidth)
@@ -297,6 +317,7 @@ impl<'de> serde::Deserialize<'de> for Duration {
             // A bare number is seconds, under the same bounds as `20s` (1e300 would
             // have saturated the clock).
             from_num: secs_to_ns,
+            from_u64: None,
             expecting: "a duration such as `20s`, `150ms` or a number of seconds",
         })
         .map(Duration)
@@ -339,6 +360,7 @@ pub fn duration_with_unit<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Dura
                 "{v} has no unit: write one (`{v}ns`, `{v}us`): a bare number would be seconds"
             )))
         },
+        from_u64: None,
         expecting: "a duration with its unit, such as `6756ns` or `4us`",
     })
     .map(Duration)
@@ -347,6 +369,34 @@ pub fn duration_with_unit<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Dura
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    /// A whole number of bytes reads back exactly past 2^53 (cgroup v1's "no limit",
+    /// i64::MAX, captured and read again), and a number past 16 EiB is refused, not
+    /// saturated.
+    fn byte_counts_are_exact_and_bounded() {
+        let b: ByteSize = serde_json::from_str("9223372036854775807").unwrap();
+        assert_eq!(b, ByteSize(i64::MAX as u64));
+        let b: ByteSize = serde_json::from_str("9007199254740993").unwrap();
+        assert_eq!(b, ByteSize((1 << 53) + 1));
+        let e = serde_json::from_str::<ByteSize>("1e308")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("1e308 bytes is more than a 64-bit count holds"),
+            "{e}"
+        );
+        let e = serde_json::from_str::<Bandwidth>("1e309")
+            .unwrap_err()
+            .to_string();
+        assert!(!e.is_empty());
+        assert!(
+            parse_bandwidth("1e300GB/s")
+                .unwrap_err()
+                .0
+                .contains("finite")
+        );
+    }
 
     #[test]
     fn bytes_parse_exact() {

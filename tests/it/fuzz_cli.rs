@@ -430,3 +430,226 @@ proptest! {
         check(&o, &|e| has_file_line(e, "s.yaml") || e.contains("--"), &format!("plan on\n{text}"))?;
     }
 }
+
+// ---- config.json mutants, time keys, capture trees ----
+
+/// JSON values a broken or hostile config.json holds where a number belongs.
+const JSON_HOSTILE: &[&str] = &[
+    "\"8\"",
+    "-1",
+    "0",
+    "1.5",
+    "4294967296",
+    "4294967295",
+    "18446744073709551615",
+    "1e308",
+    "null",
+    "[]",
+    "{}",
+    "true",
+    "\"abc\"",
+    "[1, 2, \"x\"]",
+];
+
+/// Keys of a config.json the sizing reads (dimensions, counts, layer lists, the
+/// quantisation).
+const CONFIG_KEYS: &[&str] = &[
+    "num_hidden_layers",
+    "hidden_size",
+    "intermediate_size",
+    "moe_intermediate_size",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "kv_lora_rank",
+    "qk_rope_head_dim",
+    "index_head_dim",
+    "vocab_size",
+    "n_routed_experts",
+    "num_experts",
+    "num_experts_per_tok",
+    "num_nextn_predict_layers",
+    "sliding_window",
+    "layer_types",
+    "compress_ratios",
+    "quantization_config",
+    "architectures",
+    "text_config",
+    "torch_dtype",
+];
+
+/// Catalogue models of every attention kind the sizing reads: dense GQA, MLA + DSA,
+/// hybrid linear attention (Qwen3.5, Nemotron-H), sliding window (gpt-oss, Gemma 4),
+/// DeepSeek-V4, an NVFP4 checkpoint.
+const CONFIG_MODELS: &[&str] = &[
+    "meta-llama/Meta-Llama-3.1-8B",
+    "deepseek-ai/DeepSeek-V3.2",
+    "Qwen/Qwen3.5-122B-A10B",
+    "google/gemma-4-26B-A4B",
+    "nvidia/Nemotron-H-56B-Base-8K",
+    "openai/gpt-oss-120b",
+    "deepseek-ai/DeepSeek-V4-Flash",
+    "nvidia/DeepSeek-V3.2-NVFP4",
+];
+
+/// With `FUZZ_TALLY=FILE`, one line per run (`property exit-code`) is appended to FILE:
+/// the exit codes of a campaign, for its report.
+fn tally(property: &str, o: &Output) {
+    if let Some(f) = std::env::var_os("FUZZ_TALLY") {
+        use std::io::Write;
+        if let Ok(mut w) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(f)
+        {
+            let code = o.status.code();
+            // An exit 3 (an I/O failure) with the first words of its message.
+            let why = match code {
+                Some(3) => String::from_utf8_lossy(&o.stderr)
+                    .chars()
+                    .take(160)
+                    .collect(),
+                _ => String::new(),
+            };
+            let _ = writeln!(w, "{property} {code:?} {why}");
+        }
+    }
+}
+
+fn catalogue_config(id: &str) -> serde_json::Value {
+    static C: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    let c = C.get_or_init(|| {
+        serde_json::from_str(include_str!("../../src/model/catalogue.json")).unwrap()
+    });
+    c["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["hf_id"] == id)
+        .unwrap_or_else(|| panic!("{id} not in the catalogue"))["config"]
+        .clone()
+}
+
+/// Time and rate keys of the replay, with values a hostile user writes.
+const TIME_KEYS: &[&str] = &[
+    "tokenize_per_token",
+    "prefill_tokens_per_s",
+    "decode_tokens_per_s",
+    "bandwidth_efficiency",
+    "h2d_run_overhead",
+    "d2h_run_overhead",
+    "storage_latency",
+    "prefetch_timeout_base",
+    "prefetch_timeout_max",
+    "scheduler_idle_poll",
+    "storage_read_bandwidth",
+    "h2d_bandwidth",
+];
+const TIME_VALUES: &[&str] = &[
+    "6756",
+    "6756ns",
+    "1e300",
+    "1e-300",
+    "-1",
+    "0",
+    "1e30s",
+    "999999h",
+    ".nan",
+    "x",
+    "4GB/s",
+    "1e300GB/s",
+    "0.5",
+    "2ms",
+];
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// A catalogue model's config.json with one key set to a hostile value, sized by
+    /// `startup`: exit 0–3 within 2 GiB, never a panic; an exit 2 names the config file
+    /// or the scenario.
+    #[test]
+    fn config_json_mutants(m in 0usize..CONFIG_MODELS.len(), k in 0usize..CONFIG_KEYS.len(), v in 0usize..JSON_HOSTILE.len(), text_config in any::<bool>()) {
+        let d = workdir();
+        let mut cfg = catalogue_config(CONFIG_MODELS[m]);
+        let value: serde_json::Value = serde_json::from_str(JSON_HOSTILE[v]).unwrap();
+        // The key in the text config when the model has one (and asked), else the root.
+        match cfg.get_mut("text_config").filter(|t| text_config && t.is_object()) {
+            Some(t) => t[CONFIG_KEYS[k]] = value,
+            None => cfg[CONFIG_KEYS[k]] = value,
+        }
+        std::fs::create_dir_all(d.path().join("cfg")).unwrap();
+        std::fs::write(d.path().join("cfg/config.json"), cfg.to_string()).unwrap();
+        std::fs::write(
+            d.path().join("s.yaml"),
+            "name: \"fuzz\"\nnode: hgx-h200\nmodel: {config: cfg/config.json}\nserver: {tp_size: 8}\n",
+        )
+        .unwrap();
+        let o = run_limited(&["startup", "s.yaml", "--format", "json"], d.path());
+        tally("config_json_mutants", &o);
+        check(
+            &o,
+            &|e| e.contains("config.json") || has_file_line(e, "s.yaml"),
+            &format!("{} with {} = {}", CONFIG_MODELS[m], CONFIG_KEYS[k], JSON_HOSTILE[v]),
+        )?;
+    }
+
+    /// A timed replay with one time or rate key set to a hostile value: exit 0–3, an
+    /// exit 2 names `--config`; a replay that runs ends (the clock never overflows into
+    /// a panic).
+    #[test]
+    fn hostile_time_keys(k in 0usize..TIME_KEYS.len(), v in 0usize..TIME_VALUES.len()) {
+        let d = workdir();
+        let kv = format!("{}={}", TIME_KEYS[k], TIME_VALUES[v]);
+        let o = run_limited(
+            &["replay", "--trace", "t.jsonl", "--timing", "on", "--l1-pages", "4", "--config", &kv],
+            d.path(),
+        );
+        tally("hostile_time_keys", &o);
+        check(&o, &|e| e.contains("--config"), &format!("replay --config {kv}"))?;
+    }
+
+    /// `capture` of a procfs and cgroup v2 tree whose files hold hostile values: exit
+    /// 0–3 within 2 GiB; an exit 2 names the file it could not read as SGLang would.
+    #[test]
+    fn capture_of_hostile_trees(file in 0usize..6, v in 0usize..HOSTILE.len()) {
+        let d = workdir();
+        let root = d.path();
+        let put = |rel: &str, text: &str| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        let g = 1u64 << 30;
+        put("proc/meminfo", &format!(
+            "MemTotal: {} kB\nMemFree: {} kB\nMemAvailable: {} kB\nActive(file): {} kB\nInactive(file): {} kB\n",
+            1000 * g / 1024, 700 * g / 1024, 900 * g / 1024, 40 * g / 1024, 100 * g / 1024
+        ));
+        put("proc/self/cgroup", "0::/job\n");
+        put("proc/self/mountinfo", &format!(
+            "30 23 0:26 / {} rw,nosuid - cgroup2 cgroup2 rw\n",
+            root.join("cg").display()
+        ));
+        put("cg/memory.stat", "anon 1\n");
+        put("cg/job/memory.max", &format!("{}\n", 900 * g));
+        put("cg/job/memory.current", &format!("{}\n", 10 * g));
+        put("cg/job/memory.min", "0\n");
+        put("cg/job/memory.stat", "anon 1000\nfile 0\nshmem 0\nactive_file 0\ninactive_file 0\nfile_dirty 0\nfile_writeback 0\n");
+        // One file holds the hostile value.
+        let (rel, text) = match file {
+            0 => ("proc/meminfo", format!("MemTotal: {} kB\nMemAvailable: {} kB\n", HOSTILE[v], HOSTILE[v])),
+            1 => ("cg/job/memory.max", format!("{}\n", HOSTILE[v])),
+            2 => ("cg/job/memory.current", format!("{}\n", HOSTILE[v])),
+            3 => ("cg/job/memory.stat", format!("anon {}\nactive_file {}\n", HOSTILE[v], HOSTILE[v])),
+            4 => ("proc/self/cgroup", format!("0::{}\n", HOSTILE[v])),
+            _ => ("cg/job/memory.min", format!("{}\n", HOSTILE[v])),
+        };
+        put(rel, &text);
+        let o = run_limited(
+            &["capture", "--proc-root", root.join("proc").to_str().unwrap(), "--node", "gb300", "--nvidia-smi", "none"],
+            root,
+        );
+        tally("capture_of_hostile_trees", &o);
+        check(&o, &|e| e.contains("proc") || e.contains("cg/") || e.contains("memory."), &format!("capture with {rel} = {:?}", HOSTILE[v]))?;
+    }
+}
