@@ -13,6 +13,7 @@ pub mod check_cmd;
 mod debug_cmd;
 pub mod plan_cmd;
 mod presets_cmd;
+mod progress;
 mod replay_cmd;
 pub mod sglang_arg;
 pub mod startup_cmd;

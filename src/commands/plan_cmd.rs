@@ -9,61 +9,6 @@ use crate::plan::{self, PlanOptions};
 /// Runs per probe from which a plan announces itself and shows progress.
 const LONG_RUNS: u64 = 100_000;
 
-/// The progress of a long plan on stderr, until dropped.
-struct Progress {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Progress {
-    fn start(runs: u64) -> Progress {
-        use std::io::IsTerminal;
-        use std::sync::atomic::Ordering;
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = std::sync::Arc::clone(&stop);
-        let tty = std::io::stderr().is_terminal();
-        let thread = std::thread::spawn(move || {
-            let t0 = std::time::Instant::now();
-            let bar = if tty {
-                indicatif::ProgressBar::new_spinner()
-            } else {
-                indicatif::ProgressBar::hidden()
-            };
-            let mut last_line = t0;
-            while !flag.load(Ordering::Relaxed) {
-                std::thread::sleep(std::time::Duration::from_millis(200));
-                let n = crate::plan::probe::PROBES_DONE.load(Ordering::Relaxed);
-                let msg = format!(
-                    "plan: {n} probes done ({} start-up runs), {:.0} s",
-                    n.saturating_mul(runs),
-                    t0.elapsed().as_secs_f64()
-                );
-                if tty {
-                    bar.set_message(msg);
-                    bar.tick();
-                } else if last_line.elapsed().as_secs() >= 30 {
-                    eprintln!("{msg}");
-                    last_line = std::time::Instant::now();
-                }
-            }
-            bar.finish_and_clear();
-        });
-        Progress {
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Progress {
-    fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 /// Every file `plan --out DIR` may write in DIR.
 const OUTPUT_NAMES: &[&str] = &[
     "plan.json",
@@ -119,7 +64,15 @@ pub fn plan(a: PlanArgs) -> CmdResult {
             releases.len()
         );
     }
-    let _progress = (runs >= LONG_RUNS).then(|| Progress::start(runs));
+    let _progress = (runs >= LONG_RUNS).then(|| {
+        super::progress::Progress::start(move |secs| {
+            let n = crate::plan::probe::PROBES_DONE.load(std::sync::atomic::Ordering::Relaxed);
+            format!(
+                "plan: {n} probes done ({} start-up runs), {secs:.0} s",
+                n.saturating_mul(runs)
+            )
+        })
+    });
     crate::workload::read::enable_sharing();
     let opts = PlanOptions {
         target: a.target_start,

@@ -22,6 +22,9 @@ pub fn plan_for(s: &Scenario) -> Result<StartupPlan, InputError> {
     StartupPlan::new(s).map_err(|e| s.provenance.input_error(&s.source, e))
 }
 
+/// Runs from which `startup` announces itself and shows progress.
+const LONG_RUNS: u64 = 1_000_000;
+
 /// `runs` start-ups of `plan` (checked: 1 ..= [`MAX_RUNS`]) on `jobs` threads (clamped
 /// to the cores; the result is the same for any count).
 fn monte_carlo(
@@ -37,6 +40,18 @@ fn monte_carlo(
         )
         .into());
     }
+    // A long Monte Carlo says so and shows its progress (a run of 10^9 start-ups takes
+    // tens of minutes).
+    let _progress = (runs >= LONG_RUNS).then(|| {
+        eprintln!("note: {runs} start-up runs: this takes a while; progress on stderr");
+        super::progress::Progress::start(move |secs| {
+            let n = startup::montecarlo::RUNS_DONE.load(std::sync::atomic::Ordering::Relaxed);
+            format!(
+                "startup: {n} of {runs} runs ({:.1} %), {secs:.0} s",
+                100.0 * n as f64 / runs as f64
+            )
+        })
+    });
     Ok(match jobs {
         Some(j) => rayon::ThreadPoolBuilder::new()
             .num_threads(super::clamp_jobs(Some(j)))

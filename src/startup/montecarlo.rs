@@ -277,6 +277,10 @@ impl Tally {
 }
 
 /// Runs `runs` start-ups of `plan` under `seed` on the current rayon pool.
+/// Start-up runs finished in this process (counted by chunk): what the progress line of
+/// a long `startup --runs N` reads.
+pub static RUNS_DONE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 pub fn run(plan: &StartupPlan, seed: u64, runs: u64) -> MonteCarlo {
     let runs = runs.max(1);
     let mut scratch = Scratch::default();
@@ -305,6 +309,7 @@ pub fn run(plan: &StartupPlan, seed: u64, runs: u64) -> MonteCarlo {
                 simulate(plan, &mut rng, &mut scratch);
                 t.add(&scratch.results);
             }
+            RUNS_DONE.fetch_add(b - a, std::sync::atomic::Ordering::Relaxed);
             t
         })
         .reduce(Tally::default, |mut x, y| {

@@ -124,3 +124,28 @@ fn trace_gen_sizes_are_bounded() {
     let o = generate("ok", &recipe);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// A start-up Monte Carlo of a million runs or more announces itself on stderr (a line
+/// every 30 s follows while it runs, off a terminal), so `--runs 1e9` is not 30 silent
+/// minutes; its result is the same as without the note.
+#[test]
+fn a_long_monte_carlo_says_so() {
+    let o = sim()
+        .args([
+            "startup",
+            "scenarios/gb300-glm52-135g.yaml",
+            "--sglang",
+            "0.5.21",
+            "--runs",
+            "1000000",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("note: 1000000 start-up runs: this takes a while; progress on stderr"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
