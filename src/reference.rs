@@ -14,6 +14,22 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
+/// Prose from a help text as the book shows it: `--flag` outside code spans escaped, so
+/// the book's smart punctuation does not turn it into an en dash (`–hicache-size`).
+fn prose(s: &str) -> String {
+    s.split('`')
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 0 {
+                part.replace("--", "\\-\\-")
+            } else {
+                part.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("`")
+}
+
 /// One argument's name as a user types it: `--headroom <GB>`, `-o, --out <DIR>`, `FILE`.
 fn arg_name(a: &clap::Arg) -> String {
     let values: Vec<String> = a
@@ -71,7 +87,7 @@ fn arg_values(a: &clap::Arg) -> String {
 fn command_section(out: &mut String, path: &str, c: &clap::Command) {
     let _ = writeln!(out, "## `{path}`\n");
     if let Some(about) = c.get_long_about().or(c.get_about()) {
-        let _ = writeln!(out, "{}\n", about.to_string().trim());
+        let _ = writeln!(out, "{}\n", prose(about.to_string().trim()));
     }
     let args: Vec<&clap::Arg> = c
         .get_arguments()
@@ -90,7 +106,7 @@ fn command_section(out: &mut String, path: &str, c: &clap::Command) {
                 "| `{}` | {} | {} |",
                 cell(&arg_name(a)),
                 cell(&arg_values(a)),
-                cell(help.trim())
+                cell(&prose(help.trim()))
             );
         }
         out.push('\n');
