@@ -7,8 +7,6 @@
 
 use std::fmt::Write;
 
-use serde_json::Value;
-
 /// Markdown-safe table cell: pipes escaped, newlines folded.
 fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
@@ -140,22 +138,6 @@ pub fn versions_markdown() -> String {
     )
 }
 
-fn walk(out: &mut Vec<(String, String)>, prefix: &str, v: &Value) {
-    match v {
-        Value::Object(m) if !m.is_empty() => {
-            for (k, x) in m {
-                let p = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                walk(out, &p, x);
-            }
-        }
-        _ => out.push((prefix.to_string(), v.to_string())),
-    }
-}
-
 /// Every key of a scenario's `server:`, `memory:` and `startup:` sections and of
 /// `runtime.replay:`, with the value it takes when the scenario does not set it (as the
 /// scenario's types serialize it: `null` = unset, SGLang's default or the release's
@@ -182,8 +164,8 @@ pub fn scenario_keys_markdown() -> String {
             }),
         );
     }
-    let mut keys = Vec::new();
-    walk(&mut keys, "", &v);
+    let mut keys = std::collections::BTreeMap::new();
+    crate::scenario::load::flatten(&v, "", &mut keys);
     let mut out = String::from("| key | when not set |\n|---|---|\n");
     for (k, d) in keys {
         let _ = writeln!(out, "| `{}` | `{}` |", cell(&k), cell(&d));

@@ -361,7 +361,7 @@ fn provenance(
     model_files: &std::collections::BTreeSet<PathBuf>,
 ) -> Result<(BTreeMap<String, String>, Vec<PathBuf>), CommandError> {
     let mut m = BTreeMap::new();
-    flatten(base, "", &mut m);
+    crate::scenario::load::flatten(base, "", &mut m);
     m.insert(
         "hicache_sim_version".into(),
         env!("CARGO_PKG_VERSION").into(),
@@ -415,24 +415,6 @@ fn provenance(
         paths.push(PathBuf::from(path));
     }
     Ok((m, paths))
-}
-
-fn flatten(v: &Value, prefix: &str, out: &mut BTreeMap<String, String>) {
-    match v {
-        Value::Object(o) if !o.is_empty() => {
-            for (k, x) in o {
-                let key = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                flatten(x, &key, out);
-            }
-        }
-        _ => {
-            out.insert(prefix.to_string(), v.to_string());
-        }
-    }
 }
 
 /// Drops `runtime.replay` keys that neither the file nor this point's axes set, so the

@@ -81,7 +81,9 @@ pub struct ServerArgs {
     /// `--max-running-requests`.
     pub max_running_requests: Option<u32>,
     /// `--chunked-prefill-size` (SGLang's `int`: `-1`, or any value ≤ 0, disables
-    /// chunked prefill).
+    /// chunked prefill, as `model_executor/pool_configurator.py` reads it,
+    /// `chunked_prefill_size is None or chunked_prefill_size <= 0`; the flag's type in
+    /// every release 0.5.14–0.5.23, `src/flags/sglang_flags.json`).
     pub chunked_prefill_size: Option<i64>,
     /// `--max-prefill-tokens`.
     pub max_prefill_tokens: u32,

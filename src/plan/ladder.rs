@@ -66,6 +66,8 @@ pub struct Ladder {
     pub frontier_gb: u64,
     /// The release whose rules the replays use.
     pub sglang: Sglang,
+    /// The write policy the ladder's sizes are replayed with (the scenario's own).
+    pub write_policy: crate::domain::WritePolicy,
     pub points: Vec<LadderPoint>,
     /// The smallest step size from which every further step gains less than
     /// [`STOPS_PAYING_PER_10GB`] per 10 GB (`None`: still paying at the top).
@@ -246,6 +248,7 @@ pub fn run(
         planned_gb,
         frontier_gb,
         sglang: s.version,
+        write_policy: s.server.hicache_write_policy,
         points,
         stops_paying_gb,
         policies,

@@ -80,8 +80,8 @@ pub struct ReleasePlan {
     /// headroom used by other processes (equal to `size` at `--headroom 0`): what the
     /// plan recommends. Its `next` is the next step up, probed without the headroom used.
     pub with_headroom: Option<Frontier<u64>>,
-    /// P(start) of `with_headroom`'s next step with the headroom used (`None` at
-    /// `--headroom 0`).
+    /// P(start) of `with_headroom`'s next step with the headroom used (at `--headroom 0`
+    /// its `next` probe's own).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub headroom_next_probability: Option<f64>,
     pub ratio: Option<Frontier<RatioPick>>,
@@ -205,7 +205,10 @@ pub fn plan_release(
                 None => (None, None),
             }
         }
-        _ => (size.clone(), None),
+        _ => (
+            size.clone(),
+            size.as_ref().map(|f| f.next.start_probability),
+        ),
     };
     let sensitivity = match &with_headroom {
         Some(f) => sensitivity::probes(prober, &s, f.value, target)?,

@@ -73,19 +73,17 @@ pub fn recommend(
         .first()
         .and_then(|p| p.with_headroom.as_ref().map(|f| f.value));
     let frontier_gb = valid.first().and_then(|p| p.size.as_ref().map(|f| f.value));
-    // The next step up: its P(start) as planned is the frontier's `next` probe when the
-    // recommendation is the frontier, else the headroom search's `next` (probed without
-    // the headroom); with the headroom used it fails by construction.
+    // The next step up: its P(start) as planned is the `next` probe of the recommended
+    // size's search (probed without the headroom); with the headroom used it fails by
+    // construction (the plan keeps that probe's figure).
     let next_step = valid.first().and_then(|p| {
         let h = p.with_headroom.as_ref()?;
         Some(NextStep {
             size_gb: h.next_value,
             start_probability: h.next.start_probability,
-            start_probability_with_headroom: if headroom == 0 {
-                h.next.start_probability
-            } else {
-                p.headroom_next_probability.unwrap_or(0.0)
-            },
+            start_probability_with_headroom: p
+                .headroom_next_probability
+                .unwrap_or(h.next.start_probability),
             margin_bytes: h.next.margin_bytes,
             binding_pool: h.next.binding_pool,
         })

@@ -101,14 +101,11 @@ impl PlanFigure {
             gains,
             planned_gb: l.planned_gb as f64,
             frontier_gb: l.frontier_gb as f64,
-            ladder_policy: l
-                .policies
-                .first()
-                .map_or(String::new(), |x| x.policy.to_string()),
+            ladder_policy: l.write_policy.to_string(),
             recommended_policy: l
                 .policies
                 .iter()
-                .skip(1)
+                .filter(|x| x.policy != l.write_policy)
                 .find(|x| x.error.is_none() && x.policy == p.recommendation.write_policy)
                 .map(|x| (x.policy.to_string(), pc(x.hit_rate_total))),
             primary: l.sglang.to_string(),

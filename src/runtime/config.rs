@@ -829,24 +829,19 @@ impl ReplayConfig {
             );
         }
         if self.measurement.timing == Timing::On {
-            let rate = |x: f64| (1e-3..=1e12).contains(&x);
-            if !rate(self.scheduler.prefill_tokens_per_s) {
-                return bad(
-                    "prefill_tokens_per_s",
-                    format!(
-                        "{} must be from 0.001 to 1e12 tokens/s",
-                        crate::units::fmt_num(self.scheduler.prefill_tokens_per_s)
-                    ),
-                );
-            }
-            if !rate(self.scheduler.decode_tokens_per_s) {
-                return bad(
-                    "decode_tokens_per_s",
-                    format!(
-                        "{} must be from 0.001 to 1e12 tokens/s",
-                        crate::units::fmt_num(self.scheduler.decode_tokens_per_s)
-                    ),
-                );
+            for (field, rate) in [
+                ("prefill_tokens_per_s", self.scheduler.prefill_tokens_per_s),
+                ("decode_tokens_per_s", self.scheduler.decode_tokens_per_s),
+            ] {
+                if !(1e-3..=1e12).contains(&rate) {
+                    return bad(
+                        field,
+                        format!(
+                            "{} must be from 0.001 to 1e12 tokens/s",
+                            crate::units::fmt_num(rate)
+                        ),
+                    );
+                }
             }
             if self.scheduler.max_running_requests == 0 {
                 return bad("max_running_requests", "must be at least 1".into());

@@ -543,6 +543,26 @@ pub enum SetPathError {
     NotAMapping(String),
 }
 
+/// The leaves of a value tree by dotted path (`server.hicache_size` → `135`), each as
+/// its JSON text: the inverse of [`set_path`], for fingerprints and key listings.
+pub fn flatten(v: &Value, prefix: &str, out: &mut std::collections::BTreeMap<String, String>) {
+    match v {
+        Value::Object(o) if !o.is_empty() => {
+            for (k, x) in o {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(x, &key, out);
+            }
+        }
+        _ => {
+            out.insert(prefix.to_string(), v.to_string());
+        }
+    }
+}
+
 /// Sets `a.b.c` in a value tree, creating maps on the way.
 pub fn set_path(root: &mut Value, path: &str, v: Value) -> Result<(), SetPathError> {
     let mut cur = root;
