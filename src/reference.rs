@@ -143,29 +143,7 @@ pub fn versions_markdown() -> String {
 /// scenario's types serialize it: `null` = unset, SGLang's default or the release's
 /// applies). Read from a scenario that sets nothing but its node.
 pub fn scenario_keys_markdown() -> String {
-    let file = crate::scenario::schema::ScenarioFile::minimal("gb300");
-    let mut v = serde_json::to_value(&file).expect("a scenario serializes");
-    if let Some(o) = v.as_object_mut() {
-        for k in [
-            "name",
-            "description",
-            "node",
-            "model",
-            "sweep",
-            "unmodelled",
-        ] {
-            o.remove(k);
-        }
-        o.insert(
-            "runtime".into(),
-            serde_json::json!({
-                "replay": serde_json::to_value(crate::runtime::ReplayConfig::default())
-                    .expect("a replay config serializes")
-            }),
-        );
-    }
-    let mut keys = std::collections::BTreeMap::new();
-    crate::scenario::load::flatten(&v, "", &mut keys);
+    let keys = crate::scenario::schema::flattened_defaults();
     let mut out = String::from("| key | when not set |\n|---|---|\n");
     for (k, d) in keys {
         let _ = writeln!(out, "| `{}` | `{}` |", cell(&k), cell(&d));

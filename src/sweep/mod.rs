@@ -1,6 +1,7 @@
 //! Research sweeps: axes over any scenario field, their cartesian product with
 //! zipped groups and seed replicas ([`spec`], [`expand`]); parallel, deterministic
-//! execution with a per-row journal, resume and shards ([`run`]); merging shard CSVs
+//! execution with a per-row journal, resume (of an earlier build's journal too,
+//! [`upgrade`]) and shards ([`run`]); merging shard CSVs
 //! into exactly the unsharded file ([`merge`]).
 //!
 //! The per-point pipeline (start-up → host pool → replay → one row) is not here: it is
@@ -18,6 +19,7 @@ pub mod merge;
 pub mod row;
 pub mod run;
 pub mod shard;
+pub mod upgrade;
 
 pub use merge::{merge, merge_to};
 pub use row::{Row, value_cell};

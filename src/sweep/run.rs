@@ -57,6 +57,10 @@ pub struct RunOptions {
     /// The resolved base scenario, flattened, with trace content hashes
     /// ([`journal::Header::scenario`]): part of the fingerprint.
     pub scenario: std::collections::BTreeMap<String, String>,
+    /// Every scenario key at the value it takes when not set
+    /// ([`crate::scenario::schema::flattened_defaults`]): a journal of an earlier build
+    /// that lacks only such keys (and columns) is resumed ([`super::upgrade`]).
+    pub scenario_defaults: std::collections::BTreeMap<String, String>,
     /// What holds the output folder's lock (shown to a second run).
     pub holder: String,
     /// The run's inputs (what, path): an output file that is one of them is refused
@@ -77,6 +81,7 @@ impl RunOptions {
             plots: false,
             plot_files: Vec::new(),
             scenario: Default::default(),
+            scenario_defaults: Default::default(),
             holder: "hicache-sim sweep".into(),
             inputs: Vec::new(),
         }
@@ -316,20 +321,29 @@ pub fn run(
     }
     let mut journal = if resuming {
         let c = journal::read(&journal_path)?;
-        if c.header != jheader {
-            return Err(SweepError::Mismatch {
-                path: journal_path.clone(),
-                message: format!(
-                    "--resume refused: this journal belongs to a different sweep ({}); use another --out or run without --resume",
-                    header_difference(&c.header, &jheader)
-                ),
-            });
-        }
+        let upgrade = if c.header == jheader {
+            None
+        } else {
+            match super::upgrade::upgrade(&c.header, &jheader, &opts.scenario_defaults) {
+                Some(u) => Some(u),
+                None => {
+                    return Err(SweepError::Mismatch {
+                        path: journal_path.clone(),
+                        message: format!(
+                            "--resume refused: this journal belongs to a different sweep ({}); use another --out or run without --resume",
+                            header_difference(&c.header, &jheader)
+                        ),
+                    });
+                }
+            }
+        };
+        let old_cols = &c.header.columns;
+        let mut kept = Vec::new();
         for (i, e) in c.entries.into_iter().enumerate() {
             // The row must be the point's own: its index and axis values as this sweep
             // writes them (a hand-edited or spliced journal is refused, not trusted).
             let own = points.get(e.point).is_some_and(|p| {
-                e.row.len() == header.len()
+                e.row.len() == old_cols.len()
                     && e.row[0] == p.index.to_string()
                     && p.values
                         .iter()
@@ -337,7 +351,7 @@ pub fn run(
                         .all(|((_, v), cell)| value_cell(v) == *cell)
                     && e.row[1 + n_axes] == p.seed.to_string()
             });
-            if e.sum != journal::row_checksum(&fp, &e.row) {
+            if e.sum != journal::row_checksum(&c.header.fingerprint, &e.row) {
                 return Err(SweepError::Journal {
                     path: journal_path.clone(),
                     line: i + 2,
@@ -358,10 +372,41 @@ pub fn run(
                 });
             }
             if done[e.point].is_none() {
-                done[e.point] = Some(e.row);
+                let row = match &upgrade {
+                    Some(_) => super::upgrade::Upgrade::convert_row(old_cols, &header, &e.row),
+                    None => e.row,
+                };
+                done[e.point] = Some(row.clone());
+                kept.push(e.point);
             }
         }
-        Journal::reopen(&journal_path, c.intact_len)?
+        match upgrade {
+            None => Journal::reopen(&journal_path, c.intact_len)?,
+            Some(u) => {
+                // Written whole beside it, then moved over it: a crash leaves the old
+                // journal or the upgraded one, never a mix.
+                let tmp = journal_path.with_extension("jsonl.upgrade");
+                let mut j = Journal::create(&tmp, &jheader)?;
+                for &pi in &kept {
+                    let row = done[pi].clone().expect("kept rows are done");
+                    j.append(&Entry {
+                        point: pi,
+                        sum: journal::row_checksum(&fp, &row),
+                        row,
+                    })?;
+                }
+                drop(j);
+                std::fs::rename(&tmp, &journal_path)
+                    .map_err(|e| SweepError::io(&journal_path, e))?;
+                let len = std::fs::metadata(&journal_path)
+                    .map_err(|e| SweepError::io(&journal_path, e))?
+                    .len();
+                if !opts.quiet || !u.added_columns.is_empty() {
+                    eprintln!("{}", u.describe(kept.len()));
+                }
+                Journal::reopen(&journal_path, len)?
+            }
+        }
     } else {
         Journal::create(&journal_path, &jheader)?
     };

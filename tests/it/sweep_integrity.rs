@@ -215,3 +215,106 @@ fn dev_stdout_into_a_pipe_is_written() {
     ok(&o);
     assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 5);
 }
+
+/// The journal `o/results.journal.jsonl` rewritten as an earlier build would have written
+/// it: without the scenario key `drop_key` and the column `binding_pool`, keeping only its
+/// first `keep` rows, each re-summed under the header's fingerprint. The kept points.
+fn as_earlier_build(j: &std::path::Path, drop_key: &str, keep: usize) -> Vec<usize> {
+    use hicache_sim::sweep::journal::row_checksum;
+    let text = std::fs::read_to_string(j).unwrap();
+    let mut lines = text.lines();
+    let mut h: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    let fp = h["fingerprint"].as_str().unwrap().to_string();
+    let cols = h["columns"].as_array_mut().unwrap();
+    let bp = cols.iter().position(|c| c == "binding_pool").unwrap();
+    cols.remove(bp);
+    assert!(h["scenario"].as_object_mut().unwrap().remove(drop_key).is_some());
+    let mut out = vec![h.to_string()];
+    let mut kept = Vec::new();
+    for l in lines.take(keep) {
+        let mut e: serde_json::Value = serde_json::from_str(l).unwrap();
+        kept.push(e["point"].as_u64().unwrap() as usize);
+        let row = e["row"].as_array_mut().unwrap();
+        row.remove(bp);
+        let cells: Vec<String> = row.iter().map(|c| c.as_str().unwrap().to_string()).collect();
+        e["sum"] = serde_json::json!(row_checksum(&fp, &cells));
+        out.push(e.to_string());
+    }
+    std::fs::write(j, out.join("\n") + "\n").unwrap();
+    kept
+}
+
+/// A journal of an earlier build that lacked a key this build added at its default and
+/// the `binding_pool` column: `--resume` takes its rows (saying so, and that the added
+/// column is empty in them), computes the rest, and upgrades the journal so that the
+/// next `--resume` takes it as this build's own. Every other cell is the full run's.
+/// A key missing at a value other than its default is still refused, naming it.
+#[test]
+fn an_earlier_builds_journal_with_only_added_defaults_resumes() {
+    let d = trace_workdir();
+    std::fs::write(d.path().join("s.yaml"), SWEEP_SCENARIO).unwrap();
+    ok(&run(&["sweep", "s.yaml", "--out", "full", "--quiet"], d.path()));
+    ok(&run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path()));
+    let j = d.path().join("o/results.journal.jsonl");
+    let h: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&j).unwrap().lines().next().unwrap())
+            .unwrap();
+    let defaults = hicache_sim::scenario::schema::flattened_defaults();
+    let scen = h["scenario"].as_object().unwrap();
+    let defaulted = scen
+        .iter()
+        .find(|(k, v)| defaults.get(*k) == v.as_str().map(str::to_string).as_ref())
+        .map(|(k, _)| k.clone())
+        .expect("a key at its default");
+    let changed = scen
+        .iter()
+        .find(|(k, v)| {
+            defaults.contains_key(*k) && defaults.get(*k) != v.as_str().map(str::to_string).as_ref()
+        })
+        .map(|(k, _)| k.clone())
+        .expect("a key set away from its default");
+    let kept = as_earlier_build(&j, &defaulted, 2);
+    let o = run(&["sweep", "s.yaml", "--out", "o", "--quiet", "--resume"], d.path());
+    ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("resumed a journal written by an earlier build")
+            && err.contains(&defaulted)
+            && err.contains("binding_pool are empty in its 2 row(s)"),
+        "{err}"
+    );
+    let read = |p: &str| -> Vec<Vec<String>> {
+        let mut r = csv::Reader::from_path(d.path().join(p)).unwrap();
+        r.records().map(|x| x.unwrap().iter().map(str::to_string).collect()).collect()
+    };
+    let full = read("full/results.csv");
+    let resumed = read("o/results.csv");
+    let hdr = csv::Reader::from_path(d.path().join("full/results.csv"))
+        .unwrap()
+        .headers()
+        .unwrap()
+        .clone();
+    let bp = hdr.iter().position(|c| c == "binding_pool").unwrap();
+    assert_eq!(full.len(), 4);
+    for (i, (f, r)) in full.iter().zip(&resumed).enumerate() {
+        for (c, (a, b)) in f.iter().zip(r).enumerate() {
+            if c == bp && kept.contains(&i) {
+                assert_eq!(b, "", "row {i}: the added column is empty in a resumed row");
+                assert!(!a.is_empty());
+            } else {
+                assert_eq!(a, b, "row {i} column {}", &hdr[c]);
+            }
+        }
+    }
+    // upgraded: the next --resume is this build's own journal (no note, nothing computed)
+    let o = run(&["sweep", "s.yaml", "--out", "o", "--resume"], d.path());
+    ok(&o);
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("earlier build"));
+    assert_eq!(read("o/results.csv"), resumed);
+
+    // a key missing from the journal whose value here is not its default: refused
+    ok(&run(&["sweep", "s.yaml", "--out", "p", "--quiet"], d.path()));
+    as_earlier_build(&d.path().join("p/results.journal.jsonl"), &changed, 2);
+    let o = run(&["sweep", "s.yaml", "--out", "p", "--quiet", "--resume"], d.path());
+    exit2(&o, &["--resume refused", &changed, "(unset)"]);
+}
