@@ -361,6 +361,17 @@ pub fn run(
                     ),
                 });
             }
+            if !own && upgrade.is_some() {
+                // An earlier build's journal whose rows are not this sweep's points.
+                return Err(SweepError::Mismatch {
+                    path: journal_path.clone(),
+                    message: format!(
+                        "--resume refused: this journal belongs to a different sweep (its line {} holds point {} at other axis values or seed); use another --out or run without --resume",
+                        i + 2,
+                        e.point
+                    ),
+                });
+            }
             if !own {
                 return Err(SweepError::Journal {
                     path: journal_path.clone(),

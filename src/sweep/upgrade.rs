@@ -58,7 +58,8 @@ impl Upgrade {
 /// from `new` only by keys added at their default (`defaults`: the flattened
 /// [`crate::scenario::schema::flattened_defaults`]) and columns added (the point, axis,
 /// seed and error columns unchanged, every old column kept in order); `None` otherwise.
-/// An identical header is not an upgrade (`None`).
+/// An identical header, or one that differs only by its fingerprint (other points), is
+/// not an upgrade (`None`). The caller checks each row against its point.
 pub fn upgrade(old: &Header, new: &Header, defaults: &BTreeMap<String, String>) -> Option<Upgrade> {
     if old == new
         || old.hicache_sim_journal != new.hicache_sim_journal
@@ -106,6 +107,10 @@ pub fn upgrade(old: &Header, new: &Header, defaults: &BTreeMap<String, String>) 
         .filter(|c| !old.columns.contains(c))
         .cloned()
         .collect();
+    // Nothing added: the difference is elsewhere (the points), not an earlier build.
+    if added_keys.is_empty() && added_columns.is_empty() {
+        return None;
+    }
     Some(Upgrade {
         added_keys,
         added_columns,
@@ -194,6 +199,10 @@ mod tests {
             &[("server.page_size", "64")],
         );
         assert_eq!(upgrade(&old2, &new, &d), None);
+        // only the fingerprint (other axis values): not an upgrade
+        let mut other = old.clone();
+        other.fingerprint = "g".into();
+        assert_eq!(upgrade(&old, &other, &d), None);
         // other points or shard
         let mut new = header(
             &["point", "x", "seed", "a", "c", "error"],
