@@ -60,6 +60,11 @@ pub struct CostTable {
     attn: Vec<Vec<Vec<Option<f64>>>>,
     /// `decode.step_us[B][C]`.
     step: Vec<Vec<Option<f64>>>,
+    /// `attn` per plane as a [`Grid`] over (`attn_n`, `attn_p`), and the largest `n`
+    /// each plane covers; `step` as a [`Grid`] over (`decode_b`, `decode_c`).
+    attn_grid: Vec<Grid>,
+    attn_max_n: Vec<f64>,
+    step_grid: Grid,
     /// `checks.offgrid` rows as stored (kind, then the point, engine µs, table µs).
     pub offgrid: Vec<Vec<Value>>,
 }
@@ -136,7 +141,31 @@ fn parse_node(node: &str, text: &str) -> Vec<CostTable> {
                 .flatten()
                 .filter_map(|r| r.as_array().cloned())
                 .collect(),
+            attn_grid: Vec::new(),
+            attn_max_n: Vec::new(),
+            step_grid: Grid::default(),
         });
+    }
+    for t in &mut out {
+        t.attn_grid = t
+            .attn
+            .iter()
+            .map(|plane| Grid::new(&t.attn_n, &t.attn_p, plane))
+            .collect();
+        // Largest new-token count a plane covers (a row with a present cell).
+        t.attn_max_n = t
+            .attn
+            .iter()
+            .map(|plane| {
+                plane
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, row)| row.iter().any(Option::is_some))
+                    .map(|(j, _)| t.attn_n[j])
+                    .fold(0.0, f64::max)
+            })
+            .collect();
+        t.step_grid = Grid::new(&t.decode_b, &t.decode_c, &t.step);
     }
     out
 }
@@ -219,44 +248,98 @@ pub fn interp1(xs: &[f64], ys: &[f64], x: f64) -> f64 {
     ys[last]
 }
 
-/// `gen_cost_tables.py: interp_grid`: bilinear over a grid with missing cells, along
-/// `y` first (rows indexed by `xs`, columns by `ys`).
-pub fn interp_grid(xs: &[f64], ys: &[f64], grid: &[Vec<Option<f64>>], x: f64, y: f64) -> f64 {
-    let mut rx = Vec::new();
-    let mut ry = Vec::new();
-    for (i, row) in grid.iter().enumerate() {
-        let (mut px, mut py) = (Vec::new(), Vec::new());
-        for (j, v) in row.iter().enumerate() {
-            if let Some(v) = v {
-                px.push(ys[j]);
-                py.push(*v);
-            }
-        }
-        if !px.is_empty() {
-            rx.push(xs[i]);
-            ry.push(interp1(&px, &py, y));
+/// `interp1` over an indexed table: the same arithmetic as [`interp1`] (so the same
+/// bits), reading `x`/`y` through closures to avoid building slices.
+#[inline]
+fn interp1_by(len: usize, x_at: impl Fn(usize) -> f64, y_at: impl Fn(usize) -> f64, x: f64) -> f64 {
+    if len == 0 {
+        return 0.0;
+    }
+    if x <= x_at(0) {
+        return y_at(0);
+    }
+    let last = len - 1;
+    if x >= x_at(last) {
+        return y_at(last);
+    }
+    for i in 1..len {
+        let xi = x_at(i);
+        if x <= xi {
+            let x0 = x_at(i - 1);
+            let t = (x - x0) / (xi - x0);
+            let (y0, y1) = (y_at(i - 1), y_at(i));
+            return y0 + t * (y1 - y0);
         }
     }
-    interp1(&rx, &ry, x)
+    y_at(last)
 }
 
-impl CostTable {
-    /// Largest new-token count a plane of the attention grid covers.
-    fn plane_max_n(&self, plane: &[Vec<Option<f64>>]) -> f64 {
-        plane
+/// One row of a [`Grid`]: its `x` and its present cells (`y`, value).
+#[derive(Debug, Clone)]
+struct GridRow {
+    x: f64,
+    ys: Vec<f64>,
+    vals: Vec<f64>,
+}
+
+/// `gen_cost_tables.py: interp_grid`: bilinear over a grid with missing cells, along
+/// `y` first (rows indexed by `xs`, columns by `ys`). The missing cells are dropped
+/// once, when the table is read, so a lookup allocates nothing (it runs once per
+/// forward of the timed replay) and gives the same bits as interpolating every row.
+#[derive(Debug, Clone, Default)]
+pub struct Grid {
+    /// The rows with at least one present cell, in `xs` order.
+    rows: Vec<GridRow>,
+}
+
+impl Grid {
+    pub fn new(xs: &[f64], ys: &[f64], grid: &[Vec<Option<f64>>]) -> Grid {
+        let rows = grid
             .iter()
             .enumerate()
-            .filter(|(_, row)| row.iter().any(Option::is_some))
-            .map(|(j, _)| self.attn_n[j])
-            .fold(0.0, f64::max)
+            .filter_map(|(i, row)| {
+                let (cy, cv): (Vec<f64>, Vec<f64>) = row
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(j, v)| v.map(|v| (ys[j], v)))
+                    .unzip();
+                (!cy.is_empty()).then(|| GridRow {
+                    x: xs[i],
+                    ys: cy,
+                    vals: cv,
+                })
+            })
+            .collect();
+        Grid { rows }
     }
 
+    /// The value at (`x`, `y`).
+    pub fn at(&self, x: f64, y: f64) -> f64 {
+        let row = |i: usize| {
+            let r = &self.rows[i];
+            interp1_by(r.ys.len(), |j| r.ys[j], |j| r.vals[j], y)
+        };
+        interp1_by(self.rows.len(), |i| self.rows[i].x, row, x)
+    }
+}
+
+/// `gen_cost_tables.py: interp_grid` over a grid read as stored (for one-off lookups;
+/// the replay's lookups go through a [`Grid`] built once).
+pub fn interp_grid(xs: &[f64], ys: &[f64], grid: &[Vec<Option<f64>>], x: f64, y: f64) -> f64 {
+    Grid::new(xs, ys, grid).at(x, y)
+}
+
+/// Planes of the attention grid a table may hold: the per-batch-size lookups of one
+/// forward sit on the stack.
+const MAX_ATTN_PLANES: usize = 16;
+
+impl CostTable {
     /// Context-dependent time of one request of `n` new tokens over a cached prefix of
     /// `p` in a batch of `b`, µs (`prefill_from_table`'s inner loop). Above the largest
     /// profiled `n` the piece is split into consecutive sub-pieces whose prefix grows
     /// (causal attention: the sum is the whole piece's work).
     fn attn_us(&self, b: usize, n: f64, p: f64) -> f64 {
-        let top = self.plane_max_n(&self.attn[0]);
+        let top = self.attn_max_n.first().copied().unwrap_or(0.0);
         if top > 0.0 && n > top {
             let mut done = 0.0;
             let mut t = 0.0;
@@ -267,14 +350,16 @@ impl CostTable {
             }
             return t;
         }
-        let (mut xs, mut ys) = (Vec::new(), Vec::new());
-        for (i, bb) in self.attn_b.iter().enumerate() {
-            if n <= self.plane_max_n(&self.attn[i]) {
-                xs.push(bb.log2());
-                ys.push(interp_grid(&self.attn_n, &self.attn_p, &self.attn[i], n, p) / bb);
+        let (mut xs, mut ys) = ([0.0f64; MAX_ATTN_PLANES], [0.0f64; MAX_ATTN_PLANES]);
+        let mut k = 0;
+        for (i, bb) in self.attn_b.iter().enumerate().take(MAX_ATTN_PLANES) {
+            if n <= self.attn_max_n[i] {
+                xs[k] = bb.log2();
+                ys[k] = self.attn_grid[i].at(n, p) / bb;
+                k += 1;
             }
         }
-        interp1(&xs, &ys, (b as f64).log2())
+        interp1(&xs[..k], &ys[..k], (b as f64).log2())
     }
 
     /// One prefill forward of requests `(new tokens, cached prefix)`, µs:
@@ -295,19 +380,64 @@ impl CostTable {
     /// One decode step of `batch` requests at mean context `ctx`, µs (bilinear in
     /// (B, C), clamped; the SGLang Simulator's decode rule).
     pub fn decode_step_us(&self, batch: u64, ctx: u64) -> f64 {
-        interp_grid(
-            &self.decode_b,
-            &self.decode_c,
-            &self.step,
-            batch as f64,
-            ctx as f64,
-        )
+        self.step_grid.at(batch as f64, ctx as f64)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every bundled table's attention planes fit the stack buffer of a lookup (a plane
+    /// past it would be dropped from the interpolation).
+    #[test]
+    fn attention_planes_fit_the_lookup() {
+        for t in tables() {
+            assert!(t.attn_b.len() <= MAX_ATTN_PLANES, "{} {}", t.node, t.model);
+            assert_eq!(t.attn_grid.len(), t.attn.len());
+        }
+    }
+
+    /// A compacted grid gives the bits of interpolating every stored row, on and off
+    /// the grid, over its missing cells and outside it.
+    #[test]
+    fn grid_lookup_equals_the_stored_rows() {
+        let t = &tables()[0];
+        let naive = |xs: &[f64], ys: &[f64], grid: &[Vec<Option<f64>>], x: f64, y: f64| {
+            let (mut rx, mut ry) = (Vec::new(), Vec::new());
+            for (i, row) in grid.iter().enumerate() {
+                let (mut px, mut py) = (Vec::new(), Vec::new());
+                for (j, v) in row.iter().enumerate() {
+                    if let Some(v) = v {
+                        px.push(ys[j]);
+                        py.push(*v);
+                    }
+                }
+                if !px.is_empty() {
+                    rx.push(xs[i]);
+                    ry.push(interp1(&px, &py, y));
+                }
+            }
+            interp1(&rx, &ry, x)
+        };
+        let mut n = 0;
+        for (pi, plane) in t.attn.iter().enumerate() {
+            for x in [0.0, 1.0, 7.5, 64.0, 1000.0, 3333.3, 1e5, 1e9] {
+                for y in [0.0, 3.0, 500.0, 8191.0, 1e5, 1e7] {
+                    let want = naive(&t.attn_n, &t.attn_p, plane, x, y);
+                    assert_eq!(t.attn_grid[pi].at(x, y).to_bits(), want.to_bits());
+                    n += 1;
+                }
+            }
+        }
+        for x in [1.0, 3.0, 200.0, 1e4] {
+            for y in [0.0, 1000.0, 1e6] {
+                let want = naive(&t.decode_b, &t.decode_c, &t.step, x, y);
+                assert_eq!(t.step_grid.at(x, y).to_bits(), want.to_bits());
+            }
+        }
+        assert!(n >= 240);
+    }
 
     #[test]
     fn every_node_file_parses() {
