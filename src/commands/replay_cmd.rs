@@ -96,6 +96,8 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
                 ),
             };
             overrides.extend(section.replay.clone());
+            pipeline::scheduler_chunk(&s, &section.replay)
+                .map_err(|e| locate(e, Some((path.as_str(), &s.provenance))))?;
             (section, Some((derive(&s, &plan, host, &Map::new())?, note)))
         }
         None => (RuntimeSection::default(), None),

@@ -118,6 +118,9 @@ pub fn replay_config(
     prefetch.prefetch_capacity_rule = prefetch
         .prefetch_capacity_rule
         .in_mode(sv.hicache_host_memory_mode);
+    // The scheduler's chunk (the flag or the GPU tier's default, per DP worker).
+    let chunk = scheduler_chunk(s, overrides)?;
+    cfg.scheduler.compute.chunked_prefill_size = chunk;
     let scheduler = &mut cfg.scheduler;
     scheduler.max_prefill_tokens = sv.max_prefill_tokens;
     if let Some(m) = sv.max_running_requests {
@@ -127,6 +130,31 @@ pub fn replay_config(
     // over everything derived (a `tlru` from the server arguments is refused there, or
     // by `apply_overrides`' check when no key replaces it).
     Ok(apply_overrides(cfg, overrides)?)
+}
+
+/// The chunk the replay's scheduler cuts prefill batches at: the server's
+/// ([`crate::pools::device::scheduler_chunked_prefill_size`]; 0 = none). A
+/// `runtime.replay.compute.chunked_prefill_size` in `overrides` that contradicts an
+/// explicit `server.chunked_prefill_size` is an error naming both, not a silent winner.
+pub fn scheduler_chunk(s: &Scenario, overrides: &Map<String, Value>) -> Result<u32, InputError> {
+    let chunk = crate::pools::device::scheduler_chunked_prefill_size(s)
+        .map_or(0, |c| u32::try_from(c).unwrap_or(u32::MAX));
+    if let Some(given) = s.server.chunked_prefill_size
+        && let Some(replay) = overrides
+            .get("compute")
+            .and_then(|c| c.get("chunked_prefill_size"))
+            .and_then(Value::as_u64)
+        && replay != u64::from(chunk)
+    {
+        return Err(InputError::new(
+            "runtime.replay",
+            format!(
+                "{replay} contradicts server.chunked_prefill_size {given} (the scheduler's chunk: {chunk} per DP worker); set one of them"
+            ),
+        )
+        .field("runtime.replay.compute.chunked_prefill_size"));
+    }
+    Ok(chunk)
 }
 
 /// The SM copy kernel a scenario's load-backs run (`release::copy_kernel`): with

@@ -471,44 +471,10 @@ pub struct ResolvedMemFraction {
 pub fn resolve_mem_fraction(s: &crate::scenario::Scenario) -> ResolvedMemFraction {
     let default = match s.server.mem_fraction_static {
         Some(_) => None,
-        None => {
-            let (use_mla, is_dsa) = match s.model.attention {
-                Attention::Mla { .. } | Attention::HybridMla { .. } => (true, false),
-                Attention::MlaDsa { .. } => (true, true),
-                _ => (false, false),
-            };
-            let inp = crate::model::MemFractionInputs {
-                gpu_mem_mib: s.node.gpu_memory.0 as f64 / (1u64 << 20) as f64,
-                tp_size: s.layout.tp_size,
-                pp_size: s.layout.pp_size,
-                dp_size: s.layout.dp_size,
-                enable_dp_attention: s.layout.enable_dp_attention,
-                use_mla,
-                is_dsa,
-                is_dsv4: matches!(s.model.attention, Attention::Dsv4 { .. }),
-                chunked_prefill_size: s.server.chunked_prefill_size,
-                max_prefill_tokens: s.server.max_prefill_tokens as i64,
-                cuda_graph_max_bs: s.server.cuda_graph_max_bs_decode,
-                disable_cuda_graph: s.server.disable_cuda_graph,
-                enable_hierarchical_cache: s.server.enable_hierarchical_cache.unwrap_or(false),
-                max_running_requests: s.server.max_running_requests.map(u64::from),
-                // `reserve_for_deepep_a2a_mb` (0.5.15+ by `deepep_reserve`).
-                deepep: s.server.moe_a2a_backend == "deepep",
-                multimodal: s.resolved_model.hf.as_ref().and_then(|h| {
-                    h.multimodal.served(
-                        s.version.release(),
-                        s.server.enable_multimodal,
-                        s.server.language_only,
-                        s.server.language_model_only,
-                    )
-                }),
-                hip: s.node.gpu_vendor == crate::hardware::GpuVendor::Amd,
-            };
-            Some(crate::model::mem_fraction_static_default(
-                &inp,
-                s.version.release_rules().device,
-            ))
-        }
+        None => Some(crate::model::mem_fraction_static_default(
+            &mem_fraction_inputs(s),
+            s.version.release_rules().device,
+        )),
     };
     let base = s
         .server
@@ -521,6 +487,64 @@ pub fn resolve_mem_fraction(s: &crate::scenario::Scenario) -> ResolvedMemFractio
         default,
         aiter_scaled,
     }
+}
+
+/// What `handle_gpu_memory_settings` reads of a scenario.
+fn mem_fraction_inputs(s: &crate::scenario::Scenario) -> crate::model::MemFractionInputs {
+    let (use_mla, is_dsa) = match s.model.attention {
+        Attention::Mla { .. } | Attention::HybridMla { .. } => (true, false),
+        Attention::MlaDsa { .. } => (true, true),
+        _ => (false, false),
+    };
+    crate::model::MemFractionInputs {
+        gpu_mem_mib: s.node.gpu_memory.0 as f64 / (1u64 << 20) as f64,
+        tp_size: s.layout.tp_size,
+        pp_size: s.layout.pp_size,
+        dp_size: s.layout.dp_size,
+        enable_dp_attention: s.layout.enable_dp_attention,
+        use_mla,
+        is_dsa,
+        is_dsv4: matches!(s.model.attention, Attention::Dsv4 { .. }),
+        chunked_prefill_size: s.server.chunked_prefill_size,
+        max_prefill_tokens: s.server.max_prefill_tokens as i64,
+        cuda_graph_max_bs: s.server.cuda_graph_max_bs_decode,
+        disable_cuda_graph: s.server.disable_cuda_graph,
+        enable_hierarchical_cache: s.server.enable_hierarchical_cache.unwrap_or(false),
+        max_running_requests: s.server.max_running_requests.map(u64::from),
+        // `reserve_for_deepep_a2a_mb` (0.5.15+ by `deepep_reserve`).
+        deepep: s.server.moe_a2a_backend == "deepep",
+        multimodal: s.resolved_model.hf.as_ref().and_then(|h| {
+            h.multimodal.served(
+                s.version.release(),
+                s.server.enable_multimodal,
+                s.server.language_only,
+                s.server.language_model_only,
+            )
+        }),
+        hip: s.node.gpu_vendor == crate::hardware::GpuVendor::Amd,
+    }
+}
+
+/// The `--chunked-prefill-size` a scheduler runs with: the flag, else the GPU tier's
+/// default (`arg_groups/memory_hook.py: handle_gpu_memory_settings`, 0.5.19+;
+/// `server_args.py: _handle_gpu_memory_settings` before), floor-divided by the DP width
+/// under DP attention (`arg_groups/parallel_hook.py: handle_data_parallelism`,
+/// `server_args.py: _handle_data_parallelism` before); `None` when it is 0 or less
+/// (`managers/scheduler.py: Scheduler.init_chunked_prefill`: no chunking). Every
+/// modelled release.
+pub fn scheduler_chunked_prefill_size(s: &crate::scenario::Scenario) -> Option<u64> {
+    let chunk = crate::model::mem_fraction_static_default(
+        &mem_fraction_inputs(s),
+        s.version.release_rules().device,
+    )
+    .chunked_prefill_size;
+    let dp = if s.layout.enable_dp_attention {
+        i64::from(s.layout.dp_size.max(1))
+    } else {
+        1
+    };
+    let c = chunk.div_euclid(dp);
+    (c > 0).then_some(c as u64)
 }
 
 #[cfg(test)]

@@ -30,6 +30,22 @@ pub fn full_value(cfg: &ReplayConfig) -> Value {
     v
 }
 
+/// Sets `key` to `val` in `o`: a map merges into the map already there, key by key
+/// (`compute: {source: …}` keeps the derived `compute.chunked_prefill_size`), except a
+/// tagged choice (a map with a `kind`, like `compute.source`), which replaces it whole.
+fn merge_into(o: &mut Map<String, Value>, key: &str, val: Value) {
+    match (o.get_mut(key), val) {
+        (Some(Value::Object(dst)), Value::Object(src)) if !src.contains_key("kind") => {
+            for (k, v) in src {
+                merge_into(dst, &k, v);
+            }
+        }
+        (_, val) => {
+            o.insert(key.to_string(), val);
+        }
+    }
+}
+
 /// `cfg` with `overrides` (`runtime.replay` keys: field name → value) applied field by
 /// field; an unknown field is an error naming the nearest real one.
 pub fn apply_overrides(
@@ -63,7 +79,7 @@ pub fn apply_overrides(
             ("timing", Value::Bool(b)) => Value::String(if *b { "on" } else { "off" }.into()),
             _ => val.clone(),
         };
-        o.insert(k.clone(), val);
+        merge_into(o, k, val);
     }
     // A storage backend preset fills the storage figures the overrides do not set.
     if let Some(name) = overrides.get("storage_backend").and_then(Value::as_str) {
@@ -83,4 +99,30 @@ pub fn apply_overrides(
     cfg.validate()
         .map_err(|e| InputError::new("runtime.replay", e.to_string()))?;
     Ok(cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A map merges key by key (the derived chunk stays); a tagged choice (`kind`)
+    /// replaces the old one whole (no field of the old source survives).
+    #[test]
+    fn maps_merge_and_tagged_choices_replace() {
+        let mut cfg = ReplayConfig::default();
+        cfg.scheduler.compute.chunked_prefill_size = 8192;
+        let o: Map<String, Value> = serde_json::from_str(
+            r#"{"compute": {"source": {"kind": "fixed"}, "compute_scale": 2.0}}"#,
+        )
+        .unwrap();
+        let c = apply_overrides(cfg, &o).unwrap();
+        assert_eq!(c.scheduler.compute.chunked_prefill_size, 8192);
+        assert_eq!(c.scheduler.compute.compute_scale, 2.0);
+        let mut dst: Map<String, Value> =
+            serde_json::from_str(r#"{"source": {"kind": "table", "node": "gb300"}, "x": 1}"#)
+                .unwrap();
+        merge_into(&mut dst, "source", serde_json::json!({"kind": "fixed"}));
+        assert_eq!(dst["source"], serde_json::json!({"kind": "fixed"}));
+        assert_eq!(dst["x"], 1);
+    }
 }

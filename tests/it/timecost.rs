@@ -3101,3 +3101,54 @@ fn a_hand_edited_bench_corpus_cell_is_stale() {
         assert!(e.contains("stale or was edited by hand"), "{e}");
     }
 }
+
+/// The speeds line of `replay scenarios/quickstart-timed.yaml` with `sets`.
+fn quickstart_timed_speeds(sets: &[&str]) -> std::process::Output {
+    let mut args = vec!["replay", "scenarios/quickstart-timed.yaml"];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    crate::support::run(&args, &crate::support::repo(""))
+}
+
+/// The timed replay cuts prefill batches at the scheduler's chunk: the launch flag, else
+/// the GPU tier's default (GB300, 279 GiB > 160 GiB: 16 384), floor-divided per DP worker
+/// under DP attention (16 384 // 4 = 4 096), as `handle_gpu_memory_settings` and
+/// `handle_data_parallelism` set it. A `runtime.replay` chunk that contradicts the flag
+/// is exit 2 naming both; a `compute:` map that sets only its source keeps the chunk.
+#[test]
+fn the_replay_chunks_at_the_schedulers_chunked_prefill_size() {
+    let speeds = |o: &std::process::Output| {
+        let t = String::from_utf8_lossy(&o.stdout).to_string();
+        t.lines()
+            .find(|l| l.starts_with("speeds:"))
+            .unwrap_or_else(|| panic!("{t}{}", String::from_utf8_lossy(&o.stderr)))
+            .to_string()
+    };
+    let o = quickstart_timed_speeds(&[]);
+    assert!(speeds(&o).contains("; chunk 16384;"), "{}", speeds(&o));
+    let o = quickstart_timed_speeds(&["server.chunked_prefill_size=4096"]);
+    assert!(speeds(&o).contains("; chunk 4096;"), "{}", speeds(&o));
+    let o = quickstart_timed_speeds(&["server.enable_dp_attention=true", "server.dp_size=4"]);
+    assert!(speeds(&o).contains("; chunk 4096;"), "{}", speeds(&o));
+    // -1 (or 0): no chunking
+    let o = quickstart_timed_speeds(&["server.chunked_prefill_size=-1"]);
+    assert!(speeds(&o).contains("; chunk 0;"), "{}", speeds(&o));
+    let o = quickstart_timed_speeds(&[
+        "server.chunked_prefill_size=4096",
+        "runtime.replay.compute.chunked_prefill_size=8192",
+    ]);
+    crate::support::exit2(
+        &o,
+        &[
+            "runtime.replay.compute.chunked_prefill_size",
+            "8192 contradicts server.chunked_prefill_size 4096",
+        ],
+    );
+    // agreeing is fine
+    let o = quickstart_timed_speeds(&[
+        "server.chunked_prefill_size=4096",
+        "runtime.replay.compute.chunked_prefill_size=4096",
+    ]);
+    assert!(speeds(&o).contains("; chunk 4096;"));
+}

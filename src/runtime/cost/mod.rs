@@ -48,9 +48,10 @@ pub enum ComputeSource {
 #[serde(default, deny_unknown_fields)]
 pub struct Compute {
     pub source: ComputeSource,
-    /// `--chunked-prefill-size`: new tokens per forward (0 = no chunking). Its default
-    /// follows GPU memory (`arg_groups/memory_hook.py: handle_gpu_memory_settings`:
-    /// 8 192 under 160 GiB, 16 384 above) — the scenario states it.
+    /// `--chunked-prefill-size`: new tokens per forward (0 = no chunking). In a
+    /// scenario it is the server's (`server.chunked_prefill_size`, else its GPU-tier
+    /// default, per DP worker: [`crate::pools::device::scheduler_chunked_prefill_size`]);
+    /// 0 for a replay without a scenario.
     pub chunked_prefill_size: u32,
     /// Multiplies every compute time (a sibling GPU's table on a slower chip).
     pub compute_scale: f64,
