@@ -89,10 +89,27 @@ fn reason(meta: &Metadata) -> &'static str {
     }
 }
 
+/// Opens `path` read-only without blocking and checks what was opened: a regular file
+/// checked by [`regular`] but swapped for a FIFO before the open (which would block
+/// waiting for a writer) is refused, not waited on. `O_NONBLOCK` does not change reads
+/// of a regular file.
+fn open_checked(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let meta = f.metadata()?;
+    match not_regular(&meta) {
+        None => Ok(f),
+        Some(what) => Err(refused(what, reason(&meta))),
+    }
+}
+
 /// Opens a regular file for streaming (a trace): no size cap.
 pub fn open(path: &Path) -> io::Result<File> {
     regular(path)?;
-    File::open(path)
+    open_checked(path)
 }
 
 /// Reads a whole document of at most `cap` bytes: a regular file, or a pipe passed as
@@ -120,7 +137,11 @@ pub fn read(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
     if meta.is_file() && meta.len() > cap {
         return Err(too_big());
     }
-    let f = File::open(path)?;
+    let f = if meta.is_file() {
+        open_checked(path)?
+    } else {
+        File::open(path)?
+    };
     let mut bytes = Vec::with_capacity((meta.len().min(cap) as usize).max(4096));
     f.take(cap + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > cap {
@@ -142,6 +163,23 @@ pub fn read_to_string(path: &Path, cap: u64) -> io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A FIFO reached past the check (the check-then-open race): the open does not wait
+    /// for a writer, and what was opened is refused.
+    #[test]
+    fn a_fifo_past_the_check_is_refused_without_waiting() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("fifo");
+        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = open_checked(&p).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        let f = d.path().join("f");
+        std::fs::write(&f, "x").unwrap();
+        let mut s = String::new();
+        open_checked(&f).unwrap().read_to_string(&mut s).unwrap();
+        assert_eq!(s, "x");
+    }
 
     #[test]
     fn refuses_what_is_not_a_regular_file_and_caps_the_rest() {

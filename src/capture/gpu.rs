@@ -129,11 +129,25 @@ fn capped(mut r: impl Read, over: Arc<AtomicBool>) -> Vec<u8> {
     }
 }
 
-/// Runs `cmd` with its output piped, killing it past `deadline` or past [`OUTPUT_CAP`]
-/// bytes on either stream. After a kill, the pipes are not waited for (a grandchild may
-/// hold them open).
+/// SIGKILL to the process group `pgid` (the child's own: every process it started dies
+/// with it, and none keeps its pipes open). A group already gone is no error.
+fn kill_group(pgid: u32) {
+    if let Ok(id) = libc::pid_t::try_from(pgid) {
+        // SAFETY: killpg takes plain integers and touches no memory of ours.
+        unsafe {
+            libc::killpg(id, libc::SIGKILL);
+        }
+    }
+}
+
+/// Runs `cmd` in a process group of its own with its output piped, killing the group
+/// past `deadline` or past [`OUTPUT_CAP`] bytes on either stream. A command that exits
+/// while a process it started still holds its output open has that group killed at
+/// the deadline too.
 fn run_bounded(cmd: &mut Command, deadline: Duration) -> std::io::Result<Result<Bounded, Stopped>> {
+    use std::os::unix::process::CommandExt;
     let mut child = cmd
+        .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -152,7 +166,9 @@ fn run_bounded(cmd: &mut Command, deadline: Duration) -> std::io::Result<Result<
         let _ = tx_err.send(err.map(|r| capped(r, o)).unwrap_or_default());
     });
     let start = Instant::now();
+    let pgid = child.id();
     let stop = |child: &mut std::process::Child, why| {
+        kill_group(pgid);
         let _ = child.kill();
         let _ = child.wait();
         Ok(Err(why))
@@ -177,6 +193,12 @@ fn run_bounded(cmd: &mut Command, deadline: Duration) -> std::io::Result<Result<
     let left = || deadline.saturating_sub(start.elapsed());
     let stdout = rx_out.recv_timeout(left()).map_err(|_| Stopped::Deadline);
     let stderr = rx_err.recv_timeout(left()).map_err(|_| Stopped::Deadline);
+    if stdout.is_err() || stderr.is_err() {
+        // A process it started holds a pipe open past the deadline: kill what is left
+        // of its group (the group outlives the reaped leader while a member lives, so
+        // its id is not reused).
+        kill_group(pgid);
+    }
     if over_out.load(Ordering::SeqCst) {
         return Ok(Err(Stopped::Output("stdout")));
     }

@@ -1071,3 +1071,37 @@ fn nvidia_smi_is_bounded_in_time_and_output() {
         );
     }
 }
+
+/// Whether a process whose command line contains `marker` is alive.
+fn alive(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(marker))
+            .unwrap_or(false)
+    })
+}
+
+/// An `nvidia-smi` that starts processes of its own dies with them: one that never
+/// exits has its whole process group killed at the deadline (its child `sleep` too,
+/// not only the shell), and one that exits while a child it left behind holds its
+/// output open is reported at the deadline with that child killed.
+#[test]
+fn nvidia_smi_children_die_with_it() {
+    let f = parent_job_sibling();
+    let (code, _, err) = capture_with_smi(&f, "sleep 1001.25\nsleep 1000", "0.5", &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("did not finish within 0.5 s"), "{err}");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(!alive("sleep 1001.25"), "the shell's child outlived the kill");
+
+    let (code, _, err) = capture_with_smi(
+        &f,
+        "sleep 1002.75 &\necho '0, NVIDIA H200, 143771, 570.86.15'",
+        "0.5",
+        &[],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("did not finish within 0.5 s"), "{err}");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(!alive("sleep 1002.75"), "the child holding the pipe outlived the capture");
+}
