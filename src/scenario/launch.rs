@@ -69,6 +69,14 @@ const MODELLED: &[&str] = &[
 
 /// Memory-relevant flags this simulator does not model: (dest prefix or name, what is
 /// left out and which way the figures may be off). First match wins.
+/// What `--context-length` leaves out. It never sizes a KV pool (`profile_max_num_token`
+/// divides the rest by the cell size in every modelled release); it sets the default
+/// request slots (`_resolve_max_num_reqs`: `max_total_num_tokens / context_len × 512`,
+/// clamped to 2048–4096) and the `req_to_token` pool built after the KV pool, which the
+/// Mamba/state pools of hybrid models, DeepSeek-V4's configurator and the SWA checks
+/// read. `scenario::resolve` keeps it only for those models.
+pub const CONTEXT_LENGTH_EFFECT: &str = "the context length is not modelled: it sets the default request slots that hybrid state pools, DeepSeek-V4's pools and the SWA checks read";
+
 const MEMORY_UNMODELLED: &[(&str, &str)] = &[
     (
         "speculative_",
@@ -128,10 +136,7 @@ const MEMORY_UNMODELLED: &[(&str, &str)] = &[
         "FlexKV is not modelled: its host buffers take host memory (real host margin smaller)",
     ),
     ("enable_hisparse", "HiSparse is not modelled"),
-    (
-        "context_length",
-        "the context length does not change the pools here; SGLang may cap max_total_tokens by it",
-    ),
+    ("context_length", CONTEXT_LENGTH_EFFECT),
     (
         "cuda_graph_",
         "CUDA graph buffers are not modelled from the flag: they are part of `startup.gpu_reserved`",

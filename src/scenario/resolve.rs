@@ -226,6 +226,17 @@ pub fn resolve_file(
     if let Some(u) = quantization_not_modelled(&resolved, source, lines)? {
         unmodelled.push(u);
     }
+    // `--context-length` moves no pool of a full-attention model (GQA, MLA, MLA + DSA):
+    // not a reason to doubt their answer.
+    if matches!(
+        model.attention,
+        crate::model::Attention::Gqa { .. }
+            | crate::model::Attention::Mla { .. }
+            | crate::model::Attention::MlaDsa { .. }
+    ) {
+        unmodelled.retain(|u| u.effect != super::launch::CONTEXT_LENGTH_EFFECT);
+        notes.retain(|n| !n.ends_with(super::launch::CONTEXT_LENGTH_EFFECT));
+    }
     unmodelled.sort();
     unmodelled.dedup();
     if s.hicache_enabled() || version == Sglang::WhatIf(SglangVersion::AutoHicache) {
