@@ -191,6 +191,7 @@ proptest! {
             vec!["startup", "s.yaml", "--format", "json"]
         };
         let o = run_limited(&args, d.path());
+        tally("mutated_scenarios", &o);
         check(&o, &|e| has_file_line(e, "s.yaml"), &format!("{args:?} on\n{text}"))?;
     }
 
@@ -200,6 +201,7 @@ proptest! {
         std::fs::write(d.path().join("s.yaml"), SCENARIO).unwrap();
         let set = format!("{}={}", FIELDS[f], HOSTILE[v]);
         let o = run_limited(&["startup", "s.yaml", "--set", &set], d.path());
+        tally("hostile_set_values", &o);
         check(&o, &|e| e.contains("--set") || has_file_line(e, "s.yaml"), &set)?;
     }
 
@@ -229,6 +231,7 @@ proptest! {
                 &["replay", "--trace", "t.jsonl", "--trace-format", "mooncake", "--l1-pages", "4", "--l2-pages", "4", "--engine", engine],
                 d.path(),
             );
+            tally("mutated_trace_lines", &o);
             check(&o, &|e| has_file_line(e, "t.jsonl"), &format!("{engine} on\n{text}"))?;
         }
     }
@@ -330,9 +333,11 @@ proptest! {
         let text = lines.join("\n") + "\n";
         std::fs::write(d.path().join("t.jsonl"), &text).unwrap();
         let o = run_limited(&["trace", "convert", "t.jsonl", "-o", "t.bin"], d.path());
+        tally("trace_convert_of_mutated_traces", &o);
         check(&o, &|e| has_file_line(e, "t.jsonl"), &format!("convert\n{text}"))?;
         if o.status.code() == Some(0) {
             let o = run_limited(&["replay", "--trace", "t.bin", "--l1-pages", "4", "--l2-pages", "4"], d.path());
+            tally("trace_convert_then_replay", &o);
             check(&o, &|e| e.contains("t.bin"), "replay of the converted trace")?;
             let text_run = run_limited(&["replay", "--trace", "t.jsonl", "--l1-pages", "4", "--l2-pages", "4"], d.path());
             prop_assert_eq!(o.status.code(), text_run.status.code(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -361,6 +366,7 @@ proptest! {
             vec!["trace", "stats", "t.bin"],
         ] {
             let o = run_limited(&args, d.path());
+            tally("binary_trace_bit_flips_are_refused", &o);
             check(&o, &|e| e.contains("t.bin"), &format!("{args:?} with byte {i} bit {bit} flipped"))?;
             prop_assert_eq!(o.status.code(), Some(2), "byte {} bit {} flipped was read: {:?}", i, bit, args);
         }
@@ -389,6 +395,7 @@ proptest! {
             std::fs::write(d.path().join("t.bin"), &b).unwrap();
         }
         let o = run_limited(&["replay", "--trace", "t.bin", "--l1-pages", "4"], d.path());
+        tally("binary_trace_cuts_and_declared_lengths", &o);
         check(&o, &|e| e.contains("t.bin"), "a cut or re-counted binary trace")?;
         prop_assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
     }
@@ -409,6 +416,7 @@ proptest! {
         let text = format!("#!/bin/bash{head}\n{RECIPE}");
         std::fs::write(d.path().join("r.sh"), &text).unwrap();
         let o = run_limited(&["check", "r.sh", "--runs", "4", "--sglang", "0.5.21"], d.path());
+        tally("check_headers", &o);
         check(&o, &|e| has_file_line(e, "r.sh") || e.contains("r.sh:") || e.contains("--set"), &format!("check on\n{text}"))?;
     }
 
@@ -423,6 +431,7 @@ proptest! {
         }
         std::fs::write(d.path().join("r.sh"), &text).unwrap();
         let o = run_limited(&["check", "r.sh", "--runs", "4"], d.path());
+        tally("launch_file_expansion", &o);
         check(&o, &|e| has_file_line(e, "r.sh"), &format!("check on\n{text:?}"))?;
     }
 }
@@ -437,6 +446,7 @@ proptest! {
         let text = mutate(SCENARIO, line, kind, HOSTILE[v]);
         std::fs::write(d.path().join("s.yaml"), &text).unwrap();
         let o = run_limited(&["plan", "s.yaml", "--runs", "4", "--no-replay", "--format", "json"], d.path());
+        tally("plan_on_mutated_scenarios", &o);
         check(&o, &|e| has_file_line(e, "s.yaml") || e.contains("--"), &format!("plan on\n{text}"))?;
     }
 }
