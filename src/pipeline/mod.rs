@@ -212,24 +212,30 @@ pub fn run_replay(
         block_size: section.block_size,
         require_monotonic: cfg.measurement.timing == Timing::On,
     };
-    let reader = open_trace_with(std::path::Path::new(path), &opts, cfg.capacities.page_size)?;
+    let mut reader = open_trace_with(std::path::Path::new(path), &opts, cfg.capacities.page_size)?;
     let mut err: Option<InputError> = None;
     let limit = section.max_requests.unwrap_or(u64::MAX);
-    let requests = reader
-        .map_while(|r| match r {
-            Ok(req) => Some(req),
-            Err(e) => {
-                err = Some(e);
-                None
-            }
-        })
-        .take(limit.min(usize::MAX as u64) as usize);
     let factor = section.slowdown_factor.unwrap_or(1.0);
     crate::workload::slowdown::check_factor(factor)
         .map_err(|m| InputError::new("runtime.slowdown_factor", m.to_string()))?;
-    let requests = crate::workload::slowdown::slow_down(requests, factor);
-    let metrics =
-        crate::runtime::replay(cfg, requests).map_err(|e| InputError::new(path, e.to_string()));
+    let metrics = {
+        let requests = reader
+            .by_ref()
+            .map_while(|r| match r {
+                Ok(req) => Some(req),
+                Err(e) => {
+                    err = Some(e);
+                    None
+                }
+            })
+            .take(limit.min(usize::MAX as u64) as usize);
+        let requests = crate::workload::slowdown::slow_down(requests, factor);
+        crate::runtime::replay(cfg, requests).map_err(|e| InputError::new(path, e.to_string()))
+    };
+    // A binary trace is checked against its CRC as it is read; a replay that stopped
+    // before its end (max_requests, an error) checks the rest now: no figure, and no
+    // other error, from a damaged file.
+    reader.finish()?;
     if let Some(e) = err {
         return Err(e);
     }

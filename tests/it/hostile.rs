@@ -1771,3 +1771,42 @@ fn devices_folders_and_huge_documents_are_refused() {
     let o = run(&["startup", "big.yaml"], d.path());
     exit2(&o, &["big.yaml", "larger than the 64 MiB"]);
 }
+
+/// A binary trace is checked against its CRC-32 in the pass that reads it, and damage is
+/// named as damage wherever the replay stops: a flipped bit that makes the first record
+/// ask for 2^31 tokens is refused as a checksum mismatch (not as that record's too few
+/// hash ids), and a flip in the last hash id is refused by a replay that stops after 5
+/// requests (`runtime.max_requests`), before any figure is printed.
+#[test]
+fn a_damaged_binary_trace_is_named_damaged_wherever_the_replay_stops() {
+    let d = trace_workdir();
+    ok(&run(&["trace", "convert", "trace.jsonl", "-o", "t.bin"], d.path()));
+    let good = std::fs::read(d.path().join("t.bin")).unwrap();
+    let n = u64::from_le_bytes(good[24..32].try_into().unwrap()) as usize;
+    assert_eq!(n, 300);
+    // the first record's input_length: after the header (56 B) and two u64 columns
+    let input0 = 56 + 16 * n;
+    let mut b = good.clone();
+    b[input0 + 3] ^= 0x80;
+    std::fs::write(d.path().join("t.bin"), &b).unwrap();
+    let o = run(&["replay", "--trace", "t.bin", "--l1-pages", "64"], d.path());
+    exit2(&o, &["t.bin", "does not match its checksum", "damaged"]);
+    assert!(!stderr(&o).contains("hash_ids"), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty());
+
+    let mut b = good.clone();
+    let last = b.len() - 1;
+    b[last] ^= 1;
+    std::fs::write(d.path().join("t.bin"), &b).unwrap();
+    std::fs::write(
+        d.path().join("s.yaml"),
+        "name: t\nnode: gb300\nmodel: glm-5.2\nruntime:\n  trace: t.bin\n  max_requests: 5\n",
+    )
+    .unwrap();
+    let o = run(&["replay", "s.yaml"], d.path());
+    exit2(&o, &["t.bin", "does not match its checksum"]);
+    assert!(!stdout(&o).contains("hit_rate"), "{}", stdout(&o));
+    // the sound file replays
+    std::fs::write(d.path().join("t.bin"), &good).unwrap();
+    ok(&run(&["replay", "s.yaml"], d.path()));
+}

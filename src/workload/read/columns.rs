@@ -18,12 +18,15 @@
 //! | 8·(n+1) | offsets of each record's ids (first 0, last `m`) |
 //! | 8·m | hash ids |
 //!
-//! Reading it is one bulk read and one decode per column (no allocation per record);
-//! the readers find it by its magic bytes, whatever the file is called. A file whose
-//! version is not this build's, whose sizes do not add up to its length, or whose bytes
-//! do not match the CRC-32 in its header is refused before any column is allocated (a
-//! CRC detects every single-bit error and every burst up to 32 bits). Version 1 files
-//! (no checksum) are refused with the command that re-creates them.
+//! Reading it is one pass, one decode per column (no allocation per record); the
+//! readers find it by its magic bytes, whatever the file is called. A file whose
+//! version is not this build's, or whose sizes do not add up to its length, is refused
+//! before anything is allocated; its bytes are checked against the CRC-32 in its header
+//! in the same pass that reads them (a CRC detects every single-bit error and every
+//! burst up to 32 bits): read whole, before the columns are used; streamed, where the
+//! records end, or where a reader stops or meets an error (`BinStream::finish`): no
+//! result, and no other error, comes from a damaged file. Version 1 files (no
+//! checksum) are refused with the command that re-creates them.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -222,17 +225,24 @@ impl TraceColumns {
             .read_to_end(&mut head)
             .map_err(io)?;
         let h = Header::parse(&src, &head, file_len)?;
-        // The whole file against its CRC before any column is allocated.
+        // The first and last offsets before anything is allocated (the sizes add up to
+        // the file's length, checked above); then one pass reads the columns through
+        // the CRC, checked before any of them is used.
         check_offset_ends(&src, &h, &mut f).map_err(io)??;
-        verify_crc(&src, &head, &h, &mut f).map_err(io)??;
         let (n, m) = (h.n as usize, h.m as usize);
-        let mut r = BufReader::with_capacity(1 << 20, f);
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&header_for_crc(&head));
+        let mut r = CrcReader {
+            r: BufReader::with_capacity(1 << 20, f),
+            crc,
+        };
         let arrival_ns = stream_u64s(&mut r, n).map_err(io)?;
         let line = stream_u64s(&mut r, n).map_err(io)?;
         let input_tokens = stream_u32s(&mut r, n).map_err(io)?;
         let output_tokens = stream_u32s(&mut r, n).map_err(io)?;
         let offsets = stream_u64s(&mut r, n + 1).map_err(io)?;
         let ids = stream_u64s(&mut r, m).map_err(io)?;
+        h.check_crc(&src, r.crc.finalize())?;
         if offsets[0] != 0 || offsets[n] != m as u64 || offsets.windows(2).any(|w| w[0] > w[1]) {
             return Err(InputError::new(&src, DAMAGED));
         }
@@ -321,17 +331,21 @@ impl Header {
 impl Header {
     /// The file's bytes against the CRC the header stores.
     fn check_crc(&self, src: &str, computed: u32) -> Result<(), InputError> {
-        if computed == self.crc {
-            return Ok(());
-        }
-        Err(InputError::new(
-            src,
-            format!(
-                "binary trace content does not match its checksum (CRC-32 {:08x} in the header, {computed:08x} computed): the file is damaged; re-create it with `hicache-sim trace convert SOURCE -o {src}`",
-                self.crc
-            ),
-        ))
+        check_crc(src, self.crc, computed)
     }
+}
+
+/// A computed CRC-32 against the one the header stores.
+fn check_crc(src: &str, stored: u32, computed: u32) -> Result<(), InputError> {
+    if computed == stored {
+        return Ok(());
+    }
+    Err(InputError::new(
+        src,
+        format!(
+            "binary trace content does not match its checksum (CRC-32 {stored:08x} in the header, {computed:08x} computed): the file is damaged; re-create it with `hicache-sim trace convert SOURCE -o {src}`"
+        ),
+    ))
 }
 
 /// The header's bytes as the CRC covers them: the CRC field read as 0.
@@ -371,27 +385,18 @@ fn check_offset_ends(
     })
 }
 
-/// Reads the rest of `f` (positioned just past the header) through the CRC and checks
-/// it; then seeks back to just past the header. Outer error: I/O; inner: a mismatch.
-fn verify_crc(
-    src: &str,
-    head: &[u8],
-    h: &Header,
-    f: &mut std::fs::File,
-) -> std::io::Result<Result<(), InputError>> {
-    use std::io::{Seek, SeekFrom};
-    let mut crc = crc32fast::Hasher::new();
-    crc.update(&header_for_crc(head));
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let k = f.read(&mut buf)?;
-        if k == 0 {
-            break;
-        }
-        crc.update(&buf[..k]);
+/// A `Read` that feeds every byte it hands out to a CRC.
+struct CrcReader<R> {
+    r: R,
+    crc: crc32fast::Hasher,
+}
+
+impl<R: Read> Read for CrcReader<R> {
+    fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+        let k = self.r.read(b)?;
+        self.crc.update(&b[..k]);
+        Ok(k)
     }
-    f.seek(SeekFrom::Start(HEADER_BYTES as u64))?;
-    Ok(h.check_crc(src, crc.finalize()))
 }
 
 /// A `Write` that only feeds a CRC.
@@ -407,22 +412,111 @@ impl Write for CrcWriter {
     }
 }
 
+/// One column of a [`BinStream`]: a buffered cursor over its byte span that feeds
+/// every byte to the column's own CRC-32 as it enters the buffer (a whole buffer per
+/// CRC update, not a value at a time), so the file is checked in the same pass that
+/// reads it; the column CRCs are combined in file order at the end.
+struct ColReader {
+    f: std::fs::File,
+    buf: Box<[u8]>,
+    /// `buf[pos..filled]` not handed out yet.
+    pos: usize,
+    filled: usize,
+    crc: crc32fast::Hasher,
+    /// Bytes of the span (padding included) not in the buffer yet.
+    unread: u64,
+}
+
+/// Bytes a column cursor buffers.
+const COL_BUF: usize = 1 << 16;
+
+impl ColReader {
+    fn new(f: std::fs::File, len: u64) -> Self {
+        ColReader {
+            f,
+            buf: vec![0u8; COL_BUF].into_boxed_slice(),
+            pos: 0,
+            filled: 0,
+            crc: crc32fast::Hasher::new(),
+            unread: len,
+        }
+    }
+
+    /// Refills the buffer from the span (at most what is left of it) and hashes it.
+    fn fill(&mut self) -> std::io::Result<()> {
+        let want = self.unread.min(COL_BUF as u64) as usize;
+        if want == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "read past the column",
+            ));
+        }
+        self.f.read_exact(&mut self.buf[..want])?;
+        self.crc.update(&self.buf[..want]);
+        self.unread -= want as u64;
+        self.pos = 0;
+        self.filled = want;
+        Ok(())
+    }
+
+    fn read_exact(&mut self, mut b: &mut [u8]) -> std::io::Result<()> {
+        while !b.is_empty() {
+            if self.pos == self.filled {
+                self.fill()?;
+            }
+            let k = b.len().min(self.filled - self.pos);
+            b[..k].copy_from_slice(&self.buf[self.pos..self.pos + k]);
+            self.pos += k;
+            b = &mut b[k..];
+        }
+        Ok(())
+    }
+
+    /// Bytes of the span not handed out yet.
+    #[cfg(test)]
+    fn left(&self) -> u64 {
+        self.unread + (self.filled - self.pos) as u64
+    }
+
+    /// Reads what is left of the span (the padding, or the rest after an early stop)
+    /// through the CRC.
+    fn drain(&mut self) -> std::io::Result<()> {
+        self.pos = self.filled;
+        while self.unread > 0 {
+            self.fill()?;
+            self.pos = self.filled;
+        }
+        Ok(())
+    }
+}
+
 /// A binary trace read record by record: one buffered cursor per column, so a single
-/// replay's memory stays flat in trace length (a sweep shares [`TraceColumns`]).
+/// replay's memory stays flat in trace length (a sweep shares [`TraceColumns`]). The
+/// CRC-32 is checked in the same pass: when the last record has been read, or by
+/// [`BinStream::finish`] for a reader stopped before it; a mismatch is an error in
+/// place of the end of the records, so no result is made from damaged bytes. The
+/// file is read once (its bytes read = its length).
 pub(crate) struct BinStream {
     src: String,
     pub format: TraceFormat,
+    /// The header's block size; the reader sets the one in force (`--block-size`), which
+    /// the ids-per-input rule reads.
     pub block_size: u32,
     n: u64,
     m: u64,
     pos: u64,
     prev: u64,
-    arrival: std::io::BufReader<std::fs::File>,
-    line: std::io::BufReader<std::fs::File>,
-    input: std::io::BufReader<std::fs::File>,
-    output: std::io::BufReader<std::fs::File>,
-    offsets: std::io::BufReader<std::fs::File>,
-    ids: std::io::BufReader<std::fs::File>,
+    /// CRC-32 of the header as the CRC covers it, and the one it stores.
+    head_crc: crc32fast::Hasher,
+    stored_crc: u32,
+    /// Whether the CRC was checked and matched.
+    verified: bool,
+    arrival: ColReader,
+    line: ColReader,
+    input: ColReader,
+    output: ColReader,
+    offsets: ColReader,
+    ids: ColReader,
     buf: Vec<u8>,
 }
 
@@ -434,7 +528,7 @@ impl std::fmt::Debug for BinStream {
 
 impl BinStream {
     pub fn open(path: &Path) -> Result<Self, InputError> {
-        use std::io::{BufReader, Seek, SeekFrom};
+        use std::io::{Seek, SeekFrom};
         let src = path.display().to_string();
         let io = |e: std::io::Error| InputError::new(&src, format!("read error: {e}"));
         let mut f = crate::input::open(path).map_err(io)?;
@@ -445,24 +539,20 @@ impl BinStream {
             .read_to_end(&mut head)
             .map_err(io)?;
         let h = Header::parse(&src, &head, file_len)?;
-        // One pass over the file against its CRC before the first record is handed out
-        // (a replay never starts on damaged bytes).
+        // The first and last offsets before anything else: a crafted file whose lengths
+        // add up is refused without streaming it.
         check_offset_ends(&src, &h, &mut f).map_err(io)??;
-        verify_crc(&src, &head, &h, &mut f).map_err(io)??;
         let (n, m) = (h.n, h.m);
-        let starts = [
-            HEADER_BYTES as u64,
-            HEADER_BYTES as u64 + 8 * n,
-            HEADER_BYTES as u64 + 16 * n,
-            HEADER_BYTES as u64 + 16 * n + pad8(4 * n),
-            HEADER_BYTES as u64 + 16 * n + 2 * pad8(4 * n),
-            HEADER_BYTES as u64 + 16 * n + 2 * pad8(4 * n) + 8 * (n + 1),
-        ];
-        let cursor = |at: u64| -> Result<BufReader<std::fs::File>, InputError> {
+        let spans = [8 * n, 8 * n, pad8(4 * n), pad8(4 * n), 8 * (n + 1), 8 * m];
+        let mut at = HEADER_BYTES as u64;
+        let mut cursor = |len: u64| -> Result<ColReader, InputError> {
             let mut f = crate::input::open(path).map_err(io)?;
             f.seek(SeekFrom::Start(at)).map_err(io)?;
-            Ok(BufReader::with_capacity(1 << 16, f))
+            at += len;
+            Ok(ColReader::new(f, len))
         };
+        let mut head_crc = crc32fast::Hasher::new();
+        head_crc.update(&header_for_crc(&head));
         let mut s = BinStream {
             format: h.format,
             block_size: h.block_size,
@@ -470,12 +560,15 @@ impl BinStream {
             m,
             pos: 0,
             prev: 0,
-            arrival: cursor(starts[0])?,
-            line: cursor(starts[1])?,
-            input: cursor(starts[2])?,
-            output: cursor(starts[3])?,
-            offsets: cursor(starts[4])?,
-            ids: cursor(starts[5])?,
+            head_crc,
+            stored_crc: h.crc,
+            verified: false,
+            arrival: cursor(spans[0])?,
+            line: cursor(spans[1])?,
+            input: cursor(spans[2])?,
+            output: cursor(spans[3])?,
+            offsets: cursor(spans[4])?,
+            ids: cursor(spans[5])?,
             buf: Vec::new(),
             src: src.clone(),
         };
@@ -509,9 +602,48 @@ impl BinStream {
         Ok(u32::from_le_bytes(b))
     }
 
-    /// The next record into `rec`; `Ok(false)` at the end. Returns the record's line.
+    /// Bytes the column cursors have read (the header and the two offset probes of
+    /// `open` aside): the whole file's columns once, after the last record.
+    #[cfg(test)]
+    pub(crate) fn bytes_read(&self) -> u64 {
+        let spans = [8 * self.n, 8 * self.n, pad8(4 * self.n), pad8(4 * self.n), 8 * (self.n + 1), 8 * self.m];
+        let left: u64 = [&self.arrival, &self.line, &self.input, &self.output, &self.offsets, &self.ids]
+            .iter()
+            .map(|c| c.left())
+            .sum();
+        spans.iter().sum::<u64>() - left
+    }
+
+    /// Reads the rest of every column through its CRC and checks the file's CRC-32
+    /// (once: later calls return at once). What a reader stopped before the last
+    /// record (a request limit, an error) calls, so a damaged file is named as such.
+    pub fn finish(&mut self) -> Result<(), InputError> {
+        if self.verified {
+            return Ok(());
+        }
+        let io = |e: std::io::Error| InputError::new(&self.src, format!("read error: {e}"));
+        let mut crc = self.head_crc.clone();
+        for c in [
+            &mut self.arrival,
+            &mut self.line,
+            &mut self.input,
+            &mut self.output,
+            &mut self.offsets,
+            &mut self.ids,
+        ] {
+            c.drain().map_err(io)?;
+            crc.combine(&c.crc);
+        }
+        check_crc(&self.src, self.stored_crc, crc.finalize())?;
+        self.verified = true;
+        Ok(())
+    }
+
+    /// The next record into `rec`; `Ok(None)` at the end, once the file's CRC-32
+    /// matched (a mismatch is the error there). Returns the record's line.
     pub fn next(&mut self, rec: &mut BlockRecord) -> Result<Option<usize>, InputError> {
         if self.pos == self.n {
+            self.finish()?;
             return Ok(None);
         }
         self.pos += 1;
@@ -523,6 +655,11 @@ impl BinStream {
         let line = self.u64_from(Col::Line)? as usize;
         rec.input_tokens = self.u32_from(true)?;
         rec.output_tokens = self.u32_from(false)?;
+        // More ids than the input fills is refused before they are allocated (a record
+        // declaring 4e8 of them would take 3.2 GB).
+        if let Some(m) = super::too_many_ids(end - self.prev, rec.input_tokens, self.block_size) {
+            return Err(InputError::new(&self.src, m).at_line(line).field("hash_ids"));
+        }
         let k = (end - self.prev) as usize;
         self.prev = end;
         self.buf.resize(8 * k, 0);
@@ -762,12 +899,31 @@ mod tests {
             TraceColumns::from_binary("t.bin", &bytes).unwrap().ids,
             c.ids
         );
+        // Streamed: every column read once, in the pass that checks the CRC.
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("t.bin");
+        std::fs::write(&p, &bytes).unwrap();
+        let mut s = BinStream::open(&p).unwrap();
+        let mut rec = BlockRecord::default();
+        while s.next(&mut rec).unwrap().is_some() {}
+        assert_eq!(s.bytes_read() + HEADER_BYTES as u64, bytes.len() as u64);
+        assert_eq!(TraceColumns::read_binary(&p).unwrap(), TraceColumns::from_binary("t.bin", &bytes).unwrap());
         for bit in 0..8 * bytes.len() {
             let mut b = bytes.clone();
             b[bit / 8] ^= 1 << (bit % 8);
             let e = TraceColumns::from_binary("t.bin", &b)
                 .expect_err(&format!("bit {bit} flipped was read"));
             assert!(e.to_string().starts_with("t.bin: "), "{e}");
+            // Read whole and streamed: refused too (the stream at the latest where the
+            // end of its records would be), and never past the end.
+            std::fs::write(&p, &b).unwrap();
+            assert!(TraceColumns::read_binary(&p).is_err(), "bit {bit}: read whole");
+            let streamed = BinStream::open(&p).and_then(|mut s| {
+                let mut rec = BlockRecord::default();
+                while s.next(&mut rec)?.is_some() {}
+                Ok(())
+            });
+            assert!(streamed.is_err(), "bit {bit}: streamed to its end");
         }
     }
 }

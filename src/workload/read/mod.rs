@@ -242,6 +242,19 @@ enum Source {
     Binary(Box<columns::BinStream>),
 }
 
+/// The rule of both engines: a request names at most the blocks its prompt fills
+/// (`ceil(input_length / block_size)`); more would be counted by the policy simulator
+/// (every hash id) and dropped by the runtime (page-aligned prompt). The message when
+/// `ids` break it.
+pub(crate) fn too_many_ids(ids: u64, input_tokens: u32, block_size: u32) -> Option<String> {
+    let need = (input_tokens as u64).div_ceil(block_size.max(1) as u64);
+    (ids > need).then(|| {
+        format!(
+            "{ids} hash ids for input_length {input_tokens} at {block_size}-token blocks (at most {need}): the trace is inconsistent (wrong --block-size?)"
+        )
+    })
+}
+
 /// Streaming reader of [`BlockRecord`]s.
 pub struct RecordReader {
     src: String,
@@ -274,8 +287,10 @@ impl RecordReader {
     pub(crate) fn open_unshared(path: &Path, opts: &TraceOptions) -> Result<Self, InputError> {
         let src = path.display().to_string();
         if columns::is_binary(path) {
-            let bin = columns::BinStream::open(path)?;
+            let mut bin = columns::BinStream::open(path)?;
             let block_size = opts.block_size.unwrap_or(bin.block_size);
+            // The ids-per-input rule before a record's ids are allocated.
+            bin.block_size = block_size;
             if block_size == 0 {
                 return Err(
                     InputError::new(&src, "block size must be positive").field("block_size")
@@ -461,8 +476,35 @@ impl RecordReader {
         }
     }
 
-    /// Read the next record into `rec` (reusing its buffer). `Ok(false)` at the end.
+    /// Read the next record into `rec` (reusing its buffer). `Ok(false)` at the end. An
+    /// error met in a binary trace is the file's damage when its checksum fails
+    /// ([`RecordReader::damaged_first`]).
     pub fn read_into(&mut self, rec: &mut BlockRecord) -> Result<bool, InputError> {
+        self.read_into_unchecked(rec)
+            .map_err(|e| self.damaged_first(e))
+    }
+
+    /// Checks the rest of a binary trace against its CRC-32 (read once, in the same pass
+    /// as the records; see `columns::BinStream::finish`); nothing to check for a text
+    /// trace or a parsed one (a shared parse was checked whole). What a consumer that
+    /// stops before the end calls before it reports anything.
+    pub fn finish(&mut self) -> Result<(), InputError> {
+        match &mut self.source {
+            Source::Binary(bin) => bin.finish(),
+            _ => Ok(()),
+        }
+    }
+
+    /// `e`, unless the trace is a binary file whose checksum fails: then that (the
+    /// damage explains the error, which names a consequence of it).
+    pub fn damaged_first(&mut self, e: InputError) -> InputError {
+        match self.finish() {
+            Err(crc) => crc,
+            Ok(()) => e,
+        }
+    }
+
+    fn read_into_unchecked(&mut self, rec: &mut BlockRecord) -> Result<bool, InputError> {
         if self.done {
             return Ok(false);
         }
@@ -548,18 +590,8 @@ impl RecordReader {
         // One rule for both engines: a request names at most the blocks its prompt
         // fills (ceil(input_length / block_size)); more would be counted by the policy
         // simulator (every hash id) and dropped by the runtime (page-aligned prompt).
-        let need = (rec.input_tokens as u64).div_ceil(self.block_size.max(1) as u64);
-        if rec.block_hashes.len() as u64 > need {
-            return Err(self.err(
-                self.line_no,
-                Some("hash_ids".into()),
-                format!(
-                    "{} hash ids for input_length {} at {}-token blocks (at most {need}): the trace is inconsistent (wrong --block-size?)",
-                    rec.block_hashes.len(),
-                    rec.input_tokens,
-                    self.block_size
-                ),
-            ));
+        if let Some(m) = too_many_ids(rec.block_hashes.len() as u64, rec.input_tokens, self.block_size) {
+            return Err(self.err(self.line_no, Some("hash_ids".into()), m));
         }
         rec.line = self.line_no;
         rec.index = self.index;
@@ -637,6 +669,11 @@ impl TraceReader {
         self.records.first_out_of_order()
     }
 
+    /// See [`RecordReader::finish`].
+    pub fn finish(&mut self) -> Result<(), InputError> {
+        self.records.finish()
+    }
+
     fn next_request(&mut self) -> Result<Option<Request>, InputError> {
         if !self.records.read_into(&mut self.rec)? {
             return Ok(None);
@@ -649,9 +686,10 @@ impl TraceReader {
                 &mut page_hashes,
             )
             .map_err(|e| {
-                InputError::new(self.records.source_name(), e.to_string())
+                let e = InputError::new(self.records.source_name(), e.to_string())
                     .at_line(self.rec.line)
-                    .field("hash_ids")
+                    .field("hash_ids");
+                self.records.damaged_first(e)
             })?;
         Ok(Some(Request {
             id: self.rec.index,
