@@ -122,7 +122,9 @@ impl ResolvedModel {
 
     /// [`Self::weights_as_loaded`] on a GPU of compute capability `sm_major`
     /// ([`super::sm_major`]): plus the padding of an mxfp4 checkpoint's MoE buffers
-    /// ([`super::weights::mxfp4_moe_padding_per_rank`], gpt-oss).
+    /// ([`super::weights::mxfp4_moe_padding_per_rank`], gpt-oss) and the buffers the
+    /// model builds with its weights ([`super::weights::ParamCounts::load_buffers`]:
+    /// DeepSeek-V4's RoPE tables).
     pub fn weights_as_loaded_on(
         &self,
         layout: &ParallelLayout,
@@ -139,7 +141,14 @@ impl ResolvedModel {
             .div_ceil(layout.pp_size.max(1) as u64),
             _ => 0,
         };
-        Some(self.weights_per_rank(layout)? + padding + layers * LOAD_BYTES_PER_LAYER)
+        // DeepSeek-V4's RoPE tables ([`super::weights::dsv4_rope_table_bytes`]): whole
+        // on every rank (a PP stage holding both layer kinds builds both).
+        Some(
+            self.weights_per_rank(layout)?
+                + padding
+                + layers * LOAD_BYTES_PER_LAYER
+                + hf.params.load_buffers,
+        )
     }
 }
 

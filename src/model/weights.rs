@@ -36,6 +36,10 @@ pub struct ParamCounts {
     pub norms: u64,
     /// MTP / NextN layers (loaded by the draft worker only).
     pub mtp: u64,
+    /// The routed experts of the MTP layers (already in `mtp`): stored in
+    /// `routed_expert_format` like the decoder's (DeepSeek-V4's `mtp.0.ffn.experts` are
+    /// MXFP4 in the official checkpoints).
+    pub mtp_routed_experts: u64,
     /// `kv_b_proj` of the decoder layers of an MLA / MLA-DSA model
     /// (`kv_lora_rank × heads × (qk_nope_head_dim + v_head_dim)` a layer; already in
     /// `attention`): the matrix SGLang copies into `w_kc` / `w_vc` after the load
@@ -60,6 +64,21 @@ pub struct ParamCounts {
     /// ([`PartBytes::embed_replicated_under_dp_attention`]).
     #[serde(skip)]
     pub embed_replicated_under_dp_attention: bool,
+    /// Linear layers every rank holds whole, in the checkpoint's attention format
+    /// (DeepSeek-V4: [`dsv4_replicated_params`]'s fused `wqkv_a` and C4 indexer `wq_b`).
+    /// Not in `attention`.
+    pub replicated_linear: u64,
+    /// bf16 linear layers every rank holds whole whatever the checkpoint's format
+    /// (DeepSeek-V4: the compressors' `wkv_gate`, the indexers' `weights_proj`).
+    pub replicated_bf16: u64,
+    /// 4-byte (fp32 / int32) parameters every rank holds whole (DeepSeek-V4: the
+    /// hyper-connection mixers, compressor `ape` and norms, attention sinks, router
+    /// biases, the hash layers' `tid2eid`).
+    pub replicated_4byte: u64,
+    /// Bytes of non-parameter buffers every rank builds with the model, before the
+    /// weights load (DeepSeek-V4's RoPE tables: [`dsv4_rope_table_bytes`]). Not in
+    /// the checkpoint: counted by `ResolvedModel::weights_as_loaded_on`.
+    pub load_buffers: u64,
 }
 
 impl ParamCounts {
@@ -74,6 +93,9 @@ impl ParamCounts {
             + self.norms
             + self.mtp
             + self.vision
+            + self.replicated_linear
+            + self.replicated_bf16
+            + self.replicated_4byte
     }
 
     /// Counts from a config (the text config of a multimodal model; vision towers are
@@ -218,6 +240,17 @@ impl ParamCounts {
                 per_layer_linear
             };
             p.norms += 2 * hidden;
+            if let Attention::Dsv4 {
+                compress_ratios, ..
+            } = attention
+            {
+                let ratio = compress_ratios.get(l as usize).copied().unwrap_or(0);
+                let r = dsv4_replicated_params(text, ratio, l < g("num_hash_layers").unwrap_or(0));
+                p.replicated_linear += r.linear;
+                p.replicated_bf16 += r.bf16;
+                p.replicated_4byte += r.four_byte;
+                p.norms += r.norms;
+            }
             if is_moe_layer(l) {
                 p.routed_experts += experts * mats * expert_hidden * moe_inter;
                 p.shared_experts += mats * hidden * shared_inter + latent_proj;
@@ -239,7 +272,26 @@ impl ParamCounts {
             }
             + 2 * hidden * hidden
             + 4 * hidden;
+        // DeepSeek-V4: the MTP layer's own replicated `wqkv_a` (its `compress_ratios`
+        // entry is 0: no compressor); the model's `hc_head` mixer (fp32, whole on every
+        // rank: `models/deepseek_v4.py: make_hc_head_params`).
+        let mtp_layer = mtp_layer
+            + if matches!(attention, Attention::Dsv4 { .. }) {
+                dsv4_replicated_params(text, 0, false).linear
+            } else {
+                0
+            };
+        if let Attention::Dsv4 {
+            compress_ratios, ..
+        } = attention
+        {
+            let hc = g("hc_mult").unwrap_or(0);
+            p.replicated_4byte += hc * hc * hidden + hc + 1;
+            let n = (layers as usize).min(compress_ratios.len());
+            p.load_buffers = dsv4_rope_table_bytes(text, &compress_ratios[..n]);
+        }
         p.mtp = mtp_layers as u64 * mtp_layer;
+        p.mtp_routed_experts = mtp_layers as u64 * experts * mats * expert_hidden * moe_inter;
         p
     }
 
@@ -292,14 +344,22 @@ impl ParamCounts {
             dense_mlp: dense,
             routed_experts: experts,
             shared_experts: shared,
-            replicated: 2 * (self.router + self.norms),
+            replicated: 2 * (self.router + self.norms + self.replicated_bf16)
+                + 4 * self.replicated_4byte
+                // In the attention's format, like `attn` above.
+                + match f {
+                    WeightFormat::Mxfp4 => 2 * self.replicated_linear,
+                    _ => q(self.replicated_linear, "self_attn"),
+                },
             mla_absorbed: 2 * self.mla_kv_b,
             vision: 2 * self.vision,
             embed_replicated_under_dp_attention: self.embed_replicated_under_dp_attention,
-            mtp: if f == WeightFormat::Bf16 {
-                2 * self.mtp
-            } else {
-                f.bytes(self.mtp)
+            mtp: match (f, self.routed_expert_format) {
+                (WeightFormat::Bf16, _) => 2 * self.mtp,
+                (_, Some(e)) => {
+                    f.bytes(self.mtp - self.mtp_routed_experts) + e.bytes(self.mtp_routed_experts)
+                }
+                _ => f.bytes(self.mtp),
             },
         }
     }
@@ -399,7 +459,8 @@ pub struct PartBytes {
     pub dense_mlp: u64,
     pub routed_experts: u64,
     pub shared_experts: u64,
-    /// Norms and routers (replicated on every rank).
+    /// Norms, routers and the other parts every rank holds whole (DeepSeek-V4:
+    /// [`dsv4_replicated_params`]).
     pub replicated: u64,
     pub mtp: u64,
     /// Not in the checkpoint: the bf16 `w_kc` / `w_vc` an MLA model's attention keeps
@@ -644,6 +705,135 @@ fn linear_mixer_params(text: &Value, attention: &Attention, hidden: u64) -> u64 
     }
 }
 
+/// Parameters of one DeepSeek-V4 decoder layer that SGLang holds whole on every rank,
+/// by the dtype they have once loaded ([`dsv4_replicated_params`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Dsv4Replicated {
+    /// Quantised linear layers (the checkpoint's attention format: fp8 with 128 × 128
+    /// block scales for the official and FP8 builds).
+    pub linear: u64,
+    /// bf16 linear layers.
+    pub bf16: u64,
+    /// fp32 / int32 parameters.
+    pub four_byte: u64,
+    /// bf16 RMSNorm weights (`q_norm`, `kv_norm`).
+    pub norms: u64,
+}
+
+/// The parameters of DeepSeek-V4 decoder layer `l` (its `compress_ratios[l]` is
+/// `ratio`; `hash` when `l < num_hash_layers`) that every rank holds whole, whatever the
+/// TP size and with or without DP attention: SGLang builds them as `ReplicatedLinear` or
+/// plain `nn.Parameter`s. The same in 0.5.18–0.5.23 (each release's files read):
+/// - `models/deepseek_v4.py: MqaAttentionBase.__init__`: `wqkv_a`, a `ReplicatedLinear`
+///   of `hidden → q_lora_rank + head_dim` with the model's quant config (fp8), the
+///   checkpoint's `wq_a` and `wkv` fused (`SGLANG_OPT_FUSE_WQA_WKV`, on by default;
+///   off, the two are `ReplicatedLinear`s of the same bytes); `attn_sink`, fp32
+///   `[heads]`; `q_norm`, `kv_norm` (bf16). Only `wq_b`, `wo_a`, `wo_b` are split over
+///   the attention-TP group ([`attention_params`]).
+/// - `MQALayer.__init__`: a ratio-4 or ratio-128 layer builds a `Compressor`
+///   (`layers/attention/dsv4/compressor.py: Compressor.__init__`): `wkv_gate`, a
+///   `ReplicatedLinear` of `hidden → 2 · coff · head_dim` in bf16 with no quant config
+///   (`coff` 2 at ratio 4, whose windows overlap, 1 at ratio 128; the checkpoint's
+///   `wkv` and `wgate`), `ape` fp32 `[ratio, coff · head_dim]`, its norm's fp32 weight
+///   `[head_dim]`. A ratio-4 layer also builds a `C4Indexer`
+///   (`layers/attention/dsv4/indexer.py: C4Indexer.__init__`): `wq_b`, a
+///   `ReplicatedLinear` of `q_lora_rank → index_n_heads · index_head_dim` with the
+///   model's quant config (fp8); `weights_proj`, `hidden → index_n_heads` in bf16; and
+///   its own ratio-4 `Compressor` of `index_head_dim`.
+/// - `DeepseekV4DecoderLayerBase.__init__` → `make_hc_mixing_params`: the attention and
+///   FFN hyper-connection mixers, fp32 `[(2 + hc_mult) · hc_mult, hc_mult · hidden]`
+///   each, with `[(2 + hc_mult) · hc_mult]` bases and `[3]` scales.
+/// - `models/deepseek_v2.py: MoEGate` (the router's bf16 weight is counted in
+///   `router`): an fp32 `e_score_correction_bias` `[n_routed_experts]` (`noaux_tc`), or
+///   on a hash layer `layers/moe/hash_topk.py`'s int32 `tid2eid` `[vocab_size,
+///   num_experts_per_tok]` instead.
+pub fn dsv4_replicated_params(text: &Value, ratio: u32, hash: bool) -> Dsv4Replicated {
+    let g = |k: &str| text.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let hidden = g("hidden_size");
+    let hd = g("head_dim");
+    let q_lora = text
+        .get("q_lora_rank")
+        .and_then(Value::as_u64)
+        .unwrap_or(hidden);
+    let (idx_heads, idx_dim) = (g("index_n_heads"), g("index_head_dim"));
+    let hc = g("hc_mult");
+    let mix = (2 + hc) * hc;
+    let mut r = Dsv4Replicated {
+        linear: hidden * (q_lora + hd),
+        norms: q_lora + hd,
+        four_byte: g("num_attention_heads") + 2 * (mix * hc * hidden + mix + 3),
+        ..Default::default()
+    };
+    r.four_byte += if hash {
+        g("vocab_size") * g("num_experts_per_tok")
+    } else {
+        g("n_routed_experts")
+    };
+    // A `Compressor` of `dim` at `ratio`: bf16 `wkv_gate`, fp32 `ape` and norm.
+    let compressor = |r: &mut Dsv4Replicated, ratio: u64, dim: u64| {
+        let coff = if ratio == 4 { 2 } else { 1 };
+        r.bf16 += hidden * 2 * coff * dim;
+        r.four_byte += ratio * coff * dim + dim;
+    };
+    if ratio == 4 || ratio == 128 {
+        compressor(&mut r, ratio as u64, hd);
+    }
+    if ratio == 4 {
+        r.linear += q_lora * idx_heads * idx_dim;
+        r.bf16 += hidden * idx_heads;
+        compressor(&mut r, 4, idx_dim);
+    }
+    r
+}
+
+/// Bytes of the RoPE tables a DeepSeek-V4 model builds on every rank while SGLang
+/// constructs it (on the GPU: `model_loader/loader.py` builds the model under `with
+/// target_device`), so `Load weight end … mem usage=` counts them; `compress_ratios`
+/// are the decoder layers' entries. The same in 0.5.18–0.5.23 (each release's files
+/// read), on CUDA:
+/// - `models/deepseek_v4.py: MqaAttentionBase.__init__` registers `freqs_cis` from
+///   `precompute_freqs_cis(dim=qk_rope_head_dim, seqlen=max_position_embeddings, …)`
+///   (`kernels/ops/attention/…v4…rope.py`, `@lru_cache(2)`): complex64 `[seqlen,
+///   qk_rope_head_dim / 2]`, 8 B an element. A ratio-0 (sliding-window) layer calls it
+///   with `rope_theta` and no YaRN, a compressed one with `compress_rope_theta` and
+///   the YaRN `original_max_position_embeddings`: two tables at most, each shared by
+///   its layers.
+/// - `MQALayer.__init__` → `get_rope_wrapper` → `layers/rotary_embedding/factory.py:
+///   get_rope`, cached by its arguments: a ratio-0 layer a `RotaryEmbedding` of
+///   `max_position_embeddings` positions, a compressed one a
+///   `DeepseekScalingRotaryEmbedding` (`deepseek_yarn`) of
+///   `original_max_position_embeddings × factor`; `cos_sin_cache` is
+///   `[positions, qk_rope_head_dim]` and stays fp32 on CUDA
+///   (`layers/rotary_embedding/base.py: RotaryEmbedding.__init__`).
+///
+/// Not modelled: ROCm's per-layer bf16 `cos_cache` / `sin_cache` copies.
+pub fn dsv4_rope_table_bytes(text: &Value, compress_ratios: &[u32]) -> u64 {
+    let g = |k: &str| text.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let rope = g("qk_rope_head_dim");
+    let max_pos = g("max_position_embeddings");
+    let yarn_positions = {
+        let s = text.get("rope_scaling");
+        let orig = s
+            .and_then(|s| s.get("original_max_position_embeddings"))
+            .and_then(Value::as_u64)
+            .unwrap_or(max_pos);
+        let factor = s
+            .and_then(|s| s.get("factor"))
+            .and_then(Value::as_f64)
+            .unwrap_or(1.0);
+        (orig as f64 * factor) as u64
+    };
+    let freqs_cis = max_pos * (rope / 2) * 8;
+    let mut bytes = 0;
+    if compress_ratios.contains(&0) {
+        bytes += freqs_cis + max_pos * rope * 4;
+    }
+    if compress_ratios.iter().any(|&r| r != 0) {
+        bytes += freqs_cis + yarn_positions * rope * 4;
+    }
+    bytes
+}
+
 /// `kv_b_proj` parameters of one MLA / MLA-DSA decoder layer: `kv_lora_rank × heads ×
 /// (qk_nope_head_dim + v_head_dim)` (`models/deepseek_v2.py: DeepseekV2AttentionMLA`'s
 /// `kv_b_proj`). 0 for other attention kinds (DeepSeek-V4 and the hybrid MLA of
@@ -683,20 +873,20 @@ fn attention_params(text: &Value, attention: &Attention, hidden: u64, heads: u64
             };
             q + hidden * (rank + rope) + rank * heads * (nope + v) + heads * v * hidden + indexer
         }
-        // DeepSeek-V4 (`models/deepseek_v4.py`: the attention's `wq_a` hidden × q_lora,
-        // `wkv` hidden × head_dim, `wq_b` q_lora × heads·head_dim, `wo_a` heads·head_dim
-        // × o_lora (grouped), `wo_b` o_groups·o_lora × hidden). The compressors, C4
-        // indexers and hyper-connection mixers are left out (under 1 % of the weights).
+        // DeepSeek-V4 (`models/deepseek_v4.py: MqaAttentionBase.__init__`): the
+        // projections split over the attention-TP group, `wq_b` (`ColumnParallelLinear`
+        // q_lora × heads·head_dim), `wo_a` (`ColumnParallelLinear` heads·head_dim /
+        // o_groups × o_groups·o_lora) and `wo_b` (`RowParallelLinear` o_groups·o_lora ×
+        // hidden). `wo_a` keeps the checkpoint's fp8 (`wo_a_fp8_gemm_enabled`: an
+        // `Fp8Config` with 128 × 128 blocks, the official and FP8 builds). The fused
+        // `wqkv_a`, the compressors, C4 indexers and hyper-connection mixers are whole on
+        // every rank: [`dsv4_replicated_params`].
         Attention::Dsv4 { head_dim, .. } => {
             let hd = *head_dim as u64;
             let q_lora = g("q_lora_rank").unwrap_or(hidden);
             let o_lora = g("o_lora_rank").unwrap_or(hidden);
             let groups = g("o_groups").unwrap_or(1);
-            hidden * q_lora
-                + hidden * hd
-                + q_lora * heads * hd
-                + heads * hd * o_lora
-                + groups * o_lora * hidden
+            q_lora * heads * hd + heads * hd * o_lora + groups * o_lora * hidden
         }
         _ => {
             let hd = g("head_dim").unwrap_or(hidden.checked_div(heads).unwrap_or(0));
@@ -733,6 +923,39 @@ mod tests {
             768 * (103_680 + 7_200 + 96)
         );
         assert_eq!(mxfp4_moe_padding_per_rank(&p, 1, None), 0);
+    }
+
+    /// DeepSeek-V4's RoPE tables: per layer kind a complex64 `freqs_cis` of 1,048,576 ×
+    /// 32 × 8 B = 256 MiB and an fp32 `cos_sin_cache` of 1,048,576 × 64 × 4 B = 256 MiB
+    /// (the compressed kind's YaRN cache is 65,536 × 16 positions). V4-Flash has both
+    /// kinds (layers 0 and 1 are ratio 0): 1 GiB; V4-Pro's 61 decoder layers are all
+    /// compressed (its ratio-0 entry is the MTP layer's): 512 MiB. One C4 layer of
+    /// V4-Flash holds whole: `wqkv_a` 4,096 × 1,536 + indexer `wq_b` 1,024 × 8,192 in
+    /// fp8; `wkv_gate` 4,096 × 2,048, `weights_proj` 4,096 × 64 and the indexer's
+    /// `wkv_gate` 4,096 × 512 in bf16; mixers 2 × (24 × 16,384 + 27), 64 sinks, 256
+    /// biases, `ape` 4 × 1,024 + 4 × 256 and norms 512 + 128 in fp32.
+    #[test]
+    fn dsv4_rope_tables_and_replicated_parts() {
+        let c = json!({"qk_rope_head_dim": 64, "max_position_embeddings": 1_048_576,
+            "rope_scaling": {"factor": 16, "original_max_position_embeddings": 65_536},
+            "hidden_size": 4096, "head_dim": 512, "q_lora_rank": 1024, "index_n_heads": 64,
+            "index_head_dim": 128, "hc_mult": 4, "num_attention_heads": 64,
+            "n_routed_experts": 256, "vocab_size": 129_280, "num_experts_per_tok": 6});
+        assert_eq!(dsv4_rope_table_bytes(&c, &[0, 0, 4, 128]), 1 << 30);
+        assert_eq!(dsv4_rope_table_bytes(&c, &[128, 128, 4]), 1 << 29);
+        let r = dsv4_replicated_params(&c, 4, false);
+        assert_eq!(r.linear, 4096 * 1536 + 1024 * 8192);
+        assert_eq!(r.bf16, 4096 * 2048 + 4096 * 64 + 4096 * 512);
+        assert_eq!(
+            r.four_byte,
+            2 * (24 * 16_384 + 27) + 64 + 256 + (4 * 1024 + 512) + (4 * 256 + 128)
+        );
+        assert_eq!(r.norms, 1024 + 512);
+        // A hash layer's `tid2eid` (129,280 × 6) replaces the bias; a ratio-0 layer has
+        // no compressor or indexer.
+        let h = dsv4_replicated_params(&c, 0, true);
+        assert_eq!((h.linear, h.bf16), (4096 * 1536, 0));
+        assert_eq!(h.four_byte, 2 * (24 * 16_384 + 27) + 64 + 129_280 * 6);
     }
 
     /// Llama-3.1-8B (meta-llama/Meta-Llama-3.1-8B config.json): hidden 4096, 32 layers,

@@ -195,16 +195,17 @@ fn check_answers_deepseek_v4_per_release() {
     );
     // 0.5.21–0.5.23: the device pools as `DSV4PoolConfigurator` sizes them (ratio
     // mode) and the six host pools `build_deepseek_v4_hicache_stack` builds at ratio 2
-    // at the default f 0.855 (full 16,826,112 tokens = 65,727 pages → 131,454 host
-    // pages; SWA 1,682,432 = 6,572 → 13,144), each checked against the live per-rank
-    // budget: the binding pool is the last one built (C128: 20 layers × 131,454 × 1,728
-    // B = 4.54 GB), the least margin over the ranks and runs 243.84 GB.
+    // at the default f 0.855 (41,236,730,204 B of weights per rank at TP 4: full
+    // 16,512,256 tokens = 64,501 pages → 129,002 host pages; SWA 1,651,200 = 6,450 →
+    // 12,900), each checked against the live per-rank budget: the binding pool is the
+    // last one built (C128: 20 layers × 129,002 × 1,728 B = 4.46 GB), the least margin
+    // over the ranks and runs 248.28 GB.
     for rel in ["0.5.21", "0.5.22", "0.5.23"] {
         let row = text
             .lines()
             .find(|l| l.contains("v4.sh") && l.split_whitespace().nth(1) == Some(rel))
             .unwrap_or_else(|| panic!("{rel}: {text}"));
-        assert!(row.contains("ok") && row.contains("243.84 GB"), "{row}");
+        assert!(row.contains("ok") && row.contains("248.28 GB"), "{row}");
     }
     // 0.5.20 errors, so the batch fails.
     assert!(!out.status.success(), "{text}");
@@ -262,6 +263,69 @@ fn v4_plan(
     (s, p)
 }
 
+/// Weights per rank as loaded for the two logged DeepSeek-V4 start-ups at TP 8 (no DP
+/// attention, no MTP draft), derived by hand from the checkpoints' tensors and SGLang's
+/// sharding (`weights::dsv4_replicated_params`, `weights::dsv4_rope_table_bytes`):
+///
+/// sgl-project/DeepSeek-V4-Flash-FP8 (the N05 / N06 logs' Flash-Base stand-in: hidden
+/// 4,096, 43 layers, ratios 2 × 0, 21 × 4, 20 × 128, 3 hash layers; fp8 with an fp32
+/// scale per 128 × 128 block):
+/// - over TP 8: wq_b + wo_a + wo_b, 43 × (33,554,432 × 3) = 4,328,521,728 → 4,329,578,496
+///   B / 8 = 541,197,312; routed + shared experts 43 × 257 × 3 × 4,096 × 2,048 →
+///   277,093,023,744 + 1,082,394,624 B / 8 = 34,771,927,296; embedding and LM head
+///   129,280 × 4,096 × 2 B / 8 each = 264,765,440;
+/// - whole on every rank: fp8 `wqkv_a` 43 × 4,096 × 1,536 + C4 indexer `wq_b` 21 ×
+///   1,024 × 8,192 = 446,693,376 → 446,802,432 B; bf16 compressors and `weights_proj`
+///   21 × (8,388,608 + 262,144 + 2,097,152) + 20 × 4,194,304 = 309,592,064 → 619,184,128
+///   B; bf16 routers 43 × 256 × 4,096 and norms 422,400 → 91,022,336 B; fp32 / int32
+///   (hyper-connection mixers 43 × 786,486, sinks 43 × 64, biases 40 × 256, `tid2eid` 3
+///   × 775,680, compressor `ape` + norms 21 × 5,760 + 20 × 66,048, `hc_head` 65,541) =
+///   37,666,391 → 150,665,564 B: 1,307,674,460;
+/// - 36,885,564,508 B of parameters + 43 × 4 MiB + the RoPE tables (a ratio-0 and a
+///   compressed kind: 2 × (1,048,576 × 32 × 8 B + 1,048,576 × 64 × 4 B) = 1 GiB) =
+///   38,139,661,404 B = 35.52 GiB. Derived from the logs: 36.60 GiB (−2.9 %; before
+///   this count 33.42 GiB, −8.7 %).
+///
+/// deepseek-ai/DeepSeek-V4-Pro (case 05: hidden 7,168, 61 layers, ratios 30 × 4, 31 ×
+/// 128, MXFP4 routed experts):
+/// - over TP 8: attention 61 × (100,663,296 + 67,108,864 + 117,440,512) →
+///   17,402,220,544 B / 8 = 2,175,277,568; routed experts 1,547,396,186,112 parameters
+///   at ½ B + 1/32 B = 822,054,223,872 B, + shared 4,030,661,376 B, / 8 =
+///   103,260,610,656; embedding and LM head 231,669,760 each;
+/// - whole on every rank: fp8 `wqkv_a` + indexer `wq_b` 895,483,904 + 377,487,360 →
+///   1,273,282,048 B; bf16 compressors and `weights_proj` 791,805,952 → 1,583,611,904
+///   B; routers and norms 337,819,648 B; fp32 / int32 88,647,011 → 354,588,044 B:
+///   3,549,301,644;
+/// - 109,448,529,388 + 61 × 4 MiB + 512 MiB of RoPE tables (compressed layers only) =
+///   110,241,252,844 B = 102.67 GiB against the logged 125.65 (−18.3 %; before 99.28,
+///   −21.0 %): the rest is not a rule of 0.5.18–0.5.23 (see case 05).
+#[test]
+fn deepseek_v4_weights_on_the_logged_configurations() {
+    let tp8 = ParallelLayout::tp(8);
+    let flash = catalogue_model("sgl-project/DeepSeek-V4-Flash-FP8").unwrap();
+    let parts = flash.part_bytes().unwrap();
+    assert_eq!(parts.attention, 4_329_578_496);
+    assert_eq!(parts.replicated, 1_307_674_460);
+    assert_eq!(flash.weights_per_rank(&tp8), Some(36_885_564_508));
+    assert_eq!(flash.weights_as_loaded(&tp8), Some(38_139_661_404));
+    let pro = catalogue_model("deepseek-ai/DeepSeek-V4-Pro").unwrap();
+    let parts = pro.part_bytes().unwrap();
+    assert_eq!(parts.attention, 17_402_220_544);
+    assert_eq!(parts.replicated, 3_549_301_644);
+    assert_eq!(pro.weights_per_rank(&tp8), Some(109_448_529_388));
+    assert_eq!(pro.weights_as_loaded(&tp8), Some(110_241_252_844));
+    // The replicated parts do not shrink with TP: at TP 16 they are the same bytes.
+    let tp16 = ParallelLayout::tp(16);
+    let sharded_only = hicache_sim::model::weights::PartBytes {
+        replicated: 0,
+        ..parts
+    };
+    assert_eq!(
+        parts.per_rank(&tp16) - sharded_only.per_rank(&tp16),
+        3_549_301_644
+    );
+}
+
 /// DeepSeek-V4-Pro TP16 DP2 with DP attention on two HGX H20, f 0.9, no other flag
 /// (0.5.23): SGLang sizes it in ratio mode, and every rank holds the whole input
 /// embedding (`enable_tp=not is_dp_attention_enabled()`).
@@ -275,19 +339,21 @@ fn deepseek_v4_pro_tp16_dp2_on_two_h20() {
     // estimate. Free: 97,871 MiB − 3.11 GiB = 102,625,181,696 − 3,339,337,073.
     let free = 99_285_844_623u64;
     assert_eq!(s.node.gpu_memory.0 - s.node.gpu_reserved_for(16), free);
-    // The weights by part with the embedding sharded over attention-TP 8 (54,858,472,688
-    // B) plus the 7/8 of the 129,280 × 7,168 × 2 B = 1,853,358,080 B embedding it did
-    // not count: 1,853,358,080 − 231,669,760 = 1,621,688,320.
+    // The weights by part (`deepseek_v4_weights_on_the_logged_configurations` derives
+    // them): wq_b / wo_a / wo_b over attention-TP 8, 17,402,220,544 / 8 = 2,175,277,568;
+    // routed and shared experts over TP 16, 826,084,885,248 / 16 = 51,630,305,328; the
+    // replicated parts 3,549,301,644; the whole 129,280 × 7,168 × 2 B = 1,853,358,080 B
+    // embedding (not / attention-TP 8); the LM head / 16, 115,834,880: 59,324,077,500;
+    // + 61 × 4 MiB + 512 MiB of RoPE tables = 60,116,800,956.
     let w = s.weights_per_rank().unwrap();
-    assert_eq!(w, 54_858_472_688 + 1_621_688_320);
-    // rest = (free − w) − free × (1 − 0.9) = 42,805,683,615 − 9,928,584,462.3 →
-    // 32,877,099,152 B. Per attention-DP worker: 128 requests, C128 rings
+    assert_eq!(w, 60_116_800_956);
+    // rest = (free − w) − free × (1 − 0.9) = 39,169,043,667 − 9,928,584,462.3 →
+    // 29,240,459,204 B. Per attention-DP worker: 128 requests, C128 rings
     // ceil((129 × 128 + 129) / 128) × 128 = 16,768 rows × 2 × 512 × 4 B × 31 layers =
-    // 2,129,133,568 B fixed; 30,747,965,584 / 10,115.25 = 3,039,764.5 → 11,874 pages =
-    // 3,039,744 (3,200,000 with the embedding sharded); SWA int(303,974.4) → 1,187
-    // pages = 303,872.
-    assert_eq!(p.device_tokens, 3_039_744);
-    assert_eq!(p.device_swa_tokens, Some(303_872));
+    // 2,129,133,568 B fixed; 27,111,325,636 / 10,115.25 = 2,680,242.8 → 10,469 pages =
+    // 2,680,064; SWA int(268,006.4) → 1,046 pages = 267,776.
+    assert_eq!(p.device_tokens, 2_680_064);
+    assert_eq!(p.device_swa_tokens, Some(267_776));
     assert!(p.device_failure.is_none());
 }
 
@@ -346,7 +412,7 @@ fn deepseek_v4_schedule_under_dp_attention() {
 /// DeepSeek-V4-Flash TP8 on 8 × L20 (0.5.23, no flags): SGLang's default fraction without
 /// the prefill graph it turns off for DeepSeek-V4, 0.826 (8,000 MiB reserved of 46,068),
 /// and ratio mode: the start-up fits (cap mode refused it: "The DSV4 SWA pool cap
-/// (598272 tokens, 17.76 GB) leaves no room").
+/// (598272 tokens, 17.76 GB) leaves no room"); the FP8-expert build does not.
 #[test]
 fn deepseek_v4_flash_tp8_on_l20_starts_at_sglangs_default_fraction() {
     let launch = |model: &str| {
@@ -356,26 +422,26 @@ fn deepseek_v4_flash_tp8_on_l20_starts_at_sglangs_default_fraction() {
     };
     let (s, p) = v4_plan(&launch("deepseek-ai/DeepSeek-V4-Flash"));
     assert_eq!(hicache_sim::pools::resolve_mem_fraction(&s).value, 0.826);
-    // Free: 46,068 MiB − 1 GiB = 47,232,057,344 B; weights 19,642,549,568 B per rank.
-    // rest = 27,589,507,776 − 47,232,057,344 × 0.174 (8,218,377,977.9) → 19,371,129,798
+    // Free: 46,068 MiB − 1 GiB = 47,232,057,344 B; weights 21,899,250,780 B per rank
+    // (`deepseek_v4_weights_on_the_logged_configurations` derives the parts: 20,645,153,884
+    // B of parameters, 43 × 4 MiB, 1 GiB of RoPE tables).
+    // rest = 25,332,806,564 − 47,232,057,344 × 0.174 (8,218,377,977.9) → 17,114,428,586
     // B; C128 rings (257 slots: 33,152 rows × 4 KiB × 20 layers) 2,715,811,840 fixed;
-    // 16,655,317,958 / 7,086.75 = 2,350,205.8 → 9,180 pages = 2,350,080; SWA
-    // int(235,008.0) = 918 pages.
-    assert_eq!(s.weights_per_rank().unwrap(), 19_642_549_568);
+    // 14,398,616,746 / 7,086.75 = 2,031,765.9 → 7,936 pages = 2,031,616; SWA
+    // int(203,161.6) → 793 pages = 203,008.
+    assert_eq!(s.weights_per_rank().unwrap(), 21_899_250_780);
     assert_eq!(
         (p.device_tokens, p.device_swa_tokens),
-        (2_350_080, Some(235_008))
+        (2_031_616, Some(203_008))
     );
     assert!(p.device_failure.is_none());
-    // The FP8-expert build (35,882,960,192 B per rank): rest 3,130,719,174 B − 2,715,811,840
-    // = 414,907,334 / 7,086.75 = 58,547.2 → 228 pages = 58,368; SWA int(5,836.8) → 22
-    // pages = 5,632, above the 128 + 256 admission floor.
+    // The FP8-expert build (38,139,661,404 B per rank) does not start at the default
+    // fraction: rest 47,232,057,344 − 38,139,661,404 − 8,218,377,977.9 = 874,017,962 B,
+    // less than the C128 rings' 2,715,811,840.
     let (s, p) = v4_plan(&launch("sgl-project/DeepSeek-V4-Flash-FP8"));
-    assert_eq!(s.weights_per_rank().unwrap(), 35_882_960_192);
-    assert_eq!(
-        (p.device_tokens, p.device_swa_tokens),
-        (58_368, Some(5_632))
-    );
+    assert_eq!(s.weights_per_rank().unwrap(), 38_139_661_404);
+    assert_eq!(p.device_tokens, 0);
+    assert!(p.device_failure.is_some());
 }
 
 /// `--kv-cache-dtype` for DeepSeek-V4: SGLang asserts the spelling `fp8_e4m3` or
@@ -430,10 +496,10 @@ fn deepseek_v4_refuses_bf16_spelled_bf16_as_sglang_does() {
 
 /// DeepSeek-V4 pools with no room are a failed start-up with SGLang's words (exit 1 in
 /// `check`, not an error row). V4-Flash-FP8 TP8 on 8 × L20 (47,232,057,344 B free,
-/// 35,882,960,192 B of weights per rank):
-/// - f 0.7: the weights take 75.97 % of the free memory, `_profile_available_bytes`
+/// 38,139,661,404 B of weights per rank):
+/// - f 0.7: the weights take 80.75 % of the free memory, `_profile_available_bytes`
 ///   raises before the configurator;
-/// - f 0.815: rest 38,494,126,735 − 35,882,960,192 = 2,611,166,543 B, less than the C128
+/// - f 0.815: rest 38,494,126,735 − 38,139,661,404 = 354,465,331 B, less than the C128
 ///   rings' 2,715,811,840: no full token, so `validate_swa_pool_size` refuses an SWA
 ///   pool of 0.
 #[test]
@@ -462,7 +528,7 @@ fn deepseek_v4_without_room_is_a_failed_start_up_with_sglangs_words() {
     };
     assert_eq!(
         check("0.7"),
-        "Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.7. Raise --mem-fraction-static above 0.760 (minimum viable = 1 - available/pre = 0.7597). If using speculative decoding, draft weights are now counted. (what would help: the weights (35.88 GB per rank) take 76.0 % of the 47.23 GB free before the load: raise --mem-fraction-static above 0.760, or raise --tp (TP8 → TP16 halves the weights per rank))"
+        "Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.7. Raise --mem-fraction-static above 0.808 (minimum viable = 1 - available/pre = 0.8075). If using speculative decoding, draft weights are now counted. (what would help: the weights (38.14 GB per rank) take 80.7 % of the 47.23 GB free before the load: raise --mem-fraction-static above 0.807, or raise --tp (TP8 → TP16 halves the weights per rank))"
     );
     let m = check("0.815");
     assert!(
@@ -488,7 +554,7 @@ fn deepseek_v4_without_room_is_a_failed_start_up_with_sglangs_words() {
     );
     let f = hicache_sim::startup::plan::DeviceFailure::of_dsv4(
         &cap,
-        19_642_549_568,
+        21_899_250_780,
         47_232_057_344,
         0.818,
         8,
