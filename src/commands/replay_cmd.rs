@@ -442,6 +442,18 @@ fn render(
         gb(m.prefetch_bytes),
         gb(m.l3_write_bytes)
     );
+    if cfg.has_storage() {
+        // SGLang's prefetch budget (`cache_controller.py: prefetch_rate_limited`) binds
+        // when prefetches in flight hold `prefetch_capacity_limit` tokens.
+        let _ = writeln!(
+            o,
+            "prefetches: {} issued, {} refused by the prefetch capacity limit ({} tokens), {} retries",
+            m.prefetches_issued,
+            m.prefetches_rate_limited,
+            cfg.prefetch_capacity_limit_tokens(),
+            m.prefetch_retries
+        );
+    }
     let _ = writeln!(
         o,
         "evictions: device {} pages, host {} pages, storage {} pages; failed backups {}; tokens dropped without backup {}",

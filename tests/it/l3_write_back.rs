@@ -170,3 +170,39 @@ fn storage_latency_is_paid_once_per_prefetch() {
     assert_eq!(t50 - t0, 50_000_000, "ttft {t0} / {t50} ns");
     assert_eq!(t100 - t0, 100_000_000, "ttft {t0} / {t100} ns");
 }
+
+/// Many requests in flight (the multiturn scenario's 8 parallel clients, 32
+/// conversations) against a 2 000-page host pool with storage: SGLang's prefetch budget
+/// (`cache_controller.py: prefetch_rate_limited`, half the host pool: 1 000 pages of 64
+/// = 64 000 tokens) binds, and `replay` says how often: 23 of 192 L3 prefetches refused.
+/// With a 20 000-page host pool the budget never binds.
+#[test]
+fn the_replay_reports_prefetches_the_capacity_limit_refuses() {
+    let run = |l2: &str| {
+        let o = crate::support::run(
+            &[
+                "replay",
+                "scenarios/multiturn-tiers.yaml",
+                "--set",
+                "server.hicache_storage_backend=file",
+                "--set",
+                &format!("runtime.replay.l2_pages={l2}"),
+                "--set",
+                "runtime.replay.l3_unbounded=true",
+            ],
+            &crate::support::repo(""),
+        );
+        crate::support::ok(&o);
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .find(|l| l.starts_with("prefetches:"))
+            .expect("a prefetch line with storage")
+            .to_string()
+    };
+    assert_eq!(
+        run("2000"),
+        "prefetches: 169 issued, 23 refused by the prefetch capacity limit (64000 tokens), 0 retries"
+    );
+    let big = run("20000");
+    assert!(big.contains(", 0 refused by the prefetch capacity limit (640000 tokens)"), "{big}");
+}
