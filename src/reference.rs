@@ -143,7 +143,7 @@ pub fn versions_markdown() -> String {
 /// scenario's types serialize it: `null` = unset, SGLang's default or the release's
 /// applies). Read from a scenario that sets nothing but its node.
 pub fn scenario_keys_markdown() -> String {
-    let keys = crate::scenario::schema::flattened_defaults();
+    let keys = crate::scenario::load::flattened_defaults();
     let mut out = String::from("| key | when not set |\n|---|---|\n");
     for (k, d) in keys {
         let _ = writeln!(out, "| `{}` | `{}` |", cell(&k), cell(&d));

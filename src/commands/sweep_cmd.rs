@@ -146,7 +146,7 @@ pub fn sweep(a: SweepArgs) -> CmdResult {
     let (scenario_map, traces) =
         provenance(&base, &points, &a.scenario, &loaded.lines, &model_files)?;
     opts.scenario = scenario_map;
-    opts.scenario_defaults = crate::scenario::schema::flattened_defaults();
+    opts.scenario_defaults = crate::scenario::load::flattened_defaults();
     opts.inputs = std::iter::once(("scenario".to_string(), PathBuf::from(&a.scenario)))
         .chain(traces.into_iter().map(|t| ("trace".to_string(), t)))
         .chain(

@@ -563,6 +563,32 @@ pub fn flatten(v: &Value, prefix: &str, out: &mut std::collections::BTreeMap<Str
     }
 }
 
+/// Every key of a scenario's `server:`, `memory:` and `startup:` sections and of
+/// `runtime.replay:`, by dotted path, with the value it takes when the scenario does not
+/// set it, as the scenario's types serialize it (`null` = unset: SGLang's default or the
+/// release's applies). Read from a scenario that sets nothing but its node. The
+/// reference's table of keys, and what lets `--resume` accept a journal of an earlier
+/// build that lacked a key this build added at its default.
+pub fn flattened_defaults() -> std::collections::BTreeMap<String, String> {
+    let file = super::schema::ScenarioFile::minimal("gb300");
+    let mut v = serde_json::to_value(&file).expect("a scenario serializes");
+    if let Some(o) = v.as_object_mut() {
+        for k in ["name", "description", "node", "model", "sweep", "unmodelled"] {
+            o.remove(k);
+        }
+        o.insert(
+            "runtime".into(),
+            serde_json::json!({
+                "replay": serde_json::to_value(crate::runtime::ReplayConfig::default())
+                    .expect("a replay config serializes")
+            }),
+        );
+    }
+    let mut keys = std::collections::BTreeMap::new();
+    flatten(&v, "", &mut keys);
+    keys
+}
+
 /// Sets `a.b.c` in a value tree, creating maps on the way.
 pub fn set_path(root: &mut Value, path: &str, v: Value) -> Result<(), SetPathError> {
     let mut cur = root;

@@ -58,7 +58,7 @@ pub struct RunOptions {
     /// ([`journal::Header::scenario`]): part of the fingerprint.
     pub scenario: std::collections::BTreeMap<String, String>,
     /// Every scenario key at the value it takes when not set
-    /// ([`crate::scenario::schema::flattened_defaults`]): a journal of an earlier build
+    /// ([`crate::scenario::load::flattened_defaults`]): a journal of an earlier build
     /// that lacks only such keys (and columns) is resumed ([`super::upgrade`]).
     pub scenario_defaults: std::collections::BTreeMap<String, String>,
     /// What holds the output folder's lock (shown to a second run).

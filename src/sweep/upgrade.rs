@@ -56,7 +56,7 @@ impl Upgrade {
 
 /// `Some` when `old` is this sweep's journal written by an earlier build that differs
 /// from `new` only by keys added at their default (`defaults`: the flattened
-/// [`crate::scenario::schema::flattened_defaults`]) and columns added (the point, axis,
+/// [`crate::scenario::load::flattened_defaults`]) and columns added (the point, axis,
 /// seed and error columns unchanged, every old column kept in order); `None` otherwise.
 /// An identical header, or one that differs only by its fingerprint (other points), is
 /// not an upgrade (`None`). The caller checks each row against its point.

@@ -259,7 +259,7 @@ fn an_earlier_builds_journal_with_only_added_defaults_resumes() {
     let h: serde_json::Value =
         serde_json::from_str(std::fs::read_to_string(&j).unwrap().lines().next().unwrap())
             .unwrap();
-    let defaults = hicache_sim::scenario::schema::flattened_defaults();
+    let defaults = hicache_sim::scenario::load::flattened_defaults();
     let scen = h["scenario"].as_object().unwrap();
     let defaulted = scen
         .iter()
