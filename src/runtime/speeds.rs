@@ -191,9 +191,15 @@ impl Speeds {
             .storage_backend
             .map(|b| format!(" ({b})"))
             .unwrap_or_default();
+        // The fixed speeds cut no batch (the SGLang Simulator's clock): a chunk the
+        // server sets is named as unused there, not as if it shaped the figures.
+        let chunk = match self.cost_model {
+            "table" | "roofline" => self.chunked_prefill_size.to_string(),
+            _ if self.chunked_prefill_size == 0 => "0".to_string(),
+            _ => format!("{} (unused by fixed speeds)", self.chunked_prefill_size),
+        };
         format!(
-            "{compute}; chunk {}; scale {}{}; load-back {}; decode {}; H2D {} GB/s{}; D2H {} GB/s; efficiency {}; storage{backend} read {} GB/s write {} GB/s latency {} us",
-            self.chunked_prefill_size,
+            "{compute}; chunk {chunk}; scale {}{}; load-back {}; decode {}; H2D {} GB/s{}; D2H {} GB/s; efficiency {}; storage{backend} read {} GB/s write {} GB/s latency {} us",
             self.compute_scale,
             self.opt_in_text(),
             self.load_back,
@@ -225,6 +231,18 @@ mod tests {
             "fixed: prefill 20000 tok/s; decode 50 tok/s; chunk 0; scale 1; load-back before_forward; decode beside_prefill; H2D 55 GB/s; D2H 55 GB/s; efficiency 0.85; storage read 10 GB/s write 5 GB/s latency 0 us"
         );
         assert_eq!(s.hit_cost_per_cached_token_ns, None);
+    }
+
+    /// A scenario's chunk under the fixed speeds (which cut no batch) is named unused.
+    #[test]
+    fn a_chunk_under_fixed_speeds_is_named_unused() {
+        let mut c = ReplayConfig::default();
+        c.scheduler.compute.chunked_prefill_size = 16384;
+        assert!(
+            Speeds::of(&c)
+                .line()
+                .contains("; chunk 16384 (unused by fixed speeds); scale 1;")
+        );
     }
 
     #[test]
