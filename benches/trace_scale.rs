@@ -8,6 +8,8 @@
 //! - `replay/binary`: the untimed replay's hot path, the synthetic trace ×8 (ids shifted
 //!   per copy, 975,016 hash ids) from the binary form, 512-token pages, L1 20k / L2 60k
 //!   pages (the figures of `scripts/bench_trace_scale.sh`); throughput in whole pages.
+//! - `replay/floor_read_and_probe`: the same file read once and one hash probe per
+//!   whole page into a set of every page seen: the floor the replay is measured against.
 //!
 //! Run: `cargo bench --features bench --bench trace_scale -- --warm-up-time 1 --measurement-time 5`.
 //! The whole-trace figures (×10 / ×50 conversation trace, before/after) come from
@@ -122,11 +124,28 @@ fn replay_binary(c: &mut Criterion) {
         )
         .unwrap()
     };
+    // The floor: the same file read once and one hash probe per whole page (512-token
+    // pages: one id each) into a set of every page seen — no tree, no eviction, no
+    // accounting. The replay's distance from it is what the tree and tiers cost.
+    let floor = || {
+        let mut r = RecordReader::open(&bin, &opts).unwrap();
+        let mut rec = BlockRecord::default();
+        let mut seen: rustc_hash::FxHashSet<u64> = Default::default();
+        let mut hits = 0u64;
+        while r.read_into(&mut rec).unwrap() {
+            let whole = (rec.input_tokens / 512) as usize;
+            for &id in rec.block_hashes.iter().take(whole) {
+                hits += u64::from(!seen.insert(id));
+            }
+        }
+        hits
+    };
     let pages = run().input_pages;
     let mut g = c.benchmark_group("replay");
     g.throughput(Throughput::Elements(pages));
     g.sample_size(10);
     g.bench_function("binary", |b| b.iter(run));
+    g.bench_function("floor_read_and_probe", |b| b.iter(floor));
     g.finish();
 }
 
