@@ -218,7 +218,18 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
                 serde_json::to_string_pretty(&v).map_err(|e| CommandError::Other(e.to_string()))?
             );
         }
-        OutputFormat::Text => print!("{}", render(&cfg, &section, &m, note.as_deref())),
+        OutputFormat::Text => {
+            // With DP ranks, what one tree of the same pools would have hit (one more
+            // replay, text only).
+            let one_tree = (cfg.capacities.dp_ranks > 1)
+                .then(|| {
+                    let mut c = cfg.clone();
+                    c.capacities.dp_ranks = 1;
+                    pipeline::run_replay(&section, &c).ok().map(|x| x.total_hit_rate)
+                })
+                .flatten();
+            print!("{}", render(&cfg, &section, &m, note.as_deref(), one_tree))
+        }
     }
     Ok(0)
 }
@@ -345,11 +356,50 @@ fn pct(x: f64) -> String {
     format!("{:6.2} %", 100.0 * x)
 }
 
+/// The data-parallel ranks' lines: each rank's share and hits, the imbalance, and what
+/// one tree of the same pools taking every request would have hit (`one_tree`).
+fn render_ranks(o: &mut String, m: &ReplayMetrics, one_tree: Option<f64>) {
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "data-parallel ranks: {}, each its own tree with the pools above; requests round-robin (DataParallelController.round_robin_scheduler); prompt tokens max/mean {:.3}",
+        m.ranks.len(),
+        crate::runtime::dp::imbalance(&m.ranks).unwrap_or(1.0)
+    );
+    let _ = writeln!(
+        o,
+        "{:<6} {:>9} {:>14} {:>10} {:>10} {:>10} {:>10}",
+        "rank", "requests", "input tokens", "device", "host", "storage", "total"
+    );
+    for (i, r) in m.ranks.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "{i:<6} {:>9} {:>14} {:>10} {:>10} {:>10} {:>10}",
+            r.measured_requests,
+            r.input_tokens,
+            pct(r.device_hit_rate),
+            pct(r.host_hit_rate),
+            pct(r.storage_hit_rate),
+            pct(r.total_hit_rate)
+        );
+    }
+    if let Some(t) = one_tree {
+        let _ = writeln!(
+            o,
+            "one tree of these pools taking every request would hit {} in total: the split over {} ranks changes it by {:+.2} points",
+            pct(t).trim(),
+            m.ranks.len(),
+            (m.total_hit_rate - t) * 100.0
+        );
+    }
+}
+
 fn render(
     cfg: &ReplayConfig,
     section: &RuntimeSection,
     m: &ReplayMetrics,
     note: Option<&str>,
+    one_tree: Option<f64>,
 ) -> String {
     let mut o = String::new();
     let _ = writeln!(
@@ -431,6 +481,9 @@ fn render(
         ),
     ] {
         let _ = writeln!(o, "{t:<8} {tok:>14} {:>10} {:>14}", pct(r), pct(pr));
+    }
+    if !m.ranks.is_empty() {
+        render_ranks(&mut o, m, one_tree);
     }
     let _ = writeln!(o);
     let gb = |b: u64| format!("{:.2} GB", b as f64 / 1e9);

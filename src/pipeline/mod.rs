@@ -108,6 +108,8 @@ pub fn replay_config(
         load_back_kernel: load_back_kernel(s, &rules),
         ..cfg.links
     };
+    // `--dp-size` schedulers, each with its own tree and pools of the sizes above.
+    cfg.capacities.dp_ranks = s.layout.dp_size.max(1);
     let policy = &mut cfg.policy;
     policy.write_policy = sv.hicache_write_policy;
     policy.eviction_policy = sv.radix_eviction_policy;
@@ -187,6 +189,13 @@ pub fn run_replay(
     cfg: &ReplayConfig,
 ) -> Result<ReplayMetrics, InputError> {
     if let Some(b) = &section.bench {
+        if cfg.capacities.dp_ranks > 1 {
+            return Err(InputError::new(
+                "runtime.bench",
+                "runtime.bench drives one engine's scheduler; data-parallel ranks (--dp-size) are replayed from a trace, untimed (set dp_ranks: 1 for one rank)",
+            )
+            .field("runtime.replay.dp_ranks"));
+        }
         if section.trace.is_some() {
             return Err(InputError::new(
                 "runtime.bench",
@@ -212,12 +221,63 @@ pub fn run_replay(
         block_size: section.block_size,
         require_monotonic: cfg.measurement.timing == Timing::On,
     };
-    let mut reader = open_trace_with(std::path::Path::new(path), &opts, cfg.capacities.page_size)?;
-    let mut err: Option<InputError> = None;
     let limit = section.max_requests.unwrap_or(u64::MAX);
     let factor = section.slowdown_factor.unwrap_or(1.0);
     crate::workload::slowdown::check_factor(factor)
         .map_err(|m| InputError::new("runtime.slowdown_factor", m.to_string()))?;
+    let ranks = cfg.capacities.dp_ranks.max(1);
+    if ranks > 1 && cfg.measurement.timeline_samples > 0 {
+        return Err(InputError::new(
+            "runtime.replay",
+            format!("{ranks} data-parallel ranks have no common timeline (each rank's tree is replayed on its own): set timeline_samples: 0, or dp_ranks: 1"),
+        )
+        .field("runtime.replay.timeline_samples"));
+    }
+    if ranks > 1 && cfg.measurement.timing == Timing::On {
+        return Err(InputError::new(
+            "runtime.replay",
+            format!(
+                "{ranks} data-parallel ranks (--dp-size) are replayed untimed only: each rank's tree from its round-robin share of the trace; the timed replay of DP ranks is not modelled (set timing: off, or dp_ranks: 1 for one rank's tree)"
+            ),
+        )
+        .field("runtime.replay.dp_ranks"));
+    }
+    let metrics = if ranks == 1 {
+        replay_share(path, &opts, cfg, limit, factor, None)?
+    } else {
+        // `round_robin_scheduler`: request i of the trace (arrival order) to rank i mod
+        // N, each rank its own tree and pools (`runtime::dp`).
+        let mut per_rank = Vec::with_capacity(ranks as usize);
+        for r in 0..ranks {
+            let mut c = cfg.clone();
+            c.capacities.dp_ranks = 1;
+            c.measurement.warmup_requests =
+                crate::runtime::dp::warmup_share(cfg.measurement.warmup_requests, r, ranks);
+            per_rank.push(replay_share(path, &opts, &c, limit, factor, Some((r, ranks)))?);
+        }
+        crate::runtime::dp::merge(per_rank)
+    };
+    nothing_to_measure(
+        &metrics,
+        path,
+        cfg.measurement.warmup_requests,
+        section.max_requests,
+    )?;
+    Ok(metrics)
+}
+
+/// One replay of the trace at `path` (its first `limit` requests), or with `share =
+/// (r, n)` of the requests the round-robin dispatch sends to rank `r` of `n`.
+fn replay_share(
+    path: &str,
+    opts: &TraceOptions,
+    cfg: &ReplayConfig,
+    limit: u64,
+    factor: f64,
+    share: Option<(u32, u32)>,
+) -> Result<ReplayMetrics, InputError> {
+    let mut reader = open_trace_with(std::path::Path::new(path), opts, cfg.capacities.page_size)?;
+    let mut err: Option<InputError> = None;
     let metrics = {
         let requests = reader
             .by_ref()
@@ -228,7 +288,12 @@ pub fn run_replay(
                     None
                 }
             })
-            .take(limit.min(usize::MAX as u64) as usize);
+            .take(limit.min(usize::MAX as u64) as usize)
+            .enumerate()
+            .filter(|(i, _)| {
+                share.is_none_or(|(r, n)| crate::runtime::dp::round_robin_rank(*i as u64, n) == r)
+            })
+            .map(|(_, req)| req);
         let requests = crate::workload::slowdown::slow_down(requests, factor);
         crate::runtime::replay(cfg, requests).map_err(|e| InputError::new(path, e.to_string()))
     };
@@ -239,14 +304,7 @@ pub fn run_replay(
     if let Some(e) = err {
         return Err(e);
     }
-    let metrics = metrics?;
-    nothing_to_measure(
-        &metrics,
-        path,
-        cfg.measurement.warmup_requests,
-        section.max_requests,
-    )?;
-    Ok(metrics)
+    metrics
 }
 
 /// A replay that measured no request has no hit rate: saying "100 % miss" would be a

@@ -109,6 +109,10 @@ pub struct Capacities {
     pub bytes_per_token: u64,
     /// Layers (H2D is issued layer by layer: one run overhead per layer).
     pub num_layers: u32,
+    /// Data-parallel ranks, each with its own scheduler, radix tree and pools of the
+    /// sizes above (`--dp-size`, with or without DP attention); requests go to them
+    /// round-robin ([`super::dp`]). 1: one tree.
+    pub dp_ranks: u32,
 }
 
 impl Default for Capacities {
@@ -122,6 +126,7 @@ impl Default for Capacities {
             // Llama-3-8B-like bf16 MHA: 2 * 8 heads * 128 dim * 2 B * 32 layers.
             bytes_per_token: 131_072,
             num_layers: 32,
+            dp_ranks: 1,
         }
     }
 }
@@ -406,6 +411,13 @@ struct ReplayFields {
     warmup_requests: u64,
     timeline_samples: u32,
     debug_checks: bool,
+    /// Not written while 1 (one tree: every output as before).
+    #[serde(skip_serializing_if = "is_one")]
+    dp_ranks: u32,
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 impl Default for ReplayFields {
@@ -425,6 +437,7 @@ impl From<ReplayFields> for ReplayConfig {
                 l3_unbounded: f.l3_unbounded,
                 bytes_per_token: f.bytes_per_token,
                 num_layers: f.num_layers,
+                dp_ranks: f.dp_ranks,
             },
             policy: TreePolicy {
                 write_policy: f.write_policy,
@@ -551,6 +564,7 @@ impl From<ReplayConfig> for ReplayFields {
             warmup_requests: measurement.warmup_requests,
             timeline_samples: measurement.timeline_samples,
             debug_checks: measurement.debug_checks,
+            dp_ranks: capacities.dp_ranks,
         }
     }
 }
@@ -755,6 +769,12 @@ impl ReplayConfig {
         };
         if self.capacities.page_size == 0 {
             return bad("page_size", "must be at least 1 token".into());
+        }
+        if !(1..=super::dp::MAX_DP_RANKS).contains(&self.capacities.dp_ranks) {
+            return bad(
+                "dp_ranks",
+                format!("must be from 1 to {}", super::dp::MAX_DP_RANKS),
+            );
         }
         if self.policy.eviction_policy == EvictionPolicy::Tlru {
             return bad(

@@ -108,6 +108,11 @@ pub struct ReplayMetrics {
     /// Time series for plots (not a CSV column).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub timeline: Vec<TimelinePoint>,
+    /// With data-parallel ranks (`dp_ranks` > 1), each rank's own figures in rank order;
+    /// the fields above are then the deployment's ([`super::dp::merge`]). Empty (and
+    /// not written) for one tree.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<ReplayMetrics>,
 }
 
 impl ReplayMetrics {

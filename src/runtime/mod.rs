@@ -26,6 +26,7 @@
 
 pub mod config;
 pub mod cost;
+pub mod dp;
 pub mod frontend;
 pub mod metrics;
 mod overrides;

@@ -9,6 +9,7 @@ mod cli_replay_trace;
 mod cli_startup;
 mod config_numbers;
 mod docs_reference;
+mod dp_ranks;
 mod dsa_index_k;
 mod dsv4_host;
 mod fuzz_cli;

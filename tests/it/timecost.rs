@@ -3129,8 +3129,30 @@ fn the_replay_chunks_at_the_schedulers_chunked_prefill_size() {
     assert!(speeds(&o).contains("; chunk 16384;"), "{}", speeds(&o));
     let o = quickstart_timed_speeds(&["server.chunked_prefill_size=4096"]);
     assert!(speeds(&o).contains("; chunk 4096;"), "{}", speeds(&o));
+    // DP ranks are replayed untimed (the timed replay of DP ranks is refused); the
+    // chunk the config carries is the per-worker one.
     let o = quickstart_timed_speeds(&["server.enable_dp_attention=true", "server.dp_size=4"]);
-    assert!(speeds(&o).contains("; chunk 4096;"), "{}", speeds(&o));
+    crate::support::exit2(&o, &["4 data-parallel ranks", "untimed only"]);
+    let o = crate::support::run(
+        &[
+            "replay",
+            "scenarios/quickstart-timed.yaml",
+            "--set",
+            "server.enable_dp_attention=true",
+            "--set",
+            "server.dp_size=4",
+            "--set",
+            "runtime.replay.timing=off",
+            "--format",
+            "json",
+        ],
+        &crate::support::repo(""),
+    );
+    crate::support::ok(&o);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["config"]["compute"]["chunked_prefill_size"], 4096);
+    assert_eq!(v["config"]["dp_ranks"], 4);
+    assert_eq!(v["metrics"]["ranks"].as_array().unwrap().len(), 4);
     // -1 (or 0): no chunking
     let o = quickstart_timed_speeds(&["server.chunked_prefill_size=-1"]);
     assert!(speeds(&o).contains("; chunk 0;"), "{}", speeds(&o));

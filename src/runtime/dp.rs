@@ -1,0 +1,140 @@
+//! Data-parallel ranks in the replay: `--dp-size N` (with or without DP attention) runs
+//! N schedulers, each with its own radix tree, host pool and cache controller, and the
+//! `DataParallelController` sends each request to one of them. Its default method is
+//! `round_robin` (`arg_groups/serving_hook.py: handle_load_balance_method`: `auto` is
+//! round-robin outside PD prefill, 0.5.23; `round_robin` by default in every modelled
+//! release): request i of the arrival order goes to rank `i mod N`
+//! (`managers/data_parallel_controller.py: round_robin_scheduler`, all ranks active).
+//! The ranks share nothing the replay models, so each is replayed on its own stream
+//! and the figures are summed ([`merge`]).
+//!
+//! Not modelled: `total_requests` / `total_tokens` (they read the schedulers' loads,
+//! refreshed every 20 ms: a timed quantity), `follow_bootstrap_room` (PD), and DP ranks
+//! in the timed replay; each is refused, never replayed as one tree.
+
+use super::metrics::ReplayMetrics;
+
+/// The most ranks a replay takes (SGLang's DP sizes are far below).
+pub const MAX_DP_RANKS: u32 = 4096;
+
+/// The rank `round_robin_scheduler` sends request `index` (arrival order) to.
+pub fn round_robin_rank(index: u64, ranks: u32) -> u32 {
+    (index % u64::from(ranks.max(1))) as u32
+}
+
+/// How many of the first `warmup` requests (arrival order) rank `rank` of `ranks`
+/// receives: its own stream's warm-up, so that the measured requests are the same as
+/// one tree's.
+pub fn warmup_share(warmup: u64, rank: u32, ranks: u32) -> u64 {
+    let (r, n) = (u64::from(rank), u64::from(ranks.max(1)));
+    if warmup <= r {
+        0
+    } else {
+        (warmup - r).div_ceil(n)
+    }
+}
+
+/// The deployment's figures from its ranks': counters and final pool contents summed
+/// (each rank has its own pools), the peaks summed (an upper bound of the pages held at
+/// once: the untimed ranks have no common clock), rates recomputed from the sums. The
+/// ranks are kept, in rank order, in `ranks`.
+pub fn merge(ranks: Vec<ReplayMetrics>) -> ReplayMetrics {
+    let mut t = ReplayMetrics::default();
+    let (mut dev_pages, mut host_pages, mut storage_pages) = (0u64, 0u64, 0u64);
+    for m in &ranks {
+        // Page hits of each tier, from the rank's page rate (exact: pages < 2^53).
+        let pages = |rate: f64| (rate * m.input_pages as f64).round() as u64;
+        dev_pages += pages(m.device_page_hit_rate);
+        host_pages += pages(m.host_page_hit_rate);
+        storage_pages += pages(m.storage_page_hit_rate);
+        t.requests += m.requests;
+        t.measured_requests += m.measured_requests;
+        t.input_tokens += m.input_tokens;
+        t.input_pages += m.input_pages;
+        t.device_hit_tokens += m.device_hit_tokens;
+        t.host_hit_tokens += m.host_hit_tokens;
+        t.storage_hit_tokens += m.storage_hit_tokens;
+        t.miss_tokens += m.miss_tokens;
+        t.load_back_skipped_tokens += m.load_back_skipped_tokens;
+        t.load_back_bytes += m.load_back_bytes;
+        t.backup_bytes += m.backup_bytes;
+        t.prefetch_bytes += m.prefetch_bytes;
+        t.l3_write_bytes += m.l3_write_bytes;
+        t.prefetches_issued += m.prefetches_issued;
+        t.prefetches_rate_limited += m.prefetches_rate_limited;
+        t.prefetch_retries += m.prefetch_retries;
+        t.device_evicted_pages += m.device_evicted_pages;
+        t.host_evicted_pages += m.host_evicted_pages;
+        t.storage_evicted_pages += m.storage_evicted_pages;
+        t.failed_backups += m.failed_backups;
+        t.tokens_dropped_without_backup += m.tokens_dropped_without_backup;
+        t.insert_truncated_requests += m.insert_truncated_requests;
+        t.final_device_pages += m.final_device_pages;
+        t.final_host_device_resident_pages += m.final_host_device_resident_pages;
+        t.final_host_only_pages += m.final_host_only_pages;
+        t.peak_host_device_resident_pages += m.peak_host_device_resident_pages;
+        t.peak_host_only_pages += m.peak_host_only_pages;
+        t.peak_host_pages += m.peak_host_pages;
+        t.final_storage_pages += m.final_storage_pages;
+    }
+    t.finish_rates(dev_pages, host_pages, storage_pages);
+    t.ranks = ranks;
+    t
+}
+
+/// Load imbalance of the ranks: the largest rank's prompt tokens over the mean (1.0:
+/// even). `None` without ranks or tokens.
+pub fn imbalance(ranks: &[ReplayMetrics]) -> Option<f64> {
+    let total: u64 = ranks.iter().map(|m| m.input_tokens).sum();
+    let max = ranks.iter().map(|m| m.input_tokens).max()?;
+    (total > 0).then(|| max as f64 * ranks.len() as f64 / total as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_robin_and_the_warmup_each_rank_gets() {
+        let ranks: Vec<u32> = (0..7).map(|i| round_robin_rank(i, 3)).collect();
+        assert_eq!(ranks, [0, 1, 2, 0, 1, 2, 0]);
+        // the first 7 requests: ranks 0,1,2,0,1,2,0 -> 3, 2, 2
+        assert_eq!(
+            (0..3).map(|r| warmup_share(7, r, 3)).collect::<Vec<_>>(),
+            [3, 2, 2]
+        );
+        assert_eq!(warmup_share(1, 2, 3), 0);
+        assert_eq!(warmup_share(0, 0, 3), 0);
+        for w in 0..20u64 {
+            let sum: u64 = (0..4).map(|r| warmup_share(w, r, 4)).sum();
+            assert_eq!(sum, w);
+        }
+    }
+
+    #[test]
+    fn merge_sums_the_ranks_and_recomputes_the_rates() {
+        let rank = |input: u64, dev: u64, pages: u64, dev_pages: u64| {
+            let mut m = ReplayMetrics {
+                requests: 2,
+                measured_requests: 2,
+                input_tokens: input,
+                input_pages: pages,
+                device_hit_tokens: dev,
+                miss_tokens: input - dev,
+                peak_host_pages: 5,
+                ..Default::default()
+            };
+            m.finish_rates(dev_pages, 0, 0);
+            m
+        };
+        let t = merge(vec![rank(1000, 250, 10, 2), rank(3000, 2000, 30, 20)]);
+        assert_eq!(t.requests, 4);
+        assert_eq!(t.input_tokens, 4000);
+        assert_eq!(t.device_hit_tokens, 2250);
+        assert_eq!(t.device_hit_rate, 2250.0 / 4000.0);
+        assert_eq!(t.device_page_hit_rate, 22.0 / 40.0);
+        assert_eq!(t.peak_host_pages, 10);
+        assert_eq!(t.ranks.len(), 2);
+        assert_eq!(imbalance(&t.ranks), Some(1.5));
+    }
+}

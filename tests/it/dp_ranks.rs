@@ -1,0 +1,96 @@
+//! Data-parallel ranks in the replay (`runtime::dp`): `--dp-size N` runs N schedulers,
+//! each with its own tree and pools, and SGLang's `DataParallelController` sends request
+//! i to rank i mod N (`round_robin_scheduler`, the default method). Hand-computed cases.
+
+use crate::support::{exit2, ok, repo, run};
+
+/// Five requests of one 2-page prefix (512-token pages), the last one a page longer:
+/// - one tree: request 0 misses, 1–3 hit 1,024 tokens, 4 hits 1,024 of 1,536: 4,096;
+/// - two ranks, round-robin: rank 0 gets requests 0, 2, 4 (0 + 1,024 + 1,024), rank 1
+///   gets 1, 3 (0 + 1,024): 3,072 of 5,632 prompt tokens;
+/// - `--warmup 1`: the trace's first request (rank 0's first) is warm-up: 4 measured,
+///   the same 3,072 hit tokens.
+#[test]
+fn round_robin_ranks_each_with_their_own_tree() {
+    let d = tempfile::tempdir().unwrap();
+    let line = |t: u32, n: u32, ids: &str| {
+        format!("{{\"timestamp\": {t}, \"input_length\": {n}, \"output_length\": 1, \"hash_ids\": [{ids}]}}\n")
+    };
+    let trace: String = (0..4)
+        .map(|t| line(t, 1024, "1, 2"))
+        .chain(std::iter::once(line(4, 1536, "1, 2, 3")))
+        .collect();
+    std::fs::write(d.path().join("t.jsonl"), trace).unwrap();
+    let json = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec![
+            "replay", "--trace", "t.jsonl", "--page-size", "512", "--l1-pages", "100",
+            "--format", "json",
+        ];
+        args.extend(extra);
+        let o = run(&args, d.path());
+        ok(&o);
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["metrics"].clone()
+    };
+    let one = json(&[]);
+    assert_eq!(one["device_hit_tokens"], 4096);
+    assert!(one.get("ranks").is_none(), "one tree writes no ranks");
+    let two = json(&["--config", "dp_ranks=2"]);
+    assert_eq!(two["device_hit_tokens"], 3072);
+    assert_eq!(two["input_tokens"], 5632);
+    let ranks = two["ranks"].as_array().unwrap();
+    assert_eq!(
+        ranks
+            .iter()
+            .map(|r| (r["requests"].as_u64().unwrap(), r["device_hit_tokens"].as_u64().unwrap()))
+            .collect::<Vec<_>>(),
+        [(3, 2048), (2, 1024)]
+    );
+    let warm = json(&["--config", "dp_ranks=2", "--warmup", "1"]);
+    assert_eq!(warm["measured_requests"], 4);
+    assert_eq!(warm["device_hit_tokens"], 3072);
+    // the text says what one tree of the same pools would have hit
+    let o = run(
+        &["replay", "--trace", "t.jsonl", "--page-size", "512", "--l1-pages", "100", "--config", "dp_ranks=2"],
+        d.path(),
+    );
+    ok(&o);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("data-parallel ranks: 2")
+            && text.contains("one tree of these pools taking every request would hit 72.73 % in total: the split over 2 ranks changes it by -18.18 points"),
+        "{text}"
+    );
+}
+
+/// A scenario's `--dp-size` replays that many trees: the quickstart (GB300, GLM-5.2,
+/// one rank's pools of 48,283 device and 51,611 host pages) with DP attention over 4
+/// ranks hits 27.30 % of the synthetic trace's prompt tokens, one tree 34.00 %. The
+/// timed replay of DP ranks, a bench and a timeline are refused, naming the key.
+#[test]
+fn a_scenarios_dp_size_replays_that_many_trees() {
+    let dp = ["--set", "server.enable_dp_attention=true", "--set", "server.dp_size=4"];
+    let mut args = vec!["replay", "scenarios/quickstart.yaml", "--format", "json"];
+    args.extend(dp);
+    let o = run(&args, &repo(""));
+    ok(&o);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["config"]["dp_ranks"], 4);
+    assert_eq!(v["metrics"]["total_hit_tokens"], 16704256);
+    assert_eq!(v["metrics"]["input_tokens"], 61194628);
+    assert_eq!(v["metrics"]["ranks"].as_array().unwrap().len(), 4);
+    let o = run(&["replay", "scenarios/quickstart.yaml", "--format", "json"], &repo(""));
+    ok(&o);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["config"].get("dp_ranks").is_none(), "dp_ranks 1 is not written");
+    assert_eq!(v["metrics"]["total_hit_tokens"], 20804800);
+
+    let mut timed = vec!["replay", "scenarios/quickstart.yaml", "--set", "runtime.replay.timing=on"];
+    timed.extend(dp);
+    exit2(&run(&timed, &repo("")), &["runtime.replay.dp_ranks", "untimed only"]);
+    let mut tl = vec!["replay", "scenarios/quickstart.yaml", "--set", "runtime.replay.timeline_samples=10"];
+    tl.extend(dp);
+    exit2(&run(&tl, &repo("")), &["timeline_samples", "no common timeline"]);
+    let mut bench = vec!["replay", "scenarios/multiturn-tiers.yaml", "--set", "server.dp_size=2"];
+    bench.extend(["--set", "server.enable_dp_attention=true"]);
+    exit2(&run(&bench, &repo("")), &["runtime.bench", "data-parallel"]);
+}
