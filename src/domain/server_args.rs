@@ -163,6 +163,11 @@ pub struct ServerArgs {
     /// for ROCm's `aiter` fraction scaling only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attention_backend: Option<String>,
+    /// `--load-balance-method` (None: `auto`, which is `round_robin` outside PD prefill:
+    /// `arg_groups/serving_hook.py: handle_load_balance_method`). The replay's
+    /// data-parallel ranks model `round_robin` only ([`crate::runtime::dp`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_balance_method: Option<String>,
 }
 
 // The offload fields are left out of the serialized arguments at SGLang's defaults, so
@@ -233,6 +238,7 @@ impl Default for ServerArgs {
             language_only: false,
             language_model_only: false,
             attention_backend: None,
+            load_balance_method: None,
         }
     }
 }

@@ -62,6 +62,11 @@ pub enum ReplayConfigError {
         "DeepSeek-V4's tree replay (SWA, C4 and C128 components of `UnifiedRadixCache`) is not modelled: `startup` and `check` give its pools"
     )]
     Dsv4NotModelled,
+    /// A DP load-balance method other than round-robin.
+    #[error(
+        "--load-balance-method {0} is not modelled: the replay's data-parallel ranks take requests round-robin (SGLang's default); `{0}` reads the schedulers' loads (`DataParallelController`): set it to round_robin, or dp_size 1"
+    )]
+    LoadBalanceNotModelled(String),
 }
 
 /// The replay configuration a scenario implies: page size, policies and link speeds
@@ -108,8 +113,15 @@ pub fn replay_config(
         load_back_kernel: load_back_kernel(s, &rules),
         ..cfg.links
     };
-    // `--dp-size` schedulers, each with its own tree and pools of the sizes above.
+    // `--dp-size` schedulers, each with its own tree and pools of the sizes above, fed
+    // round-robin: another method is refused, not replayed as round-robin.
     cfg.capacities.dp_ranks = s.layout.dp_size.max(1);
+    if let Some(m) = sv.load_balance_method.as_deref()
+        && cfg.capacities.dp_ranks > 1
+        && !matches!(m, "auto" | "round_robin")
+    {
+        return Err(ReplayConfigError::LoadBalanceNotModelled(m.to_string()));
+    }
     let policy = &mut cfg.policy;
     policy.write_policy = sv.hicache_write_policy;
     policy.eviction_policy = sv.radix_eviction_policy;

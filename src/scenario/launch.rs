@@ -65,6 +65,7 @@ const MODELLED: &[&str] = &[
     "language_only",
     "language_model_only",
     "attention_backend",
+    "load_balance_method",
 ];
 
 /// Memory-relevant flags this simulator does not model: (dest prefix or name, what is

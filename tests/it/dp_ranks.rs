@@ -120,3 +120,29 @@ fn the_dp8_scenario_replays_eight_trees() {
     let sum: u64 = ranks.iter().map(|r| r["total_hit_tokens"].as_u64().unwrap()).sum();
     assert_eq!(sum, 12928192);
 }
+
+/// `--load-balance-method`: `round_robin` (and `auto`) is what the replay's DP ranks
+/// model; a method that reads the schedulers' loads is refused by the replay, naming it,
+/// not replayed as round-robin.
+#[test]
+fn a_load_reading_balance_method_is_refused_not_replayed_as_round_robin() {
+    let args = |m: &'static str| {
+        vec![
+            "replay",
+            "scenarios/quickstart.yaml",
+            "--set",
+            "server.enable_dp_attention=true",
+            "--set",
+            "server.dp_size=2",
+            "--set",
+            m,
+        ]
+    };
+    exit2(
+        &run(&args("server.load_balance_method=total_requests"), &repo("")),
+        &["--load-balance-method total_requests is not modelled", "round_robin"],
+    );
+    let o = run(&args("server.load_balance_method=round_robin"), &repo(""));
+    ok(&o);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("data-parallel ranks: 2"));
+}
