@@ -10,7 +10,10 @@
 //!
 //! Not modelled: `total_requests` / `total_tokens` (they read the schedulers' loads,
 //! refreshed every 20 ms: a timed quantity), `follow_bootstrap_room` (PD), and DP ranks
-//! in the timed replay; each is refused, never replayed as one tree.
+//! in the timed replay; each is refused, never replayed as one tree. The timed replay
+//! cannot run the ranks as independent engines: under DP attention every forward runs
+//! on all ranks together (the MLP / MoE layers are shared, `prepare_mlp_sync_batch`
+//! pads idle ranks), so a rank's time depends on the others' batches.
 
 use super::metrics::ReplayMetrics;
 
