@@ -137,6 +137,10 @@ const MEMORY_UNMODELLED: &[(&str, &str)] = &[
         "FlexKV is not modelled: its host buffers take host memory (real host margin smaller)",
     ),
     ("enable_hisparse", "HiSparse is not modelled"),
+    (
+        "disable_custom_all_reduce",
+        "custom all-reduce off is not modelled: the node presets' GPU memory before the load was measured with its buffers allocated; without them SGLang has more (8 x RTX PRO 6000 at TP8: 94.08 and 93.99 GiB free against 93.30 with it on), so the real device pool is larger",
+    ),
     ("context_length", CONTEXT_LENGTH_EFFECT),
     (
         "cuda_graph_",

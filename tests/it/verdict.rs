@@ -308,3 +308,25 @@ fn a_plan_on_a_proposal_says_it_is_in_no_release() {
         "{t}"
     );
 }
+
+/// `--disable-custom-all-reduce` moves the GPU memory before the load (the presets were
+/// measured with its buffers: 8 × RTX PRO 6000 at TP8 logged 94.08 and 93.99 GiB free
+/// with it off, 93.30 with it on): `check` says unverified and names it, `--strict`
+/// fails it, where it said `ok`.
+#[test]
+fn custom_all_reduce_off_is_unverified() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("car.sh"),
+        "# hicache-sim: node=rtx-pro-6000x8\npython -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 8 --disable-custom-all-reduce\n",
+    )
+    .unwrap();
+    let o = run(&["check", "car.sh"], d.path());
+    let out = stdout(&o);
+    assert!(
+        out.contains("unverified") && out.contains("--disable-custom-all-reduce: custom all-reduce off is not modelled"),
+        "{out}"
+    );
+    let o = run(&["check", "car.sh", "--strict"], d.path());
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+}
