@@ -74,9 +74,10 @@ const MODELLED: &[&str] = &[
 /// divides the rest by the cell size in every modelled release); it sets the default
 /// request slots (`_resolve_max_num_reqs`: `max_total_num_tokens / context_len × 512`,
 /// clamped to 2048–4096) and the `req_to_token` pool built after the KV pool, which the
-/// Mamba/state pools of hybrid models, DeepSeek-V4's configurator and the SWA checks
-/// read. `scenario::resolve` keeps it only for those models.
-pub const CONTEXT_LENGTH_EFFECT: &str = "the context length is not modelled: it sets the default request slots that hybrid state pools, DeepSeek-V4's pools and the SWA checks read";
+/// Mamba/state pools of hybrid models and the SWA checks read (DeepSeek-V4's
+/// configurator would too, but its hook always sets the slots first).
+/// `scenario::resolve` keeps it only for those models.
+pub const CONTEXT_LENGTH_EFFECT: &str = "the context length is not modelled: it sets the default request slots that hybrid state pools and the SWA checks read";
 
 const MEMORY_UNMODELLED: &[(&str, &str)] = &[
     (

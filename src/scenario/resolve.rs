@@ -226,13 +226,17 @@ pub fn resolve_file(
     if let Some(u) = quantization_not_modelled(&resolved, source, lines)? {
         unmodelled.push(u);
     }
-    // `--context-length` moves no pool of a full-attention model (GQA, MLA, MLA + DSA):
-    // not a reason to doubt their answer.
+    // `--context-length` moves no pool of a full-attention model (GQA, MLA, MLA + DSA),
+    // nor DeepSeek-V4's: `arg_groups/deepseek_v4_hook.py: apply_deepseek_v4_defaults`
+    // sets `--max-running-requests` 256 when not given (0.5.21–0.5.23, the releases that
+    // size V4), so `DSV4PoolConfigurator._resolve_max_running_requests_per_worker` never
+    // reaches its context-length estimate. Not a reason to doubt their answer.
     if matches!(
         model.attention,
         crate::model::Attention::Gqa { .. }
             | crate::model::Attention::Mla { .. }
             | crate::model::Attention::MlaDsa { .. }
+            | crate::model::Attention::Dsv4 { .. }
     ) {
         unmodelled.retain(|u| u.effect != super::launch::CONTEXT_LENGTH_EFFECT);
         notes.retain(|n| !n.ends_with(super::launch::CONTEXT_LENGTH_EFFECT));

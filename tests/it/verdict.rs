@@ -330,3 +330,29 @@ fn custom_all_reduce_off_is_unverified() {
     let o = run(&["check", "car.sh", "--strict"], d.path());
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
 }
+
+/// `--context-length` sizes no KV pool: a full-attention model's answer and DeepSeek-V4's
+/// (whose hook sets the request slots before the configurator could read the context,
+/// 0.5.21–0.5.23) stay `ok`; a hybrid-state model's (Qwen3-Next: the state pool's
+/// request slots follow the context length) is `unverified`, naming it.
+#[test]
+fn context_length_is_unverified_only_where_it_moves_a_pool() {
+    let d = tempfile::tempdir().unwrap();
+    let check = |model: &str, tp: u32| {
+        std::fs::write(
+            d.path().join("c.sh"),
+            format!("# hicache-sim: node=hgx-h200\npython -m sglang.launch_server --model-path {model} --tp {tp} --context-length 65536\n"),
+        )
+        .unwrap();
+        stdout(&run(&["check", "c.sh"], d.path()))
+    };
+    for (m, tp) in [("meta-llama/Llama-3.1-70B-Instruct", 8), ("deepseek-ai/DeepSeek-V4-Flash", 8)] {
+        let out = check(m, tp);
+        assert!(out.contains(" ok ") && !out.contains("--context-length"), "{m}: {out}");
+    }
+    let out = check("Qwen/Qwen3-Next-80B-A3B-Instruct", 4);
+    assert!(
+        out.contains("unverified") && out.contains("--context-length: the context length is not modelled"),
+        "{out}"
+    );
+}
