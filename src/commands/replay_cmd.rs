@@ -225,7 +225,9 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
                 .then(|| {
                     let mut c = cfg.clone();
                     c.capacities.dp_ranks = 1;
-                    pipeline::run_replay(&section, &c).ok().map(|x| x.total_hit_rate)
+                    pipeline::run_replay(&section, &c)
+                        .ok()
+                        .map(|x| x.total_hit_rate)
                 })
                 .flatten();
             print!("{}", render(&cfg, &section, &m, note.as_deref(), one_tree))

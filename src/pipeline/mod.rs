@@ -265,7 +265,14 @@ pub fn run_replay(
             c.capacities.dp_ranks = 1;
             c.measurement.warmup_requests =
                 crate::runtime::dp::warmup_share(cfg.measurement.warmup_requests, r, ranks);
-            per_rank.push(replay_share(path, &opts, &c, limit, factor, Some((r, ranks)))?);
+            per_rank.push(replay_share(
+                path,
+                &opts,
+                &c,
+                limit,
+                factor,
+                Some((r, ranks)),
+            )?);
         }
         crate::runtime::dp::merge(per_rank)
     };

@@ -19,7 +19,8 @@ pub fn full_value(cfg: &ReplayConfig) -> Value {
         serde_json::to_value(super::cost::Compute::default()).expect("serializes")
     });
     o.entry("storage_backend").or_insert(Value::Null);
-    o.entry("dp_ranks").or_insert(Value::from(cfg.capacities.dp_ranks));
+    o.entry("dp_ranks")
+        .or_insert(Value::from(cfg.capacities.dp_ranks));
     o.entry("host_read_share").or_insert(Value::Null);
     o.entry("load_back_kernel").or_insert(Value::Null);
     o.entry("storage_latency")

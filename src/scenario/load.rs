@@ -573,7 +573,14 @@ pub fn flattened_defaults() -> std::collections::BTreeMap<String, String> {
     let file = super::schema::ScenarioFile::minimal("gb300");
     let mut v = serde_json::to_value(&file).expect("a scenario serializes");
     if let Some(o) = v.as_object_mut() {
-        for k in ["name", "description", "node", "model", "sweep", "unmodelled"] {
+        for k in [
+            "name",
+            "description",
+            "node",
+            "model",
+            "sweep",
+            "unmodelled",
+        ] {
             o.remove(k);
         }
         o.insert(

@@ -148,7 +148,10 @@ mod tests {
 
     #[test]
     fn an_added_default_key_and_column_are_an_upgrade() {
-        let old = header(&["point", "x", "seed", "a", "error"], &[("server.page_size", "64")]);
+        let old = header(
+            &["point", "x", "seed", "a", "error"],
+            &[("server.page_size", "64")],
+        );
         let new = header(
             &["point", "x", "seed", "a", "binding_pool", "error"],
             &[("server.page_size", "64"), ("server.new_key", "null")],
@@ -160,12 +163,18 @@ mod tests {
             Upgrade::convert_row(&old.columns, &new.columns, &s(&["0", "1", "7", "42", ""])),
             s(&["0", "1", "7", "42", "", ""])
         );
-        assert!(u.describe(3).contains("binding_pool are empty in its 3 row(s)"));
+        assert!(
+            u.describe(3)
+                .contains("binding_pool are empty in its 3 row(s)")
+        );
     }
 
     #[test]
     fn anything_else_is_not() {
-        let old = header(&["point", "x", "seed", "a", "error"], &[("server.page_size", "64")]);
+        let old = header(
+            &["point", "x", "seed", "a", "error"],
+            &[("server.page_size", "64")],
+        );
         let d = defaults();
         // identical: not an upgrade
         assert_eq!(upgrade(&old, &old, &d), None);
@@ -176,13 +185,19 @@ mod tests {
         );
         assert_eq!(upgrade(&old, &new, &d), None);
         // a key changed
-        let new = header(&["point", "x", "seed", "a", "error"], &[("server.page_size", "32")]);
+        let new = header(
+            &["point", "x", "seed", "a", "error"],
+            &[("server.page_size", "32")],
+        );
         assert_eq!(upgrade(&old, &new, &d), None);
         // a key removed
         let new = header(&["point", "x", "seed", "a", "error"], &[]);
         assert_eq!(upgrade(&old, &new, &d), None);
         // a column removed, or an axis added
-        let new = header(&["point", "x", "seed", "error"], &[("server.page_size", "64")]);
+        let new = header(
+            &["point", "x", "seed", "error"],
+            &[("server.page_size", "64")],
+        );
         assert_eq!(upgrade(&old, &new, &d), None);
         let new = header(
             &["point", "x", "y", "seed", "a", "error"],

@@ -1076,7 +1076,11 @@ fn nvidia_smi_is_bounded_in_time_and_output() {
 fn alive(marker: &str) -> bool {
     std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
         std::fs::read(e.path().join("cmdline"))
-            .map(|c| String::from_utf8_lossy(&c).replace('\0', " ").contains(marker))
+            .map(|c| {
+                String::from_utf8_lossy(&c)
+                    .replace('\0', " ")
+                    .contains(marker)
+            })
             .unwrap_or(false)
     })
 }
@@ -1092,7 +1096,10 @@ fn nvidia_smi_children_die_with_it() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("did not finish within 0.5 s"), "{err}");
     std::thread::sleep(std::time::Duration::from_millis(200));
-    assert!(!alive("sleep 1001.25"), "the shell's child outlived the kill");
+    assert!(
+        !alive("sleep 1001.25"),
+        "the shell's child outlived the kill"
+    );
 
     let (code, _, err) = capture_with_smi(
         &f,
@@ -1103,5 +1110,8 @@ fn nvidia_smi_children_die_with_it() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("did not finish within 0.5 s"), "{err}");
     std::thread::sleep(std::time::Duration::from_millis(200));
-    assert!(!alive("sleep 1002.75"), "the child holding the pipe outlived the capture");
+    assert!(
+        !alive("sleep 1002.75"),
+        "the child holding the pipe outlived the capture"
+    );
 }

@@ -14,7 +14,9 @@ use crate::support::{exit2, ok, repo, run};
 fn round_robin_ranks_each_with_their_own_tree() {
     let d = tempfile::tempdir().unwrap();
     let line = |t: u32, n: u32, ids: &str| {
-        format!("{{\"timestamp\": {t}, \"input_length\": {n}, \"output_length\": 1, \"hash_ids\": [{ids}]}}\n")
+        format!(
+            "{{\"timestamp\": {t}, \"input_length\": {n}, \"output_length\": 1, \"hash_ids\": [{ids}]}}\n"
+        )
     };
     let trace: String = (0..4)
         .map(|t| line(t, 1024, "1, 2"))
@@ -23,8 +25,15 @@ fn round_robin_ranks_each_with_their_own_tree() {
     std::fs::write(d.path().join("t.jsonl"), trace).unwrap();
     let json = |extra: &[&str]| -> serde_json::Value {
         let mut args = vec![
-            "replay", "--trace", "t.jsonl", "--page-size", "512", "--l1-pages", "100",
-            "--format", "json",
+            "replay",
+            "--trace",
+            "t.jsonl",
+            "--page-size",
+            "512",
+            "--l1-pages",
+            "100",
+            "--format",
+            "json",
         ];
         args.extend(extra);
         let o = run(&args, d.path());
@@ -41,7 +50,10 @@ fn round_robin_ranks_each_with_their_own_tree() {
     assert_eq!(
         ranks
             .iter()
-            .map(|r| (r["requests"].as_u64().unwrap(), r["device_hit_tokens"].as_u64().unwrap()))
+            .map(|r| (
+                r["requests"].as_u64().unwrap(),
+                r["device_hit_tokens"].as_u64().unwrap()
+            ))
             .collect::<Vec<_>>(),
         [(3, 2048), (2, 1024)]
     );
@@ -50,7 +62,17 @@ fn round_robin_ranks_each_with_their_own_tree() {
     assert_eq!(warm["device_hit_tokens"], 3072);
     // the text says what one tree of the same pools would have hit
     let o = run(
-        &["replay", "--trace", "t.jsonl", "--page-size", "512", "--l1-pages", "100", "--config", "dp_ranks=2"],
+        &[
+            "replay",
+            "--trace",
+            "t.jsonl",
+            "--page-size",
+            "512",
+            "--l1-pages",
+            "100",
+            "--config",
+            "dp_ranks=2",
+        ],
         d.path(),
     );
     ok(&o);
@@ -68,7 +90,12 @@ fn round_robin_ranks_each_with_their_own_tree() {
 /// timed replay of DP ranks, a bench and a timeline are refused, naming the key.
 #[test]
 fn a_scenarios_dp_size_replays_that_many_trees() {
-    let dp = ["--set", "server.enable_dp_attention=true", "--set", "server.dp_size=4"];
+    let dp = [
+        "--set",
+        "server.enable_dp_attention=true",
+        "--set",
+        "server.dp_size=4",
+    ];
     let mut args = vec!["replay", "scenarios/quickstart.yaml", "--format", "json"];
     args.extend(dp);
     let o = run(&args, &repo(""));
@@ -78,19 +105,46 @@ fn a_scenarios_dp_size_replays_that_many_trees() {
     assert_eq!(v["metrics"]["total_hit_tokens"], 16704256);
     assert_eq!(v["metrics"]["input_tokens"], 61194628);
     assert_eq!(v["metrics"]["ranks"].as_array().unwrap().len(), 4);
-    let o = run(&["replay", "scenarios/quickstart.yaml", "--format", "json"], &repo(""));
+    let o = run(
+        &["replay", "scenarios/quickstart.yaml", "--format", "json"],
+        &repo(""),
+    );
     ok(&o);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(v["config"].get("dp_ranks").is_none(), "dp_ranks 1 is not written");
+    assert!(
+        v["config"].get("dp_ranks").is_none(),
+        "dp_ranks 1 is not written"
+    );
     assert_eq!(v["metrics"]["total_hit_tokens"], 20804800);
 
-    let mut timed = vec!["replay", "scenarios/quickstart.yaml", "--set", "runtime.replay.timing=on"];
+    let mut timed = vec![
+        "replay",
+        "scenarios/quickstart.yaml",
+        "--set",
+        "runtime.replay.timing=on",
+    ];
     timed.extend(dp);
-    exit2(&run(&timed, &repo("")), &["runtime.replay.dp_ranks", "untimed only"]);
-    let mut tl = vec!["replay", "scenarios/quickstart.yaml", "--set", "runtime.replay.timeline_samples=10"];
+    exit2(
+        &run(&timed, &repo("")),
+        &["runtime.replay.dp_ranks", "untimed only"],
+    );
+    let mut tl = vec![
+        "replay",
+        "scenarios/quickstart.yaml",
+        "--set",
+        "runtime.replay.timeline_samples=10",
+    ];
     tl.extend(dp);
-    exit2(&run(&tl, &repo("")), &["timeline_samples", "no common timeline"]);
-    let mut bench = vec!["replay", "scenarios/multiturn-tiers.yaml", "--set", "server.dp_size=2"];
+    exit2(
+        &run(&tl, &repo("")),
+        &["timeline_samples", "no common timeline"],
+    );
+    let mut bench = vec![
+        "replay",
+        "scenarios/multiturn-tiers.yaml",
+        "--set",
+        "server.dp_size=2",
+    ];
     bench.extend(["--set", "server.enable_dp_attention=true"]);
     exit2(&run(&bench, &repo("")), &["runtime.bench", "data-parallel"]);
 }
@@ -102,13 +156,23 @@ fn a_scenarios_dp_size_replays_that_many_trees() {
 #[test]
 fn the_dp8_scenario_replays_eight_trees() {
     let o = run(
-        &["check", "scenarios/deepseek-v32-dp8-gb300.yaml", "--format", "json"],
+        &[
+            "check",
+            "scenarios/deepseek-v32-dp8-gb300.yaml",
+            "--format",
+            "json",
+        ],
         &repo(""),
     );
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("\"unverified\""), "{text}");
     let o = run(
-        &["replay", "scenarios/deepseek-v32-dp8-gb300.yaml", "--format", "json"],
+        &[
+            "replay",
+            "scenarios/deepseek-v32-dp8-gb300.yaml",
+            "--format",
+            "json",
+        ],
         &repo(""),
     );
     ok(&o);
@@ -117,7 +181,10 @@ fn the_dp8_scenario_replays_eight_trees() {
     assert_eq!(m["total_hit_tokens"], 12928192);
     let ranks = m["ranks"].as_array().unwrap();
     assert_eq!(ranks.len(), 8);
-    let sum: u64 = ranks.iter().map(|r| r["total_hit_tokens"].as_u64().unwrap()).sum();
+    let sum: u64 = ranks
+        .iter()
+        .map(|r| r["total_hit_tokens"].as_u64().unwrap())
+        .sum();
     assert_eq!(sum, 12928192);
 }
 
@@ -139,8 +206,14 @@ fn a_load_reading_balance_method_is_refused_not_replayed_as_round_robin() {
         ]
     };
     exit2(
-        &run(&args("server.load_balance_method=total_requests"), &repo("")),
-        &["--load-balance-method total_requests is not modelled", "round_robin"],
+        &run(
+            &args("server.load_balance_method=total_requests"),
+            &repo(""),
+        ),
+        &[
+            "--load-balance-method total_requests is not modelled",
+            "round_robin",
+        ],
     );
     let o = run(&args("server.load_balance_method=round_robin"), &repo(""));
     ok(&o);

@@ -1780,7 +1780,10 @@ fn devices_folders_and_huge_documents_are_refused() {
 #[test]
 fn a_damaged_binary_trace_is_named_damaged_wherever_the_replay_stops() {
     let d = trace_workdir();
-    ok(&run(&["trace", "convert", "trace.jsonl", "-o", "t.bin"], d.path()));
+    ok(&run(
+        &["trace", "convert", "trace.jsonl", "-o", "t.bin"],
+        d.path(),
+    ));
     let good = std::fs::read(d.path().join("t.bin")).unwrap();
     let n = u64::from_le_bytes(good[24..32].try_into().unwrap()) as usize;
     assert_eq!(n, 300);
@@ -1789,7 +1792,10 @@ fn a_damaged_binary_trace_is_named_damaged_wherever_the_replay_stops() {
     let mut b = good.clone();
     b[input0 + 3] ^= 0x80;
     std::fs::write(d.path().join("t.bin"), &b).unwrap();
-    let o = run(&["replay", "--trace", "t.bin", "--l1-pages", "64"], d.path());
+    let o = run(
+        &["replay", "--trace", "t.bin", "--l1-pages", "64"],
+        d.path(),
+    );
     exit2(&o, &["t.bin", "does not match its checksum", "damaged"]);
     assert!(!stderr(&o).contains("hash_ids"), "{}", stderr(&o));
     assert!(stdout(&o).is_empty());

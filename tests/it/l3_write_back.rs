@@ -204,5 +204,8 @@ fn the_replay_reports_prefetches_the_capacity_limit_refuses() {
         "prefetches: 169 issued, 23 refused by the prefetch capacity limit (64000 tokens), 0 retries"
     );
     let big = run("20000");
-    assert!(big.contains(", 0 refused by the prefetch capacity limit (640000 tokens)"), "{big}");
+    assert!(
+        big.contains(", 0 refused by the prefetch capacity limit (640000 tokens)"),
+        "{big}"
+    );
 }

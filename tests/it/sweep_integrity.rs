@@ -228,7 +228,13 @@ fn as_earlier_build(j: &std::path::Path, drop_key: &str, keep: usize) -> Vec<usi
     let cols = h["columns"].as_array_mut().unwrap();
     let bp = cols.iter().position(|c| c == "binding_pool").unwrap();
     cols.remove(bp);
-    assert!(h["scenario"].as_object_mut().unwrap().remove(drop_key).is_some());
+    assert!(
+        h["scenario"]
+            .as_object_mut()
+            .unwrap()
+            .remove(drop_key)
+            .is_some()
+    );
     let mut out = vec![h.to_string()];
     let mut kept = Vec::new();
     for l in lines.take(keep) {
@@ -236,7 +242,10 @@ fn as_earlier_build(j: &std::path::Path, drop_key: &str, keep: usize) -> Vec<usi
         kept.push(e["point"].as_u64().unwrap() as usize);
         let row = e["row"].as_array_mut().unwrap();
         row.remove(bp);
-        let cells: Vec<String> = row.iter().map(|c| c.as_str().unwrap().to_string()).collect();
+        let cells: Vec<String> = row
+            .iter()
+            .map(|c| c.as_str().unwrap().to_string())
+            .collect();
         e["sum"] = serde_json::json!(row_checksum(&fp, &cells));
         out.push(e.to_string());
     }
@@ -253,12 +262,17 @@ fn as_earlier_build(j: &std::path::Path, drop_key: &str, keep: usize) -> Vec<usi
 fn an_earlier_builds_journal_with_only_added_defaults_resumes() {
     let d = trace_workdir();
     std::fs::write(d.path().join("s.yaml"), SWEEP_SCENARIO).unwrap();
-    ok(&run(&["sweep", "s.yaml", "--out", "full", "--quiet"], d.path()));
-    ok(&run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path()));
+    ok(&run(
+        &["sweep", "s.yaml", "--out", "full", "--quiet"],
+        d.path(),
+    ));
+    ok(&run(
+        &["sweep", "s.yaml", "--out", "o", "--quiet"],
+        d.path(),
+    ));
     let j = d.path().join("o/results.journal.jsonl");
     let h: serde_json::Value =
-        serde_json::from_str(std::fs::read_to_string(&j).unwrap().lines().next().unwrap())
-            .unwrap();
+        serde_json::from_str(std::fs::read_to_string(&j).unwrap().lines().next().unwrap()).unwrap();
     let defaults = hicache_sim::scenario::load::flattened_defaults();
     let scen = h["scenario"].as_object().unwrap();
     let defaulted = scen
@@ -274,7 +288,10 @@ fn an_earlier_builds_journal_with_only_added_defaults_resumes() {
         .map(|(k, _)| k.clone())
         .expect("a key set away from its default");
     let kept = as_earlier_build(&j, &defaulted, 2);
-    let o = run(&["sweep", "s.yaml", "--out", "o", "--quiet", "--resume"], d.path());
+    let o = run(
+        &["sweep", "s.yaml", "--out", "o", "--quiet", "--resume"],
+        d.path(),
+    );
     ok(&o);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -285,7 +302,9 @@ fn an_earlier_builds_journal_with_only_added_defaults_resumes() {
     );
     let read = |p: &str| -> Vec<Vec<String>> {
         let mut r = csv::Reader::from_path(d.path().join(p)).unwrap();
-        r.records().map(|x| x.unwrap().iter().map(str::to_string).collect()).collect()
+        r.records()
+            .map(|x| x.unwrap().iter().map(str::to_string).collect())
+            .collect()
     };
     let full = read("full/results.csv");
     let resumed = read("o/results.csv");
@@ -313,8 +332,14 @@ fn an_earlier_builds_journal_with_only_added_defaults_resumes() {
     assert_eq!(read("o/results.csv"), resumed);
 
     // a key missing from the journal whose value here is not its default: refused
-    ok(&run(&["sweep", "s.yaml", "--out", "p", "--quiet"], d.path()));
+    ok(&run(
+        &["sweep", "s.yaml", "--out", "p", "--quiet"],
+        d.path(),
+    ));
     as_earlier_build(&d.path().join("p/results.journal.jsonl"), &changed, 2);
-    let o = run(&["sweep", "s.yaml", "--out", "p", "--quiet", "--resume"], d.path());
+    let o = run(
+        &["sweep", "s.yaml", "--out", "p", "--quiet", "--resume"],
+        d.path(),
+    );
     exit2(&o, &["--resume refused", &changed, "(unset)"]);
 }

@@ -324,7 +324,8 @@ fn custom_all_reduce_off_is_unverified() {
     let o = run(&["check", "car.sh"], d.path());
     let out = stdout(&o);
     assert!(
-        out.contains("unverified") && out.contains("--disable-custom-all-reduce: custom all-reduce off is not modelled"),
+        out.contains("unverified")
+            && out.contains("--disable-custom-all-reduce: custom all-reduce off is not modelled"),
         "{out}"
     );
     let o = run(&["check", "car.sh", "--strict"], d.path());
@@ -346,13 +347,20 @@ fn context_length_is_unverified_only_where_it_moves_a_pool() {
         .unwrap();
         stdout(&run(&["check", "c.sh"], d.path()))
     };
-    for (m, tp) in [("meta-llama/Llama-3.1-70B-Instruct", 8), ("deepseek-ai/DeepSeek-V4-Flash", 8)] {
+    for (m, tp) in [
+        ("meta-llama/Llama-3.1-70B-Instruct", 8),
+        ("deepseek-ai/DeepSeek-V4-Flash", 8),
+    ] {
         let out = check(m, tp);
-        assert!(out.contains(" ok ") && !out.contains("--context-length"), "{m}: {out}");
+        assert!(
+            out.contains(" ok ") && !out.contains("--context-length"),
+            "{m}: {out}"
+        );
     }
     let out = check("Qwen/Qwen3-Next-80B-A3B-Instruct", 4);
     assert!(
-        out.contains("unverified") && out.contains("--context-length: the context length is not modelled"),
+        out.contains("unverified")
+            && out.contains("--context-length: the context length is not modelled"),
         "{out}"
     );
 }

@@ -606,11 +606,25 @@ impl BinStream {
     /// `open` aside): the whole file's columns once, after the last record.
     #[cfg(test)]
     pub(crate) fn bytes_read(&self) -> u64 {
-        let spans = [8 * self.n, 8 * self.n, pad8(4 * self.n), pad8(4 * self.n), 8 * (self.n + 1), 8 * self.m];
-        let left: u64 = [&self.arrival, &self.line, &self.input, &self.output, &self.offsets, &self.ids]
-            .iter()
-            .map(|c| c.left())
-            .sum();
+        let spans = [
+            8 * self.n,
+            8 * self.n,
+            pad8(4 * self.n),
+            pad8(4 * self.n),
+            8 * (self.n + 1),
+            8 * self.m,
+        ];
+        let left: u64 = [
+            &self.arrival,
+            &self.line,
+            &self.input,
+            &self.output,
+            &self.offsets,
+            &self.ids,
+        ]
+        .iter()
+        .map(|c| c.left())
+        .sum();
         spans.iter().sum::<u64>() - left
     }
 
@@ -658,7 +672,9 @@ impl BinStream {
         // More ids than the input fills is refused before they are allocated (a record
         // declaring 4e8 of them would take 3.2 GB).
         if let Some(m) = super::too_many_ids(end - self.prev, rec.input_tokens, self.block_size) {
-            return Err(InputError::new(&self.src, m).at_line(line).field("hash_ids"));
+            return Err(InputError::new(&self.src, m)
+                .at_line(line)
+                .field("hash_ids"));
         }
         let k = (end - self.prev) as usize;
         self.prev = end;
@@ -907,7 +923,10 @@ mod tests {
         let mut rec = BlockRecord::default();
         while s.next(&mut rec).unwrap().is_some() {}
         assert_eq!(s.bytes_read() + HEADER_BYTES as u64, bytes.len() as u64);
-        assert_eq!(TraceColumns::read_binary(&p).unwrap(), TraceColumns::from_binary("t.bin", &bytes).unwrap());
+        assert_eq!(
+            TraceColumns::read_binary(&p).unwrap(),
+            TraceColumns::from_binary("t.bin", &bytes).unwrap()
+        );
         for bit in 0..8 * bytes.len() {
             let mut b = bytes.clone();
             b[bit / 8] ^= 1 << (bit % 8);
@@ -917,7 +936,10 @@ mod tests {
             // Read whole and streamed: refused too (the stream at the latest where the
             // end of its records would be), and never past the end.
             std::fs::write(&p, &b).unwrap();
-            assert!(TraceColumns::read_binary(&p).is_err(), "bit {bit}: read whole");
+            assert!(
+                TraceColumns::read_binary(&p).is_err(),
+                "bit {bit}: read whole"
+            );
             let streamed = BinStream::open(&p).and_then(|mut s| {
                 let mut rec = BlockRecord::default();
                 while s.next(&mut rec)?.is_some() {}

@@ -590,7 +590,11 @@ impl RecordReader {
         // One rule for both engines: a request names at most the blocks its prompt
         // fills (ceil(input_length / block_size)); more would be counted by the policy
         // simulator (every hash id) and dropped by the runtime (page-aligned prompt).
-        if let Some(m) = too_many_ids(rec.block_hashes.len() as u64, rec.input_tokens, self.block_size) {
+        if let Some(m) = too_many_ids(
+            rec.block_hashes.len() as u64,
+            rec.input_tokens,
+            self.block_size,
+        ) {
             return Err(self.err(self.line_no, Some("hash_ids".into()), m));
         }
         rec.line = self.line_no;
