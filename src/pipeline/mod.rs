@@ -132,10 +132,9 @@ pub fn replay_config(
     prefetch.prefetch_capacity_rule = prefetch
         .prefetch_capacity_rule
         .in_mode(sv.hicache_host_memory_mode);
-    // The scheduler's chunk (the flag or the GPU tier's default, per DP worker).
-    let chunk = scheduler_chunk(s, overrides)?;
-    cfg.scheduler.compute.chunked_prefill_size = chunk;
     let scheduler = &mut cfg.scheduler;
+    // The scheduler's chunk (the flag or the GPU tier's default, per DP worker).
+    scheduler.compute.chunked_prefill_size = scheduler_chunk(s, overrides)?;
     scheduler.max_prefill_tokens = sv.max_prefill_tokens;
     if let Some(m) = sv.max_running_requests {
         scheduler.max_running_requests = m;

@@ -1,12 +1,14 @@
-//! Data-parallel ranks in the replay: `--dp-size N` (with or without DP attention) runs
-//! N schedulers, each with its own radix tree, host pool and cache controller, and the
+//! Data-parallel ranks in the replay: `--dp-size N` runs N schedulers, each with its
+//! own radix tree, host pool and cache controller (the scenario models it with
+//! `--enable-dp-attention`; separate engine replicas are refused there), and the
 //! `DataParallelController` sends each request to one of them. Its default method is
 //! `round_robin` (`arg_groups/serving_hook.py: handle_load_balance_method`: `auto` is
 //! round-robin outside PD prefill, 0.5.23; `round_robin` by default in every modelled
 //! release): request i of the arrival order goes to rank `i mod N`
 //! (`managers/data_parallel_controller.py: round_robin_scheduler`, all ranks active).
-//! The ranks share nothing the replay models, so each is replayed on its own stream
-//! and the figures are summed ([`merge`]).
+//! The ranks share nothing the untimed replay models, so each is replayed on its own
+//! share of the trace (the trace read once per rank) and the figures are summed
+//! ([`merge`]).
 //!
 //! Not modelled: `total_requests` / `total_tokens` (they read the schedulers' loads,
 //! refreshed every 20 ms: a timed quantity), `follow_bootstrap_room` (PD), and DP ranks

@@ -338,6 +338,7 @@ pub fn run(
             }
         };
         let old_cols = &c.header.columns;
+        // The points an earlier build's journal holds, in its order (rewritten below).
         let mut kept = Vec::new();
         for (i, e) in c.entries.into_iter().enumerate() {
             // The row must be the point's own: its index and axis values as this sweep
@@ -383,12 +384,13 @@ pub fn run(
                 });
             }
             if done[e.point].is_none() {
-                let row = match &upgrade {
-                    Some(_) => super::upgrade::Upgrade::convert_row(old_cols, &header, &e.row),
+                done[e.point] = Some(match &upgrade {
+                    Some(_) => {
+                        kept.push(e.point);
+                        super::upgrade::Upgrade::convert_row(old_cols, &header, &e.row)
+                    }
                     None => e.row,
-                };
-                done[e.point] = Some(row.clone());
-                kept.push(e.point);
+                });
             }
         }
         match upgrade {

@@ -91,9 +91,10 @@ pub fn upgrade(old: &Header, new: &Header, defaults: &BTreeMap<String, String>) 
     let (Some(fo), Some(fnew)) = (fixed(&old.columns), fixed(&new.columns)) else {
         return None;
     };
+    let ends_in_error = |h: &[String]| h.last().map(String::as_str) == Some("error");
     if old.columns[..fo] != new.columns[..fnew]
-        || old.columns.last() != Some(&"error".to_string())
-        || new.columns.last() != Some(&"error".to_string())
+        || !ends_in_error(&old.columns)
+        || !ends_in_error(&new.columns)
     {
         return None;
     }

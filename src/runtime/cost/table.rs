@@ -229,27 +229,11 @@ pub fn find(
 
 /// `gen_cost_tables.py: interp1`: piecewise-linear, clamped at the ends.
 pub fn interp1(xs: &[f64], ys: &[f64], x: f64) -> f64 {
-    if xs.is_empty() {
-        return 0.0;
-    }
-    if x <= xs[0] {
-        return ys[0];
-    }
-    let last = xs.len() - 1;
-    if x >= xs[last] {
-        return ys[last];
-    }
-    for i in 1..xs.len() {
-        if x <= xs[i] {
-            let t = (x - xs[i - 1]) / (xs[i] - xs[i - 1]);
-            return ys[i - 1] + t * (ys[i] - ys[i - 1]);
-        }
-    }
-    ys[last]
+    interp1_by(xs.len(), |i| xs[i], |i| ys[i], x)
 }
 
-/// `interp1` over an indexed table: the same arithmetic as [`interp1`] (so the same
-/// bits), reading `x`/`y` through closures to avoid building slices.
+/// [`interp1`] over an indexed table, reading `x`/`y` through closures (a [`Grid`]'s
+/// rows are looked up without building a slice of them).
 #[inline]
 fn interp1_by(len: usize, x_at: impl Fn(usize) -> f64, y_at: impl Fn(usize) -> f64, x: f64) -> f64 {
     if len == 0 {
@@ -321,12 +305,6 @@ impl Grid {
         };
         interp1_by(self.rows.len(), |i| self.rows[i].x, row, x)
     }
-}
-
-/// `gen_cost_tables.py: interp_grid` over a grid read as stored (for one-off lookups;
-/// the replay's lookups go through a [`Grid`] built once).
-pub fn interp_grid(xs: &[f64], ys: &[f64], grid: &[Vec<Option<f64>>], x: f64, y: f64) -> f64 {
-    Grid::new(xs, ys, grid).at(x, y)
 }
 
 /// Planes of the attention grid a table may hold: the per-batch-size lookups of one

@@ -543,7 +543,7 @@ impl BinStream {
         // add up is refused without streaming it.
         check_offset_ends(&src, &h, &mut f).map_err(io)??;
         let (n, m) = (h.n, h.m);
-        let spans = [8 * n, 8 * n, pad8(4 * n), pad8(4 * n), 8 * (n + 1), 8 * m];
+        let spans = column_spans(n, m);
         let mut at = HEADER_BYTES as u64;
         let mut cursor = |len: u64| -> Result<ColReader, InputError> {
             let mut f = crate::input::open(path).map_err(io)?;
@@ -605,27 +605,21 @@ impl BinStream {
     /// Bytes the column cursors have read (the header and the two offset probes of
     /// `open` aside): the whole file's columns once, after the last record.
     #[cfg(test)]
-    pub(crate) fn bytes_read(&self) -> u64 {
-        let spans = [
-            8 * self.n,
-            8 * self.n,
-            pad8(4 * self.n),
-            pad8(4 * self.n),
-            8 * (self.n + 1),
-            8 * self.m,
-        ];
-        let left: u64 = [
-            &self.arrival,
-            &self.line,
-            &self.input,
-            &self.output,
-            &self.offsets,
-            &self.ids,
+    pub(crate) fn bytes_read(&mut self) -> u64 {
+        let spans: u64 = column_spans(self.n, self.m).iter().sum();
+        spans - self.columns().iter().map(|c| c.left()).sum::<u64>()
+    }
+
+    /// The column cursors in file order.
+    fn columns(&mut self) -> [&mut ColReader; 6] {
+        [
+            &mut self.arrival,
+            &mut self.line,
+            &mut self.input,
+            &mut self.output,
+            &mut self.offsets,
+            &mut self.ids,
         ]
-        .iter()
-        .map(|c| c.left())
-        .sum();
-        spans.iter().sum::<u64>() - left
     }
 
     /// Reads the rest of every column through its CRC and checks the file's CRC-32
@@ -635,19 +629,13 @@ impl BinStream {
         if self.verified {
             return Ok(());
         }
-        let io = |e: std::io::Error| InputError::new(&self.src, format!("read error: {e}"));
         let mut crc = self.head_crc.clone();
-        for c in [
-            &mut self.arrival,
-            &mut self.line,
-            &mut self.input,
-            &mut self.output,
-            &mut self.offsets,
-            &mut self.ids,
-        ] {
-            c.drain().map_err(io)?;
+        let mut drained = Ok(());
+        for c in self.columns() {
+            drained = drained.and_then(|_| c.drain());
             crc.combine(&c.crc);
         }
+        drained.map_err(|e| InputError::new(&self.src, format!("read error: {e}")))?;
         check_crc(&self.src, self.stored_crc, crc.finalize())?;
         self.verified = true;
         Ok(())
@@ -697,6 +685,13 @@ enum Col {
     Arrival,
     Line,
     Offsets,
+}
+
+/// The byte spans of the columns, in file order (the two u32 columns padded to 8):
+/// arrival, line, input_length, output_length, offsets, hash ids. For a header whose
+/// lengths [`expected_len`] accepted (no overflow).
+fn column_spans(n: u64, m: u64) -> [u64; 6] {
+    [8 * n, 8 * n, pad8(4 * n), pad8(4 * n), 8 * (n + 1), 8 * m]
 }
 
 fn pad8(bytes: u64) -> u64 {
