@@ -21,7 +21,11 @@
 //! whose model type the override skips — and is kept here, checked against SGLang's
 //! configurator, for a [`Dsv4Schedule`] that asks for it.
 //!
-//! Modelled path (0.5.21–0.5.23, checked against each release's own
+//! 0.5.18–0.5.20 ship another formula ([`Dsv4Formula::FlatKvBytes0518`]: unpadded
+//! latents, the C4 state rings per SWA token, no cap mode); 0.5.14–0.5.17 are not
+//! modelled.
+//!
+//! Modelled path (0.5.18–0.5.23, checked against each release's own
 //! `DSV4PoolConfigurator` by `tests/it/kv_bytes.rs`): CUDA, `SGLANG_DSV4_KV_LAYOUT`
 //! `v4` (its default: `deepseek_v4_memory_pool.py: select_dsv4_kv_layout` →
 //! `KVLayout.V4`), `dsv4_attn_backend` `flashmla` (`deepseek_v4_hook.py:
@@ -136,13 +140,27 @@ impl Dsv4Schedule {
     }
 }
 
+/// Which release's `DSV4PoolConfigurator` formula sizes the pools (the modelled path of
+/// the module doc); a release picks it through [`crate::release::Dsv4Pools`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dsv4Formula {
+    /// 0.5.18–0.5.20: FlashMLA `kv_bytes` for every pool, the SWA ratio in the
+    /// coefficient, no cap mode ([`Dsv4Geometry::coefficients_for`]); `swa_floor`:
+    /// `validate_swa_pool_size` runs (0.5.20).
+    FlatKvBytes0518 { swa_floor: bool },
+    /// 0.5.21–0.5.23: the paged V4 layout, per-ratio compressed bytes, cap mode for a
+    /// ratio nobody set ([`Dsv4Geometry::coefficients`]).
+    Paged0521,
+}
+
 /// The per-token coefficients of [`Dsv4Geometry`] under a schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Dsv4Coefficients {
     /// One FlashMLA-layout latent slot: `qk_nope + 2 × qk_rope + 8`.
     pub kv_bytes: u64,
-    /// Bytes one SWA slot costs across the layers (`_get_bytes_per_swa_token`).
-    pub bytes_per_swa_token: f64,
+    /// Bytes one SWA slot costs across the layers (`_get_bytes_per_swa_token`,
+    /// 0.5.21 on; `None` before, where the SWA share is inside the full token's).
+    pub bytes_per_swa_token: Option<f64>,
     /// Bytes one full token costs (`_get_bytes_per_full_token`).
     pub bytes_per_full_token: f64,
     /// The SWA pool of cap mode (`_resolve_swa_cap_tokens`), fixed bytes.
@@ -305,13 +323,133 @@ impl Dsv4Geometry {
         }
         Dsv4Coefficients {
             kv_bytes: self.kv_bytes(),
-            bytes_per_swa_token,
+            bytes_per_swa_token: Some(bytes_per_swa_token),
             bytes_per_full_token: coeff_ratio * bytes_per_swa_token + compressed,
             swa_cap_tokens,
             swa_ratio,
             c4_layers,
             c128_layers,
         }
+    }
+
+    /// The coefficients of `DSV4PoolConfigurator.__init__` under a release's
+    /// [`Dsv4Formula`].
+    pub fn coefficients_for(&self, formula: Dsv4Formula, s: &Dsv4Schedule) -> Dsv4Coefficients {
+        match formula {
+            Dsv4Formula::Paged0521 => self.coefficients(s),
+            Dsv4Formula::FlatKvBytes0518 { .. } => self.flat_coefficients(s),
+        }
+    }
+
+    /// `DSV4PoolConfigurator._get_bytes_per_full_token` of 0.5.18–0.5.20 (CUDA, no
+    /// unified KV, no drafts, no HiSparse): every pool priced at the FlashMLA
+    /// `kv_bytes` (no page padding); the SWA pool and the C4 compress-state rings
+    /// (`c4_ring_size / swa_page_size` rows per SWA token, `swa_page_size` being the
+    /// model's `window_size`) join the coefficient at the SWA ratio; no cap mode. The
+    /// terms are summed in SGLang's order, so the float is SGLang's to the bit:
+    /// `r·kv·L + ¼·kv·c4 + kv/128·c128 + ¼·indexer·c4 + r·(8/window)·state·c4 + 0 +
+    /// r·(8/window)·indexer_state·c4`.
+    fn flat_coefficients(&self, s: &Dsv4Schedule) -> Dsv4Coefficients {
+        let layers = self.stage().len() as f64;
+        let (c4_layers, c128_layers) = (self.count(4), self.count(128));
+        let (c4, c128) = (c4_layers as f64, c128_layers as f64);
+        let kv = self.kv_bytes() as f64;
+        let head = self.head_dim as u64;
+        let c4_state_bytes = (2 * 2 * head * STATE_ITEMSIZE) as f64;
+        let c4_indexer_state_bytes = (2 * 2 * self.index_head_dim as u64 * STATE_ITEMSIZE) as f64;
+        let c4_state_ratio = C4_RING as f64 / self.sliding_window.max(1) as f64;
+        let r = s
+            .operator_swa_full_tokens_ratio
+            .unwrap_or(DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO);
+        let bytes_per_full_token = r * kv * layers
+            + 0.25 * kv * c4
+            + 1.0 / 128.0 * kv * c128
+            + 0.25 * self.indexer_bytes_per_token() as f64 * c4
+            + r * c4_state_ratio * c4_state_bytes * c4
+            + 0.0
+            + r * c4_state_ratio * c4_indexer_state_bytes * c4;
+        Dsv4Coefficients {
+            kv_bytes: self.kv_bytes(),
+            bytes_per_swa_token: None,
+            bytes_per_full_token,
+            swa_cap_tokens: None,
+            swa_ratio: r,
+            c4_layers,
+            c128_layers,
+        }
+    }
+
+    /// `DSV4PoolConfigurator.calculate_pool_sizes` under a release's [`Dsv4Formula`].
+    pub fn pool_sizes_for(
+        &self,
+        formula: Dsv4Formula,
+        s: &Dsv4Schedule,
+        available_bytes: u64,
+        max_total_tokens: Option<u64>,
+    ) -> Result<Dsv4PoolSizes, Dsv4Error> {
+        match formula {
+            Dsv4Formula::Paged0521 => self.pool_sizes(s, available_bytes, max_total_tokens),
+            Dsv4Formula::FlatKvBytes0518 { swa_floor } => {
+                self.flat_pool_sizes(swa_floor, s, available_bytes, max_total_tokens)
+            }
+        }
+    }
+
+    /// `DSV4PoolConfigurator.calculate_pool_sizes` of 0.5.18–0.5.20: fixed bytes =
+    /// the C128 compress-state rings (as 0.5.21's); `full = int((available − fixed) /
+    /// bytes_per_full_token) // page × page` (no padding loop); `_compute_dsv4_sizes`:
+    /// SWA `int(full × ratio) // page × page`, checked by `validate_swa_pool_size`
+    /// from 0.5.20 (`swa_floor`), C4 `full // 4`, C128 `full // 128`, C4 state `swa //
+    /// window × 8` (the SWA pool's rings per window, not per page). `--max-total-tokens`
+    /// caps `full` and the pools are re-derived from it (`config_from_budget`).
+    fn flat_pool_sizes(
+        &self,
+        swa_floor: bool,
+        s: &Dsv4Schedule,
+        available_bytes: u64,
+        max_total_tokens: Option<u64>,
+    ) -> Result<Dsv4PoolSizes, Dsv4Error> {
+        self.check()?;
+        let page = s.page_size.max(1);
+        if !page.is_multiple_of(128) {
+            return Err(Dsv4Error::PageSize(page));
+        }
+        let co = self.flat_coefficients(s);
+        let fixed = self.c128_state_fixed_bytes(s, co.c128_layers);
+        let for_tokens = available_bytes.saturating_sub(fixed);
+        let mut full = (for_tokens as f64 / co.bytes_per_full_token) as u64 / page * page;
+        if let Some(m) = max_total_tokens {
+            full = full.min(m) / page * page;
+        }
+        let swa = (full as f64 * co.swa_ratio) as u64 / page * page;
+        let window = self.sliding_window as u64;
+        if swa_floor && window + page >= swa {
+            return Err(Dsv4Error::SwaBelowFloor {
+                tokens: swa,
+                window,
+                page,
+            });
+        }
+        Ok(Dsv4PoolSizes {
+            full,
+            swa,
+            c4: full / 4,
+            c128: full / 128,
+            c4_state: swa / window.max(1) * C4_RING,
+            fixed_bytes: fixed,
+        })
+    }
+
+    /// `_get_c128_state_fixed_bytes(max_running_requests per worker)` (0.5.15–0.5.23,
+    /// no online compression): `ceil((slots × 128 + 128 + 1) / 128) × 128` rows of `2 ×
+    /// head_dim` fp32 per ratio-128 layer, `slots = max_running_requests + 1`.
+    fn c128_state_fixed_bytes(&self, s: &Dsv4Schedule, c128_layers: u64) -> u64 {
+        if c128_layers == 0 {
+            return 0;
+        }
+        let slots = (s.max_running_requests / s.attn_dp_size.max(1)).max(1) + 1;
+        let rows = (slots * C128_RING + C128_RING + 1).div_ceil(128) * 128;
+        rows * 2 * self.head_dim as u64 * STATE_ITEMSIZE * c128_layers
     }
 
     /// `DSV4PoolConfigurator.calculate_pool_sizes(available_bytes, page_size)`
@@ -336,17 +474,10 @@ impl Dsv4Geometry {
             return Err(Dsv4Error::PageSize(page));
         }
         let co = self.coefficients(s);
-        let mrr_per_worker = (s.max_running_requests / s.attn_dp_size.max(1)).max(1);
-        let c128_fixed = if co.c128_layers > 0 {
-            let slots = mrr_per_worker + 1;
-            let rows = (slots * C128_RING + C128_RING + 1).div_ceil(128) * 128;
-            rows * 2 * self.head_dim as u64 * STATE_ITEMSIZE * co.c128_layers
-        } else {
-            0
-        };
+        let c128_fixed = self.c128_state_fixed_bytes(s, co.c128_layers);
         let swa_fixed = co
             .swa_cap_tokens
-            .map(|t| t as f64 * co.bytes_per_swa_token)
+            .map(|t| t as f64 * co.bytes_per_swa_token.unwrap_or(0.0))
             .unwrap_or(0.0);
         let fixed = c128_fixed as f64 + swa_fixed;
         let for_tokens = (available_bytes as f64 - fixed).max(0.0);
@@ -649,7 +780,7 @@ mod tests {
         // paged(256) = ceil(256·584/576)·576/256 = 260·576/256 = 585;
         // c4 state: 8/256 · (2·2·512·4 + 2·2·128·4) = 320 per ratio-4 layer.
         // 585·61 + 320·30 = 35,685 + 9,600 = 45,285.
-        assert_eq!(c.bytes_per_swa_token, 45_285.0);
+        assert_eq!(c.bytes_per_swa_token, Some(45_285.0));
         // Cap mode: ratio 4 (585/4 + 132/4 = 179.25) × 30 + ratio 128 (paged(2) =
         // ceil(1168/576)·576/2 = 864; 864/128 = 6.75) × 31 = 5,377.5 + 209.25.
         assert_eq!(c.bytes_per_full_token, 5_586.75);

@@ -31,7 +31,7 @@ pub enum PoolError {
     #[error("not a DeepSeek-V4 model")]
     NotDsv4,
     #[error(
-        "DeepSeek-V4's pools in this release (its own `pool_configurator.py: DSV4PoolConfigurator`) are not modelled: the simulator's DeepSeek-V4 sizing is checked against SGLang 0.5.21–0.5.23 only: pick a release from 0.5.21 on"
+        "DeepSeek-V4's pools in this release (its own `pool_configurator.py: DSV4PoolConfigurator`) are not modelled: the simulator's DeepSeek-V4 sizing is checked against SGLang 0.5.18–0.5.23 only (0.5.14–0.5.17 size it in a `ModelRunner` the differential cannot build): pick a release from 0.5.18 on"
     )]
     Dsv4ReleaseNotModelled,
     /// The weights leave no memory under the fraction: `rest_memory <= 0` in
@@ -396,11 +396,12 @@ pub fn dsv4_device_pools(
     gpu_memory: u64,
 ) -> Result<crate::model::dsv4::Dsv4PoolSizes, PoolError> {
     use crate::model::dsv4::Dsv4Geometry;
-    use crate::release::Dsv4Pools;
     let geo = Dsv4Geometry::of(&inp.model.attention, inp.model.layers).ok_or(PoolError::NotDsv4)?;
-    if inp.rules.dsv4_pools == Dsv4Pools::NotModelled {
-        return Err(PoolError::Dsv4ReleaseNotModelled);
-    }
+    let formula = inp
+        .rules
+        .dsv4_pools
+        .formula()
+        .ok_or(PoolError::Dsv4ReleaseNotModelled)?;
     if let Some(algo) = &server.speculative_algorithm {
         // `get_compress_state_ring_size` (16 / 256 rows with drafts), the (T + 1) / T
         // inflation and the draft-aware SWA request cap are not modelled.
@@ -418,7 +419,7 @@ pub fn dsv4_device_pools(
         });
     }
     let available = py_int(rest * GIB).max(0) as u64;
-    Ok(geo.pool_sizes(&sched, available, inp.device.max_total_tokens)?)
+    Ok(geo.pool_sizes_for(formula, &sched, available, inp.device.max_total_tokens)?)
 }
 
 /// Whether the attention backend on a ROCm node is `aiter`: `--attention-backend` when
@@ -607,8 +608,17 @@ mod tests {
             assert_eq!(d.operator_swa_full_tokens_ratio(None), Some(0.1));
             assert_eq!(d.operator_swa_full_tokens_ratio(Some(0.25)), Some(0.25));
         }
+        // 0.5.18–0.5.19 replace the ratio when it is `ServerArgs`' default 0.8, given
+        // or not; 0.5.20 only when unset.
+        let d = Release::V0_5_18.rules().pools.dsv4_pools;
+        assert_eq!(d, Release::V0_5_19.rules().pools.dsv4_pools);
+        assert_eq!(d.operator_swa_full_tokens_ratio(Some(0.8)), Some(0.1));
+        assert_eq!(d.operator_swa_full_tokens_ratio(Some(0.25)), Some(0.25));
+        let d = Release::V0_5_20.rules().pools.dsv4_pools;
+        assert_eq!(d.operator_swa_full_tokens_ratio(Some(0.8)), Some(0.8));
+        assert_eq!(d.operator_swa_full_tokens_ratio(None), Some(0.1));
         assert_eq!(
-            Release::V0_5_20.rules().pools.dsv4_pools,
+            Release::V0_5_17.rules().pools.dsv4_pools,
             Dsv4Pools::NotModelled
         );
     }

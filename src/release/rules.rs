@@ -389,9 +389,20 @@ pub enum DraftCell {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Dsv4Pools {
-    /// 0.5.14–0.5.20: the release's own configurator is not modelled (the simulator's
-    /// figures are checked against 0.5.21–0.5.23 only): start-up refuses to guess.
+    /// 0.5.14–0.5.17: the release's own configurator is not modelled (its code takes
+    /// a `ModelRunner`, which the KV differential cannot build; 0.5.14 also charges the
+    /// C128 state rings per SWA token): start-up refuses to guess.
     NotModelled,
+    /// 0.5.18–0.5.19: `pool_configurator.py: DSV4PoolConfigurator` prices every pool at
+    /// the FlashMLA `kv_bytes` with the SWA ratio in the coefficient
+    /// ([`Dsv4Formula::FlatKvBytes0518`](crate::model::dsv4::Dsv4Formula)), no SWA
+    /// floor; `model_overrides/deepseek_v4.py` (`overrides.py` in 0.5.18) sets
+    /// `swa_full_tokens_ratio = 0.1` when it equals `ServerArgs`' default 0.8 — an
+    /// explicit `--swa-full-tokens-ratio 0.8` too.
+    FlatKvBytes0518,
+    /// 0.5.20: as [`Self::FlatKvBytes0518`] with `validate_swa_pool_size`, the ratio's
+    /// default now `None` (set to 0.1 when unset, an explicit 0.8 kept).
+    FlatKvBytes0520,
     /// 0.5.21–0.5.23: fractional bytes per full token and the C128 state rings as fixed
     /// bytes (`crate::model::dsv4`; the three releases agree on V4's ratios 0 / 4 /
     /// 128), the SWA pool always in ratio mode: `arg_groups/model_overrides/
@@ -412,7 +423,26 @@ impl Dsv4Pools {
     pub fn operator_swa_full_tokens_ratio(self, given: Option<f64>) -> Option<f64> {
         match self {
             Dsv4Pools::NotModelled => given,
-            Dsv4Pools::RatioMode0521 => Some(given.unwrap_or(DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO)),
+            Dsv4Pools::FlatKvBytes0518 => match given {
+                // `ServerArgs.swa_full_tokens_ratio`'s default 0.8, given or not.
+                None => Some(DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO),
+                Some(r) if r == 0.8 => Some(DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO),
+                Some(r) => Some(r),
+            },
+            Dsv4Pools::FlatKvBytes0520 | Dsv4Pools::RatioMode0521 => {
+                Some(given.unwrap_or(DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO))
+            }
+        }
+    }
+
+    /// The configurator's formula, `None` where it is not modelled.
+    pub fn formula(self) -> Option<crate::model::dsv4::Dsv4Formula> {
+        use crate::model::dsv4::Dsv4Formula;
+        match self {
+            Dsv4Pools::NotModelled => None,
+            Dsv4Pools::FlatKvBytes0518 => Some(Dsv4Formula::FlatKvBytes0518 { swa_floor: false }),
+            Dsv4Pools::FlatKvBytes0520 => Some(Dsv4Formula::FlatKvBytes0518 { swa_floor: true }),
+            Dsv4Pools::RatioMode0521 => Some(Dsv4Formula::Paged0521),
         }
     }
 }
@@ -575,13 +605,16 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
     // `kv_cache_configurator.py: _should_elide_dsa_index_k` keeps a DSA model's
     // index-K on its owned layers unless HiCache or PD is on; `pool_configurator.py`:
     // a DSA draft's KV added per layer, its indexer on every draft layer;
-    // `_profile_available_bytes` reserves a multimodal model's embedding cache.
+    // `_profile_available_bytes` reserves a multimodal model's embedding cache;
+    // `DSV4PoolConfigurator` takes a `KVCacheConfigurator` (the first release the KV
+    // differential runs DeepSeek-V4 in).
     let v0_5_18 = ReleaseRules {
         pools: PoolRules {
             mtp_draft_host: MtpDraftHost::PackedUnifiedTreeOnly,
             dsa_index_k: DsaIndexK::ElideUnlessHicacheOrPd,
             draft_cell: DraftCell::DsaAddPerLayer,
             mm_reservation: MmReservation::VlmCache100Mib,
+            dsv4_pools: Dsv4Pools::FlatKvBytes0518,
             ..v0_5_17.pools
         },
         // The breakable prefill graph no longer turns off for MLA models.
@@ -640,6 +673,7 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
         },
         pools: PoolRules {
             swa_floor_check: true,
+            dsv4_pools: Dsv4Pools::FlatKvBytes0520,
             ..v0_5_19.pools
         },
         // `memory_hook.py: handle_gpu_memory_settings`: 20–35 GiB GPUs get chunked

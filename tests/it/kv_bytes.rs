@@ -20,16 +20,14 @@
 //! - `profile`: `max_total_num_tokens` from given memory figures ([`profile_case`]).
 //!
 //! Where the simulator is known to differ, the model (and the releases) are named in
-//! [`KNOWN_DRAFT_DIFFERENCES`] / [`KNOWN_PROFILE_DIFFERENCES`] with the reason, and
-//! DeepSeek-V4 under a release whose configurator is not modelled in
-//! [`DSV4_NOT_MODELLED`] (their cases must still differ).
+//! [`KNOWN_DRAFT_DIFFERENCES`] / [`KNOWN_PROFILE_DIFFERENCES`] with the reason.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use hicache_sim::domain::ServerArgs;
 use hicache_sim::domain::choices::SpeculativeAlgorithm;
 use hicache_sim::model::catalogue::catalogue;
-use hicache_sim::model::dsv4::{Dsv4Geometry, Dsv4Schedule};
+use hicache_sim::model::dsv4::{Dsv4Formula, Dsv4Geometry, Dsv4Schedule};
 use hicache_sim::model::{Attention, DevicePoolInputs, ModelPreset};
 use hicache_sim::model::{
     ConfigFiles, KvDtype, ParallelLayout, preset_from_config, read_model, resolve_kv_dtype,
@@ -37,7 +35,7 @@ use hicache_sim::model::{
 use hicache_sim::pools::{
     PoolError, PoolSetInputs, SpecDraft, device_pools, dsa_index_k_layers, spec_draft,
 };
-use hicache_sim::release::{Dsv4Pools, Sglang};
+use hicache_sim::release::Sglang;
 use hicache_sim::startup::plan::DeviceFailure;
 use serde_json::Value;
 
@@ -78,7 +76,6 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
     let mut failures: Vec<String> = Vec::new();
     for rel in RELEASES {
         let pool_rules = Sglang::from_id(rel).unwrap().release_rules().pools;
-        let dsv4_modelled = pool_rules.dsv4_pools != Dsv4Pools::NotModelled;
         let path = format!("tests/golden/kv_bytes/{rel}.jsonl");
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
         // Every catalogue model has its cases in every release's golden: a model added
@@ -216,28 +213,12 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
                     failures.push(format!("{ctx}: dtype {got_dtype}, SGLang {want_dtype}"));
                 }
                 let geo = Dsv4Geometry::of(&hf.attention, hf.layers).expect("a DSV4 geometry");
-                if !dsv4_modelled {
-                    // The release's own configurator (no `kv_bytes`, no cap mode) is not
-                    // modelled: the simulator's must still differ from it somewhere.
-                    let differ = cases.iter().any(|c| {
-                        let ratio = c["swa_full_tokens_ratio_explicitly_set"]
-                            .as_bool()
-                            .unwrap()
-                            .then(|| c["swa_full_tokens_ratio"].as_f64().unwrap());
-                        !dsv4_case(ratio, &geo, c, &ctx, dp as u64).is_empty()
-                    });
-                    if differ {
-                        *known.entry(DSV4_NOT_MODELLED).or_default() += 1;
-                    } else {
-                        failures.push(format!(
-                            "{ctx}: listed as a known difference ({DSV4_NOT_MODELLED}) but agrees: model the release's DeepSeek-V4 pools"
-                        ));
-                    }
-                    continue;
-                }
+                let formula = pool_rules.dsv4_pools.formula().unwrap_or_else(|| {
+                    panic!("{ctx}: a golden release whose DeepSeek-V4 pools are not modelled")
+                });
                 for c in cases {
                     let ratio = crate::dsv4_host::golden_operator_ratio(rel, c);
-                    failures.extend(dsv4_case(ratio, &geo, c, &ctx, dp as u64));
+                    failures.extend(dsv4_case(formula, ratio, &geo, c, &ctx, dp as u64));
                     dsv4_checked += 1;
                 }
                 checked += 1;
@@ -300,24 +281,23 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
         checked + failures.len(),
         failures[..failures.len().min(40)].join("\n")
     );
-    // 4 DeepSeek-V4 builds × 12 cases × 6 schedules × 2 HiCache switches × 3 releases
-    // (1,728), and × 5 DP-attention layouts × 6 schedules × 3 releases (360): 0.5.21–0.5.23
-    // (before, the known difference `DSV4_NOT_MODELLED`).
-    assert_eq!(dsv4_checked, 1728 + 360, "DeepSeek-V4 schedules compared");
+    // 4 DeepSeek-V4 builds × 12 cases × 6 schedules × 2 HiCache switches × 6 releases
+    // (3,456), and × 5 DP-attention layouts × 6 schedules × 6 releases (720): 0.5.18–0.5.20
+    // by their flat `kv_bytes` formula, 0.5.21–0.5.23 by the paged one.
+    assert_eq!(dsv4_checked, 3456 + 720, "DeepSeek-V4 schedules compared");
     // DP attention: 5 layouts (TP2/DP2, TP4/DP4, TP4/DP2, TP8/DP8, TP8/DP4) of every
     // model SGLang sizes (DeepSeek-V4's lines count once each): 1,435 in 0.5.21–0.5.23,
-    // 455 in each of 0.5.18–0.5.20 (no DeepSeek-V4).
-    assert_eq!(dp_checked, 1435 + 3 * 455, "DP-attention cases compared");
+    // 475 in each of 0.5.18–0.5.20.
+    assert_eq!(dp_checked, 1435 + 3 * 475, "DP-attention cases compared");
     // NextN drafts of the checkpoints with an MTP head, 12 cases each (TP1, TP8,
     // TP8/DP8 × auto / fp8_e4m3 × HiCache off / on) where SGLang sizes them, 396 per
     // release, the known differences among them.
     assert_eq!(draft_checked, 6 * 396, "MTP draft cases compared");
-    // Nemotron-H MTP drafts: 5 checkpoints SGLang sizes × 12 cases × 4 releases (0.5.20+);
-    // DeepSeek-V4: 116 lines (96 TP + 20 DP attention) × 3 releases (0.5.18–0.5.20).
+    // Nemotron-H MTP drafts: 5 checkpoints SGLang sizes × 12 cases × 4 releases (0.5.20+).
     assert_eq!(
         known.values().sum::<usize>(),
-        240 + 348,
-        "known-difference cases (Nemotron-H MTP drafts, DeepSeek-V4 before 0.5.21)"
+        240,
+        "known-difference cases (Nemotron-H MTP drafts)"
     );
     // 12 budgets (4 memory figures × 3 schedules) × TP1 / TP8 of every non-V4 model:
     // 2,184 per release to 0.5.21, 2,208 in 0.5.22 and 0.5.23.
@@ -342,7 +322,14 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
 /// [`crate::dsv4_host::golden_operator_ratio`] reads it): the coefficients
 /// (`bytes_per_full_token`, `bytes_per_swa_token` as Python's `repr`, `kv_bytes`, the
 /// SWA cap) and `calculate_pool_sizes` at each available budget must be SGLang's.
-fn dsv4_case(ratio: Option<f64>, geo: &Dsv4Geometry, c: &Value, ctx: &str, dp: u64) -> Vec<String> {
+fn dsv4_case(
+    formula: Dsv4Formula,
+    ratio: Option<f64>,
+    geo: &Dsv4Geometry,
+    c: &Value,
+    ctx: &str,
+    dp: u64,
+) -> Vec<String> {
     let mut out = Vec::new();
     let sched = Dsv4Schedule {
         page_size: 256,
@@ -359,19 +346,24 @@ fn dsv4_case(ratio: Option<f64>, geo: &Dsv4Geometry, c: &Value, ctx: &str, dp: u
         sched.chunked_prefill_size,
         sched.operator_swa_full_tokens_ratio
     );
-    let co = geo.coefficients(&sched);
-    // `None` (a release's configurator without the figure): never equal.
+    let co = geo.coefficients_for(formula, &sched);
+    // `None`: a release's configurator without the figure (0.5.18–0.5.20 keep
+    // `kv_bytes` a local and have no SWA-slot price).
     let f = |k: &str| c[k].as_str().unwrap().parse::<f64>().ok();
-    if Some(co.kv_bytes) != c["kv_bytes"].as_u64()
+    let kv_bytes = match formula {
+        Dsv4Formula::FlatKvBytes0518 { .. } => None,
+        Dsv4Formula::Paged0521 => Some(co.kv_bytes),
+    };
+    if kv_bytes != c["kv_bytes"].as_u64()
         || Some(co.bytes_per_full_token) != f("bytes_per_full_token")
-        || Some(co.bytes_per_swa_token) != f("bytes_per_swa_token")
+        || co.bytes_per_swa_token != f("bytes_per_swa_token")
         || co.swa_cap_tokens != c["swa_cap_tokens"].as_u64()
     {
         out.push(format!("{ctx}: simulator {co:?}, SGLang {c}"));
     }
     for (gib, want) in c["sizes"].as_object().unwrap() {
         let avail = gib.parse::<u64>().unwrap() << 30;
-        match geo.pool_sizes(&sched, avail, None) {
+        match geo.pool_sizes_for(formula, &sched, avail, None) {
             Ok(p) => {
                 let got = [p.full, p.swa, p.c4, p.c128, p.c4_state];
                 let w: Vec<u64> = ["full", "swa", "c4", "c128", "c4_state"]
@@ -399,10 +391,6 @@ const NO_MEMORY: DevicePoolInputs = DevicePoolInputs {
     page_size: 1,
     max_total_tokens: None,
 };
-
-/// DeepSeek-V4 under a release whose `DSV4PoolConfigurator` the simulator does not model
-/// (`Dsv4Pools::NotModelled`, 0.5.18–0.5.20 here): each line counts once.
-const DSV4_NOT_MODELLED: &str = "DeepSeek-V4 before 0.5.21: model_executor/pool_configurator.py: DSV4PoolConfigurator._get_bytes_per_full_token of 0.5.18-0.5.20 is another formula (the C4 state ring per SWA window, c4_ring_size / window_size, charged with the SWA ratio; no per-stage _compressed_bytes_per_full_token, no SWA request cap): V4-Flash TP1 at ratio 0.1 7,705.45 B per full token, 0.5.21 7,086.75; release::Dsv4Pools::NotModelled (start-up refuses to guess)";
 
 /// Where the simulator is known to differ from SGLang's draft sizing, the releases, and
 /// why; a case listed here is checked to still differ (a fix must take its entry out).

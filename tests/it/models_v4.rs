@@ -37,7 +37,7 @@ fn deepseek_v4_flash_pools_by_hand() {
     // SWA slot: paged V4 rows of 256 tokens, ceil(256 × 584 / 576) × 576 / 256 = 585 B
     // per layer × 43 + C4 compress state 8/256 × (2·2·512 + 2·2·128) × 4 B = 320 × 21:
     // 25,155 + 6,720 = 31,875.
-    assert_eq!(c.bytes_per_swa_token, 31_875.0);
+    assert_eq!(c.bytes_per_swa_token, Some(31_875.0));
     // Full token in cap mode (no SWA share): ratio 4 (585 + 132) / 4 = 179.25 × 21 =
     // 3,764.25; ratio 128 ceil(2 × 584 / 576) × 576 / 2 / 128 = 6.75 × 20 = 135.
     assert_eq!(c.bytes_per_full_token, 3_899.25);
@@ -188,9 +188,11 @@ fn check_answers_deepseek_v4_per_release() {
         .unwrap();
     let text =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    // 0.5.20: its own DSV4PoolConfigurator is not modelled: said, not guessed.
+    // 0.5.20: its device pools are modelled, its HiCache host pools are not: said, not
+    // guessed.
     assert!(
-        text.contains("checked against SGLang 0.5.21–0.5.23 only"),
+        text.contains("DeepSeek-V4's HiCache host pools in this release")
+            && text.contains("checked against SGLang 0.5.21–0.5.23 only"),
         "{text}"
     );
     // 0.5.21–0.5.23: the device pools as `DSV4PoolConfigurator` sizes them (ratio
@@ -209,6 +211,58 @@ fn check_answers_deepseek_v4_per_release() {
     }
     // 0.5.20 errors, so the batch fails.
     assert!(!out.status.success(), "{text}");
+}
+
+/// DeepSeek-V4-Flash at TP 4 on an HGX B200, HiCache off, at the default f 0.855
+/// (weights 41,236,730,204 B a rank; 188,271,527,199 B free before the load): the
+/// budget `profile_max_num_token` leaves is 119,735,425,551 B, and each release's own
+/// `DSV4PoolConfigurator` sizes it:
+/// - 0.5.18–0.5.20 (`FlatKvBytes0518`): 0.1 × 584 × 43 + ¼ × 584 × 21 + 584/128 × 20
+///   + ¼ × 132 × 21 + 0.1 × 8/128 × (8,192 + 2,048) × 21 = 7,705.45 B a full token;
+///   C128 rings 259 × 128 rows × 4,096 B × 20 layers = 2,715,811,840 B fixed;
+///   117,019,613,711 / 7,705.45 = 15,186,540.7 → 15,186,432 (page 256); SWA
+///   int(1,518,643.2) → 1,518,592;
+/// - 0.5.21 (`Paged0521`): 16,512,256 / 1,651,200 (the paged V4 layout, 7,086.75 B).
+/// 0.5.14–0.5.17 are refused (their configurator is not modelled).
+#[test]
+fn deepseek_v4_device_pools_by_each_releases_formula() {
+    let run = |rel: &str| {
+        let out = Command::cargo_bin("hicache-sim")
+            .unwrap()
+            .args(["startup", "--format", "json", "--sglang", rel])
+            .arg("scenarios/deepseek-v4-pro-host-pools.yaml")
+            .args([
+                "--set",
+                "server.enable_hierarchical_cache=false",
+                "--set",
+                "server.tp_size=4",
+                "--set",
+                "model=deepseek-ai/DeepSeek-V4-Flash",
+            ])
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    for (rel, full, swa) in [
+        ("0.5.18", 15_186_432u64, 1_518_592u64),
+        ("0.5.19", 15_186_432, 1_518_592),
+        ("0.5.20", 15_186_432, 1_518_592),
+        ("0.5.21", 16_512_256, 1_651_200),
+    ] {
+        let (code, out, err) = run(rel);
+        assert_eq!(code, Some(0), "{rel}: {err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["device_pool_tokens"], full, "{rel}");
+        assert_eq!(v["device_swa_pool_tokens"], swa, "{rel}");
+        assert_eq!(v["status"], "ok", "{rel}");
+    }
+    let (code, _, err) = run("0.5.17");
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("pick a release from 0.5.18 on"), "{err}");
 }
 
 #[test]
