@@ -461,19 +461,6 @@ impl StartupPlan {
                 // raises first.
                 match sizing {
                     _ if dsv4_failure.is_some() => {}
-                    _ if s.server.hicache_enabled()
-                        && !matches!(
-                            pool_rules.dsv4_pools.formula(),
-                            Some(crate::model::dsv4::Dsv4Formula::Paged0521)
-                        ) =>
-                    {
-                        // The host pools are checked against 0.5.21–0.5.23's own
-                        // `build_deepseek_v4_hicache_stack` only.
-                        return Err(FieldError::new(
-                            "server.enable_hierarchical_cache",
-                            "DeepSeek-V4's HiCache host pools in this release (`hybrid_pool_assembler.py: build_deepseek_v4_hicache_stack`) are not modelled: they are checked against SGLang 0.5.21–0.5.23 only; pick a release from 0.5.21 on, or run without HiCache",
-                        ));
-                    }
                     HicacheSizing::AutoSize { .. } | HicacheSizing::AutoHicache { .. } => {
                         return Err(FieldError::new(
                             "server.hicache_ratio",

@@ -10,8 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RELEASES="${RELEASES:-0.5.21,0.5.22,0.5.23}"
-# The KV-bytes golden covers more releases than the sizing states and DeepSeek-V4's host
-# pools (tools/models/kv_bytes_golden.py, tests/golden/kv_bytes/).
+# The KV-bytes golden and DeepSeek-V4's host pools cover more releases than the sizing
+# states (tools/models/kv_bytes_golden.py, tests/golden/kv_bytes/, tests/golden/dsv4_host/).
 KV_RELEASES="${KV_RELEASES:-0.5.18,0.5.19,0.5.20,0.5.21,0.5.22,0.5.23}"
 STATES="${STATES:-1200}"
 PY="${PYTHON:-python3}"
@@ -36,7 +36,7 @@ fi
 # DeepSeek-V4's host pools: SGLang's own DeepSeekV4TokenToKVPool and
 # build_deepseek_v4_hicache_stack, run again, must still say what tests/golden/dsv4_host/
 # says (`cargo test --test it dsv4_host`). About a minute per release.
-"$PY" tools/models/dsv4_host_golden.py --releases "$RELEASES" --check
+"$PY" tools/models/dsv4_host_golden.py --releases "$KV_RELEASES" --check
 # The multimodal architecture lists of every modelled release (0.5.14 on), read again from
 # each wheel's configs/model_config.py, must still be src/model/multimodal_archs.json.
 "$PY" tools/models/gen_multimodal_archs.py --check

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes tests/golden/dsv4_host/<release>.jsonl: DeepSeek-V4's HiCache host pools as
-SGLang's own code builds them, release by release (0.5.21 on).
+SGLang's own code builds them, release by release (0.5.18 on).
 
 For each release it reuses kv_bytes_golden.py's wheel tree and virtual environment (the
 transformers the wheel pins) and the catalogue's model directories, and runs
@@ -15,7 +15,7 @@ into the configurator's cap mode: see the worker's SCHEDULES) x device budget, e
 the host pools at --hicache-ratio 1, 2 and 3.5 and SGLang's two refusals. `cargo test --test it dsv4_host` checks every
 line against the simulator (tests/it/dsv4_host.rs).
 
-Usage: python3 tools/models/dsv4_host_golden.py [--releases 0.5.21,0.5.22,0.5.23]
+Usage: python3 tools/models/dsv4_host_golden.py [--releases 0.5.18,...,0.5.23]
        [--work /tmp/hicache-sim-kv] [--check]
 """
 
@@ -34,7 +34,7 @@ OUT = os.path.join(kvg.ROOT, "tests", "golden", "dsv4_host")
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--releases", default="0.5.21,0.5.22,0.5.23")
+    ap.add_argument("--releases", default="0.5.18,0.5.19,0.5.20,0.5.21,0.5.22,0.5.23")
     ap.add_argument("--work", default="/tmp/hicache-sim-kv")
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args()

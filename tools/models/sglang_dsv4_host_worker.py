@@ -24,6 +24,7 @@ pool group and the cache controller are inert.
 
 Usage: sglang_dsv4_host_worker.py TREE MODEL_DIR...   (one JSON object per line)
 """
+import inspect
 import json
 import logging
 import math
@@ -149,8 +150,27 @@ from sglang.srt.model_executor.model_runner_components import layer_setup  # noq
 import sglang.srt.mem_cache.deepseek_v4_memory_pool as v4pool  # noqa: E402
 import sglang.srt.mem_cache.hybrid_cache.hybrid_pool_assembler as hpa  # noqa: E402
 import sglang.srt.mem_cache.memory_pool_host as mph  # noqa: E402
-import sglang.srt.mem_cache.hicache_auto_size as auto  # noqa: E402
-from sglang.srt.arg_groups.model_overrides.deepseek_v4 import _deepseek_v4_overrides  # noqa: E402
+try:
+    # 0.5.21 on; before, no auto-size (an unset --hicache-ratio is its default 2.0).
+    import sglang.srt.mem_cache.hicache_auto_size as auto  # noqa: E402
+except ImportError:
+    auto = None
+try:
+    from sglang.srt.arg_groups.model_overrides.deepseek_v4 import _deepseek_v4_overrides  # noqa: E402
+except ImportError:
+    # 0.5.18: the override lives in `arg_groups/overrides.py`.
+    from sglang.srt.arg_groups.overrides import _deepseek_v4_overrides  # noqa: E402
+
+
+try:
+    from sglang.srt.server_args import ServerArgs  # noqa: E402
+
+    SERVER_ARGS_SWA_DEFAULT = ServerArgs.swa_full_tokens_ratio
+    if not isinstance(SERVER_ARGS_SWA_DEFAULT, float):
+        # A slots dataclass's field descriptor (0.5.20 on): the default is None.
+        SERVER_ARGS_SWA_DEFAULT = None
+except Exception:  # noqa: BLE001  (a release whose ServerArgs does not import here)
+    SERVER_ARGS_SWA_DEFAULT = None
 
 
 class Cfg:
@@ -230,6 +250,10 @@ class _Group:
 
 
 mph.host_memory_budget_bytes = lambda *a, **k: 1 << 62
+if hasattr(mph, "psutil"):
+    # 0.5.18 checks `psutil.virtual_memory().available` inside the constructors.
+    mph.psutil = types.SimpleNamespace(
+        virtual_memory=lambda: types.SimpleNamespace(available=1 << 62, total=1 << 62))
 mph.ALLOC_MEMORY_FUNCS = _Alloc()
 mph.make_kernel_ptr_table = lambda *a, **k: None
 hpa.HostPoolGroup = _Group
@@ -254,6 +278,10 @@ def swa_ratio(mc, ratio, as_sglang):
     None` over that declaration. Otherwise the configurator's cap mode: not explicit."""
     if not as_sglang:
         return (0.1 if ratio is None else ratio), False
+    if ratio is None:
+        # Not given: the flag's default (`ServerArgs.swa_full_tokens_ratio`: 0.8 in
+        # 0.5.18–0.5.19, whose override compares against it; None from 0.5.20).
+        ratio = SERVER_ARGS_SWA_DEFAULT
     view = types.SimpleNamespace(
         swa_full_tokens_ratio=ratio, device="cuda", moe_runner_backend="triton",
         fp8_gemm_runner_backend="auto", moe_a2a_backend="none", _resolved_overrides=[])
@@ -269,13 +297,20 @@ def device_pools(mc, mrr, chunk, ratio, explicit, gib):
         "disable_overlap_schedule": False, "swa_prefix_tails": None,
     }
     patch_all()
+    kw = {}
+    if "spec_algorithm" in inspect.signature(layer_setup.resolve_layer_indices).parameters:
+        # 0.5.18–0.5.20 take it (no draft here).
+        kw["spec_algorithm"] = Spec()
     info = layer_setup.resolve_layer_indices(model=types.SimpleNamespace(), model_config=mc,
-                                             is_draft_worker=False)
+                                             is_draft_worker=False, **kw)
     kvc = types.SimpleNamespace(
         model_config=mc, kv_cache_dtype_str="fp8_e4m3", layer_info=info, pp_size=1,
         page_size=256, sliding_window_size=mc.sliding_window_size,
         is_hybrid_swa=mc.is_hybrid_swa, spec_algorithm=Spec(), spec_aux_config=Cfg(),
-        attn_dp_size=1, server_args=Cfg())
+        attn_dp_size=1, ps=Cfg(pp_size=1, attn_dp_size=1),
+        # 0.5.18 reads the schedule from `server_args`, later releases from `get_schedule`.
+        server_args=Cfg(swa_full_tokens_ratio=ratio, max_running_requests=mrr,
+                        chunked_prefill_size=chunk, disaggregation_mode="null"))
     c = pc.create_memory_pool_configurator(kvc)
     return info, c.calculate_pool_sizes(gib << 30, 256)
 
@@ -283,7 +318,7 @@ def device_pools(mc, mrr, chunk, ratio, explicit, gib):
 def kv_pool(mc, info, r, mrr):
     # `kv_cache_configurator.py: _build_dsv4_kv_pool` (num_req_slots = the req_to_token
     # rows: max_running_requests + 1).
-    return v4pool.DeepSeekV4TokenToKVPool(
+    kw = dict(
         max_num_reqs=mrr, num_req_slots=mrr + 1,
         swa_size=r.swa_max_total_num_tokens, c4_size=r.c4_max_total_num_tokens,
         c128_size=r.c128_max_total_num_tokens, c4_state_pool_size=r.c4_state_pool_size,
@@ -297,6 +332,11 @@ def kv_pool(mc, info, r, mrr):
         online_mtp_max_draft_tokens=0, unified_fp8=False,
         kv_source_layers=list(getattr(mc.hf_config, "kv_source_layer_ids", None) or []),
         full_size=r.full_max_total_num_tokens)
+    # Arguments a release's constructor does not take (0.5.18–0.5.20 have no
+    # `unified_fp8`, `kv_source_layers`, `full_size`) are left out, as its
+    # `_build_dsv4_kv_pool` leaves them out.
+    params = inspect.signature(v4pool.DeepSeekV4TokenToKVPool.__init__).parameters
+    return v4pool.DeepSeekV4TokenToKVPool(**{k: v for k, v in kw.items() if k in params})
 
 
 def host_stack(kv, r, hicache_ratio, hicache_size=0):
@@ -313,8 +353,12 @@ def host_stack(kv, r, hicache_ratio, hicache_size=0):
         token_to_kv_pool_allocator=alloc, page_size=256, mtp_draft_device_pools=[],
         tp_cache_group=None, attn_cp_cache_group=None, attn_tp_cache_group=None,
         pp_cache_group=None, req_to_token_pool=None)
+    kw = {}
+    if "server_args" in inspect.signature(hpa.build_deepseek_v4_hicache_stack).parameters:
+        # 0.5.18 reads the HiCache flags from `server_args`.
+        kw["server_args"] = memory()
     return params, hpa.build_deepseek_v4_hicache_stack(
-        params=params, kvcache=kv, load_cache_event=None, storage_backend=None)[0]
+        params=params, kvcache=kv, load_cache_event=None, storage_backend=None, **kw)[0]
 
 
 for d in DIRS:
@@ -356,12 +400,13 @@ for d in DIRS:
                     rec["hicache_size_error"] = None
                 except ValueError as e:
                     rec["hicache_size_error"] = str(e)
-                try:
-                    params, _ = host_stack(kv, r, 2.0)
-                    auto._estimate_hicache_bytes(params, None)
-                    rec["auto_size_error"] = None
-                except ValueError as e:
-                    rec["auto_size_error"] = str(e)
+                if auto is not None:
+                    try:
+                        params, _ = host_stack(kv, r, 2.0)
+                        auto._estimate_hicache_bytes(params, None)
+                        rec["auto_size_error"] = None
+                    except ValueError as e:
+                        rec["auto_size_error"] = str(e)
             except Exception as e:
                 rec["error"] = f"{type(e).__name__}: {str(e)[:200]}"
             print(json.dumps(rec, sort_keys=True))
