@@ -409,11 +409,7 @@ impl Dsv4Geometry {
         available_bytes: u64,
         max_total_tokens: Option<u64>,
     ) -> Result<Dsv4PoolSizes, Dsv4Error> {
-        self.check()?;
-        let page = s.page_size.max(1);
-        if !page.is_multiple_of(128) {
-            return Err(Dsv4Error::PageSize(page));
-        }
+        let page = self.checked_page(s)?;
         let co = self.flat_coefficients(s);
         let fixed = self.c128_state_fixed_bytes(s, co.c128_layers);
         let for_tokens = available_bytes.saturating_sub(fixed);
@@ -438,6 +434,17 @@ impl Dsv4Geometry {
             c4_state: swa / window.max(1) * C4_RING,
             fixed_bytes: fixed,
         })
+    }
+
+    /// [`Self::check`], and the page size `calculate_pool_sizes` asserts: a multiple of
+    /// 128 ("page_size must be multiple of 128 for compressed attention").
+    fn checked_page(&self, s: &Dsv4Schedule) -> Result<u64, Dsv4Error> {
+        self.check()?;
+        let page = s.page_size.max(1);
+        if !page.is_multiple_of(128) {
+            return Err(Dsv4Error::PageSize(page));
+        }
+        Ok(page)
     }
 
     /// `_get_c128_state_fixed_bytes(max_running_requests per worker)` (0.5.15–0.5.23,
@@ -468,11 +475,7 @@ impl Dsv4Geometry {
         available_bytes: u64,
         max_total_tokens: Option<u64>,
     ) -> Result<Dsv4PoolSizes, Dsv4Error> {
-        self.check()?;
-        let page = s.page_size.max(1);
-        if !page.is_multiple_of(128) {
-            return Err(Dsv4Error::PageSize(page));
-        }
+        let page = self.checked_page(s)?;
         let co = self.coefficients(s);
         let c128_fixed = self.c128_state_fixed_bytes(s, co.c128_layers);
         let swa_fixed = co
