@@ -529,6 +529,19 @@ fn render(
             "TTFT: p50 {p50:.3} s, p90 {p90:.3} s, p99 {p99:.3} s; makespan {:.1} s",
             m.makespan_s.unwrap_or(0.0)
         );
+        if let Some(b) = &m.ttft_breakdown {
+            let parts: Vec<String> = b
+                .shares()
+                .iter()
+                .map(|(name, s, share)| format!("{name} {:.3} s ({:.1} %)", s, share * 100.0))
+                .collect();
+            let _ = writeln!(
+                o,
+                "TTFT mean {:.3} s = {} (not modelled: fixed per-request and per-iteration costs, HiCache's own bookkeeping)",
+                b.mean_s,
+                parts.join(" + ")
+            );
+        }
         let _ = writeln!(o, "speeds: {}", crate::runtime::Speeds::of(cfg).line());
         if let Some(f) = section.slowdown_factor.filter(|&f| f != 1.0) {
             let _ = writeln!(

@@ -35,6 +35,52 @@ pub struct TimelinePoint {
     pub total_hit_rate: f64,
 }
 
+/// Where the measured requests' time to first token went in the timed replay, as means
+/// in seconds over `requests`; the five parts add up to `mean_s` (each request's TTFT
+/// splits exactly into them):
+/// - `tokenize_s`: from the client's send until the scheduler sees the request (the
+///   TokenizerManager's encode and its queue, `runtime::frontend`);
+/// - `queue_s`: waiting in the scheduler's queue until a prefill batch takes it (the GPU
+///   busy with an earlier batch, `--max-running-requests`, the batch's token budget, no
+///   device room, an L3 prefetch not yet allowed to end);
+/// - `hit_cost_s`: `compute.hit_cost_per_cached_token` (opt-in, not an SGLang rule);
+/// - `load_back_s`: the host→device load-back not hidden under the forward (the copy
+///   and its link's queue, minus what the layer pipeline overlaps);
+/// - `forward_s`: the batch's prefill forward.
+///
+/// Fixed per-request and per-iteration costs (HTTP, detokenizer, CUDA-graph launch) and
+/// HiCache's own bookkeeping are not in the time model: they are in no part.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct TtftBreakdown {
+    pub requests: u64,
+    pub mean_s: f64,
+    pub tokenize_s: f64,
+    pub queue_s: f64,
+    pub hit_cost_s: f64,
+    pub load_back_s: f64,
+    pub forward_s: f64,
+}
+
+impl TtftBreakdown {
+    /// The parts, named as the text output names them, with their share of the mean.
+    pub fn shares(&self) -> [(&'static str, f64, f64); 5] {
+        let share = |x: f64| {
+            if self.mean_s > 0.0 {
+                x / self.mean_s
+            } else {
+                0.0
+            }
+        };
+        [
+            ("tokenize", self.tokenize_s, share(self.tokenize_s)),
+            ("queue", self.queue_s, share(self.queue_s)),
+            ("hit cost", self.hit_cost_s, share(self.hit_cost_s)),
+            ("load-back", self.load_back_s, share(self.load_back_s)),
+            ("prefill forward", self.forward_s, share(self.forward_s)),
+        ]
+    }
+}
+
 /// Outcome of a replay.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct ReplayMetrics {
@@ -99,6 +145,9 @@ pub struct ReplayMetrics {
     pub ttft_p99_s: Option<f64>,
     /// Virtual time at the end (timing on), seconds.
     pub makespan_s: Option<f64>,
+    /// Where the measured requests' TTFT went (timing on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttft_breakdown: Option<TtftBreakdown>,
     /// Per-round figures of a `runtime.bench` run (empty otherwise, and not written).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rounds: Vec<super::rounds::RoundFigures>,

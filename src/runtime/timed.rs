@@ -118,6 +118,8 @@ struct Waiting {
     /// The client's send (TTFT runs from it); the scheduler saw it at the arrival event,
     /// after the TokenizerManager.
     arrival: Nanos,
+    /// When the scheduler saw it (after the TokenizerManager).
+    seen: Nanos,
     input_tokens: u32,
     output_tokens: u32,
     pages: Vec<PageKey>,
@@ -138,6 +140,62 @@ struct Admitted {
     /// Prompt tokens served from a cache (device, host or storage), SGLang's
     /// `cached_tokens`.
     cached: u64,
+}
+
+/// A prefill batch in flight: its requests and its clock, for the TTFT breakdown.
+#[derive(Debug)]
+struct Batch {
+    reqs: Vec<Admitted>,
+    /// When the scheduler formed it.
+    formed: Nanos,
+    /// When its load-back and forward could start (after the opt-in hit cost).
+    start: Nanos,
+    /// Its forward's duration.
+    forward: Nanos,
+}
+
+/// Sums over the measured requests of where their TTFT went, in ns
+/// ([`super::metrics::TtftBreakdown`]).
+#[derive(Debug, Default)]
+struct TtftSums {
+    requests: u64,
+    total: u128,
+    tokenize: u128,
+    queue: u128,
+    hit_cost: u128,
+    load_back: u128,
+    forward: u128,
+}
+
+impl TtftSums {
+    /// Adds one request: `arrival ≤ seen ≤ formed ≤ start ≤ done`, `forward ≤ done −
+    /// start`; the five parts sum to `done − arrival` exactly.
+    fn add(&mut self, w: &Waiting, b: &Batch, done: Nanos) {
+        let exposed_load_back = (done - b.start).saturating_sub(b.forward);
+        self.requests += 1;
+        self.total += u128::from(done - w.arrival);
+        self.tokenize += u128::from(w.seen - w.arrival);
+        self.queue += u128::from(b.formed - w.seen);
+        self.hit_cost += u128::from(b.start - b.formed);
+        self.load_back += u128::from(exposed_load_back);
+        self.forward += u128::from((done - b.start).min(b.forward));
+    }
+
+    fn finish(&self) -> Option<super::metrics::TtftBreakdown> {
+        if self.requests == 0 {
+            return None;
+        }
+        let mean = |x: u128| x as f64 / self.requests as f64 / 1e9;
+        Some(super::metrics::TtftBreakdown {
+            requests: self.requests,
+            mean_s: mean(self.total),
+            tokenize_s: mean(self.tokenize),
+            queue_s: mean(self.queue),
+            hit_cost_s: mean(self.hit_cost),
+            load_back_s: mean(self.load_back),
+            forward_s: mean(self.forward),
+        })
+    }
 }
 
 /// One request's times and cache use (timed replay), for per-request figures.
@@ -166,7 +224,7 @@ struct Sim<I: Iterator<Item = Request>, R: TreeRules> {
     waiting: VecDeque<Waiting>,
     running: u32,
     gpu_busy: bool,
-    batches: Vec<Option<Vec<Admitted>>>,
+    batches: Vec<Option<Batch>>,
     free_batches: Vec<u32>,
     acks: Vec<Option<Vec<BackupRecord>>>,
     free_acks: Vec<u32>,
@@ -175,6 +233,7 @@ struct Sim<I: Iterator<Item = Request>, R: TreeRules> {
     sread: Link,
     swrite: Link,
     ttft: Vec<f64>,
+    ttft_sums: TtftSums,
     cost: CostModel,
     times: Option<Vec<RequestTime>>,
     recs: Vec<BackupRecord>,
@@ -244,6 +303,7 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
         sread: Link::default(),
         swrite: Link::default(),
         ttft: Vec::new(),
+        ttft_sums: TtftSums::default(),
         cost,
         times: times.then(Vec::new),
         recs: Vec::new(),
@@ -284,6 +344,7 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
         m.ttft_p90_s = Some(pct(0.90));
         m.ttft_p99_s = Some(pct(0.99));
     }
+    m.ttft_breakdown = sim.ttft_sums.finish();
     m.makespan_s = Some(end as f64 / 1e9);
     Ok((m, sim.times.unwrap_or_default()))
 }
@@ -328,6 +389,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         self.waiting.push_back(Waiting {
             index,
             arrival: req.arrival_ns,
+            seen: now,
             input_tokens: req.input_tokens,
             output_tokens: req.output_tokens,
             pages,
@@ -647,6 +709,12 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         };
         self.running += batch.len() as u32;
         self.gpu_busy = true;
+        let batch = Batch {
+            reqs: batch,
+            formed: now,
+            start,
+            forward,
+        };
         let id = match self.free_batches.pop() {
             Some(id) => {
                 self.batches[id as usize] = Some(batch);
@@ -690,13 +758,14 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
 
     fn batch_done(&mut self, b: u32) {
         let now = self.q.now();
-        let batch = self.batches[b as usize].take().expect("batch exists");
+        let mut batch = self.batches[b as usize].take().expect("batch exists");
+        let reqs = std::mem::take(&mut batch.reqs);
         self.free_batches.push(b);
         self.gpu_busy = false;
         // The batch's H2D load-backs finished before its forward: `loading_check`
         // acks them (`finish_load_back`).
         self.s.tree.finish_load_backs();
-        for a in batch {
+        for a in reqs {
             let s = &mut self.s;
             let last = s.tree.insert(&a.w.pages[..a.upto as usize], a.reserved);
             s.tree.inc_lock_ref(last);
@@ -725,6 +794,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             }
             if a.w.index >= s.cfg.measurement.warmup_requests {
                 self.ttft.push((now - a.w.arrival) as f64 / 1e9);
+                self.ttft_sums.add(&a.w, &batch, now);
             }
             if self.s.cfg.scheduler.decode_timeline == DecodeTimeline::Interleaved
                 && a.w.output_tokens > 0

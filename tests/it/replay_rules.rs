@@ -215,6 +215,57 @@ fn timing_on_hand_computed_transfers() {
     // Q's backup: 384000 B / 8.5 GB/s + 4 µs; P's was acked long before.
     assert_eq!(m.final_host_device_resident_pages, 4);
     assert_eq!(m.final_host_only_pages, 6);
+    // Where the TTFT went: token ids (no encode), an idle GPU at each arrival (no
+    // queue), the forwards 25.6 + 38.4 + 0 ms, P's load-back (not overlapped at fixed
+    // speeds) 43.458 µs: means over 3 requests.
+    let b = m.ttft_breakdown.unwrap();
+    assert_eq!(b.requests, 3);
+    assert_eq!((b.tokenize_s, b.queue_s, b.hit_cost_s), (0.0, 0.0, 0.0));
+    assert!((b.forward_s - 0.064 / 3.0).abs() < 1e-15, "{b:?}");
+    assert!((b.load_back_s - h2d / 3.0).abs() < 1e-15, "{b:?}");
+    assert!((b.mean_s - (0.064 + h2d) / 3.0).abs() < 1e-15, "{b:?}");
+}
+
+/// A request that arrives while the GPU runs another's prefill waits in the queue:
+/// R0 (256 tokens at 10,000 tok/s: 25.6 ms) at 0, R1 (other pages, 256 tokens) at 10
+/// ms, formed into a batch when R0's ends at 25.6 ms (15.6 ms queued), done at 51.2 ms.
+/// TTFT 25.6 and 41.2 ms: mean 33.4 = queue 7.8 + forward 25.6. The timing-off replay
+/// has no breakdown.
+#[test]
+fn ttft_breakdown_counts_the_queue() {
+    let mut cfg = ReplayConfig {
+        capacities: Capacities {
+            page_size: 64,
+            l1_pages: 100,
+            l2_pages: 200,
+            bytes_per_token: 1000,
+            num_layers: 2,
+            ..Default::default()
+        },
+        scheduler: Scheduler {
+            prefill_tokens_per_s: 10_000.0,
+            decode_tokens_per_s: 100.0,
+            ..Default::default()
+        },
+        measurement: Measurement {
+            timing: Timing::On,
+            debug_checks: true,
+            ..Default::default()
+        },
+        ..ReplayConfig::default()
+    };
+    let trace = || vec![req(0, 0, 1..5, 64, 1), req(1, 10, 11..15, 64, 1)];
+    let m = replay(&cfg, trace()).unwrap();
+    let b = m.ttft_breakdown.unwrap();
+    assert_eq!(m.ttft_p99_s, Some(0.0412));
+    assert!((b.queue_s - 0.0078).abs() < 1e-15, "{b:?}");
+    assert!((b.forward_s - 0.0256).abs() < 1e-15, "{b:?}");
+    assert!((b.mean_s - 0.0334).abs() < 1e-15, "{b:?}");
+    let shares = b.shares();
+    assert_eq!(shares[1].0, "queue");
+    assert!((shares[1].2 - 0.0078 / 0.0334).abs() < 1e-12);
+    cfg.measurement.timing = Timing::Off;
+    assert_eq!(replay(&cfg, trace()).unwrap().ttft_breakdown, None);
 }
 
 #[test]
