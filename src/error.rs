@@ -30,6 +30,24 @@ pub enum ErrorKind {
     SglangRefuses,
     /// The model is not described: an unknown or placeholder `--model-path`.
     UnknownModel,
+    /// SGLang would run it, but a rule it needs is not modelled here (a release's pool
+    /// configurator, a model's attention layout, a deployment shape): the simulator
+    /// refuses rather than print a number SGLang would not. `check` and `startup
+    /// --sglang all` make it a `not_modelled` row, naming the rule.
+    NotModelled,
+}
+
+impl ErrorKind {
+    /// The row outcome `check` gives an input it cannot answer for: `invalid_args`
+    /// (SGLang refuses), `not_modelled`, or `error` (the input itself, an undescribed
+    /// model).
+    pub fn row_outcome(self) -> &'static str {
+        match self {
+            ErrorKind::SglangRefuses => "invalid_args",
+            ErrorKind::NotModelled => "not_modelled",
+            ErrorKind::Input | ErrorKind::UnknownModel => "error",
+        }
+    }
 }
 
 impl InputError {
@@ -45,6 +63,12 @@ impl InputError {
     /// Marks the error as SGLang's own refusal (see [`ErrorKind::SglangRefuses`]).
     pub fn sglang_refuses(mut self) -> Self {
         self.kind = ErrorKind::SglangRefuses;
+        self
+    }
+    /// Marks the error as a rule the simulator does not model (see
+    /// [`ErrorKind::NotModelled`]).
+    pub fn not_modelled(mut self) -> Self {
+        self.kind = ErrorKind::NotModelled;
         self
     }
     /// Marks the error as an undescribed model (see [`ErrorKind::UnknownModel`]).
@@ -91,6 +115,8 @@ impl std::error::Error for InputError {}
 pub struct FieldError {
     pub field: String,
     pub message: String,
+    /// Whose verdict it is (the simulator's by default), carried to the [`InputError`].
+    pub kind: ErrorKind,
 }
 
 impl FieldError {
@@ -99,6 +125,14 @@ impl FieldError {
         Self {
             field: field.into(),
             message: error.to_string(),
+            kind: ErrorKind::Input,
+        }
+    }
+    /// A rule about `field` the simulator does not model ([`ErrorKind::NotModelled`]).
+    pub fn not_modelled(field: impl Into<String>, error: impl fmt::Display) -> Self {
+        Self {
+            kind: ErrorKind::NotModelled,
+            ..Self::new(field, error)
         }
     }
 }

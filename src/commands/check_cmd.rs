@@ -78,6 +78,8 @@ pub fn check(a: CheckArgs) -> CmdResult {
         {
             let what = if r.is_error() {
                 "error"
+            } else if r.outcome == "not_modelled" {
+                "not modelled"
             } else {
                 "refused by SGLang"
             };

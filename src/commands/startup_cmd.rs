@@ -98,7 +98,8 @@ pub fn startup(a: StartupArgs) -> CmdResult {
 }
 
 /// `--sglang all`: the scenario under every release and what-if. A release that
-/// rejects the scenario's flags gets an `invalid_args` row, not an error.
+/// rejects the scenario's flags gets an `invalid_args` row, one under which a rule it
+/// needs is not modelled a `not_modelled` row, not an error.
 fn startup_all(a: &StartupArgs) -> CmdResult {
     use crate::report::startup_all as all;
     if a.csv.is_some() {
@@ -119,7 +120,7 @@ fn startup_all(a: &StartupArgs) -> CmdResult {
         let s = match load_scenario(&a.scenario, &a.sets, Some(v)) {
             Ok(s) => s,
             Err(e) => {
-                rows.push(all::invalid_row(v, e.message));
+                rows.push(all::invalid_row(v, e.kind, e.message));
                 any_failed = true;
                 continue;
             }
@@ -127,7 +128,7 @@ fn startup_all(a: &StartupArgs) -> CmdResult {
         let plan = match StartupPlan::new(&s) {
             Ok(p) => p,
             Err(e) => {
-                rows.push(all::invalid_row(v, e.message));
+                rows.push(all::invalid_row(v, e.kind, e.message));
                 any_failed = true;
                 continue;
             }

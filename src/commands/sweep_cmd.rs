@@ -105,8 +105,14 @@ pub fn sweep(a: SweepArgs) -> CmdResult {
         let at_axis = |e: InputError| axis_error(&spec, p, e);
         let file = crate::scenario::load::typed_ref_as(v, releases.of(p), &source0, &lines)
             .map_err(at_axis)?;
-        let s = crate::scenario::resolve::resolve_file(&file, &source0, &lines, &[])
-            .map_err(at_axis)?;
+        // A point needing a rule that is not modelled is no bad input: it runs, and its
+        // row says `not_modelled` (the `error` column names the rule).
+        let not_modelled = crate::error::ErrorKind::NotModelled;
+        let s = match crate::scenario::resolve::resolve_file(&file, &source0, &lines, &[]) {
+            Ok(s) => s,
+            Err(e) if e.kind == not_modelled => return Ok(()),
+            Err(e) => return Err(at_axis(e)),
+        };
         if !s.notes.is_empty() {
             notes
                 .lock()
@@ -117,8 +123,10 @@ pub fn sweep(a: SweepArgs) -> CmdResult {
             .lock()
             .expect("not poisoned")
             .extend(s.resolved_model.input_files());
-        crate::startup::StartupPlan::new(&s)?;
-        Ok(())
+        match crate::startup::StartupPlan::new(&s) {
+            Err(e) if e.kind != not_modelled => Err(e.into()),
+            _ => Ok(()),
+        }
     })?;
     // What SGLang would log once (an explicit ratio turning the fraction off), said once.
     for n in notes.into_inner().expect("not poisoned") {

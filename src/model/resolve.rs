@@ -199,6 +199,20 @@ pub enum ModelError {
     NoModel,
 }
 
+impl ModelError {
+    /// A known architecture whose pools are not modelled (`hf_config::ReadError::NotModelled`),
+    /// as opposed to a model that is not described at all.
+    pub fn is_not_modelled(&self) -> bool {
+        matches!(
+            self,
+            ModelError::Config {
+                error: super::hf_config::ReadError::NotModelled { why, .. },
+                ..
+            } if why.contains("not modelled")
+        )
+    }
+}
+
 /// The answer for a model this simulator cannot find or read: the nearest preset or
 /// catalogue name, the presets, and the three ways to describe a model.
 fn unknown(what: &str) -> String {

@@ -27,8 +27,9 @@ pub struct CheckRow {
     pub sglang: Option<Sglang>,
     /// `started`, `refused`, `oom_killed`, `failed` (raised before sizing),
     /// `invalid_args` (SGLang rejects the recipe: its argument parser or server checks),
-    /// `error` (the simulator cannot read or simulate the file: bad input, an undescribed
-    /// model). (`skipped`, for a release without a flag table, no longer occurs: every
+    /// `not_modelled` (SGLang would run it, but a rule it needs is not modelled: the
+    /// message names it; no figure is given), `error` (the simulator cannot read the
+    /// file: bad input, an undescribed model). (`skipped`, for a release without a flag table, no longer occurs: every
     /// modelled release has one; JUnit still counts it.)
     pub outcome: &'static str,
     /// The verdict ([`crate::startup::status`]): `ok`, `unverified` (started, but the
@@ -57,14 +58,17 @@ pub struct CheckRow {
 
 impl CheckRow {
     /// A row for a file × release that could not be checked: `invalid_args` when SGLang
-    /// itself refuses the recipe (or only this release rejects it), `error` otherwise.
+    /// itself refuses the recipe (or only this release rejects it), `not_modelled` when a
+    /// rule it needs is not modelled, `error` otherwise.
     pub fn not_checked(
         file: &str,
         sglang: Option<Sglang>,
         e: &InputError,
         sglang_refuses: bool,
     ) -> Self {
-        let outcome = if sglang_refuses {
+        let outcome = if e.kind == crate::error::ErrorKind::NotModelled {
+            "not_modelled"
+        } else if sglang_refuses {
             "invalid_args"
         } else {
             "error"
@@ -174,7 +178,7 @@ pub fn check_file(
     let own_input_error = own
         .as_ref()
         .err()
-        .filter(|e| e.kind != ErrorKind::SglangRefuses);
+        .filter(|e| !matches!(e.kind, ErrorKind::SglangRefuses | ErrorKind::NotModelled));
     let mut rows = Vec::new();
     for r in releases {
         let name = r.or(own_release);
@@ -198,7 +202,8 @@ pub fn check_file(
         let probe = match p.start(&[]) {
             Ok(x) => x,
             Err(m) => {
-                let e = InputError::new(&input.path, m.to_string());
+                let mut e = InputError::new(&input.path, m.to_string());
+                e.kind = m.kind();
                 rows.push(CheckRow::not_checked(&input.path, name, &e, false));
                 continue;
             }

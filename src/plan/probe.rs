@@ -163,6 +163,17 @@ pub enum ProbeError {
     Plan(#[from] crate::error::FieldError),
 }
 
+impl ProbeError {
+    /// Whose verdict it is ([`crate::error::ErrorKind`]; a bad patch is the input's).
+    pub fn kind(&self) -> crate::error::ErrorKind {
+        match self {
+            ProbeError::Patch(_) => crate::error::ErrorKind::Input,
+            ProbeError::Scenario(e) => e.kind,
+            ProbeError::Plan(e) => e.kind,
+        }
+    }
+}
+
 /// Probes finished in this process (each `runs` Monte Carlo start-ups): what the
 /// progress line of a long `plan` counts.
 pub static PROBES_DONE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

@@ -85,13 +85,18 @@ pub fn row(v: Sglang, rep: &StartupReport) -> SglangRow {
     }
 }
 
-/// A row for a release that rejects the scenario's flags.
-pub fn invalid_row(v: Sglang, message: String) -> SglangRow {
+/// A row for a release that rejects the scenario's flags (`invalid_args`), or under
+/// which a rule the scenario needs is not modelled (`not_modelled`).
+pub fn invalid_row(v: Sglang, error_kind: crate::error::ErrorKind, message: String) -> SglangRow {
     SglangRow {
         sglang: v,
         kind: kind(v),
         shipped: shipped(v),
-        outcome: "invalid_args",
+        outcome: if error_kind == crate::error::ErrorKind::NotModelled {
+            "not_modelled"
+        } else {
+            "invalid_args"
+        },
         ranks_started: 0,
         ranks: 0,
         budget_bytes: None,

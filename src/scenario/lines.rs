@@ -172,7 +172,9 @@ impl LineIndex {
 
     /// `e` as an input error at its field's origin (see [`error`](Self::error)).
     pub fn input_error(&self, source: &str, e: FieldError) -> InputError {
-        self.error(source, &e.field, &e.message)
+        let mut i = self.error(source, &e.field, &e.message);
+        i.kind = e.kind;
+        i
     }
 
     /// The line of `path` (`server.hicache_size`, `sweep.axes[2]`), or of its longest

@@ -448,7 +448,14 @@ fn resolve_model(
         model_path: f.server.model_path.as_deref(),
     })
     // Not described (`check` makes this a row that names the path, not an abort).
-    .map_err(|m| model_at(m.to_string()).unknown_model())?;
+    .map_err(|m| {
+        let e = model_at(m.to_string());
+        if m.is_not_modelled() {
+            e.not_modelled()
+        } else {
+            e.unknown_model()
+        }
+    })?;
     let model_name = resolved.name.clone();
     let mut model: ModelPreset =
         override_preset(&resolved.preset, &model_over, "model", source, lines)?;
@@ -532,7 +539,8 @@ fn check_server(
                     "kv cache dtype `{}` is a valid SGLang choice, but its bytes per token (packed values + block scales) are not modelled: simulate with fp8_e4m3 or bf16 and scale the pools by hand",
                     s.kv_cache_dtype
                 ),
-            ));
+            )
+            .not_modelled());
         }
     };
     // What `auto` (and fp8 on a DSA model) means on this GPU (`model::resolve_kv_dtype`).
@@ -609,7 +617,8 @@ fn parallel_layout(
         return Err(at(
             "server.dp_size",
             "data parallelism without --enable-dp-attention (separate engine replicas sharing the host) is not modelled: simulate one replica, or enable DP attention".into(),
-        ));
+        )
+        .not_modelled());
     }
     if s.hicache_enabled() && s.disable_radix_cache {
         return Err(at(
@@ -957,7 +966,7 @@ fn resolve_runtime(
         ));
     }
     if let Some(rt) = &runtime {
-        check_runtime(rt).map_err(|FieldError { field, message }| at(&field, message))?;
+        check_runtime(rt).map_err(|e| lines.input_error(source, e))?;
     }
     let runtime = runtime.map(|mut rt| {
         rt.trace = rt.trace.map(|t| resolve_relative(&t, source));

@@ -445,7 +445,7 @@ impl StartupPlan {
                             mem_fraction_static,
                             s.layout.tp_size,
                         )
-                        .ok_or_else(|| FieldError::new("server", e))?;
+                        .ok_or_else(|| dsv4_refusal(e))?;
                         dsv4_failure = Some(f);
                         crate::model::dsv4::Dsv4PoolSizes {
                             full: 0,
@@ -709,12 +709,10 @@ pub fn build_nodes(s: &Scenario, nnodes: u32) -> Result<Vec<NodeMemory>, FieldEr
                     f
                 }
             };
-            let (memory, job_cgroup) = build_memory(s, &spec).map_err(
-                |FieldError {
-                     field: f,
-                     message: m,
-                 }| FieldError::new(prefix(f), m),
-            )?;
+            let (memory, job_cgroup) = build_memory(s, &spec).map_err(|e| FieldError {
+                field: prefix(e.field),
+                ..e
+            })?;
             Ok(NodeMemory {
                 memory,
                 job_cgroup,
@@ -727,6 +725,20 @@ pub fn build_nodes(s: &Scenario, nnodes: u32) -> Result<Vec<NodeMemory>, FieldEr
 /// One node's memory: host RAM, other tenants, the cgroup tree (ancestors, siblings at
 /// any level, the job, levels below it down to the engine's cgroup) and what was charged
 /// before the ranks start.
+/// A DeepSeek-V4 pool error that is not a failed start-up: a rule the simulator does not
+/// model (the release's configurator, speculative sizing, V4.1's ratio-1/2 layers) is
+/// `not_modelled`; anything else is the simulator's error about the server.
+fn dsv4_refusal(e: crate::pools::PoolError) -> FieldError {
+    use crate::model::dsv4::Dsv4Error;
+    use crate::pools::PoolError;
+    match e {
+        PoolError::Dsv4ReleaseNotModelled
+        | PoolError::Dsv4Speculative(_)
+        | PoolError::Dsv4(Dsv4Error::UnmodelledRatio(_)) => FieldError::not_modelled("server", e),
+        e => FieldError::new("server", e),
+    }
+}
+
 fn build_memory(s: &Scenario, m: &MemorySpec) -> Result<(HostMemory, CgroupId), FieldError> {
     let total = m.host_total.map(|b| b.0).unwrap_or(s.node.host_dram.0);
     let version = match m.cgroup.as_ref().map(|c| c.version) {

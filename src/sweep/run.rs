@@ -229,9 +229,32 @@ fn make_row(
         Err(e) => {
             let m = e.to_string();
             row[err_col] = if m.is_empty() { "error".into() } else { m };
+            // A rule the point needs that is not modelled is a status of its own, not a
+            // blank one (the `error` column names the rule).
+            if error_kind(e.as_ref()) == Some(crate::error::ErrorKind::NotModelled)
+                && let Some(i) = header[first_runner..err_col]
+                    .iter()
+                    .position(|h| h == "status")
+            {
+                row[first_runner + i] = "not_modelled".into();
+            }
         }
     }
     row
+}
+
+/// The [`crate::error::ErrorKind`] of a point's error, when it is one of the input errors.
+fn error_kind(
+    e: &(dyn std::error::Error + Send + Sync + 'static),
+) -> Option<crate::error::ErrorKind> {
+    if let Some(i) = e.downcast_ref::<crate::error::InputError>() {
+        return Some(i.kind);
+    }
+    if let Some(f) = e.downcast_ref::<crate::error::FieldError>() {
+        return Some(f.kind);
+    }
+    e.downcast_ref::<crate::plan::ProbeError>()
+        .map(|p| p.kind())
 }
 
 fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {

@@ -654,3 +654,87 @@ fn deepseek_v4_flash_on_the_n05_n06_budgets() {
         .unwrap();
     assert_eq!((n06.full, n06.swa), (2_583_296, 258_304));
 }
+
+/// DeepSeek-V4 under 0.5.17, whose `DSV4PoolConfigurator` is not modelled: not a bad
+/// input (`error`) but a `not_modelled` row naming the rule, in every output — `check`'s
+/// text, JSON and JUnit (a failure: exit 1, not 2), and a sweep's `status` column — while
+/// the same recipe under 0.5.21 is answered.
+#[test]
+fn an_unmodelled_release_rule_is_a_not_modelled_row_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("v4.sh");
+    std::fs::write(
+        &f,
+        "# hicache-sim: node=hgx-b200\npython -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V4-Flash --tp 4\n",
+    )
+    .unwrap();
+    let check = |format: &str| {
+        Command::cargo_bin("hicache-sim")
+            .unwrap()
+            .args([
+                "check",
+                "--sglang",
+                "0.5.17,0.5.21",
+                "--runs",
+                "5",
+                "--format",
+                format,
+            ])
+            .arg(&f)
+            .output()
+            .unwrap()
+    };
+    let out = check("json");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows[0]["status"], "not_modelled");
+    assert_eq!(rows[0]["passed"], false);
+    assert!(
+        rows[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("DSV4PoolConfigurator`) are not modelled"),
+        "{rows}"
+    );
+    assert_eq!(rows[1]["status"], "ok");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("not modelled: "), "{err}");
+    let junit = String::from_utf8_lossy(&check("junit").stdout).to_string();
+    assert!(junit.contains("failures=\"1\" errors=\"0\""), "{junit}");
+    // A sweep over the release: the 0.5.17 point's status says why it has no figures.
+    let scen = dir.path().join("s.yaml");
+    std::fs::write(
+        &scen,
+        "name: v4-sweep\nnode: hgx-b200\nruns: 5\nserver:\n  launch: python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V4-Flash --tp 4\nsweep:\n  axes:\n    sglang: ['0.5.17', '0.5.21']\n",
+    )
+    .unwrap();
+    let outdir = dir.path().join("out");
+    let o = Command::cargo_bin("hicache-sim")
+        .unwrap()
+        .args([
+            "sweep",
+            scen.to_str().unwrap(),
+            "--out",
+            outdir.to_str().unwrap(),
+            "--quiet",
+        ])
+        .output()
+        .unwrap();
+    let csv = std::fs::read_to_string(outdir.join("results.csv"))
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stderr)));
+    let mut rdr = csv::Reader::from_reader(csv.as_bytes());
+    let h = rdr.headers().unwrap().clone();
+    let col = |n: &str| h.iter().position(|x| x == n).unwrap();
+    let rows: Vec<csv::StringRecord> = rdr.records().map(Result::unwrap).collect();
+    let st: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (&r[col("sglang")], &r[col("status")]))
+        .collect();
+    assert_eq!(st, [("0.5.17", "not_modelled"), ("0.5.21", "ok")], "{csv}");
+    assert!(rows[0][col("error")].contains("are not modelled"), "{csv}");
+}
