@@ -19,7 +19,8 @@ pub struct InputError {
 }
 
 /// Whose verdict an [`InputError`] is: `check` turns SGLang's refusals of a recipe into
-/// failed rows (`invalid_args`) and everything else it cannot read into error rows.
+/// failed rows (`invalid_args`), unmodelled rules into `not_modelled` rows and everything
+/// else it cannot read into error rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ErrorKind {
     /// The simulator cannot read or simulate the input.
@@ -35,19 +36,6 @@ pub enum ErrorKind {
     /// refuses rather than print a number SGLang would not. `check` and `startup
     /// --sglang all` make it a `not_modelled` row, naming the rule.
     NotModelled,
-}
-
-impl ErrorKind {
-    /// The row outcome `check` gives an input it cannot answer for: `invalid_args`
-    /// (SGLang refuses), `not_modelled`, or `error` (the input itself, an undescribed
-    /// model).
-    pub fn row_outcome(self) -> &'static str {
-        match self {
-            ErrorKind::SglangRefuses => "invalid_args",
-            ErrorKind::NotModelled => "not_modelled",
-            ErrorKind::Input | ErrorKind::UnknownModel => "error",
-        }
-    }
 }
 
 impl InputError {
