@@ -54,7 +54,7 @@ fn route_trace(
         index += 1;
     }
     reader.finish()?;
-    Ok(router.figures().clone())
+    Ok(router.figures())
 }
 
 /// The refusals of combinations the fleet replay does not model.

@@ -321,3 +321,45 @@ fn bad_router_keys_and_one_engine() {
     assert!(v["metrics"].get("engines").is_none());
     assert!(v["metrics"].get("router").is_none());
 }
+
+/// The bundled scenario: four engines under cache_aware hit 38,194,048 of 61,194,628
+/// prompt tokens (62.41 %), under round_robin 16,704,256 (27.30 %); one engine of the
+/// same pools 20,804,800 (34.00 %).
+#[test]
+fn the_bundled_scenario_by_policy() {
+    let total = |sets: &[&str]| -> (u64, u64, Value) {
+        let mut args = vec![
+            "replay",
+            "scenarios/router-4-engines.yaml",
+            "--format",
+            "json",
+        ];
+        for s in sets {
+            args.extend(["--set", s]);
+        }
+        let o = run(&args, &repo(""));
+        ok(&o);
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let m = &v["metrics"];
+        (
+            m["total_hit_tokens"].as_u64().unwrap(),
+            m["input_tokens"].as_u64().unwrap(),
+            m["router"].clone(),
+        )
+    };
+    let (ca, input, r) = total(&[]);
+    assert_eq!((ca, input), (38_194_048, 61_194_628));
+    assert_eq!(r["assigned"], json!([1010, 1001, 997, 985]));
+    assert_eq!(
+        (&r["cache_hits"], &r["cache_misses"], &r["imbalanced"]),
+        (&json!(1959), &json!(2034), &json!(0))
+    );
+    // far below the router's --max-tree-size (2^26 characters per engine)
+    assert_eq!(r["tree_chars"], json!([609_323, 563_000, 517_374, 512_491]));
+    let (rr, _, r) = total(&["runtime.router.policy=round_robin"]);
+    assert_eq!(rr, 16_704_256);
+    assert_eq!(r["assigned"], json!([999, 998, 998, 998]));
+    let (one, _, r) = total(&["runtime.router.engines=1"]);
+    assert_eq!(one, 20_804_800);
+    assert!(r.is_null());
+}

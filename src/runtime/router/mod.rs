@@ -97,11 +97,12 @@ pub struct RouterSpec {
     /// `--policy` (default `cache_aware`).
     pub policy: RouterPolicy,
     /// `--cache-threshold` (0.3): a match rate above it routes to the matched engine.
-    pub cache_threshold: f32,
+    /// Read as a Python float; the router compares it as `f32` (`CacheAwareConfig`).
+    pub cache_threshold: f64,
     /// `--balance-abs-threshold` (64).
     pub balance_abs_threshold: u64,
-    /// `--balance-rel-threshold` (1.5).
-    pub balance_rel_threshold: f32,
+    /// `--balance-rel-threshold` (1.5), compared as `f32` too.
+    pub balance_rel_threshold: f64,
     /// `--max-tree-size` (2^26 characters per engine): a replay past it is refused
     /// (the eviction it would trigger runs on a wall clock).
     pub max_tree_size: u64,
@@ -203,6 +204,9 @@ pub struct RouterFigures {
     pub cache_hits: u64,
     pub cache_misses: u64,
     pub imbalanced: u64,
+    /// cache_aware: the characters of each engine's part of the router's tree
+    /// (`tenant_char_count`, what `--max-tree-size` bounds); empty for round_robin.
+    pub tree_chars: Vec<u64>,
     /// Requests routed: most per engine over the mean (1.0: even).
     pub request_imbalance: f64,
     /// Prompt tokens: most per engine over the mean.
@@ -283,9 +287,10 @@ impl Router {
         let policy = match spec.policy {
             RouterPolicy::CacheAware => Policy::CacheAware(Box::new(CacheAware::new(
                 n,
-                spec.cache_threshold,
+                // pyo3 reads the launcher's Python floats into the config's f32 fields.
+                spec.cache_threshold as f32,
                 spec.balance_abs_threshold,
-                spec.balance_rel_threshold,
+                spec.balance_rel_threshold as f32,
             ))),
             _ => Policy::RoundRobin { counter: 0 },
         };
@@ -347,8 +352,14 @@ impl Router {
     }
 
     /// The figures so far.
-    pub fn figures(&self) -> &RouterFigures {
-        &self.figures
+    pub fn figures(&self) -> RouterFigures {
+        let mut f = self.figures.clone();
+        if let Policy::CacheAware(p) = &self.policy {
+            f.tree_chars = (0..self.loads.len() as u16)
+                .map(|e| p.tree.tenant_chars(e))
+                .collect();
+        }
+        f
     }
 }
 
@@ -365,7 +376,7 @@ pub fn assign<I: IntoIterator<Item = Request>>(
         text.set(&r.page_hashes)?;
         out.push(router.dispatch(&text.text)?.1);
     }
-    Ok((out, router.figures))
+    Ok((out, router.figures()))
 }
 
 /// Most over mean of `xs` (1.0 when all are 0 or there is none).
