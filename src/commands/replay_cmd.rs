@@ -201,8 +201,26 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
         crate::output::refuse_input_as_output("--router-events", Path::new(out), &inputs)?;
         let mut buf = Vec::new();
         pipeline::router_events(&section, &cfg, &mut buf).map_err(|e| locate(e, scenario))?;
-        std::fs::write(out, buf).map_err(|e| CommandError::Other(format!("{out}: {e}")))?;
+        crate::output::write_file(Path::new(out), &buf)
+            .map_err(|e| CommandError::Other(format!("{out}: {e}")))?;
         return Ok(0);
+    }
+    if let Some(out) = &a.engines_csv {
+        let mut inputs: Vec<(&str, &Path)> = Vec::new();
+        if let Some(t) = &section.trace {
+            inputs.push(("trace", Path::new(t)));
+        }
+        if let Some(sc) = &a.scenario {
+            inputs.push(("scenario", Path::new(sc)));
+        }
+        crate::output::refuse_input_as_output("--engines-csv", Path::new(out), &inputs)?;
+        if !section.router.as_ref().is_some_and(|r| r.is_fleet()) {
+            return Err(InputError::new(
+                "--engines-csv",
+                "no engines behind a router: the scenario needs runtime.router with engines of 2 or more",
+            )
+            .into());
+        }
     }
     let m = pipeline::run_replay(&section, &cfg).map_err(|e| {
         // A trace named by the scenario that cannot be opened: say where it was named.
@@ -223,6 +241,9 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
     }
     if let Some(path) = &a.rounds {
         write_rounds(&m, &cfg, path)?;
+    }
+    if let Some(path) = &a.engines_csv {
+        write_engines(&m, path)?;
     }
     match a.format {
         OutputFormat::Json => {
@@ -742,6 +763,52 @@ fn write_rounds(m: &ReplayMetrics, cfg: &ReplayConfig, path: &str) -> Result<(),
 }
 
 /// The timeline as CSV (one row per sample) and its plot next to it.
+/// `--engines-csv`: each engine behind the router, then the whole.
+fn write_engines(m: &ReplayMetrics, path: &str) -> Result<(), CommandError> {
+    let err = |e: &dyn std::fmt::Display| CommandError::Other(format!("{path}: {e}"));
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "engine",
+        "requests",
+        "measured_requests",
+        "input_tokens",
+        "device_hit_tokens",
+        "host_hit_tokens",
+        "storage_hit_tokens",
+        "miss_tokens",
+        "hit_rate_device",
+        "hit_rate_host",
+        "hit_rate_storage",
+        "hit_rate_total",
+    ])
+    .map_err(|e| err(&e))?;
+    let rows = m
+        .engines
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (i.to_string(), e))
+        .chain(std::iter::once(("all".to_string(), m)));
+    for (name, e) in rows {
+        w.write_record([
+            name,
+            e.requests.to_string(),
+            e.measured_requests.to_string(),
+            e.input_tokens.to_string(),
+            e.device_hit_tokens.to_string(),
+            e.host_hit_tokens.to_string(),
+            e.storage_hit_tokens.to_string(),
+            e.miss_tokens.to_string(),
+            format!("{:.6}", e.device_hit_rate),
+            format!("{:.6}", e.host_hit_rate),
+            format!("{:.6}", e.storage_hit_rate),
+            format!("{:.6}", e.total_hit_rate),
+        ])
+        .map_err(|e| err(&e))?;
+    }
+    let bytes = w.into_inner().map_err(|e| err(&e))?;
+    crate::output::write_file(Path::new(path), &bytes).map_err(|e| err(&e))
+}
+
 fn write_timeline(m: &ReplayMetrics, path: &str, untimed: bool) -> Result<(), CommandError> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([

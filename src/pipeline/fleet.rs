@@ -57,9 +57,17 @@ fn route_trace(
     Ok(router.figures())
 }
 
+/// The section's keys checked (a section built in code, not read from a scenario, too).
+fn validated(spec: &RouterSpec) -> Result<(), InputError> {
+    spec.validate().map_err(|(key, why)| {
+        InputError::new("runtime.router", why).field(format!("runtime.router.{key}"))
+    })
+}
+
 /// The refusals of combinations the fleet replay does not model.
 fn check(cfg: &ReplayConfig, spec: &RouterSpec) -> Result<(), InputError> {
     let refuse = |field: &str, m: String| Err(InputError::new("runtime.router", m).field(field));
+    validated(spec)?;
     let n = spec.engines;
     if cfg.capacities.dp_ranks > 1 {
         return refuse(
@@ -135,6 +143,7 @@ pub fn write_router_events(
     limit: u64,
     out: &mut dyn Write,
 ) -> Result<RouterFigures, InputError> {
+    validated(spec)?;
     let io = |e: std::io::Error| InputError::new("--router-events", e.to_string());
     let mut last = 0u64;
     let mut any = false;

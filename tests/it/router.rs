@@ -363,3 +363,64 @@ fn the_bundled_scenario_by_policy() {
     assert_eq!(one, 20_804_800);
     assert!(r.is_null());
 }
+
+/// A section built in code is checked as a scenario's is: an error naming the key, not
+/// a silent round-robin.
+#[test]
+fn a_section_built_in_code_is_checked_too() {
+    let d = tempfile::tempdir().unwrap();
+    let mut s = five_requests(d.path());
+    s.router = Some(RouterSpec {
+        engines: 2,
+        policy: RouterPolicy::Random,
+        ..RouterSpec::default()
+    });
+    let e = hicache_sim::pipeline::run_replay(&s, &config()).unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("runtime.router.policy"));
+    assert!(e.message.contains("not modelled"), "{e}");
+}
+
+/// `--engines-csv`: a row per engine in the router's worker order, then `all`.
+#[test]
+fn the_engines_csv() {
+    let d = tempfile::tempdir().unwrap();
+    let csv = d.path().join("engines.csv");
+    let o = run(
+        &[
+            "replay",
+            "scenarios/router-4-engines.yaml",
+            "--engines-csv",
+            csv.to_str().unwrap(),
+        ],
+        &repo(""),
+    );
+    ok(&o);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 6);
+    assert_eq!(
+        rows[0][..4],
+        ["engine", "requests", "measured_requests", "input_tokens"]
+    );
+    assert_eq!(
+        rows[1..].iter().map(|r| r[1]).collect::<Vec<_>>(),
+        ["1010", "1001", "997", "985", "3993"]
+    );
+    assert_eq!(rows[5][0], "all");
+    assert_eq!(rows[5][3], "61194628");
+    // 38,194,048 / 61,194,628
+    assert_eq!(rows[5][11], "0.624141");
+    // one engine: nothing to write, exit 2
+    let o = run(
+        &[
+            "replay",
+            "scenarios/router-4-engines.yaml",
+            "--set",
+            "runtime.router.engines=1",
+            "--engines-csv",
+            csv.to_str().unwrap(),
+        ],
+        &repo(""),
+    );
+    exit2(&o, &["--engines-csv", "runtime.router"]);
+}
