@@ -313,6 +313,15 @@ pub struct ReplayArgs {
     /// and a plot of TTFT and hit rate per round next to it.
     #[arg(long)]
     pub rounds: Option<String>,
+    /// Write the router's event sequence (engines behind a router: `runtime.router`) as
+    /// JSON lines, each send with its `input_ids` and the engine chosen, instead of
+    /// replaying: what `tools/router/router_golden.py` replays through the real router.
+    #[arg(long, value_name = "FILE")]
+    pub router_events: Option<String>,
+    /// Write each engine's figures behind the router (`runtime.router`, 2 or more
+    /// engines) as CSV: one row per engine in the router's worker order, then `all`.
+    #[arg(long, value_name = "FILE")]
+    pub engines_csv: Option<String>,
     /// Any replay setting: `--config lru_mode=plain_page`, `--config evict_host_rule=reclaim_device_resident`
     /// (repeatable; the fields of `runtime.replay`).
     #[arg(long = "config", value_name = "KEY=VALUE")]

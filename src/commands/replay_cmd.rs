@@ -10,6 +10,7 @@ use super::{CmdResult, CommandError, OutputFormat, ReplayArgs};
 use crate::error::InputError;
 use crate::pipeline;
 use crate::policy_sim::{self, PolicySimConfig, SimPolicy};
+use crate::runtime::router::{RouterFigures, RouterPolicy};
 use crate::runtime::{ReplayConfig, ReplayMetrics, definitions};
 use crate::scenario::lines::LineIndex;
 use crate::scenario::{Engine, RuntimeSection};
@@ -161,6 +162,14 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
         )
         .into());
     }
+    if engine == Engine::PolicySimulator && section.router.as_ref().is_some_and(|r| r.is_fleet()) {
+        return Err(InputError::new(
+            "--engine",
+            "the policy simulator replays one tree: engines behind a router (runtime.router) are replayed by the hiradix engine",
+        )
+        .field("runtime.router.engines")
+        .into());
+    }
     if engine == Engine::PolicySimulator {
         return policy_simulator(&a, &section, &overrides, base_cfg.map(|(c, _)| c));
     }
@@ -181,6 +190,38 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
             )
         }
     };
+    if let Some(out) = &a.router_events {
+        let mut inputs: Vec<(&str, &Path)> = Vec::new();
+        if let Some(t) = &section.trace {
+            inputs.push(("trace", Path::new(t)));
+        }
+        if let Some(sc) = &a.scenario {
+            inputs.push(("scenario", Path::new(sc)));
+        }
+        crate::output::refuse_input_as_output("--router-events", Path::new(out), &inputs)?;
+        let mut buf = Vec::new();
+        pipeline::router_events(&section, &cfg, &mut buf).map_err(|e| locate(e, scenario))?;
+        crate::output::write_file(Path::new(out), &buf)
+            .map_err(|e| CommandError::Other(format!("{out}: {e}")))?;
+        return Ok(0);
+    }
+    if let Some(out) = &a.engines_csv {
+        let mut inputs: Vec<(&str, &Path)> = Vec::new();
+        if let Some(t) = &section.trace {
+            inputs.push(("trace", Path::new(t)));
+        }
+        if let Some(sc) = &a.scenario {
+            inputs.push(("scenario", Path::new(sc)));
+        }
+        crate::output::refuse_input_as_output("--engines-csv", Path::new(out), &inputs)?;
+        if !section.router.as_ref().is_some_and(|r| r.is_fleet()) {
+            return Err(InputError::new(
+                "--engines-csv",
+                "no engines behind a router: the scenario needs runtime.router with engines of 2 or more",
+            )
+            .into());
+        }
+    }
     let m = pipeline::run_replay(&section, &cfg).map_err(|e| {
         // A trace named by the scenario that cannot be opened: say where it was named.
         match (&a.scenario, &a.trace, &section.trace) {
@@ -200,6 +241,9 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
     }
     if let Some(path) = &a.rounds {
         write_rounds(&m, &cfg, path)?;
+    }
+    if let Some(path) = &a.engines_csv {
+        write_engines(&m, path)?;
     }
     match a.format {
         OutputFormat::Json => {
@@ -230,7 +274,23 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
                         .map(|x| x.total_hit_rate)
                 })
                 .flatten();
-            print!("{}", render(&cfg, &section, &m, note.as_deref(), one_tree))
+            // Behind a router, what the other deterministic policy would have hit (one
+            // more replay, text only).
+            let other = m.router.as_ref().and_then(|_| {
+                let mut s = section.clone();
+                let r = s.router.as_mut()?;
+                r.policy = match r.policy {
+                    RouterPolicy::CacheAware => RouterPolicy::RoundRobin,
+                    _ => RouterPolicy::CacheAware,
+                };
+                let p = r.policy;
+                pipeline::run_replay(&s, &cfg).ok().map(|x| (p, x))
+            });
+            let mut text = render(&cfg, &section, &m, note.as_deref(), one_tree);
+            if let Some(r) = &m.router {
+                render_engines(&mut text, &m, r, other.as_ref());
+            }
+            print!("{text}")
         }
     }
     Ok(0)
@@ -392,6 +452,74 @@ fn render_ranks(o: &mut String, m: &ReplayMetrics, one_tree: Option<f64>) {
             pct(t).trim(),
             m.ranks.len(),
             (m.total_hit_rate - t) * 100.0
+        );
+    }
+}
+
+/// The engines behind the router: each engine's share and hits, the imbalance, the
+/// router's decisions, and what the other policy would have hit (`other`).
+fn render_engines(
+    o: &mut String,
+    m: &ReplayMetrics,
+    r: &RouterFigures,
+    other: Option<&(RouterPolicy, ReplayMetrics)>,
+) {
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "engines behind the router: {} ({}, policy {}), each its own tree with the pools above; {} requests in flight (request i completes before request i + {} is sent); requests max/mean {:.3}, prompt tokens max/mean {:.3}",
+        r.engines,
+        r.router,
+        r.policy,
+        r.in_flight,
+        r.in_flight,
+        r.request_imbalance,
+        r.token_imbalance
+    );
+    if r.policy == "cache_aware" {
+        let _ = writeln!(
+            o,
+            "router decisions: {} above the cache threshold (to the matched engine), {} at or below it (least load), {} under imbalance (least load)",
+            r.cache_hits, r.cache_misses, r.imbalanced
+        );
+    }
+    let _ = writeln!(
+        o,
+        "{:<6} {:>9} {:>14} {:>14} {:>14} {:>14} {:>10}",
+        "engine", "requests", "input tokens", "device hit", "host hit", "storage hit", "total"
+    );
+    for (i, e) in m.engines.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "{i:<6} {:>9} {:>14} {:>14} {:>14} {:>14} {:>10}",
+            e.measured_requests,
+            e.input_tokens,
+            e.device_hit_tokens,
+            e.host_hit_tokens,
+            e.storage_hit_tokens,
+            pct(e.total_hit_rate)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "{:<6} {:>9} {:>14} {:>14} {:>14} {:>14} {:>10}",
+        "all",
+        m.measured_requests,
+        m.input_tokens,
+        m.device_hit_tokens,
+        m.host_hit_tokens,
+        m.storage_hit_tokens,
+        pct(m.total_hit_rate)
+    );
+    if let Some((p, x)) = other {
+        let _ = writeln!(
+            o,
+            "under {} the same engines would hit {} in total ({} hit tokens): {} is {:+.2} points against it",
+            p.as_str(),
+            pct(x.total_hit_rate).trim(),
+            x.total_hit_tokens,
+            r.policy,
+            (m.total_hit_rate - x.total_hit_rate) * 100.0
         );
     }
 }
@@ -648,6 +776,52 @@ fn write_rounds(m: &ReplayMetrics, cfg: &ReplayConfig, path: &str) -> Result<(),
 }
 
 /// The timeline as CSV (one row per sample) and its plot next to it.
+/// `--engines-csv`: each engine behind the router, then the whole.
+fn write_engines(m: &ReplayMetrics, path: &str) -> Result<(), CommandError> {
+    let err = |e: &dyn std::fmt::Display| CommandError::Other(format!("{path}: {e}"));
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "engine",
+        "requests",
+        "measured_requests",
+        "input_tokens",
+        "device_hit_tokens",
+        "host_hit_tokens",
+        "storage_hit_tokens",
+        "miss_tokens",
+        "hit_rate_device",
+        "hit_rate_host",
+        "hit_rate_storage",
+        "hit_rate_total",
+    ])
+    .map_err(|e| err(&e))?;
+    let rows = m
+        .engines
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (i.to_string(), e))
+        .chain(std::iter::once(("all".to_string(), m)));
+    for (name, e) in rows {
+        w.write_record([
+            name,
+            e.requests.to_string(),
+            e.measured_requests.to_string(),
+            e.input_tokens.to_string(),
+            e.device_hit_tokens.to_string(),
+            e.host_hit_tokens.to_string(),
+            e.storage_hit_tokens.to_string(),
+            e.miss_tokens.to_string(),
+            format!("{:.6}", e.device_hit_rate),
+            format!("{:.6}", e.host_hit_rate),
+            format!("{:.6}", e.storage_hit_rate),
+            format!("{:.6}", e.total_hit_rate),
+        ])
+        .map_err(|e| err(&e))?;
+    }
+    let bytes = w.into_inner().map_err(|e| err(&e))?;
+    crate::output::write_file(Path::new(path), &bytes).map_err(|e| err(&e))
+}
+
 fn write_timeline(m: &ReplayMetrics, path: &str, untimed: bool) -> Result<(), CommandError> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([

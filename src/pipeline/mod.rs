@@ -2,6 +2,7 @@
 //! host pool (or a refusal), and the runtime replays a trace through a device pool and a
 //! host pool of exactly those sizes. One call = one sweep point = one CSV row.
 
+mod fleet;
 pub mod replay_memo;
 mod row;
 
@@ -199,7 +200,15 @@ pub fn run_replay(
     section: &RuntimeSection,
     cfg: &ReplayConfig,
 ) -> Result<ReplayMetrics, InputError> {
+    let fleet = section.router.as_ref().filter(|r| r.is_fleet());
     if let Some(b) = &section.bench {
+        if fleet.is_some() {
+            return Err(InputError::new(
+                "runtime.bench",
+                "runtime.bench drives one engine's scheduler; engines behind a router are replayed from a trace, untimed (set runtime.router.engines: 1)",
+            )
+            .field("runtime.router.engines"));
+        }
         if cfg.capacities.dp_ranks > 1 {
             return Err(InputError::new(
                 "runtime.bench",
@@ -216,22 +225,7 @@ pub fn run_replay(
         return crate::runtime::rounds::run_bench(cfg, b)
             .map_err(|e| InputError::new("runtime.bench", e.to_string()));
     }
-    let Some(path) = section.trace.as_deref() else {
-        return Err(InputError::new(
-            "runtime.trace",
-            "no trace: set runtime.trace (or pass --trace)",
-        ));
-    };
-    let format = section
-        .trace_format
-        .as_deref()
-        .map(|f| TraceFormat::from_id(f).ok_or_else(|| InputError::new(path, format!("unknown trace format `{f}`: expected mooncake, bailian, kv-cache-tester or csv"))))
-        .transpose()?;
-    let opts = TraceOptions {
-        format,
-        block_size: section.block_size,
-        require_monotonic: cfg.measurement.timing == Timing::On,
-    };
+    let (path, opts) = trace_options(section, cfg)?;
     let limit = section.max_requests.unwrap_or(u64::MAX);
     let factor = section.slowdown_factor.unwrap_or(1.0);
     crate::workload::slowdown::check_factor(factor)
@@ -253,8 +247,18 @@ pub fn run_replay(
         )
         .field("runtime.replay.dp_ranks"));
     }
+    if let Some(spec) = fleet {
+        let metrics = fleet::replay_fleet(path, &opts, cfg, spec, limit, factor)?;
+        nothing_to_measure(
+            &metrics,
+            path,
+            cfg.measurement.warmup_requests,
+            section.max_requests,
+        )?;
+        return Ok(metrics);
+    }
     let metrics = if ranks == 1 {
-        replay_share(path, &opts, cfg, limit, factor, None)?
+        replay_share(path, &opts, cfg, limit, factor, &|_| true)?
     } else {
         // `round_robin_scheduler`: request i of the trace (arrival order) to rank i mod
         // N, each rank its own tree and pools (`runtime::dp`).
@@ -264,14 +268,8 @@ pub fn run_replay(
             c.capacities.dp_ranks = 1;
             c.measurement.warmup_requests =
                 crate::runtime::dp::warmup_share(cfg.measurement.warmup_requests, r, ranks);
-            per_rank.push(replay_share(
-                path,
-                &opts,
-                &c,
-                limit,
-                factor,
-                Some((r, ranks)),
-            )?);
+            let share = |i: usize| crate::runtime::dp::round_robin_rank(i as u64, ranks) == r;
+            per_rank.push(replay_share(path, &opts, &c, limit, factor, &share)?);
         }
         crate::runtime::dp::merge(per_rank)
     };
@@ -284,15 +282,57 @@ pub fn run_replay(
     Ok(metrics)
 }
 
-/// One replay of the trace at `path` (its first `limit` requests), or with `share =
-/// (r, n)` of the requests the round-robin dispatch sends to rank `r` of `n`.
+/// The section's trace and how it is read.
+fn trace_options<'a>(
+    section: &'a RuntimeSection,
+    cfg: &ReplayConfig,
+) -> Result<(&'a str, TraceOptions), InputError> {
+    let Some(path) = section.trace.as_deref() else {
+        return Err(InputError::new(
+            "runtime.trace",
+            "no trace: set runtime.trace (or pass --trace)",
+        ));
+    };
+    let format = section
+        .trace_format
+        .as_deref()
+        .map(|f| TraceFormat::from_id(f).ok_or_else(|| InputError::new(path, format!("unknown trace format `{f}`: expected mooncake, bailian, kv-cache-tester or csv"))))
+        .transpose()?;
+    let opts = TraceOptions {
+        format,
+        block_size: section.block_size,
+        require_monotonic: cfg.measurement.timing == Timing::On,
+    };
+    Ok((path, opts))
+}
+
+/// `replay --router-events`: the router's event sequence of the section's trace
+/// ([`fleet::write_router_events`]); an error without engines behind a router.
+pub fn router_events(
+    section: &RuntimeSection,
+    cfg: &ReplayConfig,
+    out: &mut dyn std::io::Write,
+) -> Result<crate::runtime::router::RouterFigures, InputError> {
+    let Some(spec) = section.router.as_ref().filter(|r| r.is_fleet()) else {
+        return Err(InputError::new(
+            "--router-events",
+            "no router: the scenario needs runtime.router with engines of 2 or more",
+        ));
+    };
+    let (path, opts) = trace_options(section, cfg)?;
+    let limit = section.max_requests.unwrap_or(u64::MAX);
+    fleet::write_router_events(path, &opts, cfg.capacities.page_size, spec, limit, out)
+}
+
+/// One replay of the trace at `path`: those of its first `limit` requests whose index
+/// (trace order) `share` keeps (a DP rank's, an engine's, or all).
 fn replay_share(
     path: &str,
     opts: &TraceOptions,
     cfg: &ReplayConfig,
     limit: u64,
     factor: f64,
-    share: Option<(u32, u32)>,
+    share: &dyn Fn(usize) -> bool,
 ) -> Result<ReplayMetrics, InputError> {
     let mut reader = open_trace_with(std::path::Path::new(path), opts, cfg.capacities.page_size)?;
     let mut err: Option<InputError> = None;
@@ -308,9 +348,7 @@ fn replay_share(
             })
             .take(limit.min(usize::MAX as u64) as usize)
             .enumerate()
-            .filter(|(i, _)| {
-                share.is_none_or(|(r, n)| crate::runtime::dp::round_robin_rank(*i as u64, n) == r)
-            })
+            .filter(|(i, _)| share(*i))
             .map(|(_, req)| req);
         let requests = crate::workload::slowdown::slow_down(requests, factor);
         crate::runtime::replay(cfg, requests).map_err(|e| InputError::new(path, e.to_string()))

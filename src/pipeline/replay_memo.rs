@@ -60,8 +60,19 @@ pub fn stats() -> (u64, u64) {
 /// it; the trace enters by path (errors name it) and content hash.
 pub fn key(section: &RuntimeSection, cfg: &ReplayConfig, content_hash: u64) -> String {
     let cfg = serde_json::to_string(cfg).expect("config serializes");
+    // The router's keys, when engines are behind one (absent: the key as before).
+    let router = section
+        .router
+        .as_ref()
+        .map(|r| {
+            format!(
+                " router={}",
+                serde_json::to_string(r).expect("router serializes")
+            )
+        })
+        .unwrap_or_default();
     format!(
-        "trace={:?} hash={content_hash:016x} format={:?} block={:?} max_requests={:?} slowdown={:?} engine={:?} cfg={cfg}",
+        "trace={:?} hash={content_hash:016x} format={:?} block={:?} max_requests={:?} slowdown={:?} engine={:?}{router} cfg={cfg}",
         section.trace,
         section.trace_format,
         section.block_size,

@@ -162,6 +162,14 @@ pub struct ReplayMetrics {
     /// not written) for one tree.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ranks: Vec<ReplayMetrics>,
+    /// With engines behind a router (`runtime.router.engines` > 1), each engine's own
+    /// figures in the router's worker order; the fields above are then the fleet's
+    /// (`runtime::router`). Empty (and not written) for one engine.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub engines: Vec<ReplayMetrics>,
+    /// The router's figures with engines behind it (not written for one engine).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub router: Option<super::router::RouterFigures>,
 }
 
 impl ReplayMetrics {

@@ -32,6 +32,7 @@ pub mod metrics;
 mod overrides;
 mod prefetch;
 pub mod rounds;
+pub mod router;
 mod session;
 pub mod speeds;
 pub mod storage_backend;

@@ -564,7 +564,7 @@ pub fn flatten(v: &Value, prefix: &str, out: &mut std::collections::BTreeMap<Str
 }
 
 /// Every key of a scenario's `server:`, `memory:` and `startup:` sections and of
-/// `runtime.replay:`, by dotted path, with the value it takes when the scenario does not
+/// `runtime.replay:` and `runtime.router:`, by dotted path, with the value it takes when the scenario does not
 /// set it, as the scenario's types serialize it (`null` = unset: SGLang's default or the
 /// release's applies). Read from a scenario that sets nothing but its node. The
 /// reference's table of keys, and what lets `--resume` accept a journal of an earlier
@@ -587,7 +587,10 @@ pub fn flattened_defaults() -> std::collections::BTreeMap<String, String> {
             "runtime".into(),
             serde_json::json!({
                 "replay": serde_json::to_value(crate::runtime::ReplayConfig::default())
-                    .expect("a replay config serializes")
+                    .expect("a replay config serializes"),
+                // Absent = one engine, what `engines: 1` and the launcher's defaults say.
+                "router": serde_json::to_value(crate::runtime::router::RouterSpec::default())
+                    .expect("a router section serializes")
             }),
         );
     }

@@ -172,6 +172,11 @@ fn check_runtime(rt: &super::RuntimeSection) -> Result<(), FieldError> {
             e.message,
         ));
     }
+    if let Some(r) = &rt.router
+        && let Err((key, why)) = r.validate()
+    {
+        return Err(FieldError::new(format!("runtime.router.{key}"), why));
+    }
     // Each `runtime.replay` key and its type (the values the start-up derives come later).
     if let Err(e) =
         crate::runtime::apply_overrides(crate::runtime::ReplayConfig::default(), &rt.replay)

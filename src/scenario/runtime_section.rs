@@ -36,6 +36,10 @@ pub struct RuntimeSection {
     /// only): the replay reports per-round figures (`runtime::rounds`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bench: Option<crate::runtime::rounds::BenchSpec>,
+    /// Engines behind SGLang's router (`runtime::router`): its flags, the launcher's
+    /// defaults; absent = one engine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub router: Option<crate::runtime::router::RouterSpec>,
     /// Overrides of `runtime::ReplayConfig` fields (`l2_pages`, `write_policy`,
     /// `timing`, …); anything not given is derived from the scenario.
     pub replay: Map<String, Value>,

@@ -39,6 +39,7 @@ mod recipes;
 mod releases;
 mod reliability;
 mod replay_rules;
+mod router;
 mod sizing_headroom;
 mod sizing_host_memory_props;
 mod sizing_incidents;

@@ -1,0 +1,178 @@
+//! Engines behind SGLang's router in the untimed replay (`runtime::router`): the trace is
+//! routed once (the router's view: each request's routing text, the completion window),
+//! then each engine replays its share with its own pools, and the figures are summed as
+//! for DP ranks (`runtime::dp::merge`), the engines kept in `metrics.engines`.
+
+use std::io::Write;
+
+use crate::error::InputError;
+use crate::runtime::router::{self, Router, RouterFigures, RouterSpec, RoutingText};
+use crate::runtime::{ReplayConfig, ReplayMetrics, Timing};
+use crate::workload::read::{TraceOptions, open_trace_with};
+
+/// One routed request: its index (trace order), its routing text and ids, the engine,
+/// and the request completed just before it was dispatched (index), if any.
+struct Routed<'a> {
+    index: u64,
+    text: &'a RoutingText,
+    engine: u16,
+    done: Option<u64>,
+}
+
+/// Routes the first `limit` requests of the trace at `path`, calling `each` per request
+/// in order; the router's figures at the end.
+fn route_trace(
+    path: &str,
+    opts: &TraceOptions,
+    page_size: u32,
+    spec: &RouterSpec,
+    limit: u64,
+    mut each: impl FnMut(Routed<'_>) -> Result<(), InputError>,
+) -> Result<RouterFigures, InputError> {
+    let mut reader = open_trace_with(std::path::Path::new(path), opts, page_size)?;
+    let mut router = Router::new(spec);
+    let mut text = RoutingText::default();
+    let in_flight = u64::from(spec.in_flight.max(1));
+    let mut index = 0u64;
+    let located = |e: router::RouterError| {
+        InputError::new("runtime.router", e.to_string()).field(match e {
+            router::RouterError::TreeFull { .. } => "runtime.router.max_tree_size",
+            router::RouterError::TooManyPages => "runtime.trace",
+        })
+    };
+    while index < limit {
+        let Some(req) = reader.next() else { break };
+        let req = req?;
+        text.set(&req.page_hashes).map_err(located)?;
+        let (done, engine) = router.dispatch(&text.text).map_err(located)?;
+        each(Routed {
+            index,
+            text: &text,
+            engine,
+            done: done.map(|_| index - in_flight),
+        })?;
+        index += 1;
+    }
+    reader.finish()?;
+    Ok(router.figures())
+}
+
+/// The section's keys checked (a section built in code, not read from a scenario, too).
+fn validated(spec: &RouterSpec) -> Result<(), InputError> {
+    spec.validate().map_err(|(key, why)| {
+        InputError::new("runtime.router", why).field(format!("runtime.router.{key}"))
+    })
+}
+
+/// The refusals of combinations the fleet replay does not model.
+fn check(cfg: &ReplayConfig, spec: &RouterSpec) -> Result<(), InputError> {
+    let refuse = |field: &str, m: String| Err(InputError::new("runtime.router", m).field(field));
+    validated(spec)?;
+    let n = spec.engines;
+    if cfg.capacities.dp_ranks > 1 {
+        return refuse(
+            "runtime.router.engines",
+            format!(
+                "{n} engines with {} data-parallel ranks each: DP ranks inside engines behind a router are not modelled yet (set --dp-size 1, or runtime.router.engines: 1)",
+                cfg.capacities.dp_ranks
+            ),
+        );
+    }
+    if cfg.measurement.timing == Timing::On {
+        return refuse(
+            "runtime.router.engines",
+            format!(
+                "{n} engines behind a router are replayed untimed only (the router's loads are a completion window, not a clock): set runtime.replay.timing: off, or runtime.router.engines: 1"
+            ),
+        );
+    }
+    if cfg.measurement.timeline_samples > 0 {
+        return refuse(
+            "runtime.replay.timeline_samples",
+            format!(
+                "{n} engines have no common timeline (each engine's tree is replayed on its own): set timeline_samples: 0, or runtime.router.engines: 1"
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// The fleet's replay: every engine's share, merged; `metrics.engines` and
+/// `metrics.router` filled.
+pub(super) fn replay_fleet(
+    path: &str,
+    opts: &TraceOptions,
+    cfg: &ReplayConfig,
+    spec: &RouterSpec,
+    limit: u64,
+    factor: f64,
+) -> Result<ReplayMetrics, InputError> {
+    check(cfg, spec)?;
+    let mut assigned: Vec<u16> = Vec::new();
+    let mut figures = route_trace(path, opts, cfg.capacities.page_size, spec, limit, |r| {
+        assigned.push(r.engine);
+        Ok(())
+    })?;
+    let warmup = usize::try_from(cfg.measurement.warmup_requests).unwrap_or(usize::MAX);
+    let mut per_engine = Vec::with_capacity(spec.engines as usize);
+    for e in 0..spec.engines as u16 {
+        let mut c = cfg.clone();
+        c.measurement.warmup_requests =
+            assigned.iter().take(warmup).filter(|&&x| x == e).count() as u64;
+        let share = |i: usize| assigned.get(i) == Some(&e);
+        per_engine.push(super::replay_share(path, opts, &c, limit, factor, &share)?);
+    }
+    let mut m = crate::runtime::dp::merge(per_engine);
+    m.engines = std::mem::take(&mut m.ranks);
+    figures.request_imbalance = router::max_over_mean(figures.assigned.iter().copied());
+    figures.token_imbalance = router::max_over_mean(m.engines.iter().map(|e| e.input_tokens));
+    m.router = Some(figures);
+    Ok(m)
+}
+
+/// `replay --router-events`: the event sequence the fleet replay routes, as JSON lines
+/// for the differential test against the router (`tools/router/router_golden.py`):
+/// `{"op":"done","rid":"r3"}` before the send it precedes, `{"op":"send","rid":"r7",
+/// "input_ids":[..],"engine":2}` (the engine the simulator chose, a position in the
+/// router's worker order), and the outstanding requests' `done` at the end, oldest first.
+pub fn write_router_events(
+    path: &str,
+    opts: &TraceOptions,
+    page_size: u32,
+    spec: &RouterSpec,
+    limit: u64,
+    out: &mut dyn Write,
+) -> Result<RouterFigures, InputError> {
+    validated(spec)?;
+    let io = |e: std::io::Error| InputError::new("--router-events", e.to_string());
+    let mut last = 0u64;
+    let mut any = false;
+    let figures = route_trace(path, opts, page_size, spec, limit, |r| {
+        if let Some(d) = r.done {
+            writeln!(out, "{{\"op\":\"done\",\"rid\":\"r{d}\"}}").map_err(io)?;
+        }
+        write!(
+            out,
+            "{{\"op\":\"send\",\"rid\":\"r{}\",\"input_ids\":[",
+            r.index
+        )
+        .map_err(io)?;
+        for (k, id) in r.text.input_ids.iter().enumerate() {
+            if k > 0 {
+                out.write_all(b",").map_err(io)?;
+            }
+            write!(out, "{id}").map_err(io)?;
+        }
+        writeln!(out, "],\"engine\":{}}}", r.engine).map_err(io)?;
+        last = r.index;
+        any = true;
+        Ok(())
+    })?;
+    if any {
+        let first_open = (last + 1).saturating_sub(u64::from(spec.in_flight.max(1)));
+        for d in first_open..=last {
+            writeln!(out, "{{\"op\":\"done\",\"rid\":\"r{d}\"}}").map_err(io)?;
+        }
+    }
+    Ok(figures)
+}

@@ -1,0 +1,426 @@
+//! Engines behind SGLang's router (`runtime::router`, sglang-router 0.3.2): the
+//! simulator's assignment against the real router's (tests/golden/router/, written by
+//! tools/router/router_golden.py), hand-computed two-engine cases, refusals.
+
+use serde_json::{Map, Value, json};
+
+use hicache_sim::runtime::router::{RouterPolicy, RouterSpec};
+use hicache_sim::runtime::{ReplayConfig, ReplayMetrics, apply_overrides};
+use hicache_sim::scenario::RuntimeSection;
+
+use crate::support::{exit2, ok, repo, run};
+
+/// Each golden's requests, replayed by the simulator with the same router keys
+/// (`replay --router-events`), go to the engines the real router chose, request by
+/// request (engines are positions in the router's worker order, recovered by the
+/// golden's probes), and the per-engine counts are the router's.
+#[test]
+fn the_assignment_is_the_real_routers() {
+    // per-engine counts of the first 400 requests, as the router's golden says
+    for (variant, counts) in [
+        ("cache_aware", [101, 101, 101, 97]),
+        ("round_robin", [100, 100, 100, 100]),
+        ("cache_aware_tight", [100, 101, 99, 100]),
+    ] {
+        let golden =
+            std::fs::read_to_string(repo(&format!("tests/golden/router/{variant}.jsonl"))).unwrap();
+        let mut lines = golden.lines();
+        let meta: Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+        let meta = &meta["meta"];
+        assert_eq!(meta["router"], "sglang-router 0.3.2");
+        let want: Vec<(String, u64)> = lines
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                (
+                    v["rid"].as_str().unwrap().to_string(),
+                    v["engine"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(want.len() as u64, meta["requests"].as_u64().unwrap());
+        let d = tempfile::tempdir().unwrap();
+        let events = d.path().join("events.jsonl");
+        let mut args: Vec<String> = [
+            "replay",
+            "scenarios/router-4-engines.yaml",
+            "--set",
+            &format!("runtime.max_requests={}", want.len()),
+            "--set",
+            &format!("runtime.router.policy={}", meta["policy"].as_str().unwrap()),
+        ]
+        .map(String::from)
+        .to_vec();
+        for (k, v) in meta["set"].as_object().unwrap() {
+            args.push("--set".into());
+            args.push(format!("{k}={}", v.as_str().unwrap()));
+        }
+        args.push("--router-events".into());
+        args.push(events.display().to_string());
+        let o = run(
+            &args.iter().map(String::as_str).collect::<Vec<_>>(),
+            &repo(""),
+        );
+        ok(&o);
+        let got: Vec<(String, u64)> = std::fs::read_to_string(&events)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|v| v["op"] == "send")
+            .map(|v| {
+                (
+                    v["rid"].as_str().unwrap().to_string(),
+                    v["engine"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(got.len(), want.len(), "{variant}");
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(
+                g, w,
+                "{variant}: the simulator and sglang-router 0.3.2 differ"
+            );
+        }
+        let mut per_engine = [0u64; 4];
+        for (_, e) in &got {
+            per_engine[*e as usize] += 1;
+        }
+        assert_eq!(per_engine, counts, "{variant}");
+    }
+}
+
+/// The event list: a `done` for request i - in_flight before each send from
+/// request in_flight on, and every outstanding request's at the end.
+#[test]
+fn the_event_list_is_the_completion_window() {
+    let d = tempfile::tempdir().unwrap();
+    let events = d.path().join("e.jsonl");
+    let o = run(
+        &[
+            "replay",
+            "scenarios/router-4-engines.yaml",
+            "--set",
+            "runtime.max_requests=5",
+            "--set",
+            "runtime.router.in_flight=2",
+            "--set",
+            "runtime.router.policy=round_robin",
+            "--router-events",
+            events.to_str().unwrap(),
+        ],
+        &repo(""),
+    );
+    ok(&o);
+    let ops: Vec<String> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            format!(
+                "{} {}",
+                v["op"].as_str().unwrap(),
+                v["rid"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            "send r0", "send r1", "done r0", "send r2", "done r1", "send r3", "done r2", "send r4",
+            "done r3", "done r4"
+        ]
+    );
+}
+
+/// Five requests, 512-token pages (one per trace block), two engines with 100 device
+/// pages each. The router's ids number the pages by first appearance:
+///   r0 blocks [1, 2]    -> "0 1"     1,024 tokens
+///   r1 blocks [3, 4]    -> "2 3"     1,024
+///   r2 blocks [1, 2]    -> "0 1"     1,024
+///   r3 blocks [1, 2, 5] -> "0 1 4"   1,536
+///   r4 blocks [3, 4]    -> "2 3"     1,024      (5,632 prompt tokens)
+fn five_requests(d: &std::path::Path) -> RuntimeSection {
+    let line = |t: u32, n: u32, ids: &str| {
+        format!(
+            "{{\"timestamp\": {t}, \"input_length\": {n}, \"output_length\": 1, \"hash_ids\": [{ids}]}}\n"
+        )
+    };
+    let trace = [
+        line(0, 1024, "1, 2"),
+        line(1, 1024, "3, 4"),
+        line(2, 1024, "1, 2"),
+        line(3, 1536, "1, 2, 5"),
+        line(4, 1024, "3, 4"),
+    ]
+    .concat();
+    let path = d.join("t.jsonl");
+    std::fs::write(&path, trace).unwrap();
+    RuntimeSection {
+        trace: Some(path.display().to_string()),
+        ..RuntimeSection::default()
+    }
+}
+
+fn config() -> ReplayConfig {
+    let o: Map<String, Value> = json!({"page_size": 512, "l1_pages": 100})
+        .as_object()
+        .unwrap()
+        .clone();
+    apply_overrides(ReplayConfig::default(), &o).unwrap()
+}
+
+fn replay(section: &RuntimeSection, spec: RouterSpec) -> ReplayMetrics {
+    let mut s = section.clone();
+    s.router = Some(spec);
+    hicache_sim::pipeline::run_replay(&s, &config()).unwrap()
+}
+
+fn per_engine(m: &ReplayMetrics) -> Vec<(u64, u64)> {
+    m.engines
+        .iter()
+        .map(|e| (e.requests, e.device_hit_tokens))
+        .collect()
+}
+
+#[test]
+fn two_engines_round_robin_by_hand() {
+    let d = tempfile::tempdir().unwrap();
+    let s = five_requests(d.path());
+    // r0, r2, r4 -> engine 0: miss, hit 1,024 ("0 1" again), miss ("2 3" is new there);
+    // r1, r3 -> engine 1: miss, miss ("0 1 4" is new there): 1,024 of 5,632.
+    let m = replay(
+        &s,
+        RouterSpec {
+            engines: 2,
+            policy: RouterPolicy::RoundRobin,
+            ..RouterSpec::default()
+        },
+    );
+    assert_eq!(per_engine(&m), [(3, 1024), (2, 0)]);
+    assert_eq!((m.device_hit_tokens, m.input_tokens), (1024, 5632));
+    let r = m.router.as_ref().unwrap();
+    assert_eq!(r.assigned, [3, 2]);
+    // requests max/mean: 3 / 2.5
+    assert_eq!(r.request_imbalance, 1.2);
+    assert_eq!((r.cache_hits, r.cache_misses, r.imbalanced), (0, 0, 0));
+}
+
+#[test]
+fn two_engines_cache_aware_by_hand() {
+    let d = tempfile::tempdir().unwrap();
+    let s = five_requests(d.path());
+    // Launcher defaults (0.3 / 64 / 1.5), 16 in flight: nothing completes.
+    // r0 "0 1": empty tree, a miss to the least loaded of [0, 0]: engine 0 -> [1, 0]
+    // r1 "2 3": no edge starts with '2', a miss to the least loaded: engine 1 -> [1, 1]
+    // r2 "0 1": 3 of 3 chars (1.0 > 0.3): engine 0, hit 1,024 -> [2, 1]
+    // r3 "0 1 4": 3 of 5 chars (0.6 > 0.3): engine 0, hit 1,024 of 1,536 -> [3, 1]
+    // r4 "2 3": 3 of 3: engine 1, hit 1,024
+    // engine 0: 2,048, engine 1: 1,024: 3,072 of 5,632 (round-robin: 1,024)
+    let m = replay(
+        &s,
+        RouterSpec {
+            engines: 2,
+            ..RouterSpec::default()
+        },
+    );
+    assert_eq!(per_engine(&m), [(3, 2048), (2, 1024)]);
+    assert_eq!(m.device_hit_tokens, 3072);
+    let r = m.router.as_ref().unwrap();
+    assert_eq!((r.cache_hits, r.cache_misses, r.imbalanced), (3, 2, 0));
+
+    // Balance thresholds abs 0, rel 1.0: imbalanced as soon as one engine has more.
+    // r0 -> 0 [1, 0]; r1: 1 - 0 > 0 and 1 > 0: imbalanced, least loaded: engine 1
+    // [1, 1]; r2: balanced, hit -> 0 [2, 1]; r3: 2 - 1 > 0 and 2 > 1: imbalanced ->
+    // engine 1 (its text inserted for engine 1; "0 1" still engine 0's edge) [2, 2];
+    // r4: balanced, "2 3" 3 of 3 -> engine 1.
+    // engine 0: r0 miss, r2 hit 1,024; engine 1: r1 miss, r3 miss (new there), r4 hit
+    // 1,024: 2,048.
+    let m = replay(
+        &s,
+        RouterSpec {
+            engines: 2,
+            balance_abs_threshold: 0,
+            balance_rel_threshold: 1.0,
+            ..RouterSpec::default()
+        },
+    );
+    assert_eq!(per_engine(&m), [(2, 1024), (3, 1024)]);
+    let r = m.router.as_ref().unwrap();
+    assert_eq!((r.cache_hits, r.cache_misses, r.imbalanced), (2, 1, 2));
+
+    // One request in flight (each completes before the next is sent): every load is 0
+    // at each decision, so a miss goes to engine 0 too and engine 1 gets nothing:
+    // r2, r3 and r4 hit 1,024 each on engine 0: 3,072.
+    let m = replay(
+        &s,
+        RouterSpec {
+            engines: 2,
+            in_flight: 1,
+            ..RouterSpec::default()
+        },
+    );
+    assert_eq!(per_engine(&m), [(5, 3072), (0, 0)]);
+}
+
+/// A bad key is exit 2 naming the file, line and field; policies that draw from an
+/// unseeded RNG are refused; one engine writes no `engines` or `router`.
+#[test]
+fn bad_router_keys_and_one_engine() {
+    let d = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(repo("scenarios/router-4-engines.yaml"))
+        .unwrap()
+        .replace("../traces/", &format!("{}/", repo("traces").display()));
+    std::fs::write(
+        d.path().join("s.yaml"),
+        text.replace("in_flight: 16", "in_flite: 16"),
+    )
+    .unwrap();
+    let o = run(&["replay", "s.yaml"], d.path());
+    exit2(&o, &["s.yaml:", "runtime.router.in_flite", "in_flight"]);
+    std::fs::write(d.path().join("ok.yaml"), &text).unwrap();
+    for (set, words) in [
+        (
+            "runtime.router.policy=power_of_two",
+            &["runtime.router.policy", "not modelled"][..],
+        ),
+        ("runtime.router.engines=0", &["runtime.router.engines"][..]),
+        (
+            "runtime.router.version=1.13.0",
+            &["runtime.router.version", "smg"][..],
+        ),
+        (
+            "runtime.router.in_flight=0",
+            &["runtime.router.in_flight"][..],
+        ),
+        (
+            "runtime.replay.dp_ranks=2",
+            &["runtime.router.engines", "not modelled"][..],
+        ),
+        (
+            "runtime.replay.timing=on",
+            &["runtime.router.engines", "untimed"][..],
+        ),
+    ] {
+        let o = run(&["replay", "ok.yaml", "--set", set], d.path());
+        exit2(&o, words);
+    }
+    let o = run(
+        &[
+            "replay",
+            "ok.yaml",
+            "--set",
+            "runtime.router.engines=1",
+            "--set",
+            "runtime.max_requests=50",
+            "--format",
+            "json",
+        ],
+        d.path(),
+    );
+    ok(&o);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["metrics"].get("engines").is_none());
+    assert!(v["metrics"].get("router").is_none());
+}
+
+/// The bundled scenario: four engines under cache_aware hit 38,194,048 of 61,194,628
+/// prompt tokens (62.41 %), under round_robin 16,704,256 (27.30 %); one engine of the
+/// same pools 20,804,800 (34.00 %).
+#[test]
+fn the_bundled_scenario_by_policy() {
+    let total = |sets: &[&str]| -> (u64, u64, Value) {
+        let mut args = vec![
+            "replay",
+            "scenarios/router-4-engines.yaml",
+            "--format",
+            "json",
+        ];
+        for s in sets {
+            args.extend(["--set", s]);
+        }
+        let o = run(&args, &repo(""));
+        ok(&o);
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let m = &v["metrics"];
+        (
+            m["total_hit_tokens"].as_u64().unwrap(),
+            m["input_tokens"].as_u64().unwrap(),
+            m["router"].clone(),
+        )
+    };
+    let (ca, input, r) = total(&[]);
+    assert_eq!((ca, input), (38_194_048, 61_194_628));
+    assert_eq!(r["assigned"], json!([1010, 1001, 997, 985]));
+    assert_eq!(
+        (&r["cache_hits"], &r["cache_misses"], &r["imbalanced"]),
+        (&json!(1959), &json!(2034), &json!(0))
+    );
+    // far below the router's --max-tree-size (2^26 characters per engine)
+    assert_eq!(r["tree_chars"], json!([609_323, 563_000, 517_374, 512_491]));
+    let (rr, _, r) = total(&["runtime.router.policy=round_robin"]);
+    assert_eq!(rr, 16_704_256);
+    assert_eq!(r["assigned"], json!([999, 998, 998, 998]));
+    let (one, _, r) = total(&["runtime.router.engines=1"]);
+    assert_eq!(one, 20_804_800);
+    assert!(r.is_null());
+}
+
+/// A section built in code is checked as a scenario's is: an error naming the key, not
+/// a silent round-robin.
+#[test]
+fn a_section_built_in_code_is_checked_too() {
+    let d = tempfile::tempdir().unwrap();
+    let mut s = five_requests(d.path());
+    s.router = Some(RouterSpec {
+        engines: 2,
+        policy: RouterPolicy::Random,
+        ..RouterSpec::default()
+    });
+    let e = hicache_sim::pipeline::run_replay(&s, &config()).unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("runtime.router.policy"));
+    assert!(e.message.contains("not modelled"), "{e}");
+}
+
+/// `--engines-csv`: a row per engine in the router's worker order, then `all`.
+#[test]
+fn the_engines_csv() {
+    let d = tempfile::tempdir().unwrap();
+    let csv = d.path().join("engines.csv");
+    let o = run(
+        &[
+            "replay",
+            "scenarios/router-4-engines.yaml",
+            "--engines-csv",
+            csv.to_str().unwrap(),
+        ],
+        &repo(""),
+    );
+    ok(&o);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let rows: Vec<Vec<&str>> = text.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 6);
+    assert_eq!(
+        rows[0][..4],
+        ["engine", "requests", "measured_requests", "input_tokens"]
+    );
+    assert_eq!(
+        rows[1..].iter().map(|r| r[1]).collect::<Vec<_>>(),
+        ["1010", "1001", "997", "985", "3993"]
+    );
+    assert_eq!(rows[5][0], "all");
+    assert_eq!(rows[5][3], "61194628");
+    // 38,194,048 / 61,194,628
+    assert_eq!(rows[5][11], "0.624141");
+    // one engine: nothing to write, exit 2
+    let o = run(
+        &[
+            "replay",
+            "scenarios/router-4-engines.yaml",
+            "--set",
+            "runtime.router.engines=1",
+            "--engines-csv",
+            csv.to_str().unwrap(),
+        ],
+        &repo(""),
+    );
+    exit2(&o, &["--engines-csv", "runtime.router"]);
+}
