@@ -153,6 +153,20 @@ pub enum Dsv4Formula {
     Paged0521,
 }
 
+impl Dsv4Formula {
+    /// The formula of a release's [`Dsv4Pools`](crate::release::Dsv4Pools) rule, `None`
+    /// where it is not modelled (0.5.14–0.5.17).
+    pub fn of(pools: crate::release::Dsv4Pools) -> Option<Self> {
+        use crate::release::Dsv4Pools;
+        match pools {
+            Dsv4Pools::NotModelled => None,
+            Dsv4Pools::FlatKvBytes0518 => Some(Dsv4Formula::FlatKvBytes0518 { swa_floor: false }),
+            Dsv4Pools::FlatKvBytes0520 => Some(Dsv4Formula::FlatKvBytes0518 { swa_floor: true }),
+            Dsv4Pools::RatioMode0521 => Some(Dsv4Formula::Paged0521),
+        }
+    }
+}
+
 /// The per-token coefficients of [`Dsv4Geometry`] under a schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Dsv4Coefficients {

@@ -397,10 +397,7 @@ pub fn dsv4_device_pools(
 ) -> Result<crate::model::dsv4::Dsv4PoolSizes, PoolError> {
     use crate::model::dsv4::Dsv4Geometry;
     let geo = Dsv4Geometry::of(&inp.model.attention, inp.model.layers).ok_or(PoolError::NotDsv4)?;
-    let formula = inp
-        .rules
-        .dsv4_pools
-        .formula()
+    let formula = crate::model::dsv4::Dsv4Formula::of(inp.rules.dsv4_pools)
         .ok_or(PoolError::Dsv4ReleaseNotModelled)?;
     if let Some(algo) = &server.speculative_algorithm {
         // `get_compress_state_ring_size` (16 / 256 rows with drafts), the (T + 1) / T

@@ -395,7 +395,7 @@ pub enum Dsv4Pools {
     NotModelled,
     /// 0.5.18–0.5.19: `pool_configurator.py: DSV4PoolConfigurator` prices every pool at
     /// the FlashMLA `kv_bytes` with the SWA ratio in the coefficient
-    /// ([`Dsv4Formula::FlatKvBytes0518`](crate::model::dsv4::Dsv4Formula)), no SWA
+    /// (`model::dsv4::Dsv4Formula::FlatKvBytes0518`), no SWA
     /// floor; `model_overrides/deepseek_v4.py` (`overrides.py` in 0.5.18) sets
     /// `swa_full_tokens_ratio = 0.1` when it equals `ServerArgs`' default 0.8 — an
     /// explicit `--swa-full-tokens-ratio 0.8` too.
@@ -432,17 +432,6 @@ impl Dsv4Pools {
             Dsv4Pools::FlatKvBytes0520 | Dsv4Pools::RatioMode0521 => {
                 Some(given.unwrap_or(DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO))
             }
-        }
-    }
-
-    /// The configurator's formula, `None` where it is not modelled.
-    pub fn formula(self) -> Option<crate::model::dsv4::Dsv4Formula> {
-        use crate::model::dsv4::Dsv4Formula;
-        match self {
-            Dsv4Pools::NotModelled => None,
-            Dsv4Pools::FlatKvBytes0518 => Some(Dsv4Formula::FlatKvBytes0518 { swa_floor: false }),
-            Dsv4Pools::FlatKvBytes0520 => Some(Dsv4Formula::FlatKvBytes0518 { swa_floor: true }),
-            Dsv4Pools::RatioMode0521 => Some(Dsv4Formula::Paged0521),
         }
     }
 }

@@ -250,11 +250,7 @@ fn error_kind(
     if let Some(i) = e.downcast_ref::<crate::error::InputError>() {
         return Some(i.kind);
     }
-    if let Some(f) = e.downcast_ref::<crate::error::FieldError>() {
-        return Some(f.kind);
-    }
-    e.downcast_ref::<crate::plan::ProbeError>()
-        .map(|p| p.kind())
+    e.downcast_ref::<crate::error::FieldError>().map(|f| f.kind)
 }
 
 fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {

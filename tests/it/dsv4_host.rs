@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 
 use hicache_sim::model::catalogue::catalogue;
 use hicache_sim::model::dsv4::{
-    DSV4_AUTO_SIZE_REFUSAL, DSV4_HICACHE_SIZE_REFUSAL, Dsv4Geometry, Dsv4HostBasis, Dsv4Schedule,
-    dsv4_host_pages,
+    DSV4_AUTO_SIZE_REFUSAL, DSV4_HICACHE_SIZE_REFUSAL, Dsv4Formula, Dsv4Geometry, Dsv4HostBasis,
+    Dsv4Schedule, dsv4_host_pages,
 };
 use hicache_sim::model::{ConfigFiles, read_model};
 use serde_json::Value;
@@ -60,13 +60,14 @@ fn dsv4_host_pools_match_sglang() {
             };
             let gib = g["available_gib"].as_u64().unwrap();
             let ctx = format!("{rel} {id} {sched:?} {gib} GiB");
-            let formula = hicache_sim::release::Sglang::from_id(rel)
-                .unwrap()
-                .release_rules()
-                .pools
-                .dsv4_pools
-                .formula()
-                .unwrap();
+            let formula = Dsv4Formula::of(
+                hicache_sim::release::Sglang::from_id(rel)
+                    .unwrap()
+                    .release_rules()
+                    .pools
+                    .dsv4_pools,
+            )
+            .unwrap();
             let dev = geo
                 .pool_sizes_for(formula, &sched, gib << 30, None)
                 .unwrap();

@@ -213,7 +213,7 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
                     failures.push(format!("{ctx}: dtype {got_dtype}, SGLang {want_dtype}"));
                 }
                 let geo = Dsv4Geometry::of(&hf.attention, hf.layers).expect("a DSV4 geometry");
-                let formula = pool_rules.dsv4_pools.formula().unwrap_or_else(|| {
+                let formula = Dsv4Formula::of(pool_rules.dsv4_pools).unwrap_or_else(|| {
                     panic!("{ctx}: a golden release whose DeepSeek-V4 pools are not modelled")
                 });
                 for c in cases {
