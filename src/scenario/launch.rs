@@ -139,6 +139,10 @@ const MEMORY_UNMODELLED: &[(&str, &str)] = &[
     ),
     ("enable_hisparse", "HiSparse is not modelled"),
     (
+        "config",
+        "the flags of a --config YAML file are not read: the answer is for the command without them (paste them into the launch command)",
+    ),
+    (
         "disable_custom_all_reduce",
         "custom all-reduce off is not modelled: the node presets' GPU memory before the load was measured with its buffers allocated; without them SGLang has more (8 x RTX PRO 6000 at TP8: 94.08 and 93.99 GiB free against 93.30 with it on), so the real device pool is larger",
     ),
@@ -554,14 +558,8 @@ fn to_fields(launch: Launch, release: Release, p: &Parsed) -> LaunchArgs {
         ));
     }
     // 0.5.14–0.5.23 `prepare_server_args` merges a `--config` YAML file into argv before
-    // argparse; the file is not read here.
-    if let Some(Value::String(f)) = p.values.get("config")
-        && p.was_given("config")
-    {
-        out.notes.push(format!(
-            "warning: --config {f} is not read: the flags in that file are not simulated (paste them into the launch command)"
-        ));
-    }
+    // argparse; the file is not read here (`MEMORY_UNMODELLED`: the answer is
+    // `unverified`, and the note below says so).
     for n in &out.not_modelled {
         if let Some(m) = &n.memory_effect {
             out.notes
@@ -717,7 +715,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             a.notes[0],
-            "warning: --config cfg.yaml is not read: the flags in that file are not simulated (paste them into the launch command)"
+            "warning: --config is not modelled: the flags of a --config YAML file are not read: the answer is for the command without them (paste them into the launch command)"
         );
         assert_eq!(a.fields["speculative_algorithm"], Value::from("EAGLE"));
         assert!(

@@ -215,6 +215,10 @@ pub fn resolve_file(
     // explicit fields overriding launch flags, HiCache flags without HiCache).
     let mut notes: Vec<String> = not_modelled.to_vec();
     notes.extend(resolved.note.clone());
+    // A checkpoint format the preset has no size for: its weights are a guess.
+    let quant_guess = quant_note
+        .as_deref()
+        .is_some_and(|n| n.starts_with("warning: --model-path"));
     notes.extend(quant_note);
     notes.extend(release_notes);
     // Which MTP draft the host pools carry (`crate::model::mtp_draft`).
@@ -230,6 +234,15 @@ pub fn resolve_file(
     }
     if let Some(u) = quantization_not_modelled(&resolved, source, lines)? {
         unmodelled.push(u);
+    }
+    if quant_guess {
+        unmodelled.push(super::schema::Unmodelled {
+            what: "--model-path".into(),
+            effect: format!(
+                "a checkpoint format preset `{model_name}` has no size for: its {} weights are used, so the weights per rank and the device pool may differ",
+                model.default_quant
+            ),
+        });
     }
     // `--context-length` moves no pool of a full-attention model (GQA, MLA, MLA + DSA),
     // nor DeepSeek-V4's: `arg_groups/deepseek_v4_hook.py: apply_deepseek_v4_defaults`
@@ -262,6 +275,22 @@ pub fn resolve_file(
         &at,
     )?;
     notes.extend(offload_note);
+    // An offload asked for but not modelled moves both margins: never a plain `ok`.
+    if let crate::model::offload::OffloadEffect::NotModelled(why) = &offload {
+        let what = if s.cpu_offload_gb > 0 {
+            "--cpu-offload-gb"
+        } else {
+            "--offload-group-size"
+        };
+        unmodelled.push(super::schema::Unmodelled {
+            what: what.into(),
+            effect: format!(
+                "weight offload is not modelled here ({why}): the weights it moves to pinned host memory are left on the GPU, so the real host margin is smaller and the device pool larger"
+            ),
+        });
+        unmodelled.sort();
+        unmodelled.dedup();
+    }
     let runtime = resolve_runtime(f, source, lines, &at)?;
     Ok(Scenario {
         source: source.to_string(),

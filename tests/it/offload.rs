@@ -366,3 +366,52 @@ fn offload_arguments_sglang_cannot_start_with() {
         neg.notes
     );
 }
+
+/// `--cpu-offload-gb` on a model outside the DeepSeek-V2 family (OffloaderV1 moves whole
+/// parameters in the decoder layers' order, which is modelled for that family only) was
+/// a plain `ok` in `check`, the figures those of no offload: now `unverified`, naming the
+/// flag and which way the margins move; `--strict` fails it (exit 1).
+#[test]
+fn unmodelled_cpu_offload_is_never_a_plain_ok() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = launch_file(
+        dir.path(),
+        "qwen.sh",
+        "python -m sglang.launch_server --model-path Qwen/Qwen3-32B --tp 8 --cpu-offload-gb 8",
+    );
+    let out = run(
+        &[
+            "check", &f, "--sglang", "0.5.23", "--runs", "3", "--format", "json",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows[0]["status"], "unverified", "{rows}");
+    let why = rows[0]["unverified"][0].as_str().unwrap();
+    assert!(
+        why.starts_with("--cpu-offload-gb: weight offload is not modelled here")
+            && why.contains("Qwen3ForCausalLM")
+            && why.contains("the real host margin is smaller and the device pool larger"),
+        "{why}"
+    );
+    let strict = run(
+        &["check", &f, "--sglang", "0.5.23", "--runs", "3", "--strict"],
+        dir.path(),
+    );
+    assert_eq!(strict.status.code(), Some(1));
+    // Without the flag the same recipe is `ok` (H200 TP8's reserve is measured).
+    let plain = launch_file(
+        dir.path(),
+        "plain.sh",
+        "python -m sglang.launch_server --model-path Qwen/Qwen3-32B --tp 8",
+    );
+    let out = run(
+        &[
+            "check", &plain, "--sglang", "0.5.23", "--runs", "3", "--format", "json",
+        ],
+        dir.path(),
+    );
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows[0]["status"], "ok", "{rows}");
+}

@@ -364,3 +364,50 @@ fn context_length_is_unverified_only_where_it_moves_a_pool() {
         "{out}"
     );
 }
+
+/// Two answers that were a plain `ok` though the simulator ignored what moves them: a
+/// `--config` YAML file (its flags are not read) and a `--model-path` in a checkpoint
+/// format the picked preset has no size for (kimi-k3 knows only its MXFP4 size; an FP8
+/// path used it). Both are `unverified` now, naming what is left out; without them the
+/// same H200 TP8 recipe is `ok`.
+#[test]
+fn an_unread_config_file_and_a_guessed_checkpoint_size_are_unverified() {
+    let d = tempfile::tempdir().unwrap();
+    let check = |name: &str, text: &str| {
+        std::fs::write(d.path().join(name), text).unwrap();
+        stdout(&run(&["check", name, "--runs", "3"], d.path()))
+    };
+    let out = check(
+        "cfg.sh",
+        "# hicache-sim: node=hgx-h200\npython -m sglang.launch_server --model-path Qwen/Qwen3-32B --tp 8 --config cfg.yaml\n",
+    );
+    assert!(
+        out.contains("unverified")
+            && out.contains("--config: the flags of a --config YAML file are not read"),
+        "{out}"
+    );
+    let out = check(
+        "plain.sh",
+        "# hicache-sim: node=hgx-h200\npython -m sglang.launch_server --model-path Qwen/Qwen3-32B --tp 8\n",
+    );
+    assert!(out.contains(" ok "), "{out}");
+    std::fs::write(
+        d.path().join("k3.yaml"),
+        "name: k3\nnode: hgx-h200\nmodel: kimi-k3\nserver:\n  launch: python -m sglang.launch_server --model-path /models/kimi-k3-FP8 --tp 8\n",
+    )
+    .unwrap();
+    let o = run(&["startup", "k3.yaml", "--format", "json"], d.path());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let why: Vec<&str> = v["unverified"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap())
+        .collect();
+    assert!(
+        why.iter().any(|w| w.starts_with(
+            "--model-path: a checkpoint format preset `kimi-k3` has no size for: its mxfp4 weights are used"
+        )),
+        "{why:?}"
+    );
+}
