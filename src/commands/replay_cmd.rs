@@ -87,7 +87,18 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
             let section = s.runtime.clone().unwrap_or_default();
             let mc = startup::run(&plan, s.seed, 1);
             let host = pipeline::host_pool_tokens(&mc);
+            // A rank refused or killed: SGLang would not serve, whatever the others hold.
+            let down = mc
+                .first_run
+                .iter()
+                .filter(|r| r.outcome != startup::Outcome::Started)
+                .count();
             let note = match host {
+                Some(t) if down > 0 => format!(
+                    "the start-up of {path} did not start {down} of {} ranks (refused or killed: SGLang would not serve); replaying one started rank's pools anyway: device {} tokens, host {t} tokens (the smallest started rank's)",
+                    mc.first_run.len(),
+                    plan.device_tokens
+                ),
                 Some(t) => format!(
                     "pools from the start-up of {path}: device {} tokens, host {t} tokens",
                     plan.device_tokens

@@ -223,3 +223,29 @@ fn engines_hit_rate_table_in_the_docs() {
     );
     crate::support::check_doc(HIT_RATES_DOC.0, HIT_RATES_DOC.1, &table).unwrap();
 }
+
+/// The replay of a scenario whose start-up leaves a rank refused (the 8-GPU race: rank 6
+/// asks 24.77 GB of 22.74) says SGLang would not serve, instead of announcing the
+/// started ranks' pools as the deployment's.
+#[test]
+fn a_replay_after_a_refused_rank_says_the_server_would_not_start() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let o = sim()
+        .current_dir(root)
+        .args([
+            "replay",
+            "scenarios/tp8-startup-race.yaml",
+            "--trace",
+            "traces/synthetic_trace.jsonl",
+        ])
+        .output()
+        .unwrap();
+    succeeded(&o);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains(
+            "did not start 1 of 8 ranks (refused or killed: SGLang would not serve); replaying one started rank's pools anyway"
+        ),
+        "{out}"
+    );
+}
