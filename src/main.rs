@@ -1,6 +1,7 @@
 //! `hicache-sim`: a thin command line over the `hicache_sim` library. It parses
 //! arguments and maps results to exit codes: 0 done, 1 the simulation found what the
-//! user asked to fail on (`--fail-on-refusal`), 2 bad input.
+//! user asked to fail on (`--fail-on-refusal`), 2 bad input or a rule the input needs
+//! that is not modelled (printed `error:` or `not_modelled:`).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -143,7 +144,7 @@ fn run() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: {e}");
+            let _ = writeln!(std::io::stderr(), "{}: {e}", e.label());
             ExitCode::from(e.exit_code())
         }
     }

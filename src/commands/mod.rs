@@ -46,6 +46,17 @@ pub enum CommandError {
 }
 
 impl CommandError {
+    /// How the CLI labels it on stderr: `not_modelled` (a rule the input needs is not
+    /// modelled: no answer, the rule named), else `error`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            CommandError::Input(e) if e.kind == crate::error::ErrorKind::NotModelled => {
+                "not_modelled"
+            }
+            _ => "error",
+        }
+    }
+
     pub fn exit_code(&self) -> u8 {
         match self {
             CommandError::Input(_) | CommandError::Usage(_) => 2,

@@ -103,8 +103,12 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
                     "pools from the start-up of {path}: device {} tokens, host {t} tokens",
                     plan.device_tokens
                 ),
+                None if down > 0 => format!(
+                    "the start-up of {path} did not start {down} of {} ranks (refused or killed: SGLang would not serve); replaying anyway with L2 = 0",
+                    mc.first_run.len()
+                ),
                 None => format!(
-                    "the start-up of {path} did not give every rank a host pool (refused, killed or HiCache off): replaying with L2 = 0"
+                    "the start-up of {path} gave no rank a host pool (HiCache off): replaying with L2 = 0"
                 ),
             };
             overrides.extend(section.replay.clone());
@@ -786,7 +790,6 @@ fn write_rounds(m: &ReplayMetrics, cfg: &ReplayConfig, path: &str) -> Result<(),
     Ok(())
 }
 
-/// The timeline as CSV (one row per sample) and its plot next to it.
 /// `--engines-csv`: each engine behind the router, then the whole.
 fn write_engines(m: &ReplayMetrics, path: &str) -> Result<(), CommandError> {
     let err = |e: &dyn std::fmt::Display| CommandError::Other(format!("{path}: {e}"));
@@ -833,6 +836,7 @@ fn write_engines(m: &ReplayMetrics, path: &str) -> Result<(), CommandError> {
     crate::output::write_file(Path::new(path), &bytes).map_err(|e| err(&e))
 }
 
+/// The timeline as CSV (one row per sample) and its plot next to it.
 fn write_timeline(m: &ReplayMetrics, path: &str, untimed: bool) -> Result<(), CommandError> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([

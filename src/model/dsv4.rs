@@ -550,7 +550,7 @@ pub enum Dsv4HostBasis {
 }
 
 /// One host pool `hybrid_pool_assembler.py: build_deepseek_v4_hicache_stack` builds
-/// (0.5.21–0.5.23, CUDA, the modelled path of [`crate::model::dsv4`]): a
+/// (0.5.18–0.5.23, CUDA, the modelled path of [`crate::model::dsv4`]): a
 /// `memory_pool_host.py: DeepSeekV4PagedHostPool` or `DeepSeekV4StateHostPool`. Its
 /// request is `layer_num × num_host_pages × item_bytes` (the constructor's
 /// `requested_bytes`; no padding page: neither class runs `HostKVCache.__init__`).
@@ -594,7 +594,7 @@ pub const DSV4_AUTO_SIZE_REFUSAL: &str = "HiCache auto-sizing does not support D
 
 impl Dsv4Geometry {
     /// The host pools of `build_deepseek_v4_hicache_stack`, in the order it builds them
-    /// (0.5.21–0.5.23; the modelled path: paged SWA, no unified KV, fp8 fused C4
+    /// (0.5.18–0.5.23; the modelled path: paged SWA, no unified KV, fp8 fused C4
     /// indexer, no HiSparse, no speculative draft layers, CUDA). The `kv` anchor is a
     /// `LogicalHostPool` that holds no bytes and is not listed.
     ///
@@ -670,7 +670,7 @@ impl Dsv4Geometry {
     }
 }
 
-/// `hybrid_pool_assembler.py: _deepseek_v4_num_host_pages` (0.5.21–0.5.23, GPU):
+/// `hybrid_pool_assembler.py: _deepseek_v4_num_host_pages` (0.5.18–0.5.23, GPU):
 /// `int(ceil(device tokens / page) × hicache_ratio)` host pages for the full basis
 /// (`allocator.size_full`) and the SWA basis (`kvcache.swa_size`, SWA pages of
 /// `swa_page_size` = the page size, 256).
@@ -680,7 +680,7 @@ pub fn dsv4_host_pages(device_tokens: u64, page: u64, ratio: f64) -> u64 {
 }
 
 /// The refusal text of a DeepSeek-V4 host pool (`DeepSeekV4PagedHostPool.__init__` /
-/// `DeepSeekV4StateHostPool.__init__`, 0.5.21–0.5.23): GB = 1e9, two decimals.
+/// `DeepSeekV4StateHostPool.__init__`, 0.5.18–0.5.23): GB = 1e9, two decimals.
 pub fn dsv4_refusal_message(pool: &str, state: bool, requested: u64, budget: i128) -> String {
     format!(
         "Not enough host memory for V4 {} pool {pool}. Requesting {} GB but only have {} GB free.",

@@ -59,14 +59,20 @@ fn route_trace(
 
 /// The section's keys checked (a section built in code, not read from a scenario, too).
 fn validated(spec: &RouterSpec) -> Result<(), InputError> {
-    spec.validate().map_err(|(key, why)| {
-        InputError::new("runtime.router", why).field(format!("runtime.router.{key}"))
+    spec.validate().map_err(|e| {
+        let i = InputError::new("runtime.router", e.why).field(format!("runtime.router.{}", e.key));
+        if e.not_modelled { i.not_modelled() } else { i }
     })
 }
 
 /// The refusals of combinations the fleet replay does not model.
 fn check(cfg: &ReplayConfig, spec: &RouterSpec) -> Result<(), InputError> {
-    let refuse = |field: &str, m: String| Err(InputError::new("runtime.router", m).field(field));
+    // Each a combination the fleet replay does not model (`not_modelled`).
+    let refuse = |field: &str, m: String| {
+        Err(InputError::new("runtime.router", m)
+            .field(field)
+            .not_modelled())
+    };
     validated(spec)?;
     let n = spec.engines;
     if cfg.capacities.dp_ranks > 1 {

@@ -111,8 +111,7 @@ fn replay_at(
 ) -> Result<(u64, bool, crate::runtime::ReplayMetrics, u64), LadderError> {
     let mut patches = size_patch(size_gb);
     patches.extend(extra.iter().cloned());
-    let bad =
-        |m: super::probe::ProbeError| LadderError::Input(InputError::new("plan", m.to_string()));
+    let bad = |m: super::probe::ProbeError| LadderError::Input(m.into_input("plan"));
     let (s, plan) = prober.plan(&patches).map_err(bad)?;
     let Some(section) = &s.runtime else {
         return Err(LadderError::NoTrace);
@@ -162,7 +161,7 @@ pub fn run(
     let frontier_gb = frontier_gb.max(planned_gb);
     let s = prober
         .scenario(&[])
-        .map_err(|m| LadderError::Input(InputError::new("plan", m.to_string())))?;
+        .map_err(|m| LadderError::Input(m.into_input("plan")))?;
     let trace = s
         .runtime
         .as_ref()

@@ -266,9 +266,7 @@ pub fn plan(
         .map_err(|e| InputError::new(path, format!("cannot read the scenario: {e}")))?;
     // The scenario must be valid as it stands (its own release).
     let own = Prober::from_text(&text, path, &sets, None, opts.seed, opts.runs)?;
-    let s0 = own
-        .scenario(&[])
-        .map_err(|m| InputError::new(path, m.to_string()))?;
+    let s0 = own.scenario(&[]).map_err(|m| m.into_input(path))?;
     // Releases are planned in parallel (each a pure function of the scenario and the
     // release), collected in the order asked.
     let done = releases
@@ -281,7 +279,7 @@ pub fn plan(
             Ok(match prober {
                 Ok(p) => {
                     let rp = plan_release(&p, opts.target, opts.headroom)
-                        .map_err(|m| InputError::new(path, m.to_string()))?;
+                        .map_err(|m| m.into_input(path))?;
                     (rp, Some(p))
                 }
                 Err(e) => {
@@ -315,7 +313,7 @@ pub fn plan(
                 let at = |g: Option<u64>| {
                     g.map(|g| p.start(&search::size_patch(g)))
                         .transpose()
-                        .map_err(|m| InputError::new(path, m.to_string()))
+                        .map_err(|m| m.into_input(path))
                 };
                 rp.at_recommended = at(primary_gb)?;
                 rp.at_smallest_frontier = at(smallest_gb)?;
@@ -332,7 +330,7 @@ pub fn plan(
                         p.start_probability(&search::size_patch(g))
                             .map(|x| x >= opts.target)
                     })
-                    .map_err(|m| InputError::new(path, m.to_string()))?;
+                    .map_err(|m| m.into_input(path))?;
                 }
             }
             Ok(rp)

@@ -164,6 +164,13 @@ pub enum ProbeError {
 }
 
 impl ProbeError {
+    /// The error at `source`, its kind kept (a `not_modelled` refusal stays one).
+    pub fn into_input(self, source: &str) -> InputError {
+        let mut e = InputError::new(source, self.to_string());
+        e.kind = self.kind();
+        e
+    }
+
     /// Whose verdict it is ([`crate::error::ErrorKind`]; a bad patch is the input's).
     pub fn kind(&self) -> crate::error::ErrorKind {
         match self {

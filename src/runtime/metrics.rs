@@ -37,7 +37,7 @@ pub struct TimelinePoint {
 
 /// Where the measured requests' time to first token went in the timed replay, as means
 /// in seconds over `requests`; the five parts add up to `mean_s` (each request's TTFT
-/// splits exactly into them):
+/// splits exactly into them, in integer nanoseconds; the means agree to rounding):
 /// - `tokenize_s`: from the client's send until the scheduler sees the request (the
 ///   TokenizerManager's encode and its queue, `runtime::frontend`);
 /// - `queue_s`: waiting in the scheduler's queue until a prefill batch takes it (the GPU

@@ -173,9 +173,14 @@ fn check_runtime(rt: &super::RuntimeSection) -> Result<(), FieldError> {
         ));
     }
     if let Some(r) = &rt.router
-        && let Err((key, why)) = r.validate()
+        && let Err(e) = r.validate()
     {
-        return Err(FieldError::new(format!("runtime.router.{key}"), why));
+        let field = format!("runtime.router.{}", e.key);
+        return Err(if e.not_modelled {
+            FieldError::not_modelled(field, e.why)
+        } else {
+            FieldError::new(field, e.why)
+        });
     }
     // Each `runtime.replay` key and its type (the values the start-up derives come later).
     if let Err(e) =
@@ -246,7 +251,7 @@ pub fn resolve_file(
     }
     // `--context-length` moves no pool of a full-attention model (GQA, MLA, MLA + DSA),
     // nor DeepSeek-V4's: `arg_groups/deepseek_v4_hook.py: apply_deepseek_v4_defaults`
-    // sets `--max-running-requests` 256 when not given (0.5.21–0.5.23, the releases that
+    // sets `--max-running-requests` 256 when not given (0.5.18–0.5.23, the releases that
     // size V4), so `DSV4PoolConfigurator._resolve_max_running_requests_per_worker` never
     // reaches its context-length estimate. Not a reason to doubt their answer.
     if matches!(

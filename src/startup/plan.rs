@@ -326,7 +326,7 @@ impl DeviceFailure {
         }
     }
 
-    /// DeepSeek-V4's device pools that SGLang cannot build (0.5.21–0.5.23), from
+    /// DeepSeek-V4's device pools that SGLang cannot build (0.5.18–0.5.23), from
     /// [`crate::pools::dsv4_device_pools`]'s error; `None` for an error that is not a
     /// failed start-up (a path the simulator does not model). Each is SGLang's own:
     /// - the weights alone exceed the free memory: the load's CUDA out-of-memory error
@@ -722,9 +722,6 @@ pub fn build_nodes(s: &Scenario, nnodes: u32) -> Result<Vec<NodeMemory>, FieldEr
         .collect()
 }
 
-/// One node's memory: host RAM, other tenants, the cgroup tree (ancestors, siblings at
-/// any level, the job, levels below it down to the engine's cgroup) and what was charged
-/// before the ranks start.
 /// A DeepSeek-V4 pool error that is not a failed start-up: a rule the simulator does not
 /// model (the release's configurator, speculative sizing, V4.1's ratio-1/2 layers) is
 /// `not_modelled`; anything else is the simulator's error about the server.
@@ -739,6 +736,9 @@ fn dsv4_refusal(e: crate::pools::PoolError) -> FieldError {
     }
 }
 
+/// One node's memory: host RAM, other tenants, the cgroup tree (ancestors, siblings at
+/// any level, the job, levels below it down to the engine's cgroup) and what was charged
+/// before the ranks start.
 fn build_memory(s: &Scenario, m: &MemorySpec) -> Result<(HostMemory, CgroupId), FieldError> {
     let total = m.host_total.map(|b| b.0).unwrap_or(s.node.host_dram.0);
     let version = match m.cgroup.as_ref().map(|c| c.version) {

@@ -265,6 +265,8 @@ fn deepseek_v4_device_pools_by_each_releases_formula() {
     let (code, _, err) = run("0.5.17");
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("pick a release from 0.5.18 on"), "{err}");
+    // Labelled as what it is, not as bad input.
+    assert!(err.starts_with("not_modelled: "), "{err}");
 }
 
 #[test]

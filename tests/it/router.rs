@@ -424,3 +424,59 @@ fn the_engines_csv() {
     );
     exit2(&o, &["--engines-csv", "runtime.router"]);
 }
+
+/// A router behaviour that is not modelled (a policy drawing from an OS-seeded RNG, smg
+/// 1.x, DP ranks inside engines) is a `not_modelled` answer naming it, not bad input:
+/// `check` gives a `not_modelled` row (exit 1), `replay` labels its refusal so.
+#[test]
+fn an_unmodelled_router_behaviour_is_not_modelled() {
+    let o = run(
+        &[
+            "check",
+            "scenarios/router-4-engines.yaml",
+            "--format",
+            "json",
+            "--runs",
+            "3",
+            "--set",
+            "runtime.router.policy=random",
+        ],
+        &repo(""),
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let rows: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rows[0]["status"], "not_modelled", "{rows}");
+    assert!(
+        rows[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("random is not modelled"),
+        "{rows}"
+    );
+    for set in ["runtime.router.version=1.13.0", "server.dp_size=2"] {
+        let o = run(
+            &["replay", "scenarios/router-4-engines.yaml", "--set", set],
+            &repo(""),
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.starts_with("not_modelled: "), "{set}: {err}");
+        assert_eq!(o.status.code(), Some(2), "{set}: {err}");
+    }
+    // A bad value is still bad input.
+    let o = run(
+        &[
+            "replay",
+            "scenarios/router-4-engines.yaml",
+            "--set",
+            "runtime.router.engines=0",
+        ],
+        &repo(""),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.starts_with("error: "), "{err}");
+}

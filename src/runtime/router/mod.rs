@@ -126,59 +126,86 @@ impl Default for RouterSpec {
     }
 }
 
+/// A `runtime.router` value the replay does not take: its key, why, and whether it is a
+/// router behaviour that is not modelled (a `not_modelled` answer) rather than a bad
+/// value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouterRefusal {
+    pub key: &'static str,
+    pub why: String,
+    pub not_modelled: bool,
+}
+
+impl RouterRefusal {
+    fn value((key, why): (&'static str, String)) -> Self {
+        RouterRefusal {
+            key,
+            why,
+            not_modelled: false,
+        }
+    }
+    fn not_modelled((key, why): (&'static str, String)) -> Self {
+        RouterRefusal {
+            key,
+            why,
+            not_modelled: true,
+        }
+    }
+}
+
 impl RouterSpec {
-    /// The first key with a value the replay does not take: `(key, why)`.
-    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+    /// The first key with a value the replay does not take.
+    pub fn validate(&self) -> Result<(), RouterRefusal> {
         if self.version != ROUTER_VERSION {
-            return Err((
+            return Err(RouterRefusal::not_modelled((
                 "version",
                 format!(
                     "`{}`: only sglang-router {ROUTER_VERSION} is modelled; smg 1.x (the router of sglang 0.5.21-0.5.23) breaks cache_aware ties with an unseeded random draw and has no imbalance switch: not modelled",
                     self.version
                 ),
-            ));
+            )));
         }
         if !(1..=MAX_ENGINES).contains(&self.engines) {
-            return Err((
+            return Err(RouterRefusal::value((
                 "engines",
                 format!("{}: expected 1 to {MAX_ENGINES} engines", self.engines),
-            ));
+            )));
         }
         match self.policy {
             RouterPolicy::CacheAware | RouterPolicy::RoundRobin => {}
-            RouterPolicy::Random => return Err(("policy", "random is not modelled: the router draws from an OS-seeded thread RNG (src/policies/random.rs); use round_robin or cache_aware".into())),
-            RouterPolicy::PowerOfTwo => return Err(("policy", "power_of_two is not modelled: two workers drawn from an OS-seeded RNG, loads polled from /get_load every 60 s (src/policies/power_of_two.rs); use round_robin or cache_aware".into())),
-            RouterPolicy::Manual => return Err(("policy", "manual is not modelled: it routes on a routing-key header the trace does not have; use round_robin or cache_aware".into())),
+            RouterPolicy::Random => return Err(RouterRefusal::not_modelled(("policy", "random is not modelled: the router draws from an OS-seeded thread RNG (src/policies/random.rs); use round_robin or cache_aware".into()))),
+            RouterPolicy::PowerOfTwo => return Err(RouterRefusal::not_modelled(("policy", "power_of_two is not modelled: two workers drawn from an OS-seeded RNG, loads polled from /get_load every 60 s (src/policies/power_of_two.rs); use round_robin or cache_aware".into()))),
+            RouterPolicy::Manual => return Err(RouterRefusal::not_modelled(("policy", "manual is not modelled: it routes on a routing-key header the trace does not have; use round_robin or cache_aware".into()))),
         }
         if !(self.cache_threshold.is_finite() && (0.0..=1.0).contains(&self.cache_threshold)) {
-            return Err((
+            return Err(RouterRefusal::value((
                 "cache_threshold",
                 format!(
                     "{}: expected a match rate from 0 to 1",
                     self.cache_threshold
                 ),
-            ));
+            )));
         }
         if !(self.balance_rel_threshold.is_finite() && self.balance_rel_threshold >= 0.0) {
-            return Err((
+            return Err(RouterRefusal::value((
                 "balance_rel_threshold",
                 format!(
                     "{}: expected a finite ratio, 0 or more",
                     self.balance_rel_threshold
                 ),
-            ));
+            )));
         }
         if self.max_tree_size == 0 {
-            return Err((
+            return Err(RouterRefusal::value((
                 "max_tree_size",
                 "0: expected a positive character count".into(),
-            ));
+            )));
         }
         if !(1..=MAX_IN_FLIGHT).contains(&self.in_flight) {
-            return Err((
+            return Err(RouterRefusal::value((
                 "in_flight",
                 format!("{}: expected 1 to {MAX_IN_FLIGHT}", self.in_flight),
-            ));
+            )));
         }
         Ok(())
     }
