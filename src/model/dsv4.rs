@@ -432,14 +432,10 @@ impl Dsv4Geometry {
             full = full.min(m) / page * page;
         }
         let swa = (full as f64 * co.swa_ratio) as u64 / page * page;
-        let window = self.sliding_window as u64;
-        if swa_floor && window + page >= swa {
-            return Err(Dsv4Error::SwaBelowFloor {
-                tokens: swa,
-                window,
-                page,
-            });
+        if swa_floor {
+            self.validate_swa_pool_size(swa, page)?;
         }
+        let window = self.sliding_window as u64;
         Ok(Dsv4PoolSizes {
             full,
             swa,
@@ -459,6 +455,20 @@ impl Dsv4Geometry {
             return Err(Dsv4Error::PageSize(page));
         }
         Ok(page)
+    }
+
+    /// `pool_configurator.py: MemoryPoolConfigurator.validate_swa_pool_size` (0.5.20–0.5.23):
+    /// an SWA pool at or below `sliding_window + page_size` tokens cannot admit a request.
+    fn validate_swa_pool_size(&self, swa: u64, page: u64) -> Result<(), Dsv4Error> {
+        let window = self.sliding_window as u64;
+        if window + page >= swa {
+            return Err(Dsv4Error::SwaBelowFloor {
+                tokens: swa,
+                window,
+                page,
+            });
+        }
+        Ok(())
     }
 
     /// `_get_c128_state_fixed_bytes(max_running_requests per worker)` (0.5.15–0.5.23,
@@ -518,14 +528,7 @@ impl Dsv4Geometry {
             Some(cap) => cap,
             None => {
                 let t = (full as f64 * co.swa_ratio) as u64 / page * page;
-                let window = self.sliding_window as u64;
-                if window + page >= t {
-                    return Err(Dsv4Error::SwaBelowFloor {
-                        tokens: t,
-                        window,
-                        page,
-                    });
-                }
+                self.validate_swa_pool_size(t, page)?;
                 t
             }
         };

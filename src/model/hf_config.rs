@@ -84,9 +84,14 @@ pub enum ReadError {
         found: Value,
         expected: String,
     },
-    /// An architecture whose pools are known not to be modelled, and why.
+    /// An architecture whose pools are known not to be modelled, and why;
+    /// `sglang_loads`: SGLang itself would load it (false: SGLang has no model class).
     #[error("{arch}: {why}")]
-    NotModelled { arch: String, why: &'static str },
+    NotModelled {
+        arch: String,
+        why: &'static str,
+        sglang_loads: bool,
+    },
     #[error(
         "architecture `{arch}` is not one this simulator reads: supported are {} (MLA), the GQA family ({}), gpt-oss, MiMo-V2, Llama 4, Qwen3-Next / Qwen3.5, Kimi linear, Nemotron-H",
         MLA_ARCHS.join(", "),
@@ -199,23 +204,28 @@ const GQA_ARCHS: &[&str] = &[
     "Phi3ForCausalLM",
 ];
 
-/// Architectures SGLang sizes with a layout this simulator does not model (yet), and why.
-fn not_modelled(arch: &str) -> Option<&'static str> {
-    Some(match arch {
+/// Architectures SGLang sizes with a layout this simulator does not model (yet), and why;
+/// with whether SGLang loads them at all.
+fn not_modelled(arch: &str) -> Option<(&'static str, bool)> {
+    if arch == "Step3p7FlashForCausalLM" {
+        return Some((
+            "SGLang has no model class `Step3p7FlashForCausalLM` in any release 0.5.14–0.5.23 (`models/step3p7.py` registers `Step3p7ForConditionalGeneration` only): SGLang refuses to load this checkpoint",
+            false,
+        ));
+    }
+    let why = match arch {
         "MiniMaxM3SparseForCausalLM" | "MiniMaxM3SparseForConditionalGeneration" => {
             "MiniMax-M3's sparse attention pool (`MiniMaxSparseKVPool`) is not modelled"
         }
         "Step3p5ForCausalLM" | "Step3p7ForConditionalGeneration" => {
             "Step-3.x's attention layout is not modelled"
         }
-        "Step3p7FlashForCausalLM" => {
-            "SGLang has no model class `Step3p7FlashForCausalLM` in any release 0.5.14–0.5.23 (`models/step3p7.py` registers `Step3p7ForConditionalGeneration` only): SGLang refuses to load this checkpoint"
-        }
         "DeciLMForCausalLM" => {
             "variable-GQA Nemotron-NAS (`block_configs`) is not modelled (SGLang refuses VGQA too)"
         }
         _ => return None,
-    })
+    };
+    Some((why, true))
 }
 
 /// Reads a model. Errors name the key and what was expected.
@@ -236,8 +246,12 @@ pub fn read_model(files: &ConfigFiles) -> Result<HfModel, ReadError> {
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
-    if let Some(why) = not_modelled(&arch) {
-        return Err(ReadError::NotModelled { arch, why });
+    if let Some((why, sglang_loads)) = not_modelled(&arch) {
+        return Err(ReadError::NotModelled {
+            arch,
+            why,
+            sglang_loads,
+        });
     }
     let c = Cfg {
         root,

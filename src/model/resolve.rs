@@ -206,9 +206,12 @@ impl ModelError {
         matches!(
             self,
             ModelError::Config {
-                error: super::hf_config::ReadError::NotModelled { why, .. },
+                error: super::hf_config::ReadError::NotModelled {
+                    sglang_loads: true,
+                    ..
+                },
                 ..
-            } if why.contains("not modelled")
+            }
         )
     }
 }

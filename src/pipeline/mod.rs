@@ -247,17 +247,9 @@ pub fn run_replay(
         )
         .field("runtime.replay.dp_ranks"));
     }
-    if let Some(spec) = fleet {
-        let metrics = fleet::replay_fleet(path, &opts, cfg, spec, limit, factor)?;
-        nothing_to_measure(
-            &metrics,
-            path,
-            cfg.measurement.warmup_requests,
-            section.max_requests,
-        )?;
-        return Ok(metrics);
-    }
-    let metrics = if ranks == 1 {
+    let metrics = if let Some(spec) = fleet {
+        fleet::replay_fleet(path, &opts, cfg, spec, limit, factor)?
+    } else if ranks == 1 {
         replay_share(path, &opts, cfg, limit, factor, &|_| true)?
     } else {
         // `round_robin_scheduler`: request i of the trace (arrival order) to rank i mod

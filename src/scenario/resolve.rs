@@ -210,6 +210,7 @@ pub fn resolve_file(
         model_name,
         model,
         quant_note,
+        quant_guess,
     } = resolve_model(f, source, lines, &at)?;
     let (server, release_notes, kv_dtype) =
         check_server(f, lines, &node, &resolved, &model_name, &model, &at)?;
@@ -220,10 +221,6 @@ pub fn resolve_file(
     // explicit fields overriding launch flags, HiCache flags without HiCache).
     let mut notes: Vec<String> = not_modelled.to_vec();
     notes.extend(resolved.note.clone());
-    // A checkpoint format the preset has no size for: its weights are a guess.
-    let quant_guess = quant_note
-        .as_deref()
-        .is_some_and(|n| n.starts_with("warning: --model-path"));
     notes.extend(quant_note);
     notes.extend(release_notes);
     // Which MTP draft the host pools carry (`crate::model::mtp_draft`).
@@ -240,15 +237,8 @@ pub fn resolve_file(
     if let Some(u) = quantization_not_modelled(&resolved, source, lines)? {
         unmodelled.push(u);
     }
-    if quant_guess {
-        unmodelled.push(super::schema::Unmodelled {
-            what: "--model-path".into(),
-            effect: format!(
-                "a checkpoint format preset `{model_name}` has no size for: its {} weights are used, so the weights per rank and the device pool may differ",
-                model.default_quant
-            ),
-        });
-    }
+    // A checkpoint format the preset has no size for: its weights are a guess.
+    unmodelled.extend(quant_guess);
     // `--context-length` moves no pool of a full-attention model (GQA, MLA, MLA + DSA),
     // nor DeepSeek-V4's: `arg_groups/deepseek_v4_hook.py: apply_deepseek_v4_defaults`
     // sets `--max-running-requests` 256 when not given (0.5.18–0.5.23, the releases that
@@ -446,6 +436,8 @@ struct ResolvedParts {
     /// The checkpoint format a `--model-path` names, when it changes or misses the
     /// preset's.
     quant_note: Option<String>,
+    /// What a `--model-path` in a format the preset has no size for leaves unmodelled.
+    quant_guess: Option<super::schema::Unmodelled>,
 }
 
 /// The model (`crate::model::resolve`): `model:` (a preset, a catalogue model, or
@@ -501,6 +493,7 @@ fn resolve_model(
     // A preset's checkpoint in the format the --model-path names (`…-AWQ` is int4, not
     // the preset's default), when the preset has a size for it.
     let mut quant_note = None;
+    let mut quant_guess = None;
     if let (crate::model::ModelSource::Preset(_), Some(path)) =
         (&resolved.source, f.server.model_path.as_deref())
         && !model_over.contains_key("default_quant")
@@ -527,6 +520,13 @@ fn resolve_model(
                     .join(", "),
                 model.default_quant
             ));
+            quant_guess = Some(super::schema::Unmodelled {
+                what: "--model-path".into(),
+                effect: format!(
+                    "a checkpoint format preset `{model_name}` has no size for: its {} weights are used, so the weights per rank and the device pool may differ",
+                    model.default_quant
+                ),
+            });
         }
     }
     Ok(ResolvedParts {
@@ -534,6 +534,7 @@ fn resolve_model(
         model_name,
         model,
         quant_note,
+        quant_guess,
     })
 }
 
