@@ -21,11 +21,12 @@
 //! whose model type the override skips — and is kept here, checked against SGLang's
 //! configurator, for a [`Dsv4Schedule`] that asks for it.
 //!
-//! 0.5.18–0.5.20 ship another formula ([`Dsv4Formula::FlatKvBytes0518`]: unpadded
-//! latents, the C4 state rings per SWA token, no cap mode); 0.5.14–0.5.17 are not
-//! modelled.
+//! 0.5.15–0.5.20 ship another formula ([`Dsv4Formula::FlatKvBytes0518`]: unpadded
+//! latents, the C4 state rings per SWA token, no cap mode), and 0.5.14 a third
+//! ([`Dsv4Formula::C128PerSwaToken0514`]: the C128 state rings per SWA token too, no
+//! fixed bytes).
 //!
-//! Modelled path (0.5.18–0.5.23, checked against each release's own
+//! Modelled path (0.5.14–0.5.23, checked against each release's own
 //! `DSV4PoolConfigurator` by `tests/it/kv_bytes.rs`): CUDA, `SGLANG_DSV4_KV_LAYOUT`
 //! `v4` (its default: `deepseek_v4_memory_pool.py: select_dsv4_kv_layout` →
 //! `KVLayout.V4`), `dsv4_attn_backend` `flashmla` (`deepseek_v4_hook.py:
@@ -144,7 +145,12 @@ impl Dsv4Schedule {
 /// the module doc); a release picks it through [`crate::release::Dsv4Pools`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dsv4Formula {
-    /// 0.5.18–0.5.20: FlashMLA `kv_bytes` for every pool, the SWA ratio in the
+    /// 0.5.14: as [`Self::FlatKvBytes0518`] with the C128 compress-state rings in the
+    /// coefficient (`r × 128 / window × 2 × head_dim × 4 B` per ratio-128 layer) and no
+    /// fixed bytes; its configurator records a C128 state pool of `swa // window × 128`
+    /// rows.
+    C128PerSwaToken0514,
+    /// 0.5.15–0.5.20: FlashMLA `kv_bytes` for every pool, the SWA ratio in the
     /// coefficient, no cap mode ([`Dsv4Geometry::coefficients_for`]); `swa_floor`:
     /// `validate_swa_pool_size` runs (0.5.20).
     FlatKvBytes0518 { swa_floor: bool },
@@ -154,15 +160,14 @@ pub enum Dsv4Formula {
 }
 
 impl Dsv4Formula {
-    /// The formula of a release's [`Dsv4Pools`](crate::release::Dsv4Pools) rule, `None`
-    /// where it is not modelled (0.5.14–0.5.17).
-    pub fn of(pools: crate::release::Dsv4Pools) -> Option<Self> {
+    /// The formula of a release's [`Dsv4Pools`](crate::release::Dsv4Pools) rule.
+    pub fn of(pools: crate::release::Dsv4Pools) -> Self {
         use crate::release::Dsv4Pools;
         match pools {
-            Dsv4Pools::NotModelled => None,
-            Dsv4Pools::FlatKvBytes0518 => Some(Dsv4Formula::FlatKvBytes0518 { swa_floor: false }),
-            Dsv4Pools::FlatKvBytes0520 => Some(Dsv4Formula::FlatKvBytes0518 { swa_floor: true }),
-            Dsv4Pools::RatioMode0521 => Some(Dsv4Formula::Paged0521),
+            Dsv4Pools::C128PerSwaToken0514 => Dsv4Formula::C128PerSwaToken0514,
+            Dsv4Pools::FlatKvBytes0518 => Dsv4Formula::FlatKvBytes0518 { swa_floor: false },
+            Dsv4Pools::FlatKvBytes0520 => Dsv4Formula::FlatKvBytes0518 { swa_floor: true },
+            Dsv4Pools::RatioMode0521 => Dsv4Formula::Paged0521,
         }
     }
 }
@@ -351,19 +356,22 @@ impl Dsv4Geometry {
     pub fn coefficients_for(&self, formula: Dsv4Formula, s: &Dsv4Schedule) -> Dsv4Coefficients {
         match formula {
             Dsv4Formula::Paged0521 => self.coefficients(s),
-            Dsv4Formula::FlatKvBytes0518 { .. } => self.flat_coefficients(s),
+            Dsv4Formula::FlatKvBytes0518 { .. } => self.flat_coefficients(s, false),
+            Dsv4Formula::C128PerSwaToken0514 => self.flat_coefficients(s, true),
         }
     }
 
-    /// `DSV4PoolConfigurator._get_bytes_per_full_token` of 0.5.18–0.5.20 (CUDA, no
-    /// unified KV, no drafts, no HiSparse): every pool priced at the FlashMLA
-    /// `kv_bytes` (no page padding); the SWA pool and the C4 compress-state rings
-    /// (`c4_ring_size / swa_page_size` rows per SWA token, `swa_page_size` being the
-    /// model's `window_size`) join the coefficient at the SWA ratio; no cap mode. The
-    /// terms are summed in SGLang's order, so the float is SGLang's to the bit:
-    /// `r·kv·L + ¼·kv·c4 + kv/128·c128 + ¼·indexer·c4 + r·(8/window)·state·c4 + 0 +
-    /// r·(8/window)·indexer_state·c4`.
-    fn flat_coefficients(&self, s: &Dsv4Schedule) -> Dsv4Coefficients {
+    /// `DSV4PoolConfigurator._get_bytes_per_full_token` of 0.5.14–0.5.20 (CUDA, no
+    /// unified KV, no drafts, no HiSparse, no online C128): every pool priced at the
+    /// FlashMLA `kv_bytes` (no page padding); the SWA pool and the C4 compress-state
+    /// rings (`c4_ring_size / swa_page_size` rows per SWA token, `swa_page_size` being
+    /// the model's `window_size`) join the coefficient at the SWA ratio; no cap mode.
+    /// `c128_per_swa_token` (0.5.14): the C128 rings too (`128 / window` rows of `2 ×
+    /// head_dim` fp32, at the ratio), where 0.5.15 on charge them as fixed bytes and
+    /// add `0 × …`. The terms are summed in SGLang's order, so the float is SGLang's to
+    /// the bit: `r·kv·L + ¼·kv·c4 + kv/128·c128 + ¼·indexer·c4 + r·(8/window)·state·c4
+    /// + c128 term + r·(8/window)·indexer_state·c4`.
+    fn flat_coefficients(&self, s: &Dsv4Schedule, c128_per_swa_token: bool) -> Dsv4Coefficients {
         let layers = self.stage().len() as f64;
         let (c4_layers, c128_layers) = (self.count(4), self.count(128));
         let (c4, c128) = (c4_layers as f64, c128_layers as f64);
@@ -375,12 +383,20 @@ impl Dsv4Geometry {
         let r = s
             .operator_swa_full_tokens_ratio
             .unwrap_or(DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO);
+        // `self.swa_ratio * c128_state_ratio * c128_state_bytes * num_layers_ca128`
+        // (0.5.14), `0 * c128_state_bytes * num_layers_ca128` after.
+        let c128_state_term = if c128_per_swa_token {
+            let c128_state_ratio = C128_RING as f64 / self.sliding_window.max(1) as f64;
+            r * c128_state_ratio * (2 * head * STATE_ITEMSIZE) as f64 * c128
+        } else {
+            0.0
+        };
         let bytes_per_full_token = r * kv * layers
             + 0.25 * kv * c4
             + 1.0 / 128.0 * kv * c128
             + 0.25 * self.indexer_bytes_per_token() as f64 * c4
             + r * c4_state_ratio * c4_state_bytes * c4
-            + 0.0
+            + c128_state_term
             + r * c4_state_ratio * c4_indexer_state_bytes * c4;
         Dsv4Coefficients {
             kv_bytes: self.kv_bytes(),
@@ -404,13 +420,17 @@ impl Dsv4Geometry {
         match formula {
             Dsv4Formula::Paged0521 => self.pool_sizes(s, available_bytes, max_total_tokens),
             Dsv4Formula::FlatKvBytes0518 { swa_floor } => {
-                self.flat_pool_sizes(swa_floor, s, available_bytes, max_total_tokens)
+                self.flat_pool_sizes(formula, swa_floor, s, available_bytes, max_total_tokens)
+            }
+            Dsv4Formula::C128PerSwaToken0514 => {
+                self.flat_pool_sizes(formula, false, s, available_bytes, max_total_tokens)
             }
         }
     }
 
-    /// `DSV4PoolConfigurator.calculate_pool_sizes` of 0.5.18–0.5.20: fixed bytes =
-    /// the C128 compress-state rings (as 0.5.21's); `full = int((available − fixed) /
+    /// `DSV4PoolConfigurator.calculate_pool_sizes` of 0.5.14–0.5.20: fixed bytes =
+    /// the C128 compress-state rings (as 0.5.21's; none in 0.5.14, which prices them
+    /// per SWA token); `full = int((available − fixed) /
     /// bytes_per_full_token) // page × page` (no padding loop); `_compute_dsv4_sizes`:
     /// SWA `int(full × ratio) // page × page`, checked by `validate_swa_pool_size`
     /// from 0.5.20 (`swa_floor`), C4 `full // 4`, C128 `full // 128`, C4 state `swa //
@@ -418,14 +438,19 @@ impl Dsv4Geometry {
     /// caps `full` and the pools are re-derived from it (`config_from_budget`).
     fn flat_pool_sizes(
         &self,
+        formula: Dsv4Formula,
         swa_floor: bool,
         s: &Dsv4Schedule,
         available_bytes: u64,
         max_total_tokens: Option<u64>,
     ) -> Result<Dsv4PoolSizes, Dsv4Error> {
         let page = self.checked_page(s)?;
-        let co = self.flat_coefficients(s);
-        let fixed = self.c128_state_fixed_bytes(s, co.c128_layers);
+        let co = self.coefficients_for(formula, s);
+        // 0.5.14 keeps the C128 rings in the coefficient: no fixed bytes.
+        let fixed = match formula {
+            Dsv4Formula::C128PerSwaToken0514 => 0,
+            _ => self.c128_state_fixed_bytes(s, co.c128_layers),
+        };
         let for_tokens = available_bytes.saturating_sub(fixed);
         let mut full = (for_tokens as f64 / co.bytes_per_full_token) as u64 / page * page;
         if let Some(m) = max_total_tokens {

@@ -30,10 +30,6 @@ pub enum PoolError {
     /// `dsv4_device_pools` was asked for another model.
     #[error("not a DeepSeek-V4 model")]
     NotDsv4,
-    #[error(
-        "DeepSeek-V4's pools in this release (its own `pool_configurator.py: DSV4PoolConfigurator`) are not modelled: the simulator's DeepSeek-V4 sizing is checked against SGLang 0.5.18–0.5.23 only (0.5.14–0.5.17 size it in a `ModelRunner` the differential cannot build): pick a release from 0.5.18 on"
-    )]
-    Dsv4ReleaseNotModelled,
     /// The weights leave no memory under the fraction: `rest_memory <= 0` in
     /// `mem_cache/kv_cache_configurator.py: _profile_available_bytes` (0.5.16–0.5.23;
     /// `model_executor/model_runner_kv_cache_mixin.py` in 0.5.14–0.5.15, the same text),
@@ -397,8 +393,7 @@ pub fn dsv4_device_pools(
 ) -> Result<crate::model::dsv4::Dsv4PoolSizes, PoolError> {
     use crate::model::dsv4::Dsv4Geometry;
     let geo = Dsv4Geometry::of(&inp.model.attention, inp.model.layers).ok_or(PoolError::NotDsv4)?;
-    let formula = crate::model::dsv4::Dsv4Formula::of(inp.rules.dsv4_pools)
-        .ok_or(PoolError::Dsv4ReleaseNotModelled)?;
+    let formula = crate::model::dsv4::Dsv4Formula::of(inp.rules.dsv4_pools);
     if let Some(algo) = &server.speculative_algorithm {
         // `get_compress_state_ring_size` (16 / 256 rows with drafts), the (T + 1) / T
         // inflation and the draft-aware SWA request cap are not modelled.
@@ -614,10 +609,15 @@ mod tests {
         let d = Release::V0_5_20.rules().pools.dsv4_pools;
         assert_eq!(d.operator_swa_full_tokens_ratio(Some(0.8)), Some(0.8));
         assert_eq!(d.operator_swa_full_tokens_ratio(None), Some(0.1));
-        assert_eq!(
-            Release::V0_5_17.rules().pools.dsv4_pools,
-            Dsv4Pools::NotModelled
-        );
+        // 0.5.15–0.5.17 run 0.5.18's formula and ratio rule; 0.5.14 its own formula
+        // with the same ratio rule.
+        for r in [Release::V0_5_15, Release::V0_5_16, Release::V0_5_17] {
+            assert_eq!(r.rules().pools.dsv4_pools, Dsv4Pools::FlatKvBytes0518);
+        }
+        let d = Release::V0_5_14.rules().pools.dsv4_pools;
+        assert_eq!(d, Dsv4Pools::C128PerSwaToken0514);
+        assert_eq!(d.operator_swa_full_tokens_ratio(Some(0.8)), Some(0.1));
+        assert_eq!(d.operator_swa_full_tokens_ratio(None), Some(0.1));
     }
 
     #[test]

@@ -253,6 +253,8 @@ pub struct PoolRules {
     pub swa_floor_check: bool,
     /// How DeepSeek-V4's compressed-attention pools are sized.
     pub dsv4_pools: Dsv4Pools,
+    /// How DeepSeek-V4's HiCache host pools are built, where modelled.
+    pub dsv4_host: Dsv4HostPools,
     /// How an EAGLE / NextN draft's KV enters the target's device cell size.
     pub draft_cell: DraftCell,
     /// Which layers of a DSA model (GLM-5.x, DeepSeek-V3.2) hold index-K, on the device
@@ -389,16 +391,20 @@ pub enum DraftCell {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Dsv4Pools {
-    /// 0.5.14–0.5.17: the release's own configurator is not modelled (its code takes
-    /// a `ModelRunner`, which the KV differential cannot build; 0.5.14 also charges the
-    /// C128 state rings per SWA token): start-up refuses to guess.
-    NotModelled,
-    /// 0.5.18–0.5.19: `pool_configurator.py: DSV4PoolConfigurator` prices every pool at
+    /// 0.5.14: as [`Self::FlatKvBytes0518`] but the C128 compress-state rings are
+    /// charged per SWA token (`c128_ring_size / window_size` rows of `2 × head_dim`
+    /// fp32 per ratio-128 layer, at the SWA ratio) instead of as fixed request-scoped
+    /// bytes (`model::dsv4::Dsv4Formula::C128PerSwaToken0514`); the ratio resolved by
+    /// `arg_groups/deepseek_v4_hook.py: apply_deepseek_v4_defaults` (0.8 → 0.1).
+    C128PerSwaToken0514,
+    /// 0.5.15–0.5.19: `pool_configurator.py: DSV4PoolConfigurator` prices every pool at
     /// the FlashMLA `kv_bytes` with the SWA ratio in the coefficient
     /// (`model::dsv4::Dsv4Formula::FlatKvBytes0518`), no SWA
-    /// floor; `model_overrides/deepseek_v4.py` (`overrides.py` in 0.5.18) sets
+    /// floor; `model_overrides/deepseek_v4.py` (`overrides.py` in 0.5.15–0.5.18) sets
     /// `swa_full_tokens_ratio = 0.1` when it equals `ServerArgs`' default 0.8 — an
-    /// explicit `--swa-full-tokens-ratio 0.8` too.
+    /// explicit `--swa-full-tokens-ratio 0.8` too. (0.5.15–0.5.17's configurator reads
+    /// a `ModelRunner` or an early `KVCacheConfigurator`: checked by
+    /// `tools/models/dsv4_early_golden.py`, the later ones by the KV differential.)
     FlatKvBytes0518,
     /// 0.5.20: as [`Self::FlatKvBytes0518`] with `validate_swa_pool_size`, the ratio's
     /// default now `None` (set to 0.1 when unset, an explicit 0.8 kept).
@@ -422,8 +428,7 @@ impl Dsv4Pools {
     /// `--swa-full-tokens-ratio` given (`None`: not given).
     pub fn operator_swa_full_tokens_ratio(self, given: Option<f64>) -> Option<f64> {
         match self {
-            Dsv4Pools::NotModelled => given,
-            Dsv4Pools::FlatKvBytes0518 => match given {
+            Dsv4Pools::C128PerSwaToken0514 | Dsv4Pools::FlatKvBytes0518 => match given {
                 // `ServerArgs.swa_full_tokens_ratio`'s default 0.8, given or not.
                 None => Some(DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO),
                 Some(r) if r == 0.8 => Some(DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO),
@@ -434,6 +439,20 @@ impl Dsv4Pools {
             }
         }
     }
+}
+
+/// DeepSeek-V4's HiCache host pools (`hybrid_pool_assembler.py:
+/// build_deepseek_v4_hicache_stack`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dsv4HostPools {
+    /// 0.5.14–0.5.17: built by other code (their `DeepSeekV4PagedHostPool`,
+    /// `DeepSeekV4StateHostPool` and assembler differ from 0.5.18's) that no
+    /// differential runs: a start-up with HiCache on is `not_modelled`.
+    NotModelled,
+    /// 0.5.18–0.5.23: `model::dsv4::Dsv4Geometry::host_pools`, checked against each
+    /// release's own stack by `tools/models/dsv4_host_golden.py`.
+    Stack0518,
 }
 
 /// Everything a release (or a what-if) decides.
@@ -501,7 +520,8 @@ fn r0_5_14() -> ReleaseRules {
             mtp_draft_host: MtpDraftHost::SeparatePool,
             mamba_slots: MambaSlotFormula::Floor,
             swa_floor_check: false,
-            dsv4_pools: Dsv4Pools::NotModelled,
+            dsv4_pools: Dsv4Pools::C128PerSwaToken0514,
+            dsv4_host: Dsv4HostPools::NotModelled,
             draft_cell: DraftCell::Scale,
             dsa_index_k: DsaIndexK::AllLayers,
             mm_reservation: MmReservation::None,
@@ -536,7 +556,8 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
     use Release as R;
     let v0_5_14 = r0_5_14();
     // 0.5.15 (sglang PR 28614): `pool_host/base.py` only warns when host <= device;
-    // `cache_controller.py`: `int(0.5 * self.mem_pool_host.size)`.
+    // `cache_controller.py`: `int(0.5 * self.mem_pool_host.size)`;
+    // `DSV4PoolConfigurator` takes the C128 state rings as fixed request-scoped bytes.
     let v0_5_15 = ReleaseRules {
         sizing: SglangVersion::Pr28614.rules(),
         controller: ControllerRules {
@@ -547,6 +568,10 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
         // `cuda_graph_config.py: default_prefill_backend` (breakable on CUDA);
         // `reserve_for_graph_mb` skips the decode reserve without decode graphs; DeepEP
         // buffers reserved on top of the 10 GiB floor.
+        pools: PoolRules {
+            dsv4_pools: Dsv4Pools::FlatKvBytes0518,
+            ..v0_5_14.pools
+        },
         device: DevicePoolRules {
             prefill_graph: PrefillGraphDefault::BreakableNoMla,
             decode_reserve_without_graph: false,
@@ -595,15 +620,15 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
     // index-K on its owned layers unless HiCache or PD is on; `pool_configurator.py`:
     // a DSA draft's KV added per layer, its indexer on every draft layer;
     // `_profile_available_bytes` reserves a multimodal model's embedding cache;
-    // `DSV4PoolConfigurator` takes a `KVCacheConfigurator` (the first release the KV
-    // differential runs DeepSeek-V4 in).
+    // `build_deepseek_v4_hicache_stack` builds DeepSeek-V4's host pools as every later
+    // release does (the first release the KV differential runs DeepSeek-V4 in).
     let v0_5_18 = ReleaseRules {
         pools: PoolRules {
             mtp_draft_host: MtpDraftHost::PackedUnifiedTreeOnly,
             dsa_index_k: DsaIndexK::ElideUnlessHicacheOrPd,
             draft_cell: DraftCell::DsaAddPerLayer,
             mm_reservation: MmReservation::VlmCache100Mib,
-            dsv4_pools: Dsv4Pools::FlatKvBytes0518,
+            dsv4_host: Dsv4HostPools::Stack0518,
             ..v0_5_17.pools
         },
         // The breakable prefill graph no longer turns off for MLA models.

@@ -461,6 +461,16 @@ impl StartupPlan {
                 // raises first.
                 match sizing {
                     _ if dsv4_failure.is_some() => {}
+                    HicacheSizing::Off => {}
+                    _ if pool_rules.dsv4_host == crate::release::Dsv4HostPools::NotModelled => {
+                        return Err(FieldError::not_modelled(
+                            "server.enable_hierarchical_cache",
+                            format!(
+                                "DeepSeek-V4's HiCache host pools under SGLang {} (its own `hybrid_pool_assembler.py: build_deepseek_v4_hicache_stack`, whose pools differ from 0.5.18's) are not modelled: the device pools are; pick a release from 0.5.18 on, or HiCache off",
+                                s.version
+                            ),
+                        ));
+                    }
                     HicacheSizing::AutoSize { .. } | HicacheSizing::AutoHicache { .. } => {
                         return Err(FieldError::new(
                             "server.hicache_ratio",
@@ -729,9 +739,9 @@ fn dsv4_refusal(e: crate::pools::PoolError) -> FieldError {
     use crate::model::dsv4::Dsv4Error;
     use crate::pools::PoolError;
     match e {
-        PoolError::Dsv4ReleaseNotModelled
-        | PoolError::Dsv4Speculative(_)
-        | PoolError::Dsv4(Dsv4Error::UnmodelledRatio(_)) => FieldError::not_modelled("server", e),
+        PoolError::Dsv4Speculative(_) | PoolError::Dsv4(Dsv4Error::UnmodelledRatio(_)) => {
+            FieldError::not_modelled("server", e)
+        }
         e => FieldError::new("server", e),
     }
 }

@@ -66,8 +66,7 @@ fn dsv4_host_pools_match_sglang() {
                     .release_rules()
                     .pools
                     .dsv4_pools,
-            )
-            .unwrap();
+            );
             let dev = geo
                 .pool_sizes_for(formula, &sched, gib << 30, None)
                 .unwrap();

@@ -213,9 +213,7 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
                     failures.push(format!("{ctx}: dtype {got_dtype}, SGLang {want_dtype}"));
                 }
                 let geo = Dsv4Geometry::of(&hf.attention, hf.layers).expect("a DSV4 geometry");
-                let formula = Dsv4Formula::of(pool_rules.dsv4_pools).unwrap_or_else(|| {
-                    panic!("{ctx}: a golden release whose DeepSeek-V4 pools are not modelled")
-                });
+                let formula = Dsv4Formula::of(pool_rules.dsv4_pools);
                 for c in cases {
                     let ratio = crate::dsv4_host::golden_operator_ratio(rel, c);
                     failures.extend(dsv4_case(formula, ratio, &geo, c, &ctx, dp as u64));
@@ -318,6 +316,77 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
     );
 }
 
+/// DeepSeek-V4's device pools under 0.5.14–0.5.17, whose `DSV4PoolConfigurator` reads a
+/// `ModelRunner` or an early `KVCacheConfigurator` the KV worker does not build:
+/// `tools/models/dsv4_early_golden.py` runs the class itself on SGLang's `ModelConfig`
+/// (tests/golden/dsv4_early/), per layout (TP, attention DP) and schedule, at 40 and
+/// 100 GiB. 0.5.14 prices the C128 state rings per SWA token: DeepSeek-V4-Flash's full
+/// token is 15,897.45 B there against 7,705.45 B in 0.5.15–0.5.17.
+#[test]
+fn dsv4_pools_match_sglang_0_5_14_to_0_5_17() {
+    let models: BTreeMap<&str, _> = catalogue().iter().map(|e| (e.hf_id.as_str(), e)).collect();
+    let (mut checked, mut sglang_errors) = (0usize, 0usize);
+    let mut failures = Vec::new();
+    let mut flash_coefficient = BTreeMap::new();
+    for rel in ["0.5.14", "0.5.15", "0.5.16", "0.5.17"] {
+        let formula = Dsv4Formula::of(
+            Sglang::from_id(rel)
+                .unwrap()
+                .release_rules()
+                .pools
+                .dsv4_pools,
+        );
+        let path = format!("tests/golden/dsv4_early/{rel}.jsonl");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        for line in text.lines() {
+            let g: Value = serde_json::from_str(line).unwrap();
+            let id = g["model"].as_str().unwrap();
+            if g.get("error").is_some() {
+                sglang_errors += 1;
+                continue;
+            }
+            let e = models
+                .get(id)
+                .unwrap_or_else(|| panic!("{path}: {id} not in the catalogue"));
+            let files = ConfigFiles {
+                config: e.config.clone(),
+                hf_quant_config: e.hf_quant_config.clone(),
+                safetensors_total_size: None,
+            };
+            let hf = read_model(&files).unwrap();
+            let geo = Dsv4Geometry::of(&hf.attention, hf.layers).expect("a DSV4 geometry");
+            assert_eq!(g["layers"].as_u64(), Some(hf.layers as u64), "{path}: {id}");
+            let dp = g["dp"].as_u64().unwrap();
+            let ctx = format!("{rel} {id} tp={} dp={dp}", g["tp"]);
+            for c in g["dsv4"].as_array().unwrap() {
+                let ratio = crate::dsv4_host::golden_operator_ratio(rel, c);
+                failures.extend(dsv4_case(formula, ratio, &geo, c, &ctx, dp));
+                checked += 1;
+                if id == "deepseek-ai/DeepSeek-V4-Flash"
+                    && dp == 1
+                    && c["swa_full_tokens_ratio"] == 0.1
+                {
+                    flash_coefficient
+                        .insert(rel, c["bytes_per_full_token"].as_str().unwrap().to_string());
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} differences:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    // 4 releases x 4 models x 7 layouts x 6 schedules; the two sgl-project FP8 configs
+    // (`model_type: deepseek_ref`) are ones SGLang's ModelConfig cannot build offline.
+    assert_eq!((checked, sglang_errors), (672, 8));
+    assert_eq!(flash_coefficient["0.5.14"], "15897.45");
+    for rel in ["0.5.15", "0.5.16", "0.5.17"] {
+        assert_eq!(flash_coefficient[rel], "7705.450000000001", "{rel}");
+    }
+}
+
 /// One DeepSeek-V4 schedule of a golden line (`ratio`: its operator SWA ratio, as
 /// [`crate::dsv4_host::golden_operator_ratio`] reads it): the coefficients
 /// (`bytes_per_full_token`, `bytes_per_swa_token` as Python's `repr`, `kv_bytes`, the
@@ -347,11 +416,11 @@ fn dsv4_case(
         sched.operator_swa_full_tokens_ratio
     );
     let co = geo.coefficients_for(formula, &sched);
-    // `None`: a release's configurator without the figure (0.5.18–0.5.20 keep
+    // `None`: a release's configurator without the figure (0.5.14–0.5.20 keep
     // `kv_bytes` a local and have no SWA-slot price).
     let f = |k: &str| c[k].as_str().unwrap().parse::<f64>().ok();
     let kv_bytes = match formula {
-        Dsv4Formula::FlatKvBytes0518 { .. } => None,
+        Dsv4Formula::FlatKvBytes0518 { .. } | Dsv4Formula::C128PerSwaToken0514 => None,
         Dsv4Formula::Paged0521 => Some(co.kv_bytes),
     };
     if kv_bytes != c["kv_bytes"].as_u64()

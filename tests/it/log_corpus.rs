@@ -19,6 +19,7 @@
 
 use std::path::Path;
 
+use hicache_sim::model::dsv4::{Dsv4Formula, Dsv4Geometry, Dsv4Schedule};
 use hicache_sim::model::{
     DevicePoolInputs, KvDtype, ModelPreset, ModelQuery, ParallelLayout, ResolvedModel,
     profile_rest_gib, resolve,
@@ -149,6 +150,10 @@ struct Case {
     /// architecture, not the checkpoint that was loaded).
     #[serde(default)]
     weights_not_compared: Option<String>,
+    /// Why the rule check may exceed 0.2 %: the log's build computes the release's rule
+    /// on other inputs (named), so `bounds.profile_tokens` applies instead.
+    #[serde(default)]
+    rule_differs: Option<String>,
 }
 
 /// One row of the README table.
@@ -200,6 +205,26 @@ fn tokens(
         enable_hierarchical_cache: false,
         pd_disaggregation: false,
     };
+    // DeepSeek-V4: `DSV4PoolConfigurator` (the release's formula, SGLang's schedule:
+    // page 256, 256 running requests, the 0.1 SWA ratio) on `profile_max_num_token`'s
+    // rest in bytes.
+    if let Some(geo) = Dsv4Geometry::of(&model.attention, model.layers) {
+        let rules = Release::V0_5_14.rules().pools;
+        let sched = Dsv4Schedule {
+            page_size: device.page_size,
+            attn_dp_size: if layout.enable_dp_attention {
+                layout.dp_size as u64
+            } else {
+                1
+            },
+            ..Dsv4Schedule::sglang_default(8192)
+        };
+        let rest = (profile_rest_gib(&device) * GIB) as u64;
+        return geo
+            .pool_sizes_for(Dsv4Formula::of(rules.dsv4_pools), &sched, rest, None)
+            .map(|p| p.full)
+            .unwrap_or(0);
+    }
     device_pools(&inp).map(|p| p.full_tokens).unwrap_or(0)
 }
 
@@ -473,7 +498,13 @@ fn every_case_within_its_recorded_bounds() {
         }
         cases_n += 1;
         if let (Some(e), Some(r)) = (e_prof, r.profile_rounding) {
-            rule_checks.push((name.clone(), e, r));
+            // A build between releases whose rule is known to differ from the modelled
+            // release's by a stated amount may take its own bound (`rule_differs`).
+            let allowed = match &c.rule_differs {
+                Some(_) => r.max(c.bounds.profile_tokens.unwrap_or(0.0)),
+                None => r,
+            };
+            rule_checks.push((name.clone(), e, allowed));
         }
         profile_errs.extend(e_prof.map(f64::abs));
         sim_errs.extend(e_sim.map(f64::abs));

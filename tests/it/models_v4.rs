@@ -219,13 +219,16 @@ fn check_answers_deepseek_v4_per_release() {
 /// (weights 41,236,730,204 B a rank; 188,271,527,199 B free before the load): the
 /// budget `profile_max_num_token` leaves is 119,735,425,551 B, and each release's own
 /// `DSV4PoolConfigurator` sizes it:
-/// - 0.5.18–0.5.20 (`FlatKvBytes0518`): 0.1 × 584 × 43 + ¼ × 584 × 21 + 584/128 × 20
+/// - 0.5.15–0.5.20 (`FlatKvBytes0518`, the same default fraction 0.855): 0.1 × 584 × 43 + ¼ × 584 × 21 + 584/128 × 20
 ///   + ¼ × 132 × 21 + 0.1 × 8/128 × (8,192 + 2,048) × 21 = 7,705.45 B a full token;
 ///   C128 rings 259 × 128 rows × 4,096 B × 20 layers = 2,715,811,840 B fixed;
 ///   117,019,613,711 / 7,705.45 = 15,186,540.7 → 15,186,432 (page 256); SWA
 ///   int(1,518,643.2) → 1,518,592;
-/// - 0.5.21 (`Paged0521`): 16,512,256 / 1,651,200 (the paged V4 layout, 7,086.75 B).
-/// 0.5.14–0.5.17 are refused (their configurator is not modelled).
+/// - 0.5.21 (`Paged0521`): 16,512,256 / 1,651,200 (the paged V4 layout, 7,086.75 B);
+/// - 0.5.14 (`C128PerSwaToken0514`): the C128 rings per SWA token, 0.1 × 128/128 ×
+///   4,096 B × 20 = 8,192 B more a full token (15,897.45 B) and no fixed bytes:
+///   119,735,425,551 / 15,897.45 = 7,531,737.8 → 7,531,520; SWA 753,152.
+/// With HiCache on, 0.5.14–0.5.17 are `not_modelled`: their host-pool stack differs.
 #[test]
 fn deepseek_v4_device_pools_by_each_releases_formula() {
     let run = |rel: &str| {
@@ -250,7 +253,10 @@ fn deepseek_v4_device_pools_by_each_releases_formula() {
         )
     };
     for (rel, full, swa) in [
-        ("0.5.18", 15_186_432u64, 1_518_592u64),
+        ("0.5.14", 7_531_520u64, 753_152u64),
+        ("0.5.15", 15_186_432, 1_518_592),
+        ("0.5.17", 15_186_432, 1_518_592),
+        ("0.5.18", 15_186_432, 1_518_592),
         ("0.5.19", 15_186_432, 1_518_592),
         ("0.5.20", 15_186_432, 1_518_592),
         ("0.5.21", 16_512_256, 1_651_200),
@@ -262,9 +268,25 @@ fn deepseek_v4_device_pools_by_each_releases_formula() {
         assert_eq!(v["device_swa_pool_tokens"], swa, "{rel}");
         assert_eq!(v["status"], "ok", "{rel}");
     }
-    let (code, _, err) = run("0.5.17");
-    assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("pick a release from 0.5.18 on"), "{err}");
+    let out = Command::cargo_bin("hicache-sim")
+        .unwrap()
+        .args(["startup", "--sglang", "0.5.17"])
+        .arg("scenarios/deepseek-v4-pro-host-pools.yaml")
+        .args([
+            "--set",
+            "server.tp_size=4",
+            "--set",
+            "model=deepseek-ai/DeepSeek-V4-Flash",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("build_deepseek_v4_hicache_stack"), "{err}");
+    assert!(
+        err.contains("pick a release from 0.5.18 on, or HiCache off"),
+        "{err}"
+    );
     // Labelled as what it is, not as bad input.
     assert!(err.starts_with("not_modelled: "), "{err}");
 }
@@ -657,8 +679,8 @@ fn deepseek_v4_flash_on_the_n05_n06_budgets() {
     assert_eq!((n06.full, n06.swa), (2_583_296, 258_304));
 }
 
-/// DeepSeek-V4 under 0.5.17, whose `DSV4PoolConfigurator` is not modelled: not a bad
-/// input (`error`) but a `not_modelled` row naming the rule, in every output — `check`'s
+/// DeepSeek-V4 with HiCache on under 0.5.17, whose host-pool stack is not modelled: not
+/// a bad input (`error`) but a `not_modelled` row naming the rule, in every output — `check`'s
 /// text, JSON and JUnit (a failure: exit 1, not 2), and a sweep's `status` column — while
 /// the same recipe under 0.5.21 is answered.
 #[test]
@@ -667,7 +689,7 @@ fn an_unmodelled_release_rule_is_a_not_modelled_row_everywhere() {
     let f = dir.path().join("v4.sh");
     std::fs::write(
         &f,
-        "# hicache-sim: node=hgx-b200\npython -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V4-Flash --tp 4\n",
+        "# hicache-sim: node=hgx-b200\npython -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V4-Flash --tp 4 --enable-hierarchical-cache --hicache-ratio 2\n",
     )
     .unwrap();
     let check = |format: &str| {
@@ -700,7 +722,7 @@ fn an_unmodelled_release_rule_is_a_not_modelled_row_everywhere() {
         rows[0]["message"]
             .as_str()
             .unwrap()
-            .contains("DSV4PoolConfigurator`) are not modelled"),
+            .contains("build_deepseek_v4_hicache_stack`, whose pools differ"),
         "{rows}"
     );
     assert_eq!(rows[1]["status"], "ok");
@@ -712,7 +734,7 @@ fn an_unmodelled_release_rule_is_a_not_modelled_row_everywhere() {
     let scen = dir.path().join("s.yaml");
     std::fs::write(
         &scen,
-        "name: v4-sweep\nnode: hgx-b200\nruns: 5\nserver:\n  launch: python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V4-Flash --tp 4\nsweep:\n  axes:\n    sglang: ['0.5.17', '0.5.21']\n",
+        "name: v4-sweep\nnode: hgx-b200\nruns: 5\nserver:\n  launch: python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V4-Flash --tp 4 --enable-hierarchical-cache --hicache-ratio 2\nsweep:\n  axes:\n    sglang: ['0.5.17', '0.5.21']\n",
     )
     .unwrap();
     let outdir = dir.path().join("out");

@@ -37,6 +37,10 @@ fi
 # build_deepseek_v4_hicache_stack, run again, must still say what tests/golden/dsv4_host/
 # says (`cargo test --test it dsv4_host`). About a minute per release.
 "$PY" tools/models/dsv4_host_golden.py --releases "$KV_RELEASES" --check
+# DeepSeek-V4's device pools under 0.5.14-0.5.17, whose configurator reads a ModelRunner /
+# early KVCacheConfigurator: SGLang's own DSV4PoolConfigurator on SGLang's ModelConfig
+# must still say what tests/golden/dsv4_early/ says (`cargo test --test it kv_bytes`).
+"$PY" tools/models/dsv4_early_golden.py --check
 # The multimodal architecture lists of every modelled release (0.5.14 on), read again from
 # each wheel's configs/model_config.py, must still be src/model/multimodal_archs.json.
 "$PY" tools/models/gen_multimodal_archs.py --check

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Runs inside kv_bytes_golden.py's virtual environment for one SGLang release of
+0.5.14-0.5.17 (the unpacked wheel's path first, then DeepSeek-V4 model directories) and
+prints one JSON line per model x parallel layout: SGLang's own
+`model_executor/pool_configurator.py: DSV4PoolConfigurator`, built from the real
+`configs/model_config.py: ModelConfig`, per schedule, in the record format of
+sglang_kv_worker.py's `dsv4_cases` (so tests/it/kv_bytes.rs reads both alike).
+
+These releases' configurator takes a `ModelRunner` (0.5.14-0.5.15) or a
+`KVCacheConfigurator` (0.5.16-0.5.17) but reads only a few fields of it: the model
+config, the layer slice `[start_layer, end_layer)` (`[0, num_hidden_layers)` with PP 1,
+as the model's `make_layers` gives it), the PP and attention-DP sizes, and a handful of
+server arguments. Both are given here as namespaces holding exactly those fields, so the
+class's own `__init__`, `_get_bytes_per_full_token` and `calculate_pool_sizes` run
+unchanged. `--swa-full-tokens-ratio` is resolved as each release does (`ServerArgs`'
+default 0.8, replaced by 0.1 when equal to it: `arg_groups/deepseek_v4_hook.py:
+apply_deepseek_v4_defaults` in 0.5.14, `arg_groups/overrides.py:
+_deepseek_v4_overrides` in 0.5.15-0.5.17). Torch and the GPU packages are stubbed
+(anystub.py).
+"""
+
+import json
+import os
+import sys
+import types
+
+TREE = sys.argv[1]
+DIRS = sys.argv[2:]
+
+import transformers  # noqa: E402,F401  (before the stubs: transformers must see no torch)
+from transformers.utils import import_utils as _iu  # noqa: E402
+
+_dummy_getattribute = _iu.DummyObject.__getattribute__
+
+
+def _lenient(cls, key):
+    if key == "register":
+        return lambda *a, **k: None
+    return _dummy_getattribute(cls, key)
+
+
+_iu.DummyObject.__getattribute__ = _lenient
+import logging  # noqa: E402
+
+logging.disable(logging.WARNING)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import anystub  # noqa: E402
+
+anystub.install()
+# `layers/attention/fla/utils.py` (imported by these releases' server_args.py) asks
+# triton's driver for the backend at import: answer CUDA.
+import triton  # noqa: E402  (the stub)
+
+_target = types.SimpleNamespace(backend="cuda", arch=90, warp_size=32)
+triton.runtime.driver.active.get_current_target = lambda: _target
+sys.path.insert(0, TREE)
+os.environ.pop("SGLANG_PLATFORM", None)
+
+from sglang.srt.configs.model_config import ModelConfig  # noqa: E402
+import sglang.srt.model_executor.pool_configurator as pc  # noqa: E402
+from sglang.srt.server_args import ServerArgs  # noqa: E402
+
+# The same schedules as sglang_kv_worker.py's DSV4_SCHEDULES: (max_running_requests,
+# chunked_prefill_size, --swa-full-tokens-ratio given or None, resolved as SGLang does).
+# These releases have no cap mode: False only records the ratio as given (0.1 unset).
+SCHEDULES = [(256, 8192, None, True), (64, 8192, None, True), (256, 8192, 0.25, True),
+             (256, 8192, None, False), (256, 16384, None, False), (64, 8192, None, False)]
+AVAILABLE_GIB = [40, 100]
+# (tp, attention DP size): plain TP, then DP attention.
+LAYOUTS = [(1, 1), (8, 1), (2, 2), (4, 4), (4, 2), (8, 8), (8, 4)]
+
+
+def resolved_ratio(arg, as_sglang):
+    """The ratio the configurator reads: `ServerArgs.swa_full_tokens_ratio` (0.8) when not
+    given; the DeepSeek-V4 defaults replace a value equal to it by 0.1."""
+    if not as_sglang:
+        return (0.1 if arg is None else arg), False
+    default = ServerArgs.swa_full_tokens_ratio
+    ratio = default if arg is None else arg
+    if ratio == default:
+        ratio = 0.1
+    return ratio, True
+
+
+def configurator(mc, mrr, ratio, dp):
+    args = types.SimpleNamespace(
+        swa_full_tokens_ratio=ratio, speculative_algorithm=None,
+        max_speculative_num_draft_tokens=None, max_running_requests=mrr,
+        disaggregation_mode="null", disaggregation_decode_extra_slots=0,
+        enable_hisparse=False)
+    start, end = 0, mc.num_hidden_layers
+    mr = types.SimpleNamespace(
+        # ModelRunner (0.5.14-0.5.15)
+        model_config=mc, start_layer=start, end_layer=end, pp_size=1, dp_size=dp,
+        server_args=args, enable_hisparse=False,
+        spec_algorithm=types.SimpleNamespace(is_none=lambda: True, is_eagle=lambda: False),
+        # KVCacheConfigurator (0.5.16-0.5.17)
+        layer_info=types.SimpleNamespace(start_layer=start, end_layer=end),
+        ps=types.SimpleNamespace(pp_size=1, attn_dp_size=dp), kv_cache_dtype_str="fp8_e4m3")
+    return pc.DSV4PoolConfigurator(mr)
+
+
+def cases(mc, dp):
+    out = []
+    for mrr, chunk, arg, as_sglang in SCHEDULES:
+        ratio, explicit = resolved_ratio(arg, as_sglang)
+        c = configurator(mc, mrr, ratio, dp)
+        rec = {"configurator": type(c).__name__, "max_running_requests": mrr,
+               "chunked_prefill_size": chunk, "swa_full_tokens_ratio_arg": arg,
+               "resolved_as_sglang": as_sglang, "swa_full_tokens_ratio": ratio,
+               "swa_full_tokens_ratio_explicitly_set": explicit, "kv_bytes": None,
+               "bytes_per_full_token": repr(c.bytes_per_full_token),
+               "bytes_per_swa_token": repr(None), "swa_cap_tokens": None, "sizes": {}}
+        for gib in AVAILABLE_GIB:
+            r = c.calculate_pool_sizes(gib << 30, 256)
+            rec["sizes"][str(gib)] = {
+                "full": r.full_max_total_num_tokens, "swa": r.swa_max_total_num_tokens,
+                "c4": r.c4_max_total_num_tokens, "c128": r.c128_max_total_num_tokens,
+                "c4_state": r.c4_state_pool_size, "c128_state": r.c128_state_pool_size}
+        out.append(rec)
+    return out
+
+
+def load(d):
+    """SGLang's ModelConfig, with the checkpoint's remote code if it loads, else
+    transformers' native class (as sglang_kv_worker.py's `load`)."""
+    try:
+        return ModelConfig(model_path=d, trust_remote_code=True)
+    except Exception:
+        return ModelConfig(model_path=d, trust_remote_code=False)
+
+
+for d in DIRS:
+    try:
+        mc = load(d)
+    except Exception as e:  # noqa: BLE001  (recorded, as the KV golden records it)
+        print(json.dumps({"model": os.path.basename(d),
+                          "error": f"ModelConfig: {type(e).__name__}: {e}"[:200]}))
+        continue
+    for tp, dp in LAYOUTS:
+        line = {"model": os.path.basename(d), "tp": tp, "dp": dp,
+                "layers": mc.num_hidden_layers, "dsv4": cases(mc, dp)}
+        print(json.dumps(line, sort_keys=True))
