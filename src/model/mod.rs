@@ -8,6 +8,7 @@
 //! Units: every byte count here is an integer; the presets carry `ByteSize` so a user can
 //! write `420GB` in a scenario.
 
+mod attention_backend;
 pub mod catalogue;
 mod device_pool;
 mod draft;
@@ -39,6 +40,9 @@ pub fn bundled_data() -> [(&'static str, &'static str); 2] {
         ("catalogue.json", catalogue::CATALOGUE_JSON),
     ]
 }
+pub use attention_backend::{
+    BackendInputs, PageSize, TrtllmMhaPages, backend_not_modelled, resolve_page_size,
+};
 pub use dtype::{KvDtype, KvDtypeRefused};
 pub use geometry::{Attention, IndexKLayers, LinearState, PoolGeometry};
 pub use hf_config::{ConfigFiles, HfModel, read_model};

@@ -194,6 +194,8 @@ pub struct ControllerRules {
 pub struct FlagRules {
     /// `--hicache-host-memory-fraction` (0.5.21+, sglang PR 40135). Before, argparse rejects it.
     pub hicache_host_memory_fraction: bool,
+    /// The page sizes `trtllm_mha` (SM100's default backend for plain attention) keeps.
+    pub trtllm_mha_pages: crate::model::TrtllmMhaPages,
 }
 
 /// How `--hicache-size` reaches the host pools of a model with more than one
@@ -514,6 +516,7 @@ fn r0_5_14() -> ReleaseRules {
         tree: TreeKind::HiRadix,
         flags: FlagRules {
             hicache_host_memory_fraction: false,
+            trtllm_mha_pages: crate::model::TrtllmMhaPages::Upto64,
         },
         pools: PoolRules {
             hicache_size_split: HicacheSizeSplit::WholeSizeEachPool,
@@ -590,6 +593,11 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
     // `hybrid_pool_assembler.py: _split_hicache_size` splits `--hicache-size` by device
     // bytes; `kv_cache_configurator.py` reserves the Mamba pool's padding slot.
     let v0_5_17 = ReleaseRules {
+        // `TensorRT-LLM MHA only supports page_size of 16, 32, 64 or 128`.
+        flags: FlagRules {
+            trtllm_mha_pages: crate::model::TrtllmMhaPages::Upto128,
+            ..v0_5_15.flags
+        },
         controller: ControllerRules {
             device_evict: DeviceEvictAmount::Shortfall,
             ..v0_5_15.controller
@@ -712,6 +720,7 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
         },
         flags: FlagRules {
             hicache_host_memory_fraction: true,
+            ..v0_5_20.flags
         },
         pools: PoolRules {
             dsv4_pools: Dsv4Pools::RatioMode0521,
@@ -813,6 +822,7 @@ pub(super) fn of_what_if(v: SglangVersion, nearest: Release) -> ReleaseRules {
         },
         flags: FlagRules {
             hicache_host_memory_fraction: sizing.auto_size != AutoSizeRule::None,
+            ..base.flags
         },
         ..base
     }

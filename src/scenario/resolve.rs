@@ -212,7 +212,7 @@ pub fn resolve_file(
         quant_note,
         quant_guess,
     } = resolve_model(f, source, lines, &at)?;
-    let (server, release_notes, kv_dtype) =
+    let (server, release_notes, kv_dtype, backend_unmodelled) =
         check_server(f, lines, &node, &resolved, &model_name, &model, &at)?;
     let s = &server;
     let layout = parallel_layout(s, &node_name, &node, &at)?;
@@ -239,6 +239,8 @@ pub fn resolve_file(
     }
     // A checkpoint format the preset has no size for: its weights are a guess.
     unmodelled.extend(quant_guess);
+    // An attention backend (and page size) SGLang picks by rules not modelled.
+    unmodelled.extend(backend_unmodelled);
     // `--context-length` moves no pool of a full-attention model (GQA, MLA, MLA + DSA),
     // nor DeepSeek-V4's: `arg_groups/deepseek_v4_hook.py: apply_deepseek_v4_defaults`
     // sets `--max-running-requests` 256 when not given (0.5.18–0.5.23, the releases that
@@ -549,7 +551,15 @@ fn check_server(
     model_name: &str,
     model: &ModelPreset,
     at: At,
-) -> Result<(ServerArgs, Vec<String>, KvDtype), InputError> {
+) -> Result<
+    (
+        ServerArgs,
+        Vec<String>,
+        KvDtype,
+        Option<super::schema::Unmodelled>,
+    ),
+    InputError,
+> {
     let version = f.sglang;
     let mut server = f.server.clone();
     // Written in the file (its own line, not the `server:` fallback), or not the default.
@@ -600,7 +610,68 @@ fn check_server(
         .attention
         .check_dtype(kv_dtype)
         .map_err(|m| at("server.kv_cache_dtype", m.to_string()))?;
-    Ok((server, release_notes, kv_dtype))
+    let mut release_notes = release_notes;
+    let (page_note, backend_unmodelled) =
+        resolve_page_size(&mut server, version, node, resolved, model_name, model);
+    release_notes.extend(page_note);
+    Ok((server, release_notes, kv_dtype, backend_unmodelled))
+}
+
+/// The page size SGLang runs (`model::resolve_page_size`: the attention backend's and the
+/// DSA override's constraints) written into `--page-size`, with SGLang's own warning as a
+/// note when it changed. DeepSeek-V4 keeps its own 256 (`StartupPlan`).
+fn resolve_page_size(
+    server: &mut ServerArgs,
+    version: Sglang,
+    node: &NodePreset,
+    resolved: &crate::model::ResolvedModel,
+    model_name: &str,
+    model: &ModelPreset,
+) -> (Option<String>, Option<super::schema::Unmodelled>) {
+    // A page size of 0 is refused by `parallel_layout`, with its origin.
+    if server.page_size == 0 {
+        return (None, None);
+    }
+    // A preset picked by name has no config: DeepSeek-V3/R1 and Kimi-K2 are
+    // `DeepseekV3ForCausalLM`.
+    let architecture = match resolved.hf.as_ref() {
+        Some(h) => h.architecture.clone(),
+        None if ["deepseek-v3", "deepseek-r1", "kimi-k2"]
+            .iter()
+            .any(|p| model_name.starts_with(p)) =>
+        {
+            "DeepseekV3ForCausalLM".into()
+        }
+        None => String::new(),
+    };
+    let inputs = crate::model::BackendInputs {
+        attention: &model.attention,
+        architecture: &architecture,
+        attention_backend: server.attention_backend.as_deref(),
+        page_size: server.page_size,
+        spec_topk_above_one: server.speculative_algorithm.is_some()
+            && server.speculative_eagle_topk.is_some_and(|k| k > 1),
+        sm_major: crate::model::sm_major(&node.gpu),
+    };
+    let unmodelled = crate::model::backend_not_modelled(&inputs).then(|| super::schema::Unmodelled {
+        what: "attention backend".into(),
+        effect: format!(
+            "SGLang picks this model's attention backend on {} by model-specific rules not modelled here, and the backend may change the page size (page {} assumed, as --page-size says): give --attention-backend and --page-size as SGLang logs them",
+            node.gpu,
+            server.page_size.max(1)
+        ),
+    });
+    let p =
+        crate::model::resolve_page_size(&inputs, version.release_rules().flags.trtllm_mha_pages);
+    server.page_size = p.page_size;
+    let note = p.changed.map(|line| {
+        format!(
+            "page size {}: SGLang's {} attention backend: \"{line}\"",
+            p.page_size,
+            p.backend.unwrap_or("default")
+        )
+    });
+    (note, unmodelled)
 }
 
 /// The parallel layout the server arguments give, checked against the node.

@@ -562,3 +562,67 @@ fn pool_labels_and_the_mamba_line_follow_each_release() {
         "{l21:#?}"
     );
 }
+
+/// The page size SGLang runs, not `--page-size`'s default 1 (`model::resolve_page_size`):
+/// Qwen3-32B on a GB300 without `--page-size` runs `trtllm_mha`'s 64-token pages (the
+/// device pool a whole number of them: 3,841,907 → 3,841,856) and says SGLang's line;
+/// on an H200 (fa3) it keeps page 1; GLM-5.2 (DSA) runs 64 on either; gpt-oss (a
+/// sliding-window model, whose Blackwell backend is model-specific) is `unverified`.
+#[test]
+fn the_page_size_is_the_one_sglangs_attention_backend_runs() {
+    let d = tempfile::tempdir().unwrap();
+    let run = |node: &str, model: &str| {
+        let f = d
+            .path()
+            .join(format!("{node}-{}.sh", model.replace('/', "-")));
+        std::fs::write(
+            &f,
+            format!("# hicache-sim: node={node} sglang=0.5.23\npython -m sglang.launch_server --model-path {model} --tp 4\n"),
+        )
+        .unwrap();
+        let o = crate::support::run(
+            &["startup", f.to_str().unwrap(), "--format", "json"],
+            d.path(),
+        );
+        assert_eq!(
+            crate::support::code(&o),
+            0,
+            "{}",
+            crate::support::stderr(&o)
+        );
+        serde_json::from_str::<serde_json::Value>(&crate::support::stdout(&o)).unwrap()
+    };
+    let notes = |v: &serde_json::Value| {
+        v["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let v = run("gb300", "Qwen/Qwen3-32B");
+    assert_eq!(v["device_pool_tokens"], 3_841_856);
+    assert!(notes(&v).contains("page size 64: SGLang's trtllm_mha attention backend: \"TensorRT-LLM MHA only supports page_size of 16, 32, 64 or 128, changing page_size from None to 64.\""), "{}", notes(&v));
+    // (`unverified` for the GB300 preset's estimated TP4 reserve only.)
+    assert!(
+        !v["unverified"].to_string().contains("attention backend"),
+        "{v}"
+    );
+    let v = run("hgx-h200", "Qwen/Qwen3-32B");
+    assert!(!notes(&v).contains("page size"), "{}", notes(&v));
+    for node in ["gb300", "hgx-h200"] {
+        let v = run(node, "zai-org/GLM-5.2-FP8");
+        assert_eq!(v["device_pool_tokens"].as_u64().unwrap() % 64, 0, "{node}");
+        assert!(
+            notes(&v).contains("Setting page size to 64 for DeepSeek DSA."),
+            "{node}"
+        );
+    }
+    let v = run("gb300", "openai/gpt-oss-120b");
+    assert_eq!(v["status"], "unverified");
+    assert!(
+        v["unverified"].to_string().contains("attention backend"),
+        "{v}"
+    );
+}
