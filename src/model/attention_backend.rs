@@ -24,17 +24,7 @@
 //! and `--prefill-attention-backend` / `--decode-attention-backend` given apart.
 
 use super::geometry::Attention;
-
-/// Which `--page-size` values `trtllm_mha` keeps (`TensorRT-LLM MHA only supports
-/// page_size of …`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TrtllmMhaPages {
-    /// 0.5.14–0.5.16: 16, 32 or 64.
-    Upto64,
-    /// 0.5.17–0.5.23: 16, 32, 64 or 128 (trtllm-gen's dynamic tokens-per-page kernels).
-    Upto128,
-}
+pub use crate::release::TrtllmMhaPages;
 
 /// What the model and flags say, as the backend choice reads them.
 #[derive(Debug, Clone, Copy)]

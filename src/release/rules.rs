@@ -195,7 +195,7 @@ pub struct FlagRules {
     /// `--hicache-host-memory-fraction` (0.5.21+, sglang PR 40135). Before, argparse rejects it.
     pub hicache_host_memory_fraction: bool,
     /// The page sizes `trtllm_mha` (SM100's default backend for plain attention) keeps.
-    pub trtllm_mha_pages: crate::model::TrtllmMhaPages,
+    pub trtllm_mha_pages: TrtllmMhaPages,
 }
 
 /// How `--hicache-size` reaches the host pools of a model with more than one
@@ -443,6 +443,17 @@ impl Dsv4Pools {
     }
 }
 
+/// Which `--page-size` values `trtllm_mha` keeps (`TensorRT-LLM MHA only supports
+/// page_size of …`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrtllmMhaPages {
+    /// 0.5.14–0.5.16: 16, 32 or 64.
+    Upto64,
+    /// 0.5.17–0.5.23: 16, 32, 64 or 128 (trtllm-gen's dynamic tokens-per-page kernels).
+    Upto128,
+}
+
 /// DeepSeek-V4's HiCache host pools (`hybrid_pool_assembler.py:
 /// build_deepseek_v4_hicache_stack`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -516,7 +527,7 @@ fn r0_5_14() -> ReleaseRules {
         tree: TreeKind::HiRadix,
         flags: FlagRules {
             hicache_host_memory_fraction: false,
-            trtllm_mha_pages: crate::model::TrtllmMhaPages::Upto64,
+            trtllm_mha_pages: TrtllmMhaPages::Upto64,
         },
         pools: PoolRules {
             hicache_size_split: HicacheSizeSplit::WholeSizeEachPool,
@@ -595,7 +606,7 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
     let v0_5_17 = ReleaseRules {
         // `TensorRT-LLM MHA only supports page_size of 16, 32, 64 or 128`.
         flags: FlagRules {
-            trtllm_mha_pages: crate::model::TrtllmMhaPages::Upto128,
+            trtllm_mha_pages: TrtllmMhaPages::Upto128,
             ..v0_5_15.flags
         },
         controller: ControllerRules {
