@@ -11,20 +11,26 @@
 //!   index_kpool` in 0.5.23 with `index_kpool` 1 for every catalogue DSA model);
 //! - the default backend (`get_default_attn_backend`): a plain-attention (`Gqa`) model
 //!   on SM100 (B200, B300, GB200, GB300) takes `trtllm_mha` unless speculative decoding
-//!   has `--speculative-eagle-topk` > 1 (0.5.23: `fa4` for asymmetric K/V widths);
+//!   leaves the top-k unset or asks more than one (`is_no_spec_infer_or_topk_one`), and
+//!   `fa4` for asymmetric K/V widths from 0.5.17;
 //!   `DeepseekV3ForCausalLM` (DeepSeek-V3/R1, Kimi-K2) on SM100 takes `trtllm_mla`
 //!   (its model override); other MLA models and other GPUs keep `--page-size`;
 //! - the backend's page constraint (`_mla_backend_page_constraints` and its
 //!   predecessors in `server_args.py`): `flashmla` 64; `trtllm_mla` / `cutedsl_mla` 32 or
-//!   64, else 64; `trtllm_mha` 16, 32 or 64 (and 128 from 0.5.17, [`TrtllmMhaPages`]),
-//!   else 64; `fa4` 128 for a non-MLA model.
+//!   64, else 64; `trtllm_mha` 16, 32 or 64 (and 128 from 0.5.17, [`Sm100Attention`]),
+//!   else 64; `fa4` 128 for a non-MLA model on SM100.
+//!
+//! Checked against SGLang's own `get_default_attn_backend` and page constraints, every
+//! release 0.5.14–0.5.23, by `tests/it/page_size.rs` (`tools/models/page_size_golden.py`:
+//! 16,200 backend choices, 14,580 page sizes; the DSA and DeepSeek-V3 overrides are
+//! model overrides the golden does not run, read from their code and the corpus' logs).
 //!
 //! Not modelled: model-specific backends of hybrid, sliding-window and linear-attention
 //! models (their default is left as `--page-size` says and the start-up says so), ROCm,
 //! and `--prefill-attention-backend` / `--decode-attention-backend` given apart.
 
 use super::geometry::Attention;
-pub use crate::release::TrtllmMhaPages;
+pub use crate::release::Sm100Attention;
 
 /// What the model and flags say, as the backend choice reads them.
 #[derive(Debug, Clone, Copy)]
@@ -36,8 +42,11 @@ pub struct BackendInputs<'a> {
     pub attention_backend: Option<&'a str>,
     /// `--page-size` as given (1 when not given).
     pub page_size: u32,
-    /// Speculative decoding with `--speculative-eagle-topk` > 1 (no TRT-LLM MHA then).
-    pub spec_topk_above_one: bool,
+    /// `--speculative-algorithm` given.
+    pub speculative: bool,
+    /// `--speculative-eagle-topk` as given (the backend default reads it before the
+    /// speculative defaults fill it in).
+    pub eagle_topk: Option<u32>,
     /// The GPU's CUDA compute capability major ([`super::sm_major`]); `None` for an
     /// unknown or non-CUDA GPU.
     pub sm_major: Option<u32>,
@@ -53,9 +62,18 @@ pub struct PageSize {
     pub changed: Option<String>,
 }
 
+/// `utils/common.py: is_no_spec_infer_or_topk_one`: no top-k given, or top-k 1 with
+/// pages of one token.
+fn no_spec_or_topk_one(i: &BackendInputs<'_>) -> bool {
+    match i.eagle_topk {
+        None => true,
+        Some(k) => k == 1 && i.page_size <= 1,
+    }
+}
+
 /// `get_default_attn_backend` (and the DeepSeek-V3 SM100 override) for the models the
 /// module doc lists; `None` where the simulator does not model the choice.
-fn default_backend(i: &BackendInputs<'_>) -> Option<&'static str> {
+fn default_backend(i: &BackendInputs<'_>, rule: Sm100Attention) -> Option<&'static str> {
     let sm = i.sm_major?;
     match i.attention {
         Attention::Gqa {
@@ -63,9 +81,12 @@ fn default_backend(i: &BackendInputs<'_>) -> Option<&'static str> {
             v_head_dim,
             ..
         } => match sm {
-            9 => Some("fa3"),
-            10 if !i.spec_topk_above_one => {
-                if v_head_dim.is_some_and(|v| v != *head_dim) {
+            9 if no_spec_or_topk_one(i) => Some("fa3"),
+            10 if no_spec_or_topk_one(i) && (!i.speculative || i.eagle_topk.is_some()) => {
+                // 0.5.17 on: "trtllm_mha requires equal K/V row widths".
+                if rule == Sm100Attention::Trtllm128Fa4
+                    && v_head_dim.is_some_and(|v| v != *head_dim)
+                {
                     Some("fa4")
                 } else {
                     Some("trtllm_mha")
@@ -96,12 +117,18 @@ pub fn backend_not_modelled(i: &BackendInputs<'_>) -> bool {
             i.attention,
             Attention::MlaDsa { .. } | Attention::Dsv4 { .. }
         )
-        && default_backend(i).is_none()
+        && default_backend(i, Sm100Attention::Trtllm128Fa4).is_none()
 }
 
-/// The page size SGLang resolves for `i` under a release whose `trtllm_mha` keeps
-/// `pages`.
-pub fn resolve_page_size(i: &BackendInputs<'_>, pages: TrtllmMhaPages) -> PageSize {
+/// An explicit `--attention-backend` whose page constraint is not modelled (the module
+/// doc's list), with a page it may change.
+pub fn explicit_backend_not_modelled<'a>(i: &BackendInputs<'a>) -> Option<&'a str> {
+    let b = i.attention_backend?;
+    (i.sm_major.is_some() && !BACKENDS.contains(&b) && i.page_size != 64).then_some(b)
+}
+
+/// The page size SGLang resolves for `i` under a release's [`Sm100Attention`] rule.
+pub fn resolve_page_size(i: &BackendInputs<'_>, rule: Sm100Attention) -> PageSize {
     let given = i.page_size.max(1);
     let keep = |backend| PageSize {
         page_size: given,
@@ -120,7 +147,7 @@ pub fn resolve_page_size(i: &BackendInputs<'_>, pages: TrtllmMhaPages) -> PageSi
     }
     let backend: Option<&'static str> = match i.attention_backend {
         Some(b) => BACKENDS.iter().copied().find(|x| *x == b),
-        None => default_backend(i),
+        None => default_backend(i, rule),
     };
     let Some(backend) = backend else {
         return keep(None);
@@ -149,16 +176,16 @@ pub fn resolve_page_size(i: &BackendInputs<'_>, pages: TrtllmMhaPages) -> PageSi
             ),
         ),
         "trtllm_mha" => {
-            let kept = match pages {
-                TrtllmMhaPages::Upto64 => matches!(given, 16 | 32 | 64),
-                TrtllmMhaPages::Upto128 => matches!(given, 16 | 32 | 64 | 128),
+            let kept = match rule {
+                Sm100Attention::Trtllm64 => matches!(given, 16 | 32 | 64),
+                Sm100Attention::Trtllm128Fa4 => matches!(given, 16 | 32 | 64 | 128),
             };
             if kept {
                 return keep(Some(backend));
             }
-            let sizes = match pages {
-                TrtllmMhaPages::Upto64 => "16, 32 or 64",
-                TrtllmMhaPages::Upto128 => "16, 32, 64 or 128",
+            let sizes = match rule {
+                Sm100Attention::Trtllm64 => "16, 32 or 64",
+                Sm100Attention::Trtllm128Fa4 => "16, 32, 64 or 128",
             };
             (
                 64,
@@ -168,13 +195,19 @@ pub fn resolve_page_size(i: &BackendInputs<'_>, pages: TrtllmMhaPages) -> PageSi
                 ),
             )
         }
-        "fa4" if !mla && given != 128 => (
-            128,
-            format!(
-                "FA4 backend only supports page size 128 for non-MLA model architectures, changing page_size from {} to 128.",
-                shown(i.page_size)
-            ),
-        ),
+        // `_fa4_page_constraint`: on SM100, for a non-MLA model, always 128 — but not
+        // for EAGLE with top-k > 1, whose page-tree cascade needs pages of one token.
+        "fa4"
+            if !mla && i.sm_major == Some(10) && i.eagle_topk.unwrap_or(0) <= 1 && given != 128 =>
+        {
+            (
+                128,
+                format!(
+                    "FA4 backend only supports page size 128 for non-MLA model architectures, changing page_size from {} to 128.",
+                    shown(i.page_size)
+                ),
+            )
+        }
         _ => return keep(Some(backend)),
     };
     PageSize {
@@ -230,7 +263,8 @@ mod tests {
             architecture: arch,
             attention_backend: None,
             page_size: page,
-            spec_topk_above_one: false,
+            speculative: false,
+            eagle_topk: None,
             sm_major: sm,
         }
     }
@@ -242,7 +276,7 @@ mod tests {
         // page_size of 16, 32 or 64, changing page_size from None to 64."
         let p = resolve_page_size(
             &inputs(&a, "Qwen3ForCausalLM", Some(10), 1),
-            TrtllmMhaPages::Upto64,
+            Sm100Attention::Trtllm64,
         );
         assert_eq!(p.page_size, 64);
         assert_eq!(p.backend, Some("trtllm_mha"));
@@ -255,23 +289,30 @@ mod tests {
         // 128 is kept from 0.5.17 only.
         let i = inputs(&a, "Qwen3ForCausalLM", Some(10), 128);
         assert_eq!(
-            resolve_page_size(&i, TrtllmMhaPages::Upto128).page_size,
+            resolve_page_size(&i, Sm100Attention::Trtllm128Fa4).page_size,
             128
         );
-        assert_eq!(resolve_page_size(&i, TrtllmMhaPages::Upto64).page_size, 64);
+        assert_eq!(
+            resolve_page_size(&i, Sm100Attention::Trtllm64).page_size,
+            64
+        );
         // Hopper's fa3 and RTX Blackwell's flashinfer keep the flag.
         for sm in [9, 12, 8] {
             let i = inputs(&a, "Qwen3ForCausalLM", Some(sm), 1);
             assert_eq!(
-                resolve_page_size(&i, TrtllmMhaPages::Upto128).page_size,
+                resolve_page_size(&i, Sm100Attention::Trtllm128Fa4).page_size,
                 1,
                 "sm {sm}"
             );
         }
         // Speculative decoding with top-k > 1: flashinfer on SM100.
         let mut i = inputs(&a, "Qwen3ForCausalLM", Some(10), 1);
-        i.spec_topk_above_one = true;
-        assert_eq!(resolve_page_size(&i, TrtllmMhaPages::Upto128).page_size, 1);
+        i.speculative = true;
+        i.eagle_topk = Some(4);
+        assert_eq!(
+            resolve_page_size(&i, Sm100Attention::Trtllm128Fa4).page_size,
+            1
+        );
     }
 
     #[test]
@@ -285,14 +326,14 @@ mod tests {
         for (sm, page) in [(9, 1), (10, 1), (10, 32), (12, 128)] {
             let p = resolve_page_size(
                 &inputs(&a, "GlmMoeDsaForCausalLM", Some(sm), page),
-                TrtllmMhaPages::Upto128,
+                Sm100Attention::Trtllm128Fa4,
             );
             assert_eq!(p.page_size, 64, "sm {sm} page {page}");
         }
         // Not on an unknown (or ROCm) GPU, whose DSA path is not modelled here.
         let p = resolve_page_size(
             &inputs(&a, "GlmMoeDsaForCausalLM", None, 1),
-            TrtllmMhaPages::Upto128,
+            Sm100Attention::Trtllm128Fa4,
         );
         assert_eq!(p.page_size, 1);
     }
@@ -305,18 +346,24 @@ mod tests {
         };
         let p = resolve_page_size(
             &inputs(&a, "DeepseekV3ForCausalLM", Some(10), 1),
-            TrtllmMhaPages::Upto128,
+            Sm100Attention::Trtllm128Fa4,
         );
         assert_eq!((p.page_size, p.backend), (64, Some("trtllm_mla")));
         let p = resolve_page_size(
             &inputs(&a, "DeepseekV3ForCausalLM", Some(10), 32),
-            TrtllmMhaPages::Upto128,
+            Sm100Attention::Trtllm128Fa4,
         );
         assert_eq!(p.page_size, 32);
         // Hopper's fa3 keeps page 1; an explicit flashmla forces 64.
         let mut i = inputs(&a, "DeepseekV3ForCausalLM", Some(9), 1);
-        assert_eq!(resolve_page_size(&i, TrtllmMhaPages::Upto128).page_size, 1);
+        assert_eq!(
+            resolve_page_size(&i, Sm100Attention::Trtllm128Fa4).page_size,
+            1
+        );
         i.attention_backend = Some("flashmla");
-        assert_eq!(resolve_page_size(&i, TrtllmMhaPages::Upto128).page_size, 64);
+        assert_eq!(
+            resolve_page_size(&i, Sm100Attention::Trtllm128Fa4).page_size,
+            64
+        );
     }
 }

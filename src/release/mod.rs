@@ -31,7 +31,7 @@ pub use rules::{
     DevicePoolRules, DraftCell, DsaIndexK, Dsv4HostPools, Dsv4Pools, EvictionChoices, FlagRules,
     HicacheSizeSplit, MambaSlotFormula, MidGpuTier, MmReservation, MtpDraftHost, PoolRules,
     PrefetchRetries, PrefetchTimeout, PrefetchTimeoutClock, PrefetchTimeoutTokens,
-    PrefillGraphDefault, REPORTED_NOT_MODELLED, ReleaseRules, StorageWriteGate, TrtllmMhaPages,
+    PrefillGraphDefault, REPORTED_NOT_MODELLED, ReleaseRules, Sm100Attention, StorageWriteGate,
 };
 pub use server_check::{
     FieldError, RELEASE_CHOICE_FIELDS, check_server, choice_refusal, dsv4_kv_cache_dtype_refusal,

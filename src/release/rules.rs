@@ -194,8 +194,8 @@ pub struct ControllerRules {
 pub struct FlagRules {
     /// `--hicache-host-memory-fraction` (0.5.21+, sglang PR 40135). Before, argparse rejects it.
     pub hicache_host_memory_fraction: bool,
-    /// The page sizes `trtllm_mha` (SM100's default backend for plain attention) keeps.
-    pub trtllm_mha_pages: TrtllmMhaPages,
+    /// SM100's default backend for plain attention and the pages it keeps.
+    pub sm100_attention: Sm100Attention,
 }
 
 /// How `--hicache-size` reaches the host pools of a model with more than one
@@ -443,15 +443,17 @@ impl Dsv4Pools {
     }
 }
 
-/// Which `--page-size` values `trtllm_mha` keeps (`TensorRT-LLM MHA only supports
-/// page_size of …`).
+/// The attention backend SGLang picks on SM100 (B200, B300, GB200, GB300) for a
+/// plain-attention model and the pages it keeps (`get_default_attn_backend`,
+/// `_mla_backend_page_constraints`; `model::resolve_page_size`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum TrtllmMhaPages {
-    /// 0.5.14–0.5.16: 16, 32 or 64.
-    Upto64,
-    /// 0.5.17–0.5.23: 16, 32, 64 or 128 (trtllm-gen's dynamic tokens-per-page kernels).
-    Upto128,
+pub enum Sm100Attention {
+    /// 0.5.14–0.5.16: `trtllm_mha`, which keeps pages of 16, 32 or 64.
+    Trtllm64,
+    /// 0.5.17–0.5.23: `trtllm_mha` keeps 128 too (trtllm-gen's dynamic tokens-per-page
+    /// kernels); a model with unequal K and V widths gets `fa4` (128-token pages).
+    Trtllm128Fa4,
 }
 
 /// DeepSeek-V4's HiCache host pools (`hybrid_pool_assembler.py:
@@ -527,7 +529,7 @@ fn r0_5_14() -> ReleaseRules {
         tree: TreeKind::HiRadix,
         flags: FlagRules {
             hicache_host_memory_fraction: false,
-            trtllm_mha_pages: TrtllmMhaPages::Upto64,
+            sm100_attention: Sm100Attention::Trtllm64,
         },
         pools: PoolRules {
             hicache_size_split: HicacheSizeSplit::WholeSizeEachPool,
@@ -604,9 +606,10 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
     // `hybrid_pool_assembler.py: _split_hicache_size` splits `--hicache-size` by device
     // bytes; `kv_cache_configurator.py` reserves the Mamba pool's padding slot.
     let v0_5_17 = ReleaseRules {
-        // `TensorRT-LLM MHA only supports page_size of 16, 32, 64 or 128`.
+        // `TensorRT-LLM MHA only supports page_size of 16, 32, 64 or 128`; `fa4` for
+        // unequal K/V widths.
         flags: FlagRules {
-            trtllm_mha_pages: TrtllmMhaPages::Upto128,
+            sm100_attention: Sm100Attention::Trtllm128Fa4,
             ..v0_5_15.flags
         },
         controller: ControllerRules {

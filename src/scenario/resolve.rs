@@ -649,20 +649,30 @@ fn resolve_page_size(
         architecture: &architecture,
         attention_backend: server.attention_backend.as_deref(),
         page_size: server.page_size,
-        spec_topk_above_one: server.speculative_algorithm.is_some()
-            && server.speculative_eagle_topk.is_some_and(|k| k > 1),
+        speculative: server.speculative_algorithm.is_some(),
+        eagle_topk: server.speculative_eagle_topk,
         sm_major: crate::model::sm_major(&node.gpu),
     };
-    let unmodelled = crate::model::backend_not_modelled(&inputs).then(|| super::schema::Unmodelled {
-        what: "attention backend".into(),
-        effect: format!(
-            "SGLang picks this model's attention backend on {} by model-specific rules not modelled here, and the backend may change the page size (page {} assumed, as --page-size says): give --attention-backend and --page-size as SGLang logs them",
-            node.gpu,
-            server.page_size.max(1)
-        ),
+    let explicit = crate::model::explicit_backend_not_modelled(&inputs).map(|b| {
+        super::schema::Unmodelled {
+            what: format!("--attention-backend {b}"),
+            effect: format!(
+                "the {b} backend's page-size constraint is not modelled: page {} assumed, as --page-size says; SGLang may change it (its log says so)",
+                server.page_size.max(1)
+            ),
+        }
     });
-    let p =
-        crate::model::resolve_page_size(&inputs, version.release_rules().flags.trtllm_mha_pages);
+    let unmodelled = explicit.or_else(|| {
+        crate::model::backend_not_modelled(&inputs).then(|| super::schema::Unmodelled {
+            what: "attention backend".into(),
+            effect: format!(
+                "SGLang picks this model's attention backend on {} by model-specific rules not modelled here, and the backend may change the page size (page {} assumed, as --page-size says): give --attention-backend and --page-size as SGLang logs them",
+                node.gpu,
+                server.page_size.max(1)
+            ),
+        })
+    });
+    let p = crate::model::resolve_page_size(&inputs, version.release_rules().flags.sm100_attention);
     server.page_size = p.page_size;
     let note = p.changed.map(|line| {
         format!(

@@ -26,6 +26,7 @@ mod log_corpus;
 mod models;
 mod models_v4;
 mod offload;
+mod page_size;
 mod pipeline_quickstart;
 mod plan;
 mod plot_charts;

@@ -41,6 +41,10 @@ fi
 # early KVCacheConfigurator: SGLang's own DSV4PoolConfigurator on SGLang's ModelConfig
 # must still say what tests/golden/dsv4_early/ says (`cargo test --test it kv_bytes`).
 "$PY" tools/models/dsv4_early_golden.py --check
+# The attention backend SGLang picks and the page size it keeps, every modelled release:
+# SGLang's get_default_attn_backend and page constraints must still say what
+# tests/golden/page_size/ says (`cargo test --test it page_size`).
+"$PY" tools/models/page_size_golden.py --check
 # The multimodal architecture lists of every modelled release (0.5.14 on), read again from
 # each wheel's configs/model_config.py, must still be src/model/multimodal_archs.json.
 "$PY" tools/models/gen_multimodal_archs.py --check
