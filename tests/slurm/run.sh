@@ -47,7 +47,10 @@ if [ -n "${HICACHE_SIM:-}" ]; then
   bin=$(readlink -f "$HICACHE_SIM")
 else
   cargo build --release --quiet
-  bin="$repo/target/release/hicache-sim"
+  # Cargo's own target directory when CARGO_TARGET_DIR moves it.
+  target="${CARGO_TARGET_DIR:-$repo/target}"
+  case "$target" in /*) ;; *) target="$repo/$target" ;; esac
+  bin="$target/release/hicache-sim"
 fi
 [ -x "$bin" ] || die "no hicache-sim binary at $bin"
 
