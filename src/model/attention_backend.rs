@@ -6,9 +6,9 @@
 //!
 //! Modelled (CUDA, every release 0.5.14–0.5.23 unless said):
 //! - DSA models (DeepSeek-V3.2, GLM-5.x): `Setting page size to 64 for DeepSeek DSA.`
-//!   whatever `--page-size` says (`server_args.py: _handle_model_specific_adjustments`
-//!   0.5.14–0.5.16; `arg_groups/model_overrides/deepseek_v2.py` later, `64 ×
-//!   index_kpool` in 0.5.23 with `index_kpool` 1 for every catalogue DSA model);
+//!   whatever `--page-size` says (`server_args.py` 0.5.14–0.5.16;
+//!   `arg_groups/model_overrides/deepseek_v2.py` later), `64 × index_kpool` from 0.5.22
+//!   ([`DsaPage`]; `index_kpool` is 1 for every catalogue DSA model);
 //! - the default backend (`get_default_attn_backend`): a plain-attention (`Gqa`) model
 //!   on SM100 (B200, B300, GB200, GB300) takes `trtllm_mha` unless speculative decoding
 //!   leaves the top-k unset or asks more than one (`is_no_spec_infer_or_topk_one`), and
@@ -30,7 +30,7 @@
 //! and `--prefill-attention-backend` / `--decode-attention-backend` given apart.
 
 use super::geometry::Attention;
-pub use crate::release::Sm100Attention;
+pub use crate::release::{DsaPage, Sm100Attention};
 
 /// What the model and flags say, as the backend choice reads them.
 #[derive(Debug, Clone, Copy)]
@@ -127,8 +127,9 @@ pub fn explicit_backend_not_modelled<'a>(i: &BackendInputs<'a>) -> Option<&'a st
     (i.sm_major.is_some() && !BACKENDS.contains(&b) && i.page_size != 64).then_some(b)
 }
 
-/// The page size SGLang resolves for `i` under a release's [`Sm100Attention`] rule.
-pub fn resolve_page_size(i: &BackendInputs<'_>, rule: Sm100Attention) -> PageSize {
+/// The page size SGLang resolves for `i` under a release's [`Sm100Attention`] and
+/// [`DsaPage`] rules.
+pub fn resolve_page_size(i: &BackendInputs<'_>, rule: Sm100Attention, dsa: DsaPage) -> PageSize {
     let given = i.page_size.max(1);
     let keep = |backend| PageSize {
         page_size: given,
@@ -138,11 +139,16 @@ pub fn resolve_page_size(i: &BackendInputs<'_>, rule: Sm100Attention) -> PageSiz
     if i.sm_major.is_none() {
         return keep(None);
     }
-    if matches!(i.attention, Attention::MlaDsa { .. }) {
+    if let Attention::MlaDsa { index_kpool, .. } = i.attention {
+        let page = match dsa {
+            DsaPage::Fixed64 => 64,
+            DsaPage::KpoolTimes64 => 64 * (*index_kpool).max(1),
+        };
         return PageSize {
-            page_size: 64,
+            page_size: page,
             backend: Some("dsa"),
-            changed: (given != 64).then(|| "Setting page size to 64 for DeepSeek DSA.".into()),
+            changed: (given != page)
+                .then(|| format!("Setting page size to {page} for DeepSeek DSA.")),
         };
     }
     let backend: Option<&'static str> = match i.attention_backend {
@@ -277,6 +283,7 @@ mod tests {
         let p = resolve_page_size(
             &inputs(&a, "Qwen3ForCausalLM", Some(10), 1),
             Sm100Attention::Trtllm64,
+            DsaPage::Fixed64,
         );
         assert_eq!(p.page_size, 64);
         assert_eq!(p.backend, Some("trtllm_mha"));
@@ -289,18 +296,19 @@ mod tests {
         // 128 is kept from 0.5.17 only.
         let i = inputs(&a, "Qwen3ForCausalLM", Some(10), 128);
         assert_eq!(
-            resolve_page_size(&i, Sm100Attention::Trtllm128Fa4).page_size,
+            resolve_page_size(&i, Sm100Attention::Trtllm128Fa4, DsaPage::KpoolTimes64).page_size,
             128
         );
         assert_eq!(
-            resolve_page_size(&i, Sm100Attention::Trtllm64).page_size,
+            resolve_page_size(&i, Sm100Attention::Trtllm64, DsaPage::Fixed64).page_size,
             64
         );
         // Hopper's fa3 and RTX Blackwell's flashinfer keep the flag.
         for sm in [9, 12, 8] {
             let i = inputs(&a, "Qwen3ForCausalLM", Some(sm), 1);
             assert_eq!(
-                resolve_page_size(&i, Sm100Attention::Trtllm128Fa4).page_size,
+                resolve_page_size(&i, Sm100Attention::Trtllm128Fa4, DsaPage::KpoolTimes64)
+                    .page_size,
                 1,
                 "sm {sm}"
             );
@@ -310,7 +318,7 @@ mod tests {
         i.speculative = true;
         i.eagle_topk = Some(4);
         assert_eq!(
-            resolve_page_size(&i, Sm100Attention::Trtllm128Fa4).page_size,
+            resolve_page_size(&i, Sm100Attention::Trtllm128Fa4, DsaPage::KpoolTimes64).page_size,
             1
         );
     }
@@ -322,18 +330,37 @@ mod tests {
             qk_rope_head_dim: 64,
             indexer_layers: 78,
             indexer_bytes_per_token_layer: 132,
+            index_kpool: 1,
         };
         for (sm, page) in [(9, 1), (10, 1), (10, 32), (12, 128)] {
             let p = resolve_page_size(
                 &inputs(&a, "GlmMoeDsaForCausalLM", Some(sm), page),
                 Sm100Attention::Trtllm128Fa4,
+                DsaPage::KpoolTimes64,
             );
             assert_eq!(p.page_size, 64, "sm {sm} page {page}");
         }
+        // Pooled index keys: `64 × index_kpool` from 0.5.22, 64 before.
+        let pooled = Attention::MlaDsa {
+            kv_lora_rank: 512,
+            qk_rope_head_dim: 64,
+            indexer_layers: 78,
+            indexer_bytes_per_token_layer: 66,
+            index_kpool: 2,
+        };
+        let i = inputs(&pooled, "GlmMoeDsaForCausalLM", Some(10), 1);
+        let p = resolve_page_size(&i, Sm100Attention::Trtllm128Fa4, DsaPage::KpoolTimes64);
+        assert_eq!(
+            (p.page_size, p.changed.as_deref()),
+            (128, Some("Setting page size to 128 for DeepSeek DSA."))
+        );
+        let p = resolve_page_size(&i, Sm100Attention::Trtllm128Fa4, DsaPage::Fixed64);
+        assert_eq!(p.page_size, 64);
         // Not on an unknown (or ROCm) GPU, whose DSA path is not modelled here.
         let p = resolve_page_size(
             &inputs(&a, "GlmMoeDsaForCausalLM", None, 1),
             Sm100Attention::Trtllm128Fa4,
+            DsaPage::KpoolTimes64,
         );
         assert_eq!(p.page_size, 1);
     }
@@ -347,22 +374,24 @@ mod tests {
         let p = resolve_page_size(
             &inputs(&a, "DeepseekV3ForCausalLM", Some(10), 1),
             Sm100Attention::Trtllm128Fa4,
+            DsaPage::KpoolTimes64,
         );
         assert_eq!((p.page_size, p.backend), (64, Some("trtllm_mla")));
         let p = resolve_page_size(
             &inputs(&a, "DeepseekV3ForCausalLM", Some(10), 32),
             Sm100Attention::Trtllm128Fa4,
+            DsaPage::KpoolTimes64,
         );
         assert_eq!(p.page_size, 32);
         // Hopper's fa3 keeps page 1; an explicit flashmla forces 64.
         let mut i = inputs(&a, "DeepseekV3ForCausalLM", Some(9), 1);
         assert_eq!(
-            resolve_page_size(&i, Sm100Attention::Trtllm128Fa4).page_size,
+            resolve_page_size(&i, Sm100Attention::Trtllm128Fa4, DsaPage::KpoolTimes64).page_size,
             1
         );
         i.attention_backend = Some("flashmla");
         assert_eq!(
-            resolve_page_size(&i, Sm100Attention::Trtllm128Fa4).page_size,
+            resolve_page_size(&i, Sm100Attention::Trtllm128Fa4, DsaPage::KpoolTimes64).page_size,
             64
         );
     }

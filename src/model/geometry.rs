@@ -5,6 +5,14 @@ use serde::{Deserialize, Serialize};
 use super::dtype::{FP8_DS_MLA_BYTES_PER_LAYER, KvDtype};
 use super::parallel::ParallelLayout;
 
+fn one() -> u32 {
+    1
+}
+
+fn is_one(x: &u32) -> bool {
+    *x == 1
+}
+
 /// How a model stores per-token KV. Tagged by `kind` in YAML.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
@@ -36,6 +44,11 @@ pub enum Attention {
         qk_rope_head_dim: u32,
         indexer_layers: u32,
         indexer_bytes_per_token_layer: u64,
+        /// `index_kpool` (`model_config.py: get_dsa_index_kpool`, 1 unless the config
+        /// says): index keys pooled over this many tokens; from 0.5.22 a page holds
+        /// `64 × index_kpool` tokens so that a prefix hit never ends inside a group.
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        index_kpool: u32,
     },
     /// Hybrid MLA + linear attention (Kimi-K3): only `mla_layers` hold per-token KV; the
     /// linear layers hold a per-sequence state (`state_bytes_per_seq`, for reference;

@@ -543,6 +543,7 @@ fn mla(c: &Cfg<'_>, layers: u32, dsa: bool) -> Result<Attention, ReadError> {
         qk_rope_head_dim,
         indexer_layers,
         indexer_bytes_per_token_layer: per_layer,
+        index_kpool: kpool as u32,
     })
 }
 

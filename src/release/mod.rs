@@ -28,9 +28,9 @@ use crate::sizing::{self, SglangVersion};
 pub use crate::wheel::Release;
 pub use rules::{
     BufferOnlyWriteBack, ControllerRules, CpuOffloadResident, DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO,
-    DevicePoolRules, DraftCell, DsaIndexK, Dsv4HostPools, Dsv4Pools, EvictionChoices, FlagRules,
-    HicacheSizeSplit, MambaSlotFormula, MidGpuTier, MmReservation, MtpDraftHost, PoolRules,
-    PrefetchRetries, PrefetchTimeout, PrefetchTimeoutClock, PrefetchTimeoutTokens,
+    DevicePoolRules, DraftCell, DsaIndexK, DsaPage, Dsv4HostPools, Dsv4Pools, EvictionChoices,
+    FlagRules, HicacheSizeSplit, MambaSlotFormula, MidGpuTier, MmReservation, MtpDraftHost,
+    PoolRules, PrefetchRetries, PrefetchTimeout, PrefetchTimeoutClock, PrefetchTimeoutTokens,
     PrefillGraphDefault, REPORTED_NOT_MODELLED, ReleaseRules, Sm100Attention, StorageWriteGate,
 };
 pub use server_check::{

@@ -196,6 +196,8 @@ pub struct FlagRules {
     pub hicache_host_memory_fraction: bool,
     /// SM100's default backend for plain attention and the pages it keeps.
     pub sm100_attention: Sm100Attention,
+    /// The page a DSA model runs.
+    pub dsa_page: DsaPage,
 }
 
 /// How `--hicache-size` reaches the host pools of a model with more than one
@@ -456,6 +458,18 @@ pub enum Sm100Attention {
     Trtllm128Fa4,
 }
 
+/// The page a DSA model (DeepSeek-V3.2, GLM-5.x) runs on CUDA whatever `--page-size`
+/// says (`Setting page size to … for DeepSeek DSA.`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DsaPage {
+    /// 0.5.14–0.5.21: 64 (`server_args.py`, then `model_overrides/deepseek_v2.py`).
+    Fixed64,
+    /// 0.5.22–0.5.23: `64 × index_kpool`, so a prefix hit never ends inside a pooled
+    /// index group.
+    KpoolTimes64,
+}
+
 /// DeepSeek-V4's HiCache host pools (`hybrid_pool_assembler.py:
 /// build_deepseek_v4_hicache_stack`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -530,6 +544,7 @@ fn r0_5_14() -> ReleaseRules {
         flags: FlagRules {
             hicache_host_memory_fraction: false,
             sm100_attention: Sm100Attention::Trtllm64,
+            dsa_page: DsaPage::Fixed64,
         },
         pools: PoolRules {
             hicache_size_split: HicacheSizeSplit::WholeSizeEachPool,
@@ -759,6 +774,11 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
     // auto_size=False)` passing `allow_cgroup_fallback=not auto_size`;
     // `arg_groups/hicache_hook.py` coerces buffer_only + write_back to write_through.
     let v0_5_22 = ReleaseRules {
+        // `model_overrides/deepseek_v2.py`: a DSA page is `64 * index_kpool`.
+        flags: FlagRules {
+            dsa_page: DsaPage::KpoolTimes64,
+            ..v0_5_21.flags
+        },
         sizing: Rules {
             available: AvailableReading::CgroupMin(HeadroomVariant::ProtectedDescendants),
             allow_cgroup_fallback: true,

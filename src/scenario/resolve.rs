@@ -672,7 +672,8 @@ fn resolve_page_size(
             ),
         })
     });
-    let p = crate::model::resolve_page_size(&inputs, version.release_rules().flags.sm100_attention);
+    let flags = version.release_rules().flags;
+    let p = crate::model::resolve_page_size(&inputs, flags.sm100_attention, flags.dsa_page);
     server.page_size = p.page_size;
     let note = p.changed.map(|line| {
         format!(

@@ -30,11 +30,7 @@ fn page_size_and_backend_match_sglang_in_every_release() {
     let mut failures = Vec::new();
     for n in 14..=23 {
         let rel = format!("0.5.{n}");
-        let rule = Sglang::from_id(&rel)
-            .unwrap()
-            .release_rules()
-            .flags
-            .sm100_attention;
+        let flags = Sglang::from_id(&rel).unwrap().release_rules().flags;
         let path = format!("tests/golden/page_size/{rel}.jsonl");
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
         for line in text.lines() {
@@ -55,7 +51,7 @@ fn page_size_and_backend_match_sglang_in_every_release() {
                 eagle_topk: g["eagle_topk"].as_u64().map(|k| k as u32),
                 sm_major: g["sm"].as_u64().map(|s| s as u32),
             };
-            let p = resolve_page_size(&i, rule);
+            let p = resolve_page_size(&i, flags.sm100_attention, flags.dsa_page);
             if p.backend != g["backend"].as_str() {
                 failures.push(format!("{rel}: backend {:?}, SGLang {line}", p.backend));
             }
