@@ -60,6 +60,21 @@ pub struct PageSize {
     pub backend: Option<&'static str>,
     /// SGLang's log line when the page size changed.
     pub changed: Option<String>,
+    /// Why the page may not be SGLang's: a backend chosen by a rule not modelled here.
+    pub unmodelled: Option<BackendUnmodelled>,
+}
+
+/// A backend whose choice or page constraint is not modelled, when the page given is one
+/// it may change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BackendUnmodelled {
+    /// An explicit `--attention-backend` outside the module doc's list, with a page other
+    /// than 64.
+    Explicit(String),
+    /// SM100 with no `--attention-backend` for a sliding-window, hybrid linear-attention
+    /// or hybrid MLA model, whose default comes from model-specific overrides, unless
+    /// `--page-size` is 32 or 64, which every Blackwell backend keeps.
+    ModelSpecific,
 }
 
 /// `utils/common.py: is_no_spec_infer_or_topk_one`: no top-k given, or top-k 1 with
@@ -104,29 +119,6 @@ fn default_backend(i: &BackendInputs<'_>, rule: Sm100Attention) -> Option<&'stat
     }
 }
 
-/// Whether SGLang picks this model's backend (and with it the page size) on this GPU by
-/// a rule the module does not model: SM100 with no `--attention-backend` for a
-/// sliding-window, hybrid linear-attention or hybrid MLA model, whose defaults come from
-/// model-specific overrides, unless `--page-size` is 32 or 64, which every Blackwell
-/// backend keeps. DeepSeek-V4 (page 256) is sized elsewhere.
-pub fn backend_not_modelled(i: &BackendInputs<'_>) -> bool {
-    i.sm_major == Some(10)
-        && i.attention_backend.is_none()
-        && !matches!(i.page_size, 32 | 64)
-        && !matches!(
-            i.attention,
-            Attention::MlaDsa { .. } | Attention::Dsv4 { .. }
-        )
-        && default_backend(i, Sm100Attention::Trtllm128Fa4).is_none()
-}
-
-/// An explicit `--attention-backend` whose page constraint is not modelled (the module
-/// doc's list), with a page it may change.
-pub fn explicit_backend_not_modelled<'a>(i: &BackendInputs<'a>) -> Option<&'a str> {
-    let b = i.attention_backend?;
-    (i.sm_major.is_some() && !BACKENDS.contains(&b) && i.page_size != 64).then_some(b)
-}
-
 /// The page size SGLang resolves for `i` under a release's [`Sm100Attention`] and
 /// [`DsaPage`] rules.
 pub fn resolve_page_size(i: &BackendInputs<'_>, rule: Sm100Attention, dsa: DsaPage) -> PageSize {
@@ -135,8 +127,10 @@ pub fn resolve_page_size(i: &BackendInputs<'_>, rule: Sm100Attention, dsa: DsaPa
         page_size: given,
         backend,
         changed: None,
+        unmodelled: None,
     };
-    if i.sm_major.is_none() {
+    // DeepSeek-V4 runs its own 256-token pages (`StartupPlan`).
+    if i.sm_major.is_none() || matches!(i.attention, Attention::Dsv4 { .. }) {
         return keep(None);
     }
     if let Attention::MlaDsa { index_kpool, .. } = i.attention {
@@ -149,6 +143,7 @@ pub fn resolve_page_size(i: &BackendInputs<'_>, rule: Sm100Attention, dsa: DsaPa
             backend: Some("dsa"),
             changed: (given != page)
                 .then(|| format!("Setting page size to {page} for DeepSeek DSA.")),
+            unmodelled: None,
         };
     }
     let backend: Option<&'static str> = match i.attention_backend {
@@ -156,7 +151,17 @@ pub fn resolve_page_size(i: &BackendInputs<'_>, rule: Sm100Attention, dsa: DsaPa
         None => default_backend(i, rule),
     };
     let Some(backend) = backend else {
-        return keep(None);
+        let unmodelled = match i.attention_backend {
+            Some(b) if given != 64 => Some(BackendUnmodelled::Explicit(b.to_string())),
+            None if i.sm_major == Some(10) && !matches!(given, 32 | 64) => {
+                Some(BackendUnmodelled::ModelSpecific)
+            }
+            _ => None,
+        };
+        return PageSize {
+            unmodelled,
+            ..keep(None)
+        };
     };
     let mla = matches!(
         i.attention,
@@ -220,6 +225,7 @@ pub fn resolve_page_size(i: &BackendInputs<'_>, rule: Sm100Attention, dsa: DsaPa
         page_size: page,
         backend: Some(backend),
         changed: Some(line),
+        unmodelled: None,
     }
 }
 

@@ -419,11 +419,8 @@ impl Dsv4Geometry {
     ) -> Result<Dsv4PoolSizes, Dsv4Error> {
         match formula {
             Dsv4Formula::Paged0521 => self.pool_sizes(s, available_bytes, max_total_tokens),
-            Dsv4Formula::FlatKvBytes0518 { swa_floor } => {
-                self.flat_pool_sizes(formula, swa_floor, s, available_bytes, max_total_tokens)
-            }
-            Dsv4Formula::C128PerSwaToken0514 => {
-                self.flat_pool_sizes(formula, false, s, available_bytes, max_total_tokens)
+            Dsv4Formula::FlatKvBytes0518 { .. } | Dsv4Formula::C128PerSwaToken0514 => {
+                self.flat_pool_sizes(formula, s, available_bytes, max_total_tokens)
             }
         }
     }
@@ -439,7 +436,6 @@ impl Dsv4Geometry {
     fn flat_pool_sizes(
         &self,
         formula: Dsv4Formula,
-        swa_floor: bool,
         s: &Dsv4Schedule,
         available_bytes: u64,
         max_total_tokens: Option<u64>,
@@ -457,7 +453,7 @@ impl Dsv4Geometry {
             full = full.min(m) / page * page;
         }
         let swa = (full as f64 * co.swa_ratio) as u64 / page * page;
-        if swa_floor {
+        if matches!(formula, Dsv4Formula::FlatKvBytes0518 { swa_floor: true }) {
             self.validate_swa_pool_size(swa, page)?;
         }
         let window = self.sliding_window as u64;

@@ -41,8 +41,7 @@ pub fn bundled_data() -> [(&'static str, &'static str); 2] {
     ]
 }
 pub use attention_backend::{
-    BackendInputs, PageSize, Sm100Attention, backend_not_modelled, explicit_backend_not_modelled,
-    resolve_page_size,
+    BackendInputs, BackendUnmodelled, DsaPage, PageSize, Sm100Attention, resolve_page_size,
 };
 pub use dtype::{KvDtype, KvDtypeRefused};
 pub use geometry::{Attention, IndexKLayers, LinearState, PoolGeometry};

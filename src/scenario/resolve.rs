@@ -653,27 +653,24 @@ fn resolve_page_size(
         eagle_topk: server.speculative_eagle_topk,
         sm_major: crate::model::sm_major(&node.gpu),
     };
-    let explicit = crate::model::explicit_backend_not_modelled(&inputs).map(|b| {
-        super::schema::Unmodelled {
-            what: format!("--attention-backend {b}"),
-            effect: format!(
-                "the {b} backend's page-size constraint is not modelled: page {} assumed, as --page-size says; SGLang may change it (its log says so)",
-                server.page_size.max(1)
-            ),
-        }
-    });
-    let unmodelled = explicit.or_else(|| {
-        crate::model::backend_not_modelled(&inputs).then(|| super::schema::Unmodelled {
-            what: "attention backend".into(),
-            effect: format!(
-                "SGLang picks this model's attention backend on {} by model-specific rules not modelled here, and the backend may change the page size (page {} assumed, as --page-size says): give --attention-backend and --page-size as SGLang logs them",
-                node.gpu,
-                server.page_size.max(1)
-            ),
-        })
-    });
     let flags = version.release_rules().flags;
     let p = crate::model::resolve_page_size(&inputs, flags.sm100_attention, flags.dsa_page);
+    let assumed = server.page_size.max(1);
+    let unmodelled = p.unmodelled.as_ref().map(|u| match u {
+        crate::model::BackendUnmodelled::Explicit(b) => super::schema::Unmodelled {
+            what: format!("--attention-backend {b}"),
+            effect: format!(
+                "the {b} backend's page-size constraint is not modelled: page {assumed} assumed, as --page-size says; SGLang may change it (its log says so)"
+            ),
+        },
+        crate::model::BackendUnmodelled::ModelSpecific => super::schema::Unmodelled {
+            what: "attention backend".into(),
+            effect: format!(
+                "SGLang picks this model's attention backend on {} by model-specific rules not modelled here, and the backend may change the page size (page {assumed} assumed, as --page-size says): give --attention-backend and --page-size as SGLang logs them",
+                node.gpu
+            ),
+        },
+    });
     server.page_size = p.page_size;
     let note = p.changed.map(|line| {
         format!(
