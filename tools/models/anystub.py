@@ -181,3 +181,34 @@ class _TorchSub(StubFinder):
         if fullname.startswith("torch.") and fullname not in sys.modules:
             return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
         return None
+
+
+def prepare_sglang(tree):
+    """The prelude of a worker that imports one SGLang release's code on a CPU:
+    transformers imported first (it must see no torch), its `AutoImageProcessor`
+    placeholder made to accept the processors SGLang's config modules register (a
+    registration changes no model config), logging quietened, the stubs installed,
+    triton's driver answering CUDA (`layers/attention/fla/utils.py` asks it at import),
+    and the release's unpacked wheel `tree` first on the import path."""
+    import logging
+    import os
+
+    import transformers  # noqa: F401  (before the stubs)
+    from transformers.utils import import_utils as iu
+
+    getattribute = iu.DummyObject.__getattribute__
+
+    def lenient(cls, key):
+        if key == "register":
+            return lambda *a, **k: None
+        return getattribute(cls, key)
+
+    iu.DummyObject.__getattribute__ = lenient
+    logging.disable(logging.WARNING)
+    install()
+    import triton  # the stub
+
+    target = types.SimpleNamespace(backend="cuda", arch=90, warp_size=32)
+    triton.runtime.driver.active.get_current_target = lambda: target
+    sys.path.insert(0, tree)
+    os.environ.pop("SGLANG_PLATFORM", None)

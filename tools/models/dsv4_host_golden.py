@@ -20,9 +20,7 @@ Usage: python3 tools/models/dsv4_host_golden.py [--releases 0.5.18,...,0.5.23]
 """
 
 import argparse
-import json
 import os
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,38 +36,9 @@ def main():
     ap.add_argument("--work", default="/tmp/hicache-sim-kv")
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args()
-    bad = 0
-    os.makedirs(OUT, exist_ok=True)
     dirs = [d for d in kvg.model_dirs(a.work) if "DeepSeek-V4" in os.path.basename(d)]
-    for rel in a.releases.split(","):
-        t = kvg.tree(a.work, rel)
-        py = kvg.venv(a.work, kvg.pinned_transformers(t, rel))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
-        env["HF_HUB_OFFLINE"] = "1"
-        res = subprocess.run([py, os.path.join(HERE, "sglang_dsv4_host_worker.py"), t, *dirs],
-                             capture_output=True, text=True, env=env)
-        if res.returncode != 0:
-            sys.exit(f"sglang {rel}: worker failed:\n{res.stderr[-3000:]}")
-        lines = []
-        for l in res.stdout.splitlines():
-            if l.startswith("{"):
-                d = json.loads(l)
-                d["model"] = d["model"].replace("--", "/", 1)
-                lines.append(json.dumps(d, sort_keys=True, separators=(",", ":")))
-        lines.sort()
-        path = os.path.join(OUT, f"{rel}.jsonl")
-        errs = sum('"error"' in l for l in lines)
-        if a.check:
-            want = open(path).read().splitlines() if os.path.exists(path) else []
-            if lines != want:
-                bad += 1
-                diff = [(x, y) for x, y in zip(lines, want) if x != y] or [("(line count)", f"{len(lines)} vs {len(want)}")]
-                print(f"sglang {rel}: SGLang now says\n  {diff[0][0]}\nthe golden {path} says\n  {diff[0][1]}")
-            else:
-                print(f"sglang {rel}: {len(lines)} cases equal to {path}")
-            continue
-        open(path, "w").write("\n".join(lines) + "\n")
-        print(f"sglang {rel}: {len(lines)} cases ({errs} SGLang could not size) -> {path}")
+    bad = kvg.run_golden(a.releases, a.check, a.work, OUT, "sglang_dsv4_host_worker.py",
+                         lambda t, rel: dirs, kvg.could_not_size)
     return 1 if bad else 0
 
 

@@ -91,6 +91,53 @@ def venv(work, tf):
     return py
 
 
+def run_golden(releases, check, work, out, worker, worker_args, summary=lambda lines: ""):
+    """Each release: `worker` (a script next to this one) run in the release's virtual
+    environment as `worker TREE *worker_args(TREE, release)`; its JSON lines (a `model`
+    of `org--name` written `org/name`) sorted into `out/<release>.jsonl`, or, with
+    `check`, compared with that file. `summary(lines)` adds to each release's line.
+    Returns the count of releases whose golden differs (`check`), else 0."""
+    bad = 0
+    os.makedirs(out, exist_ok=True)
+    for rel in releases.split(","):
+        t = tree(work, rel)
+        py = venv(work, pinned_transformers(t, rel))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
+        env["HF_HUB_OFFLINE"] = "1"
+        res = subprocess.run([py, os.path.join(HERE, worker), t, *worker_args(t, rel)],
+                             capture_output=True, text=True, env=env)
+        if res.returncode != 0:
+            sys.exit(f"sglang {rel}: worker failed:\n{res.stderr[-3000:]}")
+        lines = []
+        for l in res.stdout.splitlines():
+            if l.startswith("{"):
+                d = json.loads(l)
+                if "model" in d:
+                    d["model"] = d["model"].replace("--", "/", 1)
+                lines.append(json.dumps(d, sort_keys=True, separators=(",", ":")))
+        lines.sort()
+        path = os.path.join(out, f"{rel}.jsonl")
+        if check:
+            want = open(path).read().splitlines() if os.path.exists(path) else []
+            diff = [(x, y) for x, y in zip(lines, want) if x != y]
+            if len(lines) != len(want) or diff:
+                bad += 1
+                first = diff[0] if diff else ("(line count)", f"{len(lines)} vs {len(want)}")
+                print(f"sglang {rel}: SGLang now says\n  {first[0]}\nthe golden {path} says\n  {first[1]}")
+            else:
+                print(f"sglang {rel}: {len(lines)} cases equal to {path}{summary(lines)}")
+            continue
+        open(path, "w").write("\n".join(lines) + "\n")
+        print(f"sglang {rel}: {len(lines)} cases{summary(lines)} -> {path}")
+    return bad
+
+
+def could_not_size(lines):
+    """The count of cases SGLang itself could not size (an `error` record)."""
+    errors = sum('"error"' in l for l in lines)
+    return f" ({errors} SGLang could not size)"
+
+
 def unslim(v):
     """The catalogue's "Infinity" / "-Infinity" / "NaN" strings back to numbers."""
     if isinstance(v, dict):
@@ -124,39 +171,9 @@ def main():
     ap.add_argument("--work", default="/tmp/hicache-sim-kv")
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args()
-    bad = 0
-    os.makedirs(OUT, exist_ok=True)
     dirs = model_dirs(a.work)
-    for rel in a.releases.split(","):
-        t = tree(a.work, rel)
-        py = venv(a.work, pinned_transformers(t, rel))
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_")}
-        env["HF_HUB_OFFLINE"] = "1"
-        res = subprocess.run([py, os.path.join(HERE, "sglang_kv_worker.py"), t, *dirs],
-                             capture_output=True, text=True, env=env)
-        if res.returncode != 0:
-            sys.exit(f"sglang {rel}: worker failed:\n{res.stderr[-3000:]}")
-        lines = []
-        for l in res.stdout.splitlines():
-            if l.startswith("{"):
-                d = json.loads(l)
-                d["model"] = d["model"].replace("--", "/", 1)
-                lines.append(json.dumps(d, sort_keys=True, separators=(",", ":")))
-        lines.sort()
-        path = os.path.join(OUT, f"{rel}.jsonl")
-        errs = sum('"error"' in l for l in lines)
-        if a.check:
-            want = open(path).read().splitlines() if os.path.exists(path) else []
-            diff = [(x, y) for x, y in zip(lines, want) if x != y]
-            if len(lines) != len(want) or diff:
-                bad += 1
-                first = diff[0] if diff else ("(line count)", f"{len(lines)} vs {len(want)}")
-                print(f"sglang {rel}: SGLang now says\n  {first[0]}\nthe golden {path} says\n  {first[1]}")
-            else:
-                print(f"sglang {rel}: {len(lines)} cases equal to {path} ({errs} SGLang could not size)")
-            continue
-        open(path, "w").write("\n".join(lines) + "\n")
-        print(f"sglang {rel}: {len(lines)} cases ({errs} SGLang could not size) -> {path}")
+    bad = run_golden(a.releases, a.check, a.work, OUT, "sglang_kv_worker.py",
+                     lambda t, rel: dirs, could_not_size)
     return 1 if bad else 0
 
 

@@ -27,34 +27,10 @@ import types
 TREE = sys.argv[1]
 DIRS = sys.argv[2:]
 
-import transformers  # noqa: E402,F401  (before the stubs: transformers must see no torch)
-from transformers.utils import import_utils as _iu  # noqa: E402
-
-_dummy_getattribute = _iu.DummyObject.__getattribute__
-
-
-def _lenient(cls, key):
-    if key == "register":
-        return lambda *a, **k: None
-    return _dummy_getattribute(cls, key)
-
-
-_iu.DummyObject.__getattribute__ = _lenient
-import logging  # noqa: E402
-
-logging.disable(logging.WARNING)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import anystub  # noqa: E402
 
-anystub.install()
-# `layers/attention/fla/utils.py` (imported by these releases' server_args.py) asks
-# triton's driver for the backend at import: answer CUDA.
-import triton  # noqa: E402  (the stub)
-
-_target = types.SimpleNamespace(backend="cuda", arch=90, warp_size=32)
-triton.runtime.driver.active.get_current_target = lambda: _target
-sys.path.insert(0, TREE)
-os.environ.pop("SGLANG_PLATFORM", None)
+anystub.prepare_sglang(TREE)
 
 from sglang.srt.configs.model_config import ModelConfig  # noqa: E402
 import sglang.srt.model_executor.pool_configurator as pc  # noqa: E402

@@ -25,32 +25,10 @@ import types
 
 TREE, REL = sys.argv[1], sys.argv[2]
 
-import transformers  # noqa: E402,F401  (before the stubs)
-from transformers.utils import import_utils as _iu  # noqa: E402
-
-_dummy_getattribute = _iu.DummyObject.__getattribute__
-
-
-def _lenient(cls, key):
-    if key == "register":
-        return lambda *a, **k: None
-    return _dummy_getattribute(cls, key)
-
-
-_iu.DummyObject.__getattribute__ = _lenient
-import logging  # noqa: E402
-
-logging.disable(logging.WARNING)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import anystub  # noqa: E402
 
-anystub.install()
-import triton  # noqa: E402  (the stub)
-
-_target = types.SimpleNamespace(backend="cuda", arch=90, warp_size=32)
-triton.runtime.driver.active.get_current_target = lambda: _target
-sys.path.insert(0, TREE)
-os.environ.pop("SGLANG_PLATFORM", None)
+anystub.prepare_sglang(TREE)
 
 import sglang.srt.server_args as sa  # noqa: E402
 
