@@ -375,6 +375,12 @@ impl<R: TreeRules> HiRadixTree<R> {
                 break;
             };
             let len = self.nodes[x as usize].len();
+            if self.cfg.l3_at_host_eviction {
+                // The what-if of sglang PR 39845: the coldest host pages go to L3 as
+                // they leave the host tier.
+                let pages = &self.nodes[x as usize].pages;
+                self.host_evictions.extend_from_slice(pages);
+            }
             if is_dup {
                 // The node keeps its device copy and loses its backup.
                 self.set_backed_up(x, false);
@@ -409,6 +415,9 @@ impl<R: TreeRules> HiRadixTree<R> {
         }
         if n * u64::from(self.cfg.page_size) < u64::from(self.cfg.load_back_threshold) {
             return 0;
+        }
+        if self.cfg.serialize_load_back {
+            return self.load_back_per_node(m);
         }
         // `inc_lock_ref(ancestor)` + `protect_host` of the loaded nodes while allocating.
         self.inc_lock_ref(m.last_device_node);
@@ -461,6 +470,123 @@ impl<R: TreeRules> HiRadixTree<R> {
             self.check();
         }
         n
+    }
+
+    /// The what-if of sglang PR 40576 (`--hicache-write-back-threshold`, open; its code is
+    /// not in the stored sources, its test shows the shape: `_write_back_budget`, then
+    /// `_write_back_proactively` copies device KV to host, the nodes stay on the device,
+    /// and a later eviction of them frees slots with no synchronous write). Under
+    /// write_back, when the device pages without a host copy exceed `threshold` × the
+    /// device pool, device leaves are backed up in eviction order (least recently used
+    /// first; a leaf already backed up or locked is passed over) until the excess is
+    /// covered or no leaf is left; each stays on the device, a host duplicate. The hook
+    /// (once per scheduler iteration), the occupancy read and the order are this
+    /// simulator's reading ([`crate::release::proposal::Proposal::assumptions`]).
+    /// Returns the pages backed up.
+    pub fn write_back_to_watermark(&mut self, threshold: f64) -> u64 {
+        if !self.cfg.host_tier || self.cfg.write_policy != WritePolicy::WriteBack {
+            return 0;
+        }
+        let dirty = self.device_used.saturating_sub(self.host_device_resident);
+        let limit = (threshold.clamp(0.0, 1.0) * self.cfg.l1_pages as f64).floor() as u64;
+        if dirty <= limit {
+            return 0;
+        }
+        let budget = dirty - limit;
+        let mut written = 0u64;
+        let mut popped: Vec<NodeId> = std::mem::take(&mut self.scratch);
+        popped.clear();
+        while written < budget {
+            let Some((k, x)) = self.dev_leaves.peek(&self.nodes) else {
+                break;
+            };
+            self.dev_leaves.pop_top();
+            self.dev_leaves.update(&self.nodes, x, Some(k), None);
+            self.nodes[x as usize].dev_key = None;
+            popped.push(x);
+            if self.nodes[x as usize].backed_up {
+                continue;
+            }
+            let n = self.write_backup(x, true);
+            if n == 0 {
+                break; // the host has no room: eviction stays the fallback
+            }
+            // Acked with the iteration's other D2H copies: a settled duplicate.
+            self.track_duplicate(x);
+            if self.cfg.storage_backup_pins {
+                // The ack's L3 write pins the host copy until its own ack, as an
+                // eviction's write_back backup does.
+                self.protect_host(x);
+                self.storage_pins.push(x);
+            }
+            written += n;
+        }
+        for &x in &popped {
+            self.refresh(x);
+        }
+        self.scratch = popped;
+        if self.cfg.debug_checks {
+            self.check();
+        }
+        written
+    }
+
+    /// The what-if of sglang PR 39395 (`--hicache-serialize-load-back`, open;
+    /// `unified_radix_cache.py: _load_back_per_node` as stored at sglang f6984249): the
+    /// host span of `m` is loaded one radix node at a time, root-first. Each step evicts
+    /// only its own shortfall (`_evict_for_load_back`), is copied and acked at once
+    /// (`_drain_serialized_load_back` → `finish_load_back`: under write_back the node is
+    /// a tracked, reclaimable duplicate before the next step evicts) and stays
+    /// device-locked until the loop ends; the anchor's host copy is pinned throughout.
+    /// A step that finds no room ends the load: the request recomputes (0 returned) and
+    /// the steps before it stay on the device. The whole-span threshold test comes first,
+    /// as in the batched path ([`load_back`](Self::load_back)).
+    fn load_back_per_node(&mut self, m: &MatchResult) -> u64 {
+        self.inc_lock_ref(m.last_device_node);
+        self.protect_host(m.last_node);
+        // The chain, root-first (`split_full_load_back_spec`: one step per node).
+        let mut chain = std::mem::take(&mut self.scratch);
+        chain.clear();
+        let mut x = m.last_node;
+        while x != m.last_device_node {
+            chain.push(x);
+            x = self.nodes[x as usize].parent;
+        }
+        let mut loaded = 0u64;
+        let mut steps = 0usize;
+        let mut ok = true;
+        for i in (0..chain.len()).rev() {
+            let x = chain[i];
+            let len = self.nodes[x as usize].len();
+            // `inc_host_lock_ref(step_id)` while the step allocates.
+            self.protect_host(x);
+            let room = self.alloc_device(len);
+            self.release_host(x);
+            if !room {
+                ok = false;
+                break;
+            }
+            self.device_used -= len;
+            self.set_on_device(x, true);
+            // Acked now (`loading_check(finish_count=1)`): a settled duplicate.
+            self.track_duplicate(x);
+            // `loaded_locks`: held until the loop ends.
+            self.inc_lock_ref(x);
+            loaded += len;
+            steps += 1;
+        }
+        for i in 0..steps {
+            let x = chain[chain.len() - 1 - i];
+            self.dec_lock_ref(x);
+        }
+        self.scratch = chain;
+        self.release_host(m.last_node);
+        self.dec_lock_ref(m.last_device_node);
+        self.stats.load_back_pages += loaded;
+        if self.cfg.debug_checks {
+            self.check();
+        }
+        if ok { loaded } else { 0 }
     }
 
     /// `hiradix_cache.py: _evict_write_back: flush_staged`: the staged write_back
@@ -551,6 +677,10 @@ impl<R: TreeRules> HiRadixTree<R> {
                     continue;
                 }
                 let len = n.len();
+                if self.cfg.l3_at_host_eviction {
+                    let pages = &self.nodes[x as usize].pages;
+                    self.host_evictions.extend_from_slice(pages);
+                }
                 self.set_backed_up(x, false);
                 self.untrack_duplicate(x);
                 freed += len;

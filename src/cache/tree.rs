@@ -51,6 +51,12 @@ pub struct TreeConfig {
     /// tree would make is recorded as a storage write intent instead
     /// ([`take_storage_intents`](HiRadixTree::take_storage_intents)).
     pub buffer_storage_intents: bool,
+    /// The what-if of sglang PR 39395: load-backs one node at a time
+    /// ([`crate::release::proposal::LoadBackMode::SerializedPerNode`]).
+    pub serialize_load_back: bool,
+    /// The what-if of sglang PR 39845: every host copy the tree frees is recorded
+    /// ([`take_host_evictions`](HiRadixTree::take_host_evictions)) for an L3 write.
+    pub l3_at_host_eviction: bool,
     /// Re-derive every invariant after each public operation (tests).
     pub debug_checks: bool,
 }
@@ -70,6 +76,8 @@ impl Default for TreeConfig {
             load_back_threshold: 10,
             storage_backup_pins: false,
             buffer_storage_intents: false,
+            serialize_load_back: false,
+            l3_at_host_eviction: false,
             debug_checks: false,
         }
     }
@@ -171,6 +179,9 @@ pub struct HiRadixTree<R: TreeRules = V1> {
     pub(crate) staged: Vec<NodeId>,
     /// buffer_only storage write intents since the last drain.
     pub(crate) storage_intents: Vec<NodeId>,
+    /// Pages whose host copy was freed, for the runtime to write to L3 when cache-mode L3
+    /// is written at host eviction ([`TreeConfig::l3_at_host_eviction`]).
+    pub(crate) host_evictions: Vec<PageKey>,
     pub(crate) _rules: std::marker::PhantomData<R>,
 }
 
@@ -226,6 +237,7 @@ impl<R: TreeRules> HiRadixTree<R> {
             storage_pins: Vec::new(),
             staged: Vec::new(),
             storage_intents: Vec::new(),
+            host_evictions: Vec::new(),
             _rules: std::marker::PhantomData,
         }
     }
@@ -296,6 +308,12 @@ impl<R: TreeRules> HiRadixTree<R> {
         // record's span, so it does.
         debug_assert_eq!(got, rec.pages, "backup chain length mismatch");
         true
+    }
+
+    /// Drains the pages whose host copies were freed since the last call
+    /// ([`TreeConfig::l3_at_host_eviction`]) into `out` (appended).
+    pub fn take_host_evictions(&mut self, out: &mut Vec<PageKey>) {
+        out.append(&mut self.host_evictions);
     }
 
     /// Drains the buffer_only storage write intents since the last call

@@ -77,12 +77,17 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
     let mut overrides = Map::new();
     // Where the scenario's fields came from, for errors about `runtime.*` found later.
     let mut provenance = None;
+    // An open PR's rule set (`sglang: pr39395`, …): labelled in every output.
+    let mut proposal = None;
     let (mut section, base_cfg): (RuntimeSection, Option<(ReplayConfig, String)>) = match &a
         .scenario
     {
         Some(path) => {
             let s = super::startup_cmd::load_scenario(path, &a.sets, a.sglang)?;
             provenance = Some(s.provenance.clone());
+            if let crate::release::Sglang::Proposal(p) = s.version {
+                proposal = Some(p);
+            }
             let plan = super::startup_cmd::plan_for(&s)?;
             let section = s.runtime.clone().unwrap_or_default();
             let mc = startup::run(&plan, s.seed, 1);
@@ -110,6 +115,17 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
                 None => format!(
                     "the start-up of {path} gave no rank a host pool (HiCache off): replaying with L2 = 0"
                 ),
+            };
+            // An open PR's rule set is labelled as such, with what it assumes.
+            let note = match s.version {
+                crate::release::Sglang::Proposal(p) => format!(
+                    "{note}\nwhat-if {} (in no release; {}): {}\nassumed: {}",
+                    p.id(),
+                    p.url(),
+                    p.summary(),
+                    p.assumptions()
+                ),
+                _ => note,
             };
             overrides.extend(section.replay.clone());
             pipeline::scheduler_chunk(&s, &section.replay)
@@ -271,6 +287,16 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
             // The arrivals behind the times, when not the trace's own.
             if let Some(f) = section.slowdown_factor.filter(|&f| f != 1.0) {
                 v["slowdown_factor"] = f.into();
+            }
+            // An open PR's rules: in no release, and what the simulator assumed.
+            if let Some(p) = proposal {
+                v["what_if"] = serde_json::json!({
+                    "id": p.id(),
+                    "status": "unverified",
+                    "pull_request": p.url(),
+                    "summary": p.summary(),
+                    "assumed": p.assumptions(),
+                });
             }
             println!(
                 "{}",

@@ -10,7 +10,8 @@ use crate::report::startup_all::shipped;
 #[derive(Serialize)]
 struct VersionOut {
     id: &'static str,
-    /// `release`, `alias` (`latest`) or `what_if`.
+    /// `release`, `alias` (`latest`), `what_if` (sizing) or `proposal` (an open PR's
+    /// replay rules on 0.5.23).
     kind: &'static str,
     /// Release: the wheel's date; what-if: first shipping release and date, or "in no
     /// release up to 0.5.23 (a proposal)".
@@ -62,6 +63,19 @@ fn all() -> Vec<VersionOut> {
             rules: s.release_rules(),
         });
     }
+    for p in crate::release::proposal::Proposal::ALL {
+        let s = Sglang::Proposal(p);
+        out.push(VersionOut {
+            id: p.id(),
+            kind: "proposal",
+            shipped: shipped(s),
+            same_as: None,
+            first_shipped: None,
+            nearest_release: Some(Release::V0_5_23.id()),
+            summary: p.summary(),
+            rules: s.release_rules(),
+        });
+    }
     out
 }
 
@@ -70,7 +84,10 @@ pub fn text() -> String {
     use std::fmt::Write;
     let all = all();
     let mut o = String::from("SGLang releases (--sglang X; wheel dates):\n");
-    for v in all.iter().filter(|v| v.kind != "what_if") {
+    for v in all
+        .iter()
+        .filter(|v| v.kind == "release" || v.kind == "alias")
+    {
         let same = v
             .same_as
             .map(|s| format!("same rules as {s}; "))
@@ -83,6 +100,12 @@ pub fn text() -> String {
     for v in all.iter().filter(|v| v.kind == "what_if") {
         let _ = writeln!(o, "  {:<24} {}", v.id, v.summary);
         let _ = writeln!(o, "  {:<24} shipped: {}", "", v.shipped);
+    }
+    o.push_str("\nProposals (open upstream PRs' replay rules on 0.5.23; sizing as 0.5.23):\n");
+    for p in crate::release::proposal::Proposal::ALL {
+        let _ = writeln!(o, "  {:<24} {}", p.id(), p.summary());
+        let _ = writeln!(o, "  {:<24} {}", "", p.url());
+        let _ = writeln!(o, "  {:<24} assumed: {}", "", p.assumptions());
     }
     o
 }

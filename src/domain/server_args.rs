@@ -168,6 +168,11 @@ pub struct ServerArgs {
     /// data-parallel ranks model `round_robin` only ([`crate::runtime::dp`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load_balance_method: Option<String>,
+    /// `--hicache-write-back-threshold` of sglang PR 40576 (open, in no release): taken
+    /// only under `sglang: pr40576` (None: that what-if's default,
+    /// [`crate::release::proposal::DEFAULT_WRITE_BACK_THRESHOLD`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hicache_write_back_threshold: Option<f64>,
 }
 
 // The offload fields are left out of the serialized arguments at SGLang's defaults, so
@@ -239,6 +244,7 @@ impl Default for ServerArgs {
             language_model_only: false,
             attention_backend: None,
             load_balance_method: None,
+            hicache_write_back_threshold: None,
         }
     }
 }

@@ -124,6 +124,10 @@ pub fn replay_config(
         return Err(ReplayConfigError::LoadBalanceNotModelled(m.to_string()));
     }
     let policy = &mut cfg.policy;
+    if let (Some(_), Some(t)) = (policy.write_back_threshold, sv.hicache_write_back_threshold) {
+        // `sglang: pr40576` with the scenario's own watermark.
+        policy.write_back_threshold = Some(t);
+    }
     policy.write_policy = sv.hicache_write_policy;
     policy.eviction_policy = sv.radix_eviction_policy;
     policy.host_memory_mode = sv.hicache_host_memory_mode;

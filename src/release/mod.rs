@@ -12,10 +12,13 @@
 //! - **what-ifs**, the PR-era rule sets ([`SglangVersion`]: `pre-28614`, …,
 //!   `auto-hicache`): named rule sets, some shipped in a release, some proposals that no
 //!   release up to 0.5.23 contains ([`first_shipped`]).
+//! - **proposals**, open upstream PRs' tree and controller rules on top of 0.5.23
+//!   ([`proposal::Proposal`]: `pr39395`, `pr40576`, `pr39845`).
 
 pub mod copy_kernel;
 pub mod diff;
 pub mod log_lines;
+pub mod proposal;
 mod rules;
 mod server_check;
 
@@ -122,13 +125,15 @@ pub fn nearest_release(v: SglangVersion) -> Release {
 pub enum Sglang {
     Release(Release),
     WhatIf(SglangVersion),
+    /// An open PR's replay rules on 0.5.23 (sizing unchanged).
+    Proposal(proposal::Proposal),
 }
 
 /// An unknown `--sglang` id.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown SGLang version `{given}`{hint}: expected a release ({}, latest) or a what-if ({})",
     Release::ALL.iter().map(|r| r.id()).collect::<Vec<_>>().join(", "),
-    SglangVersion::ALL.iter().map(|v| v.id()).collect::<Vec<_>>().join(", "))]
+    SglangVersion::ALL.iter().map(|v| v.id()).chain(proposal::Proposal::ALL.iter().map(|p| p.id())).collect::<Vec<_>>().join(", "))]
 pub struct UnknownSglang {
     pub given: String,
     hint: String,
@@ -139,7 +144,8 @@ impl Sglang {
     pub const DEFAULT: Sglang = Sglang::Release(Release::LATEST);
 
     /// Every id `--sglang all` expands to: the releases (aliases included), oldest first,
-    /// then the what-ifs.
+    /// then the sizing what-ifs. The proposals are not in it: their sizing is 0.5.23's
+    /// (a start-up row of theirs would repeat 0.5.23's); they are named one by one.
     pub fn all() -> Vec<Sglang> {
         Release::ALL
             .into_iter()
@@ -161,6 +167,9 @@ impl Sglang {
         if let Some(rel) = Release::ALL.into_iter().find(|x| x.id() == r) {
             return Ok(Sglang::Release(rel));
         }
+        if let Some(p) = proposal::Proposal::from_id(&t) {
+            return Ok(Sglang::Proposal(p));
+        }
         match SglangVersion::from_id(&t) {
             Ok(v) => Ok(Sglang::WhatIf(v)),
             Err(_) => {
@@ -168,6 +177,7 @@ impl Sglang {
                     .iter()
                     .map(|x| x.id())
                     .chain(SglangVersion::ALL.iter().map(|v| v.id()))
+                    .chain(proposal::Proposal::ALL.iter().map(|p| p.id()))
                     .chain(["latest"]);
                 let hint = if r.starts_with(|c: char| c.is_ascii_digit())
                     && r.chars().all(|c| c.is_ascii_digit() || c == '.')
@@ -208,6 +218,7 @@ impl Sglang {
         match self {
             Sglang::Release(r) => r.id(),
             Sglang::WhatIf(v) => v.id(),
+            Sglang::Proposal(p) => p.id(),
         }
     }
 
@@ -222,6 +233,7 @@ impl Sglang {
         match self {
             Sglang::Release(r) => r,
             Sglang::WhatIf(v) => nearest_release(v),
+            Sglang::Proposal(_) => Release::V0_5_23,
         }
     }
 
@@ -241,7 +253,9 @@ impl Sglang {
             .iter()
             .map(|v| match v {
                 Sglang::Release(_) => v.id().to_string(),
-                Sglang::WhatIf(_) => format!("{} (what-if: in no release)", v.id()),
+                Sglang::WhatIf(_) | Sglang::Proposal(_) => {
+                    format!("{} (what-if: in no release)", v.id())
+                }
             })
             .collect::<Vec<_>>()
             .join(", ")
@@ -255,6 +269,7 @@ impl Sglang {
         match self {
             Sglang::Release(r) => r.summary(),
             Sglang::WhatIf(v) => v.summary(),
+            Sglang::Proposal(p) => p.summary(),
         }
     }
 
@@ -269,6 +284,7 @@ impl Sglang {
         match self {
             Sglang::Release(r) => r.rules(),
             Sglang::WhatIf(v) => rules::of_what_if(v, nearest_release(v)),
+            Sglang::Proposal(p) => rules::of_proposal(p),
         }
     }
 }

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::Release;
 use super::copy_kernel::LoadBackKernel;
 use super::log_lines::{AllocatingLine, HostRegister, LogRules, SmallHostLine};
+use super::proposal::{L3WriteRule, LoadBackMode, Proposal, WriteBackTrigger};
 use crate::cache::{DeviceEvictAmount, EvictVersion, TreeKind};
 use crate::domain::PrefetchPolicy;
 use crate::sizing::{
@@ -187,6 +188,18 @@ pub struct ControllerRules {
     /// `versions --format json`, whose output is kept as it was.
     #[serde(skip)]
     pub load_back_kernel: LoadBackKernel,
+    /// How a host hit is loaded back: batched in every release, per node under the
+    /// what-if of sglang PR 39395 ([`super::proposal`]). Not in `versions --format json`.
+    #[serde(skip)]
+    pub load_back: LoadBackMode,
+    /// When write_back copies to host: at eviction in every release, above a watermark
+    /// under the what-if of sglang PR 40576. Not in `versions --format json`.
+    #[serde(skip)]
+    pub write_back_trigger: WriteBackTrigger,
+    /// When cache mode writes L3: at host admission in every release, at host eviction
+    /// under the what-if of sglang PR 39845. Not in `versions --format json`.
+    #[serde(skip)]
+    pub l3_write: L3WriteRule,
 }
 
 /// Which sizing flags exist (`server_args.py`).
@@ -539,6 +552,9 @@ fn r0_5_14() -> ReleaseRules {
             // `kernels/ops/kvcache/hicache.py: DEFAULT_BLOCK_QUOTA = 2` on CUDA; no TMA
             // kernel (`hicache_tma.cuh` first ships in 0.5.21).
             load_back_kernel: LoadBackKernel::Register2Cta,
+            load_back: LoadBackMode::Batched,
+            write_back_trigger: WriteBackTrigger::AtEviction,
+            l3_write: L3WriteRule::AtHostAdmission,
         },
         tree: TreeKind::HiRadix,
         flags: FlagRules {
@@ -840,6 +856,18 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
 
 /// A what-if: its own sizing rules and flags (the fraction exists from #40135 on), the
 /// rest of the release it is nearest to.
+/// An open PR's rule set ([`Proposal`]): 0.5.23's rules with the PR's one rule.
+pub(super) fn of_proposal(p: Proposal) -> ReleaseRules {
+    let base = of_release(Release::V0_5_23);
+    let mut controller = base.controller;
+    match p {
+        Proposal::SerializeLoadBack => controller.load_back = LoadBackMode::SerializedPerNode,
+        Proposal::WriteBackWatermark => controller.write_back_trigger = WriteBackTrigger::Watermark,
+        Proposal::ExclusiveL3 => controller.l3_write = L3WriteRule::AtHostEviction,
+    }
+    ReleaseRules { controller, ..base }
+}
+
 pub(super) fn of_what_if(v: SglangVersion, nearest: Release) -> ReleaseRules {
     let base = of_release(nearest);
     let sizing = v.rules();

@@ -29,6 +29,26 @@ pub fn check_server(
             ),
         ));
     }
+    // `--hicache-write-back-threshold` exists only in sglang PR 40576 (open).
+    if let Some(t) = server.hicache_write_back_threshold {
+        if rr.controller.write_back_trigger != super::proposal::WriteBackTrigger::Watermark {
+            return Err((
+                "server.hicache_write_back_threshold",
+                format!(
+                    "SGLang {} has no --hicache-write-back-threshold: it is sglang PR 40576's (open, in no release); select `sglang: pr40576` to replay it",
+                    sglang.id()
+                ),
+            ));
+        }
+        if !(0.0..=1.0).contains(&t) {
+            return Err((
+                "server.hicache_write_back_threshold",
+                format!(
+                    "{t}: expected a fraction of the device pool in [0, 1] (1: write_back at eviction only, as every release)"
+                ),
+            ));
+        }
+    }
     // `server_args.py` (0.5.14–0.5.20) / `arg_groups/kv_cache_hook.py` (0.5.21+): the
     // SWA ratio's range check, every modelled release.
     if let Some(r) = server.swa_full_tokens_ratio

@@ -44,6 +44,7 @@ pub fn shipped(v: Sglang) -> String {
                 crate::release::Release::LATEST.id()
             ),
         },
+        Sglang::Proposal(p) => format!("open PR, in no release ({})", p.url()),
     }
 }
 

@@ -10,6 +10,7 @@ use crate::cache::{
     PrefetchPolicy, TreeKind, WritePolicy,
 };
 use crate::domain::StorageBackend;
+use crate::release::proposal::{L3WriteRule, LoadBackMode};
 use crate::release::{
     BufferOnlyWriteBack, PrefetchTimeoutClock, PrefetchTimeoutTokens, StorageWriteGate,
 };
@@ -157,6 +158,15 @@ pub struct TreePolicy {
     /// `buffer_only` with `write_back`: an error (≤ 0.5.21) or run as `write_through`
     /// (0.5.22+ `arg_groups/hicache_hook.py`).
     pub buffer_only_write_back: BufferOnlyWriteBack,
+    /// How a host hit is loaded back ([`LoadBackMode`]; per node only under the what-if
+    /// of sglang PR 39395).
+    pub load_back: LoadBackMode,
+    /// The write-back watermark of the what-if of sglang PR 40576 (`None`: write_back
+    /// copies at eviction only, as every release).
+    pub write_back_threshold: Option<f64>,
+    /// When cache mode writes L3 ([`L3WriteRule`]; at host eviction only under the what-if
+    /// of sglang PR 39845).
+    pub l3_write: L3WriteRule,
 }
 
 impl Default for TreePolicy {
@@ -174,6 +184,9 @@ impl Default for TreePolicy {
             host_memory_mode: HostMemoryMode::default(),
             storage_write_gate: StorageWriteGate::EveryBackup,
             buffer_only_write_back: BufferOnlyWriteBack::Error,
+            load_back: LoadBackMode::Batched,
+            write_back_threshold: None,
+            l3_write: L3WriteRule::AtHostAdmission,
         }
     }
 }
@@ -414,6 +427,22 @@ struct ReplayFields {
     /// Not written while 1 (one tree: every output as before).
     #[serde(skip_serializing_if = "is_one")]
     dp_ranks: u32,
+    /// The what-ifs of open SGLang PRs ([`crate::release::proposal`]): not written while
+    /// they hold every release's rule.
+    #[serde(skip_serializing_if = "is_batched")]
+    load_back: LoadBackMode,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    write_back_threshold: Option<f64>,
+    #[serde(skip_serializing_if = "is_at_host_admission")]
+    l3_write: L3WriteRule,
+}
+
+fn is_batched(m: &LoadBackMode) -> bool {
+    *m == LoadBackMode::Batched
+}
+
+fn is_at_host_admission(r: &L3WriteRule) -> bool {
+    *r == L3WriteRule::AtHostAdmission
 }
 
 fn is_one(n: &u32) -> bool {
@@ -452,6 +481,9 @@ impl From<ReplayFields> for ReplayConfig {
                 host_memory_mode: f.host_memory_mode,
                 storage_write_gate: f.storage_write_gate,
                 buffer_only_write_back: f.buffer_only_write_back,
+                load_back: f.load_back,
+                write_back_threshold: f.write_back_threshold,
+                l3_write: f.l3_write,
             },
             prefetch: Prefetch {
                 prefetch_capacity_rule: f.prefetch_capacity_rule,
@@ -565,6 +597,9 @@ impl From<ReplayConfig> for ReplayFields {
             timeline_samples: measurement.timeline_samples,
             debug_checks: measurement.debug_checks,
             dp_ranks: capacities.dp_ranks,
+            load_back: policy.load_back,
+            write_back_threshold: policy.write_back_threshold,
+            l3_write: policy.l3_write,
         }
     }
 }
@@ -693,6 +728,14 @@ impl ReplayConfig {
         self.prefetch.prefetch_retry_max_attempts = c.prefetch_retries.max_attempts;
         self.policy.storage_write_gate = c.storage_write_gate;
         self.policy.buffer_only_write_back = c.buffer_only_write_back;
+        self.policy.load_back = c.load_back;
+        self.policy.l3_write = c.l3_write;
+        self.policy.write_back_threshold = match c.write_back_trigger {
+            crate::release::proposal::WriteBackTrigger::AtEviction => None,
+            crate::release::proposal::WriteBackTrigger::Watermark => {
+                Some(crate::release::proposal::DEFAULT_WRITE_BACK_THRESHOLD)
+            }
+        };
         self
     }
 

@@ -36,6 +36,9 @@ pub(crate) struct Session<R: TreeRules> {
 impl<R: TreeRules> Session<R> {
     pub fn new(cfg: &ReplayConfig) -> Self {
         let host_tier = cfg.policy.host_memory_mode == HostMemoryMode::Cache;
+        let l3_at_host_eviction = host_tier
+            && cfg.has_storage()
+            && cfg.policy.l3_write == crate::release::proposal::L3WriteRule::AtHostEviction;
         let tree = HiRadixTree::new(TreeConfig {
             l1_pages: cfg.capacities.l1_pages,
             l2_pages: if host_tier {
@@ -51,10 +54,20 @@ impl<R: TreeRules> Session<R> {
             device_evict_amount: cfg.policy.device_evict_amount,
             host_tier,
             load_back_threshold: cfg.policy.load_back_threshold,
-            storage_backup_pins: cfg.has_storage() && host_tier,
+            // An L3 written at host eviction (the what-if of sglang PR 39845) takes no
+            // host pin at the backup: nothing is written then.
+            storage_backup_pins: cfg.has_storage() && host_tier && !l3_at_host_eviction,
             buffer_storage_intents: !host_tier
                 && cfg.policy.storage_write_gate
                     == crate::release::StorageWriteGate::WriteThreshold,
+            // `serialize_load_back = flag and cache_controller is not None and
+            // buffer_pipeline is None`: off without a host tier.
+            // The PR changes UnifiedRadixCache only.
+            serialize_load_back: host_tier
+                && R::KIND == crate::cache::TreeKind::Unified0523
+                && cfg.policy.load_back
+                    == crate::release::proposal::LoadBackMode::SerializedPerNode,
+            l3_at_host_eviction,
             debug_checks: cfg.measurement.debug_checks,
         });
         Self {
@@ -155,6 +168,22 @@ impl<R: TreeRules> Session<R> {
         } else {
             0
         }
+    }
+
+    /// The what-if of sglang PR 39845: the pages whose host copies the tree freed since
+    /// the last call go to L3, less those it already holds (the storage existence
+    /// cache). Returns the pages written.
+    pub fn write_host_evictions(&mut self) -> u64 {
+        let mut pages = std::mem::take(&mut self.span);
+        pages.clear();
+        self.tree.take_host_evictions(&mut pages);
+        let new = if pages.is_empty() {
+            0
+        } else {
+            self.write_storage(&pages)
+        };
+        self.span = pages;
+        new
     }
 
     /// The pages a `buffer_only` request writes to storage through the bounce buffer

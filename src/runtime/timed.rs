@@ -696,7 +696,10 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         } else {
             start
         };
-        let done = if self.cost.pipelined() {
+        // A serialized load-back (the what-if of sglang PR 39395) copies and acks each
+        // node inside admission (`_drain_serialized_load_back` synchronises on it): the
+        // forward starts after the last copy, with no layer-wise overlap.
+        let done = if self.cost.pipelined() && !self.s.tree.config().serialize_load_back {
             layer_pipelined_end(
                 start,
                 forward,
@@ -838,7 +841,31 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             }
             self.q.schedule_at(now + decode, Ev::Finish { last });
         }
+        if let Some(t) = self.s.cfg.policy.write_back_threshold {
+            // The what-if of sglang PR 40576: the watermark's backups go with this
+            // iteration's D2H copies.
+            self.s.tree.write_back_to_watermark(t);
+        }
         self.flush_backups(now);
+        if self.s.tree.config().l3_at_host_eviction {
+            self.write_host_evictions(now);
+        }
+    }
+
+    /// The what-if of sglang PR 39845: the host copies freed since the last call go to
+    /// L3 on the storage-write link (written as they leave: no host pin is modelled).
+    fn write_host_evictions(&mut self, now: Nanos) {
+        let mut pages = std::mem::take(&mut self.scratch);
+        pages.clear();
+        self.s.tree.take_host_evictions(&mut pages);
+        if !pages.is_empty() {
+            let new = self.s.write_storage(&pages);
+            let bytes = self.s.bytes(new);
+            let d = storage_time_ns(bytes, self.s.cfg.links.storage_write_bandwidth.0)
+                + self.s.cfg.links.storage_latency.0;
+            self.swrite.transfer(now, d);
+        }
+        self.scratch = pages;
     }
 
     /// With the GPU free and no prefill batch to run, one decode step of every decoding
@@ -904,7 +931,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             let mut pins = self.s.tree.take_storage_pins();
             for i in 0..self.recs.len() {
                 let r = self.recs[i];
-                if r.locked {
+                if r.locked || self.s.tree.config().l3_at_host_eviction {
                     continue;
                 }
                 let end = self.storage_backup(&r, t, false);
@@ -941,7 +968,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         self.free_acks.push(a);
         for r in &recs {
             self.s.tree.backup_acked(r);
-            if r.locked && self.s.storage.is_some() {
+            if r.locked && self.s.storage.is_some() && !self.s.tree.config().l3_at_host_eviction {
                 self.storage_backup(r, now, true);
             }
         }

@@ -245,9 +245,16 @@ fn prefetch_0_5_23<R: TreeRules>(s: &mut Session<R>, key: &[PageKey]) -> u64 {
 /// acks (`writing_check`) and the L3 writes they start, H2D acks (`loading_check`),
 /// then the L3 write acks that unpin host copies.
 fn next_iteration<R: TreeRules>(s: &mut Session<R>, recs: &mut Vec<crate::cache::BackupRecord>) {
+    if let Some(t) = s.cfg.policy.write_back_threshold {
+        // The what-if of sglang PR 40576: the watermark's backups join this iteration's.
+        s.tree.write_back_to_watermark(t);
+    }
     drain_backups(s, recs);
     s.tree.finish_load_backs();
     s.tree.release_storage_pins();
+    if s.tree.config().l3_at_host_eviction {
+        s.write_host_evictions();
+    }
 }
 
 /// D2H acks (instant) and the L3 backups they start.
@@ -259,7 +266,10 @@ fn drain_backups<R: TreeRules>(s: &mut Session<R>, recs: &mut Vec<crate::cache::
         if let Some(st) = s.storage.as_mut() {
             // `write_backup_storage`: nothing when the host copy is gone by the ack;
             // else every page the backup moved, split fragments included.
-            if s.tree.backup_span(r, &mut s.span) && s.tree.node(r.node).backed_up {
+            if !s.tree.config().l3_at_host_eviction
+                && s.tree.backup_span(r, &mut s.span)
+                && s.tree.node(r.node).backed_up
+            {
                 let new = st.write(&s.span);
                 s.m.l3_write_bytes += new * s.ps * s.cfg.capacities.bytes_per_token;
             }

@@ -231,6 +231,17 @@ pub fn resolve_file(
             unmodelled.push(super::schema::Unmodelled { what, effect });
         }
     }
+    // An open PR's replay rules (`sglang: pr39395`, …): in no release, partly assumed.
+    if let crate::release::Sglang::Proposal(p) = f.sglang {
+        unmodelled.push(super::schema::Unmodelled {
+            what: format!("sglang {}", p.id()),
+            effect: format!(
+                "the replay runs open {} (in no release) on 0.5.23; assumed: {}",
+                p.url(),
+                p.assumptions()
+            ),
+        });
+    }
     if let Some(u) = estimated_gpu_reserve(f, &node_name, &node, &layout, s) {
         unmodelled.push(u);
     }

@@ -105,9 +105,17 @@ fn versions_lists_every_id() {
     ] {
         assert!(text.lines().any(|l| l.trim_start().starts_with(id)), "{id}");
     }
-    // 11 releases, `latest`, 9 what-ifs.
+    // 11 releases, `latest`, 9 what-ifs, 3 proposals.
     let v = json(&["versions", "--format", "json"]);
-    assert_eq!(v.as_array().unwrap().len(), 21);
+    assert_eq!(v.as_array().unwrap().len(), 24);
+    assert_eq!(
+        v.as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["kind"] == "proposal")
+            .count(),
+        3
+    );
 }
 
 /// Writes `body` to a scenario file and runs `startup` on it; returns stderr.

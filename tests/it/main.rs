@@ -62,6 +62,7 @@ mod trace_scale;
 mod tree_golden;
 mod tree_unified_rules;
 mod verdict;
+mod what_if_prs;
 mod workload_generate;
 mod workload_props;
 mod workload_readers;

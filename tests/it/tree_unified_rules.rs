@@ -132,3 +132,81 @@ fn write_back_load_back_pins_its_host_copies_until_the_next_iteration() {
     assert_eq!((dropped, resident), (2, 0));
     assert_eq!(c, (0, 2), "reclaimable at once: C was demoted to host");
 }
+
+/// The what-if of sglang PR 39395 (`--hicache-serialize-load-back`): write_back, L1 4,
+/// L2 4, page size 1. A [1,2] and its child B [3,4] are demoted to host (B by X [5,6],
+/// then A by Y [7,8]): the host is full (A, B), the device holds X and Y. Then
+/// [1,2,3,4], a host hit of 4 pages over two nodes:
+/// - batched (every release): the whole span is allocated at once; both evictions (X,
+///   then Y) need host room, the host holds only the pinned chain → X and Y are dropped
+///   without a host copy (4 pages);
+/// - per node: A's step drops X the same way, but A is acked at once and becomes a
+///   reclaimable duplicate; B's step evicts Y, whose backup reclaims A's host copy
+///   (`_reclaim_full_host_duplicates`) → Y is demoted, not dropped (2 pages dropped).
+///
+/// Y is then a host hit of 2 pages under the PR and a miss under the release: the
+/// usable capacity the PR's description claims, in the smallest tree that shows it.
+#[test]
+fn serialized_load_back_reclaims_its_own_acked_nodes_instead_of_dropping() {
+    fn run(serialize: bool) -> ((u64, u64), u64, (u64, u64)) {
+        let mut t = HiRadixTree::<Unified0523>::new(TreeConfig {
+            l1_pages: 4,
+            l2_pages: 4,
+            page_size: 1,
+            write_policy: WritePolicy::WriteBack,
+            load_back_threshold: 1,
+            serialize_load_back: serialize,
+            debug_checks: true,
+            ..TreeConfig::default()
+        });
+        serve(&mut t, &[1, 2]);
+        serve(&mut t, &[1, 2, 3, 4]);
+        serve(&mut t, &[5, 6]);
+        serve(&mut t, &[7, 8]);
+        assert_eq!(t.match_prefix(&[1, 2, 3, 4]).host_pages, 4);
+        let chain = serve(&mut t, &[1, 2, 3, 4]);
+        let dropped = t.stats.dropped_pages_without_backup;
+        let y = serve(&mut t, &[7, 8]);
+        (chain, dropped, y)
+    }
+    assert_eq!(run(false), ((0, 4), 4, (0, 0)), "batched: X and Y dropped");
+    assert_eq!(
+        run(true),
+        ((0, 4), 2, (0, 2)),
+        "per node: Y demoted to host"
+    );
+}
+
+/// A per-node load that runs out of room part-way keeps what it loaded: PR 39395's
+/// steps before the failing one stay on the device (acked), and the request recomputes
+/// (0 returned). Every device page here is locked but the chain's own: L1 4, a request
+/// holding [9,10] locked, host chain A [1,2] → B [3,4]: A's step fits (2 free pages), B's
+/// cannot (no unlocked device leaf), so the load returns 0 and A is a device hit later.
+#[test]
+fn serialized_load_back_keeps_the_steps_before_a_failure() {
+    let mut t = HiRadixTree::<Unified0523>::new(TreeConfig {
+        l1_pages: 4,
+        l2_pages: 8,
+        page_size: 1,
+        write_policy: WritePolicy::WriteThrough,
+        load_back_threshold: 1,
+        serialize_load_back: true,
+        debug_checks: true,
+        ..TreeConfig::default()
+    });
+    serve(&mut t, &[1, 2]);
+    serve(&mut t, &[1, 2, 3, 4]);
+    // Evict the chain to host (write-through: both backed up).
+    assert_eq!(t.evict(4), 4);
+    // A request holds 2 device pages locked.
+    assert!(t.alloc_device(2));
+    t.insert(&[9, 10], 2);
+    let held = t.match_prefix(&[9, 10]);
+    t.inc_lock_ref(held.last_node);
+    let m = t.match_prefix(&[1, 2, 3, 4]);
+    assert_eq!((m.device_pages, m.host_pages), (0, 4));
+    assert_eq!(t.load_back(&m), 0, "B's step finds no room");
+    let after = t.match_prefix(&[1, 2, 3, 4]);
+    assert_eq!((after.device_pages, after.host_pages), (2, 2), "A stayed");
+    assert_eq!(t.stats.load_back_pages, 2);
+}
