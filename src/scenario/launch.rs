@@ -538,6 +538,14 @@ fn to_fields(launch: Launch, release: Release, p: &Parsed) -> LaunchArgs {
             });
         }
     }
+    // SGLang variables in the command's environment that move memory (`launch_env`).
+    for (what, effect) in super::launch_env::unmodelled(&launch.env) {
+        out.not_modelled.push(NotModelled {
+            dest: format!("env {}", what.split('=').next().unwrap_or_default()),
+            flag: what,
+            memory_effect: Some(effect.to_string()),
+        });
+    }
     if p.was_given("dp_size") && p.was_given("attn_dp_size") {
         out.fields.insert(
             "dp_size".into(),

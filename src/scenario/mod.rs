@@ -4,6 +4,7 @@
 
 pub mod arith;
 pub mod launch;
+pub mod launch_env;
 pub mod launch_file;
 pub mod lines;
 pub mod load;

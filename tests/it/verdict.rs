@@ -411,3 +411,56 @@ fn an_unread_config_file_and_a_guessed_checkpoint_size_are_unverified() {
         "{why:?}"
     );
 }
+
+/// An SGLang variable in the command's environment that moves memory or HiCache's rules
+/// and is not modelled (`scenario::launch_env`) is named like a flag: `unverified`, and
+/// `check --strict` fails it. The same variable at its default changes nothing and is
+/// not named.
+#[test]
+fn an_unmodelled_sglang_environment_variable_is_unverified_naming_it() {
+    let d = tempfile::tempdir().unwrap();
+    let recipe = |env: &str| {
+        format!(
+            "# hicache-sim: node=hgx-h200\n{env} python3 -m sglang.launch_server --model-path zai-org/GLM-5.2-FP8 --tp 8 --enable-hierarchical-cache --hicache-size 100 --hicache-write-policy write_back\n"
+        )
+    };
+    std::fs::write(
+        d.path().join("on.sh"),
+        recipe("SGLANG_HICACHE_SKIP_HOST_DUPLICATE_RECLAIM=1"),
+    )
+    .unwrap();
+    std::fs::write(
+        d.path().join("default.sh"),
+        recipe("SGLANG_HICACHE_SKIP_HOST_DUPLICATE_RECLAIM=false NCCL_DEBUG=INFO"),
+    )
+    .unwrap();
+    let o = run(
+        &[
+            "check", "on.sh", "--runs", "5", "--strict", "--format", "json",
+        ],
+        d.path(),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["status"], "unverified");
+    let why = v[0]["unverified"][0].as_str().unwrap();
+    assert!(
+        why.starts_with("SGLANG_HICACHE_SKIP_HOST_DUPLICATE_RECLAIM=1: write_back's host-duplicate reclaim switched off"),
+        "{why}"
+    );
+    let o = run(
+        &[
+            "check",
+            "default.sh",
+            "--runs",
+            "5",
+            "--strict",
+            "--format",
+            "json",
+        ],
+        d.path(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["status"], "ok");
+}
