@@ -16,4 +16,4 @@ pub use choices::{
     Choice, EvictionPolicy, HostMemoryMode, IoBackend, KvCacheDtype, MemLayout, PrefetchPolicy,
     SpecAlgorithm, SpeculativeAlgorithm, StorageBackend, WritePolicy,
 };
-pub use server_args::ServerArgs;
+pub use server_args::{ServerArgs, SglangEnv};

@@ -173,6 +173,49 @@ pub struct ServerArgs {
     /// [`crate::release::proposal::DEFAULT_WRITE_BACK_THRESHOLD`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hicache_write_back_threshold: Option<f64>,
+    /// SGLang environment variables the simulator models (`server.env`; a launch
+    /// command's environment fills it). Not a flag: SGLang reads them from its
+    /// environment (`environ.py`).
+    #[serde(skip_serializing_if = "SglangEnv::is_default")]
+    pub env: SglangEnv,
+}
+
+/// The SGLang environment variables that change what the simulator computes, under
+/// their own names (`server.env.SGLANG_…`). Others that move memory are named as not
+/// modelled (`scenario::launch_env`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SglangEnv {
+    /// `SGLANG_DSV4_COMPRESS_STATE_DTYPE` (`float32` unset): the dtype of DeepSeek-V4's
+    /// compress-state rings (`pool_configurator.py: _get_dsv4_compress_state_dtype_sizes`,
+    /// 0.5.14–0.5.23).
+    #[serde(
+        rename = "SGLANG_DSV4_COMPRESS_STATE_DTYPE",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub dsv4_compress_state_dtype: Option<String>,
+}
+
+impl SglangEnv {
+    pub fn is_default(&self) -> bool {
+        *self == SglangEnv::default()
+    }
+
+    /// Bytes an element of DeepSeek-V4's compress-state rings, as
+    /// `_get_dsv4_compress_state_dtype_sizes` reads the variable (stripped, lower case):
+    /// `Err` with SGLang's `ValueError` text for another spelling.
+    pub fn dsv4_compress_state_itemsize(&self) -> Result<u64, String> {
+        let Some(v) = &self.dsv4_compress_state_dtype else {
+            return Ok(4);
+        };
+        match v.trim().to_ascii_lowercase().as_str() {
+            "float32" | "fp32" => Ok(4),
+            "bfloat16" | "bf16" => Ok(2),
+            other => Err(format!(
+                "Unsupported SGLANG_DSV4_COMPRESS_STATE_DTYPE='{other}'. Expected one of: float32, fp32, bfloat16, bf16."
+            )),
+        }
+    }
 }
 
 // The offload fields are left out of the serialized arguments at SGLang's defaults, so
@@ -245,6 +288,7 @@ impl Default for ServerArgs {
             attention_backend: None,
             load_balance_method: None,
             hicache_write_back_threshold: None,
+            env: SglangEnv::default(),
         }
     }
 }

@@ -74,8 +74,8 @@ const V4_PAGE_ALIGN: u64 = 576;
 /// decoding: 8 rows per request for ratio 4, 128 for ratio 128.
 const C4_RING: u64 = 8;
 const C128_RING: u64 = 128;
-/// `SGLANG_DSV4_COMPRESS_STATE_DTYPE` default `float32`.
-const STATE_ITEMSIZE: u64 = 4;
+/// `SGLANG_DSV4_COMPRESS_STATE_DTYPE` default `float32`: 4 bytes an element.
+pub const STATE_ITEMSIZE: u64 = 4;
 /// `environ.py: SGLANG_SWA_EVICTION_INTERVAL` default.
 const SWA_EVICTION_INTERVAL: u64 = 128;
 pub use crate::release::DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO;
@@ -121,6 +121,11 @@ pub struct Dsv4Schedule {
     pub disable_radix_cache: bool,
     /// `--disable-overlap-schedule` (one prefill chunk in flight instead of two).
     pub disable_overlap_schedule: bool,
+    /// Bytes an element of the device compress-state rings
+    /// (`pool_configurator.py: _get_dsv4_compress_state_dtype_sizes`: 4 for
+    /// `SGLANG_DSV4_COMPRESS_STATE_DTYPE` `float32`/`fp32`, its default; 2 for
+    /// `bfloat16`/`bf16`), every release 0.5.14–0.5.23.
+    pub compress_state_itemsize: u64,
 }
 
 impl Dsv4Schedule {
@@ -137,6 +142,7 @@ impl Dsv4Schedule {
             attn_dp_size: 1,
             disable_radix_cache: false,
             disable_overlap_schedule: false,
+            compress_state_itemsize: STATE_ITEMSIZE,
         }
     }
 }
@@ -296,8 +302,9 @@ impl Dsv4Geometry {
         let (c4_layers, c128_layers) = (self.count(4), self.count(128));
         let head = self.head_dim as u64;
         let idx = self.index_head_dim as u64;
-        let c4_state_bytes = 2 * 2 * head * STATE_ITEMSIZE;
-        let c4_indexer_state_bytes = 2 * 2 * idx * STATE_ITEMSIZE;
+        let item = s.compress_state_itemsize;
+        let c4_state_bytes = 2 * 2 * head * item;
+        let c4_indexer_state_bytes = 2 * 2 * idx * item;
         let c4_state_ratio = C4_RING as f64 / page as f64;
         let bytes_per_swa_token = paged_bytes_per_token(page) * layers as f64
             + c4_state_ratio * (c4_state_bytes + c4_indexer_state_bytes) as f64 * c4_layers as f64;
@@ -377,8 +384,9 @@ impl Dsv4Geometry {
         let (c4, c128) = (c4_layers as f64, c128_layers as f64);
         let kv = self.kv_bytes() as f64;
         let head = self.head_dim as u64;
-        let c4_state_bytes = (2 * 2 * head * STATE_ITEMSIZE) as f64;
-        let c4_indexer_state_bytes = (2 * 2 * self.index_head_dim as u64 * STATE_ITEMSIZE) as f64;
+        let item = s.compress_state_itemsize;
+        let c4_state_bytes = (2 * 2 * head * item) as f64;
+        let c4_indexer_state_bytes = (2 * 2 * self.index_head_dim as u64 * item) as f64;
         let c4_state_ratio = C4_RING as f64 / self.sliding_window.max(1) as f64;
         let r = s
             .operator_swa_full_tokens_ratio
@@ -387,7 +395,7 @@ impl Dsv4Geometry {
         // (0.5.14), `0 * c128_state_bytes * num_layers_ca128` after.
         let c128_state_term = if c128_per_swa_token {
             let c128_state_ratio = C128_RING as f64 / self.sliding_window.max(1) as f64;
-            r * c128_state_ratio * (2 * head * STATE_ITEMSIZE) as f64 * c128
+            r * c128_state_ratio * (2 * head * item) as f64 * c128
         } else {
             0.0
         };
@@ -501,7 +509,7 @@ impl Dsv4Geometry {
         }
         let slots = (s.max_running_requests / s.attn_dp_size.max(1)).max(1) + 1;
         let rows = (slots * C128_RING + C128_RING + 1).div_ceil(128) * 128;
-        rows * 2 * self.head_dim as u64 * STATE_ITEMSIZE * c128_layers
+        rows * 2 * self.head_dim as u64 * s.compress_state_itemsize * c128_layers
     }
 
     /// `DSV4PoolConfigurator.calculate_pool_sizes(available_bytes, page_size)`
@@ -765,6 +773,7 @@ mod tests {
             attn_dp_size: 1,
             disable_radix_cache: false,
             disable_overlap_schedule: false,
+            compress_state_itemsize: 4,
         }
     }
 

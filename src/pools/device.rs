@@ -377,6 +377,12 @@ pub fn dsv4_schedule(
         attn_dp_size: dp,
         disable_radix_cache: server.disable_radix_cache,
         disable_overlap_schedule: false,
+        // A spelling SGLang refuses is refused when the scenario is read
+        // (`release::check_server`).
+        compress_state_itemsize: server
+            .env
+            .dsv4_compress_state_itemsize()
+            .unwrap_or(crate::model::dsv4::STATE_ITEMSIZE),
     }
 }
 

@@ -538,7 +538,17 @@ fn to_fields(launch: Launch, release: Release, p: &Parsed) -> LaunchArgs {
             });
         }
     }
-    // SGLang variables in the command's environment that move memory (`launch_env`).
+    // SGLang variables in the command's environment: those modelled fill `server.env`,
+    // the others that move memory are named (`launch_env`).
+    let modelled: Map<String, Value> = launch
+        .env
+        .iter()
+        .filter(|(k, _)| super::launch_env::MODELLED.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    if !modelled.is_empty() {
+        out.fields.insert("env".into(), Value::Object(modelled));
+    }
     for (what, effect) in super::launch_env::unmodelled(&launch.env) {
         out.not_modelled.push(NotModelled {
             dest: format!("env {}", what.split('=').next().unwrap_or_default()),

@@ -5,15 +5,14 @@
 //! figures may be off. A variable left at its default changes nothing and is not named.
 //! The rest of the environment (NCCL, CUDA, logging) is reported, never read.
 
+/// The variables the simulator models: they fill `server.env`
+/// ([`crate::domain::SglangEnv`]).
+pub const MODELLED: &[&str] = &["SGLANG_DSV4_COMPRESS_STATE_DTYPE"];
+
 /// (variable, its default as SGLang spells it — a value equal to it, case-insensitive,
 /// is no change — and what setting it leaves out). Read in 0.5.23's
 /// `environ.py`, `mem_cache/` and `model_executor/pool_configurator.py`.
 const MEMORY_ENV: &[(&str, &str, &str)] = &[
-    (
-        "SGLANG_DSV4_COMPRESS_STATE_DTYPE",
-        "float32",
-        "DeepSeek-V4's compress-state rings in another dtype (`pool_configurator.py: _get_dsv4_compress_state_dtype_sizes`; bf16 halves them): the bytes per full token differ (a bf16 DeepSeek-V4-Flash log prints 7,033.45 B where fp32 gives 7,705.45), so the device pool does",
-    ),
     (
         "SGLANG_DSV4_KV_LAYOUT",
         "v4",
@@ -129,7 +128,8 @@ mod tests {
     fn a_changed_memory_variable_is_named_a_default_or_unknown_one_is_not() {
         let env: BTreeMap<String, String> = [
             ("SGLANG_DSV4_COMPRESS_STATE_DTYPE", "bf16"),
-            ("SGLANG_SWA_EVICTION_INTERVAL", "128"),
+            ("SGLANG_SWA_EVICTION_INTERVAL", "1024"),
+            ("SGLANG_HUGEPAGE_SIZE", ""),
             ("NCCL_DEBUG", "INFO"),
             ("SGLANG_MAMBA_CONV_DTYPE", "BFloat16"),
             ("SGLANG_DSV4_FP4_EXPERTS", "1"),
@@ -139,8 +139,9 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         let u = unmodelled(&env);
+        // The modelled variable is not named; an interval other than 128 is.
         assert_eq!(u.len(), 1);
-        assert_eq!(u[0].0, "SGLANG_DSV4_COMPRESS_STATE_DTYPE=bf16");
-        assert!(u[0].1.contains("7,033.45"));
+        assert_eq!(u[0].0, "SGLANG_SWA_EVICTION_INTERVAL=1024");
+        assert!(u[0].1.contains("SWA request cap"));
     }
 }

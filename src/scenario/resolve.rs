@@ -231,6 +231,17 @@ pub fn resolve_file(
             unmodelled.push(super::schema::Unmodelled { what, effect });
         }
     }
+    // DeepSeek-V4's compress-state dtype reaches the device pools (checked against
+    // SGLang's configurator); the host pools' state copies are sized as fp32.
+    if matches!(model.attention, crate::model::Attention::Dsv4 { .. })
+        && s.hicache_enabled()
+        && s.env.dsv4_compress_state_itemsize() != Ok(crate::model::dsv4::STATE_ITEMSIZE)
+    {
+        unmodelled.push(super::schema::Unmodelled {
+            what: "SGLANG_DSV4_COMPRESS_STATE_DTYPE".into(),
+            effect: "the HiCache host pools of DeepSeek-V4's compress states are sized in fp32: under another state dtype the host-pool differential has not run, so their bytes may differ".into(),
+        });
+    }
     // An open PR's replay rules (`sglang: pr39395`, …): in no release, partly assumed.
     if let crate::release::Sglang::Proposal(p) = f.sglang {
         unmodelled.push(super::schema::Unmodelled {
@@ -588,6 +599,13 @@ fn check_server(
             crate::release::dsv4_kv_cache_dtype_refusal(crate::domain::Choice::id(s.kv_cache_dtype))
     {
         return Err(at("server.kv_cache_dtype", m).sglang_refuses());
+    }
+    // `pool_configurator.py: _get_dsv4_compress_state_dtype_sizes` raises on another
+    // spelling of the variable (read for DeepSeek-V4 only).
+    if matches!(model.attention, crate::model::Attention::Dsv4 { .. })
+        && let Err(m) = s.env.dsv4_compress_state_itemsize()
+    {
+        return Err(at("server.env.SGLANG_DSV4_COMPRESS_STATE_DTYPE", m).sglang_refuses());
     }
     // Valid `--kv-cache-dtype` choices of 0.5.14–0.5.23 (flag table) whose packed data +
     // scale buffers this simulator does not size have no storage dtype.

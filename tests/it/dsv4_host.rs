@@ -57,6 +57,7 @@ fn dsv4_host_pools_match_sglang() {
                 attn_dp_size: 1,
                 disable_radix_cache: false,
                 disable_overlap_schedule: false,
+                compress_state_itemsize: 4,
             };
             let gib = g["available_gib"].as_u64().unwrap();
             let ctx = format!("{rel} {id} {sched:?} {gib} GiB");

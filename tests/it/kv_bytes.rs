@@ -279,10 +279,11 @@ fn kv_bytes_match_sglang_for_every_catalogue_model() {
         checked + failures.len(),
         failures[..failures.len().min(40)].join("\n")
     );
-    // 4 DeepSeek-V4 builds × 12 cases × 6 schedules × 2 HiCache switches × 6 releases
-    // (3,456), and × 5 DP-attention layouts × 6 schedules × 6 releases (720): 0.5.18–0.5.20
-    // by their flat `kv_bytes` formula, 0.5.21–0.5.23 by the paged one.
-    assert_eq!(dsv4_checked, 3456 + 720, "DeepSeek-V4 schedules compared");
+    // 4 DeepSeek-V4 builds × 12 cases × 8 schedules (two of them with
+    // `SGLANG_DSV4_COMPRESS_STATE_DTYPE=bf16`) × 2 HiCache switches × 6 releases (4,608),
+    // and × 5 DP-attention layouts × 8 schedules × 6 releases (960): 0.5.18–0.5.20 by
+    // their flat `kv_bytes` formula, 0.5.21–0.5.23 by the paged one.
+    assert_eq!(dsv4_checked, 4608 + 960, "DeepSeek-V4 schedules compared");
     // DP attention: 5 layouts (TP2/DP2, TP4/DP4, TP4/DP2, TP8/DP8, TP8/DP4) of every
     // model SGLang sizes (DeepSeek-V4's lines count once each): 1,435 in 0.5.21–0.5.23,
     // 475 in each of 0.5.18–0.5.20.
@@ -366,8 +367,15 @@ fn dsv4_pools_match_sglang_0_5_14_to_0_5_17() {
                     && dp == 1
                     && c["swa_full_tokens_ratio"] == 0.1
                 {
-                    flash_coefficient
-                        .insert(rel, c["bytes_per_full_token"].as_str().unwrap().to_string());
+                    let state = if c.get("compress_state_dtype").is_some() {
+                        "bf16"
+                    } else {
+                        "fp32"
+                    };
+                    flash_coefficient.insert(
+                        (rel, state),
+                        c["bytes_per_full_token"].as_str().unwrap().to_string(),
+                    );
                 }
             }
         }
@@ -378,12 +386,25 @@ fn dsv4_pools_match_sglang_0_5_14_to_0_5_17() {
         failures.len(),
         failures.join("\n")
     );
-    // 4 releases x 4 models x 7 layouts x 6 schedules; the two sgl-project FP8 configs
+    // 4 releases x 4 models x 7 layouts x 8 schedules (two with bf16 compress state); the
+    // two sgl-project FP8 configs
     // (`model_type: deepseek_ref`) are ones SGLang's ModelConfig cannot build offline.
-    assert_eq!((checked, sglang_errors), (672, 8));
-    assert_eq!(flash_coefficient["0.5.14"], "15897.45");
+    assert_eq!((checked, sglang_errors), (896, 8));
+    // bf16 state rings halve the state terms: 0.5.14's C4 and C128 ones (−4,768 B),
+    // 0.5.15–0.5.17's C4 ones (−672 B).
+    assert_eq!(flash_coefficient[&("0.5.14", "fp32")], "15897.45");
+    assert_eq!(flash_coefficient[&("0.5.14", "bf16")], "11129.45");
     for rel in ["0.5.15", "0.5.16", "0.5.17"] {
-        assert_eq!(flash_coefficient[rel], "7705.450000000001", "{rel}");
+        assert_eq!(
+            flash_coefficient[&(rel, "fp32")],
+            "7705.450000000001",
+            "{rel}"
+        );
+        assert_eq!(
+            flash_coefficient[&(rel, "bf16")],
+            "7033.450000000001",
+            "{rel}"
+        );
     }
 }
 
@@ -408,12 +429,19 @@ fn dsv4_case(
         attn_dp_size: dp,
         disable_radix_cache: false,
         disable_overlap_schedule: false,
+        // `SGLANG_DSV4_COMPRESS_STATE_DTYPE` as the worker set it (unset: fp32).
+        compress_state_itemsize: match c["compress_state_dtype"].as_str() {
+            None => 4,
+            Some("bf16") => 2,
+            Some(o) => panic!("compress_state_dtype {o}"),
+        },
     };
     let ctx = format!(
-        "{ctx} mrr={} chunk={} ratio={:?}",
+        "{ctx} mrr={} chunk={} ratio={:?} state item {}",
         sched.max_running_requests,
         sched.chunked_prefill_size,
-        sched.operator_swa_full_tokens_ratio
+        sched.operator_swa_full_tokens_ratio,
+        sched.compress_state_itemsize
     );
     let co = geo.coefficients_for(formula, &sched);
     // `None`: a release's configurator without the figure (0.5.14–0.5.20 keep

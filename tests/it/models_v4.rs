@@ -762,3 +762,62 @@ fn an_unmodelled_release_rule_is_a_not_modelled_row_everywhere() {
     assert_eq!(st, [("0.5.17", "not_modelled"), ("0.5.21", "ok")], "{csv}");
     assert!(rows[0][col("error")].contains("are not modelled"), "{csv}");
 }
+
+/// `SGLANG_DSV4_COMPRESS_STATE_DTYPE` in the launch command's environment
+/// (`pool_configurator.py: _get_dsv4_compress_state_dtype_sizes`): DeepSeek-V4-Flash TP8
+/// on an HGX H100 at f 0.85 with 64 running requests under 0.5.19 (FlatKvBytes0518):
+/// fp32 (unset, or `FP32`) prices the C4 state rings at 7,705.45 B a full token with the
+/// C128 rings' fixed bytes, bf16 at 7,033.45 B (the 21 C4 layers' `0.1 × 8/128 × (4·512 +
+/// 4·128) × 4 B` halved: −672 B) with half the fixed bytes: 6,132,224 against 6,768,128
+/// tokens. A spelling SGLang does not take is its `ValueError`; with HiCache on the
+/// host copies of the states are not checked under bf16: `unverified`, naming it.
+#[test]
+fn the_compress_state_dtype_comes_from_the_launch_environment() {
+    let d = tempfile::tempdir().unwrap();
+    let tokens = |env: &str, extra: &str| -> (i32, serde_json::Value) {
+        let text = format!(
+            "# hicache-sim: node=hgx-h100 sglang=0.5.19\n{env} sglang serve --model-path deepseek-ai/DeepSeek-V4-Flash --tp 8 --mem-fraction-static 0.85 --max-running-requests 64 {extra}\n"
+        );
+        std::fs::write(d.path().join("r.sh"), text).unwrap();
+        let o = crate::support::run(&["startup", "r.sh", "--format", "json"], d.path());
+        let v = serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null);
+        (o.status.code().unwrap(), v)
+    };
+    let (_, fp32) = tokens("", "");
+    assert_eq!(fp32["device_pool_tokens"], 6_132_224);
+    let (_, upper) = tokens("SGLANG_DSV4_COMPRESS_STATE_DTYPE=FP32", "");
+    assert_eq!(upper["device_pool_tokens"], 6_132_224);
+    let (_, bf16) = tokens("SGLANG_DSV4_COMPRESS_STATE_DTYPE=bf16", "");
+    assert_eq!(bf16["device_pool_tokens"], 6_768_128);
+    assert_eq!(
+        bf16["launch"]["env"]["SGLANG_DSV4_COMPRESS_STATE_DTYPE"],
+        "bf16"
+    );
+    let why = bf16["unverified"].to_string();
+    assert!(
+        !why.contains("SGLANG_DSV4"),
+        "modelled on the device: {why}"
+    );
+    let (code, _) = tokens("SGLANG_DSV4_COMPRESS_STATE_DTYPE=half", "");
+    assert_eq!(code, 2);
+    let o = crate::support::run(&["startup", "r.sh"], d.path());
+    assert!(
+        crate::support::stderr(&o).contains(
+            "Unsupported SGLANG_DSV4_COMPRESS_STATE_DTYPE='half'. Expected one of: float32, fp32, bfloat16, bf16."
+        ),
+        "{}",
+        crate::support::stderr(&o)
+    );
+    let (_, host) = tokens(
+        "SGLANG_DSV4_COMPRESS_STATE_DTYPE=bf16",
+        "--enable-hierarchical-cache --hicache-ratio 2",
+    );
+    assert_eq!(host["status"], "unverified");
+    assert!(
+        host["unverified"]
+            .to_string()
+            .contains("SGLANG_DSV4_COMPRESS_STATE_DTYPE: the HiCache host pools"),
+        "{}",
+        host["unverified"]
+    );
+}

@@ -40,7 +40,8 @@ from sglang.srt.server_args import ServerArgs  # noqa: E402
 # chunked_prefill_size, --swa-full-tokens-ratio given or None, resolved as SGLang does).
 # These releases have no cap mode: False only records the ratio as given (0.1 unset).
 SCHEDULES = [(256, 8192, None, True), (64, 8192, None, True), (256, 8192, 0.25, True),
-             (256, 8192, None, False), (256, 16384, None, False), (64, 8192, None, False)]
+             (256, 8192, None, False), (256, 16384, None, False), (64, 8192, None, False),
+             (256, 8192, None, True, "bf16"), (64, 8192, None, True, "bf16")]
 AVAILABLE_GIB = [40, 100]
 # (tp, attention DP size): plain TP, then DP attention.
 LAYOUTS = [(1, 1), (8, 1), (2, 2), (4, 4), (4, 2), (8, 8), (8, 4)]
@@ -78,7 +79,11 @@ def configurator(mc, mrr, ratio, dp):
 
 def cases(mc, dp):
     out = []
-    for mrr, chunk, arg, as_sglang in SCHEDULES:
+    for mrr, chunk, arg, as_sglang, *state in SCHEDULES:
+        state_dtype = state[0] if state else None
+        if state_dtype is not None:
+            # `SGLANG_DSV4_COMPRESS_STATE_DTYPE`, read by the configurator as it sizes.
+            os.environ["SGLANG_DSV4_COMPRESS_STATE_DTYPE"] = state_dtype
         ratio, explicit = resolved_ratio(arg, as_sglang)
         c = configurator(mc, mrr, ratio, dp)
         rec = {"configurator": type(c).__name__, "max_running_requests": mrr,
@@ -93,6 +98,9 @@ def cases(mc, dp):
                 "full": r.full_max_total_num_tokens, "swa": r.swa_max_total_num_tokens,
                 "c4": r.c4_max_total_num_tokens, "c128": r.c128_max_total_num_tokens,
                 "c4_state": r.c4_state_pool_size, "c128_state": r.c128_state_pool_size}
+        if state_dtype is not None:
+            rec["compress_state_dtype"] = state_dtype
+            del os.environ["SGLANG_DSV4_COMPRESS_STATE_DTYPE"]
         out.append(rec)
     return out
 

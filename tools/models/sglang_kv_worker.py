@@ -361,7 +361,10 @@ class SpecEagle(Spec):
 # arithmetic against SGLang's (0.5.18-0.5.19's configurator has no cap mode and reads
 # no such flag: ratio mode at the ratio given).
 DSV4_SCHEDULES = [(256, 8192, None, True), (64, 8192, None, True), (256, 8192, 0.25, True),
-                  (256, 8192, None, False), (256, 16384, None, False), (64, 8192, None, False)]
+                  (256, 8192, None, False), (256, 16384, None, False), (64, 8192, None, False),
+                  # `SGLANG_DSV4_COMPRESS_STATE_DTYPE=bf16` (a 5th element: the variable's
+                  # value, set while the configurator is built and sizes its pools)
+                  (256, 8192, None, True, "bf16"), (64, 8192, None, True, "bf16")]
 DSV4_AVAILABLE_GIB = [40, 100]
 
 
@@ -398,7 +401,10 @@ def dsv4_swa_ratio(mc, ratio, as_sglang):
 
 def dsv4_cases(mc, kv):
     out = []
-    for mrr, chunk, arg, as_sglang in DSV4_SCHEDULES:
+    for mrr, chunk, arg, as_sglang, *state in DSV4_SCHEDULES:
+        state_dtype = state[0] if state else None
+        if state_dtype is not None:
+            os.environ["SGLANG_DSV4_COMPRESS_STATE_DTYPE"] = state_dtype
         ratio, explicit = dsv4_swa_ratio(mc, arg, as_sglang)
         STATE["schedule"] = {
             "page_size": 256, "max_running_requests": mrr, "chunked_prefill_size": chunk,
@@ -430,6 +436,9 @@ def dsv4_cases(mc, kv):
                 "full": r.full_max_total_num_tokens, "swa": r.swa_max_total_num_tokens,
                 "c4": r.c4_max_total_num_tokens, "c128": r.c128_max_total_num_tokens,
                 "c4_state": r.c4_state_pool_size}
+        if state_dtype is not None:
+            rec["compress_state_dtype"] = state_dtype
+            del os.environ["SGLANG_DSV4_COMPRESS_STATE_DTYPE"]
         out.append(rec)
     STATE["schedule"] = {}
     return out
