@@ -583,7 +583,8 @@ fn render(
     }
     let _ = writeln!(
         o,
-        "engine hiradix; page {} tokens; L1 {} pages, L2 {} pages, L3 {}; write policy {}; eviction {}; timing {}",
+        "engine hiradix (tree {}); page {} tokens; L1 {} pages, L2 {} pages, L3 {}; write policy {}; eviction {}; timing {}",
+        cfg.policy.tree.id(),
         cfg.capacities.page_size,
         cfg.capacities.l1_pages,
         cfg.capacities.l2_pages,
