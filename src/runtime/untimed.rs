@@ -67,6 +67,7 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
             },
         );
         s.record(index, req.input_tokens, req.page_hashes.len() as u64, h);
+        crate::workload::recycle_pages(req.page_hashes);
         s.sample(index, 0);
     }
     Ok(s.finish())
@@ -319,6 +320,7 @@ fn run_plain<I: IntoIterator<Item = Request>>(
         }
         s.m.load_back_bytes += s.bytes(h.host);
         s.record(index, req.input_tokens, req.page_hashes.len() as u64, h);
+        crate::workload::recycle_pages(req.page_hashes);
         s.sample(index, 0);
     }
     let (de, he, bb, lb) = (

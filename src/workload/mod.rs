@@ -22,6 +22,34 @@ pub struct Request {
     pub page_hashes: Vec<PageHash>,
 }
 
+/// Page-hash vectors handed back by a consumer that is done with a request
+/// ([`recycle_pages`]) and taken again by the trace reader ([`reuse_pages`]): the
+/// streaming untimed replay allocates no vector per request. Per thread (a reader and its
+/// replay run on one), at most a few kept.
+mod spare {
+    use std::cell::RefCell;
+
+    thread_local! {
+        static SPARE: RefCell<Vec<Vec<super::PageHash>>> = const { RefCell::new(Vec::new()) };
+    }
+    const KEEP: usize = 8;
+
+    pub fn reuse_pages() -> Vec<super::PageHash> {
+        SPARE.with(|s| s.borrow_mut().pop()).unwrap_or_default()
+    }
+
+    pub fn recycle_pages(mut v: Vec<super::PageHash>) {
+        v.clear();
+        SPARE.with(|s| {
+            let mut s = s.borrow_mut();
+            if s.len() < KEEP {
+                s.push(v);
+            }
+        });
+    }
+}
+pub use spare::{recycle_pages, reuse_pages};
+
 pub mod generate;
 pub mod read;
 pub mod reblock;

@@ -682,7 +682,7 @@ impl TraceReader {
         if !self.records.read_into(&mut self.rec)? {
             return Ok(None);
         }
-        let mut page_hashes: Vec<PageHash> = Vec::new();
+        let mut page_hashes: Vec<PageHash> = crate::workload::reuse_pages();
         self.reblocker
             .page_hashes(
                 &self.rec.block_hashes,
