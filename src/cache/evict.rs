@@ -121,13 +121,9 @@ impl<R: TreeRules> HiRadixTree<R> {
         let mut skipped: Vec<NodeId> = std::mem::take(&mut self.scratch);
         skipped.clear();
         while evicted < num {
-            let Some((k, x)) = self.dev_leaves.peek(&self.nodes) else {
+            let Some(x) = self.pop_dev_leaf() else {
                 break;
             };
-            self.dev_leaves.pop_top();
-            // Out of the set while it is processed (a later refresh may re-add it).
-            self.dev_leaves.update(&self.nodes, x, Some(k), None);
-            self.nodes[x as usize].dev_key = None;
             let freed = self.evict_one(x);
             if freed == 0 {
                 // Kept: take it out of the candidates for the rest of this call.
@@ -150,6 +146,16 @@ impl<R: TreeRules> HiRadixTree<R> {
             self.check();
         }
         evicted
+    }
+
+    /// The next device leaf in eviction order, taken out of the candidate set while it is
+    /// processed (a later `refresh` may put it back).
+    fn pop_dev_leaf(&mut self) -> Option<NodeId> {
+        let (k, x) = self.dev_leaves.peek(&self.nodes)?;
+        self.dev_leaves.pop_top();
+        self.dev_leaves.update(&self.nodes, x, Some(k), None);
+        self.nodes[x as usize].dev_key = None;
+        Some(x)
     }
 
     /// One device leaf, per write policy, version and evict_host rule.
@@ -497,12 +503,9 @@ impl<R: TreeRules> HiRadixTree<R> {
         let mut popped: Vec<NodeId> = std::mem::take(&mut self.scratch);
         popped.clear();
         while written < budget {
-            let Some((k, x)) = self.dev_leaves.peek(&self.nodes) else {
+            let Some(x) = self.pop_dev_leaf() else {
                 break;
             };
-            self.dev_leaves.pop_top();
-            self.dev_leaves.update(&self.nodes, x, Some(k), None);
-            self.nodes[x as usize].dev_key = None;
             popped.push(x);
             if self.nodes[x as usize].backed_up {
                 continue;

@@ -378,7 +378,7 @@ pub fn dsv4_schedule(
         disable_radix_cache: server.disable_radix_cache,
         disable_overlap_schedule: false,
         // A spelling SGLang refuses is refused when the scenario is read
-        // (`release::check_server`).
+        // (`scenario::resolve::check_server`).
         compress_state_itemsize: server
             .env
             .dsv4_compress_state_itemsize()

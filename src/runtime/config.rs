@@ -758,6 +758,16 @@ impl ReplayConfig {
         self
     }
 
+    /// Whether load-backs run one node at a time: the what-if of sglang PR 39395, which
+    /// changes UnifiedRadixCache only and is off without a host tier
+    /// (`serialize_load_back = flag and cache_controller is not None and buffer_pipeline
+    /// is None`).
+    pub fn serializes_load_back(&self) -> bool {
+        self.policy.load_back == LoadBackMode::SerializedPerNode
+            && self.policy.host_memory_mode == HostMemoryMode::Cache
+            && self.policy.tree == TreeKind::Unified0523
+    }
+
     /// Whether an L3 tier exists.
     pub fn has_storage(&self) -> bool {
         self.capacities.l3_unbounded || self.capacities.l3_pages.is_some()

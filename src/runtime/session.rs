@@ -60,13 +60,7 @@ impl<R: TreeRules> Session<R> {
             buffer_storage_intents: !host_tier
                 && cfg.policy.storage_write_gate
                     == crate::release::StorageWriteGate::WriteThreshold,
-            // `serialize_load_back = flag and cache_controller is not None and
-            // buffer_pipeline is None`: off without a host tier.
-            // The PR changes UnifiedRadixCache only.
-            serialize_load_back: host_tier
-                && R::KIND == crate::cache::TreeKind::Unified0523
-                && cfg.policy.load_back
-                    == crate::release::proposal::LoadBackMode::SerializedPerNode,
+            serialize_load_back: cfg.serializes_load_back() && R::KIND == cfg.policy.tree,
             l3_at_host_eviction,
             debug_checks: cfg.measurement.debug_checks,
         });

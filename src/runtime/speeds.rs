@@ -97,10 +97,7 @@ impl Speeds {
                 .then_some(cfg.frontend.tokenize_per_token.0),
             load_back: if fixed {
                 "before_forward"
-            } else if cfg.policy.load_back
-                == crate::release::proposal::LoadBackMode::SerializedPerNode
-                && cfg.policy.host_memory_mode == crate::cache::HostMemoryMode::Cache
-            {
+            } else if cfg.serializes_load_back() {
                 // The what-if of sglang PR 39395: synchronous in admission.
                 "serialized_before_forward"
             } else {

@@ -549,10 +549,10 @@ fn to_fields(launch: Launch, release: Release, p: &Parsed) -> LaunchArgs {
     if !modelled.is_empty() {
         out.fields.insert("env".into(), Value::Object(modelled));
     }
-    for (what, effect) in super::launch_env::unmodelled(&launch.env) {
+    for (name, value, effect) in super::launch_env::unmodelled(&launch.env) {
         out.not_modelled.push(NotModelled {
-            dest: format!("env {}", what.split('=').next().unwrap_or_default()),
-            flag: what,
+            flag: format!("{name}={value}"),
+            dest: format!("env {name}"),
             memory_effect: Some(effect.to_string()),
         });
     }

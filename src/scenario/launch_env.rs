@@ -95,15 +95,15 @@ const MEMORY_ENV: &[(&str, &str, &str)] = &[
     ),
 ];
 
-/// One variable of `env` that moves memory and is not modelled: `(NAME=value, effect)`,
-/// in the variables' order (the environment is a sorted map: deterministic).
+/// The variables of `env` that move memory and are not modelled: `(NAME, value,
+/// effect)`, in the variables' order (the environment is a sorted map: deterministic).
 pub fn unmodelled<'a>(
     env: impl IntoIterator<Item = (&'a String, &'a String)>,
-) -> Vec<(String, &'static str)> {
+) -> Vec<(&'a str, &'a str, &'static str)> {
     env.into_iter()
         .filter_map(|(k, v)| {
             let (_, default, effect) = MEMORY_ENV.iter().find(|(n, _, _)| n == k)?;
-            (!same(v, default)).then(|| (format!("{k}={v}"), *effect))
+            (!same(v, default)).then_some((k.as_str(), v.as_str(), *effect))
         })
         .collect()
 }
@@ -141,7 +141,7 @@ mod tests {
         let u = unmodelled(&env);
         // The modelled variable is not named; an interval other than 128 is.
         assert_eq!(u.len(), 1);
-        assert_eq!(u[0].0, "SGLANG_SWA_EVICTION_INTERVAL=1024");
-        assert!(u[0].1.contains("SWA request cap"));
+        assert_eq!((u[0].0, u[0].1), ("SGLANG_SWA_EVICTION_INTERVAL", "1024"));
+        assert!(u[0].2.contains("SWA request cap"));
     }
 }
