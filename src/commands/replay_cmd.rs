@@ -699,6 +699,9 @@ fn render(
             "TTFT: p50 {p50:.3} s, p90 {p90:.3} s, p99 {p99:.3} s; makespan {:.1} s",
             m.makespan_s.unwrap_or(0.0)
         );
+        if let Some(t) = m.tpot_mean_s {
+            let _ = writeln!(o, "TPOT mean {:.2} ms", t * 1e3);
+        }
         if let Some(b) = &m.ttft_breakdown {
             let parts: Vec<String> = b
                 .shares()

@@ -140,6 +140,7 @@ pub fn replay_config(
     let scheduler = &mut cfg.scheduler;
     // The scheduler's chunk (the flag or the GPU tier's default, per DP worker).
     scheduler.compute.chunked_prefill_size = scheduler_chunk(s, overrides)?;
+    scheduler.compute.speculative = speculative(s);
     scheduler.max_prefill_tokens = sv.max_prefill_tokens;
     if let Some(m) = sv.max_running_requests {
         scheduler.max_running_requests = m;
@@ -148,6 +149,35 @@ pub fn replay_config(
     // over everything derived (a `tlru` from the server arguments is refused there, or
     // by `apply_overrides`' check when no key replaces it).
     Ok(apply_overrides(cfg, overrides)?)
+}
+
+/// The speculative decoding a scenario's launch command resolves to, as SGLang resolves
+/// it (0.5.14–0.5.23, `arg_groups/speculative_hook.py`): unset steps take
+/// `_auto_choose_speculative_params` — (3 steps, top-k 1, 4 draft tokens) for every
+/// model with MTP layers (the (5, 4, 8) of Llama / Grok applies to models without them,
+/// whose drafts the clock does not model anyway); with top-k 1 the draft tokens are
+/// `steps + 1` (`_handle_eagle_family`). The draft's layers are the MTP layers the
+/// pools mirror (`model::draft::mtp_draft`; 0 for any other draft).
+fn speculative(s: &Scenario) -> Option<crate::runtime::cost::Speculative> {
+    let sv = &s.server;
+    let algo = sv.speculative_algorithm.as_ref()?;
+    let (steps, topk, draft) = match sv.speculative_num_steps {
+        Some(n) => (
+            n,
+            sv.speculative_eagle_topk.unwrap_or(1),
+            sv.speculative_num_draft_tokens.unwrap_or(n + 1),
+        ),
+        None => (3, 1, 4),
+    };
+    Some(crate::runtime::cost::Speculative {
+        algorithm: algo.as_written().to_string(),
+        num_steps: steps,
+        eagle_topk: topk,
+        num_draft_tokens: if topk == 1 { steps + 1 } else { draft },
+        draft_layers: crate::model::mtp_draft(sv, &s.model).0,
+        target_layers: s.model.layers / s.layout.pp_size.max(1),
+        accept_length: None,
+    })
 }
 
 /// The chunk the replay's scheduler cuts prefill batches at: the server's

@@ -145,6 +145,11 @@ pub struct ReplayMetrics {
     pub ttft_p99_s: Option<f64>,
     /// Virtual time at the end (timing on), seconds.
     pub makespan_s: Option<f64>,
+    /// Mean time per output token after the first over the measured requests with two
+    /// or more output tokens, seconds (timing on; not written otherwise, and not when
+    /// no request decodes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpot_mean_s: Option<f64>,
     /// Where the measured requests' TTFT went (timing on).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ttft_breakdown: Option<TtftBreakdown>,

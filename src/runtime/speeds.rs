@@ -58,6 +58,69 @@ pub struct Speeds {
     pub storage_write_gb_s: f64,
     /// Fixed cost of one storage operation (a prefetch or a write), µs.
     pub storage_latency_us: f64,
+    /// Speculative decoding from the launch command, when set: what the clock did with
+    /// it (`runtime::cost::speculative`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<SpecSpeeds>,
+}
+
+/// A timed replay's speculative decoding: the resolved flags, the acceptance used and
+/// its source, or why the clock runs without it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SpecSpeeds {
+    pub algorithm: String,
+    pub num_steps: u32,
+    pub eagle_topk: u32,
+    pub num_draft_tokens: u32,
+    pub draft_layers: u32,
+    /// Whether decode iterations verify drafts in the clock.
+    pub in_clock: bool,
+    /// Tokens a request gains per decode iteration (in the clock only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accept_length: Option<f64>,
+    /// Where `accept_length` comes from (in the clock), or why it is not in the clock.
+    pub source: String,
+}
+
+impl SpecSpeeds {
+    fn of(sp: &super::cost::Speculative, fixed: bool) -> SpecSpeeds {
+        let why_not = if fixed {
+            Some("fixed speeds are end-to-end rates: decode_tokens_per_s is taken as the speed with speculation".to_string())
+        } else {
+            sp.not_modelled()
+        };
+        SpecSpeeds {
+            algorithm: sp.algorithm.clone(),
+            num_steps: sp.num_steps,
+            eagle_topk: sp.eagle_topk,
+            num_draft_tokens: sp.num_draft_tokens,
+            draft_layers: sp.draft_layers,
+            in_clock: why_not.is_none(),
+            accept_length: why_not.is_none().then(|| sp.accept_length()),
+            source: why_not.unwrap_or_else(|| sp.accept_source().to_string()),
+        }
+    }
+
+    /// `speculative EAGLE 3 steps x 1 MTP layer(s) / 4 draft tokens / accept length 2.105
+    /// (source)`, or why it is not in the clock (no commas: it goes into the CSV's
+    /// `speeds` cell).
+    pub fn text(&self) -> String {
+        match self.accept_length {
+            Some(a) => format!(
+                "speculative {} {} steps x {} MTP layer(s) / {} draft tokens / accept length {} ({})",
+                self.algorithm,
+                self.num_steps,
+                self.draft_layers,
+                self.num_draft_tokens,
+                a,
+                self.source
+            ),
+            None => format!(
+                "speculative {} not in the clock ({})",
+                self.algorithm, self.source
+            ),
+        }
+    }
 }
 
 impl Speeds {
@@ -115,6 +178,7 @@ impl Speeds {
             storage_read_gb_s: gb(cfg.links.storage_read_bandwidth.0),
             storage_write_gb_s: gb(cfg.links.storage_write_bandwidth.0),
             storage_latency_us: cfg.links.storage_latency.0 as f64 / 1e3,
+            speculative: c.speculative.as_ref().map(|sp| SpecSpeeds::of(sp, fixed)),
         }
     }
 
@@ -130,7 +194,12 @@ impl Speeds {
             .tokenize_per_token_ns
             .map(|ns| format!("; tokenize {ns} ns per prompt token"))
             .unwrap_or_default();
-        hit + &tok
+        let spec = self
+            .speculative
+            .as_ref()
+            .map(|sp| format!("; {}", sp.text()))
+            .unwrap_or_default();
+        hit + &tok + &spec
     }
 
     /// A short line for plot captions: the compute model, then the links.

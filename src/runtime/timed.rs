@@ -73,9 +73,17 @@ struct Decoding {
     remaining: u32,
     /// Its context now (prompt + decoded tokens).
     ctx: u64,
+    /// The fraction of a token carried to the next iteration (a speculative draft's
+    /// mean acceptance is not whole; 0 without one).
+    carry: f64,
     last: NodeId,
     /// Its entry in `times`, when kept.
     time: Option<usize>,
+    /// Its first token (the end of its prefill), for its TPOT.
+    first_token: Nanos,
+    output_tokens: u32,
+    /// Counted in the metrics (after the warm-up).
+    measured: bool,
 }
 
 #[derive(Debug)]
@@ -234,6 +242,8 @@ struct Sim<I: Iterator<Item = Request>, R: TreeRules> {
     swrite: Link,
     ttft: Vec<f64>,
     ttft_sums: TtftSums,
+    /// Sum and count of the measured requests' TPOT (2+ output tokens), seconds.
+    tpot: (f64, u64),
     cost: CostModel,
     times: Option<Vec<RequestTime>>,
     recs: Vec<BackupRecord>,
@@ -304,6 +314,7 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
         swrite: Link::default(),
         ttft: Vec::new(),
         ttft_sums: TtftSums::default(),
+        tpot: (0.0, 0),
         cost,
         times: times.then(Vec::new),
         recs: Vec::new(),
@@ -346,7 +357,17 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
     }
     m.ttft_breakdown = sim.ttft_sums.finish();
     m.makespan_s = Some(end as f64 / 1e9);
+    m.tpot_mean_s = (sim.tpot.1 > 0).then(|| sim.tpot.0 / sim.tpot.1 as f64);
     Ok((m, sim.times.unwrap_or_default()))
+}
+
+/// Adds one request's TPOT (its decode time over its output tokens after the first)
+/// when it has two or more (`bench_serving`'s TPOT, as `runtime::rounds` computes it).
+fn add_tpot(acc: &mut (f64, u64), decode: Nanos, output_tokens: u32) {
+    if output_tokens > 1 {
+        acc.0 += decode as f64 / 1e9 / f64::from(output_tokens - 1);
+        acc.1 += 1;
+    }
 }
 
 impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
@@ -818,8 +839,12 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
                 self.decoding.push(Decoding {
                     remaining: a.w.output_tokens,
                     ctx: u64::from(a.w.input_tokens),
+                    carry: 0.0,
                     last,
                     time,
+                    first_token: now,
+                    output_tokens: a.w.output_tokens,
+                    measured: a.w.index >= self.s.cfg.measurement.warmup_requests,
                 });
                 continue;
             }
@@ -828,6 +853,9 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
                 u64::from(self.running),
                 u64::from(a.w.input_tokens),
             );
+            if a.w.index >= self.s.cfg.measurement.warmup_requests {
+                add_tpot(&mut self.tpot, decode, a.w.output_tokens);
+            }
             if let Some(t) = self.times.as_mut() {
                 t.push(RequestTime {
                     index: a.w.index,
@@ -877,23 +905,32 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         }
         let b = self.decoding.len() as u64;
         let ctx = self.decoding.iter().map(|d| d.ctx).sum::<u64>() / b;
-        let dur = self.cost.decode_ns(1, b, ctx).max(1);
+        let dur = self.cost.decode_iteration_ns(b, ctx).max(1);
         self.gpu_busy = true;
         self.q.schedule_at(now + dur, Ev::DecodeStep);
     }
 
-    /// A decode step ended: every decoding request has one more token; those done
-    /// finish (their prefix unlocked, their slot in the running batch freed).
+    /// A decode step ended: every decoding request has one more token (with a
+    /// speculative draft, its mean acceptance, the fraction carried); those done finish
+    /// (their prefix unlocked, their slot in the running batch freed).
     fn decode_step_done(&mut self) {
         let now = self.q.now();
         self.gpu_busy = false;
+        let gain = self.cost.tokens_per_iteration();
         let mut i = 0;
         while i < self.decoding.len() {
             let d = &mut self.decoding[i];
-            d.remaining -= 1;
-            d.ctx += 1;
+            let t = d.carry + gain;
+            let n = t.floor();
+            d.carry = t - n;
+            let n = (n as u32).min(d.remaining);
+            d.remaining -= n;
+            d.ctx += u64::from(n);
             if d.remaining == 0 {
                 let d = self.decoding.swap_remove(i);
+                if d.measured {
+                    add_tpot(&mut self.tpot, now - d.first_token, d.output_tokens);
+                }
                 if let (Some(t), Some(k)) = (self.times.as_mut(), d.time) {
                     t[k].finish_ns = now;
                 }

@@ -47,6 +47,7 @@ mod sizing_incidents;
 mod sizing_presets;
 mod sizing_sglang_cases;
 mod slowdown;
+mod speculative;
 mod speeds_rounds;
 mod startup_incidents;
 mod startup_model;

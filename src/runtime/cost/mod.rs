@@ -15,6 +15,7 @@
 
 pub mod bench;
 pub mod roofline;
+pub mod speculative;
 pub mod table;
 
 use serde::{Deserialize, Serialize};
@@ -23,6 +24,7 @@ use crate::model::quant::CheckpointQuant;
 use crate::units::{Duration, Nanos};
 
 pub use roofline::{GpuSpec, ModelFacts, Roofline};
+pub use speculative::{SpecStep, Speculative};
 pub use table::CostTable;
 
 /// Where compute times come from.
@@ -67,6 +69,10 @@ pub struct Compute {
     /// replayed"), not a fit per case.
     #[serde(skip_serializing_if = "is_zero")]
     pub hit_cost_per_cached_token: Duration,
+    /// Speculative decoding from the launch command (`speculative`): in the clock of
+    /// `table` and `roofline` when it is an MTP chain; not written while unset.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<Speculative>,
 }
 
 fn is_zero(d: &Duration) -> bool {
@@ -80,6 +86,7 @@ impl Default for Compute {
             chunked_prefill_size: 0,
             compute_scale: 1.0,
             hit_cost_per_cached_token: Duration(0),
+            speculative: None,
         }
     }
 }
@@ -111,11 +118,13 @@ pub enum CostModel {
         table: &'static CostTable,
         chunk: u32,
         scale: f64,
+        spec: Option<SpecStep>,
     },
     Roofline {
         roofline: Roofline,
         chunk: u32,
         scale: f64,
+        spec: Option<SpecStep>,
     },
 }
 
@@ -126,6 +135,8 @@ pub enum CostError {
     BadScale(f64),
     #[error(transparent)]
     NoTable(#[from] table::NoCostTable),
+    #[error(transparent)]
+    Speculative(#[from] speculative::SpeculativeError),
 }
 
 impl CostModel {
@@ -137,6 +148,10 @@ impl CostModel {
         if !(1e-6..=1e6).contains(&c.compute_scale) {
             return Err(CostError::BadScale(c.compute_scale));
         }
+        if let Some(sp) = &c.speculative {
+            sp.validate()?;
+        }
+        let spec = c.speculative.as_ref().and_then(Speculative::step);
         Ok(match &c.source {
             ComputeSource::Fixed => CostModel::Fixed {
                 prefill_tokens_per_s,
@@ -151,11 +166,13 @@ impl CostModel {
                 table: table::find(node, model, *quant, *tp)?,
                 chunk: c.chunked_prefill_size,
                 scale: c.compute_scale,
+                spec,
             },
             ComputeSource::Roofline(r) => CostModel::Roofline {
                 roofline: r.clone(),
                 chunk: c.chunked_prefill_size,
                 scale: c.compute_scale,
+                spec,
             },
         })
     }
@@ -193,9 +210,12 @@ impl CostModel {
                 let t: u64 = reqs.iter().map(|r| r.0).sum();
                 return (t as f64 / prefill_tokens_per_s * 1e9).round() as Nanos;
             }
-            CostModel::Table { chunk, scale, .. } | CostModel::Roofline { chunk, scale, .. } => {
-                (*chunk, *scale)
+            CostModel::Table {
+                chunk, scale, spec, ..
             }
+            | CostModel::Roofline {
+                chunk, scale, spec, ..
+            } => (*chunk, *scale * spec.map_or(1.0, |s| s.prefill_scale)),
         };
         let forward = |pieces: &[(u64, u64)]| match self {
             CostModel::Table { table, .. } => table.prefill_us(pieces),
@@ -232,22 +252,62 @@ impl CostModel {
 
     /// Decode of `output` tokens for a request at context `ctx` while `batch` requests
     /// decode, ns: `output × step(batch, ctx + output/2)` (fixed: `output ÷ speed`).
-    /// Decode steps do not take the prefill's GPU time (not modelled: SGLang runs them
-    /// on one timeline, prefill first).
+    /// With a modelled speculative draft, `output ÷ accept_length` iterations of
+    /// [`CostModel::decode_iteration_ns`]. Decode steps do not take the prefill's GPU
+    /// time (not modelled: SGLang runs them on one timeline, prefill first).
     pub fn decode_ns(&self, output: u64, batch: u64, ctx: u64) -> Nanos {
-        let c = ctx + output / 2;
-        let b = batch.max(1);
-        let step_us = match self {
-            CostModel::Fixed {
-                decode_tokens_per_s,
-                ..
-            } => return (output as f64 / decode_tokens_per_s * 1e9).round() as Nanos,
-            CostModel::Table { table, scale, .. } => table.decode_step_us(b, c) * scale,
+        if let CostModel::Fixed {
+            decode_tokens_per_s,
+            ..
+        } = self
+        {
+            return (output as f64 / decode_tokens_per_s * 1e9).round() as Nanos;
+        }
+        let iterations = output as f64 / self.tokens_per_iteration();
+        (iterations * self.iteration_us(batch, ctx + output / 2) * 1e3).round() as Nanos
+    }
+
+    /// One decode iteration of `batch` requests at mean context `ctx`, ns: one step
+    /// (fixed: one token at the decode speed), or with a modelled speculative draft the
+    /// verify of `num_draft_tokens` per request with the draft's layers on top.
+    pub fn decode_iteration_ns(&self, batch: u64, ctx: u64) -> Nanos {
+        if let CostModel::Fixed {
+            decode_tokens_per_s,
+            ..
+        } = self
+        {
+            return (1e9 / decode_tokens_per_s).round() as Nanos;
+        }
+        (self.iteration_us(batch, ctx) * 1e3).round() as Nanos
+    }
+
+    /// Tokens a request gains per decode iteration: 1, or a modelled draft's
+    /// `accept_length`.
+    pub fn tokens_per_iteration(&self) -> f64 {
+        self.spec().map_or(1.0, |s| s.accept_length)
+    }
+
+    /// The modelled speculative draft's terms, if any (never with fixed speeds: they
+    /// are end-to-end rates).
+    pub fn spec(&self) -> Option<SpecStep> {
+        match self {
+            CostModel::Fixed { .. } => None,
+            CostModel::Table { spec, .. } | CostModel::Roofline { spec, .. } => *spec,
+        }
+    }
+
+    fn iteration_us(&self, batch: u64, ctx: u64) -> f64 {
+        let (width, draft) = self
+            .spec()
+            .map_or((1, 1.0), |s| (s.verify_width, s.decode_scale));
+        let b = batch.max(1) * width;
+        match self {
+            CostModel::Fixed { .. } => 0.0,
+            CostModel::Table { table, scale, .. } => table.decode_step_us(b, ctx) * scale * draft,
             CostModel::Roofline {
                 roofline, scale, ..
-            } => roofline.decode_step_us(b, c) * scale,
-        };
-        (output as f64 * step_us * 1e3).round() as Nanos
+            } => roofline.decode_step_us(b, ctx) * scale * draft,
+        }
     }
 
     /// One line naming the source, for outputs.
@@ -263,6 +323,7 @@ impl CostModel {
                 table,
                 chunk,
                 scale,
+                ..
             } => format!(
                 "table {} {} {} tp{} from {}, chunk {chunk}, scale {scale}",
                 table.node, table.model, table.quant, table.tp, table.source
@@ -271,6 +332,7 @@ impl CostModel {
                 roofline,
                 chunk,
                 scale,
+                ..
             } => format!(
                 "roofline: MFU linear {} attention {}, peak {:.0} TFLOPS, chunk {chunk}, scale {scale}",
                 roofline.mfu_linear,
@@ -335,6 +397,7 @@ mod tests {
             table: t,
             chunk: 8192,
             scale: 1.0,
+            spec: None,
         };
         let want = t.prefill_us(&[(8192, 0)])
             + t.prefill_us(&[(8192, 8192)])
