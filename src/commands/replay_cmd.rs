@@ -327,9 +327,20 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
                 let p = r.policy;
                 pipeline::run_replay(&s, &cfg).ok().map(|x| (p, x))
             });
+            // With --dp-aware, what the engines' own round-robin over their ranks would
+            // have hit (one more replay, text only).
+            let engine_rr = m
+                .router
+                .as_ref()
+                .filter(|r| r.dp_aware && r.dp_ranks > 1)
+                .and_then(|_| {
+                    let mut s = section.clone();
+                    s.router.as_mut()?.dp_aware = false;
+                    pipeline::run_replay(&s, &cfg).ok()
+                });
             let mut text = render(&cfg, &section, &m, note.as_deref(), one_tree);
             if let Some(r) = &m.router {
-                render_engines(&mut text, &m, r, other.as_ref());
+                render_engines(&mut text, &m, r, other.as_ref(), engine_rr.as_ref());
             }
             print!("{text}")
         }
@@ -504,11 +515,12 @@ fn render_engines(
     m: &ReplayMetrics,
     r: &RouterFigures,
     other: Option<&(RouterPolicy, ReplayMetrics)>,
+    engine_round_robin: Option<&ReplayMetrics>,
 ) {
     let _ = writeln!(o);
     let _ = writeln!(
         o,
-        "engines behind the router: {} ({}, policy {}), each its own tree with the pools above; {} requests in flight (request i completes before request i + {} is sent); requests max/mean {:.3}, prompt tokens max/mean {:.3}",
+        "engines behind the router: {} ({}, policy {}), each its own tree with the pools above; {} requests in flight (request i completes before request i + {} is sent); per router worker: requests max/mean {:.3}, prompt tokens max/mean {:.3}",
         r.engines,
         r.router,
         r.policy,
@@ -517,6 +529,21 @@ fn render_engines(
         r.request_imbalance,
         r.token_imbalance
     );
+    if r.dp_ranks > 1 {
+        let _ = writeln!(
+            o,
+            "each engine has {} data-parallel ranks, each its own tree and pools: {}",
+            r.dp_ranks,
+            if r.dp_aware {
+                format!(
+                    "the router picks the rank (--dp-aware: {} workers, engine-major; the request's data_parallel_rank)",
+                    r.assigned.len()
+                )
+            } else {
+                "the router picks the engine, the engine's DataParallelController round-robins its ranks".to_string()
+            }
+        );
+    }
     if r.policy == "cache_aware" {
         let _ = writeln!(
             o,
@@ -557,6 +584,16 @@ fn render_engines(
             o,
             "under {} the same engines would hit {} in total ({} hit tokens): {} is {:+.2} points against it",
             p.as_str(),
+            pct(x.total_hit_rate).trim(),
+            x.total_hit_tokens,
+            r.policy,
+            (m.total_hit_rate - x.total_hit_rate) * 100.0
+        );
+    }
+    if let Some(x) = engine_round_robin {
+        let _ = writeln!(
+            o,
+            "without --dp-aware (the router picks engines, each engine's DataParallelController round-robins its ranks) the same ranks would hit {} in total ({} hit tokens): --dp-aware {} is {:+.2} points against it",
             pct(x.total_hit_rate).trim(),
             x.total_hit_tokens,
             r.policy,

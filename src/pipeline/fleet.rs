@@ -75,14 +75,17 @@ fn check(cfg: &ReplayConfig, spec: &RouterSpec) -> Result<(), InputError> {
     };
     validated(spec)?;
     let n = spec.engines;
-    if cfg.capacities.dp_ranks > 1 {
-        return refuse(
-            "runtime.router.engines",
+    let workers = spec.workers(cfg.capacities.dp_ranks);
+    if workers > router::MAX_ENGINES {
+        return Err(InputError::new(
+            "runtime.router",
             format!(
-                "{n} engines with {} data-parallel ranks each: DP ranks inside engines behind a router are not modelled yet (set --dp-size 1, or runtime.router.engines: 1)",
-                cfg.capacities.dp_ranks
+                "{n} engines x {} data-parallel ranks = {workers} router workers (--dp-aware): the router's tree tells at most {} apart",
+                cfg.capacities.dp_ranks,
+                router::MAX_ENGINES
             ),
-        );
+        )
+        .field("runtime.router.engines"));
     }
     if cfg.measurement.timing == Timing::On {
         return refuse(
@@ -114,26 +117,71 @@ pub(super) fn replay_fleet(
     factor: f64,
 ) -> Result<ReplayMetrics, InputError> {
     check(cfg, spec)?;
-    let mut assigned: Vec<u16> = Vec::new();
-    let mut figures = route_trace(path, opts, cfg.capacities.page_size, spec, limit, |r| {
-        assigned.push(r.engine);
+    let ranks = cfg.capacities.dp_ranks.max(1);
+    // Each request's (engine, rank): with `dp_aware` the router's worker is a rank
+    // (engine-major); else the router picks the engine and the engine's
+    // `DataParallelController` round-robins its own arrivals over its ranks
+    // (`round_robin_scheduler`, `runtime::dp`).
+    let mut slots: Vec<(u16, u32)> = Vec::new();
+    let mut arrivals = vec![0u64; spec.engines as usize];
+    let routed = routed_spec(spec, ranks);
+    let mut figures = route_trace(path, opts, cfg.capacities.page_size, &routed, limit, |r| {
+        slots.push(if spec.dp_aware {
+            let w = u32::from(r.engine);
+            ((w / ranks) as u16, w % ranks)
+        } else {
+            let k = &mut arrivals[usize::from(r.engine)];
+            let rank = crate::runtime::dp::round_robin_rank(*k, ranks);
+            *k += 1;
+            (r.engine, rank)
+        });
         Ok(())
     })?;
     let warmup = usize::try_from(cfg.measurement.warmup_requests).unwrap_or(usize::MAX);
     let mut per_engine = Vec::with_capacity(spec.engines as usize);
     for e in 0..spec.engines as u16 {
-        let mut c = cfg.clone();
-        c.measurement.warmup_requests =
-            assigned.iter().take(warmup).filter(|&&x| x == e).count() as u64;
-        let share = |i: usize| assigned.get(i) == Some(&e);
-        per_engine.push(super::replay_share(path, opts, &c, limit, factor, &share)?);
+        let mut per_rank = Vec::with_capacity(ranks as usize);
+        for r in 0..ranks {
+            let mut c = cfg.clone();
+            c.capacities.dp_ranks = 1;
+            c.measurement.warmup_requests =
+                slots.iter().take(warmup).filter(|&&x| x == (e, r)).count() as u64;
+            let share = |i: usize| slots.get(i) == Some(&(e, r));
+            per_rank.push(super::replay_share(path, opts, &c, limit, factor, &share)?);
+        }
+        per_engine.push(if ranks > 1 {
+            crate::runtime::dp::merge(per_rank)
+        } else {
+            per_rank.pop().expect("one rank")
+        });
     }
     let mut m = crate::runtime::dp::merge(per_engine);
     m.engines = std::mem::take(&mut m.ranks);
+    // Over the router's workers: the engines, or with `dp_aware` their ranks.
     figures.request_imbalance = router::max_over_mean(figures.assigned.iter().copied());
-    figures.token_imbalance = router::max_over_mean(m.engines.iter().map(|e| e.input_tokens));
+    figures.token_imbalance = if spec.dp_aware && ranks > 1 {
+        router::max_over_mean(
+            m.engines
+                .iter()
+                .flat_map(|e| e.ranks.iter().map(|r| r.input_tokens)),
+        )
+    } else {
+        router::max_over_mean(m.engines.iter().map(|e| e.input_tokens))
+    };
+    figures.engines = spec.engines;
+    figures.dp_ranks = ranks;
+    figures.dp_aware = spec.dp_aware;
     m.router = Some(figures);
     Ok(m)
+}
+
+/// The spec the router runs: its workers are the engines, or with `dp_aware` every
+/// engine's ranks.
+fn routed_spec(spec: &RouterSpec, dp_ranks: u32) -> RouterSpec {
+    RouterSpec {
+        engines: spec.workers(dp_ranks),
+        ..spec.clone()
+    }
 }
 
 /// `replay --router-events`: the event sequence the fleet replay routes, as JSON lines
@@ -146,9 +194,12 @@ pub fn write_router_events(
     opts: &TraceOptions,
     page_size: u32,
     spec: &RouterSpec,
+    dp_ranks: u32,
     limit: u64,
     out: &mut dyn Write,
 ) -> Result<RouterFigures, InputError> {
+    validated(spec)?;
+    let spec = &routed_spec(spec, dp_ranks);
     validated(spec)?;
     let io = |e: std::io::Error| InputError::new("--router-events", e.to_string());
     let mut last = 0u64;

@@ -347,7 +347,15 @@ pub fn router_events(
     };
     let (path, opts) = trace_options(section, cfg)?;
     let limit = section.max_requests.unwrap_or(u64::MAX);
-    fleet::write_router_events(path, &opts, cfg.capacities.page_size, spec, limit, out)
+    fleet::write_router_events(
+        path,
+        &opts,
+        cfg.capacities.page_size,
+        spec,
+        cfg.capacities.dp_ranks,
+        limit,
+        out,
+    )
 }
 
 /// One replay of the trace at `path`: those of its first `limit` requests whose index

@@ -10,6 +10,9 @@
 //! share of the trace (the trace read once per rank) and the figures are summed
 //! ([`merge`]).
 //!
+//! Behind the router (`pipeline::fleet`) an engine's ranks get its own arrivals
+//! round-robin, or with `--dp-aware` the router picks the rank.
+//!
 //! Not modelled: `total_requests` / `total_tokens` (they read the schedulers' loads,
 //! refreshed every 20 ms: a timed quantity), `follow_bootstrap_room` (PD), and DP ranks
 //! in the timed replay; each is refused, never replayed as one tree. The timed replay

@@ -8,7 +8,7 @@ use hicache_sim::runtime::router::{RouterPolicy, RouterSpec};
 use hicache_sim::runtime::{ReplayConfig, ReplayMetrics, apply_overrides};
 use hicache_sim::scenario::RuntimeSection;
 
-use crate::support::{exit2, ok, repo, run};
+use crate::support::{exit2, ok, repo, run, stdout};
 
 /// Each golden's requests, replayed by the simulator with the same router keys
 /// (`replay --router-events`), go to the engines the real router chose, request by
@@ -292,10 +292,6 @@ fn bad_router_keys_and_one_engine() {
             &["runtime.router.in_flight"][..],
         ),
         (
-            "runtime.replay.dp_ranks=2",
-            &["runtime.router.engines", "not modelled"][..],
-        ),
-        (
             "runtime.replay.timing=on",
             &["runtime.router.engines", "untimed"][..],
         ),
@@ -320,6 +316,132 @@ fn bad_router_keys_and_one_engine() {
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["metrics"].get("engines").is_none());
     assert!(v["metrics"].get("router").is_none());
+}
+
+fn replay_dp(section: &RuntimeSection, spec: RouterSpec, ranks: u32) -> ReplayMetrics {
+    let mut s = section.clone();
+    s.router = Some(spec);
+    let o: Map<String, Value> = json!({"page_size": 512, "l1_pages": 100, "dp_ranks": ranks})
+        .as_object()
+        .unwrap()
+        .clone();
+    let cfg = apply_overrides(ReplayConfig::default(), &o).unwrap();
+    hicache_sim::pipeline::run_replay(&s, &cfg).unwrap()
+}
+
+fn per_rank(e: &ReplayMetrics) -> Vec<(u64, u64)> {
+    e.ranks
+        .iter()
+        .map(|r| (r.requests, r.device_hit_tokens))
+        .collect()
+}
+
+/// Two engines of two DP ranks each, cache_aware, launcher defaults.
+///
+/// Without `--dp-aware` the router routes as in `two_engines_cache_aware_by_hand` (r0,
+/// r2, r3 -> engine 0; r1, r4 -> engine 1) and each engine's DataParallelController
+/// round-robins its own arrivals: engine 0 rank 0 gets r0 and r3 ("0 1 4" hits r0's
+/// "0 1": 1,024), rank 1 r2 (a miss: "0 1" is on the other rank); engine 1 rank 0 r1,
+/// rank 1 r4 (both misses): 1,024 in all.
+///
+/// With `--dp-aware` the router's four workers are (engine 0 rank 0), (0, 1), (1, 0),
+/// (1, 1): r0 misses to worker 0, r1 misses to the least loaded, worker 1; r2 and r3
+/// match worker 0's "0 1" (1,024 each), r4 worker 1's "2 3" (1,024): 3,072, all on
+/// engine 0.
+#[test]
+fn dp_ranks_inside_engines_by_hand() {
+    let d = tempfile::tempdir().unwrap();
+    let s = five_requests(d.path());
+    let spec = RouterSpec {
+        engines: 2,
+        ..RouterSpec::default()
+    };
+    let m = replay_dp(&s, spec.clone(), 2);
+    assert_eq!(per_engine(&m), [(3, 1024), (2, 0)]);
+    assert_eq!(per_rank(&m.engines[0]), [(2, 1024), (1, 0)]);
+    assert_eq!(per_rank(&m.engines[1]), [(1, 0), (1, 0)]);
+    let r = m.router.as_ref().unwrap();
+    assert_eq!((r.engines, r.dp_ranks, r.dp_aware), (2, 2, false));
+    assert_eq!(r.assigned, [3, 2]);
+
+    let m = replay_dp(
+        &s,
+        RouterSpec {
+            dp_aware: true,
+            ..spec
+        },
+        2,
+    );
+    assert_eq!(per_engine(&m), [(5, 3072), (0, 0)]);
+    assert_eq!(per_rank(&m.engines[0]), [(3, 2048), (2, 1024)]);
+    assert_eq!(per_rank(&m.engines[1]), [(0, 0), (0, 0)]);
+    let r = m.router.as_ref().unwrap();
+    assert_eq!((r.engines, r.dp_ranks, r.dp_aware), (2, 2, true));
+    assert_eq!(r.assigned, [3, 2, 0, 0]);
+    assert_eq!((r.cache_hits, r.cache_misses, r.imbalanced), (3, 2, 0));
+}
+
+/// The DeepSeek-V3.2 DP8 twin: one engine of eight DP-attention ranks behind the router
+/// with `--dp-aware` under cache_aware against the engine's own round-robin: one JSON
+/// entry per rank, and the text says by how much the totals differ.
+#[test]
+fn dp_aware_on_the_dp8_scenario() {
+    let sc = "scenarios/deepseek-v32-dp8-gb300.yaml";
+    let o = run(
+        &[
+            "replay",
+            sc,
+            "--set",
+            "runtime.router.dp_aware=true",
+            "--format",
+            "json",
+        ],
+        &repo(""),
+    );
+    ok(&o);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let m = &v["metrics"];
+    let ranks = m["engines"][0]["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 8);
+    let sum: u64 = ranks
+        .iter()
+        .map(|r| r["device_hit_tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, m["device_hit_tokens"].as_u64().unwrap());
+    assert_eq!(m["total_hit_tokens"], 39_845_952);
+    assert_eq!(
+        m["router"]["assigned"],
+        json!([563, 553, 523, 540, 468, 491, 464, 391])
+    );
+    // The engine's own round-robin over its ranks (no router): SGLang's default.
+    let o = run(&["replay", sc, "--format", "json"], &repo(""));
+    ok(&o);
+    let rr: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rr["metrics"]["total_hit_tokens"], 12_928_192);
+    assert_eq!(rr["metrics"]["ranks"].as_array().unwrap().len(), 8);
+    let o = run(
+        &["replay", sc, "--set", "runtime.router.dp_aware=true"],
+        &repo(""),
+    );
+    ok(&o);
+    let t = stdout(&o);
+    assert!(
+        t.contains("without --dp-aware (the router picks engines, each engine's DataParallelController round-robins its ranks) the same ranks would hit 21.13 % in total (12928192 hit tokens): --dp-aware cache_aware is +43.99 points against it"),
+        "{t}"
+    );
+    // More router workers than the router's tree tells apart.
+    let o = run(
+        &[
+            "replay",
+            sc,
+            "--set",
+            "runtime.router.dp_aware=true",
+            "--set",
+            "runtime.router.engines=9",
+        ],
+        &repo(""),
+    );
+    exit2(&o, &["72 router workers", "runtime.router.engines"]);
 }
 
 /// The bundled scenario: four engines under cache_aware hit 38,194,048 of 61,194,628

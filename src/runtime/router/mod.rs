@@ -36,8 +36,11 @@
 //! `/get_load` polled every 60 s) and `manual` (routing keys from headers): refused;
 //! the router's retries and health checks (every worker answers); smg 1.x (the router
 //! of sglang 0.5.21–0.5.23), whose cache_aware has no imbalance switch, matches every
-//! tenant of a node and breaks ties with an unseeded random draw: refused; data-parallel
-//! ranks inside the engines: refused.
+//! tenant of a node and breaks ties with an unseeded random draw: refused.
+//!
+//! Data-parallel ranks inside the engines (`pipeline::fleet`): the router picks an
+//! engine and the engine's controller round-robins its ranks, or with `--dp-aware`
+//! ([`RouterSpec::dp_aware`]) the router's workers are the ranks themselves.
 
 pub mod cache_aware;
 pub mod tree;
@@ -109,6 +112,12 @@ pub struct RouterSpec {
     /// Requests in flight at once (this simulator's completion rule, not a router
     /// flag): request i completes before request i + in_flight is dispatched.
     pub in_flight: u32,
+    /// `--dp-aware`: the router lists each engine's data-parallel ranks as workers
+    /// (`url@rank`, `get_dp_aware_workers`) and picks the rank itself (the request's
+    /// `data_parallel_rank`, which the engine's `DataParallelController` honours:
+    /// `maybe_external_dp_rank_routing`). Off (the default): the router picks an engine
+    /// and the engine's controller picks the rank (`round_robin`).
+    pub dp_aware: bool,
 }
 
 impl Default for RouterSpec {
@@ -122,6 +131,7 @@ impl Default for RouterSpec {
             balance_rel_threshold: 1.5,
             max_tree_size: 1 << 26,
             in_flight: 16,
+            dp_aware: false,
         }
     }
 }
@@ -210,9 +220,21 @@ impl RouterSpec {
         Ok(())
     }
 
-    /// Whether the replay has engines behind a router (more than one).
+    /// Whether the replay has engines behind a router (more than one), or a router that
+    /// picks DP ranks (`dp_aware`).
     pub fn is_fleet(&self) -> bool {
-        self.engines > 1
+        self.engines > 1 || self.dp_aware
+    }
+
+    /// The workers the router chooses among with `dp_ranks` ranks an engine: the engines,
+    /// or with `dp_aware` every engine's ranks (engine-major, as `get_dp_aware_workers`
+    /// lists them).
+    pub fn workers(&self, dp_ranks: u32) -> u32 {
+        if self.dp_aware {
+            self.engines.saturating_mul(dp_ranks.max(1))
+        } else {
+            self.engines
+        }
     }
 }
 
@@ -238,6 +260,17 @@ pub struct RouterFigures {
     pub request_imbalance: f64,
     /// Prompt tokens: most per engine over the mean.
     pub token_imbalance: f64,
+    /// Data-parallel ranks inside each engine (not written while 1).
+    #[serde(skip_serializing_if = "is_one")]
+    pub dp_ranks: u32,
+    /// `--dp-aware`: the router's workers (`assigned`, `tree_chars`) are the ranks,
+    /// engine-major; else the engines (not written while off).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dp_aware: bool,
+}
+
+fn is_one(n: &u32) -> bool {
+    *n <= 1
 }
 
 /// Why the router cannot replay a trace.
