@@ -21,6 +21,8 @@ fn the_assignment_is_the_real_routers() {
         ("cache_aware", [101, 101, 101, 97]),
         ("round_robin", [100, 100, 100, 100]),
         ("cache_aware_tight", [100, 101, 99, 100]),
+        // Two engines of two DP ranks behind --dp-aware: four router workers.
+        ("cache_aware_dp_aware", [101, 101, 101, 97]),
     ] {
         let golden =
             std::fs::read_to_string(repo(&format!("tests/golden/router/{variant}.jsonl"))).unwrap();
@@ -53,6 +55,11 @@ fn the_assignment_is_the_real_routers() {
         for (k, v) in meta["set"].as_object().unwrap() {
             args.push("--set".into());
             args.push(format!("{k}={}", v.as_str().unwrap()));
+        }
+        if let Some(dp) = meta.get("dp_ranks").and_then(Value::as_u64) {
+            args.push("--set".into());
+            args.push(format!("runtime.replay.dp_ranks={dp}"));
+            assert_eq!(meta["router_workers"], 4, "{variant}");
         }
         args.push("--router-events".into());
         args.push(events.display().to_string());

@@ -2,7 +2,11 @@
 """Minimal mock SGLang worker for driving the real router (sglang-router 0.3.2) on a
 CPU-only box, loopback only (tools/router/router_golden.py starts four).
 
-Usage: mock_worker.py PORT LOGFILE [--delay SECONDS] [--load-tokens N] [--hold]
+Usage: mock_worker.py PORT LOGFILE [--delay SECONDS] [--load-tokens N] [--hold] [--dp-size N]
+
+--dp-size N: /get_server_info reports N data-parallel ranks (the router's --dp-aware
+lists N workers for this one); GET /__ranks maps each received rid to the request's
+`data_parallel_rank` (null when the router sent none).
 
 --hold: /generate (and the OpenAI routes) block until POST /__release {"rid": RID};
 GET /__received lists the rids received so far (in arrival order).
@@ -26,6 +30,7 @@ LOG = sys.argv[2]
 DELAY = 0.0
 LOAD_TOKENS = 0
 HOLD = False
+DP_SIZE = 1
 args = sys.argv[3:]
 if "--hold" in args:
     HOLD = True
@@ -34,12 +39,15 @@ for i, a in enumerate(args):
         DELAY = float(args[i + 1])
     if a == "--load-tokens":
         LOAD_TOKENS = int(args[i + 1])
+    if a == "--dp-size":
+        DP_SIZE = int(args[i + 1])
 
 MODEL = "mock-model"
 _lock = threading.Lock()
 # --hold mode: each POST inference request blocks until POST /__release {"rid": ...}
 _events = {}
 _received = []
+_ranks = {}
 
 # NOTE: no "model_path"/"tokenizer_path" keys on purpose: when present the
 # router tries to load a tokenizer for that name from the HuggingFace hub
@@ -56,7 +64,7 @@ MODEL_INFO = {
 }
 SERVER_INFO = {
     "served_model_name": MODEL,
-    "dp_size": 1,
+    "dp_size": DP_SIZE,
     "tp_size": 1,
     "page_size": 1,
     "load_balance_method": "round_robin",
@@ -105,6 +113,9 @@ class H(BaseHTTPRequestHandler):
         if p == "/__received":
             with _lock:
                 return self._send(200, list(_received))
+        if p == "/__ranks":
+            with _lock:
+                return self._send(200, dict(_ranks))
         if p == "/metrics":
             data = b"# mock\n"
             self.send_response(200)
@@ -131,6 +142,9 @@ class H(BaseHTTPRequestHandler):
             return self._send(200, {"released": rid})
         log("POST", p, body)
         rid = body.get("rid") if isinstance(body, dict) else None
+        if isinstance(body, dict):
+            with _lock:
+                _ranks[rid] = body.get("data_parallel_rank")
         if HOLD and p in ("/generate", "/v1/completions", "/v1/chat/completions"):
             with _lock:
                 ev = _events.setdefault(rid, threading.Event())

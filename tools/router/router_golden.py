@@ -58,17 +58,22 @@ SCENARIO = "scenarios/router-4-engines.yaml"
 OUT = os.path.join(ROOT, "tests", "golden", "router")
 ROUTER = "sglang-router 0.3.2"
 ENGINES = 4
-# golden name -> (policy, the simulator's runtime.router keys, the router's flags). The
-# launcher's defaults (0.3 / 64 / 1.5) never reach the imbalance branch with 16 requests
-# in flight; `cache_aware_tight` does (and moves the cache threshold).
+# golden name -> (policy, the simulator's runtime.router keys, the router's flags, the
+# engines and the DP ranks each reports). The launcher's defaults (0.3 / 64 / 1.5) never
+# reach the imbalance branch with 16 requests in flight; `cache_aware_tight` does (and
+# moves the cache threshold). `cache_aware_dp_aware`: two engines of two DP ranks each
+# behind `--dp-aware` (the router lists each engine's ranks as its workers, `url@rank`,
+# and sends the rank as `data_parallel_rank`): four router workers.
 VARIANTS = {
-    "cache_aware": ("cache_aware", {}, []),
-    "round_robin": ("round_robin", {}, []),
+    "cache_aware": ("cache_aware", {}, [], ENGINES, 1),
+    "round_robin": ("round_robin", {}, [], ENGINES, 1),
     "cache_aware_tight": ("cache_aware",
                           {"cache_threshold": "0.5", "balance_abs_threshold": "2",
                            "balance_rel_threshold": "1.2"},
                           ["--cache-threshold", "0.5", "--balance-abs-threshold", "2",
-                           "--balance-rel-threshold", "1.2"]),
+                           "--balance-rel-threshold", "1.2"], ENGINES, 1),
+    "cache_aware_dp_aware": ("cache_aware", {"dp_aware": "true", "engines": "2"},
+                             ["--dp-aware"], 2, 2),
 }
 
 
@@ -94,10 +99,11 @@ def free_ports(n):
             s.close()
 
 
-def sim_events(binary, policy, keys, requests):
+def sim_events(binary, policy, keys, requests, dp):
     fd, path = tempfile.mkstemp(prefix="router-events-", suffix=".jsonl")
     os.close(fd)
     sets = [x for k, v in keys.items() for x in ("--set", f"runtime.router.{k}={v}")]
+    sets += ["--set", f"runtime.replay.dp_ranks={dp}"]
     subprocess.check_call([
         binary, "replay", SCENARIO,
         "--set", f"runtime.max_requests={requests}",
@@ -137,10 +143,11 @@ class Client:
         return self.status.get(rid)
 
 
-def run_router(python, policy, flags, events):
-    """Replays `events` through the real router; (rid -> engine, worker order)."""
+def run_router(python, policy, flags, events, engines, dp):
+    """Replays `events` through the real router; (rid -> router worker, worker order).
+    A router worker is an engine, or with --dp-aware one of its `dp` ranks."""
     tmp = tempfile.mkdtemp(prefix="router-golden-")
-    ports = free_ports(ENGINES + 2)
+    ports = free_ports(engines + 2)
     router_port, prom_port, worker_ports = ports[0], ports[1], ports[2:]
     urls = [f"http://127.0.0.1:{p}" for p in worker_ports]
     procs = []
@@ -148,7 +155,7 @@ def run_router(python, policy, flags, events):
         for k, p in enumerate(worker_ports):
             procs.append(subprocess.Popen(
                 [sys.executable, os.path.join(HERE, "mock_worker.py"), str(p),
-                 os.path.join(tmp, f"w{k}.jsonl"), "--hold"],
+                 os.path.join(tmp, f"w{k}.jsonl"), "--hold", "--dp-size", str(dp)],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         for u in urls:
             for _ in range(100):
@@ -182,12 +189,16 @@ def run_router(python, policy, flags, events):
         seen = {}
 
         def where(rid, timeout=60):
+            """The worker holding `rid`: its engine, or (engine, rank) with --dp-aware."""
             t0 = time.time()
             while time.time() - t0 < timeout:
                 for k, u in enumerate(urls):
                     if rid in json.loads(http("GET", u + "/__received", timeout=5)[1]):
                         seen[rid] = k
-                        return k
+                        if dp == 1:
+                            return k
+                        rank = json.loads(http("GET", u + "/__ranks", timeout=5)[1])[rid]
+                        return (k, rank)
                 time.sleep(0.005)
             raise SystemExit(f"{rid} never reached a worker (router log: {tmp}/router.log)")
 
@@ -199,12 +210,13 @@ def run_router(python, policy, flags, events):
 
         client = Client(router)
         order = []
-        for k in range(ENGINES):
+        workers = engines * dp
+        for k in range(workers):
             rid = f"__probe{k}"
             client.send(rid, {"text": chr(0xE000 + k), "rid": rid,
                               "sampling_params": {"max_new_tokens": 1}})
             order.append(where(rid))
-        for k in range(ENGINES):
+        for k in range(workers):
             release(f"__probe{k}")
         position = {w: s for s, w in enumerate(order)}
         engine = {}
@@ -243,20 +255,21 @@ def main():
     window = in_flight(a.bin)
     failed = False
     for name in a.variants.split(","):
-        policy, keys, flags = VARIANTS[name]
-        events = sim_events(a.bin, policy, keys, a.requests)
+        policy, keys, flags, engines, dp = VARIANTS[name]
+        events = sim_events(a.bin, policy, keys, a.requests, dp)
         t0 = time.time()
-        engine, order = run_router(a.python, policy, flags, events)
+        engine, order = run_router(a.python, policy, flags, events, engines, dp)
         rids = [e["rid"] for e in events if e["op"] == "send"]
         sim = {e["rid"]: e["engine"] for e in events if e["op"] == "send"}
         agree = sum(engine[r] == sim[r] for r in rids)
-        counts = [sum(engine[r] == k for r in rids) for k in range(ENGINES)]
+        counts = [sum(engine[r] == k for r in rids) for k in range(engines * dp)]
         print(f"{name}: {len(rids)} requests through {ROUTER} in {time.time() - t0:.0f} s "
               f"(worker order {order}); per engine {counts}; the simulator agrees on "
               f"{agree}/{len(rids)}")
-        meta = {"router": ROUTER, "policy": policy, "engines": ENGINES, "in_flight": window,
+        meta = {"router": ROUTER, "policy": policy, "engines": engines, "in_flight": window,
                 "requests": len(rids), "scenario": SCENARIO,
                 "set": {f"runtime.router.{k}": v for k, v in keys.items()},
+                **({"dp_ranks": dp, "router_workers": engines * dp} if dp > 1 else {}),
                 "launch": shlex.join(["python", "-m", "sglang_router.launch_router",
                                       "--policy", policy, *flags]),
                 "launcher_defaults": "--cache-threshold 0.3 --balance-abs-threshold 64"
