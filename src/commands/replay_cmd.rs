@@ -306,7 +306,7 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
         OutputFormat::Text => {
             // With DP ranks, what one tree of the same pools would have hit (one more
             // replay, text only).
-            let one_tree = (cfg.capacities.dp_ranks > 1)
+            let one_tree = (cfg.capacities.dp_ranks > 1 && m.router.is_none())
                 .then(|| {
                     let mut c = cfg.clone();
                     c.capacities.dp_ranks = 1;
@@ -737,7 +737,13 @@ fn render(
             m.makespan_s.unwrap_or(0.0)
         );
         if let Some(t) = m.tpot_mean_s {
-            let _ = writeln!(o, "TPOT mean {:.2} ms", t * 1e3);
+            // The clock decodes every output token after the prefill's (one step more a
+            // request than SGLang, whose prefill makes the first): said, not hidden.
+            let _ = writeln!(
+                o,
+                "TPOT mean {:.2} ms (decode time over output tokens after the first; the clock decodes all output tokens after the prefill, one step more a request than SGLang: high by up to output/(output-1))",
+                t * 1e3
+            );
         }
         if let Some(b) = &m.ttft_breakdown {
             let parts: Vec<String> = b

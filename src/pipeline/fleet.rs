@@ -65,6 +65,18 @@ fn validated(spec: &RouterSpec) -> Result<(), InputError> {
     })
 }
 
+/// More `--dp-aware` workers than the router's tree tells apart.
+fn too_many_workers(engines: u32, ranks: u32, workers: u32) -> InputError {
+    InputError::new(
+        "runtime.router",
+        format!(
+            "{engines} engines x {ranks} data-parallel ranks = {workers} router workers (--dp-aware): the router's tree tells at most {} apart",
+            router::MAX_ENGINES
+        ),
+    )
+    .field("runtime.router.engines")
+}
+
 /// The refusals of combinations the fleet replay does not model.
 fn check(cfg: &ReplayConfig, spec: &RouterSpec) -> Result<(), InputError> {
     // Each a combination the fleet replay does not model (`not_modelled`).
@@ -77,22 +89,18 @@ fn check(cfg: &ReplayConfig, spec: &RouterSpec) -> Result<(), InputError> {
     let n = spec.engines;
     let workers = spec.workers(cfg.capacities.dp_ranks);
     if workers > router::MAX_ENGINES {
-        return Err(InputError::new(
-            "runtime.router",
-            format!(
-                "{n} engines x {} data-parallel ranks = {workers} router workers (--dp-aware): the router's tree tells at most {} apart",
-                cfg.capacities.dp_ranks,
-                router::MAX_ENGINES
-            ),
-        )
-        .field("runtime.router.engines"));
+        return Err(too_many_workers(n, cfg.capacities.dp_ranks, workers));
     }
     if cfg.measurement.timing == Timing::On {
         return refuse(
             "runtime.router.engines",
-            format!(
-                "{n} engines behind a router are replayed untimed only (the router's loads are a completion window, not a clock): set runtime.replay.timing: off, or runtime.router.engines: 1"
-            ),
+            if spec.dp_aware && n == 1 {
+                "an engine's DP ranks behind a --dp-aware router are replayed untimed only (the router's loads are a completion window, not a clock): set runtime.replay.timing: off, or runtime.router.dp_aware: false".to_string()
+            } else {
+                format!(
+                    "{n} engines behind a router are replayed untimed only (the router's loads are a completion window, not a clock): set runtime.replay.timing: off, or runtime.router.engines: 1"
+                )
+            },
         );
     }
     if cfg.measurement.timeline_samples > 0 {
@@ -199,8 +207,11 @@ pub fn write_router_events(
     out: &mut dyn Write,
 ) -> Result<RouterFigures, InputError> {
     validated(spec)?;
+    let workers = spec.workers(dp_ranks);
+    if workers > router::MAX_ENGINES {
+        return Err(too_many_workers(spec.engines, dp_ranks, workers));
+    }
     let spec = &routed_spec(spec, dp_ranks);
-    validated(spec)?;
     let io = |e: std::io::Error| InputError::new("--router-events", e.to_string());
     let mut last = 0u64;
     let mut any = false;

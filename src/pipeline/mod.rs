@@ -144,6 +144,11 @@ pub fn replay_config(
     scheduler.max_prefill_tokens = sv.max_prefill_tokens;
     if let Some(m) = sv.max_running_requests {
         scheduler.max_running_requests = m;
+    } else if sv.speculative_algorithm.is_some() {
+        // Every algorithm's handler (`_handle_eagle_family`, `_handle_ngram`, …,
+        // 0.5.14-0.5.23): "Max running requests is reset to 48 for speculative
+        // decoding" when the flag is unset.
+        scheduler.max_running_requests = 48;
     }
     // Only the scenario's own `runtime.replay` keys go through the text merge; they win
     // over everything derived (a `tlru` from the server arguments is refused there, or
@@ -165,7 +170,8 @@ fn speculative(s: &Scenario) -> Option<crate::runtime::cost::Speculative> {
         Some(n) => (
             n,
             sv.speculative_eagle_topk.unwrap_or(1),
-            sv.speculative_num_draft_tokens.unwrap_or(n + 1),
+            sv.speculative_num_draft_tokens
+                .unwrap_or(n.saturating_add(1)),
         ),
         None => (3, 1, 4),
     };
@@ -173,7 +179,11 @@ fn speculative(s: &Scenario) -> Option<crate::runtime::cost::Speculative> {
         algorithm: algo.as_written().to_string(),
         num_steps: steps,
         eagle_topk: topk,
-        num_draft_tokens: if topk == 1 { steps + 1 } else { draft },
+        num_draft_tokens: if topk == 1 {
+            steps.saturating_add(1)
+        } else {
+            draft
+        },
         draft_layers: crate::model::mtp_draft(sv, &s.model).0,
         target_layers: s.model.layers / s.layout.pp_size.max(1),
         accept_length: None,

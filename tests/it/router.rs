@@ -449,6 +449,22 @@ fn dp_aware_on_the_dp8_scenario() {
         &repo(""),
     );
     exit2(&o, &["72 router workers", "runtime.router.engines"]);
+    let d = tempfile::tempdir().unwrap();
+    let ev = d.path().join("ev.jsonl");
+    let o = run(
+        &[
+            "replay",
+            sc,
+            "--set",
+            "runtime.router.dp_aware=true",
+            "--set",
+            "runtime.router.engines=9",
+            "--router-events",
+            ev.to_str().unwrap(),
+        ],
+        &repo(""),
+    );
+    exit2(&o, &["72 router workers"]);
 }
 
 /// The bundled scenario: four engines under cache_aware hit 38,194,048 of 61,194,628

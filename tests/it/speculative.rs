@@ -58,6 +58,11 @@ fn the_clock_by_hand_on_the_h200_table() {
         plain.decode_ns(100, 8, 2000),
         (100.0 * t.decode_step_us(8, 2050) * 1e3).round() as u64
     );
+    // A verify batch past the table's largest profiled batch (256): the largest step,
+    // linear in the tokens (128 requests x 4 = 512 tokens = 2 x 256), not the clamp.
+    assert_eq!(t.decode_max_batch(), 256);
+    let want = t.decode_step_us(256, 4096) * 2.0 * (64.0 / 61.0) * 1e3;
+    assert_eq!(m.decode_iteration_ns(128, 4096), want.round() as u64);
     // At batch 1 and context 1 000 the table's verify of 4 tokens costs 1.34 steps:
     // 2.105 tokens for 1.41 steps' time is 1.49x the decode speed (SGLang's docs report
     // 1.8x at batch 1 for DeepSeek-V3 MTP on H200 TP8, at an acceptance they do not
@@ -109,6 +114,8 @@ fn the_scenario_prints_its_acceptance_and_tpot() {
             .starts_with("assumed: aiconfigurator 0.12.0")
     );
     assert_eq!(v["config"]["compute"]["speculative"]["target_layers"], 61);
+    // SGLang resets an unset --max-running-requests to 48 under speculative decoding.
+    assert_eq!(v["config"]["max_running_requests"], 48);
     let tpot_default = v["metrics"]["tpot_mean_s"].as_f64().unwrap();
 
     let v = replay_json(
@@ -236,4 +243,18 @@ fn bad_acceptance_is_refused() {
         &repo("."),
     );
     exit2(&o, &["sets no --speculative-algorithm"]);
+    // With top-k 1 SGLang makes the draft tokens steps + 1; steps are bounded.
+    for (set, words) in [
+        (
+            "runtime.replay.compute.speculative.num_draft_tokens=1",
+            &["num_draft_tokens 1 with eagle_topk 1", "num_steps + 1 (4)"][..],
+        ),
+        (
+            "server.speculative_num_steps=4294967295",
+            &["num_steps must be from 1 to 64"][..],
+        ),
+    ] {
+        let o = run(&["replay", SCENARIO, "--set", set], &repo("."));
+        exit2(&o, words);
+    }
 }

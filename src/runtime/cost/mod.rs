@@ -303,6 +303,12 @@ impl CostModel {
         let b = batch.max(1) * width;
         match self {
             CostModel::Fixed { .. } => 0.0,
+            CostModel::Table { table, scale, .. } if width > 1 && b > table.decode_max_batch() => {
+                // A verify batch past the profiled grid (which clamps): the largest
+                // profiled step, linear in the tokens (throughput-bound there).
+                let top = table.decode_max_batch().max(1);
+                table.decode_step_us(top, ctx) * (b as f64 / top as f64) * scale * draft
+            }
             CostModel::Table { table, scale, .. } => table.decode_step_us(b, ctx) * scale * draft,
             CostModel::Roofline {
                 roofline, scale, ..

@@ -28,6 +28,10 @@ use serde::{Deserialize, Serialize};
 /// past the list accept nothing).
 pub const DEFAULT_ACCEPT_RATES: [f64; 2] = [0.85, 0.3];
 
+/// The most draft steps taken (SGLang has no bound; a chain this long accepts nothing
+/// past a few positions).
+pub const MAX_STEPS: u32 = 64;
+
 /// Where the default acceptance comes from, as outputs print it.
 pub const DEFAULT_ACCEPT_SOURCE: &str = "assumed: aiconfigurator 0.12.0's MTP acceptance rates 0.85 then 0.3 per drafted position (sdk/task_v1_compat.py); set runtime.replay.compute.speculative.accept_length to your measured value";
 
@@ -67,6 +71,12 @@ pub enum SpeculativeError {
         "accept_length must be from 1 to num_draft_tokens ({max}): tokens a request gains per verify step, the accepted drafts plus the target's own token; got {got}"
     )]
     AcceptLength { got: f64, max: u32 },
+    #[error("num_steps must be from 1 to {MAX_STEPS}, got {0}")]
+    Steps(u32),
+    #[error(
+        "num_draft_tokens {draft} with eagle_topk 1: SGLang sets it to num_steps + 1 ({want}) (`_handle_eagle_family`)"
+    )]
+    DraftTokens { draft: u32, want: u32 },
 }
 
 impl Speculative {
@@ -79,10 +89,10 @@ impl Speculative {
                 self.algorithm
             ));
         }
-        if self.eagle_topk != 1 || self.num_steps == 0 {
+        if self.eagle_topk != 1 {
             return Some(format!(
-                "{} with --speculative-eagle-topk {} and {} steps: only a chain (top-k 1 and 1+ steps) is in the clock: decode runs without speculation",
-                self.algorithm, self.eagle_topk, self.num_steps
+                "{} with --speculative-eagle-topk {}: only a chain (top-k 1) is in the clock: decode runs without speculation",
+                self.algorithm, self.eagle_topk
             ));
         }
         None
@@ -108,6 +118,15 @@ impl Speculative {
     pub fn validate(&self) -> Result<(), SpeculativeError> {
         if self.algorithm.is_empty() {
             return Err(SpeculativeError::NoAlgorithm);
+        }
+        if !(1..=MAX_STEPS).contains(&self.num_steps) {
+            return Err(SpeculativeError::Steps(self.num_steps));
+        }
+        if self.eagle_topk == 1 && self.num_draft_tokens != self.num_steps + 1 {
+            return Err(SpeculativeError::DraftTokens {
+                draft: self.num_draft_tokens,
+                want: self.num_steps + 1,
+            });
         }
         if let Some(a) = self.accept_length
             && !(a.is_finite() && a >= 1.0 && a <= f64::from(self.num_draft_tokens.max(1)))
@@ -140,9 +159,10 @@ impl Speculative {
 /// `i` is accepted with `rates[i]` given the ones before (aiconfigurator's
 /// `_fold_accept_rates`): `Σᵢ Πⱼ≤ᵢ pⱼ`.
 pub fn folded_acceptance(steps: u32, rates: &[f64]) -> f64 {
+    // Positions past the list accept nothing, nor anything after them.
     let (mut e, mut p) = (0.0, 1.0);
-    for i in 0..steps as usize {
-        p *= rates.get(i).copied().unwrap_or(0.0);
+    for &r in rates.iter().take(steps as usize) {
+        p *= r;
         e += p;
     }
     e

@@ -360,6 +360,11 @@ impl CostTable {
     pub fn decode_step_us(&self, batch: u64, ctx: u64) -> f64 {
         self.step_grid.at(batch as f64, ctx as f64)
     }
+
+    /// The largest profiled decode batch (lookups above it clamp to it).
+    pub fn decode_max_batch(&self) -> u64 {
+        self.decode_b.iter().copied().fold(0.0, f64::max) as u64
+    }
 }
 
 #[cfg(test)]
