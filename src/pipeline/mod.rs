@@ -162,7 +162,7 @@ pub fn replay_config(
 /// model with MTP layers (the (5, 4, 8) of Llama / Grok applies to models without them,
 /// whose drafts the clock does not model anyway); with top-k 1 the draft tokens are
 /// `steps + 1` (`_handle_eagle_family`). The draft's layers are the MTP layers the
-/// pools mirror (`model::draft::mtp_draft`; 0 for any other draft).
+/// pools mirror (`model::mtp_draft`; 0 for any other draft).
 fn speculative(s: &Scenario) -> Option<crate::runtime::cost::Speculative> {
     let sv = &s.server;
     let algo = sv.speculative_algorithm.as_ref()?;

@@ -168,7 +168,12 @@ fn five_requests(d: &std::path::Path) -> RuntimeSection {
 }
 
 fn config() -> ReplayConfig {
-    let o: Map<String, Value> = json!({"page_size": 512, "l1_pages": 100})
+    config_dp(1)
+}
+
+/// 512-token pages, 100 device pages a rank, `ranks` DP ranks an engine.
+fn config_dp(ranks: u32) -> ReplayConfig {
+    let o: Map<String, Value> = json!({"page_size": 512, "l1_pages": 100, "dp_ranks": ranks})
         .as_object()
         .unwrap()
         .clone();
@@ -176,9 +181,7 @@ fn config() -> ReplayConfig {
 }
 
 fn replay(section: &RuntimeSection, spec: RouterSpec) -> ReplayMetrics {
-    let mut s = section.clone();
-    s.router = Some(spec);
-    hicache_sim::pipeline::run_replay(&s, &config()).unwrap()
+    replay_dp(section, spec, 1)
 }
 
 fn per_engine(m: &ReplayMetrics) -> Vec<(u64, u64)> {
@@ -328,12 +331,7 @@ fn bad_router_keys_and_one_engine() {
 fn replay_dp(section: &RuntimeSection, spec: RouterSpec, ranks: u32) -> ReplayMetrics {
     let mut s = section.clone();
     s.router = Some(spec);
-    let o: Map<String, Value> = json!({"page_size": 512, "l1_pages": 100, "dp_ranks": ranks})
-        .as_object()
-        .unwrap()
-        .clone();
-    let cfg = apply_overrides(ReplayConfig::default(), &o).unwrap();
-    hicache_sim::pipeline::run_replay(&s, &cfg).unwrap()
+    hicache_sim::pipeline::run_replay(&s, &config_dp(ranks)).unwrap()
 }
 
 fn per_rank(e: &ReplayMetrics) -> Vec<(u64, u64)> {
