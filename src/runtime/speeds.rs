@@ -62,14 +62,7 @@ pub struct Speeds {
     /// it (`runtime::cost::speculative`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speculative: Option<SpecSpeeds>,
-    /// What the decode clock counts, beside every timed figure in JSON: it decodes all
-    /// of a request's output tokens after the prefill, where SGLang's prefill makes the
-    /// first (a known defect, not yet fixed: finish times and TPOT read one step long).
-    pub decode_steps: &'static str,
 }
-
-/// [`Speeds::decode_steps`].
-pub const DECODE_STEPS: &str = "output_tokens decode steps after the prefill, one more a request than SGLang (whose prefill makes the first token): finish times are one step late and TPOT reads high by up to output/(output-1)";
 
 /// A timed replay's speculative decoding: the resolved flags, the acceptance used and
 /// its source, or why the clock runs without it.
@@ -186,7 +179,6 @@ impl Speeds {
             storage_write_gb_s: gb(cfg.links.storage_write_bandwidth.0),
             storage_latency_us: cfg.links.storage_latency.0 as f64 / 1e3,
             speculative: c.speculative.as_ref().map(|sp| SpecSpeeds::of(sp, fixed)),
-            decode_steps: DECODE_STEPS,
         }
     }
 

@@ -17,7 +17,10 @@
 //!   termination the arrived pages are inserted as host-only nodes. Then `match_prefix`,
 //!   `load_back` of the host hit (H2D on the H2D link), device allocation of the
 //!   rest. A batch holds at most `max_prefill_tokens` new tokens (one request always
-//!   fits) and the engine runs at most `max_running_requests`.
+//!   fits) and the engine runs at most `max_running_requests`. A request the device
+//!   cannot hold waits while requests run or a write-through backup still pins device
+//!   pages until its ack; only when nothing will free pages is it cached as far as it
+//!   fits.
 //! - **Prefill** takes `H2D time + new tokens / prefill_tokens_per_s` (the SGLang
 //!   simulator's non-overlap clock), or with `compute: {source: table | roofline}` the
 //!   forward's cost from `runtime::cost` with the load-back layer-pipelined; an opt-in
@@ -27,8 +30,11 @@
 //!   pinned until their ack; after the ack an L3 backup goes onto the storage-write
 //!   link with the node's host copy pinned until the storage ack. TTFT = end of
 //!   prefill − arrival.
-//! - **Decode** keeps the request running (its prefix locked) for
-//!   `output × step` beside the prefill timeline (`decode_timeline: beside_prefill`,
+//! - **Decode**: the prefill makes the first output token
+//!   (`managers/scheduler_components/batch_result_processor.py:
+//!   process_batch_result_prefill` appends it to `req.output_ids`, 0.5.23);
+//!   the other `output − 1` come from decode steps. The request keeps running (its
+//!   prefix locked) for `(output − 1) × step` beside the prefill timeline (`decode_timeline: beside_prefill`,
 //!   the default: decode does not block prefill), or with `decode_timeline:
 //!   interleaved` one decode step of every decoding request at a time on the prefill's
 //!   GPU whenever no prefill batch forms. Output tokens are not inserted into the tree.
@@ -610,6 +616,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
                 self.pending_retries -= 1;
             }
             let (fetched, staged) = self.terminate_prefetch(&mut w, now);
+            let d2h_in_flight = self.d2h_in_flight();
             let s = &mut self.s;
             let m = s.tree.match_prefix(&w.pages);
             s.tree.inc_lock_ref(m.last_node);
@@ -628,8 +635,9 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             let need = want - on_dev;
             let (reserved, upto) = if s.tree.alloc_device(need) {
                 (need, want)
-            } else if batch.is_empty() && self.running == 0 {
-                // Nothing will free device pages: cache what fits.
+            } else if batch.is_empty() && self.running == 0 && !d2h_in_flight {
+                // Nothing will free device pages (no request runs, no write-through
+                // backup holds pages until its ack): cache what fits.
                 let avail = s.tree.device_free().min(need);
                 s.tree.alloc_device(avail);
                 s.m.insert_truncated_requests += 1;
@@ -752,6 +760,12 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         self.q.schedule_at(done, Ev::BatchDone(id));
     }
 
+    /// A write-through backup is on the D2H link: its device pages stay pinned until
+    /// its ack (`d2h_ack`), which frees them for the waiting requests.
+    fn d2h_in_flight(&self) -> bool {
+        self.acks.len() > self.free_acks.len()
+    }
+
     /// Prefetch termination: insert the arrived span as host-only nodes (cache mode),
     /// free the unused tail, release the anchor, return the budget. Returns
     /// (pages fetched into host, pages staged for the device in buffer_only).
@@ -820,8 +834,11 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
                 self.ttft.push((now - a.w.arrival) as f64 / 1e9);
                 self.ttft_sums.add(&a.w, &batch, now);
             }
+            // The prefill makes the first output token; the decode makes the rest
+            // (`output_tokens - 1` steps, as SGLang's scheduler runs them).
+            let decode_tokens = a.w.output_tokens.saturating_sub(1);
             if self.s.cfg.scheduler.decode_timeline == DecodeTimeline::Interleaved
-                && a.w.output_tokens > 0
+                && decode_tokens > 0
             {
                 // Its tokens come one decode step at a time (`decode_step_done`).
                 let time = self.times.as_mut().map(|t| {
@@ -837,8 +854,8 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
                     t.len() - 1
                 });
                 self.decoding.push(Decoding {
-                    remaining: a.w.output_tokens,
-                    ctx: u64::from(a.w.input_tokens),
+                    remaining: decode_tokens,
+                    ctx: u64::from(a.w.input_tokens) + 1,
                     carry: 0.0,
                     last,
                     time,
@@ -849,9 +866,9 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
                 continue;
             }
             let decode = self.cost.decode_ns(
-                u64::from(a.w.output_tokens),
+                u64::from(decode_tokens),
                 u64::from(self.running),
-                u64::from(a.w.input_tokens),
+                u64::from(a.w.input_tokens) + 1,
             );
             if a.w.index >= self.s.cfg.measurement.warmup_requests {
                 add_tpot(&mut self.tpot, decode, a.w.output_tokens);

@@ -208,9 +208,10 @@ fn timing_on_hand_computed_transfers() {
     assert_eq!(m.ttft_p50_s, Some(0.0256));
     assert_eq!(m.ttft_p90_s, Some(0.0384));
     assert_eq!(m.ttft_p99_s, Some(0.0384));
-    // Last event: P's decode ends 10 / 100 tok/s = 0.1 s after its prefill.
+    // Last event: P's decode ends 9 / 100 tok/s = 0.09 s after its prefill (the
+    // prefill made the first of its 10 tokens).
     let end = m.makespan_s.unwrap();
-    assert!((end - (0.4 + h2d + 0.1)).abs() < 1e-12, "{end}");
+    assert!((end - (0.4 + h2d + 0.09)).abs() < 1e-12, "{end}");
     assert_eq!(m.load_back_skipped_tokens, 0);
     // Q's backup: 384000 B / 8.5 GB/s + 4 µs; P's was acked long before.
     assert_eq!(m.final_host_device_resident_pages, 4);

@@ -10,15 +10,15 @@ use super::support::{code, repo, run, stderr, stdout};
 
 /// Three 512-token requests (one Mooncake block each, no shared prefix) at 0, 1 and 3 s.
 const SPREAD: &str = "\
-{\"timestamp\": 0, \"input_length\": 512, \"output_length\": 1, \"hash_ids\": [1]}
-{\"timestamp\": 1000, \"input_length\": 512, \"output_length\": 1, \"hash_ids\": [2]}
-{\"timestamp\": 3000, \"input_length\": 512, \"output_length\": 1, \"hash_ids\": [3]}
+{\"timestamp\": 0, \"input_length\": 512, \"output_length\": 2, \"hash_ids\": [1]}
+{\"timestamp\": 1000, \"input_length\": 512, \"output_length\": 2, \"hash_ids\": [2]}
+{\"timestamp\": 3000, \"input_length\": 512, \"output_length\": 2, \"hash_ids\": [3]}
 ";
 
 /// Two 512-token requests 10 ms apart: the second waits for the first's prefill.
 const CLOSE: &str = "\
-{\"timestamp\": 0, \"input_length\": 512, \"output_length\": 1, \"hash_ids\": [1]}
-{\"timestamp\": 10, \"input_length\": 512, \"output_length\": 1, \"hash_ids\": [2]}
+{\"timestamp\": 0, \"input_length\": 512, \"output_length\": 2, \"hash_ids\": [1]}
+{\"timestamp\": 10, \"input_length\": 512, \"output_length\": 2, \"hash_ids\": [2]}
 ";
 
 /// `replay --timing on --format json` of `trace` at fixed speeds (20 000 / 50 tok/s).
@@ -50,8 +50,8 @@ fn fig(v: &Value, k: &str) -> f64 {
 #[test]
 fn arrivals_stretch_by_the_factor_through_the_timed_replay() {
     let d = tempfile::tempdir().unwrap();
-    // Each prefill: 512 new tokens / 20 000 tok/s = 25.6 ms; decode: 1 token at 50 tok/s
-    // = 20 ms. Arrivals 0, 1, 3 s never queue: TTFT 25.6 ms each; the makespan is the
+    // Each prefill: 512 new tokens / 20 000 tok/s = 25.6 ms (the first of 2 output
+    // tokens); decode: the second at 50 tok/s = 20 ms. Arrivals 0, 1, 3 s never queue: TTFT 25.6 ms each; the makespan is the
     // last arrival + 45.6 ms: 3.0456 s at factor 1, and at factor 2 (arrivals 0, 2, 6 s)
     // 6.0456 s.
     let one = timed(d.path(), SPREAD, &[]);

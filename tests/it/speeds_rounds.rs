@@ -58,10 +58,11 @@ fn cfg_fixed() -> ReplayConfig {
 #[test]
 fn one_client_two_rounds_by_hand() {
     // One client, 2 rounds, questions of 1 000 tokens, answers of 10, fixed speeds.
-    // Round 0: 1 000 new tokens at 20 000 tok/s = 50 ms TTFT; decode 10 tokens at
-    // 50 tok/s = 200 ms, so round 1 is sent at 250 ms. Its prompt is 1 000·2 + 10 =
-    // 2 010 tokens; the 15 whole pages (960 tokens) of round 0 are device hits, so it
-    // prefills 1 050 tokens: 52.5 ms. TPOT = 200 ms ÷ (10 − 1) = 22.2 ms.
+    // Round 0: 1 000 new tokens at 20 000 tok/s = 50 ms TTFT (the prefill makes the
+    // first token); decode the other 9 at 50 tok/s = 180 ms, so round 1 is sent at
+    // 230 ms. Its prompt is 1 000·2 + 10 = 2 010 tokens; the 15 whole pages (960
+    // tokens) of round 0 are device hits, so it prefills 1 050 tokens: 52.5 ms.
+    // TPOT = 180 ms ÷ (10 − 1) = 20 ms.
     let spec = BenchSpec {
         clients: 1,
         rounds: 2,
@@ -89,17 +90,17 @@ fn one_client_two_rounds_by_hand() {
         r[1].ttft_mean_s
     );
     assert_eq!(r[1].hit_rate, 960.0 / 2010.0);
-    assert!((r[1].tpot_mean_s.unwrap() - 0.2 / 9.0).abs() < 1e-6);
-    // Round 0's throughput: 1 000 tokens over its 250 ms = 4 000 tok/s.
+    assert!((r[1].tpot_mean_s.unwrap() - 0.02).abs() < 1e-6);
+    // Round 0's throughput: 1 000 tokens over its 230 ms.
     assert!(
-        (r[0].input_tok_s - 4000.0).abs() < 1e-3,
+        (r[0].input_tok_s - 1000.0 / 0.23).abs() < 1e-3,
         "{}",
         r[0].input_tok_s
     );
     let b = m.bench.as_ref().unwrap();
-    // Whole run: 3 010 prompt tokens over 0 … 0.25 + 0.0525 + 0.2 = 0.5025 s.
+    // Whole run: 3 010 prompt tokens over 0 … 0.23 + 0.0525 + 0.18 = 0.4625 s.
     assert!(
-        (b.input_tok_s - 3010.0 / 0.5025).abs() < 1e-3,
+        (b.input_tok_s - 3010.0 / 0.4625).abs() < 1e-3,
         "{}",
         b.input_tok_s
     );
@@ -291,21 +292,22 @@ fn interleaved_decode_takes_gpu_time_from_prefill() {
     use hicache_sim::runtime::{DecodeTimeline, replay_timed};
     use hicache_sim::workload::Request;
     // Fixed speeds: 1 000 new tokens prefill in 50 ms; one decode step is 1/50 s = 20 ms.
-    // A arrives at 0 (3 output tokens), B at 60 ms (1 000 tokens, 1 output token).
+    // A arrives at 0 (4 output tokens: the prefill makes the first, 3 decode steps the
+    // rest), B at 60 ms (1 000 tokens, 2 output tokens: one decode step).
     let reqs = || {
         vec![
             Request {
                 id: 0,
                 arrival_ns: 0,
                 input_tokens: 1000,
-                output_tokens: 3,
+                output_tokens: 4,
                 page_hashes: (1..=15).collect(),
             },
             Request {
                 id: 1,
                 arrival_ns: 60_000_000,
                 input_tokens: 1000,
-                output_tokens: 1,
+                output_tokens: 2,
                 page_hashes: (101..=115).collect(),
             },
         ]
@@ -477,4 +479,41 @@ fn tokenize_per_token_from_a_scenario_is_in_the_speeds_and_a_sweep_axis() {
         "{}",
         stderr(&o)
     );
+}
+
+/// The prefill makes the first output token (SGLang's `process_batch_result_prefill`):
+/// a one-token answer finishes with its prefill, on either decode timeline, and a
+/// two-token answer one decode step (20 ms at 50 tok/s) later.
+#[test]
+fn the_prefill_makes_the_first_output_token() {
+    use hicache_sim::runtime::{DecodeTimeline, replay_timed};
+    use hicache_sim::workload::Request;
+    let reqs = |out: u32| {
+        vec![Request {
+            id: 0,
+            arrival_ns: 0,
+            input_tokens: 1000,
+            output_tokens: out,
+            page_hashes: (1..=15).collect(),
+        }]
+    };
+    let ms = 1_000_000;
+    for timeline in [DecodeTimeline::BesidePrefill, DecodeTimeline::Interleaved] {
+        let cfg = {
+            let start = cfg_fixed();
+            ReplayConfig {
+                scheduler: Scheduler {
+                    decode_timeline: timeline,
+                    ..start.scheduler
+                },
+                ..start
+            }
+        };
+        for (out, finish) in [(1, 50 * ms), (2, 70 * ms)] {
+            let (m, t) = replay_timed(&cfg, reqs(out), &[]).unwrap();
+            assert_eq!((t[0].first_token_ns, t[0].finish_ns), (50 * ms, finish));
+            // TPOT: 20 ms over the one token after the first; none for one token.
+            assert_eq!(m.tpot_mean_s, (out == 2).then_some(0.02), "{timeline:?}");
+        }
+    }
 }
