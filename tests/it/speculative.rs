@@ -63,6 +63,11 @@ fn the_clock_by_hand_on_the_h200_table() {
     assert_eq!(t.decode_max_batch(), 256);
     let want = t.decode_step_us(256, 4096) * 2.0 * (64.0 / 61.0) * 1e3;
     assert_eq!(m.decode_iteration_ns(128, 4096), want.round() as u64);
+    // So is a plain decode batch past it (384 requests: 1.5 x the step of 256), where
+    // the grid alone would clamp to the step of 256.
+    let want = t.decode_step_us(256, 4096) * 1.5 * 1e3;
+    assert_eq!(plain.decode_iteration_ns(384, 4096), want.round() as u64);
+    assert_eq!(t.decode_step_us(384, 4096), t.decode_step_us(256, 4096));
     // At batch 1 and context 1 000 the table's verify of 4 tokens costs 1.34 steps:
     // 2.105 tokens for 1.41 steps' time is 1.49x the decode speed (SGLang's docs report
     // 1.8x at batch 1 for DeepSeek-V3 MTP on H200 TP8, at an acceptance they do not

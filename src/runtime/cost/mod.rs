@@ -303,9 +303,10 @@ impl CostModel {
         let b = batch.max(1) * width;
         match self {
             CostModel::Fixed { .. } => 0.0,
-            CostModel::Table { table, scale, .. } if width > 1 && b > table.decode_max_batch() => {
-                // A verify batch past the profiled grid (which clamps): the largest
-                // profiled step, linear in the tokens (throughput-bound there).
+            CostModel::Table { table, scale, .. } if b > table.decode_max_batch() => {
+                // A decode (or speculative verify) batch past the profiled grid, which
+                // clamps: the largest profiled step, linear in the tokens
+                // (throughput-bound there), never the clamp's flat step.
                 let top = table.decode_max_batch().max(1);
                 table.decode_step_us(top, ctx) * (b as f64 / top as f64) * scale * draft
             }
