@@ -480,13 +480,27 @@ fn render_ranks(o: &mut String, m: &ReplayMetrics, one_tree: Option<f64>) {
         m.ranks.len(),
         crate::runtime::dp::imbalance(&m.ranks).unwrap_or(1.0)
     );
-    let _ = writeln!(
+    // Timed ranks (lockstep) add their TTFT and the wait for the slowest rank.
+    let timed = m.ranks.iter().any(|r| r.ttft_p50_s.is_some());
+    let _ = write!(
         o,
         "{:<6} {:>9} {:>14} {:>10} {:>10} {:>10} {:>10}",
         "rank", "requests", "input tokens", "device", "host", "storage", "total"
     );
+    let _ = writeln!(
+        o,
+        "{}",
+        if timed {
+            format!(
+                " {:>10} {:>10} {:>12}",
+                "TTFT p50", "TTFT p99", "DP wait mean"
+            )
+        } else {
+            String::new()
+        }
+    );
     for (i, r) in m.ranks.iter().enumerate() {
-        let _ = writeln!(
+        let _ = write!(
             o,
             "{i:<6} {:>9} {:>14} {:>10} {:>10} {:>10} {:>10}",
             r.measured_requests,
@@ -495,6 +509,21 @@ fn render_ranks(o: &mut String, m: &ReplayMetrics, one_tree: Option<f64>) {
             pct(r.host_hit_rate),
             pct(r.storage_hit_rate),
             pct(r.total_hit_rate)
+        );
+        let secs = |x: Option<f64>| x.map_or("-".to_string(), |s| format!("{s:.3} s"));
+        let _ = writeln!(
+            o,
+            "{}",
+            if timed {
+                format!(
+                    " {:>10} {:>10} {:>12}",
+                    secs(r.ttft_p50_s),
+                    secs(r.ttft_p99_s),
+                    secs(r.ttft_breakdown.map(|b| b.dp_wait_s))
+                )
+            } else {
+                String::new()
+            }
         );
     }
     if let Some(t) = one_tree {
@@ -747,6 +776,8 @@ fn render(
             let parts: Vec<String> = b
                 .shares()
                 .iter()
+                // One rank has no DP wait: its line keeps its five parts.
+                .filter(|(name, s, _)| *name != "DP wait" || *s > 0.0)
                 .map(|(name, s, share)| format!("{name} {:.3} s ({:.1} %)", s, share * 100.0))
                 .collect();
             let _ = writeln!(

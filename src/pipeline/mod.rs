@@ -282,18 +282,11 @@ pub fn run_replay(
         )
         .field("runtime.replay.timeline_samples"));
     }
-    if ranks > 1 && cfg.measurement.timing == Timing::On {
-        return Err(InputError::new(
-            "runtime.replay",
-            format!(
-                "{ranks} data-parallel ranks (--dp-size) are replayed untimed only: each rank's tree from its round-robin share of the trace; the timed replay of DP ranks is not modelled (set timing: off, or dp_ranks: 1 for one rank's tree)"
-            ),
-        )
-        .field("runtime.replay.dp_ranks"));
-    }
     let metrics = if let Some(spec) = fleet {
         fleet::replay_fleet(path, &opts, cfg, spec, limit, factor)?
-    } else if ranks == 1 {
+    } else if ranks == 1 || cfg.measurement.timing == Timing::On {
+        // Timed DP-attention ranks run on one clock from one read of the trace
+        // (`runtime::timed::lockstep`).
         replay_share(path, &opts, cfg, limit, factor, &|_| true)?
     } else {
         // `round_robin_scheduler`: request i of the trace (arrival order) to rank i mod

@@ -111,8 +111,9 @@ pub struct Capacities {
     /// Layers (H2D is issued layer by layer: one run overhead per layer).
     pub num_layers: u32,
     /// Data-parallel ranks, each with its own scheduler, radix tree and pools of the
-    /// sizes above (`--dp-size`, with or without DP attention); requests go to them
-    /// round-robin ([`super::dp`]). 1: one tree.
+    /// sizes above (`--dp-size` with `--enable-dp-attention`: a scenario refuses DP
+    /// without it); requests go to them round-robin ([`super::dp`]), and the timed
+    /// replay runs their forwards in lockstep (`timed::lockstep`). 1: one tree.
     pub dp_ranks: u32,
 }
 

@@ -13,12 +13,14 @@
 //! Behind the router (`pipeline::fleet`) an engine's ranks get its own arrivals
 //! round-robin, or with `--dp-aware` the router picks the rank.
 //!
+//! The timed replay cannot run the ranks as independent engines: under DP attention
+//! every forward runs on all ranks together (the MLP / MoE layers are shared,
+//! `prepare_mlp_sync_batch` pads idle ranks), so it runs them in lockstep on one clock
+//! (`runtime::timed::lockstep`).
+//!
 //! Not modelled: `total_requests` / `total_tokens` (they read the schedulers' loads,
-//! refreshed every 20 ms: a timed quantity), `follow_bootstrap_room` (PD), and DP ranks
-//! in the timed replay; each is refused, never replayed as one tree. The timed replay
-//! cannot run the ranks as independent engines: under DP attention every forward runs
-//! on all ranks together (the MLP / MoE layers are shared, `prepare_mlp_sync_batch`
-//! pads idle ranks), so a rank's time depends on the others' batches.
+//! refreshed every 20 ms) and `follow_bootstrap_room` (PD); each is refused, never
+//! replayed as round-robin.
 
 use super::metrics::ReplayMetrics;
 

@@ -46,7 +46,8 @@ pub struct TimelinePoint {
 /// - `hit_cost_s`: `compute.hit_cost_per_cached_token` (opt-in, not an SGLang rule);
 /// - `load_back_s`: the host→device load-back not hidden under the forward (the copy
 ///   and its link's queue, minus what the layer pipeline overlaps);
-/// - `forward_s`: the batch's prefill forward.
+/// - `forward_s`: the batch's prefill forward;
+/// - `dp_wait_s`: with DP attention, the wait for the slowest rank's forward.
 ///
 /// Fixed per-request and per-iteration costs (HTTP, detokenizer, CUDA-graph launch) and
 /// HiCache's own bookkeeping are not in the time model: they are in no part.
@@ -59,11 +60,19 @@ pub struct TtftBreakdown {
     pub hit_cost_s: f64,
     pub load_back_s: f64,
     pub forward_s: f64,
+    /// DP attention: the wait for the other ranks' forwards (every forward ends with
+    /// the slowest rank's); 0, and not written, with one rank.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dp_wait_s: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl TtftBreakdown {
     /// The parts, named as the text output names them, with their share of the mean.
-    pub fn shares(&self) -> [(&'static str, f64, f64); 5] {
+    pub fn shares(&self) -> [(&'static str, f64, f64); 6] {
         let share = |x: f64| {
             if self.mean_s > 0.0 {
                 x / self.mean_s
@@ -77,6 +86,7 @@ impl TtftBreakdown {
             ("hit cost", self.hit_cost_s, share(self.hit_cost_s)),
             ("load-back", self.load_back_s, share(self.load_back_s)),
             ("prefill forward", self.forward_s, share(self.forward_s)),
+            ("DP wait", self.dp_wait_s, share(self.dp_wait_s)),
         ]
     }
 }

@@ -146,6 +146,8 @@ pub fn replay<I: IntoIterator<Item = Request>>(
     cfg.validate()?;
     match cfg.measurement.timing {
         Timing::Off => untimed::run(cfg, requests),
+        // DP-attention ranks share every forward: one clock for all (`timed::lockstep`).
+        Timing::On if cfg.capacities.dp_ranks > 1 => timed::lockstep::run(cfg, requests),
         Timing::On => timed::run(cfg, requests),
     }
 }

@@ -62,7 +62,21 @@ pub struct Speeds {
     /// it (`runtime::cost::speculative`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub speculative: Option<SpecSpeeds>,
+    /// DP-attention ranks (`dp_ranks` > 1): how the clock runs them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dp_attention: Option<DpSpeeds>,
 }
+
+/// A timed replay's DP-attention ranks: their count and the clock's rule for them
+/// (`runtime::timed::lockstep`), with what it leaves out.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DpSpeeds {
+    pub ranks: u32,
+    pub clock: &'static str,
+}
+
+/// [`DpSpeeds::clock`] (no commas: it is part of a CSV cell).
+pub const DP_LOCKSTEP: &str = "lockstep: every forward ends when the slowest rank's does (prepare_mlp_sync_batch; idle ranks join); a rank's forward is costed on its own batch: the MoE layers' work on the other ranks' gathered tokens is not charged";
 
 /// A timed replay's speculative decoding: the resolved flags, the acceptance used and
 /// its source, or why the clock runs without it.
@@ -179,6 +193,10 @@ impl Speeds {
             storage_write_gb_s: gb(cfg.links.storage_write_bandwidth.0),
             storage_latency_us: cfg.links.storage_latency.0 as f64 / 1e3,
             speculative: c.speculative.as_ref().map(|sp| SpecSpeeds::of(sp, fixed)),
+            dp_attention: (cfg.capacities.dp_ranks > 1).then_some(DpSpeeds {
+                ranks: cfg.capacities.dp_ranks,
+                clock: DP_LOCKSTEP,
+            }),
         }
     }
 
@@ -199,7 +217,12 @@ impl Speeds {
             .as_ref()
             .map(|sp| format!("; {}", sp.text()))
             .unwrap_or_default();
-        hit + &tok + &spec
+        let dp = self
+            .dp_attention
+            .as_ref()
+            .map(|d| format!("; DP attention {} ranks {}", d.ranks, d.clock))
+            .unwrap_or_default();
+        hit + &tok + &spec + &dp
     }
 
     /// A short line for plot captions: the compute model, then the links.

@@ -39,6 +39,8 @@
 //!   interleaved` one decode step of every decoding request at a time on the prefill's
 //!   GPU whenever no prefill batch forms. Output tokens are not inserted into the tree.
 
+pub(crate) mod lockstep;
+
 use std::collections::VecDeque;
 
 use crate::cache::{BackupRecord, HostMemoryMode, NodeId, PageKey, PrefetchPolicy};
@@ -166,6 +168,8 @@ struct Batch {
     start: Nanos,
     /// Its forward's duration.
     forward: Nanos,
+    /// How long its forward waited for the other DP-attention ranks' (lockstep).
+    dp_wait: Nanos,
 }
 
 /// Sums over the measured requests of where their TTFT went, in ns
@@ -179,20 +183,36 @@ struct TtftSums {
     hit_cost: u128,
     load_back: u128,
     forward: u128,
+    dp_wait: u128,
 }
 
 impl TtftSums {
-    /// Adds one request: `arrival ≤ seen ≤ formed ≤ start ≤ done`, `forward ≤ done −
-    /// start`; the five parts sum to `done − arrival` exactly.
+    /// Adds one request: `arrival ≤ seen ≤ formed ≤ start ≤ done − dp_wait`, `forward ≤
+    /// done − dp_wait − start`; the six parts sum to `done − arrival` exactly.
     fn add(&mut self, w: &Waiting, b: &Batch, done: Nanos) {
-        let exposed_load_back = (done - b.start).saturating_sub(b.forward);
+        // The rank's own forward ended `dp_wait` before the step did.
+        let own = done - b.dp_wait;
+        let exposed_load_back = (own - b.start).saturating_sub(b.forward);
         self.requests += 1;
         self.total += u128::from(done - w.arrival);
         self.tokenize += u128::from(w.seen - w.arrival);
         self.queue += u128::from(b.formed - w.seen);
         self.hit_cost += u128::from(b.start - b.formed);
         self.load_back += u128::from(exposed_load_back);
-        self.forward += u128::from((done - b.start).min(b.forward));
+        self.forward += u128::from((own - b.start).min(b.forward));
+        self.dp_wait += u128::from(b.dp_wait);
+    }
+
+    /// Adds another rank's sums.
+    fn merge(&mut self, o: &TtftSums) {
+        self.requests += o.requests;
+        self.total += o.total;
+        self.tokenize += o.tokenize;
+        self.queue += o.queue;
+        self.hit_cost += o.hit_cost;
+        self.load_back += o.load_back;
+        self.forward += o.forward;
+        self.dp_wait += o.dp_wait;
     }
 
     fn finish(&self) -> Option<super::metrics::TtftBreakdown> {
@@ -208,6 +228,7 @@ impl TtftSums {
             hit_cost_s: mean(self.hit_cost),
             load_back_s: mean(self.load_back),
             forward_s: mean(self.forward),
+            dp_wait_s: mean(self.dp_wait),
         })
     }
 }
@@ -260,6 +281,76 @@ struct Sim<I: Iterator<Item = Request>, R: TreeRules> {
     pending_retries: usize,
     /// Decoding requests (`decode_timeline: interleaved`).
     decoding: Vec<Decoding>,
+    /// A DP-attention rank (`runtime::dp_timed`): a forward it forms is not scheduled
+    /// but kept in `pending` until every rank's is known ([`Sim::commit_step`]).
+    lockstep: bool,
+    /// The forward formed this step (lockstep): its own end and its completion.
+    pending: Option<(Nanos, Ev)>,
+}
+
+/// What a finished replay leaves for its figures: its metrics before the time figures,
+/// the measured TTFTs (s), the TTFT breakdown's sums, the TPOT sum and count, the
+/// per-request times and the last event's time.
+pub(crate) struct RunEnd {
+    pub m: ReplayMetrics,
+    pub ttft: Vec<f64>,
+    sums: TtftSums,
+    pub tpot: (f64, u64),
+    pub times: Vec<RequestTime>,
+    pub end: Nanos,
+}
+
+impl RunEnd {
+    /// The time figures of `m` from the rest: TTFT percentiles (nearest rank), the
+    /// breakdown, the makespan, the TPOT mean.
+    pub fn figures(mut self) -> (ReplayMetrics, Vec<RequestTime>) {
+        let mut m = self.m;
+        set_time_figures(&mut m, &mut self.ttft, &self.sums, self.tpot, self.end);
+        (m, self.times)
+    }
+}
+
+/// Writes the time figures into `m` (see [`RunEnd::figures`]); sorts `ttft`.
+fn set_time_figures(
+    m: &mut ReplayMetrics,
+    ttft: &mut [f64],
+    sums: &TtftSums,
+    tpot: (f64, u64),
+    end: Nanos,
+) {
+    if !ttft.is_empty() {
+        ttft.sort_by(f64::total_cmp);
+        let pct = |p: f64| {
+            let i = ((p * ttft.len() as f64).ceil() as usize).clamp(1, ttft.len()) - 1;
+            ttft[i]
+        };
+        m.ttft_p50_s = Some(pct(0.50));
+        m.ttft_p90_s = Some(pct(0.90));
+        m.ttft_p99_s = Some(pct(0.99));
+    }
+    m.ttft_breakdown = sums.finish();
+    m.makespan_s = Some(end as f64 / 1e9);
+    m.tpot_mean_s = (tpot.1 > 0).then(|| tpot.0 / tpot.1 as f64);
+}
+
+/// The deployment's time figures from its DP ranks' ends (lockstep ranks share one
+/// clock, so the TTFTs pool and the makespan is the last rank's): the ranks' counters
+/// merged by [`super::dp::merge`], each rank's own figures kept in `ranks`.
+pub(crate) fn merge_ranks(ends: Vec<RunEnd>) -> ReplayMetrics {
+    let mut ttft = Vec::new();
+    let mut sums = TtftSums::default();
+    let (mut tpot, mut end) = ((0.0, 0u64), 0);
+    let mut ranks = Vec::with_capacity(ends.len());
+    for e in ends {
+        ttft.extend_from_slice(&e.ttft);
+        sums.merge(&e.sums);
+        tpot = (tpot.0 + e.tpot.0, tpot.1 + e.tpot.1);
+        end = end.max(e.end);
+        ranks.push(e.figures().0);
+    }
+    let mut m = super::dp::merge(ranks);
+    set_time_figures(&mut m, &mut ttft, &sums, tpot, end);
+    m
 }
 
 pub(crate) fn run<I: IntoIterator<Item = Request>>(
@@ -291,80 +382,16 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
     preload: &[PageKey],
     times: bool,
 ) -> Result<(ReplayMetrics, Vec<RequestTime>), ReplayError> {
-    let cost = CostModel::new(
-        &cfg.scheduler.compute,
-        cfg.scheduler.prefill_tokens_per_s,
-        cfg.scheduler.decode_tokens_per_s,
-    )
-    .map_err(|e| ReplayError::InvalidConfig {
-        field: "compute",
-        message: e.to_string(),
-    })?;
-    let mut sim = Sim {
-        s: Session::<R>::new(cfg),
-        q: EventQueue::new(),
-        src: requests.into_iter().enumerate(),
-        next: None,
-        prev_arrival: 0,
-        tokenizer_free: 0,
-        waiting: VecDeque::new(),
-        running: 0,
-        gpu_busy: false,
-        batches: Vec::new(),
-        free_batches: Vec::new(),
-        acks: Vec::new(),
-        free_acks: Vec::new(),
-        h2d: Link::default(),
-        d2h: Link::default(),
-        sread: Link::default(),
-        swrite: Link::default(),
-        ttft: Vec::new(),
-        ttft_sums: TtftSums::default(),
-        tpot: (0.0, 0),
-        cost,
-        times: times.then(Vec::new),
-        recs: Vec::new(),
-        scratch: Vec::new(),
-        step: 0,
-        pending_retries: 0,
-        decoding: Vec::new(),
-    };
+    let mut sim = Sim::<I::IntoIter, R>::new(cfg, requests.into_iter(), times, false)?;
     if !preload.is_empty() {
         sim.s.write_storage(preload);
     }
     sim.pull()?;
     while let Some(ev) = sim.q.pop() {
-        match ev.event {
-            Ev::Arrival => sim.arrival()?,
-            Ev::Tick => {}
-            Ev::BatchDone(b) => sim.batch_done(b),
-            Ev::Finish { last } => {
-                sim.s.tree.dec_lock_ref(last);
-                sim.running -= 1;
-            }
-            Ev::D2hAck(a) => sim.d2h_ack(a),
-            Ev::StorageAck { node } => sim.s.tree.release_host(node),
-            Ev::DecodeStep => sim.decode_step_done(),
-        }
+        sim.handle(ev.event)?;
         sim.schedule();
     }
-    let end = sim.q.now();
-    let mut ttft = std::mem::take(&mut sim.ttft);
-    let mut m = sim.s.finish();
-    if !ttft.is_empty() {
-        ttft.sort_by(f64::total_cmp);
-        let pct = |p: f64| {
-            let i = ((p * ttft.len() as f64).ceil() as usize).clamp(1, ttft.len()) - 1;
-            ttft[i]
-        };
-        m.ttft_p50_s = Some(pct(0.50));
-        m.ttft_p90_s = Some(pct(0.90));
-        m.ttft_p99_s = Some(pct(0.99));
-    }
-    m.ttft_breakdown = sim.ttft_sums.finish();
-    m.makespan_s = Some(end as f64 / 1e9);
-    m.tpot_mean_s = (sim.tpot.1 > 0).then(|| sim.tpot.0 / sim.tpot.1 as f64);
-    Ok((m, sim.times.unwrap_or_default()))
+    Ok(sim.finish().figures())
 }
 
 /// Adds one request's TPOT (its decode time over its output tokens after the first)
@@ -377,6 +404,115 @@ fn add_tpot(acc: &mut (f64, u64), decode: Nanos, output_tokens: u32) {
 }
 
 impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
+    pub(crate) fn new(
+        cfg: &ReplayConfig,
+        src: I,
+        times: bool,
+        lockstep: bool,
+    ) -> Result<Self, ReplayError> {
+        let cost = CostModel::new(
+            &cfg.scheduler.compute,
+            cfg.scheduler.prefill_tokens_per_s,
+            cfg.scheduler.decode_tokens_per_s,
+        )
+        .map_err(|e| ReplayError::InvalidConfig {
+            field: "compute",
+            message: e.to_string(),
+        })?;
+        Ok(Sim {
+            s: Session::<R>::new(cfg),
+            q: EventQueue::new(),
+            src: src.enumerate(),
+            next: None,
+            prev_arrival: 0,
+            tokenizer_free: 0,
+            waiting: VecDeque::new(),
+            running: 0,
+            gpu_busy: false,
+            batches: Vec::new(),
+            free_batches: Vec::new(),
+            acks: Vec::new(),
+            free_acks: Vec::new(),
+            h2d: Link::default(),
+            d2h: Link::default(),
+            sread: Link::default(),
+            swrite: Link::default(),
+            ttft: Vec::new(),
+            ttft_sums: TtftSums::default(),
+            tpot: (0.0, 0),
+            cost,
+            times: times.then(Vec::new),
+            recs: Vec::new(),
+            scratch: Vec::new(),
+            step: 0,
+            pending_retries: 0,
+            decoding: Vec::new(),
+            lockstep,
+            pending: None,
+        })
+    }
+
+    /// Handles one event (the caller then lets the scheduler run).
+    pub(crate) fn handle(&mut self, ev: Ev) -> Result<(), ReplayError> {
+        match ev {
+            Ev::Arrival => self.arrival()?,
+            Ev::Tick => {}
+            Ev::BatchDone(b) => self.batch_done(b),
+            Ev::Finish { last } => {
+                self.s.tree.dec_lock_ref(last);
+                self.running -= 1;
+            }
+            Ev::D2hAck(a) => self.d2h_ack(a),
+            Ev::StorageAck { node } => self.s.tree.release_host(node),
+            Ev::DecodeStep => self.decode_step_done(),
+        }
+        Ok(())
+    }
+
+    /// The replay's end: the session's metrics and what the time figures need.
+    pub(crate) fn finish(self) -> RunEnd {
+        let end = self.q.now();
+        RunEnd {
+            m: self.s.finish(),
+            ttft: self.ttft,
+            sums: self.ttft_sums,
+            tpot: self.tpot,
+            times: self.times.unwrap_or_default(),
+            end,
+        }
+    }
+
+    /// Starts the formed forward (a prefill batch or a decode step) ending at `done`,
+    /// or in lockstep keeps it for [`Sim::commit_step`].
+    fn gpu_start(&mut self, done: Nanos, ev: Ev) {
+        self.gpu_busy = true;
+        if self.lockstep {
+            self.pending = Some((done, ev));
+        } else {
+            self.q.schedule_at(done, ev);
+        }
+    }
+
+    /// The end of this rank's forward formed this step, if it formed one (lockstep).
+    pub(crate) fn pending_end(&self) -> Option<Nanos> {
+        self.pending.map(|(done, _)| done)
+    }
+
+    /// Lockstep: every rank's forward of this step ends at `step_end`, the slowest
+    /// rank's end (DP attention synchronises each forward); a prefill batch's wait
+    /// for the others is kept for its TTFT breakdown.
+    pub(crate) fn commit_step(&mut self, step_end: Nanos) {
+        let Some((done, ev)) = self.pending.take() else {
+            return;
+        };
+        if let Ev::BatchDone(b) = ev
+            && let Some(batch) = self.batches[b as usize].as_mut()
+        {
+            batch.dp_wait = step_end - done;
+        }
+        self.q.schedule_at(step_end, ev);
+    }
+
     /// Reads the next request and schedules its arrival (streaming).
     fn pull(&mut self) -> Result<(), ReplayError> {
         self.next = None;
@@ -740,12 +876,12 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             loaded_at + forward
         };
         self.running += batch.len() as u32;
-        self.gpu_busy = true;
         let batch = Batch {
             reqs: batch,
             formed: now,
             start,
             forward,
+            dp_wait: 0,
         };
         let id = match self.free_batches.pop() {
             Some(id) => {
@@ -757,7 +893,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
                 (self.batches.len() - 1) as u32
             }
         };
-        self.q.schedule_at(done, Ev::BatchDone(id));
+        self.gpu_start(done, Ev::BatchDone(id));
     }
 
     /// A write-through backup is on the D2H link: its device pages stay pinned until
@@ -923,8 +1059,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         let b = self.decoding.len() as u64;
         let ctx = self.decoding.iter().map(|d| d.ctx).sum::<u64>() / b;
         let dur = self.cost.decode_iteration_ns(b, ctx).max(1);
-        self.gpu_busy = true;
-        self.q.schedule_at(now + dur, Ev::DecodeStep);
+        self.gpu_start(now + dur, Ev::DecodeStep);
     }
 
     /// A decode step ended: every decoding request has one more token (with a

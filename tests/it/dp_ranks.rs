@@ -86,8 +86,8 @@ fn round_robin_ranks_each_with_their_own_tree() {
 
 /// A scenario's `--dp-size` replays that many trees: the quickstart (GB300, GLM-5.2,
 /// one rank's pools of 48,283 device and 51,611 host pages) with DP attention over 4
-/// ranks hits 27.30 % of the synthetic trace's prompt tokens, one tree 34.00 %. The
-/// timed replay of DP ranks, a bench and a timeline are refused, naming the key.
+/// ranks hits 27.30 % of the synthetic trace's prompt tokens, one tree 34.00 %. A bench
+/// and a timeline are refused, naming the key.
 #[test]
 fn a_scenarios_dp_size_replays_that_many_trees() {
     let dp = [
@@ -117,17 +117,6 @@ fn a_scenarios_dp_size_replays_that_many_trees() {
     );
     assert_eq!(v["metrics"]["total_hit_tokens"], 20804800);
 
-    let mut timed = vec![
-        "replay",
-        "scenarios/quickstart.yaml",
-        "--set",
-        "runtime.replay.timing=on",
-    ];
-    timed.extend(dp);
-    exit2(
-        &run(&timed, &repo("")),
-        &["runtime.replay.dp_ranks", "untimed only"],
-    );
     let mut tl = vec![
         "replay",
         "scenarios/quickstart.yaml",
@@ -218,4 +207,71 @@ fn a_load_reading_balance_method_is_refused_not_replayed_as_round_robin() {
     let o = run(&args("server.load_balance_method=round_robin"), &repo(""));
     ok(&o);
     assert!(String::from_utf8_lossy(&o.stdout).contains("data-parallel ranks: 2"));
+}
+
+/// The timed replay runs DP-attention ranks in lockstep (`runtime::timed::lockstep`):
+/// every forward ends when the slowest rank's does, and a rank that gets a request
+/// during a step waits for the next. Fixed speeds (prefill 20,000 tok/s), one output
+/// token (no decode), two ranks, round-robin:
+/// - t = 0: r0 (1,000 tokens, rank 0: 50 ms) and r1 (200, rank 1: 10 ms) form one step,
+///   which ends at 50 ms: r1's TTFT is 50 ms, 40 of them waiting for rank 0;
+/// - r2 (400 tokens, rank 0) arrives at 20 ms, during that step: the next step (50–70
+///   ms) runs it alone, TTFT 50 ms (30 queued);
+/// - r3 (200 tokens, rank 1) arrives at 60 ms, its rank idle but the step (rank 0's) in
+///   flight: it runs 70–80 ms, TTFT 20 ms (10 queued), where an engine of its own
+///   would have taken 10 ms.
+///
+/// TTFTs 50, 50, 50, 20 ms: mean 42.5 = queue 10 + forward 22.5 + DP wait 10.
+#[test]
+fn dp_attention_ranks_run_their_forwards_in_lockstep() {
+    use hicache_sim::runtime::{Capacities, Measurement, ReplayConfig, Timing, replay};
+    use hicache_sim::workload::Request;
+    let req = |id: u64, at_ms: u64, tokens: u32| Request {
+        id,
+        arrival_ns: at_ms * 1_000_000,
+        input_tokens: tokens,
+        output_tokens: 1,
+        page_hashes: (0..u64::from(tokens / 64)).map(|p| id * 1000 + p).collect(),
+    };
+    let trace = || {
+        vec![
+            req(0, 0, 1000),
+            req(1, 0, 200),
+            req(2, 20, 400),
+            req(3, 60, 200),
+        ]
+    };
+    let cfg = |ranks: u32| ReplayConfig {
+        capacities: Capacities {
+            l1_pages: 1000,
+            l2_pages: 0,
+            dp_ranks: ranks,
+            ..Default::default()
+        },
+        measurement: Measurement {
+            timing: Timing::On,
+            debug_checks: true,
+            ..Default::default()
+        },
+        ..ReplayConfig::default()
+    };
+    let m = replay(&cfg(2), trace()).unwrap();
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+    assert_eq!(m.ranks.len(), 2);
+    assert!(close(m.makespan_s.unwrap(), 0.08), "{m:#?}");
+    assert_eq!((m.ttft_p50_s, m.ttft_p99_s), (Some(0.05), Some(0.05)));
+    let b = m.ttft_breakdown.unwrap();
+    assert_eq!(b.requests, 4);
+    assert!(close(b.mean_s, 0.0425), "{b:?}");
+    assert!(close(b.queue_s, 0.01), "{b:?}");
+    assert!(close(b.forward_s, 0.0225), "{b:?}");
+    assert!(close(b.dp_wait_s, 0.01), "{b:?}");
+    // Each rank's own figures: rank 1 had r1 (50 ms) and r3 (20 ms).
+    assert_eq!(m.ranks[1].ttft_p99_s, Some(0.05));
+    assert_eq!(m.ranks[1].ttft_p50_s, Some(0.02));
+    assert!(close(m.ranks[1].ttft_breakdown.unwrap().dp_wait_s, 0.02));
+    // One engine, the same trace: one batch at t = 0 (r0 + r1, 60 ms), then r2, r3.
+    let one = replay(&cfg(1), trace()).unwrap();
+    assert!(one.ranks.is_empty());
+    assert_eq!(one.ttft_breakdown.unwrap().dp_wait_s, 0.0);
 }

@@ -3129,10 +3129,14 @@ fn the_replay_chunks_at_the_schedulers_chunked_prefill_size() {
     assert!(speeds(&o).contains("; chunk 16384;"), "{}", speeds(&o));
     let o = quickstart_timed_speeds(&["server.chunked_prefill_size=4096"]);
     assert!(speeds(&o).contains("; chunk 4096;"), "{}", speeds(&o));
-    // DP ranks are replayed untimed (the timed replay of DP ranks is refused); the
-    // chunk the config carries is the per-worker one.
+    // DP ranks run in lockstep, each chunking at the per-worker chunk.
     let o = quickstart_timed_speeds(&["server.enable_dp_attention=true", "server.dp_size=4"]);
-    crate::support::exit2(&o, &["4 data-parallel ranks", "untimed only"]);
+    assert!(speeds(&o).contains("; chunk 4096;"), "{}", speeds(&o));
+    assert!(
+        speeds(&o).contains("; DP attention 4 ranks lockstep: every forward ends"),
+        "{}",
+        speeds(&o)
+    );
     let o = crate::support::run(
         &[
             "replay",

@@ -1,0 +1,135 @@
+//! DP-attention ranks in the timed replay: `--dp-size N --enable-dp-attention` runs N
+//! schedulers, each with its own radix tree, host pool and cache controller, that the
+//! `DataParallelController` feeds round-robin (`runtime::dp`). Their forwards are not
+//! independent: every forward runs on all ranks together. Each scheduler's
+//! `get_next_batch_to_run` calls `prepare_mlp_sync_batch`
+//! (`managers/scheduler_components/dp_attn.py`, 0.5.14–0.5.23), which all-gathers the
+//! ranks' batch shapes before the forward; a rank with nothing to run joins with an
+//! idle batch (`get_idle_batch`), and the MLP / MoE layers exchange the ranks'
+//! tokens in every layer. So the replay runs the ranks on one clock in steps: when no
+//! step is in flight and an event happens, every rank forms its forward (a prefill
+//! batch or a decode step, as alone), and the step ends when the slowest rank's does;
+//! a request that reaches a rank during a step waits for the next.
+//!
+//! The model's simplification, labelled in the speeds (`Speeds::dp_attention`): a
+//! rank's forward costs what the cost model gives for its own batch; the MoE layers'
+//! work on the other ranks' gathered tokens is not charged to it.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use crate::cache::{HiRadix, TreeKind, TreeRules, Unified0523, V1};
+use crate::runtime::ReplayError;
+use crate::runtime::config::ReplayConfig;
+use crate::runtime::dp::{round_robin_rank, warmup_share};
+use crate::runtime::metrics::ReplayMetrics;
+use crate::units::Nanos;
+use crate::workload::Request;
+
+use super::{Sim, merge_ranks};
+
+/// The trace, read once, handed out round-robin: rank r's requests in arrival order.
+/// Only the requests read ahead of a rank's next one are buffered (fewer than the
+/// ranks under round-robin), so the replay still streams.
+struct Dispatch<I> {
+    src: I,
+    read: u64,
+    ranks: u32,
+    queues: Vec<VecDeque<Request>>,
+}
+
+/// One rank's view of the [`Dispatch`].
+struct RankFeed<I> {
+    d: Rc<RefCell<Dispatch<I>>>,
+    rank: usize,
+}
+
+impl<I: Iterator<Item = Request>> Iterator for RankFeed<I> {
+    type Item = Request;
+
+    fn next(&mut self) -> Option<Request> {
+        let mut d = self.d.borrow_mut();
+        loop {
+            if let Some(r) = d.queues[self.rank].pop_front() {
+                return Some(r);
+            }
+            let req = d.src.next()?;
+            let k = round_robin_rank(d.read, d.ranks) as usize;
+            d.read += 1;
+            d.queues[k].push_back(req);
+        }
+    }
+}
+
+/// Replays `requests` on `cfg.capacities.dp_ranks` lockstep ranks: the deployment's
+/// figures, each rank's in `ranks`.
+pub(crate) fn run<I: IntoIterator<Item = Request>>(
+    cfg: &ReplayConfig,
+    requests: I,
+) -> Result<ReplayMetrics, ReplayError> {
+    match cfg.policy.tree {
+        TreeKind::V1 => run_tree::<V1, _>(cfg, requests),
+        TreeKind::Unified0523 => run_tree::<Unified0523, _>(cfg, requests),
+        TreeKind::HiRadix => run_tree::<HiRadix, _>(cfg, requests),
+    }
+}
+
+fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
+    cfg: &ReplayConfig,
+    requests: I,
+) -> Result<ReplayMetrics, ReplayError> {
+    let ranks = cfg.capacities.dp_ranks.max(1);
+    let d = Rc::new(RefCell::new(Dispatch {
+        src: requests.into_iter(),
+        read: 0,
+        ranks,
+        queues: (0..ranks).map(|_| VecDeque::new()).collect(),
+    }));
+    let mut sims = Vec::with_capacity(ranks as usize);
+    for r in 0..ranks {
+        let mut c = cfg.clone();
+        c.capacities.dp_ranks = 1;
+        c.measurement.warmup_requests = warmup_share(cfg.measurement.warmup_requests, r, ranks);
+        let feed = RankFeed {
+            d: Rc::clone(&d),
+            rank: r as usize,
+        };
+        sims.push(Sim::<_, R>::new(&c, feed, false, true)?);
+    }
+    for s in &mut sims {
+        s.pull()?;
+    }
+    let mut step_end: Option<Nanos> = None;
+    while let Some(t) = sims.iter().filter_map(|s| s.q.peek_time()).min() {
+        // Everything due at `t`, rank by rank (each rank's events in their order).
+        for s in &mut sims {
+            while s.q.peek_time() == Some(t) {
+                let ev = s.q.pop().expect("peeked");
+                s.handle(ev.event)?;
+            }
+        }
+        if step_end == Some(t) {
+            step_end = None;
+        }
+        if step_end.is_some() {
+            continue;
+        }
+        // No forward in flight: every rank forms its own, on one clock.
+        let mut end: Option<Nanos> = None;
+        for s in &mut sims {
+            s.q.advance_to(t);
+            s.schedule();
+            if let Some(done) = s.pending_end() {
+                end = Some(end.map_or(done, |e| e.max(done)));
+            }
+        }
+        if let Some(e) = end {
+            for s in &mut sims {
+                s.commit_step(e);
+            }
+            step_end = Some(e);
+        }
+    }
+    Ok(merge_ranks(sims.into_iter().map(Sim::finish).collect()))
+}
