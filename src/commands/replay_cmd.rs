@@ -10,6 +10,7 @@ use super::{CmdResult, CommandError, OutputFormat, ReplayArgs};
 use crate::error::InputError;
 use crate::pipeline;
 use crate::policy_sim::{self, PolicySimConfig, SimPolicy};
+use crate::runtime::dp::DpBalance;
 use crate::runtime::router::{RouterFigures, RouterPolicy};
 use crate::runtime::{ReplayConfig, ReplayMetrics, definitions};
 use crate::scenario::lines::LineIndex;
@@ -315,6 +316,19 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
                         .map(|x| x.total_hit_rate)
                 })
                 .flatten();
+            // With a load-reading DP method, what round-robin would have hit (one more
+            // replay, text only).
+            let round_robin = (cfg.capacities.dp_ranks > 1
+                && cfg.capacities.dp_balance != DpBalance::RoundRobin
+                && m.router.is_none())
+            .then(|| {
+                let mut c = cfg.clone();
+                c.capacities.dp_balance = DpBalance::RoundRobin;
+                pipeline::run_replay(&section, &c)
+                    .ok()
+                    .map(|x| x.total_hit_rate)
+            })
+            .flatten();
             // Behind a router, what the other deterministic policy would have hit (one
             // more replay, text only).
             let other = m.router.as_ref().and_then(|_| {
@@ -338,7 +352,7 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
                     s.router.as_mut()?.dp_aware = false;
                     pipeline::run_replay(&s, &cfg).ok()
                 });
-            let mut text = render(&cfg, &section, &m, note.as_deref(), one_tree);
+            let mut text = render(&cfg, &section, &m, note.as_deref(), (one_tree, round_robin));
             if let Some(r) = &m.router {
                 render_engines(&mut text, &m, r, other.as_ref(), engine_rr.as_ref());
             }
@@ -471,13 +485,27 @@ fn pct(x: f64) -> String {
 }
 
 /// The data-parallel ranks' lines: each rank's share and hits, the imbalance, and what
-/// one tree of the same pools taking every request would have hit (`one_tree`).
-fn render_ranks(o: &mut String, m: &ReplayMetrics, one_tree: Option<f64>) {
+/// one tree of the same pools taking every request would have hit (`one_tree`), and
+/// under a load-reading method what round-robin would have (`round_robin`).
+fn render_ranks(
+    o: &mut String,
+    m: &ReplayMetrics,
+    method: DpBalance,
+    one_tree: Option<f64>,
+    round_robin: Option<f64>,
+) {
     let _ = writeln!(o);
     let _ = writeln!(
         o,
-        "data-parallel ranks: {}, each its own tree with the pools above; requests round-robin (DataParallelController.round_robin_scheduler); prompt tokens max/mean {:.3}",
+        "data-parallel ranks: {}, each its own tree with the pools above; requests {}; prompt tokens max/mean {:.3}",
         m.ranks.len(),
+        match method {
+            DpBalance::RoundRobin => "round-robin (DataParallelController.round_robin_scheduler)",
+            DpBalance::TotalRequests =>
+                "to the fewest running + waiting requests (total_requests_scheduler, loads read every 20 ms)",
+            DpBalance::TotalTokens =>
+                "to the fewest KV + queued tokens (total_tokens_scheduler, loads read every 20 ms)",
+        },
         crate::runtime::dp::imbalance(&m.ranks).unwrap_or(1.0)
     );
     // Timed ranks (lockstep) add their TTFT and the wait for the slowest rank.
@@ -524,6 +552,15 @@ fn render_ranks(o: &mut String, m: &ReplayMetrics, one_tree: Option<f64>) {
             } else {
                 String::new()
             }
+        );
+    }
+    if let Some(t) = round_robin {
+        let _ = writeln!(
+            o,
+            "round-robin over the same ranks would hit {} in total: {} changes it by {:+.2} points",
+            pct(t).trim(),
+            method.id(),
+            (m.total_hit_rate - t) * 100.0
         );
     }
     if let Some(t) = one_tree {
@@ -636,7 +673,7 @@ fn render(
     section: &RuntimeSection,
     m: &ReplayMetrics,
     note: Option<&str>,
-    one_tree: Option<f64>,
+    (one_tree, round_robin): (Option<f64>, Option<f64>),
 ) -> String {
     let mut o = String::new();
     let _ = writeln!(
@@ -721,7 +758,7 @@ fn render(
         let _ = writeln!(o, "{t:<8} {tok:>14} {:>10} {:>14}", pct(r), pct(pr));
     }
     if !m.ranks.is_empty() {
-        render_ranks(&mut o, m, one_tree);
+        render_ranks(&mut o, m, cfg.capacities.dp_balance, one_tree, round_robin);
     }
     let _ = writeln!(o);
     let gb = |b: u64| format!("{:.2} GB", b as f64 / 1e9);

@@ -12,6 +12,7 @@ pub use row::{COLUMNS, point_row};
 use serde_json::{Map, Value};
 
 use crate::error::InputError;
+use crate::runtime::dp::DpBalance;
 use crate::runtime::{Capacities, Links, ReplayConfig, ReplayMetrics, Timing};
 use crate::scenario::{RuntimeSection, Scenario};
 use crate::startup::{MonteCarlo, Outcome, StartupPlan};
@@ -65,7 +66,7 @@ pub enum ReplayConfigError {
     Dsv4NotModelled,
     /// A DP load-balance method other than round-robin.
     #[error(
-        "--load-balance-method {0} is not modelled: the replay's data-parallel ranks take requests round-robin (SGLang's default); `{0}` reads the schedulers' loads (`DataParallelController`): set it to round_robin, or dp_size 1"
+        "--load-balance-method {0} is not modelled: the replay's data-parallel ranks take requests round-robin (SGLang's default), or in the timed replay by total_requests or total_tokens: set one of those, or dp_size 1"
     )]
     LoadBalanceNotModelled(String),
 }
@@ -115,13 +116,18 @@ pub fn replay_config(
         ..cfg.links
     };
     // `--dp-size` schedulers, each with its own tree and pools of the sizes above, fed
-    // round-robin: another method is refused, not replayed as round-robin.
+    // by the controller's method; one not modelled is refused, never replayed as
+    // round-robin.
     cfg.capacities.dp_ranks = s.layout.dp_size.max(1);
     if let Some(m) = sv.load_balance_method.as_deref()
         && cfg.capacities.dp_ranks > 1
-        && !matches!(m, "auto" | "round_robin")
     {
-        return Err(ReplayConfigError::LoadBalanceNotModelled(m.to_string()));
+        cfg.capacities.dp_balance = match m {
+            "auto" | "round_robin" => DpBalance::RoundRobin,
+            "total_requests" => DpBalance::TotalRequests,
+            "total_tokens" => DpBalance::TotalTokens,
+            _ => return Err(ReplayConfigError::LoadBalanceNotModelled(m.to_string())),
+        };
     }
     let policy = &mut cfg.policy;
     if let (Some(_), Some(t)) = (policy.write_back_threshold, sv.hicache_write_back_threshold) {
@@ -149,6 +155,16 @@ pub fn replay_config(
         // 0.5.14-0.5.23): "Max running requests is reset to 48 for speculative
         // decoding" when the flag is unset.
         scheduler.max_running_requests = 48;
+    }
+    if (sv.max_running_requests.is_some() || sv.speculative_algorithm.is_some())
+        && cfg.capacities.dp_ranks > 1
+    {
+        // Each DP-attention rank's scheduler takes its share
+        // (`mem_cache/kv_cache_configurator.py: resolve_max_num_reqs`, 0.5.23:
+        // `max(1, max_running_requests // attn_dp_size)`; 0.5.14
+        // `model_executor/model_runner_kv_cache_mixin.py`: `max_num_reqs // dp_size`).
+        let m = &mut cfg.scheduler.max_running_requests;
+        *m = (*m / cfg.capacities.dp_ranks).max(1);
     }
     // Only the scenario's own `runtime.replay` keys go through the text merge; they win
     // over everything derived (a `tlru` from the server arguments is refused there, or
@@ -256,7 +272,7 @@ pub fn run_replay(
         if cfg.capacities.dp_ranks > 1 {
             return Err(InputError::new(
                 "runtime.bench",
-                "runtime.bench drives one engine's scheduler; data-parallel ranks (--dp-size) are replayed from a trace, untimed (set dp_ranks: 1 for one rank)",
+                "runtime.bench drives one engine's scheduler; data-parallel ranks (--dp-size) are replayed from a trace only (set dp_ranks: 1 for one rank)",
             )
             .field("runtime.replay.dp_ranks"));
         }
@@ -278,7 +294,7 @@ pub fn run_replay(
     if ranks > 1 && cfg.measurement.timeline_samples > 0 {
         return Err(InputError::new(
             "runtime.replay",
-            format!("{ranks} data-parallel ranks have no common timeline (each rank's tree is replayed on its own): set timeline_samples: 0, or dp_ranks: 1"),
+            format!("{ranks} data-parallel ranks have no timeline across their trees (the samples are one tree's): set timeline_samples: 0, or dp_ranks: 1"),
         )
         .field("runtime.replay.timeline_samples"));
     }
@@ -289,6 +305,16 @@ pub fn run_replay(
         // (`runtime::timed::lockstep`).
         replay_share(path, &opts, cfg, limit, factor, &|_| true)?
     } else {
+        if cfg.capacities.dp_balance != DpBalance::RoundRobin {
+            return Err(InputError::new(
+                "runtime.replay",
+                format!(
+                    "--load-balance-method {} reads the ranks' loads over time, which only the timed replay has: set runtime.replay.timing: on (or round_robin)",
+                    cfg.capacities.dp_balance.id()
+                ),
+            )
+            .field("runtime.replay.timing"));
+        }
         // `round_robin_scheduler`: request i of the trace (arrival order) to rank i mod
         // N, each rank its own tree and pools (`runtime::dp`).
         let mut per_rank = Vec::with_capacity(ranks as usize);

@@ -55,7 +55,7 @@ pub enum CallPattern {
 #[serde(rename_all = "snake_case")]
 pub enum DecodeTimeline {
     /// Decode beside the prefill timeline: a request decodes for
-    /// `output × step(running, context)` from its first token and never delays a
+    /// `(output − 1) × step(running, context)` from its first token and never delays a
     /// prefill (every figure made before this policy).
     #[default]
     BesidePrefill,
@@ -115,6 +115,9 @@ pub struct Capacities {
     /// without it); requests go to them round-robin ([`super::dp`]), and the timed
     /// replay runs their forwards in lockstep (`timed::lockstep`). 1: one tree.
     pub dp_ranks: u32,
+    /// How the `DataParallelController` picks a rank (`--load-balance-method`); the
+    /// load-reading methods run in the timed replay only.
+    pub dp_balance: super::dp::DpBalance,
 }
 
 impl Default for Capacities {
@@ -129,6 +132,7 @@ impl Default for Capacities {
             bytes_per_token: 131_072,
             num_layers: 32,
             dp_ranks: 1,
+            dp_balance: super::dp::DpBalance::RoundRobin,
         }
     }
 }
@@ -428,6 +432,9 @@ struct ReplayFields {
     /// Not written while 1 (one tree: every output as before).
     #[serde(skip_serializing_if = "is_one")]
     dp_ranks: u32,
+    /// Not written while round-robin (SGLang's default: every output as before).
+    #[serde(default, skip_serializing_if = "is_round_robin")]
+    dp_balance: super::dp::DpBalance,
     /// The what-ifs of open SGLang PRs ([`crate::release::proposal`]): not written while
     /// they hold every release's rule.
     #[serde(skip_serializing_if = "is_batched")]
@@ -468,6 +475,7 @@ impl From<ReplayFields> for ReplayConfig {
                 bytes_per_token: f.bytes_per_token,
                 num_layers: f.num_layers,
                 dp_ranks: f.dp_ranks,
+                dp_balance: f.dp_balance,
             },
             policy: TreePolicy {
                 write_policy: f.write_policy,
@@ -598,6 +606,7 @@ impl From<ReplayConfig> for ReplayFields {
             timeline_samples: measurement.timeline_samples,
             debug_checks: measurement.debug_checks,
             dp_ranks: capacities.dp_ranks,
+            dp_balance: capacities.dp_balance,
             load_back: policy.load_back,
             write_back_threshold: policy.write_back_threshold,
             l3_write: policy.l3_write,
@@ -619,6 +628,10 @@ impl ReplayConfig {
 /// Per-rank share of a node's host DRAM bandwidth when `ranks` ranks read at once.
 pub fn host_read_share(host_memory_bandwidth: Bandwidth, ranks: u32) -> Bandwidth {
     Bandwidth(host_memory_bandwidth.0 / f64::from(ranks.max(1)))
+}
+
+fn is_round_robin(b: &super::dp::DpBalance) -> bool {
+    *b == super::dp::DpBalance::RoundRobin
 }
 
 fn is_beside_prefill(d: &DecodeTimeline) -> bool {
@@ -828,6 +841,16 @@ impl ReplayConfig {
             return bad(
                 "dp_ranks",
                 format!("must be from 1 to {}", super::dp::MAX_DP_RANKS),
+            );
+        }
+        if self.capacities.dp_ranks > 1
+            && self.measurement.timing == Timing::On
+            && self.frontend.tokenize_per_token.0 > 0
+        {
+            // Each lockstep rank has its own encode queue in the replay; SGLang has one.
+            return bad(
+                "tokenize_per_token",
+                "one TokenizerManager encodes for every DP rank, a shared queue the timed replay of DP ranks does not model: set tokenize_per_token: 0 (token ids), or dp_ranks: 1".into(),
             );
         }
         if self.policy.eviction_policy == EvictionPolicy::Tlru {

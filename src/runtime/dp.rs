@@ -18,11 +18,120 @@
 //! `prepare_mlp_sync_batch` pads idle ranks), so it runs them in lockstep on one clock
 //! (`runtime::timed::lockstep`).
 //!
-//! Not modelled: `total_requests` / `total_tokens` (they read the schedulers' loads,
-//! refreshed every 20 ms) and `follow_bootstrap_room` (PD); each is refused, never
-//! replayed as round-robin.
+//! The load-reading methods (`total_requests`, `total_tokens`: [`DpBudget`]) need the
+//! schedulers' loads over time: the timed replay runs them; untimed they are refused.
+//! Not modelled: `follow_bootstrap_room` (PD), refused, never replayed as round-robin.
+
+use serde::{Deserialize, Serialize};
 
 use super::metrics::ReplayMetrics;
+use crate::units::Nanos;
+
+/// `--load-balance-method` of the `DataParallelController`
+/// (`managers/data_parallel_controller.py`, 0.5.14–0.5.23; `auto` is round-robin
+/// outside PD prefill).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DpBalance {
+    /// `round_robin_scheduler`: request i to rank i mod N.
+    #[default]
+    RoundRobin,
+    /// `total_requests_scheduler`: the rank with the fewest running + waiting requests
+    /// in the budget (first on a tie).
+    TotalRequests,
+    /// `total_tokens_scheduler`: the rank with the fewest KV tokens in use plus queued
+    /// prompt tokens, then the fewest requests.
+    TotalTokens,
+}
+
+impl DpBalance {
+    /// SGLang's name for it.
+    pub fn id(self) -> &'static str {
+        match self {
+            DpBalance::RoundRobin => "round_robin",
+            DpBalance::TotalRequests => "total_requests",
+            DpBalance::TotalTokens => "total_tokens",
+        }
+    }
+}
+
+/// How often the controller re-reads the ranks' snapshots: `refresh_load_budget`
+/// throttles it to once per 20 ms.
+pub const BUDGET_REFRESH_NS: Nanos = 20_000_000;
+
+/// One rank's published load (`LoadSnapshot`: `num_running_reqs + num_waiting_reqs`,
+/// `num_total_tokens`), with the time it was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoadSnapshot {
+    pub at: Nanos,
+    pub requests: u64,
+    pub tokens: u64,
+}
+
+/// `data_parallel_controller.py: DPBudget` with `refresh_load_budget`: the ranks'
+/// loads as of the last refresh, plus one request (and its prompt tokens) for each
+/// request dispatched since: the burst heuristic that keeps a burst from landing on
+/// one rank between refreshes.
+#[derive(Debug, Clone)]
+pub struct DpBudget {
+    requests: Vec<u64>,
+    tokens: Vec<u64>,
+    last_seen: Vec<Option<Nanos>>,
+    last_refresh: Option<Nanos>,
+}
+
+impl DpBudget {
+    pub fn new(ranks: u32) -> Self {
+        let n = ranks.max(1) as usize;
+        Self {
+            requests: vec![0; n],
+            tokens: vec![0; n],
+            last_seen: vec![None; n],
+            last_refresh: None,
+        }
+    }
+
+    /// `refresh_load_budget` at `now`: at most once per 20 ms, the snapshots replace the
+    /// budget (`update_budget`: a snapshot already read, same timestamp, is skipped).
+    pub fn refresh(&mut self, now: Nanos, snapshots: &[Option<LoadSnapshot>]) {
+        if self
+            .last_refresh
+            .is_some_and(|t| now.saturating_sub(t) < BUDGET_REFRESH_NS)
+        {
+            return;
+        }
+        self.last_refresh = Some(now);
+        for (r, snap) in snapshots.iter().enumerate() {
+            let Some(snap) = snap else { continue };
+            if self.last_seen[r] == Some(snap.at) {
+                continue;
+            }
+            self.last_seen[r] = Some(snap.at);
+            self.requests[r] = snap.requests;
+            self.tokens[r] = snap.tokens;
+        }
+    }
+
+    /// `DPBudget.dispatch`: the rank for a request of `tokens` prompt tokens, whose
+    /// budget then counts it.
+    pub fn dispatch(&mut self, method: DpBalance, tokens: u64) -> u32 {
+        let n = self.requests.len();
+        let r = match method {
+            // `index(min(...))`: the first of the least loaded.
+            DpBalance::TotalRequests | DpBalance::RoundRobin => {
+                (0..n).min_by_key(|&i| self.requests[i]).unwrap_or(0)
+            }
+            DpBalance::TotalTokens => (0..n)
+                .min_by_key(|&i| (self.tokens[i], self.requests[i]))
+                .unwrap_or(0),
+        };
+        self.requests[r] += 1;
+        if method == DpBalance::TotalTokens {
+            self.tokens[r] += tokens;
+        }
+        r as u32
+    }
+}
 
 /// The most ranks a replay takes (SGLang's DP sizes are far below).
 pub const MAX_DP_RANKS: u32 = 4096;
@@ -119,6 +228,42 @@ mod tests {
             let sum: u64 = (0..4).map(|r| warmup_share(w, r, 4)).sum();
             assert_eq!(sum, w);
         }
+    }
+
+    /// The controller's budget: dispatches between refreshes count on it (a burst
+    /// spreads), a refresh within 20 ms of the last is skipped, a stale snapshot is not
+    /// read twice, ties go to the first rank.
+    #[test]
+    fn the_budget_spreads_a_burst_and_refreshes_every_20_ms() {
+        let mut b = DpBudget::new(3);
+        let snap = |at, requests, tokens| {
+            Some(LoadSnapshot {
+                at,
+                requests,
+                tokens,
+            })
+        };
+        b.refresh(0, &[None, None, None]);
+        let burst: Vec<u32> = (0..4)
+            .map(|_| b.dispatch(DpBalance::TotalRequests, 100))
+            .collect();
+        assert_eq!(burst, [0, 1, 2, 0]);
+        // 10 ms later: no refresh; rank 1 and 2 have 1 request each, rank 0 two.
+        b.refresh(10_000_000, &[snap(5, 0, 0), snap(5, 9, 0), snap(5, 9, 0)]);
+        assert_eq!(b.dispatch(DpBalance::TotalRequests, 0), 1);
+        // 20 ms after the first refresh: the snapshots replace the budget.
+        b.refresh(20_000_000, &[snap(5, 3, 0), snap(5, 1, 0), snap(5, 2, 0)]);
+        assert_eq!(b.dispatch(DpBalance::TotalRequests, 0), 1);
+        // The same snapshots again (same timestamps) are skipped: rank 1 keeps its +1.
+        b.refresh(40_000_000, &[snap(5, 3, 0), snap(5, 1, 0), snap(5, 2, 0)]);
+        assert_eq!(b.dispatch(DpBalance::TotalRequests, 0), 1);
+        assert_eq!(b.dispatch(DpBalance::TotalRequests, 0), 2);
+        // total_tokens: fewest tokens, then fewest requests; the prompt is counted.
+        let mut t = DpBudget::new(2);
+        t.refresh(0, &[snap(1, 5, 1000), snap(1, 1, 1000)]);
+        assert_eq!(t.dispatch(DpBalance::TotalTokens, 300), 1);
+        assert_eq!(t.dispatch(DpBalance::TotalTokens, 300), 0);
+        assert_eq!(t.dispatch(DpBalance::TotalTokens, 300), 1);
     }
 
     #[test]

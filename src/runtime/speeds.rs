@@ -72,8 +72,16 @@ pub struct Speeds {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DpSpeeds {
     pub ranks: u32,
+    /// `--load-balance-method`.
+    pub balance: &'static str,
     pub clock: &'static str,
+    /// What a `total_tokens` load counts, where it differs from SGLang's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load: Option<&'static str>,
 }
+
+/// [`DpSpeeds::load`] under `total_tokens`.
+pub const DP_TOKEN_LOAD: &str = "a rank's load in tokens is its running and waiting prompts: SGLang's num_total_tokens counts the KV pool's used tokens (a shared prefix once and the decoded tokens too) plus the waiting prompts";
 
 /// [`DpSpeeds::clock`] (no commas: it is part of a CSV cell).
 pub const DP_LOCKSTEP: &str = "lockstep: every forward ends when the slowest rank's does (prepare_mlp_sync_batch; idle ranks join); a rank's forward is costed on its own batch: the MoE layers' work on the other ranks' gathered tokens is not charged";
@@ -195,7 +203,10 @@ impl Speeds {
             speculative: c.speculative.as_ref().map(|sp| SpecSpeeds::of(sp, fixed)),
             dp_attention: (cfg.capacities.dp_ranks > 1).then_some(DpSpeeds {
                 ranks: cfg.capacities.dp_ranks,
+                balance: cfg.capacities.dp_balance.id(),
                 clock: DP_LOCKSTEP,
+                load: (cfg.capacities.dp_balance == crate::runtime::dp::DpBalance::TotalTokens)
+                    .then_some(DP_TOKEN_LOAD),
             }),
         }
     }
@@ -220,7 +231,13 @@ impl Speeds {
         let dp = self
             .dp_attention
             .as_ref()
-            .map(|d| format!("; DP attention {} ranks {}", d.ranks, d.clock))
+            .map(|d| {
+                let load = d.load.map(|l| format!("; {l}")).unwrap_or_default();
+                format!(
+                    "; DP attention {} ranks {} {}{load}",
+                    d.ranks, d.balance, d.clock
+                )
+            })
             .unwrap_or_default();
         hit + &tok + &spec + &dp
     }

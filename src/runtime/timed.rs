@@ -65,6 +65,8 @@ enum Ev {
     BatchDone(u32),
     Finish {
         last: NodeId,
+        /// Its prompt tokens (the running requests' load).
+        tokens: u32,
     },
     D2hAck(u32),
     StorageAck {
@@ -143,6 +145,11 @@ struct Waiting {
     retry: Option<Retry>,
     /// `req.storage_prefetch_retry_attempts`.
     attempts: u32,
+    /// Host pages an admission attempt loaded back before the device turned out too
+    /// full for the rest (it then waited): already on the device, their copy is
+    /// charged, and they count as host hits, when the request is admitted
+    /// (SGLang's `PrefillAdder` checks the room before any load-back).
+    preloaded: u64,
 }
 
 #[derive(Debug)]
@@ -233,6 +240,10 @@ impl TtftSums {
     }
 }
 
+/// `--load-snapshot-publish-interval`'s default (0.5.23 `arg_groups/fields/
+/// observability.py`): a rank publishes its load every 15 decode iterations.
+const LOAD_SNAPSHOT_PUBLISH_INTERVAL: u32 = 15;
+
 /// One request's times and cache use (timed replay), for per-request figures.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RequestTime {
@@ -248,10 +259,11 @@ pub struct RequestTime {
     pub cached_tokens: u64,
 }
 
-struct Sim<I: Iterator<Item = Request>, R: TreeRules> {
+struct Sim<I: Iterator<Item = (u64, Request)>, R: TreeRules> {
     s: Session<R>,
     q: EventQueue<Ev>,
-    src: std::iter::Enumerate<I>,
+    /// The requests with their position in the trace.
+    src: I,
     next: Option<(u64, Request)>,
     prev_arrival: Nanos,
     /// When the TokenizerManager finishes its current encode (`runtime::frontend`).
@@ -281,11 +293,18 @@ struct Sim<I: Iterator<Item = Request>, R: TreeRules> {
     pending_retries: usize,
     /// Decoding requests (`decode_timeline: interleaved`).
     decoding: Vec<Decoding>,
-    /// A DP-attention rank (`runtime::dp_timed`): a forward it forms is not scheduled
+    /// A DP-attention rank (`timed::lockstep`): a forward it forms is not scheduled
     /// but kept in `pending` until every rank's is known ([`Sim::commit_step`]).
     lockstep: bool,
     /// The forward formed this step (lockstep): its own end and its completion.
     pending: Option<(Nanos, Ev)>,
+    /// The running requests' prompt tokens (the load a snapshot reports).
+    running_tokens: u64,
+    /// The last load this rank published (`publish_load_snapshot`), for the DP
+    /// controller's load-reading methods.
+    snapshot: Option<crate::runtime::dp::LoadSnapshot>,
+    /// Decode iterations since the last publish.
+    decode_publish: u32,
 }
 
 /// What a finished replay leaves for its figures: its metrics before the time figures,
@@ -382,7 +401,8 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
     preload: &[PageKey],
     times: bool,
 ) -> Result<(ReplayMetrics, Vec<RequestTime>), ReplayError> {
-    let mut sim = Sim::<I::IntoIter, R>::new(cfg, requests.into_iter(), times, false)?;
+    let src = requests.into_iter().enumerate().map(|(i, r)| (i as u64, r));
+    let mut sim = Sim::<_, R>::new(cfg, src, times, false)?;
     if !preload.is_empty() {
         sim.s.write_storage(preload);
     }
@@ -403,7 +423,7 @@ fn add_tpot(acc: &mut (f64, u64), decode: Nanos, output_tokens: u32) {
     }
 }
 
-impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
+impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
     pub(crate) fn new(
         cfg: &ReplayConfig,
         src: I,
@@ -422,7 +442,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         Ok(Sim {
             s: Session::<R>::new(cfg),
             q: EventQueue::new(),
-            src: src.enumerate(),
+            src,
             next: None,
             prev_arrival: 0,
             tokenizer_free: 0,
@@ -449,6 +469,9 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             decoding: Vec::new(),
             lockstep,
             pending: None,
+            running_tokens: 0,
+            snapshot: None,
+            decode_publish: 0,
         })
     }
 
@@ -458,9 +481,10 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             Ev::Arrival => self.arrival()?,
             Ev::Tick => {}
             Ev::BatchDone(b) => self.batch_done(b),
-            Ev::Finish { last } => {
+            Ev::Finish { last, tokens } => {
                 self.s.tree.dec_lock_ref(last);
                 self.running -= 1;
+                self.running_tokens -= u64::from(tokens);
             }
             Ev::D2hAck(a) => self.d2h_ack(a),
             Ev::StorageAck { node } => self.s.tree.release_host(node),
@@ -513,14 +537,35 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         self.q.schedule_at(step_end, ev);
     }
 
+    /// `Scheduler.publish_load_snapshot` (0.5.23): the rank's load as the DP controller
+    /// reads it (`load_inquirer.py: get_loads`): running + waiting requests, and tokens:
+    /// the running requests' prompts (SGLang counts the KV pool's used tokens, a shared
+    /// prefix once) plus the waiting prompts.
+    pub(crate) fn publish(&mut self, now: Nanos) {
+        let waiting: u64 = self.waiting.iter().map(|w| u64::from(w.input_tokens)).sum();
+        self.snapshot = Some(crate::runtime::dp::LoadSnapshot {
+            at: now,
+            requests: u64::from(self.running) + self.waiting.len() as u64,
+            tokens: self.running_tokens + waiting,
+        });
+    }
+
+    /// Reads the next request when none is pending (a rank fed by the DP controller).
+    pub(crate) fn feed(&mut self) -> Result<(), ReplayError> {
+        if self.next.is_none() {
+            self.pull()?;
+        }
+        Ok(())
+    }
+
     /// Reads the next request and schedules its arrival (streaming).
     fn pull(&mut self) -> Result<(), ReplayError> {
         self.next = None;
         if let Some((i, r)) = self.src.next() {
-            super::check_request(&self.s.cfg, i as u64, &r)?;
+            super::check_request(&self.s.cfg, i, &r)?;
             if r.arrival_ns < self.prev_arrival {
                 return Err(ReplayError::ArrivalOutOfOrder {
-                    index: i as u64,
+                    index: i,
                     id: r.id,
                     arrival_ns: r.arrival_ns,
                     previous_ns: self.prev_arrival,
@@ -535,7 +580,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
                     .frontend
                     .deliver(r.arrival_ns, r.input_tokens, &mut self.tokenizer_free);
             self.q.schedule_at(at, Ev::Arrival);
-            self.next = Some((i as u64, r));
+            self.next = Some((i, r));
         }
         Ok(())
     }
@@ -559,6 +604,7 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             prefetch,
             retry,
             attempts: 0,
+            preloaded: 0,
         });
         self.s.sample(index, now);
         self.pull()
@@ -757,12 +803,12 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             let m = s.tree.match_prefix(&w.pages);
             s.tree.inc_lock_ref(m.last_node);
             let loaded = s.tree.load_back(&m);
+            // One run per loaded node.
+            let mut runs = 0;
             if loaded > 0 {
-                h2d_bytes += s.bytes(loaded);
-                // One run per loaded node.
                 let mut x = m.last_node;
                 while x != m.last_device_node {
-                    h2d_runs += 1;
+                    runs += 1;
                     x = s.tree.node(x).parent;
                 }
             }
@@ -779,18 +825,26 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
                 s.m.insert_truncated_requests += 1;
                 (avail, on_dev + avail)
             } else {
-                // Wait for running requests to release their pages.
+                // Wait for running requests to release their pages; the pages this
+                // attempt loaded back are charged when it is admitted.
                 s.tree.dec_lock_ref(m.last_node);
+                w.preloaded += loaded;
                 self.waiting.insert(j, w);
                 break;
             };
-            if loaded == 0 {
+            // Loaded by an earlier attempt and still on the device: copied now.
+            let pre = std::mem::take(&mut w.preloaded).min(m.device_pages);
+            if loaded + pre > 0 {
+                h2d_bytes += s.bytes(loaded + pre);
+                h2d_runs += runs + u64::from(pre > 0);
+            }
+            if loaded == 0 && pre == 0 {
                 s.tree.stats.load_back_skipped_pages += m.host_pages;
             }
             let fetched_hit = if loaded > 0 { fetched.min(loaded) } else { 0 };
             let h = Hits {
-                device: m.device_pages,
-                host: loaded - fetched_hit,
+                device: m.device_pages - pre,
+                host: loaded + pre - fetched_hit,
                 storage: fetched_hit + staged.min(upto - on_dev),
                 fetched,
             };
@@ -876,6 +930,10 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
             loaded_at + forward
         };
         self.running += batch.len() as u32;
+        self.running_tokens += batch
+            .iter()
+            .map(|a| u64::from(a.w.input_tokens))
+            .sum::<u64>();
         let batch = Batch {
             reqs: batch,
             formed: now,
@@ -1020,7 +1078,13 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
                     cached_tokens: a.cached,
                 });
             }
-            self.q.schedule_at(now + decode, Ev::Finish { last });
+            self.q.schedule_at(
+                now + decode,
+                Ev::Finish {
+                    last,
+                    tokens: a.w.input_tokens,
+                },
+            );
         }
         if let Some(t) = self.s.cfg.policy.write_back_threshold {
             // The what-if of sglang PR 40576: the watermark's backups go with this
@@ -1030,6 +1094,10 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
         self.flush_backups(now);
         if self.s.tree.config().l3_at_host_eviction {
             self.write_host_evictions(now);
+        }
+        if self.lockstep {
+            // A prefill's result always publishes (`force=forward_mode.is_extend()`).
+            self.publish(now);
         }
     }
 
@@ -1068,6 +1136,14 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
     fn decode_step_done(&mut self) {
         let now = self.q.now();
         self.gpu_busy = false;
+        if self.lockstep {
+            // Every `--load-snapshot-publish-interval` (15) decode iterations.
+            self.decode_publish += 1;
+            if self.decode_publish >= LOAD_SNAPSHOT_PUBLISH_INTERVAL {
+                self.decode_publish = 0;
+                self.publish(now);
+            }
+        }
         let gain = self.cost.tokens_per_iteration();
         let mut i = 0;
         while i < self.decoding.len() {
@@ -1088,6 +1164,8 @@ impl<I: Iterator<Item = Request>, R: TreeRules> Sim<I, R> {
                 }
                 self.s.tree.dec_lock_ref(d.last);
                 self.running -= 1;
+                // Its context is now its prompt and every output token.
+                self.running_tokens -= d.ctx - u64::from(d.output_tokens);
             } else {
                 i += 1;
             }

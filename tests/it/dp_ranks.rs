@@ -126,7 +126,7 @@ fn a_scenarios_dp_size_replays_that_many_trees() {
     tl.extend(dp);
     exit2(
         &run(&tl, &repo("")),
-        &["timeline_samples", "no common timeline"],
+        &["timeline_samples", "no timeline across their trees"],
     );
     let mut bench = vec![
         "replay",
@@ -181,8 +181,8 @@ fn the_dp8_scenario_replays_eight_trees() {
 /// model; a method that reads the schedulers' loads is refused by the replay, naming it,
 /// not replayed as round-robin.
 #[test]
-fn a_load_reading_balance_method_is_refused_not_replayed_as_round_robin() {
-    let args = |m: &'static str| {
+fn a_load_reading_balance_method_runs_timed_and_is_refused_untimed() {
+    let args = |m: &'static str, timing: &'static str| {
         vec![
             "replay",
             "scenarios/quickstart.yaml",
@@ -192,19 +192,56 @@ fn a_load_reading_balance_method_is_refused_not_replayed_as_round_robin() {
             "server.dp_size=2",
             "--set",
             m,
+            "--set",
+            timing,
         ]
     };
+    // Untimed there are no loads to read: refused, never replayed as round-robin.
     exit2(
         &run(
-            &args("server.load_balance_method=total_requests"),
+            &args(
+                "server.load_balance_method=total_requests",
+                "runtime.replay.timing=off",
+            ),
             &repo(""),
         ),
         &[
-            "--load-balance-method total_requests is not modelled",
-            "round_robin",
+            "--load-balance-method total_requests reads the ranks' loads",
+            "timing: on",
         ],
     );
-    let o = run(&args("server.load_balance_method=round_robin"), &repo(""));
+    // A method the replay does not model is refused either way.
+    exit2(
+        &run(
+            &args(
+                "server.load_balance_method=follow_bootstrap_room",
+                "runtime.replay.timing=on",
+            ),
+            &repo(""),
+        ),
+        &["--load-balance-method follow_bootstrap_room is not modelled"],
+    );
+    let o = run(
+        &args(
+            "server.load_balance_method=total_tokens",
+            "runtime.replay.timing=on",
+        ),
+        &repo(""),
+    );
+    ok(&o);
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(t.contains("requests to the fewest KV + queued tokens (total_tokens_scheduler"));
+    assert!(
+        t.contains("round-robin over the same ranks would hit"),
+        "{t}"
+    );
+    let o = run(
+        &args(
+            "server.load_balance_method=round_robin",
+            "runtime.replay.timing=off",
+        ),
+        &repo(""),
+    );
     ok(&o);
     assert!(String::from_utf8_lossy(&o.stdout).contains("data-parallel ranks: 2"));
 }
@@ -274,4 +311,91 @@ fn dp_attention_ranks_run_their_forwards_in_lockstep() {
     let one = replay(&cfg(1), trace()).unwrap();
     assert!(one.ranks.is_empty());
     assert_eq!(one.ttft_breakdown.unwrap().dp_wait_s, 0.0);
+}
+
+/// The load-reading methods in the timed replay (`DPBudget`, `refresh_load_budget`):
+/// the controller reads the ranks' published loads at most every 20 ms and counts
+/// each request it sends in between. Two ranks, fixed speeds, one output token:
+/// - `total_requests`, requests at 0, 1, 2, 30, 31 ms (1,000 tokens each): 0 → rank 0,
+///   1 → rank 1, 2 → rank 0 (a tie: the first); at 30 ms the refresh reads rank 1's
+///   idle snapshot (0 requests, published at 0) and nothing from rank 0 (its prefill
+///   has not ended): the budget is [2, 0], so 3 → rank 1 ([2, 1]), and at 31 ms (no
+///   refresh) 4 → rank 1 ([2, 2]). Rank 0 gets 2 requests, rank 1 three; round-robin
+///   3 and 2.
+/// - `total_tokens`, 1,000 / 200 / 200 tokens at 0, 1, 2 ms: 0 → rank 0 (1,000 tokens),
+///   1 → rank 1 (200), 2 → rank 1 (400 < 1,000); round-robin sends it to rank 0.
+#[test]
+fn total_requests_and_total_tokens_read_the_budget() {
+    use hicache_sim::runtime::dp::DpBalance;
+    use hicache_sim::runtime::{Capacities, Measurement, ReplayConfig, Timing, replay};
+    use hicache_sim::workload::Request;
+    let req = |id: u64, at_ms: u64, tokens: u32| Request {
+        id,
+        arrival_ns: at_ms * 1_000_000,
+        input_tokens: tokens,
+        output_tokens: 1,
+        page_hashes: (0..u64::from(tokens / 64)).map(|p| id * 1000 + p).collect(),
+    };
+    let cfg = |b: DpBalance| ReplayConfig {
+        capacities: Capacities {
+            l1_pages: 1000,
+            l2_pages: 0,
+            dp_ranks: 2,
+            dp_balance: b,
+            ..Default::default()
+        },
+        measurement: Measurement {
+            timing: Timing::On,
+            debug_checks: true,
+            ..Default::default()
+        },
+        ..ReplayConfig::default()
+    };
+    let per_rank = |b: DpBalance, trace: Vec<Request>| -> Vec<u64> {
+        let m = replay(&cfg(b), trace).unwrap();
+        m.ranks.iter().map(|r| r.measured_requests).collect()
+    };
+    let five = || {
+        [0, 1, 2, 30, 31]
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| req(i as u64, t, 1000))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(per_rank(DpBalance::TotalRequests, five()), [2, 3]);
+    assert_eq!(per_rank(DpBalance::RoundRobin, five()), [3, 2]);
+    let three = || vec![req(0, 0, 1000), req(1, 1, 200), req(2, 2, 200)];
+    assert_eq!(per_rank(DpBalance::TotalTokens, three()), [1, 2]);
+    assert_eq!(per_rank(DpBalance::RoundRobin, three()), [2, 1]);
+}
+
+/// The figures the hit-rates chapter gives for the DP8 scenario, timed: round-robin
+/// 21.15 %, `total_requests` 23.45 % of the prompt tokens.
+#[test]
+fn the_dp8_scenario_timed_under_each_method() {
+    let rate = |m: &str| {
+        let set = format!("server.load_balance_method={m}");
+        let o = run(
+            &[
+                "replay",
+                "scenarios/deepseek-v32-dp8-gb300.yaml",
+                "--set",
+                "runtime.replay.timing=on",
+                "--set",
+                &set,
+                "--format",
+                "json",
+            ],
+            &repo(""),
+        );
+        ok(&o);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["speeds"]["dp_attention"]["balance"], m);
+        format!(
+            "{:.2}",
+            v["metrics"]["total_hit_rate"].as_f64().unwrap() * 100.0
+        )
+    };
+    assert_eq!(rate("round_robin"), "21.15");
+    assert_eq!(rate("total_requests"), "23.45");
 }

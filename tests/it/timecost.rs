@@ -3133,7 +3133,7 @@ fn the_replay_chunks_at_the_schedulers_chunked_prefill_size() {
     let o = quickstart_timed_speeds(&["server.enable_dp_attention=true", "server.dp_size=4"]);
     assert!(speeds(&o).contains("; chunk 4096;"), "{}", speeds(&o));
     assert!(
-        speeds(&o).contains("; DP attention 4 ranks lockstep: every forward ends"),
+        speeds(&o).contains("; DP attention 4 ranks round_robin lockstep: every forward ends"),
         "{}",
         speeds(&o)
     );

@@ -22,7 +22,7 @@ use std::rc::Rc;
 use crate::cache::{HiRadix, TreeKind, TreeRules, Unified0523, V1};
 use crate::runtime::ReplayError;
 use crate::runtime::config::ReplayConfig;
-use crate::runtime::dp::{round_robin_rank, warmup_share};
+use crate::runtime::dp::{DpBalance, DpBudget, round_robin_rank};
 use crate::runtime::metrics::ReplayMetrics;
 use crate::units::Nanos;
 use crate::workload::Request;
@@ -33,10 +33,12 @@ use super::{Sim, merge_ranks};
 /// Only the requests read ahead of a rank's next one are buffered (fewer than the
 /// ranks under round-robin), so the replay still streams.
 struct Dispatch<I> {
-    src: I,
+    /// Round-robin: the trace, dealt as read. The load-reading methods deal each
+    /// request at its arrival from the driver instead (`None`).
+    src: Option<I>,
     read: u64,
     ranks: u32,
-    queues: Vec<VecDeque<Request>>,
+    queues: Vec<VecDeque<(u64, Request)>>,
 }
 
 /// One rank's view of the [`Dispatch`].
@@ -46,18 +48,19 @@ struct RankFeed<I> {
 }
 
 impl<I: Iterator<Item = Request>> Iterator for RankFeed<I> {
-    type Item = Request;
+    /// The request and its position in the trace.
+    type Item = (u64, Request);
 
-    fn next(&mut self) -> Option<Request> {
+    fn next(&mut self) -> Option<(u64, Request)> {
         let mut d = self.d.borrow_mut();
         loop {
             if let Some(r) = d.queues[self.rank].pop_front() {
                 return Some(r);
             }
-            let req = d.src.next()?;
-            let k = round_robin_rank(d.read, d.ranks) as usize;
+            let req = d.src.as_mut()?.next()?;
+            let (i, k) = (d.read, round_robin_rank(d.read, d.ranks) as usize);
             d.read += 1;
-            d.queues[k].push_back(req);
+            d.queues[k].push_back((i, req));
         }
     }
 }
@@ -80,17 +83,26 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
     requests: I,
 ) -> Result<ReplayMetrics, ReplayError> {
     let ranks = cfg.capacities.dp_ranks.max(1);
+    let method = cfg.capacities.dp_balance;
+    // Round-robin deals the trace as it is read; the load-reading methods pick each
+    // request's rank at its arrival, from the loads the ranks published by then.
+    let (dealt, mut direct) = if method == DpBalance::RoundRobin {
+        (Some(requests.into_iter()), None)
+    } else {
+        (None, Some(requests.into_iter().enumerate().peekable()))
+    };
     let d = Rc::new(RefCell::new(Dispatch {
-        src: requests.into_iter(),
+        src: dealt,
         read: 0,
         ranks,
         queues: (0..ranks).map(|_| VecDeque::new()).collect(),
     }));
     let mut sims = Vec::with_capacity(ranks as usize);
     for r in 0..ranks {
+        // Each rank counts the trace's first `warmup_requests` as warm-up, wherever
+        // they went (its requests carry their trace positions).
         let mut c = cfg.clone();
         c.capacities.dp_ranks = 1;
-        c.measurement.warmup_requests = warmup_share(cfg.measurement.warmup_requests, r, ranks);
         let feed = RankFeed {
             d: Rc::clone(&d),
             rank: r as usize,
@@ -100,8 +112,27 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
     for s in &mut sims {
         s.pull()?;
     }
+    let mut budget = DpBudget::new(ranks);
+    let mut snapshots = Vec::with_capacity(ranks as usize);
     let mut step_end: Option<Nanos> = None;
-    while let Some(t) = sims.iter().filter_map(|s| s.q.peek_time()).min() {
+    loop {
+        let next_event = sims.iter().filter_map(|s| s.q.peek_time()).min();
+        // The controller receives the next request (token ids: no encode) before
+        // the events at or after its arrival.
+        if let Some(src) = direct.as_mut()
+            && let Some((_, r)) = src.peek()
+            && next_event.is_none_or(|t| r.arrival_ns <= t)
+        {
+            let (i, r) = src.next().expect("peeked");
+            snapshots.clear();
+            snapshots.extend(sims.iter().map(|s| s.snapshot));
+            budget.refresh(r.arrival_ns, &snapshots);
+            let k = budget.dispatch(method, u64::from(r.input_tokens)) as usize;
+            d.borrow_mut().queues[k].push_back((i as u64, r));
+            sims[k].feed()?;
+            continue;
+        }
+        let Some(t) = next_event else { break };
         // Everything due at `t`, rank by rank (each rank's events in their order).
         for s in &mut sims {
             while s.q.peek_time() == Some(t) {
@@ -120,8 +151,10 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
         for s in &mut sims {
             s.q.advance_to(t);
             s.schedule();
-            if let Some(done) = s.pending_end() {
-                end = Some(end.map_or(done, |e| e.max(done)));
+            match s.pending_end() {
+                Some(done) => end = Some(end.map_or(done, |e| e.max(done))),
+                // An idle rank publishes its load at once (`force=True`).
+                None => s.publish(t),
             }
         }
         if let Some(e) = end {
