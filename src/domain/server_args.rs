@@ -165,7 +165,8 @@ pub struct ServerArgs {
     pub attention_backend: Option<String>,
     /// `--load-balance-method` (None: `auto`, which is `round_robin` outside PD prefill:
     /// `arg_groups/serving_hook.py: handle_load_balance_method`). The replay's
-    /// data-parallel ranks model `round_robin` only ([`crate::runtime::dp`]).
+    /// data-parallel ranks model `round_robin`, and in the timed replay
+    /// `total_requests` and `total_tokens` ([`crate::runtime::dp`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load_balance_method: Option<String>,
     /// `--hicache-write-back-threshold` of sglang PR 40576 (open, in no release): taken

@@ -399,3 +399,47 @@ fn the_dp8_scenario_timed_under_each_method() {
     assert_eq!(rate("round_robin"), "21.15");
     assert_eq!(rate("total_requests"), "23.45");
 }
+
+/// The balance method is a sweep axis (its flag in the launch command): one row per
+/// method, each with the hit rate its replay gives.
+#[test]
+fn the_balance_method_is_a_sweep_axis() {
+    let d = tempfile::tempdir().unwrap();
+    let base = std::fs::read_to_string(repo("scenarios/deepseek-v32-dp8-gb300.yaml"))
+        .unwrap()
+        .replace("../traces/", &format!("{}/", repo("traces").display()))
+        .replace(
+            "--trust-remote-code",
+            "--trust-remote-code --load-balance-method round_robin",
+        );
+    let sc = d.path().join("dp8.yaml");
+    std::fs::write(
+        &sc,
+        format!(
+            "{base}  replay:\n    timing: on\nsweep:\n  axes:\n    server.load_balance_method: [round_robin, total_requests]\n"
+        ),
+    )
+    .unwrap();
+    let o = run(&["sweep", sc.to_str().unwrap(), "--out", "out"], d.path());
+    ok(&o);
+    let mut rdr = csv::Reader::from_path(d.path().join("out/results.csv")).unwrap();
+    let h = rdr.headers().unwrap().clone();
+    let col = |n: &str| h.iter().position(|x| x == n).unwrap();
+    let rows: Vec<(String, String)> = rdr
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            (
+                r[col("server.load_balance_method")].to_string(),
+                r[col("hit_rate_total")].to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("round_robin".to_string(), "0.211548".to_string()),
+            ("total_requests".to_string(), "0.234528".to_string())
+        ]
+    );
+}
