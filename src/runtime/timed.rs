@@ -305,6 +305,9 @@ struct Sim<I: Iterator<Item = (u64, Request)>, R: TreeRules> {
     snapshot: Option<crate::runtime::dp::LoadSnapshot>,
     /// Decode iterations since the last publish.
     decode_publish: u32,
+    /// The time of the last event this replay handled: its makespan (a lockstep
+    /// rank's clock also moves at the steps other ranks start).
+    last_event: Nanos,
 }
 
 /// What a finished replay leaves for its figures: its metrics before the time figures,
@@ -472,11 +475,13 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             running_tokens: 0,
             snapshot: None,
             decode_publish: 0,
+            last_event: 0,
         })
     }
 
     /// Handles one event (the caller then lets the scheduler run).
     pub(crate) fn handle(&mut self, ev: Ev) -> Result<(), ReplayError> {
+        self.last_event = self.q.now();
         match ev {
             Ev::Arrival => self.arrival()?,
             Ev::Tick => {}
@@ -495,7 +500,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
 
     /// The replay's end: the session's metrics and what the time figures need.
     pub(crate) fn finish(self) -> RunEnd {
-        let end = self.q.now();
+        let end = self.last_event;
         RunEnd {
             m: self.s.finish(),
             ttft: self.ttft,

@@ -307,6 +307,9 @@ fn dp_attention_ranks_run_their_forwards_in_lockstep() {
     assert_eq!(m.ranks[1].ttft_p99_s, Some(0.05));
     assert_eq!(m.ranks[1].ttft_p50_s, Some(0.02));
     assert!(close(m.ranks[1].ttft_breakdown.unwrap().dp_wait_s, 0.02));
+    // Each rank's makespan is its own last event: rank 0's r2 ends at 70 ms.
+    assert_eq!(m.ranks[0].makespan_s, Some(0.07));
+    assert_eq!(m.ranks[1].makespan_s, Some(0.08));
     // One engine, the same trace: one batch at t = 0 (r0 + r1, 60 ms), then r2, r3.
     let one = replay(&cfg(1), trace()).unwrap();
     assert!(one.ranks.is_empty());
