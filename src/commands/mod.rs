@@ -333,6 +333,11 @@ pub struct ReplayArgs {
     /// engines) as CSV: one row per engine in the router's worker order, then `all`.
     #[arg(long, value_name = "FILE")]
     pub engines_csv: Option<String>,
+    /// Write each data-parallel rank's figures (`--dp-size`, one engine) as CSV: one
+    /// row per rank, then `all`, with TTFT when timed; their hit rates plotted next to
+    /// it (`STEM_hit_rates.png/.svg`).
+    #[arg(long, value_name = "FILE")]
+    pub ranks_csv: Option<String>,
     /// Any replay setting: `--config lru_mode=plain_page`, `--config evict_host_rule=reclaim_device_resident`
     /// (repeatable; the fields of `runtime.replay`).
     #[arg(long = "config", value_name = "KEY=VALUE")]

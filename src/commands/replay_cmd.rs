@@ -254,6 +254,23 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
             .into());
         }
     }
+    if let Some(out) = &a.ranks_csv {
+        let mut inputs: Vec<(&str, &Path)> = Vec::new();
+        if let Some(t) = &section.trace {
+            inputs.push(("trace", Path::new(t)));
+        }
+        if let Some(sc) = &a.scenario {
+            inputs.push(("scenario", Path::new(sc)));
+        }
+        crate::output::refuse_input_as_output("--ranks-csv", Path::new(out), &inputs)?;
+        if cfg.capacities.dp_ranks < 2 || section.router.as_ref().is_some_and(|r| r.is_fleet()) {
+            return Err(InputError::new(
+                "--ranks-csv",
+                "no data-parallel ranks of one engine: the scenario needs --dp-size 2 or more with --enable-dp-attention, and no router fleet (its engines: --engines-csv)",
+            )
+            .into());
+        }
+    }
     let m = pipeline::run_replay(&section, &cfg).map_err(|e| {
         // A trace named by the scenario that cannot be opened: say where it was named.
         match (&a.scenario, &a.trace, &section.trace) {
@@ -276,6 +293,13 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
     }
     if let Some(path) = &a.engines_csv {
         write_engines(&m, path)?;
+    }
+    if let Some(path) = &a.ranks_csv {
+        write_ranks(
+            &m,
+            cfg.measurement.timing == crate::runtime::Timing::On,
+            path,
+        )?;
     }
     match a.format {
         OutputFormat::Json => {
@@ -931,10 +955,48 @@ fn write_rounds(m: &ReplayMetrics, cfg: &ReplayConfig, path: &str) -> Result<(),
 
 /// `--engines-csv`: each engine behind the router, then the whole.
 fn write_engines(m: &ReplayMetrics, path: &str) -> Result<(), CommandError> {
+    write_parts("engine", &m.engines, m, false, path)
+}
+
+/// `--ranks-csv`: each data-parallel rank, then the whole, with the rank's TTFT when
+/// timed; and the hit rates per rank plotted next to it.
+fn write_ranks(m: &ReplayMetrics, timed: bool, path: &str) -> Result<(), CommandError> {
+    write_parts("rank", &m.ranks, m, timed, path)?;
+    let csv_path = Path::new(path);
+    let dir = csv_path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let stem = dir.join(format!(
+        "{}_hit_rates",
+        csv_path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("ranks")
+    ));
+    let t = crate::report::plot::Table::read(csv_path).map_err(super::sweep_cmd::plot_error)?;
+    let info = crate::report::plot::hit_rate_vs(&t, "rank", None, &stem)
+        .map_err(super::sweep_cmd::plot_error)?;
+    for f in &info.files {
+        eprintln!("plot: {}", f.display());
+    }
+    Ok(())
+}
+
+/// One row per part (an engine, a rank: `first` names the column), then `all`: requests,
+/// hit tokens and rates per tier, and with `timed` TTFT p50 / p99, the mean DP wait and
+/// the makespan.
+fn write_parts(
+    first: &str,
+    parts: &[ReplayMetrics],
+    whole: &ReplayMetrics,
+    timed: bool,
+    path: &str,
+) -> Result<(), CommandError> {
     let err = |e: &dyn std::fmt::Display| CommandError::Other(format!("{path}: {e}"));
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.write_record([
-        "engine",
+    let mut header = vec![
+        first,
         "requests",
         "measured_requests",
         "input_tokens",
@@ -946,16 +1008,19 @@ fn write_engines(m: &ReplayMetrics, path: &str) -> Result<(), CommandError> {
         "hit_rate_host",
         "hit_rate_storage",
         "hit_rate_total",
-    ])
-    .map_err(|e| err(&e))?;
-    let rows = m
-        .engines
+    ];
+    if timed {
+        header.extend(["ttft_p50_s", "ttft_p99_s", "dp_wait_mean_s", "makespan_s"]);
+    }
+    w.write_record(&header).map_err(|e| err(&e))?;
+    let rows = parts
         .iter()
         .enumerate()
         .map(|(i, e)| (i.to_string(), e))
-        .chain(std::iter::once(("all".to_string(), m)));
+        .chain(std::iter::once(("all".to_string(), whole)));
+    let secs = |x: Option<f64>| x.map_or(String::new(), |s| format!("{s:.6}"));
     for (name, e) in rows {
-        w.write_record([
+        let mut r = vec![
             name,
             e.requests.to_string(),
             e.measured_requests.to_string(),
@@ -968,8 +1033,16 @@ fn write_engines(m: &ReplayMetrics, path: &str) -> Result<(), CommandError> {
             format!("{:.6}", e.host_hit_rate),
             format!("{:.6}", e.storage_hit_rate),
             format!("{:.6}", e.total_hit_rate),
-        ])
-        .map_err(|e| err(&e))?;
+        ];
+        if timed {
+            r.extend([
+                secs(e.ttft_p50_s),
+                secs(e.ttft_p99_s),
+                secs(e.ttft_breakdown.map(|b| b.dp_wait_s)),
+                secs(e.makespan_s),
+            ]);
+        }
+        w.write_record(&r).map_err(|e| err(&e))?;
     }
     let bytes = w.into_inner().map_err(|e| err(&e))?;
     crate::output::write_file(Path::new(path), &bytes).map_err(|e| err(&e))

@@ -308,6 +308,9 @@ struct Sim<I: Iterator<Item = (u64, Request)>, R: TreeRules> {
     /// The time of the last event this replay handled: its makespan (a lockstep
     /// rank's clock also moves at the steps other ranks start).
     last_event: Nanos,
+    /// Requests read: a lockstep rank's count (its requests carry trace positions,
+    /// which the session's count, the largest position + 1, would read as the trace's).
+    pulled: u64,
 }
 
 /// What a finished replay leaves for its figures: its metrics before the time figures,
@@ -476,6 +479,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             snapshot: None,
             decode_publish: 0,
             last_event: 0,
+            pulled: 0,
         })
     }
 
@@ -501,8 +505,12 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
     /// The replay's end: the session's metrics and what the time figures need.
     pub(crate) fn finish(self) -> RunEnd {
         let end = self.last_event;
+        let mut m = self.s.finish();
+        if self.lockstep {
+            m.requests = self.pulled;
+        }
         RunEnd {
-            m: self.s.finish(),
+            m,
             ttft: self.ttft,
             sums: self.ttft_sums,
             tpot: self.tpot,
@@ -567,6 +575,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
     fn pull(&mut self) -> Result<(), ReplayError> {
         self.next = None;
         if let Some((i, r)) = self.src.next() {
+            self.pulled += 1;
             super::check_request(&self.s.cfg, i, &r)?;
             if r.arrival_ns < self.prev_arrival {
                 return Err(ReplayError::ArrivalOutOfOrder {
