@@ -91,6 +91,20 @@ fn check(cfg: &ReplayConfig, spec: &RouterSpec) -> Result<(), InputError> {
     if workers > router::MAX_ENGINES {
         return Err(too_many_workers(n, cfg.capacities.dp_ranks, workers));
     }
+    if cfg.capacities.dp_ranks > 1
+        && !spec.dp_aware
+        && cfg.capacities.dp_balance != crate::runtime::dp::DpBalance::RoundRobin
+    {
+        // The engines' own controllers deal round-robin here, untimed: never replay
+        // a load-reading method as round-robin.
+        return refuse(
+            "runtime.router.engines",
+            format!(
+                "--load-balance-method {} behind a router is not modelled (the engines' ranks are replayed untimed, round-robin): set it to round_robin, or runtime.router.dp_aware: true",
+                cfg.capacities.dp_balance.id()
+            ),
+        );
+    }
     if cfg.measurement.timing == Timing::On {
         return refuse(
             "runtime.router.engines",

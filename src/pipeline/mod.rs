@@ -156,16 +156,10 @@ pub fn replay_config(
         // decoding" when the flag is unset.
         scheduler.max_running_requests = 48;
     }
-    if (sv.max_running_requests.is_some() || sv.speculative_algorithm.is_some())
-        && cfg.capacities.dp_ranks > 1
-    {
-        // Each DP-attention rank's scheduler takes its share
-        // (`mem_cache/kv_cache_configurator.py: resolve_max_num_reqs`, 0.5.23:
-        // `max(1, max_running_requests // attn_dp_size)`; 0.5.14
-        // `model_executor/model_runner_kv_cache_mixin.py`: `max_num_reqs // dp_size`).
-        let m = &mut cfg.scheduler.max_running_requests;
-        *m = (*m / cfg.capacities.dp_ranks).max(1);
-    }
+    // The server's value: each DP-attention rank takes its share where the ranks are
+    // built (`runtime::timed::lockstep`).
+    scheduler.max_running_requests_split = cfg.capacities.dp_ranks > 1
+        && (sv.max_running_requests.is_some() || sv.speculative_algorithm.is_some());
     // Only the scenario's own `runtime.replay` keys go through the text merge; they win
     // over everything derived (a `tlru` from the server arguments is refused there, or
     // by `apply_overrides`' check when no key replaces it).

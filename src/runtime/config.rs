@@ -311,6 +311,10 @@ pub struct Scheduler {
     pub decode_timeline: DecodeTimeline,
     /// Requests running (prefill or decode) at once.
     pub max_running_requests: u32,
+    /// `max_running_requests` is the server's (`--max-running-requests`, or the
+    /// speculative reset): each DP-attention rank runs `max(1, it // dp_ranks)`
+    /// (`resolve_max_num_reqs`). False: the replay's own default, not divided.
+    pub max_running_requests_split: bool,
     /// Tokens admitted into one prefill batch (at least one request always goes).
     pub max_prefill_tokens: u32,
     /// While the GPU is idle but requests wait, SGLang's scheduler loop spins
@@ -327,6 +331,7 @@ impl Default for Scheduler {
             compute: super::cost::Compute::default(),
             decode_timeline: DecodeTimeline::BesidePrefill,
             max_running_requests: 64,
+            max_running_requests_split: false,
             max_prefill_tokens: 16_384,
             scheduler_idle_poll: Duration(NS_PER_MS),
         }
@@ -415,6 +420,9 @@ struct ReplayFields {
     )]
     tokenize_per_token: Duration,
     max_running_requests: u32,
+    /// Not written while false (every output as before).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    max_running_requests_split: bool,
     max_prefill_tokens: u32,
     prefetch_timeout_base: Duration,
     prefetch_timeout_per_ki_token: Duration,
@@ -525,6 +533,7 @@ impl From<ReplayFields> for ReplayConfig {
                 compute: f.compute,
                 decode_timeline: f.decode_timeline,
                 max_running_requests: f.max_running_requests,
+                max_running_requests_split: f.max_running_requests_split,
                 max_prefill_tokens: f.max_prefill_tokens,
                 scheduler_idle_poll: f.scheduler_idle_poll,
             },
@@ -591,6 +600,7 @@ impl From<ReplayConfig> for ReplayFields {
             decode_timeline: scheduler.decode_timeline,
             tokenize_per_token: frontend.tokenize_per_token,
             max_running_requests: scheduler.max_running_requests,
+            max_running_requests_split: scheduler.max_running_requests_split,
             max_prefill_tokens: scheduler.max_prefill_tokens,
             prefetch_timeout_base: prefetch.prefetch_timeout_base,
             prefetch_timeout_per_ki_token: prefetch.prefetch_timeout_per_ki_token,

@@ -78,10 +78,16 @@ pub struct DpSpeeds {
     /// What a `total_tokens` load counts, where it differs from SGLang's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load: Option<&'static str>,
+    /// When a rank publishes its load (the load-reading methods).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub publish: Option<&'static str>,
 }
 
 /// [`DpSpeeds::load`] under `total_tokens`.
 pub const DP_TOKEN_LOAD: &str = "a rank's load in tokens is its running and waiting prompts: SGLang's num_total_tokens counts the KV pool's used tokens (a shared prefix once and the decoded tokens too) plus the waiting prompts";
+
+/// [`DpSpeeds::publish`] under a load-reading method.
+pub const DP_PUBLISH: &str = "a rank publishes its load after each prefill and every 15 decode iterations (decode_timeline interleaved) and with nothing to run at once when idle or every 50 ms; with decode beside the prefill its decode iterations are not simulated: the 50 ms refresh stands in for them";
 
 /// [`DpSpeeds::clock`] (no commas: it is part of a CSV cell).
 pub const DP_LOCKSTEP: &str = "lockstep: every forward ends when the slowest rank's does (prepare_mlp_sync_batch; idle ranks join); a rank's forward is costed on its own batch: the MoE layers' work on the other ranks' gathered tokens is not charged";
@@ -207,6 +213,8 @@ impl Speeds {
                 clock: DP_LOCKSTEP,
                 load: (cfg.capacities.dp_balance == crate::runtime::dp::DpBalance::TotalTokens)
                     .then_some(DP_TOKEN_LOAD),
+                publish: (cfg.capacities.dp_balance != crate::runtime::dp::DpBalance::RoundRobin)
+                    .then_some(DP_PUBLISH),
             }),
         }
     }
@@ -232,7 +240,11 @@ impl Speeds {
             .dp_attention
             .as_ref()
             .map(|d| {
-                let load = d.load.map(|l| format!("; {l}")).unwrap_or_default();
+                let load = [d.load, d.publish]
+                    .iter()
+                    .flatten()
+                    .map(|l| format!("; {l}"))
+                    .collect::<String>();
                 format!(
                     "; DP attention {} ranks {} {}{load}",
                     d.ranks, d.balance, d.clock

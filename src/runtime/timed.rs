@@ -150,6 +150,9 @@ struct Waiting {
     /// charged, and they count as host hits, when the request is admitted
     /// (SGLang's `PrefillAdder` checks the room before any load-back).
     preloaded: u64,
+    /// What an earlier attempt's prefetch termination brought (pages fetched into host,
+    /// pages staged), kept for the attempt that admits it.
+    carried: (u64, u64),
 }
 
 #[derive(Debug)]
@@ -243,6 +246,10 @@ impl TtftSums {
 /// `--load-snapshot-publish-interval`'s default (0.5.23 `arg_groups/fields/
 /// observability.py`): a rank publishes its load every 15 decode iterations.
 const LOAD_SNAPSHOT_PUBLISH_INTERVAL: u32 = 15;
+
+/// `scheduler.py: LOAD_STALL_REFRESH_S` (0.05 s, 0.5.23): a scheduler with requests but
+/// no batch to run re-publishes its load that often.
+const LOAD_STALL_REFRESH_NS: Nanos = 50_000_000;
 
 /// One request's times and cache use (timed replay), for per-request figures.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -556,11 +563,27 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
     /// prefix once) plus the waiting prompts.
     pub(crate) fn publish(&mut self, now: Nanos) {
         let waiting: u64 = self.waiting.iter().map(|w| u64::from(w.input_tokens)).sum();
+        // Every publish restarts the decode count (`publish_counter = 0`).
+        self.decode_publish = 0;
         self.snapshot = Some(crate::runtime::dp::LoadSnapshot {
             at: now,
             requests: u64::from(self.running) + self.waiting.len() as u64,
             tokens: self.running_tokens + waiting,
         });
+    }
+
+    /// A lockstep rank that formed no forward this step: fully idle, it publishes at
+    /// once (the idle loop's forced publish); with requests but nothing to run (a
+    /// queue that cannot be scheduled, or, with decode beside the prefill, requests
+    /// decoding off the timeline) at most every 50 ms (`LOAD_STALL_REFRESH_S`).
+    pub(crate) fn publish_when_idle(&mut self, now: Nanos) {
+        let idle = self.running == 0 && self.waiting.is_empty();
+        let stale = self
+            .snapshot
+            .is_none_or(|s| now.saturating_sub(s.at) >= LOAD_STALL_REFRESH_NS);
+        if idle || stale {
+            self.publish(now);
+        }
     }
 
     /// Reads the next request when none is pending (a rank fed by the DP controller).
@@ -619,6 +642,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             retry,
             attempts: 0,
             preloaded: 0,
+            carried: (0, 0),
         });
         self.s.sample(index, now);
         self.pull()
@@ -812,6 +836,10 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                 self.pending_retries -= 1;
             }
             let (fetched, staged) = self.terminate_prefetch(&mut w, now);
+            let (fetched, staged) = {
+                let (f, st) = std::mem::take(&mut w.carried);
+                (fetched + f, staged + st)
+            };
             let d2h_in_flight = self.d2h_in_flight();
             let s = &mut self.s;
             let m = s.tree.match_prefix(&w.pages);
@@ -843,19 +871,23 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                 // attempt loaded back are charged when it is admitted.
                 s.tree.dec_lock_ref(m.last_node);
                 w.preloaded += loaded;
+                w.carried = (fetched, staged);
                 self.waiting.insert(j, w);
                 break;
             };
             // Loaded by an earlier attempt and still on the device: copied now.
-            let pre = std::mem::take(&mut w.preloaded).min(m.device_pages);
+            // (Pages evicted meanwhile and loaded again are in `loaded`, not here.)
+            let pre = std::mem::take(&mut w.preloaded)
+                .saturating_sub(loaded)
+                .min(m.device_pages);
             if loaded + pre > 0 {
                 h2d_bytes += s.bytes(loaded + pre);
                 h2d_runs += runs + u64::from(pre > 0);
             }
-            if loaded == 0 && pre == 0 {
+            if loaded == 0 {
                 s.tree.stats.load_back_skipped_pages += m.host_pages;
             }
-            let fetched_hit = if loaded > 0 { fetched.min(loaded) } else { 0 };
+            let fetched_hit = fetched.min(loaded + pre);
             let h = Hits {
                 device: m.device_pages - pre,
                 host: loaded + pre - fetched_hit,
@@ -1154,7 +1186,6 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             // Every `--load-snapshot-publish-interval` (15) decode iterations.
             self.decode_publish += 1;
             if self.decode_publish >= LOAD_SNAPSHOT_PUBLISH_INTERVAL {
-                self.decode_publish = 0;
                 self.publish(now);
             }
         }

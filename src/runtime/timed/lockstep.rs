@@ -103,6 +103,14 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
         // they went (its requests carry their trace positions).
         let mut c = cfg.clone();
         c.capacities.dp_ranks = 1;
+        if cfg.scheduler.max_running_requests_split {
+            // Each rank's scheduler takes its share of the server's value
+            // (`mem_cache/kv_cache_configurator.py: resolve_max_num_reqs`, 0.5.23:
+            // `max(1, max_running_requests // attn_dp_size)`; 0.5.14
+            // `model_executor/model_runner_kv_cache_mixin.py`: `// dp_size`).
+            let m = &mut c.scheduler.max_running_requests;
+            *m = (*m / ranks).max(1);
+        }
         let feed = RankFeed {
             d: Rc::clone(&d),
             rank: r as usize,
@@ -153,8 +161,7 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
             s.schedule();
             match s.pending_end() {
                 Some(done) => end = Some(end.map_or(done, |e| e.max(done))),
-                // An idle rank publishes its load at once (`force=True`).
-                None => s.publish(t),
+                None => s.publish_when_idle(t),
             }
         }
         if let Some(e) = end {
