@@ -262,14 +262,7 @@ fn a_load_reading_balance_method_runs_timed_and_is_refused_untimed() {
 #[test]
 fn dp_attention_ranks_run_their_forwards_in_lockstep() {
     use hicache_sim::runtime::{Capacities, Measurement, ReplayConfig, Timing, replay};
-    use hicache_sim::workload::Request;
-    let req = |id: u64, at_ms: u64, tokens: u32| Request {
-        id,
-        arrival_ns: at_ms * 1_000_000,
-        input_tokens: tokens,
-        output_tokens: 1,
-        page_hashes: (0..u64::from(tokens / 64)).map(|p| id * 1000 + p).collect(),
-    };
+    let req = |id: u64, at_ms: u64, tokens: u32| timed_req(id, at_ms, tokens, 1);
     let trace = || {
         vec![
             req(0, 0, 1000),
@@ -331,14 +324,7 @@ fn dp_attention_ranks_run_their_forwards_in_lockstep() {
 fn total_requests_and_total_tokens_read_the_budget() {
     use hicache_sim::runtime::dp::DpBalance;
     use hicache_sim::runtime::{Capacities, Measurement, ReplayConfig, Timing, replay};
-    use hicache_sim::workload::Request;
-    let req = |id: u64, at_ms: u64, tokens: u32| Request {
-        id,
-        arrival_ns: at_ms * 1_000_000,
-        input_tokens: tokens,
-        output_tokens: 1,
-        page_hashes: (0..u64::from(tokens / 64)).map(|p| id * 1000 + p).collect(),
-    };
+    let req = |id: u64, at_ms: u64, tokens: u32| timed_req(id, at_ms, tokens, 1);
     let cfg = |b: DpBalance| ReplayConfig {
         capacities: Capacities {
             l1_pages: 1000,
@@ -354,7 +340,7 @@ fn total_requests_and_total_tokens_read_the_budget() {
         },
         ..ReplayConfig::default()
     };
-    let per_rank = |b: DpBalance, trace: Vec<Request>| -> Vec<u64> {
+    let per_rank = |b: DpBalance, trace: Vec<hicache_sim::workload::Request>| -> Vec<u64> {
         let m = replay(&cfg(b), trace).unwrap();
         m.ranks.iter().map(|r| r.measured_requests).collect()
     };
@@ -507,14 +493,7 @@ fn ranks_csv_has_a_row_per_rank_and_the_whole() {
 #[test]
 fn the_servers_max_running_requests_is_split_over_the_ranks() {
     use hicache_sim::runtime::{Capacities, Measurement, ReplayConfig, Scheduler, Timing, replay};
-    use hicache_sim::workload::Request;
-    let req = |id: u64, at_ms: u64, tokens: u32, out: u32| Request {
-        id,
-        arrival_ns: at_ms * 1_000_000,
-        input_tokens: tokens,
-        output_tokens: out,
-        page_hashes: (0..u64::from(tokens / 64)).map(|p| id * 1000 + p).collect(),
-    };
+    let req = timed_req;
     let trace = || vec![req(0, 0, 1000, 2), req(1, 0, 64, 1), req(2, 1, 1000, 1)];
     let p99 = |split: bool| {
         let cfg = ReplayConfig {
@@ -560,4 +539,16 @@ fn a_load_reading_method_behind_a_router_is_refused() {
         &o,
         &["--load-balance-method total_requests behind a router is not modelled"],
     );
+}
+
+/// A request of `tokens` prompt tokens (its own pages: no prefix shared with another
+/// request) sent at `at_ms`, with `out` output tokens.
+fn timed_req(id: u64, at_ms: u64, tokens: u32, out: u32) -> hicache_sim::workload::Request {
+    hicache_sim::workload::Request {
+        id,
+        arrival_ns: at_ms * 1_000_000,
+        input_tokens: tokens,
+        output_tokens: out,
+        page_hashes: (0..u64::from(tokens / 64)).map(|p| id * 1000 + p).collect(),
+    }
 }
