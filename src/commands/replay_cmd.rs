@@ -147,14 +147,7 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
         }
     }
     if let Some(tl) = &a.timeline {
-        let mut inputs: Vec<(&str, &Path)> = Vec::new();
-        if let Some(t) = &section.trace {
-            inputs.push(("trace", Path::new(t)));
-        }
-        if let Some(sc) = &a.scenario {
-            inputs.push(("scenario", Path::new(sc)));
-        }
-        crate::output::refuse_input_as_output("--timeline", Path::new(tl), &inputs)?;
+        refuse_input_as_output(&a, &section, "--timeline", tl)?;
     }
     if let Some(r) = &a.rounds {
         let mut inputs: Vec<(&str, &Path)> = Vec::new();
@@ -223,14 +216,7 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
         }
     };
     if let Some(out) = &a.router_events {
-        let mut inputs: Vec<(&str, &Path)> = Vec::new();
-        if let Some(t) = &section.trace {
-            inputs.push(("trace", Path::new(t)));
-        }
-        if let Some(sc) = &a.scenario {
-            inputs.push(("scenario", Path::new(sc)));
-        }
-        crate::output::refuse_input_as_output("--router-events", Path::new(out), &inputs)?;
+        refuse_input_as_output(&a, &section, "--router-events", out)?;
         let mut buf = Vec::new();
         pipeline::router_events(&section, &cfg, &mut buf).map_err(|e| locate(e, scenario))?;
         crate::output::write_file(Path::new(out), &buf)
@@ -238,14 +224,7 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
         return Ok(0);
     }
     if let Some(out) = &a.engines_csv {
-        let mut inputs: Vec<(&str, &Path)> = Vec::new();
-        if let Some(t) = &section.trace {
-            inputs.push(("trace", Path::new(t)));
-        }
-        if let Some(sc) = &a.scenario {
-            inputs.push(("scenario", Path::new(sc)));
-        }
-        crate::output::refuse_input_as_output("--engines-csv", Path::new(out), &inputs)?;
+        refuse_input_as_output(&a, &section, "--engines-csv", out)?;
         if !section.router.as_ref().is_some_and(|r| r.is_fleet()) {
             return Err(InputError::new(
                 "--engines-csv",
@@ -255,14 +234,7 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
         }
     }
     if let Some(out) = &a.ranks_csv {
-        let mut inputs: Vec<(&str, &Path)> = Vec::new();
-        if let Some(t) = &section.trace {
-            inputs.push(("trace", Path::new(t)));
-        }
-        if let Some(sc) = &a.scenario {
-            inputs.push(("scenario", Path::new(sc)));
-        }
-        crate::output::refuse_input_as_output("--ranks-csv", Path::new(out), &inputs)?;
+        refuse_input_as_output(&a, &section, "--ranks-csv", out)?;
         if cfg.capacities.dp_ranks < 2 || section.router.as_ref().is_some_and(|r| r.is_fleet()) {
             return Err(InputError::new(
                 "--ranks-csv",
@@ -502,6 +474,24 @@ fn policy_simulator(
         }
     }
     Ok(0)
+}
+
+/// Refuses an output file `flag` names (`out`) that is one of the replay's inputs (the
+/// trace, the scenario): writing it would destroy what the figures came from.
+fn refuse_input_as_output(
+    a: &ReplayArgs,
+    section: &RuntimeSection,
+    flag: &str,
+    out: &str,
+) -> Result<(), InputError> {
+    let mut inputs: Vec<(&str, &Path)> = Vec::new();
+    if let Some(t) = &section.trace {
+        inputs.push(("trace", Path::new(t)));
+    }
+    if let Some(sc) = &a.scenario {
+        inputs.push(("scenario", Path::new(sc)));
+    }
+    crate::output::refuse_input_as_output(flag, Path::new(out), &inputs)
 }
 
 fn pct(x: f64) -> String {

@@ -261,7 +261,7 @@ fn a_load_reading_balance_method_runs_timed_and_is_refused_untimed() {
 /// TTFTs 50, 50, 50, 20 ms: mean 42.5 = queue 10 + forward 22.5 + DP wait 10.
 #[test]
 fn dp_attention_ranks_run_their_forwards_in_lockstep() {
-    use hicache_sim::runtime::{Capacities, Measurement, ReplayConfig, Timing, replay};
+    use hicache_sim::runtime::replay;
     let req = |id: u64, at_ms: u64, tokens: u32| timed_req(id, at_ms, tokens, 1);
     let trace = || {
         vec![
@@ -271,20 +271,7 @@ fn dp_attention_ranks_run_their_forwards_in_lockstep() {
             req(3, 60, 200),
         ]
     };
-    let cfg = |ranks: u32| ReplayConfig {
-        capacities: Capacities {
-            l1_pages: 1000,
-            l2_pages: 0,
-            dp_ranks: ranks,
-            ..Default::default()
-        },
-        measurement: Measurement {
-            timing: Timing::On,
-            debug_checks: true,
-            ..Default::default()
-        },
-        ..ReplayConfig::default()
-    };
+    let cfg = timed_dp_cfg;
     let m = replay(&cfg(2), trace()).unwrap();
     let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
     assert_eq!(m.ranks.len(), 2);
@@ -323,22 +310,12 @@ fn dp_attention_ranks_run_their_forwards_in_lockstep() {
 #[test]
 fn total_requests_and_total_tokens_read_the_budget() {
     use hicache_sim::runtime::dp::DpBalance;
-    use hicache_sim::runtime::{Capacities, Measurement, ReplayConfig, Timing, replay};
+    use hicache_sim::runtime::replay;
     let req = |id: u64, at_ms: u64, tokens: u32| timed_req(id, at_ms, tokens, 1);
-    let cfg = |b: DpBalance| ReplayConfig {
-        capacities: Capacities {
-            l1_pages: 1000,
-            l2_pages: 0,
-            dp_ranks: 2,
-            dp_balance: b,
-            ..Default::default()
-        },
-        measurement: Measurement {
-            timing: Timing::On,
-            debug_checks: true,
-            ..Default::default()
-        },
-        ..ReplayConfig::default()
+    let cfg = |b: DpBalance| {
+        let mut c = timed_dp_cfg(2);
+        c.capacities.dp_balance = b;
+        c
     };
     let per_rank = |b: DpBalance, trace: Vec<hicache_sim::workload::Request>| -> Vec<u64> {
         let m = replay(&cfg(b), trace).unwrap();
@@ -492,28 +469,13 @@ fn ranks_csv_has_a_row_per_rank_and_the_whole() {
 /// default is never split), it runs at the next step: 50–100 ms, TTFT 99 ms.
 #[test]
 fn the_servers_max_running_requests_is_split_over_the_ranks() {
-    use hicache_sim::runtime::{Capacities, Measurement, ReplayConfig, Scheduler, Timing, replay};
+    use hicache_sim::runtime::replay;
     let req = timed_req;
     let trace = || vec![req(0, 0, 1000, 2), req(1, 0, 64, 1), req(2, 1, 1000, 1)];
     let p99 = |split: bool| {
-        let cfg = ReplayConfig {
-            capacities: Capacities {
-                l1_pages: 1000,
-                l2_pages: 0,
-                dp_ranks: 2,
-                ..Default::default()
-            },
-            scheduler: Scheduler {
-                max_running_requests: 2,
-                max_running_requests_split: split,
-                ..Default::default()
-            },
-            measurement: Measurement {
-                timing: Timing::On,
-                ..Default::default()
-            },
-            ..ReplayConfig::default()
-        };
+        let mut cfg = timed_dp_cfg(2);
+        cfg.scheduler.max_running_requests = 2;
+        cfg.scheduler.max_running_requests_split = split;
         replay(&cfg, trace()).unwrap().ttft_p99_s.unwrap()
     };
     assert!((p99(true) - 0.119).abs() < 1e-12, "{}", p99(true));
@@ -550,5 +512,25 @@ fn timed_req(id: u64, at_ms: u64, tokens: u32, out: u32) -> hicache_sim::workloa
         input_tokens: tokens,
         output_tokens: out,
         page_hashes: (0..u64::from(tokens / 64)).map(|p| id * 1000 + p).collect(),
+    }
+}
+
+/// A timed replay over `ranks` DP-attention ranks at fixed speeds (prefill 20,000
+/// tok/s, decode 50 tok/s), 1,000 device pages, no host tier, invariants checked.
+fn timed_dp_cfg(ranks: u32) -> hicache_sim::runtime::ReplayConfig {
+    use hicache_sim::runtime::{Capacities, Measurement, ReplayConfig, Timing};
+    ReplayConfig {
+        capacities: Capacities {
+            l1_pages: 1000,
+            l2_pages: 0,
+            dp_ranks: ranks,
+            ..Default::default()
+        },
+        measurement: Measurement {
+            timing: Timing::On,
+            debug_checks: true,
+            ..Default::default()
+        },
+        ..ReplayConfig::default()
     }
 }
