@@ -80,11 +80,19 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
     let mut provenance = None;
     // An open PR's rule set (`sglang: pr39395`, …): labelled in every output.
     let mut proposal = None;
+    // What the replay of the scenario does not model: its answers are `unverified`.
+    let mut unverified: Vec<String> = Vec::new();
     let (mut section, base_cfg): (RuntimeSection, Option<(ReplayConfig, String)>) = match &a
         .scenario
     {
         Some(path) => {
-            let s = super::startup_cmd::load_scenario(path, &a.sets, a.sglang)?;
+            let mut f = crate::scenario::load::load_file_as(path, &a.sets, a.sglang)?;
+            // A replay's answers depend on the device pool whether or not the file has
+            // a `runtime:` section (an estimated GPU reserve is then `unverified`).
+            f.file
+                .runtime
+                .get_or_insert_with(|| Value::Object(Map::new()));
+            let s = crate::scenario::resolve::resolve(&f)?;
             provenance = Some(s.provenance.clone());
             if let crate::release::Sglang::Proposal(p) = s.version {
                 proposal = Some(p);
@@ -116,6 +124,11 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
                 None => format!(
                     "the start-up of {path} gave no rank a host pool (HiCache off): replaying with L2 = 0"
                 ),
+            };
+            unverified = pipeline::replay_unverified(&s, &plan);
+            let note = match unverified.as_slice() {
+                [] => note,
+                u => format!("{note}\nstatus: unverified: {}", u.join("; ")),
             };
             // An open PR's rule set is labelled as such, with what it assumes.
             let note = match s.version {
@@ -258,24 +271,29 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
             &m,
             path,
             cfg.measurement.timing == crate::runtime::Timing::Off,
+            &unverified,
         )?;
     }
     if let Some(path) = &a.rounds {
-        write_rounds(&m, &cfg, path)?;
+        write_rounds(&m, &cfg, path, &unverified)?;
     }
     if let Some(path) = &a.engines_csv {
-        write_engines(&m, path)?;
+        write_engines(&m, path, &unverified)?;
     }
     if let Some(path) = &a.ranks_csv {
         write_ranks(
             &m,
             cfg.measurement.timing == crate::runtime::Timing::On,
             path,
+            &unverified,
         )?;
     }
     match a.format {
         OutputFormat::Json => {
-            let mut v = serde_json::json!({ "config": cfg, "trace": section.trace, "metrics": m, "definitions": definitions() });
+            let mut v = serde_json::json!({ "status": if unverified.is_empty() { "ok" } else { "unverified" }, "config": cfg, "trace": section.trace, "metrics": m, "definitions": definitions() });
+            if !unverified.is_empty() {
+                v["unverified"] = unverified.clone().into();
+            }
             // The speeds behind the times, whenever the replay is timed.
             if cfg.measurement.timing == crate::runtime::Timing::On {
                 v["speeds"] = serde_json::to_value(crate::runtime::Speeds::of(&cfg))
@@ -896,7 +914,12 @@ fn render(
 
 /// A `runtime.bench` run's per-round figures as CSV (one row per round, with the speeds
 /// that produced them) and the plot of TTFT and hit rate per round next to it.
-fn write_rounds(m: &ReplayMetrics, cfg: &ReplayConfig, path: &str) -> Result<(), CommandError> {
+fn write_rounds(
+    m: &ReplayMetrics,
+    cfg: &ReplayConfig,
+    path: &str,
+    unverified: &[String],
+) -> Result<(), CommandError> {
     if m.rounds.is_empty() {
         return Err(InputError::new(
             "--rounds",
@@ -908,8 +931,9 @@ fn write_rounds(m: &ReplayMetrics, cfg: &ReplayConfig, path: &str) -> Result<(),
     let header: Vec<String> = crate::runtime::rounds::CSV_COLUMNS
         .iter()
         .map(|c| c.to_string())
-        .chain(["cost_model".to_string(), "speeds".to_string()])
+        .chain(["cost_model", "speeds", "status", "unverified"].map(String::from))
         .collect();
+    let (status, why) = status_cells(unverified);
     let rows: Vec<Vec<String>> = m
         .rounds
         .iter()
@@ -917,6 +941,8 @@ fn write_rounds(m: &ReplayMetrics, cfg: &ReplayConfig, path: &str) -> Result<(),
             let mut v = r.csv_cells();
             v.push(sp.cost_model.to_string());
             v.push(sp.line());
+            v.push(status.clone());
+            v.push(why.clone());
             v
         })
         .collect();
@@ -944,14 +970,19 @@ fn write_rounds(m: &ReplayMetrics, cfg: &ReplayConfig, path: &str) -> Result<(),
 }
 
 /// `--engines-csv`: each engine behind the router, then the whole.
-fn write_engines(m: &ReplayMetrics, path: &str) -> Result<(), CommandError> {
-    write_parts("engine", &m.engines, m, false, path)
+fn write_engines(m: &ReplayMetrics, path: &str, unverified: &[String]) -> Result<(), CommandError> {
+    write_parts("engine", &m.engines, m, false, path, unverified)
 }
 
 /// `--ranks-csv`: each data-parallel rank, then the whole, with the rank's TTFT when
 /// timed; and the hit rates per rank plotted next to it.
-fn write_ranks(m: &ReplayMetrics, timed: bool, path: &str) -> Result<(), CommandError> {
-    write_parts("rank", &m.ranks, m, timed, path)?;
+fn write_ranks(
+    m: &ReplayMetrics,
+    timed: bool,
+    path: &str,
+    unverified: &[String],
+) -> Result<(), CommandError> {
+    write_parts("rank", &m.ranks, m, timed, path, unverified)?;
     let csv_path = Path::new(path);
     let dir = csv_path
         .parent()
@@ -975,13 +1006,14 @@ fn write_ranks(m: &ReplayMetrics, timed: bool, path: &str) -> Result<(), Command
 
 /// One row per part (an engine, a rank: `first` names the column), then `all`: requests,
 /// hit tokens and rates per tier, and with `timed` TTFT p50 / p99, the mean DP wait and
-/// the makespan.
+/// the makespan; then the replay's status.
 fn write_parts(
     first: &str,
     parts: &[ReplayMetrics],
     whole: &ReplayMetrics,
     timed: bool,
     path: &str,
+    unverified: &[String],
 ) -> Result<(), CommandError> {
     let err = |e: &dyn std::fmt::Display| CommandError::Other(format!("{path}: {e}"));
     let mut w = csv::Writer::from_writer(Vec::new());
@@ -1002,7 +1034,9 @@ fn write_parts(
     if timed {
         header.extend(["ttft_p50_s", "ttft_p99_s", "dp_wait_mean_s", "makespan_s"]);
     }
+    header.extend(["status", "unverified"]);
     w.write_record(&header).map_err(|e| err(&e))?;
+    let (status, why) = status_cells(unverified);
     let rows = parts
         .iter()
         .enumerate()
@@ -1032,6 +1066,7 @@ fn write_parts(
                 secs(e.makespan_s),
             ]);
         }
+        r.extend([status.clone(), why.clone()]);
         w.write_record(&r).map_err(|e| err(&e))?;
     }
     let bytes = w.into_inner().map_err(|e| err(&e))?;
@@ -1039,7 +1074,13 @@ fn write_parts(
 }
 
 /// The timeline as CSV (one row per sample) and its plot next to it.
-fn write_timeline(m: &ReplayMetrics, path: &str, untimed: bool) -> Result<(), CommandError> {
+fn write_timeline(
+    m: &ReplayMetrics,
+    path: &str,
+    untimed: bool,
+    unverified: &[String],
+) -> Result<(), CommandError> {
+    let (status, why) = status_cells(unverified);
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
         "request_index",
@@ -1051,6 +1092,8 @@ fn write_timeline(m: &ReplayMetrics, path: &str, untimed: bool) -> Result<(), Co
         "hit_rate_host",
         "hit_rate_storage",
         "hit_rate_total",
+        "status",
+        "unverified",
     ])
     .map_err(|e| CommandError::Other(format!("{path}: {e}")))?;
     for p in &m.timeline {
@@ -1064,6 +1107,8 @@ fn write_timeline(m: &ReplayMetrics, path: &str, untimed: bool) -> Result<(), Co
             format!("{:.6}", p.host_hit_rate),
             format!("{:.6}", p.storage_hit_rate),
             format!("{:.6}", p.total_hit_rate),
+            status.clone(),
+            why.clone(),
         ])
         .map_err(|e| CommandError::Other(format!("{path}: {e}")))?;
     }
@@ -1083,4 +1128,13 @@ fn write_timeline(m: &ReplayMetrics, path: &str, untimed: bool) -> Result<(), Co
     crate::report::plot::plot_csv(csv_path, x, None, None, dir)
         .map_err(super::sweep_cmd::plot_error)?;
     Ok(())
+}
+
+/// The `status` and `unverified` cells of every replay CSV row: `ok` and empty, or
+/// `unverified` and the reasons (`pipeline::replay_unverified`), `; `-joined.
+fn status_cells(unverified: &[String]) -> (String, String) {
+    match unverified {
+        [] => ("ok".into(), String::new()),
+        u => ("unverified".into(), u.join("; ")),
+    }
 }

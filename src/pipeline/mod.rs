@@ -71,6 +71,37 @@ pub enum ReplayConfigError {
     LoadBalanceNotModelled(String),
 }
 
+/// The tree's SWA component is not in the replay: one reason for every answer that
+/// replays a sliding-window model (GPT-OSS, Gemma, MiMo, Llama 4, …).
+pub const SWA_TREE_UNMODELLED: &str = "the tree's SWA component is not modelled (`mem_cache/swa_radix_cache.py: SWARadixCache`, or `UnifiedRadixCache`'s SWA component where the release routes the model there: a match ends only where the sliding window's KV before it is still cached, and the SWA pool evicts on its own): hit rates are a full-attention tree's over the full pool";
+/// The tree's Mamba component is not in the replay: one reason for every answer that
+/// replays a hybrid linear-attention model (Qwen3-Next, Nemotron-H, …).
+pub const MAMBA_TREE_UNMODELLED: &str = "the tree's Mamba component is not modelled (`mem_cache/mamba_radix_cache.py: MambaRadixCache`, or `UnifiedRadixCache`'s Mamba component where the release routes the model there: a match ends only where a state checkpoint is cached, and the state pool evicts on its own): hit rates are a full-attention tree's over the KV pool";
+
+/// What a replay of this scenario does not model, beyond the scenario's own
+/// `unmodelled` (which comes first): the tree components of `UnifiedRadixCache`
+/// (`mem_cache/registry.py: create_unified_radix_cache`) the replay's one per-token
+/// tree leaves out. Every replay answer from the scenario is `unverified`, naming these.
+pub fn replay_unverified(s: &Scenario, plan: &StartupPlan) -> Vec<String> {
+    s.unmodelled
+        .iter()
+        .map(ToString::to_string)
+        .chain(tree_unmodelled(plan).into_iter().map(String::from))
+        .collect()
+}
+
+/// The tree components of the model's `UnifiedRadixCache` the replay leaves out (its
+/// SWA pool: the SWA component; its state pool: the Mamba component).
+pub fn tree_unmodelled(plan: &StartupPlan) -> Vec<&'static str> {
+    [
+        (plan.device_swa_tokens.is_some(), SWA_TREE_UNMODELLED),
+        (plan.device_state_slots.is_some(), MAMBA_TREE_UNMODELLED),
+    ]
+    .into_iter()
+    .filter_map(|(on, why)| on.then_some(why))
+    .collect()
+}
+
 /// The replay configuration a scenario implies: page size, policies and link speeds
 /// from the SGLang flags, node and model; L1 = the device pool; L2 = `host_tokens`
 /// (0 when HiCache is off); L3 when a storage backend is set. `overrides` (the

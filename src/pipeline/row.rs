@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{host_pool_tokens, replay_config, replay_memo};
+use super::{host_pool_tokens, replay_config, replay_memo, replay_unverified};
 use crate::release::Sglang;
 use crate::scenario::lines::LineIndex;
 use crate::scenario::load::typed_as;
@@ -88,12 +88,17 @@ pub fn point_row(
         .filter(|r| r.margin_bytes.is_some())
         .min_by_key(|r| r.margin_bytes);
     let host_tokens = host_pool_tokens(&mc);
+    // With a replay, its hit rates carry what the tree leaves out too.
+    let unverified = match &s.runtime {
+        Some(_) => replay_unverified(&s, &plan),
+        None => s.unmodelled.iter().map(ToString::to_string).collect(),
+    };
     let mut row = Row::new()
         .with("sglang", s.version.id())
         .with("outcome", worst.id())
         .with(
             "status",
-            startup::status(worst.id(), !s.unmodelled.is_empty()),
+            startup::status(worst.id(), !unverified.is_empty()),
         )
         .with("ranks_started", count(Outcome::Started))
         .with("ranks_refused", count(Outcome::Refused))
@@ -152,14 +157,7 @@ pub fn point_row(
                 .and_then(|r| r.message.clone())
                 .unwrap_or_default(),
         )
-        .with(
-            "unverified",
-            s.unmodelled
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; "),
-        );
+        .with("unverified", unverified.join("; "));
     let Some(section) = &s.runtime else {
         return Ok(row);
     };

@@ -73,6 +73,11 @@ pub struct Ladder {
     /// [`STOPS_PAYING_PER_10GB`] per 10 GB (`None`: still paying at the top).
     pub stops_paying_gb: Option<u64>,
     pub policies: Vec<PolicyPoint>,
+    /// The tree components the ladder's replays leave out (`pipeline::tree_unmodelled`;
+    /// the scenario's own `unmodelled` are the plan's): its hit rates are then
+    /// `unverified`, naming these.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unverified: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -242,7 +247,16 @@ pub fn run(
         }
     })
     .collect::<Result<Vec<_>, LadderError>>()?;
+    let unverified = {
+        let bad = |m: super::probe::ProbeError| LadderError::Input(m.into_input("plan"));
+        let (_, plan) = prober.plan(&size_patch(planned_gb)).map_err(bad)?;
+        crate::pipeline::tree_unmodelled(&plan)
+            .into_iter()
+            .map(String::from)
+            .collect()
+    };
     Ok(Ladder {
+        unverified,
         trace,
         planned_gb,
         frontier_gb,

@@ -209,6 +209,9 @@ pub fn render(p: &Plan) -> String {
                     }
                 );
             }
+            if !l.unverified.is_empty() {
+                let _ = writeln!(out, "  hit rates unverified: {}", l.unverified.join("; "));
+            }
             match l.stops_paying_gb {
                 Some(g) => {
                     let _ = writeln!(

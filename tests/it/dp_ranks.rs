@@ -437,7 +437,14 @@ fn ranks_csv_has_a_row_per_rank_and_the_whole() {
     assert_eq!(rows[0][0], "rank");
     assert_eq!(
         rows[0][12..],
-        ["ttft_p50_s", "ttft_p99_s", "dp_wait_mean_s", "makespan_s"]
+        [
+            "ttft_p50_s",
+            "ttft_p99_s",
+            "dp_wait_mean_s",
+            "makespan_s",
+            "status",
+            "unverified"
+        ]
     );
     let measured: Vec<&str> = rows[1..].iter().map(|r| r[2]).collect();
     assert_eq!(

@@ -210,7 +210,7 @@ fn replay_records_speeds_and_rounds() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(
         lines[0],
-        "round,requests,ttft_mean_s,ttft_p50_s,ttft_p99_s,input_tok_s,tpot_mean_s,hit_rate,cost_model,speeds"
+        "round,requests,ttft_mean_s,ttft_p50_s,ttft_p99_s,input_tok_s,tpot_mean_s,hit_rate,cost_model,speeds,status,unverified"
     );
     assert_eq!(lines.len(), 4);
     assert!(lines[1].starts_with("0,8,"), "{}", lines[1]);

@@ -464,3 +464,122 @@ fn an_unmodelled_sglang_environment_variable_is_unverified_naming_it() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v[0]["status"], "ok");
 }
+
+/// A replay of a sliding-window or hybrid linear-attention model runs one full-attention
+/// tree: SGLang's tree has an SWA (GPT-OSS) or a Mamba (Qwen3-Next) component the replay
+/// leaves out, so its hit rates are `unverified`, naming the component, in the text, the
+/// JSON, every CSV it writes, a sweep's rows and the plan's ladder; a plain tree replay
+/// (no scenario) and a model without them stay `ok`.
+#[test]
+fn a_replay_of_a_hybrid_model_is_unverified_naming_the_tree_component() {
+    let d = tempfile::tempdir().unwrap();
+    let trace = crate::support::repo("traces/generated_chat_agentic_mix.jsonl");
+    let trace = trace.to_str().unwrap();
+    for (scenario, component) in [
+        ("scenarios/gpt-oss-swa-split.yaml", "SWA component"),
+        ("scenarios/qwen3-next-state-pool.yaml", "Mamba component"),
+    ] {
+        let sc = crate::support::repo(scenario);
+        let sc = sc.to_str().unwrap();
+        let o = run(
+            &["replay", sc, "--trace", trace, "--format", "json"],
+            d.path(),
+        );
+        assert!(o.status.success(), "{}", crate::support::stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["status"], "unverified", "{scenario}");
+        // The preset's estimated GPU reserve (H100 at TP2), then the tree's component.
+        let why = v["unverified"].as_array().unwrap();
+        assert_eq!(why.len(), 2, "{why:?}");
+        assert!(
+            why[0]
+                .as_str()
+                .unwrap()
+                .starts_with("GPU memory before the load")
+        );
+        assert!(
+            why[1]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("the tree's {component} is not modelled")),
+            "{why:?}"
+        );
+        let t = stdout(&run(&["replay", sc, "--trace", trace], d.path()));
+        assert!(
+            t.contains("\nstatus: unverified: GPU memory before the load: ")
+                && t.contains(&format!("; the tree's {component} is not modelled")),
+            "{t}"
+        );
+    }
+    // The CSVs: the timeline's rows carry it, and its plot's title.
+    let sc = crate::support::repo("scenarios/gpt-oss-swa-split.yaml");
+    let tl = d.path().join("tl.csv");
+    let o = run(
+        &[
+            "replay",
+            sc.to_str().unwrap(),
+            "--trace",
+            trace,
+            "--timeline",
+            tl.to_str().unwrap(),
+        ],
+        d.path(),
+    );
+    assert!(o.status.success());
+    let mut r = csv::Reader::from_path(&tl).unwrap();
+    let h = r.headers().unwrap().clone();
+    let st = h.iter().position(|c| c == "status").unwrap();
+    let un = h.iter().position(|c| c == "unverified").unwrap();
+    let rec = r.records().next().unwrap().unwrap();
+    assert_eq!(&rec[st], "unverified");
+    assert!(rec[un].contains("; the tree's SWA component"), "{rec:?}");
+    // The plan's ladder replays it too.
+    let t = stdout(&run(
+        &[
+            "plan",
+            sc.to_str().unwrap(),
+            "--trace",
+            trace,
+            "--runs",
+            "20",
+        ],
+        d.path(),
+    ));
+    assert!(
+        t.contains("\n  hit rates unverified: the tree's SWA component is not modelled"),
+        "{t}"
+    );
+    // A plain tree replay: nothing left out.
+    let o = run(&["replay", "--trace", trace, "--format", "json"], d.path());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "ok");
+    assert!(v.get("unverified").is_none());
+}
+
+/// A sweep over a sliding-window model: every started row `unverified`, naming the SWA
+/// component after the preset's estimated reserve.
+#[test]
+fn sweep_rows_of_a_hybrid_model_name_the_tree_component() {
+    let d = trace_workdir();
+    let spec = format!(
+        "{}runtime:\n  trace: trace.jsonl\n  replay:\n    timing: off\nsweep:\n  axes:\n    memory.host_other_used: [0GB, 10GB]\n",
+        std::fs::read_to_string(crate::support::repo("scenarios/gpt-oss-swa-split.yaml")).unwrap()
+    );
+    std::fs::write(d.path().join("s.yaml"), spec).unwrap();
+    let o = run(&["sweep", "s.yaml", "--out", "o", "--quiet"], d.path());
+    assert!(o.status.success(), "{}", crate::support::stderr(&o));
+    let mut r = csv::Reader::from_path(d.path().join("o/results.csv")).unwrap();
+    let h = r.headers().unwrap().clone();
+    let (st, un) = (
+        h.iter().position(|c| c == "status").unwrap(),
+        h.iter().position(|c| c == "unverified").unwrap(),
+    );
+    let mut n = 0;
+    for rec in r.records() {
+        let rec = rec.unwrap();
+        assert_eq!(&rec[st], "unverified", "{rec:?}");
+        assert!(rec[un].contains("; the tree's SWA component"), "{rec:?}");
+        n += 1;
+    }
+    assert_eq!(n, 2);
+}

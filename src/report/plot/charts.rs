@@ -252,11 +252,12 @@ pub fn hit_rate_vs(
     }
     let fig = Figure {
         title: format!(
-            "Hit rate per tier vs {}{}",
+            "Hit rate per tier vs {}{}{}",
             short(x),
             group
                 .map(|g| format!(", by {}", short(g)))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            t.unverified_mark()
         ),
         cols: 2,
         size: if panels.len() > 2 {
@@ -694,7 +695,7 @@ pub fn timeline(t: &Table, x: Option<&str>, stem: &Path) -> Result<PlotInfo, Plo
         });
     }
     let fig = Figure {
-        title: "Replay timeline".into(),
+        title: format!("Replay timeline{}", t.unverified_mark()),
         cols: 1,
         size: (1100, 450 * panels.len() as u32 + 40),
         panels,

@@ -51,6 +51,21 @@ impl Table {
         })
     }
 
+    /// A figure title's suffix when any row's `status` is `unverified` (a figure drawn
+    /// from such rows carries the label the rows carry); empty otherwise.
+    pub fn unverified_mark(&self) -> &'static str {
+        let unverified = self
+            .header
+            .iter()
+            .position(|h| h == "status")
+            .is_some_and(|c| (0..self.rows.len()).any(|r| self.cell(r, c) == "unverified"));
+        if unverified {
+            " — unverified: see the CSV's `unverified` column"
+        } else {
+            ""
+        }
+    }
+
     pub fn has(&self, column: &str) -> bool {
         self.header.iter().any(|h| h == column)
     }
