@@ -81,6 +81,9 @@ pub struct DpSpeeds {
     /// When a rank publishes its load (the load-reading methods).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub publish: Option<&'static str>,
+    /// With a speculative draft: prefills before decodes across the ranks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec_sync: Option<&'static str>,
 }
 
 /// [`DpSpeeds::load`] under `total_tokens`.
@@ -88,6 +91,12 @@ pub const DP_TOKEN_LOAD: &str = "a rank's load in tokens is its running and wait
 
 /// [`DpSpeeds::publish`] under a load-reading method.
 pub const DP_PUBLISH: &str = "a rank publishes its load after each prefill and every 15 decode iterations (decode_timeline interleaved) and with nothing to run at once when idle or every 50 ms; with decode beside the prefill its decode iterations are not simulated: the 50 ms refresh stands in for them";
+
+/// [`DpSpeeds::spec_sync`] with decode on the GPU's timeline (no commas: CSV cell).
+pub const DP_SPEC_SYNC: &str = "with a speculative draft a step runs prefills or decodes and never both: while any rank prefills the others' decodes wait (get_next_batch_to_run syncs the new prefill batch first)";
+
+/// [`DpSpeeds::spec_sync`] with decode beside the prefill (no commas: CSV cell).
+pub const DP_SPEC_SYNC_BESIDE: &str = "with a speculative draft SGLang's decodes wait while any rank prefills; with decode beside the prefill the clock does not hold them: decode_timeline interleaved models it";
 
 /// [`DpSpeeds::clock`] (no commas: it is part of a CSV cell).
 pub const DP_LOCKSTEP: &str = "lockstep: every forward ends when the slowest rank's does (prepare_mlp_sync_batch; idle ranks join); a rank's forward is costed on its own batch: the MoE layers' work on the other ranks' gathered tokens is not charged";
@@ -215,6 +224,13 @@ impl Speeds {
                     .then_some(DP_TOKEN_LOAD),
                 publish: (cfg.capacities.dp_balance != crate::runtime::dp::DpBalance::RoundRobin)
                     .then_some(DP_PUBLISH),
+                spec_sync: c
+                    .speculative
+                    .as_ref()
+                    .map(|_| match cfg.scheduler.decode_timeline {
+                        super::config::DecodeTimeline::Interleaved => DP_SPEC_SYNC,
+                        super::config::DecodeTimeline::BesidePrefill => DP_SPEC_SYNC_BESIDE,
+                    }),
             }),
         }
     }
@@ -240,7 +256,7 @@ impl Speeds {
             .dp_attention
             .as_ref()
             .map(|d| {
-                let load = [d.load, d.publish]
+                let load = [d.load, d.publish, d.spec_sync]
                     .iter()
                     .flatten()
                     .map(|l| format!("; {l}"))

@@ -312,6 +312,9 @@ struct Sim<I: Iterator<Item = (u64, Request)>, R: TreeRules> {
     snapshot: Option<crate::runtime::dp::LoadSnapshot>,
     /// Decode iterations since the last publish.
     decode_publish: u32,
+    /// Lockstep with a speculative draft: this step may form a prefill only (its
+    /// decode waits for [`Sim::decode_now`] when no rank prefills).
+    pub(crate) hold_decode: bool,
     /// The time of the last event this replay handled: its makespan (a lockstep
     /// rank's clock also moves at the steps other ranks start).
     last_event: Nanos,
@@ -485,6 +488,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             running_tokens: 0,
             snapshot: None,
             decode_publish: 0,
+            hold_decode: false,
             last_event: 0,
             pulled: 0,
         })
@@ -535,6 +539,14 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         } else {
             self.q.schedule_at(done, ev);
         }
+    }
+
+    /// Lockstep with a speculative draft, when no rank formed a prefill this step: the
+    /// decode step it held (`hold_decode`), if it has requests decoding.
+    pub(crate) fn decode_now(&mut self) {
+        self.hold_decode = false;
+        let now = self.q.now();
+        self.start_decode_step(now);
     }
 
     /// The end of this rank's forward formed this step, if it formed one (lockstep).
@@ -1167,7 +1179,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
     /// request (`decode_timeline: interleaved`; `get_next_batch_to_run` runs the
     /// decode batch when no prefill batch forms): `step(batch, mean context)`.
     fn start_decode_step(&mut self, now: Nanos) {
-        if self.gpu_busy || self.decoding.is_empty() {
+        if self.gpu_busy || self.decoding.is_empty() || self.hold_decode {
             return;
         }
         let b = self.decoding.len() as u64;

@@ -296,6 +296,65 @@ fn dp_attention_ranks_run_their_forwards_in_lockstep() {
     assert_eq!(one.ttft_breakdown.unwrap().dp_wait_s, 0.0);
 }
 
+/// With a speculative draft, DP-attention ranks never mix prefill and decode in one
+/// step (`Scheduler.get_next_batch_to_run`: the new prefill batch is MLP-synced first):
+/// while any rank prefills, the others' decodes wait. Two ranks, fixed speeds (prefill
+/// 20,000 tok/s, decode 50 tok/s: 20 ms a step), decode on the GPU's timeline:
+/// - r0 (200 tokens, 3 output) on rank 0 at 0: prefill 0–10 ms, then 2 decode steps;
+/// - r1 (1,000 tokens, 1 output) on rank 1 at 15 ms, during r0's first step (10–30).
+///
+/// Without a draft, at 30 ms rank 0 decodes (30–50) beside rank 1's prefill (30–80):
+/// the step ends at 80 and r0 finishes there (TPOT (80 − 10) / 2 = 35 ms). With one,
+/// rank 0's decode waits out the prefill step (30–80) and runs 80–100: r0 finishes at
+/// 100 ms (TPOT 45 ms). r1's TTFT is 65 ms either way.
+#[test]
+fn with_a_speculative_draft_a_rank_decodes_only_when_no_rank_prefills() {
+    use hicache_sim::runtime::cost::Speculative;
+    use hicache_sim::runtime::{DecodeTimeline, replay};
+    let trace = || vec![timed_req(0, 0, 200, 3), timed_req(1, 15, 1000, 1)];
+    let cfg = |spec: bool| {
+        let mut c = timed_dp_cfg(2);
+        c.scheduler.decode_timeline = DecodeTimeline::Interleaved;
+        c.scheduler.compute.speculative = spec.then(|| Speculative {
+            algorithm: "EAGLE".into(),
+            num_steps: 3,
+            eagle_topk: 1,
+            num_draft_tokens: 4,
+            draft_layers: 1,
+            target_layers: 61,
+            accept_length: None,
+        });
+        c
+    };
+    let close = |a: Option<f64>, b: f64| a.is_some_and(|a| (a - b).abs() < 1e-12);
+    let plain = replay(&cfg(false), trace()).unwrap();
+    assert!(close(plain.makespan_s, 0.08), "{plain:#?}");
+    assert!(
+        close(plain.ranks[0].tpot_mean_s, 0.035),
+        "{:?}",
+        plain.ranks[0]
+    );
+    assert!(close(plain.ranks[1].ttft_p50_s, 0.065));
+    let spec = replay(&cfg(true), trace()).unwrap();
+    assert!(close(spec.makespan_s, 0.1), "{spec:#?}");
+    assert!(close(spec.ranks[0].makespan_s, 0.1));
+    assert!(
+        close(spec.ranks[0].tpot_mean_s, 0.045),
+        "{:?}",
+        spec.ranks[0]
+    );
+    assert!(close(spec.ranks[1].ttft_p50_s, 0.065));
+    // The speeds say so.
+    let sp = hicache_sim::runtime::Speeds::of(&cfg(true));
+    assert!(
+        sp.dp_attention
+            .unwrap()
+            .spec_sync
+            .unwrap()
+            .starts_with("with a speculative draft a step runs prefills or decodes")
+    );
+}
+
 /// The load-reading methods in the timed replay (`DPBudget`, `refresh_load_budget`):
 /// the controller reads the ranks' published loads at most every 20 ms and counts
 /// each request it sends in between. Two ranks, fixed speeds, one output token:

@@ -9,7 +9,9 @@
 //! tokens in every layer. So the replay runs the ranks on one clock in steps: when no
 //! step is in flight and an event happens, every rank forms its forward (a prefill
 //! batch or a decode step, as alone), and the step ends when the slowest rank's does;
-//! a request that reaches a rank during a step waits for the next.
+//! a request that reaches a rank during a step waits for the next. With a speculative
+//! draft a step is all prefill or all decode: while any rank prefills, the others'
+//! decodes wait (`get_next_batch_to_run`'s MLP sync of the new prefill batch first).
 //!
 //! The model's simplification, labelled in the speeds (`Speeds::dp_attention`): a
 //! rank's forward costs what the cost model gives for its own batch; the MoE layers'
@@ -120,6 +122,13 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
     for s in &mut sims {
         s.pull()?;
     }
+    // `Scheduler.get_next_batch_to_run` (0.5.14–0.5.23) with a speculative algorithm
+    // and DP attention: the new prefill batches are MLP-synced first ("prefill and
+    // decode batches will not be mixed"): if any rank has one, every rank runs it or
+    // an idle batch, and the running batches decode only when no rank prefills.
+    // (`--speculative-skip-dp-mlp-sync` ≤ 0.5.1x and 0.5.23's
+    // `SGLANG_ENABLE_DP_SPEC_PREFILL_COORDINATION` lift it; neither is modelled.)
+    let prefill_first = cfg.scheduler.compute.speculative.is_some();
     let mut budget = DpBudget::new(ranks);
     let mut snapshots = Vec::with_capacity(ranks as usize);
     let mut step_end: Option<Nanos> = None;
@@ -154,14 +163,28 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
         if step_end.is_some() {
             continue;
         }
-        // No forward in flight: every rank forms its own, on one clock.
+        // No forward in flight: every rank forms its own, on one clock. With a
+        // speculative draft, prefills first: a decode waits while any rank prefills.
         let mut end: Option<Nanos> = None;
         for s in &mut sims {
             s.q.advance_to(t);
+            s.hold_decode = prefill_first;
             s.schedule();
-            match s.pending_end() {
-                Some(done) => end = Some(end.map_or(done, |e| e.max(done))),
-                None => s.publish_when_idle(t),
+            end = later(end, s.pending_end());
+        }
+        if prefill_first {
+            let prefilled = end.is_some();
+            for s in &mut sims {
+                s.hold_decode = false;
+                if !prefilled {
+                    s.decode_now();
+                    end = later(end, s.pending_end());
+                }
+            }
+        }
+        for s in &mut sims {
+            if s.pending_end().is_none() {
+                s.publish_when_idle(t);
             }
         }
         if let Some(e) = end {
@@ -172,4 +195,12 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
         }
     }
     Ok(merge_ranks(sims.into_iter().map(Sim::finish).collect()))
+}
+
+/// The later of a step's end so far and a rank's forward end.
+fn later(end: Option<Nanos>, done: Option<Nanos>) -> Option<Nanos> {
+    match (end, done) {
+        (Some(e), Some(d)) => Some(e.max(d)),
+        (e, d) => e.or(d),
+    }
 }
