@@ -52,6 +52,7 @@ mod speeds_rounds;
 mod startup_incidents;
 mod startup_model;
 mod support;
+mod swa_tree_gap;
 mod sweep_cli;
 mod sweep_integrity;
 mod sweep_props;
