@@ -244,7 +244,13 @@ pub fn hit_rate_vs(
         panels.push(Panel {
             title: format!("{name}: {col}"),
             x_label: x.to_string(),
-            y_label: "hit rate (mean of started runs)".into(),
+            // Sweep rows average the started runs; a table without outcomes (a
+            // replay's ranks or engines) is one value per x.
+            y_label: if t.has("outcome") {
+                "hit rate (mean of started runs)".into()
+            } else {
+                "hit rate".into()
+            },
             y_range: rate_range(&series),
             series,
             x_categories: xa.labels(),

@@ -180,7 +180,8 @@ impl Panel {
                     Kind::Path => chart
                         .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))?,
                 };
-            if let Some(text) = &s.legend {
+            // An unnamed series (one line, no groups) has nothing to say in a legend.
+            if let Some(text) = s.legend.as_ref().filter(|t| !t.is_empty()) {
                 any_legend = true;
                 let kind = s.kind;
                 anno.label(text.clone()).legend(
