@@ -12,6 +12,7 @@ mod node;
 mod policy;
 mod rules;
 pub mod storage;
+mod swa_tree;
 mod tree;
 
 pub use crate::domain::{EvictionPolicy, HostMemoryMode, PrefetchPolicy, WritePolicy};
@@ -20,4 +21,7 @@ pub use node::{Node, NodeId, PageKey, PrioKey, ROOT};
 pub use policy::{DeviceEvictAmount, EvictHostRule, EvictVersion, LruMode};
 pub use rules::{HiRadix, TreeKind, TreeRules, Unified0523, V1};
 pub use storage::Storage;
+pub use swa_tree::{
+    SwaInsert, SwaLock, SwaMatch, SwaNodeId, SwaRadixTree, SwaTreeConfig, SwaTreeStats,
+};
 pub use tree::{BackupRecord, HiRadixTree, MatchResult, TreeConfig, TreeStats, UnifiedRadixTree};
