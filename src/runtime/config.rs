@@ -118,6 +118,25 @@ pub struct Capacities {
     /// How the `DataParallelController` picks a rank (`--load-balance-method`); the
     /// load-reading methods run in the timed replay only.
     pub dp_balance: super::dp::DpBalance,
+    /// A sliding-window model's SWA pool (`SWATokenToKVPoolAllocator`'s second pool)
+    /// and window: the tree then runs 0.5.23's SWA component
+    /// ([`crate::cache::SwaRadixTree`]). `None`: one full-attention pool (every output
+    /// as before). Only the timing-off replay with `call_pattern: scheduler_0_5_23`,
+    /// `tree: unified_0_5_23`, LRU, no host tier and no L3 runs it; anything else with
+    /// an SWA pool is refused.
+    pub swa: Option<SwaPool>,
+}
+
+/// The SWA pool of a hybrid sliding-window model (SGLang 0.5.23:
+/// `mem_cache/allocator/swa.py: SWATokenToKVPoolAllocator`, `swa_attn_allocator`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwaPool {
+    /// SWA pool, pages of `page_size` tokens.
+    pub pages: u64,
+    /// The tree's window in tokens (`swa_retain_window = max(sliding_window_size,
+    /// draft_swa_window)`, `components/swa.py: SWAComponent.__init__`).
+    pub window: u32,
 }
 
 impl Default for Capacities {
@@ -133,6 +152,7 @@ impl Default for Capacities {
             num_layers: 32,
             dp_ranks: 1,
             dp_balance: super::dp::DpBalance::RoundRobin,
+            swa: None,
         }
     }
 }
@@ -443,6 +463,9 @@ struct ReplayFields {
     /// Not written while round-robin (SGLang's default: every output as before).
     #[serde(default, skip_serializing_if = "is_round_robin")]
     dp_balance: super::dp::DpBalance,
+    /// Not written while absent (no SWA pool: every output as before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    swa: Option<SwaPool>,
     /// The what-ifs of open SGLang PRs ([`crate::release::proposal`]): not written while
     /// they hold every release's rule.
     #[serde(skip_serializing_if = "is_batched")]
@@ -484,6 +507,7 @@ impl From<ReplayFields> for ReplayConfig {
                 num_layers: f.num_layers,
                 dp_ranks: f.dp_ranks,
                 dp_balance: f.dp_balance,
+                swa: f.swa,
             },
             policy: TreePolicy {
                 write_policy: f.write_policy,
@@ -617,6 +641,7 @@ impl From<ReplayConfig> for ReplayFields {
             debug_checks: measurement.debug_checks,
             dp_ranks: capacities.dp_ranks,
             dp_balance: capacities.dp_balance,
+            swa: capacities.swa,
             load_back: policy.load_back,
             write_back_threshold: policy.write_back_threshold,
             l3_write: policy.l3_write,
@@ -862,6 +887,38 @@ impl ReplayConfig {
                 "tokenize_per_token",
                 "one TokenizerManager encodes for every DP rank, a shared queue the timed replay of DP ranks does not model: set tokenize_per_token: 0 (token ids), or dp_ranks: 1".into(),
             );
+        }
+        if let Some(swa) = self.capacities.swa {
+            // The SWA tree (`crate::cache::SwaRadixTree`) is 0.5.23's device tier under
+            // the scheduler's call pattern, one tree, LRU; nothing else models the pool.
+            let why = if swa.pages == 0 || swa.window == 0 {
+                Some("the SWA pool needs at least one page and a window of at least one token")
+            } else if self.measurement.timing != Timing::Off {
+                Some("an SWA pool is modelled by the timing-off replay only (timing: off)")
+            } else if self.policy.call_pattern != CallPattern::Scheduler0523 {
+                Some("an SWA pool is modelled under call_pattern: scheduler_0_5_23 only")
+            } else if self.policy.tree != TreeKind::Unified0523 {
+                Some(
+                    "an SWA pool is modelled by tree: unified_0_5_23 only (SGLang 0.5.23's SWA component)",
+                )
+            } else if self.capacities.l2_pages > 0 || self.has_storage() {
+                Some(
+                    "an SWA pool is modelled on the device tier only: set l2_pages: 0 and no l3_pages / l3_unbounded",
+                )
+            } else if self.policy.eviction_policy != EvictionPolicy::Lru
+                || self.policy.lru_mode != LruMode::LeafOnly
+            {
+                Some(
+                    "an SWA pool is modelled with eviction_policy: lru and lru_mode: leaf_only only",
+                )
+            } else if self.capacities.dp_ranks != 1 {
+                Some("an SWA pool is modelled with dp_ranks: 1 only")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return bad("swa", why.into());
+            }
         }
         if self.policy.eviction_policy == EvictionPolicy::Tlru {
             return bad(

@@ -42,7 +42,7 @@ mod untimed;
 
 pub use config::{
     CallPattern, Capacities, DecodeTimeline, Links, Measurement, Prefetch, ReplayConfig, Scheduler,
-    Timing, TreePolicy,
+    SwaPool, Timing, TreePolicy,
 };
 pub use metrics::{ReplayMetrics, TimelinePoint, definitions};
 pub use overrides::{apply_overrides, full_value};

@@ -4,7 +4,8 @@
 //! allocation, `insert` (`cache_unfinished_req`), D2H acks and L3 backups, release.
 
 use crate::cache::{
-    HiRadix, HostMemoryMode, KeyedLru, LruMode, PageKey, TreeKind, TreeRules, Unified0523, V1,
+    EvictionPolicy, HiRadix, HostMemoryMode, KeyedLru, LruMode, PageKey, SwaRadixTree,
+    SwaTreeConfig, TreeKind, TreeRules, Unified0523, V1,
 };
 use crate::workload::Request;
 
@@ -30,6 +31,9 @@ pub(crate) fn run_with<I: IntoIterator<Item = Request>>(
     requests: I,
     on_hits: &mut dyn FnMut(u64, &RequestHits),
 ) -> Result<ReplayMetrics, ReplayError> {
+    if cfg.capacities.swa.is_some() {
+        return run_swa(cfg, requests, on_hits);
+    }
     // The one place the tree's rule set is chosen (monomorphised below).
     match cfg.policy.tree {
         TreeKind::V1 => run_tree::<V1, _>(cfg, requests, on_hits),
@@ -213,6 +217,136 @@ pub(crate) fn process_scheduler<R: TreeRules>(
         storage,
         fetched,
     }
+}
+
+/// A sliding-window model's replay ([`crate::runtime::SwaPool`]): 0.5.23's tree with
+/// the SWA component over the full and the SWA pool ([`SwaRadixTree`]), every request
+/// through [`process_scheduler_swa`]. `ReplayConfig::validate` admits an SWA pool only
+/// with `call_pattern: scheduler_0_5_23`, `tree: unified_0_5_23`, LRU, no host tier,
+/// no L3 and one rank; this refuses any other combination again.
+fn run_swa<I: IntoIterator<Item = Request>>(
+    cfg: &ReplayConfig,
+    requests: I,
+    on_hits: &mut dyn FnMut(u64, &RequestHits),
+) -> Result<ReplayMetrics, ReplayError> {
+    let pool = cfg.capacities.swa.expect("an SWA pool");
+    if cfg.policy.call_pattern != CallPattern::Scheduler0523
+        || cfg.policy.tree != TreeKind::Unified0523
+        || cfg.capacities.l2_pages != 0
+        || cfg.has_storage()
+    {
+        return Err(ReplayError::InvalidConfig {
+            field: "swa",
+            message: "an SWA pool is modelled with call_pattern: scheduler_0_5_23, tree: unified_0_5_23, l2_pages: 0 and no L3 only".into(),
+        });
+    }
+    // Hit counters and metrics; its own (full-attention) tree stays empty.
+    let mut s = Session::<Unified0523>::new(cfg);
+    let mut t = SwaRadixTree::new(SwaTreeConfig {
+        full_pages: cfg.capacities.l1_pages,
+        swa_pages: pool.pages,
+        page_size: cfg.capacities.page_size,
+        window: pool.window,
+    });
+    let waiting_touch = cfg.policy.eviction_policy == EvictionPolicy::Lru;
+    for (index, req) in requests.into_iter().enumerate() {
+        let index = index as u64;
+        check_request(cfg, index, &req)?;
+        let touch = waiting_touch && index.is_multiple_of(WAITING_PREFIX_REFRESH_INTERVAL);
+        let h = process_scheduler_swa(&mut t, &req.page_hashes, req.input_tokens, touch)
+            .ok_or_else(|| ReplayError::InvalidConfig {
+                field: "swa",
+                message: format!(
+                    "request #{index} (id {}): {} input tokens do not fit the pools after eviction ({} full and {} SWA pages free): SGLang raises \"Prefill out of memory\"",
+                    req.id,
+                    req.input_tokens,
+                    t.full_free(),
+                    t.swa_free()
+                ),
+            })?;
+        if cfg.measurement.debug_checks {
+            t.check();
+        }
+        on_hits(
+            index,
+            &RequestHits {
+                device: h.device,
+                host: 0,
+                storage: 0,
+                fetched: 0,
+                host_used: 0,
+                device_used: t.full_used(),
+            },
+        );
+        s.record(index, req.input_tokens, req.page_hashes.len() as u64, h);
+        crate::workload::recycle_pages(req.page_hashes);
+    }
+    let st = t.stats;
+    let mut m = s.finish();
+    m.device_evicted_pages = st.full_evicted_pages;
+    m.final_device_pages = t.full_used();
+    Ok(m)
+}
+
+/// `managers/schedule_policy.py: WAITING_PREFIX_REFRESH_INTERVAL` (0.5.23): the
+/// waiting queue's prompts are touched on every 32nd `calc_priority` call.
+const WAITING_PREFIX_REFRESH_INTERVAL: u64 = 32;
+
+/// One request of a sliding-window model as 0.5.23's scheduler drives the tree with
+/// the SWA component (`tests/golden/swa_tree/README.md` §8), one request per batch,
+/// finishing at its prefill (one output token), no chunked prefill:
+/// - `calc_priority` (fcfs, LRU): `_touch_waiting_prefixes` matches the whole prompt
+///   (`common.py: touch_waiting_prefix` → `touch_prefix`, no `input_len − 1` cap) on
+///   every 32nd call (`touch`: one call per request);
+/// - `Req.init_next_round_input` → `match_kv_cache` of the first `input_len − 1`
+///   tokens, page-aligned; the device hit is the match's `device_prefix_len`, and
+///   `swa_branching_seqlen` the page-aligned full hit when it goes further;
+/// - `PrefillAdder._commit_prefill_admission`: `lock(last_node)`;
+/// - `alloc_paged_token_slots_extend`: `evict_to_free_tokens(extend + P)` against both
+///   pools, then `ceil(input / P) − prefix` pages in each;
+/// - `release_kv_cache(checkpoint=True)`: the insert of the page-aligned prompt, or only
+///   up to `swa_branching_seqlen` when the match was cut short by the SWA validator
+///   (`swa.py: prepare_for_caching_req`; no next checkpoint takes the rest), with
+///   `prev_prefix_len = cache_protected_len`; `free_kv_row` of what the tree did not
+///   take; `unlock`.
+///
+/// `None`: the pools cannot hold the request after eviction (SGLang:
+/// `RuntimeError("Prefill out of memory")`).
+fn process_scheduler_swa(
+    t: &mut SwaRadixTree,
+    pages: &[PageKey],
+    input_tokens: u32,
+    touch: bool,
+) -> Option<Hits> {
+    let ps = u64::from(t.config().page_size);
+    let input = u64::from(input_tokens);
+    if touch {
+        t.match_prefix(pages);
+    }
+    let max_prefix = (input.saturating_sub(1) / ps).min(pages.len() as u64);
+    let m = t.match_prefix(&pages[..max_prefix as usize]);
+    let lock = t.lock(m.best);
+    let need = input.div_ceil(ps) - m.device_pages;
+    t.make_room(need + 1);
+    if !t.alloc(need) {
+        t.unlock(lock);
+        return None;
+    }
+    let upto = if m.full_hit_pages > m.device_pages {
+        m.full_hit_pages
+    } else {
+        pages.len() as u64
+    };
+    let kept = t.insert(&pages[..upto as usize], m.device_pages);
+    t.free(
+        need - kept.leaf_pages,
+        need - kept.leaf_pages - kept.revived_pages,
+    );
+    t.unlock(lock);
+    Some(Hits {
+        device: m.device_pages,
+        ..Hits::default()
+    })
 }
 
 /// An L3 prefetch at arrival as 0.5.23 issues and completes it, all pages arriving
