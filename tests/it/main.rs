@@ -53,6 +53,7 @@ mod startup_incidents;
 mod startup_model;
 mod support;
 mod swa_tree_gap;
+mod swa_tree_golden;
 mod sweep_cli;
 mod sweep_integrity;
 mod sweep_props;
