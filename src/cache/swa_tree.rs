@@ -823,3 +823,138 @@ impl SwaRadixTree {
         assert!(swa_tree <= self.swa_used(), "SWA pool");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `W = 128`, `P = 64`: the window is two pages.
+    fn tree(full: u64, swa: u64) -> SwaRadixTree {
+        SwaRadixTree::new(SwaTreeConfig {
+            full_pages: full,
+            swa_pages: swa,
+            page_size: 64,
+            window: 128,
+        })
+    }
+
+    fn keys(r: std::ops::Range<u64>) -> Vec<PageKey> {
+        r.collect()
+    }
+
+    /// Inserts `key` as a fresh request would (its pages allocated first).
+    fn put(t: &mut SwaRadixTree, key: &[PageKey]) -> SwaInsert {
+        let n = key.len() as u64;
+        assert!(t.alloc(n));
+        let k = t.insert(key, 0);
+        t.free(n - k.leaf_pages, n - k.leaf_pages - k.revived_pages);
+        k
+    }
+
+    /// The LRU list from the most recent node.
+    fn lru(t: &SwaRadixTree) -> Vec<SwaNodeId> {
+        let mut v = Vec::new();
+        let mut x = t.nodes[HEAD as usize].lru_next;
+        while x != TAIL {
+            v.push(x);
+            x = t.nodes[x as usize].lru_next;
+        }
+        v
+    }
+
+    #[test]
+    fn a_fresh_leaf_keeps_one_window_and_its_head_is_published_first() {
+        let mut t = tree(100, 100);
+        let k = put(&mut t, &keys(0..5));
+        assert_eq!(k.leaf_pages, 5);
+        let m = t.match_prefix(&keys(0..5));
+        let leaf = m.best;
+        assert_eq!(t.nodes[leaf as usize].pages, vec![3, 4]);
+        let head = t.nodes[leaf as usize].parent;
+        assert_eq!(t.nodes[head as usize].pages, vec![0, 1, 2]);
+        assert_eq!(lru(&t), vec![leaf, head]);
+        assert_eq!((t.full_used(), t.swa_used()), (5, 5));
+        t.check();
+    }
+
+    #[test]
+    fn a_match_ends_where_the_window_after_the_last_tombstone_is_whole() {
+        let mut t = tree(100, 100);
+        put(&mut t, &keys(0..5));
+        // Tombstone the head (3 pages): the leaf alone still covers the window.
+        let best = t.match_prefix(&keys(0..5)).best;
+        let head = t.nodes[best as usize].parent;
+        t.tombstone(head);
+        let m = t.match_prefix(&keys(0..5));
+        assert_eq!((m.device_pages, m.full_hit_pages), (5, 5));
+        // Only one page after the tombstone: no valid end beyond the root.
+        let m = t.match_prefix(&keys(0..4));
+        assert_eq!((m.device_pages, m.full_hit_pages, m.best), (0, 4, ROOT));
+        t.check();
+    }
+
+    #[test]
+    fn an_insert_revives_tombstones_beyond_the_request_s_prefix() {
+        let mut t = tree(100, 100);
+        put(&mut t, &keys(0..5));
+        let best = t.match_prefix(&keys(0..5)).best;
+        let head = t.nodes[best as usize].parent;
+        t.tombstone(head);
+        assert_eq!(t.swa_used(), 2);
+        let k = put(&mut t, &keys(0..5));
+        assert_eq!((k.leaf_pages, k.revived_pages), (0, 3));
+        assert_eq!((t.full_used(), t.swa_used()), (5, 5));
+        // Revived at the MRU end, then the tail refresh (W + P from the target).
+        let leaf = t.match_prefix(&keys(0..5)).best;
+        assert_eq!(lru(&t), vec![leaf, head]);
+        t.check();
+    }
+
+    #[test]
+    fn a_window_lock_keeps_a_childless_node_out_of_the_leaf_set_and_the_swa_walk() {
+        let mut t = tree(100, 100);
+        put(&mut t, &keys(0..5));
+        let m = t.match_prefix(&keys(0..5));
+        let lock = t.lock(m.best);
+        let head = t.nodes[m.best as usize].parent;
+        // The window (two pages) is the leaf: FULL locks the path, SWA the leaf only.
+        assert_eq!(t.nodes[m.best as usize].swa_lock, 1);
+        assert_eq!(t.nodes[head as usize].swa_lock, 0);
+        assert!(t.leaves.is_empty());
+        // The SWA walk skips the locked leaf and tombstones the head.
+        t.evict(0, 3);
+        assert!(!t.nodes[head as usize].swa && t.nodes[m.best as usize].swa);
+        assert_eq!((t.full_used(), t.swa_used()), (5, 2));
+        t.unlock(lock);
+        assert_eq!(t.leaves.len(), 1);
+        t.check();
+    }
+
+    #[test]
+    fn a_split_parent_sits_just_older_than_its_child_in_the_swa_lru() {
+        let mut t = tree(100, 100);
+        put(&mut t, &keys(0..2));
+        put(&mut t, &keys(10..12));
+        // Splitting the older leaf: its head goes right behind it, not to the MRU end
+        // (a match would then refresh it: the validator starts at +inf, so the head is
+        // a valid end).
+        let tail = t.child(ROOT, 0).unwrap();
+        let head = t.split(tail, 1);
+        let other = t.child(ROOT, 10).unwrap();
+        assert_eq!(lru(&t), vec![other, tail, head]);
+        t.check();
+    }
+
+    #[test]
+    fn the_full_walk_runs_before_the_swa_walk_and_deletes_leaves_whole() {
+        let mut t = tree(4, 100);
+        put(&mut t, &keys(0..2));
+        put(&mut t, &keys(10..12));
+        t.make_room(2);
+        // The least recent leaf goes with its SWA pages.
+        assert_eq!(t.child(ROOT, 0), None);
+        assert_eq!((t.full_used(), t.swa_used()), (2, 2));
+        assert_eq!(t.stats.full_evicted_pages, 2);
+        t.check();
+    }
+}

@@ -151,3 +151,19 @@ fn an_swa_pool_elsewhere_is_refused() {
         assert!(e.contains("runtime.swa"), "{e}");
     }
 }
+
+/// A prompt the SWA pool cannot hold even after eviction is an error, as in SGLang:
+/// `tests/sglang_diff/swa_tree/replay_swa_tree.py` at a 256-token window, 2,000 full
+/// and 300 SWA pages raises "Prefill out of memory" at request 120 of
+/// generated_agentic_bursty (23,210 tokens, 363 pages in each pool).
+#[test]
+fn a_prompt_larger_than_the_swa_pool_is_sglang_s_out_of_memory() {
+    let cfg = swa_config(64, 2000, 300, 256, false);
+    let e = replay(&cfg, requests("generated_agentic_bursty.jsonl", 64, 64))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("request #120 ") && e.contains("Prefill out of memory"),
+        "{e}"
+    );
+}
