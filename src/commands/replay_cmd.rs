@@ -82,6 +82,8 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
     let mut proposal = None;
     // What the replay of the scenario does not model: its answers are `unverified`.
     let mut unverified: Vec<String> = Vec::new();
+    // A sliding-window model's SWA pool, for the SWA tree's figure beside the replay's.
+    let mut swa_pool = None;
     let (mut section, base_cfg): (RuntimeSection, Option<(ReplayConfig, String)>) = match &a
         .scenario
     {
@@ -126,6 +128,8 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
                 ),
             };
             unverified = pipeline::replay_unverified(&s, &plan);
+            swa_pool = pipeline::swa_pool(&s, &plan)
+                .map(|p| (p, plan.device_tokens / plan.page_size.max(1)));
             let note = match unverified.as_slice() {
                 [] => note,
                 u => format!("{note}\nstatus: unverified: {}", u.join("; ")),
@@ -294,6 +298,18 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
             if !unverified.is_empty() {
                 v["unverified"] = unverified.clone().into();
             }
+            if let Some((pool, sm, full)) =
+                swa_pool.and_then(|(p, l1)| swa_prefill_only(&section, &cfg, p, l1))
+            {
+                v["swa_tree_prefill_only"] = serde_json::json!({
+                    "swa_pages": pool.pages,
+                    "window": pool.window,
+                    "full_tree_device_hit_rate": full,
+                    "device_hit_rate": sm.device_hit_rate,
+                    "device_page_hit_rate": sm.device_page_hit_rate,
+                    "device_evicted_pages": sm.device_evicted_pages,
+                });
+            }
             // The speeds behind the times, whenever the replay is timed.
             if cfg.measurement.timing == crate::runtime::Timing::On {
                 v["speeds"] = serde_json::to_value(crate::runtime::Speeds::of(&cfg))
@@ -367,6 +383,18 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
                     pipeline::run_replay(&s, &cfg).ok()
                 });
             let mut text = render(&cfg, &section, &m, note.as_deref(), (one_tree, round_robin));
+            if let Some((pool, sm, full)) =
+                swa_pool.and_then(|(p, l1)| swa_prefill_only(&section, &cfg, p, l1))
+            {
+                let _ = writeln!(
+                    text,
+                    "SGLang 0.5.23's tree with its SWA component ({} SWA pages, window {}), every request ending at its prefill (one output token, or a PD prefill server), under the scheduler's call pattern: device {:.2} % of prompt tokens, against {:.2} % for the full tree (requests that decode free their prompt's out-of-window SWA, which the SWA tree does not model yet)",
+                    pool.pages,
+                    pool.window,
+                    100.0 * sm.device_hit_rate,
+                    100.0 * full
+                );
+            }
             if let Some(r) = &m.router {
                 render_engines(&mut text, &m, r, other.as_ref(), engine_rr.as_ref());
             }
@@ -1137,4 +1165,34 @@ fn status_cells(unverified: &[String]) -> (String, String) {
         [] => ("ok".into(), String::new()),
         u => ("unverified".into(), u.join("; ")),
     }
+}
+
+/// The SWA tree's replay of the same trace and pools (`crate::cache::SwaRadixTree`:
+/// SGLang 0.5.23's tree with the SWA component, every request ending at its prefill),
+/// where it runs: a timing-off replay on the device tier alone, one tree, LRU. `None`
+/// elsewhere, or when it stops (a prompt larger than the SWA pool: SGLang's "Prefill
+/// out of memory"). A full pool set apart from the start-up's (`plan_l1` pages) scales
+/// the SWA pool with it, as `--swa-full-tokens-ratio` sizes one from the other.
+fn swa_prefill_only(
+    section: &RuntimeSection,
+    cfg: &ReplayConfig,
+    mut pool: crate::runtime::SwaPool,
+    plan_l1: u64,
+) -> Option<(crate::runtime::SwaPool, ReplayMetrics, f64)> {
+    if cfg.capacities.l1_pages != plan_l1 && plan_l1 > 0 {
+        pool.pages = (u128::from(pool.pages) * u128::from(cfg.capacities.l1_pages)
+            / u128::from(plan_l1)) as u64;
+    }
+    let mut c = cfg.clone();
+    c.policy.call_pattern = crate::runtime::CallPattern::Scheduler0523;
+    // The full tree under the same call pattern, for the comparison.
+    let full = c
+        .validate()
+        .ok()
+        .and_then(|_| pipeline::run_replay(section, &c).ok())?;
+    c.capacities.swa = Some(pool);
+    c.validate().ok()?;
+    pipeline::run_replay(section, &c)
+        .ok()
+        .map(|m| (pool, m, full.device_hit_rate))
 }

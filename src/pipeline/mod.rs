@@ -73,7 +73,7 @@ pub enum ReplayConfigError {
 
 /// The tree's SWA component is not in the replay: one reason for every answer that
 /// replays a sliding-window model (GPT-OSS, Gemma, MiMo, Llama 4, …).
-pub const SWA_TREE_UNMODELLED: &str = "the tree's SWA component is not modelled (`mem_cache/swa_radix_cache.py: SWARadixCache`, or `UnifiedRadixCache`'s SWA component where the release routes the model there: a match ends only where the sliding window's KV before it is still cached, and the SWA pool evicts on its own): hit rates are a full-attention tree's over the full pool";
+pub const SWA_TREE_UNMODELLED: &str = "the tree's SWA component is not modelled (`mem_cache/swa_radix_cache.py: SWARadixCache`, or `UnifiedRadixCache`'s SWA component where the release routes the model there: a match ends only where the sliding window's KV before it is still cached, and the SWA pool evicts on its own): hit rates are a full-attention tree's over the full pool (on the device tier alone, `replay` prints SGLang's tree with the SWA component beside it, every request ending at its prefill)";
 /// The tree's Mamba component is not in the replay: one reason for every answer that
 /// replays a hybrid linear-attention model (Qwen3-Next, Nemotron-H, …).
 pub const MAMBA_TREE_UNMODELLED: &str = "the tree's Mamba component is not modelled (`mem_cache/mamba_radix_cache.py: MambaRadixCache`, or `UnifiedRadixCache`'s Mamba component where the release routes the model there: a match ends only where a state checkpoint is cached, and the state pool evicts on its own): hit rates are a full-attention tree's over the KV pool";
@@ -100,6 +100,26 @@ pub fn tree_unmodelled(plan: &StartupPlan) -> Vec<&'static str> {
     .into_iter()
     .filter_map(|(on, why)| on.then_some(why))
     .collect()
+}
+
+/// A sliding-window model's SWA pool for the SWA tree (`crate::cache::SwaRadixTree`):
+/// `SWATokenToKVPoolAllocator`'s second pool, the start-up's `swa_max_total_num_tokens`
+/// in pages, and the model's window. `None` for other models, for DeepSeek-V4 (its
+/// compressed pools are not the SWA tree's), and where the page size divides
+/// `window − 1`: most architectures' `get_attention_sliding_window_size` return
+/// `sliding_window − 1` (`models/gpt_oss.py`, `gemma3_causal.py`, …, 0.5.23), which
+/// moves the tree's window comparisons only then.
+pub fn swa_pool(s: &Scenario, plan: &StartupPlan) -> Option<crate::runtime::SwaPool> {
+    let page = plan.page_size.max(1);
+    let window = match s.model.attention {
+        crate::model::Attention::GqaSwa { window, .. } => window,
+        _ => return None,
+    };
+    let tokens = plan.device_swa_tokens?;
+    (window > 1 && (u64::from(window) - 1) % page != 0).then_some(crate::runtime::SwaPool {
+        pages: tokens / page,
+        window,
+    })
 }
 
 /// The replay configuration a scenario implies: page size, policies and link speeds

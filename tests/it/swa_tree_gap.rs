@@ -113,3 +113,61 @@ fn the_replay_s_full_tree_against_sglang_s_swa_tree() {
     assert!((worst - 29152.0 / 12664.0).abs() < 1e-9, "{worst}");
     crate::support::check_doc("docs/src/fidelity/hit-rates.md", "swa tree gap", &table).unwrap();
 }
+
+/// `replay` of a sliding-window model on the device tier alone prints the SWA tree's
+/// figure beside the full tree's (text and JSON): GPT-OSS-120B's scenario at 2,000 full
+/// pages (`--l1-pages`), its SWA pool scaled with it (13,392 × 2,000 / 16,740 = 1,600
+/// pages, SGLang's 0.8 ratio), chat_agentic_mix: 1,808,960 prompt tokens on the device
+/// in SGLang's tree with the SWA component, 1,865,728 in the full tree (of 3,980,639).
+/// With a host tier the SWA tree does not run and nothing is printed.
+#[test]
+fn replay_prints_the_swa_tree_beside_the_full_tree() {
+    use crate::support::{repo, run, stdout};
+    let sc = repo("scenarios/gpt-oss-swa-split.yaml");
+    let trace = repo("traces/generated_chat_agentic_mix.jsonl");
+    let args = |extra: &[&'static str]| {
+        let mut v = vec![
+            "replay".to_string(),
+            sc.display().to_string(),
+            "--trace".into(),
+            trace.display().to_string(),
+        ];
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let go = |a: Vec<String>| {
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        run(&a, &root())
+    };
+    let o = go(args(&[
+        "--l2-pages",
+        "0",
+        "--l1-pages",
+        "2000",
+        "--format",
+        "json",
+    ]));
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let s = &v["swa_tree_prefill_only"];
+    assert_eq!(
+        (s["swa_pages"].as_u64(), s["window"].as_u64()),
+        (Some(1600), Some(128))
+    );
+    let input = v["metrics"]["input_tokens"].as_f64().unwrap();
+    assert_eq!(input, 3_980_639.0);
+    let tokens = |x: &serde_json::Value| (x.as_f64().unwrap() * input).round();
+    assert_eq!(tokens(&s["device_hit_rate"]), 1_808_960.0);
+    assert_eq!(tokens(&s["full_tree_device_hit_rate"]), 1_865_728.0);
+    // The replay itself is still the full tree's, unverified.
+    assert_eq!(v["status"], "unverified");
+    let t = stdout(&go(args(&["--l2-pages", "0", "--l1-pages", "2000"])));
+    assert!(
+        t.contains("SGLang 0.5.23's tree with its SWA component (1600 SWA pages, window 128), every request ending at its prefill (one output token, or a PD prefill server), under the scheduler's call pattern: device 45.44 % of prompt tokens, against 46.87 % for the full tree"),
+        "{t}"
+    );
+    // With the scenario's host tier: no SWA tree figure.
+    let o = go(args(&["--format", "json"]));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v.get("swa_tree_prefill_only").is_none());
+}
