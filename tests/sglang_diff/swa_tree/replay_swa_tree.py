@@ -61,6 +61,27 @@ length 1 so the request finishes at the end of its prefill):
      reads the scheduler's published config); the driver asserts it would free
      nothing (kv_allocated_len == owned_kv_len).
 
+`--decode 1` (default 0; files `*.decode.txt`, header `decode=1 output_cap=N`): each
+request decodes its trace's `output_length` tokens, alone in its batches, capped at
+`--output-cap` when that is set (0 = no cap; the golden files use none):
+  5a. `process_batch_result_prefill` appends the first output token and, the
+      request being unfinished, calls `checkpoint_kv_cache` (`checkpoint_into_tree`:
+      `free_out_of_window_slots(req, len(key) - 1)`, the insert of the prompt, or
+      of `[0, swa_branching_seqlen)`, with the request's SWA frontier, the lock moved
+      to the new last node, `cache_protected_len` = the inserted length).
+  5b. every decode step (`prepare_for_decode` -> `alloc_for_decode_default`):
+      `maybe_evict_swa`'s per-request part (`decode_batch_idx >= 1`, SGLang's own
+      `ScheduleBatch._swa_eviction_trigger` with `SGLANG_SWA_EVICTION_INTERVAL`, then
+      `evict_sliding_windows(req, seqlen - 1)` inside a free group, as
+      `_evict_swa` calls it), then `alloc_paged_token_slots_decode` (one page
+      through `evict_to_free_tokens`, `alloc_decode` in both pools), the slot
+      written at the KV length, `kv_allocated_len`/`kv_committed_len` + 1,
+      `decode_batch_idx` + 1; the sampled output token is a unique filler.
+  5c. at `output_length` tokens: `release_kv_cache(checkpoint=True)` as in 5 with
+      `finished_len = output_length`: the insert of the page-aligned prompt +
+      output (`input_len + output_length - 1` committed tokens) with the frontier
+      the decode left (tombstones below it).
+
 `--components full` runs the same pattern on tree_components=(FULL,) with
 `PagedTokenToKVPoolAllocator` (what a non-SWA model gets); it reproduces
 tests/golden/tree/*.lru.scheduler.txt request for request.
@@ -85,7 +106,9 @@ def load_trace(path):
             if not line:
                 continue
             r = json.loads(line)
-            reqs.append((int(r["input_length"]), [int(h) for h in r["hash_ids"]]))
+            reqs.append(
+                (int(r["input_length"]), [int(h) for h in r["hash_ids"]], int(r.get("output_length", 1)))
+            )
     return reqs
 
 
@@ -122,16 +145,29 @@ def main():
     ap.add_argument("--prefill-checkpoint", type=int, choices=[0, 1], default=0,
                     help="1 = sensitivity variant: checkpoint the still-running request "
                     "after its prefill (output length > 1, decode not modelled)")
+    ap.add_argument("--decode", type=int, choices=[0, 1], default=0,
+                    help="1 = each request decodes its trace's output_length tokens, one "
+                    "at a time (prefill->decode checkpoint, maybe_evict_swa, decode "
+                    "allocation, final insert of prompt + output)")
+    ap.add_argument("--output-cap", type=int, default=0,
+                    help="with --decode: cap every output length at this many tokens (0 = none)")
     ap.add_argument("--core", choices=["python", "rust"], default="python")
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--check-every", type=int, default=0,
                     help="run the tree's sanity_check every N requests (0 = never)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
+    if a.decode and a.prefill_checkpoint:
+        ap.error("--decode includes the prefill-to-decode checkpoint")
 
     import torch
     from sglang.srt.managers.schedule_batch import ReqKvInfo
-    from sglang.srt.mem_cache.allocation import alloc_paged_token_slots_extend
+    from sglang.srt.managers.schedule_batch import ScheduleBatch
+    from sglang.srt.mem_cache.allocation import (
+        alloc_paged_token_slots_decode,
+        alloc_paged_token_slots_extend,
+    )
+    from sglang.srt.environ import envs
     from sglang.srt.mem_cache.allocator.paged import PagedTokenToKVPoolAllocator
     from sglang.srt.mem_cache.allocator.swa import SWATokenToKVPoolAllocator
     from sglang.srt.mem_cache.base_swa_memory_pool import BaseSWAKVPool
@@ -203,6 +239,10 @@ def main():
             self.multimodal_inputs = None
 
         # managers/schedule_batch.py: Req
+        @property
+        def seqlen(self):
+            return len(self.origin_input_ids) + len(self.output_ids)
+
         def finished(self):
             return self.finished_reason is not None
 
@@ -235,7 +275,13 @@ def main():
     reqs = load_trace(a.trace)
     if a.limit:
         reqs = reqs[: a.limit]
-    max_ctx = max(n for n, _ in reqs) + 2 * P
+    def out_len(o):
+        if not a.decode:
+            return 1
+        o = max(o, 1)
+        return min(o, a.output_cap) if a.output_cap else o
+
+    max_ctx = max(n + out_len(o) for n, _, o in reqs) + 2 * P
 
     rtp = ReqToTokenPool(size=2, max_context_len=max_ctx, device="cpu", enable_memory_saver=False)
     with_swa = a.components == "full,swa"
@@ -276,7 +322,12 @@ def main():
     not_admitted = 0
     t0 = time.time()
     filler = 1 << 40
-    for i, (input_len, ids) in enumerate(reqs):
+    decode_tokens = 0
+    swa_interval = max(1, envs.SGLANG_SWA_EVICTION_INTERVAL.get())
+    # ScheduleBatch._swa_eviction_trigger reads nothing of the batch off ROCm.
+    swa_evict_due = ScheduleBatch._swa_eviction_trigger(None, W, swa_interval)
+    for i, (input_len, ids, olen) in enumerate(reqs):
+        olen = out_len(olen)
         filler += 1 << 20
         toks = tokens_of(input_len, ids, a.block, filler)
         req = FakeReq(str(i), toks)
@@ -362,11 +413,49 @@ def main():
             # inserts); its decode tokens are not modelled.
             checkpoint_kv_cache(req, cache)
 
-        # 5. finished after its prefill: release_kv_cache(req, cache, checkpoint=True)
+        if olen > 1:
+            # 5a. process_batch_result_prefill: the first output token, then the
+            #     unfinished request's checkpoint_kv_cache (frees its out-of-window
+            #     SWA slots, inserts the prompt with that frontier).
+            out_base = (1 << 52) + (i << 20)
+            req.output_ids.append(out_base)
+            checkpoint_kv_cache(req, cache)
+            # 5b. decode steps, one request per batch: ScheduleBatch.prepare_for_decode
+            #     -> alloc_for_decode_default: maybe_evict_swa (decode_batch_idx >= 1,
+            #     the eviction trigger, then BasePrefixCache.evict_sliding_windows with
+            #     pre_len = seqlen - 1 inside a free group), alloc_paged_token_slots_decode
+            #     (one page through evict_to_free_tokens, alloc_decode in both pools),
+            #     the row written at the current KV length; then the forward samples
+            #     the next output token.
+            req.decode_batch_idx = 0
+            row = req.kv.req_pool_idx
+            for j in range(1, olen):
+                if req.decode_batch_idx >= 1 and req.kv.holds_kv and swa_evict_due(req):
+                    alloc.free_group_begin()
+                    cache.evict_sliding_windows(req, req.seqlen - 1, eviction_interval=1)
+                    alloc.free_group_end()
+                cur = req.kv.kv_committed_len
+                last_loc = rtp.req_to_token[row, cur - 1 : cur].to(torch.int64)
+                loc = alloc_paged_token_slots_decode(
+                    tree_cache=cache,
+                    seq_lens=torch.tensor([cur + 1], dtype=torch.int64),
+                    seq_lens_cpu=torch.tensor([cur + 1], dtype=torch.int64),
+                    last_loc=last_loc,
+                    token_per_req=1,
+                )
+                rtp.write((row, slice(cur, cur + 1)), loc.to(torch.int32))
+                req.kv.kv_allocated_len += 1
+                req.kv.kv_committed_len += 1
+                req.decode_batch_idx += 1
+                req.output_ids.append(out_base + j)
+                decode_tokens += 1
+
+        # 5. finished: release_kv_cache(req, cache, checkpoint=True)
         alloc.free_group_begin()
-        req.output_ids.append(0)
+        if olen == 1:
+            req.output_ids.append(0)
         req.finished_reason = "length"
-        req.finished_len = 1
+        req.finished_len = olen
         assert (not req.kv.holds_kv) == req.kv.is_kv_released
         assert not cache.claim_kv_row(req)
         owned = req.owned_kv_len()
@@ -398,14 +487,16 @@ def main():
             f"trace={a.trace.split('/')[-1]} block={a.block} page_size={P} window={W} "
             f"l1_pages={a.l1_pages} swa_pages={a.swa_pages} policy={a.policy} "
             f"pattern=scheduler chunk={a.chunk} waiting_touch={a.waiting_touch} "
-            f"prefill_checkpoint={a.prefill_checkpoint} requests={len(reqs)}\n"
+            f"prefill_checkpoint={a.prefill_checkpoint} "
+            + (f"decode=1 output_cap={a.output_cap} " if a.decode else "")
+            + f"requests={len(reqs)}\n"
         )
         f.write("\n".join(str(x) for x in out))
         f.write("\n")
     print(
         f"{a.out}: {len(reqs)} requests, {sum(out)} device hit pages "
         f"(FULL-KV match {full_hit_pages}), {dt:.1f} s ({core_name}); "
-        f"admission budget would refuse {not_admitted}",
+        f"admission budget would refuse {not_admitted}; decode tokens {decode_tokens}",
         file=sys.stderr,
     )
 

@@ -8,6 +8,8 @@
 #   JOBS=1 CORE=rust tests/sglang_diff/swa_tree/run.sh
 #   SKIP_EXISTING=1 tests/sglang_diff/swa_tree/run.sh # only the files not written yet
 #   CHUNK=8192 tests/sglang_diff/swa_tree/run.sh      # chunked prefill; names get .c8192
+#   DECODE=1 tests/sglang_diff/swa_tree/run.sh        # requests decode their output_length
+#                                                     # tokens; names get .decode
 #
 # The venv ($VENV, default /tmp/venv-tree) comes from
 # tests/sglang_diff/tree/run.sh --install-only (sglang 0.5.23 --no-deps, torch 2.14.1).
@@ -17,6 +19,7 @@ VENV=${VENV:-/tmp/venv-tree}
 JOBS=${JOBS:-2}
 CORE=${CORE:-python}
 CHUNK=${CHUNK:-0}
+DECODE=${DECODE:-0}
 OUT=tests/golden/swa_tree
 
 VENV="$VENV" tests/sglang_diff/tree/run.sh --install-only
@@ -28,6 +31,7 @@ fi
 mkdir -p "$OUT"
 suffix=""
 if [ "$CHUNK" != "0" ]; then suffix=".c$CHUNK"; fi
+if [ "$DECODE" != "0" ]; then suffix="$suffix.decode"; fi
 # trace block page window  (l1_pages/swa_pages)...
 GRID="
 generated_agentic_bursty.jsonl 64 64 128 1000/1000 2000/500 4000/1000 4000/4000
@@ -40,7 +44,7 @@ echo "$GRID" | while read -r trace block ps win pairs; do
     l1=${pair%/*}; swa=${pair#*/}
     name="${trace%.jsonl}.p${ps}.w${win}.l1_${l1}.swa_${swa}${suffix}.txt"
     if [ -n "${SKIP_EXISTING:-}" ] && [ -s "$OUT/$name" ]; then continue; fi
-    echo "--trace traces/$trace --block $block --page-size $ps --window $win --l1-pages $l1 --swa-pages $swa --policy lru --chunk $CHUNK --core $CORE --out $OUT/$name"
+    echo "--trace traces/$trace --block $block --page-size $ps --window $win --l1-pages $l1 --swa-pages $swa --policy lru --chunk $CHUNK --decode $DECODE --core $CORE --out $OUT/$name"
   done
 done > "$jobs_file"
 xargs -P "$JOBS" -L 1 "$VENV/bin/python" -W ignore tests/sglang_diff/swa_tree/replay_swa_tree.py < "$jobs_file" 2>&1 | grep -v -i "warn" || true
