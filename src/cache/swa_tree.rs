@@ -22,11 +22,13 @@
 //!   Full value only leaves with its node), and an SWA value or an SWA tombstone
 //!   (`swa == false`). Pools are page counters. The full→SWA slot mapping only
 //!   decides *which* slots are freed, never how many, so it is not modelled.
-//! - The scheduler's request never frees its own out-of-window SWA slots (a request
-//!   finishing at its prefill: `checkpoint_into_tree` skips
-//!   `free_out_of_window_slots`), so the request's SWA frontier
-//!   (`evicted_seqlen(SWA)`) is always 0: inserts create no tombstones, and
-//!   `_clip_to_window` never splits.
+//! - A request finishing at its prefill never frees its own out-of-window SWA slots
+//!   (`checkpoint_into_tree` skips `free_out_of_window_slots`): its SWA frontier
+//!   (`evicted_seqlen(SWA)`) is 0, its insert ([`insert`](SwaRadixTree::insert))
+//!   creates no tombstone and `_clip_to_window` never splits. A request that decodes
+//!   frees them at the prefill-to-decode checkpoint and during decode; its inserts
+//!   ([`insert_with_frontier`](SwaRadixTree::insert_with_frontier)) clip at its
+//!   frontier.
 //! - `last_access_time` is a logical tick as in the full tree ([`TICK`] units; 0.5.23's
 //!   match stamps `cur_time - 1e-5` per level are `tick - depth`). Ties in the FULL
 //!   leaf heap (equal stamps) are broken by node id.
@@ -101,8 +103,15 @@ pub struct SwaLock {
 /// What an insert kept of the request's slots (pages).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SwaInsert {
-    /// Pages of the new leaf (both pools kept).
+    /// Pages of the new leaf (its Full value kept; its SWA value kept from the
+    /// request's SWA frontier on, [`leaf_live_pages`](Self::leaf_live_pages)).
     pub leaf_pages: u64,
+    /// Pages of the new leaf at or past the request's SWA frontier (live SWA; the
+    /// older part is an SWA tombstone, the request's SWA slots there already freed).
+    pub leaf_live_pages: u64,
+    /// `result.last_device_node`: the new leaf, or the last walked node (the root
+    /// for an empty key).
+    pub last: SwaNodeId,
     /// Pages of revived SWA tombstones (the request's SWA slots kept, its full slots
     /// freed or swapped for the node's old ones).
     pub revived_pages: u64,
@@ -732,6 +741,23 @@ impl SwaRadixTree {
     ///
     /// The request's pages the tree did not take are the caller's to free.
     pub fn insert(&mut self, key: &[PageKey], prev_prefix_pages: u64) -> SwaInsert {
+        self.insert_with_frontier(key, prev_prefix_pages, 0)
+    }
+
+    /// [`insert`](Self::insert) for a request whose SWA frontier
+    /// (`evicted_seqlen(SWA)`, `frontier_pages`) is past 0: a request that decodes, or
+    /// the prefill-to-decode checkpoint (README §4.2, §4.3, §7). `_clip_to_window` with
+    /// `window_start = frontier`: an overlapped SWA tombstone beyond the request's
+    /// prefix that ends at or before the frontier stays a tombstone; one that starts
+    /// before it is split at the frontier and only the part from the frontier on is
+    /// revived. The new leaf is split at the frontier; its older part stays an SWA
+    /// tombstone (Full kept), the rest gets the window-tail split and live SWA.
+    pub fn insert_with_frontier(
+        &mut self,
+        key: &[PageKey],
+        prev_prefix_pages: u64,
+        frontier_pages: u64,
+    ) -> SwaInsert {
         let mut out = SwaInsert::default();
         self.touch(ROOT);
         let mut node = ROOT;
@@ -746,11 +772,19 @@ impl SwaRadixTree {
             let c = if k < cl { self.split(c, k) } else { c };
             let end = (i + k) as u64;
             if prev_prefix_pages < end && !self.nodes[c as usize].swa {
-                // `_clip_to_window` with `window_start = 0`: the whole fragment is
-                // revived (`live_start = start`).
-                self.publish_swa(c);
-                out.revived_pages += k as u64;
-                self.stats.swa_revived_pages += k as u64;
+                // `_clip_to_window`: `live_start = max(start, window_start)`; nothing
+                // if it reaches the end, else the older part is split off (it stays a
+                // tombstone) and `[live_start, end)` is revived.
+                let live_start = (i as u64).max(frontier_pages);
+                if live_start < end {
+                    if live_start > i as u64 {
+                        self.split(c, (live_start - i as u64) as usize);
+                    }
+                    let n = end - live_start;
+                    self.publish_swa(c);
+                    out.revived_pages += n;
+                    self.stats.swa_revived_pages += n;
+                }
             }
             node = c;
             i += k;
@@ -760,14 +794,23 @@ impl SwaRadixTree {
             self.refresh_leaf(leaf);
             self.refresh_leaf(node);
             out.leaf_pages = (key.len() - i) as u64;
-            let tail_pages =
-                u64::from(self.cfg.window).div_ceil(u64::from(self.cfg.page_size)) as usize;
-            let len = key.len() - i;
-            if len > tail_pages {
-                let parent = self.split(leaf, len - tail_pages);
-                self.publish_swa(parent);
+            // `_clip_to_window` at the frontier: a leaf wholly below it is a tombstone;
+            // one that starts below it is split there, the older part a tombstone.
+            let live_start = (i as u64).max(frontier_pages);
+            if live_start < key.len() as u64 {
+                if live_start > i as u64 {
+                    self.split(leaf, (live_start - i as u64) as usize);
+                }
+                out.leaf_live_pages = key.len() as u64 - live_start;
+                let tail_pages =
+                    u64::from(self.cfg.window).div_ceil(u64::from(self.cfg.page_size)) as usize;
+                let len = out.leaf_live_pages as usize;
+                if len > tail_pages {
+                    let parent = self.split(leaf, len - tail_pages);
+                    self.publish_swa(parent);
+                }
+                self.publish_swa(leaf);
             }
-            self.publish_swa(leaf);
             leaf
         } else {
             node
@@ -775,6 +818,7 @@ impl SwaRadixTree {
         if target != ROOT {
             self.refresh_window_mru(target);
         }
+        out.last = target;
         out
     }
 
@@ -874,6 +918,45 @@ mod tests {
         assert_eq!(t.nodes[head as usize].pages, vec![0, 1, 2]);
         assert_eq!(lru(&t), vec![leaf, head]);
         assert_eq!((t.full_used(), t.swa_used()), (5, 5));
+        t.check();
+    }
+
+    /// A request that decoded: its SWA frontier at page 6 of a 9-page key. The leaf
+    /// is split at the frontier (pages 0..6 an SWA tombstone, Full kept), the live
+    /// part keeps one window as its tail; only the last 3 pages hold SWA. A later
+    /// insert of the same key with frontier 4 revives pages 4..6 only.
+    #[test]
+    fn an_insert_with_a_frontier_tombstones_below_it_and_revives_from_it() {
+        let mut t = tree(100, 100);
+        assert!(t.alloc(9));
+        // The request's SWA slots below the frontier were freed before the insert.
+        t.free(0, 6);
+        let k = t.insert_with_frontier(&keys(0..9), 0, 6);
+        assert_eq!(
+            (k.leaf_pages, k.leaf_live_pages, k.revived_pages),
+            (9, 3, 0)
+        );
+        assert_eq!((t.full_used(), t.swa_used()), (9, 3));
+        assert_eq!(t.nodes[k.last as usize].pages, vec![7, 8]);
+        let live_head = t.nodes[k.last as usize].parent;
+        assert_eq!(t.nodes[live_head as usize].pages, vec![6]);
+        let dead = t.nodes[live_head as usize].parent;
+        assert_eq!(t.nodes[dead as usize].pages, keys(0..6));
+        assert!(!t.nodes[dead as usize].swa);
+        assert_eq!(lru(&t), vec![k.last, live_head]);
+        t.check();
+        // A match ending inside the tombstone fails the SWA validator.
+        assert_eq!(t.match_prefix(&keys(0..6)).device_pages, 0);
+        assert_eq!(t.match_prefix(&keys(0..9)).device_pages, 9);
+        // Same key, frontier 4: the tombstone is split at 4 and 4..6 revived.
+        assert!(t.alloc(9));
+        t.free(0, 4);
+        let k2 = t.insert_with_frontier(&keys(0..9), 0, 4);
+        assert_eq!((k2.leaf_pages, k2.revived_pages), (0, 2));
+        t.free(9, 5 - 2);
+        assert_eq!((t.full_used(), t.swa_used()), (9, 5));
+        assert_eq!(t.match_prefix(&keys(0..6)).device_pages, 6);
+        assert_eq!(t.match_prefix(&keys(0..4)).device_pages, 0);
         t.check();
     }
 

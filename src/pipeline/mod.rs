@@ -119,6 +119,7 @@ pub fn swa_pool(s: &Scenario, plan: &StartupPlan) -> Option<crate::runtime::SwaP
     (window > 1 && (u64::from(window) - 1) % page != 0).then_some(crate::runtime::SwaPool {
         pages: tokens / page,
         window,
+        decode: false,
     })
 }
 

@@ -137,6 +137,12 @@ pub struct SwaPool {
     /// The tree's window in tokens (`swa_retain_window = max(sliding_window_size,
     /// draft_swa_window)`, `components/swa.py: SWAComponent.__init__`).
     pub window: u32,
+    /// Requests decode their trace's output tokens on the SWA tree (the
+    /// prefill-to-decode checkpoint, `maybe_evict_swa`, one decode slot per token,
+    /// the final insert of prompt and output); false (the default, not written): every
+    /// request ends at its prefill, one output token.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub decode: bool,
 }
 
 impl Default for Capacities {

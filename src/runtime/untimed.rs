@@ -253,11 +253,12 @@ fn run_swa<I: IntoIterator<Item = Request>>(
         let index = index as u64;
         check_request(cfg, index, &req)?;
         let touch = waiting_touch && index.is_multiple_of(WAITING_PREFIX_REFRESH_INTERVAL);
-        let h = process_scheduler_swa(&mut t, &req.page_hashes, req.input_tokens, touch)
+        let output = if pool.decode { req.output_tokens } else { 1 };
+        let h = process_scheduler_swa(&mut t, &req.page_hashes, req.input_tokens, output, index, touch)
             .ok_or_else(|| ReplayError::InvalidConfig {
                 field: "swa",
                 message: format!(
-                    "request #{index} (id {}): {} input tokens do not fit the pools after eviction ({} full and {} SWA pages free): SGLang raises \"Prefill out of memory\"",
+                    "request #{index} (id {}): {} input tokens (and {output} output tokens) do not fit the pools after eviction ({} full and {} SWA pages free): SGLang raises \"Prefill out of memory\" (or \"Decode out of memory\" for a decode slot)",
                     req.id,
                     req.input_tokens,
                     t.full_free(),
@@ -294,7 +295,9 @@ const WAITING_PREFIX_REFRESH_INTERVAL: u64 = 32;
 
 /// One request of a sliding-window model as 0.5.23's scheduler drives the tree with
 /// the SWA component (`tests/golden/swa_tree/README.md` §8), one request per batch,
-/// finishing at its prefill (one output token), no chunked prefill:
+/// no chunked prefill. A request with two or more output tokens (only with
+/// `capacities.swa.decode`) goes to [`process_scheduler_swa_decode`]; one finishing
+/// at its prefill (one output token):
 /// - `calc_priority` (fcfs, LRU): `_touch_waiting_prefixes` matches the whole prompt
 ///   (`common.py: touch_waiting_prefix` → `touch_prefix`, no `input_len − 1` cap) on
 ///   every 32nd call (`touch`: one call per request);
@@ -316,8 +319,13 @@ fn process_scheduler_swa(
     t: &mut SwaRadixTree,
     pages: &[PageKey],
     input_tokens: u32,
+    output_tokens: u32,
+    index: u64,
     touch: bool,
 ) -> Option<Hits> {
+    if output_tokens > 1 {
+        return process_scheduler_swa_decode(t, pages, input_tokens, output_tokens, index, touch);
+    }
     let ps = u64::from(t.config().page_size);
     let input = u64::from(input_tokens);
     if touch {
@@ -342,6 +350,168 @@ fn process_scheduler_swa(
         need - kept.leaf_pages,
         need - kept.leaf_pages - kept.revived_pages,
     );
+    t.unlock(lock);
+    Some(Hits {
+        device: m.device_pages,
+        ..Hits::default()
+    })
+}
+
+/// `managers/schedule_batch.py: ScheduleBatch.maybe_evict_swa`'s interval
+/// (`SGLANG_SWA_EVICTION_INTERVAL`, `environ.py`, 0.5.23 default 128 tokens).
+const SWA_EVICTION_INTERVAL: u64 = 128;
+
+/// Key of page `idx` of a request that decodes: the prompt's whole pages, then pages
+/// holding output tokens (a prompt's partial last page with its first outputs, or
+/// outputs only): unique to the request, so they never match another's (bit 63 set,
+/// the request's position and the page index below it).
+fn swa_page_key(pages: &[PageKey], index: u64, idx: usize) -> PageKey {
+    if idx < pages.len() {
+        pages[idx]
+    } else {
+        (1 << 63) | (index << 24) | idx as u64
+    }
+}
+
+/// A request's own SWA frontier: `common.py: free_swa_out_of_window_slots` (0.5.23)
+/// with prefix sharing, no retain floor and `eviction_interval = 1` (both callers
+/// here: `checkpoint_into_tree` and `evict_sliding_windows` from `maybe_evict_swa`).
+/// Tokens throughout; `prot` is `cache_protected_len` (= `swa_dead_lo`, no eviction
+/// shield), `ev` the request's `evicted_seqlen(SWA)`. The SWA pages of row positions
+/// `[ev, new)` go back to the SWA pool (the request holds them: they lie past its
+/// tree-owned prefix).
+fn free_swa_out_of_window(t: &mut SwaRadixTree, pre_len: u64, prot: u64, ev: &mut u64) {
+    let w = u64::from(t.config().window);
+    let ps = u64::from(t.config().page_size);
+    if pre_len < w + *ev + 1 {
+        return;
+    }
+    *ev = (*ev).max(prot);
+    let keep = w.max(ps).div_ceil(ps) * ps;
+    let new = (*ev).max(pre_len.saturating_sub(keep)) / ps * ps;
+    if new > *ev {
+        t.free(0, (new - *ev) / ps);
+        *ev = new;
+    }
+}
+
+/// One request that decodes `output_tokens >= 2` tokens, alone in its batches
+/// (`tests/golden/swa_tree/README.md` §4.5, §7; the golden driver's `--decode 1`):
+/// - its prefill as [`process_scheduler_swa`]'s (touch, match of `input_len − 1`,
+///   lock, `alloc_paged_token_slots_extend`);
+/// - `process_batch_result_prefill` → `checkpoint_kv_cache` of the unfinished
+///   request (`checkpoint_into_tree`): the key is the prompt, or only up to
+///   `swa_branching_seqlen` when the match was cut short by the SWA validator
+///   (`prepare_for_caching_req`); `free_out_of_window_slots(len(key) − 1)` first; the
+///   insert with the request's frontier (tombstones below it, §4.3); the request's
+///   slots the tree did not take are freed (duplicates; the tree's own slots now
+///   back the row); the lock moves to the insert's last node (unlock, lock);
+///   `cache_protected_len` = the inserted length; after a branch insert,
+///   `cleanup_after_caching_req` frees out of window again with `input_len − 1`;
+/// - decode step `j = 1 .. output − 1` (`prepare_for_decode` → `alloc_for_decode`):
+///   `maybe_evict_swa` from the second step on (`decode_batch_idx >= 1`) when
+///   `seqlen − 1 − W >= evicted_seqlen + 128`, then
+///   `alloc_paged_token_slots_decode`: `evict_to_free_tokens(page_size)` (one page
+///   against both pools) and a new page in both pools when the KV length is
+///   page-aligned (`alloc_decode`; `None` = "Decode out of memory");
+/// - `release_kv_cache(checkpoint=True)` at `input + output − 1` committed tokens:
+///   the insert of the page-aligned prompt + output with the request's frontier (no
+///   out-of-window free for a finished request), `free_kv_row` of the rest, `unlock`.
+fn process_scheduler_swa_decode(
+    t: &mut SwaRadixTree,
+    pages: &[PageKey],
+    input_tokens: u32,
+    output_tokens: u32,
+    index: u64,
+    touch: bool,
+) -> Option<Hits> {
+    let ps = u64::from(t.config().page_size);
+    let w = u64::from(t.config().window);
+    let input = u64::from(input_tokens);
+    if touch {
+        t.match_prefix(pages);
+    }
+    let max_prefix = (input.saturating_sub(1) / ps).min(pages.len() as u64);
+    let m = t.match_prefix(&pages[..max_prefix as usize]);
+    let mut lock = t.lock(m.best);
+    let need = input.div_ceil(ps) - m.device_pages;
+    t.make_room(need + 1);
+    if !t.alloc(need) {
+        t.unlock(lock);
+        return None;
+    }
+    // Row pages allocated (both pools); `prot`, `ev` in tokens.
+    let mut alloc_pages = input.div_ceil(ps);
+    let mut prot = m.device_pages * ps;
+    let mut ev = 0u64;
+    let key_of = |n: u64| -> Vec<PageKey> {
+        (0..n as usize)
+            .map(|i| swa_page_key(pages, index, i))
+            .collect()
+    };
+    // The request's slots in `[prot, key)` the tree did not take.
+    let insert = |t: &mut SwaRadixTree, key_pages: u64, prot: u64, ev: u64| {
+        let key = key_of(key_pages);
+        let kept = t.insert_with_frontier(&key, prot / ps, ev / ps);
+        let held_full = key_pages - prot / ps;
+        let held_swa = key_pages.saturating_sub(prot.max(ev) / ps);
+        t.free(
+            held_full - kept.leaf_pages,
+            held_swa - kept.leaf_live_pages - kept.revived_pages,
+        );
+        kept
+    };
+
+    // Prefill -> decode checkpoint (unfinished request).
+    let branch = (m.full_hit_pages > m.device_pages).then_some(m.full_hit_pages * ps);
+    let eff = match branch {
+        Some(b) if b > prot && b <= input => b,
+        _ => input,
+    };
+    free_swa_out_of_window(t, eff - 1, prot, &mut ev);
+    let key_pages = eff / ps;
+    if key_pages > 0 {
+        let kept = insert(t, key_pages, prot, ev);
+        t.unlock(lock);
+        lock = t.lock(kept.last);
+        prot = key_pages * ps;
+        if eff < input {
+            // cleanup_after_caching_req after the branch insert: forward key =
+            // the prefill's fill ids.
+            free_swa_out_of_window(t, input - 1, prot, &mut ev);
+        }
+    }
+
+    // Decode steps.
+    let out = u64::from(output_tokens);
+    for j in 1..out {
+        let seqlen = input + j;
+        if j >= 2 && seqlen - 1 >= w + ev + SWA_EVICTION_INTERVAL {
+            free_swa_out_of_window(t, seqlen - 1, prot, &mut ev);
+        }
+        let cur = input + j - 1;
+        t.make_room(1);
+        if cur.is_multiple_of(ps) {
+            if !t.alloc(1) {
+                t.unlock(lock);
+                return None;
+            }
+            alloc_pages += 1;
+        }
+    }
+
+    // Finish: release_kv_cache(checkpoint=True).
+    let committed = input + out - 1;
+    debug_assert_eq!(alloc_pages, committed.div_ceil(ps));
+    let key_pages = committed / ps;
+    let (mut full_left, mut swa_left) = (alloc_pages - prot / ps, alloc_pages - prot.max(ev) / ps);
+    if key_pages * ps > prot {
+        insert(t, key_pages, prot, ev);
+        full_left -= key_pages - prot / ps;
+        swa_left -= key_pages.saturating_sub(prot.max(ev) / ps);
+    }
+    // free_kv_row of what is left past the inserted key.
+    t.free(full_left, swa_left);
     t.unlock(lock);
     Some(Hits {
         device: m.device_pages,

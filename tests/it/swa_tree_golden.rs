@@ -39,12 +39,27 @@ fn requests(trace: &str, block: u32, page_size: u32) -> Vec<Request> {
 }
 
 fn swa_config(page_size: u32, l1: u64, swa: u64, window: u32, checks: bool) -> ReplayConfig {
+    swa_config_with(page_size, l1, swa, window, checks, false)
+}
+
+fn swa_config_with(
+    page_size: u32,
+    l1: u64,
+    swa: u64,
+    window: u32,
+    checks: bool,
+    decode: bool,
+) -> ReplayConfig {
     ReplayConfig {
         capacities: Capacities {
             page_size,
             l1_pages: l1,
             l2_pages: 0,
-            swa: Some(SwaPool { pages: swa, window }),
+            swa: Some(SwaPool {
+                pages: swa,
+                window,
+                decode,
+            }),
             ..Default::default()
         },
         policy: TreePolicy {
@@ -79,13 +94,20 @@ fn check(p: &Path) -> Result<(), String> {
         ),
         ("scheduler", "0", "1", "0")
     );
+    // decode=1: every request decodes its trace's output tokens (the driver's
+    // --decode 1, no output cap here); otherwise every request ends at its prefill.
+    let decode = h.get("decode").map(String::as_str) == Some("1");
+    if decode {
+        assert_eq!(h["output_cap"], "0");
+    }
     let page_size: u32 = h["page_size"].parse().unwrap();
-    let cfg = swa_config(
+    let cfg = swa_config_with(
         page_size,
         h["l1_pages"].parse().unwrap(),
         h["swa_pages"].parse().unwrap(),
         h["window"].parse().unwrap(),
         true,
+        decode,
     );
     let reqs = requests(&h["trace"], h["block"].parse().unwrap(), page_size);
     assert_eq!(reqs.len(), theirs.len(), "{}: request count", p.display());
@@ -104,8 +126,13 @@ fn check(p: &Path) -> Result<(), String> {
 
 #[test]
 fn golden_files_cover_the_grid() {
-    // 2 traces x 4 (full, SWA) pool pairs.
-    assert_eq!(golden_files().len(), 8);
+    // 2 traces x 4 (full, SWA) pool pairs, each prefill-only and decoding.
+    let files = golden_files();
+    let decode = files
+        .iter()
+        .filter(|p| p.to_string_lossy().ends_with(".decode.txt"))
+        .count();
+    assert_eq!((files.len() - decode, decode), (8, 8));
 }
 
 #[test]
