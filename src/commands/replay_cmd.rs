@@ -298,16 +298,13 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
             if !unverified.is_empty() {
                 v["unverified"] = unverified.clone().into();
             }
-            if let Some((pool, sm, full)) =
-                swa_pool.and_then(|(p, l1)| swa_prefill_only(&section, &cfg, p, l1))
-            {
-                v["swa_tree_prefill_only"] = serde_json::json!({
-                    "swa_pages": pool.pages,
-                    "window": pool.window,
-                    "full_tree_device_hit_rate": full,
-                    "device_hit_rate": sm.device_hit_rate,
-                    "device_page_hit_rate": sm.device_page_hit_rate,
-                    "device_evicted_pages": sm.device_evicted_pages,
+            if let Some(f) = swa_pool.and_then(|(p, l1)| swa_figures(&section, &cfg, p, l1)) {
+                v["swa_tree"] = serde_json::json!({
+                    "swa_pages": f.pool.pages,
+                    "window": f.pool.window,
+                    "device_hit_rate": f.decode,
+                    "prefill_only_device_hit_rate": f.prefill_only,
+                    "full_tree_device_hit_rate": f.full,
                 });
             }
             // The speeds behind the times, whenever the replay is timed.
@@ -383,16 +380,15 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
                     pipeline::run_replay(&s, &cfg).ok()
                 });
             let mut text = render(&cfg, &section, &m, note.as_deref(), (one_tree, round_robin));
-            if let Some((pool, sm, full)) =
-                swa_pool.and_then(|(p, l1)| swa_prefill_only(&section, &cfg, p, l1))
-            {
+            if let Some(f) = swa_pool.and_then(|(p, l1)| swa_figures(&section, &cfg, p, l1)) {
                 let _ = writeln!(
                     text,
-                    "SGLang 0.5.23's tree with its SWA component ({} SWA pages, window {}), every request ending at its prefill (one output token, or a PD prefill server), under the scheduler's call pattern: device {:.2} % of prompt tokens, against {:.2} % for the full tree (requests that decode free their prompt's out-of-window SWA, which the SWA tree does not model yet)",
-                    pool.pages,
-                    pool.window,
-                    100.0 * sm.device_hit_rate,
-                    100.0 * full
+                    "SGLang 0.5.23's tree with its SWA component ({} SWA pages, window {}), one request at a time under the scheduler's call pattern: device {:.2} % of prompt tokens with each request decoding its output, {:.2} % with every request ending at its prefill (a PD prefill server), against {:.2} % for the full tree",
+                    f.pool.pages,
+                    f.pool.window,
+                    100.0 * f.decode,
+                    100.0 * f.prefill_only,
+                    100.0 * f.full
                 );
             }
             if let Some(r) = &m.router {
@@ -1167,32 +1163,57 @@ fn status_cells(unverified: &[String]) -> (String, String) {
     }
 }
 
-/// The SWA tree's replay of the same trace and pools (`crate::cache::SwaRadixTree`:
-/// SGLang 0.5.23's tree with the SWA component, every request ending at its prefill),
-/// where it runs: a timing-off replay on the device tier alone, one tree, LRU. `None`
-/// elsewhere, or when it stops (a prompt larger than the SWA pool: SGLang's "Prefill
-/// out of memory"). A full pool set apart from the start-up's (`plan_l1` pages) scales
-/// the SWA pool with it, as `--swa-full-tokens-ratio` sizes one from the other.
-fn swa_prefill_only(
+/// The SWA tree's figures beside a replay (device hit rates of the prompt tokens).
+struct SwaFigures {
+    pool: crate::runtime::SwaPool,
+    /// Each request decoding its trace's output, one request at a time.
+    decode: f64,
+    /// Every request ending at its prefill (one output token, a PD prefill server).
+    prefill_only: f64,
+    /// The full tree under the same call pattern.
+    full: f64,
+}
+
+/// The SWA tree's replays of the same trace and pools (`crate::cache::SwaRadixTree`:
+/// SGLang 0.5.23's tree with the SWA component, one request at a time, the scheduler's
+/// call pattern), where it runs: a timing-off replay on the device tier alone, one
+/// tree, LRU. `None` elsewhere, or when one stops (a prompt larger than the SWA pool:
+/// SGLang's "Prefill out of memory"). A full pool set apart from the start-up's
+/// (`plan_l1` pages) scales the SWA pool with it, as `--swa-full-tokens-ratio` sizes
+/// one from the other.
+fn swa_figures(
     section: &RuntimeSection,
     cfg: &ReplayConfig,
     mut pool: crate::runtime::SwaPool,
     plan_l1: u64,
-) -> Option<(crate::runtime::SwaPool, ReplayMetrics, f64)> {
+) -> Option<SwaFigures> {
     if cfg.capacities.l1_pages != plan_l1 && plan_l1 > 0 {
         pool.pages = (u128::from(pool.pages) * u128::from(cfg.capacities.l1_pages)
             / u128::from(plan_l1)) as u64;
     }
     let mut c = cfg.clone();
     c.policy.call_pattern = crate::runtime::CallPattern::Scheduler0523;
-    // The full tree under the same call pattern, for the comparison.
-    let full = c
-        .validate()
-        .ok()
-        .and_then(|_| pipeline::run_replay(section, &c).ok())?;
-    c.capacities.swa = Some(pool);
-    c.validate().ok()?;
-    pipeline::run_replay(section, &c)
-        .ok()
-        .map(|m| (pool, m, full.device_hit_rate))
+    let run = |c: &ReplayConfig| {
+        c.validate()
+            .ok()
+            .and_then(|_| pipeline::run_replay(section, c).ok())
+            .map(|m| m.device_hit_rate)
+    };
+    let full = run(&c)?;
+    c.capacities.swa = Some(crate::runtime::SwaPool {
+        decode: false,
+        ..pool
+    });
+    let prefill_only = run(&c)?;
+    c.capacities.swa = Some(crate::runtime::SwaPool {
+        decode: true,
+        ..pool
+    });
+    let decode = run(&c)?;
+    Some(SwaFigures {
+        pool,
+        decode,
+        prefill_only,
+        full,
+    })
 }

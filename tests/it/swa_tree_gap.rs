@@ -118,11 +118,13 @@ fn the_replay_s_full_tree_against_sglang_s_swa_tree() {
 }
 
 /// `replay` of a sliding-window model on the device tier alone prints the SWA tree's
-/// figure beside the full tree's (text and JSON): GPT-OSS-120B's scenario at 2,000 full
-/// pages (`--l1-pages`), its SWA pool scaled with it (13,392 × 2,000 / 16,740 = 1,600
-/// pages, SGLang's 0.8 ratio), chat_agentic_mix: 1,808,960 prompt tokens on the device
-/// in SGLang's tree with the SWA component, 1,865,728 in the full tree (of 3,980,639).
-/// With a host tier the SWA tree does not run and nothing is printed.
+/// figures beside the full tree's (text and JSON `swa_tree`): GPT-OSS-120B's scenario at
+/// 2,000 full pages (`--l1-pages`), its SWA pool scaled with it (13,392 × 2,000 /
+/// 16,740 = 1,600 pages, SGLang's 0.8 ratio), chat_agentic_mix (3,980,639 prompt
+/// tokens): 1,737,408 on the device in SGLang's tree with the SWA component when each
+/// request decodes its output, 1,808,960 when every request ends at its prefill,
+/// 1,865,728 in the full tree. With a host tier the SWA tree does not run and nothing
+/// is printed.
 #[test]
 fn replay_prints_the_swa_tree_beside_the_full_tree() {
     use crate::support::{repo, run, stdout};
@@ -152,7 +154,7 @@ fn replay_prints_the_swa_tree_beside_the_full_tree() {
     ]));
     assert!(o.status.success());
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    let s = &v["swa_tree_prefill_only"];
+    let s = &v["swa_tree"];
     assert_eq!(
         (s["swa_pages"].as_u64(), s["window"].as_u64()),
         (Some(1600), Some(128))
@@ -160,17 +162,18 @@ fn replay_prints_the_swa_tree_beside_the_full_tree() {
     let input = v["metrics"]["input_tokens"].as_f64().unwrap();
     assert_eq!(input, 3_980_639.0);
     let tokens = |x: &serde_json::Value| (x.as_f64().unwrap() * input).round();
-    assert_eq!(tokens(&s["device_hit_rate"]), 1_808_960.0);
+    assert_eq!(tokens(&s["device_hit_rate"]), 1_737_408.0);
+    assert_eq!(tokens(&s["prefill_only_device_hit_rate"]), 1_808_960.0);
     assert_eq!(tokens(&s["full_tree_device_hit_rate"]), 1_865_728.0);
     // The replay itself is still the full tree's, unverified.
     assert_eq!(v["status"], "unverified");
     let t = stdout(&go(args(&["--l2-pages", "0", "--l1-pages", "2000"])));
     assert!(
-        t.contains("SGLang 0.5.23's tree with its SWA component (1600 SWA pages, window 128), every request ending at its prefill (one output token, or a PD prefill server), under the scheduler's call pattern: device 45.44 % of prompt tokens, against 46.87 % for the full tree"),
+        t.contains("SGLang 0.5.23's tree with its SWA component (1600 SWA pages, window 128), one request at a time under the scheduler's call pattern: device 43.65 % of prompt tokens with each request decoding its output, 45.44 % with every request ending at its prefill (a PD prefill server), against 46.87 % for the full tree"),
         "{t}"
     );
     // With the scenario's host tier: no SWA tree figure.
     let o = go(args(&["--format", "json"]));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert!(v.get("swa_tree_prefill_only").is_none());
+    assert!(v.get("swa_tree").is_none());
 }
