@@ -73,7 +73,7 @@ pub enum ReplayConfigError {
 
 /// The tree's SWA component is not in the replay: one reason for every answer that
 /// replays a sliding-window model (GPT-OSS, Gemma, MiMo, Llama 4, …).
-pub const SWA_TREE_UNMODELLED: &str = "the tree's SWA component is not modelled (`mem_cache/swa_radix_cache.py: SWARadixCache`, or `UnifiedRadixCache`'s SWA component where the release routes the model there: a match ends only where the sliding window's KV before it is still cached, and the SWA pool evicts on its own): hit rates are a full-attention tree's over the full pool (on the device tier alone, `replay` prints SGLang's tree with the SWA component beside it, every request ending at its prefill)";
+pub const SWA_TREE_UNMODELLED: &str = "the tree's SWA component is not modelled (`mem_cache/swa_radix_cache.py: SWARadixCache`, or `UnifiedRadixCache`'s SWA component where the release routes the model there: a match ends only where the sliding window's KV before it is still cached, and the SWA pool evicts on its own): hit rates are a full-attention tree's over the full pool (on the device tier alone, `replay` prints SGLang's tree with the SWA component beside it, one request at a time)";
 /// The tree's Mamba component is not in the replay: one reason for every answer that
 /// replays a hybrid linear-attention model (Qwen3-Next, Nemotron-H, …).
 pub const MAMBA_TREE_UNMODELLED: &str = "the tree's Mamba component is not modelled (`mem_cache/mamba_radix_cache.py: MambaRadixCache`, or `UnifiedRadixCache`'s Mamba component where the release routes the model there: a match ends only where a state checkpoint is cached, and the state pool evicts on its own): hit rates are a full-attention tree's over the KV pool";
