@@ -326,20 +326,7 @@ fn process_scheduler_swa(
     if output_tokens > 1 {
         return process_scheduler_swa_decode(t, pages, input_tokens, output_tokens, index, touch);
     }
-    let ps = u64::from(t.config().page_size);
-    let input = u64::from(input_tokens);
-    if touch {
-        t.match_prefix(pages);
-    }
-    let max_prefix = (input.saturating_sub(1) / ps).min(pages.len() as u64);
-    let m = t.match_prefix(&pages[..max_prefix as usize]);
-    let lock = t.lock(m.best);
-    let need = input.div_ceil(ps) - m.device_pages;
-    t.make_room(need + 1);
-    if !t.alloc(need) {
-        t.unlock(lock);
-        return None;
-    }
+    let (m, lock, need) = swa_admit_prefill(t, pages, input_tokens, touch)?;
     let upto = if m.full_hit_pages > m.device_pages {
         m.full_hit_pages
     } else {
@@ -355,6 +342,35 @@ fn process_scheduler_swa(
         device: m.device_pages,
         ..Hits::default()
     })
+}
+
+/// A request's prefill as the scheduler admits it into the SWA tree (both call paths
+/// above): the waiting-prefix `touch`, `match_kv_cache` of the first `input_len − 1`
+/// tokens, `lock(last_node)`, `alloc_paged_token_slots_extend` (`evict_to_free_tokens`
+/// of the extend + one page against both pools, then the extend's pages in each).
+/// The match, its lock and the pages allocated; `None` (the lock released): SGLang's
+/// "Prefill out of memory".
+fn swa_admit_prefill(
+    t: &mut SwaRadixTree,
+    pages: &[PageKey],
+    input_tokens: u32,
+    touch: bool,
+) -> Option<(crate::cache::SwaMatch, crate::cache::SwaLock, u64)> {
+    let ps = u64::from(t.config().page_size);
+    let input = u64::from(input_tokens);
+    if touch {
+        t.match_prefix(pages);
+    }
+    let max_prefix = (input.saturating_sub(1) / ps).min(pages.len() as u64);
+    let m = t.match_prefix(&pages[..max_prefix as usize]);
+    let lock = t.lock(m.best);
+    let need = input.div_ceil(ps) - m.device_pages;
+    t.make_room(need + 1);
+    if !t.alloc(need) {
+        t.unlock(lock);
+        return None;
+    }
+    Some((m, lock, need))
 }
 
 /// `managers/schedule_batch.py: ScheduleBatch.maybe_evict_swa`'s interval
@@ -428,18 +444,7 @@ fn process_scheduler_swa_decode(
     let ps = u64::from(t.config().page_size);
     let w = u64::from(t.config().window);
     let input = u64::from(input_tokens);
-    if touch {
-        t.match_prefix(pages);
-    }
-    let max_prefix = (input.saturating_sub(1) / ps).min(pages.len() as u64);
-    let m = t.match_prefix(&pages[..max_prefix as usize]);
-    let mut lock = t.lock(m.best);
-    let need = input.div_ceil(ps) - m.device_pages;
-    t.make_room(need + 1);
-    if !t.alloc(need) {
-        t.unlock(lock);
-        return None;
-    }
+    let (m, mut lock, _) = swa_admit_prefill(t, pages, input_tokens, touch)?;
     // Row pages allocated (both pools); `prot`, `ev` in tokens.
     let mut alloc_pages = input.div_ceil(ps);
     let mut prot = m.device_pages * ps;

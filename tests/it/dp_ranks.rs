@@ -309,21 +309,12 @@ fn dp_attention_ranks_run_their_forwards_in_lockstep() {
 /// 100 ms (TPOT 45 ms). r1's TTFT is 65 ms either way.
 #[test]
 fn with_a_speculative_draft_a_rank_decodes_only_when_no_rank_prefills() {
-    use hicache_sim::runtime::cost::Speculative;
     use hicache_sim::runtime::{DecodeTimeline, replay};
     let trace = || vec![timed_req(0, 0, 200, 3), timed_req(1, 15, 1000, 1)];
     let cfg = |spec: bool| {
         let mut c = timed_dp_cfg(2);
         c.scheduler.decode_timeline = DecodeTimeline::Interleaved;
-        c.scheduler.compute.speculative = spec.then(|| Speculative {
-            algorithm: "EAGLE".into(),
-            num_steps: 3,
-            eagle_topk: 1,
-            num_draft_tokens: 4,
-            draft_layers: 1,
-            target_layers: 61,
-            accept_length: None,
-        });
+        c.scheduler.compute.speculative = spec.then(crate::support::mtp_draft);
         c
     };
     let close = |a: Option<f64>, b: f64| a.is_some_and(|a| (a - b).abs() < 1e-12);

@@ -12,15 +12,7 @@ use crate::support::{exit2, ok, repo, run, stdout};
 const SCENARIO: &str = "scenarios/deepseek-v3-mtp-timed.yaml";
 
 fn mtp() -> Speculative {
-    Speculative {
-        algorithm: "EAGLE".into(),
-        num_steps: 3,
-        eagle_topk: 1,
-        num_draft_tokens: 4,
-        draft_layers: 1,
-        target_layers: 61,
-        accept_length: None,
-    }
+    crate::support::mtp_draft()
 }
 
 fn h200_v3(spec: Option<Speculative>) -> CostModel {

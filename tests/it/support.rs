@@ -248,3 +248,34 @@ pub fn fifo(path: &Path) {
         }
     });
 }
+
+/// A bundled trace (`traces/NAME`) read as the golden-file tests read it: `block`-token
+/// hash ids, at `page_size`-token pages.
+pub fn bundled_trace(
+    name: &str,
+    block: u32,
+    page_size: u32,
+) -> Vec<hicache_sim::workload::Request> {
+    let opts = hicache_sim::workload::TraceOptions {
+        block_size: Some(block),
+        ..Default::default()
+    };
+    hicache_sim::workload::open_trace_with(&repo("traces").join(name), &opts, page_size)
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+/// DeepSeek-V3's NextN draft as SGLang resolves an unset `--speculative-num-steps`
+/// (3 steps, top-k 1, 4 draft tokens; one MTP layer over 61), the acceptance unset.
+pub fn mtp_draft() -> hicache_sim::runtime::cost::Speculative {
+    hicache_sim::runtime::cost::Speculative {
+        algorithm: "EAGLE".into(),
+        num_steps: 3,
+        eagle_topk: 1,
+        num_draft_tokens: 4,
+        draft_layers: 1,
+        target_layers: 61,
+        accept_length: None,
+    }
+}

@@ -11,7 +11,6 @@ use std::path::PathBuf;
 
 use hicache_sim::cache::TreeKind;
 use hicache_sim::runtime::{CallPattern, Capacities, ReplayConfig, TreePolicy, replay_hits};
-use hicache_sim::workload::{TraceOptions, open_trace_with};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -51,15 +50,7 @@ fn points() -> Vec<Point> {
             let pages: Vec<u64> = lines.map(|l| l.trim().parse().unwrap()).collect();
             let block: u32 = h["block"].parse().unwrap();
             let page_size: u32 = h["page_size"].parse().unwrap();
-            let opts = TraceOptions {
-                block_size: Some(block),
-                ..TraceOptions::default()
-            };
-            let reqs: Vec<_> =
-                open_trace_with(&root().join("traces").join(&h["trace"]), &opts, page_size)
-                    .unwrap()
-                    .map(|r| r.unwrap())
-                    .collect();
+            let reqs = crate::support::bundled_trace(&h["trace"], block, page_size);
             assert_eq!(reqs.len(), pages.len(), "{}", p.display());
             let l1: u64 = h["l1_pages"].parse().unwrap();
             let cfg = ReplayConfig {

@@ -11,7 +11,6 @@ use hicache_sim::runtime::{
     CallPattern, Capacities, Measurement, ReplayConfig, SwaPool, Timing, TreePolicy, replay,
     replay_hits,
 };
-use hicache_sim::workload::{Request, TraceOptions, open_trace_with};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -25,17 +24,6 @@ fn golden_files() -> Vec<PathBuf> {
         .collect();
     v.sort();
     v
-}
-
-fn requests(trace: &str, block: u32, page_size: u32) -> Vec<Request> {
-    let opts = TraceOptions {
-        block_size: Some(block),
-        ..TraceOptions::default()
-    };
-    open_trace_with(&root().join("traces").join(trace), &opts, page_size)
-        .unwrap()
-        .map(|r| r.unwrap())
-        .collect()
 }
 
 fn swa_config(page_size: u32, l1: u64, swa: u64, window: u32, checks: bool) -> ReplayConfig {
@@ -109,7 +97,7 @@ fn check(p: &Path) -> Result<(), String> {
         true,
         decode,
     );
-    let reqs = requests(&h["trace"], h["block"].parse().unwrap(), page_size);
+    let reqs = crate::support::bundled_trace(&h["trace"], h["block"].parse().unwrap(), page_size);
     assert_eq!(reqs.len(), theirs.len(), "{}: request count", p.display());
     let (_, hits) = replay_hits(&cfg, reqs).map_err(|e| e.to_string())?;
     for (i, (ours, theirs)) in hits.iter().zip(&theirs).enumerate() {
@@ -151,7 +139,7 @@ fn swa_tree_reproduces_sglang_device_hits_exactly() {
 /// An SWA pool outside the modelled combination is refused, never ignored.
 #[test]
 fn an_swa_pool_elsewhere_is_refused() {
-    let reqs = || requests("generated_agentic_bursty.jsonl", 64, 64);
+    let reqs = || crate::support::bundled_trace("generated_agentic_bursty.jsonl", 64, 64);
     let ok = swa_config(64, 1000, 1000, 128, false);
     assert!(replay(&ok, reqs()).is_ok());
     let mut cases = Vec::new();
@@ -186,9 +174,12 @@ fn an_swa_pool_elsewhere_is_refused() {
 #[test]
 fn a_prompt_larger_than_the_swa_pool_is_sglang_s_out_of_memory() {
     let cfg = swa_config(64, 2000, 300, 256, false);
-    let e = replay(&cfg, requests("generated_agentic_bursty.jsonl", 64, 64))
-        .unwrap_err()
-        .to_string();
+    let e = replay(
+        &cfg,
+        crate::support::bundled_trace("generated_agentic_bursty.jsonl", 64, 64),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(
         e.contains("request #120 ") && e.contains("Prefill out of memory"),
         "{e}"

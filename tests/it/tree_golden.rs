@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 
 use hicache_sim::cache::{EvictionPolicy, TreeKind};
 use hicache_sim::runtime::{CallPattern, Capacities, ReplayConfig, TreePolicy, replay_hits};
-use hicache_sim::workload::{Request, TraceOptions, open_trace_with};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -25,17 +24,6 @@ fn read_golden(p: &Path) -> Golden {
     let header = crate::support::golden_header(lines.next().unwrap());
     let device = lines.map(|l| l.trim().parse().unwrap()).collect();
     Golden { header, device }
-}
-
-fn requests(trace: &str, block: u32, page_size: u32) -> Vec<Request> {
-    let opts = TraceOptions {
-        block_size: Some(block),
-        ..TraceOptions::default()
-    };
-    open_trace_with(&root().join("traces").join(trace), &opts, page_size)
-        .unwrap()
-        .map(|r| r.unwrap())
-        .collect()
 }
 
 fn golden_files() -> Vec<PathBuf> {
@@ -78,7 +66,7 @@ fn check(p: &Path, tree: TreeKind) -> Result<(), String> {
         },
         ..ReplayConfig::default()
     };
-    let reqs = requests(&h("trace"), block, page_size);
+    let reqs = crate::support::bundled_trace(&h("trace"), block, page_size);
     assert_eq!(reqs.len(), g.device.len(), "{}: request count", p.display());
     let (_, hits) = replay_hits(&cfg, reqs).unwrap();
     for (i, (ours, theirs)) in hits.iter().zip(&g.device).enumerate() {
