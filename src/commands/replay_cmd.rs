@@ -80,78 +80,79 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
     let mut provenance = None;
     // An open PR's rule set (`sglang: pr39395`, …): labelled in every output.
     let mut proposal = None;
-    // What the replay of the scenario does not model: its answers are `unverified`.
-    let mut unverified: Vec<String> = Vec::new();
-    // A sliding-window model's SWA pool, for the SWA tree's figure beside the replay's.
-    let mut swa_pool = None;
-    let (mut section, base_cfg): (RuntimeSection, Option<(ReplayConfig, String)>) = match &a
-        .scenario
-    {
-        Some(path) => {
-            let mut f = crate::scenario::load::load_file_as(path, &a.sets, a.sglang)?;
-            // A replay's answers depend on the device pool whether or not the file has
-            // a `runtime:` section (an estimated GPU reserve is then `unverified`).
-            f.file
-                .runtime
-                .get_or_insert_with(|| Value::Object(Map::new()));
-            let s = crate::scenario::resolve::resolve(&f)?;
-            provenance = Some(s.provenance.clone());
-            if let crate::release::Sglang::Proposal(p) = s.version {
-                proposal = Some(p);
+    // What the replay of the scenario does not model (its answers are `unverified`):
+    // with the SWA tree as its device tier, and without.
+    let mut unverified_swa: Vec<String> = Vec::new();
+    let mut unverified_full: Vec<String> = Vec::new();
+    // A model's SWA pool: the SWA tree runs where it can (`pipeline::adopt_swa_tree`).
+    let mut swa_plan = None;
+    let (mut section, base_cfg): (RuntimeSection, Option<(ReplayConfig, (String, String))>) =
+        match &a.scenario {
+            Some(path) => {
+                let mut f = crate::scenario::load::load_file_as(path, &a.sets, a.sglang)?;
+                // A replay's answers depend on the device pool whether or not the file has
+                // a `runtime:` section (an estimated GPU reserve is then `unverified`).
+                f.file
+                    .runtime
+                    .get_or_insert_with(|| Value::Object(Map::new()));
+                let s = crate::scenario::resolve::resolve(&f)?;
+                provenance = Some(s.provenance.clone());
+                if let crate::release::Sglang::Proposal(p) = s.version {
+                    proposal = Some(p);
+                }
+                let plan = super::startup_cmd::plan_for(&s)?;
+                let section = s.runtime.clone().unwrap_or_default();
+                let mc = startup::run(&plan, s.seed, 1);
+                let host = pipeline::host_pool_tokens(&mc);
+                // A rank refused or killed: SGLang would not serve, whatever the others hold.
+                let down = mc
+                    .first_run
+                    .iter()
+                    .filter(|r| r.outcome != startup::Outcome::Started)
+                    .count();
+                let note = match host {
+                    Some(t) if down > 0 => format!(
+                        "the start-up of {path} did not start {down} of {} ranks (refused or killed: SGLang would not serve); replaying one started rank's pools anyway: device {} tokens, host {t} tokens (the smallest started rank's)",
+                        mc.first_run.len(),
+                        plan.device_tokens
+                    ),
+                    Some(t) => format!(
+                        "pools from the start-up of {path}: device {} tokens, host {t} tokens",
+                        plan.device_tokens
+                    ),
+                    None if down > 0 => format!(
+                        "the start-up of {path} did not start {down} of {} ranks (refused or killed: SGLang would not serve); replaying anyway with L2 = 0",
+                        mc.first_run.len()
+                    ),
+                    None => format!(
+                        "the start-up of {path} gave no rank a host pool (HiCache off): replaying with L2 = 0"
+                    ),
+                };
+                unverified_swa = pipeline::replay_unverified(&s, &plan, true);
+                unverified_full = pipeline::replay_unverified(&s, &plan, false);
+                swa_plan = pipeline::swa_pool(&s, &plan);
+                // An open PR's rule set is labelled as such, with what it assumes (after
+                // the status line, which waits for the final configuration).
+                let note = match s.version {
+                    crate::release::Sglang::Proposal(p) => (
+                        note,
+                        format!(
+                            "\nwhat-if {} (in no release; {}): {}\nassumed: {}",
+                            p.id(),
+                            p.url(),
+                            p.summary(),
+                            p.assumptions()
+                        ),
+                    ),
+                    _ => (note, String::new()),
+                };
+                overrides.extend(section.replay.clone());
+                pipeline::scheduler_chunk(&s, &section.replay)
+                    .map_err(|e| locate(e, Some((path.as_str(), &s.provenance))))?;
+                (section, Some((derive(&s, &plan, host, &Map::new())?, note)))
             }
-            let plan = super::startup_cmd::plan_for(&s)?;
-            let section = s.runtime.clone().unwrap_or_default();
-            let mc = startup::run(&plan, s.seed, 1);
-            let host = pipeline::host_pool_tokens(&mc);
-            // A rank refused or killed: SGLang would not serve, whatever the others hold.
-            let down = mc
-                .first_run
-                .iter()
-                .filter(|r| r.outcome != startup::Outcome::Started)
-                .count();
-            let note = match host {
-                Some(t) if down > 0 => format!(
-                    "the start-up of {path} did not start {down} of {} ranks (refused or killed: SGLang would not serve); replaying one started rank's pools anyway: device {} tokens, host {t} tokens (the smallest started rank's)",
-                    mc.first_run.len(),
-                    plan.device_tokens
-                ),
-                Some(t) => format!(
-                    "pools from the start-up of {path}: device {} tokens, host {t} tokens",
-                    plan.device_tokens
-                ),
-                None if down > 0 => format!(
-                    "the start-up of {path} did not start {down} of {} ranks (refused or killed: SGLang would not serve); replaying anyway with L2 = 0",
-                    mc.first_run.len()
-                ),
-                None => format!(
-                    "the start-up of {path} gave no rank a host pool (HiCache off): replaying with L2 = 0"
-                ),
-            };
-            unverified = pipeline::replay_unverified(&s, &plan);
-            swa_pool = pipeline::swa_pool(&s, &plan)
-                .map(|p| (p, plan.device_tokens / plan.page_size.max(1)));
-            let note = match unverified.as_slice() {
-                [] => note,
-                u => format!("{note}\nstatus: unverified: {}", u.join("; ")),
-            };
-            // An open PR's rule set is labelled as such, with what it assumes.
-            let note = match s.version {
-                crate::release::Sglang::Proposal(p) => format!(
-                    "{note}\nwhat-if {} (in no release; {}): {}\nassumed: {}",
-                    p.id(),
-                    p.url(),
-                    p.summary(),
-                    p.assumptions()
-                ),
-                _ => note,
-            };
-            overrides.extend(section.replay.clone());
-            pipeline::scheduler_chunk(&s, &section.replay)
-                .map_err(|e| locate(e, Some((path.as_str(), &s.provenance))))?;
-            (section, Some((derive(&s, &plan, host, &Map::new())?, note)))
-        }
-        None => (RuntimeSection::default(), None),
-    };
+            None => (RuntimeSection::default(), None),
+        };
     overrides.extend(flag_overrides(&a)?);
     let scenario = a.scenario.as_deref().zip(provenance.as_ref());
     if let Some(t) = &a.trace {
@@ -212,6 +213,13 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
         .field("runtime.router.engines")
         .into());
     }
+    if engine == Engine::PolicySimulator && swa_plan.is_some_and(|p| p.required) {
+        return Err(InputError::new(
+            "--engine",
+            "DeepSeek-V4 is replayed by the hiradix engine's SWA tree (SGLang's tree with its SWA component); the policy simulator has one full-attention tree",
+        )
+        .into());
+    }
     if engine == Engine::PolicySimulator {
         return policy_simulator(&a, &section, &overrides, base_cfg.map(|(c, _)| c));
     }
@@ -260,7 +268,16 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
             .into());
         }
     }
-    let m = pipeline::run_replay(&section, &cfg).map_err(|e| {
+    // The SWA tree as the device tier where it runs: SGLang's tree, so its answer is.
+    let full_cfg = cfg.clone();
+    let (cfg, swa_adopted) = match &swa_plan {
+        Some(p) => pipeline::adopt_swa_tree(cfg, p, &overrides).map_err(|e| {
+            InputError::new(a.scenario.as_deref().unwrap_or("--scenario"), e.to_string())
+                .field("runtime.replay")
+        })?,
+        None => (cfg, false),
+    };
+    let trace_error = |e: InputError| {
         // A trace named by the scenario that cannot be opened: say where it was named.
         match (&a.scenario, &a.trace, &section.trace) {
             (Some(_), None, Some(t)) if e.line.is_none() && e.source == *t => locate(
@@ -269,7 +286,34 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
             ),
             _ => locate(e, scenario),
         }
-    })?;
+    };
+    let mut unverified = if swa_adopted {
+        unverified_swa
+    } else {
+        unverified_full.clone()
+    };
+    let (cfg, m) = match pipeline::run_replay(&section, &cfg) {
+        Ok(m) => (cfg, m),
+        // A prompt the SWA pool cannot hold (SGLang's "Prefill out of memory" with no
+        // chunked prefill in the SWA tree): the full tree answers, `unverified`.
+        Err(e) if swa_adopted && !swa_plan.is_some_and(|p| p.required) => {
+            let m = pipeline::run_replay(&section, &full_cfg).map_err(trace_error)?;
+            unverified = unverified_full;
+            unverified.push(format!(
+                "the SWA tree stopped ({}): the full tree's figures stand in",
+                e.message
+            ));
+            (full_cfg, m)
+        }
+        Err(e) => return Err(trace_error(e).into()),
+    };
+    let swa_adopted = cfg.capacities.swa.is_some();
+    unverified.extend(pipeline::swa_unchunked_reason(&m, &cfg));
+    // The start-up's note, then the status, then an open PR's label.
+    let note = note.map(|(head, what_if)| match unverified.as_slice() {
+        [] => format!("{head}{what_if}"),
+        u => format!("{head}\nstatus: unverified: {}{what_if}", u.join("; ")),
+    });
     if let Some(path) = &a.timeline {
         write_timeline(
             &m,
@@ -298,11 +342,11 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
             if !unverified.is_empty() {
                 v["unverified"] = unverified.clone().into();
             }
-            if let Some(f) = swa_pool.and_then(|(p, l1)| swa_figures(&section, &cfg, p, l1)) {
+            if let Some(f) = swa_adopted.then(|| swa_figures(&section, &cfg)).flatten() {
                 v["swa_tree"] = serde_json::json!({
                     "swa_pages": f.pool.pages,
                     "window": f.pool.window,
-                    "device_hit_rate": f.decode,
+                    "device_hit_rate": m.device_hit_rate,
                     "prefill_only_device_hit_rate": f.prefill_only,
                     "full_tree_device_hit_rate": f.full,
                 });
@@ -380,13 +424,10 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
                     pipeline::run_replay(&s, &cfg).ok()
                 });
             let mut text = render(&cfg, &section, &m, note.as_deref(), (one_tree, round_robin));
-            if let Some(f) = swa_pool.and_then(|(p, l1)| swa_figures(&section, &cfg, p, l1)) {
+            if let Some(f) = swa_adopted.then(|| swa_figures(&section, &cfg)).flatten() {
                 let _ = writeln!(
                     text,
-                    "SGLang 0.5.23's tree with its SWA component ({} SWA pages, window {}), one request at a time under the scheduler's call pattern: device {:.2} % of prompt tokens with each request decoding its output, {:.2} % with every request ending at its prefill (a PD prefill server), against {:.2} % for the full tree",
-                    f.pool.pages,
-                    f.pool.window,
-                    100.0 * f.decode,
+                    "beside it (two more replays): device {:.2} % of prompt tokens with every request ending at its prefill (a PD prefill server); {:.2} % for a full-attention tree without the SWA component",
                     100.0 * f.prefill_only,
                     100.0 * f.full
                 );
@@ -406,7 +447,7 @@ fn derive(
     host: Option<u64>,
     o: &Map<String, Value>,
 ) -> Result<ReplayConfig, InputError> {
-    pipeline::replay_config(s, plan, host, o)
+    pipeline::replay_config_without_swa(s, plan, host, o)
         .map_err(|m| InputError::new(&s.source, m.to_string()).field("runtime.replay"))
 }
 
@@ -742,8 +783,21 @@ fn render(
     }
     let _ = writeln!(
         o,
-        "engine hiradix (tree {}); page {} tokens; L1 {} pages, L2 {} pages, L3 {}; write policy {}; eviction {}; timing {}",
+        "engine hiradix (tree {}{}); page {} tokens; L1 {} pages, L2 {} pages, L3 {}; write policy {}; eviction {}; timing {}",
         cfg.policy.tree.id(),
+        match cfg.capacities.swa {
+            Some(p) => format!(
+                " with its SWA component: {} SWA pages, window {}, {}, one request at a time",
+                p.pages,
+                p.window,
+                if p.decode {
+                    "requests decoding their output"
+                } else {
+                    "requests ending at their prefill"
+                }
+            ),
+            None => String::new(),
+        },
         cfg.capacities.page_size,
         cfg.capacities.l1_pages,
         cfg.capacities.l2_pages,
@@ -1163,56 +1217,35 @@ fn status_cells(unverified: &[String]) -> (String, String) {
     }
 }
 
-/// The SWA tree's figures beside a replay (device hit rates of the prompt tokens).
+/// The figures beside a replay whose device tier is the SWA tree.
 struct SwaFigures {
     pool: crate::runtime::SwaPool,
-    /// Each request decoding its trace's output, one request at a time.
-    decode: f64,
     /// Every request ending at its prefill (one output token, a PD prefill server).
     prefill_only: f64,
-    /// The full tree under the same call pattern.
+    /// A full-attention tree without the SWA component, same call pattern and pools.
     full: f64,
 }
 
-/// The SWA tree's replays of the same trace and pools (`crate::cache::SwaRadixTree`:
-/// SGLang 0.5.23's tree with the SWA component, one request at a time, the scheduler's
-/// call pattern), where it runs: a timing-off replay on the device tier alone, one
-/// tree, LRU. `None` elsewhere, or when one stops (a prompt larger than the SWA pool:
-/// SGLang's "Prefill out of memory"). A full pool set apart from the start-up's
-/// (`plan_l1` pages) scales the SWA pool with it, as `--swa-full-tokens-ratio` sizes
-/// one from the other.
-fn swa_figures(
-    section: &RuntimeSection,
-    cfg: &ReplayConfig,
-    mut pool: crate::runtime::SwaPool,
-    plan_l1: u64,
-) -> Option<SwaFigures> {
-    if cfg.capacities.l1_pages != plan_l1 && plan_l1 > 0 {
-        pool.pages = (u128::from(pool.pages) * u128::from(cfg.capacities.l1_pages)
-            / u128::from(plan_l1)) as u64;
-    }
-    let mut c = cfg.clone();
-    c.policy.call_pattern = crate::runtime::CallPattern::Scheduler0523;
+/// Two more replays of a replay `cfg` that runs the SWA tree
+/// (`pipeline::adopt_swa_tree`): every request ending at its prefill, and the full tree
+/// alone. `None` when one stops.
+fn swa_figures(section: &RuntimeSection, cfg: &ReplayConfig) -> Option<SwaFigures> {
+    let pool = cfg.capacities.swa?;
     let run = |c: &ReplayConfig| {
-        c.validate()
+        pipeline::run_replay(section, c)
             .ok()
-            .and_then(|_| pipeline::run_replay(section, c).ok())
             .map(|m| m.device_hit_rate)
     };
-    let full = run(&c)?;
+    let mut c = cfg.clone();
     c.capacities.swa = Some(crate::runtime::SwaPool {
         decode: false,
         ..pool
     });
     let prefill_only = run(&c)?;
-    c.capacities.swa = Some(crate::runtime::SwaPool {
-        decode: true,
-        ..pool
-    });
-    let decode = run(&c)?;
+    c.capacities.swa = None;
+    let full = run(&c)?;
     Some(SwaFigures {
         pool,
-        decode,
         prefill_only,
         full,
     })

@@ -60,10 +60,11 @@ pub enum ReplayConfigError {
     /// A `runtime.replay` key or value the replay does not take.
     #[error(transparent)]
     Override(#[from] InputError),
+    /// A DeepSeek-V4 replay the SWA tree cannot run.
     #[error(
-        "DeepSeek-V4's tree replay (SWA, C4 and C128 components of `UnifiedRadixCache`) is not modelled: `startup` and `check` give its pools"
+        "DeepSeek-V4's replay runs SGLang 0.5.23's tree with its SWA component (`UnifiedRadixCache` with FULL and SWA, the C4 / C128 states being per request) on the device tier, timing off, one rank: {0}; `startup` and `check` give its pools"
     )]
-    Dsv4NotModelled,
+    Dsv4NotModelled(String),
     /// A DP load-balance method other than round-robin.
     #[error(
         "--load-balance-method {0} is not modelled: the replay's data-parallel ranks take requests round-robin (SGLang's default), or in the timed replay by total_requests or total_tokens: set one of those, or dp_size 1"
@@ -73,28 +74,37 @@ pub enum ReplayConfigError {
 
 /// The tree's SWA component is not in the replay: one reason for every answer that
 /// replays a sliding-window model (GPT-OSS, Gemma, MiMo, Llama 4, …).
-pub const SWA_TREE_UNMODELLED: &str = "the tree's SWA component is not modelled (`mem_cache/swa_radix_cache.py: SWARadixCache`, or `UnifiedRadixCache`'s SWA component where the release routes the model there: a match ends only where the sliding window's KV before it is still cached, and the SWA pool evicts on its own): hit rates are a full-attention tree's over the full pool (on the device tier alone, `replay` prints SGLang's tree with the SWA component beside it, one request at a time)";
+pub const SWA_TREE_UNMODELLED: &str = "the tree's SWA component is not modelled (`mem_cache/swa_radix_cache.py: SWARadixCache`, or `UnifiedRadixCache`'s SWA component where the release routes the model there: a match ends only where the sliding window's KV before it is still cached, and the SWA pool evicts on its own): hit rates are a full-attention tree's over the full pool (SGLang 0.5.23's tree with its SWA component is the replay's answer only on the device tier alone, timing off, one rank)";
 /// The tree's Mamba component is not in the replay: one reason for every answer that
 /// replays a hybrid linear-attention model (Qwen3-Next, Nemotron-H, …).
 pub const MAMBA_TREE_UNMODELLED: &str = "the tree's Mamba component is not modelled (`mem_cache/mamba_radix_cache.py: MambaRadixCache`, or `UnifiedRadixCache`'s Mamba component where the release routes the model there: a match ends only where a state checkpoint is cached, and the state pool evicts on its own): hit rates are a full-attention tree's over the KV pool";
 
 /// What a replay of this scenario does not model, beyond the scenario's own
 /// `unmodelled` (which comes first): the tree components of `UnifiedRadixCache`
-/// (`mem_cache/registry.py: create_unified_radix_cache`) the replay's one per-token
-/// tree leaves out. Every replay answer from the scenario is `unverified`, naming these.
-pub fn replay_unverified(s: &Scenario, plan: &StartupPlan) -> Vec<String> {
+/// (`mem_cache/registry.py: create_unified_radix_cache`) the replay leaves out
+/// ([`tree_unmodelled`]). Every replay answer from the scenario is `unverified`, naming
+/// these.
+pub fn replay_unverified(s: &Scenario, plan: &StartupPlan, swa_in_tree: bool) -> Vec<String> {
     s.unmodelled
         .iter()
         .map(ToString::to_string)
-        .chain(tree_unmodelled(plan).into_iter().map(String::from))
+        .chain(
+            tree_unmodelled(plan, swa_in_tree)
+                .into_iter()
+                .map(String::from),
+        )
         .collect()
 }
 
-/// The tree components of the model's `UnifiedRadixCache` the replay leaves out (its
-/// SWA pool: the SWA component; its state pool: the Mamba component).
-pub fn tree_unmodelled(plan: &StartupPlan) -> Vec<&'static str> {
+/// The tree components of the model's `UnifiedRadixCache` a replay leaves out: its SWA
+/// pool's SWA component unless the replay runs the SWA tree (`swa_in_tree`), its state
+/// pool's Mamba component.
+pub fn tree_unmodelled(plan: &StartupPlan, swa_in_tree: bool) -> Vec<&'static str> {
     [
-        (plan.device_swa_tokens.is_some(), SWA_TREE_UNMODELLED),
+        (
+            plan.device_swa_tokens.is_some() && !swa_in_tree,
+            SWA_TREE_UNMODELLED,
+        ),
         (plan.device_state_slots.is_some(), MAMBA_TREE_UNMODELLED),
     ]
     .into_iter()
@@ -102,24 +112,106 @@ pub fn tree_unmodelled(plan: &StartupPlan) -> Vec<&'static str> {
     .collect()
 }
 
-/// A sliding-window model's SWA pool for the SWA tree (`crate::cache::SwaRadixTree`):
+/// A model's SWA pool for the SWA tree (`crate::cache::SwaRadixTree`):
 /// `SWATokenToKVPoolAllocator`'s second pool, the start-up's `swa_max_total_num_tokens`
-/// in pages, and the model's window. `None` for other models, for DeepSeek-V4 (its
-/// compressed pools are not the SWA tree's), and where the page size divides
-/// `window − 1`: most architectures' `get_attention_sliding_window_size` return
-/// `sliding_window − 1` (`models/gpt_oss.py`, `gemma3_causal.py`, …, 0.5.23), which
-/// moves the tree's window comparisons only then.
-pub fn swa_pool(s: &Scenario, plan: &StartupPlan) -> Option<crate::runtime::SwaPool> {
+/// in pages, and the tree's window.
+///
+/// - A sliding-window model: `None` where the page size divides `window − 1`: most
+///   architectures' `get_attention_sliding_window_size` return `sliding_window − 1`
+///   (`models/gpt_oss.py`, `gemma3_causal.py`, …, 0.5.23), which moves the tree's window
+///   comparisons only then.
+/// - DeepSeek-V4 (`required`): its paged SWA pool is the tree's SWA component
+///   (`kv_cache_builder.py: build_kv_cache`, `is_hybrid_swa` while the pool
+///   `needs_paged_swa_allocator`, the default without encoder replay; 0.5.23), window the
+///   config's `sliding_window` as is (`model_config.py: _get_sliding_window_size`; the
+///   model defines no `get_attention_sliding_window_size`). Its C4 / C128 compressed
+///   states are per request, not in the tree.
+pub fn swa_pool(s: &Scenario, plan: &StartupPlan) -> Option<SwaPlan> {
     let page = plan.page_size.max(1);
-    let window = match s.model.attention {
-        crate::model::Attention::GqaSwa { window, .. } => window,
+    let tokens = plan.device_swa_tokens?;
+    let (window, required) = match s.model.attention {
+        crate::model::Attention::GqaSwa { window, .. } => {
+            if window <= 1 || (u64::from(window) - 1) % page == 0 {
+                return None;
+            }
+            (window, false)
+        }
+        crate::model::Attention::Dsv4 { sliding_window, .. } => (sliding_window, true),
         _ => return None,
     };
-    let tokens = plan.device_swa_tokens?;
-    (window > 1 && (u64::from(window) - 1) % page != 0).then_some(crate::runtime::SwaPool {
-        pages: tokens / page,
-        window,
-        decode: false,
+    Some(SwaPlan {
+        pool: crate::runtime::SwaPool {
+            pages: tokens / page,
+            window,
+            decode: true,
+        },
+        plan_l1: plan.device_tokens / page,
+        required,
+    })
+}
+
+/// The SWA tree a scenario's replay runs when it can ([`adopt_swa_tree`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SwaPlan {
+    /// The start-up's SWA pool, the window, requests decoding their output.
+    pub pool: crate::runtime::SwaPool,
+    /// The start-up's full pool in pages: a replay with another `l1_pages` scales the
+    /// SWA pool with it, as `--swa-full-tokens-ratio` sizes one from the other.
+    pub plan_l1: u64,
+    /// DeepSeek-V4: no other tree stands for it, so a replay the SWA tree cannot run is
+    /// refused, never answered by the full tree.
+    pub required: bool,
+}
+
+/// `cfg` with the SWA tree as its device tier (`capacities.swa`, the scheduler's call
+/// pattern it is checked under), where the SWA tree runs: SGLang 0.5.23's tree, the
+/// timing-off replay, the device tier alone, one rank, LRU (`ReplayConfig::validate`).
+/// The answer is then SGLang's tree's, and the SWA component is no longer a reason for
+/// `unverified`. Elsewhere `cfg` unchanged (`false`), or for DeepSeek-V4 a refusal
+/// naming what stands in the way. `overrides` naming `swa` or `call_pattern` keep the
+/// scenario's own choice.
+pub fn adopt_swa_tree(
+    cfg: ReplayConfig,
+    swa: &SwaPlan,
+    overrides: &Map<String, Value>,
+) -> Result<(ReplayConfig, bool), ReplayConfigError> {
+    if overrides.contains_key("swa") {
+        let on = cfg.capacities.swa.is_some();
+        return Ok((cfg, on));
+    }
+    let mut pool = swa.pool;
+    if cfg.capacities.l1_pages != swa.plan_l1 && swa.plan_l1 > 0 {
+        pool.pages = (u128::from(pool.pages) * u128::from(cfg.capacities.l1_pages)
+            / u128::from(swa.plan_l1)) as u64;
+    }
+    if swa.required && pool.pages == 0 {
+        return Err(ReplayConfigError::Dsv4NotModelled(
+            "the start-up built no SWA pool (no rank started: see `startup`)".into(),
+        ));
+    }
+    let mut c = cfg.clone();
+    c.capacities.swa = Some(pool);
+    if !overrides.contains_key("call_pattern") {
+        c.policy.call_pattern = crate::runtime::CallPattern::Scheduler0523;
+    }
+    match c.validate() {
+        Ok(()) => Ok((c, true)),
+        Err(e) if swa.required => Err(ReplayConfigError::Dsv4NotModelled(e.to_string())),
+        Err(_) => Ok((cfg, false)),
+    }
+}
+
+/// Why a replay that ran the SWA tree may not be SGLang's: prompts longer than the
+/// scheduler's chunked prefill, which SGLang prefills in chunks (each chunk's
+/// `checkpoint_into_tree` freeing the request's out-of-window SWA,
+/// `managers/scheduler.py: Scheduler.stash_chunked_request`, 0.5.23) and the SWA tree
+/// in one piece. `None` when every prompt fits one chunk.
+pub fn swa_unchunked_reason(m: &ReplayMetrics, cfg: &ReplayConfig) -> Option<String> {
+    (m.swa_unchunked_prompts > 0).then(|| {
+        format!(
+            "{} of {} prompts are longer than the chunked prefill ({} tokens): SGLang prefills them in chunks, each chunk's checkpoint freeing the request's SWA before the window (`managers/scheduler.py: Scheduler.stash_chunked_request`), the SWA tree in one piece",
+            m.swa_unchunked_prompts, m.requests, cfg.scheduler.compute.chunked_prefill_size
+        )
     })
 }
 
@@ -127,17 +219,29 @@ pub fn swa_pool(s: &Scenario, plan: &StartupPlan) -> Option<crate::runtime::SwaP
 /// from the SGLang flags, node and model; L1 = the device pool; L2 = `host_tokens`
 /// (0 when HiCache is off); L3 when a storage backend is set. `overrides` (the
 /// scenario's `runtime.replay` keys) win over everything derived.
+///
+/// A model with an SWA pool runs the SWA tree where it can ([`adopt_swa_tree`]).
 pub fn replay_config(
     s: &Scenario,
     plan: &StartupPlan,
     host_tokens: Option<u64>,
     overrides: &Map<String, Value>,
 ) -> Result<ReplayConfig, ReplayConfigError> {
-    if plan.pools.iter().any(|p| p.dsv4.is_some()) {
-        // Its host pools are sized (`startup`); the tree replay has one per-token pool
-        // per tier and does not model V4's SWA / C4 / C128 components.
-        return Err(ReplayConfigError::Dsv4NotModelled);
+    let cfg = replay_config_without_swa(s, plan, host_tokens, overrides)?;
+    match swa_pool(s, plan) {
+        Some(swa) => Ok(adopt_swa_tree(cfg, &swa, overrides)?.0),
+        None => Ok(cfg),
     }
+}
+
+/// [`replay_config`] before the SWA tree is adopted: for a caller that applies more
+/// overrides first, then calls [`adopt_swa_tree`] itself.
+pub fn replay_config_without_swa(
+    s: &Scenario,
+    plan: &StartupPlan,
+    host_tokens: Option<u64>,
+    overrides: &Map<String, Value>,
+) -> Result<ReplayConfig, ReplayConfigError> {
     let page = plan.page_size.max(1);
     let sv = &s.server;
     // The release's tree and controller, then the scenario's own figures and SGLang

@@ -88,9 +88,21 @@ pub fn point_row(
         .filter(|r| r.margin_bytes.is_some())
         .min_by_key(|r| r.margin_bytes);
     let host_tokens = host_pool_tokens(&mc);
+    // The replay's configuration, when the start-up serves (a refused or killed start-up
+    // serves nothing: the row says so, no hit rates).
+    let cfg = match &s.runtime {
+        Some(section) if worst == Outcome::Started => {
+            Some(replay_config(&s, &plan, host_tokens, &section.replay)?)
+        }
+        _ => None,
+    };
     // With a replay, its hit rates carry what the tree leaves out too.
     let unverified = match &s.runtime {
-        Some(_) => replay_unverified(&s, &plan),
+        Some(_) => replay_unverified(
+            &s,
+            &plan,
+            cfg.as_ref().is_some_and(|c| c.capacities.swa.is_some()),
+        ),
         None => s.unmodelled.iter().map(ToString::to_string).collect(),
     };
     let mut row = Row::new()
@@ -158,14 +170,9 @@ pub fn point_row(
                 .unwrap_or_default(),
         )
         .with("unverified", unverified.join("; "));
-    let Some(section) = &s.runtime else {
+    let (Some(section), Some(cfg)) = (&s.runtime, cfg) else {
         return Ok(row);
     };
-    if worst != Outcome::Started {
-        // A refused or killed start-up serves nothing: the row says so, no hit rates.
-        return Ok(row);
-    }
-    let cfg = replay_config(&s, &plan, host_tokens, &section.replay)?;
     row.push("l1_pages", cfg.capacities.l1_pages);
     row.push("l2_pages", cfg.capacities.l2_pages);
     if section.engine != crate::scenario::Engine::Hiradix {
@@ -173,6 +180,12 @@ pub fn point_row(
     }
     // Memoised across the sweep's points when on: same resolved config, same result.
     let m = replay_memo::replay(section, &cfg)?;
+    if let Some(why) = super::swa_unchunked_reason(&m, &cfg) {
+        let mut u = unverified;
+        u.push(why);
+        row.set("status", startup::status(worst.id(), true));
+        row.set("unverified", u.join("; "));
+    }
     let f = |x: f64| format!("{x:.6}");
     row.push("requests", m.measured_requests);
     row.push("input_tokens", m.input_tokens);

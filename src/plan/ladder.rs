@@ -250,7 +250,7 @@ pub fn run(
     let unverified = {
         let bad = |m: super::probe::ProbeError| LadderError::Input(m.into_input("plan"));
         let (_, plan) = prober.plan(&size_patch(planned_gb)).map_err(bad)?;
-        crate::pipeline::tree_unmodelled(&plan)
+        crate::pipeline::tree_unmodelled(&plan, false)
             .into_iter()
             .map(String::from)
             .collect()

@@ -12,6 +12,7 @@ mod docs_reference;
 mod dp_ranks;
 mod dsa_index_k;
 mod dsv4_host;
+mod dsv4_replay;
 mod fuzz_cli;
 mod golden_startup;
 mod help_text;

@@ -108,16 +108,17 @@ fn the_replay_s_full_tree_against_sglang_s_swa_tree() {
     crate::support::check_doc("docs/src/fidelity/hit-rates.md", "swa tree gap", &table).unwrap();
 }
 
-/// `replay` of a sliding-window model on the device tier alone prints the SWA tree's
-/// figures beside the full tree's (text and JSON `swa_tree`): GPT-OSS-120B's scenario at
-/// 2,000 full pages (`--l1-pages`), its SWA pool scaled with it (13,392 × 2,000 /
-/// 16,740 = 1,600 pages, SGLang's 0.8 ratio), chat_agentic_mix (3,980,639 prompt
-/// tokens): 1,737,408 on the device in SGLang's tree with the SWA component when each
-/// request decodes its output, 1,808,960 when every request ends at its prefill,
-/// 1,865,728 in the full tree. With a host tier the SWA tree does not run and nothing
-/// is printed.
+/// `replay` of a sliding-window model on the device tier alone answers with SGLang's
+/// tree with its SWA component, and prints beside it what the other two trees hit (text
+/// and JSON `swa_tree`): GPT-OSS-120B's scenario at 2,000 full pages (`--l1-pages`), its
+/// SWA pool scaled with it (13,392 × 2,000 / 16,740 = 1,600 pages, SGLang's 0.8 ratio),
+/// chat_agentic_mix (3,980,639 prompt tokens): 1,737,408 on the device when each request
+/// decodes its output (the answer, `status` without the SWA reason), 1,808,960 when
+/// every request ends at its prefill, 1,865,728 in the full tree. With a host tier, or
+/// timed, the SWA tree does not run: the full tree answers, `unverified` naming the
+/// SWA component.
 #[test]
-fn replay_prints_the_swa_tree_beside_the_full_tree() {
+fn replay_answers_with_the_swa_tree_on_the_device_tier() {
     use crate::support::{repo, run, stdout};
     let sc = repo("scenarios/gpt-oss-swa-split.yaml");
     let trace = repo("traces/generated_chat_agentic_mix.jsonl");
@@ -150,21 +151,66 @@ fn replay_prints_the_swa_tree_beside_the_full_tree() {
         (s["swa_pages"].as_u64(), s["window"].as_u64()),
         (Some(1600), Some(128))
     );
+    assert_eq!(v["config"]["swa"]["pages"], 1600);
+    assert_eq!(v["config"]["swa"]["decode"], true);
+    assert_eq!(v["config"]["call_pattern"], "scheduler_0_5_23");
     let input = v["metrics"]["input_tokens"].as_f64().unwrap();
     assert_eq!(input, 3_980_639.0);
     let tokens = |x: &serde_json::Value| (x.as_f64().unwrap() * input).round();
+    assert_eq!(tokens(&v["metrics"]["device_hit_rate"]), 1_737_408.0);
     assert_eq!(tokens(&s["device_hit_rate"]), 1_737_408.0);
     assert_eq!(tokens(&s["prefill_only_device_hit_rate"]), 1_808_960.0);
     assert_eq!(tokens(&s["full_tree_device_hit_rate"]), 1_865_728.0);
-    // The replay itself is still the full tree's, unverified.
-    assert_eq!(v["status"], "unverified");
+    // The SWA component is in the answer: only the scenario's own reason is left (the
+    // H100 preset's estimated reserve at TP2).
+    let why = v["unverified"].to_string();
+    assert!(!why.contains("SWA component"), "{why}");
+    assert!(why.contains("GPU memory before the load"), "{why}");
     let t = stdout(&go(args(&["--l2-pages", "0", "--l1-pages", "2000"])));
     assert!(
-        t.contains("SGLang 0.5.23's tree with its SWA component (1600 SWA pages, window 128), one request at a time under the scheduler's call pattern: device 43.65 % of prompt tokens with each request decoding its output, 45.44 % with every request ending at its prefill (a PD prefill server), against 46.87 % for the full tree"),
+        t.contains("engine hiradix (tree unified_0_5_23 with its SWA component: 1600 SWA pages, window 128, requests decoding their output, one request at a time)"),
         "{t}"
     );
-    // With the scenario's host tier: no SWA tree figure.
-    let o = go(args(&["--format", "json"]));
+    assert!(t.contains("device          1737408    43.65 %"), "{t}");
+    assert!(
+        t.contains("beside it (two more replays): device 45.44 % of prompt tokens with every request ending at its prefill (a PD prefill server); 46.87 % for a full-attention tree without the SWA component"),
+        "{t}"
+    );
+    // With the scenario's host tier, or timed: the full tree, unverified, no SWA figure.
+    for extra in [
+        &["--format", "json"][..],
+        &[
+            "--l2-pages",
+            "0",
+            "--config",
+            "timing=on",
+            "--format",
+            "json",
+        ][..],
+    ] {
+        let o = go(args(extra));
+        assert!(o.status.success(), "{extra:?}");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(v.get("swa_tree").is_none(), "{extra:?}");
+        assert!(v["config"]["swa"].is_null(), "{extra:?}");
+        assert_eq!(v["status"], "unverified");
+        assert!(
+            v["unverified"]
+                .to_string()
+                .contains("the tree's SWA component is not modelled"),
+            "{extra:?}"
+        );
+    }
+    // The scenario's own choice of call pattern stands: the SWA tree needs the
+    // scheduler's, so the full tree answers.
+    let o = go(args(&[
+        "--l2-pages",
+        "0",
+        "--config",
+        "call_pattern=simulator",
+        "--format",
+        "json",
+    ]));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v.get("swa_tree").is_none());
 }
