@@ -337,6 +337,9 @@ fn merge_launch(
                     block: false,
                 },
             )
+        } else if matches!(lines.origin("server.launch"), Some(Origin::Set(_))) {
+            // A `--set server.launch=…`: its own text, never the file's block.
+            launch_src(text, None, cmd)
         } else {
             launch_src(text, lines.line_of("server.launch"), cmd)
         };

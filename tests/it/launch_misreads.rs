@@ -255,3 +255,38 @@ fn a_post_release_reads_its_base_releases_flag_table() {
     assert_eq!(Release::V0_5_15Post1.flags().release, Release::V0_5_15);
     assert_eq!(Release::V0_5_15.flags().release, Release::V0_5_15);
 }
+
+/// A `--set server.launch=…` replaces a file's folded (`>-`) launch block: it was read
+/// from the file's block again and the `--set` dropped without a word (TP2 stayed TP2).
+#[test]
+fn a_set_launch_command_replaces_the_files_block() {
+    let sc = crate::support::repo("scenarios/deepseek-v4-flash-device-tree.yaml");
+    let out = Command::cargo_bin("hicache-sim")
+        .unwrap()
+        .args([
+            "startup",
+            sc.to_str().unwrap(),
+            "--format",
+            "json",
+            "--set",
+            "server.launch=python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V4-Flash --tp 4",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["world_size"],
+        4,
+        "{}",
+        serde_json::to_string(&v)
+            .unwrap()
+            .chars()
+            .take(600)
+            .collect::<String>()
+    );
+}
