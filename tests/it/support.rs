@@ -279,3 +279,130 @@ pub fn mtp_draft() -> hicache_sim::runtime::cost::Speculative {
         accept_length: None,
     }
 }
+
+/// The golden files (`*.txt`) of `tests/golden/DIR`, sorted by name.
+pub fn golden_txt_files(dir: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(repo("tests/golden").join(dir))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The timing-off replay with an SWA pool, as SGLang 0.5.23's scheduler calls the tree
+/// one request at a time (`Capacities::swa`, `call_pattern: scheduler_0_5_23`): `l1`
+/// full and `swa` SWA pages, each request decoding its output tokens when `decode`.
+pub fn swa_replay_config(
+    page_size: u32,
+    l1: u64,
+    swa: u64,
+    window: u32,
+    checks: bool,
+    decode: bool,
+) -> hicache_sim::runtime::ReplayConfig {
+    use hicache_sim::cache::{EvictionPolicy, TreeKind};
+    use hicache_sim::runtime::{
+        CallPattern, Capacities, Measurement, ReplayConfig, SwaPool, TreePolicy,
+    };
+    ReplayConfig {
+        capacities: Capacities {
+            page_size,
+            l1_pages: l1,
+            l2_pages: 0,
+            swa: Some(SwaPool {
+                pages: swa,
+                window,
+                decode,
+            }),
+            ..Default::default()
+        },
+        policy: TreePolicy {
+            tree: TreeKind::Unified0523,
+            eviction_policy: EvictionPolicy::Lru,
+            call_pattern: CallPattern::Scheduler0523,
+            ..Default::default()
+        },
+        measurement: Measurement {
+            debug_checks: checks,
+            ..Default::default()
+        },
+        ..ReplayConfig::default()
+    }
+}
+
+/// One golden file of SGLang's SWA tree (`tests/sglang_diff/swa_tree/run.sh`): its
+/// name, the replay of its point, the bundled trace it ran and SGLang's per-request
+/// device hit pages.
+pub struct SwaGolden {
+    pub name: String,
+    pub cfg: hicache_sim::runtime::ReplayConfig,
+    pub trace: String,
+    pub block: u32,
+    pub pages: Vec<u64>,
+}
+
+/// Reads an SWA golden file, checking that its header names the modelled pattern:
+/// sglang 0.5.23, components FULL+SWA, LRU, one request at a time, no chunked prefill,
+/// the waiting-prefix touch, and with `decode=1` no output cap.
+pub fn swa_golden(p: &Path) -> SwaGolden {
+    let text = std::fs::read_to_string(p).unwrap();
+    let mut lines = text.lines();
+    let h = golden_header(lines.next().unwrap());
+    let pages: Vec<u64> = lines.map(|l| l.trim().parse().unwrap()).collect();
+    assert_eq!(h["sglang"], "0.5.23");
+    assert_eq!(h["components"], "FULL,SWA");
+    assert_eq!(h["policy"], "lru");
+    assert_eq!(
+        (
+            h["pattern"].as_str(),
+            h["chunk"].as_str(),
+            h["waiting_touch"].as_str(),
+            h["prefill_checkpoint"].as_str()
+        ),
+        ("scheduler", "0", "1", "0")
+    );
+    // decode=1: every request decodes its trace's output tokens (the driver's
+    // --decode 1, no output cap here); otherwise every request ends at its prefill.
+    let decode = h.get("decode").map(String::as_str) == Some("1");
+    if decode {
+        assert_eq!(h["output_cap"], "0");
+    }
+    assert_eq!(h["requests"].parse::<usize>().unwrap(), pages.len());
+    SwaGolden {
+        name: p.file_name().unwrap().to_string_lossy().into_owned(),
+        cfg: swa_replay_config(
+            h["page_size"].parse().unwrap(),
+            h["l1_pages"].parse().unwrap(),
+            h["swa_pages"].parse().unwrap(),
+            h["window"].parse().unwrap(),
+            true,
+            decode,
+        ),
+        trace: h["trace"].clone(),
+        block: h["block"].parse().unwrap(),
+        pages,
+    }
+}
+
+/// Replays `g`'s trace under `cfg` (the file's own point, or a changed one) and
+/// compares every request's device hit pages with SGLang's; the first request that
+/// differs, if any.
+pub fn swa_golden_check(
+    g: &SwaGolden,
+    cfg: &hicache_sim::runtime::ReplayConfig,
+) -> Result<(), String> {
+    let reqs = bundled_trace(&g.trace, g.block, cfg.capacities.page_size);
+    assert_eq!(reqs.len(), g.pages.len(), "{}: request count", g.name);
+    let (_, hits) = hicache_sim::runtime::replay_hits(cfg, reqs).map_err(|e| e.to_string())?;
+    for (i, (ours, theirs)) in hits.iter().zip(&g.pages).enumerate() {
+        if ours.device != *theirs {
+            return Err(format!(
+                "{}: request {i}: device hit pages {} (SGLang {theirs})",
+                g.name, ours.device
+            ));
+        }
+    }
+    Ok(())
+}

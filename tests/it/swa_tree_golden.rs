@@ -4,112 +4,19 @@
 //! `tests/sglang_diff/swa_tree/run.sh`) must be reproduced exactly by the timing-off
 //! replay with an SWA pool (`Capacities::swa`, `call_pattern: scheduler_0_5_23`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use hicache_sim::cache::{EvictionPolicy, TreeKind};
-use hicache_sim::runtime::{
-    CallPattern, Capacities, Measurement, ReplayConfig, SwaPool, Timing, TreePolicy, replay,
-    replay_hits,
-};
+use hicache_sim::runtime::{CallPattern, ReplayConfig, Timing, replay};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::support::{swa_golden, swa_golden_check, swa_replay_config};
 
 fn golden_files() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(root().join("tests/golden/swa_tree"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
-        .collect();
-    v.sort();
-    v
+    crate::support::golden_txt_files("swa_tree")
 }
 
 fn swa_config(page_size: u32, l1: u64, swa: u64, window: u32, checks: bool) -> ReplayConfig {
-    swa_config_with(page_size, l1, swa, window, checks, false)
-}
-
-fn swa_config_with(
-    page_size: u32,
-    l1: u64,
-    swa: u64,
-    window: u32,
-    checks: bool,
-    decode: bool,
-) -> ReplayConfig {
-    ReplayConfig {
-        capacities: Capacities {
-            page_size,
-            l1_pages: l1,
-            l2_pages: 0,
-            swa: Some(SwaPool {
-                pages: swa,
-                window,
-                decode,
-            }),
-            ..Default::default()
-        },
-        policy: TreePolicy {
-            tree: TreeKind::Unified0523,
-            eviction_policy: EvictionPolicy::Lru,
-            call_pattern: CallPattern::Scheduler0523,
-            ..Default::default()
-        },
-        measurement: Measurement {
-            debug_checks: checks,
-            ..Default::default()
-        },
-        ..ReplayConfig::default()
-    }
-}
-
-/// Replays one golden file's point; returns the first differing request, if any.
-fn check(p: &Path) -> Result<(), String> {
-    let text = std::fs::read_to_string(p).unwrap();
-    let mut lines = text.lines();
-    let h = crate::support::golden_header(lines.next().unwrap());
-    let theirs: Vec<u64> = lines.map(|l| l.trim().parse().unwrap()).collect();
-    assert_eq!(h["sglang"], "0.5.23");
-    assert_eq!(h["components"], "FULL,SWA");
-    assert_eq!(h["policy"], "lru");
-    assert_eq!(
-        (
-            h["pattern"].as_str(),
-            h["chunk"].as_str(),
-            h["waiting_touch"].as_str(),
-            h["prefill_checkpoint"].as_str()
-        ),
-        ("scheduler", "0", "1", "0")
-    );
-    // decode=1: every request decodes its trace's output tokens (the driver's
-    // --decode 1, no output cap here); otherwise every request ends at its prefill.
-    let decode = h.get("decode").map(String::as_str) == Some("1");
-    if decode {
-        assert_eq!(h["output_cap"], "0");
-    }
-    let page_size: u32 = h["page_size"].parse().unwrap();
-    let cfg = swa_config_with(
-        page_size,
-        h["l1_pages"].parse().unwrap(),
-        h["swa_pages"].parse().unwrap(),
-        h["window"].parse().unwrap(),
-        true,
-        decode,
-    );
-    let reqs = crate::support::bundled_trace(&h["trace"], h["block"].parse().unwrap(), page_size);
-    assert_eq!(reqs.len(), theirs.len(), "{}: request count", p.display());
-    let (_, hits) = replay_hits(&cfg, reqs).map_err(|e| e.to_string())?;
-    for (i, (ours, theirs)) in hits.iter().zip(&theirs).enumerate() {
-        if ours.device != *theirs {
-            return Err(format!(
-                "{}: request {i}: device hit pages {} (SGLang {theirs})",
-                p.file_name().unwrap().to_string_lossy(),
-                ours.device
-            ));
-        }
-    }
-    Ok(())
+    swa_replay_config(page_size, l1, swa, window, checks, false)
 }
 
 #[test]
@@ -126,7 +33,13 @@ fn golden_files_cover_the_grid() {
 #[test]
 fn swa_tree_reproduces_sglang_device_hits_exactly() {
     let files = golden_files();
-    let bad: Vec<String> = files.iter().filter_map(|p| check(p).err()).collect();
+    let bad: Vec<String> = files
+        .iter()
+        .filter_map(|p| {
+            let g = swa_golden(p);
+            swa_golden_check(&g, &g.cfg).err()
+        })
+        .collect();
     assert!(
         bad.is_empty(),
         "{} of {} differ:\n{}",
