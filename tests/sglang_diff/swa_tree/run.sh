@@ -10,6 +10,9 @@
 #   CHUNK=8192 tests/sglang_diff/swa_tree/run.sh      # chunked prefill; names get .c8192
 #   DECODE=1 tests/sglang_diff/swa_tree/run.sh        # requests decode their output_length
 #                                                     # tokens; names get .decode
+#   GRID=dsv4 tests/sglang_diff/swa_tree/run.sh       # DeepSeek-V4's tree (page 256, window
+#   GRID=dsv4 DECODE=1 tests/sglang_diff/swa_tree/run.sh  # 128) into tests/golden/dsv4_tree
+#                                                     # (tests/golden/dsv4_tree/README.md)
 #
 # The venv ($VENV, default /tmp/venv-tree) comes from
 # tests/sglang_diff/tree/run.sh --install-only (sglang 0.5.23 --no-deps, torch 2.14.1).
@@ -20,7 +23,7 @@ JOBS=${JOBS:-2}
 CORE=${CORE:-python}
 CHUNK=${CHUNK:-0}
 DECODE=${DECODE:-0}
-OUT=tests/golden/swa_tree
+GRID_NAME=${GRID:-swa}
 
 VENV="$VENV" tests/sglang_diff/tree/run.sh --install-only
 if ! "$VENV/bin/python" -c "import sglang, torch" 2>/dev/null; then
@@ -28,15 +31,31 @@ if ! "$VENV/bin/python" -c "import sglang, torch" 2>/dev/null; then
   exit 0
 fi
 
-mkdir -p "$OUT"
 suffix=""
 if [ "$CHUNK" != "0" ]; then suffix=".c$CHUNK"; fi
 if [ "$DECODE" != "0" ]; then suffix="$suffix.decode"; fi
 # trace block page window  (l1_pages/swa_pages)...
-GRID="
+case "$GRID_NAME" in
+  swa)
+    OUT=tests/golden/swa_tree
+    GRID="
 generated_agentic_bursty.jsonl 64 64 128 1000/1000 2000/500 4000/1000 4000/4000
 generated_chat_agentic_mix.jsonl 64 64 128 1000/1000 2000/500 4000/1000 4000/4000
 "
+    ;;
+  dsv4)
+    # DeepSeek-V4 (CUDA, default flags): page 256, the config's sliding_window 128,
+    # full:SWA pages 10:1 as SGLang sizes them (swa_full_tokens_ratio 0.1), and one
+    # pair of equal pools; the SWA pool holds the longest prompt (97 pages) + 1.
+    OUT=tests/golden/dsv4_tree
+    GRID="
+generated_agentic_bursty.jsonl 64 256 128 1000/100 1500/150 2000/200 150/150
+generated_chat_agentic_mix.jsonl 64 256 128 1000/100 2000/200 4000/400 500/500
+"
+    ;;
+  *) echo "GRID must be swa or dsv4, not $GRID_NAME" >&2; exit 2 ;;
+esac
+mkdir -p "$OUT"
 jobs_file=$(mktemp)
 echo "$GRID" | while read -r trace block ps win pairs; do
   [ -z "$trace" ] && continue
