@@ -656,6 +656,39 @@ impl<R: TreeRules> HiRadixTree<R> {
         self.result_for(node)
     }
 
+    /// What the engine's KV events tell a router of `pages`, read without touching the
+    /// tree (no split, no access time): the pages of the longest prefix held on the
+    /// device (the `GPU` medium's blocks), then the pages right after them held on the
+    /// host only (`CPU_TIER1`: evicted from the device, backed up), as Dynamo's router
+    /// counts them (`dynamo-kv-router` 1.6.1, `indexer/lower_tier.rs`: the host tier is
+    /// matched on from each worker's device frontier). A partly matched node counts its
+    /// matched pages.
+    pub fn peek_tiers(&self, pages: &[PageKey]) -> (u64, u64) {
+        let (mut device, mut host) = (0u64, 0u64);
+        let mut node = ROOT;
+        let mut i = 0usize;
+        while i < pages.len() {
+            let Some(c) = self.child(node, pages[i]) else {
+                break;
+            };
+            let n = &self.nodes[c as usize];
+            let k = common_prefix(&n.pages, &pages[i..]);
+            if n.on_device && host == 0 {
+                device += k as u64;
+            } else if n.backed_up {
+                host += k as u64;
+            } else {
+                break;
+            }
+            if k < n.pages.len() {
+                break;
+            }
+            node = c;
+            i += k;
+        }
+        (device, host)
+    }
+
     /// 0.5.23 `unified_tree_core.py: _match_prefix_helper` + `_match_post_processor`:
     /// walk without touching, stop at a dead node (evicted, not backed up), split a
     /// partially matched node (which refreshes the tail), then stamp the best match

@@ -714,6 +714,13 @@ fn render_engines(
             r.cache_hits, r.cache_misses, r.imbalanced
         );
     }
+    if r.policy == "dynamo_kv" {
+        let _ = writeln!(
+            o,
+            "router decisions: {} to an engine holding some of the prompt's prefix (device or host, from its KV events), {} drawn among engines of equal least cost (seeded: the scenario's seed)",
+            r.overlap_routed, r.tie_draws
+        );
+    }
     let _ = writeln!(
         o,
         "{:<6} {:>9} {:>14} {:>14} {:>14} {:>14} {:>10}",

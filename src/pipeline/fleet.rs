@@ -57,6 +57,77 @@ fn route_trace(
     Ok(router.figures())
 }
 
+/// Routes the first `limit` requests of the trace at `path` with Dynamo's KV router
+/// (`runtime::router::dynamo_kv`), fed by the engines' state: the engines (`cfg` is one
+/// engine's) are replayed side by side as the requests are routed. Each request's
+/// engine, and the router's figures.
+fn route_dynamo(
+    path: &str,
+    opts: &TraceOptions,
+    cfg: &ReplayConfig,
+    spec: &RouterSpec,
+    limit: u64,
+) -> Result<(Vec<u16>, RouterFigures), InputError> {
+    use crate::runtime::router::dynamo_kv::{DYNAMO_VERSION, DynamoKv, TierOverlap};
+    let n = spec.engines.clamp(1, router::MAX_ENGINES);
+    // One stream of the scenario's seed, apart from any other use of it.
+    let rng = crate::engine::stream(spec.seed, 0xD7A4_0000);
+    let mut dyn_router = DynamoKv::new(
+        &spec.dynamo_kv,
+        n,
+        cfg.capacities.page_size,
+        spec.in_flight,
+        rng,
+    );
+    let mut reader = open_trace_with(std::path::Path::new(path), opts, cfg.capacities.page_size)?;
+    let mut err: Option<InputError> = None;
+    let mut out = Vec::new();
+    let mut overlaps = Vec::with_capacity(n as usize);
+    {
+        let requests = reader
+            .by_ref()
+            .map_while(|r| match r {
+                Ok(req) => Some(req),
+                Err(e) => {
+                    err = Some(e);
+                    None
+                }
+            })
+            .take(limit.min(usize::MAX as u64) as usize);
+        crate::runtime::route_by_engine_state(cfg, n as usize, requests, &mut |req, tiers| {
+            overlaps.clear();
+            overlaps.extend(tiers.iter().map(|&(device, host)| TierOverlap {
+                device,
+                host,
+                disk: 0,
+            }));
+            let e = dyn_router.select(&req.page_hashes, u64::from(req.input_tokens), &overlaps);
+            out.push(e);
+            e
+        })
+        .map_err(|e| InputError::new(path, e.to_string()))?;
+    }
+    reader.finish()?;
+    if let Some(e) = err {
+        return Err(e);
+    }
+    let mut assigned = vec![0u64; n as usize];
+    for &e in &out {
+        assigned[usize::from(e)] += 1;
+    }
+    let figures = RouterFigures {
+        router: format!("dynamo-kv-router {DYNAMO_VERSION}"),
+        policy: spec.policy.as_str().into(),
+        engines: n,
+        in_flight: spec.in_flight,
+        assigned,
+        tie_draws: dyn_router.tie_draws,
+        overlap_routed: dyn_router.overlap_routed,
+        ..RouterFigures::default()
+    };
+    Ok((out, figures))
+}
+
 /// The section's keys checked (a section built in code, not read from a scenario, too).
 fn validated(spec: &RouterSpec) -> Result<(), InputError> {
     spec.validate().map_err(|e| {
@@ -117,6 +188,29 @@ fn check(cfg: &ReplayConfig, spec: &RouterSpec) -> Result<(), InputError> {
             },
         );
     }
+    if spec.policy == router::RouterPolicy::DynamoKv {
+        let why = if cfg.capacities.dp_ranks > 1 {
+            Some((
+                "runtime.router.policy",
+                "data-parallel ranks inside the engines behind Dynamo's KV router are not modelled (each rank publishes its own KV events): use one rank per engine, or policy cache_aware",
+            ))
+        } else if cfg.capacities.swa.is_some() {
+            Some((
+                "runtime.router.policy",
+                "a sliding-window model's engines behind Dynamo's KV router are not modelled (the router is fed from the full tree's events only): use policy cache_aware",
+            ))
+        } else if cfg.policy.lru_mode == crate::cache::LruMode::PlainPage {
+            Some((
+                "runtime.router.policy",
+                "the plain page LRU (no radix tree) publishes no prefix KV events for Dynamo's router: use the radix tree, or policy cache_aware",
+            ))
+        } else {
+            None
+        };
+        if let Some((field, m)) = why {
+            return refuse(field, m.to_string());
+        }
+    }
     if cfg.measurement.timeline_samples > 0 {
         return refuse(
             "runtime.replay.timeline_samples",
@@ -147,18 +241,26 @@ pub(super) fn replay_fleet(
     let mut slots: Vec<(u16, u32)> = Vec::new();
     let mut arrivals = vec![0u64; spec.engines as usize];
     let routed = routed_spec(spec, ranks);
-    let mut figures = route_trace(path, opts, cfg.capacities.page_size, &routed, limit, |r| {
-        slots.push(if spec.dp_aware {
-            let w = u32::from(r.engine);
-            ((w / ranks) as u16, w % ranks)
-        } else {
-            let k = &mut arrivals[usize::from(r.engine)];
-            let rank = crate::runtime::dp::round_robin_rank(*k, ranks);
-            *k += 1;
-            (r.engine, rank)
-        });
-        Ok(())
-    })?;
+    let mut figures = if spec.policy == router::RouterPolicy::DynamoKv {
+        let mut c = cfg.clone();
+        c.capacities.dp_ranks = 1;
+        let (engines, figures) = route_dynamo(path, opts, &c, spec, limit)?;
+        slots = engines.into_iter().map(|e| (e, 0)).collect();
+        figures
+    } else {
+        route_trace(path, opts, cfg.capacities.page_size, &routed, limit, |r| {
+            slots.push(if spec.dp_aware {
+                let w = u32::from(r.engine);
+                ((w / ranks) as u16, w % ranks)
+            } else {
+                let k = &mut arrivals[usize::from(r.engine)];
+                let rank = crate::runtime::dp::round_robin_rank(*k, ranks);
+                *k += 1;
+                (r.engine, rank)
+            });
+            Ok(())
+        })?
+    };
     let warmup = usize::try_from(cfg.measurement.warmup_requests).unwrap_or(usize::MAX);
     let mut per_engine = Vec::with_capacity(spec.engines as usize);
     for e in 0..spec.engines as u16 {
@@ -221,6 +323,13 @@ pub fn write_router_events(
     out: &mut dyn Write,
 ) -> Result<RouterFigures, InputError> {
     validated(spec)?;
+    if spec.policy == router::RouterPolicy::DynamoKv {
+        return Err(InputError::new(
+            "--router-events",
+            "policy dynamo_kv: the event list is the sglang-router differential test's (routing texts); Dynamo's KV router is fed by the engines' state, not by the list",
+        )
+        .field("runtime.router.policy"));
+    }
     let workers = spec.workers(dp_ranks);
     if workers > router::MAX_ENGINES {
         return Err(too_many_workers(spec.engines, dp_ranks, workers));

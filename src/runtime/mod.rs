@@ -39,6 +39,7 @@ pub mod storage_backend;
 mod timed;
 pub mod transfer;
 mod untimed;
+pub(crate) use untimed::route_by_engine_state;
 
 pub use config::{
     CallPattern, Capacities, DecodeTimeline, Links, Measurement, Prefetch, ReplayConfig, Scheduler,

@@ -77,6 +77,52 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
     Ok(s.finish())
 }
 
+/// Engines side by side, one tree each (`cfg` is one engine's), for a router fed by
+/// their KV events (`runtime::router::dynamo_kv`): before each request, every engine's
+/// tiers of its pages as the events publish them ([`crate::cache::HiRadixTree::peek_tiers`]:
+/// device prefix, then host-only pages), `route` picks the engine, and that engine
+/// replays the request as [`run`] does. Only the routing is kept: each engine's figures
+/// come from replaying its share again.
+pub(crate) fn route_by_engine_state<I: IntoIterator<Item = Request>>(
+    cfg: &ReplayConfig,
+    engines: usize,
+    requests: I,
+    route: &mut dyn FnMut(&Request, &[(u64, u64)]) -> u16,
+) -> Result<(), ReplayError> {
+    cfg.validate()?;
+    match cfg.policy.tree {
+        TreeKind::V1 => route_tree::<V1, _>(cfg, engines, requests, route),
+        TreeKind::Unified0523 => route_tree::<Unified0523, _>(cfg, engines, requests, route),
+        TreeKind::HiRadix => route_tree::<HiRadix, _>(cfg, engines, requests, route),
+    }
+}
+
+fn route_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
+    cfg: &ReplayConfig,
+    engines: usize,
+    requests: I,
+    route: &mut dyn FnMut(&Request, &[(u64, u64)]) -> u16,
+) -> Result<(), ReplayError> {
+    let mut sessions: Vec<Session<R>> = (0..engines).map(|_| Session::<R>::new(cfg)).collect();
+    let mut recs: Vec<Vec<crate::cache::BackupRecord>> = vec![Vec::new(); engines];
+    let mut tiers = Vec::with_capacity(engines);
+    let scheduler = cfg.policy.call_pattern == CallPattern::Scheduler0523;
+    for (index, req) in requests.into_iter().enumerate() {
+        check_request(cfg, index as u64, &req)?;
+        tiers.clear();
+        tiers.extend(sessions.iter().map(|s| s.tree.peek_tiers(&req.page_hashes)));
+        let e = usize::from(route(&req, &tiers)).min(engines - 1);
+        let s = &mut sessions[e];
+        if scheduler {
+            process_scheduler(s, &req.page_hashes, req.input_tokens, &mut recs[e]);
+        } else {
+            process(s, &req.page_hashes, &mut recs[e]);
+        }
+        crate::workload::recycle_pages(req.page_hashes);
+    }
+    Ok(())
+}
+
 /// One request through the tree with instant transfers.
 pub(crate) fn process<R: TreeRules>(
     s: &mut Session<R>,

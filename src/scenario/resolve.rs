@@ -1118,6 +1118,10 @@ fn resolve_runtime(
     }
     let runtime = runtime.map(|mut rt| {
         rt.trace = rt.trace.map(|t| resolve_relative(&t, source));
+        // The router's random draws (dynamo_kv) come from the scenario's one seed.
+        if let Some(r) = rt.router.as_mut() {
+            r.seed = f.seed;
+        }
         rt
     });
     Ok(runtime)

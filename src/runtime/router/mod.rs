@@ -43,6 +43,7 @@
 //! ([`RouterSpec::dp_aware`]) the router's workers are the ranks themselves.
 
 pub mod cache_aware;
+pub mod dynamo_kv;
 pub mod tree;
 
 use std::collections::{HashMap, VecDeque};
@@ -63,7 +64,9 @@ pub const MAX_ENGINES: u32 = tree::MAX_TENANTS;
 pub const MAX_IN_FLIGHT: u32 = 1 << 20;
 
 /// `--policy`: the router's choices (`sglang_router/router_args.py`); only
-/// `round_robin` and `cache_aware` are deterministic and modelled.
+/// `round_robin` and `cache_aware` are deterministic and modelled. `dynamo_kv` is
+/// another router: Dynamo's KV router ([`dynamo_kv`]), its parameters under
+/// `runtime.router.dynamo_kv`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum RouterPolicy {
@@ -73,6 +76,7 @@ pub enum RouterPolicy {
     Random,
     PowerOfTwo,
     Manual,
+    DynamoKv,
 }
 
 impl RouterPolicy {
@@ -83,6 +87,7 @@ impl RouterPolicy {
             Self::Random => "random",
             Self::PowerOfTwo => "power_of_two",
             Self::Manual => "manual",
+            Self::DynamoKv => "dynamo_kv",
         }
     }
 }
@@ -118,6 +123,13 @@ pub struct RouterSpec {
     /// `maybe_external_dp_rank_routing`). Off (the default): the router picks an engine
     /// and the engine's controller picks the rank (`round_robin`).
     pub dp_aware: bool,
+    /// `policy: dynamo_kv`: Dynamo's KV router's parameters (read only under that
+    /// policy).
+    pub dynamo_kv: dynamo_kv::DynamoKvSpec,
+    /// The scenario's `seed` (set where the scenario is read, not a key of the section):
+    /// the stream Dynamo's random tie-breaks and softmax draws come from.
+    #[serde(skip)]
+    pub seed: u64,
 }
 
 impl Default for RouterSpec {
@@ -132,6 +144,8 @@ impl Default for RouterSpec {
             max_tree_size: 1 << 26,
             in_flight: 16,
             dp_aware: false,
+            dynamo_kv: dynamo_kv::DynamoKvSpec::default(),
+            seed: 0,
         }
     }
 }
@@ -183,6 +197,16 @@ impl RouterSpec {
         }
         match self.policy {
             RouterPolicy::CacheAware | RouterPolicy::RoundRobin => {}
+            RouterPolicy::DynamoKv => {
+                self.dynamo_kv.validate().map_err(|e| RouterRefusal {
+                    key: e.key,
+                    why: e.why,
+                    not_modelled: e.not_modelled,
+                })?;
+                if self.dp_aware {
+                    return Err(RouterRefusal::not_modelled(("dp_aware", "true with policy dynamo_kv is not modelled: Dynamo routes to (worker, dp_rank) pairs from each rank's KV events, which the replay does not publish per rank; set dp_aware: false".into())));
+                }
+            }
             RouterPolicy::Random => return Err(RouterRefusal::not_modelled(("policy", "random is not modelled: the router draws from an OS-seeded thread RNG (src/policies/random.rs); use round_robin or cache_aware".into()))),
             RouterPolicy::PowerOfTwo => return Err(RouterRefusal::not_modelled(("policy", "power_of_two is not modelled: two workers drawn from an OS-seeded RNG, loads polled from /get_load every 60 s (src/policies/power_of_two.rs); use round_robin or cache_aware".into()))),
             RouterPolicy::Manual => return Err(RouterRefusal::not_modelled(("policy", "manual is not modelled: it routes on a routing-key header the trace does not have; use round_robin or cache_aware".into()))),
@@ -256,6 +280,14 @@ pub struct RouterFigures {
     /// cache_aware: the characters of each engine's part of the router's tree
     /// (`tenant_char_count`, what `--max-tree-size` bounds); empty for round_robin.
     pub tree_chars: Vec<u64>,
+    /// dynamo_kv: decisions with two or more engines at the least cost, drawn at random
+    /// (from the scenario's seed) as Dynamo draws them (not written while 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tie_draws: u64,
+    /// dynamo_kv: requests sent to an engine holding some of their prefix on the device
+    /// or the host (not written while 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub overlap_routed: u64,
     /// Requests routed: most per engine over the mean (1.0: even).
     pub request_imbalance: f64,
     /// Prompt tokens: most per engine over the mean.
@@ -271,6 +303,10 @@ pub struct RouterFigures {
 
 fn is_one(n: &u32) -> bool {
     *n <= 1
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Why the router cannot replay a trace.
