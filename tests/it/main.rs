@@ -43,6 +43,7 @@ mod releases;
 mod reliability;
 mod replay_rules;
 mod router;
+mod router_dynamo;
 mod sizing_headroom;
 mod sizing_host_memory_props;
 mod sizing_incidents;

@@ -38,6 +38,10 @@
 //! of sglang 0.5.21–0.5.23), whose cache_aware has no imbalance switch, matches every
 //! tenant of a node and breaks ties with an unseeded random draw: refused.
 //!
+//! A second router: Dynamo's KV router (`policy: dynamo_kv`, [`dynamo_kv`],
+//! `dynamo-kv-router` 1.6.1), fed by the engines' KV events rather than by routing text:
+//! `pipeline::fleet` replays the engines side by side while it routes.
+//!
 //! Data-parallel ranks inside the engines (`pipeline::fleet`): the router picks an
 //! engine and the engine's controller round-robins its ranks, or with `--dp-aware`
 //! ([`RouterSpec::dp_aware`]) the router's workers are the ranks themselves.
