@@ -318,3 +318,45 @@ fn bad_dynamo_keys() {
         &["runtime.router.dp_aware", "not modelled"],
     );
 }
+
+/// What an engine's KV events tell the router of a prompt (`HiRadixTree::peek_tiers`):
+/// the device prefix, then the host-only pages after it, the same split as SGLang's
+/// `match_prefix`, read without splitting or touching the tree.
+#[test]
+fn the_kv_events_view_of_an_engines_tree() {
+    use hicache_sim::cache::{HiRadixTree, TreeConfig, V1, WritePolicy};
+    let mut t = HiRadixTree::<V1>::new(TreeConfig {
+        l1_pages: 100,
+        l2_pages: 100,
+        page_size: 1,
+        write_policy: WritePolicy::WriteBack,
+        debug_checks: true,
+        ..TreeConfig::default()
+    });
+    let serve = |t: &mut HiRadixTree, pages: &[u64]| {
+        let m = t.match_prefix(pages);
+        t.inc_lock_ref(m.last_node);
+        let need = pages.len() as u64 - m.device_pages;
+        assert!(t.alloc_device(need));
+        t.insert(pages, need);
+        t.dec_lock_ref(m.last_node);
+    };
+    serve(&mut t, &[1, 2, 3]);
+    serve(&mut t, &[1, 2, 3, 4, 5]);
+    // write_back backs the leaf [4, 5] up as it leaves the device: host only.
+    assert_eq!(t.evict(2), 2);
+    assert_eq!(t.host_only_pages(), 2);
+    let nodes = t.node_count();
+    for (q, want) in [
+        (&[1, 2, 3, 4, 5, 9][..], (3, 2)),
+        (&[1, 2, 3, 4][..], (3, 1)),
+        (&[1, 2][..], (2, 0)),
+        (&[7, 1][..], (0, 0)),
+    ] {
+        assert_eq!(t.peek_tiers(q), want, "{q:?}");
+        let m = t.clone().match_prefix(q);
+        assert_eq!((m.device_pages, m.host_pages), want, "{q:?}");
+    }
+    // No split ([1, 2] of [1, 2, 3] and [4] of [4, 5] matched in part), no new node.
+    assert_eq!(t.node_count(), nodes);
+}
