@@ -13,7 +13,9 @@
 //!   arrives ([`crate::cache::HiRadixTree::peek_tiers`]); SGLang's L3 is not published
 //!   per engine here, so the disk term is 0.
 //! - **Cost** (`scheduling/selector/reference.rs: DefaultWorkerScorer::worker_logit`,
-//!   the reference of the production `router-plugins/builtin` default scorer):
+//!   the crate's reference selector, kept for its tests and benchmarks; the production
+//!   default, `lib/router-plugins/builtin/src/default/{scorer,picker}.rs`, is not on
+//!   crates.io and was read at a later commit of the repository: same formula, same draw):
 //!   `credit = overlap_score_credit × device + host_cache_hit_weight × host +
 //!   disk_cache_hit_weight × disk`; `cached = round((device + host_w × host + disk_w ×
 //!   disk) × block_size)` (`scheduling/overlap.rs: cache_hit_estimates_from_tiered_matches`);
