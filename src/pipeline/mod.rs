@@ -169,12 +169,22 @@ pub struct SwaPlan {
 /// The answer is then SGLang's tree's, and the SWA component is no longer a reason for
 /// `unverified`. Elsewhere `cfg` unchanged (`false`), or for DeepSeek-V4 a refusal
 /// naming what stands in the way. `overrides` naming `swa` or `call_pattern` keep the
-/// scenario's own choice.
+/// scenario's own choice. Engines behind a router (`fleet`) replay one tree each
+/// without it.
 pub fn adopt_swa_tree(
     cfg: ReplayConfig,
     swa: &SwaPlan,
     overrides: &Map<String, Value>,
+    fleet: bool,
 ) -> Result<(ReplayConfig, bool), ReplayConfigError> {
+    if fleet {
+        return match swa.required {
+            true => Err(ReplayConfigError::Dsv4NotModelled(
+                "engines behind a router (runtime.router) replay the full tree only".into(),
+            )),
+            false => Ok((cfg, false)),
+        };
+    }
     if overrides.contains_key("swa") {
         let on = cfg.capacities.swa.is_some();
         return Ok((cfg, on));
@@ -229,7 +239,14 @@ pub fn replay_config(
 ) -> Result<ReplayConfig, ReplayConfigError> {
     let cfg = replay_config_without_swa(s, plan, host_tokens, overrides)?;
     match swa_pool(s, plan) {
-        Some(swa) => Ok(adopt_swa_tree(cfg, &swa, overrides)?.0),
+        Some(swa) => {
+            let fleet = s
+                .runtime
+                .as_ref()
+                .and_then(|r| r.router.as_ref())
+                .is_some_and(|r| r.is_fleet());
+            Ok(adopt_swa_tree(cfg, &swa, overrides, fleet)?.0)
+        }
         None => Ok(cfg),
     }
 }

@@ -72,8 +72,8 @@ fn deepseek_v4_replays_sglangs_tree_with_its_swa_component() {
 }
 
 /// Where the SWA tree does not run, a DeepSeek-V4 replay is refused (exit 2) saying
-/// why, never answered by the full tree: timed, with HiCache's host tier, the policy
-/// simulator.
+/// why, never answered by the full tree: timed, with HiCache's host tier, engines behind
+/// a router, the policy simulator.
 #[test]
 fn deepseek_v4_is_refused_where_the_swa_tree_does_not_run() {
     let o = replay(&["--config", "timing=on"]);
@@ -104,6 +104,14 @@ fn deepseek_v4_is_refused_where_the_swa_tree_does_not_run() {
     assert_eq!(code(&o), 2, "{}", stdout(&o));
     assert!(
         stderr(&o).contains("an SWA pool is modelled on the device tier only"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = replay(&["--set", "runtime.router.engines=2"]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("engines behind a router (runtime.router) replay the full tree only"),
         "{}",
         stderr(&o)
     );

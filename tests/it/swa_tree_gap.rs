@@ -114,8 +114,8 @@ fn the_replay_s_full_tree_against_sglang_s_swa_tree() {
 /// SWA pool scaled with it (13,392 × 2,000 / 16,740 = 1,600 pages, SGLang's 0.8 ratio),
 /// chat_agentic_mix (3,980,639 prompt tokens): 1,737,408 on the device when each request
 /// decodes its output (the answer, `status` without the SWA reason), 1,808,960 when
-/// every request ends at its prefill, 1,865,728 in the full tree. With a host tier, or
-/// timed, the SWA tree does not run: the full tree answers, `unverified` naming the
+/// every request ends at its prefill, 1,865,728 in the full tree. With a host tier,
+/// timed, or behind a router, the SWA tree does not run: the full tree answers, `unverified` naming the
 /// SWA component.
 #[test]
 fn replay_answers_with_the_swa_tree_on_the_device_tier() {
@@ -176,7 +176,8 @@ fn replay_answers_with_the_swa_tree_on_the_device_tier() {
         t.contains("beside it (two more replays): device 45.44 % of prompt tokens with every request ending at its prefill (a PD prefill server); 46.87 % for a full-attention tree without the SWA component"),
         "{t}"
     );
-    // With the scenario's host tier, or timed: the full tree, unverified, no SWA figure.
+    // With the scenario's host tier, timed, or engines behind a router: the full tree,
+    // unverified, no SWA figure.
     for extra in [
         &["--format", "json"][..],
         &[
@@ -184,6 +185,14 @@ fn replay_answers_with_the_swa_tree_on_the_device_tier() {
             "0",
             "--config",
             "timing=on",
+            "--format",
+            "json",
+        ][..],
+        &[
+            "--l2-pages",
+            "0",
+            "--set",
+            "runtime.router.engines=2",
             "--format",
             "json",
         ][..],
