@@ -308,6 +308,14 @@ impl KeyedLru {
         let k = self.table[s as usize].key;
         self.unlink(s);
         self.vacate(s as usize);
+        // The next page to evict is the new tail's predecessor: its line is fetched
+        // now (the new tail's own line was just written by the unlink).
+        if self.tail != NIL {
+            let p = self.table[self.tail as usize].prev;
+            if p != NIL {
+                prefetch_read(&self.table[p as usize]);
+            }
+        }
         Some(k)
     }
 }

@@ -7,6 +7,8 @@ use crate::cache::{
     EvictionPolicy, HiRadix, HostMemoryMode, KeyedLru, LruMode, PageKey, SwaRadixTree,
     SwaTreeConfig, TreeKind, TreeRules, Unified0523, V1,
 };
+use std::collections::VecDeque;
+
 use crate::workload::Request;
 
 use super::config::{CallPattern, ReplayConfig};
@@ -637,6 +639,11 @@ fn drain_backups<R: TreeRules>(s: &mut Session<R>, recs: &mut Vec<crate::cache::
     }
 }
 
+/// Requests read ahead of the one replayed by [`run_plain`], and the pages of each whose
+/// table lines are prefetched.
+const PREFETCH_AHEAD: usize = 8;
+const PREFETCH_PAGES: usize = 16;
+
 /// `lru_mode: plain_page`: every page its own LRU entry; L1 evictions demote to an
 /// exclusive L2 LRU (when `l2_pages > 0`), L2 hits move back to L1. Hits are
 /// longest-prefix: the leading run of pages found in L1, then L2.
@@ -647,9 +654,39 @@ fn run_plain<I: IntoIterator<Item = Request>>(
     let mut s = Session::<V1>::new(cfg);
     let mut l1 = KeyedLru::new(cfg.capacities.l1_pages);
     let mut l2 = KeyedLru::new(cfg.capacities.l2_pages);
-    for (index, req) in requests.into_iter().enumerate() {
-        let index = index as u64;
-        check_request(cfg, index, &req)?;
+    // The requests a few ahead are read before their turn and their pages' table lines
+    // fetched (a hint: the contents are untouched), so the cache misses of a large LRU
+    // overlap instead of coming one after another. Each request is checked as it is
+    // read: the reader never goes past a request the replay refuses, as before.
+    let prefetch = |l1: &KeyedLru, l2: &KeyedLru, req: &Request| {
+        for &p in req.page_hashes.iter().take(PREFETCH_PAGES) {
+            l1.prefetch(p);
+            if !l2.is_empty() {
+                l2.prefetch(p);
+            }
+        }
+    };
+    // Fused: never asked again once it has ended.
+    let mut requests = requests.into_iter().fuse();
+    let mut ahead: VecDeque<Request> = VecDeque::with_capacity(PREFETCH_AHEAD + 1);
+    let mut read = 0u64;
+    let mut index = 0u64;
+    loop {
+        while ahead.len() <= PREFETCH_AHEAD
+            && let Some(r) = requests.next()
+        {
+            check_request(cfg, read, &r)?;
+            read += 1;
+            prefetch(&l1, &l2, &r);
+            ahead.push_back(r);
+        }
+        let Some(req) = ahead.pop_front() else {
+            break;
+        };
+        let index = {
+            index += 1;
+            index - 1
+        };
         let mut h = Hits::default();
         let mut leading = true;
         for &p in &req.page_hashes {
