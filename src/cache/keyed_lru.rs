@@ -34,7 +34,8 @@ const VACANT: Node = Node {
 /// LRU set of page hashes with a capacity in pages (`u64::MAX` = unbounded).
 #[derive(Debug, Clone)]
 pub struct KeyedLru {
-    /// Linear probing, at most half full; a power of two long.
+    /// Linear probing, at most 2/5 full (short probe runs: a deletion scans its run to
+    /// the end); a power of two long.
     table: Vec<Node>,
     /// `64 - log2(table.len())`: a key's home is the top bits of its Fibonacci hash.
     shift: u32,
@@ -53,9 +54,9 @@ const RESERVE_MAX: u64 = 1 << 16;
 impl KeyedLru {
     pub fn new(capacity: u64) -> Self {
         // Room for the capacity plus the one page `insert_absent` holds before it
-        // evicts, at most half full.
+        // evicts, at most 2/5 full.
         let reserve = capacity.saturating_add(1).min(RESERVE_MAX);
-        let size = (2 * reserve).next_power_of_two().max(8);
+        let size = (reserve * 5).div_ceil(2).next_power_of_two().max(8);
         Self {
             table: vec![VACANT; size as usize],
             shift: 64 - size.trailing_zeros(),
@@ -191,10 +192,10 @@ impl KeyedLru {
         self.len -= 1;
     }
 
-    /// Doubles the table when one more page would fill it past half, re-inserting the
+    /// Doubles the table when one more page would fill it past 2/5, re-inserting the
     /// pages from the least recently used to the most (the order is kept).
     fn reserve_one(&mut self) {
-        if 2 * (self.len + 1) <= self.table.len() as u64 {
+        if 5 * (self.len + 1) <= 2 * self.table.len() as u64 {
             return;
         }
         let size = 2 * self.table.len();
