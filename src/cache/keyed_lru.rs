@@ -112,22 +112,6 @@ impl KeyedLru {
         prefetch_read(&self.table[self.home(k)]);
     }
 
-    /// Prefetches the lines of `k`'s two list neighbours when `k` is present (what a
-    /// hit's move to the front writes). Probes the table: call it once `k`'s own line
-    /// has had time to arrive ([`Self::prefetch`] a few requests earlier).
-    #[inline]
-    pub fn prefetch_neighbours(&self, k: u64) {
-        if let Ok(i) = self.find(k) {
-            let n = &self.table[i];
-            if n.prev != NIL {
-                prefetch_read(&self.table[n.prev as usize]);
-            }
-            if n.next != NIL {
-                prefetch_read(&self.table[n.next as usize]);
-            }
-        }
-    }
-
     fn unlink(&mut self, s: u32) {
         let Node { prev, next, .. } = self.table[s as usize];
         if prev != NIL {

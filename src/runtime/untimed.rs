@@ -683,13 +683,6 @@ fn run_plain<I: IntoIterator<Item = Request>>(
         let Some(req) = ahead.pop_front() else {
             break;
         };
-        // Halfway through the window, a request's pages are looked up and the list
-        // neighbours a hit will relink prefetched too.
-        if let Some(r) = ahead.get(PREFETCH_AHEAD / 2 - 1) {
-            for &p in r.page_hashes.iter().take(PREFETCH_PAGES) {
-                l1.prefetch_neighbours(p);
-            }
-        }
         let index = {
             index += 1;
             index - 1
