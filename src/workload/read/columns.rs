@@ -472,6 +472,48 @@ impl ColReader {
         Ok(())
     }
 
+    /// The next `N` bytes: straight from the buffer when they are in it (every value of
+    /// a column is, the buffer and the spans being whole multiples of 8), else through
+    /// [`Self::read_exact`].
+    #[inline]
+    fn array<const N: usize>(&mut self) -> std::io::Result<[u8; N]> {
+        let end = self.pos + N;
+        if end <= self.filled {
+            let a = self.buf[self.pos..end].try_into().expect("N bytes");
+            self.pos = end;
+            return Ok(a);
+        }
+        let mut a = [0u8; N];
+        self.read_exact(&mut a)?;
+        Ok(a)
+    }
+
+    /// The next `k` little-endian u64s appended to `out`, decoded from the buffer in
+    /// place (no copy through a byte vector).
+    fn u64s_into(&mut self, mut k: usize, out: &mut Vec<u64>) -> std::io::Result<()> {
+        while k > 0 {
+            if self.pos == self.filled {
+                self.fill()?;
+            }
+            let n = ((self.filled - self.pos) / 8).min(k);
+            if n == 0 {
+                // A value across the buffer's end (not in a well-formed file).
+                out.push(u64::from_le_bytes(self.array::<8>()?));
+                k -= 1;
+                continue;
+            }
+            let end = self.pos + 8 * n;
+            out.extend(
+                self.buf[self.pos..end]
+                    .chunks_exact(8)
+                    .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))),
+            );
+            self.pos = end;
+            k -= n;
+        }
+        Ok(())
+    }
+
     /// Bytes of the span not handed out yet.
     #[cfg(test)]
     fn left(&self) -> u64 {
@@ -517,7 +559,6 @@ pub(crate) struct BinStream {
     output: ColReader,
     offsets: ColReader,
     ids: ColReader,
-    buf: Vec<u8>,
 }
 
 impl std::fmt::Debug for BinStream {
@@ -569,7 +610,6 @@ impl BinStream {
             output: cursor(spans[3])?,
             offsets: cursor(spans[4])?,
             ids: cursor(spans[5])?,
-            buf: Vec::new(),
             src: src.clone(),
         };
         if s.u64_from(Col::Offsets)? != 0 {
@@ -584,8 +624,8 @@ impl BinStream {
             Col::Line => &mut self.line,
             Col::Offsets => &mut self.offsets,
         };
-        let mut b = [0u8; 8];
-        r.read_exact(&mut b)
+        let b = r
+            .array::<8>()
             .map_err(|e| InputError::new(&self.src, format!("read error: {e}")))?;
         Ok(u64::from_le_bytes(b))
     }
@@ -596,8 +636,8 @@ impl BinStream {
         } else {
             &mut self.output
         };
-        let mut b = [0u8; 4];
-        r.read_exact(&mut b)
+        let b = r
+            .array::<4>()
             .map_err(|e| InputError::new(&self.src, format!("read error: {e}")))?;
         Ok(u32::from_le_bytes(b))
     }
@@ -666,16 +706,10 @@ impl BinStream {
         }
         let k = (end - self.prev) as usize;
         self.prev = end;
-        self.buf.resize(8 * k, 0);
-        self.ids
-            .read_exact(&mut self.buf)
-            .map_err(|e| InputError::new(&self.src, format!("read error: {e}")))?;
         rec.block_hashes.clear();
-        rec.block_hashes.extend(
-            self.buf
-                .chunks_exact(8)
-                .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))),
-        );
+        self.ids
+            .u64s_into(k, &mut rec.block_hashes)
+            .map_err(|e| InputError::new(&self.src, format!("read error: {e}")))?;
         Ok(Some(line))
     }
 }
