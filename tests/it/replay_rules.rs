@@ -415,6 +415,47 @@ fn pages_beyond_the_prompt_are_rejected() {
 }
 
 #[test]
+fn plain_page_reads_no_request_past_a_refused_one() {
+    // The plain-page replay reads a few requests ahead: it checks each as it is read,
+    // so it stops at the refused one (index 2) as the one-at-a-time replay does.
+    let mut bad = req(2, 0, 1..4, 64, 1);
+    bad.input_tokens = 100;
+    let trace = vec![
+        req(0, 0, 1..4, 64, 1),
+        req(1, 0, 5..9, 64, 1),
+        bad,
+        req(3, 0, 1..4, 64, 1),
+        req(4, 0, 1..4, 64, 1),
+    ];
+    let cfg = ReplayConfig {
+        policy: TreePolicy {
+            lru_mode: hicache_sim::cache::LruMode::PlainPage,
+            ..Default::default()
+        },
+        measurement: Measurement {
+            timing: Timing::Off,
+            ..Default::default()
+        },
+        ..ReplayConfig::default()
+    };
+    let read = std::cell::Cell::new(0);
+    let e = replay(
+        &cfg,
+        trace.into_iter().inspect(|_| read.set(read.get() + 1)),
+    )
+    .unwrap_err();
+    assert!(matches!(
+        e,
+        ReplayError::PagesExceedInput {
+            index: 2,
+            id: 2,
+            ..
+        }
+    ));
+    assert_eq!(read.get(), 3);
+}
+
+#[test]
 fn warmup_and_timeline() {
     let cfg = ReplayConfig {
         measurement: Measurement {
