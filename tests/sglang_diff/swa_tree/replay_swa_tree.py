@@ -163,6 +163,7 @@ def main():
     import torch
     from sglang.srt.managers.schedule_batch import ReqKvInfo
     from sglang.srt.managers.schedule_batch import ScheduleBatch
+    from sglang.srt.managers.schedule_policy import CLIP_MAX_NEW_TOKENS
     from sglang.srt.mem_cache.allocation import (
         alloc_paged_token_slots_decode,
         alloc_paged_token_slots_extend,
@@ -323,6 +324,8 @@ def main():
     t0 = time.time()
     filler = 1 << 40
     decode_tokens = 0
+    chunks = 0  # chunk checkpoints (stash_chunked_request)
+    budget_capped = 0  # chunks the admission budget made shorter than --chunk
     swa_interval = max(1, envs.SGLANG_SWA_EVICTION_INTERVAL.get())
     # ScheduleBatch._swa_eviction_trigger reads nothing of the batch off ROCm.
     swa_evict_due = ScheduleBatch._swa_eviction_trigger(None, W, swa_interval)
@@ -352,26 +355,34 @@ def main():
         out.append(req.prefix_len // P)
         full_hit_pages += min(m.full_kv_hit_length, input_len - 1) // P
 
-        # 2. admission: first chunk ends page-aligned (_select_prefill_admission)
-        if a.chunk and -(-(input_len - req.prefix_len) // P) * P > a.chunk:
-            req.extend_end = (req.prefix_len + a.chunk // P * P) // P * P
-        else:
-            req.extend_end = input_len
+        # 2. admission (PrefillAdder.add_one_req -> _select_prefill_admission, with
+        #    the match locked): SGLang's own budget, allocator.create_prefill_budget(
+        #    cache).check_prefill, gives admission and the chunk's memory bound
+        #    (chunk_tokens_limit: the chunk, or less when the SWA pool can never hold
+        #    the request). A request it refuses would wait; one at a time, the driver
+        #    runs it anyway and only counts it (stderr). A chunked first chunk ends
+        #    at floor_P(prefix + floor_P(limit)); then _commit_prefill_admission locks.
         req.lock = cache.lock(req.last_node)
-        # Diagnostic only: would SGLang's admission budget take this request on an
-        # otherwise idle server (PrefillAdder._select_prefill_admission ->
-        # allocator.create_prefill_budget(...).check_prefill)? Not acted upon.
+        max_new = min(olen, CLIP_MAX_NEW_TOKENS)
         budget = alloc.create_prefill_budget(cache)
         ext = input_len - req.prefix_len
-        ok, _ = budget.check_prefill(
+        ok, limit = budget.check_prefill(
             extend_input_len=ext,
-            total_tokens=ext + 1 + P,
-            max_new_tokens=1,
+            total_tokens=ext + max_new + P,
+            max_new_tokens=max_new,
             input_tokens=input_len,
             swa_host_hit_length=0,
             chunk_limit=a.chunk or None,
         )
         not_admitted += not ok
+        if not ok:
+            limit = a.chunk or None
+        if limit is not None and -(-ext // P) * P > limit:
+            budget_capped += limit < a.chunk
+            req.extend_end = (req.prefix_len + limit // P * P) // P * P
+            assert req.extend_end > req.prefix_len
+        else:
+            req.extend_end = input_len
 
         while True:
             # 3. alloc_for_extend (batch of one)
@@ -403,8 +414,25 @@ def main():
             if seq >= input_len:
                 break
             # 4. next round: Scheduler.stash_chunked_request -> checkpoint_kv_cache
+            #    (req.prefix_len = extend_end); then get_new_batch_prefill: a new
+            #    PrefillAdder, chunked_req.init_next_round_input() (no match) and
+            #    add_chunked_req: available_chunk_tokens(rem_chunk_tokens) (min of the
+            #    chunk, full avail + evictable, SWA avail + evictable - P; None parks
+            #    the request, which alone would never resume), fit_chunk, then
+            #    extend_end = prefix_len + min(remaining, that).
             checkpoint_kv_cache(req, cache)
-            req.extend_end = min(input_len, req.prefix_len + a.chunk)
+            chunks += 1
+            req.refresh_fill_ids()
+            budget = alloc.create_prefill_budget(cache)
+            rem = budget.available_chunk_tokens(a.chunk)
+            assert rem is not None, f"request {i}: chunked request parked with nothing running"
+            remaining = len(req.full_untruncated_fill_ids) - req.prefix_len
+            rem = budget.fit_chunk(
+                extend_input_len=remaining, max_new_tokens=max_new, chunk_limit=rem
+            )
+            assert rem is not None
+            budget_capped += min(remaining, rem) < min(remaining, a.chunk)
+            req.extend_end = req.prefix_len + min(remaining, rem)
 
         if a.prefill_checkpoint:
             # Sensitivity variant, not 0.5.23's output-length-1 path: the request
@@ -496,7 +524,8 @@ def main():
     print(
         f"{a.out}: {len(reqs)} requests, {sum(out)} device hit pages "
         f"(FULL-KV match {full_hit_pages}), {dt:.1f} s ({core_name}); "
-        f"admission budget would refuse {not_admitted}; decode tokens {decode_tokens}",
+        f"admission budget would refuse {not_admitted}; decode tokens {decode_tokens}; "
+        f"chunk checkpoints {chunks}, chunks shortened by the budget {budget_capped}",
         file=sys.stderr,
     )
 

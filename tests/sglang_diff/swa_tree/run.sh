@@ -13,6 +13,10 @@
 #   GRID=dsv4 tests/sglang_diff/swa_tree/run.sh       # DeepSeek-V4's tree (page 256, window
 #   GRID=dsv4 DECODE=1 tests/sglang_diff/swa_tree/run.sh  # 128) into tests/golden/dsv4_tree
 #                                                     # (tests/golden/dsv4_tree/README.md)
+#   TRACES=generated_chat_agentic_mix tests/sglang_diff/swa_tree/run.sh  # one trace only
+#
+# The committed files (GRID=swa): the grid as is, with DECODE=1, with CHUNK=8192, with
+# CHUNK=8192 DECODE=1, and with CHUNK=4096 [DECODE=1] TRACES=generated_chat_agentic_mix.
 #
 # The venv ($VENV, default /tmp/venv-tree) comes from
 # tests/sglang_diff/tree/run.sh --install-only (sglang 0.5.23 --no-deps, torch 2.14.1).
@@ -24,6 +28,7 @@ CORE=${CORE:-python}
 CHUNK=${CHUNK:-0}
 DECODE=${DECODE:-0}
 GRID_NAME=${GRID:-swa}
+TRACES=${TRACES:-}
 
 VENV="$VENV" tests/sglang_diff/tree/run.sh --install-only
 if ! "$VENV/bin/python" -c "import sglang, torch" 2>/dev/null; then
@@ -59,6 +64,7 @@ mkdir -p "$OUT"
 jobs_file=$(mktemp)
 echo "$GRID" | while read -r trace block ps win pairs; do
   [ -z "$trace" ] && continue
+  if [ -n "$TRACES" ] && [[ " $TRACES " != *" ${trace%.jsonl} "* ]]; then continue; fi
   for pair in $pairs; do
     l1=${pair%/*}; swa=${pair#*/}
     name="${trace%.jsonl}.p${ps}.w${win}.l1_${l1}.swa_${swa}${suffix}.txt"
