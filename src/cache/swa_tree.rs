@@ -22,11 +22,13 @@
 //!   Full value only leaves with its node), and an SWA value or an SWA tombstone
 //!   (`swa == false`). Pools are page counters. The full→SWA slot mapping only
 //!   decides *which* slots are freed, never how many, so it is not modelled.
-//! - A request finishing at its prefill never frees its own out-of-window SWA slots
-//!   (`checkpoint_into_tree` skips `free_out_of_window_slots`): its SWA frontier
-//!   (`evicted_seqlen(SWA)`) is 0, its insert ([`insert`](SwaRadixTree::insert))
-//!   creates no tombstone and `_clip_to_window` never splits. A request that decodes
-//!   frees them at the prefill-to-decode checkpoint and during decode; its inserts
+//! - A request finishing at its prefill unchunked never frees its own out-of-window
+//!   SWA slots (`checkpoint_into_tree` skips `free_out_of_window_slots` for a finished
+//!   request): its SWA frontier (`evicted_seqlen(SWA)`) is 0, its insert
+//!   ([`insert`](SwaRadixTree::insert)) creates no tombstone and `_clip_to_window`
+//!   never splits. A request frees them at each chunked-prefill chunk's checkpoint
+//!   (`Scheduler.stash_chunked_request`), at the prefill-to-decode checkpoint and
+//!   during decode; its inserts
 //!   ([`insert_with_frontier`](SwaRadixTree::insert_with_frontier)) clip at its
 //!   frontier.
 //! - `last_access_time` is a logical tick as in the full tree ([`TICK`] units; 0.5.23's

@@ -297,7 +297,18 @@ fn run_swa<I: IntoIterator<Item = Request>>(
         window: pool.window,
     });
     let waiting_touch = cfg.policy.eviction_policy == EvictionPolicy::Lru;
+    // `--chunked-prefill-size` (0 = none). A chunk under one page never admits a
+    // chunked request (`_select_prefill_admission`: `extend_len <= 0` → `OTHER`).
     let chunk = u64::from(cfg.scheduler.compute.chunked_prefill_size);
+    if chunk > 0 && chunk < u64::from(cfg.capacities.page_size) {
+        return Err(ReplayError::InvalidConfig {
+            field: "swa",
+            message: format!(
+                "chunked_prefill_size {chunk} is under one page ({} tokens): SGLang never admits a chunk of a longer prompt",
+                cfg.capacities.page_size
+            ),
+        });
+    }
     let mut unchunked = 0;
     for (index, req) in requests.into_iter().enumerate() {
         let index = index as u64;
@@ -305,7 +316,7 @@ fn run_swa<I: IntoIterator<Item = Request>>(
         unchunked += u64::from(chunk > 0 && u64::from(req.input_tokens) > chunk);
         let touch = waiting_touch && index.is_multiple_of(WAITING_PREFIX_REFRESH_INTERVAL);
         let output = if pool.decode { req.output_tokens } else { 1 };
-        let h = process_scheduler_swa(&mut t, &req.page_hashes, req.input_tokens, output, index, touch)
+        let h = process_scheduler_swa(&mut t, &req.page_hashes, req.input_tokens, output, index, touch, chunk)
             .ok_or_else(|| ReplayError::InvalidConfig {
                 field: "swa",
                 message: format!(
@@ -346,23 +357,17 @@ fn run_swa<I: IntoIterator<Item = Request>>(
 const WAITING_PREFIX_REFRESH_INTERVAL: u64 = 32;
 
 /// One request of a sliding-window model as 0.5.23's scheduler drives the tree with
-/// the SWA component (`tests/golden/swa_tree/README.md` §8), one request per batch,
-/// no chunked prefill. A request with two or more output tokens (only with
-/// `capacities.swa.decode`) goes to [`process_scheduler_swa_decode`]; one finishing
+/// the SWA component (`tests/golden/swa_tree/README.md` §8), one request per batch.
+/// Its prefill, chunked when `chunk > 0` (`--chunked-prefill-size`), is
+/// [`swa_admit_prefill`]'s. A request with two or more output tokens (only with
+/// `capacities.swa.decode`) goes on to [`process_scheduler_swa_decode`]; one finishing
 /// at its prefill (one output token):
-/// - `calc_priority` (fcfs, LRU): `_touch_waiting_prefixes` matches the whole prompt
-///   (`common.py: touch_waiting_prefix` → `touch_prefix`, no `input_len − 1` cap) on
-///   every 32nd call (`touch`: one call per request);
-/// - `Req.init_next_round_input` → `match_kv_cache` of the first `input_len − 1`
-///   tokens, page-aligned; the device hit is the match's `device_prefix_len`, and
-///   `swa_branching_seqlen` the page-aligned full hit when it goes further;
-/// - `PrefillAdder._commit_prefill_admission`: `lock(last_node)`;
-/// - `alloc_paged_token_slots_extend`: `evict_to_free_tokens(extend + P)` against both
-///   pools, then `ceil(input / P) − prefix` pages in each;
-/// - `release_kv_cache(checkpoint=True)`: the insert of the page-aligned prompt, or only
-///   up to `swa_branching_seqlen` when the match was cut short by the SWA validator
+/// - `release_kv_cache(checkpoint=True)` ([`swa_release`]): the insert of the
+///   page-aligned prompt, or only up to `swa_branching_seqlen` when the match was cut
+///   short by the SWA validator and no chunk checkpoint took that branch
 ///   (`swa.py: prepare_for_caching_req`; no next checkpoint takes the rest), with
-///   `prev_prefix_len = cache_protected_len`; `free_kv_row` of what the tree did not
+///   `prev_prefix_len = cache_protected_len` and the request's SWA frontier (0
+///   unless a chunk checkpoint moved it); `free_kv_row` of what the tree did not
 ///   take; `unlock`.
 ///
 /// `None`: the pools cannot hold the request after eviction (SGLang:
@@ -374,40 +379,88 @@ fn process_scheduler_swa(
     output_tokens: u32,
     index: u64,
     touch: bool,
+    chunk: u64,
 ) -> Option<Hits> {
     if output_tokens > 1 {
-        return process_scheduler_swa_decode(t, pages, input_tokens, output_tokens, index, touch);
+        return process_scheduler_swa_decode(
+            t,
+            pages,
+            input_tokens,
+            output_tokens,
+            index,
+            touch,
+            chunk,
+        );
     }
-    let (m, lock, need) = swa_admit_prefill(t, pages, input_tokens, touch)?;
-    let upto = if m.full_hit_pages > m.device_pages {
-        m.full_hit_pages
-    } else {
-        pages.len() as u64
-    };
-    let kept = t.insert(&pages[..upto as usize], m.device_pages);
-    t.free(
-        need - kept.leaf_pages,
-        need - kept.leaf_pages - kept.revived_pages,
-    );
-    t.unlock(lock);
+    let r = swa_admit_prefill(t, pages, input_tokens, index, touch, chunk)?;
+    let device = r.m.device_pages;
+    swa_release(t, pages, index, u64::from(input_tokens), r);
     Some(Hits {
-        device: m.device_pages,
+        device,
         ..Hits::default()
     })
 }
 
-/// A request's prefill as the scheduler admits it into the SWA tree (both call paths
-/// above): the waiting-prefix `touch`, `match_kv_cache` of the first `input_len − 1`
-/// tokens, `lock(last_node)`, `alloc_paged_token_slots_extend` (`evict_to_free_tokens`
-/// of the extend + one page against both pools, then the extend's pages in each).
-/// The match, its lock and the pages allocated; `None` (the lock released): SGLang's
-/// "Prefill out of memory".
+/// A request between its admission and its release in the SWA tree (`managers/
+/// schedule_batch.py: Req` and its `ReqKvInfo`, 0.5.23); lengths in tokens unless
+/// named pages.
+struct SwaReq {
+    /// The admission's match (`init_next_round_input` → `match_kv_cache`).
+    m: crate::cache::SwaMatch,
+    /// `req.lock`: on the match's best node, then on each checkpoint's last node.
+    lock: crate::cache::SwaLock,
+    /// Row pages allocated in both pools (`ceil(kv_allocated_len / P)`, the
+    /// tree-owned prefix included).
+    alloc_pages: u64,
+    /// `req.kv.cache_protected_len`: the tree-owned prefix of the row.
+    prot: u64,
+    /// `req.kv.get_evicted_seqlen(SWA)`: the request's SWA slots below it are freed.
+    ev: u64,
+    /// `req.swa_branching_seqlen` (`swa.py: finalize_match_result_in_tree_core`: the
+    /// page-floored full hit when it exceeds the device prefix); cleared once an
+    /// insert took it.
+    branch: Option<u64>,
+}
+
+/// A request's prefill as the scheduler admits and runs it in the SWA tree (both call
+/// paths above; 0.5.23):
+/// - `calc_priority` (fcfs, LRU): `_touch_waiting_prefixes` matches the whole prompt
+///   (`common.py: touch_waiting_prefix` → `touch_prefix`, no `input_len − 1` cap) on
+///   every 32nd call (`touch`: one call per request);
+/// - `Req.init_next_round_input` → `match_kv_cache` of the first `input_len − 1`
+///   tokens, page-aligned; the device hit is the match's `device_prefix_len`
+///   (`cache_protected_len` = `prefix_len`), and `swa_branching_seqlen` the
+///   page-aligned full hit when it goes further;
+/// - `PrefillAdder._commit_prefill_admission`: `lock(last_node)`. Without chunking
+///   (`chunk == 0`) or when the extend fits (`ceil_P(extend) <= chunk`), the whole
+///   prompt is one extend; otherwise `managers/schedule_policy.py:
+///   _select_prefill_admission` cuts the first chunk at
+///   `floor_P(prefix + floor_P(chunk))` (its `chunk_tokens_limit` is the chunk: the
+///   admission budget's SWA cap only shrinks a chunk for a request the SWA pool can
+///   never hold, and that request is SGLang's out of memory here);
+/// - per extend, `mem_cache/allocation.py: alloc_paged_token_slots_extend`:
+///   `evict_to_free_tokens(extend + P)` against both pools, then
+///   `ceil(end / P) − ceil(prefix / P)` pages in each (`alloc_extend`);
+/// - after every chunk but the last, the next scheduler step's
+///   `managers/scheduler.py: Scheduler.stash_chunked_request` →
+///   `mem_cache/common.py: checkpoint_kv_cache` ([`swa_checkpoint`] of the unfinished
+///   request up to the chunk's end; `req.prefix_len` = that end); then
+///   `get_new_batch_prefill` → `chunked_req.init_next_round_input()` (no match) and
+///   `PrefillAdder.add_chunked_req`: the next chunk ends at
+///   `prefix_len + min(remaining, chunk)` (`available_chunk_tokens` and `fit_chunk`
+///   leave the chunk whole while both pools, evictable included, hold a chunk and a
+///   page more: the request alone holds one window of SWA between chunks; the golden
+///   driver counts any shortening and saw none).
+///
+/// `None` (the lock released): SGLang's "Prefill out of memory".
 fn swa_admit_prefill(
     t: &mut SwaRadixTree,
     pages: &[PageKey],
     input_tokens: u32,
+    index: u64,
     touch: bool,
-) -> Option<(crate::cache::SwaMatch, crate::cache::SwaLock, u64)> {
+    chunk: u64,
+) -> Option<SwaReq> {
     let ps = u64::from(t.config().page_size);
     let input = u64::from(input_tokens);
     if touch {
@@ -416,23 +469,46 @@ fn swa_admit_prefill(
     let max_prefix = (input.saturating_sub(1) / ps).min(pages.len() as u64);
     let m = t.match_prefix(&pages[..max_prefix as usize]);
     let lock = t.lock(m.best);
-    let need = input.div_ceil(ps) - m.device_pages;
-    t.make_room(need + 1);
-    if !t.alloc(need) {
-        t.unlock(lock);
-        return None;
+    let mut r = SwaReq {
+        m,
+        lock,
+        alloc_pages: m.device_pages,
+        prot: m.device_pages * ps,
+        ev: 0,
+        branch: (m.full_hit_pages > m.device_pages).then_some(m.full_hit_pages * ps),
+    };
+    // `req.prefix_len` and `req.extend_end`.
+    let mut prefix = r.prot;
+    let mut end = if chunk > 0 && (input - prefix).div_ceil(ps) * ps > chunk {
+        (prefix + chunk / ps * ps) / ps * ps
+    } else {
+        input
+    };
+    loop {
+        t.make_room((end - prefix + ps).div_ceil(ps));
+        let new_pages = end.div_ceil(ps) - prefix.div_ceil(ps);
+        if !t.alloc(new_pages) {
+            t.unlock(r.lock);
+            return None;
+        }
+        r.alloc_pages += new_pages;
+        if end >= input {
+            return Some(r);
+        }
+        swa_checkpoint(t, pages, index, end, &mut r);
+        prefix = end;
+        end = prefix + (input - prefix).min(chunk);
     }
-    Some((m, lock, need))
 }
 
 /// `managers/schedule_batch.py: ScheduleBatch.maybe_evict_swa`'s interval
 /// (`SGLANG_SWA_EVICTION_INTERVAL`, `environ.py`, 0.5.23 default 128 tokens).
 const SWA_EVICTION_INTERVAL: u64 = 128;
 
-/// Key of page `idx` of a request that decodes: the prompt's whole pages, then pages
-/// holding output tokens (a prompt's partial last page with its first outputs, or
-/// outputs only): unique to the request, so they never match another's (bit 63 set,
-/// the request's position and the page index below it).
+/// Key of page `idx` of a request: the prompt's whole pages, then pages holding output
+/// tokens (a prompt's partial last page with its first outputs, or outputs only), or
+/// prompt tokens past the listed ids: unique to the request, so they never match
+/// another's (bit 63 set, the request's position and the page index below it).
 fn swa_page_key(pages: &[PageKey], index: u64, idx: usize) -> PageKey {
     if idx < pages.len() {
         pages[idx]
@@ -463,28 +539,104 @@ fn free_swa_out_of_window(t: &mut SwaRadixTree, pre_len: u64, prot: u64, ev: &mu
     }
 }
 
+/// `unified_radix_cache.py: insert` of the request's first `key_pages` pages with
+/// `prev_prefix_len = prot` and its SWA frontier `ev` (tokens), then the insert's
+/// frees of the request's slots in `[prot, key)` the tree did not take (duplicates;
+/// full only below the frontier, where its SWA is already freed).
+fn swa_insert(
+    t: &mut SwaRadixTree,
+    pages: &[PageKey],
+    index: u64,
+    key_pages: u64,
+    prot: u64,
+    ev: u64,
+) -> crate::cache::SwaInsert {
+    let ps = u64::from(t.config().page_size);
+    let key: Vec<PageKey> = (0..key_pages as usize)
+        .map(|i| swa_page_key(pages, index, i))
+        .collect();
+    let kept = t.insert_with_frontier(&key, prot / ps, ev / ps);
+    let held_full = key_pages - prot / ps;
+    let held_swa = key_pages.saturating_sub(prot.max(ev) / ps);
+    t.free(
+        held_full - kept.leaf_pages,
+        held_swa - kept.leaf_live_pages - kept.revived_pages,
+    );
+    kept
+}
+
+/// `unified_radix_cache.py: checkpoint_into_tree` (0.5.23) of an unfinished request
+/// up to `up_to` tokens (`checkpoint_kv_cache`, `up_to = req.extend_end`: a chunk's
+/// end from `Scheduler.stash_chunked_request`, or the prompt at the prefill-to-decode
+/// checkpoint):
+/// - `swa.py: prepare_for_caching_req`: the key is `[0, up_to)`, or only up to
+///   `swa_branching_seqlen` when that lies in `(cache_protected_len, up_to]`;
+/// - `free_out_of_window_slots(len(key) − 1)` before the insert
+///   (`SGLANG_OPT_UNIFIED_CACHE_FREE_OUT_OF_WINDOW_SLOTS`, default on);
+/// - the insert of the page-aligned key with the request's frontier (tombstones below
+///   it, README §4.3), its duplicates freed; the row re-pointed at the tree's slots;
+///   the lock moved to the insert's last node (unlock, lock); `cache_protected_len` =
+///   the inserted length;
+/// - `swa.py: cleanup_after_caching_req`: after a branch insert,
+///   `swa_branching_seqlen` is cleared and the out-of-window slots are freed again
+///   with the forward key (`len(req.get_fill_ids()) − 1 = up_to − 1`).
+fn swa_checkpoint(t: &mut SwaRadixTree, pages: &[PageKey], index: u64, up_to: u64, r: &mut SwaReq) {
+    let ps = u64::from(t.config().page_size);
+    let branch = r.branch.filter(|&b| b > r.prot && b <= up_to);
+    let eff = branch.unwrap_or(up_to);
+    free_swa_out_of_window(t, eff - 1, r.prot, &mut r.ev);
+    let key_pages = eff / ps;
+    if key_pages > 0 {
+        let kept = swa_insert(t, pages, index, key_pages, r.prot, r.ev);
+        t.unlock(r.lock);
+        r.lock = t.lock(kept.last);
+        r.prot = key_pages * ps;
+    }
+    if branch.is_some() {
+        r.branch = None;
+        free_swa_out_of_window(t, up_to - 1, r.prot, &mut r.ev);
+    }
+}
+
+/// `mem_cache/common.py: release_kv_cache(checkpoint=True)` (0.5.23) of a finished
+/// request with `committed` tokens (`owned_kv_len`): `checkpoint_into_tree` of a
+/// finished request (no out-of-window free; the key is `[0, committed)`, or only up to
+/// a `swa_branching_seqlen` no earlier insert took, `prepare_for_caching_req`), the
+/// insert of the page-aligned key with the request's frontier and `prev_prefix_len =
+/// cache_protected_len`; `free_kv_row` of the row past the key (full only below the
+/// frontier); `unlock`.
+fn swa_release(t: &mut SwaRadixTree, pages: &[PageKey], index: u64, committed: u64, r: SwaReq) {
+    let ps = u64::from(t.config().page_size);
+    let eff = r
+        .branch
+        .filter(|&b| b > r.prot && b <= committed)
+        .unwrap_or(committed);
+    let key_pages = eff / ps;
+    let held_swa_from = r.prot.max(r.ev) / ps;
+    swa_insert(t, pages, index, key_pages, r.prot, r.ev);
+    t.free(
+        r.alloc_pages - key_pages,
+        r.alloc_pages - key_pages.max(held_swa_from),
+    );
+    t.unlock(r.lock);
+}
+
 /// One request that decodes `output_tokens >= 2` tokens, alone in its batches
 /// (`tests/golden/swa_tree/README.md` §4.5, §7; the golden driver's `--decode 1`):
-/// - its prefill as [`process_scheduler_swa`]'s (touch, match of `input_len − 1`,
-///   lock, `alloc_paged_token_slots_extend`);
+/// - its prefill as [`process_scheduler_swa`]'s ([`swa_admit_prefill`]: touch, match
+///   of `input_len − 1`, lock, the chunks and their checkpoints,
+///   `alloc_paged_token_slots_extend`);
 /// - `process_batch_result_prefill` → `checkpoint_kv_cache` of the unfinished
-///   request (`checkpoint_into_tree`): the key is the prompt, or only up to
-///   `swa_branching_seqlen` when the match was cut short by the SWA validator
-///   (`prepare_for_caching_req`); `free_out_of_window_slots(len(key) − 1)` first; the
-///   insert with the request's frontier (tombstones below it, §4.3); the request's
-///   slots the tree did not take are freed (duplicates; the tree's own slots now
-///   back the row); the lock moves to the insert's last node (unlock, lock);
-///   `cache_protected_len` = the inserted length; after a branch insert,
-///   `cleanup_after_caching_req` frees out of window again with `input_len − 1`;
+///   request up to the prompt ([`swa_checkpoint`]);
 /// - decode step `j = 1 .. output − 1` (`prepare_for_decode` → `alloc_for_decode`):
 ///   `maybe_evict_swa` from the second step on (`decode_batch_idx >= 1`) when
 ///   `seqlen − 1 − W >= evicted_seqlen + 128`, then
 ///   `alloc_paged_token_slots_decode`: `evict_to_free_tokens(page_size)` (one page
 ///   against both pools) and a new page in both pools when the KV length is
 ///   page-aligned (`alloc_decode`; `None` = "Decode out of memory");
-/// - `release_kv_cache(checkpoint=True)` at `input + output − 1` committed tokens:
-///   the insert of the page-aligned prompt + output with the request's frontier (no
-///   out-of-window free for a finished request), `free_kv_row` of the rest, `unlock`.
+/// - `release_kv_cache(checkpoint=True)` at `input + output − 1` committed tokens
+///   ([`swa_release`]): the insert of the page-aligned prompt + output with the
+///   request's frontier, `free_kv_row` of the rest, `unlock`.
 fn process_scheduler_swa_decode(
     t: &mut SwaRadixTree,
     pages: &[PageKey],
@@ -492,86 +644,41 @@ fn process_scheduler_swa_decode(
     output_tokens: u32,
     index: u64,
     touch: bool,
+    chunk: u64,
 ) -> Option<Hits> {
     let ps = u64::from(t.config().page_size);
     let w = u64::from(t.config().window);
     let input = u64::from(input_tokens);
-    let (m, mut lock, _) = swa_admit_prefill(t, pages, input_tokens, touch)?;
-    // Row pages allocated (both pools); `prot`, `ev` in tokens.
-    let mut alloc_pages = input.div_ceil(ps);
-    let mut prot = m.device_pages * ps;
-    let mut ev = 0u64;
-    let key_of = |n: u64| -> Vec<PageKey> {
-        (0..n as usize)
-            .map(|i| swa_page_key(pages, index, i))
-            .collect()
-    };
-    // The request's slots in `[prot, key)` the tree did not take.
-    let insert = |t: &mut SwaRadixTree, key_pages: u64, prot: u64, ev: u64| {
-        let key = key_of(key_pages);
-        let kept = t.insert_with_frontier(&key, prot / ps, ev / ps);
-        let held_full = key_pages - prot / ps;
-        let held_swa = key_pages.saturating_sub(prot.max(ev) / ps);
-        t.free(
-            held_full - kept.leaf_pages,
-            held_swa - kept.leaf_live_pages - kept.revived_pages,
-        );
-        kept
-    };
+    let mut r = swa_admit_prefill(t, pages, input_tokens, index, touch, chunk)?;
+    let device = r.m.device_pages;
 
     // Prefill -> decode checkpoint (unfinished request).
-    let branch = (m.full_hit_pages > m.device_pages).then_some(m.full_hit_pages * ps);
-    let eff = match branch {
-        Some(b) if b > prot && b <= input => b,
-        _ => input,
-    };
-    free_swa_out_of_window(t, eff - 1, prot, &mut ev);
-    let key_pages = eff / ps;
-    if key_pages > 0 {
-        let kept = insert(t, key_pages, prot, ev);
-        t.unlock(lock);
-        lock = t.lock(kept.last);
-        prot = key_pages * ps;
-        if eff < input {
-            // cleanup_after_caching_req after the branch insert: forward key =
-            // the prefill's fill ids.
-            free_swa_out_of_window(t, input - 1, prot, &mut ev);
-        }
-    }
+    swa_checkpoint(t, pages, index, input, &mut r);
 
     // Decode steps.
     let out = u64::from(output_tokens);
     for j in 1..out {
         let seqlen = input + j;
-        if j >= 2 && seqlen - 1 >= w + ev + SWA_EVICTION_INTERVAL {
-            free_swa_out_of_window(t, seqlen - 1, prot, &mut ev);
+        if j >= 2 && seqlen - 1 >= w + r.ev + SWA_EVICTION_INTERVAL {
+            free_swa_out_of_window(t, seqlen - 1, r.prot, &mut r.ev);
         }
         let cur = input + j - 1;
         t.make_room(1);
         if cur.is_multiple_of(ps) {
             if !t.alloc(1) {
-                t.unlock(lock);
+                t.unlock(r.lock);
                 return None;
             }
-            alloc_pages += 1;
+            r.alloc_pages += 1;
         }
     }
 
     // Finish: release_kv_cache(checkpoint=True).
     let committed = input + out - 1;
-    debug_assert_eq!(alloc_pages, committed.div_ceil(ps));
-    let key_pages = committed / ps;
-    let (mut full_left, mut swa_left) = (alloc_pages - prot / ps, alloc_pages - prot.max(ev) / ps);
-    if key_pages * ps > prot {
-        insert(t, key_pages, prot, ev);
-        full_left -= key_pages - prot / ps;
-        swa_left -= key_pages.saturating_sub(prot.max(ev) / ps);
-    }
-    // free_kv_row of what is left past the inserted key.
-    t.free(full_left, swa_left);
-    t.unlock(lock);
+    debug_assert_eq!(r.alloc_pages, committed.div_ceil(ps));
+    swa_release(t, pages, index, committed, r);
     Some(Hits {
-        device: m.device_pages,
+        device,
         ..Hits::default()
     })
 }

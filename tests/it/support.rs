@@ -357,11 +357,19 @@ pub fn swa_golden(p: &Path) -> SwaGolden {
     assert_eq!(
         (
             h["pattern"].as_str(),
-            h["chunk"].as_str(),
             h["waiting_touch"].as_str(),
             h["prefill_checkpoint"].as_str()
         ),
-        ("scheduler", "0", "1", "0")
+        ("scheduler", "1", "0")
+    );
+    // chunk=C: chunked prefill at C tokens (the driver's --chunk, SGLang's
+    // --chunked-prefill-size; 0 = none), named `.c<C>`.
+    let chunk: u32 = h["chunk"].parse().unwrap();
+    let name = p.file_name().unwrap().to_string_lossy().into_owned();
+    assert_eq!(
+        chunk != 0,
+        name.contains(&format!(".c{chunk}.")),
+        "{name}: chunk {chunk}"
     );
     // decode=1: every request decodes its trace's output tokens (the driver's
     // --decode 1, no output cap here); otherwise every request ends at its prefill.
@@ -370,16 +378,18 @@ pub fn swa_golden(p: &Path) -> SwaGolden {
         assert_eq!(h["output_cap"], "0");
     }
     assert_eq!(h["requests"].parse::<usize>().unwrap(), pages.len());
+    let mut cfg = swa_replay_config(
+        h["page_size"].parse().unwrap(),
+        h["l1_pages"].parse().unwrap(),
+        h["swa_pages"].parse().unwrap(),
+        h["window"].parse().unwrap(),
+        true,
+        decode,
+    );
+    cfg.scheduler.compute.chunked_prefill_size = chunk;
     SwaGolden {
-        name: p.file_name().unwrap().to_string_lossy().into_owned(),
-        cfg: swa_replay_config(
-            h["page_size"].parse().unwrap(),
-            h["l1_pages"].parse().unwrap(),
-            h["swa_pages"].parse().unwrap(),
-            h["window"].parse().unwrap(),
-            true,
-            decode,
-        ),
+        name,
+        cfg,
         trace: h["trace"].clone(),
         block: h["block"].parse().unwrap(),
         pages,

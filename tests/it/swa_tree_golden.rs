@@ -2,7 +2,8 @@
 //! (per-request device hit pages of sglang 0.5.23's `UnifiedRadixCache` with
 //! `tree_components=(FULL, SWA)` and its `SWATokenToKVPoolAllocator`, written by
 //! `tests/sglang_diff/swa_tree/run.sh`) must be reproduced exactly by the timing-off
-//! replay with an SWA pool (`Capacities::swa`, `call_pattern: scheduler_0_5_23`).
+//! replay with an SWA pool (`Capacities::swa`, `call_pattern: scheduler_0_5_23`), with
+//! the file's chunked prefill (`chunk=`, `scheduler.compute.chunked_prefill_size`).
 
 use std::path::PathBuf;
 
@@ -21,13 +22,57 @@ fn swa_config(page_size: u32, l1: u64, swa: u64, window: u32, checks: bool) -> R
 
 #[test]
 fn golden_files_cover_the_grid() {
-    // 2 traces x 4 (full, SWA) pool pairs, each prefill-only and decoding.
+    // 2 traces x 4 (full, SWA) pool pairs, each prefill-only and decoding: unchunked
+    // and at chunk 8192; chat_agentic_mix's 4 pairs also at chunk 4096.
     let files = golden_files();
-    let decode = files
+    let count = |chunk: &str, decode: bool| {
+        files
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".decode.txt") == decode)
+            .filter(|n| match chunk {
+                "" => !n.contains(".c"),
+                c => n.contains(&format!(".{c}.")),
+            })
+            .count()
+    };
+    for decode in [false, true] {
+        assert_eq!(
+            (
+                count("", decode),
+                count("c8192", decode),
+                count("c4096", decode)
+            ),
+            (8, 8, 4),
+            "decode {decode}"
+        );
+    }
+    assert_eq!(files.len(), 40);
+}
+
+/// The chunked files hold what chunking changes: replayed without the chunk, every
+/// prefill-only chunked file differs somewhere.
+#[test]
+fn chunked_files_differ_without_the_chunk() {
+    let chunked: Vec<PathBuf> = golden_files()
+        .into_iter()
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            n.contains(".c") && !n.ends_with(".decode.txt")
+        })
+        .collect();
+    assert_eq!(chunked.len(), 12);
+    let same: Vec<String> = chunked
         .iter()
-        .filter(|p| p.to_string_lossy().ends_with(".decode.txt"))
-        .count();
-    assert_eq!((files.len() - decode, decode), (8, 8));
+        .filter(|p| {
+            let g = swa_golden(p);
+            let mut cfg = g.cfg.clone();
+            cfg.scheduler.compute.chunked_prefill_size = 0;
+            swa_golden_check(&g, &cfg).is_ok()
+        })
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(same.is_empty(), "reproduced without chunking: {same:?}");
 }
 
 #[test]
