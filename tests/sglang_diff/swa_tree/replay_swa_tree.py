@@ -33,9 +33,12 @@ length 1 so the request finishes at the end of its prefill):
      `cache_protected_len = prefix_len`. The printed hit is this match's
      `device_prefix_len / page_size` (after the FULL and SWA match validators).
   2. `PrefillAdder._commit_prefill_admission`: `req.lock = tree_cache.lock(last_node)`.
-     The admission budget is not acted on: one request at a time always runs
+     The admission verdict is not acted on: one request at a time always runs
      (the pools must hold one prompt). The driver only counts the requests that
-     `SWAPrefillBudget.check_prefill` would refuse on an idle server (stderr).
+     `SWAPrefillBudget.check_prefill` would refuse on an idle server (stderr); with
+     `--chunk`, the chunk lengths are the budget's (`check_prefill`'s
+     `chunk_tokens_limit`, `available_chunk_tokens`, `fit_chunk`), and the chunks it
+     made shorter than `--chunk` are counted (stderr).
   3. `mem_cache/allocation.py: alloc_for_extend`: a request-row from
      `ReqToTokenPool.alloc`, the prefix from `tree_cache.prefix_device_indices`,
      then SGLang's `alloc_paged_token_slots_extend` (demand extend + one page
@@ -43,8 +46,10 @@ length 1 so the request finishes at the end of its prefill):
      for the FULL and the SWA shortfall; then `alloc_extend` takes the extend in
      BOTH pools and pairs them in `full_to_swa_index_mapping`); row written;
      `kv_allocated_len = kv_committed_len = seq_len`.
-  4. With `--chunk C` (chunked prefill, 0 = off): every chunk but the last is
-     followed by `checkpoint_kv_cache` (= `UnifiedRadixCache.checkpoint_into_tree`
+  4. With `--chunk C` (chunked prefill, 0 = off): the first chunk ends at
+     floor_P(prefix + floor_P(limit)) (`_select_prefill_admission`), a continuation
+     at prefix_len + min(remaining, limit) (`add_chunked_req`); every chunk but the
+     last is followed by `checkpoint_kv_cache` (= `UnifiedRadixCache.checkpoint_into_tree`
      for an unfinished request: `SWAComponent.free_out_of_window_slots` frees
      the request's SWA slots older than the window and sets
      `swa_evicted_seqlen`, then the insert tombstones that span), as
