@@ -314,7 +314,6 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
         Err(e) => return Err(trace_error(e).into()),
     };
     let swa_adopted = cfg.capacities.swa.is_some();
-    unverified.extend(pipeline::swa_unchunked_reason(&m, &cfg));
     // The start-up's note, then the status, then an open PR's label.
     let note = note.map(|(head, what_if)| match unverified.as_slice() {
         [] => format!("{head}{what_if}"),
@@ -800,13 +799,17 @@ fn render(
         cfg.policy.tree.id(),
         match cfg.capacities.swa {
             Some(p) => format!(
-                " with its SWA component: {} SWA pages, window {}, {}, one request at a time",
+                " with its SWA component: {} SWA pages, window {}, {}, one request at a time{}",
                 p.pages,
                 p.window,
                 if p.decode {
                     "requests decoding their output"
                 } else {
                     "requests ending at their prefill"
+                },
+                match cfg.scheduler.compute.chunked_prefill_size {
+                    0 => String::new(),
+                    c => format!(", chunked prefill at {c} tokens"),
                 }
             ),
             None => String::new(),

@@ -9,7 +9,7 @@ mod swa;
 
 pub use crate::runtime::apply_overrides;
 pub use row::{COLUMNS, point_row};
-pub use swa::{SwaPlan, adopt_swa_tree, swa_pool, swa_unchunked_reason};
+pub use swa::{SwaPlan, adopt_swa_tree, swa_pool};
 
 use serde_json::{Map, Value};
 

@@ -180,12 +180,6 @@ pub fn point_row(
     }
     // Memoised across the sweep's points when on: same resolved config, same result.
     let m = replay_memo::replay(section, &cfg)?;
-    if let Some(why) = super::swa_unchunked_reason(&m, &cfg) {
-        let mut u = unverified;
-        u.push(why);
-        row.set("status", startup::status(worst.id(), true));
-        row.set("unverified", u.join("; "));
-    }
     let f = |x: f64| format!("{x:.6}");
     row.push("requests", m.measured_requests);
     row.push("input_tokens", m.input_tokens);

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::ReplayConfigError;
-use crate::runtime::{ReplayConfig, ReplayMetrics};
+use crate::runtime::ReplayConfig;
 use crate::scenario::Scenario;
 use crate::startup::StartupPlan;
 
@@ -105,18 +105,4 @@ pub fn adopt_swa_tree(
         Err(e) if swa.required => Err(ReplayConfigError::Dsv4NotModelled(e.to_string())),
         Err(_) => Ok((cfg, false)),
     }
-}
-
-/// Why a replay that ran the SWA tree may not be SGLang's: prompts longer than the
-/// scheduler's chunked prefill, which SGLang prefills in chunks (each chunk's
-/// `checkpoint_into_tree` freeing the request's out-of-window SWA,
-/// `managers/scheduler.py: Scheduler.stash_chunked_request`, 0.5.23) and the SWA tree
-/// in one piece. `None` when every prompt fits one chunk.
-pub fn swa_unchunked_reason(m: &ReplayMetrics, cfg: &ReplayConfig) -> Option<String> {
-    (m.swa_unchunked_prompts > 0).then(|| {
-        format!(
-            "{} of {} prompts are longer than the chunked prefill ({} tokens): SGLang prefills them in chunks, each chunk's checkpoint freeing the request's SWA before the window (`managers/scheduler.py: Scheduler.stash_chunked_request`), the SWA tree in one piece",
-            m.swa_unchunked_prompts, m.requests, cfg.scheduler.compute.chunked_prefill_size
-        )
-    })
 }

@@ -66,10 +66,6 @@ pub struct TtftBreakdown {
     pub dp_wait_s: f64,
 }
 
-fn is_zero_u64(x: &u64) -> bool {
-    *x == 0
-}
-
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
 }
@@ -168,11 +164,6 @@ pub struct ReplayMetrics {
     /// Where the measured requests' TTFT went (timing on).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ttft_breakdown: Option<TtftBreakdown>,
-    /// With the SWA tree (`capacities.swa`): the requests whose prompt is longer than
-    /// the scheduler's chunked prefill, which SGLang prefills in chunks and the SWA tree
-    /// in one piece (0, and not written, otherwise).
-    #[serde(default, skip_serializing_if = "is_zero_u64")]
-    pub swa_unchunked_prompts: u64,
     /// Per-round figures of a `runtime.bench` run (empty otherwise, and not written).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rounds: Vec<super::rounds::RoundFigures>,

@@ -309,11 +309,9 @@ fn run_swa<I: IntoIterator<Item = Request>>(
             ),
         });
     }
-    let mut unchunked = 0;
     for (index, req) in requests.into_iter().enumerate() {
         let index = index as u64;
         check_request(cfg, index, &req)?;
-        unchunked += u64::from(chunk > 0 && u64::from(req.input_tokens) > chunk);
         let touch = waiting_touch && index.is_multiple_of(WAITING_PREFIX_REFRESH_INTERVAL);
         let output = if pool.decode { req.output_tokens } else { 1 };
         let h = process_scheduler_swa(&mut t, &req.page_hashes, req.input_tokens, output, index, touch, chunk)
@@ -348,7 +346,6 @@ fn run_swa<I: IntoIterator<Item = Request>>(
     let mut m = s.finish();
     m.device_evicted_pages = st.full_evicted_pages;
     m.final_device_pages = t.full_used();
-    m.swa_unchunked_prompts = unchunked;
     Ok(m)
 }
 

@@ -23,13 +23,6 @@ impl Row {
     pub fn push(&mut self, column: impl Into<String>, value: impl ToString) {
         self.cells.push((column.into(), value.to_string()));
     }
-    /// Replace a cell pushed before (a figure known only later), or append it.
-    pub fn set(&mut self, column: &str, value: impl ToString) {
-        match self.cells.iter_mut().find(|(c, _)| c == column) {
-            Some(cell) => cell.1 = value.to_string(),
-            None => self.push(column, value),
-        }
-    }
     pub fn get(&self, column: &str) -> Option<&str> {
         self.cells
             .iter()

@@ -21,10 +21,12 @@ fn goldens() -> Vec<SwaGolden> {
 #[test]
 fn dsv4_golden_files_cover_the_grid() {
     // 2 traces x 4 (full, SWA) pool pairs, each prefill-only and decoding, all at
-    // DeepSeek-V4's page 256 and window 128.
+    // DeepSeek-V4's page 256 and window 128; chat_agentic_mix's 4 pairs also at an
+    // 8,192-token chunked prefill (`.c8192`, an H200's default).
     let g = goldens();
     let decode = g.iter().filter(|g| g.name.ends_with(".decode.txt")).count();
-    assert_eq!((g.len() - decode, decode), (8, 8));
+    let chunked = g.iter().filter(|g| g.name.contains(".c8192.")).count();
+    assert_eq!((g.len() - decode, decode, chunked), (12, 12, 8));
     for g in &g {
         let c = &g.cfg.capacities;
         let swa = c.swa.as_ref().unwrap();
@@ -36,6 +38,7 @@ fn dsv4_golden_files_cover_the_grid() {
         let ratios: Vec<(u64, u64)> = g
             .iter()
             .filter(|g| g.name.starts_with(trace) && !g.name.ends_with(".decode.txt"))
+            .filter(|g| !g.name.contains(".c8192."))
             .map(|g| {
                 let c = &g.cfg.capacities;
                 (c.l1_pages, c.swa.as_ref().unwrap().pages)

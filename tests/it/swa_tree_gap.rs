@@ -31,8 +31,10 @@ fn points() -> Vec<Point> {
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "txt"))
         // The prefill-only points: the full tree's replay ends every request at its
-        // prefill too (`*.decode.txt` decode their output tokens).
+        // prefill too (`*.decode.txt` decode their output tokens); unchunked, as the
+        // full tree's replay here (`*.c<C>.txt`: chunked prefill).
         .filter(|p| !p.to_string_lossy().ends_with(".decode.txt"))
+        .filter(|p| !p.file_name().unwrap().to_string_lossy().contains(".c"))
         .collect();
     files.sort();
     files
@@ -112,10 +114,11 @@ fn the_replay_s_full_tree_against_sglang_s_swa_tree() {
 /// tree with its SWA component, and prints beside it what the other two trees hit (text
 /// and JSON `swa_tree`): GPT-OSS-120B's scenario at 2,000 full pages (`--l1-pages`), its
 /// SWA pool scaled with it (13,392 × 2,000 / 16,740 = 1,600 pages, SGLang's 0.8 ratio),
-/// chat_agentic_mix (3,980,639 prompt tokens): 1,737,408 on the device when each request
-/// decodes its output (the answer, `status` without the SWA reason), 1,808,960 when
-/// every request ends at its prefill, 1,865,728 in the full tree. With a host tier,
-/// timed, or behind a router, the SWA tree does not run: the full tree answers, `unverified` naming the
+/// chat_agentic_mix (3,980,639 prompt tokens), the H100's 8,192-token chunked prefill:
+/// 1,837,248 on the device when each request decodes its output (the answer, `status`
+/// without the SWA reason), 1,864,768 when every request ends at its prefill, 1,865,728
+/// in the full tree. With a host tier, timed, or behind a router, the SWA tree does not
+/// run: the full tree answers, `unverified` naming the
 /// SWA component.
 #[test]
 fn replay_answers_with_the_swa_tree_on_the_device_tier() {
@@ -157,9 +160,9 @@ fn replay_answers_with_the_swa_tree_on_the_device_tier() {
     let input = v["metrics"]["input_tokens"].as_f64().unwrap();
     assert_eq!(input, 3_980_639.0);
     let tokens = |x: &serde_json::Value| (x.as_f64().unwrap() * input).round();
-    assert_eq!(tokens(&v["metrics"]["device_hit_rate"]), 1_737_408.0);
-    assert_eq!(tokens(&s["device_hit_rate"]), 1_737_408.0);
-    assert_eq!(tokens(&s["prefill_only_device_hit_rate"]), 1_808_960.0);
+    assert_eq!(tokens(&v["metrics"]["device_hit_rate"]), 1_837_248.0);
+    assert_eq!(tokens(&s["device_hit_rate"]), 1_837_248.0);
+    assert_eq!(tokens(&s["prefill_only_device_hit_rate"]), 1_864_768.0);
     assert_eq!(tokens(&s["full_tree_device_hit_rate"]), 1_865_728.0);
     // The SWA component is in the answer: only the scenario's own reason is left (the
     // H100 preset's estimated reserve at TP2).
@@ -168,12 +171,12 @@ fn replay_answers_with_the_swa_tree_on_the_device_tier() {
     assert!(why.contains("GPU memory before the load"), "{why}");
     let t = stdout(&go(args(&["--l2-pages", "0", "--l1-pages", "2000"])));
     assert!(
-        t.contains("engine hiradix (tree unified_0_5_23 with its SWA component: 1600 SWA pages, window 128, requests decoding their output, one request at a time)"),
+        t.contains("engine hiradix (tree unified_0_5_23 with its SWA component: 1600 SWA pages, window 128, requests decoding their output, one request at a time, chunked prefill at 8192 tokens)"),
         "{t}"
     );
-    assert!(t.contains("device          1737408    43.65 %"), "{t}");
+    assert!(t.contains("device          1837248    46.15 %"), "{t}");
     assert!(
-        t.contains("beside it (two more replays): device 45.44 % of prompt tokens with every request ending at its prefill (a PD prefill server); 46.87 % for a full-attention tree without the SWA component"),
+        t.contains("beside it (two more replays): device 46.85 % of prompt tokens with every request ending at its prefill (a PD prefill server); 46.87 % for a full-attention tree without the SWA component"),
         "{t}"
     );
     // With the scenario's host tier, timed, or engines behind a router: the full tree,
