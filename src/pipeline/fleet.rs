@@ -84,15 +84,7 @@ fn route_dynamo(
     let mut out = Vec::new();
     let mut overlaps = Vec::with_capacity(n as usize);
     {
-        let requests = reader
-            .by_ref()
-            .map_while(|r| match r {
-                Ok(req) => Some(req),
-                Err(e) => {
-                    err = Some(e);
-                    None
-                }
-            })
+        let requests = super::until_error(reader.by_ref(), &mut err)
             .take(limit.min(usize::MAX as u64) as usize);
         crate::runtime::route_by_engine_state(cfg, n as usize, requests, &mut |req, tiers| {
             overlaps.clear();
@@ -190,25 +182,22 @@ fn check(cfg: &ReplayConfig, spec: &RouterSpec) -> Result<(), InputError> {
     }
     if spec.policy == router::RouterPolicy::DynamoKv {
         let why = if cfg.capacities.dp_ranks > 1 {
-            Some((
-                "runtime.router.policy",
+            Some(
                 "data-parallel ranks inside the engines behind Dynamo's KV router are not modelled (each rank publishes its own KV events): use one rank per engine, or policy cache_aware",
-            ))
+            )
         } else if cfg.capacities.swa.is_some() {
-            Some((
-                "runtime.router.policy",
+            Some(
                 "a sliding-window model's engines behind Dynamo's KV router are not modelled (the router is fed from the full tree's events only): use policy cache_aware",
-            ))
+            )
         } else if cfg.policy.lru_mode == crate::cache::LruMode::PlainPage {
-            Some((
-                "runtime.router.policy",
+            Some(
                 "the plain page LRU (no radix tree) publishes no prefix KV events for Dynamo's router: use the radix tree, or policy cache_aware",
-            ))
+            )
         } else {
             None
         };
-        if let Some((field, m)) = why {
-            return refuse(field, m.to_string());
+        if let Some(m) = why {
+            return refuse("runtime.router.policy", m.to_string());
         }
     }
     if cfg.measurement.timeline_samples > 0 {

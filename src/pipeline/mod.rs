@@ -456,15 +456,7 @@ fn replay_share(
     let mut reader = open_trace_with(std::path::Path::new(path), opts, cfg.capacities.page_size)?;
     let mut err: Option<InputError> = None;
     let metrics = {
-        let requests = reader
-            .by_ref()
-            .map_while(|r| match r {
-                Ok(req) => Some(req),
-                Err(e) => {
-                    err = Some(e);
-                    None
-                }
-            })
+        let requests = until_error(reader.by_ref(), &mut err)
             .take(limit.min(usize::MAX as u64) as usize)
             .enumerate()
             .filter(|(i, _)| share(*i))
@@ -480,6 +472,24 @@ fn replay_share(
         return Err(e);
     }
     metrics
+}
+
+/// A trace's requests up to the first one that cannot be read, whose error lands in
+/// `err` (the caller returns it once the replay and the reader's own check are done).
+fn until_error<'a, I>(
+    requests: I,
+    err: &'a mut Option<InputError>,
+) -> impl Iterator<Item = crate::workload::Request> + 'a
+where
+    I: Iterator<Item = Result<crate::workload::Request, InputError>> + 'a,
+{
+    requests.map_while(move |r| match r {
+        Ok(req) => Some(req),
+        Err(e) => {
+            *err = Some(e);
+            None
+        }
+    })
 }
 
 /// A replay that measured no request has no hit rate: saying "100 % miss" would be a
