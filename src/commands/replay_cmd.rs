@@ -271,13 +271,7 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
     // The SWA tree as the device tier where it runs: SGLang's tree, so its answer is.
     let full_cfg = cfg.clone();
     let (cfg, swa_adopted) = match &swa_plan {
-        Some(p) => pipeline::adopt_swa_tree(
-            cfg,
-            p,
-            &overrides,
-            section.router.as_ref().is_some_and(|r| r.is_fleet()),
-        )
-        .map_err(|e| {
+        Some(p) => pipeline::adopt_swa_tree(cfg, p, &overrides).map_err(|e| {
             InputError::new(a.scenario.as_deref().unwrap_or("--scenario"), e.to_string())
                 .field("runtime.replay")
         })?,

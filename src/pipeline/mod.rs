@@ -64,7 +64,7 @@ pub enum ReplayConfigError {
     Override(#[from] InputError),
     /// A DeepSeek-V4 replay the SWA tree cannot run.
     #[error(
-        "DeepSeek-V4's replay runs SGLang 0.5.23's tree with its SWA component (`UnifiedRadixCache` with FULL and SWA, the C4 / C128 states being per request) on the device tier, timing off, one rank: {0}; `startup` and `check` give its pools"
+        "DeepSeek-V4's replay runs SGLang 0.5.23's tree with its SWA component (`UnifiedRadixCache` with FULL and SWA, the C4 / C128 states being per request) on the device tier, timing off (a tree per DP rank or engine): {0}; `startup` and `check` give its pools"
     )]
     Dsv4NotModelled(String),
     /// A DP load-balance method other than round-robin.
@@ -76,7 +76,7 @@ pub enum ReplayConfigError {
 
 /// The tree's SWA component is not in the replay: one reason for every answer that
 /// replays a sliding-window model (GPT-OSS, Gemma, MiMo, Llama 4, …).
-pub const SWA_TREE_UNMODELLED: &str = "the tree's SWA component is not modelled (`mem_cache/swa_radix_cache.py: SWARadixCache`, or `UnifiedRadixCache`'s SWA component where the release routes the model there: a match ends only where the sliding window's KV before it is still cached, and the SWA pool evicts on its own): hit rates are a full-attention tree's over the full pool (SGLang 0.5.23's tree with its SWA component is the replay's answer only on the device tier alone, timing off, one rank)";
+pub const SWA_TREE_UNMODELLED: &str = "the tree's SWA component is not modelled (`mem_cache/swa_radix_cache.py: SWARadixCache`, or `UnifiedRadixCache`'s SWA component where the release routes the model there: a match ends only where the sliding window's KV before it is still cached, and the SWA pool evicts on its own): hit rates are a full-attention tree's over the full pool (SGLang 0.5.23's tree with its SWA component is the replay's answer only on the device tier alone, timing off, a tree per DP rank or engine)";
 /// The tree's Mamba component is not in the replay: one reason for every answer that
 /// replays a hybrid linear-attention model (Qwen3-Next, Nemotron-H, …).
 pub const MAMBA_TREE_UNMODELLED: &str = "the tree's Mamba component is not modelled (`mem_cache/mamba_radix_cache.py: MambaRadixCache`, or `UnifiedRadixCache`'s Mamba component where the release routes the model there: a match ends only where a state checkpoint is cached, and the state pool evicts on its own): hit rates are a full-attention tree's over the KV pool";
@@ -128,14 +128,7 @@ pub fn replay_config(
 ) -> Result<ReplayConfig, ReplayConfigError> {
     let cfg = replay_config_without_swa(s, plan, host_tokens, overrides)?;
     match swa_pool(s, plan) {
-        Some(swa) => {
-            let fleet = s
-                .runtime
-                .as_ref()
-                .and_then(|r| r.router.as_ref())
-                .is_some_and(|r| r.is_fleet());
-            Ok(adopt_swa_tree(cfg, &swa, overrides, fleet)?.0)
-        }
+        Some(swa) => Ok(adopt_swa_tree(cfg, &swa, overrides)?.0),
         None => Ok(cfg),
     }
 }

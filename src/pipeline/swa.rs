@@ -61,26 +61,17 @@ pub struct SwaPlan {
 
 /// `cfg` with the SWA tree as its device tier (`capacities.swa`, the scheduler's call
 /// pattern it is checked under), where the SWA tree runs: SGLang 0.5.23's tree, the
-/// timing-off replay, the device tier alone, one rank, LRU (`ReplayConfig::validate`).
-/// The answer is then SGLang's tree's, and the SWA component is no longer a reason for
-/// `unverified`. Elsewhere `cfg` unchanged (`false`), or for DeepSeek-V4 a refusal
-/// naming what stands in the way. `overrides` naming `swa` or `call_pattern` keep the
-/// scenario's own choice. Engines behind a router (`fleet`) replay one tree each
-/// without it.
+/// timing-off replay, the device tier alone, LRU (`ReplayConfig::validate`); with DP
+/// ranks or engines behind a router, one such tree per rank or engine, each with the
+/// start-up's per-rank pools. The answer is then SGLang's tree's, and the SWA component
+/// is no longer a reason for `unverified`. Elsewhere `cfg` unchanged (`false`), or for
+/// DeepSeek-V4 a refusal naming what stands in the way. `overrides` naming `swa` or
+/// `call_pattern` keep the scenario's own choice.
 pub fn adopt_swa_tree(
     cfg: ReplayConfig,
     swa: &SwaPlan,
     overrides: &Map<String, Value>,
-    fleet: bool,
 ) -> Result<(ReplayConfig, bool), ReplayConfigError> {
-    if fleet {
-        return match swa.required {
-            true => Err(ReplayConfigError::Dsv4NotModelled(
-                "engines behind a router (runtime.router) replay the full tree only".into(),
-            )),
-            false => Ok((cfg, false)),
-        };
-    }
     if overrides.contains_key("swa") {
         let on = cfg.capacities.swa.is_some();
         return Ok((cfg, on));

@@ -896,7 +896,9 @@ impl ReplayConfig {
         }
         if let Some(swa) = self.capacities.swa {
             // The SWA tree (`crate::cache::SwaRadixTree`) is 0.5.23's device tier under
-            // the scheduler's call pattern, one tree, LRU; nothing else models the pool.
+            // the scheduler's call pattern, LRU, untimed; nothing else models the pool.
+            // DP ranks are each a tree of their own, split before the replay
+            // (`pipeline::replay_section`), as are engines behind a router.
             let why = if swa.pages == 0 || swa.window == 0 {
                 Some("the SWA pool needs at least one page and a window of at least one token")
             } else if self.measurement.timing != Timing::Off {
@@ -917,8 +919,6 @@ impl ReplayConfig {
                 Some(
                     "an SWA pool is modelled with eviction_policy: lru and lru_mode: leaf_only only",
                 )
-            } else if self.capacities.dp_ranks != 1 {
-                Some("an SWA pool is modelled with dp_ranks: 1 only")
             } else {
                 None
             };

@@ -66,8 +66,8 @@ fn deepseek_v4_replays_sglangs_tree_with_its_swa_component() {
 }
 
 /// Where the SWA tree does not run, a DeepSeek-V4 replay is refused (exit 2) saying
-/// why, never answered by the full tree: timed, with HiCache's host tier, engines behind
-/// a router, the policy simulator.
+/// why, never answered by the full tree: timed, with HiCache's host tier, behind
+/// Dynamo's KV router, the policy simulator.
 #[test]
 fn deepseek_v4_is_refused_where_the_swa_tree_does_not_run() {
     let o = replay(&["--config", "timing=on"]);
@@ -102,10 +102,18 @@ fn deepseek_v4_is_refused_where_the_swa_tree_does_not_run() {
         stderr(&o)
     );
 
-    let o = replay(&["--set", "runtime.router.engines=2"]);
+    // Dynamo's router is fed from the full tree's events only.
+    let o = replay(&[
+        "--set",
+        "runtime.router.engines=2",
+        "--set",
+        "runtime.router.policy=dynamo_kv",
+    ]);
     assert_eq!(code(&o), 2, "{}", stdout(&o));
     assert!(
-        stderr(&o).contains("engines behind a router (runtime.router) replay the full tree only"),
+        stderr(&o).contains(
+            "a sliding-window model's engines behind Dynamo's KV router are not modelled"
+        ),
         "{}",
         stderr(&o)
     );
@@ -157,5 +165,58 @@ fn sweep_rows_replay_the_swa_tree_on_the_device_tier() {
         (rows[0].2.as_str(), rows[1].2.as_str()),
         ("0.395514", "0.851481"),
         "{rows:?}"
+    );
+}
+
+/// DeepSeek-V4-Pro with DP attention over 8 ranks on two GB300 trays, HiCache off: each
+/// rank its own SWA tree over its own pools (48,171 full pages of 256 tokens, 4,817 SWA
+/// pages, the chunk 16,384 / 8 = 2,048 tokens a DP worker). Dealt round-robin (SGLang's
+/// default method) the synthetic trace's 61,194,628 prompt tokens hit 13,645,568
+/// (22.30 %), rank 4 the most (29.30 %), rank 7 the least (16.71 %); one tree of these
+/// pools would hit 45.81 %. The router's cache_aware picking the rank (`--dp-aware`)
+/// hits 39,610,624 (64.73 %), and the text says it is +42.43 points against
+/// round-robin.
+#[test]
+fn deepseek_v4_pro_dp8_replays_a_swa_tree_per_rank() {
+    let sc = repo("scenarios/deepseek-v4-pro-dp8-gb300.yaml");
+    let go = |extra: &[&str]| {
+        let mut a = vec!["replay", sc.to_str().unwrap()];
+        a.extend_from_slice(extra);
+        let o = run(&a, &repo("."));
+        assert!(o.status.success(), "{}", stderr(&o));
+        o
+    };
+    let v: serde_json::Value = serde_json::from_slice(&go(&["--format", "json"]).stdout).unwrap();
+    let m = &v["metrics"];
+    assert_eq!(v["config"]["swa"]["pages"], 4817);
+    assert_eq!(v["config"]["swa"]["window"], 128);
+    assert_eq!(v["config"]["l1_pages"], 48171);
+    assert_eq!(m["input_tokens"], 61_194_628);
+    assert_eq!(m["device_hit_tokens"], 13_645_568);
+    let ranks = m["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 8);
+    let sum: u64 = ranks
+        .iter()
+        .map(|r| r["device_hit_tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, 13_645_568);
+    assert_eq!(ranks[4]["device_hit_tokens"], 2_295_040);
+    assert!(
+        ranks
+            .iter()
+            .all(|r| r["host_hit_tokens"] == 0 && r["storage_hit_tokens"] == 0)
+    );
+    // The SWA component is the answer's tree: not a reason for `unverified`.
+    assert!(
+        !v["unverified"].to_string().contains("SWA component"),
+        "{}",
+        v["unverified"]
+    );
+
+    let t = stdout(&go(&["--set", "runtime.router.dp_aware=true"]));
+    assert!(t.contains("total          39610624    64.73 %"), "{t}");
+    assert!(
+        t.contains("under round_robin the same engines would hit 22.30 % in total (13645568 hit tokens): cache_aware is +42.43 points against it"),
+        "{t}"
     );
 }

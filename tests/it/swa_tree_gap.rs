@@ -117,8 +117,8 @@ fn the_replay_s_full_tree_against_sglang_s_swa_tree() {
 /// chat_agentic_mix (3,980,639 prompt tokens), the H100's 8,192-token chunked prefill:
 /// 1,837,248 on the device when each request decodes its output (the answer, `status`
 /// without the SWA reason), 1,864,768 when every request ends at its prefill, 1,865,728
-/// in the full tree. With a host tier, timed, or behind a router, the SWA tree does not
-/// run: the full tree answers, `unverified` naming the
+/// in the full tree. Engines behind a router run it in each engine. With a host tier,
+/// or timed, the SWA tree does not run: the full tree answers, `unverified` naming the
 /// SWA component.
 #[test]
 fn replay_answers_with_the_swa_tree_on_the_device_tier() {
@@ -179,8 +179,7 @@ fn replay_answers_with_the_swa_tree_on_the_device_tier() {
         t.contains("beside it (two more replays): device 46.85 % of prompt tokens with every request ending at its prefill (a PD prefill server); 46.87 % for a full-attention tree without the SWA component"),
         "{t}"
     );
-    // With the scenario's host tier, timed, or engines behind a router: the full tree,
-    // unverified, no SWA figure.
+    // With the scenario's host tier, or timed: the full tree, unverified, no SWA figure.
     for extra in [
         &["--format", "json"][..],
         &[
@@ -188,14 +187,6 @@ fn replay_answers_with_the_swa_tree_on_the_device_tier() {
             "0",
             "--config",
             "timing=on",
-            "--format",
-            "json",
-        ][..],
-        &[
-            "--l2-pages",
-            "0",
-            "--set",
-            "runtime.router.engines=2",
             "--format",
             "json",
         ][..],
@@ -213,6 +204,19 @@ fn replay_answers_with_the_swa_tree_on_the_device_tier() {
             "{extra:?}"
         );
     }
+    // Engines behind a router: the SWA tree in each engine.
+    let o = go(args(&[
+        "--l2-pages",
+        "0",
+        "--set",
+        "runtime.router.engines=2",
+        "--format",
+        "json",
+    ]));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["config"]["swa"]["pages"], 13392);
+    assert_eq!(v["metrics"]["engines"].as_array().unwrap().len(), 2);
+    assert!(!v["unverified"].to_string().contains("SWA component"));
     // The scenario's own choice of call pattern stands: the SWA tree needs the
     // scheduler's, so the full tree answers.
     let o = go(args(&[
