@@ -338,6 +338,12 @@ pub struct ReplayArgs {
     /// it (`STEM_hit_rates.png/.svg`).
     #[arg(long, value_name = "FILE")]
     pub ranks_csv: Option<String>,
+    /// Rank the time model's cost terms by how far each moves the TTFT: one more timed
+    /// replay per term with a cost (compute, links, run overheads, storage, tokenizer,
+    /// hit cost, a draft's acceptance), each made 25 % dearer on its own; a table after
+    /// the text, `sensitivity` in JSON. Needs a timed replay.
+    #[arg(long)]
+    pub sensitivity: bool,
     /// Any replay setting: `--config lru_mode=plain_page`, `--config evict_host_rule=reclaim_device_resident`
     /// (repeatable; the fields of `runtime.replay`).
     #[arg(long = "config", value_name = "KEY=VALUE")]

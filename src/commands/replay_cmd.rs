@@ -12,6 +12,7 @@ use crate::pipeline;
 use crate::policy_sim::{self, PolicySimConfig, SimPolicy};
 use crate::runtime::dp::DpBalance;
 use crate::runtime::router::{RouterFigures, RouterPolicy};
+use crate::runtime::sensitivity::Row;
 use crate::runtime::{ReplayConfig, ReplayMetrics, definitions};
 use crate::scenario::lines::LineIndex;
 use crate::scenario::{Engine, RuntimeSection};
@@ -308,6 +309,10 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
         Err(e) => return Err(trace_error(e).into()),
     };
     let swa_adopted = cfg.capacities.swa.is_some();
+    let sensitivity = match a.sensitivity {
+        true => Some(pipeline::sensitivity(&section, &cfg, &m).map_err(trace_error)?),
+        false => None,
+    };
     // The start-up's note, then the status, then an open PR's label.
     let note = note.map(|(head, what_if)| match unverified.as_slice() {
         [] => format!("{head}{what_if}"),
@@ -358,6 +363,19 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
             // The arrivals behind the times, when not the trace's own.
             if let Some(f) = section.slowdown_factor.filter(|&f| f != 1.0) {
                 v["slowdown_factor"] = f.into();
+            }
+            if let Some(rows) = &sensitivity {
+                v["sensitivity"] = serde_json::json!({
+                    "step": crate::runtime::sensitivity::STEP,
+                    "base": {
+                        "ttft_mean_s": crate::runtime::sensitivity::ttft_mean(&m),
+                        "ttft_p99_s": m.ttft_p99_s,
+                        "tpot_mean_s": m.tpot_mean_s,
+                        "makespan_s": m.makespan_s,
+                    },
+                    "rows": rows,
+                    "not_in_the_model": crate::runtime::sensitivity::NOT_IN_THE_MODEL,
+                });
             }
             // An open PR's rules: in no release, and what the simulator assumed.
             if let Some(p) = proposal {
@@ -434,10 +452,54 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
             if let Some(r) = &m.router {
                 render_engines(&mut text, &m, r, other.as_ref(), engine_rr.as_ref());
             }
+            if let Some(rows) = &sensitivity {
+                render_sensitivity(&mut text, &m, rows);
+            }
             print!("{text}")
         }
     }
     Ok(0)
+}
+
+/// `--sensitivity`'s table: each cost term 25 % dearer, ranked by how far it moves the
+/// mean TTFT, with the change of the TTFT's mean and p99, the TPOT and the makespan.
+fn render_sensitivity(text: &mut String, m: &ReplayMetrics, rows: &[Row]) {
+    use crate::runtime::sensitivity::{NOT_IN_THE_MODEL, STEP, change_pct, ttft_mean};
+    let pct = |b: Option<f64>, x: Option<f64>| match change_pct(b, x) {
+        Some(p) => format!("{p:+.1} %"),
+        None => "-".into(),
+    };
+    let s = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.3} s"));
+    let base = ttft_mean(m);
+    let _ = writeln!(
+        text,
+        "\nsensitivity ({} more timed replays, each term {:.0} % dearer on its own; here TTFT mean {}, p99 {}, TPOT mean {}, makespan {}):",
+        rows.len(),
+        100.0 * (STEP - 1.0),
+        s(base),
+        s(m.ttft_p99_s),
+        m.tpot_mean_s
+            .map_or("-".into(), |x| format!("{:.2} ms", 1e3 * x)),
+        m.makespan_s.map_or("-".into(), |x| format!("{x:.1} s")),
+    );
+    let _ = writeln!(
+        text,
+        "{:<18} {:>10} {:>10} {:>10} {:>10}  change",
+        "term", "TTFT mean", "TTFT p99", "TPOT", "makespan"
+    );
+    for r in rows {
+        let _ = writeln!(
+            text,
+            "{:<18} {:>10} {:>10} {:>10} {:>10}  {}",
+            r.term.id(),
+            pct(base, r.ttft_mean_s),
+            pct(m.ttft_p99_s, r.ttft_p99_s),
+            pct(m.tpot_mean_s, r.tpot_mean_s),
+            pct(m.makespan_s, r.makespan_s),
+            r.change
+        );
+    }
+    let _ = writeln!(text, "{NOT_IN_THE_MODEL}");
 }
 
 fn derive(

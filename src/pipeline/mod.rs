@@ -5,10 +5,12 @@
 mod fleet;
 pub mod replay_memo;
 mod row;
+mod sensitivity;
 mod swa;
 
 pub use crate::runtime::apply_overrides;
 pub use row::{COLUMNS, point_row};
+pub use sensitivity::sensitivity;
 pub use swa::{SwaPlan, adopt_swa_tree, swa_pool};
 
 use serde_json::{Map, Value};

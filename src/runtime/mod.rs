@@ -33,6 +33,7 @@ mod overrides;
 mod prefetch;
 pub mod rounds;
 pub mod router;
+pub mod sensitivity;
 mod session;
 pub mod speeds;
 pub mod storage_backend;

@@ -44,6 +44,7 @@ mod reliability;
 mod replay_rules;
 mod router;
 mod router_dynamo;
+mod sensitivity;
 mod sizing_headroom;
 mod sizing_host_memory_props;
 mod sizing_incidents;
