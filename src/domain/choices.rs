@@ -124,6 +124,30 @@ impl WritePolicy {
 }
 
 sglang_choice! {
+    /// `--disaggregation-mode`: a colocated engine (`null`), or one side of a
+    /// prefill-decode disaggregated deployment (`arg_groups/fields/disagg.py`, 0.5.21+;
+    /// `server_args.py` before).
+    #[derive(Default)]
+    pub enum DisaggregationMode {
+        #[default]
+        Null = "null",
+        /// Runs prefills only and sends each request's KV to a decode server.
+        Prefill = "prefill",
+        /// Receives the KV and decodes; its radix cache is off unless
+        /// `--disaggregation-decode-enable-radix-cache`.
+        Decode = "decode",
+    }
+    choices = [Null, Prefill, Decode];
+}
+
+impl DisaggregationMode {
+    /// A colocated engine (the default, not written into outputs).
+    pub fn is_null(&self) -> bool {
+        *self == DisaggregationMode::Null
+    }
+}
+
+sglang_choice! {
     /// `--hicache-host-memory-mode` (0.5.19+ `cache_controller.py`,
     /// `arg_groups/hicache_hook.py: validate_hicache_host_memory_mode`).
     #[derive(Default)]

@@ -13,7 +13,7 @@ pub mod choices;
 mod server_args;
 
 pub use choices::{
-    Choice, EvictionPolicy, HostMemoryMode, IoBackend, KvCacheDtype, MemLayout, PrefetchPolicy,
-    SpecAlgorithm, SpeculativeAlgorithm, StorageBackend, WritePolicy,
+    Choice, DisaggregationMode, EvictionPolicy, HostMemoryMode, IoBackend, KvCacheDtype, MemLayout,
+    PrefetchPolicy, SpecAlgorithm, SpeculativeAlgorithm, StorageBackend, WritePolicy,
 };
 pub use server_args::{ServerArgs, SglangEnv};

@@ -7,8 +7,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::choices::{
-    EvictionPolicy, HostMemoryMode, IoBackend, KvCacheDtype, MemLayout, PrefetchPolicy,
-    SpecAlgorithm, SpeculativeAlgorithm, StorageBackend, WritePolicy, flag, flag_opt,
+    DisaggregationMode, EvictionPolicy, HostMemoryMode, IoBackend, KvCacheDtype, MemLayout,
+    PrefetchPolicy, SpecAlgorithm, SpeculativeAlgorithm, StorageBackend, WritePolicy, flag,
+    flag_opt,
 };
 
 /// The `server:` section of a scenario: SGLang flags with dashes turned to underscores.
@@ -169,6 +170,17 @@ pub struct ServerArgs {
     /// `total_requests` and `total_tokens` ([`crate::runtime::dp`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load_balance_method: Option<String>,
+    /// `--disaggregation-mode`: `null` (a colocated engine), `prefill` or `decode` (one
+    /// side of a PD deployment).
+    #[serde(
+        deserialize_with = "flag",
+        skip_serializing_if = "DisaggregationMode::is_null"
+    )]
+    pub disaggregation_mode: DisaggregationMode,
+    /// `--disaggregation-decode-enable-radix-cache`: a decode server keeps its radix
+    /// cache (off by default: `pd_disaggregation_hook.py: handle_pd_disaggregation`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub disaggregation_decode_enable_radix_cache: bool,
     /// `--hicache-write-back-threshold` of sglang PR 40576 (open, in no release): taken
     /// only under `sglang: pr40576` (None: that what-if's default,
     /// [`crate::release::proposal::DEFAULT_WRITE_BACK_THRESHOLD`]).
@@ -288,6 +300,8 @@ impl Default for ServerArgs {
             language_model_only: false,
             attention_backend: None,
             load_balance_method: None,
+            disaggregation_mode: DisaggregationMode::Null,
+            disaggregation_decode_enable_radix_cache: false,
             hicache_write_back_threshold: None,
             env: SglangEnv::default(),
         }

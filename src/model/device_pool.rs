@@ -109,6 +109,11 @@ pub struct MemFractionInputs {
     /// "non-CUDA hardware", and from 0.5.23 `default_prefill_backend` is `disabled` off
     /// CUDA).
     pub hip: bool,
+    /// `--disaggregation-mode` ([`crate::release::PdRoles`]).
+    pub pd_role: crate::domain::DisaggregationMode,
+    /// `--speculative-num-draft-tokens` as given (a decode server's activation reads
+    /// the flag before the speculative hook resolves it).
+    pub speculative_num_draft_tokens: Option<u32>,
 }
 
 /// The `--mem-fraction-static` a release chooses when the user gives none, and the
@@ -182,8 +187,14 @@ pub fn mem_fraction_static_default(
     inp: &MemFractionInputs,
     rules: crate::release::DevicePoolRules,
 ) -> MemFractionDefault {
-    use crate::release::{MidGpuTier, PrefillGraphDefault};
+    use crate::domain::DisaggregationMode as Pd;
+    use crate::release::{MidGpuTier, PdRoles, PrefillGraphDefault};
     let g = inp.gpu_mem_mib;
+    let role_aware = rules.pd_roles == PdRoles::RoleAware;
+    let prefill_server = inp.pd_role == Pd::Prefill;
+    let decode_server = inp.pd_role == Pd::Decode;
+    // 0.5.14's prefill server runs without CUDA graphs (`handle_pd_disaggregation`).
+    let disable_cuda_graph = inp.disable_cuda_graph || (!role_aware && prefill_server);
     let tp = inp.tp_size.max(1);
     let (chunk_default, bs_small_tp, bs_large_tp): (i64, u32, u32) = if g < 20.0 * 1024.0 {
         (2048, 8, 8)
@@ -210,8 +221,10 @@ pub fn mem_fraction_static_default(
     {
         max_bs = r as u32;
     }
-    let prefill_graph = !inp.disable_cuda_graph
+    let prefill_graph = !disable_cuda_graph
         && !inp.hip
+        // Off on a decode server (0.5.15+), on either side in 0.5.14 ("PD disaggregation").
+        && !(decode_server || (!role_aware && inp.pd_role != Pd::Null))
         && !inp.is_dsv4
         && inp
             .multimodal
@@ -225,17 +238,23 @@ pub fn mem_fraction_static_default(
             PrefillGraphDefault::BreakableNoPlainMla => !inp.use_mla || inp.is_dsa,
             PrefillGraphDefault::Breakable => true,
         };
-    let activation_tokens = if chunk > 0 {
+    let activation_tokens = if role_aware && decode_server {
+        let running = inp.max_running_requests.unwrap_or(max_bs.max(1) as u64) as i64;
+        let draft = i64::from(inp.speculative_num_draft_tokens.unwrap_or(1));
+        (running * draft).max(2048)
+    } else if chunk > 0 {
         chunk.max(2048)
     } else {
         inp.max_prefill_tokens.max(2048)
     };
+    // A 0.5.15+ prefill server has no decode graph, DP padding or DeepEP buffers.
+    let decode_side = !(role_aware && prefill_server);
     let mut reserved = 512.0 + activation_tokens as f64 * 1.5;
     reserved += (tp * inp.pp_size.max(1)) as f64 / 8.0 * 1024.0;
-    if !inp.disable_cuda_graph || rules.decode_reserve_without_graph {
+    if decode_side && (!disable_cuda_graph || rules.decode_reserve_without_graph) {
         reserved += max_bs as f64 * 2.0;
     }
-    if inp.enable_dp_attention {
+    if inp.enable_dp_attention && decode_side {
         let dp = inp.dp_size.max(1) as f64;
         reserved += max_bs as f64 * dp * 3.0;
         if max_bs > 300 {
@@ -253,7 +272,7 @@ pub fn mem_fraction_static_default(
     if g > 60.0 * 1024.0 {
         reserved = reserved.max(10.0 * 1024.0);
     }
-    if inp.deepep && rules.deepep_reserve && !inp.disable_cuda_graph {
+    if inp.deepep && rules.deepep_reserve && !disable_cuda_graph && decode_side {
         reserved += 2.0 * 1024.0;
     }
     let f = crate::sizing::py_round((g - reserved) / g, 3);
@@ -293,6 +312,8 @@ mod tests {
             deepep: false,
             multimodal: None,
             hip: false,
+            pd_role: crate::domain::DisaggregationMode::Null,
+            speculative_num_draft_tokens: None,
         }
     }
 
@@ -439,5 +460,70 @@ mod tests {
         assert_eq!(d(&capped, Release::V0_5_22).decode_max_bs, 64);
         assert_eq!(d(&capped, Release::V0_5_22).mem_fraction_static, 0.9);
         assert_eq!(d(&capped, Release::V0_5_21).decode_max_bs, 512);
+    }
+
+    /// A PD prefill or decode server's default (`release::PdRoles`), by hand from
+    /// `handle_gpu_memory_settings` / `reserve_for_graph_mb`.
+    #[test]
+    fn pd_servers_reserve_their_own_side() {
+        use crate::domain::DisaggregationMode as Pd;
+        let d =
+            |i: &MemFractionInputs, r: Release| mem_fraction_static_default(i, r.rules().device);
+        let role = |i: MemFractionInputs, pd_role| MemFractionInputs { pd_role, ..i };
+        // H200 TP8, MLA, 0.5.23. Colocated: 16,384 MiB → 0.886. Decode: activation
+        // max(512 × 1, 2048) → 512 + 3,072 + 1,024 + 512 × 2 = 5,632, the 10 GiB floor
+        // → 0.929. Prefill: 512 + 12,288 + 1,024 + 1,536 (MLA prefill graph), no decode
+        // graph = 15,360 → 0.893.
+        let mla = MemFractionInputs {
+            use_mla: true,
+            ..inp(143_771.0, 8)
+        };
+        let dec = d(&role(mla, Pd::Decode), Release::V0_5_23);
+        assert_eq!(dec.reserved_mib, 10_240.0);
+        assert_eq!(dec.mem_fraction_static, 0.929);
+        let pre = d(&role(mla, Pd::Prefill), Release::V0_5_23);
+        assert_eq!(pre.reserved_mib, 15_360.0);
+        assert_eq!(pre.mem_fraction_static, 0.893);
+        // 0.5.14: no decode branch; the prefill graph off on either side ("PD
+        // disaggregation"), a prefill server without graphs but still the decode
+        // max_bs × 2: 512 + 12,288 + 1,024 + 1,024 = 14,848 → 0.897 on both.
+        for r in [Pd::Decode, Pd::Prefill] {
+            let x = d(&role(mla, r), Release::V0_5_14);
+            assert_eq!(x.reserved_mib, 14_848.0, "{r:?}");
+            assert_eq!(x.mem_fraction_static, 0.897, "{r:?}");
+            assert!(!x.prefill_graph);
+        }
+        // 46,068 MiB (an L20 / L40S), TP4, GQA, 0.5.23: chunk 4,096, decode max_bs 160,
+        // below the 10 GiB floor's 60 GiB. Colocated: 512 + 6,144 + 512 + 320 + 50 × 8
+        // = 7,888 → 0.829. Prefill: 7,568 → 0.836. Decode: max(256 × 4, 2048) with
+        // --max-running-requests 256 and 4 draft tokens → 512 + 3,072 + 512 + 320 (the
+        // cap by the running requests is above 160) = 4,416 → 0.904; with 1,024
+        // requests, 4,096 tokens → 7,488 → 0.837.
+        let l20 = inp(46_068.0, 4);
+        assert_eq!(d(&l20, Release::V0_5_23).reserved_mib, 7_888.0);
+        assert_eq!(
+            d(&role(l20, Pd::Prefill), Release::V0_5_23).mem_fraction_static,
+            0.836
+        );
+        let spec = |mrr| MemFractionInputs {
+            max_running_requests: Some(mrr),
+            speculative_num_draft_tokens: Some(4),
+            pd_role: Pd::Decode,
+            ..l20
+        };
+        assert_eq!(d(&spec(256), Release::V0_5_23).reserved_mib, 4_416.0);
+        assert_eq!(d(&spec(256), Release::V0_5_23).mem_fraction_static, 0.904);
+        assert_eq!(d(&spec(1024), Release::V0_5_23).mem_fraction_static, 0.837);
+        // DP attention's padding is a decode-side reserve: a prefill server has none.
+        let dpa = MemFractionInputs {
+            enable_dp_attention: true,
+            dp_size: 8,
+            ..mla
+        };
+        assert_eq!(
+            d(&role(dpa, Pd::Prefill), Release::V0_5_23).reserved_mib,
+            15_360.0
+        );
+        assert!(d(&role(dpa, Pd::Decode), Release::V0_5_23).reserved_mib > 10_240.0);
     }
 }

@@ -74,6 +74,12 @@ pub enum ReplayConfigError {
         "--load-balance-method {0} is not modelled: the replay's data-parallel ranks take requests round-robin (SGLang's default), or in the timed replay by total_requests or total_tokens: set one of those, or dp_size 1"
     )]
     LoadBalanceNotModelled(String),
+    /// `--disable-radix-cache`, or a PD decode server without
+    /// `--disaggregation-decode-enable-radix-cache`.
+    #[error(
+        "the radix cache is off ({0}): SGLang's ChunkCache matches no prefix, so every request misses in every tier; there is nothing to replay (a PD deployment's prefix hits are its prefill servers': replay one with --disaggregation-mode prefill)"
+    )]
+    RadixCacheOff(&'static str),
 }
 
 /// The tree's SWA component is not in the replay: one reason for every answer that
@@ -145,6 +151,16 @@ pub fn replay_config_without_swa(
 ) -> Result<ReplayConfig, ReplayConfigError> {
     let page = plan.page_size.max(1);
     let sv = &s.server;
+    if sv.disable_radix_cache {
+        return Err(ReplayConfigError::RadixCacheOff(
+            match sv.disaggregation_mode {
+                crate::domain::DisaggregationMode::Decode => {
+                    "a PD decode server's default: `handle_pd_disaggregation`"
+                }
+                _ => "--disable-radix-cache",
+            },
+        ));
+    }
     // The release's tree and controller, then the scenario's own figures and SGLang
     // choices, typed as the loader read them.
     let rules = s.version.release_rules();

@@ -521,6 +521,8 @@ fn mem_fraction_inputs(s: &crate::scenario::Scenario) -> crate::model::MemFracti
             )
         }),
         hip: s.node.gpu_vendor == crate::hardware::GpuVendor::Amd,
+        pd_role: s.server.disaggregation_mode,
+        speculative_num_draft_tokens: s.server.speculative_num_draft_tokens,
     }
 }
 

@@ -33,8 +33,9 @@ pub use rules::{
     BufferOnlyWriteBack, ControllerRules, CpuOffloadResident, DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO,
     DevicePoolRules, DraftCell, DsaIndexK, DsaPage, Dsv4HostPools, Dsv4Pools, EvictionChoices,
     FlagRules, HicacheSizeSplit, MambaSlotFormula, MidGpuTier, MmReservation, MtpDraftHost,
-    PoolRules, PrefetchRetries, PrefetchTimeout, PrefetchTimeoutClock, PrefetchTimeoutTokens,
-    PrefillGraphDefault, REPORTED_NOT_MODELLED, ReleaseRules, Sm100Attention, StorageWriteGate,
+    PdRoles, PoolRules, PrefetchRetries, PrefetchTimeout, PrefetchTimeoutClock,
+    PrefetchTimeoutTokens, PrefillGraphDefault, REPORTED_NOT_MODELLED, ReleaseRules,
+    Sm100Attention, StorageWriteGate,
 };
 pub use server_check::{
     FieldError, RELEASE_CHOICE_FIELDS, check_server, choice_refusal, dsv4_kv_cache_dtype_refusal,

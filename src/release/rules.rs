@@ -381,6 +381,29 @@ pub struct DevicePoolRules {
     pub decode_max_bs_capped_by_running: bool,
     /// 0.5.15+: 2 GiB more for DeepEP all-to-all buffers (`reserve_for_deepep_a2a_mb`).
     pub deepep_reserve: bool,
+    /// How a PD prefill or decode server's default differs from a colocated engine's.
+    pub pd_roles: PdRoles,
+}
+
+/// The `--mem-fraction-static` default of one side of a prefill-decode disaggregated
+/// deployment (`--disaggregation-mode prefill|decode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PdRoles {
+    /// 0.5.14: the colocated formula, with `arg_groups/pd_disaggregation_hook.py:
+    /// handle_pd_disaggregation` setting `disable_cuda_graph = True` on a prefill
+    /// server (both graph phases off; the decode `max_bs × 2` stays, as 0.5.14 reserves
+    /// it without graphs), and `server_args.py: _disable_tc_piecewise_cudagraph_if_incompatible`
+    /// turning the prefill graph off on either side ("PD disaggregation").
+    PrefillWithoutGraphs0514,
+    /// 0.5.15+ (`server_args.py: _handle_gpu_memory_settings` to 0.5.18,
+    /// `arg_groups/memory_hook.py: handle_gpu_memory_settings` and `reserve_for_graph_mb`
+    /// from 0.5.19): a decode server's activation is `max(running × draft tokens, 2048)`
+    /// tokens (`--max-running-requests`, else the decode graph's max_bs; the
+    /// `--speculative-num-draft-tokens` flag as given, else 1) and it reserves no prefill
+    /// graph; a prefill server reserves no decode graph, DP-attention padding or DeepEP
+    /// buffers (`apply_cuda_graph_disaggregation_roles` turns its decode graph off).
+    RoleAware,
 }
 
 /// The target's `cell_size` with an EAGLE / NextN draft of `d` layers over `n` target
@@ -579,6 +602,7 @@ fn r0_5_14() -> ReleaseRules {
             decode_reserve_without_graph: true,
             decode_max_bs_capped_by_running: false,
             deepep_reserve: false,
+            pd_roles: PdRoles::PrefillWithoutGraphs0514,
         },
         // `pool_host/base.py: HostKVCache.__init__` asserts host > device (no warning)
         // and logs `Allocating {:.2f} GB host memory for hierarchical KV cache.`;
@@ -623,6 +647,7 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
             prefill_graph: PrefillGraphDefault::BreakableNoMla,
             decode_reserve_without_graph: false,
             deepep_reserve: true,
+            pd_roles: PdRoles::RoleAware,
             ..v0_5_14.device
         },
         // `pool_host/base.py: HostKVCache.__init__` warns `HiCache host KV pool (%d

@@ -62,6 +62,7 @@ pub fn check_server(
     if let Some(m) = eviction_policy_refusal(sglang, server.radix_eviction_policy.id()) {
         return Err(("server.radix_eviction_policy", m));
     }
+    pd_decode_radix_cache(server)?;
     if let Some(b) = server.hicache_storage_backend
         && let Some(m) = storage_backend_refusal(sglang, b.id())
     {
@@ -161,4 +162,28 @@ pub fn choice_refusal(sglang: Sglang, field: &str, given: &str) -> Option<String
         "server.hicache_storage_backend" => storage_backend_refusal(sglang, given),
         _ => None,
     }
+}
+
+/// A PD decode server's radix cache (`arg_groups/pd_disaggregation_hook.py:
+/// handle_pd_disaggregation`, every modelled release): off ("KV cache is forced as chunk
+/// cache for decode server") unless `--disaggregation-decode-enable-radix-cache`; with it
+/// off, `--enable-hierarchical-cache` is refused (`kv_cache_hook.py:
+/// handle_cache_compatibility`, `server_args.py` before 0.5.21: "The arguments
+/// enable-hierarchical-cache and disable-radix-cache are mutually exclusive").
+fn pd_decode_radix_cache(server: &mut ServerArgs) -> Result<(), FieldError> {
+    if server.disaggregation_mode != crate::domain::DisaggregationMode::Decode {
+        return Ok(());
+    }
+    if server.disaggregation_decode_enable_radix_cache {
+        server.disable_radix_cache = false;
+        return Ok(());
+    }
+    server.disable_radix_cache = true;
+    if server.hicache_enabled() {
+        return Err((
+            "server.enable_hierarchical_cache",
+            "a PD decode server runs without a radix cache unless --disaggregation-decode-enable-radix-cache, and SGLang raises ValueError: \"The arguments enable-hierarchical-cache and disable-radix-cache are mutually exclusive and cannot be used at the same time. Please use only one of them.\"".into(),
+        ));
+    }
+    Ok(())
 }

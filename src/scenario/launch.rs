@@ -66,6 +66,8 @@ const MODELLED: &[&str] = &[
     "language_model_only",
     "attention_backend",
     "load_balance_method",
+    "disaggregation_mode",
+    "disaggregation_decode_enable_radix_cache",
 ];
 
 /// Memory-relevant flags this simulator does not model: (dest prefix or name, what is
@@ -105,8 +107,16 @@ const MEMORY_UNMODELLED: &[(&str, &str)] = &[
         "the weight dtype is not modelled: weight bytes come from the model preset",
     ),
     (
-        "disaggregation_",
-        "PD disaggregation is not modelled: the server is simulated as one colocated prefill+decode engine (a decode node that offloads KV to host holds different pools; 0.5.18–0.5.21 keep a DSA model's index-K on every layer under PD: a smaller device pool)",
+        "disaggregation_decode_enable_offload_kvcache",
+        "a PD decode server's KV offload to storage is not modelled: it builds its own host pool (host memory larger than shown)",
+    ),
+    (
+        "disaggregation_decode_retraction_backup",
+        "a PD decode server's retraction backup is not modelled: the host pool it builds by default (`host_pool`) is not in the host figures",
+    ),
+    (
+        "disaggregation_decode_extra_slots",
+        "a PD decode server's extra request slots are not modelled (its req_to_token pool is larger)",
     ),
     ("enable_pd_role_switch", "PD role switching is not modelled"),
     (

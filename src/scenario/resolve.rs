@@ -242,6 +242,9 @@ pub fn resolve_file(
             effect: "the HiCache host pools of DeepSeek-V4's compress states are sized in fp32: under another state dtype the host-pool differential has not run, so their bytes may differ".into(),
         });
     }
+    // One side of a PD deployment: its pools are sized as SGLang sizes that side; what
+    // the two sides do together is not modelled.
+    unmodelled.extend(pd_role_unmodelled(s.disaggregation_mode));
     // An open PR's replay rules (`sglang: pr39395`, …): in no release, partly assumed.
     if let crate::release::Sglang::Proposal(p) = f.sglang {
         unmodelled.push(super::schema::Unmodelled {
@@ -1188,4 +1191,26 @@ pub fn resolve_relative(path: &str, scenario: &str) -> String {
         Some(dir) if !dir.as_os_str().is_empty() => dir.join(p).display().to_string(),
         _ => path.to_string(),
     }
+}
+
+/// What a PD prefill or decode server leaves out (`--disaggregation-mode`): its start-up
+/// default (`release::PdRoles`) and a decode server's radix cache are modelled; the rest
+/// of the deployment is not.
+fn pd_role_unmodelled(
+    mode: crate::domain::DisaggregationMode,
+) -> Option<super::schema::Unmodelled> {
+    use crate::domain::DisaggregationMode as Pd;
+    let effect = match mode {
+        Pd::Null => return None,
+        Pd::Prefill => {
+            "the pools are a PD prefill server's (no decode CUDA-graph reserve), but the replay runs it as a colocated engine: not modelled are its admission waiting for the decode server's KV preallocation, each request's KV held until its transfer ends, the transfer itself, and `max_new_tokens` forced to 1 (TTFT and device occupancy may be low)"
+        }
+        Pd::Decode => {
+            "the pools are a PD decode server's (activation from the running batch, no prefill CUDA-graph reserve, radix cache off), but not the host pool it builds for retraction backups (`--disaggregation-decode-retraction-backup`, `host_pool` by default on CUDA: HiCache ratio max(0.2, one longest request / the device pool); host memory use is larger than shown) or its extra request slots"
+        }
+    };
+    Some(super::schema::Unmodelled {
+        what: format!("--disaggregation-mode {}", crate::domain::Choice::id(mode)),
+        effect: effect.into(),
+    })
 }

@@ -420,8 +420,8 @@ impl StartupPlan {
             mamba_full_memory_ratio: s.server.mamba_full_memory_ratio(),
             max_mamba_cache_size: s.server.max_mamba_cache_size,
             enable_hierarchical_cache: s.server.hicache_enabled(),
-            // PD disaggregation is not modelled (`scenario::launch` warns).
-            pd_disaggregation: false,
+            // `_should_elide_dsa_index_k` reads `disaggregation_mode`.
+            pd_disaggregation: !s.server.disaggregation_mode.is_null(),
         };
         let sizing = hicache_sizing(&s.server, &rules).map_err(|m| FieldError::new("server", m))?;
         let dsv4 = crate::model::dsv4::Dsv4Geometry::of(&s.model.attention, s.model.layers);

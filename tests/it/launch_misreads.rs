@@ -83,7 +83,7 @@ fn accepted_as_sglang_accepts_them() {
     );
     // Memory-relevant ones warn with what is left out; --skip-tokenizer-init is JSON only.
     let notes = v["notes"].to_string();
-    assert!(notes.contains("warning: --disaggregation-decode-enable-offload-kvcache is not modelled: PD disaggregation"), "{notes}");
+    assert!(notes.contains("warning: --disaggregation-decode-enable-offload-kvcache is not modelled: a PD decode server"), "{notes}");
     assert!(
         notes.contains("warning: --mamba-radix-cache-strategy is not modelled"),
         "{notes}"

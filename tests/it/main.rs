@@ -29,6 +29,7 @@ mod models;
 mod models_v4;
 mod offload;
 mod page_size;
+mod pd_roles;
 mod pipeline_quickstart;
 mod plan;
 mod plot_charts;

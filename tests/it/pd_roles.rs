@@ -1,0 +1,122 @@
+//! One side of a prefill-decode disaggregated deployment (`--disaggregation-mode`):
+//! the start-up default each side reserves (`release::PdRoles`), a decode server's
+//! radix cache off (`release::server_check`), and what is still left out, said in the
+//! status.
+
+use crate::support::{code, run, stderr, stdout};
+
+fn scenario(dir: &std::path::Path, sglang: &str, flags: &str) -> String {
+    let text = format!(
+        "name: pd\nsglang: {sglang}\nnode: hgx-h200\nmodel: deepseek-v3\nserver:\n  launch: >-\n    python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp 8 {flags}\nmemory:\n  host_other_used: 0GB\nruntime:\n  trace: t.jsonl\n"
+    );
+    std::fs::write(dir.join("s.yaml"), text).unwrap();
+    std::fs::write(
+        dir.join("t.jsonl"),
+        "{\"timestamp\": 0, \"input_length\": 1024, \"output_length\": 8, \"hash_ids\": [1, 2]}\n",
+    )
+    .unwrap();
+    "s.yaml".into()
+}
+
+/// DeepSeek-V3 at TP8 on an HGX H200 under 0.5.23: a colocated engine reserves 16,384
+/// MiB (0.886); a decode server sizes its activation by the running batch and reserves
+/// no prefill graph (the 10 GiB floor: 0.929, 725,025 tokens a rank against 634,820);
+/// a prefill server reserves no decode graph (15,360 MiB: 0.893). Both are
+/// `unverified`, naming what the deployment leaves out.
+#[test]
+fn each_side_reserves_its_own_graphs() {
+    let d = tempfile::tempdir().unwrap();
+    for (flags, fraction, tokens, why) in [
+        (
+            "",
+            "mem_fraction_static 0.886 (0.5.23's default: 16384 MiB reserved",
+            "634820",
+            None,
+        ),
+        (
+            "--disaggregation-mode decode",
+            "mem_fraction_static 0.929 (0.5.23's default: 10240 MiB reserved",
+            "725025",
+            Some("--disaggregation-mode decode: the pools are a PD decode server's"),
+        ),
+        (
+            "--disaggregation-mode prefill",
+            "mem_fraction_static 0.893 (0.5.23's default: 15360 MiB reserved",
+            "649505",
+            Some("--disaggregation-mode prefill: the pools are a PD prefill server's"),
+        ),
+    ] {
+        let s = scenario(d.path(), "0.5.23", flags);
+        let o = run(&["startup", &s], d.path());
+        assert!(o.status.success(), "{flags}: {}", stderr(&o));
+        let t = stdout(&o);
+        assert!(t.contains(fraction), "{flags}: {t}");
+        assert!(
+            t.contains(&format!("Device pool: {tokens} tokens per rank")),
+            "{flags}: {t}"
+        );
+        match why {
+            Some(w) => assert!(t.contains("Status: unverified") && t.contains(w), "{t}"),
+            None => assert!(!t.contains("disaggregation"), "{t}"),
+        }
+    }
+    // 0.5.14 has no decode branch: 14,848 MiB on either side (0.897).
+    let s = scenario(d.path(), "0.5.14", "--disaggregation-mode decode");
+    let t = stdout(&run(&["startup", &s], d.path()));
+    assert!(
+        t.contains("mem_fraction_static 0.897 (0.5.14's default: 14848 MiB reserved"),
+        "{t}"
+    );
+}
+
+/// A decode server's radix cache is off: HiCache is SGLang's ValueError (exit 2, its
+/// words), and there is no prefix to replay. With
+/// `--disaggregation-decode-enable-radix-cache` both run.
+#[test]
+fn a_decode_server_has_no_radix_cache() {
+    let d = tempfile::tempdir().unwrap();
+    let s = scenario(
+        d.path(),
+        "0.5.23",
+        "--disaggregation-mode decode --enable-hierarchical-cache",
+    );
+    let o = run(&["startup", &s], d.path());
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains(
+            "The arguments enable-hierarchical-cache and disable-radix-cache are mutually exclusive"
+        ),
+        "{}",
+        stderr(&o)
+    );
+
+    let s = scenario(d.path(), "0.5.23", "--disaggregation-mode decode");
+    let o = run(&["replay", &s], d.path());
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("the radix cache is off (a PD decode server's default"),
+        "{}",
+        stderr(&o)
+    );
+    let s = scenario(d.path(), "0.5.23", "--disable-radix-cache");
+    let o = run(&["replay", &s], d.path());
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("the radix cache is off (--disable-radix-cache)"),
+        "{}",
+        stderr(&o)
+    );
+
+    let s = scenario(
+        d.path(),
+        "0.5.23",
+        "--disaggregation-mode decode --disaggregation-decode-enable-radix-cache --enable-hierarchical-cache --hicache-ratio 2",
+    );
+    let o = run(&["replay", &s], d.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("status: unverified: --disaggregation-mode decode"),
+        "{}",
+        stdout(&o)
+    );
+}
