@@ -39,7 +39,10 @@ pub fn swa_pool(s: &Scenario, plan: &StartupPlan) -> Option<SwaPlan> {
         pool: crate::runtime::SwaPool {
             pages: tokens / page,
             window,
-            decode: true,
+            // A PD prefill server's requests end at their prefill (`max_new_tokens`
+            // forced to 1, `PrefillBootstrapQueue._process_req`; the prompt inserted,
+            // `checkpoint_disagg_prefill`): no decode, no output in the tree.
+            decode: s.server.disaggregation_mode != crate::domain::DisaggregationMode::Prefill,
         },
         plan_l1: plan.device_tokens / page,
         required,

@@ -1203,7 +1203,7 @@ fn pd_role_unmodelled(
     let effect = match mode {
         Pd::Null => return None,
         Pd::Prefill => {
-            "the pools are a PD prefill server's (no decode CUDA-graph reserve), but the replay runs it as a colocated engine: not modelled are its admission waiting for the decode server's KV preallocation, each request's KV held until its transfer ends, the transfer itself, and `max_new_tokens` forced to 1 (TTFT and device occupancy may be low)"
+            "the pools are a PD prefill server's (no decode CUDA-graph reserve) and the SWA tree ends each request at its prefill, but not modelled are its admission waiting for the decode server's KV preallocation, each request's KV held until its transfer ends, the transfer itself, and `max_new_tokens` forced to 1 (the timed replay still decodes each request's output on it): TTFT and device occupancy may be off"
         }
         Pd::Decode => {
             "the pools are a PD decode server's (activation from the running batch, no prefill CUDA-graph reserve, radix cache off), but not the host pool it builds for retraction backups (`--disaggregation-decode-retraction-backup`, `host_pool` by default on CUDA: HiCache ratio max(0.2, one longest request / the device pool); host memory use is larger than shown) or its extra request slots"

@@ -120,3 +120,28 @@ fn a_decode_server_has_no_radix_cache() {
         stdout(&o)
     );
 }
+
+/// A prefill server's requests end at their prefill: DeepSeek-V4-Flash at TP2 on an
+/// HGX H200 (its pools a prefill server's: 28,317 full and 2,831 SWA pages) hits 86.11 %
+/// of chat_agentic_mix's prompt tokens in the SWA tree, where a colocated engine's
+/// decoding requests hit 85.75 % of its own pools.
+#[test]
+fn a_prefill_server_s_requests_end_at_their_prefill() {
+    let d = tempfile::tempdir().unwrap();
+    let trace = crate::support::repo("traces/generated_chat_agentic_mix.jsonl");
+    let text = format!(
+        "name: pd\nsglang: 0.5.23\nnode: hgx-h200\nmodel: deepseek-ai/DeepSeek-V4-Flash\nserver:\n  launch: >-\n    python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V4-Flash --tp 2 --disaggregation-mode prefill\nmemory:\n  host_other_used: 0GB\nruntime:\n  trace: {}\n",
+        trace.display()
+    );
+    std::fs::write(d.path().join("s.yaml"), text).unwrap();
+    let o = run(&["replay", "s.yaml"], d.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = stdout(&o);
+    assert!(
+        t.contains(
+            "with its SWA component: 2831 SWA pages, window 128, requests ending at their prefill"
+        ),
+        "{t}"
+    );
+    assert!(t.contains("device          3427584    86.11 %"), "{t}");
+}
