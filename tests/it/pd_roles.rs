@@ -145,3 +145,27 @@ fn a_prefill_server_s_requests_end_at_their_prefill() {
     );
     assert!(t.contains("device          3427584    86.11 %"), "{t}");
 }
+
+/// `scenarios/pd-prefill-server.yaml`: DeepSeek-V3's prefill server at TP8 on an HGX
+/// H200 with HiCache at ratio 2: 0.893 (649,472 tokens a rank, 10,148 pages of 64),
+/// the synthetic trace hits 17.64 % (10.10 % device, 7.54 % host), `unverified` naming
+/// the deployment.
+#[test]
+fn the_prefill_server_scenario() {
+    let sc = crate::support::repo("scenarios/pd-prefill-server.yaml");
+    let o = run(
+        &["replay", sc.to_str().unwrap(), "--format", "json"],
+        &crate::support::repo("."),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["config"]["l1_pages"], 10148);
+    assert_eq!(v["metrics"]["total_hit_tokens"], 10_795_008);
+    assert_eq!(v["metrics"]["host_hit_tokens"], 4_612_992);
+    assert_eq!(v["status"], "unverified");
+    assert!(
+        v["unverified"]
+            .to_string()
+            .contains("--disaggregation-mode prefill")
+    );
+}
