@@ -17,6 +17,12 @@ default 0.8, replaced by 0.1 when equal to it: `arg_groups/deepseek_v4_hook.py:
 apply_deepseek_v4_defaults` in 0.5.14, `arg_groups/overrides.py:
 _deepseek_v4_overrides` in 0.5.15-0.5.17). Torch and the GPU packages are stubbed
 (anystub.py).
+
+With `--dsv4-spec` before the model directories it prints the speculative lines instead
+(`case: dsv4_spec`, the record of sglang_kv_worker.py's `--dsv4-spec`): the server
+arguments carry `speculative_algorithm` EAGLE and `max_speculative_num_draft_tokens`
+(the draft tokens of `--speculative-eagle-topk 1 --speculative-num-steps S`: S + 1), the
+runner's `spec_algorithm` is EAGLE.
 """
 
 import json
@@ -26,6 +32,9 @@ import types
 
 TREE = sys.argv[1]
 DIRS = sys.argv[2:]
+SPEC_ONLY = bool(DIRS) and DIRS[0] == "--dsv4-spec"
+if SPEC_ONLY:
+    DIRS = DIRS[1:]
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import anystub  # noqa: E402
@@ -59,10 +68,12 @@ def resolved_ratio(arg, as_sglang):
     return ratio, True
 
 
-def configurator(mc, mrr, ratio, dp):
+def configurator(mc, mrr, ratio, dp, draft_tokens=None):
+    spec = draft_tokens is not None
     args = types.SimpleNamespace(
-        swa_full_tokens_ratio=ratio, speculative_algorithm=None,
-        max_speculative_num_draft_tokens=None, max_running_requests=mrr,
+        swa_full_tokens_ratio=ratio, speculative_algorithm="EAGLE" if spec else None,
+        max_speculative_num_draft_tokens=draft_tokens,
+        speculative_num_draft_tokens=draft_tokens, max_running_requests=mrr,
         disaggregation_mode="null", disaggregation_decode_extra_slots=0,
         enable_hisparse=False)
     start, end = 0, mc.num_hidden_layers
@@ -70,28 +81,42 @@ def configurator(mc, mrr, ratio, dp):
         # ModelRunner (0.5.14-0.5.15)
         model_config=mc, start_layer=start, end_layer=end, pp_size=1, dp_size=dp,
         server_args=args, enable_hisparse=False,
-        spec_algorithm=types.SimpleNamespace(is_none=lambda: True, is_eagle=lambda: False),
+        spec_algorithm=types.SimpleNamespace(is_none=lambda: not spec, is_eagle=lambda: spec,
+                                             is_dspark=lambda: False),
         # KVCacheConfigurator (0.5.16-0.5.17)
         layer_info=types.SimpleNamespace(start_layer=start, end_layer=end),
         ps=types.SimpleNamespace(pp_size=1, attn_dp_size=dp), kv_cache_dtype_str="fp8_e4m3")
     return pc.DSV4PoolConfigurator(mr)
 
 
-def cases(mc, dp):
+def cases(mc, dp, schedules=SCHEDULES, draft_tokens=None):
     out = []
-    for mrr, chunk, arg, as_sglang, *state in SCHEDULES:
+    for mrr, chunk, arg, as_sglang, *state in schedules:
         state_dtype = state[0] if state else None
         if state_dtype is not None:
             # `SGLANG_DSV4_COMPRESS_STATE_DTYPE`, read by the configurator as it sizes.
             os.environ["SGLANG_DSV4_COMPRESS_STATE_DTYPE"] = state_dtype
         ratio, explicit = resolved_ratio(arg, as_sglang)
-        c = configurator(mc, mrr, ratio, dp)
+        try:
+            c = configurator(mc, mrr, ratio, dp, draft_tokens)
+        except Exception as e:  # noqa: BLE001  (SGLang's own refusal is the record)
+            if draft_tokens is None:
+                raise
+            out.append({"max_running_requests": mrr, "chunked_prefill_size": chunk,
+                        "swa_full_tokens_ratio_arg": arg, "resolved_as_sglang": as_sglang,
+                        "error": f"{type(e).__name__}: {str(e)[:300]}"})
+            if state_dtype is not None:
+                del os.environ["SGLANG_DSV4_COMPRESS_STATE_DTYPE"]
+            continue
         rec = {"configurator": type(c).__name__, "max_running_requests": mrr,
                "chunked_prefill_size": chunk, "swa_full_tokens_ratio_arg": arg,
                "resolved_as_sglang": as_sglang, "swa_full_tokens_ratio": ratio,
                "swa_full_tokens_ratio_explicitly_set": explicit, "kv_bytes": None,
                "bytes_per_full_token": repr(c.bytes_per_full_token),
                "bytes_per_swa_token": repr(None), "swa_cap_tokens": None, "sizes": {}}
+        if draft_tokens is not None:
+            # The compress-state rings the configurator priced.
+            rec["ring_sizes"] = {"128": c.c128_ring_size, "4": c.c4_ring_size}
         for gib in AVAILABLE_GIB:
             r = c.calculate_pool_sizes(gib << 30, 256)
             rec["sizes"][str(gib)] = {
@@ -113,6 +138,31 @@ def load(d):
     except Exception:
         return ModelConfig(model_path=d, trust_remote_code=False)
 
+
+# The speculative lines: sglang_kv_worker.py's DSV4_SPEC_* (draft tokens, ratio-mode
+# schedules, layouts).
+SPEC_DRAFT_TOKENS = [2, 3, 4, 8, 11]
+SPEC_SCHEDULES = [(256, 8192, None, True), (48, 8192, None, True), (256, 8192, 0.25, True),
+                  (256, 8192, None, True, "bf16")]
+SPEC_LAYOUTS = [(4, 1), (8, 1), (4, 4), (8, 8)]
+
+if SPEC_ONLY:
+    for d in DIRS:
+        try:
+            mc = load(d)
+        except Exception:  # noqa: BLE001  (not a checkpoint this release reads)
+            continue
+        if not getattr(mc, "compress_ratios", None):
+            continue
+        for tp, dp in SPEC_LAYOUTS:
+            for n in SPEC_DRAFT_TOKENS:
+                line = {"model": os.path.basename(d), "case": "dsv4_spec", "tp": tp,
+                        "dp": dp, "speculative_algorithm": "EAGLE",
+                        "speculative_eagle_topk": 1, "speculative_num_steps": n - 1,
+                        "speculative_num_draft_tokens": n, "layers": mc.num_hidden_layers,
+                        "dsv4": cases(mc, dp, SPEC_SCHEDULES, n)}
+                print(json.dumps(line, sort_keys=True))
+    sys.exit(0)
 
 for d in DIRS:
     try:

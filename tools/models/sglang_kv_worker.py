@@ -67,7 +67,15 @@ Releases 0.5.18-0.5.20 run the same cases: where their code reads a figure elsew
 `configured_pp_size`; 0.5.18-0.5.20: the configurator's `ps`) the worker answers with
 the same case values.
 
-Usage: sglang_kv_worker.py TREE MODEL_DIR...   (one JSON object per line on stdout)
+With `--dsv4-spec` before the model directories it prints only the DeepSeek-V4
+speculative lines (`case: dsv4_spec`, tools/models/dsv4_spec_golden.py): the same
+configurator under `--speculative-algorithm EAGLE --speculative-eagle-topk 1
+--speculative-num-steps S` (draft tokens S + 1, `_handle_eagle_family`), per
+DSV4_SPEC_DRAFT_TOKENS x DSV4_SPEC_SCHEDULES x DSV4_SPEC_LAYOUTS: `get_spec()` answers
+EAGLE with those figures (and `max_speculative_num_draft_tokens` = the draft tokens, as
+a non-adaptive server resolves it), the configurator's `kvc.spec_algorithm` is EAGLE.
+
+Usage: sglang_kv_worker.py TREE [--dsv4-spec] MODEL_DIR...   (one JSON object per line)
 """
 import contextlib
 import inspect
@@ -79,6 +87,9 @@ import types
 
 TREE = sys.argv[1]
 DIRS = sys.argv[2:]
+DSV4_SPEC_ONLY = bool(DIRS) and DIRS[0] == "--dsv4-spec"
+if DSV4_SPEC_ONLY:
+    DIRS = DIRS[1:]
 TPS = [1, 2, 4, 8]
 DTYPES = ["auto", "bfloat16", "fp8_e4m3"]
 # Hopper (SM90) and Blackwell (SM100): the DSA defaults differ; other models do not
@@ -184,6 +195,14 @@ def schedule():
 def spec():
     # NEXTN is resolved to EAGLE by `speculative_hook.py`; the draft is the target's own
     # MTP head (no --speculative-draft-model-path).
+    if STATE.get("spec_draft_tokens"):
+        # `--speculative-eagle-topk 1 --speculative-num-steps S`: draft tokens S + 1.
+        n = STATE["spec_draft_tokens"]
+        return Cfg(speculative_algorithm="EAGLE", speculative_num_draft_tokens=n,
+                   speculative_num_steps=n - 1, speculative_eagle_topk=1,
+                   max_speculative_num_draft_tokens=n, speculative_adaptive=False,
+                   speculative_draft_model_path=None,
+                   speculative_draft_model_revision=None)
     if STATE["spec"]:
         return Cfg(speculative_algorithm="EAGLE", speculative_num_draft_tokens=4,
                    speculative_num_steps=3, speculative_eagle_topk=1,
@@ -399,9 +418,9 @@ def dsv4_swa_ratio(mc, ratio, as_sglang):
     return ratio, ratio is not None
 
 
-def dsv4_cases(mc, kv):
+def dsv4_cases(mc, kv, schedules=None, spec_algorithm=None):
     out = []
-    for mrr, chunk, arg, as_sglang, *state in DSV4_SCHEDULES:
+    for mrr, chunk, arg, as_sglang, *state in (schedules or DSV4_SCHEDULES):
         state_dtype = state[0] if state else None
         if state_dtype is not None:
             os.environ["SGLANG_DSV4_COMPRESS_STATE_DTYPE"] = state_dtype
@@ -417,9 +436,23 @@ def dsv4_cases(mc, kv):
         kvc = types.SimpleNamespace(
             model_config=mc, kv_cache_dtype_str=kv, layer_info=info, pp_size=1,
             page_size=256, sliding_window_size=mc.sliding_window_size,
-            is_hybrid_swa=mc.is_hybrid_swa, spec_algorithm=Spec(), spec_aux_config=Cfg(),
-            attn_dp_size=STATE["dp"], ps=parallel(), server_args=server_args_018())
-        c = pc.create_memory_pool_configurator(kvc)
+            is_hybrid_swa=mc.is_hybrid_swa, spec_algorithm=spec_algorithm or Spec(),
+            spec_aux_config=Cfg(), attn_dp_size=STATE["dp"], ps=parallel(),
+            server_args=server_args_018())
+        if spec_algorithm is not None:
+            # SGLang's own refusal (`_assert_ring_serves_draft_tokens`) is the record.
+            try:
+                c = pc.create_memory_pool_configurator(kvc)
+            except Exception as e:
+                out.append({"max_running_requests": mrr, "chunked_prefill_size": chunk,
+                            "swa_full_tokens_ratio_arg": arg,
+                            "resolved_as_sglang": as_sglang,
+                            "error": f"{type(e).__name__}: {str(e)[:300]}"})
+                if state_dtype is not None:
+                    del os.environ["SGLANG_DSV4_COMPRESS_STATE_DTYPE"]
+                continue
+        else:
+            c = pc.create_memory_pool_configurator(kvc)
         rec = {"configurator": type(c).__name__, "max_running_requests": mrr,
                "chunked_prefill_size": chunk, "swa_full_tokens_ratio_arg": arg,
                "resolved_as_sglang": as_sglang, "swa_full_tokens_ratio": ratio,
@@ -430,6 +463,12 @@ def dsv4_cases(mc, kv):
                "bytes_per_full_token": repr(c.bytes_per_full_token),
                "bytes_per_swa_token": repr(getattr(c, "bytes_per_swa_token", None)),
                "swa_cap_tokens": getattr(c, "swa_cap_tokens", None), "sizes": {}}
+        if spec_algorithm is not None:
+            # The compress-state rings the configurator priced (`ring_sizes` 0.5.21+,
+            # `c4_ring_size` / `c128_ring_size` before).
+            rings = getattr(c, "ring_sizes", None) or {
+                4: getattr(c, "c4_ring_size", None), 128: getattr(c, "c128_ring_size", None)}
+            rec["ring_sizes"] = {str(k): v for k, v in sorted(rings.items())}
         for gib in DSV4_AVAILABLE_GIB:
             r = c.calculate_pool_sizes(gib << 30, 256)
             rec["sizes"][str(gib)] = {
@@ -506,7 +545,10 @@ def server_args_018():
     p, d = STATE["backends"]
     return Cfg(mm_feature_transport=mm().mm_feature_transport, dsa_prefill_backend=p,
                dsa_decode_backend=d, disaggregation_mode=disagg().disaggregation_mode,
-               speculative_algorithm=spec().speculative_algorithm, **schedule().__dict__)
+               speculative_algorithm=spec().speculative_algorithm,
+               # 0.5.18's DSV4PoolConfigurator bounds the draft tokens by the rings
+               max_speculative_num_draft_tokens=spec().max_speculative_num_draft_tokens,
+               **schedule().__dict__)
 
 
 def kv_configurator(mc, qc, resolved, *, is_draft=False, spec=None, spec_aux=None,
@@ -768,6 +810,49 @@ def one_case(mc, qc, kv):
             "quantization": mc.quantization,
             "backends": list(STATE["backends"]) if any(STATE["backends"]) else None}
 
+
+# DeepSeek-V4 under `--speculative-algorithm EAGLE --speculative-eagle-topk 1
+# --speculative-num-steps S` (`deepseek_v4_hook.py: apply_deepseek_v4_defaults` admits
+# only EAGLE with top-k 1; `_handle_eagle_family` makes the draft tokens S + 1): draft
+# tokens 2, 3, 4 (steps 1-3), 8 and 11 (past the C4 ring's write pad in 0.5.18+).
+DSV4_SPEC_DRAFT_TOKENS = [2, 3, 4, 8, 11]
+# Ratio mode as SGLang resolves it (the only mode DeepSeek-V4 runs in), with
+# --max-running-requests 256 (the DeepSeek-V4 default, set before the speculative
+# handler's 48) and 48, --swa-full-tokens-ratio 0.25, and the bf16 compress state.
+DSV4_SPEC_SCHEDULES = [(256, 8192, None, True), (48, 8192, None, True),
+                       (256, 8192, 0.25, True), (256, 8192, None, True, "bf16")]
+# (tp, attention DP size).
+DSV4_SPEC_LAYOUTS = [(4, 1), (8, 1), (4, 4), (8, 8)]
+
+
+def dsv4_spec_lines(d):
+    name = os.path.basename(d.rstrip("/"))
+    try:
+        mc = load(d)
+    except Exception:  # not a checkpoint this release reads (its KV lines record why)
+        return
+    if not is_deepseek_v4(mc.hf_config):
+        return
+    STATE["backends"] = (None, None)
+    for tp, dp in DSV4_SPEC_LAYOUTS:
+        STATE["tp"], STATE["dp"] = tp, dp
+        for n in DSV4_SPEC_DRAFT_TOKENS:
+            STATE["spec_draft_tokens"] = n
+            patch_all()
+            rec = {"model": name, "case": "dsv4_spec", "tp": tp, "dp": dp,
+                   "speculative_algorithm": "EAGLE", "speculative_eagle_topk": 1,
+                   "speculative_num_steps": n - 1, "speculative_num_draft_tokens": n,
+                   "layers": mc.num_hidden_layers}
+            run_case(rec, lambda: {"dsv4": dsv4_cases(mc, "fp8_e4m3", DSV4_SPEC_SCHEDULES,
+                                                      SpecEagle())})
+    STATE["spec_draft_tokens"], STATE["tp"], STATE["dp"] = None, 1, 1
+    patch_all()
+
+
+if DSV4_SPEC_ONLY:
+    for d in DIRS:
+        dsv4_spec_lines(d)
+    sys.exit(0)
 
 for d in DIRS:
     name = os.path.basename(d.rstrip("/"))
