@@ -30,8 +30,10 @@ impl DraftNote {
 /// The rule is SGLang's `speculative/base_spec_worker.py: _can_pack_hicache_mtp`
 /// (0.5.18–0.5.23), read by [`ServerArgs::mtp_draft_layers`]:
 /// NextN / EAGLE with the model's own MTP layers on a
-/// plain MHA / MLA / DSA model; drafts of sliding-window and hybrid models (their draft
-/// SWA / state layers), EAGLE3, STANDALONE and separate draft models are not modelled.
+/// plain MHA / MLA / DSA model, or DeepSeek-V4 (whose draft `crate::pools::
+/// dsv4_device_pools` sizes); drafts of other sliding-window and hybrid models (their
+/// draft SWA / state layers), EAGLE3, STANDALONE and separate draft models are not
+/// modelled.
 pub fn mtp_draft(server: &ServerArgs, model: &ModelPreset) -> (u32, Option<DraftNote>) {
     let Some(algo) = &server.speculative_algorithm else {
         return (0, None);
@@ -51,6 +53,14 @@ pub fn mtp_draft(server: &ServerArgs, model: &ModelPreset) -> (u32, Option<Draft
                 what: format!("--speculative-algorithm {algo}"),
                 effect: "MTP drafts of sliding-window / hybrid models are not modelled: the host pools hold the target's layers only (real host requests are larger) and the draft's device memory is left out (real device pools are smaller)".into(),
             }),
+        );
+    }
+    if layers > 0 && matches!(model.attention, Attention::Dsv4 { .. }) {
+        return (
+            layers,
+            Some(DraftNote::Info(format!(
+                "--speculative-algorithm {algo}: DeepSeek-V4's MTP layer as the draft, sized as `DSV4PoolConfigurator` sizes it (16 / 256-row compress-state rings, coefficients x (T + 1) / T, the draft's own pools at the target's full / SWA tokens); the draft's weights count only when set in the weights per rank"
+            ))),
         );
     }
     if layers > 0 {

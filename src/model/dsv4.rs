@@ -32,8 +32,15 @@
 //! `KVLayout.V4`), `dsv4_attn_backend` `flashmla` (`deepseek_v4_hook.py:
 //! _default_dsv4_attention_backend` for every V4 — not V4.1 — checkpoint), no unified
 //! KV (`SGLANG_DSV4_UNIFIED_KV*` unset), fp32 compress state
-//! (`SGLANG_DSV4_COMPRESS_STATE_DTYPE`), no speculative decoding, no HiSparse, no PD
-//! disaggregation, no encoder SWA replay. `--kv-cache-dtype` does not change the
+//! (`SGLANG_DSV4_COMPRESS_STATE_DTYPE`), no HiSparse, no PD disaggregation, no encoder
+//! SWA replay. Speculative decoding is EAGLE with top-k 1 and the checkpoint's own MTP
+//! layer as the draft (the only kind `deepseek_v4_hook.py: apply_deepseek_v4_defaults`
+//! admits besides DSpark, which is not modelled): the configurator widens the
+//! compress-state rings to 16 / 256 rows and inflates its coefficients by `(T + 1) /
+//! T`; the draft worker builds its own one-layer pools at the target's full / SWA token
+//! counts (`kv_cache_configurator.py: _derive_pool_sizes`, the draft's C4 / C128 /
+//! state pools zeroed) and runs no configurator of its own — the inflation is its
+//! budget ([`Dsv4Schedule::speculative_num_draft_tokens`]). `--kv-cache-dtype` does not change the
 //! bytes on this path (the V4 layout is fp8 nope + bf16 rope whatever it says).
 
 use serde::Serialize;
@@ -64,6 +71,24 @@ pub enum Dsv4Error {
         "SWA pool ({tokens} tokens) cannot hold even one request: the prefill admission floor is sliding_window_size ({window}) + page_size ({page}). Increase --swa-full-tokens-ratio or the total KV budget."
     )]
     SwaBelowFloor { tokens: u64, window: u64, page: u64 },
+    /// `pool_configurator.py: _assert_ring_serves_draft_tokens` (0.5.18–0.5.23), its
+    /// AssertionError's words.
+    #[error(
+        "speculative_num_draft_tokens={draft_tokens} exceeds what the c{ratio} compress state ring can keep resident (ring_size={ring_size} serves at most {max_draft_tokens} draft tokens). Lower the draft count, or grow the ring in get_compress_state_ring_size()."
+    )]
+    DraftTokensExceedRing {
+        draft_tokens: u64,
+        ratio: u32,
+        ring_size: u64,
+        max_draft_tokens: u64,
+    },
+    /// Cap mode with speculative decoding: `compute_swa_request_cap`'s draft-aware
+    /// request cap (`eviction_interval × draft_tokens`, the spec-v1 / spec-v2 decode
+    /// allocation) is not modelled; DeepSeek-V4 never reaches cap mode in 0.5.21–0.5.23.
+    #[error(
+        "DeepSeek-V4's SWA cap mode with speculative decoding (`compute_swa_request_cap`'s draft-aware request cap) is not modelled; ratio mode is"
+    )]
+    SpeculativeCapMode,
 }
 
 /// `kv_layout.py: KVLayout.V4`: 448 fp8 nope + 64 bf16 rope = 576 data bytes, 8 scale
@@ -74,6 +99,10 @@ const V4_PAGE_ALIGN: u64 = 576;
 /// decoding: 8 rows per request for ratio 4, 128 for ratio 128.
 const C4_RING: u64 = 8;
 const C128_RING: u64 = 128;
+/// `get_compress_state_ring_size` with speculative decoding (0.5.14–0.5.23): 16 rows
+/// for ratio 4, 256 for ratio 128.
+const C4_RING_SPEC: u64 = 16;
+const C128_RING_SPEC: u64 = 256;
 /// `SGLANG_DSV4_COMPRESS_STATE_DTYPE` default `float32`: 4 bytes an element.
 pub const STATE_ITEMSIZE: u64 = 4;
 /// `environ.py: SGLANG_SWA_EVICTION_INTERVAL` default.
@@ -126,6 +155,12 @@ pub struct Dsv4Schedule {
     /// `SGLANG_DSV4_COMPRESS_STATE_DTYPE` `float32`/`fp32`, its default; 2 for
     /// `bfloat16`/`bf16`), every release 0.5.14–0.5.23.
     pub compress_state_itemsize: u64,
+    /// `--speculative-num-draft-tokens` as SGLang resolves it for an EAGLE draft of the
+    /// checkpoint's MTP layer (`--speculative-num-steps` + 1 with top-k 1,
+    /// `speculative_hook.py: _handle_eagle_family`); `None` without speculative
+    /// decoding. Read by [`Dsv4Schedule::ring_sizes`], [`Dsv4Geometry::spec_inflation`]
+    /// and [`Dsv4Geometry::check_draft_tokens`].
+    pub speculative_num_draft_tokens: Option<u64>,
 }
 
 impl Dsv4Schedule {
@@ -143,6 +178,20 @@ impl Dsv4Schedule {
             disable_radix_cache: false,
             disable_overlap_schedule: false,
             compress_state_itemsize: STATE_ITEMSIZE,
+            speculative_num_draft_tokens: None,
+        }
+    }
+
+    /// The compress-state rows per request of ratio 4 and ratio 128:
+    /// `deepseek_v4_memory_pool.py: get_compress_state_ring_size` (no online C128), 8 /
+    /// 128 without speculative decoding and 16 / 256 with it. 0.5.14–0.5.22 key it on
+    /// `speculative_algorithm is not None`, 0.5.23 on `speculative_num_draft_tokens >
+    /// 0` (`resolve_compress_state_ring_size`): the same for EAGLE, whose draft tokens
+    /// are at least 2.
+    pub fn ring_sizes(&self) -> (u64, u64) {
+        match self.speculative_num_draft_tokens {
+            Some(n) if n > 0 => (C4_RING_SPEC, C128_RING_SPEC),
+            _ => (C4_RING, C128_RING),
         }
     }
 }
@@ -285,6 +334,57 @@ impl Dsv4Geometry {
         d + d / 128 * 4
     }
 
+    /// The draft worker's share of the coefficients: `(T + 1) / T` with `T` the
+    /// target's layers (`draft_layers = 1`, whatever the MTP layers, and computed as a
+    /// float before the multiplication), `None` without speculative decoding.
+    /// `DSV4PoolConfigurator.__init__` multiplies `bytes_per_full_token` by it in
+    /// 0.5.14–0.5.20 (`model_executor/pool_configurator.py`), `bytes_per_full_token`
+    /// and `bytes_per_swa_token` (`_spec_infl`) in 0.5.21–0.5.23; the request-scoped
+    /// fixed bytes (the C128 rings) are not inflated.
+    pub fn spec_inflation(&self, s: &Dsv4Schedule) -> Option<f64> {
+        s.speculative_num_draft_tokens?;
+        let t = self.stage().len().max(1) as f64;
+        Some((t + 1.0) / t)
+    }
+
+    /// `pool_configurator.py: DSV4PoolConfigurator._assert_ring_serves_draft_tokens`
+    /// under the release's [`Dsv4DraftTokenBound`](crate::release::Dsv4DraftTokenBound)
+    /// (0.5.18–0.5.23; none before): for ratio 4 then 128, when the stage has such
+    /// layers, the draft tokens may not exceed `get_compress_state_write_pad(ratio,
+    /// ring)` = `ring - window + 2` (`window` = 8 for ratio 4, 128 for ratio 128; 0 when
+    /// the ring is not wider). With the 16 / 256-row rings: 10 draft tokens with C4
+    /// layers, 130 with C128 ones.
+    pub fn check_draft_tokens(
+        &self,
+        bound: crate::release::Dsv4DraftTokenBound,
+        s: &Dsv4Schedule,
+    ) -> Result<(), Dsv4Error> {
+        use crate::release::Dsv4DraftTokenBound;
+        let Some(n) = s.speculative_num_draft_tokens else {
+            return Ok(());
+        };
+        if bound == Dsv4DraftTokenBound::Unbounded {
+            return Ok(());
+        }
+        let (c4_ring, c128_ring) = s.ring_sizes();
+        for (ratio, ring) in [(4u32, c4_ring), (128, c128_ring)] {
+            if self.count(ratio) == 0 {
+                continue;
+            }
+            let window = ratio as u64 * if ratio == 4 { 2 } else { 1 };
+            let pad = if ring > window { ring - window + 2 } else { 0 };
+            if n > pad {
+                return Err(Dsv4Error::DraftTokensExceedRing {
+                    draft_tokens: n,
+                    ratio,
+                    ring_size: ring,
+                    max_draft_tokens: pad,
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// The coefficients of `DSV4PoolConfigurator.__init__` (0.5.21–0.5.23).
     ///
     /// `bytes_per_swa_token = paged(page) × layers + ring4/page × (2·2·head_dim +
@@ -296,6 +396,9 @@ impl Dsv4Geometry {
     /// (window + page), page)` with `tails = 4 × max_running_requests` (0 without radix
     /// cache) and `compute_swa_request_cap = (window + eviction_interval + page + page)
     /// × max(1, mrr // attn_dp) + chunks_in_flight × chunked_prefill_size + page`.
+    /// With speculative decoding the C4 ring is 16 rows ([`Dsv4Schedule::ring_sizes`])
+    /// and both coefficients are multiplied by [`Self::spec_inflation`] (cap mode's
+    /// draft-aware cap is not modelled: [`Self::pool_sizes`] refuses it).
     pub fn coefficients(&self, s: &Dsv4Schedule) -> Dsv4Coefficients {
         let page = s.page_size.max(1);
         let layers = self.stage().len() as u64;
@@ -305,7 +408,7 @@ impl Dsv4Geometry {
         let item = s.compress_state_itemsize;
         let c4_state_bytes = 2 * 2 * head * item;
         let c4_indexer_state_bytes = 2 * 2 * idx * item;
-        let c4_state_ratio = C4_RING as f64 / page as f64;
+        let c4_state_ratio = s.ring_sizes().0 as f64 / page as f64;
         let bytes_per_swa_token = paged_bytes_per_token(page) * layers as f64
             + c4_state_ratio * (c4_state_bytes + c4_indexer_state_bytes) as f64 * c4_layers as f64;
         let mrr_per_worker = (s.max_running_requests / s.attn_dp_size.max(1)).max(1);
@@ -347,10 +450,18 @@ impl Dsv4Geometry {
         if c128_layers > 0 {
             compressed += c128 * c128_layers as f64;
         }
+        let mut bytes_per_full_token = coeff_ratio * bytes_per_swa_token + compressed;
+        let mut bytes_per_swa_token = bytes_per_swa_token;
+        // `self.bytes_per_full_token *= self._spec_infl; self.bytes_per_swa_token *=
+        // self._spec_infl` (0.5.21–0.5.23), after both are computed.
+        if let Some(infl) = self.spec_inflation(s) {
+            bytes_per_full_token *= infl;
+            bytes_per_swa_token *= infl;
+        }
         Dsv4Coefficients {
             kv_bytes: self.kv_bytes(),
             bytes_per_swa_token: Some(bytes_per_swa_token),
-            bytes_per_full_token: coeff_ratio * bytes_per_swa_token + compressed,
+            bytes_per_full_token,
             swa_cap_tokens,
             swa_ratio,
             c4_layers,
@@ -377,7 +488,8 @@ impl Dsv4Geometry {
     /// head_dim` fp32, at the ratio), where 0.5.15 on charge them as fixed bytes and
     /// add `0 × …`. The terms are summed in SGLang's order, so the float is SGLang's to
     /// the bit: `r·kv·L + ¼·kv·c4 + kv/128·c128 + ¼·indexer·c4 + r·(8/window)·state·c4
-    /// + c128 term + r·(8/window)·indexer_state·c4`.
+    /// + c128 term + r·(8/window)·indexer_state·c4`. With speculative decoding the rings
+    /// are 16 / 256 rows and the sum is multiplied by [`Self::spec_inflation`].
     fn flat_coefficients(&self, s: &Dsv4Schedule, c128_per_swa_token: bool) -> Dsv4Coefficients {
         let layers = self.stage().len() as f64;
         let (c4_layers, c128_layers) = (self.count(4), self.count(128));
@@ -387,25 +499,30 @@ impl Dsv4Geometry {
         let item = s.compress_state_itemsize;
         let c4_state_bytes = (2 * 2 * head * item) as f64;
         let c4_indexer_state_bytes = (2 * 2 * self.index_head_dim as u64 * item) as f64;
-        let c4_state_ratio = C4_RING as f64 / self.sliding_window.max(1) as f64;
+        let (c4_ring, c128_ring) = s.ring_sizes();
+        let c4_state_ratio = c4_ring as f64 / self.sliding_window.max(1) as f64;
         let r = s
             .operator_swa_full_tokens_ratio
             .unwrap_or(DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO);
         // `self.swa_ratio * c128_state_ratio * c128_state_bytes * num_layers_ca128`
         // (0.5.14), `0 * c128_state_bytes * num_layers_ca128` after.
         let c128_state_term = if c128_per_swa_token {
-            let c128_state_ratio = C128_RING as f64 / self.sliding_window.max(1) as f64;
+            let c128_state_ratio = c128_ring as f64 / self.sliding_window.max(1) as f64;
             r * c128_state_ratio * (2 * head * item) as f64 * c128
         } else {
             0.0
         };
-        let bytes_per_full_token = r * kv * layers
+        let mut bytes_per_full_token = r * kv * layers
             + 0.25 * kv * c4
             + 1.0 / 128.0 * kv * c128
             + 0.25 * self.indexer_bytes_per_token() as f64 * c4
             + r * c4_state_ratio * c4_state_bytes * c4
             + c128_state_term
             + r * c4_state_ratio * c4_indexer_state_bytes * c4;
+        // `self.bytes_per_full_token *= (target_layers + draft_layers) / target_layers`.
+        if let Some(infl) = self.spec_inflation(s) {
+            bytes_per_full_token *= infl;
+        }
         Dsv4Coefficients {
             kv_bytes: self.kv_bytes(),
             bytes_per_swa_token: None,
@@ -470,7 +587,7 @@ impl Dsv4Geometry {
             swa,
             c4: full / 4,
             c128: full / 128,
-            c4_state: swa / window.max(1) * C4_RING,
+            c4_state: swa / window.max(1) * s.ring_sizes().0,
             fixed_bytes: fixed,
         })
     }
@@ -501,14 +618,16 @@ impl Dsv4Geometry {
     }
 
     /// `_get_c128_state_fixed_bytes(max_running_requests per worker)` (0.5.15–0.5.23,
-    /// no online compression): `ceil((slots × 128 + 128 + 1) / 128) × 128` rows of `2 ×
-    /// head_dim` fp32 per ratio-128 layer, `slots = max_running_requests + 1`.
+    /// no online compression): `ceil((slots × ring + ring + 1) / 128) × 128` rows of `2
+    /// × head_dim` fp32 per ratio-128 layer, `slots = max_running_requests + 1`, `ring`
+    /// 128 (256 with speculative decoding; the fixed bytes are not inflated).
     fn c128_state_fixed_bytes(&self, s: &Dsv4Schedule, c128_layers: u64) -> u64 {
         if c128_layers == 0 {
             return 0;
         }
         let slots = (s.max_running_requests / s.attn_dp_size.max(1)).max(1) + 1;
-        let rows = (slots * C128_RING + C128_RING + 1).div_ceil(128) * 128;
+        let ring = s.ring_sizes().1;
+        let rows = (slots * ring + ring + 1).div_ceil(128) * 128;
         rows * 2 * self.head_dim as u64 * s.compress_state_itemsize * c128_layers
     }
 
@@ -529,6 +648,9 @@ impl Dsv4Geometry {
         max_total_tokens: Option<u64>,
     ) -> Result<Dsv4PoolSizes, Dsv4Error> {
         let page = self.checked_page(s)?;
+        if s.speculative_num_draft_tokens.is_some() && s.operator_swa_full_tokens_ratio.is_none() {
+            return Err(Dsv4Error::SpeculativeCapMode);
+        }
         let co = self.coefficients(s);
         let c128_fixed = self.c128_state_fixed_bytes(s, co.c128_layers);
         let swa_fixed = co
@@ -566,7 +688,7 @@ impl Dsv4Geometry {
             swa,
             c4: full / 4,
             c128: full / 128,
-            c4_state: swa / page * C4_RING,
+            c4_state: swa / page * s.ring_sizes().0,
             fixed_bytes: fixed as u64,
         })
     }
@@ -774,6 +896,7 @@ mod tests {
             disable_radix_cache: false,
             disable_overlap_schedule: false,
             compress_state_itemsize: 4,
+            speculative_num_draft_tokens: None,
         }
     }
 
@@ -817,6 +940,39 @@ mod tests {
         assert_eq!(g.coefficients(&quarter).bytes_per_full_token, 16_908.0);
         let p = g.pool_sizes(&quarter, 100 << 30, None).unwrap();
         assert_eq!((p.full, p.swa), (6_101_504, 1_525_248));
+    }
+
+    /// EAGLE with 4 draft tokens (0.5.21–0.5.23): 16-row C4 rings, 256-row C128 rings,
+    /// both coefficients × 62/61 (SGLang's figures in tests/golden/dsv4_spec/).
+    #[test]
+    fn pro_with_an_eagle_draft_by_hand() {
+        let g = pro();
+        let s = Dsv4Schedule {
+            speculative_num_draft_tokens: Some(4),
+            ..Dsv4Schedule::sglang_default(8192)
+        };
+        assert_eq!(s.ring_sizes(), (16, 256));
+        assert_eq!(g.spec_inflation(&s), Some(62.0 / 61.0));
+        let c = g.coefficients(&s);
+        // 585 × 61 + 16/256 × 10,240 × 30 = 54,885, then × 62/61.
+        assert_eq!(c.bytes_per_swa_token, Some(54_885.0 * (62.0 / 61.0)));
+        // (0.1 × 54,885 + 5,586.75) × 62/61.
+        assert_eq!(c.bytes_per_full_token, 11_256.811475409837);
+        // C128 rings: 257 × 256 + 257 = 66,049 → 66,176 rows × 4,096 B × 31 =
+        // 8,402,763,776; (100 GiB − that) / 11,256.81 → 8,792,064; SWA 879,104; C4
+        // state 3,434 pages × 16.
+        let p = g.pool_sizes(&s, 100 << 30, None).unwrap();
+        assert_eq!(p.fixed_bytes, 8_402_763_776);
+        assert_eq!((p.full, p.swa, p.c4_state), (8_792_064, 879_104, 54_944));
+        // Cap mode's draft-aware request cap is not modelled.
+        let cap = Dsv4Schedule {
+            operator_swa_full_tokens_ratio: None,
+            ..s
+        };
+        assert_eq!(
+            g.pool_sizes(&cap, 100 << 30, None),
+            Err(Dsv4Error::SpeculativeCapMode)
+        );
     }
 
     #[test]

@@ -223,6 +223,13 @@ pub fn replay_config_without_swa(
     scheduler.max_prefill_tokens = sv.max_prefill_tokens;
     if let Some(m) = sv.max_running_requests {
         scheduler.max_running_requests = m;
+    } else if sv.speculative_algorithm.is_some()
+        && matches!(s.model.attention, crate::model::Attention::Dsv4 { .. })
+    {
+        // `deepseek_v4_hook.py: apply_deepseek_v4_defaults` sets 256 (0.5.14-0.5.23) in
+        // `handle_model_specific_adjustments`, before the speculative handler's 48.
+        scheduler.max_running_requests =
+            crate::model::dsv4::DSV4_DEFAULT_MAX_RUNNING_REQUESTS as u32;
     } else if sv.speculative_algorithm.is_some() {
         // Every algorithm's handler (`_handle_eagle_family`, `_handle_ngram`, …,
         // 0.5.14-0.5.23): "Max running requests is reset to 48 for speculative

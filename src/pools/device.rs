@@ -45,11 +45,10 @@ pub enum PoolError {
         mem_fraction_static: f64,
         minimum: f64,
     },
-    /// The `--speculative-algorithm` given.
-    #[error(
-        "DeepSeek-V4 with --speculative-algorithm {0}: the pools' speculative sizing (compress-state rings of 16 / 256 rows, (target + draft) / target inflation, the draft-aware SWA request cap) is not modelled"
-    )]
-    Dsv4Speculative(String),
+    /// A DeepSeek-V4 draft the simulator does not size: the `--speculative-algorithm`
+    /// given and why (DSpark's draft, a draft without `--speculative-num-steps`).
+    #[error("DeepSeek-V4 with --speculative-algorithm {0}: {1}")]
+    Dsv4Speculative(String, &'static str),
     #[error(transparent)]
     Dsv4(#[from] crate::model::dsv4::Dsv4Error),
 }
@@ -344,7 +343,9 @@ pub fn device_pools(inp: &PoolSetInputs<'_>) -> Result<DevicePools, PoolError> {
 ///   it;
 /// - the SWA ratio as the release's rule resolves it
 ///   ([`Dsv4Pools::operator_swa_full_tokens_ratio`](crate::release::Dsv4Pools::operator_swa_full_tokens_ratio):
-///   ratio mode at 0.1 unless given).
+///   ratio mode at 0.1 unless given);
+/// - the speculative draft tokens ([`dsv4_draft_tokens`]; `None` when that draft is not
+///   sized).
 pub fn dsv4_schedule(
     inp: &PoolSetInputs<'_>,
     server: &crate::domain::ServerArgs,
@@ -383,6 +384,34 @@ pub fn dsv4_schedule(
             .env
             .dsv4_compress_state_itemsize()
             .unwrap_or(crate::model::dsv4::STATE_ITEMSIZE),
+        speculative_num_draft_tokens: dsv4_draft_tokens(server).ok().flatten(),
+    }
+}
+
+/// The speculative draft tokens DeepSeek-V4's configurator sizes for (`Ok(None)`: no
+/// `--speculative-algorithm`). SGLang admits EAGLE (spelled so; `NEXTN` and other
+/// spellings are refused before the pools, `release::dsv4_speculative_refusal`) with
+/// `--speculative-eagle-topk 1` and `--speculative-num-steps S`, whose draft tokens
+/// `speculative_hook.py: _handle_eagle_family` makes `S + 1` whatever
+/// `--speculative-num-draft-tokens` says (every release 0.5.14–0.5.23). DSpark's
+/// draft (0.5.16+) and a draft SGLang would not have resolved are not sized.
+pub fn dsv4_draft_tokens(server: &crate::domain::ServerArgs) -> Result<Option<u64>, PoolError> {
+    use crate::domain::SpecAlgorithm;
+    let Some(algo) = &server.speculative_algorithm else {
+        return Ok(None);
+    };
+    if algo.algorithm() != SpecAlgorithm::Eagle {
+        return Err(PoolError::Dsv4Speculative(
+            algo.to_string(),
+            "only EAGLE drafts of the checkpoint's MTP layer are sized (DSpark's draft and its bf16 ring are not modelled)",
+        ));
+    }
+    match (server.speculative_num_steps, server.speculative_eagle_topk) {
+        (Some(steps), Some(1)) => Ok(Some(u64::from(steps) + 1)),
+        _ => Err(PoolError::Dsv4Speculative(
+            algo.to_string(),
+            "the draft is sized for --speculative-eagle-topk 1 with --speculative-num-steps given (what SGLang admits for DeepSeek-V4)",
+        )),
     }
 }
 
@@ -400,11 +429,8 @@ pub fn dsv4_device_pools(
     use crate::model::dsv4::Dsv4Geometry;
     let geo = Dsv4Geometry::of(&inp.model.attention, inp.model.layers).ok_or(PoolError::NotDsv4)?;
     let formula = crate::model::dsv4::Dsv4Formula::of(inp.rules.dsv4_pools);
-    if let Some(algo) = &server.speculative_algorithm {
-        // `get_compress_state_ring_size` (16 / 256 rows with drafts), the (T + 1) / T
-        // inflation and the draft-aware SWA request cap are not modelled.
-        return Err(PoolError::Dsv4Speculative(algo.to_string()));
-    }
+    // An EAGLE draft of the MTP layer: 16 / 256-row rings, the (T + 1) / T inflation.
+    dsv4_draft_tokens(server)?;
     let sched = dsv4_schedule(inp, server, gpu_memory);
     let rest = profile_rest_gib(inp);
     if rest <= 0.0 {
@@ -417,6 +443,8 @@ pub fn dsv4_device_pools(
         });
     }
     let available = py_int(rest * GIB).max(0) as u64;
+    // `DSV4PoolConfigurator.__init__` bounds the draft tokens before it sizes (0.5.18+).
+    geo.check_draft_tokens(inp.rules.dsv4_draft_token_bound, &sched)?;
     Ok(geo.pool_sizes_for(formula, &sched, available, inp.device.max_total_tokens)?)
 }
 

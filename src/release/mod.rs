@@ -31,15 +31,15 @@ use crate::sizing::{self, SglangVersion};
 pub use crate::wheel::Release;
 pub use rules::{
     BufferOnlyWriteBack, ControllerRules, CpuOffloadResident, DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO,
-    DevicePoolRules, DraftCell, DsaIndexK, DsaPage, Dsv4HostPools, Dsv4Pools, EvictionChoices,
-    FlagRules, HicacheSizeSplit, MambaSlotFormula, MidGpuTier, MmReservation, MtpDraftHost,
-    PdRoles, PoolRules, PrefetchRetries, PrefetchTimeout, PrefetchTimeoutClock,
+    DevicePoolRules, DraftCell, DsaIndexK, DsaPage, Dsv4DraftTokenBound, Dsv4HostPools, Dsv4Pools,
+    EvictionChoices, FlagRules, HicacheSizeSplit, MambaSlotFormula, MidGpuTier, MmReservation,
+    MtpDraftHost, PdRoles, PoolRules, PrefetchRetries, PrefetchTimeout, PrefetchTimeoutClock,
     PrefetchTimeoutTokens, PrefillGraphDefault, REPORTED_NOT_MODELLED, ReleaseRules,
     Sm100Attention, StorageWriteGate,
 };
 pub use server_check::{
     FieldError, RELEASE_CHOICE_FIELDS, check_server, choice_refusal, dsv4_kv_cache_dtype_refusal,
-    eviction_policy_refusal, storage_backend_refusal,
+    dsv4_speculative_refusal, eviction_policy_refusal, storage_backend_refusal,
 };
 
 impl Release {

@@ -272,6 +272,9 @@ pub struct PoolRules {
     pub dsv4_pools: Dsv4Pools,
     /// How DeepSeek-V4's HiCache host pools are built, where modelled.
     pub dsv4_host: Dsv4HostPools,
+    /// Whether DeepSeek-V4's configurator bounds the speculative draft tokens by its
+    /// compress-state rings.
+    pub dsv4_draft_token_bound: Dsv4DraftTokenBound,
     /// How an EAGLE / NextN draft's KV enters the target's device cell size.
     pub draft_cell: DraftCell,
     /// Which layers of a DSA model (GLM-5.x, DeepSeek-V3.2) hold index-K, on the device
@@ -462,6 +465,21 @@ pub enum Dsv4Pools {
     RatioMode0521,
 }
 
+/// Whether `DSV4PoolConfigurator.__init__` refuses more speculative draft tokens than
+/// its compress-state rings can keep resident (`model::dsv4::Dsv4Geometry::
+/// check_draft_tokens`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dsv4DraftTokenBound {
+    /// 0.5.14–0.5.17: no bound; the rings are 16 / 256 rows whatever the draft count.
+    Unbounded,
+    /// 0.5.18–0.5.23: `pool_configurator.py: _assert_ring_serves_draft_tokens` asserts
+    /// `max_speculative_num_draft_tokens <= get_compress_state_write_pad(ratio, ring)`
+    /// (`deepseek_v4_memory_pool.py`: `ring - window + 2`, window 8 for ratio 4 and
+    /// 128 for ratio 128: at most 10 draft tokens with C4 layers, 130 with C128 ones).
+    RingWritePad,
+}
+
 impl Dsv4Pools {
     /// The ratio `DSV4PoolConfigurator` sees as the operator's
     /// (`model::dsv4::Dsv4Schedule::operator_swa_full_tokens_ratio`) for the
@@ -592,6 +610,7 @@ fn r0_5_14() -> ReleaseRules {
             swa_floor_check: false,
             dsv4_pools: Dsv4Pools::C128PerSwaToken0514,
             dsv4_host: Dsv4HostPools::NotModelled,
+            dsv4_draft_token_bound: Dsv4DraftTokenBound::Unbounded,
             draft_cell: DraftCell::Scale,
             dsa_index_k: DsaIndexK::AllLayers,
             mm_reservation: MmReservation::None,
@@ -699,7 +718,8 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
     // a DSA draft's KV added per layer, its indexer on every draft layer;
     // `_profile_available_bytes` reserves a multimodal model's embedding cache;
     // `build_deepseek_v4_hicache_stack` builds DeepSeek-V4's host pools as every later
-    // release does (the first release the KV differential runs DeepSeek-V4 in).
+    // release does (the first release the KV differential runs DeepSeek-V4 in);
+    // `DSV4PoolConfigurator` bounds the speculative draft tokens by its state rings.
     let v0_5_18 = ReleaseRules {
         pools: PoolRules {
             mtp_draft_host: MtpDraftHost::PackedUnifiedTreeOnly,
@@ -707,6 +727,7 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
             draft_cell: DraftCell::DsaAddPerLayer,
             mm_reservation: MmReservation::VlmCache100Mib,
             dsv4_host: Dsv4HostPools::Stack0518,
+            dsv4_draft_token_bound: Dsv4DraftTokenBound::RingWritePad,
             ..v0_5_17.pools
         },
         // The breakable prefill graph no longer turns off for MLA models.

@@ -106,6 +106,39 @@ pub fn dsv4_kv_cache_dtype_refusal(given: &str) -> Option<String> {
     ))
 }
 
+/// DeepSeek-V4's own asserts on the speculative flags, every release 0.5.14–0.5.23:
+/// `arg_groups/deepseek_v4_hook.py: apply_deepseek_v4_defaults` (run by
+/// `handle_model_specific_adjustments`, before `handle_speculative_decoding` upper-cases
+/// the name or turns `NEXTN` into `EAGLE`) takes the algorithm spelled `EAGLE` (or
+/// `DSPARK`, 0.5.16+) and, for EAGLE, `--speculative-eagle-topk 1` as given (unset is
+/// `None`); `speculative_hook.py: _handle_eagle_family` then asserts that a top-k given
+/// without `--speculative-num-steps` (and no `--speculative-adaptive`) is `None`, so
+/// DeepSeek-V4's EAGLE needs the steps too: `_auto_choose_speculative_params`' (3, 1,
+/// 4) is never reached. `None` when SGLang goes on.
+pub fn dsv4_speculative_refusal(server: &ServerArgs) -> Option<String> {
+    let algo = server.speculative_algorithm.as_ref()?;
+    let written = algo.as_written();
+    if written != "EAGLE" && written != "DSPARK" {
+        return Some(format!(
+            "{written} is refused: SGLang's AssertionError \"Only EAGLE and DSPARK speculative algorithms are supported for DeepseekV4ForCausalLM\" (0.5.14–0.5.15: \"Only EAGLE …\"; `apply_deepseek_v4_defaults` reads the name before `NEXTN` becomes `EAGLE` or it is upper-cased: spell it EAGLE)"
+        ));
+    }
+    if written != "EAGLE" {
+        return None;
+    }
+    if server.speculative_eagle_topk != Some(1) {
+        return Some(
+            "Only EAGLE speculative algorithm with topk == 1 is supported for DeepseekV4ForCausalLM (SGLang's AssertionError: give --speculative-eagle-topk 1)".into(),
+        );
+    }
+    if server.speculative_num_steps.is_none() {
+        return Some(
+            "--speculative-eagle-topk 1 without --speculative-num-steps: SGLang's bare AssertionError in `_handle_eagle_family` (with no steps it expects top-k and draft tokens unset, and DeepSeek-V4 needs top-k 1): give --speculative-num-steps".into(),
+        );
+    }
+    None
+}
+
 /// `--radix-eviction-policy` as `sglang`'s parser checks it
 /// (`server_args.py: RADIX_EVICTION_POLICY_CHOICES`): the refusal, if it refuses `given`.
 pub fn eviction_policy_refusal(sglang: Sglang, given: &str) -> Option<String> {

@@ -603,6 +603,12 @@ fn check_server(
     {
         return Err(at("server.kv_cache_dtype", m).sglang_refuses());
     }
+    // DeepSeek-V4's asserts on the speculative flags (`check`: an invalid_args row).
+    if matches!(model.attention, crate::model::Attention::Dsv4 { .. })
+        && let Some(m) = crate::release::dsv4_speculative_refusal(s)
+    {
+        return Err(at("server.speculative_algorithm", m).sglang_refuses());
+    }
     // `pool_configurator.py: _get_dsv4_compress_state_dtype_sizes` raises on another
     // spelling of the variable (read for DeepSeek-V4 only).
     if matches!(model.attention, crate::model::Attention::Dsv4 { .. })

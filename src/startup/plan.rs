@@ -367,6 +367,15 @@ impl DeviceFailure {
                     "the KV budget left after the C128 compress-state rings (which grow with --max-running-requests) holds too few tokens for an SWA pool above one request's {window} + {page}: raise --mem-fraction-static, lower --max-running-requests, or {larger_tp}"
                 ),
             }),
+            PoolError::Dsv4(Dsv4Error::DraftTokensExceedRing { ratio, .. }) => {
+                Some(DeviceFailure {
+                    kind: ErrorKind::AssertionError,
+                    message: e.to_string(),
+                    hint: format!(
+                        "the C{ratio} compress-state ring cannot hold that many draft tokens: lower --speculative-num-steps"
+                    ),
+                })
+            }
             _ => None,
         }
     }
@@ -462,6 +471,18 @@ impl StartupPlan {
                 match sizing {
                     _ if dsv4_failure.is_some() => {}
                     HicacheSizing::Off => {}
+                    // SGLang's own refusals of the sizing come first (below).
+                    HicacheSizing::Explicit { size_gb, .. }
+                        if size_gb <= 0.0
+                            && s.server.speculative_algorithm.is_some()
+                            && pool_rules.dsv4_host
+                                != crate::release::Dsv4HostPools::NotModelled =>
+                    {
+                        return Err(FieldError::not_modelled(
+                            "server.speculative_algorithm",
+                            "DeepSeek-V4's HiCache host pools with a speculative draft (`build_deepseek_v4_hicache_stack` packs the draft's SWA layer into the `swa` host pool; the C4 state host pages follow the 16-row rings) are not modelled: the device pools are; HiCache off gives them exactly",
+                        ));
+                    }
                     _ if pool_rules.dsv4_host == crate::release::Dsv4HostPools::NotModelled => {
                         return Err(FieldError::not_modelled(
                             "server.enable_hierarchical_cache",
@@ -739,7 +760,8 @@ fn dsv4_refusal(e: crate::pools::PoolError) -> FieldError {
     use crate::model::dsv4::Dsv4Error;
     use crate::pools::PoolError;
     match e {
-        PoolError::Dsv4Speculative(_) | PoolError::Dsv4(Dsv4Error::UnmodelledRatio(_)) => {
+        PoolError::Dsv4Speculative(..)
+        | PoolError::Dsv4(Dsv4Error::UnmodelledRatio(_) | Dsv4Error::SpeculativeCapMode) => {
             FieldError::not_modelled("server", e)
         }
         e => FieldError::new("server", e),

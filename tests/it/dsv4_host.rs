@@ -58,6 +58,7 @@ fn dsv4_host_pools_match_sglang() {
                 disable_radix_cache: false,
                 disable_overlap_schedule: false,
                 compress_state_itemsize: 4,
+                speculative_num_draft_tokens: None,
             };
             let gib = g["available_gib"].as_u64().unwrap();
             let ctx = format!("{rel} {id} {sched:?} {gib} GiB");

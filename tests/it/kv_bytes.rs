@@ -412,7 +412,7 @@ fn dsv4_pools_match_sglang_0_5_14_to_0_5_17() {
 /// [`crate::dsv4_host::golden_operator_ratio`] reads it): the coefficients
 /// (`bytes_per_full_token`, `bytes_per_swa_token` as Python's `repr`, `kv_bytes`, the
 /// SWA cap) and `calculate_pool_sizes` at each available budget must be SGLang's.
-fn dsv4_case(
+pub(crate) fn dsv4_case(
     formula: Dsv4Formula,
     ratio: Option<f64>,
     geo: &Dsv4Geometry,
@@ -435,6 +435,10 @@ fn dsv4_case(
             Some("bf16") => 2,
             Some(o) => panic!("compress_state_dtype {o}"),
         },
+        // `tests/it/dsv4_spec.rs` puts its line's draft tokens on each schedule.
+        speculative_num_draft_tokens: c
+            .get("speculative_num_draft_tokens")
+            .and_then(Value::as_u64),
     };
     let ctx = format!(
         "{ctx} mrr={} chunk={} ratio={:?} state item {}",

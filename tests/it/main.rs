@@ -13,6 +13,7 @@ mod dp_ranks;
 mod dsa_index_k;
 mod dsv4_host;
 mod dsv4_replay;
+mod dsv4_spec;
 mod dsv4_tree_golden;
 mod fuzz_cli;
 mod golden_startup;
