@@ -184,10 +184,10 @@ impl Dsv4Schedule {
 
     /// The compress-state rows per request of ratio 4 and ratio 128:
     /// `deepseek_v4_memory_pool.py: get_compress_state_ring_size` (no online C128), 8 /
-    /// 128 without speculative decoding and 16 / 256 with it. 0.5.14–0.5.22 key it on
-    /// `speculative_algorithm is not None`, 0.5.23 on `speculative_num_draft_tokens >
-    /// 0` (`resolve_compress_state_ring_size`): the same for EAGLE, whose draft tokens
-    /// are at least 2.
+    /// 128 without speculative decoding and 16 / 256 with it. 0.5.14–0.5.20 key it on
+    /// `speculative_algorithm is not None`, 0.5.21–0.5.23 on
+    /// `speculative_num_draft_tokens > 0` (`resolve_compress_state_ring_size`): the
+    /// same for EAGLE, whose draft tokens are at least 2.
     pub fn ring_sizes(&self) -> (u64, u64) {
         match self.speculative_num_draft_tokens {
             Some(n) if n > 0 => (C4_RING_SPEC, C128_RING_SPEC),

@@ -754,7 +754,8 @@ pub fn build_nodes(s: &Scenario, nnodes: u32) -> Result<Vec<NodeMemory>, FieldEr
 }
 
 /// A DeepSeek-V4 pool error that is not a failed start-up: a rule the simulator does not
-/// model (the release's configurator, speculative sizing, V4.1's ratio-1/2 layers) is
+/// model (the release's configurator, a draft it does not size — DSpark's, or any draft
+/// in the configurator's cap mode —, V4.1's ratio-1/2 layers) is
 /// `not_modelled`; anything else is the simulator's error about the server.
 fn dsv4_refusal(e: crate::pools::PoolError) -> FieldError {
     use crate::model::dsv4::Dsv4Error;

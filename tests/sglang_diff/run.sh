@@ -41,6 +41,10 @@ fi
 # early KVCacheConfigurator: SGLang's own DSV4PoolConfigurator on SGLang's ModelConfig
 # must still say what tests/golden/dsv4_early/ says (`cargo test --test it kv_bytes`).
 "$PY" tools/models/dsv4_early_golden.py --check
+# DeepSeek-V4's device pools with an EAGLE draft of its MTP layer, 0.5.14-0.5.23: each
+# release's DSV4PoolConfigurator must still say what tests/golden/dsv4_spec/ says (`cargo
+# test --test it dsv4_spec`). Under a minute for the ten releases.
+"$PY" tools/models/dsv4_spec_golden.py --check
 # The attention backend SGLang picks and the page size it keeps, every modelled release:
 # SGLang's get_default_attn_backend and page constraints must still say what
 # tests/golden/page_size/ says (`cargo test --test it page_size`).
