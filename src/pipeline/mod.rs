@@ -89,6 +89,10 @@ pub const SWA_TREE_UNMODELLED: &str = "the tree's SWA component is not modelled 
 /// replays a hybrid linear-attention model (Qwen3-Next, Nemotron-H, …).
 pub const MAMBA_TREE_UNMODELLED: &str = "the tree's Mamba component is not modelled (`mem_cache/mamba_radix_cache.py: MambaRadixCache`, or `UnifiedRadixCache`'s Mamba component where the release routes the model there: a match ends only where a state checkpoint is cached, and the state pool evicts on its own): hit rates are a full-attention tree's over the KV pool";
 
+/// The SWA tree decodes one slot per output token: a speculative draft's verify steps
+/// are not in it.
+pub const SWA_TREE_DRAFT_UNMODELLED: &str = "with a speculative draft the SWA tree's decode is not SGLang's: each verify step allocates the draft tokens' slots in both pools and frees the rejected ones, where the tree takes one slot per output token (the SWA pool's evictions may be off)";
+
 /// What a replay of this scenario does not model, beyond the scenario's own
 /// `unmodelled` (which comes first): the tree components of `UnifiedRadixCache`
 /// (`mem_cache/registry.py: create_unified_radix_cache`) the replay leaves out
@@ -102,6 +106,12 @@ pub fn replay_unverified(s: &Scenario, plan: &StartupPlan, swa_in_tree: bool) ->
             tree_unmodelled(plan, swa_in_tree)
                 .into_iter()
                 .map(String::from),
+        )
+        .chain(
+            (swa_in_tree
+                && s.server.speculative_algorithm.is_some()
+                && s.server.disaggregation_mode != crate::domain::DisaggregationMode::Prefill)
+                .then(|| SWA_TREE_DRAFT_UNMODELLED.to_string()),
         )
         .collect()
 }

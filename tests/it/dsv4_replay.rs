@@ -220,3 +220,30 @@ fn deepseek_v4_pro_dp8_replays_a_swa_tree_per_rank() {
         "{t}"
     );
 }
+
+/// With an EAGLE draft of its MTP layer DeepSeek-V4-Flash's pools shrink (23,728 full
+/// and 2,372 SWA pages at TP2 on an HGX H200, `DSV4PoolConfigurator` with the draft);
+/// the SWA tree still answers (85.75 %: no prompt is evicted at this size), but
+/// `unverified`: the draft's verify steps are not in the tree's decode.
+#[test]
+fn a_draft_leaves_the_swa_tree_s_decode_unverified() {
+    let o = replay(&[
+        "--set",
+        "server.launch=python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V4-Flash --tp 2 --speculative-algorithm EAGLE --speculative-eagle-topk 1 --speculative-num-steps 3",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["config"]["l1_pages"], 23728);
+    assert_eq!(v["config"]["swa"]["pages"], 2372);
+    assert_eq!(v["metrics"]["device_hit_tokens"], 3_413_504);
+    assert_eq!(v["status"], "unverified");
+    assert!(
+        v["unverified"]
+            .to_string()
+            .contains("with a speculative draft the SWA tree's decode is not SGLang's"),
+        "{}",
+        v["unverified"]
+    );
+}
