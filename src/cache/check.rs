@@ -28,6 +28,7 @@ impl<R: TreeRules> HiRadixTree<R> {
         let mut host = BTreeSet::new();
         let mut dup = BTreeSet::new();
         let (mut d_used, mut h_used, mut h_dev) = (0u64, 0u64, 0u64);
+        let mut d_evictable = 0u64;
         let mut stack: Vec<NodeId> = vec![ROOT];
         let mut seen = 0usize;
         while let Some(id) = stack.pop() {
@@ -93,6 +94,9 @@ impl<R: TreeRules> HiRadixTree<R> {
             let len = n.len();
             if n.on_device {
                 d_used += len;
+                if n.lock_ref == 0 {
+                    d_evictable += len;
+                }
             }
             if n.backed_up {
                 h_used += len;
@@ -142,6 +146,12 @@ impl<R: TreeRules> HiRadixTree<R> {
             return Err(InvariantBroken(format!(
                 "host occupancy {} / {} but derived {h_used} / {h_dev}",
                 self.host_used, self.host_device_resident
+            )));
+        }
+        if d_evictable != self.device_evictable {
+            return Err(InvariantBroken(format!(
+                "evictable device pages {} but derived {d_evictable}",
+                self.device_evictable
             )));
         }
         if d_used > self.device_used {

@@ -160,6 +160,9 @@ pub struct HiRadixTree<R: TreeRules = V1> {
     pub(crate) host_reserved: u64,
     /// Backed-up pages that are also on device.
     pub(crate) host_device_resident: u64,
+    /// Device pages of unlocked nodes (`radix_cache.py: evictable_size_`: a node's
+    /// pages move to `protected_size_` while its `lock_ref` is positive).
+    pub(crate) device_evictable: u64,
     pub stats: TreeStats,
     pub(crate) backups: Vec<BackupRecord>,
     pub(crate) scratch: Vec<NodeId>,
@@ -227,6 +230,7 @@ impl<R: TreeRules> HiRadixTree<R> {
             host_used: 0,
             host_reserved: 0,
             host_device_resident: 0,
+            device_evictable: 0,
             stats: TreeStats::default(),
             backups: Vec::new(),
             scratch: Vec::new(),
@@ -269,6 +273,12 @@ impl<R: TreeRules> HiRadixTree<R> {
     }
     pub fn device_free(&self) -> u64 {
         self.cfg.l1_pages.saturating_sub(self.device_used)
+    }
+    /// Device pages an eviction could free: the unlocked nodes' (SGLang's
+    /// `evictable_size()`, which `PrefillAdder`'s `rem_total_tokens` adds to the free
+    /// pool).
+    pub fn device_evictable(&self) -> u64 {
+        self.device_evictable
     }
     /// Live nodes, root included.
     pub fn node_count(&self) -> usize {
@@ -429,6 +439,13 @@ impl<R: TreeRules> HiRadixTree<R> {
         let len = n.len();
         let backed = n.backed_up;
         let parent = n.parent;
+        if n.lock_ref == 0 {
+            if on {
+                self.device_evictable += len;
+            } else {
+                self.device_evictable -= len;
+            }
+        }
         if on {
             self.device_used += len;
             if backed {
@@ -767,6 +784,9 @@ impl<R: TreeRules> HiRadixTree<R> {
             n.lock_ref += 1;
             let p = n.parent;
             if n.lock_ref == 1 {
+                if n.on_device {
+                    self.device_evictable -= n.len();
+                }
                 self.refresh(id);
             }
             id = p;
@@ -781,6 +801,9 @@ impl<R: TreeRules> HiRadixTree<R> {
             n.lock_ref -= 1;
             let p = n.parent;
             if n.lock_ref == 0 {
+                if n.on_device {
+                    self.device_evictable += n.len();
+                }
                 self.refresh(id);
             }
             id = p;
