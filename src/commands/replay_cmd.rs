@@ -991,6 +991,13 @@ fn render(
                 t * 1e3
             );
         }
+        if m.retracted_requests + m.decode_oom_aborts > 0 {
+            let _ = writeln!(
+                o,
+                "decode KV: {} requests retracted at {} decode steps (retract_decode: re-queued, prompt and outputs prefilled again), {} aborted out of memory",
+                m.retracted_requests, m.retraction_steps, m.decode_oom_aborts
+            );
+        }
         if let Some(b) = &m.ttft_breakdown {
             let parts: Vec<String> = b
                 .shares()

@@ -67,6 +67,23 @@ pub enum DecodeTimeline {
     Interleaved,
 }
 
+/// Whether a timed replay's decoding requests hold KV in the device pool, and what
+/// admission and decode do about it (`runtime::timed::kv_budget`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecodeMemory {
+    /// SGLang's rules (0.5.14-0.5.23): a decoding request takes one more KV slot per
+    /// output token (a page when its length crosses a page boundary); `PrefillAdder`
+    /// admits against the free + evictable pool minus the running requests' reserved
+    /// future tokens (`new_token_ratio`) and the new request's `max_new_tokens`; a decode
+    /// step that cannot get its pages retracts requests (`retract_decode`).
+    #[default]
+    Sglang,
+    /// The replay before these rules: a request holds its prompt's pages only, admission
+    /// asks for the prompt's missing pages, nothing is retracted.
+    PromptOnly,
+}
+
 /// One replay's configuration, in the groups the replay reads it by. Its text form (a
 /// scenario's `runtime.replay` keys, a sweep's `runtime.replay.*` axes, the `config` of a
 /// replay's JSON output) is one flat map, key for key and in the order it always had
@@ -343,6 +360,24 @@ pub struct Scheduler {
     pub max_running_requests_split: bool,
     /// Tokens admitted into one prefill batch (at least one request always goes).
     pub max_prefill_tokens: u32,
+    /// KV growth during decode, the admission reservation for output tokens, and
+    /// retraction (`sglang`, the default) or the prompt's pages only (`prompt_only`).
+    /// Not written while default.
+    pub decode_memory: DecodeMemory,
+    /// `--schedule-conservativeness` (default 1.0): scales `new_token_ratio`'s start
+    /// (`SGLANG_INIT_NEW_TOKEN_RATIO` 0.7 × it, at most 1). Not written while 1.
+    pub schedule_conservativeness: f64,
+    /// The `max_new_tokens` sampling parameter every request sends (what admission
+    /// reserves). Unset (the default): each request's own output length, as benchmark
+    /// clients send `max_tokens = output_len`. A request whose trace output is longer
+    /// stops at it (`FINISH_LENGTH`). Not written while unset.
+    pub max_new_tokens: Option<u32>,
+    /// The requests' `ignore_eos` sampling parameter (default true: `bench_serving`
+    /// sends `ignore_eos = not --disable-ignore-eos`, `benchmark/serving.py`, so a
+    /// request makes exactly its trace output). With it, admission reserves a running
+    /// request's whole remaining output (`_get_running_request_total_token_offset`:
+    /// ratio 1); false: `new_token_ratio` × it. Not written while true.
+    pub ignore_eos: bool,
     /// While the GPU is idle but requests wait, SGLang's scheduler loop spins
     /// (`Scheduler.on_idle`: `time.sleep(0)`); the timed replay counts one iteration
     /// (one admission poll, one retry step) per this interval. Not an SGLang figure.
@@ -359,6 +394,10 @@ impl Default for Scheduler {
             max_running_requests: 64,
             max_running_requests_split: false,
             max_prefill_tokens: 16_384,
+            decode_memory: DecodeMemory::Sglang,
+            schedule_conservativeness: 1.0,
+            max_new_tokens: None,
+            ignore_eos: true,
             scheduler_idle_poll: Duration(NS_PER_MS),
         }
     }
@@ -450,6 +489,14 @@ struct ReplayFields {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     max_running_requests_split: bool,
     max_prefill_tokens: u32,
+    #[serde(default, skip_serializing_if = "is_sglang_decode_memory")]
+    decode_memory: DecodeMemory,
+    #[serde(default = "one_f64", skip_serializing_if = "is_one_f64")]
+    schedule_conservativeness: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_new_tokens: Option<u32>,
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    ignore_eos: bool,
     prefetch_timeout_base: Duration,
     prefetch_timeout_per_ki_token: Duration,
     prefetch_timeout_max: Duration,
@@ -565,6 +612,10 @@ impl From<ReplayFields> for ReplayConfig {
                 max_running_requests: f.max_running_requests,
                 max_running_requests_split: f.max_running_requests_split,
                 max_prefill_tokens: f.max_prefill_tokens,
+                decode_memory: f.decode_memory,
+                schedule_conservativeness: f.schedule_conservativeness,
+                max_new_tokens: f.max_new_tokens,
+                ignore_eos: f.ignore_eos,
                 scheduler_idle_poll: f.scheduler_idle_poll,
             },
             measurement: Measurement {
@@ -632,6 +683,10 @@ impl From<ReplayConfig> for ReplayFields {
             max_running_requests: scheduler.max_running_requests,
             max_running_requests_split: scheduler.max_running_requests_split,
             max_prefill_tokens: scheduler.max_prefill_tokens,
+            decode_memory: scheduler.decode_memory,
+            schedule_conservativeness: scheduler.schedule_conservativeness,
+            max_new_tokens: scheduler.max_new_tokens,
+            ignore_eos: scheduler.ignore_eos,
             prefetch_timeout_base: prefetch.prefetch_timeout_base,
             prefetch_timeout_per_ki_token: prefetch.prefetch_timeout_per_ki_token,
             prefetch_timeout_max: prefetch.prefetch_timeout_max,
@@ -673,6 +728,26 @@ pub fn host_read_share(host_memory_bandwidth: Bandwidth, ranks: u32) -> Bandwidt
 
 fn is_round_robin(b: &super::dp::DpBalance) -> bool {
     *b == super::dp::DpBalance::RoundRobin
+}
+
+fn is_sglang_decode_memory(d: &DecodeMemory) -> bool {
+    *d == DecodeMemory::Sglang
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+fn one_f64() -> f64 {
+    1.0
+}
+
+fn is_one_f64(x: &f64) -> bool {
+    *x == 1.0
 }
 
 fn is_beside_prefill(d: &DecodeTimeline) -> bool {
@@ -1015,6 +1090,20 @@ impl ReplayConfig {
             }
             if self.scheduler.max_running_requests == 0 {
                 return bad("max_running_requests", "must be at least 1".into());
+            }
+            let c = self.scheduler.schedule_conservativeness;
+            if !(c.is_finite() && c >= 0.0) {
+                // `validation_hook.py`: "schedule_conservativeness must be non-negative".
+                return bad(
+                    "schedule_conservativeness",
+                    format!("{c} must be a non-negative number (SGLang's default is 1.0)"),
+                );
+            }
+            if self.scheduler.max_new_tokens == Some(0) {
+                return bad(
+                    "max_new_tokens",
+                    "must be at least 1 (unset: each request's output length)".into(),
+                );
             }
             if let Err(e) = super::cost::CostModel::new(
                 &self.scheduler.compute,

@@ -188,6 +188,9 @@ pub fn merge(ranks: Vec<ReplayMetrics>) -> ReplayMetrics {
         t.failed_backups += m.failed_backups;
         t.tokens_dropped_without_backup += m.tokens_dropped_without_backup;
         t.insert_truncated_requests += m.insert_truncated_requests;
+        t.retracted_requests += m.retracted_requests;
+        t.retraction_steps += m.retraction_steps;
+        t.decode_oom_aborts += m.decode_oom_aborts;
         t.final_device_pages += m.final_device_pages;
         t.final_host_device_resident_pages += m.final_host_device_resident_pages;
         t.final_host_only_pages += m.final_host_only_pages;

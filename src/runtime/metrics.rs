@@ -70,6 +70,10 @@ fn is_zero(x: &f64) -> bool {
     *x == 0.0
 }
 
+fn is_zero_u64(x: &u64) -> bool {
+    *x == 0
+}
+
 impl TtftBreakdown {
     /// The parts, named as the text output names them, with their share of the mean.
     pub fn shares(&self) -> [(&'static str, f64, f64); 6] {
@@ -142,6 +146,19 @@ pub struct ReplayMetrics {
     pub tokens_dropped_without_backup: u64,
     /// Requests whose pages could not all be cached on the device (too few free pages).
     pub insert_truncated_requests: u64,
+    /// Timed replay: requests retracted from a decode step that could not get its KV
+    /// pages (`retract_decode`, `runtime::timed::kv_budget`), each counted per
+    /// retraction; 0, and not written, when none was.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub retracted_requests: u64,
+    /// Timed replay: decode steps that retracted requests.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub retraction_steps: u64,
+    /// Timed replay: the last request of a decode batch aborted because even alone its
+    /// next step found no KV page ("Out of memory even after retracting all other
+    /// requests").
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub decode_oom_aborts: u64,
     pub final_device_pages: u64,
     pub final_host_device_resident_pages: u64,
     pub final_host_only_pages: u64,

@@ -43,8 +43,8 @@ mod untimed;
 pub(crate) use untimed::route_by_engine_state;
 
 pub use config::{
-    CallPattern, Capacities, DecodeTimeline, Links, Measurement, Prefetch, ReplayConfig, Scheduler,
-    SwaPool, Timing, TreePolicy,
+    CallPattern, Capacities, DecodeMemory, DecodeTimeline, Links, Measurement, Prefetch,
+    ReplayConfig, Scheduler, SwaPool, Timing, TreePolicy,
 };
 pub use metrics::{ReplayMetrics, TimelinePoint, definitions};
 pub use overrides::{apply_overrides, full_value};

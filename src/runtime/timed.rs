@@ -38,7 +38,17 @@
 //!   the default: decode does not block prefill), or with `decode_timeline:
 //!   interleaved` one decode step of every decoding request at a time on the prefill's
 //!   GPU whenever no prefill batch forms. Output tokens are not inserted into the tree.
+//! - **Decode KV** (`decode_memory: sglang`, the default; `timed::kv_budget`): a
+//!   decoding request takes a device page whenever its KV crosses a page boundary and
+//!   frees them at its finish; admission is `PrefillAdder`'s budget (the free and
+//!   evictable pool minus the running requests' `max_new_tokens` left × the
+//!   `new_token_ratio`, minus each admitted request's `max_new_tokens`); a decode step
+//!   whose pages do not fit retracts requests (`retract_decode`), which go back to the
+//!   queue and prefill their prompt and outputs again (their TTFT is their first
+//!   token's, streamed before; their TPOT carries the redo). `prompt_only` is the
+//!   replay before it.
 
+pub(crate) mod kv_budget;
 pub(crate) mod lockstep;
 
 use std::collections::VecDeque;
@@ -50,13 +60,14 @@ use crate::units::Nanos;
 use crate::workload::Request;
 
 use super::ReplayError;
-use super::config::{DecodeTimeline, ReplayConfig};
+use super::config::{DecodeMemory, DecodeTimeline, ReplayConfig};
 use super::cost::{CostModel, layer_pipelined_end};
 use super::metrics::ReplayMetrics;
 use super::prefetch::Admission;
 use super::session::{Hits, Session};
 use super::transfer::{Link, run_time_ns, storage_time_ns};
 use crate::cache::{HiRadix, TreeKind, TreeRules, Unified0523, V1};
+use kv_budget::{NewTokenRatio, RETRACT_DECODE_STEPS, pages_for};
 
 #[derive(Debug, Clone, Copy)]
 enum Ev {
@@ -74,6 +85,13 @@ enum Ev {
     },
     /// One decode step of every decoding request ended (`decode_timeline: interleaved`).
     DecodeStep,
+    /// A request's decode beside the prefill ended (`decode_memory: sglang`): the
+    /// request's trace position and its retraction count (a retracted request's
+    /// earlier end is stale).
+    DecodeDone {
+        index: u64,
+        retractions: u32,
+    },
 }
 
 /// A request in its decode phase on the GPU timeline (`decode_timeline: interleaved`).
@@ -94,6 +112,26 @@ struct Decoding {
     output_tokens: u32,
     /// Counted in the metrics (after the warm-up).
     measured: bool,
+    // What `decode_memory: sglang` reads (`kv_budget`).
+    index: u64,
+    arrival: Nanos,
+    input_tokens: u32,
+    /// Its `max_new_tokens`.
+    max_new: u32,
+    /// Its prompt's whole pages (in the tree, locked by it).
+    prompt_pages: u64,
+    /// Device pages it owns beyond them (its partial prompt page, its outputs' KV).
+    held: u64,
+    pages: Vec<PageKey>,
+    /// Times it was retracted.
+    retractions: u32,
+    /// Admission order (`running_batch.reqs` order: ties of the retraction sort).
+    seq: u64,
+    /// Beside the prefill: its decode started at `start` with `start_out` output tokens,
+    /// one more every `step` ns.
+    start: Nanos,
+    start_out: u32,
+    step: f64,
 }
 
 #[derive(Debug)]
@@ -153,6 +191,16 @@ struct Waiting {
     /// What an earlier attempt's prefetch termination brought (pages fetched into host,
     /// pages staged), kept for the attempt that admits it.
     carried: (u64, u64),
+    /// Its `max_new_tokens` (`kv_budget`).
+    max_new: u32,
+    /// Output tokens it made before a retraction (`len(output_ids)`, kept), 0 otherwise.
+    out: u32,
+    /// Times it was retracted: its TTFT and hits were counted at its first prefill.
+    retractions: u32,
+    /// Its first token (a retracted request's), for its TPOT.
+    first_token: Nanos,
+    /// Its entry in `times` (a retracted request's).
+    time: Option<usize>,
 }
 
 #[derive(Debug)]
@@ -166,6 +214,8 @@ struct Admitted {
     /// Prompt tokens served from a cache (device, host or storage), SGLang's
     /// `cached_tokens`.
     cached: u64,
+    /// Device pages it owns beyond its prompt's whole pages (`kv_budget`).
+    held: u64,
 }
 
 /// A prefill batch in flight: its requests and its clock, for the TTFT breakdown.
@@ -321,6 +371,19 @@ struct Sim<I: Iterator<Item = (u64, Request)>, R: TreeRules> {
     /// Requests read: a lockstep rank's count (its requests carry trace positions,
     /// which the session's count, the largest position + 1, would read as the trace's).
     pulled: u64,
+    /// `decode_memory: sglang` (`kv_budget`).
+    kv: bool,
+    /// `new_token_ratio`.
+    ratio: NewTokenRatio,
+    /// Requests decoding beside the prefill (`decode_memory: sglang`).
+    beside: Vec<Decoding>,
+    /// Beside the prefill: the decode-step clock the ratio decays by.
+    decay_anchor: Nanos,
+    /// Admissions so far (`Decoding::seq`).
+    admitted: u64,
+    /// Scratch for the retraction order and the pages each request needs.
+    order: Vec<usize>,
+    needs: Vec<u64>,
 }
 
 /// What a finished replay leaves for its figures: its metrics before the time figures,
@@ -491,6 +554,13 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             hold_decode: false,
             last_event: 0,
             pulled: 0,
+            kv: cfg.scheduler.decode_memory == DecodeMemory::Sglang,
+            ratio: NewTokenRatio::new(cfg.scheduler.schedule_conservativeness),
+            beside: Vec::new(),
+            decay_anchor: 0,
+            admitted: 0,
+            order: Vec::new(),
+            needs: Vec::new(),
         })
     }
 
@@ -509,6 +579,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             Ev::D2hAck(a) => self.d2h_ack(a),
             Ev::StorageAck { node } => self.s.tree.release_host(node),
             Ev::DecodeStep => self.decode_step_done(),
+            Ev::DecodeDone { index, retractions } => self.decode_done(index, retractions),
         }
         Ok(())
     }
@@ -643,18 +714,30 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             Issue::Declined => (None, None),
             Issue::Missed => (None, self.poll_miss()),
         };
+        // The `max_new_tokens` the client sent: a longer trace output stops at it.
+        let max_new = self
+            .s
+            .cfg
+            .scheduler
+            .max_new_tokens
+            .unwrap_or(req.output_tokens);
         self.waiting.push_back(Waiting {
             index,
             arrival: req.arrival_ns,
             seen: now,
             input_tokens: req.input_tokens,
-            output_tokens: req.output_tokens,
+            output_tokens: req.output_tokens.min(max_new),
             pages,
             prefetch,
             retry,
             attempts: 0,
             preloaded: 0,
             carried: (0, 0),
+            max_new,
+            out: 0,
+            retractions: 0,
+            first_token: 0,
+            time: None,
         });
         self.s.sample(index, now);
         self.pull()
@@ -809,10 +892,18 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         }
         let now = self.q.now();
         self.retry_step(now);
+        if self.kv && self.s.cfg.scheduler.decode_timeline == DecodeTimeline::BesidePrefill {
+            self.decode_memory(now, false);
+        }
         if self.waiting.is_empty() {
+            self.idle_reset();
             self.start_decode_step(now);
             return;
         }
+        // `PrefillAdder`'s `rem_total_token_offset` (`kv_budget::prefill_adder_fits`):
+        // the running requests' reserved future tokens.
+        let kv = self.kv;
+        let mut offset = if kv { self.running_offset(now) } else { 0.0 };
         let max_run = self.s.cfg.scheduler.max_running_requests;
         let max_tok = self
             .cost
@@ -856,6 +947,26 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             let s = &mut self.s;
             let m = s.tree.match_prefix(&w.pages);
             s.tree.inc_lock_ref(m.last_node);
+            // What it prefills: its prompt, and a retracted request's outputs so far.
+            let fill = u64::from(w.input_tokens) + u64::from(w.out);
+            if kv {
+                // `add_one_req` → `check_prefill`: `extend + min(max_new_tokens −
+                // len(output_ids), CLIP) + page < rem_total_tokens`, its prefix locked.
+                // Alone with nothing running (nothing will free pages) it goes, as
+                // SGLang clips `max_new_tokens` to the empty pool.
+                let extend = fill.saturating_sub(m.device_pages * s.ps);
+                let max_new = u64::from(w.max_new.saturating_sub(w.out));
+                let rem =
+                    ((s.tree.device_free() + s.tree.device_evictable()) * s.ps) as f64 - offset;
+                if !kv_budget::prefill_adder_fits(extend, max_new, s.ps, rem)
+                    && !(batch.is_empty() && self.running == 0 && !d2h_in_flight)
+                {
+                    s.tree.dec_lock_ref(m.last_node);
+                    w.carried = (fetched, staged);
+                    self.waiting.insert(j, w);
+                    break;
+                }
+            }
             let loaded = s.tree.load_back(&m);
             // One run per loaded node.
             let mut runs = 0;
@@ -869,15 +980,22 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             let on_dev = m.device_pages + loaded;
             let want = w.pages.len() as u64;
             let need = want - on_dev;
-            let (reserved, upto) = if s.tree.alloc_device(need) {
-                (need, want)
+            // Its own pages beyond the prompt's whole pages: the partial last page and
+            // a retracted request's outputs (`decode_memory: sglang`).
+            let extra = if kv {
+                pages_for(fill, s.ps).saturating_sub(want)
+            } else {
+                0
+            };
+            let (reserved, upto, held) = if s.tree.alloc_device(need + extra) {
+                (need, want, extra)
             } else if batch.is_empty() && self.running == 0 && !d2h_in_flight {
                 // Nothing will free device pages (no request runs, no write-through
                 // backup holds pages until its ack): cache what fits.
                 let avail = s.tree.device_free().min(need);
                 s.tree.alloc_device(avail);
                 s.m.insert_truncated_requests += 1;
-                (avail, on_dev + avail)
+                (avail, on_dev + avail, 0)
             } else {
                 // Wait for running requests to release their pages; the pages this
                 // attempt loaded back are charged when it is admitted.
@@ -906,24 +1024,43 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                 storage: fetched_hit + staged.min(upto - on_dev),
                 fetched,
             };
-            s.record(w.index, w.input_tokens, want, h);
+            if w.retractions == 0 {
+                // A retracted request's hits were counted once (`retracted_stain`).
+                s.record(w.index, w.input_tokens, want, h);
+            }
             // Prefill computes what is neither on the device (`on_dev` includes the
             // pages loaded back, L3-fetched ones too) nor staged from L3 (buffer_only).
             let staged_hit = staged.min(upto - on_dev);
-            let new = u64::from(w.input_tokens).saturating_sub((on_dev + staged_hit) * s.ps);
+            let new = fill.saturating_sub((on_dev + staged_hit) * s.ps);
             tokens += new;
-            shapes.push((new, u64::from(w.input_tokens) - new));
+            shapes.push((new, fill - new));
+            if kv {
+                // `_update_prefill_budget` → `reserve`: `ceil_page(extend) + page +
+                // min(max_new_tokens, CLIP)`; the replay allocated the extend's pages
+                // already (`need + extra` = `ceil_page(extend)` / page).
+                offset += kv_budget::prefill_adder_reserve(s.ps, u64::from(w.max_new));
+            }
             batch.push(Admitted {
-                cached: u64::from(w.input_tokens) - new,
+                cached: fill - new,
                 w,
                 lock: m.last_node,
                 reserved,
                 upto,
                 on_dev,
                 staged,
+                held,
             });
+            // `budget_state`: no room left in `rem_total_tokens` ends the batch.
+            if kv
+                && ((self.s.tree.device_free() + self.s.tree.device_evictable()) * self.s.ps) as f64
+                    - offset
+                    <= 0.0
+            {
+                break;
+            }
         }
         if batch.is_empty() {
+            self.idle_reset();
             if self.pending_retries > 0 {
                 // The idle loop spins (`on_idle`: `time.sleep(0)`): the next
                 // iterations come one `scheduler_idle_poll` apart.
@@ -1082,9 +1219,15 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                 }
                 self.scratch = new;
             }
-            if a.w.index >= s.cfg.measurement.warmup_requests {
+            let measured = a.w.index >= s.cfg.measurement.warmup_requests;
+            if measured && a.w.retractions == 0 {
+                // A retracted request's first token was streamed at its first prefill.
                 self.ttft.push((now - a.w.arrival) as f64 / 1e9);
                 self.ttft_sums.add(&a.w, &batch, now);
+            }
+            if self.kv {
+                self.start_decode(a, last, now, measured);
+                continue;
             }
             // The prefill makes the first output token; the decode makes the rest
             // (`output_tokens - 1` steps, as SGLang's scheduler runs them).
@@ -1093,28 +1236,8 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                 && decode_tokens > 0
             {
                 // Its tokens come one decode step at a time (`decode_step_done`).
-                let time = self.times.as_mut().map(|t| {
-                    t.push(RequestTime {
-                        index: a.w.index,
-                        arrival_ns: a.w.arrival,
-                        first_token_ns: now,
-                        finish_ns: now,
-                        input_tokens: a.w.input_tokens,
-                        output_tokens: a.w.output_tokens,
-                        cached_tokens: a.cached,
-                    });
-                    t.len() - 1
-                });
-                self.decoding.push(Decoding {
-                    remaining: decode_tokens,
-                    ctx: u64::from(a.w.input_tokens) + 1,
-                    carry: 0.0,
-                    last,
-                    time,
-                    first_token: now,
-                    output_tokens: a.w.output_tokens,
-                    measured: a.w.index >= self.s.cfg.measurement.warmup_requests,
-                });
+                let d = self.new_decoding(a, last, now, measured);
+                self.decoding.push(d);
                 continue;
             }
             let decode = self.cost.decode_ns(
@@ -1122,7 +1245,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                 u64::from(self.running),
                 u64::from(a.w.input_tokens) + 1,
             );
-            if a.w.index >= self.s.cfg.measurement.warmup_requests {
+            if measured {
                 add_tpot(&mut self.tpot, decode, a.w.output_tokens);
             }
             if let Some(t) = self.times.as_mut() {
@@ -1159,6 +1282,319 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         }
     }
 
+    /// A request's decode state after its prefill (which made one output token).
+    fn new_decoding(&mut self, a: Admitted, last: NodeId, now: Nanos, measured: bool) -> Decoding {
+        let w = a.w;
+        let out = w.out + 1;
+        let time = match w.time {
+            Some(k) => Some(k),
+            None => self.times.as_mut().map(|t| {
+                t.push(RequestTime {
+                    index: w.index,
+                    arrival_ns: w.arrival,
+                    first_token_ns: now,
+                    finish_ns: now,
+                    input_tokens: w.input_tokens,
+                    output_tokens: w.output_tokens,
+                    cached_tokens: a.cached,
+                });
+                t.len() - 1
+            }),
+        };
+        self.admitted += 1;
+        Decoding {
+            remaining: w.output_tokens.saturating_sub(out),
+            ctx: u64::from(w.input_tokens) + u64::from(out),
+            carry: 0.0,
+            last,
+            time,
+            first_token: if w.retractions > 0 {
+                w.first_token
+            } else {
+                now
+            },
+            output_tokens: w.output_tokens,
+            measured,
+            index: w.index,
+            arrival: w.arrival,
+            input_tokens: w.input_tokens,
+            max_new: w.max_new,
+            prompt_pages: w.pages.len() as u64,
+            held: a.held,
+            pages: w.pages,
+            retractions: w.retractions,
+            seq: self.admitted,
+            start: now,
+            start_out: out,
+            step: 0.0,
+        }
+    }
+
+    /// `decode_memory: sglang`: the request decodes on the step timeline
+    /// (`interleaved`) or beside the prefill until its `DecodeDone`.
+    fn start_decode(&mut self, a: Admitted, last: NodeId, now: Nanos, measured: bool) {
+        let mut d = self.new_decoding(a, last, now, measured);
+        if d.remaining == 0 {
+            self.finish_decoding(d, now);
+            return;
+        }
+        if self.s.cfg.scheduler.decode_timeline == DecodeTimeline::Interleaved {
+            self.decoding.push(d);
+            return;
+        }
+        let decode = self.cost.decode_ns(
+            u64::from(d.remaining),
+            u64::from(self.running),
+            u64::from(d.input_tokens) + u64::from(d.start_out),
+        );
+        d.step = decode as f64 / f64::from(d.remaining);
+        if let (Some(t), Some(k)) = (self.times.as_mut(), d.time) {
+            t[k].finish_ns = now + decode;
+        }
+        self.q.schedule_at(
+            now + decode,
+            Ev::DecodeDone {
+                index: d.index,
+                retractions: d.retractions,
+            },
+        );
+        self.beside.push(d);
+    }
+
+    /// A request's last token: its TPOT (from its first token, a retraction's redo
+    /// included), its own pages freed, its prefix unlocked, its running slot freed.
+    fn finish_decoding(&mut self, d: Decoding, now: Nanos) {
+        if d.measured {
+            add_tpot(&mut self.tpot, now - d.first_token, d.output_tokens);
+        }
+        if let (Some(t), Some(k)) = (self.times.as_mut(), d.time) {
+            t[k].finish_ns = now;
+        }
+        self.s.tree.free_device(d.held);
+        self.s.tree.dec_lock_ref(d.last);
+        self.running -= 1;
+        self.running_tokens -= u64::from(d.input_tokens);
+    }
+
+    /// A decode beside the prefill ended (stale after a retraction: ignored).
+    fn decode_done(&mut self, index: u64, retractions: u32) {
+        let now = self.q.now();
+        if let Some(i) = self
+            .beside
+            .iter()
+            .position(|d| d.index == index && d.retractions == retractions)
+        {
+            let d = self.beside.swap_remove(i);
+            self.finish_decoding(d, now);
+        }
+    }
+
+    /// `Scheduler.on_idle` → `new_token_ratio_tracker.reset()`: no batch to run.
+    fn idle_reset(&mut self) {
+        if self.kv && self.decoding.is_empty() && self.beside.is_empty() {
+            self.ratio.reset();
+        }
+    }
+
+    /// Output tokens a decoding request has made by `now` (`len(output_ids)`).
+    fn out_now(d: &Decoding, now: Nanos) -> u32 {
+        if d.step <= 0.0 {
+            // On the step timeline: counted by the steps.
+            return d.output_tokens - d.remaining;
+        }
+        let steps = ((now.saturating_sub(d.start)) as f64 / d.step).floor() as u64;
+        (u64::from(d.start_out) + steps).min(u64::from(d.output_tokens)) as u32
+    }
+
+    /// `PrefillAdder.__init__`'s offset: Σ over the running requests of
+    /// `min(max_new_tokens − len(output_ids), CLIP) × ratio` (ratio 1 with `ignore_eos`).
+    fn running_offset(&self, now: Nanos) -> f64 {
+        let ratio = if self.s.cfg.scheduler.ignore_eos {
+            1.0
+        } else {
+            self.ratio.current
+        };
+        self.decoding
+            .iter()
+            .chain(self.beside.iter())
+            .map(|d| kv_budget::running_request_offset(d.max_new, Self::out_now(d, now), ratio))
+            .sum()
+    }
+
+    /// `update_running_batch` for the decoding requests (`interleaved`: before a step;
+    /// beside the prefill: at the scheduler's iterations, for the steps made since):
+    /// each takes the pages its next token's KV needs (`new_tokens_required_next_decode`);
+    /// when they do not fit after eviction (`check_decode_mem`), `retract_decode`
+    /// (`kv_budget::retract_decode_key`); else the ratio decays once per decode step.
+    fn decode_memory(&mut self, now: Nanos, interleaved: bool) {
+        let mut live = std::mem::take(if interleaved {
+            &mut self.decoding
+        } else {
+            &mut self.beside
+        });
+        if live.is_empty() {
+            self.decay_anchor = now;
+            self.put_live(live, interleaved);
+            return;
+        }
+        let ps = self.s.ps;
+        let gain = (self.cost.tokens_per_iteration().ceil() as u64).max(1);
+        let steps = if interleaved {
+            1
+        } else {
+            let ctx = live.iter().map(|d| d.ctx).sum::<u64>() / live.len() as u64;
+            let iter = self.cost.decode_iteration_ns(live.len() as u64, ctx).max(1);
+            let n = now.saturating_sub(self.decay_anchor) / iter;
+            self.decay_anchor += n * iter;
+            n
+        };
+        let mut needs = std::mem::take(&mut self.needs);
+        needs.clear();
+        let mut total = 0u64;
+        for d in &live {
+            let out = Self::out_now(d, now);
+            let n = if out >= d.output_tokens {
+                0
+            } else {
+                // The next step writes the KV of its latest token(s): `prompt + out +
+                // gain − 1` slots, at most `prompt + output − 1`.
+                let last = u64::from(d.input_tokens) + u64::from(d.output_tokens) - 1;
+                let t = (u64::from(d.input_tokens) + u64::from(out) + gain - 1).min(last);
+                pages_for(t, ps).saturating_sub(d.prompt_pages + d.held)
+            };
+            needs.push(n);
+            total += n;
+        }
+        if total == 0 || self.s.tree.make_device_room(total) >= total {
+            for (d, &n) in live.iter_mut().zip(&needs) {
+                self.s.tree.reserve_device(n);
+                d.held += n;
+            }
+            self.ratio.decay_steps(steps);
+            self.needs = needs;
+            self.put_live(live, interleaved);
+            return;
+        }
+        // `retract_decode`: by `(len(output_ids), −len(origin_input_ids))` descending
+        // (batch order among equals), popped from the end.
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        order.extend(0..live.len());
+        order.sort_by_key(|&i| {
+            let d = &live[i];
+            kv_budget::retract_decode_key(Self::out_now(d, now), d.input_tokens, d.seq)
+        });
+        let mut gone: Vec<(usize, bool)> = Vec::new();
+        let mut kept_need = total;
+        let mut first = true;
+        loop {
+            if !first && self.s.tree.make_device_room(kept_need) >= kept_need {
+                break;
+            }
+            if order.len() == 1 {
+                break;
+            }
+            first = false;
+            let i = order.pop().expect("two or more");
+            kept_need -= needs[i];
+            self.release(&live[i]);
+            // `evict_from_tree_cache(remaining × SGLANG_RETRACT_DECODE_STEPS)`.
+            self.s
+                .tree
+                .make_device_room(pages_for(order.len() as u64 * RETRACT_DECODE_STEPS, ps));
+            gone.push((i, true));
+        }
+        self.s.m.retraction_steps += 1;
+        if self.s.tree.make_device_room(kept_need) < kept_need {
+            // "Out of memory even after retracting all other requests": the last one
+            // is aborted.
+            let i = order.pop().expect("one kept");
+            self.release(&live[i]);
+            self.s.m.decode_oom_aborts += 1;
+            gone.push((i, false));
+        }
+        for &i in &order {
+            self.s.tree.reserve_device(needs[i]);
+            live[i].held += needs[i];
+        }
+        let (mut decoded, mut max_new) = (0u64, 0u64);
+        for &i in &order {
+            decoded += u64::from(Self::out_now(&live[i], now));
+            max_new += u64::from(live[i].max_new);
+        }
+        self.ratio.current = NewTokenRatio::after_retract(decoded, max_new, order.len() as u64);
+        // Out of the batch, latest index first (so `swap_remove` keeps the others').
+        gone.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        let mut requeue = Vec::new();
+        for &(i, retracted) in &gone {
+            let d = live.swap_remove(i);
+            if retracted {
+                requeue.push(d);
+            } else {
+                if let (Some(t), Some(k)) = (self.times.as_mut(), d.time) {
+                    t[k].finish_ns = now;
+                }
+            }
+        }
+        // Back of the queue in retraction order.
+        requeue.sort_by_key(|d| {
+            kv_budget::retract_decode_key(Self::out_now(d, now), d.input_tokens, d.seq)
+        });
+        for d in requeue.into_iter().rev() {
+            self.requeue(d, now);
+        }
+        self.order = order;
+        self.needs = needs;
+        self.put_live(live, interleaved);
+    }
+
+    fn put_live(&mut self, live: Vec<Decoding>, interleaved: bool) {
+        if interleaved {
+            self.decoding = live;
+        } else {
+            self.beside = live;
+        }
+    }
+
+    /// `release_kv_cache(req, checkpoint=False)`: its own pages freed, its prompt's
+    /// nodes unlocked (left in the tree, evictable), its running slot freed.
+    fn release(&mut self, d: &Decoding) {
+        self.s.tree.free_device(d.held);
+        self.s.tree.dec_lock_ref(d.last);
+        self.running -= 1;
+        self.running_tokens -= u64::from(d.input_tokens);
+    }
+
+    /// `_add_request_to_queue(req, is_retracted=True)`: back of the waiting queue with
+    /// its outputs so far, its prefetch issued again (`_prefetch_kvcache`).
+    fn requeue(&mut self, d: Decoding, now: Nanos) {
+        self.s.m.retracted_requests += 1;
+        let out = Self::out_now(&d, now);
+        let (prefetch, retry) = match self.issue_prefetch(&d.pages, now) {
+            Issue::Issued(p) => (Some(p), None),
+            Issue::Declined => (None, None),
+            Issue::Missed => (None, self.poll_miss()),
+        };
+        self.waiting.push_back(Waiting {
+            index: d.index,
+            arrival: d.arrival,
+            seen: now,
+            input_tokens: d.input_tokens,
+            output_tokens: d.output_tokens,
+            pages: d.pages,
+            prefetch,
+            retry,
+            attempts: 0,
+            preloaded: 0,
+            carried: (0, 0),
+            max_new: d.max_new,
+            out,
+            retractions: d.retractions + 1,
+            first_token: d.first_token,
+            time: d.time,
+        });
+    }
+
     /// The what-if of sglang PR 39845: the host copies freed since the last call go to
     /// L3 on the storage-write link (written as they leave: no host pin is modelled).
     fn write_host_evictions(&mut self, now: Nanos) {
@@ -1181,6 +1617,16 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
     fn start_decode_step(&mut self, now: Nanos) {
         if self.gpu_busy || self.decoding.is_empty() || self.hold_decode {
             return;
+        }
+        if self.kv {
+            // `update_running_batch` → `check_decode_mem` before the step.
+            self.decode_memory(now, true);
+            if self.decoding.is_empty() {
+                // The last request was aborted: the scheduler's next iteration sees
+                // the queue with the device free.
+                self.q.schedule_at(now, Ev::Tick);
+                return;
+            }
         }
         let b = self.decoding.len() as u64;
         let ctx = self.decoding.iter().map(|d| d.ctx).sum::<u64>() / b;
@@ -1213,16 +1659,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             d.ctx += u64::from(n);
             if d.remaining == 0 {
                 let d = self.decoding.swap_remove(i);
-                if d.measured {
-                    add_tpot(&mut self.tpot, now - d.first_token, d.output_tokens);
-                }
-                if let (Some(t), Some(k)) = (self.times.as_mut(), d.time) {
-                    t[k].finish_ns = now;
-                }
-                self.s.tree.dec_lock_ref(d.last);
-                self.running -= 1;
-                // Its context is now its prompt and every output token.
-                self.running_tokens -= d.ctx - u64::from(d.output_tokens);
+                self.finish_decoding(d, now);
             } else {
                 i += 1;
             }

@@ -8,6 +8,7 @@ mod check;
 mod cli_replay_trace;
 mod cli_startup;
 mod config_numbers;
+mod decode_memory;
 mod docs_reference;
 mod dp_ranks;
 mod dsa_index_k;

@@ -6,8 +6,8 @@
 use hicache_sim::cache::{PrefetchPolicy, WritePolicy};
 use hicache_sim::release::Sglang;
 use hicache_sim::runtime::{
-    Capacities, Links, Measurement, Prefetch, ReplayConfig, ReplayMetrics, Scheduler, Timing,
-    TreePolicy, replay,
+    Capacities, DecodeMemory, Links, Measurement, Prefetch, ReplayConfig, ReplayMetrics, Scheduler,
+    Timing, TreePolicy, replay,
 };
 use hicache_sim::units::Bandwidth;
 use hicache_sim::workload::Request;
@@ -126,8 +126,17 @@ fn prefetch_timeout_clock_starts_at_the_first_blocked_poll_in_0_5_23() {
 ///   due 8 iterations after the iteration that first sees it, 9 later in all): 8
 ///   attempts, the last at 1.0 s + 71 ms. At iteration 74 the cap drops the ninth.
 /// Lookups: 3 on arrival + 8 re-queries = 11 (0.5.19: 3).
+///
+/// X holding the whole device while it decodes is the replay without decode KV
+/// (`decode_memory: prompt_only`): with SGLang's, X's first decode step finds no page
+/// in a pool its prompt fills and X, alone, is aborted at 1.0 s.
 #[test]
 fn storage_misses_are_re_queried_every_8_iterations_up_to_8_times() {
+    let cfg = |release: &str, l1: u64, l2: u64| {
+        let mut c = cfg(release, l1, l2);
+        c.scheduler.decode_memory = DecodeMemory::PromptOnly;
+        c
+    };
     let trace = || {
         vec![
             req(0, 0, 1000, 4097),

@@ -105,6 +105,10 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
         // they went (its requests carry their trace positions).
         let mut c = cfg.clone();
         c.capacities.dp_ranks = 1;
+        // DP attention scales `--schedule-conservativeness` by 0.3 (0.5.14
+        // `server_args.py: _handle_data_parallelism`, 0.5.23 `arg_groups/
+        // parallel_hook.py`): `new_token_ratio` starts at 0.21 by default.
+        c.scheduler.schedule_conservativeness *= 0.3;
         if cfg.scheduler.max_running_requests_split {
             // Each rank's scheduler takes its share of the server's value
             // (`mem_cache/kv_cache_configurator.py: resolve_max_num_reqs`, 0.5.23:
