@@ -375,8 +375,10 @@ pub struct Scheduler {
     /// The requests' `ignore_eos` sampling parameter (default true: `bench_serving`
     /// sends `ignore_eos = not --disable-ignore-eos`, `benchmark/serving.py`, so a
     /// request makes exactly its trace output). With it, admission reserves a running
-    /// request's whole remaining output (`_get_running_request_total_token_offset`:
-    /// ratio 1); false: `new_token_ratio` × it. Not written while true.
+    /// request's whole remaining output (0.5.23 `_get_running_request_total_token_offset`:
+    /// ratio 1); false: `new_token_ratio` × it. 0.5.14 and 0.5.21 apply the ratio either
+    /// way (their admission is this with `false`; not yet a release rule). Not written
+    /// while true.
     pub ignore_eos: bool,
     /// While the GPU is idle but requests wait, SGLang's scheduler loop spins
     /// (`Scheduler.on_idle`: `time.sleep(0)`); the timed replay counts one iteration
