@@ -34,7 +34,7 @@ pub use rules::{
     DevicePoolRules, DraftCell, DsaIndexK, DsaPage, Dsv4DraftTokenBound, Dsv4HostPools, Dsv4Pools,
     EvictionChoices, FlagRules, HicacheSizeSplit, MambaSlotFormula, MidGpuTier, MmReservation,
     MtpDraftHost, PdRoles, PoolRules, PrefetchRetries, PrefetchTimeout, PrefetchTimeoutClock,
-    PrefetchTimeoutTokens, PrefillGraphDefault, REPORTED_NOT_MODELLED, ReleaseRules,
+    PrefetchTimeoutTokens, PrefillGraphDefault, REPORTED_NOT_MODELLED, ReleaseRules, RunningOffset,
     Sm100Attention, StorageWriteGate,
 };
 pub use server_check::{

@@ -200,6 +200,24 @@ pub struct ControllerRules {
     /// under the what-if of sglang PR 39845. Not in `versions --format json`.
     #[serde(skip)]
     pub l3_write: L3WriteRule,
+    /// What a running request reserves in the timed replay's admission. Not in
+    /// `versions --format json`.
+    #[serde(skip)]
+    pub running_offset: RunningOffset,
+}
+
+/// A running request's term of `PrefillAdder`'s `rem_total_token_offset`
+/// (`managers/schedule_policy.py: _get_running_request_total_token_offset`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunningOffset {
+    /// 0.5.14–0.5.21: `min(max_new_tokens − len(output_ids), CLIP) × new_token_ratio`,
+    /// whatever the request's `ignore_eos`.
+    Ratio,
+    /// 0.5.22+: the ratio is 1 for an `ignore_eos` request ("Fixed-length requests
+    /// cannot benefit from the early-EOS estimate").
+    #[default]
+    WholeUnderIgnoreEos,
 }
 
 /// Which sizing flags exist (`server_args.py`).
@@ -596,6 +614,7 @@ fn r0_5_14() -> ReleaseRules {
             load_back: LoadBackMode::Batched,
             write_back_trigger: WriteBackTrigger::AtEviction,
             l3_write: L3WriteRule::AtHostAdmission,
+            running_offset: RunningOffset::Ratio,
         },
         tree: TreeKind::HiRadix,
         flags: FlagRules {
@@ -848,6 +867,7 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
         },
         controller: ControllerRules {
             buffer_only_write_back: BufferOnlyWriteBack::CoerceWriteThrough,
+            running_offset: RunningOffset::WholeUnderIgnoreEos,
             ..v0_5_21.controller
         },
         // `memory_hook.py: handle_gpu_memory_settings`: a default decode max_bs is

@@ -376,10 +376,14 @@ pub struct Scheduler {
     /// sends `ignore_eos = not --disable-ignore-eos`, `benchmark/serving.py`, so a
     /// request makes exactly its trace output). With it, admission reserves a running
     /// request's whole remaining output (0.5.23 `_get_running_request_total_token_offset`:
-    /// ratio 1); false: `new_token_ratio` × it. 0.5.14 and 0.5.21 apply the ratio either
-    /// way (their admission is this with `false`; not yet a release rule). Not written
-    /// while true.
+    /// ratio 1, 0.5.22+); false: `new_token_ratio` × it, as 0.5.14–0.5.21 do either way
+    /// ([`Scheduler::running_offset`]). Not written while true.
     pub ignore_eos: bool,
+    /// Whether an `ignore_eos` running request reserves its whole remaining output
+    /// (0.5.22+) or `new_token_ratio` of it (0.5.14–0.5.21): the release's rule
+    /// ([`crate::release::RunningOffset`], set by [`ReplayConfig::with_release`]; not a
+    /// `runtime.replay` key, the release names it).
+    pub running_offset: crate::release::RunningOffset,
     /// While the GPU is idle but requests wait, SGLang's scheduler loop spins
     /// (`Scheduler.on_idle`: `time.sleep(0)`); the timed replay counts one iteration
     /// (one admission poll, one retry step) per this interval. Not an SGLang figure.
@@ -400,6 +404,7 @@ impl Default for Scheduler {
             schedule_conservativeness: 1.0,
             max_new_tokens: None,
             ignore_eos: true,
+            running_offset: crate::release::RunningOffset::WholeUnderIgnoreEos,
             scheduler_idle_poll: Duration(NS_PER_MS),
         }
     }
@@ -618,6 +623,8 @@ impl From<ReplayFields> for ReplayConfig {
                 schedule_conservativeness: f.schedule_conservativeness,
                 max_new_tokens: f.max_new_tokens,
                 ignore_eos: f.ignore_eos,
+                // Not in the text form: the release's ([`ReplayConfig::with_release`]).
+                running_offset: crate::release::RunningOffset::default(),
                 scheduler_idle_poll: f.scheduler_idle_poll,
             },
             measurement: Measurement {
@@ -860,6 +867,7 @@ impl ReplayConfig {
         self.prefetch.prefetch_retry_max_attempts = c.prefetch_retries.max_attempts;
         self.policy.storage_write_gate = c.storage_write_gate;
         self.policy.buffer_only_write_back = c.buffer_only_write_back;
+        self.scheduler.running_offset = c.running_offset;
         self.policy.load_back = c.load_back;
         self.policy.l3_write = c.l3_write;
         self.policy.write_back_threshold = match c.write_back_trigger {

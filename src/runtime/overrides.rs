@@ -102,10 +102,13 @@ pub fn apply_overrides(
             }
         }
     }
-    let cfg: ReplayConfig = serde_path_to_error::deserialize(v).map_err(|e| {
+    let release_offset = cfg.scheduler.running_offset;
+    let mut cfg: ReplayConfig = serde_path_to_error::deserialize(v).map_err(|e| {
         let f = format!("runtime.replay.{}", e.path());
         InputError::new("runtime.replay", e.into_inner().to_string()).field(f)
     })?;
+    // The release's rule, not a key of the text form: kept across the merge.
+    cfg.scheduler.running_offset = release_offset;
     cfg.validate()
         .map_err(|e| InputError::new("runtime.replay", e.to_string()))?;
     Ok(cfg)

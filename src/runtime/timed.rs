@@ -1407,12 +1407,13 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
     }
 
     /// `PrefillAdder.__init__`'s offset: Σ over the running requests of
-    /// `min(max_new_tokens − len(output_ids), CLIP) × ratio` (ratio 1 with `ignore_eos`).
+    /// `min(max_new_tokens − len(output_ids), CLIP) × ratio` (ratio 1 with `ignore_eos`
+    /// from 0.5.22: [`crate::release::RunningOffset`]).
     fn running_offset(&self, now: Nanos) -> f64 {
-        let ratio = if self.s.cfg.scheduler.ignore_eos {
-            1.0
-        } else {
-            self.ratio.current
+        let sc = &self.s.cfg.scheduler;
+        let ratio = match (sc.ignore_eos, sc.running_offset) {
+            (true, crate::release::RunningOffset::WholeUnderIgnoreEos) => 1.0,
+            _ => self.ratio.current,
         };
         self.decoding
             .iter()

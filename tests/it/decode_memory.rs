@@ -123,6 +123,17 @@ fn the_reservation_refuses_a_request_by_the_new_token_ratio() {
     let mut c = base.clone();
     c.scheduler.decode_memory = DecodeMemory::PromptOnly;
     assert_eq!(ttft_r1(&c), 0.015);
+    // 0.5.14–0.5.21 reserve `new_token_ratio` of an `ignore_eos` request's remaining
+    // output too (`release::RunningOffset`): admitted at 8 ms under 0.5.21's rules,
+    // refused under 0.5.22's.
+    for (r, ttft) in [
+        (hicache_sim::release::Release::V0_5_21, 0.015),
+        (hicache_sim::release::Release::V0_5_22, 0.405),
+    ] {
+        let mut c = base.clone().with_release(&r.rules().controller);
+        c.scheduler.ignore_eos = true;
+        assert_eq!(ttft_r1(&c), ttft, "{r:?}");
+    }
 }
 
 /// A `max_new_tokens` below a request's trace output stops it there (`FINISH_LENGTH`);

@@ -67,10 +67,9 @@ pub(crate) fn prefill_adder_reserve(page: u64, max_new: u64) -> f64 {
 
 /// A running request's term of `rem_total_token_offset`
 /// (`_get_running_request_total_token_offset`): `min(max_new_tokens −
-/// len(output_ids), CLIP) × ratio`, the ratio 1 with `ignore_eos` — 0.5.23's rule
-/// ("Fixed-length requests cannot benefit from the early-EOS estimate"). 0.5.14 and
-/// 0.5.21 multiply by `new_token_ratio` whatever `ignore_eos` is: not yet a release
-/// rule here, so replay those releases with `ignore_eos: false` for their admission.
+/// len(output_ids), CLIP) × ratio`; the ratio is the release's
+/// ([`crate::release::RunningOffset`]: 1 for an `ignore_eos` request from 0.5.22,
+/// `new_token_ratio` before).
 pub(crate) fn running_request_offset(max_new: u32, out: u32, ratio: f64) -> f64 {
     u64::from(max_new.saturating_sub(out)).min(CLIP_MAX_NEW_TOKENS) as f64 * ratio
 }
