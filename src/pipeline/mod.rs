@@ -202,7 +202,16 @@ pub fn replay_config_without_swa(
     // by the controller's method; one not modelled is refused, never replayed as
     // round-robin.
     cfg.capacities.dp_ranks = s.layout.dp_size.max(1);
-    if let Some(m) = sv.load_balance_method.as_deref()
+    // `auto` is `follow_bootstrap_room` on a PD prefill server
+    // (`serving_hook.py: handle_load_balance_method`), round-robin elsewhere.
+    let prefill_server = sv.disaggregation_mode == crate::domain::DisaggregationMode::Prefill;
+    let method = match sv.load_balance_method.as_deref() {
+        None | Some("auto") if prefill_server => {
+            Some("follow_bootstrap_room (a PD prefill server's auto)")
+        }
+        m => m,
+    };
+    if let Some(m) = method
         && cfg.capacities.dp_ranks > 1
     {
         cfg.capacities.dp_balance = match m {

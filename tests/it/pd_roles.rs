@@ -169,3 +169,30 @@ fn the_prefill_server_scenario() {
             .contains("--disaggregation-mode prefill")
     );
 }
+
+/// A prefill server's `--load-balance-method auto` is `follow_bootstrap_room`
+/// (`serving_hook.py: handle_load_balance_method`): refused with DP ranks, never
+/// replayed as round-robin; an explicit round_robin replays.
+#[test]
+fn a_prefill_server_s_dp_ranks_follow_the_bootstrap_room() {
+    let d = tempfile::tempdir().unwrap();
+    let s = scenario(
+        d.path(),
+        "0.5.23",
+        "--disaggregation-mode prefill --dp 8 --enable-dp-attention",
+    );
+    let o = run(&["replay", &s], d.path());
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("follow_bootstrap_room (a PD prefill server's auto) is not modelled"),
+        "{}",
+        stderr(&o)
+    );
+    let s = scenario(
+        d.path(),
+        "0.5.23",
+        "--disaggregation-mode prefill --dp 8 --enable-dp-attention --load-balance-method round_robin",
+    );
+    let o = run(&["replay", &s], d.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+}
