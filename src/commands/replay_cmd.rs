@@ -293,6 +293,9 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
     } else {
         unverified_full.clone()
     };
+    if a.sensitivity {
+        pipeline::sensitivity_needs_timing(&cfg)?;
+    }
     let (cfg, m) = match pipeline::run_replay(&section, &cfg) {
         Ok(m) => (cfg, m),
         // A prompt the SWA pool cannot hold (SGLang's "Prefill out of memory" with no

@@ -145,6 +145,11 @@ impl DisaggregationMode {
     pub fn is_null(&self) -> bool {
         *self == DisaggregationMode::Null
     }
+
+    /// A PD prefill server: its requests end at their prefill.
+    pub fn is_prefill(self) -> bool {
+        self == DisaggregationMode::Prefill
+    }
 }
 
 sglang_choice! {

@@ -10,7 +10,7 @@ mod swa;
 
 pub use crate::runtime::apply_overrides;
 pub use row::{COLUMNS, point_row};
-pub use sensitivity::sensitivity;
+pub use sensitivity::{needs_timing as sensitivity_needs_timing, sensitivity};
 pub use swa::{SwaPlan, adopt_swa_tree, swa_pool};
 
 use serde_json::{Map, Value};
@@ -110,8 +110,8 @@ pub fn replay_unverified(s: &Scenario, plan: &StartupPlan, swa_in_tree: bool) ->
         .chain(
             (swa_in_tree
                 && s.server.speculative_algorithm.is_some()
-                && s.server.disaggregation_mode != crate::domain::DisaggregationMode::Prefill)
-                .then(|| SWA_TREE_DRAFT_UNMODELLED.to_string()),
+                && !s.server.disaggregation_mode.is_prefill())
+            .then(|| SWA_TREE_DRAFT_UNMODELLED.to_string()),
         )
         .collect()
 }
@@ -204,7 +204,7 @@ pub fn replay_config_without_swa(
     cfg.capacities.dp_ranks = s.layout.dp_size.max(1);
     // `auto` is `follow_bootstrap_room` on a PD prefill server
     // (`serving_hook.py: handle_load_balance_method`), round-robin elsewhere.
-    let prefill_server = sv.disaggregation_mode == crate::domain::DisaggregationMode::Prefill;
+    let prefill_server = sv.disaggregation_mode.is_prefill();
     let method = match sv.load_balance_method.as_deref() {
         None | Some("auto") if prefill_server => {
             Some("follow_bootstrap_room (a PD prefill server's auto)")

@@ -16,12 +16,7 @@ pub fn sensitivity(
     base: &ReplayMetrics,
 ) -> Result<Vec<Row>, InputError> {
     use rayon::prelude::*;
-    if cfg.measurement.timing != Timing::On {
-        return Err(InputError::new(
-            "--sensitivity",
-            "the cost terms move times only: the replay must be timed (runtime.replay.timing: on, or --timing on)",
-        ));
-    }
+    needs_timing(cfg)?;
     let variants: Vec<(Term, ReplayConfig, String)> = Term::ALL
         .iter()
         .filter_map(|&t| t.dearer(cfg).map(|(c, what)| (t, c, what)))
@@ -31,4 +26,16 @@ pub fn sensitivity(
         .map(|(t, c, what)| super::run_replay(section, &c).map(|m| Row::of(t, what, &m)))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(rank(crate::runtime::sensitivity::ttft_mean(base), rows))
+}
+
+/// The report needs a timed replay: the cost terms move times only. Checked before the
+/// replay it compares with.
+pub fn needs_timing(cfg: &ReplayConfig) -> Result<(), InputError> {
+    match cfg.measurement.timing {
+        Timing::On => Ok(()),
+        _ => Err(InputError::new(
+            "--sensitivity",
+            "the cost terms move times only: the replay must be timed (runtime.replay.timing: on, or --timing on)",
+        )),
+    }
 }

@@ -42,7 +42,7 @@ pub fn swa_pool(s: &Scenario, plan: &StartupPlan) -> Option<SwaPlan> {
             // A PD prefill server's requests end at their prefill (`max_new_tokens`
             // forced to 1, `PrefillBootstrapQueue._process_req`; the prompt inserted,
             // `checkpoint_disagg_prefill`): no decode, no output in the tree.
-            decode: s.server.disaggregation_mode != crate::domain::DisaggregationMode::Prefill,
+            decode: !s.server.disaggregation_mode.is_prefill(),
         },
         plan_l1: plan.device_tokens / page,
         required,

@@ -502,11 +502,9 @@ pub fn render_text(s: &Scenario, plan: &StartupPlan, rep: &StartupReport) -> Str
         plan.ranks_per_host,
         plan.page_size
     );
-    // No host pool is built with HiCache off: say so rather than what one would cost.
     let pools: Vec<String> = plan
         .pools
         .iter()
-        .filter(|_| s.server.hicache_enabled())
         .map(|p| match p.spec.unit {
             crate::pools::PoolUnit::Tokens => format!("{} {} B/token", p.name, p.bytes_per_token),
             crate::pools::PoolUnit::Slots => format!("{} {} B/slot", p.name, p.bytes_per_token),
@@ -528,9 +526,10 @@ pub fn render_text(s: &Scenario, plan: &StartupPlan, rep: &StartupReport) -> Str
         "Device pool: {} tokens per rank{}; host pools: {}",
         plan.device_tokens,
         extra,
-        match pools.is_empty() {
-            true => "none (HiCache off)".to_string(),
-            false => pools.join(", "),
+        // No host pool is built with HiCache off: say so rather than what one would cost.
+        match s.server.hicache_enabled() {
+            true => pools.join(", "),
+            false => "none (HiCache off)".to_string(),
         }
     );
     let _ = writeln!(o, "{}", device_profile_line(s));

@@ -956,8 +956,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                 // SGLang clips `max_new_tokens` to the empty pool.
                 let extend = fill.saturating_sub(m.device_pages * s.ps);
                 let max_new = u64::from(w.max_new.saturating_sub(w.out));
-                let rem =
-                    ((s.tree.device_free() + s.tree.device_evictable()) * s.ps) as f64 - offset;
+                let rem = Self::rem_total_tokens(s, offset);
                 if !kv_budget::prefill_adder_fits(extend, max_new, s.ps, rem)
                     && !(batch.is_empty() && self.running == 0 && !d2h_in_flight)
                 {
@@ -1051,11 +1050,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                 held,
             });
             // `budget_state`: no room left in `rem_total_tokens` ends the batch.
-            if kv
-                && ((self.s.tree.device_free() + self.s.tree.device_evictable()) * self.s.ps) as f64
-                    - offset
-                    <= 0.0
-            {
+            if kv && Self::rem_total_tokens(&self.s, offset) <= 0.0 {
                 break;
             }
         }
@@ -1370,10 +1365,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         if let (Some(t), Some(k)) = (self.times.as_mut(), d.time) {
             t[k].finish_ns = now;
         }
-        self.s.tree.free_device(d.held);
-        self.s.tree.dec_lock_ref(d.last);
-        self.running -= 1;
-        self.running_tokens -= u64::from(d.input_tokens);
+        self.release(&d);
     }
 
     /// A decode beside the prefill ended (stale after a retraction: ignored).
@@ -1387,6 +1379,12 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             let d = self.beside.swap_remove(i);
             self.finish_decoding(d, now);
         }
+    }
+
+    /// `PrefillAdder`'s `rem_total_tokens`: the free and evictable device pool, in
+    /// tokens, less the reserved `offset`.
+    fn rem_total_tokens(s: &Session<R>, offset: f64) -> f64 {
+        ((s.tree.device_free() + s.tree.device_evictable()) * s.ps) as f64 - offset
     }
 
     /// `Scheduler.on_idle` → `new_token_ratio_tracker.reset()`: no batch to run.

@@ -10,21 +10,16 @@
 //! `Dsv4Geometry::host_pools` and `dsv4_host_pages`: each pool's name, layers, host
 //! pages, page bytes and requested bytes, in SGLang's build order.
 
-use std::collections::BTreeMap;
-
-use hicache_sim::model::catalogue::catalogue;
 use hicache_sim::model::dsv4::{
     DSV4_AUTO_SIZE_REFUSAL, DSV4_HICACHE_SIZE_REFUSAL, Dsv4Formula, Dsv4Geometry, Dsv4HostBasis,
     Dsv4Schedule, dsv4_host_pages,
 };
-use hicache_sim::model::{ConfigFiles, read_model};
 use serde_json::Value;
 
 const RELEASES: [&str; 6] = ["0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23"];
 
 #[test]
 fn dsv4_host_pools_match_sglang() {
-    let models: BTreeMap<&str, _> = catalogue().iter().map(|e| (e.hf_id.as_str(), e)).collect();
     let mut failures: Vec<String> = Vec::new();
     let mut pools_checked = 0usize;
     let mut sglang_errors = 0usize;
@@ -41,13 +36,7 @@ fn dsv4_host_pools_match_sglang() {
                 sglang_errors += 1;
                 continue;
             }
-            let e = models[id];
-            let hf = read_model(&ConfigFiles {
-                config: e.config.clone(),
-                hf_quant_config: e.hf_quant_config.clone(),
-                safetensors_total_size: None,
-            })
-            .unwrap();
+            let hf = crate::support::catalogue_hf(id);
             let geo = Dsv4Geometry::of(&hf.attention, hf.layers).expect("a DSV4 geometry");
             let sched = Dsv4Schedule {
                 page_size: 256,
@@ -161,16 +150,7 @@ pub fn golden_operator_ratio(rel: &str, g: &Value) -> Option<f64> {
 /// 2,369 pages → 4,738.
 #[test]
 fn dsv4_pro_host_pools_by_hand() {
-    let e = catalogue()
-        .iter()
-        .find(|e| e.hf_id == "deepseek-ai/DeepSeek-V4-Pro")
-        .unwrap();
-    let hf = read_model(&ConfigFiles {
-        config: e.config.clone(),
-        hf_quant_config: e.hf_quant_config.clone(),
-        safetensors_total_size: None,
-    })
-    .unwrap();
+    let hf = crate::support::catalogue_hf("deepseek-ai/DeepSeek-V4-Pro");
     let geo = Dsv4Geometry::of(&hf.attention, hf.layers).unwrap();
     let p = geo.host_pools(256);
     let rows: Vec<(&str, u64, u64)> = p.iter().map(|p| (p.name, p.layers, p.item_bytes)).collect();

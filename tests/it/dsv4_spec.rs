@@ -9,9 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use hicache_sim::model::catalogue::catalogue;
 use hicache_sim::model::dsv4::{Dsv4Error, Dsv4Formula, Dsv4Geometry, Dsv4Schedule};
-use hicache_sim::model::{ConfigFiles, read_model};
 use hicache_sim::release::{Dsv4DraftTokenBound, Sglang};
 use serde_json::Value;
 
@@ -22,7 +20,6 @@ const RELEASES: [&str; 10] = [
 
 #[test]
 fn dsv4_spec_pools_match_sglang() {
-    let models: BTreeMap<&str, _> = catalogue().iter().map(|e| (e.hf_id.as_str(), e)).collect();
     let (mut sized, mut refused) = (0usize, 0usize);
     let mut failures = Vec::new();
     // (release, draft tokens) → Flash's full tokens at 100 GiB, TP4, the defaults.
@@ -37,15 +34,7 @@ fn dsv4_spec_pools_match_sglang() {
             assert_eq!(g["case"], "dsv4_spec", "{path}: {line}");
             assert!(g.get("error").is_none(), "{path}: {line}");
             let id = g["model"].as_str().unwrap();
-            let e = models
-                .get(id)
-                .unwrap_or_else(|| panic!("{path}: {id} not in the catalogue"));
-            let hf = read_model(&ConfigFiles {
-                config: e.config.clone(),
-                hf_quant_config: e.hf_quant_config.clone(),
-                safetensors_total_size: None,
-            })
-            .unwrap();
+            let hf = crate::support::catalogue_hf(id);
             let geo = Dsv4Geometry::of(&hf.attention, hf.layers).expect("a DSV4 geometry");
             assert_eq!(g["layers"].as_u64(), Some(hf.layers as u64), "{path}: {id}");
             // `_handle_eagle_family`: top-k 1 makes the draft tokens steps + 1.
@@ -151,16 +140,7 @@ fn dsv4_spec_pools_match_sglang() {
 /// tokens, the C128 ring of 256 rows `256 − 128 + 2` = 130; 0.5.14–0.5.17 do not bound.
 #[test]
 fn dsv4_draft_token_bound_by_release() {
-    let e = catalogue()
-        .iter()
-        .find(|e| e.hf_id == "deepseek-ai/DeepSeek-V4-Flash")
-        .unwrap();
-    let hf = read_model(&ConfigFiles {
-        config: e.config.clone(),
-        hf_quant_config: e.hf_quant_config.clone(),
-        safetensors_total_size: None,
-    })
-    .unwrap();
+    let hf = crate::support::catalogue_hf("deepseek-ai/DeepSeek-V4-Flash");
     let geo = Dsv4Geometry::of(&hf.attention, hf.layers).unwrap();
     let at = |n| Dsv4Schedule {
         speculative_num_draft_tokens: Some(n),

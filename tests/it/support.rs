@@ -416,3 +416,18 @@ pub fn swa_golden_check(
     }
     Ok(())
 }
+
+/// The catalogue model `hf_id` as `read_model` reads its `config.json` (panics naming it
+/// when the catalogue has no such model).
+pub fn catalogue_hf(hf_id: &str) -> hicache_sim::model::HfModel {
+    let e = hicache_sim::model::catalogue::catalogue()
+        .iter()
+        .find(|e| e.hf_id == hf_id)
+        .unwrap_or_else(|| panic!("{hf_id} not in the catalogue"));
+    hicache_sim::model::read_model(&hicache_sim::model::ConfigFiles {
+        config: e.config.clone(),
+        hf_quant_config: e.hf_quant_config.clone(),
+        safetensors_total_size: None,
+    })
+    .unwrap()
+}
