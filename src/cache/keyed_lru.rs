@@ -1,55 +1,69 @@
 //! A plain LRU keyed by 64-bit page hashes: an open-addressing table holding only the
-//! *resident* pages (bounded by the capacity) whose entries are the LRU list's nodes
-//! themselves (key, previous, next: 16 bytes, four to a cache line). This is how
-//! libCacheSim keeps its LRU (a map of the resident objects with list links); an index
-//! by dense page id instead needs every distinct page ever seen interned first, whose
-//! map grows with the trace and misses the CPU caches once it holds millions of pages.
-//! One table for the index and the list: a hit reads the page's home line and its two
-//! neighbours, nothing else (a map to a separate slab read a control byte, a bucket and
-//! a slot first). The home line of a page can be fetched ahead ([`KeyedLru::prefetch`]).
-//! Not SGLang's eviction (SGLang evicts radix-tree leaves only): used for
-//! `lru_mode: plain_page` and as the L3 store's own order.
+//! *resident* pages (bounded by the capacity), each with the time of its last use, and
+//! a queue of uses in time order. The least recently used page is the queue's oldest
+//! entry whose time is still its page's: an entry a later use of the same page (or its
+//! removal) made stale is skipped. This is exact LRU, as a doubly-linked list is, without
+//! the list: a hit writes its own entry and appends to the queue, where a list's
+//! move-to-front also writes both neighbours — two more cache misses anywhere in the
+//! table once it is larger than the CPU's caches (libCacheSim keeps such a list). The
+//! queue is read in order, so the entries the next evictions will check are fetched
+//! ahead, and a page's home line can be fetched ahead by the replay
+//! ([`KeyedLru::prefetch`]). An index by dense page id instead needs every distinct page
+//! ever seen interned first, whose map grows with the trace. Not SGLang's eviction
+//! (SGLang evicts radix-tree leaves only): used for `lru_mode: plain_page` and as the L3
+//! store's own order.
 
-/// End of the list (no previous / no next entry).
-const NIL: u32 = u32::MAX;
-/// `prev` of an empty table entry.
-const EMPTY: u32 = u32::MAX - 1;
+use std::collections::VecDeque;
+
+/// `stamp` of an empty table entry (uses are stamped from 1).
+const EMPTY: u64 = 0;
 
 #[derive(Debug, Clone, Copy)]
-struct Node {
+struct Entry {
     key: u64,
-    /// Table position of the more recently used neighbour (`NIL` at the head), or
-    /// `EMPTY` for an unused entry.
-    prev: u32,
-    /// Table position of the less recently used neighbour (`NIL` at the tail).
-    next: u32,
+    /// The time of the page's last use, or `EMPTY`.
+    stamp: u64,
 }
 
-const VACANT: Node = Node {
+const VACANT: Entry = Entry {
     key: 0,
-    prev: EMPTY,
-    next: NIL,
+    stamp: EMPTY,
 };
+
+/// One use: the page and its time (stale once the page is used again or leaves).
+#[derive(Debug, Clone, Copy)]
+struct Use {
+    key: u64,
+    stamp: u64,
+}
+
+/// Queue entries ahead of the front whose home lines an eviction fetches.
+const EVICT_AHEAD: usize = 8;
 
 /// LRU set of page hashes with a capacity in pages (`u64::MAX` = unbounded).
 #[derive(Debug, Clone)]
 pub struct KeyedLru {
     /// Linear probing, at most 2/5 full (short probe runs: a deletion scans its run to
     /// the end); a power of two long.
-    table: Vec<Node>,
+    table: Vec<Entry>,
     /// `64 - log2(table.len())`: a key's home is the top bits of its Fibonacci hash.
     shift: u32,
     len: u64,
-    /// Most recently used.
-    head: u32,
-    /// Least recently used.
-    tail: u32,
+    /// Uses, oldest first: every resident page's last use is here, with stale ones
+    /// between (at most about twice the resident pages: [`Self::compact`]).
+    uses: VecDeque<Use>,
+    /// The last stamp given.
+    clock: u64,
     capacity: u64,
 }
 
 /// Pages the table is sized for up front: the capacity, up to this many (larger LRUs,
 /// and unbounded ones, grow on demand, doubling).
 const RESERVE_MAX: u64 = 1 << 16;
+
+/// Stale uses the queue may hold beyond twice the resident pages before they are
+/// dropped (so a cache that only hits does not grow its queue without bound).
+const STALE_SLACK: usize = 1024;
 
 impl KeyedLru {
     pub fn new(capacity: u64) -> Self {
@@ -61,8 +75,8 @@ impl KeyedLru {
             table: vec![VACANT; size as usize],
             shift: 64 - size.trailing_zeros(),
             len: 0,
-            head: NIL,
-            tail: NIL,
+            uses: VecDeque::with_capacity((2 * reserve as usize).min(1 << 20)),
+            clock: 0,
             capacity,
         }
     }
@@ -84,24 +98,13 @@ impl KeyedLru {
     /// A key's home position (Fibonacci hashing: the product's top bits).
     #[inline]
     fn home(&self, k: u64) -> usize {
-        (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+        home(k, self.shift)
     }
 
     /// `Ok(position)` of `k`, else `Err(first empty position of its probe)`.
     #[inline]
     fn find(&self, k: u64) -> Result<usize, usize> {
-        let mask = self.mask();
-        let mut i = self.home(k);
-        loop {
-            let n = &self.table[i];
-            if n.prev == EMPTY {
-                return Err(i);
-            }
-            if n.key == k {
-                return Ok(i);
-            }
-            i = (i + 1) & mask;
-        }
+        find(&self.table, self.shift, k)
     }
 
     /// Asks the CPU to start loading `k`'s home line (a hint: no effect on the
@@ -112,78 +115,56 @@ impl KeyedLru {
         prefetch_read(&self.table[self.home(k)]);
     }
 
-    fn unlink(&mut self, s: u32) {
-        let Node { prev, next, .. } = self.table[s as usize];
-        if prev != NIL {
-            self.table[prev as usize].next = next;
-        } else {
-            self.head = next;
-        }
-        if next != NIL {
-            self.table[next as usize].prev = prev;
-        } else {
-            self.tail = prev;
-        }
-    }
-
-    fn push_front(&mut self, s: u32) {
-        let head = self.head;
-        let n = &mut self.table[s as usize];
-        n.prev = NIL;
-        n.next = head;
-        if head != NIL {
-            self.table[head as usize].prev = s;
-        } else {
-            self.tail = s;
-        }
-        self.head = s;
-    }
-
+    /// A new use of the page at position `at`, now the most recently used.
     #[inline]
-    fn move_to_front(&mut self, s: u32) {
-        if self.head != s {
-            self.unlink(s);
-            self.push_front(s);
+    fn stamp(&mut self, at: usize) {
+        self.clock += 1;
+        let e = &mut self.table[at];
+        e.stamp = self.clock;
+        self.uses.push_back(Use {
+            key: e.key,
+            stamp: self.clock,
+        });
+        if self.uses.len() > 2 * self.len as usize + STALE_SLACK {
+            self.compact();
         }
+    }
+
+    /// Drops the stale uses (each page's last use stays, in order): linear in the queue,
+    /// and at most once per `len + STALE_SLACK` uses.
+    #[cold]
+    fn compact(&mut self) {
+        let (table, shift) = (&self.table, self.shift);
+        self.uses
+            .retain(|u| matches!(find(table, shift, u.key), Ok(i) if table[i].stamp == u.stamp));
     }
 
     /// Stores `k` at the empty position `at` as most recently used.
     fn put_front(&mut self, at: usize, k: u64) {
-        self.table[at] = Node {
+        self.table[at] = Entry {
             key: k,
-            prev: NIL,
-            next: NIL,
+            stamp: EMPTY,
         };
         self.len += 1;
-        self.push_front(at as u32);
+        self.stamp(at);
     }
 
-    /// Empties position `i` (already unlinked): backward-shift deletion, moving later
-    /// entries of the probe run into the hole and relinking their neighbours.
+    /// Empties position `i`: backward-shift deletion, moving later entries of the probe
+    /// run into the hole (a page's queue entries name its key, not its position, so
+    /// nothing else changes).
     fn vacate(&mut self, i: usize) {
         let mask = self.mask();
         let mut hole = i;
         let mut j = (i + 1) & mask;
         loop {
             let n = self.table[j];
-            if n.prev == EMPTY {
+            if n.stamp == EMPTY {
                 break;
             }
             let home = self.home(n.key);
             // `n` may fill the hole unless its home lies cyclically in (hole, j].
             if (j.wrapping_sub(home) & mask) >= (j.wrapping_sub(hole) & mask) {
                 self.table[hole] = n;
-                let h = hole as u32;
-                if n.prev != NIL {
-                    self.table[n.prev as usize].next = h;
-                } else {
-                    self.head = h;
-                }
-                if n.next != NIL {
-                    self.table[n.next as usize].prev = h;
-                } else {
-                    self.tail = h;
-                }
                 hole = j;
             }
             j = (j + 1) & mask;
@@ -193,7 +174,7 @@ impl KeyedLru {
     }
 
     /// Doubles the table when one more page would fill it past 2/5, re-inserting the
-    /// pages from the least recently used to the most (the order is kept).
+    /// resident pages with their stamps (the order is the stamps': kept).
     fn reserve_one(&mut self) {
         if 5 * (self.len + 1) <= 2 * self.table.len() as u64 {
             return;
@@ -201,15 +182,9 @@ impl KeyedLru {
         let size = 2 * self.table.len();
         let old = std::mem::replace(&mut self.table, vec![VACANT; size]);
         self.shift = 64 - size.trailing_zeros();
-        let mut at = self.tail;
-        self.head = NIL;
-        self.tail = NIL;
-        self.len = 0;
-        while at != NIL {
-            let n = old[at as usize];
-            let e = self.find(n.key).expect_err("keys are distinct");
-            self.put_front(e, n.key);
-            at = n.prev;
+        for e in old.into_iter().filter(|e| e.stamp != EMPTY) {
+            let at = self.find(e.key).expect_err("keys are distinct");
+            self.table[at] = e;
         }
     }
 
@@ -218,7 +193,7 @@ impl KeyedLru {
     pub fn touch(&mut self, k: u64) -> bool {
         match self.find(k) {
             Ok(s) => {
-                self.move_to_front(s as u32);
+                self.stamp(s);
                 true
             }
             Err(_) => false,
@@ -256,7 +231,7 @@ impl KeyedLru {
         }
         let at = match self.find(k) {
             Ok(s) => {
-                self.move_to_front(s as u32);
+                self.stamp(s);
                 return Ok(());
             }
             Err(at) => at,
@@ -290,34 +265,58 @@ impl KeyedLru {
         }
     }
 
-    /// Removes `k`; returns whether it was present.
+    /// Removes `k`; returns whether it was present (its queue entries go stale).
     pub fn remove(&mut self, k: u64) -> bool {
         let Ok(s) = self.find(k) else {
             return false;
         };
-        self.unlink(s as u32);
         self.vacate(s);
         true
     }
 
-    /// Removes and returns the least recently used page.
+    /// Removes and returns the least recently used page: the oldest use still current.
     pub fn pop_lru(&mut self) -> Option<u64> {
-        if self.tail == NIL {
+        if self.len == 0 {
             return None;
         }
-        let s = self.tail;
-        let k = self.table[s as usize].key;
-        self.unlink(s);
-        self.vacate(s as usize);
-        // The next page to evict is the new tail's predecessor: its line is fetched
-        // now (the new tail's own line was just written by the unlink).
-        if self.tail != NIL {
-            let p = self.table[self.tail as usize].prev;
-            if p != NIL {
-                prefetch_read(&self.table[p as usize]);
+        while let Some(u) = self.uses.pop_front() {
+            // The page the eviction some entries from now checks: its line is fetched
+            // now, so the checks do not wait on memory one after another.
+            if let Some(a) = self.uses.get(EVICT_AHEAD) {
+                prefetch_read(&self.table[self.home(a.key)]);
+            }
+            if let Ok(i) = self.find(u.key)
+                && self.table[i].stamp == u.stamp
+            {
+                self.vacate(i);
+                return Some(u.key);
             }
         }
-        Some(k)
+        unreachable!("a resident page's last use is queued")
+    }
+}
+
+/// A key's home position in a table of `64 - shift` bits (Fibonacci hashing: the
+/// product's top bits).
+#[inline]
+fn home(k: u64, shift: u32) -> usize {
+    (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize
+}
+
+/// `Ok(position)` of `k` in `table`, else `Err(first empty position of its probe)`.
+#[inline]
+fn find(table: &[Entry], shift: u32, k: u64) -> Result<usize, usize> {
+    let mask = table.len() - 1;
+    let mut i = home(k, shift);
+    loop {
+        let n = &table[i];
+        if n.stamp == EMPTY {
+            return Err(i);
+        }
+        if n.key == k {
+            return Ok(i);
+        }
+        i = (i + 1) & mask;
     }
 }
 
@@ -379,6 +378,26 @@ mod tests {
             let drain = |l: &mut KeyedLru| std::iter::from_fn(|| l.pop_lru()).collect::<Vec<_>>();
             assert_eq!(drain(&mut a), drain(&mut b));
         }
+    }
+
+    #[test]
+    fn a_cache_that_only_hits_keeps_its_queue_bounded() {
+        // 100,000 hits on three pages: the stale uses are dropped as they pile up, and
+        // the order stays exact (2 was used last, 0 first).
+        let mut l = KeyedLru::new(3);
+        for k in 0..3 {
+            assert_eq!(l.access(k), Err(None));
+        }
+        for i in 0..100_000u64 {
+            assert_eq!(l.access(i % 3), Ok(()));
+            assert!(l.uses.len() <= 2 * 3 + STALE_SLACK + 1, "{}", l.uses.len());
+        }
+        // The last use was 99,999 % 3 = 0, so 1 is the least recent, then 2.
+        assert_eq!(l.access(7), Err(Some(1)));
+        assert_eq!(l.pop_lru(), Some(2));
+        assert_eq!(l.pop_lru(), Some(0));
+        assert_eq!(l.pop_lru(), Some(7));
+        assert_eq!(l.pop_lru(), None);
     }
 
     /// A reference LRU: a vector, most recent first.

@@ -488,7 +488,7 @@ fn replay_share(
     cfg: &ReplayConfig,
     limit: u64,
     factor: f64,
-    share: &dyn Fn(usize) -> bool,
+    share: &impl Fn(usize) -> bool,
 ) -> Result<ReplayMetrics, InputError> {
     let mut reader = open_trace_with(std::path::Path::new(path), opts, cfg.capacities.page_size)?;
     let mut err: Option<InputError> = None;
