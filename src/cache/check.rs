@@ -47,6 +47,7 @@ impl<R: TreeRules> HiRadixTree<R> {
                     )));
                 }
                 if self.child_map.get(&(id, cn.pages[0])) != Some(&c)
+                    || cn.first != cn.pages[0]
                     || n.children.get(cn.pos_in_parent as usize) != Some(&c)
                 {
                     return Err(InvariantBroken(format!("child map misses {c}")));

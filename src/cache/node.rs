@@ -20,6 +20,9 @@ pub struct Node {
     pub parent: NodeId,
     /// The node's key: its pages' chained hashes, in order.
     pub pages: Vec<PageKey>,
+    /// `pages[0]` while the node is alive, kept beside the other fields: the key under
+    /// which its parent finds it (deleting a node then reads no page vector).
+    pub(crate) first: PageKey,
     pub children: Vec<NodeId>,
     /// Index of this node in its parent's `children` (O(1) unlink).
     pub(crate) pos_in_parent: u32,
@@ -69,6 +72,7 @@ impl Default for Node {
         Self {
             parent: 0,
             pages: Vec::new(),
+            first: 0,
             children: Vec::new(),
             pos_in_parent: 0,
             on_device: false,

@@ -512,6 +512,7 @@ impl<R: TreeRules> HiRadixTree<R> {
         n.parent = parent;
         n.pages.clear();
         n.pages.extend_from_slice(pages);
+        n.first = pages[0];
         n.children.clear();
         n.on_device = false;
         n.backed_up = false;
@@ -558,7 +559,7 @@ impl<R: TreeRules> HiRadixTree<R> {
         assert!(!n.on_device && !n.backed_up && n.children.is_empty());
         assert!(n.host_ref == 0, "deleting host-pinned node {id}");
         let parent = n.parent;
-        let first = n.pages[0];
+        let first = n.first;
         self.child_map.remove(&ckey(parent, first));
         self.unlink_child(parent, id);
         // Flags are all off, so refresh takes it out of every set.
@@ -618,6 +619,7 @@ impl<R: TreeRules> HiRadixTree<R> {
         c.parent = new;
         c.pos_in_parent = 0;
         let cfirst = c.pages[0];
+        c.first = cfirst;
         self.child_map.insert(ckey(new, cfirst), child);
         if R::SPLIT_REFRESH_TAIL {
             // 0.5.23 `_split_node`: `child.last_access_time = get_and_increase_time_counter()`
