@@ -18,10 +18,19 @@ Then, at each capacity N, `hicache-sim replay --config lru_mode=plain_page --l1-
 requests/s (hicache-sim: whole process incl. reading the trace; libCacheSim: the
 `process_trace` call only).
 
+Each side runs RUNS times at each capacity (env LCS_RUNS, default 3), the two in turn,
+and the table gives the median CPU seconds of each as requests/s and their ratio. With
+LCS_DOCS=FILE the table (with the date, the machine, the load average and the build)
+replaces the block between `<!-- BEGIN generated: libcachesim -->` and
+`<!-- END generated: libcachesim -->` in FILE (docs/src/design/speed.md).
+
 usage: libcachesim_compare.py HICACHE_SIM_BINARY TRACE.jsonl WORKDIR CAPACITY...
 Needs: pip install libcachesim (PyPI), numpy (comes with it).
 """
+import datetime
 import json
+import platform
+import statistics
 import os
 import resource
 import subprocess
@@ -101,24 +110,71 @@ def main():
     refs = len(ids)
     lcs_path, bin_path = write_inputs(ids, work, sim)
     print(f"trace {trace}: {refs} page references, {len(np.unique(ids))} distinct pages")
-    print("requests/s: hicache-sim whole process (reads its binary trace), libCacheSim "
-          "process_trace only; wall (CPU in brackets)")
-    print(f"{'capacity':>9} | {'hicache-sim hits':>16} {'hit ratio':>10} | "
-          f"{'libCacheSim hits':>16} {'hit ratio':>10} | {'equal':>5} | "
-          f"{'hicache-sim req/s':>24} | {'libCacheSim req/s':>24}")
+    runs = int(os.environ.get("LCS_RUNS", "3"))
+    load0 = os.getloadavg()[0]
+    print(f"requests/s from the median CPU seconds of {runs} runs each, the two in turn: "
+          "hicache-sim's whole process (it reads its binary trace), libCacheSim's "
+          "process_trace call only")
+    print(f"{'capacity':>9} | {'hicache-sim hits':>16} | {'libCacheSim hits':>16} | "
+          f"{'hit ratio':>10} | {'equal':>5} | {'hicache-sim req/s':>17} | "
+          f"{'libCacheSim req/s':>17} | {'ratio':>6}")
     ok = True
+    rows = []
     for n in caps:
-        h_hits, h_refs, h_wall, h_cpu = run_hicache(sim, bin_path, n)
-        miss, l_wall, l_cpu = run_lcs(lcs_path, n)
+        h_cpus, l_cpus = [], []
+        for _ in range(runs):
+            h_hits, h_refs, _h_wall, h_cpu = run_hicache(sim, bin_path, n)
+            miss, _l_wall, l_cpu = run_lcs(lcs_path, n)
+            h_cpus.append(h_cpu)
+            l_cpus.append(l_cpu)
         # libCacheSim reports a float miss ratio (misses / requests); the hit count is
         # the integer that ratio came from.
         l_hits = refs - round(miss * refs)
         eq = h_hits == l_hits and h_refs == refs
         ok &= eq
-        print(f"{n:>9} | {h_hits:>16} {h_hits / refs:>10.6f} | {l_hits:>16} {1 - miss:>10.6f} | "
-              f"{'yes' if eq else 'NO':>5} | {refs / h_wall / 1e6:>9.2f} M ({refs / h_cpu / 1e6:>6.2f} M cpu) | "
-              f"{refs / l_wall / 1e6:>9.2f} M ({refs / l_cpu / 1e6:>6.2f} M cpu)")
+        h_rate = refs / statistics.median(h_cpus) / 1e6
+        l_rate = refs / statistics.median(l_cpus) / 1e6
+        rows.append((n, h_hits, l_hits, h_hits / refs, eq, h_rate, l_rate))
+        print(f"{n:>9} | {h_hits:>16} | {l_hits:>16} | {h_hits / refs:>10.6f} | "
+              f"{'yes' if eq else 'NO':>5} | {h_rate:>15.2f} M | {l_rate:>15.2f} M | "
+              f"{h_rate / l_rate:>5.2f}x")
+    docs = os.environ.get("LCS_DOCS")
+    if docs:
+        write_docs(docs, rows, refs, len(np.unique(ids)), runs, load0, os.getloadavg()[0], sim)
     sys.exit(0 if ok else 1)
+
+
+def write_docs(path, rows, refs, distinct, runs, load0, load1, sim):
+    """The table between the libcachesim markers of `path`, with how it was made."""
+    build = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True,
+                           text=True).stdout.strip() or "unknown"
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), cpu)
+    except OSError:
+        pass
+    lines = [
+        f"Written by `LCS_DOCS={path} scripts/libcachesim_compare.sh` on "
+        f"{datetime.date.today().isoformat()}: build {build}, libCacheSim "
+        f"{getattr(lcs, '__version__', '?')}, {os.cpu_count()} × {cpu}, load average "
+        f"{load0:.2f} at the start and {load1:.2f} at the end; {refs:,} page references, "
+        f"{distinct:,} distinct pages; requests/s from the median CPU seconds of {runs} "
+        "runs each, the two in turn.",
+        "",
+        "| capacity (pages) | hicache-sim hits | libCacheSim hits | hit ratio (both) | "
+        "hicache-sim req/s (CPU) | libCacheSim req/s (CPU) | ratio |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for n, h, l, ratio, eq, hr, lr in rows:
+        lines.append(f"| {n:,} | {h:,} | {l:,}{'' if eq else ' (NOT EQUAL)'} | {ratio:.6f} | "
+                     f"{hr:.2f} M | {lr:.2f} M | {hr / lr:.2f}× |")
+    begin, end = "<!-- BEGIN generated: libcachesim -->", "<!-- END generated: libcachesim -->"
+    with open(path) as f:
+        text = f.read()
+    i, j = text.index(begin) + len(begin), text.index(end)
+    with open(path, "w") as f:
+        f.write(text[:i] + "\n" + "\n".join(lines) + "\n" + text[j:])
 
 
 if __name__ == "__main__":
