@@ -472,6 +472,33 @@ impl ColReader {
         Ok(())
     }
 
+    /// The next little-endian u64 if it is in the buffer (not consumed).
+    #[inline]
+    fn peek_u64(&self) -> Option<u64> {
+        let b = self
+            .buf
+            .get(self.pos..self.pos + 8)
+            .filter(|_| self.pos + 8 <= self.filled)?;
+        Some(u64::from_le_bytes(b.try_into().expect("8 bytes")))
+    }
+
+    /// The next little-endian u32 if it is in the buffer (not consumed).
+    #[inline]
+    fn peek_u32(&self) -> Option<u32> {
+        let b = self
+            .buf
+            .get(self.pos..self.pos + 4)
+            .filter(|_| self.pos + 4 <= self.filled)?;
+        Some(u32::from_le_bytes(b.try_into().expect("4 bytes")))
+    }
+
+    /// The next `n` bytes if they are all in the buffer (not consumed).
+    #[inline]
+    fn peek_bytes(&self, n: usize) -> Option<&[u8]> {
+        let end = self.pos.checked_add(n)?;
+        (end <= self.filled).then(|| &self.buf[self.pos..end])
+    }
+
     /// The next `N` bytes: straight from the buffer when they are in it (every value of
     /// a column is, the buffer and the spans being whole multiples of 8), else through
     /// [`Self::read_exact`].
@@ -688,6 +715,53 @@ impl BinStream {
             self.finish()?;
             return Ok(None);
         }
+        if let Some(line) = self.next_buffered(rec) {
+            return Ok(Some(line));
+        }
+        self.next_slow(rec)
+    }
+
+    /// [`Self::next`] when the record is whole in the column buffers and passes every
+    /// check: read straight from them, nothing consumed otherwise (`None`: the general
+    /// path then reads it, refills, and names any error). Most records take this path.
+    #[inline]
+    fn next_buffered(&mut self, rec: &mut BlockRecord) -> Option<usize> {
+        let end = self.offsets.peek_u64()?;
+        let arrival = self.arrival.peek_u64()?;
+        let line = self.line.peek_u64()?;
+        let input = self.input.peek_u32()?;
+        let output = self.output.peek_u32()?;
+        let last = self.pos + 1 == self.n;
+        if end < self.prev || end > self.m || (last && end != self.m) {
+            return None;
+        }
+        let k = end - self.prev;
+        if (input as u64).div_ceil(self.block_size.max(1) as u64) < k {
+            return None;
+        }
+        let ids = self.ids.peek_bytes(8 * k as usize)?;
+        rec.block_hashes.clear();
+        rec.block_hashes.extend(
+            ids.chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes"))),
+        );
+        self.ids.pos += 8 * k as usize;
+        self.offsets.pos += 8;
+        self.arrival.pos += 8;
+        self.line.pos += 8;
+        self.input.pos += 4;
+        self.output.pos += 4;
+        self.pos += 1;
+        self.prev = end;
+        rec.arrival_ns = arrival;
+        rec.input_tokens = input;
+        rec.output_tokens = output;
+        Some(line as usize)
+    }
+
+    /// [`Self::next`] through the column cursors, refilling and checking as it goes.
+    #[cold]
+    fn next_slow(&mut self, rec: &mut BlockRecord) -> Result<Option<usize>, InputError> {
         self.pos += 1;
         let end = self.u64_from(Col::Offsets)?;
         if end < self.prev || end > self.m || (self.pos == self.n && end != self.m) {
