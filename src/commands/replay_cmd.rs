@@ -87,6 +87,9 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
     let mut unverified_full: Vec<String> = Vec::new();
     // A model's SWA pool: the SWA tree runs where it can (`pipeline::adopt_swa_tree`).
     let mut swa_plan = None;
+    // The scenario's default HiCache per-step synchronisation, filled in once its
+    // `runtime.replay` keys (the clock among them) are applied.
+    let mut step_sync = None;
     let (mut section, base_cfg): (RuntimeSection, Option<(ReplayConfig, (String, String))>) =
         match &a.scenario {
             Some(path) => {
@@ -132,6 +135,7 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
                 unverified_swa = pipeline::replay_unverified(&s, &plan, true);
                 unverified_full = pipeline::replay_unverified(&s, &plan, false);
                 swa_plan = pipeline::swa_pool(&s, &plan);
+                step_sync = Some(pipeline::StepSyncDefault::of(&s));
                 // An open PR's rule set is labelled as such, with what it assumes (after
                 // the status line, which waits for the final configuration).
                 let note = match s.version {
@@ -225,10 +229,14 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
         return policy_simulator(&a, &section, &overrides, base_cfg.map(|(c, _)| c));
     }
     let (cfg, note) = match base_cfg {
-        Some((c, note)) => (
-            apply(c, &overrides).map_err(|e| locate(e, scenario))?,
-            Some(note),
-        ),
+        Some((c, note)) => {
+            let c = apply(c, &overrides).map_err(|e| locate(e, scenario))?;
+            let c = match step_sync {
+                Some(d) => d.fill(c, &overrides),
+                None => c,
+            };
+            (c, Some(note))
+        }
         None => {
             let rules = a
                 .sglang
@@ -1005,8 +1013,9 @@ fn render(
             let parts: Vec<String> = b
                 .shares()
                 .iter()
-                // One rank has no DP wait: its line keeps its five parts.
-                .filter(|(name, s, _)| *name != "DP wait" || *s > 0.0)
+                // One rank has no DP wait, a replay without HiCache's per-step
+                // synchronisation no sync part: its line keeps its five parts.
+                .filter(|(name, s, _)| !matches!(*name, "DP wait" | "HiCache sync") || *s > 0.0)
                 .map(|(name, s, share)| format!("{name} {:.3} s ({:.1} %)", s, share * 100.0))
                 .collect();
             let _ = writeln!(

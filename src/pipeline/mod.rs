@@ -16,6 +16,7 @@ pub use swa::{SwaPlan, adopt_swa_tree, swa_pool};
 use serde_json::{Map, Value};
 
 use crate::error::InputError;
+use crate::runtime::cost::ComputeSource;
 use crate::runtime::dp::DpBalance;
 use crate::runtime::{Capacities, Links, ReplayConfig, ReplayMetrics, Timing};
 use crate::scenario::{RuntimeSection, Scenario};
@@ -262,7 +263,49 @@ pub fn replay_config_without_swa(
     // Only the scenario's own `runtime.replay` keys go through the text merge; they win
     // over everything derived (a `tlru` from the server arguments is refused there, or
     // by `apply_overrides`' check when no key replaces it).
-    Ok(apply_overrides(cfg, overrides)?)
+    let cfg = apply_overrides(cfg, overrides)?;
+    Ok(StepSyncDefault::of(s).fill(cfg, overrides))
+}
+
+/// What a scenario's default HiCache per-step synchronisation depends on
+/// ([`crate::release::step_sync`]): its release, whether it runs PP, and the world of
+/// the group the counts are reduced on (the attention-TP size).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepSyncDefault {
+    release: crate::wheel::Release,
+    pp: bool,
+    group_world: u32,
+}
+
+impl StepSyncDefault {
+    pub fn of(s: &Scenario) -> Self {
+        StepSyncDefault {
+            release: s.version.release(),
+            pp: s.layout.pp_size > 1,
+            group_world: u32::try_from(s.layout.attn_tp_size()).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// `cfg` (its overrides applied) with `compute.hicache_step_sync` set to the
+    /// release's default where `overrides` do not give it and the clock is modelled
+    /// (`table`, `roofline`: fixed speeds are end-to-end rates): 0.5 ms × the release's
+    /// all-reduces per iteration with a host tier and more than one rank in the group.
+    pub fn fill(&self, mut cfg: ReplayConfig, overrides: &Map<String, Value>) -> ReplayConfig {
+        let given = overrides
+            .get("compute")
+            .and_then(|c| c.get("hicache_step_sync"))
+            .is_some();
+        if !given && !matches!(cfg.scheduler.compute.source, ComputeSource::Fixed) {
+            cfg.scheduler.compute.hicache_step_sync = crate::release::step_sync::default_step_sync(
+                self.release,
+                cfg.capacities.l2_pages > 0,
+                cfg.has_storage(),
+                self.pp,
+                self.group_world,
+            );
+        }
+        cfg
+    }
 }
 
 /// The speculative decoding a scenario's launch command resolves to, as SGLang resolves

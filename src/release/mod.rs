@@ -21,6 +21,7 @@ pub mod log_lines;
 pub mod proposal;
 mod rules;
 mod server_check;
+pub mod step_sync;
 
 use std::fmt;
 

@@ -908,6 +908,17 @@ impl ReplayConfig {
             && self.policy.tree == TreeKind::Unified0523
     }
 
+    /// HiCache's per-step synchronisation charged per scheduler iteration, ns
+    /// (`compute.hicache_step_sync`): 0 without a host tier, where SGLang runs no
+    /// `check_hicache_events` (`crate::release::step_sync`).
+    pub fn hicache_step_sync_ns(&self) -> crate::units::Nanos {
+        if self.capacities.l2_pages > 0 {
+            self.scheduler.compute.hicache_step_sync.0
+        } else {
+            0
+        }
+    }
+
     /// Whether an L3 tier exists.
     pub fn has_storage(&self) -> bool {
         self.capacities.l3_unbounded || self.capacities.l3_pages.is_some()

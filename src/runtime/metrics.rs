@@ -44,13 +44,16 @@ pub struct TimelinePoint {
 ///   busy with an earlier batch, `--max-running-requests`, the batch's token budget, no
 ///   device room, an L3 prefetch not yet allowed to end);
 /// - `hit_cost_s`: `compute.hit_cost_per_cached_token` (opt-in, not an SGLang rule);
+/// - `hicache_sync_s`: HiCache's per-step synchronisation of the batch's scheduler
+///   iterations (`compute.hicache_step_sync`, `crate::release::step_sync`);
 /// - `load_back_s`: the host→device load-back not hidden under the forward (the copy
 ///   and its link's queue, minus what the layer pipeline overlaps);
 /// - `forward_s`: the batch's prefill forward;
 /// - `dp_wait_s`: with DP attention, the wait for the slowest rank's forward.
 ///
 /// Fixed per-request and per-iteration costs (HTTP, detokenizer, CUDA-graph launch) and
-/// HiCache's own bookkeeping are not in the time model: they are in no part.
+/// HiCache's own bookkeeping (its tree's work) are not in the time model: they are in no
+/// part. HiCache's per-step synchronisation is (`hicache_sync_s`).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct TtftBreakdown {
     pub requests: u64,
@@ -58,6 +61,9 @@ pub struct TtftBreakdown {
     pub tokenize_s: f64,
     pub queue_s: f64,
     pub hit_cost_s: f64,
+    /// HiCache's per-step synchronisation; 0, and not written, without it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hicache_sync_s: f64,
     pub load_back_s: f64,
     pub forward_s: f64,
     /// DP attention: the wait for the other ranks' forwards (every forward ends with
@@ -76,7 +82,7 @@ fn is_zero_u64(x: &u64) -> bool {
 
 impl TtftBreakdown {
     /// The parts, named as the text output names them, with their share of the mean.
-    pub fn shares(&self) -> [(&'static str, f64, f64); 6] {
+    pub fn shares(&self) -> [(&'static str, f64, f64); 7] {
         let share = |x: f64| {
             if self.mean_s > 0.0 {
                 x / self.mean_s
@@ -88,6 +94,11 @@ impl TtftBreakdown {
             ("tokenize", self.tokenize_s, share(self.tokenize_s)),
             ("queue", self.queue_s, share(self.queue_s)),
             ("hit cost", self.hit_cost_s, share(self.hit_cost_s)),
+            (
+                "HiCache sync",
+                self.hicache_sync_s,
+                share(self.hicache_sync_s),
+            ),
             ("load-back", self.load_back_s, share(self.load_back_s)),
             ("prefill forward", self.forward_s, share(self.forward_s)),
             ("DP wait", self.dp_wait_s, share(self.dp_wait_s)),

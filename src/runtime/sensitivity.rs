@@ -5,7 +5,8 @@
 //! A term that is 0 or absent in the configuration (no storage, no tokenizer cost, no
 //! speculative draft) is left out: making it dearer changes nothing. The terms SGLang
 //! pays that the time model does not have (fixed per-request and per-iteration costs,
-//! HiCache's bookkeeping) cannot appear here; [`NOT_IN_THE_MODEL`] names them.
+//! HiCache's bookkeeping; its per-step synchronisation is a term) cannot appear here;
+//! [`NOT_IN_THE_MODEL`] names them.
 
 use serde::Serialize;
 
@@ -43,6 +44,9 @@ pub enum Term {
     Tokenize,
     /// The opt-in charge per cached token (`compute.hit_cost_per_cached_token`).
     HitCost,
+    /// HiCache's per-step synchronisation (`compute.hicache_step_sync`), where it is
+    /// charged (a host tier).
+    HicacheSync,
     /// The speculative draft's acceptance: 1.25× fewer tokens a decode iteration
     /// (`compute.speculative.accept_length`).
     Acceptance,
@@ -50,7 +54,7 @@ pub enum Term {
 
 impl Term {
     /// Every term, in the order the report lists ties.
-    pub const ALL: [Term; 11] = [
+    pub const ALL: [Term; 12] = [
         Term::Compute,
         Term::H2d,
         Term::H2dRunOverhead,
@@ -61,6 +65,7 @@ impl Term {
         Term::StorageLatency,
         Term::Tokenize,
         Term::HitCost,
+        Term::HicacheSync,
         Term::Acceptance,
     ];
 
@@ -77,6 +82,7 @@ impl Term {
             Term::StorageLatency => "storage_latency",
             Term::Tokenize => "tokenize",
             Term::HitCost => "hit_cost",
+            Term::HicacheSync => "hicache_sync",
             Term::Acceptance => "acceptance",
         }
     }
@@ -127,6 +133,11 @@ impl Term {
                 &mut c.scheduler.compute.hit_cost_per_cached_token,
                 "hit_cost_per_cached_token",
             ),
+            Term::HicacheSync if cfg.hicache_step_sync_ns() > 0 => longer(
+                &mut c.scheduler.compute.hicache_step_sync,
+                "hicache_step_sync",
+            ),
+            Term::HicacheSync => None,
             Term::Acceptance => {
                 let s = c.scheduler.compute.speculative.as_mut()?;
                 // Only where decode iterations verify drafts in the clock.

@@ -37,6 +37,10 @@ pub struct Speeds {
     /// prompt before the scheduler (`runtime::frontend`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokenize_per_token_ns: Option<u64>,
+    /// HiCache's per-step synchronisation in ns per scheduler iteration, when charged
+    /// (`compute.hicache_step_sync` with a host tier: `crate::release::step_sync`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hicache_step_sync_ns: Option<u64>,
     /// How a host hit's load-back meets the forward: `layer_pipelined` (table,
     /// roofline) or `before_forward` (fixed: the SGLang Simulator's clock).
     pub load_back: &'static str,
@@ -195,6 +199,7 @@ impl Speeds {
                 .frontend
                 .tokenizes()
                 .then_some(cfg.frontend.tokenize_per_token.0),
+            hicache_step_sync_ns: Some(cfg.hicache_step_sync_ns()).filter(|&ns| ns > 0),
             load_back: if fixed {
                 "before_forward"
             } else if cfg.serializes_load_back() {
@@ -235,9 +240,10 @@ impl Speeds {
         }
     }
 
-    /// `; hit cost N ns per cached token` when the sensitivity is on and `; tokenize N
-    /// ns per prompt token` when requests arrive as text, else nothing (outputs made
-    /// without them keep their bytes).
+    /// `; hit cost N ns per cached token` when the sensitivity is on, `; tokenize N
+    /// ns per prompt token` when requests arrive as text and `; HiCache step sync N ns
+    /// per scheduler iteration` when it is charged, else nothing (outputs made without
+    /// them keep their bytes).
     fn opt_in_text(&self) -> String {
         let hit = self
             .hit_cost_per_cached_token_ns
@@ -246,6 +252,10 @@ impl Speeds {
         let tok = self
             .tokenize_per_token_ns
             .map(|ns| format!("; tokenize {ns} ns per prompt token"))
+            .unwrap_or_default();
+        let sync = self
+            .hicache_step_sync_ns
+            .map(|ns| format!("; HiCache step sync {ns} ns per scheduler iteration"))
             .unwrap_or_default();
         let spec = self
             .speculative
@@ -267,7 +277,7 @@ impl Speeds {
                 )
             })
             .unwrap_or_default();
-        hit + &tok + &spec + &dp
+        hit + &tok + &sync + &spec + &dp
     }
 
     /// A short line for plot captions: the compute model, then the links.

@@ -224,6 +224,9 @@ struct Batch {
     reqs: Vec<Admitted>,
     /// When the scheduler formed it.
     formed: Nanos,
+    /// HiCache's per-step synchronisation of its iterations (one per forward), charged
+    /// from `formed`, before the opt-in hit cost.
+    sync: Nanos,
     /// When its load-back and forward could start (after the opt-in hit cost).
     start: Nanos,
     /// Its forward's duration.
@@ -241,14 +244,16 @@ struct TtftSums {
     tokenize: u128,
     queue: u128,
     hit_cost: u128,
+    hicache_sync: u128,
     load_back: u128,
     forward: u128,
     dp_wait: u128,
 }
 
 impl TtftSums {
-    /// Adds one request: `arrival ≤ seen ≤ formed ≤ start ≤ done − dp_wait`, `forward ≤
-    /// done − dp_wait − start`; the six parts sum to `done − arrival` exactly.
+    /// Adds one request: `arrival ≤ seen ≤ formed ≤ formed + sync ≤ start ≤ done −
+    /// dp_wait`, `forward ≤ done − dp_wait − start`; the seven parts sum to `done −
+    /// arrival` exactly.
     fn add(&mut self, w: &Waiting, b: &Batch, done: Nanos) {
         // The rank's own forward ended `dp_wait` before the step did.
         let own = done - b.dp_wait;
@@ -257,7 +262,8 @@ impl TtftSums {
         self.total += u128::from(done - w.arrival);
         self.tokenize += u128::from(w.seen - w.arrival);
         self.queue += u128::from(b.formed - w.seen);
-        self.hit_cost += u128::from(b.start - b.formed);
+        self.hicache_sync += u128::from(b.sync);
+        self.hit_cost += u128::from(b.start - b.formed - b.sync);
         self.load_back += u128::from(exposed_load_back);
         self.forward += u128::from((own - b.start).min(b.forward));
         self.dp_wait += u128::from(b.dp_wait);
@@ -270,6 +276,7 @@ impl TtftSums {
         self.tokenize += o.tokenize;
         self.queue += o.queue;
         self.hit_cost += o.hit_cost;
+        self.hicache_sync += o.hicache_sync;
         self.load_back += o.load_back;
         self.forward += o.forward;
         self.dp_wait += o.dp_wait;
@@ -286,6 +293,7 @@ impl TtftSums {
             tokenize_s: mean(self.tokenize),
             queue_s: mean(self.queue),
             hit_cost_s: mean(self.hit_cost),
+            hicache_sync_s: mean(self.hicache_sync),
             load_back_s: mean(self.load_back),
             forward_s: mean(self.forward),
             dp_wait_s: mean(self.dp_wait),
@@ -341,6 +349,9 @@ struct Sim<I: Iterator<Item = (u64, Request)>, R: TreeRules> {
     /// Sum and count of the measured requests' TPOT (2+ output tokens), seconds.
     tpot: (f64, u64),
     cost: CostModel,
+    /// HiCache's per-step synchronisation, ns a scheduler iteration
+    /// (`ReplayConfig::hicache_step_sync_ns`; 0 without a host tier).
+    step_sync: Nanos,
     times: Option<Vec<RequestTime>>,
     recs: Vec<BackupRecord>,
     scratch: Vec<PageKey>,
@@ -540,6 +551,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             ttft_sums: TtftSums::default(),
             tpot: (0.0, 0),
             cost,
+            step_sync: cfg.hicache_step_sync_ns(),
             times: times.then(Vec::new),
             recs: Vec::new(),
             scratch: Vec::new(),
@@ -1096,7 +1108,14 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         // #20's L2 hit equals its L1 hit instead (the copy hidden), which a charge
         // overlapped with the load-back would fit: the two sources disagree, and this is
         // the simpler of the two placements (a scheduling-time cost, as the name says).
+        // HiCache's per-step synchronisation (`crate::release::step_sync`): each of the
+        // batch's forwards (a chunk each) is a scheduler iteration whose
+        // `check_hicache_events` all-reduces run before the forward is launched. The
+        // chunks' are charged together up front (the sum is exact for the batch's end;
+        // SGLang pays each before its chunk).
+        let sync = self.step_sync * self.cost.prefill_forwards(&shapes);
         let start = now
+            + sync
             + c.scheduler
                 .compute
                 .hit_cost_ns(shapes.iter().map(|s| s.1).sum());
@@ -1127,6 +1146,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         let batch = Batch {
             reqs: batch,
             formed: now,
+            sync,
             start,
             forward,
             dp_wait: 0,
@@ -1235,7 +1255,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                 self.decoding.push(d);
                 continue;
             }
-            let decode = self.cost.decode_ns(
+            let decode = self.decode_ns(
                 u64::from(decode_tokens),
                 u64::from(self.running),
                 u64::from(a.w.input_tokens) + 1,
@@ -1337,7 +1357,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             self.decoding.push(d);
             return;
         }
-        let decode = self.cost.decode_ns(
+        let decode = self.decode_ns(
             u64::from(d.remaining),
             u64::from(self.running),
             u64::from(d.input_tokens) + u64::from(d.start_out),
@@ -1442,7 +1462,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             1
         } else {
             let ctx = live.iter().map(|d| d.ctx).sum::<u64>() / live.len() as u64;
-            let iter = self.cost.decode_iteration_ns(live.len() as u64, ctx).max(1);
+            let iter = self.decode_iteration_ns(live.len() as u64, ctx).max(1);
             let n = now.saturating_sub(self.decay_anchor) / iter;
             self.decay_anchor += n * iter;
             n
@@ -1610,6 +1630,20 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         self.scratch = pages;
     }
 
+    /// A request's decode of `output` tokens (`CostModel::decode_ns`) with HiCache's
+    /// per-step synchronisation of each of its iterations (`output ÷` the tokens an
+    /// iteration makes, rounded up).
+    fn decode_ns(&self, output: u64, batch: u64, ctx: u64) -> Nanos {
+        let iterations = (output as f64 / self.cost.tokens_per_iteration()).ceil() as u64;
+        self.cost.decode_ns(output, batch, ctx) + self.step_sync * iterations
+    }
+
+    /// One decode iteration (`CostModel::decode_iteration_ns`) with HiCache's per-step
+    /// synchronisation (`check_hicache_events` runs every iteration, decode too).
+    fn decode_iteration_ns(&self, batch: u64, ctx: u64) -> Nanos {
+        self.cost.decode_iteration_ns(batch, ctx) + self.step_sync
+    }
+
     /// With the GPU free and no prefill batch to run, one decode step of every decoding
     /// request (`decode_timeline: interleaved`; `get_next_batch_to_run` runs the
     /// decode batch when no prefill batch forms): `step(batch, mean context)`.
@@ -1629,7 +1663,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         }
         let b = self.decoding.len() as u64;
         let ctx = self.decoding.iter().map(|d| d.ctx).sum::<u64>() / b;
-        let dur = self.cost.decode_iteration_ns(b, ctx).max(1);
+        let dur = self.decode_iteration_ns(b, ctx).max(1);
         self.gpu_start(now + dur, Ev::DecodeStep);
     }
 

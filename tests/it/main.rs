@@ -58,6 +58,7 @@ mod speculative;
 mod speeds_rounds;
 mod startup_incidents;
 mod startup_model;
+mod step_sync;
 mod support;
 mod swa_tree_gap;
 mod swa_tree_golden;

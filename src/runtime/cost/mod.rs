@@ -69,6 +69,22 @@ pub struct Compute {
     /// replayed"), not a fit per case.
     #[serde(skip_serializing_if = "is_zero")]
     pub hit_cost_per_cached_token: Duration,
+    /// HiCache's per-step synchronisation: the time every scheduler iteration (each
+    /// prefill forward, a chunk each, and each decode step) spends in the blocking
+    /// all-reduces of `check_hicache_events` before its forward
+    /// ([`crate::release::step_sync`]: SGLang 0.5.14–0.5.23 `managers/scheduler.py:
+    /// get_next_batch_to_run` → `mem_cache/unified_radix_cache.py` /
+    /// `hiradix_cache.py: check_hicache_events` → `_all_reduce_attn_groups`). Charged
+    /// only with a host tier (`l2_pages` > 0). A scenario sets it to 0.5 ms (sglang PR
+    /// <https://github.com/sgl-project/sglang/pull/39903>'s 4-rank gloo all-reduce) ×
+    /// the release's all-reduces per iteration when HiCache is on and the attention-TP
+    /// group has more than one rank, with a modelled clock (`table`, `roofline`);
+    /// default 0 (not written into outputs). Needs a unit (`500us`).
+    #[serde(
+        skip_serializing_if = "is_zero",
+        deserialize_with = "crate::units::duration_with_unit"
+    )]
+    pub hicache_step_sync: Duration,
     /// Speculative decoding from the launch command (`speculative`): in the clock of
     /// `table` and `roofline` when it is an MTP chain; not written while unset.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -86,6 +102,7 @@ impl Default for Compute {
             chunked_prefill_size: 0,
             compute_scale: 1.0,
             hit_cost_per_cached_token: Duration(0),
+            hicache_step_sync: Duration(0),
             speculative: None,
         }
     }
@@ -175,6 +192,19 @@ impl CostModel {
                 spec,
             },
         })
+    }
+
+    /// The scheduler iterations a prefill batch of requests `(new tokens, cached
+    /// prefix)` takes: one forward, or with chunking one per chunk of at most `chunk`
+    /// new tokens ([`CostModel::prefill_ns`] fills them in batch order).
+    pub fn prefill_forwards(&self, reqs: &[(u64, u64)]) -> u64 {
+        match self {
+            CostModel::Table { chunk, .. } | CostModel::Roofline { chunk, .. } if *chunk > 0 => {
+                let t: u64 = reqs.iter().map(|r| r.0).sum();
+                t.div_ceil(u64::from(*chunk)).max(1)
+            }
+            _ => 1,
+        }
     }
 
     /// Whether load-back overlaps the forward layer by layer (table and roofline) or
