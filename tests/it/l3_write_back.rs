@@ -191,6 +191,10 @@ fn the_replay_reports_prefetches_the_capacity_limit_refuses() {
                 &format!("runtime.replay.l2_pages={l2}"),
                 "--set",
                 "runtime.replay.l3_unbounded=true",
+                // Without HiCache's per-step synchronisation (its own tests:
+                // `step_sync.rs`), the counts as before it.
+                "--set",
+                "runtime.replay.compute.hicache_step_sync=0ns",
             ],
             &crate::support::repo(""),
         );

@@ -6,7 +6,16 @@ use crate::support::{code, repo, run, stderr, stdout};
 
 fn replay(scenario: &str, extra: &[&str]) -> std::process::Output {
     let sc = repo(scenario);
-    let mut a = vec!["replay", sc.to_str().unwrap(), "--sensitivity"];
+    // The figures below are the replay's without HiCache's per-step synchronisation
+    // (`compute.hicache_step_sync`, set to 0): the term's own effect is asserted in
+    // `step_sync.rs`.
+    let mut a = vec![
+        "replay",
+        sc.to_str().unwrap(),
+        "--sensitivity",
+        "--set",
+        "runtime.replay.compute.hicache_step_sync=0ns",
+    ];
     a.extend_from_slice(extra);
     run(&a, &repo("."))
 }

@@ -82,7 +82,17 @@ fn the_clock_by_hand_on_the_h200_table() {
 }
 
 fn replay_json(scenario: &std::path::Path, set: &[&str]) -> Value {
-    let mut args = vec!["replay", scenario.to_str().unwrap(), "--format", "json"];
+    // The figures below are the replay's without HiCache's per-step synchronisation
+    // (`compute.hicache_step_sync`, set to 0): the term's own effect is asserted in
+    // `step_sync.rs`.
+    let mut args = vec![
+        "replay",
+        scenario.to_str().unwrap(),
+        "--format",
+        "json",
+        "--set",
+        "runtime.replay.compute.hicache_step_sync=0ns",
+    ];
     for s in set {
         args.extend(["--set", s]);
     }
