@@ -279,10 +279,22 @@ pub struct StepSyncDefault {
 
 impl StepSyncDefault {
     pub fn of(s: &Scenario) -> Self {
+        Self::new(
+            s.version.release(),
+            s.layout.pp_size > 1,
+            u32::try_from(s.layout.attn_tp_size()).unwrap_or(u32::MAX),
+        )
+    }
+
+    /// The default of a server of `release`, with pipeline parallelism (`pp`) or not,
+    /// whose HiCache counts are reduced over `group_world` ranks (the attention-TP size):
+    /// for configurations built without a scenario (the bench corpus of
+    /// `tests/it/timecost.rs`), set as [`StepSyncDefault::of`] would.
+    pub fn new(release: crate::wheel::Release, pp: bool, group_world: u32) -> Self {
         StepSyncDefault {
-            release: s.version.release(),
-            pp: s.layout.pp_size > 1,
-            group_world: u32::try_from(s.layout.attn_tp_size()).unwrap_or(u32::MAX),
+            release,
+            pp,
+            group_world,
         }
     }
 
