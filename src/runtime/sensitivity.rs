@@ -20,6 +20,17 @@ pub const STEP: f64 = 1.25;
 /// What the time model leaves out, so no row of the report can show it.
 pub const NOT_IN_THE_MODEL: &str = "fixed per-request and per-iteration costs (HTTP / ZMQ / detokenizer, the scheduler's loop, CUDA-graph launch) and HiCache's own bookkeeping are not in the time model, so no row shows them";
 
+/// [`NOT_IN_THE_MODEL`] for a report of `rows`: with a `hicache_sync` row (HiCache's
+/// per-step synchronisation charged) it says that one per-iteration cost is in the
+/// model; without, the constant itself (outputs without the term keep their bytes).
+pub fn not_in_the_model(rows: &[Row]) -> &'static str {
+    if rows.iter().any(|r| r.term == Term::HicacheSync) {
+        "fixed per-request and per-iteration costs (HTTP / ZMQ / detokenizer, the scheduler's loop, CUDA-graph launch; HiCache's per-step synchronisation is in the model: hicache_sync) and HiCache's own bookkeeping are not in the time model, so no row shows them"
+    } else {
+        NOT_IN_THE_MODEL
+    }
+}
+
 /// One cost term of the time model and how it is made [`STEP`] dearer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

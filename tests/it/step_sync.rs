@@ -188,3 +188,41 @@ fn a_tp4_hicache_scenario_charges_the_default_and_a_set_overrides_it() {
         "{two}"
     );
 }
+
+/// The TTFT breakdown's "not modelled" list and the sensitivity's closing line name
+/// HiCache's per-step synchronisation as modelled where it is charged, and keep their
+/// old text where it is not.
+#[test]
+fn the_not_modelled_lines_follow_the_charge() {
+    let out = |sets: &[&str]| -> String {
+        let mut args = vec!["replay", "scenarios/quickstart-timed.yaml", "--sensitivity"];
+        for s in sets {
+            args.extend(["--set", s]);
+        }
+        let o = crate::support::run(&args, &crate::support::repo(""));
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let charged = out(&[]);
+    assert!(charged.contains(
+        "(not modelled: fixed per-request and per-iteration costs other than HiCache's per-step synchronisation, HiCache's own bookkeeping)"
+    ), "{charged}");
+    assert!(
+        charged.contains(
+            "CUDA-graph launch; HiCache's per-step synchronisation is in the model: hicache_sync)"
+        ),
+        "{charged}"
+    );
+    let zero = out(&["runtime.replay.compute.hicache_step_sync=0ns"]);
+    assert!(
+        zero.contains(
+            "(not modelled: fixed per-request and per-iteration costs, HiCache's own bookkeeping)"
+        ),
+        "{zero}"
+    );
+    assert!(
+        zero.contains(hicache_sim::runtime::sensitivity::NOT_IN_THE_MODEL),
+        "{zero}"
+    );
+    assert!(!zero.contains("synchronisation"), "{zero}");
+}
