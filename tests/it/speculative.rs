@@ -163,7 +163,8 @@ fn the_scenario_prints_its_acceptance_and_tpot() {
     let v = replay_json(&path, &[light]);
     assert!(v["speeds"].get("speculative").is_none());
     let tpot_plain = v["metrics"]["tpot_mean_s"].as_f64().unwrap();
-    // The figures the time-model page and the CHANGELOG give.
+    // The figures the time-model page (its figures without HiCache's per-step
+    // synchronisation; 11.36 / 12.99 ms with it) and the CHANGELOG give.
     let ms = |s: f64| format!("{:.2}", s * 1e3);
     assert_eq!(
         (ms(tpot_default), ms(tpot_plain)),
