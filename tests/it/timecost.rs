@@ -140,7 +140,7 @@ fn base(page_size: u32, bytes_per_token: u64, layers: u32, compute: Compute) -> 
 /// `check_hicache_events` without HiCache), so the arms without HiCache keep their
 /// figures. An entry whose source states no modelled release takes
 /// [`Release::LATEST`], as a scenario without `sglang:` does (one all-reduce a step;
-/// 0.5.14–0.5.16 make two, three with L3: the PR branches of #09–#11 predate the merge
+/// 0.5.14–0.5.16 make two, three with L3: the PR branches of B09–B11 predate the merge
 /// of sglang PR 30511, so 1 ms a step would be theirs if they ran those rules).
 fn step_sync(c: ReplayConfig, release: Release, attn_tp: u32) -> ReplayConfig {
     StepSyncDefault::new(release, false, attn_tp).fill(c, &serde_json::Map::new())
