@@ -298,23 +298,31 @@ impl StepSyncDefault {
         }
     }
 
-    /// `cfg` (its overrides applied) with `compute.hicache_step_sync` set to the
-    /// release's default where `overrides` do not give it and the clock is modelled
-    /// (`table`, `roofline`: fixed speeds are end-to-end rates): 0.5 ms × the release's
-    /// all-reduces per iteration with a host tier and more than one rank in the group.
+    /// `cfg` (its overrides applied) with `compute.hicache_step_sync` set, where
+    /// `overrides` do not give it, to the release's default under a modelled clock
+    /// (`table`, `roofline`): 0.5 ms × the release's all-reduces per iteration with a
+    /// host tier and more than one rank in the group; 0 under fixed speeds (end-to-end
+    /// rates).
     pub fn fill(&self, mut cfg: ReplayConfig, overrides: &Map<String, Value>) -> ReplayConfig {
         let given = overrides
             .get("compute")
             .and_then(|c| c.get("hicache_step_sync"))
             .is_some();
-        if !given && !matches!(cfg.scheduler.compute.source, ComputeSource::Fixed) {
-            cfg.scheduler.compute.hicache_step_sync = crate::release::step_sync::default_step_sync(
-                self.release,
-                cfg.capacities.l2_pages > 0,
-                cfg.has_storage(),
-                self.pp,
-                self.group_world,
-            );
+        if !given {
+            // Set whole from the final configuration (0 under fixed speeds), so a
+            // configuration filled before its last overrides is filled again right.
+            cfg.scheduler.compute.hicache_step_sync =
+                if matches!(cfg.scheduler.compute.source, ComputeSource::Fixed) {
+                    crate::units::Duration(0)
+                } else {
+                    crate::release::step_sync::default_step_sync(
+                        self.release,
+                        cfg.capacities.l2_pages > 0,
+                        cfg.has_storage(),
+                        self.pp,
+                        self.group_world,
+                    )
+                };
         }
         cfg
     }

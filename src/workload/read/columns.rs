@@ -472,24 +472,11 @@ impl ColReader {
         Ok(())
     }
 
-    /// The next little-endian u64 if it is in the buffer (not consumed).
+    /// The next `N` bytes if they are in the buffer (not consumed).
     #[inline]
-    fn peek_u64(&self) -> Option<u64> {
-        let b = self
-            .buf
-            .get(self.pos..self.pos + 8)
-            .filter(|_| self.pos + 8 <= self.filled)?;
-        Some(u64::from_le_bytes(b.try_into().expect("8 bytes")))
-    }
-
-    /// The next little-endian u32 if it is in the buffer (not consumed).
-    #[inline]
-    fn peek_u32(&self) -> Option<u32> {
-        let b = self
-            .buf
-            .get(self.pos..self.pos + 4)
-            .filter(|_| self.pos + 4 <= self.filled)?;
-        Some(u32::from_le_bytes(b.try_into().expect("4 bytes")))
+    fn peek<const N: usize>(&self) -> Option<[u8; N]> {
+        let end = self.pos + N;
+        (end <= self.filled).then(|| self.buf[self.pos..end].try_into().expect("N bytes"))
     }
 
     /// The next `n` bytes if they are all in the buffer (not consumed).
@@ -726,17 +713,17 @@ impl BinStream {
     /// path then reads it, refills, and names any error). Most records take this path.
     #[inline]
     fn next_buffered(&mut self, rec: &mut BlockRecord) -> Option<usize> {
-        let end = self.offsets.peek_u64()?;
-        let arrival = self.arrival.peek_u64()?;
-        let line = self.line.peek_u64()?;
-        let input = self.input.peek_u32()?;
-        let output = self.output.peek_u32()?;
+        let end = u64::from_le_bytes(self.offsets.peek()?);
+        let arrival = u64::from_le_bytes(self.arrival.peek()?);
+        let line = u64::from_le_bytes(self.line.peek()?);
+        let input = u32::from_le_bytes(self.input.peek()?);
+        let output = u32::from_le_bytes(self.output.peek()?);
         let last = self.pos + 1 == self.n;
         if end < self.prev || end > self.m || (last && end != self.m) {
             return None;
         }
         let k = end - self.prev;
-        if (input as u64).div_ceil(self.block_size.max(1) as u64) < k {
+        if super::too_many_ids(k, input, self.block_size).is_some() {
             return None;
         }
         let ids = self.ids.peek_bytes(8 * k as usize)?;
