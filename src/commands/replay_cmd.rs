@@ -85,6 +85,8 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
     // with the SWA tree as its device tier, and without.
     let mut unverified_swa: Vec<String> = Vec::new();
     let mut unverified_full: Vec<String> = Vec::new();
+    // The scenario, for the reasons its final replay configuration adds.
+    let mut scenario_for_reasons: Option<crate::scenario::Scenario> = None;
     // A model's SWA pool: the SWA tree runs where it can (`pipeline::adopt_swa_tree`).
     let mut swa_plan = None;
     // The scenario's default HiCache per-step synchronisation, filled in once its
@@ -135,6 +137,7 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
                 unverified_swa = pipeline::replay_unverified(&s, &plan, true);
                 unverified_full = pipeline::replay_unverified(&s, &plan, false);
                 swa_plan = pipeline::swa_pool(&s, &plan);
+                scenario_for_reasons = Some(s.clone());
                 step_sync = Some(pipeline::StepSyncDefault::of(&s));
                 // An open PR's rule set is labelled as such, with what it assumes (after
                 // the status line, which waits for the final configuration).
@@ -319,6 +322,9 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
         }
         Err(e) => return Err(trace_error(e).into()),
     };
+    if let Some(s) = &scenario_for_reasons {
+        unverified.extend(pipeline::replay_config_unverified(s, &cfg));
+    }
     let swa_adopted = cfg.capacities.swa.is_some();
     let sensitivity = match a.sensitivity {
         true => Some(pipeline::sensitivity(&section, &cfg, &m).map_err(trace_error)?),
@@ -866,13 +872,18 @@ fn render(
         cfg.policy.tree.id(),
         match cfg.capacities.swa {
             Some(p) => format!(
-                " with its SWA component: {} SWA pages, window {}, {}, one request at a time{}",
+                " with its SWA component: {} SWA pages, window {}, {}, {}{}",
                 p.pages,
                 p.window,
                 if p.decode {
                     "requests decoding their output"
                 } else {
                     "requests ending at their prefill"
+                },
+                if cfg.measurement.timing == crate::runtime::Timing::On {
+                    "requests overlapping on the clock"
+                } else {
+                    "one request at a time"
                 },
                 match cfg.scheduler.compute.chunked_prefill_size {
                     0 => String::new(),

@@ -67,7 +67,7 @@ pub enum ReplayConfigError {
     Override(#[from] InputError),
     /// A DeepSeek-V4 replay the SWA tree cannot run.
     #[error(
-        "DeepSeek-V4's replay runs SGLang 0.5.23's tree with its SWA component (`UnifiedRadixCache` with FULL and SWA, the C4 / C128 states being per request) on the device tier, timing off (a tree per DP rank or engine): {0}; `startup` and `check` give its pools"
+        "DeepSeek-V4's replay runs SGLang 0.5.23's tree with its SWA component (`UnifiedRadixCache` with FULL and SWA, the C4 / C128 states being per request) on the device tier (timing off: a tree per DP rank or engine; timing on: one rank): {0}; `startup` and `check` give its pools"
     )]
     Dsv4NotModelled(String),
     /// A DP load-balance method other than round-robin.
@@ -93,6 +93,39 @@ pub const MAMBA_TREE_UNMODELLED: &str = "the tree's Mamba component is not model
 /// The SWA tree decodes one slot per output token: a speculative draft's verify steps
 /// are not in it.
 pub const SWA_TREE_DRAFT_UNMODELLED: &str = "with a speculative draft the SWA tree's decode is not SGLang's: each verify step allocates the draft tokens' slots in both pools and frees the rejected ones, where the tree takes one slot per output token (the SWA pool's evictions may be off)";
+
+/// What the final replay configuration adds to a scenario's reasons for `unverified`:
+/// a timed replay on the SWA tree (`runtime::TIMED_SWA_UNMODELLED`: its decode KV taken
+/// at once, no retraction), and a cost table profiled for another model than the
+/// scenario's (its times stand in).
+pub fn replay_config_unverified(s: &Scenario, cfg: &ReplayConfig) -> Vec<String> {
+    let mut out = Vec::new();
+    if cfg.capacities.swa.is_some() && cfg.measurement.timing == Timing::On {
+        out.push(crate::runtime::TIMED_SWA_UNMODELLED.to_string());
+    }
+    if let ComputeSource::Table {
+        node,
+        model,
+        quant,
+        tp,
+    } = &cfg.scheduler.compute.source
+        && let Ok(t) = crate::runtime::cost::table::find(node, model, *quant, *tp)
+        && !table_is_scenario_model(t, s)
+    {
+        out.push(format!(
+            "the compute cost table is {}'s ({} {} TP{} on {}), not {}'s: its times stand in for this model's",
+            t.hf_id, t.model, t.quant, t.tp, t.node, s.model_name
+        ));
+    }
+    out
+}
+
+/// Whether cost table `t` was profiled for the scenario's model (by preset name, alias
+/// or Hugging Face id, case-insensitive).
+fn table_is_scenario_model(t: &crate::runtime::cost::table::CostTable, s: &Scenario) -> bool {
+    let same = |a: &str| a.eq_ignore_ascii_case(&t.model) || a.eq_ignore_ascii_case(&t.hf_id);
+    same(&s.model_name) || s.model.aliases.iter().any(|a| same(a))
+}
 
 /// What a replay of this scenario does not model, beyond the scenario's own
 /// `unmodelled` (which comes first): the tree components of `UnifiedRadixCache`

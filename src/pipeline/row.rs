@@ -98,11 +98,17 @@ pub fn point_row(
     };
     // With a replay, its hit rates carry what the tree leaves out too.
     let unverified = match &s.runtime {
-        Some(_) => replay_unverified(
-            &s,
-            &plan,
-            cfg.as_ref().is_some_and(|c| c.capacities.swa.is_some()),
-        ),
+        Some(_) => {
+            let mut u = replay_unverified(
+                &s,
+                &plan,
+                cfg.as_ref().is_some_and(|c| c.capacities.swa.is_some()),
+            );
+            if let Some(c) = cfg.as_ref() {
+                u.extend(super::replay_config_unverified(&s, c));
+            }
+            u
+        }
         None => s.unmodelled.iter().map(ToString::to_string).collect(),
     };
     let mut row = Row::new()

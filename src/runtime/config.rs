@@ -992,13 +992,22 @@ impl ReplayConfig {
         }
         if let Some(swa) = self.capacities.swa {
             // The SWA tree (`crate::cache::SwaRadixTree`) is 0.5.23's device tier under
-            // the scheduler's call pattern, LRU, untimed; nothing else models the pool.
-            // DP ranks are each a tree of their own, split before the replay
-            // (`pipeline::replay_section`), as are engines behind a router.
+            // the scheduler's call pattern, LRU, untimed or on one clock
+            // (`timed::swa`); nothing else models the pool. DP ranks are each a tree of
+            // their own, split before the untimed replay (`pipeline::replay_section`), as
+            // are engines behind a router.
             let why = if swa.pages == 0 || swa.window == 0 {
                 Some("the SWA pool needs at least one page and a window of at least one token")
-            } else if self.measurement.timing != Timing::Off {
-                Some("an SWA pool is modelled by the timing-off replay only (timing: off)")
+            } else if self.measurement.timing == Timing::On && self.capacities.dp_ranks > 1 {
+                Some(
+                    "the timed replay with an SWA pool runs one rank (DP attention's lockstep ranks are not modelled with it): set timing: off, or dp_ranks: 1",
+                )
+            } else if self.measurement.timing == Timing::On
+                && self.scheduler.decode_timeline == DecodeTimeline::Interleaved
+            {
+                Some(
+                    "the timed replay with an SWA pool decodes beside the prefill only (decode_timeline: beside_prefill)",
+                )
             } else if self.policy.call_pattern != CallPattern::Scheduler0523 {
                 Some("an SWA pool is modelled under call_pattern: scheduler_0_5_23 only")
             } else if self.policy.tree != TreeKind::Unified0523 {
@@ -1052,8 +1061,10 @@ impl ReplayConfig {
                 "unified_0_5_23 has 0.5.23's own host rules (duplicate reclaim, ancestor chaining, shortfall evict_host): evict_host_rule must be evicted_only and evict_version v1 (those what-ifs apply to tree: v1)".into(),
             );
         }
+        // With an SWA pool the timed replay drives the SWA tree as the scheduler does
+        // (`timed::swa`); the full-attention tree's timed replay has its own pattern.
         if self.policy.call_pattern == CallPattern::Scheduler0523
-            && (self.measurement.timing == Timing::On
+            && ((self.measurement.timing == Timing::On && self.capacities.swa.is_none())
                 || self.policy.host_memory_mode == HostMemoryMode::BufferOnly
                 || self.policy.lru_mode == LruMode::PlainPage)
         {

@@ -37,6 +37,7 @@ pub mod sensitivity;
 mod session;
 pub mod speeds;
 pub mod storage_backend;
+mod swa_req;
 mod timed;
 pub mod transfer;
 mod untimed;
@@ -49,7 +50,7 @@ pub use config::{
 pub use metrics::{ReplayMetrics, TimelinePoint, definitions};
 pub use overrides::{apply_overrides, full_value};
 pub use speeds::Speeds;
-pub use timed::RequestTime;
+pub use timed::{RequestTime, TIMED_SWA_UNMODELLED};
 
 use crate::workload::Request;
 

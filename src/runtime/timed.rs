@@ -50,6 +50,9 @@
 
 pub(crate) mod kv_budget;
 pub(crate) mod lockstep;
+mod swa;
+
+pub use swa::TIMED_SWA_UNMODELLED;
 
 use std::collections::VecDeque;
 
@@ -255,18 +258,36 @@ impl TtftSums {
     /// dp_wait`, `forward ≤ done − dp_wait − start`; the seven parts sum to `done −
     /// arrival` exactly.
     fn add(&mut self, w: &Waiting, b: &Batch, done: Nanos) {
+        self.add_parts(
+            w.arrival, w.seen, b.formed, b.sync, b.start, b.forward, b.dp_wait, done,
+        );
+    }
+
+    /// [`TtftSums::add`] from the request's and its batch's times.
+    #[allow(clippy::too_many_arguments)]
+    fn add_parts(
+        &mut self,
+        arrival: Nanos,
+        seen: Nanos,
+        formed: Nanos,
+        sync: Nanos,
+        start: Nanos,
+        forward: Nanos,
+        dp_wait: Nanos,
+        done: Nanos,
+    ) {
         // The rank's own forward ended `dp_wait` before the step did.
-        let own = done - b.dp_wait;
-        let exposed_load_back = (own - b.start).saturating_sub(b.forward);
+        let own = done - dp_wait;
+        let exposed_load_back = (own - start).saturating_sub(forward);
         self.requests += 1;
-        self.total += u128::from(done - w.arrival);
-        self.tokenize += u128::from(w.seen - w.arrival);
-        self.queue += u128::from(b.formed - w.seen);
-        self.hicache_sync += u128::from(b.sync);
-        self.hit_cost += u128::from(b.start - b.formed - b.sync);
+        self.total += u128::from(done - arrival);
+        self.tokenize += u128::from(seen - arrival);
+        self.queue += u128::from(formed - seen);
+        self.hicache_sync += u128::from(sync);
+        self.hit_cost += u128::from(start - formed - sync);
         self.load_back += u128::from(exposed_load_back);
-        self.forward += u128::from((own - b.start).min(b.forward));
-        self.dp_wait += u128::from(b.dp_wait);
+        self.forward += u128::from((own - start).min(forward));
+        self.dp_wait += u128::from(dp_wait);
     }
 
     /// Adds another rank's sums.
@@ -477,6 +498,15 @@ pub(crate) fn run_detailed<I: IntoIterator<Item = Request>>(
     preload: &[PageKey],
     times: bool,
 ) -> Result<(ReplayMetrics, Vec<RequestTime>), ReplayError> {
+    if cfg.capacities.swa.is_some() {
+        if !preload.is_empty() {
+            return Err(ReplayError::InvalidConfig {
+                field: "swa",
+                message: "the SWA tree has no L3 to preload".into(),
+            });
+        }
+        return swa::run(cfg, requests, times);
+    }
     // The one place the tree's rule set is chosen (monomorphised below).
     match cfg.policy.tree {
         TreeKind::V1 => run_tree::<V1, _>(cfg, requests, preload, times),
@@ -502,6 +532,31 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
         sim.schedule();
     }
     Ok(sim.finish().figures())
+}
+
+/// Checks request `i` of the trace (its pages, its arrival not before the previous one)
+/// and returns when the scheduler sees it: once the TokenizerManager has encoded it (at
+/// once for token ids); its TTFT still runs from the client's send.
+fn scheduler_sees(
+    cfg: &ReplayConfig,
+    i: u64,
+    r: &Request,
+    prev_arrival: &mut Nanos,
+    tokenizer_free: &mut Nanos,
+) -> Result<Nanos, ReplayError> {
+    super::check_request(cfg, i, r)?;
+    if r.arrival_ns < *prev_arrival {
+        return Err(ReplayError::ArrivalOutOfOrder {
+            index: i,
+            id: r.id,
+            arrival_ns: r.arrival_ns,
+            previous_ns: *prev_arrival,
+        });
+    }
+    *prev_arrival = r.arrival_ns;
+    Ok(cfg
+        .frontend
+        .deliver(r.arrival_ns, r.input_tokens, tokenizer_free))
 }
 
 /// Adds one request's TPOT (its decode time over its output tokens after the first)
@@ -694,23 +749,13 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         self.next = None;
         if let Some((i, r)) = self.src.next() {
             self.pulled += 1;
-            super::check_request(&self.s.cfg, i, &r)?;
-            if r.arrival_ns < self.prev_arrival {
-                return Err(ReplayError::ArrivalOutOfOrder {
-                    index: i,
-                    id: r.id,
-                    arrival_ns: r.arrival_ns,
-                    previous_ns: self.prev_arrival,
-                });
-            }
-            self.prev_arrival = r.arrival_ns;
-            // The scheduler sees it once the TokenizerManager has encoded it (at once
-            // for token ids); its TTFT still runs from the client's send.
-            let at =
-                self.s
-                    .cfg
-                    .frontend
-                    .deliver(r.arrival_ns, r.input_tokens, &mut self.tokenizer_free);
+            let at = scheduler_sees(
+                &self.s.cfg,
+                i,
+                &r,
+                &mut self.prev_arrival,
+                &mut self.tokenizer_free,
+            )?;
             self.q.schedule_at(at, Ev::Arrival);
             self.next = Some((i, r));
         }

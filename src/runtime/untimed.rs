@@ -15,6 +15,7 @@ use super::config::{CallPattern, ReplayConfig};
 use super::metrics::ReplayMetrics;
 use super::prefetch::Admission;
 use super::session::{Hits, Session};
+use super::swa_req::{swa_admit_prefill, swa_checkpoint, swa_decode, swa_release};
 use super::{ReplayError, RequestHits, check_request};
 
 pub(crate) fn run<I: IntoIterator<Item = Request>>(
@@ -351,7 +352,7 @@ fn run_swa<I: IntoIterator<Item = Request>>(
 
 /// `managers/schedule_policy.py: WAITING_PREFIX_REFRESH_INTERVAL` (0.5.23): the
 /// waiting queue's prompts are touched on every 32nd `calc_priority` call.
-const WAITING_PREFIX_REFRESH_INTERVAL: u64 = 32;
+pub(crate) const WAITING_PREFIX_REFRESH_INTERVAL: u64 = 32;
 
 /// One request of a sliding-window model as 0.5.23's scheduler drives the tree with
 /// the SWA component (`tests/golden/swa_tree/README.md` §8), one request per batch.
@@ -398,226 +399,6 @@ fn process_scheduler_swa(
     })
 }
 
-/// A request between its admission and its release in the SWA tree (`managers/
-/// schedule_batch.py: Req` and its `ReqKvInfo`, 0.5.23); lengths in tokens unless
-/// named pages.
-struct SwaReq {
-    /// The admission's match (`init_next_round_input` → `match_kv_cache`).
-    m: crate::cache::SwaMatch,
-    /// `req.lock`: on the match's best node, then on each checkpoint's last node.
-    lock: crate::cache::SwaLock,
-    /// Row pages allocated in both pools (`ceil(kv_allocated_len / P)`, the
-    /// tree-owned prefix included).
-    alloc_pages: u64,
-    /// `req.kv.cache_protected_len`: the tree-owned prefix of the row.
-    prot: u64,
-    /// `req.kv.get_evicted_seqlen(SWA)`: the request's SWA slots below it are freed.
-    ev: u64,
-    /// `req.swa_branching_seqlen` (`swa.py: finalize_match_result_in_tree_core`: the
-    /// page-floored full hit when it exceeds the device prefix); cleared once an
-    /// insert took it.
-    branch: Option<u64>,
-}
-
-/// A request's prefill as the scheduler admits and runs it in the SWA tree (both call
-/// paths above; 0.5.23):
-/// - `calc_priority` (fcfs, LRU): `_touch_waiting_prefixes` matches the whole prompt
-///   (`common.py: touch_waiting_prefix` → `touch_prefix`, no `input_len − 1` cap) on
-///   every 32nd call (`touch`: one call per request);
-/// - `Req.init_next_round_input` → `match_kv_cache` of the first `input_len − 1`
-///   tokens, page-aligned; the device hit is the match's `device_prefix_len`
-///   (`cache_protected_len` = `prefix_len`), and `swa_branching_seqlen` the
-///   page-aligned full hit when it goes further;
-/// - `PrefillAdder._commit_prefill_admission`: `lock(last_node)`. Without chunking
-///   (`chunk == 0`) or when the extend fits (`ceil_P(extend) <= chunk`), the whole
-///   prompt is one extend; otherwise `managers/schedule_policy.py:
-///   _select_prefill_admission` cuts the first chunk at
-///   `floor_P(prefix + floor_P(chunk))` (its `chunk_tokens_limit` is the chunk: the
-///   admission budget's SWA cap only shrinks a chunk for a request the SWA pool can
-///   never hold, and that request is SGLang's out of memory here);
-/// - per extend, `mem_cache/allocation.py: alloc_paged_token_slots_extend`:
-///   `evict_to_free_tokens(extend + P)` against both pools, then
-///   `ceil(end / P) − ceil(prefix / P)` pages in each (`alloc_extend`);
-/// - after every chunk but the last, the next scheduler step's
-///   `managers/scheduler.py: Scheduler.stash_chunked_request` →
-///   `mem_cache/common.py: checkpoint_kv_cache` ([`swa_checkpoint`] of the unfinished
-///   request up to the chunk's end; `req.prefix_len` = that end); then
-///   `get_new_batch_prefill` → `chunked_req.init_next_round_input()` (no match) and
-///   `PrefillAdder.add_chunked_req`: the next chunk ends at
-///   `prefix_len + min(remaining, chunk)` (`available_chunk_tokens` and `fit_chunk`
-///   leave the chunk whole while both pools, evictable included, hold a chunk and a
-///   page more: the request alone holds one window of SWA between chunks; the golden
-///   driver counts any shortening and saw none).
-///
-/// `None` (the lock released): SGLang's "Prefill out of memory".
-fn swa_admit_prefill(
-    t: &mut SwaRadixTree,
-    pages: &[PageKey],
-    input_tokens: u32,
-    index: u64,
-    touch: bool,
-    chunk: u64,
-) -> Option<SwaReq> {
-    let ps = u64::from(t.config().page_size);
-    let input = u64::from(input_tokens);
-    if touch {
-        t.match_prefix(pages);
-    }
-    let max_prefix = (input.saturating_sub(1) / ps).min(pages.len() as u64);
-    let m = t.match_prefix(&pages[..max_prefix as usize]);
-    let lock = t.lock(m.best);
-    let mut r = SwaReq {
-        m,
-        lock,
-        alloc_pages: m.device_pages,
-        prot: m.device_pages * ps,
-        ev: 0,
-        branch: (m.full_hit_pages > m.device_pages).then_some(m.full_hit_pages * ps),
-    };
-    // `req.prefix_len` and `req.extend_end`.
-    let mut prefix = r.prot;
-    let mut end = if chunk > 0 && (input - prefix).div_ceil(ps) * ps > chunk {
-        (prefix + chunk / ps * ps) / ps * ps
-    } else {
-        input
-    };
-    loop {
-        t.make_room((end - prefix + ps).div_ceil(ps));
-        let new_pages = end.div_ceil(ps) - prefix.div_ceil(ps);
-        if !t.alloc(new_pages) {
-            t.unlock(r.lock);
-            return None;
-        }
-        r.alloc_pages += new_pages;
-        if end >= input {
-            return Some(r);
-        }
-        swa_checkpoint(t, pages, index, end, &mut r);
-        prefix = end;
-        end = prefix + (input - prefix).min(chunk);
-    }
-}
-
-/// `managers/schedule_batch.py: ScheduleBatch.maybe_evict_swa`'s interval
-/// (`SGLANG_SWA_EVICTION_INTERVAL`, `environ.py`, 0.5.23 default 128 tokens).
-const SWA_EVICTION_INTERVAL: u64 = 128;
-
-/// Key of page `idx` of a request: the prompt's whole pages, then pages holding output
-/// tokens (a prompt's partial last page with its first outputs, or outputs only), or
-/// prompt tokens past the listed ids: unique to the request, so they never match
-/// another's (bit 63 set, the request's position and the page index below it).
-fn swa_page_key(pages: &[PageKey], index: u64, idx: usize) -> PageKey {
-    if idx < pages.len() {
-        pages[idx]
-    } else {
-        (1 << 63) | (index << 24) | idx as u64
-    }
-}
-
-/// A request's own SWA frontier: `common.py: free_swa_out_of_window_slots` (0.5.23)
-/// with prefix sharing, no retain floor and `eviction_interval = 1` (both callers
-/// here: `checkpoint_into_tree` and `evict_sliding_windows` from `maybe_evict_swa`).
-/// Tokens throughout; `prot` is `cache_protected_len` (= `swa_dead_lo`, no eviction
-/// shield), `ev` the request's `evicted_seqlen(SWA)`. The SWA pages of row positions
-/// `[ev, new)` go back to the SWA pool (the request holds them: they lie past its
-/// tree-owned prefix).
-fn free_swa_out_of_window(t: &mut SwaRadixTree, pre_len: u64, prot: u64, ev: &mut u64) {
-    let w = u64::from(t.config().window);
-    let ps = u64::from(t.config().page_size);
-    if pre_len < w + *ev + 1 {
-        return;
-    }
-    *ev = (*ev).max(prot);
-    let keep = w.max(ps).div_ceil(ps) * ps;
-    let new = (*ev).max(pre_len.saturating_sub(keep)) / ps * ps;
-    if new > *ev {
-        t.free(0, (new - *ev) / ps);
-        *ev = new;
-    }
-}
-
-/// `unified_radix_cache.py: insert` of the request's first `key_pages` pages with
-/// `prev_prefix_len = prot` and its SWA frontier `ev` (tokens), then the insert's
-/// frees of the request's slots in `[prot, key)` the tree did not take (duplicates;
-/// full only below the frontier, where its SWA is already freed).
-fn swa_insert(
-    t: &mut SwaRadixTree,
-    pages: &[PageKey],
-    index: u64,
-    key_pages: u64,
-    prot: u64,
-    ev: u64,
-) -> crate::cache::SwaInsert {
-    let ps = u64::from(t.config().page_size);
-    let key: Vec<PageKey> = (0..key_pages as usize)
-        .map(|i| swa_page_key(pages, index, i))
-        .collect();
-    let kept = t.insert_with_frontier(&key, prot / ps, ev / ps);
-    let held_full = key_pages - prot / ps;
-    let held_swa = key_pages.saturating_sub(prot.max(ev) / ps);
-    t.free(
-        held_full - kept.leaf_pages,
-        held_swa - kept.leaf_live_pages - kept.revived_pages,
-    );
-    kept
-}
-
-/// `unified_radix_cache.py: checkpoint_into_tree` (0.5.23) of an unfinished request
-/// up to `up_to` tokens (`checkpoint_kv_cache`, `up_to = req.extend_end`: a chunk's
-/// end from `Scheduler.stash_chunked_request`, or the prompt at the prefill-to-decode
-/// checkpoint):
-/// - `swa.py: prepare_for_caching_req`: the key is `[0, up_to)`, or only up to
-///   `swa_branching_seqlen` when that lies in `(cache_protected_len, up_to]`;
-/// - `free_out_of_window_slots(len(key) − 1)` before the insert
-///   (`SGLANG_OPT_UNIFIED_CACHE_FREE_OUT_OF_WINDOW_SLOTS`, default on);
-/// - the insert of the page-aligned key with the request's frontier (tombstones below
-///   it, README §4.3), its duplicates freed; the row re-pointed at the tree's slots;
-///   the lock moved to the insert's last node (unlock, lock); `cache_protected_len` =
-///   the inserted length;
-/// - `swa.py: cleanup_after_caching_req`: after a branch insert,
-///   `swa_branching_seqlen` is cleared and the out-of-window slots are freed again
-///   with the forward key (`len(req.get_fill_ids()) − 1 = up_to − 1`).
-fn swa_checkpoint(t: &mut SwaRadixTree, pages: &[PageKey], index: u64, up_to: u64, r: &mut SwaReq) {
-    let ps = u64::from(t.config().page_size);
-    let branch = r.branch.filter(|&b| b > r.prot && b <= up_to);
-    let eff = branch.unwrap_or(up_to);
-    free_swa_out_of_window(t, eff - 1, r.prot, &mut r.ev);
-    let key_pages = eff / ps;
-    if key_pages > 0 {
-        let kept = swa_insert(t, pages, index, key_pages, r.prot, r.ev);
-        t.unlock(r.lock);
-        r.lock = t.lock(kept.last);
-        r.prot = key_pages * ps;
-    }
-    if branch.is_some() {
-        r.branch = None;
-        free_swa_out_of_window(t, up_to - 1, r.prot, &mut r.ev);
-    }
-}
-
-/// `mem_cache/common.py: release_kv_cache(checkpoint=True)` (0.5.23) of a finished
-/// request with `committed` tokens (`owned_kv_len`): `checkpoint_into_tree` of a
-/// finished request (no out-of-window free; the key is `[0, committed)`, or only up to
-/// a `swa_branching_seqlen` no earlier insert took, `prepare_for_caching_req`), the
-/// insert of the page-aligned key with the request's frontier and `prev_prefix_len =
-/// cache_protected_len`; `free_kv_row` of the row past the key (full only below the
-/// frontier); `unlock`.
-fn swa_release(t: &mut SwaRadixTree, pages: &[PageKey], index: u64, committed: u64, r: SwaReq) {
-    let ps = u64::from(t.config().page_size);
-    let eff = r
-        .branch
-        .filter(|&b| b > r.prot && b <= committed)
-        .unwrap_or(committed);
-    let key_pages = eff / ps;
-    let held_swa_from = r.prot.max(r.ev) / ps;
-    swa_insert(t, pages, index, key_pages, r.prot, r.ev);
-    t.free(
-        r.alloc_pages - key_pages,
-        r.alloc_pages - key_pages.max(held_swa_from),
-    );
-    t.unlock(r.lock);
-}
-
 /// One request that decodes `output_tokens >= 2` tokens, alone in its batches
 /// (`tests/golden/swa_tree/README.md` §4.5, §7; the golden driver's `--decode 1`):
 /// - its prefill as [`process_scheduler_swa`]'s ([`swa_admit_prefill`]: touch, match
@@ -644,7 +425,6 @@ fn process_scheduler_swa_decode(
     chunk: u64,
 ) -> Option<Hits> {
     let ps = u64::from(t.config().page_size);
-    let w = u64::from(t.config().window);
     let input = u64::from(input_tokens);
     let mut r = swa_admit_prefill(t, pages, input_tokens, index, touch, chunk)?;
     let device = r.m.device_pages;
@@ -654,20 +434,8 @@ fn process_scheduler_swa_decode(
 
     // Decode steps.
     let out = u64::from(output_tokens);
-    for j in 1..out {
-        let seqlen = input + j;
-        if j >= 2 && seqlen - 1 >= w + r.ev + SWA_EVICTION_INTERVAL {
-            free_swa_out_of_window(t, seqlen - 1, r.prot, &mut r.ev);
-        }
-        let cur = input + j - 1;
-        t.make_room(1);
-        if cur.is_multiple_of(ps) {
-            if !t.alloc(1) {
-                t.unlock(r.lock);
-                return None;
-            }
-            r.alloc_pages += 1;
-        }
+    if !swa_decode(t, &mut r, input, out) {
+        return None;
     }
 
     // Finish: release_kv_cache(checkpoint=True).

@@ -65,12 +65,68 @@ fn deepseek_v4_replays_sglangs_tree_with_its_swa_component() {
     assert!(t.contains("device 31.40 % of prompt tokens with every request ending at its prefill (a PD prefill server); 68.53 % for a full-attention tree"), "{t}");
 }
 
+/// Timed, the SWA tree runs the requests overlapping on one clock (`timing=on`): at the
+/// fixed speeds the chat_agentic_mix trace's requests queue (TTFT p50 2.705 s, TPOT 20
+/// ms: 50 decode tokens/s) and a request batched beside the one it shares a prefix with
+/// misses it, so the device tier hits 3,395,072 tokens (85.29 %) against the timing-off
+/// 85.75 %. `unverified`: the decode's KV is taken at once (no retraction).
+#[test]
+fn deepseek_v4_replays_the_swa_tree_with_time() {
+    let o = replay(&["--config", "timing=on", "--format", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "unverified");
+    assert!(
+        v["unverified"]
+            .to_string()
+            .contains("the timed replay with the SWA tree takes a request's decode KV"),
+        "{}",
+        v["unverified"]
+    );
+    let t = stdout(&replay(&["--config", "timing=on"]));
+    assert!(t.contains("requests overlapping on the clock"), "{t}");
+    assert!(t.contains("device          3395072    85.29 %"), "{t}");
+    assert!(
+        t.contains("TTFT: p50 2.705 s, p90 4.297 s, p99 4.914 s; makespan 46.7 s"),
+        "{t}"
+    );
+    assert!(t.contains("TPOT mean 20.00 ms"), "{t}");
+}
+
+/// DeepSeek-V4-Pro at TP8 with its MTP draft, timed (`scenarios/deepseek-v4-pro-mtp-timed.yaml`):
+/// hit rates, TTFT and TPOT with the acceptance length used (the assumed 2.105, with its
+/// source), `unverified` naming the stand-in cost table (DeepSeek-V3.2's), the SWA
+/// tree's decode under a draft and the timed SWA tree's decode KV.
+#[test]
+fn deepseek_v4_pro_with_mtp_prints_ttft_and_tpot_with_its_acceptance() {
+    let sc = repo("scenarios/deepseek-v4-pro-mtp-timed.yaml");
+    let o = run(&["replay", sc.to_str().unwrap()], &repo("."));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = stdout(&o);
+    for want in [
+        "status: unverified: with a speculative draft the SWA tree's decode is not SGLang's",
+        "the compute cost table is deepseek-ai/DeepSeek-V3.2's (deepseek-v3.2 fp8 TP8 on hgx-b200), not deepseek-ai/DeepSeek-V4-Pro's",
+        "with its SWA component: 1449 SWA pages, window 128, requests decoding their output, requests overlapping on the clock",
+        "device          3388160    85.12 %",
+        "TTFT: p50 1.365 s, p90 2.735 s, p99 3.130 s",
+        "TPOT mean 21.31 ms",
+        "speculative EAGLE 3 steps x 1 MTP layer(s) / 4 draft tokens / accept length 2.105 (assumed",
+    ] {
+        assert!(t.contains(want), "{want}\n{t}");
+    }
+}
+
 /// Where the SWA tree does not run, a DeepSeek-V4 replay is refused (exit 2) saying
-/// why, never answered by the full tree: timed, with HiCache's host tier, behind
-/// Dynamo's KV router, the policy simulator.
+/// why, never answered by the full tree: timed with decode steps interleaved, with
+/// HiCache's host tier, behind Dynamo's KV router, the policy simulator.
 #[test]
 fn deepseek_v4_is_refused_where_the_swa_tree_does_not_run() {
-    let o = replay(&["--config", "timing=on"]);
+    let o = replay(&[
+        "--config",
+        "timing=on",
+        "--config",
+        "decode_timeline=interleaved",
+    ]);
     assert_eq!(code(&o), 2, "{}", stdout(&o));
     let e = stderr(&o);
     assert!(
@@ -78,7 +134,7 @@ fn deepseek_v4_is_refused_where_the_swa_tree_does_not_run() {
         "{e}"
     );
     assert!(
-        e.contains("an SWA pool is modelled by the timing-off replay only"),
+        e.contains("the timed replay with an SWA pool decodes beside the prefill only"),
         "{e}"
     );
 

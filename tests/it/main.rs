@@ -60,6 +60,7 @@ mod startup_incidents;
 mod startup_model;
 mod step_sync;
 mod support;
+mod swa_timed;
 mod swa_tree_gap;
 mod swa_tree_golden;
 mod sweep_cli;

@@ -179,18 +179,32 @@ fn replay_answers_with_the_swa_tree_on_the_device_tier() {
         t.contains("beside it (two more replays): device 46.85 % of prompt tokens with every request ending at its prefill (a PD prefill server); 46.87 % for a full-attention tree without the SWA component"),
         "{t}"
     );
-    // With the scenario's host tier, or timed: the full tree, unverified, no SWA figure.
-    for extra in [
-        &["--format", "json"][..],
-        &[
-            "--l2-pages",
-            "0",
-            "--config",
-            "timing=on",
-            "--format",
-            "json",
-        ][..],
-    ] {
+    // Timed on the device tier: the SWA tree, with the requests on one clock,
+    // unverified for its decode KV taken at once.
+    let o = go(args(&[
+        "--l2-pages",
+        "0",
+        "--config",
+        "timing=on",
+        "--format",
+        "json",
+    ]));
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["config"]["swa"]["window"], 128);
+    assert_eq!(v["status"], "unverified");
+    let why = v["unverified"].to_string();
+    assert!(
+        !why.contains("the tree's SWA component is not modelled"),
+        "{why}"
+    );
+    assert!(
+        why.contains("the timed replay with the SWA tree takes a request's decode KV"),
+        "{why}"
+    );
+    // With the scenario's host tier: the full tree, unverified, no SWA figure.
+    {
+        let extra = &["--format", "json"][..];
         let o = go(args(extra));
         assert!(o.status.success(), "{extra:?}");
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

@@ -112,6 +112,7 @@ fn an_swa_pool_elsewhere_is_refused() {
     cases.push(c);
     let mut c = ok.clone();
     c.measurement.timing = Timing::On;
+    c.capacities.dp_ranks = 2;
     cases.push(c);
     let mut c = ok.clone();
     c.policy.eviction_policy = EvictionPolicy::Lfu;

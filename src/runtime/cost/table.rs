@@ -44,6 +44,8 @@ pub(crate) static TABLE_FILES: [(&str, &str); 6] = [
 pub struct CostTable {
     pub node: String,
     pub model: String,
+    /// The Hugging Face checkpoint it was profiled for (`hf_id`).
+    pub hf_id: String,
     pub quant: CheckpointQuant,
     pub tp: u32,
     /// `aiconfigurator-core` version and the SGLang data version, for outputs.
@@ -103,6 +105,7 @@ fn parse_node(node: &str, text: &str) -> Vec<CostTable> {
         out.push(CostTable {
             node: node.to_string(),
             model: t["model"].as_str().unwrap_or_default().to_string(),
+            hf_id: t["hf_id"].as_str().unwrap_or_default().to_string(),
             quant: t["quant"]
                 .as_str()
                 .and_then(CheckpointQuant::from_id)

@@ -1,0 +1,415 @@
+//! `Timing::On` with the SWA tree as the device tier (DeepSeek-V4's paged SWA pool,
+//! sliding-window models): the requests of [`crate::runtime::swa_req`] overlapping on
+//! one clock, as 0.5.23's scheduler runs them with `UnifiedRadixCache`'s SWA component.
+//!
+//! - **Arrival**: after the TokenizerManager (`runtime::frontend`), into a FIFO queue.
+//! - **Scheduling** (`get_new_batch_prefill`, the GPU free): the queue's head is
+//!   admitted while the running requests stay under `max_running_requests` and the
+//!   batch's new tokens under `max_prefill_tokens` (one chunk with chunking; the first
+//!   request always goes). Admission is [`swa_admit_prefill`]'s: the match of `input −
+//!   1` tokens with the SWA validator, the lock, `alloc_paged_token_slots_extend`
+//!   against both pools, each chunk's checkpoint (a chunked request's chunks run back
+//!   to back). A request the pools cannot hold waits while others run; with nothing
+//!   running it is SGLang's "Prefill out of memory" and the replay stops there.
+//! - **Prefill** takes the cost model's forward (`CostModel::prefill_ns`) of the
+//!   batch's `(new, cached)` shapes; TTFT = its end − the client's send.
+//! - **Decode** runs beside the prefill (`decode_timeline: beside_prefill`): the
+//!   prefill-to-decode checkpoint, then the decode's pages as [`swa_decode`] takes
+//!   them (the out-of-window frees included) at once, held until the decode ends
+//!   `CostModel::decode_ns(output − 1, running, input + 1)` later (with a speculative
+//!   draft, `output − 1 ÷ accept_length` iterations), then `release_kv_cache`.
+//!   SGLang takes a decode's pages a step at a time and retracts requests when a step
+//!   does not fit: both are not modelled (a decode that does not fit stops the replay
+//!   with "Decode out of memory"), which [`TIMED_SWA_UNMODELLED`] says in every answer.
+//!
+//! No host tier, no L3 (the SWA tree is the device tier alone), one rank or engine.
+
+use std::collections::VecDeque;
+
+use crate::cache::{PageKey, SwaRadixTree, SwaTreeConfig, Unified0523};
+use crate::engine::EventQueue;
+use crate::units::Nanos;
+use crate::workload::Request;
+
+use super::super::ReplayError;
+use super::super::config::ReplayConfig;
+use super::super::cost::CostModel;
+use super::super::metrics::ReplayMetrics;
+use super::super::session::{Hits, Session};
+use super::super::swa_req::{SwaReq, swa_admit_prefill, swa_checkpoint, swa_decode, swa_release};
+use super::{RequestTime, RunEnd, TtftSums, add_tpot};
+
+/// What the timed replay with the SWA tree leaves out: a reason every such answer
+/// carries.
+pub const TIMED_SWA_UNMODELLED: &str = "the timed replay with the SWA tree takes a request's decode KV when its decode starts (all its output pages at once, the out-of-window frees included) and holds it to the decode's end, where SGLang takes a page per step; decode retraction is not modelled, and the decode runs beside the prefill (decode_timeline: beside_prefill): device occupancy during decode and TPOT under memory pressure may be off";
+
+#[derive(Debug, Clone, Copy)]
+enum Ev {
+    Arrival,
+    BatchDone(u32),
+    DecodeDone(u32),
+}
+
+#[derive(Debug)]
+struct Waiting {
+    index: u64,
+    arrival: Nanos,
+    seen: Nanos,
+    input_tokens: u32,
+    output_tokens: u32,
+    pages: Vec<PageKey>,
+}
+
+/// An admitted request, from its batch to its release.
+struct Running {
+    w: Waiting,
+    /// Its row in the tree; `None` once released (a request ending at its prefill).
+    req: Option<SwaReq>,
+    cached: u64,
+}
+
+struct Batch {
+    reqs: Vec<Running>,
+    formed: Nanos,
+    forward: Nanos,
+}
+
+struct Sim<I: Iterator<Item = (u64, Request)>> {
+    cfg: ReplayConfig,
+    t: SwaRadixTree,
+    /// Hit counters and metrics; its own (full-attention) tree stays empty.
+    s: Session<Unified0523>,
+    q: EventQueue<Ev>,
+    src: I,
+    next: Option<(u64, Request)>,
+    prev_arrival: Nanos,
+    tokenizer_free: Nanos,
+    waiting: VecDeque<Waiting>,
+    running: u32,
+    gpu_busy: bool,
+    batches: Vec<Option<Batch>>,
+    free_batches: Vec<u32>,
+    decoding: Vec<Option<Running>>,
+    free_decoding: Vec<u32>,
+    cost: CostModel,
+    chunk: u64,
+    /// Requests decode their output in the tree (`SwaPool::decode`; not on a PD
+    /// prefill server).
+    decode_in_tree: bool,
+    ttft: Vec<f64>,
+    sums: TtftSums,
+    tpot: (f64, u64),
+    times: Option<Vec<RequestTime>>,
+    last_event: Nanos,
+}
+
+/// Replays `requests` on the SWA tree with the clock (see the module's notes).
+pub(crate) fn run<I: IntoIterator<Item = Request>>(
+    cfg: &ReplayConfig,
+    requests: I,
+    times: bool,
+) -> Result<(ReplayMetrics, Vec<RequestTime>), ReplayError> {
+    let pool = cfg.capacities.swa.expect("an SWA pool");
+    let cost = CostModel::new(
+        &cfg.scheduler.compute,
+        cfg.scheduler.prefill_tokens_per_s,
+        cfg.scheduler.decode_tokens_per_s,
+    )
+    .map_err(|e| ReplayError::InvalidConfig {
+        field: "compute",
+        message: e.to_string(),
+    })?;
+    let chunk = u64::from(cfg.scheduler.compute.chunked_prefill_size);
+    let mut sim = Sim {
+        cfg: cfg.clone(),
+        t: SwaRadixTree::new(SwaTreeConfig {
+            full_pages: cfg.capacities.l1_pages,
+            swa_pages: pool.pages,
+            page_size: cfg.capacities.page_size,
+            window: pool.window,
+        }),
+        s: Session::<Unified0523>::new(cfg),
+        q: EventQueue::new(),
+        src: requests.into_iter().enumerate().map(|(i, r)| (i as u64, r)),
+        next: None,
+        prev_arrival: 0,
+        tokenizer_free: 0,
+        waiting: VecDeque::new(),
+        running: 0,
+        gpu_busy: false,
+        batches: Vec::new(),
+        free_batches: Vec::new(),
+        decoding: Vec::new(),
+        free_decoding: Vec::new(),
+        cost,
+        chunk,
+        decode_in_tree: pool.decode,
+        ttft: Vec::new(),
+        sums: TtftSums::default(),
+        tpot: (0.0, 0),
+        times: times.then(Vec::new),
+        last_event: 0,
+    };
+    sim.pull()?;
+    while let Some(ev) = sim.q.pop() {
+        sim.last_event = sim.q.now();
+        match ev.event {
+            Ev::Arrival => sim.arrival()?,
+            Ev::BatchDone(b) => sim.batch_done(b)?,
+            Ev::DecodeDone(d) => sim.decode_done(d),
+        }
+        sim.schedule()?;
+    }
+    Ok(sim.finish().figures())
+}
+
+impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
+    /// Reads the next request and schedules its arrival (streaming).
+    fn pull(&mut self) -> Result<(), ReplayError> {
+        self.next = None;
+        if let Some((i, r)) = self.src.next() {
+            let at = super::scheduler_sees(
+                &self.cfg,
+                i,
+                &r,
+                &mut self.prev_arrival,
+                &mut self.tokenizer_free,
+            )?;
+            self.q.schedule_at(at, Ev::Arrival);
+            self.next = Some((i, r));
+        }
+        Ok(())
+    }
+
+    fn arrival(&mut self) -> Result<(), ReplayError> {
+        let (index, req) = self.next.take().expect("arrival without a request");
+        let max_new = self
+            .cfg
+            .scheduler
+            .max_new_tokens
+            .unwrap_or(req.output_tokens);
+        self.waiting.push_back(Waiting {
+            index,
+            arrival: req.arrival_ns,
+            seen: self.q.now(),
+            input_tokens: req.input_tokens,
+            output_tokens: req.output_tokens.min(max_new).max(1),
+            pages: req.page_hashes,
+        });
+        self.pull()
+    }
+
+    /// With the GPU free, forms and starts one prefill batch from the queue's head.
+    fn schedule(&mut self) -> Result<(), ReplayError> {
+        if self.gpu_busy || self.waiting.is_empty() {
+            return Ok(());
+        }
+        let now = self.q.now();
+        let ps = u64::from(self.cfg.capacities.page_size);
+        let max_run = self.cfg.scheduler.max_running_requests;
+        let max_tok = self
+            .cost
+            .batch_token_budget(u64::from(self.cfg.scheduler.max_prefill_tokens));
+        let waiting_touch = self.cfg.policy.eviction_policy == crate::cache::EvictionPolicy::Lru;
+        let mut reqs: Vec<Running> = Vec::new();
+        let mut shapes: Vec<(u64, u64)> = Vec::new();
+        let mut tokens = 0u64;
+        while let Some(w) = self.waiting.front() {
+            if self.running + reqs.len() as u32 >= max_run {
+                break;
+            }
+            let input = u64::from(w.input_tokens);
+            if !reqs.is_empty() {
+                // Would it fit the token budget? (Estimate from a match of what
+                // admission matches.)
+                let max_prefix = (input.saturating_sub(1) / ps).min(w.pages.len() as u64);
+                let m = self.t.match_prefix(&w.pages[..max_prefix as usize]);
+                if tokens + input.saturating_sub(m.device_pages * ps) > max_tok {
+                    break;
+                }
+            }
+            let w = self.waiting.pop_front().expect("a head");
+            let touch = waiting_touch
+                && w.index
+                    .is_multiple_of(super::super::untimed::WAITING_PREFIX_REFRESH_INTERVAL);
+            let Some(r) = swa_admit_prefill(
+                &mut self.t,
+                &w.pages,
+                w.input_tokens,
+                w.index,
+                touch,
+                self.chunk,
+            ) else {
+                if reqs.is_empty() && self.running == 0 {
+                    return Err(ReplayError::InvalidConfig {
+                        field: "swa",
+                        message: format!(
+                            "request #{} ({} input tokens) does not fit the pools after eviction with nothing running ({} full and {} SWA pages free): SGLang raises \"Prefill out of memory\"",
+                            w.index,
+                            w.input_tokens,
+                            self.t.full_free(),
+                            self.t.swa_free()
+                        ),
+                    });
+                }
+                // It waits for a running request's release.
+                self.waiting.push_front(w);
+                break;
+            };
+            let device = r.m.device_pages;
+            self.s.record(
+                w.index,
+                w.input_tokens,
+                w.pages.len() as u64,
+                Hits {
+                    device,
+                    ..Hits::default()
+                },
+            );
+            let cached = (device * ps).min(input);
+            let new = input - cached;
+            tokens += new;
+            shapes.push((new, cached));
+            reqs.push(Running {
+                w,
+                req: Some(r),
+                cached,
+            });
+        }
+        if reqs.is_empty() {
+            return Ok(());
+        }
+        let forward = self.cost.prefill_ns(&shapes);
+        self.running += reqs.len() as u32;
+        let batch = Batch {
+            reqs,
+            formed: now,
+            forward,
+        };
+        let id = match self.free_batches.pop() {
+            Some(id) => {
+                self.batches[id as usize] = Some(batch);
+                id
+            }
+            None => {
+                self.batches.push(Some(batch));
+                (self.batches.len() - 1) as u32
+            }
+        };
+        self.gpu_busy = true;
+        self.q.schedule_at(now + forward, Ev::BatchDone(id));
+        Ok(())
+    }
+
+    /// A prefill batch ended: each request's first token, its prefill-to-decode
+    /// checkpoint and decode pages, and its decode beside the prefill (or its release
+    /// when it ends at its prefill).
+    fn batch_done(&mut self, b: u32) -> Result<(), ReplayError> {
+        let now = self.q.now();
+        let batch = self.batches[b as usize].take().expect("batch exists");
+        self.free_batches.push(b);
+        self.gpu_busy = false;
+        let warmup = self.cfg.measurement.warmup_requests;
+        for mut a in batch.reqs {
+            let input = u64::from(a.w.input_tokens);
+            let out = u64::from(a.w.output_tokens);
+            let measured = a.w.index >= warmup;
+            if measured {
+                self.ttft.push((now - a.w.arrival) as f64 / 1e9);
+                self.sums.add_parts(
+                    a.w.arrival,
+                    a.w.seen,
+                    batch.formed,
+                    0,
+                    batch.formed,
+                    batch.forward,
+                    0,
+                    now,
+                );
+            }
+            let mut r = a.req.take().expect("an admitted row");
+            if self.decode_in_tree && out > 1 {
+                swa_checkpoint(&mut self.t, &a.w.pages, a.w.index, input, &mut r);
+                if !swa_decode(&mut self.t, &mut r, input, out) {
+                    return Err(ReplayError::InvalidConfig {
+                        field: "swa",
+                        message: format!(
+                            "request #{} ({} input, {} output tokens): its decode's pages do not fit the pools beside the {} other running requests ({} full and {} SWA pages free): SGLang would retract requests (`retract_decode`), which the timed replay with the SWA tree does not model",
+                            a.w.index,
+                            a.w.input_tokens,
+                            a.w.output_tokens,
+                            self.running - 1,
+                            self.t.full_free(),
+                            self.t.swa_free()
+                        ),
+                    });
+                }
+                a.req = Some(r);
+            } else {
+                // It ends at its prefill in the tree (`max_new_tokens` 1, or a PD
+                // prefill server's request, which still decodes on the clock).
+                swa_release(&mut self.t, &a.w.pages, a.w.index, input, r);
+            }
+            let decode = self
+                .cost
+                .decode_ns(out - 1, u64::from(self.running), input + 1);
+            if measured {
+                add_tpot(&mut self.tpot, decode, a.w.output_tokens);
+            }
+            if let Some(t) = self.times.as_mut() {
+                t.push(RequestTime {
+                    index: a.w.index,
+                    arrival_ns: a.w.arrival,
+                    first_token_ns: now,
+                    finish_ns: now + decode,
+                    input_tokens: a.w.input_tokens,
+                    output_tokens: a.w.output_tokens,
+                    cached_tokens: a.cached,
+                });
+            }
+            let slot = match self.free_decoding.pop() {
+                Some(d) => {
+                    self.decoding[d as usize] = Some(a);
+                    d
+                }
+                None => {
+                    self.decoding.push(Some(a));
+                    (self.decoding.len() - 1) as u32
+                }
+            };
+            self.q.schedule_at(now + decode, Ev::DecodeDone(slot));
+        }
+        if self.cfg.measurement.debug_checks {
+            self.t.check();
+        }
+        Ok(())
+    }
+
+    /// A decode ended: `release_kv_cache(checkpoint=True)` at `input + output − 1`
+    /// committed tokens; its running slot frees.
+    fn decode_done(&mut self, d: u32) {
+        let a = self.decoding[d as usize].take().expect("decoding request");
+        self.free_decoding.push(d);
+        if let Some(r) = a.req {
+            let committed = u64::from(a.w.input_tokens) + u64::from(a.w.output_tokens) - 1;
+            swa_release(&mut self.t, &a.w.pages, a.w.index, committed, r);
+        }
+        crate::workload::recycle_pages(a.w.pages);
+        self.running -= 1;
+    }
+
+    fn finish(self) -> RunEnd {
+        let st = self.t.stats;
+        let mut m = self.s.finish();
+        m.device_evicted_pages = st.full_evicted_pages;
+        m.final_device_pages = self.t.full_used();
+        RunEnd {
+            m,
+            ttft: self.ttft,
+            sums: self.sums,
+            tpot: self.tpot,
+            times: self.times.unwrap_or_default(),
+            end: self.last_event,
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! The timed replay on the SWA tree (`runtime::timed::swa`): requests overlapping on the
+//! clock in SGLang 0.5.23's tree with its SWA component.
+//!
+//! - Spaced so that no two overlap, it is the timing-off replay request by request, so
+//!   it reproduces every SWA golden file of SGLang's own tree;
+//! - overlapping, a request admitted in the same batch as an identical prompt misses
+//!   (the first is not in the tree yet), and one that waits for a free running slot
+//!   starts when the decode ahead of it ends: figures worked out by hand below.
+
+use hicache_sim::runtime::{ReplayConfig, RequestTime, Timing, replay, replay_timed};
+use hicache_sim::workload::Request;
+
+use crate::support::{bundled_trace, golden_txt_files, swa_golden, swa_replay_config};
+
+/// `cfg` timed, with the fixed speeds (20,000 prefill tokens/s, 50 decode tokens/s)
+/// and no chunked prefill unless given.
+fn timed(mut cfg: ReplayConfig) -> ReplayConfig {
+    cfg.measurement.timing = Timing::On;
+    cfg
+}
+
+/// Requests `i` at `i × 1000 s`: longer apart than any bundled request's prefill and
+/// decode at the fixed speeds, so none overlaps the next.
+fn spaced(reqs: Vec<Request>) -> Vec<Request> {
+    reqs.into_iter()
+        .enumerate()
+        .map(|(i, mut r)| {
+            r.arrival_ns = i as u64 * 1_000_000_000_000;
+            r
+        })
+        .collect()
+}
+
+#[test]
+fn spaced_out_requests_reproduce_every_swa_golden_file() {
+    let files = golden_txt_files("swa_tree");
+    assert_eq!(files.len(), 40);
+    let mut bad = Vec::new();
+    for p in &files {
+        let g = swa_golden(p);
+        let cfg = timed(g.cfg.clone());
+        let reqs = spaced(bundled_trace(&g.trace, g.block, cfg.capacities.page_size));
+        let (_, mut times) = replay_timed(&cfg, reqs, &[]).unwrap();
+        times.sort_by_key(|t| t.index);
+        assert_eq!(times.len(), g.pages.len(), "{}", g.name);
+        let ps = u64::from(cfg.capacities.page_size);
+        if let Some((i, t)) = times
+            .iter()
+            .enumerate()
+            .find(|(i, t)| t.cached_tokens / ps != g.pages[*i])
+        {
+            bad.push(format!(
+                "{}: request {i}: {} cached tokens, SGLang {} pages",
+                g.name, t.cached_tokens, g.pages[i]
+            ));
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
+/// 256-token pages, window 128, 100 full and 20 SWA pages: room for every request here.
+fn small() -> ReplayConfig {
+    let mut c = timed(swa_replay_config(256, 100, 20, 128, true, true));
+    c.scheduler.compute.chunked_prefill_size = 0;
+    c
+}
+
+/// A request of `input` tokens whose pages are `first ..` (`input / 256` of them).
+fn req_at(id: u64, at_s: f64, first: u64, input: u32, output: u32) -> Request {
+    Request {
+        id,
+        arrival_ns: (at_s * 1e9) as u64,
+        input_tokens: input,
+        output_tokens: output,
+        page_hashes: (first..first + u64::from(input / 256)).collect(),
+    }
+}
+
+/// A request of the one shared prompt (pages `1 ..`).
+fn req(id: u64, at_s: f64, input: u32, output: u32) -> Request {
+    req_at(id, at_s, 1, input, output)
+}
+
+fn by_index(mut t: Vec<RequestTime>) -> Vec<RequestTime> {
+    t.sort_by_key(|t| t.index);
+    t
+}
+
+/// A, a 2,048-token prompt of its own, prefills from 0 to 102.4 ms (2,048 / 20,000
+/// s). B and C, the same 1,024-token prompt, arrive at 10 ms, wait, and are admitted
+/// together into the next batch, before B is inserted: C misses B's prefix. Their batch
+/// takes 2,048 / 20,000 s: both first tokens at 204.8 ms. D, the same prompt at 1 s,
+/// hits the 3 whole pages under its `input − 1` tokens (768 tokens) and prefills 256:
+/// 12.8 ms. Timing off (one request at a time), C would have hit too.
+#[test]
+fn a_request_batched_with_its_prefix_misses_it() {
+    let reqs = vec![
+        req_at(0, 0.0, 1000, 2048, 1),
+        req(1, 0.01, 1024, 1),
+        req(2, 0.01, 1024, 1),
+        req(3, 1.0, 1024, 1),
+    ];
+    let cfg = small();
+    let (m, t) = replay_timed(&cfg, reqs.clone(), &[]).unwrap();
+    let t = by_index(t);
+    assert_eq!(
+        t.iter().map(|t| t.cached_tokens).collect::<Vec<_>>(),
+        [0, 0, 0, 768]
+    );
+    assert_eq!(t[0].first_token_ns, 102_400_000);
+    assert_eq!(t[1].first_token_ns, 204_800_000);
+    assert_eq!(t[2].first_token_ns, 204_800_000);
+    assert_eq!(t[3].first_token_ns - t[3].arrival_ns, 12_800_000);
+    assert_eq!(m.device_hit_tokens, 768);
+    // TTFTs 0.1024, 0.1948, 0.1948, 0.0128 s: the median (nearest rank) is the second.
+    assert_eq!(m.ttft_p50_s, Some(0.1024));
+
+    let mut off = cfg.clone();
+    off.measurement.timing = Timing::Off;
+    assert_eq!(replay(&off, reqs).unwrap().device_hit_tokens, 2 * 768);
+}
+
+/// With one running slot, B waits for A's whole decode: A prefills 1,024 tokens (51.2
+/// ms) and decodes 10 more tokens at 50 tokens/s (200 ms: TPOT 20 ms); B, admitted at
+/// A's release (251.2 ms), hits A's 3 pages and prefills 256 tokens (12.8 ms): TTFT
+/// 264 ms.
+#[test]
+fn a_request_waits_for_the_running_slot_and_then_hits() {
+    let mut cfg = small();
+    cfg.scheduler.max_running_requests = 1;
+    let (m, t) =
+        replay_timed(&cfg, vec![req(0, 0.0, 1024, 11), req(1, 0.0, 1024, 1)], &[]).unwrap();
+    let t = by_index(t);
+    assert_eq!(t[0].first_token_ns, 51_200_000);
+    assert_eq!(t[0].finish_ns, 251_200_000);
+    assert_eq!(t[1].cached_tokens, 768);
+    assert_eq!(t[1].first_token_ns, 264_000_000);
+    assert!((m.tpot_mean_s.unwrap() - 0.020).abs() < 1e-12);
+    assert_eq!(m.ttft_p99_s, Some(0.264));
+}
+
+/// A request the pools cannot hold with nothing running is SGLang's "Prefill out of
+/// memory"; DP ranks with the timed SWA tree are refused, naming why.
+#[test]
+fn what_the_timed_swa_tree_cannot_run_is_refused() {
+    let cfg = small();
+    let e = replay(&cfg, vec![req(0, 0.0, 256 * 101, 1)])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("Prefill out of memory"), "{e}");
+    let mut c = small();
+    c.capacities.dp_ranks = 2;
+    let e = replay(&c, vec![req(0, 0.0, 1024, 1)])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("runtime.swa"), "{e}");
+    assert!(e.contains("runs one rank"), "{e}");
+}
