@@ -67,7 +67,7 @@ pub enum ReplayConfigError {
     Override(#[from] InputError),
     /// A DeepSeek-V4 replay the SWA tree cannot run.
     #[error(
-        "DeepSeek-V4's replay runs SGLang 0.5.23's tree with its SWA component (`UnifiedRadixCache` with FULL and SWA, the C4 / C128 states being per request) on the device tier (timing off: a tree per DP rank or engine; timing on: one rank): {0}; `startup` and `check` give its pools"
+        "DeepSeek-V4's replay runs SGLang 0.5.23's tree with its SWA component (`UnifiedRadixCache` with FULL and SWA, the C4 / C128 states being per request) on the device tier (a tree per DP rank or engine; engines timing off): {0}; `startup` and `check` give its pools"
     )]
     Dsv4NotModelled(String),
     /// A DP load-balance method other than round-robin.

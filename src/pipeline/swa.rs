@@ -64,10 +64,11 @@ pub struct SwaPlan {
 
 /// `cfg` with the SWA tree as its device tier (`capacities.swa`, the scheduler's call
 /// pattern it is checked under), where the SWA tree runs: SGLang 0.5.23's tree, the
-/// timing-off replay, the device tier alone, LRU (`ReplayConfig::validate`); with DP
-/// ranks or engines behind a router, one such tree per rank or engine, each with the
+/// device tier alone, LRU, timing off or on (`ReplayConfig::validate`); with DP ranks
+/// or engines behind a router, one such tree per rank or engine, each with the
 /// start-up's per-rank pools. The answer is then SGLang's tree's, and the SWA component
-/// is no longer a reason for `unverified`. Elsewhere `cfg` unchanged (`false`), or for
+/// is no longer a reason for `unverified` (timed, the decode's KV taken at once is:
+/// `pipeline::replay_config_unverified`). Elsewhere `cfg` unchanged (`false`), or for
 /// DeepSeek-V4 a refusal naming what stands in the way. `overrides` naming `swa` or
 /// `call_pattern` keep the scenario's own choice.
 pub fn adopt_swa_tree(

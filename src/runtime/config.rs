@@ -994,14 +994,11 @@ impl ReplayConfig {
             // The SWA tree (`crate::cache::SwaRadixTree`) is 0.5.23's device tier under
             // the scheduler's call pattern, LRU, untimed or on one clock
             // (`timed::swa`); nothing else models the pool. DP ranks are each a tree of
-            // their own, split before the untimed replay (`pipeline::replay_section`), as
-            // are engines behind a router.
+            // their own, split before the untimed replay (`pipeline::run_replay`) or on
+            // the timed one's lockstep clock (`timed::lockstep`); engines behind a router
+            // are each a tree, untimed.
             let why = if swa.pages == 0 || swa.window == 0 {
                 Some("the SWA pool needs at least one page and a window of at least one token")
-            } else if self.measurement.timing == Timing::On && self.capacities.dp_ranks > 1 {
-                Some(
-                    "the timed replay with an SWA pool runs one rank (DP attention's lockstep ranks are not modelled with it): set timing: off, or dp_ranks: 1",
-                )
             } else if self.measurement.timing == Timing::On
                 && self.scheduler.decode_timeline == DecodeTimeline::Interleaved
             {

@@ -116,6 +116,50 @@ fn deepseek_v4_pro_with_mtp_prints_ttft_and_tpot_with_its_acceptance() {
     }
 }
 
+/// DeepSeek-V4-Pro with DP attention over 8 ranks, timed (`timing=on`): the ranks step
+/// together on one clock (`timed::lockstep`), each its own SWA tree, so the
+/// `DataParallelController`'s load-reading methods run too. On the Mooncake trace at
+/// the fixed speeds: round-robin 13,643,520 device hit tokens (22.30 %), the fewest
+/// requests 13,344,256 (21.81 %), the fewest tokens 14,008,832 (22.89 %); one JSON entry
+/// per rank.
+#[test]
+fn deepseek_v4_pro_dp8_replays_timed_with_each_balance_method() {
+    let sc = repo("scenarios/deepseek-v4-pro-dp8-gb300.yaml");
+    for (method, hits, line) in [
+        ("round_robin", 13_643_520u64, "requests round-robin"),
+        ("total_requests", 13_344_256, "total_requests_scheduler"),
+        ("total_tokens", 14_008_832, "total_tokens_scheduler"),
+    ] {
+        let set = format!("server.load_balance_method={method}");
+        let args = [
+            "replay",
+            sc.to_str().unwrap(),
+            "--config",
+            "timing=on",
+            "--set",
+            &set,
+        ];
+        let o = run(&[&args[..], &["--format", "json"]].concat(), &repo("."));
+        assert!(o.status.success(), "{method}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let m = &v["metrics"];
+        assert_eq!(m["ranks"].as_array().unwrap().len(), 8, "{method}");
+        let input = m["input_tokens"].as_f64().unwrap();
+        let dev = (m["device_hit_rate"].as_f64().unwrap() * input).round() as u64;
+        assert_eq!(dev, hits, "{method}");
+        assert!(m["ttft_p50_s"].as_f64().unwrap() > 0.0, "{method}");
+        assert!(
+            v["unverified"]
+                .to_string()
+                .contains("the timed replay with the SWA tree takes a request's decode KV"),
+            "{method}"
+        );
+        let t = stdout(&run(&args, &repo(".")));
+        assert!(t.contains("data-parallel ranks: 8"), "{t}");
+        assert!(t.contains(line), "{t}");
+    }
+}
+
 /// Where the SWA tree does not run, a DeepSeek-V4 replay is refused (exit 2) saying
 /// why, never answered by the full tree: timed with decode steps interleaved, with
 /// HiCache's host tier, behind Dynamo's KV router, the policy simulator.

@@ -7,7 +7,9 @@
 //!   (the first is not in the tree yet), and one that waits for a free running slot
 //!   starts when the decode ahead of it ends: figures worked out by hand below.
 
-use hicache_sim::runtime::{ReplayConfig, RequestTime, Timing, replay, replay_timed};
+use hicache_sim::runtime::{
+    DecodeTimeline, ReplayConfig, RequestTime, Timing, replay, replay_timed,
+};
 use hicache_sim::workload::Request;
 
 use crate::support::{bundled_trace, golden_txt_files, swa_golden, swa_replay_config};
@@ -140,7 +142,7 @@ fn a_request_waits_for_the_running_slot_and_then_hits() {
 }
 
 /// A request the pools cannot hold with nothing running is SGLang's "Prefill out of
-/// memory"; DP ranks with the timed SWA tree are refused, naming why.
+/// memory"; decode steps interleaved with the prefill are refused, naming why.
 #[test]
 fn what_the_timed_swa_tree_cannot_run_is_refused() {
     let cfg = small();
@@ -149,10 +151,55 @@ fn what_the_timed_swa_tree_cannot_run_is_refused() {
         .to_string();
     assert!(e.contains("Prefill out of memory"), "{e}");
     let mut c = small();
-    c.capacities.dp_ranks = 2;
+    c.scheduler.decode_timeline = DecodeTimeline::Interleaved;
     let e = replay(&c, vec![req(0, 0.0, 1024, 1)])
         .unwrap_err()
         .to_string();
     assert!(e.contains("runtime.swa"), "{e}");
-    assert!(e.contains("runs one rank"), "{e}");
+    assert!(e.contains("decodes beside the prefill only"), "{e}");
+}
+
+/// DP-attention ranks on one clock (`timed::lockstep`), each its own SWA tree: spaced
+/// out, two ranks hit what the two round-robin shares hit replayed alone, timing off.
+#[test]
+fn dp_ranks_in_lockstep_hit_what_their_shares_hit_alone() {
+    let g = swa_golden(&golden_txt_files("swa_tree")[0]);
+    let reqs = spaced(bundled_trace(&g.trace, g.block, g.cfg.capacities.page_size));
+    let mut cfg = timed(g.cfg.clone());
+    cfg.capacities.dp_ranks = 2;
+    let m = replay(&cfg, reqs.clone()).unwrap();
+    let mut alone = 0;
+    for r in 0..2 {
+        let mut c = g.cfg.clone();
+        c.measurement.timing = Timing::Off;
+        let share: Vec<Request> = reqs
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 2 == r)
+            .map(|(_, q)| q.clone())
+            .collect();
+        alone += replay(&c, share).unwrap().device_hit_tokens;
+    }
+    assert!(alone > 0);
+    assert_eq!(m.device_hit_tokens, alone);
+    assert_eq!(m.ranks.len(), 2);
+}
+
+/// Two ranks' forwards end together: A (2,048 tokens, rank 0) and B (1,024 tokens,
+/// rank 1) arrive at 0 and form one step, which ends when A's forward does (102.4 ms);
+/// B's own forward took 51.2 ms and it waited 51.2 ms for A's (its TTFT 102.4 ms).
+#[test]
+fn dp_ranks_step_together() {
+    let mut cfg = small();
+    cfg.capacities.dp_ranks = 2;
+    let m = replay(
+        &cfg,
+        vec![req_at(0, 0.0, 1000, 2048, 1), req(1, 0.0, 1024, 1)],
+    )
+    .unwrap();
+    assert_eq!(m.ttft_p99_s, Some(0.1024));
+    assert_eq!(m.ttft_p50_s, Some(0.1024));
+    let b = m.ttft_breakdown.unwrap();
+    assert!((b.dp_wait_s - 0.0256).abs() < 1e-12, "{b:?}");
+    assert!((b.forward_s - 0.0768).abs() < 1e-12, "{b:?}");
 }

@@ -112,7 +112,7 @@ fn an_swa_pool_elsewhere_is_refused() {
     cases.push(c);
     let mut c = ok.clone();
     c.measurement.timing = Timing::On;
-    c.capacities.dp_ranks = 2;
+    c.scheduler.decode_timeline = hicache_sim::runtime::DecodeTimeline::Interleaved;
     cases.push(c);
     let mut c = ok.clone();
     c.policy.eviction_policy = EvictionPolicy::Lfu;

@@ -34,19 +34,19 @@ use super::{Sim, merge_ranks};
 /// The trace, read once, handed out round-robin: rank r's requests in arrival order.
 /// Only the requests read ahead of a rank's next one are buffered (fewer than the
 /// ranks under round-robin), so the replay still streams.
-struct Dispatch<I> {
+pub(super) struct Dispatch<I> {
     /// Round-robin: the trace, dealt as read. The load-reading methods deal each
     /// request at its arrival from the driver instead (`None`).
-    src: Option<I>,
-    read: u64,
-    ranks: u32,
-    queues: Vec<VecDeque<(u64, Request)>>,
+    pub(super) src: Option<I>,
+    pub(super) read: u64,
+    pub(super) ranks: u32,
+    pub(super) queues: Vec<VecDeque<(u64, Request)>>,
 }
 
 /// One rank's view of the [`Dispatch`].
-struct RankFeed<I> {
-    d: Rc<RefCell<Dispatch<I>>>,
-    rank: usize,
+pub(super) struct RankFeed<I> {
+    pub(super) d: Rc<RefCell<Dispatch<I>>>,
+    pub(super) rank: usize,
 }
 
 impl<I: Iterator<Item = Request>> Iterator for RankFeed<I> {
@@ -67,31 +67,136 @@ impl<I: Iterator<Item = Request>> Iterator for RankFeed<I> {
     }
 }
 
+/// One DP-attention rank as the lockstep loop drives it: the full-attention tree's
+/// replay (`timed::Sim`) or the SWA tree's (`timed::swa`).
+pub(crate) trait Rank {
+    /// Its next event's time.
+    fn next_time(&self) -> Option<Nanos>;
+    /// Handles its events due at `t`.
+    fn handle_due(&mut self, t: Nanos) -> Result<(), ReplayError>;
+    /// Forms this step's forward at `t`: a prefill batch, or a decode step unless
+    /// `hold_decode` (a speculative draft's prefill-first step).
+    fn form(&mut self, t: Nanos, hold_decode: bool) -> Result<(), ReplayError>;
+    /// Ends a prefill-first step's hold; with `decode` (no rank prefilled), the decode
+    /// step it held.
+    fn unhold_and_decode(&mut self, decode: bool);
+    /// The end of the forward it formed this step, if any.
+    fn pending_end(&self) -> Option<Nanos>;
+    /// Every rank's forward of this step ends at `step_end`.
+    fn commit_step(&mut self, step_end: Nanos);
+    /// A rank that formed no forward this step publishes its load when due.
+    fn publish_when_idle(&mut self, now: Nanos);
+    /// The last load it published.
+    fn snapshot(&self) -> Option<crate::runtime::dp::LoadSnapshot>;
+    /// Its requests in flight now: handed to it and not finished (a router's load).
+    fn in_flight(&self) -> u32;
+    /// Reads its next request when none is pending.
+    fn feed(&mut self) -> Result<(), ReplayError>;
+    /// Reads its first request.
+    fn pull(&mut self) -> Result<(), ReplayError>;
+    /// Its end, for the deployment's figures.
+    fn finish(self) -> super::RunEnd;
+}
+
+impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Rank for Sim<I, R> {
+    fn next_time(&self) -> Option<Nanos> {
+        self.q.peek_time()
+    }
+
+    fn handle_due(&mut self, t: Nanos) -> Result<(), ReplayError> {
+        while self.q.peek_time() == Some(t) {
+            let ev = self.q.pop().expect("peeked");
+            self.handle(ev.event)?;
+        }
+        Ok(())
+    }
+
+    fn form(&mut self, t: Nanos, hold_decode: bool) -> Result<(), ReplayError> {
+        self.q.advance_to(t);
+        self.hold_decode = hold_decode;
+        self.schedule();
+        Ok(())
+    }
+
+    fn unhold_and_decode(&mut self, decode: bool) {
+        self.hold_decode = false;
+        if decode {
+            self.decode_now();
+        }
+    }
+
+    fn pending_end(&self) -> Option<Nanos> {
+        Sim::pending_end(self)
+    }
+
+    fn commit_step(&mut self, step_end: Nanos) {
+        Sim::commit_step(self, step_end)
+    }
+
+    fn publish_when_idle(&mut self, now: Nanos) {
+        Sim::publish_when_idle(self, now)
+    }
+
+    fn snapshot(&self) -> Option<crate::runtime::dp::LoadSnapshot> {
+        self.snapshot
+    }
+
+    fn in_flight(&self) -> u32 {
+        self.running + self.waiting.len() as u32 + u32::from(self.next.is_some())
+    }
+
+    fn feed(&mut self) -> Result<(), ReplayError> {
+        Sim::feed(self)
+    }
+
+    fn pull(&mut self) -> Result<(), ReplayError> {
+        Sim::pull(self)
+    }
+
+    fn finish(self) -> super::RunEnd {
+        Sim::finish(self)
+    }
+}
+
 /// Replays `requests` on `cfg.capacities.dp_ranks` lockstep ranks: the deployment's
 /// figures, each rank's in `ranks`.
 pub(crate) fn run<I: IntoIterator<Item = Request>>(
     cfg: &ReplayConfig,
     requests: I,
 ) -> Result<ReplayMetrics, ReplayError> {
+    let requests = requests.into_iter();
+    if cfg.capacities.swa.is_some() {
+        // The SWA tree's ranks (`timed::swa`).
+        return run_ranks(cfg, requests, |c, feed| {
+            super::swa::Sim::new(c, feed, false, true)
+        });
+    }
     match cfg.policy.tree {
-        TreeKind::V1 => run_tree::<V1, _>(cfg, requests),
-        TreeKind::Unified0523 => run_tree::<Unified0523, _>(cfg, requests),
-        TreeKind::HiRadix => run_tree::<HiRadix, _>(cfg, requests),
+        TreeKind::V1 => run_ranks(cfg, requests, |c, feed| {
+            Sim::<_, V1>::new(c, feed, false, true)
+        }),
+        TreeKind::Unified0523 => run_ranks(cfg, requests, |c, feed| {
+            Sim::<_, Unified0523>::new(c, feed, false, true)
+        }),
+        TreeKind::HiRadix => run_ranks(cfg, requests, |c, feed| {
+            Sim::<_, HiRadix>::new(c, feed, false, true)
+        }),
     }
 }
 
-fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
+fn run_ranks<I: Iterator<Item = Request>, S: Rank>(
     cfg: &ReplayConfig,
     requests: I,
+    make: impl Fn(&ReplayConfig, RankFeed<I>) -> Result<S, ReplayError>,
 ) -> Result<ReplayMetrics, ReplayError> {
     let ranks = cfg.capacities.dp_ranks.max(1);
     let method = cfg.capacities.dp_balance;
     // Round-robin deals the trace as it is read; the load-reading methods pick each
     // request's rank at its arrival, from the loads the ranks published by then.
     let (dealt, mut direct) = if method == DpBalance::RoundRobin {
-        (Some(requests.into_iter()), None)
+        (Some(requests), None)
     } else {
-        (None, Some(requests.into_iter().enumerate().peekable()))
+        (None, Some(requests.enumerate().peekable()))
     };
     let d = Rc::new(RefCell::new(Dispatch {
         src: dealt,
@@ -121,7 +226,7 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
             d: Rc::clone(&d),
             rank: r as usize,
         };
-        sims.push(Sim::<_, R>::new(&c, feed, false, true)?);
+        sims.push(make(&c, feed)?);
     }
     for s in &mut sims {
         s.pull()?;
@@ -137,7 +242,7 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
     let mut snapshots = Vec::with_capacity(ranks as usize);
     let mut step_end: Option<Nanos> = None;
     loop {
-        let next_event = sims.iter().filter_map(|s| s.q.peek_time()).min();
+        let next_event = sims.iter().filter_map(|s| s.next_time()).min();
         // The controller receives the next request (token ids: no encode) before
         // the events at or after its arrival.
         if let Some(src) = direct.as_mut()
@@ -146,7 +251,7 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
         {
             let (i, r) = src.next().expect("peeked");
             snapshots.clear();
-            snapshots.extend(sims.iter().map(|s| s.snapshot));
+            snapshots.extend(sims.iter().map(|s| s.snapshot()));
             budget.refresh(r.arrival_ns, &snapshots);
             let k = budget.dispatch(method, u64::from(r.input_tokens)) as usize;
             d.borrow_mut().queues[k].push_back((i as u64, r));
@@ -156,10 +261,7 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
         let Some(t) = next_event else { break };
         // Everything due at `t`, rank by rank (each rank's events in their order).
         for s in &mut sims {
-            while s.q.peek_time() == Some(t) {
-                let ev = s.q.pop().expect("peeked");
-                s.handle(ev.event)?;
-            }
+            s.handle_due(t)?;
         }
         if step_end == Some(t) {
             step_end = None;
@@ -171,17 +273,14 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
         // speculative draft, prefills first: a decode waits while any rank prefills.
         let mut end: Option<Nanos> = None;
         for s in &mut sims {
-            s.q.advance_to(t);
-            s.hold_decode = prefill_first;
-            s.schedule();
+            s.form(t, prefill_first)?;
             end = later(end, s.pending_end());
         }
         if prefill_first {
             let prefilled = end.is_some();
             for s in &mut sims {
-                s.hold_decode = false;
+                s.unhold_and_decode(!prefilled);
                 if !prefilled {
-                    s.decode_now();
                     end = later(end, s.pending_end());
                 }
             }
@@ -198,7 +297,7 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
             step_end = Some(e);
         }
     }
-    Ok(merge_ranks(sims.into_iter().map(Sim::finish).collect()))
+    Ok(merge_ranks(sims.into_iter().map(Rank::finish).collect()))
 }
 
 /// The later of a step's end so far and a rank's forward end.

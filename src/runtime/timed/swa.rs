@@ -22,7 +22,9 @@
 //!   does not fit: both are not modelled (a decode that does not fit stops the replay
 //!   with "Decode out of memory"), which [`TIMED_SWA_UNMODELLED`] says in every answer.
 //!
-//! No host tier, no L3 (the SWA tree is the device tier alone), one rank or engine.
+//! No host tier, no L3 (the SWA tree is the device tier alone). DP-attention ranks run
+//! in `timed::lockstep` (this replay's [`Sim`] is one of its ranks); engines behind a
+//! router are untimed.
 
 use std::collections::VecDeque;
 
@@ -72,9 +74,11 @@ struct Batch {
     reqs: Vec<Running>,
     formed: Nanos,
     forward: Nanos,
+    /// How long its forward waited for the other DP-attention ranks' (lockstep).
+    dp_wait: Nanos,
 }
 
-struct Sim<I: Iterator<Item = (u64, Request)>> {
+pub(super) struct Sim<I: Iterator<Item = (u64, Request)>> {
     cfg: ReplayConfig,
     t: SwaRadixTree,
     /// Hit counters and metrics; its own (full-attention) tree stays empty.
@@ -101,6 +105,16 @@ struct Sim<I: Iterator<Item = (u64, Request)>> {
     tpot: (f64, u64),
     times: Option<Vec<RequestTime>>,
     last_event: Nanos,
+    /// A DP-attention rank (`timed::lockstep`): the forward it forms waits in `pending`
+    /// until every rank's is known.
+    lockstep: bool,
+    pending: Option<(Nanos, Ev)>,
+    /// The running requests' prompt tokens (the load a snapshot reports).
+    running_tokens: u64,
+    /// The last load this rank published, for the DP controller's load-reading methods.
+    snapshot: Option<crate::runtime::dp::LoadSnapshot>,
+    /// Requests read (a lockstep rank's count).
+    pulled: u64,
 }
 
 /// Replays `requests` on the SWA tree with the clock (see the module's notes).
@@ -109,65 +123,113 @@ pub(crate) fn run<I: IntoIterator<Item = Request>>(
     requests: I,
     times: bool,
 ) -> Result<(ReplayMetrics, Vec<RequestTime>), ReplayError> {
-    let pool = cfg.capacities.swa.expect("an SWA pool");
-    let cost = CostModel::new(
-        &cfg.scheduler.compute,
-        cfg.scheduler.prefill_tokens_per_s,
-        cfg.scheduler.decode_tokens_per_s,
-    )
-    .map_err(|e| ReplayError::InvalidConfig {
-        field: "compute",
-        message: e.to_string(),
-    })?;
-    let chunk = u64::from(cfg.scheduler.compute.chunked_prefill_size);
-    let mut sim = Sim {
-        cfg: cfg.clone(),
-        t: SwaRadixTree::new(SwaTreeConfig {
-            full_pages: cfg.capacities.l1_pages,
-            swa_pages: pool.pages,
-            page_size: cfg.capacities.page_size,
-            window: pool.window,
-        }),
-        s: Session::<Unified0523>::new(cfg),
-        q: EventQueue::new(),
-        src: requests.into_iter().enumerate().map(|(i, r)| (i as u64, r)),
-        next: None,
-        prev_arrival: 0,
-        tokenizer_free: 0,
-        waiting: VecDeque::new(),
-        running: 0,
-        gpu_busy: false,
-        batches: Vec::new(),
-        free_batches: Vec::new(),
-        decoding: Vec::new(),
-        free_decoding: Vec::new(),
-        cost,
-        chunk,
-        decode_in_tree: pool.decode,
-        ttft: Vec::new(),
-        sums: TtftSums::default(),
-        tpot: (0.0, 0),
-        times: times.then(Vec::new),
-        last_event: 0,
-    };
+    let src = requests.into_iter().enumerate().map(|(i, r)| (i as u64, r));
+    let mut sim = Sim::new(cfg, src, times, false)?;
     sim.pull()?;
     while let Some(ev) = sim.q.pop() {
         sim.last_event = sim.q.now();
-        match ev.event {
-            Ev::Arrival => sim.arrival()?,
-            Ev::BatchDone(b) => sim.batch_done(b)?,
-            Ev::DecodeDone(d) => sim.decode_done(d),
-        }
+        sim.handle(ev.event)?;
         sim.schedule()?;
     }
     Ok(sim.finish().figures())
 }
 
 impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
+    /// A replay of `src` (requests with their trace positions); `lockstep`: a
+    /// DP-attention rank of `timed::lockstep`.
+    pub(super) fn new(
+        cfg: &ReplayConfig,
+        src: I,
+        times: bool,
+        lockstep: bool,
+    ) -> Result<Self, ReplayError> {
+        let pool = cfg.capacities.swa.expect("an SWA pool");
+        let cost = CostModel::new(
+            &cfg.scheduler.compute,
+            cfg.scheduler.prefill_tokens_per_s,
+            cfg.scheduler.decode_tokens_per_s,
+        )
+        .map_err(|e| ReplayError::InvalidConfig {
+            field: "compute",
+            message: e.to_string(),
+        })?;
+        Ok(Sim {
+            cfg: cfg.clone(),
+            t: SwaRadixTree::new(SwaTreeConfig {
+                full_pages: cfg.capacities.l1_pages,
+                swa_pages: pool.pages,
+                page_size: cfg.capacities.page_size,
+                window: pool.window,
+            }),
+            s: Session::<Unified0523>::new(cfg),
+            q: EventQueue::new(),
+            src,
+            next: None,
+            prev_arrival: 0,
+            tokenizer_free: 0,
+            waiting: VecDeque::new(),
+            running: 0,
+            gpu_busy: false,
+            batches: Vec::new(),
+            free_batches: Vec::new(),
+            decoding: Vec::new(),
+            free_decoding: Vec::new(),
+            cost,
+            chunk: u64::from(cfg.scheduler.compute.chunked_prefill_size),
+            decode_in_tree: pool.decode,
+            ttft: Vec::new(),
+            sums: TtftSums::default(),
+            tpot: (0.0, 0),
+            times: times.then(Vec::new),
+            last_event: 0,
+            lockstep,
+            pending: None,
+            running_tokens: 0,
+            snapshot: None,
+            pulled: 0,
+        })
+    }
+
+    /// Handles one event (the caller then lets the scheduler run).
+    fn handle(&mut self, ev: Ev) -> Result<(), ReplayError> {
+        match ev {
+            Ev::Arrival => self.arrival(),
+            Ev::BatchDone(b) => self.batch_done(b),
+            Ev::DecodeDone(d) => {
+                self.decode_done(d);
+                Ok(())
+            }
+        }
+    }
+
+    /// Starts the formed prefill batch ending at `done`, or in lockstep keeps it for
+    /// [`Sim::commit_step`].
+    fn gpu_start(&mut self, done: Nanos, ev: Ev) {
+        self.gpu_busy = true;
+        if self.lockstep {
+            self.pending = Some((done, ev));
+        } else {
+            self.q.schedule_at(done, ev);
+        }
+    }
+
+    /// `Scheduler.publish_load_snapshot` (0.5.23), as the full tree's replay publishes
+    /// it (`timed::Sim::publish`): running + waiting requests, and the running prompts'
+    /// plus the waiting prompts' tokens.
+    fn publish(&mut self, now: Nanos) {
+        let waiting: u64 = self.waiting.iter().map(|w| u64::from(w.input_tokens)).sum();
+        self.snapshot = Some(crate::runtime::dp::LoadSnapshot {
+            at: now,
+            requests: u64::from(self.running) + self.waiting.len() as u64,
+            tokens: self.running_tokens + waiting,
+        });
+    }
+
     /// Reads the next request and schedules its arrival (streaming).
     fn pull(&mut self) -> Result<(), ReplayError> {
         self.next = None;
         if let Some((i, r)) = self.src.next() {
+            self.pulled += 1;
             let at = super::scheduler_sees(
                 &self.cfg,
                 i,
@@ -281,10 +343,15 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
         }
         let forward = self.cost.prefill_ns(&shapes);
         self.running += reqs.len() as u32;
+        self.running_tokens += reqs
+            .iter()
+            .map(|a| u64::from(a.w.input_tokens))
+            .sum::<u64>();
         let batch = Batch {
             reqs,
             formed: now,
             forward,
+            dp_wait: 0,
         };
         let id = match self.free_batches.pop() {
             Some(id) => {
@@ -296,8 +363,7 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
                 (self.batches.len() - 1) as u32
             }
         };
-        self.gpu_busy = true;
-        self.q.schedule_at(now + forward, Ev::BatchDone(id));
+        self.gpu_start(now + forward, Ev::BatchDone(id));
         Ok(())
     }
 
@@ -323,7 +389,7 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
                     0,
                     batch.formed,
                     batch.forward,
-                    0,
+                    batch.dp_wait,
                     now,
                 );
             }
@@ -382,6 +448,10 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
         if self.cfg.measurement.debug_checks {
             self.t.check();
         }
+        if self.lockstep {
+            // A prefill's result always publishes (`force=forward_mode.is_extend()`).
+            self.publish(now);
+        }
         Ok(())
     }
 
@@ -394,13 +464,20 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
             let committed = u64::from(a.w.input_tokens) + u64::from(a.w.output_tokens) - 1;
             swa_release(&mut self.t, &a.w.pages, a.w.index, committed, r);
         }
+        self.running_tokens -= u64::from(a.w.input_tokens);
         crate::workload::recycle_pages(a.w.pages);
         self.running -= 1;
     }
 
-    fn finish(self) -> RunEnd {
+    /// The replay's end: the session's metrics and what the time figures need.
+    pub(super) fn finish(self) -> RunEnd {
         let st = self.t.stats;
         let mut m = self.s.finish();
+        if self.lockstep {
+            // Its requests carry trace positions, which the session's count would
+            // read as the trace's.
+            m.requests = self.pulled;
+        }
         m.device_evicted_pages = st.full_evicted_pages;
         m.final_device_pages = self.t.full_used();
         RunEnd {
@@ -411,5 +488,80 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
             times: self.times.unwrap_or_default(),
             end: self.last_event,
         }
+    }
+}
+
+impl<I: Iterator<Item = (u64, Request)>> super::lockstep::Rank for Sim<I> {
+    fn next_time(&self) -> Option<Nanos> {
+        self.q.peek_time()
+    }
+
+    fn handle_due(&mut self, t: Nanos) -> Result<(), ReplayError> {
+        while self.q.peek_time() == Some(t) {
+            let ev = self.q.pop().expect("peeked");
+            self.last_event = t;
+            self.handle(ev.event)?;
+        }
+        Ok(())
+    }
+
+    /// Its decode runs beside the prefill: only a prefill batch is formed.
+    fn form(&mut self, t: Nanos, _hold_decode: bool) -> Result<(), ReplayError> {
+        self.q.advance_to(t);
+        self.last_event = self.last_event.max(t);
+        self.schedule()
+    }
+
+    fn unhold_and_decode(&mut self, _decode: bool) {}
+
+    fn pending_end(&self) -> Option<Nanos> {
+        self.pending.map(|(done, _)| done)
+    }
+
+    fn commit_step(&mut self, step_end: Nanos) {
+        let Some((done, ev)) = self.pending.take() else {
+            return;
+        };
+        if let Ev::BatchDone(b) = ev
+            && let Some(batch) = self.batches[b as usize].as_mut()
+        {
+            batch.dp_wait = step_end - done;
+        }
+        self.q.schedule_at(step_end, ev);
+    }
+
+    /// As `timed::Sim::publish_when_idle`: idle, at once; with requests but nothing to
+    /// run, at most every 50 ms.
+    fn publish_when_idle(&mut self, now: Nanos) {
+        let idle = self.running == 0 && self.waiting.is_empty();
+        let stale = self
+            .snapshot
+            .is_none_or(|s| now.saturating_sub(s.at) >= super::LOAD_STALL_REFRESH_NS);
+        if idle || stale {
+            self.publish(now);
+        }
+    }
+
+    fn snapshot(&self) -> Option<crate::runtime::dp::LoadSnapshot> {
+        self.snapshot
+    }
+
+    fn in_flight(&self) -> u32 {
+        self.running + self.waiting.len() as u32 + u32::from(self.next.is_some())
+    }
+
+    fn feed(&mut self) -> Result<(), ReplayError> {
+        if self.next.is_none() {
+            self.pull()?;
+        }
+        Ok(())
+    }
+
+    fn pull(&mut self) -> Result<(), ReplayError> {
+        Sim::pull(self)
+    }
+
+    fn finish(self) -> RunEnd {
+        Sim::finish(self)
     }
 }
