@@ -761,12 +761,18 @@ fn render_engines(
     let _ = writeln!(o);
     let _ = writeln!(
         o,
-        "engines behind the router: {} ({}, policy {}), each its own tree with the pools above; {} requests in flight (request i completes before request i + {} is sent); per router worker: requests max/mean {:.3}, prompt tokens max/mean {:.3}",
+        "engines behind the router: {} ({}, policy {}), each its own tree with the pools above; {}; per router worker: requests max/mean {:.3}, prompt tokens max/mean {:.3}",
         r.engines,
         r.router,
         r.policy,
-        r.in_flight,
-        r.in_flight,
+        if r.clock_loads {
+            "each on its own clock, the router's load of an engine its requests in flight (sent, not finished) at each arrival".to_string()
+        } else {
+            format!(
+                "{} requests in flight (request i completes before request i + {} is sent)",
+                r.in_flight, r.in_flight
+            )
+        },
         r.request_imbalance,
         r.token_imbalance
     );

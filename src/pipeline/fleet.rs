@@ -1,7 +1,8 @@
 //! Engines behind SGLang's router in the untimed replay (`runtime::router`): the trace is
 //! routed once (the router's view: each request's routing text, the completion window),
 //! then each engine replays its share with its own pools, and the figures are summed as
-//! for DP ranks (`runtime::dp::merge`), the engines kept in `metrics.engines`.
+//! for DP ranks (`runtime::dp::merge`), the engines kept in `metrics.engines`. Timed, the
+//! engines run on their own clocks behind the router (`runtime::timed::fleet`).
 
 use std::io::Write;
 
@@ -169,16 +170,21 @@ fn check(cfg: &ReplayConfig, spec: &RouterSpec) -> Result<(), InputError> {
         );
     }
     if cfg.measurement.timing == Timing::On {
-        return refuse(
-            "runtime.router.engines",
-            if spec.dp_aware && n == 1 {
-                "an engine's DP ranks behind a --dp-aware router are replayed untimed only (the router's loads are a completion window, not a clock): set runtime.replay.timing: off, or runtime.router.dp_aware: false".to_string()
-            } else {
-                format!(
-                    "{n} engines behind a router are replayed untimed only (the router's loads are a completion window, not a clock): set runtime.replay.timing: off, or runtime.router.engines: 1"
-                )
-            },
-        );
+        // Timed, the engines run on their own clocks behind the router
+        // (`runtime::timed::fleet`); what that replay leaves out is refused here.
+        let why = if cfg.capacities.dp_ranks > 1 || spec.dp_aware {
+            Some(format!(
+                "an engine's {} data-parallel ranks behind a router are replayed untimed only (the timed fleet runs one scheduler per engine): set runtime.replay.timing: off, or dp_ranks: 1",
+                cfg.capacities.dp_ranks
+            ))
+        } else if spec.policy == router::RouterPolicy::DynamoKv {
+            Some("Dynamo's KV router is replayed untimed only (its indexer is fed from the engines' KV events in trace order): set runtime.replay.timing: off, or policy cache_aware".to_string())
+        } else {
+            None
+        };
+        if let Some(m) = why {
+            return refuse("runtime.router.engines", m);
+        }
     }
     if spec.policy == router::RouterPolicy::DynamoKv {
         let why = if cfg.capacities.dp_ranks > 1 {
@@ -222,6 +228,9 @@ pub(super) fn replay_fleet(
     factor: f64,
 ) -> Result<ReplayMetrics, InputError> {
     check(cfg, spec)?;
+    if cfg.measurement.timing == Timing::On {
+        return replay_fleet_timed(path, opts, cfg, spec, limit, factor);
+    }
     let ranks = cfg.capacities.dp_ranks.max(1);
     // Each request's (engine, rank): with `dp_aware` the router's worker is a rank
     // (engine-major); else the router picks the engine and the engine's
@@ -284,6 +293,48 @@ pub(super) fn replay_fleet(
     figures.engines = spec.engines;
     figures.dp_ranks = ranks;
     figures.dp_aware = spec.dp_aware;
+    m.router = Some(figures);
+    Ok(m)
+}
+
+/// The fleet's timed replay (`runtime::timed::fleet`): the router picks each request's
+/// engine at its arrival from the engines' requests in flight then; every engine on its
+/// own clock. One read of the trace.
+fn replay_fleet_timed(
+    path: &str,
+    opts: &TraceOptions,
+    cfg: &ReplayConfig,
+    spec: &RouterSpec,
+    limit: u64,
+    factor: f64,
+) -> Result<ReplayMetrics, InputError> {
+    let mut reader = open_trace_with(std::path::Path::new(path), opts, cfg.capacities.page_size)?;
+    let mut err: Option<InputError> = None;
+    let out = {
+        let requests = super::until_error(reader.by_ref(), &mut err)
+            .take(limit.min(usize::MAX as u64) as usize);
+        let requests = crate::workload::slowdown::slow_down(requests, factor);
+        crate::runtime::replay_fleet_timed(cfg, spec, requests)
+    };
+    reader.finish()?;
+    if let Some(e) = err {
+        return Err(e);
+    }
+    let (mut m, mut figures) = out.map_err(|e| match e {
+        crate::runtime::FleetError::Router(r) => {
+            let field = match r {
+                router::RouterError::TreeFull { .. } => "runtime.router.max_tree_size",
+                router::RouterError::TooManyPages => "runtime.trace",
+            };
+            InputError::new("runtime.router", r.to_string()).field(field)
+        }
+        crate::runtime::FleetError::Replay(r) => InputError::new(path, r.to_string()),
+    })?;
+    figures.request_imbalance = router::max_over_mean(figures.assigned.iter().copied());
+    figures.token_imbalance = router::max_over_mean(m.engines.iter().map(|e| e.input_tokens));
+    figures.engines = spec.engines;
+    figures.dp_ranks = 1;
+    figures.dp_aware = false;
     m.router = Some(figures);
     Ok(m)
 }

@@ -609,7 +609,7 @@ fn replay_share(
 
 /// A trace's requests up to the first one that cannot be read, whose error lands in
 /// `err` (the caller returns it once the replay and the reader's own check are done).
-fn until_error<'a, I>(
+pub(super) fn until_error<'a, I>(
     requests: I,
     err: &'a mut Option<InputError>,
 ) -> impl Iterator<Item = crate::workload::Request> + 'a

@@ -50,6 +50,7 @@ pub use config::{
 pub use metrics::{ReplayMetrics, TimelinePoint, definitions};
 pub use overrides::{apply_overrides, full_value};
 pub use speeds::Speeds;
+pub use timed::fleet::FleetError;
 pub use timed::{RequestTime, TIMED_SWA_UNMODELLED};
 
 use crate::workload::Request;
@@ -153,6 +154,17 @@ pub fn replay<I: IntoIterator<Item = Request>>(
         Timing::On if cfg.capacities.dp_ranks > 1 => timed::lockstep::run(cfg, requests),
         Timing::On => timed::run(cfg, requests),
     }
+}
+
+/// Engines behind SGLang's router, timed (`timing: on`; `runtime::timed::fleet`): the
+/// fleet's figures, each engine's in `engines`, and the router's.
+pub fn replay_fleet_timed<I: IntoIterator<Item = Request>>(
+    cfg: &ReplayConfig,
+    spec: &router::RouterSpec,
+    requests: I,
+) -> Result<(ReplayMetrics, router::RouterFigures), timed::fleet::FleetError> {
+    cfg.validate()?;
+    timed::fleet::run(cfg, spec, requests)
 }
 
 /// A timed replay (`timing: on`) that also returns every request's times and cached

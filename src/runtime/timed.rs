@@ -48,8 +48,10 @@
 //!   token's, streamed before; their TPOT carries the redo). `prompt_only` is the
 //!   replay before it.
 
+pub(crate) mod fleet;
 pub(crate) mod kv_budget;
 pub(crate) mod lockstep;
+mod rank;
 mod swa;
 
 pub use swa::TIMED_SWA_UNMODELLED;

@@ -47,6 +47,7 @@ mod reliability;
 mod replay_rules;
 mod router;
 mod router_dynamo;
+mod router_timed;
 mod sensitivity;
 mod sizing_headroom;
 mod sizing_host_memory_props;

@@ -302,11 +302,16 @@ fn bad_router_keys_and_one_engine() {
             &["runtime.router.in_flight"][..],
         ),
         (
-            "runtime.replay.timing=on",
+            // Timed fleets run one scheduler per engine.
+            "runtime.replay.timing=on --set runtime.router.dp_aware=true",
             &["runtime.router.engines", "untimed"][..],
         ),
     ] {
-        let o = run(&["replay", "ok.yaml", "--set", set], d.path());
+        let mut a = vec!["replay", "ok.yaml"];
+        for kv in set.split(" --set ") {
+            a.extend(["--set", kv]);
+        }
+        let o = run(&a, d.path());
         exit2(&o, words);
     }
     let o = run(

@@ -1,4 +1,4 @@
-//! Several engines behind SGLang's router, in the untimed replay. The router
+//! Several engines behind SGLang's router (untimed here; timed: `runtime::timed::fleet`). The router
 //! (`sglang-router` 0.3.2 on PyPI, the last release under that name, the sglang 0.5.8
 //! period) sends each request to one of N engines; each engine has its own radix tree
 //! and pools (those the start-up sizes for one engine), so, as for data-parallel ranks
@@ -28,7 +28,8 @@
 //! at most `in_flight` requests are in flight; before request *i* is dispatched, request
 //! *i − in_flight* completes (a sliding window; `in_flight: 1` is a sequential client).
 //! [`Router::dispatch`] and the event list of `replay --router-events` follow that one
-//! sequence.
+//! sequence. The timed replay (`runtime::timed::fleet`) has the clock: it passes each
+//! engine's requests in flight at the arrival ([`Router::route_with_loads`]).
 //!
 //! Not modelled: the tree's eviction (a thread every `--eviction-interval-secs`, 60 s of
 //! wall clock; a replay in which an engine's characters pass `--max-tree-size` is
@@ -303,6 +304,11 @@ pub struct RouterFigures {
     /// engine-major; else the engines (not written while off).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub dp_aware: bool,
+    /// Timed (`runtime::timed::fleet`): the router's loads are the engines' requests in
+    /// flight on the clock, and `in_flight` (the untimed completion window) is unused
+    /// (not written while off).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub clock_loads: bool,
 }
 
 fn is_one(n: &u32) -> bool {
@@ -421,6 +427,23 @@ impl Router {
         } else {
             None
         };
+        let engine = self.pick(text)?;
+        self.loads[usize::from(engine)] += 1;
+        self.window.push_back(engine);
+        Ok((done, engine))
+    }
+
+    /// Routes `text` with each engine's requests in flight given (`loads`: the timed
+    /// replay's engines, dispatched and not finished, as the router counts a worker's
+    /// load from the request it sends to the response's end) instead of the
+    /// completion window.
+    pub fn route_with_loads(&mut self, text: &[u8], loads: &[u32]) -> Result<u16, RouterError> {
+        self.loads.copy_from_slice(loads);
+        self.pick(text)
+    }
+
+    /// The policy's choice for `text` at the current loads, counted in the figures.
+    fn pick(&mut self, text: &[u8]) -> Result<u16, RouterError> {
         let engine = match &mut self.policy {
             Policy::RoundRobin { counter } => {
                 let e = (*counter % self.loads.len() as u64) as u16;
@@ -445,10 +468,8 @@ impl Router {
                 e
             }
         };
-        self.loads[usize::from(engine)] += 1;
-        self.window.push_back(engine);
         self.figures.assigned[usize::from(engine)] += 1;
-        Ok((done, engine))
+        Ok(engine)
     }
 
     /// The figures so far.

@@ -21,142 +21,16 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use crate::cache::{HiRadix, TreeKind, TreeRules, Unified0523, V1};
+use crate::cache::{HiRadix, TreeKind, Unified0523, V1};
 use crate::runtime::ReplayError;
 use crate::runtime::config::ReplayConfig;
-use crate::runtime::dp::{DpBalance, DpBudget, round_robin_rank};
+use crate::runtime::dp::{DpBalance, DpBudget};
 use crate::runtime::metrics::ReplayMetrics;
 use crate::units::Nanos;
 use crate::workload::Request;
 
+use super::rank::{Dispatch, Rank, RankFeed};
 use super::{Sim, merge_ranks};
-
-/// The trace, read once, handed out round-robin: rank r's requests in arrival order.
-/// Only the requests read ahead of a rank's next one are buffered (fewer than the
-/// ranks under round-robin), so the replay still streams.
-pub(super) struct Dispatch<I> {
-    /// Round-robin: the trace, dealt as read. The load-reading methods deal each
-    /// request at its arrival from the driver instead (`None`).
-    pub(super) src: Option<I>,
-    pub(super) read: u64,
-    pub(super) ranks: u32,
-    pub(super) queues: Vec<VecDeque<(u64, Request)>>,
-}
-
-/// One rank's view of the [`Dispatch`].
-pub(super) struct RankFeed<I> {
-    pub(super) d: Rc<RefCell<Dispatch<I>>>,
-    pub(super) rank: usize,
-}
-
-impl<I: Iterator<Item = Request>> Iterator for RankFeed<I> {
-    /// The request and its position in the trace.
-    type Item = (u64, Request);
-
-    fn next(&mut self) -> Option<(u64, Request)> {
-        let mut d = self.d.borrow_mut();
-        loop {
-            if let Some(r) = d.queues[self.rank].pop_front() {
-                return Some(r);
-            }
-            let req = d.src.as_mut()?.next()?;
-            let (i, k) = (d.read, round_robin_rank(d.read, d.ranks) as usize);
-            d.read += 1;
-            d.queues[k].push_back((i, req));
-        }
-    }
-}
-
-/// One DP-attention rank as the lockstep loop drives it: the full-attention tree's
-/// replay (`timed::Sim`) or the SWA tree's (`timed::swa`).
-pub(crate) trait Rank {
-    /// Its next event's time.
-    fn next_time(&self) -> Option<Nanos>;
-    /// Handles its events due at `t`.
-    fn handle_due(&mut self, t: Nanos) -> Result<(), ReplayError>;
-    /// Forms this step's forward at `t`: a prefill batch, or a decode step unless
-    /// `hold_decode` (a speculative draft's prefill-first step).
-    fn form(&mut self, t: Nanos, hold_decode: bool) -> Result<(), ReplayError>;
-    /// Ends a prefill-first step's hold; with `decode` (no rank prefilled), the decode
-    /// step it held.
-    fn unhold_and_decode(&mut self, decode: bool);
-    /// The end of the forward it formed this step, if any.
-    fn pending_end(&self) -> Option<Nanos>;
-    /// Every rank's forward of this step ends at `step_end`.
-    fn commit_step(&mut self, step_end: Nanos);
-    /// A rank that formed no forward this step publishes its load when due.
-    fn publish_when_idle(&mut self, now: Nanos);
-    /// The last load it published.
-    fn snapshot(&self) -> Option<crate::runtime::dp::LoadSnapshot>;
-    /// Its requests in flight now: handed to it and not finished (a router's load).
-    fn in_flight(&self) -> u32;
-    /// Reads its next request when none is pending.
-    fn feed(&mut self) -> Result<(), ReplayError>;
-    /// Reads its first request.
-    fn pull(&mut self) -> Result<(), ReplayError>;
-    /// Its end, for the deployment's figures.
-    fn finish(self) -> super::RunEnd;
-}
-
-impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Rank for Sim<I, R> {
-    fn next_time(&self) -> Option<Nanos> {
-        self.q.peek_time()
-    }
-
-    fn handle_due(&mut self, t: Nanos) -> Result<(), ReplayError> {
-        while self.q.peek_time() == Some(t) {
-            let ev = self.q.pop().expect("peeked");
-            self.handle(ev.event)?;
-        }
-        Ok(())
-    }
-
-    fn form(&mut self, t: Nanos, hold_decode: bool) -> Result<(), ReplayError> {
-        self.q.advance_to(t);
-        self.hold_decode = hold_decode;
-        self.schedule();
-        Ok(())
-    }
-
-    fn unhold_and_decode(&mut self, decode: bool) {
-        self.hold_decode = false;
-        if decode {
-            self.decode_now();
-        }
-    }
-
-    fn pending_end(&self) -> Option<Nanos> {
-        Sim::pending_end(self)
-    }
-
-    fn commit_step(&mut self, step_end: Nanos) {
-        Sim::commit_step(self, step_end)
-    }
-
-    fn publish_when_idle(&mut self, now: Nanos) {
-        Sim::publish_when_idle(self, now)
-    }
-
-    fn snapshot(&self) -> Option<crate::runtime::dp::LoadSnapshot> {
-        self.snapshot
-    }
-
-    fn in_flight(&self) -> u32 {
-        self.running + self.waiting.len() as u32 + u32::from(self.next.is_some())
-    }
-
-    fn feed(&mut self) -> Result<(), ReplayError> {
-        Sim::feed(self)
-    }
-
-    fn pull(&mut self) -> Result<(), ReplayError> {
-        Sim::pull(self)
-    }
-
-    fn finish(self) -> super::RunEnd {
-        Sim::finish(self)
-    }
-}
 
 /// Replays `requests` on `cfg.capacities.dp_ranks` lockstep ranks: the deployment's
 /// figures, each rank's in `ranks`.

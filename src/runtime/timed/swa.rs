@@ -491,7 +491,7 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
     }
 }
 
-impl<I: Iterator<Item = (u64, Request)>> super::lockstep::Rank for Sim<I> {
+impl<I: Iterator<Item = (u64, Request)>> super::rank::Rank for Sim<I> {
     fn next_time(&self) -> Option<Nanos> {
         self.q.peek_time()
     }
