@@ -805,43 +805,69 @@ fn render_engines(
             r.overlap_routed, r.tie_draws
         );
     }
+    // Timed, each engine's TTFT p50 / p99 too.
+    let secs = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.3} s"));
+    let times = |x: &ReplayMetrics| {
+        if r.clock_loads {
+            format!(" {:>10} {:>10}", secs(x.ttft_p50_s), secs(x.ttft_p99_s))
+        } else {
+            String::new()
+        }
+    };
     let _ = writeln!(
         o,
-        "{:<6} {:>9} {:>14} {:>14} {:>14} {:>14} {:>10}",
-        "engine", "requests", "input tokens", "device hit", "host hit", "storage hit", "total"
+        "{:<6} {:>9} {:>14} {:>14} {:>14} {:>14} {:>10}{}",
+        "engine",
+        "requests",
+        "input tokens",
+        "device hit",
+        "host hit",
+        "storage hit",
+        "total",
+        if r.clock_loads {
+            format!(" {:>10} {:>10}", "TTFT p50", "TTFT p99")
+        } else {
+            String::new()
+        }
     );
     for (i, e) in m.engines.iter().enumerate() {
         let _ = writeln!(
             o,
-            "{i:<6} {:>9} {:>14} {:>14} {:>14} {:>14} {:>10}",
+            "{i:<6} {:>9} {:>14} {:>14} {:>14} {:>14} {:>10}{}",
             e.measured_requests,
             e.input_tokens,
             e.device_hit_tokens,
             e.host_hit_tokens,
             e.storage_hit_tokens,
-            pct(e.total_hit_rate)
+            pct(e.total_hit_rate),
+            times(e)
         );
     }
     let _ = writeln!(
         o,
-        "{:<6} {:>9} {:>14} {:>14} {:>14} {:>14} {:>10}",
+        "{:<6} {:>9} {:>14} {:>14} {:>14} {:>14} {:>10}{}",
         "all",
         m.measured_requests,
         m.input_tokens,
         m.device_hit_tokens,
         m.host_hit_tokens,
         m.storage_hit_tokens,
-        pct(m.total_hit_rate)
+        pct(m.total_hit_rate),
+        times(m)
     );
     if let Some((p, x)) = other {
         let _ = writeln!(
             o,
-            "under {} the same engines would hit {} in total ({} hit tokens): {} is {:+.2} points against it",
+            "under {} the same engines would hit {} in total ({} hit tokens): {} is {:+.2} points against it{}",
             p.as_str(),
             pct(x.total_hit_rate).trim(),
             x.total_hit_tokens,
             r.policy,
-            (m.total_hit_rate - x.total_hit_rate) * 100.0
+            (m.total_hit_rate - x.total_hit_rate) * 100.0,
+            match (r.clock_loads, m.ttft_p50_s, x.ttft_p50_s) {
+                (true, Some(a), Some(b)) => format!("; TTFT p50 {a:.3} s against {b:.3} s"),
+                _ => String::new(),
+            }
         );
     }
     if let Some(x) = engine_round_robin {
