@@ -18,9 +18,13 @@
 //!   them (the out-of-window frees included) at once, held until the decode ends
 //!   `CostModel::decode_ns(output − 1, running, input + 1)` later (with a speculative
 //!   draft, `output − 1 ÷ accept_length` iterations), then `release_kv_cache`.
-//!   SGLang takes a decode's pages a step at a time and retracts requests when a step
-//!   does not fit: both are not modelled (a decode that does not fit stops the replay
-//!   with "Decode out of memory"), which [`TIMED_SWA_UNMODELLED`] says in every answer.
+//!   SGLang takes a decode's pages a step at a time, admits a prefill only while the
+//!   running requests' future decode tokens (`max_new_tokens` left × `new_token_ratio`)
+//!   still fit, and retracts requests when a step does not fit: none of the three is
+//!   modelled (a decode that does not fit stops the replay with "Decode out of
+//!   memory"), which [`TIMED_SWA_UNMODELLED`] says in every answer. The waiting queue's
+//!   prefix touch (`_touch_waiting_prefixes`, every 32nd `calc_priority` call) is taken
+//!   once per 32 requests, as in the timing-off replay.
 //!
 //! No host tier, no L3 (the SWA tree is the device tier alone). DP-attention ranks run
 //! in `timed::lockstep` (this replay's [`Sim`] is one of its ranks); engines behind a
@@ -43,7 +47,7 @@ use super::{RequestTime, RunEnd, TtftSums, add_tpot};
 
 /// What the timed replay with the SWA tree leaves out: a reason every such answer
 /// carries.
-pub const TIMED_SWA_UNMODELLED: &str = "the timed replay with the SWA tree takes a request's decode KV when its decode starts (all its output pages at once, the out-of-window frees included) and holds it to the decode's end, where SGLang takes a page per step; decode retraction is not modelled, and the decode runs beside the prefill (decode_timeline: beside_prefill): device occupancy during decode and TPOT under memory pressure may be off";
+pub const TIMED_SWA_UNMODELLED: &str = "the timed replay with the SWA tree takes a request's decode KV when its decode starts (all its output pages at once, the out-of-window frees included) and holds it to the decode's end, where SGLang takes a page per step; decode retraction is not modelled, nor admission's reserve for the running requests' future decode tokens (`PrefillAdder`'s `new_token_ratio` budget), and the decode runs beside the prefill (decode_timeline: beside_prefill): device occupancy during decode, admission and TPOT under memory pressure may be off";
 
 #[derive(Debug, Clone, Copy)]
 enum Ev {
