@@ -347,7 +347,12 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
         write_rounds(&m, &cfg, path, &unverified)?;
     }
     if let Some(path) = &a.engines_csv {
-        write_engines(&m, path, &unverified)?;
+        write_engines(
+            &m,
+            cfg.measurement.timing == crate::runtime::Timing::On,
+            path,
+            &unverified,
+        )?;
     }
     if let Some(path) = &a.ranks_csv {
         write_ranks(
@@ -1188,9 +1193,15 @@ fn write_rounds(
     Ok(())
 }
 
-/// `--engines-csv`: each engine behind the router, then the whole.
-fn write_engines(m: &ReplayMetrics, path: &str, unverified: &[String]) -> Result<(), CommandError> {
-    write_parts("engine", &m.engines, m, false, path, unverified)
+/// `--engines-csv`: each engine behind the router, then the whole, with the engine's
+/// TTFT when timed.
+fn write_engines(
+    m: &ReplayMetrics,
+    timed: bool,
+    path: &str,
+    unverified: &[String],
+) -> Result<(), CommandError> {
+    write_parts("engine", &m.engines, m, timed, path, unverified)
 }
 
 /// `--ranks-csv`: each data-parallel rank, then the whole, with the rank's TTFT when

@@ -107,6 +107,19 @@ fn the_router_scenario_replays_timed() {
     ] {
         assert!(t.contains(want), "{want}\n{t}");
     }
+    // `--engines-csv`: each engine's TTFT too.
+    let d = tempfile::tempdir().unwrap();
+    let csv = d.path().join("engines.csv");
+    let o = run(
+        &[&args[..], &["--engines-csv", csv.to_str().unwrap()]].concat(),
+        &repo("."),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    assert!(lines.next().unwrap().contains(",ttft_p50_s,ttft_p99_s,"));
+    let all = lines.find(|l| l.starts_with("all,")).unwrap();
+    assert!(all.contains(",0.030000,3.907450,"), "{all}");
     let o = run(
         &[&args[..], &["--set", "runtime.router.policy=dynamo_kv"]].concat(),
         &repo("."),
