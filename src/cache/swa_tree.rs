@@ -826,6 +826,24 @@ impl SwaRadixTree {
 
     /// Re-derives the bookkeeping (tests): child counts, the leaf set, the LRU list
     /// and the pools (tree pages never exceed a pool).
+    /// Pages the tree's nodes hold in each pool (full, SWA): with no request holding a
+    /// row, the pools' whole use.
+    pub fn tree_pages(&self) -> (u64, u64) {
+        let mut full = 0u64;
+        let mut swa = 0u64;
+        for (id, n) in self.nodes.iter().enumerate() {
+            let id = id as SwaNodeId;
+            if id == HEAD || id == TAIL || !n.alive || id == ROOT {
+                continue;
+            }
+            full += n.pages.len() as u64;
+            if n.swa {
+                swa += n.pages.len() as u64;
+            }
+        }
+        (full, swa)
+    }
+
     pub fn check(&self) {
         let mut full_tree = 0u64;
         let mut swa_tree = 0u64;

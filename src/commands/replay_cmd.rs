@@ -322,9 +322,10 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
         }
         Err(e) => return Err(trace_error(e).into()),
     };
-    if let Some(s) = &scenario_for_reasons {
-        unverified.extend(pipeline::replay_config_unverified(s, &cfg));
-    }
+    unverified.extend(pipeline::replay_config_unverified(
+        scenario_for_reasons.as_ref(),
+        &cfg,
+    ));
     let swa_adopted = cfg.capacities.swa.is_some();
     let sensitivity = match a.sensitivity {
         true => Some(pipeline::sensitivity(&section, &cfg, &m).map_err(trace_error)?),

@@ -67,7 +67,7 @@ pub enum ReplayConfigError {
     Override(#[from] InputError),
     /// A DeepSeek-V4 replay the SWA tree cannot run.
     #[error(
-        "DeepSeek-V4's replay runs SGLang 0.5.23's tree with its SWA component (`UnifiedRadixCache` with FULL and SWA, the C4 / C128 states being per request) on the device tier (a tree per DP rank or engine; engines timing off): {0}; `startup` and `check` give its pools"
+        "DeepSeek-V4's replay runs SGLang 0.5.23's tree with its SWA component (`UnifiedRadixCache` with FULL and SWA, the C4 / C128 states being per request) on the device tier (a tree per DP rank or engine): {0}; `startup` and `check` give its pools"
     )]
     Dsv4NotModelled(String),
     /// A DP load-balance method other than round-robin.
@@ -97,12 +97,15 @@ pub const SWA_TREE_DRAFT_UNMODELLED: &str = "with a speculative draft the SWA tr
 /// What the final replay configuration adds to a scenario's reasons for `unverified`:
 /// a timed replay on the SWA tree (`runtime::TIMED_SWA_UNMODELLED`: its decode KV taken
 /// at once, no retraction), and a cost table profiled for another model than the
-/// scenario's (its times stand in).
-pub fn replay_config_unverified(s: &Scenario, cfg: &ReplayConfig) -> Vec<String> {
+/// scenario's (its times stand in; only with a scenario, which names the model).
+pub fn replay_config_unverified(s: Option<&Scenario>, cfg: &ReplayConfig) -> Vec<String> {
     let mut out = Vec::new();
     if cfg.capacities.swa.is_some() && cfg.measurement.timing == Timing::On {
         out.push(crate::runtime::TIMED_SWA_UNMODELLED.to_string());
     }
+    let Some(s) = s else {
+        return out;
+    };
     if let ComputeSource::Table {
         node,
         model,

@@ -105,7 +105,7 @@ pub fn point_row(
                 cfg.as_ref().is_some_and(|c| c.capacities.swa.is_some()),
             );
             if let Some(c) = cfg.as_ref() {
-                u.extend(super::replay_config_unverified(&s, c));
+                u.extend(super::replay_config_unverified(Some(&s), c));
             }
             u
         }

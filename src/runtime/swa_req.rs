@@ -57,7 +57,10 @@ pub(crate) struct SwaReq {
 ///   page more: the request alone holds one window of SWA between chunks; the golden
 ///   driver counts any shortening and saw none).
 ///
-/// `None` (the lock released): SGLang's "Prefill out of memory".
+/// `Err(device hit pages of the match)`: the pools cannot hold the next extend
+/// (SGLang's "Prefill out of memory" when nothing else will free pages); the row's
+/// pages the tree does not own (the chunks' checkpoints keep theirs in it) are freed and
+/// the lock released, so the timed replay can retry the request later.
 pub(crate) fn swa_admit_prefill(
     t: &mut SwaRadixTree,
     pages: &[PageKey],
@@ -65,7 +68,7 @@ pub(crate) fn swa_admit_prefill(
     index: u64,
     touch: bool,
     chunk: u64,
-) -> Option<SwaReq> {
+) -> Result<SwaReq, u64> {
     let ps = u64::from(t.config().page_size);
     let input = u64::from(input_tokens);
     if touch {
@@ -93,12 +96,16 @@ pub(crate) fn swa_admit_prefill(
         t.make_room((end - prefix + ps).div_ceil(ps));
         let new_pages = end.div_ceil(ps) - prefix.div_ceil(ps);
         if !t.alloc(new_pages) {
+            // `free_kv_row` of what the tree does not hold: past the checkpointed
+            // prefix, and for SWA past the request's out-of-window frontier too.
+            let owned = r.prot / ps;
+            t.free(r.alloc_pages - owned, r.alloc_pages - owned.max(r.ev / ps));
             t.unlock(r.lock);
-            return None;
+            return Err(r.m.device_pages);
         }
         r.alloc_pages += new_pages;
         if end >= input {
-            return Some(r);
+            return Ok(r);
         }
         swa_checkpoint(t, pages, index, end, &mut r);
         prefix = end;

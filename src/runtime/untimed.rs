@@ -390,7 +390,7 @@ fn process_scheduler_swa(
             chunk,
         );
     }
-    let r = swa_admit_prefill(t, pages, input_tokens, index, touch, chunk)?;
+    let r = swa_admit_prefill(t, pages, input_tokens, index, touch, chunk).ok()?;
     let device = r.m.device_pages;
     swa_release(t, pages, index, u64::from(input_tokens), r);
     Some(Hits {
@@ -426,7 +426,7 @@ fn process_scheduler_swa_decode(
 ) -> Option<Hits> {
     let ps = u64::from(t.config().page_size);
     let input = u64::from(input_tokens);
-    let mut r = swa_admit_prefill(t, pages, input_tokens, index, touch, chunk)?;
+    let mut r = swa_admit_prefill(t, pages, input_tokens, index, touch, chunk).ok()?;
     let device = r.m.device_pages;
 
     // Prefill -> decode checkpoint (unfinished request).

@@ -131,3 +131,20 @@ fn the_router_scenario_replays_timed() {
         stderr(&o)
     );
 }
+
+/// Four distinct prompts sent at the same instant: each engine's load counts what it
+/// holds and what waits in its feed (A on engine 0, B on 1, C on 0 behind A, then D
+/// sees loads 2 and 1 and goes to engine 1): 2 and 2.
+#[test]
+fn simultaneous_sends_count_what_waits_in_the_feed() {
+    let spec = RouterSpec {
+        engines: 2,
+        policy: RouterPolicy::CacheAware,
+        ..RouterSpec::default()
+    };
+    let reqs = (0..4)
+        .map(|i| req(i, 0.0, 100 * (i + 1), 1))
+        .collect::<Vec<_>>();
+    let (_, f) = replay_fleet_timed(&cfg(), &spec, reqs).unwrap();
+    assert_eq!(f.assigned, [2, 2]);
+}

@@ -60,6 +60,38 @@ fn spaced_out_requests_reproduce_every_swa_golden_file() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
 
+/// Overlapping on the clock at their own arrivals, under every golden point's pools and
+/// chunk (requests waiting for room, chunked admissions retried), every page is the
+/// tree's once all requests are released (checked at the end with `debug_checks`: a
+/// row's page leaked on any path panics).
+///
+/// Where a decode's pages do not fit beside the running requests (no retraction in the
+/// model) the replay stops saying so; the prefill-only points (no decode KV) all run.
+#[test]
+fn overlapping_requests_leave_only_the_trees_pages() {
+    let (mut ran, mut prefill_only) = (0, 0);
+    for p in &golden_txt_files("swa_tree") {
+        let g = swa_golden(p);
+        let cfg = timed(g.cfg.clone());
+        let decode = cfg.capacities.swa.unwrap().decode;
+        let reqs = bundled_trace(&g.trace, g.block, cfg.capacities.page_size);
+        match replay_timed(&cfg, reqs, &[]) {
+            Ok((m, times)) => {
+                assert_eq!(times.len(), g.pages.len(), "{}", g.name);
+                assert!(m.device_hit_tokens < m.input_tokens, "{}", g.name);
+                ran += 1;
+                prefill_only += u32::from(!decode);
+            }
+            Err(e) => {
+                let e = e.to_string();
+                assert!(decode && e.contains("retract_decode"), "{}: {e}", g.name);
+            }
+        }
+    }
+    assert_eq!(prefill_only, 20);
+    assert!(ran >= 20, "{ran}");
+}
+
 /// 256-token pages, window 128, 100 full and 20 SWA pages: room for every request here.
 fn small() -> ReplayConfig {
     let mut c = timed(swa_replay_config(256, 100, 20, 128, true, true));
@@ -157,6 +189,12 @@ fn what_the_timed_swa_tree_cannot_run_is_refused() {
         .to_string();
     assert!(e.contains("runtime.swa"), "{e}");
     assert!(e.contains("decodes beside the prefill only"), "{e}");
+    let mut c = small();
+    c.scheduler.compute.chunked_prefill_size = 128;
+    let e = replay(&c, vec![req(0, 0.0, 1024, 1)])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("is under one page (256 tokens)"), "{e}");
 }
 
 /// DP-attention ranks on one clock (`timed::lockstep`), each its own SWA tree: spaced

@@ -92,6 +92,7 @@ fn run_engines<I: Iterator<Item = Request>, S: Rank>(
     let mut src = requests.enumerate().peekable();
     // Requests sent to each engine (its count: its requests carry trace positions).
     let mut sent = vec![0u64; n as usize];
+    let mut prev_arrival = 0;
     loop {
         let next_event = engines.iter().filter_map(|s| s.next_time()).min();
         // The router receives the next request before the engines' events at or after
@@ -100,9 +101,26 @@ fn run_engines<I: Iterator<Item = Request>, S: Rank>(
             && next_event.is_none_or(|t| r.arrival_ns <= t)
         {
             let (i, r) = src.next().expect("peeked");
+            if r.arrival_ns < prev_arrival {
+                // The engines check their own arrivals; the trace's order is checked here.
+                return Err(ReplayError::ArrivalOutOfOrder {
+                    index: i as u64,
+                    id: r.id,
+                    arrival_ns: r.arrival_ns,
+                    previous_ns: prev_arrival,
+                }
+                .into());
+            }
+            prev_arrival = r.arrival_ns;
             text.set(&r.page_hashes)?;
-            for (l, s) in loads.iter_mut().zip(&engines) {
-                *l = s.in_flight();
+            // Sent and not finished: what the engine holds, and what waits in its feed
+            // behind a request it has not seen yet (tokenizing, or sent at the same
+            // instant).
+            {
+                let q = &d.borrow().queues;
+                for ((l, s), q) in loads.iter_mut().zip(&engines).zip(q) {
+                    *l = s.in_flight() + q.len() as u32;
+                }
             }
             let e = usize::from(router.route_with_loads(&text.text, &loads)?);
             d.borrow_mut().queues[e].push_back((i as u64, r));

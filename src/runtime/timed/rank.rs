@@ -72,7 +72,8 @@ pub(crate) trait Rank {
     fn publish_when_idle(&mut self, now: Nanos);
     /// The last load it published.
     fn snapshot(&self) -> Option<crate::runtime::dp::LoadSnapshot>;
-    /// Its requests in flight now: handed to it and not finished (a router's load).
+    /// Its requests in flight now: read from its feed and not finished (a router adds
+    /// those still waiting in the feed).
     fn in_flight(&self) -> u32;
     /// Reads its next request when none is pending.
     fn feed(&mut self) -> Result<(), ReplayError>;

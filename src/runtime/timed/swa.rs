@@ -24,11 +24,13 @@
 //!   modelled (a decode that does not fit stops the replay with "Decode out of
 //!   memory"), which [`TIMED_SWA_UNMODELLED`] says in every answer. The waiting queue's
 //!   prefix touch (`_touch_waiting_prefixes`, every 32nd `calc_priority` call) is taken
-//!   once per 32 requests, as in the timing-off replay.
+//!   on every 32nd admission attempt of this scheduler (one request at a time: the
+//!   timing-off replay's once per 32 requests). A request whose chunks did not all fit
+//!   frees what the tree does not hold and retries later, its hit the first attempt's.
 //!
 //! No host tier, no L3 (the SWA tree is the device tier alone). DP-attention ranks run
-//! in `timed::lockstep` (this replay's [`Sim`] is one of its ranks); engines behind a
-//! router are untimed.
+//! in `timed::lockstep` and engines behind a router in `timed::fleet`, this replay's
+//! [`Sim`] one of their ranks or engines.
 
 use std::collections::VecDeque;
 
@@ -64,6 +66,10 @@ struct Waiting {
     input_tokens: u32,
     output_tokens: u32,
     pages: Vec<PageKey>,
+    /// The device hit of an earlier admission attempt that did not fit: the retry's
+    /// match also finds the chunks that attempt checkpointed, which are its own work,
+    /// not a hit.
+    first_hit: Option<u64>,
 }
 
 /// An admitted request, from its batch to its release.
@@ -119,6 +125,8 @@ pub(super) struct Sim<I: Iterator<Item = (u64, Request)>> {
     snapshot: Option<crate::runtime::dp::LoadSnapshot>,
     /// Requests read (a lockstep rank's count).
     pulled: u64,
+    /// Admission attempts (`calc_priority` calls: the waiting-prefix touch's count).
+    attempts: u64,
 }
 
 /// Replays `requests` on the SWA tree with the clock (see the module's notes).
@@ -148,6 +156,18 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
         lockstep: bool,
     ) -> Result<Self, ReplayError> {
         let pool = cfg.capacities.swa.expect("an SWA pool");
+        let chunk = u64::from(cfg.scheduler.compute.chunked_prefill_size);
+        if chunk > 0 && chunk < u64::from(cfg.capacities.page_size) {
+            // As the timing-off replay refuses it (`_select_prefill_admission`:
+            // `extend_len <= 0` never admits a chunk of a longer prompt).
+            return Err(ReplayError::InvalidConfig {
+                field: "swa",
+                message: format!(
+                    "chunked_prefill_size {chunk} is under one page ({} tokens): SGLang never admits a chunk of a longer prompt",
+                    cfg.capacities.page_size
+                ),
+            });
+        }
         let cost = CostModel::new(
             &cfg.scheduler.compute,
             cfg.scheduler.prefill_tokens_per_s,
@@ -179,7 +199,7 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
             decoding: Vec::new(),
             free_decoding: Vec::new(),
             cost,
-            chunk: u64::from(cfg.scheduler.compute.chunked_prefill_size),
+            chunk,
             decode_in_tree: pool.decode,
             ttft: Vec::new(),
             sums: TtftSums::default(),
@@ -191,6 +211,7 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
             running_tokens: 0,
             snapshot: None,
             pulled: 0,
+            attempts: 0,
         })
     }
 
@@ -261,6 +282,7 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
             input_tokens: req.input_tokens,
             output_tokens: req.output_tokens.min(max_new).max(1),
             pages: req.page_hashes,
+            first_hit: None,
         });
         self.pull()
     }
@@ -294,41 +316,49 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
                     break;
                 }
             }
-            let w = self.waiting.pop_front().expect("a head");
+            let mut w = self.waiting.pop_front().expect("a head");
+            // One `calc_priority` call per admission attempt of this scheduler.
             let touch = waiting_touch
-                && w.index
+                && self
+                    .attempts
                     .is_multiple_of(super::super::untimed::WAITING_PREFIX_REFRESH_INTERVAL);
-            let Some(r) = swa_admit_prefill(
+            self.attempts += 1;
+            let r = match swa_admit_prefill(
                 &mut self.t,
                 &w.pages,
                 w.input_tokens,
                 w.index,
                 touch,
                 self.chunk,
-            ) else {
-                if reqs.is_empty() && self.running == 0 {
-                    return Err(ReplayError::InvalidConfig {
-                        field: "swa",
-                        message: format!(
-                            "request #{} ({} input tokens) does not fit the pools after eviction with nothing running ({} full and {} SWA pages free): SGLang raises \"Prefill out of memory\"",
-                            w.index,
-                            w.input_tokens,
-                            self.t.full_free(),
-                            self.t.swa_free()
-                        ),
-                    });
+            ) {
+                Ok(r) => r,
+                Err(hit) => {
+                    if reqs.is_empty() && self.running == 0 {
+                        return Err(ReplayError::InvalidConfig {
+                            field: "swa",
+                            message: format!(
+                                "request #{} ({} input tokens) does not fit the pools after eviction with nothing running ({} full and {} SWA pages free): SGLang raises \"Prefill out of memory\"",
+                                w.index,
+                                w.input_tokens,
+                                self.t.full_free(),
+                                self.t.swa_free()
+                            ),
+                        });
+                    }
+                    // It waits for a running request's release.
+                    w.first_hit.get_or_insert(hit);
+                    self.waiting.push_front(w);
+                    break;
                 }
-                // It waits for a running request's release.
-                self.waiting.push_front(w);
-                break;
             };
             let device = r.m.device_pages;
+            let hit = w.first_hit.unwrap_or(device).min(device);
             self.s.record(
                 w.index,
                 w.input_tokens,
                 w.pages.len() as u64,
                 Hits {
-                    device,
+                    device: hit,
                     ..Hits::default()
                 },
             );
@@ -475,6 +505,14 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
 
     /// The replay's end: the session's metrics and what the time figures need.
     pub(super) fn finish(self) -> RunEnd {
+        if self.cfg.measurement.debug_checks {
+            // Every request released: the pools hold the tree's pages only.
+            assert_eq!(
+                self.t.tree_pages(),
+                (self.t.full_used(), self.t.swa_used()),
+                "pages held past every release"
+            );
+        }
         let st = self.t.stats;
         let mut m = self.s.finish();
         if self.lockstep {
