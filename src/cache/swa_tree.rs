@@ -845,17 +845,14 @@ impl SwaRadixTree {
     }
 
     pub fn check(&self) {
-        let mut full_tree = 0u64;
-        let mut swa_tree = 0u64;
+        let (full_tree, swa_tree) = self.tree_pages();
         let mut in_lru = 0usize;
         for (id, n) in self.nodes.iter().enumerate() {
             let id = id as SwaNodeId;
             if id == HEAD || id == TAIL || !n.alive || id == ROOT {
                 continue;
             }
-            full_tree += n.pages.len() as u64;
             if n.swa {
-                swa_tree += n.pages.len() as u64;
                 assert!(n.in_lru, "node {id}: SWA value outside the LRU");
                 in_lru += 1;
             } else {

@@ -6,6 +6,23 @@
 
 use crate::cache::{PageKey, SwaRadixTree};
 
+use super::ReplayError;
+
+/// Refuses a `--chunked-prefill-size` under one page: SGLang never admits a chunk of a
+/// longer prompt (`managers/schedule_policy.py: _select_prefill_admission`, 0.5.23:
+/// `extend_len <= 0` → `OTHER`). 0 is no chunking.
+pub(crate) fn check_chunk(chunk: u64, page_size: u32) -> Result<(), ReplayError> {
+    if chunk > 0 && chunk < u64::from(page_size) {
+        return Err(ReplayError::InvalidConfig {
+            field: "swa",
+            message: format!(
+                "chunked_prefill_size {chunk} is under one page ({page_size} tokens): SGLang never admits a chunk of a longer prompt"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// A request between its admission and its release in the SWA tree (`managers/
 /// schedule_batch.py: Req` and its `ReqKvInfo`, 0.5.23); lengths in tokens unless
 /// named pages.

@@ -561,6 +561,21 @@ fn scheduler_sees(
         .deliver(r.arrival_ns, r.input_tokens, tokenizer_free))
 }
 
+/// Puts `x` in a free slot of `slots` (one `free` lists) or a new one; its index (the
+/// event that takes it back carries it).
+fn put_slot<T>(slots: &mut Vec<Option<T>>, free: &mut Vec<u32>, x: T) -> u32 {
+    match free.pop() {
+        Some(i) => {
+            slots[i as usize] = Some(x);
+            i
+        }
+        None => {
+            slots.push(Some(x));
+            (slots.len() - 1) as u32
+        }
+    }
+}
+
 /// Adds one request's TPOT (its decode time over its output tokens after the first)
 /// when it has two or more (`bench_serving`'s TPOT, as `runtime::rounds` computes it).
 fn add_tpot(acc: &mut (f64, u64), decode: Nanos, output_tokens: u32) {
@@ -1198,16 +1213,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             forward,
             dp_wait: 0,
         };
-        let id = match self.free_batches.pop() {
-            Some(id) => {
-                self.batches[id as usize] = Some(batch);
-                id
-            }
-            None => {
-                self.batches.push(Some(batch));
-                (self.batches.len() - 1) as u32
-            }
-        };
+        let id = put_slot(&mut self.batches, &mut self.free_batches, batch);
         self.gpu_start(done, Ev::BatchDone(id));
     }
 

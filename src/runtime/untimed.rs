@@ -298,18 +298,9 @@ fn run_swa<I: IntoIterator<Item = Request>>(
         window: pool.window,
     });
     let waiting_touch = cfg.policy.eviction_policy == EvictionPolicy::Lru;
-    // `--chunked-prefill-size` (0 = none). A chunk under one page never admits a
-    // chunked request (`_select_prefill_admission`: `extend_len <= 0` → `OTHER`).
+    // `--chunked-prefill-size` (0 = none).
     let chunk = u64::from(cfg.scheduler.compute.chunked_prefill_size);
-    if chunk > 0 && chunk < u64::from(cfg.capacities.page_size) {
-        return Err(ReplayError::InvalidConfig {
-            field: "swa",
-            message: format!(
-                "chunked_prefill_size {chunk} is under one page ({} tokens): SGLang never admits a chunk of a longer prompt",
-                cfg.capacities.page_size
-            ),
-        });
-    }
+    super::swa_req::check_chunk(chunk, cfg.capacities.page_size)?;
     for (index, req) in requests.into_iter().enumerate() {
         let index = index as u64;
         check_request(cfg, index, &req)?;

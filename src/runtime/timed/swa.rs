@@ -157,17 +157,7 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
     ) -> Result<Self, ReplayError> {
         let pool = cfg.capacities.swa.expect("an SWA pool");
         let chunk = u64::from(cfg.scheduler.compute.chunked_prefill_size);
-        if chunk > 0 && chunk < u64::from(cfg.capacities.page_size) {
-            // As the timing-off replay refuses it (`_select_prefill_admission`:
-            // `extend_len <= 0` never admits a chunk of a longer prompt).
-            return Err(ReplayError::InvalidConfig {
-                field: "swa",
-                message: format!(
-                    "chunked_prefill_size {chunk} is under one page ({} tokens): SGLang never admits a chunk of a longer prompt",
-                    cfg.capacities.page_size
-                ),
-            });
-        }
+        super::super::swa_req::check_chunk(chunk, cfg.capacities.page_size)?;
         let cost = CostModel::new(
             &cfg.scheduler.compute,
             cfg.scheduler.prefill_tokens_per_s,
@@ -387,16 +377,7 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
             forward,
             dp_wait: 0,
         };
-        let id = match self.free_batches.pop() {
-            Some(id) => {
-                self.batches[id as usize] = Some(batch);
-                id
-            }
-            None => {
-                self.batches.push(Some(batch));
-                (self.batches.len() - 1) as u32
-            }
-        };
+        let id = super::put_slot(&mut self.batches, &mut self.free_batches, batch);
         self.gpu_start(now + forward, Ev::BatchDone(id));
         Ok(())
     }
@@ -467,16 +448,7 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
                     cached_tokens: a.cached,
                 });
             }
-            let slot = match self.free_decoding.pop() {
-                Some(d) => {
-                    self.decoding[d as usize] = Some(a);
-                    d
-                }
-                None => {
-                    self.decoding.push(Some(a));
-                    (self.decoding.len() - 1) as u32
-                }
-            };
+            let slot = super::put_slot(&mut self.decoding, &mut self.free_decoding, a);
             self.q.schedule_at(now + decode, Ev::DecodeDone(slot));
         }
         if self.cfg.measurement.debug_checks {
