@@ -107,7 +107,9 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
                     proposal = Some(p);
                 }
                 let plan = super::startup_cmd::plan_for(&s)?;
-                let section = s.runtime.clone().unwrap_or_default();
+                let section =
+                    pipeline::pd::with_decode_server(&s, &s.runtime.clone().unwrap_or_default())
+                        .map_err(|e| locate(e, Some((path.as_str(), &s.provenance))))?;
                 let mc = startup::run(&plan, s.seed, 1);
                 let host = pipeline::host_pool_tokens(&mc);
                 // A rank refused or killed: SGLang would not serve, whatever the others hold.
@@ -771,7 +773,9 @@ fn render_engines(
         r.engines,
         r.router,
         r.policy,
-        if r.clock_loads {
+        if r.clock_loads && m.pd.is_some() {
+            "each a PD prefill server on its own clock, the router's load of an engine its requests sent and not yet transferred; an engine's TTFT is its prefill server's (from the decode server's preallocation to its prefill's end), the `all` row's the client's".to_string()
+        } else if r.clock_loads {
             "each on its own clock, the router's load of an engine its requests in flight (sent, not finished) at each arrival".to_string()
         } else {
             format!(
@@ -1050,6 +1054,9 @@ fn render(
                 "TPOT mean {:.2} ms (decode time over output tokens after the first)",
                 t * 1e3
             );
+        }
+        if let Some(pd) = &m.pd {
+            write_pd(&mut o, pd);
         }
         if m.retracted_requests + m.decode_oom_aborts > 0 {
             let _ = writeln!(
@@ -1402,4 +1409,50 @@ fn swa_figures(section: &RuntimeSection, cfg: &ReplayConfig) -> Option<SwaFigure
         prefill_only,
         full,
     })
+}
+
+/// A PD deployment's lines (`metrics.pd`): its servers, where the client's TTFT goes,
+/// and what the decode servers held.
+fn write_pd(o: &mut String, pd: &crate::runtime::pd::PdFigures) {
+    use std::fmt::Write as _;
+    let decode = pd
+        .decode
+        .map(|d| {
+            format!(
+                " (pool {} tokens per rank, max_running_requests {}, {} request slots)",
+                d.pool_tokens, d.max_running_requests, d.req_slots
+            )
+        })
+        .unwrap_or_default();
+    let _ = writeln!(
+        o,
+        "PD: {} prefill server(s), {} decode server(s){decode}; requests per decode server {:?}",
+        pd.prefill_engines, pd.decode_engines, pd.decode_assigned
+    );
+    let total = pd.prealloc_wait_mean_s
+        + pd.prefill_mean_s
+        + pd.transfer_mean_s
+        + pd.first_token_wait_mean_s;
+    let share = |x: f64| if total > 0.0 { x / total * 100.0 } else { 0.0 };
+    let _ = writeln!(
+        o,
+        "PD TTFT mean {total:.3} s = decode preallocation wait {:.3} s ({:.1} %) + prefill server {:.3} s ({:.1} %) + KV transfer {:.3} s ({:.1} %; {:.2} GB/s per rank) + first-token wait {:.3} s ({:.1} %); the prefill servers' own TTFT p50 {}",
+        pd.prealloc_wait_mean_s,
+        share(pd.prealloc_wait_mean_s),
+        pd.prefill_mean_s,
+        share(pd.prefill_mean_s),
+        pd.transfer_mean_s,
+        share(pd.transfer_mean_s),
+        pd.transfer_bandwidth / 1e9,
+        pd.first_token_wait_mean_s,
+        share(pd.first_token_wait_mean_s),
+        pd.prefill_ttft_p50_s
+            .map(|t| format!("{t:.3} s"))
+            .unwrap_or_else(|| "-".into()),
+    );
+    let _ = writeln!(
+        o,
+        "PD decode: {} steps, mean batch {:.2}, peak KV {} tokens per rank, {} steps over the pool (SGLang would retract: not modelled)",
+        pd.decode_steps, pd.decode_batch_mean, pd.decode_peak_tokens, pd.decode_overflow_steps
+    );
 }

@@ -142,7 +142,7 @@ fn too_many_workers(engines: u32, ranks: u32, workers: u32) -> InputError {
 }
 
 /// The refusals of combinations the fleet replay does not model.
-fn check(cfg: &ReplayConfig, spec: &RouterSpec) -> Result<(), InputError> {
+pub(super) fn check(cfg: &ReplayConfig, spec: &RouterSpec) -> Result<(), InputError> {
     // Each a combination the fleet replay does not model (`not_modelled`).
     let refuse = |field: &str, m: String| {
         Err(InputError::new("runtime.router", m)

@@ -3,6 +3,7 @@
 //! host pool of exactly those sizes. One call = one sweep point = one CSV row.
 
 mod fleet;
+pub mod pd;
 pub mod replay_memo;
 mod row;
 mod sensitivity;
@@ -136,9 +137,15 @@ fn table_is_scenario_model(t: &crate::runtime::cost::table::CostTable, s: &Scena
 /// ([`tree_unmodelled`]). Every replay answer from the scenario is `unverified`, naming
 /// these.
 pub fn replay_unverified(s: &Scenario, plan: &StartupPlan, swa_in_tree: bool) -> Vec<String> {
+    // A PD deployment's replay models what a prefill server alone leaves out (its
+    // admission gated by the decode side, its KV held until the transfer, the
+    // transfer): its own reasons stand instead.
+    let pd = s.runtime.as_ref().and_then(|r| r.pd.as_ref());
     s.unmodelled
         .iter()
+        .filter(|u| pd.is_none() || u.what != "--disaggregation-mode prefill")
         .map(ToString::to_string)
+        .chain(pd.map(|p| pd::pd_unverified(s, p)).into_iter().flatten())
         .chain(
             tree_unmodelled(plan, swa_in_tree)
                 .into_iter()
@@ -490,7 +497,9 @@ pub fn run_replay(
         )
         .field("runtime.replay.timeline_samples"));
     }
-    let metrics = if let Some(spec) = fleet {
+    let metrics = if let Some(pd) = &section.pd {
+        pd::replay_pd(path, &opts, cfg, pd, fleet, limit, factor)?
+    } else if let Some(spec) = fleet {
         fleet::replay_fleet(path, &opts, cfg, spec, limit, factor)?
     } else if ranks == 1 || cfg.measurement.timing == Timing::On {
         // Timed DP-attention ranks run on one clock from one read of the trace

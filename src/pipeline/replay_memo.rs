@@ -71,8 +71,20 @@ pub fn key(section: &RuntimeSection, cfg: &ReplayConfig, content_hash: u64) -> S
             )
         })
         .unwrap_or_default();
+    // A PD deployment's keys and its decode server (absent: the key as before).
+    let pd = section
+        .pd
+        .as_ref()
+        .map(|p| {
+            format!(
+                " pd={} decode={}",
+                serde_json::to_string(p).expect("pd serializes"),
+                serde_json::to_string(&p.decode).expect("decode server serializes")
+            )
+        })
+        .unwrap_or_default();
     format!(
-        "trace={:?} hash={content_hash:016x} format={:?} block={:?} max_requests={:?} slowdown={:?} engine={:?}{router} cfg={cfg}",
+        "trace={:?} hash={content_hash:016x} format={:?} block={:?} max_requests={:?} slowdown={:?} engine={:?}{router}{pd} cfg={cfg}",
         section.trace,
         section.trace_format,
         section.block_size,

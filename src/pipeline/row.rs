@@ -179,6 +179,7 @@ pub fn point_row(
     let (Some(section), Some(cfg)) = (&s.runtime, cfg) else {
         return Ok(row);
     };
+    let section = &super::pd::with_decode_server(&s, section)?;
     row.push("l1_pages", cfg.capacities.l1_pages);
     row.push("l2_pages", cfg.capacities.l2_pages);
     if section.engine != crate::scenario::Engine::Hiradix {

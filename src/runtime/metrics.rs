@@ -214,6 +214,11 @@ pub struct ReplayMetrics {
     /// The router's figures with engines behind it (not written for one engine).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub router: Option<super::router::RouterFigures>,
+    /// A prefill-decode disaggregated deployment's figures (`runtime.pd`; not written
+    /// otherwise). The fields above are then the prefill servers' hits with the
+    /// client's times.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pd: Option<super::pd::PdFigures>,
 }
 
 impl ReplayMetrics {

@@ -30,6 +30,7 @@ pub mod dp;
 pub mod frontend;
 pub mod metrics;
 mod overrides;
+pub mod pd;
 mod prefetch;
 pub mod rounds;
 pub mod router;
@@ -165,6 +166,26 @@ pub fn replay_fleet_timed<I: IntoIterator<Item = Request>>(
 ) -> Result<(ReplayMetrics, router::RouterFigures), timed::fleet::FleetError> {
     cfg.validate()?;
     timed::fleet::run(cfg, spec, requests)
+}
+
+/// A prefill-decode disaggregated deployment, timed (`runtime::timed::pd`): the prefill
+/// servers' figures with the client's times, the deployment's in `pd`, and the
+/// router's figures when it spreads the prefill servers.
+pub fn replay_pd<I: IntoIterator<Item = Request>>(
+    cfg: &ReplayConfig,
+    pd: &pd::PdSpec,
+    router: Option<&router::RouterSpec>,
+    requests: I,
+) -> Result<(ReplayMetrics, Option<router::RouterFigures>), timed::fleet::FleetError> {
+    cfg.validate()?;
+    if cfg.measurement.timing != Timing::On {
+        return Err(ReplayError::InvalidConfig {
+            field: "pd",
+            message: "a PD deployment is replayed on the clock: set runtime.replay.timing: on (or remove runtime.pd to replay the prefill server alone)".into(),
+        }
+        .into());
+    }
+    timed::pd::run(cfg, pd, router, requests)
 }
 
 /// A timed replay (`timing: on`) that also returns every request's times and cached

@@ -51,6 +51,7 @@
 pub(crate) mod fleet;
 pub(crate) mod kv_budget;
 pub(crate) mod lockstep;
+pub(crate) mod pd;
 mod rank;
 mod swa;
 
@@ -97,6 +98,28 @@ enum Ev {
         index: u64,
         retractions: u32,
     },
+    /// A PD prefill server's KV transfer of the request at this trace position ended
+    /// (`timed::pd`): its KV is released.
+    TransferDone {
+        index: u64,
+    },
+}
+
+/// A PD prefill server's sending side (`timed::pd`): each request's KV goes out on
+/// `link` after its prefill and stays held until the transfer ends.
+#[derive(Debug, Default)]
+pub(crate) struct PdSend {
+    pub link: Link,
+    /// Bytes/s one rank's transfer reaches.
+    pub bandwidth: f64,
+    /// Fixed cost of one request's transfer, ns.
+    pub latency: Nanos,
+    /// Requests whose transfer was queued since the driver last looked: the trace
+    /// position, the end of its prefill and the end of its transfer.
+    pub sent: Vec<(u64, Nanos, Nanos)>,
+    /// Requests waiting for their transfer to end (`decode_memory: sglang`): the
+    /// disaggregated prefill's inflight queue, holding their KV.
+    inflight: Vec<Decoding>,
 }
 
 /// A request in its decode phase on the GPU timeline (`decode_timeline: interleaved`).
@@ -418,6 +441,8 @@ struct Sim<I: Iterator<Item = (u64, Request)>, R: TreeRules> {
     /// Scratch for the retraction order and the pages each request needs.
     order: Vec<usize>,
     needs: Vec<u64>,
+    /// A PD prefill server (`timed::pd`): its transfers.
+    pub(crate) pd: Option<PdSend>,
 }
 
 /// What a finished replay leaves for its figures: its metrics before the time figures,
@@ -645,6 +670,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             admitted: 0,
             order: Vec::new(),
             needs: Vec::new(),
+            pd: None,
         })
     }
 
@@ -664,6 +690,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             Ev::StorageAck { node } => self.s.tree.release_host(node),
             Ev::DecodeStep => self.decode_step_done(),
             Ev::DecodeDone { index, retractions } => self.decode_done(index, retractions),
+            Ev::TransferDone { index } => self.transfer_done(index),
         }
         Ok(())
     }
@@ -1293,6 +1320,10 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                 self.ttft.push((now - a.w.arrival) as f64 / 1e9);
                 self.ttft_sums.add(&a.w, &batch, now);
             }
+            if self.pd.is_some() {
+                self.send_kv(a, last, now, measured);
+                continue;
+            }
             if self.kv {
                 self.start_decode(a, last, now, measured);
                 continue;
@@ -1427,6 +1458,62 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             },
         );
         self.beside.push(d);
+    }
+
+    /// A PD prefill server's request after its prefill
+    /// (`disaggregation/prefill.py: process_batch_result_disagg_prefill`, 0.5.23): its
+    /// prompt is in the tree (inserted above), `send_kv_chunk(last_chunk=True)` queues its
+    /// KV — every prompt page, the cached prefix included, as the decode server keeps no
+    /// tree — on the sending link, and it waits in the inflight queue with its KV held
+    /// until the transfer ends (`process_disagg_prefill_inflight_queue` releases it on
+    /// `KVPoll.Success`). Its one output token is the prefill's (`max_new_tokens` = 1).
+    fn send_kv(&mut self, a: Admitted, last: NodeId, now: Nanos, measured: bool) {
+        let ps = self.s.ps;
+        let bytes = self
+            .s
+            .bytes(u64::from(a.w.input_tokens).div_ceil(ps.max(1)));
+        let pd = self.pd.as_mut().expect("a PD prefill server");
+        let dur = (bytes as f64 / pd.bandwidth * 1e9).round() as Nanos + pd.latency;
+        let end = pd.link.transfer(now, dur);
+        pd.sent.push((a.w.index, now, end));
+        let index = a.w.index;
+        if self.kv {
+            let d = self.new_decoding(a, last, now, measured);
+            if let (Some(t), Some(k)) = (self.times.as_mut(), d.time) {
+                t[k].finish_ns = end;
+            }
+            self.pd.as_mut().expect("checked").inflight.push(d);
+            self.q.schedule_at(end, Ev::TransferDone { index });
+            return;
+        }
+        if let Some(t) = self.times.as_mut() {
+            t.push(RequestTime {
+                index,
+                arrival_ns: a.w.arrival,
+                first_token_ns: now,
+                finish_ns: end,
+                input_tokens: a.w.input_tokens,
+                output_tokens: a.w.output_tokens,
+                cached_tokens: a.cached,
+            });
+        }
+        self.q.schedule_at(
+            end,
+            Ev::Finish {
+                last,
+                tokens: a.w.input_tokens,
+            },
+        );
+    }
+
+    /// A PD prefill server's transfer ended: the request's KV is released.
+    fn transfer_done(&mut self, index: u64) {
+        let now = self.q.now();
+        let inflight = &mut self.pd.as_mut().expect("a PD prefill server").inflight;
+        if let Some(i) = inflight.iter().position(|d| d.index == index) {
+            let d = inflight.swap_remove(i);
+            self.finish_decoding(d, now);
+        }
     }
 
     /// A request's last token: its TPOT (from its first token, a retraction's redo

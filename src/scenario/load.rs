@@ -567,7 +567,7 @@ pub fn flatten(v: &Value, prefix: &str, out: &mut std::collections::BTreeMap<Str
 }
 
 /// Every key of a scenario's `server:`, `memory:` and `startup:` sections and of
-/// `runtime.replay:` and `runtime.router:`, by dotted path, with the value it takes when the scenario does not
+/// `runtime.replay:`, `runtime.router:` and `runtime.pd:`, by dotted path, with the value it takes when the scenario does not
 /// set it, as the scenario's types serialize it (`null` = unset: SGLang's default or the
 /// release's applies). Read from a scenario that sets nothing but its node. The
 /// reference's table of keys, and what lets `--resume` accept a journal of an earlier
@@ -593,7 +593,10 @@ pub fn flattened_defaults() -> std::collections::BTreeMap<String, String> {
                     .expect("a replay config serializes"),
                 // Absent = one engine, what `engines: 1` and the launcher's defaults say.
                 "router": serde_json::to_value(crate::runtime::router::RouterSpec::default())
-                    .expect("a router section serializes")
+                    .expect("a router section serializes"),
+                // Absent = the server alone; these are the section's defaults.
+                "pd": serde_json::to_value(crate::runtime::pd::PdSpec::default())
+                    .expect("a pd section serializes")
             }),
         );
     }

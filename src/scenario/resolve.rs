@@ -182,6 +182,11 @@ fn check_runtime(rt: &super::RuntimeSection) -> Result<(), FieldError> {
             FieldError::new(field, e.why)
         });
     }
+    if let Some(p) = &rt.pd
+        && let Err((key, why)) = p.validate()
+    {
+        return Err(FieldError::new(format!("runtime.pd.{key}"), why));
+    }
     // Each `runtime.replay` key and its type (the values the start-up derives come later).
     if let Err(e) =
         crate::runtime::apply_overrides(crate::runtime::ReplayConfig::default(), &rt.replay)

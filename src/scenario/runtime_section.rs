@@ -40,6 +40,10 @@ pub struct RuntimeSection {
     /// defaults; absent = one engine.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub router: Option<crate::runtime::router::RouterSpec>,
+    /// A prefill-decode disaggregated deployment (`runtime::pd`): the scenario's server
+    /// is its prefill server; absent = the server alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pd: Option<crate::runtime::pd::PdSpec>,
     /// Overrides of `runtime::ReplayConfig` fields (`l2_pages`, `write_policy`,
     /// `timing`, …); anything not given is derived from the scenario.
     pub replay: Map<String, Value>,

@@ -31,6 +31,7 @@ mod models;
 mod models_v4;
 mod offload;
 mod page_size;
+mod pd_replay;
 mod pd_roles;
 mod pipeline_quickstart;
 mod plan;

@@ -1,0 +1,122 @@
+//! A prefill-decode disaggregated deployment in the replay (`runtime.pd`,
+//! `runtime::timed::pd`): the decode server sized from the scenario, the trace read and
+//! replayed on the prefill servers behind the router and the decode servers.
+
+use crate::error::InputError;
+use crate::runtime::pd::{DECODE_MAX_RUNNING_ASSUMED, DecodeServer, PD_UNMODELLED, PdSpec};
+use crate::runtime::router::{self, RouterSpec};
+use crate::runtime::{ReplayConfig, ReplayMetrics, Timing};
+use crate::scenario::Scenario;
+use crate::workload::read::{TraceOptions, open_trace_with};
+
+/// The decode server of `s`'s deployment: the same launch with `--disaggregation-mode
+/// decode`, its radix cache off and no HiCache (`handle_pd_disaggregation`'s default),
+/// sized as the start-up sizes it (its pool per rank, `release::PdRoles`' reserve).
+pub fn decode_server(s: &Scenario, spec: &PdSpec) -> Result<DecodeServer, InputError> {
+    let at = |m: String| InputError::new("runtime.pd", m);
+    if !s.server.disaggregation_mode.is_prefill() {
+        return Err(at(
+            "runtime.pd replays a prefill-decode deployment from its prefill server: the scenario's server needs --disaggregation-mode prefill".into(),
+        )
+        .field("server.disaggregation_mode"));
+    }
+    let mut d = s.clone();
+    d.server.disaggregation_mode = crate::domain::DisaggregationMode::Decode;
+    d.server.disable_radix_cache = true;
+    d.server.enable_hierarchical_cache = Some(false);
+    d.server.hicache_storage_backend = None;
+    let plan = crate::startup::StartupPlan::new(&d)
+        .map_err(|e| at(format!("the decode server cannot be sized: {e}")))?;
+    if plan.device_tokens == 0 {
+        return Err(at(
+            "the decode server has no KV pool (no GPU memory is left for it)".into(),
+        ));
+    }
+    let dp = s.layout.dp_size.max(1);
+    let requested = spec
+        .decode_max_running_requests
+        .or(s.server.max_running_requests.map(|m| (m / dp).max(1)));
+    Ok(DecodeServer::new(
+        plan.device_tokens,
+        plan.page_size.max(1) as u32,
+        requested,
+    ))
+}
+
+/// `section` with its PD deployment's decode server sized from `s` (unchanged without
+/// `runtime.pd`).
+pub fn with_decode_server(
+    s: &Scenario,
+    section: &crate::scenario::RuntimeSection,
+) -> Result<crate::scenario::RuntimeSection, InputError> {
+    let mut section = section.clone();
+    if let Some(pd) = section.pd.as_mut() {
+        pd.decode = Some(decode_server(s, pd)?);
+    }
+    Ok(section)
+}
+
+/// What the PD replay of `spec` leaves out, for the status.
+pub fn pd_unverified(s: &Scenario, spec: &PdSpec) -> Vec<String> {
+    let mut v = vec![PD_UNMODELLED.to_string()];
+    if spec.decode_max_running_requests.is_none() && s.server.max_running_requests.is_none() {
+        v.push(DECODE_MAX_RUNNING_ASSUMED.to_string());
+    }
+    v
+}
+
+/// The deployment's replay: the prefill servers' hits, the client's times, `metrics.pd`,
+/// and the router's figures when several prefill servers are behind it.
+pub(super) fn replay_pd(
+    path: &str,
+    opts: &TraceOptions,
+    cfg: &ReplayConfig,
+    pd: &PdSpec,
+    router: Option<&RouterSpec>,
+    limit: u64,
+    factor: f64,
+) -> Result<ReplayMetrics, InputError> {
+    if cfg.measurement.timing != Timing::On {
+        return Err(InputError::new(
+            "runtime.pd",
+            "a PD deployment is replayed on the clock: set runtime.replay.timing: on (or remove runtime.pd to replay the prefill server alone)",
+        )
+        .field("runtime.replay.timing"));
+    }
+    if let Some(r) = router {
+        super::fleet::check(cfg, r)?;
+    }
+    let mut reader = open_trace_with(std::path::Path::new(path), opts, cfg.capacities.page_size)?;
+    let mut err: Option<InputError> = None;
+    let out = {
+        let requests = super::until_error(reader.by_ref(), &mut err)
+            .take(limit.min(usize::MAX as u64) as usize);
+        let requests = crate::workload::slowdown::slow_down(requests, factor);
+        crate::runtime::replay_pd(cfg, pd, router, requests)
+    };
+    reader.finish()?;
+    if let Some(e) = err {
+        return Err(e);
+    }
+    let (mut m, figures) = out.map_err(|e| match e {
+        crate::runtime::FleetError::Router(r) => {
+            let field = match r {
+                router::RouterError::TreeFull { .. } => "runtime.router.max_tree_size",
+                router::RouterError::TooManyPages => "runtime.trace",
+            };
+            InputError::new("runtime.router", r.to_string()).field(field)
+        }
+        crate::runtime::FleetError::Replay(r) => {
+            InputError::new(path, r.to_string()).field("runtime.pd")
+        }
+    })?;
+    if let (Some(mut f), Some(r)) = (figures, router) {
+        f.request_imbalance = router::max_over_mean(f.assigned.iter().copied());
+        f.token_imbalance = router::max_over_mean(m.engines.iter().map(|e| e.input_tokens));
+        f.engines = r.engines;
+        f.dp_ranks = 1;
+        f.dp_aware = false;
+        m.router = Some(f);
+    }
+    Ok(m)
+}

@@ -1,0 +1,158 @@
+//! Prefill-decode disaggregation (`--disaggregation-mode prefill|decode`): the
+//! scenario's `runtime.pd:` section and the figures of its replay
+//! (`runtime::timed::pd`).
+//!
+//! The scenario's server is the prefill server (its pools, tree and HiCache, one or
+//! more of them behind the router of `runtime.router`); the decode servers are the same
+//! launch in decode mode, sized by the start-up half as SGLang sizes a decode server
+//! (`release::PdRoles`), their radix cache off as SGLang's default leaves it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::{Bandwidth, Duration};
+
+/// `disaggregation/decode.py: CLIP_MAX_NEW_TOKEN` (`SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION`,
+/// 4096, 0.5.14–0.5.23): the `max_new_tokens` a decode admission reserves at most.
+pub const CLIP_MAX_NEW_TOKENS: u64 = 4096;
+
+/// One rank's KV transfer bandwidth when the scenario does not say: the Mooncake
+/// Transfer Engine's published 190 GB/s per node over 8 × 400 Gbps RoCE
+/// (kvcache-ai/Mooncake `doc/en/transfer-engine.md`), per rank of eight. SGLang's code
+/// has no figure (it measures `sglang:kv_transfer_speed_gb_s` at run time).
+pub const MOONCAKE_RANK_BANDWIDTH: f64 = 23.75e9;
+
+/// The scenario's `runtime.pd:` section.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PdSpec {
+    /// Decode servers; each request goes to one of them in turn (the router's
+    /// `--decode-policy round_robin`).
+    pub decode_engines: u32,
+    /// The bandwidth one rank's KV transfer reaches (each TP rank sends its own shard
+    /// on its own NIC); default [`MOONCAKE_RANK_BANDWIDTH`].
+    pub transfer_bandwidth: Bandwidth,
+    /// A fixed cost per request's transfer (handshake, the status message); default 0.
+    pub transfer_latency: Duration,
+    /// `--num-reserved-decode-tokens` (512, every modelled release): the decode tokens a
+    /// decode server reserves per active request when it admits another.
+    pub num_reserved_decode_tokens: u64,
+    /// The decode server's `--max-running-requests`; unset: the scenario's, else SGLang's
+    /// estimate ([`DecodeServer`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode_max_running_requests: Option<u32>,
+    /// The decode server as its start-up sizes it (set where the scenario is read, not a
+    /// key of the section).
+    #[serde(skip)]
+    pub decode: Option<DecodeServer>,
+}
+
+impl Default for PdSpec {
+    fn default() -> Self {
+        PdSpec {
+            decode_engines: 1,
+            transfer_bandwidth: Bandwidth(MOONCAKE_RANK_BANDWIDTH),
+            transfer_latency: Duration(0),
+            num_reserved_decode_tokens: 512,
+            decode_max_running_requests: None,
+            decode: None,
+        }
+    }
+}
+
+/// The most decode servers a replay takes.
+pub const MAX_DECODE_ENGINES: u32 = 256;
+
+impl PdSpec {
+    /// The first key with a value the replay does not take: its name and why.
+    pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        if !(1..=MAX_DECODE_ENGINES).contains(&self.decode_engines) {
+            return Err((
+                "decode_engines",
+                format!(
+                    "{}: expected 1 to {MAX_DECODE_ENGINES} decode servers",
+                    self.decode_engines
+                ),
+            ));
+        }
+        if self.decode_max_running_requests == Some(0) {
+            return Err((
+                "decode_max_running_requests",
+                "0: a decode server runs at least one request".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One decode server as the replay runs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct DecodeServer {
+    /// Its KV pool, tokens per rank (`max_total_num_tokens`).
+    pub pool_tokens: u64,
+    pub page_size: u32,
+    /// `max_running_requests` per worker (`kv_cache_configurator.py:
+    /// resolve_max_num_reqs`).
+    pub max_running_requests: u32,
+    /// Its request slots: `max_running_requests` + `--disaggregation-decode-extra-slots`
+    /// (`pool_configurator.py: _get_num_req_slots`; the extra slots default to twice a
+    /// per-worker batch of 32 or fewer, else 0: `pd_disaggregation_hook.py`).
+    pub req_slots: u32,
+}
+
+impl DecodeServer {
+    /// A decode server of `pool_tokens`, with the `--max-running-requests` given
+    /// (`requested`, per worker) or SGLang's estimate: `resolve_max_num_reqs` is
+    /// min(max(min(pool / context_len × 512, 4096), 2048), pool / 2); the model's
+    /// context length is not in the presets, so the estimate's floor, 2048, is taken
+    /// ([`DECODE_MAX_RUNNING_ASSUMED`] says so in the status).
+    pub fn new(pool_tokens: u64, page_size: u32, requested: Option<u32>) -> Self {
+        let half = u32::try_from(pool_tokens / 2).unwrap_or(u32::MAX).max(1);
+        let max_running_requests = requested.unwrap_or(2048).min(half);
+        let extra = match requested {
+            Some(m) if m <= 32 => m * 2,
+            _ => 0,
+        };
+        DecodeServer {
+            pool_tokens,
+            page_size,
+            max_running_requests,
+            req_slots: max_running_requests + extra,
+        }
+    }
+}
+
+/// Why a decode server's `max_running_requests` may not be SGLang's when no flag sets it.
+pub const DECODE_MAX_RUNNING_ASSUMED: &str = "the decode server's max_running_requests is SGLang's estimate's floor (2048, or half the pool): `resolve_max_num_reqs` reads the model's context length, which the presets do not hold (set runtime.pd.decode_max_running_requests)";
+
+/// What the PD replay leaves out: every answer of it is `unverified`, naming these.
+pub const PD_UNMODELLED: &str = "PD replay: the KV transfer starts at the end of the last prefill chunk (SGLang sends each chunk as it is computed) at runtime.pd.transfer_bandwidth per rank (default: the Mooncake Transfer Engine's published 190 GB/s per 8-GPU node), the bootstrap handshake and status message take runtime.pd.transfer_latency, and a decode server retracts no request (its admission reserves 512 tokens per active request; decode_overflow_steps counts the steps whose KV outgrew the pool)";
+
+/// The figures of a PD replay (`metrics.pd`): where a request's time to first token
+/// goes, and what the decode servers held.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct PdFigures {
+    pub prefill_engines: u32,
+    pub decode_engines: u32,
+    pub decode: Option<DecodeServer>,
+    /// Bytes/s one rank's transfer reaches.
+    pub transfer_bandwidth: f64,
+    /// Means over the measured requests, seconds: waiting for the decode server's
+    /// preallocation (`pop_preallocated`) before the prefill server queues it; in the
+    /// prefill server (queue and forward); the KV transfer (its wait for the link
+    /// included); from the transfer's end to the first token's stream (the decode
+    /// server's loop iteration).
+    pub prealloc_wait_mean_s: f64,
+    pub prefill_mean_s: f64,
+    pub transfer_mean_s: f64,
+    pub first_token_wait_mean_s: f64,
+    /// The prefill servers' own TTFT (from the preallocation to the prefill's end), p50.
+    pub prefill_ttft_p50_s: Option<f64>,
+    /// Decode steps run, their mean batch, the most KV tokens a decode server held at
+    /// once (per rank) and the steps whose KV outgrew the pool (SGLang would retract).
+    pub decode_steps: u64,
+    pub decode_batch_mean: f64,
+    pub decode_peak_tokens: u64,
+    pub decode_overflow_steps: u64,
+    /// Requests each decode server took.
+    pub decode_assigned: Vec<u64>,
+}

@@ -1,0 +1,624 @@
+//! Prefill-decode disaggregation, timed (SGLang 0.5.23's path, with the default
+//! `--disaggregation-decode-allocation-policy early` and no optimistic prefill): prefill
+//! servers (the scenario's server, one or more behind the router of `runtime.router`)
+//! and decode servers (`runtime.pd.decode_engines`) on one clock.
+//!
+//! A request's life:
+//! 1. The router sends it to a prefill server (its policy, as `timed::fleet`) and to a
+//!    decode server (round-robin).
+//! 2. The decode server preallocates its KV (`disaggregation/decode.py:
+//!    DecodePreallocQueue.pop_preallocated`, FIFO, stopping at the first that does not
+//!    fit) at its next loop iteration — at once when it is idle, else at the end of its
+//!    decode step. Only then does the prefill server queue it (`prefill.py:
+//!    pop_bootstrapped` waits for the sender's `WaitingForInput`, which the decode
+//!    side's page indices set).
+//! 3. The prefill server prefills it with `max_new_tokens` = 1, sends its KV
+//!    (`timed::Sim::send_kv`) and holds it until the transfer ends.
+//! 4. At the transfer's end the decode server takes it at its next loop iteration, which
+//!    streams the prefill's token (`process_batch_result_prebuilt`, before any decode
+//!    forward): the client's first token. It then decodes the rest in the decode
+//!    server's batch (`runtime::cost`'s step for the batch and its mean context) and
+//!    frees its KV.
+//!
+//! The decode admission (`pop_preallocated` → `_allocatable_token_budgets`,
+//! `_required_admission_tokens`), per decode server: a request slot free (running +
+//! in transfer + transferred < `max_running_requests` + extra slots), and
+//! max(its prompt pages + 512, prompt + min(max_new_tokens, 4096) − retractable) ≤ the
+//! pool's free tokens − max(512 × active requests, the largest running request's
+//! prompt + min(max_new_tokens, 4096) − retractable), where retractable is the running
+//! requests' prompt + output tokens.
+//!
+//! Not here (`runtime::pd::PD_UNMODELLED`, in every answer's status): the transfer of each
+//! chunk as it is computed (the whole prompt goes after its last chunk), the bootstrap
+//! handshake's own time (`runtime.pd.transfer_latency`), a decode server's retraction,
+//! its radix cache and HiCache (`--disaggregation-decode-enable-radix-cache`), DP
+//! attention on either side and the SWA tree (refused).
+
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::rc::Rc;
+
+use crate::cache::{HiRadix, TreeKind, TreeRules, Unified0523, V1};
+use crate::runtime::ReplayError;
+use crate::runtime::config::ReplayConfig;
+use crate::runtime::cost::CostModel;
+use crate::runtime::metrics::ReplayMetrics;
+use crate::runtime::pd::{CLIP_MAX_NEW_TOKENS, DecodeServer, PdFigures, PdSpec};
+use crate::runtime::router::{Router, RouterFigures, RouterSpec, RoutingText};
+use crate::units::Nanos;
+use crate::workload::Request;
+
+use super::fleet::FleetError;
+use super::rank::{Dispatch, Rank, RankFeed};
+use super::{PdSend, Sim};
+
+/// Replays `requests` on the PD deployment: the prefill servers' figures (each engine's
+/// in `engines` when there are several) with the client's times, the deployment's in
+/// `pd`, and the router's figures when a router spreads the prefill servers.
+pub fn run<I: IntoIterator<Item = Request>>(
+    cfg: &ReplayConfig,
+    pd: &PdSpec,
+    router: Option<&RouterSpec>,
+    requests: I,
+) -> Result<(ReplayMetrics, Option<RouterFigures>), FleetError> {
+    let invalid = |message: &str| ReplayError::InvalidConfig {
+        field: "pd",
+        message: message.into(),
+    };
+    if cfg.capacities.swa.is_some() {
+        return Err(invalid("a PD replay of the SWA tree (DeepSeek-V4, gpt-oss, …) is not modelled: replay the prefill server alone (no runtime.pd)").into());
+    }
+    if cfg.capacities.dp_ranks > 1 {
+        return Err(invalid("a PD replay with DP-attention ranks is not modelled: replay the prefill server alone (no runtime.pd)").into());
+    }
+    let Some(server) = pd.decode else {
+        return Err(invalid(
+            "the decode server is not sized: a runtime.pd section is replayed from its scenario",
+        )
+        .into());
+    };
+    let requests = requests.into_iter();
+    match cfg.policy.tree {
+        TreeKind::V1 => run_tree::<V1, _>(cfg, pd, server, router, requests),
+        TreeKind::Unified0523 => run_tree::<Unified0523, _>(cfg, pd, server, router, requests),
+        TreeKind::HiRadix => run_tree::<HiRadix, _>(cfg, pd, server, router, requests),
+    }
+}
+
+/// What the driver keeps of a request from its arrival to its last token.
+#[derive(Debug, Clone, Copy)]
+struct Track {
+    arrival: Nanos,
+    prefill: usize,
+    measured: bool,
+    prealloc: Nanos,
+    prefill_end: Nanos,
+    transfer_end: Nanos,
+}
+
+/// Sums of the measured requests' phases (ns) and their count.
+#[derive(Debug, Default)]
+struct Phases {
+    prealloc: u128,
+    prefill: u128,
+    transfer: u128,
+    first_wait: u128,
+    n: u64,
+}
+
+fn run_tree<R: TreeRules, I: Iterator<Item = Request>>(
+    cfg: &ReplayConfig,
+    pd: &PdSpec,
+    server: DecodeServer,
+    router: Option<&RouterSpec>,
+    requests: I,
+) -> Result<(ReplayMetrics, Option<RouterFigures>), FleetError> {
+    let n = router.map_or(1, |r| r.engines.max(1));
+    let d = Rc::new(RefCell::new(Dispatch::<I> {
+        src: None,
+        read: 0,
+        ranks: n,
+        queues: (0..n).map(|_| VecDeque::new()).collect(),
+    }));
+    // A prefill server's requests end at their first token (`max_new_tokens` = 1:
+    // `PrefillBootstrapQueue._process_req`).
+    let mut pcfg = cfg.clone();
+    pcfg.capacities.dp_ranks = 1;
+    pcfg.scheduler.max_new_tokens = Some(1);
+    let mut prefill = Vec::with_capacity(n as usize);
+    for e in 0..n {
+        let feed = RankFeed {
+            d: Rc::clone(&d),
+            rank: e as usize,
+        };
+        let mut s = Sim::<_, R>::new(&pcfg, feed, false, false)?;
+        s.pd = Some(PdSend {
+            bandwidth: pd.transfer_bandwidth.0,
+            latency: pd.transfer_latency.0,
+            ..PdSend::default()
+        });
+        prefill.push(s);
+    }
+    let cost = || {
+        CostModel::new(
+            &cfg.scheduler.compute,
+            cfg.scheduler.prefill_tokens_per_s,
+            cfg.scheduler.decode_tokens_per_s,
+        )
+        .map_err(|e| ReplayError::InvalidConfig {
+            field: "compute",
+            message: e.to_string(),
+        })
+    };
+    let mut decode = Vec::with_capacity(pd.decode_engines as usize);
+    for _ in 0..pd.decode_engines.max(1) {
+        decode.push(DecodeEngine::new(
+            server,
+            pd.num_reserved_decode_tokens,
+            cost()?,
+        ));
+    }
+    let mut router = router.map(Router::new);
+    let mut text = RoutingText::default();
+    let mut loads = vec![0u32; n as usize];
+    // Requests routed to each prefill server and waiting for their preallocation.
+    let mut awaiting = vec![0u32; n as usize];
+    let mut sent = vec![0u64; n as usize];
+    let mut assigned = vec![0u64; decode.len()];
+    let mut tracks: BTreeMap<u64, Track> = BTreeMap::new();
+    let (mut released, mut events) = (Vec::new(), Vec::new());
+    let mut ttft = Vec::new();
+    let mut tpot = (0.0f64, 0u64);
+    let mut phases = Phases::default();
+    let mut last = 0;
+    let mut prev_arrival = 0;
+    let warmup = cfg.measurement.warmup_requests;
+    let max_new = cfg.scheduler.max_new_tokens;
+    let mut src = requests.enumerate().peekable();
+    loop {
+        let next_event = prefill
+            .iter()
+            .filter_map(|s| s.next_time())
+            .chain(decode.iter().filter_map(DecodeEngine::next_time))
+            .min();
+        if let Some((_, r)) = src.peek()
+            && next_event.is_none_or(|t| r.arrival_ns <= t)
+        {
+            let (i, r) = src.next().expect("peeked");
+            let i = i as u64;
+            if r.arrival_ns < prev_arrival {
+                return Err(ReplayError::ArrivalOutOfOrder {
+                    index: i,
+                    id: r.id,
+                    arrival_ns: r.arrival_ns,
+                    previous_ns: prev_arrival,
+                }
+                .into());
+            }
+            prev_arrival = r.arrival_ns;
+            let now = r.arrival_ns;
+            let e = match router.as_mut() {
+                Some(router) => {
+                    text.set(&r.page_hashes)?;
+                    let q = &d.borrow().queues;
+                    for (((l, s), q), w) in loads.iter_mut().zip(&prefill).zip(q).zip(&awaiting) {
+                        *l = s.in_flight() + q.len() as u32 + w;
+                    }
+                    usize::from(router.route_with_loads(&text.text, &loads)?)
+                }
+                None => 0,
+            };
+            let k = (i % decode.len() as u64) as usize;
+            assigned[k] += 1;
+            awaiting[e] += 1;
+            tracks.insert(
+                i,
+                Track {
+                    arrival: now,
+                    prefill: e,
+                    measured: i >= warmup,
+                    prealloc: 0,
+                    prefill_end: 0,
+                    transfer_end: 0,
+                },
+            );
+            let output = max_new.map_or(r.output_tokens, |m| r.output_tokens.min(m));
+            decode[k].queue.push_back(Pending {
+                index: i,
+                input: r.input_tokens,
+                output,
+                req: r,
+            });
+            if decode[k].idle() {
+                decode[k].prealloc(&mut released);
+            }
+        } else {
+            let Some(t) = next_event else { break };
+            last = last.max(t);
+            for x in &mut decode {
+                if x.next_time() == Some(t) {
+                    x.handle(t, &mut released, &mut events);
+                }
+            }
+            for ev in events.drain(..) {
+                let tr = tracks.get_mut(&ev.index).expect("tracked");
+                match ev.kind {
+                    DecodeEventKind::FirstToken => {
+                        if tr.measured {
+                            ttft.push((t - tr.arrival) as f64 / 1e9);
+                            phases.prealloc += u128::from(tr.prealloc - tr.arrival);
+                            phases.prefill += u128::from(tr.prefill_end - tr.prealloc);
+                            phases.transfer += u128::from(tr.transfer_end - tr.prefill_end);
+                            phases.first_wait += u128::from(t - tr.transfer_end);
+                            phases.n += 1;
+                        }
+                    }
+                    DecodeEventKind::Finished {
+                        since_first,
+                        output,
+                    } => {
+                        if tr.measured && output > 1 {
+                            tpot.0 += since_first as f64 / 1e9 / f64::from(output - 1);
+                            tpot.1 += 1;
+                        }
+                        tracks.remove(&ev.index);
+                    }
+                }
+            }
+            for s in &mut prefill {
+                if s.next_time() == Some(t) {
+                    s.handle_due(t)?;
+                    s.form(t, false)?;
+                    for (index, end, transfer_end) in
+                        s.pd.as_mut().expect("a prefill server").sent.drain(..)
+                    {
+                        let tr = tracks.get_mut(&index).expect("tracked");
+                        tr.prefill_end = end;
+                        tr.transfer_end = transfer_end;
+                        let k = (index % decode.len() as u64) as usize;
+                        decode[k].arrivals.push(Reverse((transfer_end, index)));
+                    }
+                }
+            }
+        }
+        // Preallocated requests go to their prefill server now (the bootstrap is done).
+        let now = last.max(prev_arrival);
+        for p in released.drain(..) {
+            let tr = tracks.get_mut(&p.index).expect("tracked");
+            tr.prealloc = now;
+            let e = tr.prefill;
+            awaiting[e] -= 1;
+            sent[e] += 1;
+            let mut req = p.req;
+            req.arrival_ns = now;
+            d.borrow_mut().queues[e].push_back((p.index, req));
+            prefill[e].feed()?;
+        }
+    }
+    if let Some((k, p)) = decode
+        .iter()
+        .enumerate()
+        .find_map(|(k, x)| x.queue.front().map(|p| (k, p)))
+    {
+        return Err(ReplayError::InvalidConfig {
+            field: "pd",
+            message: format!(
+                "request {} ({} prompt tokens, {} to generate) never fits decode server {k}'s pool of {} tokens with nothing else on it (the admission needs the prompt's pages + {} and prompt + min(max_new_tokens, {CLIP_MAX_NEW_TOKENS})): SGLang would hold it in the preallocation queue for ever",
+                p.index,
+                p.input,
+                p.output,
+                server.pool_tokens,
+                decode[k].reserved,
+            ),
+        }
+        .into());
+    }
+    // The prefill servers' figures (hits, their own TTFT), then the client's.
+    let ends: Vec<_> = prefill
+        .into_iter()
+        .zip(&sent)
+        .map(|(s, &k)| {
+            let mut end = s.finish();
+            end.m.requests = k;
+            end
+        })
+        .collect();
+    let mut m = if n > 1 {
+        let mut m = super::merge_ranks(ends);
+        m.engines = std::mem::take(&mut m.ranks);
+        m
+    } else {
+        ends.into_iter().next().expect("one engine").figures().0
+    };
+    let prefill_ttft_p50_s = m.ttft_p50_s;
+    m.ttft_p50_s = None;
+    m.ttft_p90_s = None;
+    m.ttft_p99_s = None;
+    super::set_time_figures(&mut m, &mut ttft, &super::TtftSums::default(), tpot, last);
+    m.ttft_breakdown = None;
+    let mean = |x: u128| {
+        if phases.n == 0 {
+            0.0
+        } else {
+            x as f64 / phases.n as f64 / 1e9
+        }
+    };
+    let (steps, batch_sum, peak, overflow) = decode.iter().fold((0, 0, 0, 0), |a, x| {
+        (
+            a.0 + x.steps,
+            a.1 + x.batch_sum,
+            a.2.max(x.peak),
+            a.3 + x.overflow_steps,
+        )
+    });
+    m.pd = Some(PdFigures {
+        prefill_engines: n,
+        decode_engines: decode.len() as u32,
+        decode: Some(server),
+        transfer_bandwidth: pd.transfer_bandwidth.0,
+        prealloc_wait_mean_s: mean(phases.prealloc),
+        prefill_mean_s: mean(phases.prefill),
+        transfer_mean_s: mean(phases.transfer),
+        first_token_wait_mean_s: mean(phases.first_wait),
+        prefill_ttft_p50_s,
+        decode_steps: steps,
+        decode_batch_mean: if steps == 0 {
+            0.0
+        } else {
+            batch_sum as f64 / steps as f64
+        },
+        decode_peak_tokens: peak,
+        decode_overflow_steps: overflow,
+        decode_assigned: assigned,
+    });
+    let figures = router.map(|r| {
+        let mut f = r.figures();
+        f.clock_loads = true;
+        f
+    });
+    Ok((m, figures))
+}
+
+/// A request routed to a decode server and not yet preallocated.
+struct Pending {
+    index: u64,
+    input: u32,
+    /// Its `max_new_tokens`.
+    output: u32,
+    req: Request,
+}
+
+/// A request on a decode server: preallocated, transferred or decoding.
+#[derive(Debug, Clone, Copy)]
+struct Dec {
+    index: u64,
+    input: u32,
+    output: u32,
+    /// Decode tokens made (a speculative draft's mean acceptance is not whole).
+    made: f64,
+    /// KV tokens it holds (whole pages).
+    alloc: u64,
+    first_token: Nanos,
+}
+
+impl Dec {
+    /// `len(origin_input_ids) + len(output_ids)`: the prompt, the prefill's token and
+    /// the decoded ones.
+    fn len(&self) -> u64 {
+        u64::from(self.input) + 1 + self.made.floor() as u64
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum DecodeEventKind {
+    FirstToken,
+    Finished { since_first: Nanos, output: u32 },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct DecodeEvent {
+    index: u64,
+    kind: DecodeEventKind,
+}
+
+/// One decode server (`--disaggregation-mode decode`, radix cache off).
+struct DecodeEngine {
+    server: DecodeServer,
+    /// `--num-reserved-decode-tokens`.
+    reserved: u64,
+    cost: CostModel,
+    /// Tokens one decode iteration makes per request.
+    per_step: f64,
+    queue: VecDeque<Pending>,
+    in_transfer: BTreeMap<u64, Dec>,
+    /// Transfers' ends: (time, trace position).
+    arrivals: BinaryHeap<Reverse<(Nanos, u64)>>,
+    transferred: Vec<Dec>,
+    running: Vec<Dec>,
+    /// KV tokens allocated.
+    used: u64,
+    step_end: Option<Nanos>,
+    steps: u64,
+    batch_sum: u64,
+    peak: u64,
+    overflow_steps: u64,
+}
+
+impl DecodeEngine {
+    fn new(server: DecodeServer, reserved: u64, cost: CostModel) -> Self {
+        let per_step = cost.tokens_per_iteration();
+        DecodeEngine {
+            server,
+            reserved,
+            cost,
+            per_step,
+            queue: VecDeque::new(),
+            in_transfer: BTreeMap::new(),
+            arrivals: BinaryHeap::new(),
+            transferred: Vec::new(),
+            running: Vec::new(),
+            used: 0,
+            step_end: None,
+            steps: 0,
+            batch_sum: 0,
+            peak: 0,
+            overflow_steps: 0,
+        }
+    }
+
+    fn next_time(&self) -> Option<Nanos> {
+        let arrival = self.arrivals.peek().map(|Reverse((t, _))| *t);
+        match (self.step_end, arrival) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// No decode step running: its loop iterates at once.
+    fn idle(&self) -> bool {
+        self.step_end.is_none()
+    }
+
+    fn pages(&self, tokens: u64) -> u64 {
+        let ps = u64::from(self.server.page_size.max(1));
+        tokens.div_ceil(ps) * ps
+    }
+
+    /// `_active_req_count`: running, in transfer and transferred.
+    fn active(&self) -> usize {
+        self.running.len() + self.in_transfer.len() + self.transferred.len()
+    }
+
+    /// `pop_preallocated`: FIFO, stopping at the first request without a slot or room.
+    fn prealloc(&mut self, out: &mut Vec<Pending>) {
+        let retractable: i64 = self.running.iter().map(|d| d.len() as i64).sum();
+        let clip = |out: u32| u64::from(out).min(CLIP_MAX_NEW_TOKENS) as i64;
+        // `_need_space_for_single_req`.
+        let single = self
+            .running
+            .iter()
+            .map(|d| clip(d.output) + i64::from(d.input) - retractable)
+            .max()
+            .unwrap_or(0);
+        while let Some(p) = self.queue.front() {
+            if self.active() >= self.server.req_slots as usize {
+                break;
+            }
+            let free = self.server.pool_tokens.saturating_sub(self.used) as i64;
+            let reserved = (self.reserved * self.active() as u64) as i64;
+            let allocatable = free - reserved.max(single);
+            let alloc = self.pages(u64::from(p.input));
+            let admission = ((alloc + self.reserved) as i64)
+                .max(i64::from(p.input) + clip(p.output) - retractable);
+            if admission > allocatable {
+                break;
+            }
+            let p = self.queue.pop_front().expect("front");
+            self.used += alloc;
+            self.peak = self.peak.max(self.used);
+            self.in_transfer.insert(
+                p.index,
+                Dec {
+                    index: p.index,
+                    input: p.input,
+                    output: p.output,
+                    made: 0.0,
+                    alloc,
+                    first_token: 0,
+                },
+            );
+            out.push(p);
+        }
+    }
+
+    /// Its events due at `t`: transfers ending, the step ending; then, with the GPU
+    /// free, one loop iteration.
+    fn handle(&mut self, t: Nanos, out: &mut Vec<Pending>, events: &mut Vec<DecodeEvent>) {
+        while let Some(&Reverse((at, index))) = self.arrivals.peek()
+            && at == t
+        {
+            self.arrivals.pop();
+            let d = self.in_transfer.remove(&index).expect("preallocated");
+            self.transferred.push(d);
+        }
+        if self.step_end == Some(t) {
+            self.step_done(t, events);
+        }
+        if self.step_end.is_none() {
+            self.iterate(t, out, events);
+        }
+    }
+
+    /// One loop iteration with the GPU free (`event_loop_*_disagg_decode`):
+    /// `process_decode_queue` (preallocation, the transferred requests), the prebuilt
+    /// batch's first tokens, then the decode step of every running request.
+    fn iterate(&mut self, now: Nanos, out: &mut Vec<Pending>, events: &mut Vec<DecodeEvent>) {
+        self.prealloc(out);
+        let mut freed = false;
+        for mut d in std::mem::take(&mut self.transferred) {
+            d.first_token = now;
+            events.push(DecodeEvent {
+                index: d.index,
+                kind: DecodeEventKind::FirstToken,
+            });
+            if d.output <= 1 {
+                self.finish(d, now, events);
+                freed = true;
+            } else {
+                self.running.push(d);
+            }
+        }
+        if freed {
+            // The loop's next iteration, at once: the freed KV may admit more.
+            self.prealloc(out);
+        }
+        if self.running.is_empty() {
+            return;
+        }
+        let batch = self.running.len() as u64;
+        let ctx = self.running.iter().map(Dec::len).sum::<u64>() / batch;
+        self.step_end = Some(now + self.cost.decode_iteration_ns(batch, ctx));
+        self.steps += 1;
+        self.batch_sum += batch;
+    }
+
+    /// A decode step ended: each running request's tokens and its KV grown to its pages
+    /// (a pool outgrown is a step SGLang would have retracted in), then the finished
+    /// ones freed.
+    fn step_done(&mut self, now: Nanos, events: &mut Vec<DecodeEvent>) {
+        self.step_end = None;
+        let ps = u64::from(self.server.page_size.max(1));
+        for d in &mut self.running {
+            d.made = (d.made + self.per_step).min(f64::from(d.output - 1));
+            let kv = u64::from(d.input) + d.made.floor() as u64;
+            let alloc = kv.div_ceil(ps) * ps;
+            self.used += alloc.saturating_sub(d.alloc);
+            d.alloc = d.alloc.max(alloc);
+        }
+        self.peak = self.peak.max(self.used);
+        if self.used > self.server.pool_tokens {
+            self.overflow_steps += 1;
+        }
+        let mut i = 0;
+        while i < self.running.len() {
+            if self.running[i].made >= f64::from(self.running[i].output - 1) {
+                let d = self.running.remove(i);
+                self.finish(d, now, events);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    fn finish(&mut self, d: Dec, now: Nanos, events: &mut Vec<DecodeEvent>) {
+        self.used -= d.alloc;
+        events.push(DecodeEvent {
+            index: d.index,
+            kind: DecodeEventKind::Finished {
+                since_first: now - d.first_token,
+                output: d.output,
+            },
+        });
+    }
+}

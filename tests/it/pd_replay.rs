@@ -1,0 +1,221 @@
+//! A prefill-decode disaggregated deployment, timed (`runtime::timed::pd`): the decode
+//! server's preallocation gating the prefill server's queue, each request's KV held on
+//! the prefill server until its transfer ends, the first token streamed at the decode
+//! server's next loop iteration. Hand-worked on the fixed speeds (20,000 prefill and 50
+//! decode tokens/s, 64-token pages, 131,072 KV bytes a token).
+
+use hicache_sim::runtime::pd::{DecodeServer, PdSpec};
+use hicache_sim::runtime::{ReplayConfig, Timing, replay_pd};
+use hicache_sim::units::Bandwidth;
+use hicache_sim::workload::Request;
+
+use crate::support::{repo, run, stderr, stdout};
+
+fn cfg() -> ReplayConfig {
+    let mut c = ReplayConfig::default();
+    c.measurement.timing = Timing::On;
+    c
+}
+
+/// One decode server of `pool` tokens (2048 running), transfers at 10 GB/s a rank.
+fn spec(pool: u64) -> PdSpec {
+    PdSpec {
+        transfer_bandwidth: Bandwidth(10e9),
+        decode: Some(DecodeServer::new(pool, 64, None)),
+        ..PdSpec::default()
+    }
+}
+
+/// A prompt of 4 pages of its own (256 tokens) at `at_ms`, with `output` tokens.
+fn req(id: u64, at_ms: f64, first: u64, output: u32) -> Request {
+    Request {
+        id,
+        arrival_ns: (at_ms * 1e6).round() as u64,
+        input_tokens: 256,
+        output_tokens: output,
+        page_hashes: (first..first + 4).collect(),
+    }
+}
+
+/// 256 prompt tokens: a 12.8 ms prefill; 4 pages × 64 × 131,072 B = 33,554,432 B sent
+/// at 10 GB/s: 3,355,443 ns (the clock's whole ns). The idle decode server streams the
+/// first token at the transfer's end (TTFT 16,155,443 ns) and makes the other two in 20 ms steps.
+#[test]
+fn ttft_is_prefill_plus_transfer_on_idle_servers() {
+    let (m, router) = replay_pd(&cfg(), &spec(1 << 20), None, vec![req(0, 0.0, 100, 3)]).unwrap();
+    assert!(router.is_none());
+    let pd = m.pd.as_ref().unwrap();
+    assert_eq!(m.ttft_p50_s, Some(0.016_155_443));
+    assert!((m.tpot_mean_s.unwrap() - 0.020).abs() < 1e-12);
+    assert!((pd.prefill_mean_s - 0.0128).abs() < 1e-12);
+    assert!((pd.transfer_mean_s - 0.003_355_443).abs() < 1e-12);
+    assert_eq!(pd.prealloc_wait_mean_s, 0.0);
+    assert_eq!(pd.first_token_wait_mean_s, 0.0);
+    // The prefill server's own TTFT ends at its prefill: max_new_tokens = 1.
+    assert_eq!(pd.prefill_ttft_p50_s, Some(0.0128));
+    assert_eq!(pd.decode_steps, 2);
+    // The prompt's 4 pages, then its first decoded token's KV opens a fifth.
+    assert_eq!(pd.decode_peak_tokens, 320);
+    assert_eq!(m.makespan_s, Some(0.056_155_443));
+}
+
+/// A decode pool of 1,024 tokens: A (256 tokens, 101 out) is admitted (768 =
+/// its 256 + 512 reserved ≤ 1,024); B at 1 ms needs 768 but finds 1,024 − 256 held
+/// − 512 reserved for A = 256: it waits, in the decode server's queue and not in the
+/// prefill server's, until A's 100 decode steps end at 2,016,155,443 ns. B's TTFT is
+/// then its own prefill and transfer after that: 2,031,310,886 ns from its send.
+#[test]
+fn the_decode_pool_gates_the_prefill_queue() {
+    let reqs = vec![req(0, 0.0, 100, 101), req(1, 1.0, 200, 2)];
+    let (m, _) = replay_pd(&cfg(), &spec(1024), None, reqs).unwrap();
+    let pd = m.pd.as_ref().unwrap();
+    assert_eq!(m.ttft_p50_s, Some(0.016_155_443));
+    assert_eq!(m.ttft_p99_s, Some(2.031_310_886));
+    // B's wait for the preallocation, averaged over the two requests.
+    assert!((pd.prealloc_wait_mean_s - 2.015_155_443 / 2.0).abs() < 1e-9);
+    assert!((pd.prefill_mean_s - 0.0128).abs() < 1e-12);
+    assert_eq!(pd.decode_overflow_steps, 0);
+    // Alone, the same two requests overlap.
+    let (m, _) = replay_pd(
+        &cfg(),
+        &spec(1 << 20),
+        None,
+        vec![req(0, 0.0, 100, 101), req(1, 1.0, 200, 2)],
+    )
+    .unwrap();
+    assert_eq!(m.pd.unwrap().prealloc_wait_mean_s, 0.0);
+}
+
+/// With a decode step running, the decode server's loop sees a new request at the
+/// step's end: B at 1 s is preallocated at 1,016,155,443 ns (A's steps run every 20 ms
+/// from 16,155,443 ns), prefilled and sent by 1,032,310,886 ns, and its first token
+/// goes out at the next step's end, 1,036,155,443 ns: TTFT 36,155,443 ns.
+#[test]
+fn a_busy_decode_server_answers_at_its_next_loop_iteration() {
+    let reqs = vec![req(0, 0.0, 100, 1001), req(1, 1000.0, 200, 2)];
+    let (m, _) = replay_pd(&cfg(), &spec(1 << 20), None, reqs).unwrap();
+    let pd = m.pd.as_ref().unwrap();
+    assert_eq!(m.ttft_p99_s, Some(0.036_155_443));
+    assert!((pd.prealloc_wait_mean_s - 0.016_155_443 / 2.0).abs() < 1e-12);
+    assert!((pd.first_token_wait_mean_s - 0.003_844_557 / 2.0).abs() < 1e-12);
+    // Both decode in one batch from B's first token on.
+    assert!(pd.decode_batch_mean > 1.0);
+}
+
+/// The prefill server holds a request's KV until its transfer ends: at 0.1 GB/s a
+/// 33.5 MB transfer takes 335.54432 ms, and a second request that needs A's pages
+/// cannot evict them meanwhile — its device pool of 4 pages holds only A's.
+#[test]
+fn the_prefill_server_holds_the_kv_until_the_transfer_ends() {
+    let mut c = cfg();
+    c.capacities.l1_pages = 4;
+    let mut s = spec(1 << 20);
+    s.transfer_bandwidth = Bandwidth(0.1e9);
+    let reqs = vec![req(0, 0.0, 100, 2), req(1, 1.0, 200, 2)];
+    let (m, _) = replay_pd(&c, &s, None, reqs).unwrap();
+    let pd = m.pd.as_ref().unwrap();
+    // B's prefill starts when A's transfer frees the pool: 12.8 + 335.54432 ms.
+    assert_eq!(pd.prefill_ttft_p50_s, Some(0.0128));
+    let b_prefill_end = 0.0128 + 0.335_544_32 + 0.0128;
+    let b_ttft = b_prefill_end + 0.335_544_32 - 0.001;
+    assert!(
+        (m.ttft_p99_s.unwrap() - b_ttft).abs() < 1e-9,
+        "{:?}",
+        m.ttft_p99_s
+    );
+}
+
+/// A request the decode pool can never hold is an error naming it, not a hang.
+#[test]
+fn a_request_no_decode_pool_holds_is_refused() {
+    let e = replay_pd(&cfg(), &spec(512), None, vec![req(0, 0.0, 100, 2)]).unwrap_err();
+    assert!(e.to_string().contains("never fits decode server 0"), "{e}");
+}
+
+/// Timing off, the SWA tree and a section read without its scenario are refused.
+#[test]
+fn untimed_and_unsized_are_refused() {
+    let e = replay_pd(
+        &ReplayConfig::default(),
+        &spec(1 << 20),
+        None,
+        vec![req(0, 0.0, 1, 2)],
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("on the clock"), "{e}");
+    let e = replay_pd(&cfg(), &PdSpec::default(), None, vec![req(0, 0.0, 1, 2)]).unwrap_err();
+    assert!(e.to_string().contains("not sized"), "{e}");
+}
+
+/// `scenarios/pd-deepseek-v3-h200.yaml`: two DeepSeek-V3 TP8 prefill servers with
+/// HiCache behind cache_aware, two decode servers (each sized as SGLang sizes a decode
+/// server: 724,992 tokens a rank on an H200 under 0.5.23, 256 running), Mooncake
+/// trace at half speed. The text says where the client's TTFT goes; the status names
+/// what the PD replay leaves out instead of the prefill server's own reason.
+#[test]
+fn the_pd_scenario_replays_with_its_ttft_split() {
+    let o = run(
+        &["replay", "scenarios/pd-deepseek-v3-h200.yaml"],
+        &repo("."),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = stdout(&o);
+    for want in [
+        "PD: 2 prefill server(s), 2 decode server(s) (pool 724992 tokens per rank, max_running_requests 256, 256 request slots); requests per decode server [1997, 1996]",
+        "PD TTFT mean 77.510 s = decode preallocation wait 54.648 s (70.5 %) + prefill server 22.769 s (29.4 %) + KV transfer 0.090 s (0.1 %; 23.75 GB/s per rank) + first-token wait 0.003 s (0.0 %)",
+        "TTFT: p50 26.198 s, p90 224.417 s, p99 288.261 s",
+        "total          17631232    28.81 %",
+        "status: unverified: PD replay: the KV transfer starts at the end of the last prefill chunk",
+        "an engine's TTFT is its prefill server's",
+    ] {
+        assert!(t.contains(want), "missing {want:?} in\n{t}");
+    }
+    assert!(!t.contains("not modelled are its admission waiting"), "{t}");
+    let o = run(
+        &[
+            "replay",
+            "scenarios/pd-deepseek-v3-h200.yaml",
+            "--format",
+            "json",
+        ],
+        &repo("."),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["status"], "unverified");
+    assert_eq!(v["metrics"]["pd"]["decode"]["pool_tokens"], 724_992);
+    assert_eq!(v["metrics"]["pd"]["decode_overflow_steps"], 0);
+}
+
+/// `runtime.pd` on a server that is not a PD prefill server is refused, naming the
+/// flag; with timing off, naming the clock.
+#[test]
+fn runtime_pd_needs_a_prefill_server_on_the_clock() {
+    let d = tempfile::tempdir().unwrap();
+    let trace = repo("traces/synthetic_trace.jsonl");
+    let write = |flags: &str, timing: &str| {
+        let text = format!(
+            "name: pd\nsglang: 0.5.23\nnode: hgx-h200\nmodel: deepseek-v3\nserver:\n  launch: python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 --tp 8 {flags}\nmemory:\n  host_other_used: 0GB\nruntime:\n  trace: {}\n  max_requests: 20\n  pd: {{decode_engines: 1}}\n  replay: {{timing: {timing}}}\n",
+            trace.display()
+        );
+        std::fs::write(d.path().join("s.yaml"), text).unwrap();
+    };
+    write("", "on");
+    let o = run(&["replay", "s.yaml"], d.path());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--disaggregation-mode prefill"),
+        "{}",
+        stderr(&o)
+    );
+    write("--disaggregation-mode prefill", "off");
+    let o = run(&["replay", "s.yaml"], d.path());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("timing: on"), "{}", stderr(&o));
+    write("--disaggregation-mode prefill", "on");
+    let o = run(&["replay", "s.yaml"], d.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o)
+            .contains("the decode server's max_running_requests is SGLang's estimate's floor")
+    );
+}
