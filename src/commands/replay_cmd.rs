@@ -796,6 +796,10 @@ fn render_engines(
                     "the router picks the rank (--dp-aware: {} workers, engine-major; the request's data_parallel_rank)",
                     r.assigned.len()
                 )
+            } else if let Some(b) = &r.dp_balance {
+                format!(
+                    "the router picks the engine, the engine's DataParallelController its rank by --load-balance-method {b} (each engine's ranks in lockstep on its clock)"
+                )
             } else {
                 "the router picks the engine, the engine's DataParallelController round-robins its ranks".to_string()
             }

@@ -158,23 +158,25 @@ pub(super) fn check(cfg: &ReplayConfig, spec: &RouterSpec) -> Result<(), InputEr
     if cfg.capacities.dp_ranks > 1
         && !spec.dp_aware
         && cfg.capacities.dp_balance != crate::runtime::dp::DpBalance::RoundRobin
+        && cfg.measurement.timing == Timing::Off
     {
-        // The engines' own controllers deal round-robin here, untimed: never replay
-        // a load-reading method as round-robin.
+        // Untimed, the engines' own controllers deal round-robin: never replay a
+        // load-reading method as round-robin (the timed fleet reads the loads).
         return refuse(
             "runtime.router.engines",
             format!(
-                "--load-balance-method {} behind a router is not modelled (the engines' ranks are replayed untimed, round-robin): set it to round_robin, or runtime.router.dp_aware: true",
+                "--load-balance-method {} behind a router reads the ranks' loads over time, which only the timed replay has: set runtime.replay.timing: on, round_robin, or runtime.router.dp_aware: true",
                 cfg.capacities.dp_balance.id()
             ),
         );
     }
     if cfg.measurement.timing == Timing::On {
         // Timed, the engines run on their own clocks behind the router
-        // (`runtime::timed::fleet`); what that replay leaves out is refused here.
-        let why = if cfg.capacities.dp_ranks > 1 || spec.dp_aware {
+        // (`runtime::timed::fleet`), their DP ranks in lockstep; what that replay
+        // leaves out is refused here.
+        let why = if spec.dp_aware {
             Some(format!(
-                "an engine's {} data-parallel ranks behind a router are replayed untimed only (the timed fleet runs one scheduler per engine): set runtime.replay.timing: off, or dp_ranks: 1",
+                "--dp-aware (the router picking each engine's {} data-parallel ranks itself) is replayed untimed only: set runtime.replay.timing: off, or dp_aware: false (each engine's controller picks the rank)",
                 cfg.capacities.dp_ranks
             ))
         } else if spec.policy == router::RouterPolicy::DynamoKv {
@@ -333,8 +335,13 @@ fn replay_fleet_timed(
     figures.request_imbalance = router::max_over_mean(figures.assigned.iter().copied());
     figures.token_imbalance = router::max_over_mean(m.engines.iter().map(|e| e.input_tokens));
     figures.engines = spec.engines;
-    figures.dp_ranks = 1;
+    figures.dp_ranks = cfg.capacities.dp_ranks.max(1);
     figures.dp_aware = false;
+    if figures.dp_ranks > 1
+        && cfg.capacities.dp_balance != crate::runtime::dp::DpBalance::RoundRobin
+    {
+        figures.dp_balance = Some(cfg.capacities.dp_balance.id().to_string());
+    }
     m.router = Some(figures);
     Ok(m)
 }

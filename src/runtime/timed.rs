@@ -510,6 +510,34 @@ pub(crate) fn merge_ranks(ends: Vec<RunEnd>) -> ReplayMetrics {
     m
 }
 
+/// One engine's end from its DP-attention ranks' (one clock): their counters merged by
+/// [`super::dp::merge`] (each rank's figures kept in `ranks`), their TTFTs pooled, for
+/// a fleet that merges engines in turn.
+pub(crate) fn merge_ends(ends: Vec<RunEnd>) -> RunEnd {
+    let mut ttft = Vec::new();
+    let mut sums = TtftSums::default();
+    let (mut tpot, mut end) = ((0.0, 0u64), 0);
+    let mut times = Vec::new();
+    let mut ranks = Vec::with_capacity(ends.len());
+    for e in ends {
+        ttft.extend_from_slice(&e.ttft);
+        sums.merge(&e.sums);
+        tpot = (tpot.0 + e.tpot.0, tpot.1 + e.tpot.1);
+        end = end.max(e.end);
+        let (m, t) = e.figures();
+        times.extend(t);
+        ranks.push(m);
+    }
+    RunEnd {
+        m: super::dp::merge(ranks),
+        ttft,
+        sums,
+        tpot,
+        times,
+        end,
+    }
+}
+
 pub(crate) fn run<I: IntoIterator<Item = Request>>(
     cfg: &ReplayConfig,
     requests: I,

@@ -539,10 +539,10 @@ fn the_servers_max_running_requests_is_split_over_the_ranks() {
     assert!((p99(false) - 0.099).abs() < 1e-12, "{}", p99(false));
 }
 
-/// A load-reading method behind a router is refused: the engines' ranks are dealt
-/// round-robin there, untimed.
+/// A load-reading method behind a router is refused untimed (the engines' ranks would
+/// be dealt round-robin there); timed, each engine's controller reads its ranks' loads.
 #[test]
-fn a_load_reading_method_behind_a_router_is_refused() {
+fn a_load_reading_method_behind_a_router_is_refused_untimed() {
     let o = run(
         &[
             "replay",
@@ -556,7 +556,9 @@ fn a_load_reading_method_behind_a_router_is_refused() {
     );
     exit2(
         &o,
-        &["--load-balance-method total_requests behind a router is not modelled"],
+        &[
+            "--load-balance-method total_requests behind a router reads the ranks' loads over time, which only the timed replay has",
+        ],
     );
 }
 

@@ -148,3 +148,80 @@ fn simultaneous_sends_count_what_waits_in_the_feed() {
     let (_, f) = replay_fleet_timed(&cfg(), &spec, reqs).unwrap();
     assert_eq!(f.assigned, [2, 2]);
 }
+
+/// One engine with two DP-attention ranks behind the router replays exactly what the
+/// engine alone replays (`timed::lockstep`): the router always picks it, its
+/// controller picks the rank, round-robin or by the ranks' published loads.
+#[test]
+fn an_engine_with_dp_ranks_behind_the_router_is_the_engine_alone() {
+    use hicache_sim::runtime::dp::DpBalance;
+    let spec = RouterSpec {
+        engines: 1,
+        policy: RouterPolicy::RoundRobin,
+        ..RouterSpec::default()
+    };
+    // Distinct and shared prompts, overlapping in time.
+    let reqs: Vec<Request> = (0..24)
+        .map(|i| req(i, i as f64 * 0.004, 100 * (i % 5), 3 + (i % 4) as u32 * 40))
+        .collect();
+    for method in [
+        DpBalance::RoundRobin,
+        DpBalance::TotalRequests,
+        DpBalance::TotalTokens,
+    ] {
+        let mut c = cfg();
+        c.capacities.dp_ranks = 2;
+        c.capacities.dp_balance = method;
+        let alone = hicache_sim::runtime::replay(&c, reqs.clone()).unwrap();
+        let (fleet, _) = replay_fleet_timed(&c, &spec, reqs.clone()).unwrap();
+        assert_eq!(fleet.engines.len(), 1);
+        let e = &fleet.engines[0];
+        assert_eq!(e.ranks.len(), 2, "{method:?}");
+        for (a, b) in alone.ranks.iter().zip(&e.ranks) {
+            assert_eq!(a.requests, b.requests, "{method:?}");
+            assert_eq!(a.device_hit_tokens, b.device_hit_tokens, "{method:?}");
+        }
+        assert_eq!(
+            alone.device_hit_tokens, fleet.device_hit_tokens,
+            "{method:?}"
+        );
+        assert_eq!(alone.ttft_p50_s, fleet.ttft_p50_s, "{method:?}");
+        assert_eq!(alone.ttft_p99_s, fleet.ttft_p99_s, "{method:?}");
+        assert_eq!(alone.tpot_mean_s, fleet.tpot_mean_s, "{method:?}");
+        assert_eq!(alone.makespan_s, fleet.makespan_s, "{method:?}");
+    }
+}
+
+/// `scenarios/deepseek-v32-dp8-gb300.yaml` as two engines behind cache_aware, timed,
+/// each engine's eight ranks by `total_requests`: the fleet runs (it was refused), each
+/// engine's controller reading its own ranks' loads.
+#[test]
+fn engines_with_dp_ranks_run_timed_behind_the_router() {
+    let args = [
+        "replay",
+        "scenarios/deepseek-v32-dp8-gb300.yaml",
+        "--set",
+        "runtime.router.engines=2",
+        "--set",
+        "runtime.replay.timing=on",
+        "--set",
+        "server.load_balance_method=total_requests",
+    ];
+    let o = run(&args, &repo("."));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = stdout(&o);
+    for want in [
+        "each engine has 8 data-parallel ranks, each its own tree and pools: the router picks the engine, the engine's DataParallelController its rank by --load-balance-method total_requests",
+        "0           1996       30097478        6808768",
+        "1           1997       31097150        7557184",
+        "all         3993       61194628       14365952              0              0    23.48 %    1.921 s   10.465 s",
+    ] {
+        assert!(t.contains(want), "{want}\n{t}");
+    }
+    let o = run(&[&args[..], &["--format", "json"]].concat(), &repo("."));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let engines = v["metrics"]["engines"].as_array().unwrap();
+    assert_eq!(engines.len(), 2);
+    assert_eq!(engines[0]["ranks"].as_array().unwrap().len(), 8);
+    assert_eq!(v["metrics"]["router"]["dp_balance"], "total_requests");
+}

@@ -309,6 +309,10 @@ pub struct RouterFigures {
     /// (not written while off).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub clock_loads: bool,
+    /// The engines' `--load-balance-method` over their DP ranks when not round-robin
+    /// (timed; not written otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dp_balance: Option<String>,
 }
 
 fn is_one(n: &u32) -> bool {

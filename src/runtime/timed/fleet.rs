@@ -10,9 +10,11 @@
 //! choice is the router's own code as ported in `runtime::router` (round-robin,
 //! cache-aware with its approximate tree and balance thresholds).
 //!
-//! Not here: DP-attention ranks inside the engines, `--dp-aware`, Dynamo's KV router
-//! (each refused by `pipeline::fleet` before the replay), and the router's periodic
-//! tree eviction (a router tree past `max_tree_size` is an error, as untimed).
+//! DP-attention ranks inside an engine run in lockstep on the engine's clock
+//! (`timed::lockstep`), its `DataParallelController` choosing a rank for each request
+//! the router sends it. Not here: `--dp-aware`, Dynamo's KV router (each refused by
+//! `pipeline::fleet` before the replay), and the router's periodic tree eviction (a
+//! router tree past `max_tree_size` is an error, as untimed).
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -26,6 +28,7 @@ use crate::runtime::router::{Router, RouterError, RouterFigures, RouterSpec, Rou
 use crate::workload::Request;
 
 use super::Sim;
+use super::lockstep::Lockstep;
 use super::rank::{Dispatch, Rank, RankFeed};
 
 /// Why a timed fleet replay stopped: the router's or an engine's error.
@@ -45,6 +48,9 @@ pub fn run<I: IntoIterator<Item = Request>>(
     requests: I,
 ) -> Result<(ReplayMetrics, RouterFigures), FleetError> {
     let requests = requests.into_iter();
+    if cfg.capacities.dp_ranks > 1 {
+        return run_dp(cfg, spec, requests);
+    }
     if cfg.capacities.swa.is_some() {
         return run_engines(cfg, spec, requests, |c, feed| {
             super::swa::Sim::new(c, feed, false, false)
@@ -141,6 +147,125 @@ fn run_engines<I: Iterator<Item = Request>, S: Rank>(
         .zip(&sent)
         .map(|(s, &k)| {
             let mut end = s.finish();
+            end.m.requests = k;
+            end
+        })
+        .collect();
+    let mut m = super::merge_ranks(ends);
+    m.engines = std::mem::take(&mut m.ranks);
+    let mut f = router.figures();
+    f.clock_loads = true;
+    Ok((m, f))
+}
+
+/// [`run`] with DP-attention ranks inside each engine: each engine's ranks run in
+/// lockstep on its own clock (`timed::lockstep`), its `DataParallelController` choosing
+/// a rank for each request the router sends it (`--load-balance-method`).
+fn run_dp<I: Iterator<Item = Request>>(
+    cfg: &ReplayConfig,
+    spec: &RouterSpec,
+    requests: I,
+) -> Result<(ReplayMetrics, RouterFigures), FleetError> {
+    if cfg.capacities.swa.is_some() {
+        return run_dp_engines(cfg, spec, requests, |c, feed| {
+            super::swa::Sim::new(c, feed, false, true)
+        });
+    }
+    match cfg.policy.tree {
+        TreeKind::V1 => run_dp_engines(cfg, spec, requests, |c, feed| {
+            Sim::<_, V1>::new(c, feed, false, true)
+        }),
+        TreeKind::Unified0523 => run_dp_engines(cfg, spec, requests, |c, feed| {
+            Sim::<_, Unified0523>::new(c, feed, false, true)
+        }),
+        TreeKind::HiRadix => run_dp_engines(cfg, spec, requests, |c, feed| {
+            Sim::<_, HiRadix>::new(c, feed, false, true)
+        }),
+    }
+}
+
+fn run_dp_engines<I: Iterator<Item = Request>, S: Rank>(
+    cfg: &ReplayConfig,
+    spec: &RouterSpec,
+    requests: I,
+    make: impl Fn(&ReplayConfig, RankFeed<I>) -> Result<S, ReplayError>,
+) -> Result<(ReplayMetrics, RouterFigures), FleetError> {
+    let n = spec.engines.max(1) as usize;
+    let ranks = cfg.capacities.dp_ranks.max(1) as usize;
+    // One feed per rank of every engine (engine-major).
+    let d = Rc::new(RefCell::new(Dispatch {
+        src: None,
+        read: 0,
+        ranks: (n * ranks) as u32,
+        queues: (0..n * ranks).map(|_| VecDeque::new()).collect(),
+    }));
+    let c = super::lockstep::rank_config(cfg);
+    let mut engines = Vec::with_capacity(n);
+    for e in 0..n {
+        let mut sims = Vec::with_capacity(ranks);
+        for r in 0..ranks {
+            let feed = RankFeed {
+                d: Rc::clone(&d),
+                rank: e * ranks + r,
+            };
+            sims.push(make(&c, feed)?);
+        }
+        engines.push(Lockstep::new(cfg, sims));
+    }
+    let mut router = Router::new(spec);
+    let mut text = RoutingText::default();
+    let mut loads = vec![0u32; n];
+    let mut src = requests.enumerate().peekable();
+    let mut sent = vec![0u64; n];
+    let mut prev_arrival = 0;
+    loop {
+        let next_event = engines.iter().filter_map(Lockstep::next_time).min();
+        if let Some((_, r)) = src.peek()
+            && next_event.is_none_or(|t| r.arrival_ns <= t)
+        {
+            let (i, r) = src.next().expect("peeked");
+            if r.arrival_ns < prev_arrival {
+                return Err(ReplayError::ArrivalOutOfOrder {
+                    index: i as u64,
+                    id: r.id,
+                    arrival_ns: r.arrival_ns,
+                    previous_ns: prev_arrival,
+                }
+                .into());
+            }
+            prev_arrival = r.arrival_ns;
+            text.set(&r.page_hashes)?;
+            // The router's load of an engine: its requests sent and not finished,
+            // those still in its ranks' feeds too.
+            {
+                let q = &d.borrow().queues;
+                for (e, l) in loads.iter_mut().enumerate() {
+                    let queued: usize = q[e * ranks..(e + 1) * ranks]
+                        .iter()
+                        .map(VecDeque::len)
+                        .sum();
+                    *l = engines[e].in_flight() + queued as u32;
+                }
+            }
+            let e = usize::from(router.route_with_loads(&text.text, &loads)?);
+            let k = engines[e].pick(r.arrival_ns, r.input_tokens);
+            d.borrow_mut().queues[e * ranks + k].push_back((i as u64, r));
+            sent[e] += 1;
+            engines[e].sims[k].feed()?;
+            continue;
+        }
+        let Some(t) = next_event else { break };
+        for g in &mut engines {
+            if g.next_time() == Some(t) {
+                g.advance(t)?;
+            }
+        }
+    }
+    let ends = engines
+        .into_iter()
+        .zip(&sent)
+        .map(|(g, &k)| {
+            let mut end = super::merge_ends(g.finish());
             end.m.requests = k;
             end
         })

@@ -58,6 +58,135 @@ pub(crate) fn run<I: IntoIterator<Item = Request>>(
     }
 }
 
+/// Each rank's configuration: the server's, with what DP attention changes per rank.
+pub(super) fn rank_config(cfg: &ReplayConfig) -> ReplayConfig {
+    let ranks = cfg.capacities.dp_ranks.max(1);
+    // Each rank counts the trace's first `warmup_requests` as warm-up, wherever they
+    // went (its requests carry their trace positions).
+    let mut c = cfg.clone();
+    c.capacities.dp_ranks = 1;
+    // DP attention scales `--schedule-conservativeness` by 0.3 (0.5.14
+    // `server_args.py: _handle_data_parallelism`, 0.5.23 `arg_groups/
+    // parallel_hook.py`): `new_token_ratio` starts at 0.21 by default.
+    c.scheduler.schedule_conservativeness *= 0.3;
+    if cfg.scheduler.max_running_requests_split {
+        // Each rank's scheduler takes its share of the server's value
+        // (`mem_cache/kv_cache_configurator.py: resolve_max_num_reqs`, 0.5.23:
+        // `max(1, max_running_requests // attn_dp_size)`; 0.5.14
+        // `model_executor/model_runner_kv_cache_mixin.py`: `// dp_size`).
+        let m = &mut c.scheduler.max_running_requests;
+        *m = (*m / ranks).max(1);
+    }
+    c
+}
+
+/// One engine's DP-attention ranks on one clock (the module's notes): their steps,
+/// and the `DataParallelController`'s choice of a rank for a request it receives.
+pub(super) struct Lockstep<S> {
+    pub(super) sims: Vec<S>,
+    method: DpBalance,
+    /// A speculative draft: a step is all prefill or all decode.
+    prefill_first: bool,
+    budget: DpBudget,
+    snapshots: Vec<Option<crate::runtime::dp::LoadSnapshot>>,
+    step_end: Option<Nanos>,
+    /// Requests received (round-robin's count).
+    received: u64,
+}
+
+impl<S: Rank> Lockstep<S> {
+    pub(super) fn new(cfg: &ReplayConfig, sims: Vec<S>) -> Self {
+        Lockstep {
+            method: cfg.capacities.dp_balance,
+            // `Scheduler.get_next_batch_to_run` (0.5.14–0.5.23) with a speculative
+            // algorithm and DP attention: the new prefill batches are MLP-synced first
+            // ("prefill and decode batches will not be mixed"): if any rank has one,
+            // every rank runs it or an idle batch, and the running batches decode only
+            // when no rank prefills. (`--speculative-skip-dp-mlp-sync` ≤ 0.5.1x and
+            // 0.5.23's `SGLANG_ENABLE_DP_SPEC_PREFILL_COORDINATION` lift it; neither is
+            // modelled.)
+            prefill_first: cfg.scheduler.compute.speculative.is_some(),
+            budget: DpBudget::new(sims.len() as u32),
+            snapshots: Vec::with_capacity(sims.len()),
+            step_end: None,
+            received: 0,
+            sims,
+        }
+    }
+
+    pub(super) fn next_time(&self) -> Option<Nanos> {
+        self.sims.iter().filter_map(|s| s.next_time()).min()
+    }
+
+    /// The rank the controller sends a request of `input_tokens` arriving at `now` to:
+    /// `round_robin_scheduler` in arrival order, or the load-reading methods from the
+    /// loads the ranks published by then.
+    pub(super) fn pick(&mut self, now: Nanos, input_tokens: u32) -> usize {
+        let i = self.received;
+        self.received += 1;
+        if self.method == DpBalance::RoundRobin {
+            return crate::runtime::dp::round_robin_rank(i, self.sims.len() as u32) as usize;
+        }
+        self.snapshots.clear();
+        self.snapshots
+            .extend(self.sims.iter().map(|s| s.snapshot()));
+        self.budget.refresh(now, &self.snapshots);
+        self.budget.dispatch(self.method, u64::from(input_tokens)) as usize
+    }
+
+    /// Its requests in flight (read from their feeds and not finished).
+    pub(super) fn in_flight(&self) -> u32 {
+        self.sims.iter().map(Rank::in_flight).sum()
+    }
+
+    /// Everything due at `t` on every rank; then, with no forward in flight, every
+    /// rank forms its own and the step ends at the slowest's.
+    pub(super) fn advance(&mut self, t: Nanos) -> Result<(), ReplayError> {
+        for s in &mut self.sims {
+            s.handle_due(t)?;
+        }
+        if self.step_end == Some(t) {
+            self.step_end = None;
+        }
+        if self.step_end.is_some() {
+            return Ok(());
+        }
+        // No forward in flight: every rank forms its own, on one clock. With a
+        // speculative draft, prefills first: a decode waits while any rank prefills.
+        let mut end: Option<Nanos> = None;
+        for s in &mut self.sims {
+            s.form(t, self.prefill_first)?;
+            end = later(end, s.pending_end());
+        }
+        if self.prefill_first {
+            let prefilled = end.is_some();
+            for s in &mut self.sims {
+                s.unhold_and_decode(!prefilled);
+                if !prefilled {
+                    end = later(end, s.pending_end());
+                }
+            }
+        }
+        for s in &mut self.sims {
+            if s.pending_end().is_none() {
+                s.publish_when_idle(t);
+            }
+        }
+        if let Some(e) = end {
+            for s in &mut self.sims {
+                s.commit_step(e);
+            }
+            self.step_end = Some(e);
+        }
+        Ok(())
+    }
+
+    /// The ranks' ends.
+    pub(super) fn finish(self) -> Vec<super::RunEnd> {
+        self.sims.into_iter().map(Rank::finish).collect()
+    }
+}
+
 fn run_ranks<I: Iterator<Item = Request>, S: Rank>(
     cfg: &ReplayConfig,
     requests: I,
@@ -78,24 +207,9 @@ fn run_ranks<I: Iterator<Item = Request>, S: Rank>(
         ranks,
         queues: (0..ranks).map(|_| VecDeque::new()).collect(),
     }));
+    let c = rank_config(cfg);
     let mut sims = Vec::with_capacity(ranks as usize);
     for r in 0..ranks {
-        // Each rank counts the trace's first `warmup_requests` as warm-up, wherever
-        // they went (its requests carry their trace positions).
-        let mut c = cfg.clone();
-        c.capacities.dp_ranks = 1;
-        // DP attention scales `--schedule-conservativeness` by 0.3 (0.5.14
-        // `server_args.py: _handle_data_parallelism`, 0.5.23 `arg_groups/
-        // parallel_hook.py`): `new_token_ratio` starts at 0.21 by default.
-        c.scheduler.schedule_conservativeness *= 0.3;
-        if cfg.scheduler.max_running_requests_split {
-            // Each rank's scheduler takes its share of the server's value
-            // (`mem_cache/kv_cache_configurator.py: resolve_max_num_reqs`, 0.5.23:
-            // `max(1, max_running_requests // attn_dp_size)`; 0.5.14
-            // `model_executor/model_runner_kv_cache_mixin.py`: `// dp_size`).
-            let m = &mut c.scheduler.max_running_requests;
-            *m = (*m / ranks).max(1);
-        }
         let feed = RankFeed {
             d: Rc::clone(&d),
             rank: r as usize,
@@ -105,18 +219,9 @@ fn run_ranks<I: Iterator<Item = Request>, S: Rank>(
     for s in &mut sims {
         s.pull()?;
     }
-    // `Scheduler.get_next_batch_to_run` (0.5.14–0.5.23) with a speculative algorithm
-    // and DP attention: the new prefill batches are MLP-synced first ("prefill and
-    // decode batches will not be mixed"): if any rank has one, every rank runs it or
-    // an idle batch, and the running batches decode only when no rank prefills.
-    // (`--speculative-skip-dp-mlp-sync` ≤ 0.5.1x and 0.5.23's
-    // `SGLANG_ENABLE_DP_SPEC_PREFILL_COORDINATION` lift it; neither is modelled.)
-    let prefill_first = cfg.scheduler.compute.speculative.is_some();
-    let mut budget = DpBudget::new(ranks);
-    let mut snapshots = Vec::with_capacity(ranks as usize);
-    let mut step_end: Option<Nanos> = None;
+    let mut group = Lockstep::new(cfg, sims);
     loop {
-        let next_event = sims.iter().filter_map(|s| s.next_time()).min();
+        let next_event = group.next_time();
         // The controller receives the next request (token ids: no encode) before
         // the events at or after its arrival.
         if let Some(src) = direct.as_mut()
@@ -124,54 +229,15 @@ fn run_ranks<I: Iterator<Item = Request>, S: Rank>(
             && next_event.is_none_or(|t| r.arrival_ns <= t)
         {
             let (i, r) = src.next().expect("peeked");
-            snapshots.clear();
-            snapshots.extend(sims.iter().map(|s| s.snapshot()));
-            budget.refresh(r.arrival_ns, &snapshots);
-            let k = budget.dispatch(method, u64::from(r.input_tokens)) as usize;
+            let k = group.pick(r.arrival_ns, r.input_tokens);
             d.borrow_mut().queues[k].push_back((i as u64, r));
-            sims[k].feed()?;
+            group.sims[k].feed()?;
             continue;
         }
         let Some(t) = next_event else { break };
-        // Everything due at `t`, rank by rank (each rank's events in their order).
-        for s in &mut sims {
-            s.handle_due(t)?;
-        }
-        if step_end == Some(t) {
-            step_end = None;
-        }
-        if step_end.is_some() {
-            continue;
-        }
-        // No forward in flight: every rank forms its own, on one clock. With a
-        // speculative draft, prefills first: a decode waits while any rank prefills.
-        let mut end: Option<Nanos> = None;
-        for s in &mut sims {
-            s.form(t, prefill_first)?;
-            end = later(end, s.pending_end());
-        }
-        if prefill_first {
-            let prefilled = end.is_some();
-            for s in &mut sims {
-                s.unhold_and_decode(!prefilled);
-                if !prefilled {
-                    end = later(end, s.pending_end());
-                }
-            }
-        }
-        for s in &mut sims {
-            if s.pending_end().is_none() {
-                s.publish_when_idle(t);
-            }
-        }
-        if let Some(e) = end {
-            for s in &mut sims {
-                s.commit_step(e);
-            }
-            step_end = Some(e);
-        }
+        group.advance(t)?;
     }
-    Ok(merge_ranks(sims.into_iter().map(Rank::finish).collect()))
+    Ok(merge_ranks(group.finish()))
 }
 
 /// The later of a step's end so far and a rank's forward end.
