@@ -40,7 +40,42 @@ pub fn decode_server(s: &Scenario, spec: &PdSpec) -> Result<DecodeServer, InputE
         plan.device_tokens,
         plan.page_size.max(1) as u32,
         requested,
+        context_length(s),
     ))
+}
+
+/// The model's context length as SGLang reads it from its config
+/// (`runtime::pd::hf_context_length`): the config file the scenario names, else the
+/// catalogue's config of its model (by id, or a preset's name or alias); `None` when
+/// no config is known.
+pub fn context_length(s: &Scenario) -> Option<u64> {
+    use crate::model::ModelSource;
+    let rm = &s.resolved_model;
+    let file = match &rm.source {
+        ModelSource::ConfigFile(c) => Some(c.clone()),
+        ModelSource::LocalDir(d) => Some(d.join("config.json")),
+        _ => None,
+    };
+    if let Some(f) = file {
+        let text = crate::input::read_to_string(&f, crate::input::DOCUMENT_CAP).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        return Some(crate::runtime::pd::hf_context_length(&v));
+    }
+    let names: Vec<String> = match &rm.source {
+        ModelSource::Catalogue { hf_id, .. } => vec![hf_id.to_lowercase()],
+        _ => std::iter::once(&s.model_name)
+            .chain(&s.model.aliases)
+            .map(|n| n.to_lowercase())
+            .collect(),
+    };
+    crate::model::catalogue::catalogue()
+        .iter()
+        .find(|e| {
+            let id = e.hf_id.to_lowercase();
+            let base = e.basename().to_lowercase();
+            names.iter().any(|n| *n == id || *n == base)
+        })
+        .map(|e| crate::runtime::pd::hf_context_length(&e.config))
 }
 
 /// `section` with its PD deployment's decode server sized from `s` (unchanged without
@@ -59,7 +94,10 @@ pub fn with_decode_server(
 /// What the PD replay of `spec` leaves out, for the status.
 pub fn pd_unverified(s: &Scenario, spec: &PdSpec) -> Vec<String> {
     let mut v = vec![PD_UNMODELLED.to_string()];
-    if spec.decode_max_running_requests.is_none() && s.server.max_running_requests.is_none() {
+    if spec.decode_max_running_requests.is_none()
+        && s.server.max_running_requests.is_none()
+        && context_length(s).is_none()
+    {
         v.push(DECODE_MAX_RUNNING_ASSUMED.to_string());
     }
     v

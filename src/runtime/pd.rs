@@ -101,13 +101,21 @@ pub struct DecodeServer {
 
 impl DecodeServer {
     /// A decode server of `pool_tokens`, with the `--max-running-requests` given
-    /// (`requested`, per worker) or SGLang's estimate: `resolve_max_num_reqs` is
-    /// min(max(min(pool / context_len × 512, 4096), 2048), pool / 2); the model's
-    /// context length is not in the presets, so the estimate's floor, 2048, is taken
+    /// (`requested`, per worker) or SGLang's estimate from the model's context length
+    /// (`resolve_max_num_reqs`, 0.5.23: min(max(min(pool / context_len × 512, 4096),
+    /// 2048), pool / 2)); without a context length the estimate's floor, 2048, is taken
     /// ([`DECODE_MAX_RUNNING_ASSUMED`] says so in the status).
-    pub fn new(pool_tokens: u64, page_size: u32, requested: Option<u32>) -> Self {
+    pub fn new(
+        pool_tokens: u64,
+        page_size: u32,
+        requested: Option<u32>,
+        context_len: Option<u64>,
+    ) -> Self {
         let half = u32::try_from(pool_tokens / 2).unwrap_or(u32::MAX).max(1);
-        let max_running_requests = requested.unwrap_or(2048).min(half);
+        let estimated = context_len.filter(|&c| c > 0).map_or(2048, |c| {
+            ((pool_tokens as f64 / c as f64 * 512.0) as u64).clamp(2048, 4096) as u32
+        });
+        let max_running_requests = requested.unwrap_or(estimated).min(half);
         let extra = match requested {
             Some(m) if m <= 32 => m * 2,
             _ => 0,
@@ -121,11 +129,40 @@ impl DecodeServer {
     }
 }
 
+/// `utils/hf_transformers/common.py: get_context_length` (0.5.14–0.5.23): the first of
+/// `max_sequence_length`, `seq_length`, `max_seq_len`, `model_max_length`,
+/// `max_position_embeddings` in the (text) config, times the rope scaling factor unless
+/// the scaling has `original_max_position_embeddings` or is `llama3`; 2048 without any.
+pub fn hf_context_length(config: &serde_json::Value) -> u64 {
+    let text = config.get("text_config").unwrap_or(config);
+    let factor = match text.get("rope_scaling").filter(|r| r.is_object()) {
+        Some(r)
+            if r.get("original_max_position_embeddings").is_none()
+                && r.get("rope_type").and_then(|t| t.as_str()) != Some("llama3") =>
+        {
+            r.get("factor")
+                .and_then(serde_json::Value::as_f64)
+                .unwrap_or(1.0)
+        }
+        _ => 1.0,
+    };
+    [
+        "max_sequence_length",
+        "seq_length",
+        "max_seq_len",
+        "model_max_length",
+        "max_position_embeddings",
+    ]
+    .iter()
+    .find_map(|k| text.get(*k).and_then(serde_json::Value::as_f64))
+    .map_or(2048, |v| (factor * v) as u64)
+}
+
 /// Why a decode server's `max_running_requests` may not be SGLang's when no flag sets it.
-pub const DECODE_MAX_RUNNING_ASSUMED: &str = "the decode server's max_running_requests is SGLang's estimate's floor (2048, or half the pool): `resolve_max_num_reqs` reads the model's context length, which the presets do not hold (set runtime.pd.decode_max_running_requests)";
+pub const DECODE_MAX_RUNNING_ASSUMED: &str = "the decode server's max_running_requests is SGLang's estimate's floor (2048, or half the pool): `resolve_max_num_reqs` reads the model's context length, which is not known for this model (set runtime.pd.decode_max_running_requests)";
 
 /// What the PD replay leaves out: every answer of it is `unverified`, naming these.
-pub const PD_UNMODELLED: &str = "PD replay: the KV transfer starts at the end of the last prefill chunk (SGLang sends each chunk as it is computed) at runtime.pd.transfer_bandwidth per rank (default: the Mooncake Transfer Engine's published 190 GB/s per 8-GPU node), the bootstrap handshake and status message take runtime.pd.transfer_latency, and a decode server retracts no request (its admission reserves 512 tokens per active request; decode_overflow_steps counts the steps whose KV outgrew the pool)";
+pub const PD_UNMODELLED: &str = "PD replay: the KV transfer starts at the end of the last prefill chunk (SGLang sends each chunk as it is computed) at runtime.pd.transfer_bandwidth per rank (default: the Mooncake Transfer Engine's published 190 GB/s per 8-GPU node) plus runtime.pd.transfer_latency; a decode server retracts no request (its admission reserves 512 tokens per active request; decode_overflow_steps counts the steps whose KV outgrew the pool) and its overlap scheduler is not modelled (a request joining a busy decode server makes its decode tokens one step later in SGLang: TPOT slightly higher); the prefill server's L3 prefetch starts when the decode server has preallocated (SGLang issues it at the request's arrival) and its metadata buffers (2 x max_running_requests) are not counted";
 
 /// The figures of a PD replay (`metrics.pd`): where a request's time to first token
 /// goes, and what the decode servers held.

@@ -1501,8 +1501,9 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             .s
             .bytes(u64::from(a.w.input_tokens).div_ceil(ps.max(1)));
         let pd = self.pd.as_mut().expect("a PD prefill server");
-        let dur = (bytes as f64 / pd.bandwidth * 1e9).round() as Nanos + pd.latency;
-        let end = pd.link.transfer(now, dur);
+        // The handshake and the status message do not hold the link.
+        let dur = (bytes as f64 / pd.bandwidth * 1e9).round() as Nanos;
+        let end = pd.link.transfer(now, dur) + pd.latency;
         pd.sent.push((a.w.index, now, end));
         let index = a.w.index;
         if self.kv {

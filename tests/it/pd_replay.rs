@@ -21,7 +21,7 @@ fn cfg() -> ReplayConfig {
 fn spec(pool: u64) -> PdSpec {
     PdSpec {
         transfer_bandwidth: Bandwidth(10e9),
-        decode: Some(DecodeServer::new(pool, 64, None)),
+        decode: Some(DecodeServer::new(pool, 64, None, None)),
         ..PdSpec::default()
     }
 }
@@ -162,7 +162,7 @@ fn the_pd_scenario_replays_with_its_ttft_split() {
     let t = stdout(&o);
     for want in [
         "PD: 2 prefill server(s), 2 decode server(s) (pool 724992 tokens per rank, max_running_requests 256, 256 request slots); requests per decode server [1997, 1996]",
-        "PD TTFT mean 77.510 s = decode preallocation wait 54.648 s (70.5 %) + prefill server 22.769 s (29.4 %) + KV transfer 0.090 s (0.1 %; 23.75 GB/s per rank) + first-token wait 0.003 s (0.0 %)",
+        "PD TTFT mean 77.510 s = decode preallocation wait 54.648 s (70.5 %) + prefill server 22.768 s (29.4 %) + KV transfer 0.090 s (0.1 %; 23.75 GB/s per rank) + first-token wait 0.003 s (0.0 %)",
         "TTFT: p50 26.198 s, p90 224.417 s, p99 288.261 s",
         "total          17631232    28.81 %",
         "status: unverified: PD replay: the KV transfer starts at the end of the last prefill chunk",
@@ -214,8 +214,75 @@ fn runtime_pd_needs_a_prefill_server_on_the_clock() {
     write("--disaggregation-mode prefill", "on");
     let o = run(&["replay", "s.yaml"], d.path());
     assert!(o.status.success(), "{}", stderr(&o));
+    // No flag: SGLang's estimate from DeepSeek-V3's context length (163,840).
+    let t = stdout(&o);
     assert!(
-        stdout(&o)
-            .contains("the decode server's max_running_requests is SGLang's estimate's floor")
+        t.contains("max_running_requests 2265, 2265 request slots"),
+        "{t}"
     );
+    assert!(!t.contains("estimate's floor"), "{t}");
+}
+
+/// The decode server's `max_running_requests` (`resolve_max_num_reqs`) and request
+/// slots (`_get_num_req_slots` with the PD hook's extra slots), and the context length
+/// SGLang reads from a config (`get_context_length`).
+#[test]
+fn decode_server_slots_and_context_length() {
+    // 724,992 / 163,840 × 512 = 2,265.6 → 2,265 (within 2,048–4,096).
+    let d = DecodeServer::new(724_992, 64, None, Some(163_840));
+    assert_eq!((d.max_running_requests, d.req_slots), (2265, 2265));
+    // No context length: the estimate's floor.
+    assert_eq!(
+        DecodeServer::new(724_992, 64, None, None).max_running_requests,
+        2048
+    );
+    // A small pool: half of it.
+    assert_eq!(
+        DecodeServer::new(1024, 64, None, None).max_running_requests,
+        512
+    );
+    // 32 or fewer per worker: twice as many extra slots for requests in transfer.
+    let d = DecodeServer::new(724_992, 64, Some(32), None);
+    assert_eq!((d.max_running_requests, d.req_slots), (32, 96));
+    let d = DecodeServer::new(724_992, 64, Some(256), None);
+    assert_eq!((d.max_running_requests, d.req_slots), (256, 256));
+    use hicache_sim::runtime::pd::hf_context_length;
+    let v3 = serde_json::json!({"max_position_embeddings": 163840,
+        "rope_scaling": {"factor": 40, "original_max_position_embeddings": 4096, "type": "yarn"}});
+    assert_eq!(hf_context_length(&v3), 163_840);
+    let scaled = serde_json::json!({"max_position_embeddings": 32768,
+        "rope_scaling": {"factor": 4.0, "type": "yarn"}});
+    assert_eq!(hf_context_length(&scaled), 131_072);
+    let llama = serde_json::json!({"max_position_embeddings": 131072,
+        "rope_scaling": {"factor": 8.0, "rope_type": "llama3"}});
+    assert_eq!(hf_context_length(&llama), 131_072);
+    let both = serde_json::json!({"seq_length": 8192, "max_position_embeddings": 4096});
+    assert_eq!(hf_context_length(&both), 8192);
+    assert_eq!(hf_context_length(&serde_json::json!({})), 2048);
+}
+
+/// The requests a decode step finished still count in the next preallocation's
+/// reserve (`running_batch.reqs` is filtered after `pop_preallocated`). A pool of 1,600
+/// tokens: A (256 in, 3 out) and C (256 in, 501 out) are preallocated at 0 (C: 1,600 −
+/// 256 − 512 = 832 ≥ 768), prefilled in one batch (25.6 ms) and sent one after the
+/// other; B (256 in, 2 out) at 1 ms waits. A's second decode step ends at 68,955,443 ns
+/// with A finished: that iteration still counts A (1,600 − 320 held − 2 × 512 = 256 <
+/// 768); the next, one step later at 88,955,443 ns, does not (1,600 − 320 − 512 = 768):
+/// B is preallocated then, prefilled and sent by 105,110,886 ns, and its first token
+/// goes out at C's next step end, 108,955,443 ns: TTFT 107,955,443 ns.
+#[test]
+fn finished_requests_count_at_the_next_preallocation() {
+    let reqs = vec![
+        req(0, 0.0, 100, 3),
+        req(1, 0.0, 300, 501),
+        req(2, 1.0, 200, 2),
+    ];
+    let (m, _) = replay_pd(&cfg(), &spec(1600), None, reqs).unwrap();
+    let pd = m.pd.as_ref().unwrap();
+    assert_eq!(m.ttft_p99_s, Some(0.107_955_443));
+    assert!(
+        (pd.prealloc_wait_mean_s - 0.087_955_443 / 3.0).abs() < 1e-12,
+        "{pd:?}"
+    );
+    assert_eq!(pd.decode_overflow_steps, 0);
 }

@@ -223,11 +223,14 @@ fn run_tree<R: TreeRules, I: Iterator<Item = Request>>(
                     transfer_end: 0,
                 },
             );
-            let output = max_new.map_or(r.output_tokens, |m| r.output_tokens.min(m));
+            // The `max_new_tokens` the client sent (the admission reserves for it) and
+            // the tokens it makes (a longer trace output stops at it).
+            let max_new_tokens = max_new.unwrap_or(r.output_tokens);
             decode[k].queue.push_back(Pending {
                 index: i,
                 input: r.input_tokens,
-                output,
+                output: r.output_tokens.min(max_new_tokens),
+                max_new: max_new_tokens,
                 req: r,
             });
             if decode[k].idle() {
@@ -384,8 +387,10 @@ fn run_tree<R: TreeRules, I: Iterator<Item = Request>>(
 struct Pending {
     index: u64,
     input: u32,
-    /// Its `max_new_tokens`.
+    /// The tokens it makes.
     output: u32,
+    /// Its `max_new_tokens`.
+    max_new: u32,
     req: Request,
 }
 
@@ -395,6 +400,7 @@ struct Dec {
     index: u64,
     input: u32,
     output: u32,
+    max_new: u32,
     /// Decode tokens made (a speculative draft's mean acceptance is not whole).
     made: f64,
     /// KV tokens it holds (whole pages).
@@ -431,11 +437,16 @@ struct DecodeEngine {
     /// Tokens one decode iteration makes per request.
     per_step: f64,
     queue: VecDeque<Pending>,
+    /// Preallocated, their KV in transfer (`transfer_queue`).
     in_transfer: BTreeMap<u64, Dec>,
     /// Transfers' ends: (time, trace position).
     arrivals: BinaryHeap<Reverse<(Nanos, u64)>>,
-    transferred: Vec<Dec>,
+    /// Transferred, waiting for room in the running batch (`waiting_queue`).
+    waiting: VecDeque<Dec>,
     running: Vec<Dec>,
+    /// The requests the last step finished: freed, but still in `running_batch.reqs`
+    /// at the next preallocation (`update_running_batch` filters them after it).
+    just_finished: Vec<Dec>,
     /// KV tokens allocated.
     used: u64,
     step_end: Option<Nanos>,
@@ -456,8 +467,9 @@ impl DecodeEngine {
             queue: VecDeque::new(),
             in_transfer: BTreeMap::new(),
             arrivals: BinaryHeap::new(),
-            transferred: Vec::new(),
+            waiting: VecDeque::new(),
             running: Vec::new(),
+            just_finished: Vec::new(),
             used: 0,
             step_end: None,
             steps: 0,
@@ -485,32 +497,41 @@ impl DecodeEngine {
         tokens.div_ceil(ps) * ps
     }
 
-    /// `_active_req_count`: running, in transfer and transferred.
-    fn active(&self) -> usize {
-        self.running.len() + self.in_transfer.len() + self.transferred.len()
+    /// Request slots in use: running, in transfer and transferred (a finished request's
+    /// slot is already free).
+    fn slots_used(&self) -> usize {
+        self.running.len() + self.in_transfer.len() + self.waiting.len()
     }
 
-    /// `pop_preallocated`: FIFO, stopping at the first request without a slot or room.
+    /// `pop_preallocated`: FIFO, stopping at the first request without a request slot, a
+    /// metadata buffer or room. `_active_req_count` reads `running_batch.reqs`, the
+    /// requests the last step finished included.
     fn prealloc(&mut self, out: &mut Vec<Pending>) {
-        let retractable: i64 = self.running.iter().map(|d| d.len() as i64).sum();
-        let clip = |out: u32| u64::from(out).min(CLIP_MAX_NEW_TOKENS) as i64;
+        let in_batch = || self.running.iter().chain(&self.just_finished);
+        let retractable: i64 = in_batch().map(|d| d.len() as i64).sum();
+        let clip = |max_new: u32| u64::from(max_new).min(CLIP_MAX_NEW_TOKENS) as i64;
         // `_need_space_for_single_req`.
-        let single = self
-            .running
-            .iter()
-            .map(|d| clip(d.output) + i64::from(d.input) - retractable)
+        let single = in_batch()
+            .map(|d| clip(d.max_new) + i64::from(d.input) - retractable)
             .max()
             .unwrap_or(0);
+        let finished = self.just_finished.len();
+        // `req_to_metadata_buffer_idx_allocator`: 2 × the request pool's
+        // `max_running_requests` buffers, each held from the preallocation to
+        // `pop_transferred`.
+        let buffers = 2 * self.server.max_running_requests as usize;
         while let Some(p) = self.queue.front() {
-            if self.active() >= self.server.req_slots as usize {
+            if self.in_transfer.len() >= buffers
+                || self.slots_used() >= self.server.req_slots as usize
+            {
                 break;
             }
             let free = self.server.pool_tokens.saturating_sub(self.used) as i64;
-            let reserved = (self.reserved * self.active() as u64) as i64;
-            let allocatable = free - reserved.max(single);
+            let active = (self.slots_used() + finished) as u64;
+            let allocatable = free - ((self.reserved * active) as i64).max(single);
             let alloc = self.pages(u64::from(p.input));
             let admission = ((alloc + self.reserved) as i64)
-                .max(i64::from(p.input) + clip(p.output) - retractable);
+                .max(i64::from(p.input) + clip(p.max_new) - retractable);
             if admission > allocatable {
                 break;
             }
@@ -523,6 +544,7 @@ impl DecodeEngine {
                     index: p.index,
                     input: p.input,
                     output: p.output,
+                    max_new: p.max_new,
                     made: 0.0,
                     alloc,
                     first_token: 0,
@@ -540,7 +562,7 @@ impl DecodeEngine {
         {
             self.arrivals.pop();
             let d = self.in_transfer.remove(&index).expect("preallocated");
-            self.transferred.push(d);
+            self.waiting.push_back(d);
         }
         if self.step_end == Some(t) {
             self.step_done(t, events);
@@ -552,11 +574,17 @@ impl DecodeEngine {
 
     /// One loop iteration with the GPU free (`event_loop_*_disagg_decode`):
     /// `process_decode_queue` (preallocation, the transferred requests), the prebuilt
-    /// batch's first tokens, then the decode step of every running request.
+    /// batch (`_get_new_prebuilt_batch`: the transferred requests the running batch has
+    /// room for under `max_running_requests`) whose first tokens it streams, then the
+    /// decode step of every running request.
     fn iterate(&mut self, now: Nanos, out: &mut Vec<Pending>, events: &mut Vec<DecodeEvent>) {
         self.prealloc(out);
-        let mut freed = false;
-        for mut d in std::mem::take(&mut self.transferred) {
+        let room = (self.server.max_running_requests as usize)
+            .saturating_sub(self.running.len() + self.just_finished.len());
+        let mut freed = !self.just_finished.is_empty();
+        self.just_finished.clear();
+        for _ in 0..room.min(self.waiting.len()) {
+            let mut d = self.waiting.pop_front().expect("counted");
             d.first_token = now;
             events.push(DecodeEvent {
                 index: d.index,
@@ -569,11 +597,12 @@ impl DecodeEngine {
                 self.running.push(d);
             }
         }
-        if freed {
-            // The loop's next iteration, at once: the freed KV may admit more.
-            self.prealloc(out);
-        }
         if self.running.is_empty() {
+            if freed {
+                // Nothing to run: the loop's next iteration comes at once, with the
+                // finished requests filtered out, and the freed KV may admit more.
+                self.prealloc(out);
+            }
             return;
         }
         let batch = self.running.len() as u64;
@@ -605,6 +634,7 @@ impl DecodeEngine {
             if self.running[i].made >= f64::from(self.running[i].output - 1) {
                 let d = self.running.remove(i);
                 self.finish(d, now, events);
+                self.just_finished.push(d);
             } else {
                 i += 1;
             }
