@@ -688,6 +688,8 @@ fn render_ranks(
                 "to the fewest running + waiting requests (total_requests_scheduler, loads read every 20 ms)",
             DpBalance::TotalTokens =>
                 "to the fewest KV + queued tokens (total_tokens_scheduler, loads read every 20 ms)",
+            DpBalance::FollowBootstrapRoom =>
+                "to rank bootstrap_room mod N (follow_bootstrap_room; the router's room is a random draw per PD request, a seeded one here)",
         },
         crate::runtime::dp::imbalance(&m.ranks).unwrap_or(1.0)
     );
@@ -1428,9 +1430,14 @@ fn write_pd(o: &mut String, pd: &crate::runtime::pd::PdFigures) {
             )
         })
         .unwrap_or_default();
+    let dp = if pd.dp_ranks > 1 {
+        format!(", each of {} DP-attention ranks", pd.dp_ranks)
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         o,
-        "PD: {} prefill server(s), {} decode server(s){decode}; requests per decode server {:?}",
+        "PD: {} prefill server(s), {} decode server(s){dp}{decode}; requests per decode server {:?}",
         pd.prefill_engines, pd.decode_engines, pd.decode_assigned
     );
     let total = pd.prealloc_wait_mean_s

@@ -262,6 +262,13 @@ pub fn replay_config_without_swa(
             "auto" | "round_robin" => DpBalance::RoundRobin,
             "total_requests" => DpBalance::TotalRequests,
             "total_tokens" => DpBalance::TotalTokens,
+            // The rooms the router draws for a PD deployment's requests
+            // (`runtime::timed::pd`); a prefill server replayed alone has none.
+            "follow_bootstrap_room" | "follow_bootstrap_room (a PD prefill server's auto)"
+                if s.runtime.as_ref().is_some_and(|r| r.pd.is_some()) =>
+            {
+                DpBalance::FollowBootstrapRoom
+            }
             _ => return Err(ReplayConfigError::LoadBalanceNotModelled(m.to_string())),
         };
     }

@@ -32,10 +32,13 @@ pub fn decode_server(s: &Scenario, spec: &PdSpec) -> Result<DecodeServer, InputE
             "the decode server has no KV pool (no GPU memory is left for it)".into(),
         ));
     }
+    // The server's value, each DP-attention rank its share (`resolve_max_num_reqs`:
+    // `max(1, max_running_requests // attn_dp_size)`).
     let dp = s.layout.dp_size.max(1);
     let requested = spec
         .decode_max_running_requests
-        .or(s.server.max_running_requests.map(|m| (m / dp).max(1)));
+        .or(s.server.max_running_requests)
+        .map(|m| (m / dp).max(1));
     Ok(DecodeServer::new(
         plan.device_tokens,
         plan.page_size.max(1) as u32,
@@ -94,6 +97,9 @@ pub fn with_decode_server(
 /// What the PD replay of `spec` leaves out, for the status.
 pub fn pd_unverified(s: &Scenario, spec: &PdSpec) -> Vec<String> {
     let mut v = vec![PD_UNMODELLED.to_string()];
+    if s.layout.dp_size > 1 {
+        v.push(crate::runtime::pd::PD_DECODE_DP_UNMODELLED.to_string());
+    }
     if spec.decode_max_running_requests.is_none()
         && s.server.max_running_requests.is_none()
         && context_length(s).is_none()
@@ -152,8 +158,12 @@ pub(super) fn replay_pd(
         f.request_imbalance = router::max_over_mean(f.assigned.iter().copied());
         f.token_imbalance = router::max_over_mean(m.engines.iter().map(|e| e.input_tokens));
         f.engines = r.engines;
-        f.dp_ranks = 1;
+        f.dp_ranks = cfg.capacities.dp_ranks.max(1);
         f.dp_aware = false;
+        if f.dp_ranks > 1 && cfg.capacities.dp_balance != crate::runtime::dp::DpBalance::RoundRobin
+        {
+            f.dp_balance = Some(cfg.capacities.dp_balance.id().to_string());
+        }
         m.router = Some(f);
     }
     Ok(m)

@@ -42,6 +42,10 @@ pub enum DpBalance {
     /// `total_tokens_scheduler`: the rank with the fewest KV tokens in use plus queued
     /// prompt tokens, then the fewest requests.
     TotalTokens,
+    /// `follow_bootstrap_room` (a PD prefill server's `auto`): the rank
+    /// `bootstrap_room % N` of the room the router gives each PD request. Only a PD
+    /// replay (`runtime::timed::pd`) has rooms; elsewhere it is refused.
+    FollowBootstrapRoom,
 }
 
 impl DpBalance {
@@ -51,6 +55,7 @@ impl DpBalance {
             DpBalance::RoundRobin => "round_robin",
             DpBalance::TotalRequests => "total_requests",
             DpBalance::TotalTokens => "total_tokens",
+            DpBalance::FollowBootstrapRoom => "follow_bootstrap_room",
         }
     }
 }
@@ -118,7 +123,7 @@ impl DpBudget {
         let n = self.requests.len();
         let r = match method {
             // `index(min(...))`: the first of the least loaded.
-            DpBalance::TotalRequests | DpBalance::RoundRobin => {
+            DpBalance::TotalRequests | DpBalance::RoundRobin | DpBalance::FollowBootstrapRoom => {
                 (0..n).min_by_key(|&i| self.requests[i]).unwrap_or(0)
             }
             DpBalance::TotalTokens => (0..n)

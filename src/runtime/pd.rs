@@ -36,14 +36,19 @@ pub struct PdSpec {
     /// `--num-reserved-decode-tokens` (512, every modelled release): the decode tokens a
     /// decode server reserves per active request when it admits another.
     pub num_reserved_decode_tokens: u64,
-    /// The decode server's `--max-running-requests`; unset: the scenario's, else SGLang's
-    /// estimate ([`DecodeServer`]).
+    /// The decode server's `--max-running-requests` (the server's: each DP-attention rank
+    /// takes its share); unset: the scenario's, else SGLang's estimate
+    /// ([`DecodeServer`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decode_max_running_requests: Option<u32>,
     /// The decode server as its start-up sizes it (set where the scenario is read, not a
     /// key of the section).
     #[serde(skip)]
     pub decode: Option<DecodeServer>,
+    /// The scenario's `seed` (set where the scenario is read): the stream the router's
+    /// bootstrap rooms come from.
+    #[serde(skip)]
+    pub seed: u64,
 }
 
 impl Default for PdSpec {
@@ -55,6 +60,7 @@ impl Default for PdSpec {
             num_reserved_decode_tokens: 512,
             decode_max_running_requests: None,
             decode: None,
+            seed: 0,
         }
     }
 }
@@ -164,12 +170,18 @@ pub const DECODE_MAX_RUNNING_ASSUMED: &str = "the decode server's max_running_re
 /// What the PD replay leaves out: every answer of it is `unverified`, naming these.
 pub const PD_UNMODELLED: &str = "PD replay: the KV transfer starts at the end of the last prefill chunk (SGLang sends each chunk as it is computed) at runtime.pd.transfer_bandwidth per rank (default: the Mooncake Transfer Engine's published 190 GB/s per 8-GPU node) plus runtime.pd.transfer_latency; a decode server retracts no request (its admission reserves 512 tokens per active request; decode_overflow_steps counts the steps whose KV outgrew the pool) and its overlap scheduler is not modelled (a request joining a busy decode server makes its decode tokens one step later in SGLang: TPOT slightly higher); the prefill server's L3 prefetch starts when the decode server has preallocated (SGLang issues it at the request's arrival) and its metadata buffers (2 x max_running_requests) are not counted";
 
+/// What a PD replay with DP attention leaves out of its decode servers.
+pub const PD_DECODE_DP_UNMODELLED: &str = "PD replay with DP attention: a decode server's DP ranks step independently (SGLang syncs their forwards, prepare_mlp_sync_batch) and a rank's decode step is costed on its own batch";
+
 /// The figures of a PD replay (`metrics.pd`): where a request's time to first token
 /// goes, and what the decode servers held.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PdFigures {
     pub prefill_engines: u32,
     pub decode_engines: u32,
+    /// DP-attention ranks of each server (each decode rank its own pool and queue).
+    pub dp_ranks: u32,
+    /// One decode rank's pool and limits.
     pub decode: Option<DecodeServer>,
     /// Bytes/s one rank's transfer reaches.
     pub transfer_bandwidth: f64,

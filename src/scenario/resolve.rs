@@ -1136,6 +1136,10 @@ fn resolve_runtime(
         if let Some(r) = rt.router.as_mut() {
             r.seed = f.seed;
         }
+        // So do the PD router's bootstrap rooms.
+        if let Some(p) = rt.pd.as_mut() {
+            p.seed = f.seed;
+        }
         rt
     });
     Ok(runtime)

@@ -286,3 +286,95 @@ fn finished_requests_count_at_the_next_preallocation() {
     );
     assert_eq!(pd.decode_overflow_steps, 0);
 }
+
+/// DP attention on both sides: each decode rank has its own pool and preallocation
+/// queue. Two requests at once into decode pools of 1,024 tokens: one rank holds one
+/// (B waits for A, as above); two ranks take one each at once (round-robin), and the
+/// two prefill ranks (round-robin here) prefill them in one lockstep step: both TTFTs
+/// are 16,155,443 ns.
+#[test]
+fn dp_ranks_each_have_their_own_decode_pool() {
+    use hicache_sim::runtime::dp::DpBalance;
+    let reqs = || vec![req(0, 0.0, 100, 2), req(1, 0.0, 200, 2)];
+    let (m, _) = replay_pd(&cfg(), &spec(1024), None, reqs()).unwrap();
+    assert!(m.ttft_p99_s.unwrap() > 0.05, "{:?}", m.ttft_p99_s);
+    let mut c = cfg();
+    c.capacities.dp_ranks = 2;
+    c.capacities.dp_balance = DpBalance::RoundRobin;
+    let (m, _) = replay_pd(&c, &spec(1024), None, reqs()).unwrap();
+    assert_eq!(m.ttft_p50_s, Some(0.016_155_443));
+    assert_eq!(m.ttft_p99_s, Some(0.016_155_443));
+    let pd = m.pd.unwrap();
+    assert_eq!(pd.dp_ranks, 2);
+    assert_eq!(pd.prealloc_wait_mean_s, 0.0);
+    assert_eq!(m.ranks.len(), 2);
+    assert_eq!(
+        m.ranks.iter().map(|r| r.requests).collect::<Vec<_>>(),
+        [1, 1]
+    );
+}
+
+/// A PD prefill server's `auto` is `follow_bootstrap_room`: the rank of the room the
+/// router draws for each request (a seeded draw: the same seed, the same ranks).
+/// Outside a PD replay the method is refused: there are no rooms.
+#[test]
+fn follow_bootstrap_room_spreads_requests_by_their_rooms() {
+    use hicache_sim::runtime::dp::DpBalance;
+    let mut c = cfg();
+    c.capacities.dp_ranks = 4;
+    c.capacities.dp_balance = DpBalance::FollowBootstrapRoom;
+    let reqs: Vec<Request> = (0..200)
+        .map(|i| req(i, i as f64 * 50.0, 10 * i, 2))
+        .collect();
+    let mut s = spec(1 << 20);
+    s.seed = 7;
+    let (a, _) = replay_pd(&c, &s, None, reqs.clone()).unwrap();
+    let (b, _) = replay_pd(&c, &s, None, reqs.clone()).unwrap();
+    let counts: Vec<u64> = a.ranks.iter().map(|r| r.requests).collect();
+    assert_eq!(
+        counts,
+        b.ranks.iter().map(|r| r.requests).collect::<Vec<_>>()
+    );
+    assert_eq!(counts.iter().sum::<u64>(), 200);
+    assert!(counts.iter().all(|&k| (25..=75).contains(&k)), "{counts:?}");
+    s.seed = 8;
+    let (other, _) = replay_pd(&c, &s, None, reqs.clone()).unwrap();
+    assert_ne!(
+        counts,
+        other.ranks.iter().map(|r| r.requests).collect::<Vec<_>>()
+    );
+    let e = hicache_sim::runtime::replay(&c, reqs).unwrap_err();
+    assert!(
+        e.to_string().contains("only a PD deployment's replay"),
+        "{e}"
+    );
+}
+
+/// The PD scenario with DP attention 8 on both sides (`--dp 8
+/// --enable-dp-attention`): each decode rank its share of the pool (349,376 tokens) and
+/// of `--max-running-requests` 256 (32, so 64 extra slots), the prefill ranks chosen by
+/// the rooms; the status names the decode ranks' independent steps.
+#[test]
+fn the_pd_scenario_with_dp_attention() {
+    let o = run(
+        &[
+            "replay",
+            "scenarios/pd-deepseek-v3-h200.yaml",
+            "--set",
+            "server.dp_size=8",
+            "--set",
+            "server.enable_dp_attention=true",
+        ],
+        &repo("."),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = stdout(&o);
+    for want in [
+        "PD: 2 prefill server(s), 2 decode server(s), each of 8 DP-attention ranks (pool 349376 tokens per rank, max_running_requests 32, 96 request slots)",
+        "a decode server's DP ranks step independently",
+        "each engine has 8 data-parallel ranks",
+        "by --load-balance-method follow_bootstrap_room",
+    ] {
+        assert!(t.contains(want), "missing {want:?} in\n{t}");
+    }
+}

@@ -190,6 +190,7 @@ fn run_dp_engines<I: Iterator<Item = Request>, S: Rank>(
     requests: I,
     make: impl Fn(&ReplayConfig, RankFeed<I>) -> Result<S, ReplayError>,
 ) -> Result<(ReplayMetrics, RouterFigures), FleetError> {
+    super::lockstep::refuse_rooms(cfg.capacities.dp_balance)?;
     let n = spec.engines.max(1) as usize;
     let ranks = cfg.capacities.dp_ranks.max(1) as usize;
     // One feed per rank of every engine (engine-major).
@@ -248,7 +249,7 @@ fn run_dp_engines<I: Iterator<Item = Request>, S: Rank>(
                 }
             }
             let e = usize::from(router.route_with_loads(&text.text, &loads)?);
-            let k = engines[e].pick(r.arrival_ns, r.input_tokens);
+            let k = engines[e].pick(r.arrival_ns, r.input_tokens, None);
             d.borrow_mut().queues[e * ranks + k].push_back((i as u64, r));
             sent[e] += 1;
             engines[e].sims[k].feed()?;

@@ -119,13 +119,19 @@ impl<S: Rank> Lockstep<S> {
     }
 
     /// The rank the controller sends a request of `input_tokens` arriving at `now` to:
-    /// `round_robin_scheduler` in arrival order, or the load-reading methods from the
-    /// loads the ranks published by then.
-    pub(super) fn pick(&mut self, now: Nanos, input_tokens: u32) -> usize {
+    /// `round_robin_scheduler` in arrival order, the rank of its bootstrap `room` (a PD
+    /// request's; the callers refuse the method without rooms), or the load-reading
+    /// methods from the loads the ranks published by then.
+    pub(super) fn pick(&mut self, now: Nanos, input_tokens: u32, room: Option<u64>) -> usize {
         let i = self.received;
         self.received += 1;
-        if self.method == DpBalance::RoundRobin {
-            return crate::runtime::dp::round_robin_rank(i, self.sims.len() as u32) as usize;
+        let n = self.sims.len() as u64;
+        match (self.method, room) {
+            (DpBalance::RoundRobin, _) => {
+                return crate::runtime::dp::round_robin_rank(i, n as u32) as usize;
+            }
+            (DpBalance::FollowBootstrapRoom, Some(room)) => return (room % n) as usize,
+            _ => {}
         }
         self.snapshots.clear();
         self.snapshots
@@ -194,6 +200,7 @@ fn run_ranks<I: Iterator<Item = Request>, S: Rank>(
 ) -> Result<ReplayMetrics, ReplayError> {
     let ranks = cfg.capacities.dp_ranks.max(1);
     let method = cfg.capacities.dp_balance;
+    refuse_rooms(method)?;
     // Round-robin deals the trace as it is read; the load-reading methods pick each
     // request's rank at its arrival, from the loads the ranks published by then.
     let (dealt, mut direct) = if method == DpBalance::RoundRobin {
@@ -229,7 +236,7 @@ fn run_ranks<I: Iterator<Item = Request>, S: Rank>(
             && next_event.is_none_or(|t| r.arrival_ns <= t)
         {
             let (i, r) = src.next().expect("peeked");
-            let k = group.pick(r.arrival_ns, r.input_tokens);
+            let k = group.pick(r.arrival_ns, r.input_tokens, None);
             d.borrow_mut().queues[k].push_back((i as u64, r));
             group.sims[k].feed()?;
             continue;
@@ -238,6 +245,17 @@ fn run_ranks<I: Iterator<Item = Request>, S: Rank>(
         group.advance(t)?;
     }
     Ok(merge_ranks(group.finish()))
+}
+
+/// `follow_bootstrap_room` outside a PD replay: there is no bootstrap room to follow.
+pub(super) fn refuse_rooms(method: DpBalance) -> Result<(), ReplayError> {
+    if method == DpBalance::FollowBootstrapRoom {
+        return Err(ReplayError::InvalidConfig {
+            field: "dp_balance",
+            message: "follow_bootstrap_room sends a request to the rank of the bootstrap room the router gives a PD request: only a PD deployment's replay (runtime.pd) has rooms".into(),
+        });
+    }
+    Ok(())
 }
 
 /// The later of a step's end so far and a rank's forward end.

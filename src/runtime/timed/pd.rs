@@ -39,6 +39,8 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::rc::Rc;
 
+use rand::RngExt;
+
 use crate::cache::{HiRadix, TreeKind, TreeRules, Unified0523, V1};
 use crate::runtime::ReplayError;
 use crate::runtime::config::ReplayConfig;
@@ -50,6 +52,7 @@ use crate::units::Nanos;
 use crate::workload::Request;
 
 use super::fleet::FleetError;
+use super::lockstep::Lockstep;
 use super::rank::{Dispatch, Rank, RankFeed};
 use super::{PdSend, Sim};
 
@@ -68,9 +71,6 @@ pub fn run<I: IntoIterator<Item = Request>>(
     };
     if cfg.capacities.swa.is_some() {
         return Err(invalid("a PD replay of the SWA tree (DeepSeek-V4, gpt-oss, …) is not modelled: replay the prefill server alone (no runtime.pd)").into());
-    }
-    if cfg.capacities.dp_ranks > 1 {
-        return Err(invalid("a PD replay with DP-attention ranks is not modelled: replay the prefill server alone (no runtime.pd)").into());
     }
     let Some(server) = pd.decode else {
         return Err(invalid(
@@ -91,6 +91,10 @@ pub fn run<I: IntoIterator<Item = Request>>(
 struct Track {
     arrival: Nanos,
     prefill: usize,
+    /// Its decode rank (server-major).
+    decode: usize,
+    /// Its bootstrap room.
+    room: u64,
     measured: bool,
     prealloc: Nanos,
     prefill_end: Nanos,
@@ -107,6 +111,60 @@ struct Phases {
     n: u64,
 }
 
+/// One prefill server: one scheduler, or its DP-attention ranks in lockstep.
+enum Prefill<S> {
+    One(S),
+    Dp(Lockstep<S>),
+}
+
+impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Prefill<Sim<I, R>> {
+    fn next_time(&self) -> Option<Nanos> {
+        match self {
+            Prefill::One(s) => s.next_time(),
+            Prefill::Dp(g) => g.next_time(),
+        }
+    }
+
+    fn advance(&mut self, t: Nanos) -> Result<(), ReplayError> {
+        match self {
+            Prefill::One(s) => {
+                s.handle_due(t)?;
+                s.form(t, false)
+            }
+            Prefill::Dp(g) => g.advance(t),
+        }
+    }
+
+    fn in_flight(&self) -> u32 {
+        match self {
+            Prefill::One(s) => s.in_flight(),
+            Prefill::Dp(g) => g.in_flight(),
+        }
+    }
+
+    /// The rank its controller sends a request to (`room`: its bootstrap room).
+    fn rank_for(&mut self, now: Nanos, input_tokens: u32, room: u64) -> usize {
+        match self {
+            Prefill::One(_) => 0,
+            Prefill::Dp(g) => g.pick(now, input_tokens, Some(room)),
+        }
+    }
+
+    fn sims(&mut self) -> &mut [Sim<I, R>] {
+        match self {
+            Prefill::One(s) => std::slice::from_mut(s),
+            Prefill::Dp(g) => &mut g.sims,
+        }
+    }
+
+    fn finish(self) -> super::RunEnd {
+        match self {
+            Prefill::One(s) => Rank::finish(s),
+            Prefill::Dp(g) => super::merge_ends(g.finish()),
+        }
+    }
+}
+
 fn run_tree<R: TreeRules, I: Iterator<Item = Request>>(
     cfg: &ReplayConfig,
     pd: &PdSpec,
@@ -114,31 +172,47 @@ fn run_tree<R: TreeRules, I: Iterator<Item = Request>>(
     router: Option<&RouterSpec>,
     requests: I,
 ) -> Result<(ReplayMetrics, Option<RouterFigures>), FleetError> {
-    let n = router.map_or(1, |r| r.engines.max(1));
+    let n = router.map_or(1, |r| r.engines.max(1)) as usize;
+    let ranks = cfg.capacities.dp_ranks.max(1) as usize;
+    // One feed per rank of every prefill server (server-major).
     let d = Rc::new(RefCell::new(Dispatch::<I> {
         src: None,
         read: 0,
-        ranks: n,
-        queues: (0..n).map(|_| VecDeque::new()).collect(),
+        ranks: (n * ranks) as u32,
+        queues: (0..n * ranks).map(|_| VecDeque::new()).collect(),
     }));
     // A prefill server's requests end at their first token (`max_new_tokens` = 1:
     // `PrefillBootstrapQueue._process_req`).
     let mut pcfg = cfg.clone();
-    pcfg.capacities.dp_ranks = 1;
     pcfg.scheduler.max_new_tokens = Some(1);
-    let mut prefill = Vec::with_capacity(n as usize);
+    let rank_cfg = if ranks > 1 {
+        super::lockstep::rank_config(&pcfg)
+    } else {
+        let mut c = pcfg.clone();
+        c.capacities.dp_ranks = 1;
+        c
+    };
+    let mut prefill = Vec::with_capacity(n);
     for e in 0..n {
-        let feed = RankFeed {
-            d: Rc::clone(&d),
-            rank: e as usize,
-        };
-        let mut s = Sim::<_, R>::new(&pcfg, feed, false, false)?;
-        s.pd = Some(PdSend {
-            bandwidth: pd.transfer_bandwidth.0,
-            latency: pd.transfer_latency.0,
-            ..PdSend::default()
+        let mut sims = Vec::with_capacity(ranks);
+        for r in 0..ranks {
+            let feed = RankFeed {
+                d: Rc::clone(&d),
+                rank: e * ranks + r,
+            };
+            let mut s = Sim::<_, R>::new(&rank_cfg, feed, false, ranks > 1)?;
+            s.pd = Some(PdSend {
+                bandwidth: pd.transfer_bandwidth.0,
+                latency: pd.transfer_latency.0,
+                ..PdSend::default()
+            });
+            sims.push(s);
+        }
+        prefill.push(if ranks > 1 {
+            Prefill::Dp(Lockstep::new(&pcfg, sims))
+        } else {
+            Prefill::One(sims.pop().expect("one rank"))
         });
-        prefill.push(s);
     }
     let cost = || {
         CostModel::new(
@@ -151,23 +225,30 @@ fn run_tree<R: TreeRules, I: Iterator<Item = Request>>(
             message: e.to_string(),
         })
     };
-    let mut decode = Vec::with_capacity(pd.decode_engines as usize);
-    for _ in 0..pd.decode_engines.max(1) {
+    // Each decode server's DP-attention ranks (the same launch's `--dp`), each with its
+    // own pool and preallocation queue, server-major; the server's controller deals its
+    // requests round-robin (a PD decode server's `auto`).
+    let servers = pd.decode_engines.max(1) as usize;
+    let mut decode = Vec::with_capacity(servers * ranks);
+    for _ in 0..servers * ranks {
         decode.push(DecodeEngine::new(
             server,
             pd.num_reserved_decode_tokens,
             cost()?,
         ));
     }
+    let mut dealt = vec![0u64; servers];
+    // The bootstrap rooms the router draws (`follow_bootstrap_room` reads them).
+    let mut rooms = crate::engine::stream(pd.seed, 0xB007_0000);
     let mut router = router.map(Router::new);
     let mut text = RoutingText::default();
-    let mut loads = vec![0u32; n as usize];
+    let mut loads = vec![0u32; n];
     // Requests routed to each prefill server and waiting for their preallocation.
-    let mut awaiting = vec![0u32; n as usize];
-    let mut sent = vec![0u64; n as usize];
-    let mut assigned = vec![0u64; decode.len()];
+    let mut awaiting = vec![0u32; n];
+    let mut sent = vec![0u64; n];
+    let mut assigned = vec![0u64; servers];
     let mut tracks: BTreeMap<u64, Track> = BTreeMap::new();
-    let (mut released, mut events) = (Vec::new(), Vec::new());
+    let (mut released, mut events, mut outbox) = (Vec::new(), Vec::new(), Vec::new());
     let mut ttft = Vec::new();
     let mut tpot = (0.0f64, 0u64);
     let mut phases = Phases::default();
@@ -179,7 +260,7 @@ fn run_tree<R: TreeRules, I: Iterator<Item = Request>>(
     loop {
         let next_event = prefill
             .iter()
-            .filter_map(|s| s.next_time())
+            .filter_map(Prefill::next_time)
             .chain(decode.iter().filter_map(DecodeEngine::next_time))
             .min();
         if let Some((_, r)) = src.peek()
@@ -202,21 +283,32 @@ fn run_tree<R: TreeRules, I: Iterator<Item = Request>>(
                 Some(router) => {
                     text.set(&r.page_hashes)?;
                     let q = &d.borrow().queues;
-                    for (((l, s), q), w) in loads.iter_mut().zip(&prefill).zip(q).zip(&awaiting) {
-                        *l = s.in_flight() + q.len() as u32 + w;
+                    for (e, l) in loads.iter_mut().enumerate() {
+                        let queued: usize = q[e * ranks..(e + 1) * ranks]
+                            .iter()
+                            .map(VecDeque::len)
+                            .sum();
+                        *l = prefill[e].in_flight() + queued as u32 + awaiting[e];
                     }
                     usize::from(router.route_with_loads(&text.text, &loads)?)
                 }
                 None => 0,
             };
-            let k = (i % decode.len() as u64) as usize;
-            assigned[k] += 1;
+            // sgl-router's room: a random non-negative 63-bit id per request.
+            let room = rooms.random::<u64>() >> 1;
+            let server_k = (i % servers as u64) as usize;
+            assigned[server_k] += 1;
+            let k = server_k * ranks
+                + crate::runtime::dp::round_robin_rank(dealt[server_k], ranks as u32) as usize;
+            dealt[server_k] += 1;
             awaiting[e] += 1;
             tracks.insert(
                 i,
                 Track {
                     arrival: now,
                     prefill: e,
+                    decode: k,
+                    room,
                     measured: i >= warmup,
                     prealloc: 0,
                     prefill_end: 0,
@@ -269,23 +361,25 @@ fn run_tree<R: TreeRules, I: Iterator<Item = Request>>(
                     }
                 }
             }
-            for s in &mut prefill {
-                if s.next_time() == Some(t) {
-                    s.handle_due(t)?;
-                    s.form(t, false)?;
-                    for (index, end, transfer_end) in
-                        s.pd.as_mut().expect("a prefill server").sent.drain(..)
-                    {
-                        let tr = tracks.get_mut(&index).expect("tracked");
-                        tr.prefill_end = end;
-                        tr.transfer_end = transfer_end;
-                        let k = (index % decode.len() as u64) as usize;
-                        decode[k].arrivals.push(Reverse((transfer_end, index)));
+            for p in &mut prefill {
+                if p.next_time() == Some(t) {
+                    p.advance(t)?;
+                    for s in p.sims() {
+                        outbox.extend(s.pd.as_mut().expect("a prefill server").sent.drain(..));
                     }
                 }
             }
+            for (index, end, transfer_end) in outbox.drain(..) {
+                let tr = tracks.get_mut(&index).expect("tracked");
+                tr.prefill_end = end;
+                tr.transfer_end = transfer_end;
+                decode[tr.decode]
+                    .arrivals
+                    .push(Reverse((transfer_end, index)));
+            }
         }
-        // Preallocated requests go to their prefill server now (the bootstrap is done).
+        // Preallocated requests go to their prefill server now (the bootstrap is done),
+        // to the rank its controller picks.
         let now = last.max(prev_arrival);
         for p in released.drain(..) {
             let tr = tracks.get_mut(&p.index).expect("tracked");
@@ -293,10 +387,11 @@ fn run_tree<R: TreeRules, I: Iterator<Item = Request>>(
             let e = tr.prefill;
             awaiting[e] -= 1;
             sent[e] += 1;
+            let k = prefill[e].rank_for(now, p.input, tr.room);
             let mut req = p.req;
             req.arrival_ns = now;
-            d.borrow_mut().queues[e].push_back((p.index, req));
-            prefill[e].feed()?;
+            d.borrow_mut().queues[e * ranks + k].push_back((p.index, req));
+            prefill[e].sims()[k].feed()?;
         }
     }
     if let Some((k, p)) = decode
@@ -307,10 +402,11 @@ fn run_tree<R: TreeRules, I: Iterator<Item = Request>>(
         return Err(ReplayError::InvalidConfig {
             field: "pd",
             message: format!(
-                "request {} ({} prompt tokens, {} to generate) never fits decode server {k}'s pool of {} tokens with nothing else on it (the admission needs the prompt's pages + {} and prompt + min(max_new_tokens, {CLIP_MAX_NEW_TOKENS})): SGLang would hold it in the preallocation queue for ever",
+                "request {} ({} prompt tokens, {} to generate) never fits decode server {}'s pool of {} tokens with nothing else on it (the admission needs the prompt's pages + {} and prompt + min(max_new_tokens, {CLIP_MAX_NEW_TOKENS})): SGLang would hold it in the preallocation queue for ever",
                 p.index,
                 p.input,
                 p.output,
+                k / ranks,
                 server.pool_tokens,
                 decode[k].reserved,
             ),
@@ -321,8 +417,8 @@ fn run_tree<R: TreeRules, I: Iterator<Item = Request>>(
     let ends: Vec<_> = prefill
         .into_iter()
         .zip(&sent)
-        .map(|(s, &k)| {
-            let mut end = s.finish();
+        .map(|(p, &k)| {
+            let mut end = p.finish();
             end.m.requests = k;
             end
         })
@@ -356,8 +452,9 @@ fn run_tree<R: TreeRules, I: Iterator<Item = Request>>(
         )
     });
     m.pd = Some(PdFigures {
-        prefill_engines: n,
-        decode_engines: decode.len() as u32,
+        prefill_engines: n as u32,
+        decode_engines: servers as u32,
+        dp_ranks: ranks as u32,
         decode: Some(server),
         transfer_bandwidth: pd.transfer_bandwidth.0,
         prealloc_wait_mean_s: mean(phases.prealloc),
