@@ -101,7 +101,10 @@ pub const SWA_TREE_DRAFT_UNMODELLED: &str = "with a speculative draft the SWA tr
 /// scenario's (its times stand in; only with a scenario, which names the model).
 pub fn replay_config_unverified(s: Option<&Scenario>, cfg: &ReplayConfig) -> Vec<String> {
     let mut out = Vec::new();
-    if cfg.capacities.swa.is_some() && cfg.measurement.timing == Timing::On {
+    // A PD deployment's prefill servers decode nothing (`max_new_tokens` 1): the timed
+    // SWA tree's decode simplifications do not reach its answers.
+    let pd = s.is_some_and(|s| s.runtime.as_ref().is_some_and(|r| r.pd.is_some()));
+    if cfg.capacities.swa.is_some() && cfg.measurement.timing == Timing::On && !pd {
         out.push(crate::runtime::TIMED_SWA_UNMODELLED.to_string());
     }
     let Some(s) = s else {
@@ -145,7 +148,11 @@ pub fn replay_unverified(s: &Scenario, plan: &StartupPlan, swa_in_tree: bool) ->
         .iter()
         .filter(|u| pd.is_none() || u.what != "--disaggregation-mode prefill")
         .map(ToString::to_string)
-        .chain(pd.map(|p| pd::pd_unverified(s, p)).into_iter().flatten())
+        .chain(
+            pd.map(|p| pd::pd_unverified(s, p, plan.device_swa_tokens.is_some()))
+                .into_iter()
+                .flatten(),
+        )
         .chain(
             tree_unmodelled(plan, swa_in_tree)
                 .into_iter()

@@ -13,6 +13,19 @@ use crate::workload::read::{TraceOptions, open_trace_with};
 /// decode`, its radix cache off and no HiCache (`handle_pd_disaggregation`'s default),
 /// sized as the start-up sizes it (its pool per rank, `release::PdRoles`' reserve).
 pub fn decode_server(s: &Scenario, spec: &PdSpec) -> Result<DecodeServer, InputError> {
+    Ok(decode_server_and_kv_bytes(s, spec)?.0)
+}
+
+/// [`decode_server`], and the bytes per token, per rank, a transfer sends: of the pools
+/// every token is in, and of the SWA pools (only the window's pages of which are
+/// sent). DeepSeek-V4's from `DSV4PoolConfigurator`'s coefficients under SGLang's
+/// default schedule (`_get_bytes_per_full_token`, `_get_bytes_per_swa_token`; before
+/// 0.5.21 the SWA share is inside the full token's); other models' from the start-up's
+/// per-token pools (SGLang labels the SWA ones `swa`).
+fn decode_server_and_kv_bytes(
+    s: &Scenario,
+    spec: &PdSpec,
+) -> Result<(DecodeServer, (u64, u64)), InputError> {
     let at = |m: String| InputError::new("runtime.pd", m);
     if !s.server.disaggregation_mode.is_prefill() {
         return Err(at(
@@ -39,11 +52,40 @@ pub fn decode_server(s: &Scenario, spec: &PdSpec) -> Result<DecodeServer, InputE
         .decode_max_running_requests
         .or(s.server.max_running_requests)
         .map(|m| (m / dp).max(1));
-    Ok(DecodeServer::new(
-        plan.device_tokens,
-        plan.page_size.max(1) as u32,
-        requested,
-        context_length(s),
+    let bytes = match crate::model::dsv4::Dsv4Geometry::of(&s.model.attention, s.model.layers) {
+        Some(g) => {
+            let co = g.coefficients(&crate::model::dsv4::Dsv4Schedule::sglang_default(8192));
+            (
+                co.bytes_per_full_token.round() as u64,
+                co.bytes_per_swa_token.map_or(0, |b| b.round() as u64),
+            )
+        }
+        None => {
+            let tokens = |swa: bool| -> u64 {
+                plan.pools
+                    .iter()
+                    .filter(|p| {
+                        p.spec.unit == crate::pools::PoolUnit::Tokens && (p.label == "swa") == swa
+                    })
+                    .map(|p| p.bytes_per_token)
+                    .sum()
+            };
+            (tokens(false), tokens(true))
+        }
+    };
+    if bytes == (0, 0) {
+        return Err(at(
+            "the KV bytes a transfer sends per token are not known for this model (no per-token pool in its start-up): the transfer cannot be timed".into(),
+        ));
+    }
+    Ok((
+        DecodeServer::new(
+            plan.device_tokens,
+            plan.page_size.max(1) as u32,
+            requested,
+            context_length(s),
+        ),
+        bytes,
     ))
 }
 
@@ -89,14 +131,21 @@ pub fn with_decode_server(
 ) -> Result<crate::scenario::RuntimeSection, InputError> {
     let mut section = section.clone();
     if let Some(pd) = section.pd.as_mut() {
-        pd.decode = Some(decode_server(s, pd)?);
+        let (server, (full, swa)) = decode_server_and_kv_bytes(s, pd)?;
+        pd.decode = Some(server);
+        pd.full_bytes_per_token = full;
+        pd.swa_bytes_per_token = swa;
     }
     Ok(section)
 }
 
-/// What the PD replay of `spec` leaves out, for the status.
-pub fn pd_unverified(s: &Scenario, spec: &PdSpec) -> Vec<String> {
+/// What the PD replay of `spec` leaves out, for the status (`swa`: the model has an SWA
+/// pool).
+pub fn pd_unverified(s: &Scenario, spec: &PdSpec, swa: bool) -> Vec<String> {
     let mut v = vec![PD_UNMODELLED.to_string()];
+    if swa {
+        v.push(crate::runtime::pd::PD_SWA_UNMODELLED.to_string());
+    }
     if s.layout.dp_size > 1 {
         v.push(crate::runtime::pd::PD_DECODE_DP_UNMODELLED.to_string());
     }

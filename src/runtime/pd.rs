@@ -49,6 +49,14 @@ pub struct PdSpec {
     /// bootstrap rooms come from.
     #[serde(skip)]
     pub seed: u64,
+    /// Bytes per token, per rank, a transfer sends for every prompt token (set from the
+    /// start-up; 0 with `swa_bytes_per_token` 0: the replay's bytes per token).
+    #[serde(skip)]
+    pub full_bytes_per_token: u64,
+    /// A sliding-window model's SWA pools, bytes per token (set from the start-up): a
+    /// transfer sends only the window's pages of them.
+    #[serde(skip)]
+    pub swa_bytes_per_token: u64,
 }
 
 impl Default for PdSpec {
@@ -61,6 +69,8 @@ impl Default for PdSpec {
             decode_max_running_requests: None,
             decode: None,
             seed: 0,
+            full_bytes_per_token: 0,
+            swa_bytes_per_token: 0,
         }
     }
 }
@@ -169,6 +179,9 @@ pub const DECODE_MAX_RUNNING_ASSUMED: &str = "the decode server's max_running_re
 
 /// What the PD replay leaves out: every answer of it is `unverified`, naming these.
 pub const PD_UNMODELLED: &str = "PD replay: the KV transfer starts at the end of the last prefill chunk (SGLang sends each chunk as it is computed) at runtime.pd.transfer_bandwidth per rank (default: the Mooncake Transfer Engine's published 190 GB/s per 8-GPU node) plus runtime.pd.transfer_latency; a decode server retracts no request (its admission reserves 512 tokens per active request; decode_overflow_steps counts the steps whose KV outgrew the pool) and its overlap scheduler is not modelled (a request joining a busy decode server makes its decode tokens one step later in SGLang: TPOT slightly higher); the prefill server's L3 prefetch starts when the decode server has preallocated (SGLang issues it at the request's arrival) and its metadata buffers (2 x max_running_requests) are not counted";
+
+/// What a PD replay of a sliding-window model leaves out.
+pub const PD_SWA_UNMODELLED: &str = "PD replay of a sliding-window model: the decode server's admission counts its full pool only (SGLang also reserves its SWA pool's tail, `_swa_tail_allocatable_token_budget`), a transfer sends the window's SWA pages (about the window plus one page) beside every full-attention page, and DeepSeek-V4's bytes per token are `DSV4PoolConfigurator`'s under its default schedule (the draft's share left out)";
 
 /// What a PD replay with DP attention leaves out of its decode servers.
 pub const PD_DECODE_DP_UNMODELLED: &str = "PD replay with DP attention: a decode server's DP ranks step independently (SGLang syncs their forwards, prepare_mlp_sync_batch) and a rank's decode step is costed on its own batch";

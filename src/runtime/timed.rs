@@ -120,6 +120,40 @@ pub(crate) struct PdSend {
     /// Requests waiting for their transfer to end (`decode_memory: sglang`): the
     /// disaggregated prefill's inflight queue, holding their KV.
     inflight: Vec<Decoding>,
+    /// Bytes per token of the pools every prompt token's KV is in, sent whole.
+    pub full_bytes_per_token: u64,
+    /// A sliding-window model's SWA pools, bytes per token: only the window's pages of
+    /// them are sent (the rest of a prompt's SWA KV is out of the window).
+    pub swa_bytes_per_token: u64,
+    /// The window, tokens (0: no SWA pool).
+    pub window: u64,
+}
+
+impl PdSend {
+    /// The bytes a prompt of `input` tokens sends: every page of the per-token pools,
+    /// and of the SWA pools only the pages the window covers (one more for a window
+    /// across a page boundary).
+    pub(crate) fn bytes(&self, input: u64, page_size: u64) -> u64 {
+        let ps = page_size.max(1);
+        let pages = input.div_ceil(ps);
+        let full = self.full_bytes_per_token;
+        let swa_pages = if self.window == 0 {
+            0
+        } else {
+            pages.min(self.window.div_ceil(ps) + 1)
+        };
+        pages * ps * full + swa_pages * ps * self.swa_bytes_per_token
+    }
+
+    /// Queues a transfer of `bytes` at `now` (a prefill's end) for the request at trace
+    /// position `index`: its end (the link's time, then the fixed latency, which does not
+    /// hold the link).
+    pub(crate) fn send(&mut self, index: u64, bytes: u64, now: Nanos) -> Nanos {
+        let dur = (bytes as f64 / self.bandwidth * 1e9).round() as Nanos;
+        let end = self.link.transfer(now, dur) + self.latency;
+        self.sent.push((index, now, end));
+        end
+    }
 }
 
 /// A request in its decode phase on the GPU timeline (`decode_timeline: interleaved`).
@@ -1497,14 +1531,9 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
     /// `KVPoll.Success`). Its one output token is the prefill's (`max_new_tokens` = 1).
     fn send_kv(&mut self, a: Admitted, last: NodeId, now: Nanos, measured: bool) {
         let ps = self.s.ps;
-        let bytes = self
-            .s
-            .bytes(u64::from(a.w.input_tokens).div_ceil(ps.max(1)));
         let pd = self.pd.as_mut().expect("a PD prefill server");
-        // The handshake and the status message do not hold the link.
-        let dur = (bytes as f64 / pd.bandwidth * 1e9).round() as Nanos;
-        let end = pd.link.transfer(now, dur) + pd.latency;
-        pd.sent.push((a.w.index, now, end));
+        let bytes = pd.bytes(u64::from(a.w.input_tokens), ps);
+        let end = pd.send(a.w.index, bytes, now);
         let index = a.w.index;
         if self.kv {
             let d = self.new_decoding(a, last, now, measured);

@@ -69,9 +69,6 @@ pub fn run<I: IntoIterator<Item = Request>>(
         field: "pd",
         message: message.into(),
     };
-    if cfg.capacities.swa.is_some() {
-        return Err(invalid("a PD replay of the SWA tree (DeepSeek-V4, gpt-oss, …) is not modelled: replay the prefill server alone (no runtime.pd)").into());
-    }
     let Some(server) = pd.decode else {
         return Err(invalid(
             "the decode server is not sized: a runtime.pd section is replayed from its scenario",
@@ -79,10 +76,42 @@ pub fn run<I: IntoIterator<Item = Request>>(
         .into());
     };
     let requests = requests.into_iter();
+    if cfg.capacities.swa.is_some() {
+        // The SWA tree's prefill servers (`timed::swa`).
+        return run_deployment(cfg, pd, server, router, requests, |c, feed, ls| {
+            super::swa::Sim::new(c, feed, false, ls)
+        });
+    }
     match cfg.policy.tree {
-        TreeKind::V1 => run_tree::<V1, _>(cfg, pd, server, router, requests),
-        TreeKind::Unified0523 => run_tree::<Unified0523, _>(cfg, pd, server, router, requests),
-        TreeKind::HiRadix => run_tree::<HiRadix, _>(cfg, pd, server, router, requests),
+        TreeKind::V1 => run_deployment(cfg, pd, server, router, requests, |c, feed, ls| {
+            Sim::<_, V1>::new(c, feed, false, ls)
+        }),
+        TreeKind::Unified0523 => {
+            run_deployment(cfg, pd, server, router, requests, |c, feed, ls| {
+                Sim::<_, Unified0523>::new(c, feed, false, ls)
+            })
+        }
+        TreeKind::HiRadix => run_deployment(cfg, pd, server, router, requests, |c, feed, ls| {
+            Sim::<_, HiRadix>::new(c, feed, false, ls)
+        }),
+    }
+}
+
+/// A prefill server's replay as the PD driver runs it: a [`Rank`] with its sending
+/// side.
+pub(super) trait PdPrefill: Rank {
+    fn pd(&mut self) -> &mut Option<PdSend>;
+}
+
+impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> PdPrefill for Sim<I, R> {
+    fn pd(&mut self) -> &mut Option<PdSend> {
+        &mut self.pd
+    }
+}
+
+impl<I: Iterator<Item = (u64, Request)>> PdPrefill for super::swa::Sim<I> {
+    fn pd(&mut self) -> &mut Option<PdSend> {
+        &mut self.pd
     }
 }
 
@@ -117,7 +146,7 @@ enum Prefill<S> {
     Dp(Lockstep<S>),
 }
 
-impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Prefill<Sim<I, R>> {
+impl<S: PdPrefill> Prefill<S> {
     fn next_time(&self) -> Option<Nanos> {
         match self {
             Prefill::One(s) => s.next_time(),
@@ -150,7 +179,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Prefill<Sim<I, R>> {
         }
     }
 
-    fn sims(&mut self) -> &mut [Sim<I, R>] {
+    fn sims(&mut self) -> &mut [S] {
         match self {
             Prefill::One(s) => std::slice::from_mut(s),
             Prefill::Dp(g) => &mut g.sims,
@@ -165,15 +194,22 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Prefill<Sim<I, R>> {
     }
 }
 
-fn run_tree<R: TreeRules, I: Iterator<Item = Request>>(
+fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
     cfg: &ReplayConfig,
     pd: &PdSpec,
     server: DecodeServer,
     router: Option<&RouterSpec>,
     requests: I,
+    make: impl Fn(&ReplayConfig, RankFeed<I>, bool) -> Result<S, ReplayError>,
 ) -> Result<(ReplayMetrics, Option<RouterFigures>), FleetError> {
     let n = router.map_or(1, |r| r.engines.max(1)) as usize;
     let ranks = cfg.capacities.dp_ranks.max(1) as usize;
+    // The bytes a transfer sends per token: the deployment's (the start-up's pools), or
+    // without them (a configuration built in code) the replay's bytes per token.
+    let (full, swa) = match (pd.full_bytes_per_token, pd.swa_bytes_per_token) {
+        (0, 0) => (cfg.capacities.bytes_per_token, 0),
+        x => x,
+    };
     // One feed per rank of every prefill server (server-major).
     let d = Rc::new(RefCell::new(Dispatch::<I> {
         src: None,
@@ -200,10 +236,13 @@ fn run_tree<R: TreeRules, I: Iterator<Item = Request>>(
                 d: Rc::clone(&d),
                 rank: e * ranks + r,
             };
-            let mut s = Sim::<_, R>::new(&rank_cfg, feed, false, ranks > 1)?;
-            s.pd = Some(PdSend {
+            let mut s = make(&rank_cfg, feed, ranks > 1)?;
+            *s.pd() = Some(PdSend {
                 bandwidth: pd.transfer_bandwidth.0,
                 latency: pd.transfer_latency.0,
+                full_bytes_per_token: full,
+                swa_bytes_per_token: swa,
+                window: cfg.capacities.swa.map_or(0, |p| u64::from(p.window)),
                 ..PdSend::default()
             });
             sims.push(s);
@@ -365,7 +404,7 @@ fn run_tree<R: TreeRules, I: Iterator<Item = Request>>(
                 if p.next_time() == Some(t) {
                     p.advance(t)?;
                     for s in p.sims() {
-                        outbox.extend(s.pd.as_mut().expect("a prefill server").sent.drain(..));
+                        outbox.extend(s.pd().as_mut().expect("a prefill server").sent.drain(..));
                     }
                 }
             }
@@ -747,5 +786,32 @@ impl DecodeEngine {
                 output: d.output,
             },
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PdSend;
+
+    /// A transfer sends every page of the full-attention pools and, of the SWA pools,
+    /// the pages the window covers (the window's pages + 1, at most the prompt's).
+    #[test]
+    fn a_transfer_sends_the_windows_swa_pages() {
+        let pd = PdSend {
+            full_bytes_per_token: 100,
+            swa_bytes_per_token: 10,
+            window: 128,
+            ..PdSend::default()
+        };
+        // 1,000 tokens: 16 pages of 64; SWA: 3 pages.
+        assert_eq!(pd.bytes(1000, 64), 16 * 64 * 100 + 3 * 64 * 10);
+        // 100 tokens: 2 pages, both in the window.
+        assert_eq!(pd.bytes(100, 64), 2 * 64 * 100 + 2 * 64 * 10);
+        // No SWA pool: the full pages only.
+        let full = PdSend {
+            full_bytes_per_token: 100,
+            ..PdSend::default()
+        };
+        assert_eq!(full.bytes(1000, 64), 16 * 64 * 100);
     }
 }

@@ -127,6 +127,8 @@ pub(super) struct Sim<I: Iterator<Item = (u64, Request)>> {
     pulled: u64,
     /// Admission attempts (`calc_priority` calls: the waiting-prefix touch's count).
     attempts: u64,
+    /// A PD prefill server (`timed::pd`): its transfers.
+    pub(super) pd: Option<super::PdSend>,
 }
 
 /// Replays `requests` on the SWA tree with the clock (see the module's notes).
@@ -202,6 +204,7 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
             snapshot: None,
             pulled: 0,
             attempts: 0,
+            pd: None,
         })
     }
 
@@ -409,6 +412,30 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
                 );
             }
             let mut r = a.req.take().expect("an admitted row");
+            if let Some(pd) = self.pd.as_mut() {
+                // A PD prefill server (`prefill.py: checkpoint_disagg_prefill` →
+                // `checkpoint_kv_cache`): the prompt into the tree, the row and its lock
+                // held until the transfer ends (`process_disagg_prefill_inflight_queue`
+                // releases it on success).
+                swa_checkpoint(&mut self.t, &a.w.pages, a.w.index, input, &mut r);
+                a.req = Some(r);
+                let bytes = pd.bytes(input, u64::from(self.cfg.capacities.page_size));
+                let end = pd.send(a.w.index, bytes, now);
+                if let Some(t) = self.times.as_mut() {
+                    t.push(RequestTime {
+                        index: a.w.index,
+                        arrival_ns: a.w.arrival,
+                        first_token_ns: now,
+                        finish_ns: end,
+                        input_tokens: a.w.input_tokens,
+                        output_tokens: a.w.output_tokens,
+                        cached_tokens: a.cached,
+                    });
+                }
+                let slot = super::put_slot(&mut self.decoding, &mut self.free_decoding, a);
+                self.q.schedule_at(end, Ev::DecodeDone(slot));
+                continue;
+            }
             if self.decode_in_tree && out > 1 {
                 swa_checkpoint(&mut self.t, &a.w.pages, a.w.index, input, &mut r);
                 if !swa_decode(&mut self.t, &mut r, input, out) {
