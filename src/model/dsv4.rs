@@ -438,18 +438,7 @@ impl Dsv4Geometry {
         } else {
             swa_ratio
         };
-        // `_compressed_bytes_per_full_token`: ratio 4 `1/4 × paged(page/4) + 1/4 ×
-        // indexer`, ratio 128 `1/128 × paged(page/128)`; summed in dict order (4, 128).
-        let c4 =
-            0.25 * paged_bytes_per_token(page / 4) + 0.25 * self.indexer_bytes_per_token() as f64;
-        let c128 = (1.0 / 128.0) * paged_bytes_per_token(page / 128);
-        let mut compressed = 0.0;
-        if c4_layers > 0 {
-            compressed += c4 * c4_layers as f64;
-        }
-        if c128_layers > 0 {
-            compressed += c128 * c128_layers as f64;
-        }
+        let compressed = self.compressed_bytes_per_full_token(page);
         let mut bytes_per_full_token = coeff_ratio * bytes_per_swa_token + compressed;
         let mut bytes_per_swa_token = bytes_per_swa_token;
         // `self.bytes_per_full_token *= self._spec_infl; self.bytes_per_swa_token *=
@@ -467,6 +456,35 @@ impl Dsv4Geometry {
             c4_layers,
             c128_layers,
         }
+    }
+
+    /// `_compressed_bytes_per_full_token`: ratio 4 `1/4 × paged(page/4) + 1/4 × indexer`,
+    /// ratio 128 `1/128 × paged(page/128)`, summed in dict order (4, 128): the
+    /// compressed KV and indexer pages one full token owns (what a PD transfer sends per
+    /// prompt token, beside the window's SWA pages).
+    pub fn compressed_bytes_per_full_token(&self, page: u64) -> f64 {
+        let page = page.max(1);
+        let (c4_layers, c128_layers) = (self.count(4), self.count(128));
+        let c4 =
+            0.25 * paged_bytes_per_token(page / 4) + 0.25 * self.indexer_bytes_per_token() as f64;
+        let c128 = (1.0 / 128.0) * paged_bytes_per_token(page / 128);
+        let mut compressed = 0.0;
+        if c4_layers > 0 {
+            compressed += c4 * c4_layers as f64;
+        }
+        if c128_layers > 0 {
+            compressed += c128 * c128_layers as f64;
+        }
+        compressed
+    }
+
+    /// The request-scoped C128 compress state one request's PD transfer sends
+    /// (`prefill.py: _request_state_payload`, `deepseek_v4_compress_state.py:
+    /// request_scoped_state_transfer_indices`, 0.5.23): its ring's rows × `2 ×
+    /// head_dim` × the state item size, per ratio-128 layer; none when the prompt is a
+    /// whole number of 128-token blocks.
+    pub fn c128_state_bytes_per_request(&self, s: &Dsv4Schedule) -> u64 {
+        s.ring_sizes().1 * 2 * self.head_dim as u64 * s.compress_state_itemsize * self.count(128)
     }
 
     /// The coefficients of `DSV4PoolConfigurator.__init__` under a release's

@@ -25,7 +25,7 @@ pub fn decode_server(s: &Scenario, spec: &PdSpec) -> Result<DecodeServer, InputE
 fn decode_server_and_kv_bytes(
     s: &Scenario,
     spec: &PdSpec,
-) -> Result<(DecodeServer, (u64, u64)), InputError> {
+) -> Result<(DecodeServer, TransferBytes), InputError> {
     let at = |m: String| InputError::new("runtime.pd", m);
     if !s.server.disaggregation_mode.is_prefill() {
         return Err(at(
@@ -46,19 +46,34 @@ fn decode_server_and_kv_bytes(
         ));
     }
     // The server's value, each DP-attention rank its share (`resolve_max_num_reqs`:
-    // `max(1, max_running_requests // attn_dp_size)`).
+    // `max(1, max_running_requests // attn_dp_size)`); unset, the defaults SGLang's
+    // argument hooks set before it: DeepSeek-V4's 256 (`deepseek_v4_hook.py:
+    // apply_deepseek_v4_defaults`, any disaggregation mode), 48 with a speculative
+    // algorithm (`speculative_hook.py`).
     let dp = s.layout.dp_size.max(1);
+    let hook_default = if matches!(s.model.attention, crate::model::Attention::Dsv4 { .. }) {
+        Some(crate::model::dsv4::DSV4_DEFAULT_MAX_RUNNING_REQUESTS as u32)
+    } else if s.server.speculative_algorithm.is_some() {
+        Some(48)
+    } else {
+        None
+    };
     let requested = spec
         .decode_max_running_requests
         .or(s.server.max_running_requests)
+        .or(hook_default)
         .map(|m| (m / dp).max(1));
     let bytes = match crate::model::dsv4::Dsv4Geometry::of(&s.model.attention, s.model.layers) {
         Some(g) => {
-            let co = g.coefficients(&crate::model::dsv4::Dsv4Schedule::sglang_default(8192));
-            (
-                co.bytes_per_full_token.round() as u64,
-                co.bytes_per_swa_token.map_or(0, |b| b.round() as u64),
-            )
+            let sched = crate::model::dsv4::Dsv4Schedule::sglang_default(8192);
+            let co = g.coefficients(&sched);
+            TransferBytes {
+                full: g.compressed_bytes_per_full_token(sched.page_size).round() as u64,
+                swa: co.bytes_per_swa_token.map_or(0, |b| b.round() as u64),
+                window: u64::from(g.sliding_window),
+                state: g.c128_state_bytes_per_request(&sched),
+                state_period: 128,
+            }
         }
         None => {
             let tokens = |swa: bool| -> u64 {
@@ -70,10 +85,19 @@ fn decode_server_and_kv_bytes(
                     .map(|p| p.bytes_per_token)
                     .sum()
             };
-            (tokens(false), tokens(true))
+            TransferBytes {
+                full: tokens(false),
+                swa: tokens(true),
+                window: match s.model.attention {
+                    crate::model::Attention::GqaSwa { window, .. } => u64::from(window),
+                    _ => 0,
+                },
+                state: 0,
+                state_period: 0,
+            }
         }
     };
-    if bytes == (0, 0) {
+    if bytes.full == 0 && bytes.swa == 0 {
         return Err(at(
             "the KV bytes a transfer sends per token are not known for this model (no per-token pool in its start-up): the transfer cannot be timed".into(),
         ));
@@ -131,12 +155,24 @@ pub fn with_decode_server(
 ) -> Result<crate::scenario::RuntimeSection, InputError> {
     let mut section = section.clone();
     if let Some(pd) = section.pd.as_mut() {
-        let (server, (full, swa)) = decode_server_and_kv_bytes(s, pd)?;
+        let (server, b) = decode_server_and_kv_bytes(s, pd)?;
         pd.decode = Some(server);
-        pd.full_bytes_per_token = full;
-        pd.swa_bytes_per_token = swa;
+        pd.full_bytes_per_token = b.full;
+        pd.swa_bytes_per_token = b.swa;
+        pd.window = b.window;
+        pd.state_bytes_per_request = b.state;
+        pd.state_period = b.state_period;
     }
     Ok(section)
+}
+
+/// What a PD transfer sends of a model, per rank (`timed::PdSend::bytes`).
+struct TransferBytes {
+    full: u64,
+    swa: u64,
+    window: u64,
+    state: u64,
+    state_period: u64,
 }
 
 /// What the PD replay of `spec` leaves out, for the status (`swa`: the model has an SWA

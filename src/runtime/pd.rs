@@ -57,6 +57,15 @@ pub struct PdSpec {
     /// transfer sends only the window's pages of them.
     #[serde(skip)]
     pub swa_bytes_per_token: u64,
+    /// The model's sliding window, tokens (0: the replay's SWA pool's, or none).
+    #[serde(skip)]
+    pub window: u64,
+    /// Request-scoped state a transfer sends (DeepSeek-V4's C128 compress state) unless
+    /// the prompt is a whole number of `state_period` tokens.
+    #[serde(skip)]
+    pub state_bytes_per_request: u64,
+    #[serde(skip)]
+    pub state_period: u64,
 }
 
 impl Default for PdSpec {
@@ -71,6 +80,9 @@ impl Default for PdSpec {
             seed: 0,
             full_bytes_per_token: 0,
             swa_bytes_per_token: 0,
+            window: 0,
+            state_bytes_per_request: 0,
+            state_period: 0,
         }
     }
 }
@@ -181,10 +193,10 @@ pub const DECODE_MAX_RUNNING_ASSUMED: &str = "the decode server's max_running_re
 pub const PD_UNMODELLED: &str = "PD replay: the KV transfer starts at the end of the last prefill chunk (SGLang sends each chunk as it is computed) at runtime.pd.transfer_bandwidth per rank (default: the Mooncake Transfer Engine's published 190 GB/s per 8-GPU node) plus runtime.pd.transfer_latency; a decode server retracts no request (its admission reserves 512 tokens per active request; decode_overflow_steps counts the steps whose KV outgrew the pool) and its overlap scheduler is not modelled (a request joining a busy decode server makes its decode tokens one step later in SGLang: TPOT slightly higher); the prefill server's L3 prefetch starts when the decode server has preallocated (SGLang issues it at the request's arrival) and its metadata buffers (2 x max_running_requests) are not counted";
 
 /// What a PD replay of a sliding-window model leaves out.
-pub const PD_SWA_UNMODELLED: &str = "PD replay of a sliding-window model: the decode server's admission counts its full pool only (SGLang also reserves its SWA pool's tail, `_swa_tail_allocatable_token_budget`), a transfer sends the window's SWA pages (about the window plus one page) beside every full-attention page, and DeepSeek-V4's bytes per token are `DSV4PoolConfigurator`'s under its default schedule (the draft's share left out)";
+pub const PD_SWA_UNMODELLED: &str = "PD replay of a sliding-window model: the decode server's admission counts its full pool only (SGLang also reserves its SWA pool's tail, `_swa_tail_allocatable_token_budget`); DeepSeek-V4's transfer is its compressed pages per token, the window's SWA pages and the C128 state per request under SGLang's default schedule (the draft's pages left out)";
 
 /// What a PD replay with DP attention leaves out of its decode servers.
-pub const PD_DECODE_DP_UNMODELLED: &str = "PD replay with DP attention: a decode server's DP ranks step independently (SGLang syncs their forwards, prepare_mlp_sync_batch) and a rank's decode step is costed on its own batch";
+pub const PD_DECODE_DP_UNMODELLED: &str = "PD replay with DP attention: a decode server's DP ranks step independently (SGLang syncs their forwards, prepare_mlp_sync_batch), a rank's decode step is costed on its own batch, and its ranks are dealt round-robin (a decode server's auto; another --load-balance-method is not applied there); a prefill rank chosen by load is chosen at the preallocation, not at the arrival, and its registration with the bootstrap server is not timed";
 
 /// The figures of a PD replay (`metrics.pd`): where a request's time to first token
 /// goes, and what the decode servers held.

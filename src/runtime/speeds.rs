@@ -227,8 +227,13 @@ impl Speeds {
                 clock: DP_LOCKSTEP,
                 load: (cfg.capacities.dp_balance == crate::runtime::dp::DpBalance::TotalTokens)
                     .then_some(DP_TOKEN_LOAD),
-                publish: (cfg.capacities.dp_balance != crate::runtime::dp::DpBalance::RoundRobin)
-                    .then_some(DP_PUBLISH),
+                // Only the load-reading methods read what the ranks publish.
+                publish: matches!(
+                    cfg.capacities.dp_balance,
+                    crate::runtime::dp::DpBalance::TotalRequests
+                        | crate::runtime::dp::DpBalance::TotalTokens
+                )
+                .then_some(DP_PUBLISH),
                 spec_sync: c
                     .speculative
                     .as_ref()

@@ -127,12 +127,16 @@ pub(crate) struct PdSend {
     pub swa_bytes_per_token: u64,
     /// The window, tokens (0: no SWA pool).
     pub window: u64,
+    /// Request-scoped state a transfer sends besides the pages (DeepSeek-V4's C128
+    /// compress state), unless the prompt is a whole number of `state_period` tokens.
+    pub state_bytes: u64,
+    pub state_period: u64,
 }
 
 impl PdSend {
     /// The bytes a prompt of `input` tokens sends: every page of the per-token pools,
-    /// and of the SWA pools only the pages the window covers (one more for a window
-    /// across a page boundary).
+    /// of the SWA pools only the pages holding its last `window` tokens
+    /// (`ceil(L / P) − floor(max(0, L − W) / P)`), and the request-scoped state.
     pub(crate) fn bytes(&self, input: u64, page_size: u64) -> u64 {
         let ps = page_size.max(1);
         let pages = input.div_ceil(ps);
@@ -140,9 +144,14 @@ impl PdSend {
         let swa_pages = if self.window == 0 {
             0
         } else {
-            pages.min(self.window.div_ceil(ps) + 1)
+            pages - input.saturating_sub(self.window) / ps
         };
-        pages * ps * full + swa_pages * ps * self.swa_bytes_per_token
+        let state = if self.state_period > 0 && !input.is_multiple_of(self.state_period) {
+            self.state_bytes
+        } else {
+            0
+        };
+        pages * ps * full + swa_pages * ps * self.swa_bytes_per_token + state
     }
 
     /// Queues a transfer of `bytes` at `now` (a prefill's end) for the request at trace

@@ -28,11 +28,17 @@
 //! prompt + min(max_new_tokens, 4096) − retractable), where retractable is the running
 //! requests' prompt + output tokens.
 //!
+//! DP attention: a prefill server's ranks run in lockstep (`timed::lockstep`), each
+//! request to the rank of the bootstrap room the router draws for it
+//! (`follow_bootstrap_room`); each decode rank has its own pool and queue, dealt
+//! round-robin. A sliding-window model's prefill servers run the SWA tree
+//! (`timed::swa`).
+//!
 //! Not here (`runtime::pd::PD_UNMODELLED`, in every answer's status): the transfer of each
 //! chunk as it is computed (the whole prompt goes after its last chunk), the bootstrap
-//! handshake's own time (`runtime.pd.transfer_latency`), a decode server's retraction,
-//! its radix cache and HiCache (`--disaggregation-decode-enable-radix-cache`), DP
-//! attention on either side and the SWA tree (refused).
+//! handshake's own time (`runtime.pd.transfer_latency`), a decode server's retraction and
+//! overlap scheduler, its radix cache and HiCache
+//! (`--disaggregation-decode-enable-radix-cache`, refused).
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
@@ -242,7 +248,12 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
                 latency: pd.transfer_latency.0,
                 full_bytes_per_token: full,
                 swa_bytes_per_token: swa,
-                window: cfg.capacities.swa.map_or(0, |p| u64::from(p.window)),
+                window: match pd.window {
+                    0 => cfg.capacities.swa.map_or(0, |p| u64::from(p.window)),
+                    w => w,
+                },
+                state_bytes: pd.state_bytes_per_request,
+                state_period: pd.state_period,
                 ..PdSend::default()
             });
             sims.push(s);
@@ -803,8 +814,19 @@ mod tests {
             window: 128,
             ..PdSend::default()
         };
-        // 1,000 tokens: 16 pages of 64; SWA: 3 pages.
+        // 1,000 tokens: 16 pages of 64; SWA: tokens 872..1000 on pages 13..15 (3).
         assert_eq!(pd.bytes(1000, 64), 16 * 64 * 100 + 3 * 64 * 10);
+        // 1,024 tokens: the window 896..1024 on 2 whole pages.
+        assert_eq!(pd.bytes(1024, 64), 16 * 64 * 100 + 2 * 64 * 10);
+        // Request state, unless the prompt is a whole number of 128-token blocks.
+        let state = PdSend {
+            full_bytes_per_token: 100,
+            state_bytes: 7,
+            state_period: 128,
+            ..PdSend::default()
+        };
+        assert_eq!(state.bytes(1000, 64), 16 * 64 * 100 + 7);
+        assert_eq!(state.bytes(1024, 64), 16 * 64 * 100);
         // 100 tokens: 2 pages, both in the window.
         assert_eq!(pd.bytes(100, 64), 2 * 64 * 100 + 2 * 64 * 10);
         // No SWA pool: the full pages only.
