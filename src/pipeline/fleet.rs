@@ -322,7 +322,19 @@ fn replay_fleet_timed(
     if let Some(e) = err {
         return Err(e);
     }
-    let (mut m, mut figures) = out.map_err(|e| match e {
+    let (mut m, figures) = out.map_err(|e| timed_error(path, e, None))?;
+    set_timed_figures(&mut m, figures, cfg, spec);
+    Ok(m)
+}
+
+/// A timed fleet's or PD deployment's error: the router's at its key, the replay's at
+/// the trace (and `replay_field`, when given).
+pub(super) fn timed_error(
+    path: &str,
+    e: crate::runtime::FleetError,
+    replay_field: Option<&str>,
+) -> InputError {
+    match e {
         crate::runtime::FleetError::Router(r) => {
             let field = match r {
                 router::RouterError::TreeFull { .. } => "runtime.router.max_tree_size",
@@ -330,8 +342,24 @@ fn replay_fleet_timed(
             };
             InputError::new("runtime.router", r.to_string()).field(field)
         }
-        crate::runtime::FleetError::Replay(r) => InputError::new(path, r.to_string()),
-    })?;
+        crate::runtime::FleetError::Replay(r) => {
+            let e = InputError::new(path, r.to_string());
+            match replay_field {
+                Some(f) => e.field(f),
+                None => e,
+            }
+        }
+    }
+}
+
+/// The router's figures of a timed replay completed (imbalances, engines, the engines'
+/// DP ranks and their method) and set in `m`.
+pub(super) fn set_timed_figures(
+    m: &mut ReplayMetrics,
+    mut figures: RouterFigures,
+    cfg: &ReplayConfig,
+    spec: &RouterSpec,
+) {
     figures.request_imbalance = router::max_over_mean(figures.assigned.iter().copied());
     figures.token_imbalance = router::max_over_mean(m.engines.iter().map(|e| e.input_tokens));
     figures.engines = spec.engines;
@@ -343,7 +371,6 @@ fn replay_fleet_timed(
         figures.dp_balance = Some(cfg.capacities.dp_balance.id().to_string());
     }
     m.router = Some(figures);
-    Ok(m)
 }
 
 /// The spec the router runs: its workers are the engines, or with `dp_aware` every

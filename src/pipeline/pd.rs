@@ -4,28 +4,20 @@
 
 use crate::error::InputError;
 use crate::runtime::pd::{DECODE_MAX_RUNNING_ASSUMED, DecodeServer, PD_UNMODELLED, PdSpec};
-use crate::runtime::router::{self, RouterSpec};
+use crate::runtime::router::RouterSpec;
 use crate::runtime::{ReplayConfig, ReplayMetrics, Timing};
 use crate::scenario::Scenario;
 use crate::workload::read::{TraceOptions, open_trace_with};
 
 /// The decode server of `s`'s deployment: the same launch with `--disaggregation-mode
 /// decode`, its radix cache off and no HiCache (`handle_pd_disaggregation`'s default),
-/// sized as the start-up sizes it (its pool per rank, `release::PdRoles`' reserve).
-pub fn decode_server(s: &Scenario, spec: &PdSpec) -> Result<DecodeServer, InputError> {
-    Ok(decode_server_and_kv_bytes(s, spec)?.0)
-}
-
-/// [`decode_server`], and the bytes per token, per rank, a transfer sends: of the pools
-/// every token is in, and of the SWA pools (only the window's pages of which are
-/// sent). DeepSeek-V4's from `DSV4PoolConfigurator`'s coefficients under SGLang's
-/// default schedule (`_get_bytes_per_full_token`, `_get_bytes_per_swa_token`; before
-/// 0.5.21 the SWA share is inside the full token's); other models' from the start-up's
-/// per-token pools (SGLang labels the SWA ones `swa`).
-fn decode_server_and_kv_bytes(
-    s: &Scenario,
-    spec: &PdSpec,
-) -> Result<(DecodeServer, TransferBytes), InputError> {
+/// sized as the start-up sizes it (its pool per rank, `release::PdRoles`' reserve); and
+/// what a transfer sends per rank. DeepSeek-V4: its compressed pages per token
+/// (`_compressed_bytes_per_full_token`), its window's SWA pages
+/// (`_get_bytes_per_swa_token`) and its C128 state per request
+/// (`prefill.py: _request_state_payload`), under SGLang's default schedule (0.5.23);
+/// other models: the start-up's per-token pools (SGLang labels the SWA ones `swa`).
+fn decode_server(s: &Scenario, spec: &PdSpec) -> Result<(DecodeServer, TransferBytes), InputError> {
     let at = |m: String| InputError::new("runtime.pd", m);
     if !s.server.disaggregation_mode.is_prefill() {
         return Err(at(
@@ -155,7 +147,7 @@ pub fn with_decode_server(
 ) -> Result<crate::scenario::RuntimeSection, InputError> {
     let mut section = section.clone();
     if let Some(pd) = section.pd.as_mut() {
-        let (server, b) = decode_server_and_kv_bytes(s, pd)?;
+        let (server, b) = decode_server(s, pd)?;
         pd.decode = Some(server);
         pd.full_bytes_per_token = b.full;
         pd.swa_bytes_per_token = b.swa;
@@ -227,29 +219,10 @@ pub(super) fn replay_pd(
     if let Some(e) = err {
         return Err(e);
     }
-    let (mut m, figures) = out.map_err(|e| match e {
-        crate::runtime::FleetError::Router(r) => {
-            let field = match r {
-                router::RouterError::TreeFull { .. } => "runtime.router.max_tree_size",
-                router::RouterError::TooManyPages => "runtime.trace",
-            };
-            InputError::new("runtime.router", r.to_string()).field(field)
-        }
-        crate::runtime::FleetError::Replay(r) => {
-            InputError::new(path, r.to_string()).field("runtime.pd")
-        }
-    })?;
-    if let (Some(mut f), Some(r)) = (figures, router) {
-        f.request_imbalance = router::max_over_mean(f.assigned.iter().copied());
-        f.token_imbalance = router::max_over_mean(m.engines.iter().map(|e| e.input_tokens));
-        f.engines = r.engines;
-        f.dp_ranks = cfg.capacities.dp_ranks.max(1);
-        f.dp_aware = false;
-        if f.dp_ranks > 1 && cfg.capacities.dp_balance != crate::runtime::dp::DpBalance::RoundRobin
-        {
-            f.dp_balance = Some(cfg.capacities.dp_balance.id().to_string());
-        }
-        m.router = Some(f);
+    let (mut m, figures) =
+        out.map_err(|e| super::fleet::timed_error(path, e, Some("runtime.pd")))?;
+    if let (Some(f), Some(r)) = (figures, router) {
+        super::fleet::set_timed_figures(&mut m, f, cfg, r);
     }
     Ok(m)
 }

@@ -134,8 +134,9 @@ pub(crate) struct PdSend {
 }
 
 impl PdSend {
-    /// The bytes a prompt of `input` tokens sends: every page of the per-token pools,
-    /// of the SWA pools only the pages holding its last `window` tokens
+    /// The bytes a prompt of `input` tokens sends (`disaggregation/prefill.py:
+    /// send_kv_chunk` and `_request_state_payload`, 0.5.23): every page of the per-token
+    /// pools, of the SWA pools only the pages holding its last `window` tokens
     /// (`ceil(L / P) − floor(max(0, L − W) / P)`), and the request-scoped state.
     pub(crate) fn bytes(&self, input: u64, page_size: u64) -> u64 {
         let ps = page_size.max(1);
@@ -537,20 +538,7 @@ fn set_time_figures(
 /// clock, so the TTFTs pool and the makespan is the last rank's): the ranks' counters
 /// merged by [`super::dp::merge`], each rank's own figures kept in `ranks`.
 pub(crate) fn merge_ranks(ends: Vec<RunEnd>) -> ReplayMetrics {
-    let mut ttft = Vec::new();
-    let mut sums = TtftSums::default();
-    let (mut tpot, mut end) = ((0.0, 0u64), 0);
-    let mut ranks = Vec::with_capacity(ends.len());
-    for e in ends {
-        ttft.extend_from_slice(&e.ttft);
-        sums.merge(&e.sums);
-        tpot = (tpot.0 + e.tpot.0, tpot.1 + e.tpot.1);
-        end = end.max(e.end);
-        ranks.push(e.figures().0);
-    }
-    let mut m = super::dp::merge(ranks);
-    set_time_figures(&mut m, &mut ttft, &sums, tpot, end);
-    m
+    merge_ends(ends).figures().0
 }
 
 /// One engine's end from its DP-attention ranks' (one clock): their counters merged by
@@ -632,6 +620,19 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
     Ok(sim.finish().figures())
 }
 
+/// The cost model of `cfg`'s compute (a bad `compute` is the config's error).
+fn cost_model(cfg: &ReplayConfig) -> Result<CostModel, ReplayError> {
+    CostModel::new(
+        &cfg.scheduler.compute,
+        cfg.scheduler.prefill_tokens_per_s,
+        cfg.scheduler.decode_tokens_per_s,
+    )
+    .map_err(|e| ReplayError::InvalidConfig {
+        field: "compute",
+        message: e.to_string(),
+    })
+}
+
 /// Checks request `i` of the trace (its pages, its arrival not before the previous one)
 /// and returns when the scheduler sees it: once the TokenizerManager has encoded it (at
 /// once for token ids); its TTFT still runs from the client's send.
@@ -688,15 +689,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         times: bool,
         lockstep: bool,
     ) -> Result<Self, ReplayError> {
-        let cost = CostModel::new(
-            &cfg.scheduler.compute,
-            cfg.scheduler.prefill_tokens_per_s,
-            cfg.scheduler.decode_tokens_per_s,
-        )
-        .map_err(|e| ReplayError::InvalidConfig {
-            field: "compute",
-            message: e.to_string(),
-        })?;
+        let cost = cost_model(cfg)?;
         Ok(Sim {
             s: Session::<R>::new(cfg),
             q: EventQueue::new(),

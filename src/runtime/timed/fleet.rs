@@ -29,7 +29,7 @@ use crate::workload::Request;
 
 use super::Sim;
 use super::lockstep::Lockstep;
-use super::rank::{Dispatch, Rank, RankFeed};
+use super::rank::{Dispatch, Rank, RankFeed, check_arrival};
 
 /// Why a timed fleet replay stopped: the router's or an engine's error.
 #[derive(Debug, thiserror::Error)]
@@ -107,17 +107,7 @@ fn run_engines<I: Iterator<Item = Request>, S: Rank>(
             && next_event.is_none_or(|t| r.arrival_ns <= t)
         {
             let (i, r) = src.next().expect("peeked");
-            if r.arrival_ns < prev_arrival {
-                // The engines check their own arrivals; the trace's order is checked here.
-                return Err(ReplayError::ArrivalOutOfOrder {
-                    index: i as u64,
-                    id: r.id,
-                    arrival_ns: r.arrival_ns,
-                    previous_ns: prev_arrival,
-                }
-                .into());
-            }
-            prev_arrival = r.arrival_ns;
+            check_arrival(i as u64, &r, &mut prev_arrival)?;
             text.set(&r.page_hashes)?;
             // Sent and not finished: what the engine holds, and what waits in its feed
             // behind a request it has not seen yet (tokenizing, or sent at the same
@@ -225,27 +215,14 @@ fn run_dp_engines<I: Iterator<Item = Request>, S: Rank>(
             && next_event.is_none_or(|t| r.arrival_ns <= t)
         {
             let (i, r) = src.next().expect("peeked");
-            if r.arrival_ns < prev_arrival {
-                return Err(ReplayError::ArrivalOutOfOrder {
-                    index: i as u64,
-                    id: r.id,
-                    arrival_ns: r.arrival_ns,
-                    previous_ns: prev_arrival,
-                }
-                .into());
-            }
-            prev_arrival = r.arrival_ns;
+            check_arrival(i as u64, &r, &mut prev_arrival)?;
             text.set(&r.page_hashes)?;
             // The router's load of an engine: its requests sent and not finished,
             // those still in its ranks' feeds too.
             {
-                let q = &d.borrow().queues;
+                let q = d.borrow();
                 for (e, l) in loads.iter_mut().enumerate() {
-                    let queued: usize = q[e * ranks..(e + 1) * ranks]
-                        .iter()
-                        .map(VecDeque::len)
-                        .sum();
-                    *l = engines[e].in_flight() + queued as u32;
+                    *l = engines[e].in_flight() + q.queued(e, ranks);
                 }
             }
             let e = usize::from(router.route_with_loads(&text.text, &loads)?);

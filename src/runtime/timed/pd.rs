@@ -59,7 +59,7 @@ use crate::workload::Request;
 
 use super::fleet::FleetError;
 use super::lockstep::Lockstep;
-use super::rank::{Dispatch, Rank, RankFeed};
+use super::rank::{Dispatch, Rank, RankFeed, check_arrival};
 use super::{PdSend, Sim};
 
 /// Replays `requests` on the PD deployment: the prefill servers' figures (each engine's
@@ -264,17 +264,7 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
             Prefill::One(sims.pop().expect("one rank"))
         });
     }
-    let cost = || {
-        CostModel::new(
-            &cfg.scheduler.compute,
-            cfg.scheduler.prefill_tokens_per_s,
-            cfg.scheduler.decode_tokens_per_s,
-        )
-        .map_err(|e| ReplayError::InvalidConfig {
-            field: "compute",
-            message: e.to_string(),
-        })
-    };
+
     // Each decode server's DP-attention ranks (the same launch's `--dp`), each with its
     // own pool and preallocation queue, server-major; the server's controller deals its
     // requests round-robin (a PD decode server's `auto`).
@@ -284,7 +274,7 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
         decode.push(DecodeEngine::new(
             server,
             pd.num_reserved_decode_tokens,
-            cost()?,
+            super::cost_model(cfg)?,
         ));
     }
     let mut dealt = vec![0u64; servers];
@@ -318,27 +308,14 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
         {
             let (i, r) = src.next().expect("peeked");
             let i = i as u64;
-            if r.arrival_ns < prev_arrival {
-                return Err(ReplayError::ArrivalOutOfOrder {
-                    index: i,
-                    id: r.id,
-                    arrival_ns: r.arrival_ns,
-                    previous_ns: prev_arrival,
-                }
-                .into());
-            }
-            prev_arrival = r.arrival_ns;
+            check_arrival(i, &r, &mut prev_arrival)?;
             let now = r.arrival_ns;
             let e = match router.as_mut() {
                 Some(router) => {
                     text.set(&r.page_hashes)?;
-                    let q = &d.borrow().queues;
+                    let q = d.borrow();
                     for (e, l) in loads.iter_mut().enumerate() {
-                        let queued: usize = q[e * ranks..(e + 1) * ranks]
-                            .iter()
-                            .map(VecDeque::len)
-                            .sum();
-                        *l = prefill[e].in_flight() + queued as u32 + awaiting[e];
+                        *l = prefill[e].in_flight() + q.queued(e, ranks) + awaiting[e];
                     }
                     usize::from(router.route_with_loads(&text.text, &loads)?)
                 }

@@ -27,6 +27,32 @@ pub(super) struct Dispatch<I> {
     pub(super) queues: Vec<VecDeque<(u64, Request)>>,
 }
 
+impl<I> Dispatch<I> {
+    /// Requests waiting in the feeds of engine `e`'s `ranks` ranks (engine-major).
+    pub(super) fn queued(&self, e: usize, ranks: usize) -> u32 {
+        self.queues[e * ranks..(e + 1) * ranks]
+            .iter()
+            .map(VecDeque::len)
+            .sum::<usize>() as u32
+    }
+}
+
+/// A driver that reads the trace itself (a router's, a PD deployment's) checks its
+/// order: request `index` may not arrive before the one read before it (`prev`, then
+/// set to its arrival). Each replay checks its own arrivals too.
+pub(super) fn check_arrival(index: u64, r: &Request, prev: &mut Nanos) -> Result<(), ReplayError> {
+    if r.arrival_ns < *prev {
+        return Err(ReplayError::ArrivalOutOfOrder {
+            index,
+            id: r.id,
+            arrival_ns: r.arrival_ns,
+            previous_ns: *prev,
+        });
+    }
+    *prev = r.arrival_ns;
+    Ok(())
+}
+
 /// One rank's view of the [`Dispatch`].
 pub(super) struct RankFeed<I> {
     pub(super) d: Rc<RefCell<Dispatch<I>>>,

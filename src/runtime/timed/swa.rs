@@ -160,15 +160,7 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
         let pool = cfg.capacities.swa.expect("an SWA pool");
         let chunk = u64::from(cfg.scheduler.compute.chunked_prefill_size);
         super::super::swa_req::check_chunk(chunk, cfg.capacities.page_size)?;
-        let cost = CostModel::new(
-            &cfg.scheduler.compute,
-            cfg.scheduler.prefill_tokens_per_s,
-            cfg.scheduler.decode_tokens_per_s,
-        )
-        .map_err(|e| ReplayError::InvalidConfig {
-            field: "compute",
-            message: e.to_string(),
-        })?;
+        let cost = super::cost_model(cfg)?;
         Ok(Sim {
             cfg: cfg.clone(),
             t: SwaRadixTree::new(SwaTreeConfig {
