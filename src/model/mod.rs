@@ -19,6 +19,7 @@ pub mod hf_config;
 mod kv_default;
 pub mod multimodal;
 pub mod offload;
+pub mod offload_dense;
 mod parallel;
 mod presets;
 pub mod quant;

@@ -7,7 +7,8 @@
 //! Everything here is per rank: the offloader is a process-wide singleton
 //! (`utils/offloader.py: _instance`, 0.5.14–0.5.23), one per rank process. Modelled:
 //! DeepSeek-V2-family checkpoints (`DeepseekV2Model`: DeepSeek-V2/V3/V3.2, Kimi-K2,
-//! GLM-5.x, Mistral-Large-3) whose experts are bf16 or fp8, PP 1, EP 1.
+//! GLM-5.x, Mistral-Large-3) whose experts are bf16 or fp8, PP 1, EP 1; OffloaderV1 also
+//! for the dense Llama-style decoders (`super::offload_dense`).
 
 use serde::Serialize;
 use serde_json::Value;
@@ -440,15 +441,15 @@ pub fn v2_figures(
 
 /// One parameter of a decoder layer: its bytes, and whether it is MLA's `kv_b_proj`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Param {
-    bytes: u64,
-    kv_b: bool,
+pub(crate) struct Param {
+    pub(crate) bytes: u64,
+    pub(crate) kv_b: bool,
 }
 
 /// A linear layer's parameters `[out, in]` in `format`: the weight, then (fp8 block) its
 /// `weight_scale_inv` of `⌈out/128⌉ × ⌈in/128⌉` fp32 (`layers/quantization/fp8.py:
 /// Fp8LinearMethod.create_weights`).
-fn linear(out: u64, inp: u64, format: WeightFormat, kv_b: bool, to: &mut Vec<Param>) {
+pub(crate) fn linear(out: u64, inp: u64, format: WeightFormat, kv_b: bool, to: &mut Vec<Param>) {
     let (w, scale) = match format {
         WeightFormat::Fp8Block => (out * inp, out.div_ceil(128) * inp.div_ceil(128) * 4),
         WeightFormat::Fp8PerTensor => (out * inp, 4),
@@ -586,16 +587,34 @@ fn layer_params(
 }
 
 /// OffloaderV1 on one rank of a PP-1 DeepSeek-V2-family model
-/// (`utils/offloader.py: OffloaderV1.maybe_offload_to_cpu`, 0.5.14–0.5.23): layer by
-/// layer from the stage's first, every parameter in order (those `resident` keeps
-/// skipped) while fewer than `max_bytes` are offloaded — the check comes before each
-/// parameter, so the budget is overshot by at most one — each into its own pinned
-/// tensor. No prefetch: the GPU keeps none of them at `Load weight end`.
+/// (`utils/offloader.py: OffloaderV1.maybe_offload_to_cpu`, 0.5.14–0.5.23): see
+/// [`v1_walk`], over `DeepseekV2DecoderLayer`'s parameters.
 pub fn v1_figures(
     d: &DeepseekLayers,
     layout: &ParallelLayout,
     format: WeightFormat,
     fused: u64,
+    max_bytes: u64,
+    resident: CpuOffloadResident,
+) -> OffloadFigures {
+    v1_walk(
+        (0..d.moe_layers.len()).map(|l| layer_params(d, l, layout, format, fused)),
+        max_bytes,
+        resident,
+    )
+}
+
+/// OffloaderV1 over a stage's decoder layers, each given as its parameters in
+/// `module.parameters()` order (`utils/offloader.py: OffloaderV1.maybe_offload_to_cpu`,
+/// 0.5.14–0.5.23, called by `utils/common.py: make_layers` for every layer it builds):
+/// layer by layer from the first, every parameter in order (those `resident` keeps
+/// skipped) while fewer than `max_bytes` are offloaded — the check comes before each
+/// parameter, so the budget is overshot by at most one — each into its own pinned
+/// tensor. No prefetch: the GPU keeps none of them at `Load weight end`, and the GPU
+/// gains each one's bytes plus, for a tensor above 1 MiB, the 1 MiB of allocator rounding
+/// the load charges it ([`V1_ROUNDING_PER_LARGE_TENSOR`]).
+pub(crate) fn v1_walk(
+    layers: impl Iterator<Item = Vec<Param>>,
     max_bytes: u64,
     resident: CpuOffloadResident,
 ) -> OffloadFigures {
@@ -609,12 +628,12 @@ pub fn v1_figures(
         gpu_offloaded_bytes: 0,
         gpu_prefetched_bytes: 0,
     };
-    'layers: for l in 0..d.moe_layers.len() {
+    'layers: for (l, params) in layers.enumerate() {
         if f.host_logical_bytes >= max_bytes {
             break;
         }
         let mut moved = false;
-        for p in layer_params(d, l, layout, format, fused) {
+        for p in params {
             if p.kv_b && resident == CpuOffloadResident::MlaKvB {
                 continue;
             }
@@ -627,15 +646,26 @@ pub fn v1_figures(
             f.host_logical_bytes += p.bytes;
             f.host_pinned_bytes += pinned_size(p.bytes);
             f.tensors += 1;
+            if p.bytes > 1 << 20 {
+                f.gpu_offloaded_bytes += V1_ROUNDING_PER_LARGE_TENSOR;
+            }
             moved = true;
         }
         if moved {
             f.layers.push(l as u32);
         }
     }
-    f.gpu_offloaded_bytes = f.host_logical_bytes;
+    f.gpu_offloaded_bytes += f.host_logical_bytes;
     f
 }
+
+/// The device memory the load charges a tensor above 1 MiB beyond its bytes
+/// ([`super::LOAD_BYTES_PER_LAYER`]: the caching allocator's 2 MiB rounding, 1 MiB on
+/// average, four such tensors a layer), which leaves the GPU with the tensor when
+/// OffloaderV1 moves it: V1 moves each parameter as the layer is built (`p.data =
+/// cpu_data`), so its block is free when `load_model`'s `empty_cache` runs. (V2 moves
+/// experts after the load; its figures count their bytes only.)
+pub const V1_ROUNDING_PER_LARGE_TENSOR: u64 = super::LOAD_BYTES_PER_LAYER / 4;
 
 /// What a scenario's offload flags do at start-up.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

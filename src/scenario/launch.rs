@@ -540,6 +540,12 @@ fn to_fields(launch: Launch, release: Release, p: &Parsed) -> LaunchArgs {
                     .insert("enable_dp_attention".into(), Value::Bool(true));
                 out.fields.entry("dp_size").or_insert(Value::from(n));
             }
+        } else if g.dest == "dtype"
+            && matches!(v.as_str(), Some("auto" | "half" | "float16" | "bfloat16"))
+        {
+            // A 16-bit `--dtype` (`model_config.py: _get_and_verify_dtype`) keeps every
+            // unquantised weight and an `auto` KV cache at 2 bytes, as the catalogue
+            // counts them: nothing moves (`float` / `float32` would double them).
         } else if !out.not_modelled.iter().any(|n| n.dest == g.dest) {
             out.not_modelled.push(NotModelled {
                 flag: g.typed.clone(),
@@ -722,6 +728,32 @@ pub fn check_model_path(path: &str, model: Option<&str>) -> Result<Option<String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A 16-bit `--dtype` moves no byte (no warning); `float32` doubles the weights and
+    /// stays a named unmodelled flag.
+    #[test]
+    fn a_16_bit_dtype_is_modelled_float32_is_not() {
+        for d in ["half", "float16", "bfloat16", "auto"] {
+            let a = parse_launch(
+                &format!("python -m sglang.launch_server --model-path m --dtype {d}"),
+                Release::V0_5_23,
+                "s.yaml",
+                None,
+            )
+            .unwrap();
+            assert!(a.not_modelled.is_empty(), "{d}: {:?}", a.not_modelled);
+            assert!(a.notes.is_empty(), "{d}: {:?}", a.notes);
+        }
+        let a = parse_launch(
+            "python -m sglang.launch_server --model-path m --dtype float32",
+            Release::V0_5_23,
+            "s.yaml",
+            None,
+        )
+        .unwrap();
+        assert_eq!(a.not_modelled[0].dest, "dtype");
+        assert!(a.not_modelled[0].memory_effect.is_some());
+    }
 
     #[test]
     fn parses_a_real_command() {

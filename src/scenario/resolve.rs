@@ -927,10 +927,25 @@ fn resolve_offload(
                     None,
                 ))
             }
-            _ => not_modelled(format!(
-                "the parameter order of {} decoder layers (modelled: the DeepSeek-V2 family)",
-                hf.architecture
-            )),
+            Offloader::V1 { max_bytes } => match &hf.dense_layers {
+                Some(dense) if v1_format_modelled(format) => Ok((
+                    OffloadEffect::Modelled(crate::model::offload_dense::v1_dense_figures(
+                        dense,
+                        layout,
+                        format,
+                        max_bytes,
+                        version.release_rules().cpu_offload_resident,
+                    )),
+                    None,
+                )),
+                Some(_) => not_modelled(format!("the parameters of a {} checkpoint", format.key())),
+                None => not_modelled(format!(
+                    "the parameter order of {} decoder layers (modelled: the DeepSeek-V2 family and {})",
+                    hf.architecture,
+                    crate::model::offload_dense::DENSE_LLAMA_FAMILY.join(", ")
+                )),
+            },
+            Offloader::Noop => unreachable!("returned above"),
         };
     };
     let routed_own = hf.params.routed_expert_format.is_some();
@@ -974,11 +989,7 @@ fn resolve_offload(
             .map_err(refuse)?
         }
         Offloader::V1 { max_bytes } => {
-            if !matches!(
-                format,
-                crate::model::quant::WeightFormat::Bf16
-                    | crate::model::quant::WeightFormat::Fp8Block
-            ) {
+            if !v1_format_modelled(format) {
                 return not_modelled(format!("the parameters of a {} checkpoint", format.key()));
             }
             off::v1_figures(
@@ -996,6 +1007,13 @@ fn resolve_offload(
         "warning: --cpu-offload-gb and --offload-group-size are both given: SGLang builds OffloaderV1 (`create_offloader` checks `cpu_offload_gb > 0` first) and ignores --offload-group-size / --offload-num-in-group / --offload-prefetch-step".to_string()
     });
     Ok((OffloadEffect::Modelled(figures), note))
+}
+
+/// Checkpoint formats whose linear parameters `offload::linear` lists (bf16, and fp8
+/// with its 128 × 128 block scales): OffloaderV1 is modelled for these.
+fn v1_format_modelled(format: crate::model::quant::WeightFormat) -> bool {
+    use crate::model::quant::WeightFormat;
+    matches!(format, WeightFormat::Bf16 | WeightFormat::Fp8Block)
 }
 
 /// The checkpoint's own format: the config's, else the preset's default (which a

@@ -190,7 +190,11 @@ fn the_host_margin_shrinks_by_every_local_ranks_pinned_offload() {
 /// its w13 (943,194,112 B) while still under: 21,618,991,104 B, one parameter past the
 /// budget, 313 tensors. Under 0.5.21+ the 18 layers' `kv_b_proj` (2,097,152 B + its
 /// 512 B of scales each) stay: 21,618,991,104 − 18 × 2,097,664 = 21,581,233,152 B.
-/// Pinned, per tensor rounded up: 24,635,353,088 B (0.5.20) and 24,597,595,136 B.
+/// Pinned, per tensor rounded up: 24,635,353,088 B (0.5.20) and 24,597,595,136 B. The
+/// GPU also gets back 1 MiB of allocator rounding per moved tensor above 1 MiB: six a
+/// dense layer (fused_qkv_a, q_b, kv_b, o, gate_up, down), seven a MoE layer (the four of
+/// attention, the router, w13, w2), six of layer 17: 3 × 6 + 14 × 7 + 6 = 122 MiB on
+/// 0.5.20 (21,746,917,376 B freed), 18 fewer (the kept kv_b) on 0.5.21.
 #[test]
 fn cpu_offload_gb_moves_whole_parameters_and_keeps_kv_b_from_0_5_21() {
     let dir = tempfile::tempdir().unwrap();
@@ -209,15 +213,16 @@ fn cpu_offload_gb_moves_whole_parameters_and_keeps_kv_b_from_0_5_21() {
     assert_eq!(f20.layers, (0..18).collect::<Vec<u32>>());
     assert_eq!(f20.host_pinned_bytes, 24_635_353_088);
     assert_eq!(host20, 24_635_353_088);
-    assert_eq!(f20.gpu_freed_bytes(), 21_618_991_104);
+    assert_eq!(f20.gpu_freed_bytes(), 21_618_991_104 + 122 * (1 << 20));
     let (f21, tokens21, _) = fig("0.5.21");
     assert_eq!(f21.host_logical_bytes, 21_581_233_152);
     assert_eq!(f21.tensors, 313 - 36);
     assert_eq!(f21.host_pinned_bytes, 24_597_595_136);
+    assert_eq!(f21.gpu_freed_bytes(), 21_581_233_152 + 104 * (1 << 20));
     // The device pool (70,272 B a token: 576 × 2 B × 61 layers) gains the freed bytes:
-    // 21,618,991,104 / 70,272 = 307,647.6 tokens on 0.5.20 (634,816 → 942,464: 4,807
-    // pages of 64 = 307,648, both ends whole pages); 0.5.21's pool is 37,757,952 / 70,272
-    // = 537.3 tokens smaller: 941,888, 9 pages less.
+    // 21,746,917,376 / 70,272 = 309,467.7 tokens on 0.5.20 (634,816 → 944,256: the
+    // whole pages of 64 below 944,283.7); 0.5.21 frees 56,632,320 B (805.9 tokens) less:
+    // 943,477.8, whole pages 943,424.
     let base = load_scenario(
         &path,
         &["server.cpu_offload_gb=0".into()],
@@ -226,8 +231,8 @@ fn cpu_offload_gb_moves_whole_parameters_and_keeps_kv_b_from_0_5_21() {
     .unwrap();
     assert_eq!(base.offload, OffloadEffect::Off);
     assert_eq!(plan_for(&base).unwrap().device_tokens, 634_816);
-    assert_eq!(tokens20, 942_464);
-    assert_eq!(tokens21, 941_888);
+    assert_eq!(tokens20, 944_256);
+    assert_eq!(tokens21, 943_424);
 }
 
 /// What SGLang cannot start with is an error at the field (exit 2, SGLang's reason);
@@ -367,17 +372,18 @@ fn offload_arguments_sglang_cannot_start_with() {
     );
 }
 
-/// `--cpu-offload-gb` on a model outside the DeepSeek-V2 family (OffloaderV1 moves whole
-/// parameters in the decoder layers' order, which is modelled for that family only) was
-/// a plain `ok` in `check`, the figures those of no offload: now `unverified`, naming the
-/// flag and which way the margins move; `--strict` fails it (exit 1).
+/// `--cpu-offload-gb` on a model whose decoder layers are not modelled (Qwen3-MoE:
+/// OffloaderV1 moves whole parameters in the layers' order, modelled for the DeepSeek-V2
+/// family and the dense Llama-style decoders) was a plain `ok` in `check`, the figures
+/// those of no offload: now `unverified`, naming the flag and which way the margins move;
+/// `--strict` fails it (exit 1).
 #[test]
 fn unmodelled_cpu_offload_is_never_a_plain_ok() {
     let dir = tempfile::tempdir().unwrap();
     let f = launch_file(
         dir.path(),
         "qwen.sh",
-        "python -m sglang.launch_server --model-path Qwen/Qwen3-32B --tp 8 --cpu-offload-gb 8",
+        "python -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B --tp 8 --cpu-offload-gb 8",
     );
     let out = run(
         &[
@@ -391,7 +397,7 @@ fn unmodelled_cpu_offload_is_never_a_plain_ok() {
     let why = rows[0]["unverified"][0].as_str().unwrap();
     assert!(
         why.starts_with("--cpu-offload-gb: weight offload is not modelled here")
-            && why.contains("Qwen3ForCausalLM")
+            && why.contains("Qwen3MoeForCausalLM")
             && why.contains("the real host margin is smaller and the device pool larger"),
         "{why}"
     );
@@ -404,11 +410,55 @@ fn unmodelled_cpu_offload_is_never_a_plain_ok() {
     let plain = launch_file(
         dir.path(),
         "plain.sh",
-        "python -m sglang.launch_server --model-path Qwen/Qwen3-32B --tp 8",
+        "python -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B --tp 8",
     );
     let out = run(
         &[
             "check", &plain, "--sglang", "0.5.23", "--runs", "3", "--format", "json",
+        ],
+        dir.path(),
+    );
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows[0]["status"], "ok", "{rows}");
+}
+
+/// `--cpu-offload-gb 8` on Qwen3-32B (TP8, bf16; hidden 5,120, 64 heads and 8 KV heads of
+/// 128, intermediate 25,600, 64 layers), by hand per rank and layer: q_norm, k_norm 256 B
+/// each; qkv (8 + 2 × 1) × 128 = 1,280 × 5,120 × 2 = 13,107,200; o 5,120 × 1,024 × 2 =
+/// 10,485,760; gate_up 6,400 × 5,120 × 2 = 65,536,000; down 5,120 × 3,200 × 2 =
+/// 32,768,000; two norms of 10,240: 121,917,952 B. All 64 layers fit the 8 GiB budget
+/// (7,802,748,928 B, 512 tensors); pinned, each rounded up to a power of two: 134,251,008
+/// a layer, 8,592,064,512; the GPU also gets back 1 MiB of allocator rounding for each of
+/// the four tensors above 1 MiB a layer: 7,802,748,928 + 256 MiB = 8,071,184,384 B. Modelled
+/// now: `check` says `ok`, and the device pool grows by the freed bytes (32,768 B a
+/// token: 64 layers × 2 × 1 × 128 × 2 B, KV heads replicated to one a rank).
+#[test]
+fn cpu_offload_gb_on_a_dense_qwen3_moves_its_layers() {
+    let dir = tempfile::tempdir().unwrap();
+    let cmd =
+        "python -m sglang.launch_server --model-path Qwen/Qwen3-32B --tp 8 --cpu-offload-gb 8";
+    let path = scenario(dir.path(), "q", cmd);
+    let s = load_scenario(&path, &[], Some("0.5.23".parse().unwrap())).unwrap();
+    let f = s.offload.figures().cloned().unwrap();
+    assert_eq!(f.offloader, "v1");
+    assert_eq!(f.layers, (0..64).collect::<Vec<u32>>());
+    assert_eq!(f.tensors, 512);
+    assert_eq!(f.host_logical_bytes, 64 * 121_917_952);
+    assert_eq!(f.host_pinned_bytes, 64 * 134_251_008);
+    assert_eq!(f.gpu_freed_bytes(), 8_071_184_384);
+    let tokens = plan_for(&s).unwrap().device_tokens;
+    let base = load_scenario(
+        &path,
+        &["server.cpu_offload_gb=0".into()],
+        Some("0.5.23".parse().unwrap()),
+    )
+    .unwrap();
+    let base_tokens = plan_for(&base).unwrap().device_tokens;
+    assert_eq!(tokens - base_tokens, 246_313); // 8,071,184,384 / 32,768 = 246,313.0
+    let f = launch_file(dir.path(), "q.sh", cmd);
+    let out = run(
+        &[
+            "check", &f, "--sglang", "0.5.23", "--runs", "3", "--format", "json",
         ],
         dir.path(),
     );

@@ -1,0 +1,201 @@
+//! `--cpu-offload-gb` (OffloaderV1) on the dense Llama-style decoders: the parameters of
+//! `LlamaDecoderLayer`, `Qwen2DecoderLayer` and `Qwen3DecoderLayer` in the order
+//! `module.parameters()` yields them, so [`super::offload::v1_walk`] stops where SGLang's
+//! budget check stops. Every one of these models builds its layers through
+//! `utils/common.py: make_layers`, which hands each to the offloader (0.5.14–0.5.23).
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::offload::{CpuOffloadResident, OffloadFigures, Param, linear, v1_walk};
+use super::parallel::ParallelLayout;
+use super::quant::WeightFormat;
+
+/// The decoder layers of a dense Llama-style checkpoint, as its SGLang model file builds
+/// them (from the text config).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DenseLayers {
+    pub architecture: String,
+    pub layers: u32,
+    pub hidden: u64,
+    pub heads: u64,
+    pub kv_heads: u64,
+    pub head_dim: u64,
+    pub intermediate: u64,
+    /// `qkv_proj` has a bias (`Qwen2Attention`: always; Llama: `attention_bias` or
+    /// `bias`; Qwen3: `attention_bias`).
+    pub qkv_bias: bool,
+    /// `o_proj` has a bias (Llama and Qwen3: the same flag as `qkv_proj`; Qwen2: never).
+    pub o_bias: bool,
+    /// `Qwen3Attention.q_norm` / `k_norm` (RMSNorm over `head_dim`), registered first.
+    pub qk_norm: bool,
+}
+
+/// Architectures read here and the model file that builds them (0.5.14–0.5.23):
+/// `models/llama.py` (`MistralForCausalLM` in `mistral.py` is a subclass),
+/// `models/qwen2.py`, `models/qwen3.py`.
+pub const DENSE_LLAMA_FAMILY: &[&str] = &[
+    "LlamaForCausalLM",
+    "MistralForCausalLM",
+    "Qwen2ForCausalLM",
+    "Qwen3ForCausalLM",
+];
+
+impl DenseLayers {
+    /// The layers of `arch` from its text config; `None` outside [`DENSE_LLAMA_FAMILY`]
+    /// or when a dimension is missing.
+    pub fn from_config(text: &Value, arch: &str, layers: u32) -> Option<Self> {
+        if !DENSE_LLAMA_FAMILY.contains(&arch) {
+            return None;
+        }
+        let g = |k: &str| text.get(k).and_then(Value::as_u64);
+        let flag = |k: &str| text.get(k).and_then(Value::as_bool).unwrap_or(false);
+        let hidden = g("hidden_size")?;
+        let heads = g("num_attention_heads")?;
+        let kv_heads = g("num_key_value_heads").unwrap_or(heads);
+        let head_dim = g("head_dim").unwrap_or(hidden / heads.max(1));
+        let (qkv_bias, o_bias, qk_norm) = match arch {
+            "Qwen2ForCausalLM" => (true, false, false),
+            "Qwen3ForCausalLM" => (flag("attention_bias"), flag("attention_bias"), true),
+            _ => {
+                let b = flag("attention_bias") || flag("bias");
+                (b, b, false)
+            }
+        };
+        Some(DenseLayers {
+            architecture: arch.to_string(),
+            layers,
+            hidden,
+            heads,
+            kv_heads,
+            head_dim,
+            intermediate: g("intermediate_size")?,
+            qkv_bias,
+            o_bias,
+            qk_norm,
+        })
+    }
+
+    /// One decoder layer's parameters on one rank, in registration order: (Qwen3)
+    /// `q_norm`, `k_norm`; `qkv_proj` (`QKVParallelLinear`: `heads/tp` query and
+    /// `max(1, kv_heads/tp)` key and value heads) weight then bias; `o_proj` weight then
+    /// its bias (whole on every rank); `mlp.gate_up_proj`, `mlp.down_proj`;
+    /// `input_layernorm`, `post_attention_layernorm`. Norms and biases in the model
+    /// dtype (2 B).
+    fn layer_params(&self, layout: &ParallelLayout, format: WeightFormat) -> Vec<Param> {
+        let a = layout.attn_tp_size().max(1);
+        let tp = layout.tp_size.max(1) as u64;
+        let (h, d) = (self.hidden, self.head_dim);
+        let q = self.heads / a * d;
+        let kv = (self.kv_heads / a).max(1) * d;
+        let i = self.intermediate / tp;
+        let mut p = Vec::new();
+        let small = |n: u64, p: &mut Vec<Param>| {
+            p.push(Param {
+                bytes: 2 * n,
+                kv_b: false,
+            })
+        };
+        if self.qk_norm {
+            small(d, &mut p);
+            small(d, &mut p);
+        }
+        linear(q + 2 * kv, h, format, false, &mut p);
+        if self.qkv_bias {
+            small(q + 2 * kv, &mut p);
+        }
+        linear(h, q, format, false, &mut p);
+        if self.o_bias {
+            small(h, &mut p);
+        }
+        linear(2 * i, h, format, false, &mut p);
+        linear(h, i, format, false, &mut p);
+        small(h, &mut p);
+        small(h, &mut p);
+        p
+    }
+}
+
+/// OffloaderV1 on one rank of a PP-1 dense Llama-style model: [`v1_walk`] over its
+/// layers. Dense layers have no MLA `kv_b_proj`, so 0.5.21's resident rule keeps nothing.
+pub fn v1_dense_figures(
+    d: &DenseLayers,
+    layout: &ParallelLayout,
+    format: WeightFormat,
+    max_bytes: u64,
+    resident: CpuOffloadResident,
+) -> OffloadFigures {
+    v1_walk(
+        (0..d.layers).map(|_| d.layer_params(layout, format)),
+        max_bytes,
+        resident,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn qwen3_14b() -> DenseLayers {
+        let cfg = serde_json::json!({
+            "hidden_size": 5120, "num_attention_heads": 40, "num_key_value_heads": 8,
+            "head_dim": 128, "intermediate_size": 17408, "attention_bias": false
+        });
+        DenseLayers::from_config(&cfg, "Qwen3ForCausalLM", 40).unwrap()
+    }
+
+    /// Qwen3-14B at TP2, by hand: q_norm, k_norm 256 B each; qkv (20 + 2 × 4 heads) ×
+    /// 128 = 3,584 × 5,120 × 2 B = 36,700,160; o 5,120 × 2,560 × 2 = 26,214,400;
+    /// gate_up 17,408 × 5,120 × 2 = 178,257,920; down 5,120 × 8,704 × 2 = 89,128,960;
+    /// two norms 10,240 each: 330,322,432 B a layer, 8 tensors.
+    #[test]
+    fn qwen3_layer_by_hand() {
+        let layout = ParallelLayout::tp(2);
+        let p = qwen3_14b().layer_params(&layout, WeightFormat::Bf16);
+        let bytes: Vec<u64> = p.iter().map(|p| p.bytes).collect();
+        assert_eq!(
+            bytes,
+            [
+                256,
+                256,
+                36_700_160,
+                26_214_400,
+                178_257_920,
+                89_128_960,
+                10_240,
+                10_240
+            ]
+        );
+        assert_eq!(bytes.iter().sum::<u64>(), 330_322_432);
+    }
+
+    /// A budget beyond the layers moves all 40 (320 tensors); 1 GiB stops inside layer
+    /// 3: three layers are 990,967,296 B, then the check passes before its q_norm, k_norm,
+    /// qkv (to 1,027,667,968 B), o_proj (to 1,053,882,368 B, still below 2^30) and
+    /// gate_up, which overshoots to 1,232,140,288 B; down_proj is not moved.
+    #[test]
+    fn v1_walk_stops_after_the_parameter_that_crosses_the_budget() {
+        let layout = ParallelLayout::tp(2);
+        let d = qwen3_14b();
+        let all = v1_dense_figures(
+            &d,
+            &layout,
+            WeightFormat::Bf16,
+            48 << 30,
+            CpuOffloadResident::Nothing,
+        );
+        assert_eq!(all.layers.len(), 40);
+        assert_eq!(all.tensors, 320);
+        assert_eq!(all.host_logical_bytes, 40 * 330_322_432);
+        let one = v1_dense_figures(
+            &d,
+            &layout,
+            WeightFormat::Bf16,
+            1 << 30,
+            CpuOffloadResident::Nothing,
+        );
+        assert_eq!(one.layers, [0, 1, 2, 3]);
+        assert_eq!(one.tensors, 3 * 8 + 5);
+        assert_eq!(one.host_logical_bytes, 1_232_140_288);
+    }
+}
