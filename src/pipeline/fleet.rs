@@ -174,12 +174,7 @@ pub(super) fn check(cfg: &ReplayConfig, spec: &RouterSpec) -> Result<(), InputEr
         // Timed, the engines run on their own clocks behind the router
         // (`runtime::timed::fleet`), their DP ranks in lockstep; what that replay
         // leaves out is refused here.
-        let why = if spec.dp_aware {
-            Some(format!(
-                "--dp-aware (the router picking each engine's {} data-parallel ranks itself) is replayed untimed only: set runtime.replay.timing: off, or dp_aware: false (each engine's controller picks the rank)",
-                cfg.capacities.dp_ranks
-            ))
-        } else if spec.policy == router::RouterPolicy::DynamoKv {
+        let why = if spec.policy == router::RouterPolicy::DynamoKv {
             Some("Dynamo's KV router is replayed untimed only (its indexer is fed from the engines' KV events in trace order): set runtime.replay.timing: off, or policy cache_aware".to_string())
         } else {
             None
@@ -360,12 +355,25 @@ pub(super) fn set_timed_figures(
     cfg: &ReplayConfig,
     spec: &RouterSpec,
 ) {
+    let ranks = cfg.capacities.dp_ranks.max(1);
+    // Over the router's workers: the engines, or with `dp_aware` their ranks.
+    let dp_aware = spec.dp_aware && ranks > 1;
     figures.request_imbalance = router::max_over_mean(figures.assigned.iter().copied());
-    figures.token_imbalance = router::max_over_mean(m.engines.iter().map(|e| e.input_tokens));
+    figures.token_imbalance = if dp_aware {
+        router::max_over_mean(
+            m.engines
+                .iter()
+                .flat_map(|e| e.ranks.iter().map(|r| r.input_tokens)),
+        )
+    } else {
+        router::max_over_mean(m.engines.iter().map(|e| e.input_tokens))
+    };
     figures.engines = spec.engines;
-    figures.dp_ranks = cfg.capacities.dp_ranks.max(1);
-    figures.dp_aware = false;
-    if figures.dp_ranks > 1
+    figures.dp_ranks = ranks;
+    figures.dp_aware = spec.dp_aware;
+    // The engines' balance method decides only what the router does not route itself.
+    if ranks > 1
+        && !dp_aware
         && cfg.capacities.dp_balance != crate::runtime::dp::DpBalance::RoundRobin
     {
         figures.dp_balance = Some(cfg.capacities.dp_balance.id().to_string());

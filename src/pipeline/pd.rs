@@ -206,6 +206,15 @@ pub(super) fn replay_pd(
     }
     if let Some(r) = router {
         super::fleet::check(cfg, r)?;
+        if r.dp_aware && cfg.capacities.dp_ranks > 1 {
+            // The PD driver sends each request to the rank of its bootstrap room.
+            return Err(InputError::new(
+                "runtime.router",
+                "--dp-aware in front of PD prefill servers is not modelled (the replay sends each request to its bootstrap room's rank): set dp_aware: false",
+            )
+            .field("runtime.router.dp_aware")
+            .not_modelled());
+        }
     }
     let mut reader = open_trace_with(std::path::Path::new(path), opts, cfg.capacities.page_size)?;
     let mut err: Option<InputError> = None;

@@ -225,3 +225,105 @@ fn engines_with_dp_ranks_run_timed_behind_the_router() {
     assert_eq!(engines[0]["ranks"].as_array().unwrap().len(), 8);
     assert_eq!(v["metrics"]["router"]["dp_balance"], "total_requests");
 }
+
+/// `--dp-aware`, timed: the router's workers are the ranks and the rank it picks is the
+/// one the request runs on, past the engine's balance method
+/// (`maybe_external_dp_rank_routing`). One engine of two ranks behind a round-robin
+/// router deals request i to rank i mod 2 under any method: the engine alone under
+/// round_robin, request for request, though its method here is `total_requests`.
+#[test]
+fn dp_aware_sends_to_the_routers_rank_past_the_method() {
+    use hicache_sim::runtime::dp::DpBalance;
+    let spec = RouterSpec {
+        engines: 1,
+        policy: RouterPolicy::RoundRobin,
+        dp_aware: true,
+        ..RouterSpec::default()
+    };
+    let reqs: Vec<Request> = (0..24)
+        .map(|i| req(i, i as f64 * 0.004, 100 * (i % 5), 3 + (i % 4) as u32 * 40))
+        .collect();
+    let mut c = cfg();
+    c.capacities.dp_ranks = 2;
+    c.capacities.dp_balance = DpBalance::RoundRobin;
+    let alone = hicache_sim::runtime::replay(&c, reqs.clone()).unwrap();
+    c.capacities.dp_balance = DpBalance::TotalRequests;
+    let by_load = hicache_sim::runtime::replay(&c, reqs.clone()).unwrap();
+    let (fleet, figures) = replay_fleet_timed(&c, &spec, reqs).unwrap();
+    assert_eq!(figures.assigned, [12, 12]);
+    let e = &fleet.engines[0];
+    for (a, b) in alone.ranks.iter().zip(&e.ranks) {
+        assert_eq!((a.requests, a.input_tokens), (12, 12 * 256));
+        assert_eq!(a.requests, b.requests);
+        assert_eq!(a.device_hit_tokens, b.device_hit_tokens);
+    }
+    assert_eq!(alone.ttft_p50_s, fleet.ttft_p50_s);
+    assert_eq!(alone.ttft_p99_s, fleet.ttft_p99_s);
+    assert_eq!(alone.makespan_s, fleet.makespan_s);
+    // The engine's own method would have dealt them otherwise.
+    assert_ne!(
+        by_load
+            .ranks
+            .iter()
+            .map(|r| r.device_hit_tokens)
+            .collect::<Vec<_>>(),
+        e.ranks
+            .iter()
+            .map(|r| r.device_hit_tokens)
+            .collect::<Vec<_>>()
+    );
+}
+
+/// `scenarios/deepseek-v32-dp8-gb300.yaml` as two engines behind cache_aware, timed,
+/// with `--dp-aware` (refused before): the router's 16 workers are the ranks, its tree
+/// sends each prefix to the rank that holds it, and the text says by how much that beats
+/// the engines' controllers round-robining their ranks. A PD deployment's prefill ranks
+/// follow the bootstrap room: `--dp-aware` there stays refused.
+#[test]
+fn dp_aware_runs_timed_behind_the_router() {
+    let args = [
+        "replay",
+        "scenarios/deepseek-v32-dp8-gb300.yaml",
+        "--set",
+        "runtime.router.engines=2",
+        "--set",
+        "runtime.replay.timing=on",
+        "--set",
+        "runtime.router.dp_aware=true",
+    ];
+    let o = run(&args, &repo("."));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = stdout(&o);
+    for want in [
+        "the router picks the rank (--dp-aware: 16 workers, engine-major; the request's data_parallel_rank)",
+        "all         3993       61194628       39845952              0              0    65.11 %    0.170 s    4.590 s",
+        "the same ranks would hit 22.90 % in total (14014720 hit tokens): --dp-aware cache_aware is +42.21 points against it",
+    ] {
+        assert!(t.contains(want), "{want}\n{t}");
+    }
+    let o = run(&[&args[..], &["--format", "json"]].concat(), &repo("."));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let r = &v["metrics"]["router"];
+    assert_eq!(r["dp_aware"], true);
+    assert_eq!(r["assigned"].as_array().unwrap().len(), 16);
+    assert!(r.get("dp_balance").is_none_or(|b| b.is_null()), "{r}");
+    let o = run(
+        &[
+            "replay",
+            "scenarios/pd-deepseek-v3-h200.yaml",
+            "--set",
+            "server.dp_size=8",
+            "--set",
+            "server.enable_dp_attention=true",
+            "--set",
+            "runtime.router.dp_aware=true",
+        ],
+        &repo("."),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--dp-aware in front of PD prefill servers is not modelled"),
+        "{}",
+        stderr(&o)
+    );
+}

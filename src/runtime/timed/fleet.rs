@@ -12,7 +12,8 @@
 //!
 //! DP-attention ranks inside an engine run in lockstep on the engine's clock
 //! (`timed::lockstep`), its `DataParallelController` choosing a rank for each request
-//! the router sends it. Not here: `--dp-aware`, Dynamo's KV router (each refused by
+//! the router sends it; with `--dp-aware` the router's workers are the ranks, and the
+//! rank it picks is the one the request runs on. Not here: Dynamo's KV router (refused by
 //! `pipeline::fleet` before the replay), and the router's periodic tree eviction (a
 //! router tree past `max_tree_size` is an error, as untimed).
 
@@ -203,9 +204,15 @@ fn run_dp_engines<I: Iterator<Item = Request>, S: Rank>(
         }
         engines.push(Lockstep::new(cfg, sims));
     }
-    let mut router = Router::new(spec);
+    // With `--dp-aware` the router's workers are the ranks (engine-major, as
+    // `get_dp_aware_workers` lists `url@rank`), each with its own load.
+    let workers = spec.workers(ranks as u32) as usize;
+    let mut router = Router::new(&RouterSpec {
+        engines: workers as u32,
+        ..spec.clone()
+    });
     let mut text = RoutingText::default();
-    let mut loads = vec![0u32; n];
+    let mut loads = vec![0u32; workers];
     let mut src = requests.enumerate().peekable();
     let mut sent = vec![0u64; n];
     let mut prev_arrival = 0;
@@ -217,16 +224,30 @@ fn run_dp_engines<I: Iterator<Item = Request>, S: Rank>(
             let (i, r) = src.next().expect("peeked");
             check_arrival(i as u64, &r, &mut prev_arrival)?;
             text.set(&r.page_hashes)?;
-            // The router's load of an engine: its requests sent and not finished,
-            // those still in its ranks' feeds too.
+            // The router's load of a worker: its requests sent and not finished, those
+            // still in its feeds too.
             {
                 let q = d.borrow();
-                for (e, l) in loads.iter_mut().enumerate() {
-                    *l = engines[e].in_flight() + q.queued(e, ranks);
+                if spec.dp_aware {
+                    for (w, l) in loads.iter_mut().enumerate() {
+                        *l = engines[w / ranks].sims[w % ranks].in_flight()
+                            + q.queues[w].len() as u32;
+                    }
+                } else {
+                    for (e, l) in loads.iter_mut().enumerate() {
+                        *l = engines[e].in_flight() + q.queued(e, ranks);
+                    }
                 }
             }
-            let e = usize::from(router.route_with_loads(&text.text, &loads)?);
-            let k = engines[e].pick(r.arrival_ns, r.input_tokens, None);
+            let w = usize::from(router.route_with_loads(&text.text, &loads)?);
+            let (e, k) = if spec.dp_aware {
+                // The request carries its rank (`routed_dp_rank`): the engine's
+                // controller sends it there, past its balance method
+                // (`data_parallel_controller.py: maybe_external_dp_rank_routing`).
+                (w / ranks, w % ranks)
+            } else {
+                (w, engines[w].pick(r.arrival_ns, r.input_tokens, None))
+            };
             d.borrow_mut().queues[e * ranks + k].push_back((i as u64, r));
             sent[e] += 1;
             engines[e].sims[k].feed()?;
