@@ -454,7 +454,7 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
                 let p = r.policy;
                 pipeline::run_replay(&s, &cfg).ok().map(|x| (p, x))
             });
-            // With --dp-aware, what the engines' own round-robin over their ranks would
+            // With --dp-aware, what the engines' own controllers over their ranks would
             // have hit (one more replay, text only).
             let engine_rr = m
                 .router
@@ -777,6 +777,8 @@ fn render_engines(
         r.policy,
         if r.clock_loads && m.pd.is_some() {
             "each a PD prefill server on its own clock, the router's load of an engine its requests sent and not yet transferred; an engine's TTFT is its prefill server's (from the decode server's preallocation to its prefill's end), the `all` row's the client's".to_string()
+        } else if r.clock_loads && r.policy == "dynamo_kv" {
+            "each on its own clock; Dynamo's load of an engine, tracked by the router itself: the prompt tokens it did not find cached of the requests sent whose first token has not come back, and the blocks of those not finished".to_string()
         } else if r.clock_loads {
             "each on its own clock, the router's load of an engine its requests in flight (sent, not finished) at each arrival".to_string()
         } else {
@@ -887,9 +889,15 @@ fn render_engines(
         );
     }
     if let Some(x) = engine_round_robin {
+        // The engines' controllers pick by the scenario's method (a load-reading one
+        // only timed).
+        let how = match x.router.as_ref().and_then(|r| r.dp_balance.as_deref()) {
+            Some(method) => format!("picks its rank by --load-balance-method {method}"),
+            None => "round-robins its ranks".to_string(),
+        };
         let _ = writeln!(
             o,
-            "without --dp-aware (the router picks engines, each engine's DataParallelController round-robins its ranks) the same ranks would hit {} in total ({} hit tokens): --dp-aware {} is {:+.2} points against it",
+            "without --dp-aware (the router picks engines, each engine's DataParallelController {how}) the same ranks would hit {} in total ({} hit tokens): --dp-aware {} is {:+.2} points against it",
             pct(x.total_hit_rate).trim(),
             x.total_hit_tokens,
             r.policy,

@@ -29,6 +29,14 @@ pub struct DenseLayers {
     pub o_bias: bool,
     /// `Qwen3Attention.q_norm` / `k_norm` (RMSNorm over `head_dim`), registered first.
     pub qk_norm: bool,
+    /// The attention's linears split over the attention-TP group (`Qwen3Attention`:
+    /// `parallel_group="attn_tp"`); Llama and Qwen2 split theirs over the whole TP group
+    /// (no `parallel_group`: `layers/linear.py: _resolve_linear_group` → `"tp"`).
+    pub attn_over_attn_tp: bool,
+    /// The attention's `RadixAttention` gets the quantisation config (Llama, Qwen2; not
+    /// Qwen3), so an fp8 checkpoint registers its fp32 `k_scale` and `v_scale` after
+    /// `o_proj` (`layers/quantization/kv_cache.py: BaseKVCacheMethod.create_weights`).
+    pub attn_kv_scales: bool,
 }
 
 /// Architectures read here and the model file that builds them (0.5.14–0.5.23):
@@ -62,6 +70,7 @@ impl DenseLayers {
                 (b, b, false)
             }
         };
+        let qwen3 = arch == "Qwen3ForCausalLM";
         Some(DenseLayers {
             architecture: arch.to_string(),
             layers,
@@ -73,18 +82,25 @@ impl DenseLayers {
             qkv_bias,
             o_bias,
             qk_norm,
+            attn_over_attn_tp: qwen3,
+            attn_kv_scales: !qwen3,
         })
     }
 
     /// One decoder layer's parameters on one rank, in registration order: (Qwen3)
     /// `q_norm`, `k_norm`; `qkv_proj` (`QKVParallelLinear`: `heads/tp` query and
     /// `max(1, kv_heads/tp)` key and value heads) weight then bias; `o_proj` weight then
-    /// its bias (whole on every rank); `mlp.gate_up_proj`, `mlp.down_proj`;
-    /// `input_layernorm`, `post_attention_layernorm`. Norms and biases in the model
-    /// dtype (2 B).
+    /// its bias (whole on every rank); an fp8 checkpoint's `attn.k_scale` and
+    /// `attn.v_scale` (Llama, Qwen2: one fp32 each); `mlp.gate_up_proj`,
+    /// `mlp.down_proj`; `input_layernorm`, `post_attention_layernorm`. Norms and biases
+    /// in the model dtype (2 B).
     fn layer_params(&self, layout: &ParallelLayout, format: WeightFormat) -> Vec<Param> {
-        let a = layout.attn_tp_size().max(1);
         let tp = layout.tp_size.max(1) as u64;
+        let a = if self.attn_over_attn_tp {
+            layout.attn_tp_size().max(1)
+        } else {
+            tp
+        };
         let (h, d) = (self.hidden, self.head_dim);
         let q = self.heads / a * d;
         let kv = (self.kv_heads / a).max(1) * d;
@@ -107,6 +123,14 @@ impl DenseLayers {
         linear(h, q, format, false, &mut p);
         if self.o_bias {
             small(h, &mut p);
+        }
+        if self.attn_kv_scales && format != WeightFormat::Bf16 {
+            for _ in 0..2 {
+                p.push(Param {
+                    bytes: 4,
+                    kv_b: false,
+                });
+            }
         }
         linear(2 * i, h, format, false, &mut p);
         linear(h, i, format, false, &mut p);
@@ -197,5 +221,32 @@ mod tests {
         assert_eq!(one.layers, [0, 1, 2, 3]);
         assert_eq!(one.tensors, 3 * 8 + 5);
         assert_eq!(one.host_logical_bytes, 1_232_140_288);
+    }
+
+    /// Llama-3.1-8B-class fp8 (block scales) at TP2 with DP attention 2: the attention
+    /// stays split over the whole TP group (16 query and 4 KV heads a rank, not 32 and 8),
+    /// and `k_scale`, `v_scale` follow `o_proj`: qkv 3,072 × 4,096 B + its 24 × 32 fp32
+    /// scales; o 4,096 × 2,048 + 32 × 16 × 4; two 4-byte scales; gate_up 14,336 × 4,096 +
+    /// 112 × 32 × 4; down 4,096 × 7,168 + 32 × 56 × 4; two norms of 8,192 B.
+    #[test]
+    fn llama_fp8_keeps_its_attention_on_the_tp_group_and_registers_kv_scales() {
+        let cfg = serde_json::json!({
+            "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "intermediate_size": 14336
+        });
+        let d = DenseLayers::from_config(&cfg, "LlamaForCausalLM", 32).unwrap();
+        let mut layout = ParallelLayout::tp(2);
+        layout.dp_size = 2;
+        layout.enable_dp_attention = true;
+        assert_eq!(layout.attn_tp_size(), 1);
+        let p = d.layer_params(&layout, WeightFormat::Fp8Block);
+        let bytes: Vec<u64> = p.iter().map(|p| p.bytes).collect();
+        assert_eq!(
+            bytes,
+            [
+                12_582_912, 3_072, 8_388_608, 2_048, 4, 4, 58_720_256, 14_336, 29_360_128, 7_168,
+                8_192, 8_192
+            ]
+        );
     }
 }

@@ -170,19 +170,6 @@ pub(super) fn check(cfg: &ReplayConfig, spec: &RouterSpec) -> Result<(), InputEr
             ),
         );
     }
-    if cfg.measurement.timing == Timing::On {
-        // Timed, the engines run on their own clocks behind the router
-        // (`runtime::timed::fleet`), their DP ranks in lockstep; what that replay
-        // leaves out is refused here.
-        let why = if spec.policy == router::RouterPolicy::DynamoKv {
-            Some("Dynamo's KV router is replayed untimed only (its indexer is fed from the engines' KV events in trace order): set runtime.replay.timing: off, or policy cache_aware".to_string())
-        } else {
-            None
-        };
-        if let Some(m) = why {
-            return refuse("runtime.router.engines", m);
-        }
-    }
     if spec.policy == router::RouterPolicy::DynamoKv {
         let why = if cfg.capacities.dp_ranks > 1 {
             Some(

@@ -210,7 +210,7 @@ pub(super) fn replay_pd(
             // The PD driver sends each request to the rank of its bootstrap room.
             return Err(InputError::new(
                 "runtime.router",
-                "--dp-aware in front of PD prefill servers is not modelled (the replay sends each request to its bootstrap room's rank): set dp_aware: false",
+                "--dp-aware in front of PD prefill servers is not modelled: sgl-router 0.3.2's PD router sends to the worker's URL, which under --dp-aware ends in `@rank` (and reads no data_parallel_rank), and the replay sends each request to its bootstrap room's rank: set dp_aware: false",
             )
             .field("runtime.router.dp_aware")
             .not_modelled());

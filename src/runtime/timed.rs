@@ -84,6 +84,8 @@ enum Ev {
         last: NodeId,
         /// Its prompt tokens (the running requests' load).
         tokens: u32,
+        /// Its trace position.
+        index: u64,
     },
     D2hAck(u32),
     StorageAck {
@@ -487,6 +489,16 @@ struct Sim<I: Iterator<Item = (u64, Request)>, R: TreeRules> {
     needs: Vec<u64>,
     /// A PD prefill server (`timed::pd`): its transfers.
     pub(crate) pd: Option<PdSend>,
+    /// For a router that tracks each request (Dynamo's KV router): the requests' first
+    /// tokens and ends since the driver last drained it; `None`: not kept.
+    pub(crate) progress: Option<Vec<(u64, Progress)>>,
+}
+
+/// A request's step a router hears of: its first token streamed back, its end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Progress {
+    FirstToken,
+    Finished,
 }
 
 /// What a finished replay leaves for its figures: its metrics before the time figures,
@@ -735,6 +747,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             order: Vec::new(),
             needs: Vec::new(),
             pd: None,
+            progress: None,
         })
     }
 
@@ -745,10 +758,15 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             Ev::Arrival => self.arrival()?,
             Ev::Tick => {}
             Ev::BatchDone(b) => self.batch_done(b),
-            Ev::Finish { last, tokens } => {
+            Ev::Finish {
+                last,
+                tokens,
+                index,
+            } => {
                 self.s.tree.dec_lock_ref(last);
                 self.running -= 1;
                 self.running_tokens -= u64::from(tokens);
+                self.progressed(index, Progress::Finished);
             }
             Ev::D2hAck(a) => self.d2h_ack(a),
             Ev::StorageAck { node } => self.s.tree.release_host(node),
@@ -1379,6 +1397,11 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                 self.scratch = new;
             }
             let measured = a.w.index >= s.cfg.measurement.warmup_requests;
+            if a.w.retractions == 0
+                && let Some(p) = self.progress.as_mut()
+            {
+                p.push((a.w.index, Progress::FirstToken));
+            }
             if measured && a.w.retractions == 0 {
                 // A retracted request's first token was streamed at its first prefill.
                 self.ttft.push((now - a.w.arrival) as f64 / 1e9);
@@ -1427,6 +1450,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                 Ev::Finish {
                     last,
                     tokens: a.w.input_tokens,
+                    index: a.w.index,
                 },
             );
         }
@@ -1562,6 +1586,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             Ev::Finish {
                 last,
                 tokens: a.w.input_tokens,
+                index,
             },
         );
     }
@@ -1579,6 +1604,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
     /// A request's last token: its TPOT (from its first token, a retraction's redo
     /// included), its own pages freed, its prefix unlocked, its running slot freed.
     fn finish_decoding(&mut self, d: Decoding, now: Nanos) {
+        self.progressed(d.index, Progress::Finished);
         if d.measured {
             add_tpot(&mut self.tpot, now - d.first_token, d.output_tokens);
         }
@@ -1729,6 +1755,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             // is aborted.
             let i = order.pop().expect("one kept");
             self.release(&live[i]);
+            self.progressed(live[i].index, Progress::Finished);
             self.s.m.decode_oom_aborts += 1;
             gone.push((i, false));
         }
@@ -1772,6 +1799,13 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             self.decoding = live;
         } else {
             self.beside = live;
+        }
+    }
+
+    /// Notes a request's step for the router, when kept.
+    fn progressed(&mut self, index: u64, step: Progress) {
+        if let Some(p) = self.progress.as_mut() {
+            p.push((index, step));
         }
     }
 

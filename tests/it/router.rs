@@ -301,11 +301,6 @@ fn bad_router_keys_and_one_engine() {
             "runtime.router.in_flight=0",
             &["runtime.router.in_flight"][..],
         ),
-        (
-            // Timed fleets run one scheduler per engine.
-            "runtime.replay.timing=on --set runtime.router.dp_aware=true",
-            &["runtime.router.engines", "untimed"][..],
-        ),
     ] {
         let mut a = vec!["replay", "ok.yaml"];
         for kv in set.split(" --set ") {

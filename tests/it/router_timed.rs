@@ -120,16 +120,20 @@ fn the_router_scenario_replays_timed() {
     assert!(lines.next().unwrap().contains(",ttft_p50_s,ttft_p99_s,"));
     let all = lines.find(|l| l.starts_with("all,")).unwrap();
     assert!(all.contains(",0.030000,3.907450,"), "{all}");
+    // Behind Dynamo's KV router, timed (refused before): the loads it tracks itself.
     let o = run(
         &[&args[..], &["--set", "runtime.router.policy=dynamo_kv"]].concat(),
         &repo("."),
     );
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("Dynamo's KV router is replayed untimed only"),
-        "{}",
-        stderr(&o)
-    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = stdout(&o);
+    for want in [
+        "Dynamo's load of an engine, tracked by the router itself",
+        "all         3993       61194628       30049536         598016              0    50.08 %    0.041 s    2.756 s",
+        "under cache_aware the same engines would hit 62.18 % in total",
+    ] {
+        assert!(t.contains(want), "{want}\n{t}");
+    }
 }
 
 /// Four distinct prompts sent at the same instant: each engine's load counts what it
@@ -301,6 +305,23 @@ fn dp_aware_runs_timed_behind_the_router() {
     ] {
         assert!(t.contains(want), "{want}\n{t}");
     }
+    // The engines' own method, a load-reading one, is what the comparison runs (and
+    // says); the router's ranks are the same whatever it is.
+    let o = run(
+        &[
+            &args[..],
+            &["--set", "server.load_balance_method=total_requests"],
+        ]
+        .concat(),
+        &repo("."),
+    );
+    let t = stdout(&o);
+    for want in [
+        "all         3993       61194628       39845952              0              0    65.11 %    0.170 s    4.590 s",
+        "each engine's DataParallelController picks its rank by --load-balance-method total_requests) the same ranks would hit 23.48 % in total",
+    ] {
+        assert!(t.contains(want), "{want}\n{t}");
+    }
     let o = run(&[&args[..], &["--format", "json"]].concat(), &repo("."));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let r = &v["metrics"]["router"];
@@ -322,8 +343,46 @@ fn dp_aware_runs_timed_behind_the_router() {
     );
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("--dp-aware in front of PD prefill servers is not modelled"),
+        stderr(&o).contains("--dp-aware in front of PD prefill servers is not modelled: sgl-router 0.3.2's PD router sends to the worker's URL"),
         "{}",
         stderr(&o)
     );
+}
+
+/// Dynamo's KV router, timed: at each arrival it reads the engines' trees and the loads
+/// it tracks (the prompt tokens not cached of requests whose first token has not come
+/// back; the blocks of those not finished). Blocks of 64 tokens, default weights, fixed
+/// speeds. A (pages 100–103, 1,000 output tokens: decoding for 20 s) at 0: both engines
+/// cost 4 + 4 = 8, a drawn tie, engine X. B (pages 0–3, one token) at 1 ms: X costs
+/// (256 + 256) / 64 = 8 prefill blocks + 4 active + 4 new = 16, the other engine Y 8: Y.
+/// C (pages 0–7, 512 tokens) at 1 s: X 8 + 4 + 8 = 20; Y holds B's four pages (B has
+/// finished): (256 + 256) / 64 − 4 credit = 4, + 0 active + 8 new = 12: Y, 256 tokens hit.
+/// D (pages 200–203) at 2 s: X 4 + 4 + 4 = 12, Y 4 + 0 + 4 = 8: Y — a router that never
+/// freed finished requests' blocks would count B's and C's eight on Y (16) and send D to X.
+#[test]
+fn dynamo_kv_runs_timed_on_the_loads_it_tracks() {
+    let spec = RouterSpec {
+        engines: 2,
+        policy: RouterPolicy::DynamoKv,
+        ..RouterSpec::default()
+    };
+    let mut c = req(2, 1.0, 0, 1);
+    c.input_tokens = 512;
+    c.page_hashes = (0..8).collect();
+    let reqs = vec![
+        req(0, 0.0, 100, 1000),
+        req(1, 0.001, 0, 1),
+        c,
+        req(3, 2.0, 200, 1),
+    ];
+    let (m, f) = replay_fleet_timed(&cfg(), &spec, reqs).unwrap();
+    let mut assigned = f.assigned.clone();
+    assigned.sort_unstable();
+    assert_eq!(assigned, [1, 3]);
+    assert_eq!(f.tie_draws, 1);
+    assert_eq!(f.overlap_routed, 1);
+    assert!(f.clock_loads);
+    assert_eq!(m.device_hit_tokens, 256);
+    let y = f.assigned.iter().position(|&k| k == 3).unwrap();
+    assert_eq!(m.engines[y].device_hit_tokens, 256);
 }

@@ -236,14 +236,7 @@ pub fn worker_cost(
     );
     // `cache_hit_estimates_from_tiered_matches`: device, then each lower tier whose
     // weight and hits are not 0; cached tokens rounded.
-    let mut effective = device;
-    if host_weight != 0.0 && overlap.host != 0 {
-        effective += host * host_weight;
-    }
-    if disk_weight != 0.0 && overlap.disk != 0 {
-        effective += disk * disk_weight;
-    }
-    let cached = (effective * f64::from(block_size)).round().max(0.0) as u64;
+    let cached = cached_tokens(host_weight, disk_weight, block_size, overlap);
     let credit = credit_weight * device + host_weight * host + disk_weight * disk + 0.0;
     let uncached = isl_tokens.saturating_sub(cached);
     let raw_tokens = (load.active_prefill_tokens + uncached).saturating_add(cached);
@@ -251,6 +244,21 @@ pub fn worker_cost(
     let adjusted = (raw_blocks - credit).max(0.0);
     let decode = (load.active_decode_blocks + load.additional_active_blocks) as f64;
     prefill_load_scale * adjusted + decode + 0.0
+}
+
+/// The cached tokens Dynamo estimates from a worker's tiers
+/// (`scheduling/overlap.rs: cache_hit_estimates_from_tiered_matches`): the device blocks,
+/// plus each lower tier's blocks times its weight when neither is 0, times the block
+/// size, rounded.
+pub fn cached_tokens(host_weight: f64, disk_weight: f64, block_size: u32, o: TierOverlap) -> u64 {
+    let mut effective = o.device as f64;
+    if host_weight != 0.0 && o.host != 0 {
+        effective += o.host as f64 * host_weight;
+    }
+    if disk_weight != 0.0 && o.disk != 0 {
+        effective += o.disk as f64 * disk_weight;
+    }
+    (effective * f64::from(block_size)).round().max(0.0) as u64
 }
 
 /// `softmax_sample_index` (`selector/reference.rs`): the row drawn by `sample` (uniform
@@ -306,8 +314,14 @@ pub struct DynamoKv {
     rng: SimRng,
     /// Each worker's active blocks, with the number of active requests holding each.
     active: Vec<FxHashMap<PageHash, u32>>,
-    /// Requests in flight, oldest first: worker and blocks.
+    /// Requests in flight, oldest first: worker and blocks (the untimed window).
     window: VecDeque<(u16, Vec<PageHash>)>,
+    /// Timed: each worker's active prefill tokens (the effective prompt tokens of its
+    /// requests whose first token has not come back).
+    prefill: Vec<u64>,
+    /// Timed: each request in flight by trace position: its worker, blocks and the
+    /// prefill tokens it still counts.
+    booked: FxHashMap<u64, (u16, Vec<PageHash>, u64)>,
     /// The costs of the last decision, per worker.
     pub costs: Vec<f64>,
     /// Decisions with two or more workers at the least cost (temperature 0), drawn.
@@ -331,6 +345,8 @@ impl DynamoKv {
             rng,
             active: vec![FxHashMap::default(); n.max(1) as usize],
             window: VecDeque::new(),
+            prefill: vec![0; n.max(1) as usize],
+            booked: FxHashMap::default(),
             costs: Vec::new(),
             tie_draws: 0,
             overlap_routed: 0,
@@ -342,7 +358,7 @@ impl DynamoKv {
         let a = &self.active[w];
         let depth = blocks.iter().take_while(|b| a.contains_key(b)).count() as u64;
         WorkerLoad {
-            active_prefill_tokens: 0,
+            active_prefill_tokens: self.prefill[w],
             active_decode_blocks: a.len() as u64,
             additional_active_blocks: blocks.len() as u64 - depth,
         }
@@ -360,16 +376,76 @@ impl DynamoKv {
         if self.window.len() as u32 >= self.in_flight
             && let Some((w, done)) = self.window.pop_front()
         {
-            let a = &mut self.active[usize::from(w)];
-            for b in done {
-                if let Some(c) = a.get_mut(&b) {
-                    *c -= 1;
-                    if *c == 0 {
-                        a.remove(&b);
-                    }
+            self.release_blocks(w, &done);
+        }
+        let chosen = self.choose(blocks, isl_tokens, overlaps);
+        self.book(chosen, blocks);
+        self.window.push_back((chosen as u16, blocks.to_vec()));
+        chosen as u16
+    }
+
+    /// The timed replay's routing of the request at trace position `index`: picks the
+    /// worker from the loads the router tracks now, and books the request on it, its
+    /// effective prompt tokens (`isl − cached` on that worker,
+    /// `scheduling/prefill_load.rs: effective_prefill_tokens`) counted as active prefill
+    /// until [`Self::first_token`], its blocks active until [`Self::finished`]
+    /// (`sequences/multi_worker.rs: add_request`, `mark_prefill_completed`, `free`).
+    pub fn select_timed(
+        &mut self,
+        index: u64,
+        blocks: &[PageHash],
+        isl_tokens: u64,
+        overlaps: &[TierOverlap],
+    ) -> u16 {
+        let chosen = self.choose(blocks, isl_tokens, overlaps);
+        self.book(chosen, blocks);
+        let o = overlaps.get(chosen).copied().unwrap_or_default();
+        let cached = cached_tokens(self.host_weight, self.disk_weight, self.block_size, o);
+        let effective = isl_tokens.saturating_sub(cached.min(isl_tokens));
+        self.prefill[chosen] += effective;
+        self.booked
+            .insert(index, (chosen as u16, blocks.to_vec(), effective));
+        chosen as u16
+    }
+
+    /// The first token of the request at trace position `index` came back: its prompt
+    /// leaves its worker's active prefill.
+    pub fn first_token(&mut self, index: u64) {
+        if let Some((w, _, p)) = self.booked.get_mut(&index) {
+            self.prefill[usize::from(*w)] -= *p;
+            *p = 0;
+        }
+    }
+
+    /// The request at trace position `index` finished: its blocks leave its worker.
+    pub fn finished(&mut self, index: u64) {
+        if let Some((w, blocks, p)) = self.booked.remove(&index) {
+            self.prefill[usize::from(w)] -= p;
+            self.release_blocks(w, &blocks);
+        }
+    }
+
+    fn release_blocks(&mut self, w: u16, blocks: &[PageHash]) {
+        let a = &mut self.active[usize::from(w)];
+        for b in blocks {
+            if let Some(c) = a.get_mut(b) {
+                *c -= 1;
+                if *c == 0 {
+                    a.remove(b);
                 }
             }
         }
+    }
+
+    fn book(&mut self, chosen: usize, blocks: &[PageHash]) {
+        let a = &mut self.active[chosen];
+        for &b in blocks {
+            *a.entry(b).or_insert(0) += 1;
+        }
+    }
+
+    /// The worker of least cost (or the softmax draw), the decision's figures counted.
+    fn choose(&mut self, blocks: &[PageHash], isl_tokens: u64, overlaps: &[TierOverlap]) -> usize {
         let n = self.active.len();
         self.costs.clear();
         for (w, &o) in overlaps.iter().enumerate().take(n) {
@@ -412,12 +488,7 @@ impl DynamoKv {
         if o.device + o.host + o.disk > 0 {
             self.overlap_routed += 1;
         }
-        let a = &mut self.active[chosen];
-        for &b in blocks {
-            *a.entry(b).or_insert(0) += 1;
-        }
-        self.window.push_back((chosen as u16, blocks.to_vec()));
-        chosen as u16
+        chosen
     }
 }
 
@@ -488,5 +559,48 @@ mod tests {
         assert_eq!(softmax_sample_index(&[3.0, 3.0, 3.0], 0.5, 0.5), 1);
         // Dynamo's own case: extreme finite costs
         assert_eq!(softmax_sample_index(&[-f64::MAX, f64::MAX], 1.0, 0.6), 0);
+    }
+
+    /// The timed bookkeeping: a request of 100 tokens (blocks 1–6 of 16) with 1 device
+    /// and 2 host blocks cached on worker 1 counts round((1 + 2 × 0.75) × 16) = 40 cached
+    /// tokens, so 60 active prefill tokens there until its first token, and its six
+    /// blocks until it finishes.
+    #[test]
+    fn timed_loads_follow_first_token_and_finish() {
+        let mut d = DynamoKv::new(
+            &DynamoKvSpec::default(),
+            2,
+            16,
+            1,
+            crate::engine::stream(0, 1),
+        );
+        let blocks: Vec<PageHash> = (1..=6).collect();
+        // Worker 1's credit (1 + 0.75 × 2) beats worker 0's nothing.
+        let w = d.select_timed(7, &blocks, 100, &[tiers(0, 0), tiers(1, 2)]);
+        assert_eq!(w, 1);
+        let l = d.load(1, &blocks);
+        assert_eq!(
+            (
+                l.active_prefill_tokens,
+                l.active_decode_blocks,
+                l.additional_active_blocks
+            ),
+            (60, 6, 0)
+        );
+        assert_eq!(d.load(0, &blocks).active_prefill_tokens, 0);
+        d.first_token(7);
+        assert_eq!(d.load(1, &blocks).active_prefill_tokens, 0);
+        assert_eq!(d.load(1, &blocks).active_decode_blocks, 6);
+        d.finished(7);
+        let l = d.load(1, &blocks);
+        assert_eq!((l.active_decode_blocks, l.additional_active_blocks), (0, 6));
+        // A request finished before its first token (an abort) takes its prefill too.
+        d.select_timed(8, &blocks, 100, &[tiers(0, 0), tiers(0, 0)]);
+        let w = (0..2)
+            .find(|&w| d.load(w, &blocks).active_prefill_tokens > 0)
+            .unwrap();
+        assert_eq!(d.load(w, &blocks).active_prefill_tokens, 100);
+        d.finished(8);
+        assert_eq!(d.load(w, &blocks).active_prefill_tokens, 0);
     }
 }

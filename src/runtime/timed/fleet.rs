@@ -13,9 +13,10 @@
 //! DP-attention ranks inside an engine run in lockstep on the engine's clock
 //! (`timed::lockstep`), its `DataParallelController` choosing a rank for each request
 //! the router sends it; with `--dp-aware` the router's workers are the ranks, and the
-//! rank it picks is the one the request runs on. Not here: Dynamo's KV router (refused by
-//! `pipeline::fleet` before the replay), and the router's periodic tree eviction (a
-//! router tree past `max_tree_size` is an error, as untimed).
+//! rank it picks is the one the request runs on. Behind Dynamo's KV router the engines'
+//! trees and each request's progress feed the router ([`run_dynamo`]). Not here: the
+//! router's periodic tree eviction (a router tree past `max_tree_size` is an error, as
+//! untimed).
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -25,12 +26,14 @@ use crate::cache::{HiRadix, TreeKind, Unified0523, V1};
 use crate::runtime::ReplayError;
 use crate::runtime::config::ReplayConfig;
 use crate::runtime::metrics::ReplayMetrics;
-use crate::runtime::router::{Router, RouterError, RouterFigures, RouterSpec, RoutingText};
+use crate::runtime::router::{
+    Router, RouterError, RouterFigures, RouterPolicy, RouterSpec, RoutingText,
+};
 use crate::workload::Request;
 
-use super::Sim;
 use super::lockstep::Lockstep;
-use super::rank::{Dispatch, Rank, RankFeed, check_arrival};
+use super::rank::{Dispatch, Rank, RankFeed, RouterView, check_arrival};
+use super::{Progress, Sim};
 
 /// Why a timed fleet replay stopped: the router's or an engine's error.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +59,19 @@ pub fn run<I: IntoIterator<Item = Request>>(
         return run_engines(cfg, spec, requests, |c, feed| {
             super::swa::Sim::new(c, feed, false, false)
         });
+    }
+    if spec.policy == RouterPolicy::DynamoKv {
+        return match cfg.policy.tree {
+            TreeKind::V1 => run_dynamo(cfg, spec, requests, |c, feed| {
+                Sim::<_, V1>::new(c, feed, false, false)
+            }),
+            TreeKind::Unified0523 => run_dynamo(cfg, spec, requests, |c, feed| {
+                Sim::<_, Unified0523>::new(c, feed, false, false)
+            }),
+            TreeKind::HiRadix => run_dynamo(cfg, spec, requests, |c, feed| {
+                Sim::<_, HiRadix>::new(c, feed, false, false)
+            }),
+        };
     }
     match cfg.policy.tree {
         TreeKind::V1 => run_engines(cfg, spec, requests, |c, feed| {
@@ -149,6 +165,116 @@ fn run_engines<I: Iterator<Item = Request>, S: Rank>(
     Ok((m, f))
 }
 
+/// [`run`] behind Dynamo's KV router (`runtime::router::dynamo_kv`): at each arrival it
+/// reads every engine's tree as that engine's KV events publish it, and the loads it
+/// tracks itself — each request's effective prompt tokens from its routing to its first
+/// token, its blocks to its end (`DynamoKv::select_timed`). Each engine one rank
+/// (`pipeline::fleet` refuses DP ranks and sliding-window models behind it). The KV
+/// events and the first token reach the router without delay.
+fn run_dynamo<I: Iterator<Item = Request>, S: Rank + RouterView>(
+    cfg: &ReplayConfig,
+    spec: &RouterSpec,
+    requests: I,
+    make: impl Fn(&ReplayConfig, RankFeed<I>) -> Result<S, ReplayError>,
+) -> Result<(ReplayMetrics, RouterFigures), FleetError> {
+    use crate::runtime::router::dynamo_kv::{DYNAMO_VERSION, DynamoKv, TierOverlap};
+    let n = spec.engines.clamp(1, crate::runtime::router::MAX_ENGINES);
+    let d = Rc::new(RefCell::new(Dispatch {
+        src: None,
+        read: 0,
+        ranks: n,
+        queues: (0..n).map(|_| VecDeque::new()).collect(),
+    }));
+    let mut engines = Vec::with_capacity(n as usize);
+    for e in 0..n {
+        let mut c = cfg.clone();
+        c.capacities.dp_ranks = 1;
+        let feed = RankFeed {
+            d: Rc::clone(&d),
+            rank: e as usize,
+        };
+        let mut s = make(&c, feed)?;
+        s.track_progress();
+        engines.push(s);
+    }
+    // The untimed replay's stream of the scenario's seed (`pipeline::fleet`).
+    let rng = crate::engine::stream(spec.seed, 0xD7A4_0000);
+    let mut router = DynamoKv::new(&spec.dynamo_kv, n, cfg.capacities.page_size, 1, rng);
+    let mut overlaps = Vec::with_capacity(n as usize);
+    let mut progress = Vec::new();
+    let mut assigned = vec![0u64; n as usize];
+    let mut src = requests.enumerate().peekable();
+    let mut prev_arrival = 0;
+    loop {
+        // What the engines streamed back reaches the router before its next decision.
+        for s in &mut engines {
+            s.drain_progress(&mut progress);
+        }
+        for (index, step) in progress.drain(..) {
+            match step {
+                Progress::FirstToken => router.first_token(index),
+                Progress::Finished => router.finished(index),
+            }
+        }
+        let next_event = engines.iter().filter_map(|s| s.next_time()).min();
+        if let Some((_, r)) = src.peek()
+            && next_event.is_none_or(|t| r.arrival_ns <= t)
+        {
+            let (i, r) = src.next().expect("peeked");
+            check_arrival(i as u64, &r, &mut prev_arrival)?;
+            overlaps.clear();
+            overlaps.extend(engines.iter().map(|s| {
+                let (device, host) = s.peek_tiers(&r.page_hashes);
+                TierOverlap {
+                    device,
+                    host,
+                    disk: 0,
+                }
+            }));
+            let e = usize::from(router.select_timed(
+                i as u64,
+                &r.page_hashes,
+                u64::from(r.input_tokens),
+                &overlaps,
+            ));
+            d.borrow_mut().queues[e].push_back((i as u64, r));
+            assigned[e] += 1;
+            engines[e].feed()?;
+            continue;
+        }
+        let Some(t) = next_event else { break };
+        for s in &mut engines {
+            if s.next_time() == Some(t) {
+                s.handle_due(t)?;
+                s.form(t, false)?;
+            }
+        }
+    }
+    let ends = engines
+        .into_iter()
+        .zip(&assigned)
+        .map(|(s, &k)| {
+            let mut end = s.finish();
+            end.m.requests = k;
+            end
+        })
+        .collect();
+    let mut m = super::merge_ranks(ends);
+    m.engines = std::mem::take(&mut m.ranks);
+    let f = RouterFigures {
+        router: format!("dynamo-kv-router {DYNAMO_VERSION}"),
+        policy: spec.policy.as_str().into(),
+        engines: n,
+        in_flight: spec.in_flight,
+        assigned,
+        tie_draws: router.tie_draws,
+        overlap_routed: router.overlap_routed,
+        clock_loads: true,
+        ..RouterFigures::default()
+    };
+    Ok((m, f))
+}
+
 /// [`run`] with DP-attention ranks inside each engine: each engine's ranks run in
 /// lockstep on its own clock (`timed::lockstep`), its `DataParallelController` choosing
 /// a rank for each request the router sends it (`--load-balance-method`).
@@ -181,7 +307,11 @@ fn run_dp_engines<I: Iterator<Item = Request>, S: Rank>(
     requests: I,
     make: impl Fn(&ReplayConfig, RankFeed<I>) -> Result<S, ReplayError>,
 ) -> Result<(ReplayMetrics, RouterFigures), FleetError> {
-    super::lockstep::refuse_rooms(cfg.capacities.dp_balance)?;
+    if !spec.dp_aware {
+        // A request the router gives a rank never reaches the method's room assert
+        // (`maybe_external_dp_rank_routing` comes first).
+        super::lockstep::refuse_rooms(cfg.capacities.dp_balance)?;
+    }
     let n = spec.engines.max(1) as usize;
     let ranks = cfg.capacities.dp_ranks.max(1) as usize;
     // One feed per rank of every engine (engine-major).

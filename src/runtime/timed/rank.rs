@@ -109,6 +109,35 @@ pub(crate) trait Rank {
     fn finish(self) -> super::RunEnd;
 }
 
+/// What a router that reads the engines' caches and tracks each request (Dynamo's KV
+/// router) needs of an engine: its tree's tiers for a prompt, as its KV events publish
+/// them, and each request's first token and end.
+pub(crate) trait RouterView {
+    /// The device pages of `pages`' longest cached prefix, and the host pages right
+    /// after them ([`crate::cache::HiRadixTree::peek_tiers`]).
+    fn peek_tiers(&self, pages: &[crate::cache::PageKey]) -> (u64, u64);
+    /// Starts keeping its requests' progress.
+    fn track_progress(&mut self);
+    /// Moves the progress kept since the last call into `out`.
+    fn drain_progress(&mut self, out: &mut Vec<(u64, super::Progress)>);
+}
+
+impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> RouterView for Sim<I, R> {
+    fn peek_tiers(&self, pages: &[crate::cache::PageKey]) -> (u64, u64) {
+        self.s.tree.peek_tiers(pages)
+    }
+
+    fn track_progress(&mut self) {
+        self.progress = Some(Vec::new());
+    }
+
+    fn drain_progress(&mut self, out: &mut Vec<(u64, super::Progress)>) {
+        if let Some(p) = self.progress.as_mut() {
+            out.append(p);
+        }
+    }
+}
+
 impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Rank for Sim<I, R> {
     fn next_time(&self) -> Option<Nanos> {
         self.q.peek_time()
