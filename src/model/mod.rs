@@ -19,7 +19,7 @@ pub mod hf_config;
 mod kv_default;
 pub mod multimodal;
 pub mod offload;
-pub mod offload_dense;
+pub mod offload_llama;
 mod parallel;
 mod presets;
 pub mod quant;

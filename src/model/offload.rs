@@ -8,7 +8,7 @@
 //! (`utils/offloader.py: _instance`, 0.5.14–0.5.23), one per rank process. Modelled:
 //! DeepSeek-V2-family checkpoints (`DeepseekV2Model`: DeepSeek-V2/V3/V3.2, Kimi-K2,
 //! GLM-5.x, Mistral-Large-3) whose experts are bf16 or fp8, PP 1, EP 1; OffloaderV1 also
-//! for the dense Llama-style decoders (`super::offload_dense`).
+//! for the dense Llama-style decoders (`super::offload_llama`).
 
 use serde::Serialize;
 use serde_json::Value;

@@ -929,7 +929,7 @@ fn resolve_offload(
             }
             Offloader::V1 { max_bytes } => match &hf.dense_layers {
                 Some(dense) if v1_format_modelled(format) => Ok((
-                    OffloadEffect::Modelled(crate::model::offload_dense::v1_dense_figures(
+                    OffloadEffect::Modelled(crate::model::offload_llama::v1_dense_figures(
                         dense,
                         layout,
                         format,
@@ -942,7 +942,7 @@ fn resolve_offload(
                 None => not_modelled(format!(
                     "the parameter order of {} decoder layers (modelled: the DeepSeek-V2 family and {})",
                     hf.architecture,
-                    crate::model::offload_dense::DENSE_LLAMA_FAMILY.join(", ")
+                    crate::model::offload_llama::DENSE_LLAMA_FAMILY.join(", ")
                 )),
             },
             Offloader::Noop => unreachable!("returned above"),

@@ -334,7 +334,8 @@ fn offload_arguments_sglang_cannot_start_with() {
         text.contains("[TP0] TypeError: 'NoneType' object is not callable"),
         "{text}"
     );
-    // --cpu-offload-gb on a model whose layers are not modelled keeps a warning.
+    // --cpu-offload-gb on the same model is modelled (Qwen3-MoE's layers); on a model
+    // whose layers are not, a warning.
     let q = load_scenario(
         &qy,
         &[
@@ -344,10 +345,17 @@ fn offload_arguments_sglang_cannot_start_with() {
         None,
     )
     .unwrap();
+    assert_eq!(q.offload.figures().unwrap().offloader, "v1");
+    let mx = scenario(
+        dir.path(),
+        "mixtral",
+        "python3 -m sglang.launch_server --model-path mistralai/Mixtral-8x7B-v0.1 --tp 8 --cpu-offload-gb 10",
+    );
+    let q = load_scenario(&mx, &[], None).unwrap();
     assert!(matches!(q.offload, OffloadEffect::NotModelled(_)));
     assert!(
         q.notes.iter().any(|n| n.starts_with(
-            "warning: --cpu-offload-gb is not modelled here: the parameter order of Qwen3MoeForCausalLM decoder layers"
+            "warning: --cpu-offload-gb is not modelled here: the parameter order of MixtralForCausalLM decoder layers"
         )),
         "{:?}",
         q.notes
@@ -372,9 +380,9 @@ fn offload_arguments_sglang_cannot_start_with() {
     );
 }
 
-/// `--cpu-offload-gb` on a model whose decoder layers are not modelled (Qwen3-MoE:
+/// `--cpu-offload-gb` on a model whose decoder layers are not modelled (Mixtral:
 /// OffloaderV1 moves whole parameters in the layers' order, modelled for the DeepSeek-V2
-/// family and the dense Llama-style decoders) was a plain `ok` in `check`, the figures
+/// family and the Llama-style decoders) was a plain `ok` in `check`, the figures
 /// those of no offload: now `unverified`, naming the flag and which way the margins move;
 /// `--strict` fails it (exit 1).
 #[test]
@@ -383,7 +391,7 @@ fn unmodelled_cpu_offload_is_never_a_plain_ok() {
     let f = launch_file(
         dir.path(),
         "qwen.sh",
-        "python -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B --tp 8 --cpu-offload-gb 8",
+        "python -m sglang.launch_server --model-path mistralai/Mixtral-8x7B-v0.1 --tp 8 --cpu-offload-gb 8",
     );
     let out = run(
         &[
@@ -397,7 +405,7 @@ fn unmodelled_cpu_offload_is_never_a_plain_ok() {
     let why = rows[0]["unverified"][0].as_str().unwrap();
     assert!(
         why.starts_with("--cpu-offload-gb: weight offload is not modelled here")
-            && why.contains("Qwen3MoeForCausalLM")
+            && why.contains("MixtralForCausalLM")
             && why.contains("the real host margin is smaller and the device pool larger"),
         "{why}"
     );
@@ -410,7 +418,7 @@ fn unmodelled_cpu_offload_is_never_a_plain_ok() {
     let plain = launch_file(
         dir.path(),
         "plain.sh",
-        "python -m sglang.launch_server --model-path Qwen/Qwen3-30B-A3B --tp 8",
+        "python -m sglang.launch_server --model-path mistralai/Mixtral-8x7B-v0.1 --tp 8",
     );
     let out = run(
         &[

@@ -1,8 +1,9 @@
-//! `--cpu-offload-gb` (OffloaderV1) on the dense Llama-style decoders: the parameters of
-//! `LlamaDecoderLayer`, `Qwen2DecoderLayer` and `Qwen3DecoderLayer` in the order
-//! `module.parameters()` yields them, so [`super::offload::v1_walk`] stops where SGLang's
-//! budget check stops. Every one of these models builds its layers through
-//! `utils/common.py: make_layers`, which hands each to the offloader (0.5.14–0.5.23).
+//! `--cpu-offload-gb` (OffloaderV1) on the Llama-style decoders: the parameters of
+//! `LlamaDecoderLayer`, `Qwen2DecoderLayer`, `Qwen3DecoderLayer` and
+//! `Qwen3MoeDecoderLayer` in the order `module.parameters()` yields them, so
+//! [`super::offload::v1_walk`] stops where SGLang's budget check stops. Every one of
+//! these models builds its layers through `utils/common.py: make_layers`, which hands
+//! each to the offloader (0.5.14–0.5.23).
 
 use serde::Serialize;
 use serde_json::Value;
@@ -37,16 +38,22 @@ pub struct DenseLayers {
     /// Qwen3), so an fp8 checkpoint registers its fp32 `k_scale` and `v_scale` after
     /// `o_proj` (`layers/quantization/kv_cache.py: BaseKVCacheMethod.create_weights`).
     pub attn_kv_scales: bool,
+    /// `Qwen3MoeAttention` registers `q_norm` / `k_norm` after `o_proj`, not first.
+    pub qk_norm_last: bool,
+    /// `Qwen3MoeSparseMoeBlock` in every layer (0.5.23 `Qwen3MoeDecoderLayer.stage_facts`:
+    /// "all layers are sparse"): `(experts, moe_intermediate_size)`.
+    pub moe: Option<(u64, u64)>,
 }
 
 /// Architectures read here and the model file that builds them (0.5.14–0.5.23):
 /// `models/llama.py` (`MistralForCausalLM` in `mistral.py` is a subclass),
-/// `models/qwen2.py`, `models/qwen3.py`.
+/// `models/qwen2.py`, `models/qwen3.py`, `models/qwen3_moe.py`.
 pub const DENSE_LLAMA_FAMILY: &[&str] = &[
     "LlamaForCausalLM",
     "MistralForCausalLM",
     "Qwen2ForCausalLM",
     "Qwen3ForCausalLM",
+    "Qwen3MoeForCausalLM",
 ];
 
 impl DenseLayers {
@@ -64,13 +71,21 @@ impl DenseLayers {
         let head_dim = g("head_dim").unwrap_or(hidden / heads.max(1));
         let (qkv_bias, o_bias, qk_norm) = match arch {
             "Qwen2ForCausalLM" => (true, false, false),
-            "Qwen3ForCausalLM" => (flag("attention_bias"), flag("attention_bias"), true),
+            "Qwen3ForCausalLM" | "Qwen3MoeForCausalLM" => {
+                (flag("attention_bias"), flag("attention_bias"), true)
+            }
             _ => {
                 let b = flag("attention_bias") || flag("bias");
                 (b, b, false)
             }
         };
-        let qwen3 = arch == "Qwen3ForCausalLM";
+        let qwen3_moe = arch == "Qwen3MoeForCausalLM";
+        let qwen3 = arch == "Qwen3ForCausalLM" || qwen3_moe;
+        let moe = if qwen3_moe {
+            Some((g("num_experts")?, g("moe_intermediate_size")?))
+        } else {
+            None
+        };
         Some(DenseLayers {
             architecture: arch.to_string(),
             layers,
@@ -78,12 +93,14 @@ impl DenseLayers {
             heads,
             kv_heads,
             head_dim,
-            intermediate: g("intermediate_size")?,
+            intermediate: g("intermediate_size").unwrap_or(0),
             qkv_bias,
             o_bias,
             qk_norm,
             attn_over_attn_tp: qwen3,
             attn_kv_scales: !qwen3,
+            qk_norm_last: qwen3_moe,
+            moe,
         })
     }
 
@@ -112,7 +129,7 @@ impl DenseLayers {
                 kv_b: false,
             })
         };
-        if self.qk_norm {
+        if self.qk_norm && !self.qk_norm_last {
             small(d, &mut p);
             small(d, &mut p);
         }
@@ -132,8 +149,42 @@ impl DenseLayers {
                 });
             }
         }
-        linear(2 * i, h, format, false, &mut p);
-        linear(h, i, format, false, &mut p);
+        if self.qk_norm && self.qk_norm_last {
+            small(d, &mut p);
+            small(d, &mut p);
+        }
+        match self.moe {
+            // `Qwen3MoeSparseMoeBlock`: `experts` (`FusedMoE`, EP 1: `w13_weight`
+            // `[E, 2·I/tp, H]`, `w2_weight` `[E, H, I/tp]`, then an fp8 checkpoint's block
+            // scales), then the router `gate` (`ReplicatedLinear`, unquantised).
+            Some((e, moe_i)) => {
+                let i = moe_i / tp;
+                let elem = if format == WeightFormat::Bf16 { 2 } else { 1 };
+                p.push(Param {
+                    bytes: e * 2 * i * h * elem,
+                    kv_b: false,
+                });
+                p.push(Param {
+                    bytes: e * h * i * elem,
+                    kv_b: false,
+                });
+                if format == WeightFormat::Fp8Block {
+                    p.push(Param {
+                        bytes: e * (2 * i).div_ceil(128) * h.div_ceil(128) * 4,
+                        kv_b: false,
+                    });
+                    p.push(Param {
+                        bytes: e * h.div_ceil(128) * i.div_ceil(128) * 4,
+                        kv_b: false,
+                    });
+                }
+                linear(e, h, WeightFormat::Bf16, false, &mut p);
+            }
+            None => {
+                linear(2 * i, h, format, false, &mut p);
+                linear(h, i, format, false, &mut p);
+            }
+        }
         small(h, &mut p);
         small(h, &mut p);
         p
@@ -246,6 +297,37 @@ mod tests {
             [
                 12_582_912, 3_072, 8_388_608, 2_048, 4, 4, 58_720_256, 14_336, 29_360_128, 7_168,
                 8_192, 8_192
+            ]
+        );
+    }
+
+    /// Qwen3-30B-A3B at TP4 (hidden 2,048, 32 heads and 4 KV heads of 128, 128 experts
+    /// of 768, bf16): qkv (8 + 2 × 1) × 128 = 1,280 × 2,048 × 2 = 5,242,880; o 2,048 ×
+    /// 1,024 × 2 = 4,194,304; q_norm, k_norm 256 each (after o_proj); w13 128 × 384 ×
+    /// 2,048 × 2 = 201,326,592; w2 100,663,296; the router 128 × 2,048 × 2 = 524,288; two
+    /// norms of 4,096.
+    #[test]
+    fn qwen3_moe_layer_by_hand() {
+        let cfg = serde_json::json!({
+            "hidden_size": 2048, "num_attention_heads": 32, "num_key_value_heads": 4,
+            "head_dim": 128, "intermediate_size": 6144, "num_experts": 128,
+            "moe_intermediate_size": 768
+        });
+        let d = DenseLayers::from_config(&cfg, "Qwen3MoeForCausalLM", 48).unwrap();
+        let p = d.layer_params(&ParallelLayout::tp(4), WeightFormat::Bf16);
+        let bytes: Vec<u64> = p.iter().map(|p| p.bytes).collect();
+        assert_eq!(
+            bytes,
+            [
+                5_242_880,
+                4_194_304,
+                256,
+                256,
+                201_326_592,
+                100_663_296,
+                524_288,
+                4_096,
+                4_096
             ]
         );
     }
