@@ -48,8 +48,8 @@ pub struct HfModel {
     /// The decoder layers as `DeepseekV2Model` builds them, for the weight offload
     /// (`super::offload`); `None` outside the DeepSeek-V2 family.
     pub deepseek_layers: Option<super::offload::DeepseekLayers>,
-    /// The decoder layers of a dense Llama-style checkpoint (`--cpu-offload-gb`).
-    pub dense_layers: Option<super::offload_llama::DenseLayers>,
+    /// The decoder layers of a Llama-style checkpoint (`--cpu-offload-gb`).
+    pub llama_layers: Option<super::offload_llama::LlamaLayers>,
     /// What the multimodal rules read (`super::multimodal`).
     pub multimodal: super::multimodal::MultimodalFacts,
     /// `num_key_value_heads` of the text config (ROCm's MLA backend choice reads it).
@@ -272,10 +272,10 @@ pub fn read_model(files: &ConfigFiles) -> Result<HfModel, ReadError> {
     let quantization = read_quantization(root, files.hf_quant_config.as_ref());
     let params = ParamCounts::from_config(root, c.text, &attention, layers, mtp_layers);
     let deepseek_layers = super::offload::DeepseekLayers::from_config(c.text, &arch, layers);
-    let dense_layers = super::offload_llama::DenseLayers::from_config(c.text, &arch, layers);
+    let llama_layers = super::offload_llama::LlamaLayers::from_config(c.text, &arch, layers);
     Ok(HfModel {
         deepseek_layers,
-        dense_layers,
+        llama_layers,
         multimodal: super::multimodal::MultimodalFacts::from_config(root),
         num_key_value_heads: c.u32_opt("num_key_value_heads"),
         glm_dsa: dsa && arch == "GlmMoeDsaForCausalLM",

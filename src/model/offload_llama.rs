@@ -12,10 +12,10 @@ use super::offload::{CpuOffloadResident, OffloadFigures, Param, linear, v1_walk}
 use super::parallel::ParallelLayout;
 use super::quant::WeightFormat;
 
-/// The decoder layers of a dense Llama-style checkpoint, as its SGLang model file builds
+/// The decoder layers of a Llama-style checkpoint, as its SGLang model file builds
 /// them (from the text config).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DenseLayers {
+pub struct LlamaLayers {
     pub architecture: String,
     pub layers: u32,
     pub hidden: u64,
@@ -48,7 +48,7 @@ pub struct DenseLayers {
 /// Architectures read here and the model file that builds them (0.5.14–0.5.23):
 /// `models/llama.py` (`MistralForCausalLM` in `mistral.py` is a subclass),
 /// `models/qwen2.py`, `models/qwen3.py`, `models/qwen3_moe.py`.
-pub const DENSE_LLAMA_FAMILY: &[&str] = &[
+pub const LLAMA_STYLE_FAMILY: &[&str] = &[
     "LlamaForCausalLM",
     "MistralForCausalLM",
     "Qwen2ForCausalLM",
@@ -56,11 +56,11 @@ pub const DENSE_LLAMA_FAMILY: &[&str] = &[
     "Qwen3MoeForCausalLM",
 ];
 
-impl DenseLayers {
-    /// The layers of `arch` from its text config; `None` outside [`DENSE_LLAMA_FAMILY`]
+impl LlamaLayers {
+    /// The layers of `arch` from its text config; `None` outside [`LLAMA_STYLE_FAMILY`]
     /// or when a dimension is missing.
     pub fn from_config(text: &Value, arch: &str, layers: u32) -> Option<Self> {
-        if !DENSE_LLAMA_FAMILY.contains(&arch) {
+        if !LLAMA_STYLE_FAMILY.contains(&arch) {
             return None;
         }
         let g = |k: &str| text.get(k).and_then(Value::as_u64);
@@ -86,7 +86,7 @@ impl DenseLayers {
         } else {
             None
         };
-        Some(DenseLayers {
+        Some(LlamaLayers {
             architecture: arch.to_string(),
             layers,
             hidden,
@@ -191,10 +191,10 @@ impl DenseLayers {
     }
 }
 
-/// OffloaderV1 on one rank of a PP-1 dense Llama-style model: [`v1_walk`] over its
-/// layers. Dense layers have no MLA `kv_b_proj`, so 0.5.21's resident rule keeps nothing.
-pub fn v1_dense_figures(
-    d: &DenseLayers,
+/// OffloaderV1 on one rank of a PP-1 Llama-style model: [`v1_walk`] over its
+/// layers. They have no MLA `kv_b_proj`, so 0.5.21's resident rule keeps nothing.
+pub fn v1_llama_figures(
+    d: &LlamaLayers,
     layout: &ParallelLayout,
     format: WeightFormat,
     max_bytes: u64,
@@ -211,12 +211,12 @@ pub fn v1_dense_figures(
 mod tests {
     use super::*;
 
-    fn qwen3_14b() -> DenseLayers {
+    fn qwen3_14b() -> LlamaLayers {
         let cfg = serde_json::json!({
             "hidden_size": 5120, "num_attention_heads": 40, "num_key_value_heads": 8,
             "head_dim": 128, "intermediate_size": 17408, "attention_bias": false
         });
-        DenseLayers::from_config(&cfg, "Qwen3ForCausalLM", 40).unwrap()
+        LlamaLayers::from_config(&cfg, "Qwen3ForCausalLM", 40).unwrap()
     }
 
     /// Qwen3-14B at TP2, by hand: q_norm, k_norm 256 B each; qkv (20 + 2 × 4 heads) ×
@@ -252,7 +252,7 @@ mod tests {
     fn v1_walk_stops_after_the_parameter_that_crosses_the_budget() {
         let layout = ParallelLayout::tp(2);
         let d = qwen3_14b();
-        let all = v1_dense_figures(
+        let all = v1_llama_figures(
             &d,
             &layout,
             WeightFormat::Bf16,
@@ -262,7 +262,7 @@ mod tests {
         assert_eq!(all.layers.len(), 40);
         assert_eq!(all.tensors, 320);
         assert_eq!(all.host_logical_bytes, 40 * 330_322_432);
-        let one = v1_dense_figures(
+        let one = v1_llama_figures(
             &d,
             &layout,
             WeightFormat::Bf16,
@@ -285,7 +285,7 @@ mod tests {
             "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
             "intermediate_size": 14336
         });
-        let d = DenseLayers::from_config(&cfg, "LlamaForCausalLM", 32).unwrap();
+        let d = LlamaLayers::from_config(&cfg, "LlamaForCausalLM", 32).unwrap();
         let mut layout = ParallelLayout::tp(2);
         layout.dp_size = 2;
         layout.enable_dp_attention = true;
@@ -313,7 +313,7 @@ mod tests {
             "head_dim": 128, "intermediate_size": 6144, "num_experts": 128,
             "moe_intermediate_size": 768
         });
-        let d = DenseLayers::from_config(&cfg, "Qwen3MoeForCausalLM", 48).unwrap();
+        let d = LlamaLayers::from_config(&cfg, "Qwen3MoeForCausalLM", 48).unwrap();
         let p = d.layer_params(&ParallelLayout::tp(4), WeightFormat::Bf16);
         let bytes: Vec<u64> = p.iter().map(|p| p.bytes).collect();
         assert_eq!(

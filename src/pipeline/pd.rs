@@ -206,6 +206,15 @@ pub(super) fn replay_pd(
     }
     if let Some(r) = router {
         super::fleet::check(cfg, r)?;
+        if r.policy == crate::runtime::router::RouterPolicy::DynamoKv {
+            // The PD driver routes with sgl-router's policies only.
+            return Err(InputError::new(
+                "runtime.router",
+                "Dynamo's KV router in front of PD prefill servers is not modelled (the PD replay's router is sgl-router's): use policy cache_aware or round_robin",
+            )
+            .field("runtime.router.policy")
+            .not_modelled());
+        }
         if r.dp_aware && cfg.capacities.dp_ranks > 1 {
             // The PD driver sends each request to the rank of its bootstrap room.
             return Err(InputError::new(

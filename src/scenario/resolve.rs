@@ -927,10 +927,10 @@ fn resolve_offload(
                     None,
                 ))
             }
-            Offloader::V1 { max_bytes } => match &hf.dense_layers {
-                Some(dense) if v1_format_modelled(format) => Ok((
-                    OffloadEffect::Modelled(crate::model::offload_llama::v1_dense_figures(
-                        dense,
+            Offloader::V1 { max_bytes } => match &hf.llama_layers {
+                Some(llama) if v1_format_modelled(format) => Ok((
+                    OffloadEffect::Modelled(crate::model::offload_llama::v1_llama_figures(
+                        llama,
                         layout,
                         format,
                         max_bytes,
@@ -942,7 +942,7 @@ fn resolve_offload(
                 None => not_modelled(format!(
                     "the parameter order of {} decoder layers (modelled: the DeepSeek-V2 family and {})",
                     hf.architecture,
-                    crate::model::offload_llama::DENSE_LLAMA_FAMILY.join(", ")
+                    crate::model::offload_llama::LLAMA_STYLE_FAMILY.join(", ")
                 )),
             },
             Offloader::Noop => unreachable!("returned above"),

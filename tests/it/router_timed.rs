@@ -134,6 +134,23 @@ fn the_router_scenario_replays_timed() {
     ] {
         assert!(t.contains(want), "{want}\n{t}");
     }
+    // In front of PD prefill servers it is refused (the PD replay's router is
+    // sgl-router's), never replayed as another policy.
+    let o = run(
+        &[
+            "replay",
+            "scenarios/pd-deepseek-v3-h200.yaml",
+            "--set",
+            "runtime.router.policy=dynamo_kv",
+        ],
+        &repo("."),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("Dynamo's KV router in front of PD prefill servers is not modelled"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// Four distinct prompts sent at the same instant: each engine's load counts what it

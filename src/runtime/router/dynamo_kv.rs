@@ -28,8 +28,10 @@
 //! - **Load** (`sequences/prompt_registry.rs: project_worker_loads_into`):
 //!   `decode_blocks = active_decode_blocks + (request blocks − the request's prefix
 //!   depth among the worker's active requests)`, the active blocks counted once per
-//!   worker however many active requests hold them; `active_prefill` is the prompt
-//!   tokens of requests whose first token has not come back.
+//!   worker however many active requests hold them; `active_prefill` is the effective
+//!   prompt tokens (`isl − cached` on the worker at routing,
+//!   `scheduling/prefill_load.rs: effective_prefill_tokens`) of requests whose first
+//!   token has not come back.
 //! - **Choice** (`selector/reference.rs: pick_default_worker`, same rule in
 //!   `router-plugins/builtin/src/default/picker.rs: DefaultPicker::pick`): temperature
 //!   0 → the least cost, ties broken uniformly at random (reservoir draw `fastrand::usize
