@@ -28,7 +28,8 @@ pub struct LlamaLayers {
     pub qkv_bias: bool,
     /// `o_proj` has a bias (Llama and Qwen3: the same flag as `qkv_proj`; Qwen2: never).
     pub o_bias: bool,
-    /// `Qwen3Attention.q_norm` / `k_norm` (RMSNorm over `head_dim`), registered first.
+    /// `Qwen3Attention.q_norm` / `k_norm` (RMSNorm over `head_dim`): registered first
+    /// (Qwen3) or after `o_proj` ([`Self::qk_norm_last`], Qwen3-MoE).
     pub qk_norm: bool,
     /// The attention's linears split over the attention-TP group (`Qwen3Attention`:
     /// `parallel_group="attn_tp"`); Llama and Qwen2 split theirs over the whole TP group
@@ -93,7 +94,11 @@ impl LlamaLayers {
             heads,
             kv_heads,
             head_dim,
-            intermediate: g("intermediate_size").unwrap_or(0),
+            // Qwen3-MoE's layers are all sparse: its dense MLP size is never read.
+            intermediate: match moe {
+                Some(_) => g("intermediate_size").unwrap_or(0),
+                None => g("intermediate_size")?,
+            },
             qkv_bias,
             o_bias,
             qk_norm,
@@ -108,9 +113,10 @@ impl LlamaLayers {
     /// `q_norm`, `k_norm`; `qkv_proj` (`QKVParallelLinear`: `heads/tp` query and
     /// `max(1, kv_heads/tp)` key and value heads) weight then bias; `o_proj` weight then
     /// its bias (whole on every rank); an fp8 checkpoint's `attn.k_scale` and
-    /// `attn.v_scale` (Llama, Qwen2: one fp32 each); `mlp.gate_up_proj`,
-    /// `mlp.down_proj`; `input_layernorm`, `post_attention_layernorm`. Norms and biases
-    /// in the model dtype (2 B).
+    /// `attn.v_scale` (Llama, Qwen2: one fp32 each); (Qwen3-MoE) `q_norm`, `k_norm`;
+    /// `mlp.gate_up_proj`, `mlp.down_proj`, or Qwen3-MoE's experts and router;
+    /// `input_layernorm`, `post_attention_layernorm`. Norms and biases in the model
+    /// dtype (2 B).
     fn layer_params(&self, layout: &ParallelLayout, format: WeightFormat) -> Vec<Param> {
         let tp = layout.tp_size.max(1) as u64;
         let a = if self.attn_over_attn_tp {
