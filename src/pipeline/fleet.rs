@@ -69,7 +69,7 @@ fn route_dynamo(
     spec: &RouterSpec,
     limit: u64,
 ) -> Result<(Vec<u16>, RouterFigures), InputError> {
-    use crate::runtime::router::dynamo_kv::{DYNAMO_VERSION, DynamoKv, TierOverlap};
+    use crate::runtime::router::dynamo_kv::{DynamoKv, TierOverlap};
     let n = spec.engines.clamp(1, router::MAX_ENGINES);
     // One stream of the scenario's seed, apart from any other use of it.
     let rng = crate::engine::stream(spec.seed, 0xD7A4_0000);
@@ -108,17 +108,7 @@ fn route_dynamo(
     for &e in &out {
         assigned[usize::from(e)] += 1;
     }
-    let figures = RouterFigures {
-        router: format!("dynamo-kv-router {DYNAMO_VERSION}"),
-        policy: spec.policy.as_str().into(),
-        engines: n,
-        in_flight: spec.in_flight,
-        assigned,
-        tie_draws: dyn_router.tie_draws,
-        overlap_routed: dyn_router.overlap_routed,
-        ..RouterFigures::default()
-    };
-    Ok((out, figures))
+    Ok((out, dyn_router.figures(spec.in_flight, assigned)))
 }
 
 /// The section's keys checked (a section built in code, not read from a scenario, too).
@@ -263,7 +253,19 @@ pub(super) fn replay_fleet(
     }
     let mut m = crate::runtime::dp::merge(per_engine);
     m.engines = std::mem::take(&mut m.ranks);
-    // Over the router's workers: the engines, or with `dp_aware` their ranks.
+    set_worker_figures(&mut figures, &m, spec, ranks);
+    m.router = Some(figures);
+    Ok(m)
+}
+
+/// The router's figures over its workers (the engines, or with `dp_aware` their ranks):
+/// request and prompt-token imbalance, the engines and their DP ranks.
+fn set_worker_figures(
+    figures: &mut RouterFigures,
+    m: &ReplayMetrics,
+    spec: &RouterSpec,
+    ranks: u32,
+) {
     figures.request_imbalance = router::max_over_mean(figures.assigned.iter().copied());
     figures.token_imbalance = if spec.dp_aware && ranks > 1 {
         router::max_over_mean(
@@ -277,8 +279,6 @@ pub(super) fn replay_fleet(
     figures.engines = spec.engines;
     figures.dp_ranks = ranks;
     figures.dp_aware = spec.dp_aware;
-    m.router = Some(figures);
-    Ok(m)
 }
 
 /// The fleet's timed replay (`runtime::timed::fleet`): the router picks each request's
@@ -343,24 +343,10 @@ pub(super) fn set_timed_figures(
     spec: &RouterSpec,
 ) {
     let ranks = cfg.capacities.dp_ranks.max(1);
-    // Over the router's workers: the engines, or with `dp_aware` their ranks.
-    let dp_aware = spec.dp_aware && ranks > 1;
-    figures.request_imbalance = router::max_over_mean(figures.assigned.iter().copied());
-    figures.token_imbalance = if dp_aware {
-        router::max_over_mean(
-            m.engines
-                .iter()
-                .flat_map(|e| e.ranks.iter().map(|r| r.input_tokens)),
-        )
-    } else {
-        router::max_over_mean(m.engines.iter().map(|e| e.input_tokens))
-    };
-    figures.engines = spec.engines;
-    figures.dp_ranks = ranks;
-    figures.dp_aware = spec.dp_aware;
+    set_worker_figures(&mut figures, m, spec, ranks);
     // The engines' balance method decides only what the router does not route itself.
     if ranks > 1
-        && !dp_aware
+        && !spec.dp_aware
         && cfg.capacities.dp_balance != crate::runtime::dp::DpBalance::RoundRobin
     {
         figures.dp_balance = Some(cfg.capacities.dp_balance.id().to_string());

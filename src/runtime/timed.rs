@@ -1397,10 +1397,8 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                 self.scratch = new;
             }
             let measured = a.w.index >= s.cfg.measurement.warmup_requests;
-            if a.w.retractions == 0
-                && let Some(p) = self.progress.as_mut()
-            {
-                p.push((a.w.index, Progress::FirstToken));
+            if a.w.retractions == 0 {
+                self.progressed(a.w.index, Progress::FirstToken);
             }
             if measured && a.w.retractions == 0 {
                 // A retracted request's first token was streamed at its first prefill.

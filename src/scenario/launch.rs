@@ -543,7 +543,8 @@ fn to_fields(launch: Launch, release: Release, p: &Parsed) -> LaunchArgs {
         } else if g.dest == "dtype"
             && matches!(v.as_str(), Some("auto" | "half" | "float16" | "bfloat16"))
         {
-            // A 16-bit `--dtype` (`model_config.py: _get_and_verify_dtype`) keeps every
+            // A 16-bit `--dtype` (`configs/model_config.py: _get_and_verify_dtype`,
+            // 0.5.14–0.5.23; `auto` on a float32 checkpoint is float16) keeps every
             // unquantised weight and an `auto` KV cache at 2 bytes, as the catalogue
             // counts them: nothing moves (`float` / `float32` would double them).
         } else if !out.not_modelled.iter().any(|n| n.dest == g.dest) {

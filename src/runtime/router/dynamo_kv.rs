@@ -355,6 +355,21 @@ impl DynamoKv {
         }
     }
 
+    /// Its figures (`metrics.router`), with each engine's requests and the untimed
+    /// completion window.
+    pub fn figures(&self, in_flight: u32, assigned: Vec<u64>) -> super::RouterFigures {
+        super::RouterFigures {
+            router: format!("dynamo-kv-router {DYNAMO_VERSION}"),
+            policy: super::RouterPolicy::DynamoKv.as_str().into(),
+            engines: assigned.len() as u32,
+            in_flight,
+            assigned,
+            tie_draws: self.tie_draws,
+            overlap_routed: self.overlap_routed,
+            ..super::RouterFigures::default()
+        }
+    }
+
     /// Worker `w`'s load for a request of `blocks`.
     pub fn load(&self, w: usize, blocks: &[PageHash]) -> WorkerLoad {
         let a = &self.active[w];

@@ -14,7 +14,7 @@
 //! (`timed::lockstep`), its `DataParallelController` choosing a rank for each request
 //! the router sends it; with `--dp-aware` the router's workers are the ranks, and the
 //! rank it picks is the one the request runs on. Behind Dynamo's KV router the engines'
-//! trees and each request's progress feed the router ([`run_dynamo`]). Not here: the
+//! trees and each request's progress feed the router ([`DynamoRouter`]). Not here: the
 //! router's periodic tree eviction (a router tree past `max_tree_size` is an error, as
 //! untimed).
 
@@ -56,43 +56,189 @@ pub fn run<I: IntoIterator<Item = Request>>(
         return run_dp(cfg, spec, requests);
     }
     if cfg.capacities.swa.is_some() {
-        return run_engines(cfg, spec, requests, |c, feed| {
+        return run_engines(cfg, spec, requests, SglRouter::new(spec), |c, feed| {
             super::swa::Sim::new(c, feed, false, false)
         });
     }
     if spec.policy == RouterPolicy::DynamoKv {
+        let choose = DynamoRouter::new(cfg, spec);
         return match cfg.policy.tree {
-            TreeKind::V1 => run_dynamo(cfg, spec, requests, |c, feed| {
-                Sim::<_, V1>::new(c, feed, false, false)
+            TreeKind::V1 => run_engines(cfg, spec, requests, choose, |c, feed| {
+                tracked(Sim::<_, V1>::new(c, feed, false, false))
             }),
-            TreeKind::Unified0523 => run_dynamo(cfg, spec, requests, |c, feed| {
-                Sim::<_, Unified0523>::new(c, feed, false, false)
+            TreeKind::Unified0523 => run_engines(cfg, spec, requests, choose, |c, feed| {
+                tracked(Sim::<_, Unified0523>::new(c, feed, false, false))
             }),
-            TreeKind::HiRadix => run_dynamo(cfg, spec, requests, |c, feed| {
-                Sim::<_, HiRadix>::new(c, feed, false, false)
+            TreeKind::HiRadix => run_engines(cfg, spec, requests, choose, |c, feed| {
+                tracked(Sim::<_, HiRadix>::new(c, feed, false, false))
             }),
         };
     }
+    let choose = SglRouter::new(spec);
     match cfg.policy.tree {
-        TreeKind::V1 => run_engines(cfg, spec, requests, |c, feed| {
+        TreeKind::V1 => run_engines(cfg, spec, requests, choose, |c, feed| {
             Sim::<_, V1>::new(c, feed, false, false)
         }),
-        TreeKind::Unified0523 => run_engines(cfg, spec, requests, |c, feed| {
+        TreeKind::Unified0523 => run_engines(cfg, spec, requests, choose, |c, feed| {
             Sim::<_, Unified0523>::new(c, feed, false, false)
         }),
-        TreeKind::HiRadix => run_engines(cfg, spec, requests, |c, feed| {
+        TreeKind::HiRadix => run_engines(cfg, spec, requests, choose, |c, feed| {
             Sim::<_, HiRadix>::new(c, feed, false, false)
         }),
     }
 }
 
-fn run_engines<I: Iterator<Item = Request>, S: Rank>(
+/// The router in front of one-rank engines: how it picks each request's engine.
+trait ChooseEngine<S> {
+    /// Hears what the engines streamed back since its last decision.
+    fn hear(&mut self, _engines: &mut [S]) {}
+    /// The engine of request `i` (trace position), arriving now, given the engines and
+    /// what waits in their feeds.
+    fn choose(
+        &mut self,
+        i: u64,
+        r: &Request,
+        engines: &[S],
+        queues: &[VecDeque<(u64, Request)>],
+    ) -> Result<usize, FleetError>;
+    /// Its figures, given the requests sent to each engine.
+    fn figures(self, sent: Vec<u64>) -> RouterFigures;
+}
+
+/// sgl-router's policies (`runtime::router`): the load of an engine is its requests
+/// sent and not finished — what the engine holds, and what waits in its feed behind a
+/// request it has not seen yet (tokenizing, or sent at the same instant).
+struct SglRouter {
+    router: Router,
+    text: RoutingText,
+    loads: Vec<u32>,
+}
+
+impl SglRouter {
+    fn new(spec: &RouterSpec) -> Self {
+        Self {
+            router: Router::new(spec),
+            text: RoutingText::default(),
+            loads: Vec::new(),
+        }
+    }
+}
+
+impl<S: Rank> ChooseEngine<S> for SglRouter {
+    fn choose(
+        &mut self,
+        _i: u64,
+        r: &Request,
+        engines: &[S],
+        queues: &[VecDeque<(u64, Request)>],
+    ) -> Result<usize, FleetError> {
+        self.text.set(&r.page_hashes)?;
+        self.loads.clear();
+        self.loads.extend(
+            engines
+                .iter()
+                .zip(queues)
+                .map(|(s, q)| s.in_flight() + q.len() as u32),
+        );
+        Ok(usize::from(
+            self.router.route_with_loads(&self.text.text, &self.loads)?,
+        ))
+    }
+
+    fn figures(self, _sent: Vec<u64>) -> RouterFigures {
+        self.router.figures()
+    }
+}
+
+/// Dynamo's KV router (`runtime::router::dynamo_kv`): at each arrival it reads every
+/// engine's tree as that engine's KV events publish it, and the loads it tracks itself
+/// — each request's effective prompt tokens from its routing to its first token, its
+/// blocks to its end (`DynamoKv::select_timed`). Each engine one rank
+/// (`pipeline::fleet` refuses DP ranks and sliding-window models behind it). The KV
+/// events and the first token reach the router without delay.
+struct DynamoRouter {
+    router: crate::runtime::router::dynamo_kv::DynamoKv,
+    in_flight: u32,
+    overlaps: Vec<crate::runtime::router::dynamo_kv::TierOverlap>,
+    progress: Vec<(u64, Progress)>,
+}
+
+impl DynamoRouter {
+    fn new(cfg: &ReplayConfig, spec: &RouterSpec) -> Self {
+        use crate::runtime::router::dynamo_kv::DynamoKv;
+        let n = spec.engines.clamp(1, crate::runtime::router::MAX_ENGINES);
+        // The untimed replay's stream of the scenario's seed (`pipeline::fleet`).
+        let rng = crate::engine::stream(spec.seed, 0xD7A4_0000);
+        Self {
+            router: DynamoKv::new(&spec.dynamo_kv, n, cfg.capacities.page_size, 1, rng),
+            in_flight: spec.in_flight,
+            overlaps: Vec::with_capacity(n as usize),
+            progress: Vec::new(),
+        }
+    }
+}
+
+impl<S: Rank + RouterView> ChooseEngine<S> for DynamoRouter {
+    fn hear(&mut self, engines: &mut [S]) {
+        for s in engines {
+            s.drain_progress(&mut self.progress);
+        }
+        for (index, step) in self.progress.drain(..) {
+            match step {
+                Progress::FirstToken => self.router.first_token(index),
+                Progress::Finished => self.router.finished(index),
+            }
+        }
+    }
+
+    fn choose(
+        &mut self,
+        i: u64,
+        r: &Request,
+        engines: &[S],
+        _queues: &[VecDeque<(u64, Request)>],
+    ) -> Result<usize, FleetError> {
+        use crate::runtime::router::dynamo_kv::TierOverlap;
+        self.overlaps.clear();
+        self.overlaps.extend(engines.iter().map(|s| {
+            let (device, host) = s.peek_tiers(&r.page_hashes);
+            TierOverlap {
+                device,
+                host,
+                disk: 0,
+            }
+        }));
+        Ok(usize::from(self.router.select_timed(
+            i,
+            &r.page_hashes,
+            u64::from(r.input_tokens),
+            &self.overlaps,
+        )))
+    }
+
+    fn figures(self, sent: Vec<u64>) -> RouterFigures {
+        self.router.figures(self.in_flight, sent)
+    }
+}
+
+/// An engine that keeps its requests' progress for the router.
+fn tracked<S: RouterView>(s: Result<S, ReplayError>) -> Result<S, ReplayError> {
+    s.map(|mut s| {
+        s.track_progress();
+        s
+    })
+}
+
+/// One-rank engines behind `choose`, each on its own clock: the router receives each
+/// request at its arrival, before the engines' events at or after it.
+fn run_engines<I: Iterator<Item = Request>, S: Rank, C: ChooseEngine<S>>(
     cfg: &ReplayConfig,
     spec: &RouterSpec,
     requests: I,
+    mut choose: C,
     make: impl Fn(&ReplayConfig, RankFeed<I>) -> Result<S, ReplayError>,
 ) -> Result<(ReplayMetrics, RouterFigures), FleetError> {
-    let n = spec.engines.max(1);
+    let n = spec.engines.clamp(1, crate::runtime::router::MAX_ENGINES);
     let d = Rc::new(RefCell::new(Dispatch {
         src: None,
         read: 0,
@@ -109,33 +255,19 @@ fn run_engines<I: Iterator<Item = Request>, S: Rank>(
         };
         engines.push(make(&c, feed)?);
     }
-    let mut router = Router::new(spec);
-    let mut text = RoutingText::default();
-    let mut loads = vec![0u32; n as usize];
     let mut src = requests.enumerate().peekable();
     // Requests sent to each engine (its count: its requests carry trace positions).
     let mut sent = vec![0u64; n as usize];
     let mut prev_arrival = 0;
     loop {
+        choose.hear(&mut engines);
         let next_event = engines.iter().filter_map(|s| s.next_time()).min();
-        // The router receives the next request before the engines' events at or after
-        // its arrival.
         if let Some((_, r)) = src.peek()
             && next_event.is_none_or(|t| r.arrival_ns <= t)
         {
             let (i, r) = src.next().expect("peeked");
             check_arrival(i as u64, &r, &mut prev_arrival)?;
-            text.set(&r.page_hashes)?;
-            // Sent and not finished: what the engine holds, and what waits in its feed
-            // behind a request it has not seen yet (tokenizing, or sent at the same
-            // instant).
-            {
-                let q = &d.borrow().queues;
-                for ((l, s), q) in loads.iter_mut().zip(&engines).zip(q) {
-                    *l = s.in_flight() + q.len() as u32;
-                }
-            }
-            let e = usize::from(router.route_with_loads(&text.text, &loads)?);
+            let e = choose.choose(i as u64, &r, &engines, &d.borrow().queues)?;
             d.borrow_mut().queues[e].push_back((i as u64, r));
             sent[e] += 1;
             engines[e].feed()?;
@@ -160,118 +292,8 @@ fn run_engines<I: Iterator<Item = Request>, S: Rank>(
         .collect();
     let mut m = super::merge_ranks(ends);
     m.engines = std::mem::take(&mut m.ranks);
-    let mut f = router.figures();
+    let mut f = choose.figures(sent);
     f.clock_loads = true;
-    Ok((m, f))
-}
-
-/// [`run`] behind Dynamo's KV router (`runtime::router::dynamo_kv`): at each arrival it
-/// reads every engine's tree as that engine's KV events publish it, and the loads it
-/// tracks itself — each request's effective prompt tokens from its routing to its first
-/// token, its blocks to its end (`DynamoKv::select_timed`). Each engine one rank
-/// (`pipeline::fleet` refuses DP ranks and sliding-window models behind it). The KV
-/// events and the first token reach the router without delay.
-fn run_dynamo<I: Iterator<Item = Request>, S: Rank + RouterView>(
-    cfg: &ReplayConfig,
-    spec: &RouterSpec,
-    requests: I,
-    make: impl Fn(&ReplayConfig, RankFeed<I>) -> Result<S, ReplayError>,
-) -> Result<(ReplayMetrics, RouterFigures), FleetError> {
-    use crate::runtime::router::dynamo_kv::{DYNAMO_VERSION, DynamoKv, TierOverlap};
-    let n = spec.engines.clamp(1, crate::runtime::router::MAX_ENGINES);
-    let d = Rc::new(RefCell::new(Dispatch {
-        src: None,
-        read: 0,
-        ranks: n,
-        queues: (0..n).map(|_| VecDeque::new()).collect(),
-    }));
-    let mut engines = Vec::with_capacity(n as usize);
-    for e in 0..n {
-        let mut c = cfg.clone();
-        c.capacities.dp_ranks = 1;
-        let feed = RankFeed {
-            d: Rc::clone(&d),
-            rank: e as usize,
-        };
-        let mut s = make(&c, feed)?;
-        s.track_progress();
-        engines.push(s);
-    }
-    // The untimed replay's stream of the scenario's seed (`pipeline::fleet`).
-    let rng = crate::engine::stream(spec.seed, 0xD7A4_0000);
-    let mut router = DynamoKv::new(&spec.dynamo_kv, n, cfg.capacities.page_size, 1, rng);
-    let mut overlaps = Vec::with_capacity(n as usize);
-    let mut progress = Vec::new();
-    let mut assigned = vec![0u64; n as usize];
-    let mut src = requests.enumerate().peekable();
-    let mut prev_arrival = 0;
-    loop {
-        // What the engines streamed back reaches the router before its next decision.
-        for s in &mut engines {
-            s.drain_progress(&mut progress);
-        }
-        for (index, step) in progress.drain(..) {
-            match step {
-                Progress::FirstToken => router.first_token(index),
-                Progress::Finished => router.finished(index),
-            }
-        }
-        let next_event = engines.iter().filter_map(|s| s.next_time()).min();
-        if let Some((_, r)) = src.peek()
-            && next_event.is_none_or(|t| r.arrival_ns <= t)
-        {
-            let (i, r) = src.next().expect("peeked");
-            check_arrival(i as u64, &r, &mut prev_arrival)?;
-            overlaps.clear();
-            overlaps.extend(engines.iter().map(|s| {
-                let (device, host) = s.peek_tiers(&r.page_hashes);
-                TierOverlap {
-                    device,
-                    host,
-                    disk: 0,
-                }
-            }));
-            let e = usize::from(router.select_timed(
-                i as u64,
-                &r.page_hashes,
-                u64::from(r.input_tokens),
-                &overlaps,
-            ));
-            d.borrow_mut().queues[e].push_back((i as u64, r));
-            assigned[e] += 1;
-            engines[e].feed()?;
-            continue;
-        }
-        let Some(t) = next_event else { break };
-        for s in &mut engines {
-            if s.next_time() == Some(t) {
-                s.handle_due(t)?;
-                s.form(t, false)?;
-            }
-        }
-    }
-    let ends = engines
-        .into_iter()
-        .zip(&assigned)
-        .map(|(s, &k)| {
-            let mut end = s.finish();
-            end.m.requests = k;
-            end
-        })
-        .collect();
-    let mut m = super::merge_ranks(ends);
-    m.engines = std::mem::take(&mut m.ranks);
-    let f = RouterFigures {
-        router: format!("dynamo-kv-router {DYNAMO_VERSION}"),
-        policy: spec.policy.as_str().into(),
-        engines: n,
-        in_flight: spec.in_flight,
-        assigned,
-        tie_draws: router.tie_draws,
-        overlap_routed: router.overlap_routed,
-        clock_loads: true,
-        ..RouterFigures::default()
-    };
     Ok((m, f))
 }
 
@@ -372,8 +394,9 @@ fn run_dp_engines<I: Iterator<Item = Request>, S: Rank>(
             let w = usize::from(router.route_with_loads(&text.text, &loads)?);
             let (e, k) = if spec.dp_aware {
                 // The request carries its rank (`routed_dp_rank`): the engine's
-                // controller sends it there, past its balance method
-                // (`data_parallel_controller.py: maybe_external_dp_rank_routing`).
+                // controller sends it there, past its balance method and without
+                // advancing its counters (`managers/data_parallel_controller.py:
+                // maybe_external_dp_rank_routing`, 0.5.23).
                 (w / ranks, w % ranks)
             } else {
                 (w, engines[w].pick(r.arrival_ns, r.input_tokens, None))
