@@ -1474,4 +1474,16 @@ fn write_pd(o: &mut String, pd: &crate::runtime::pd::PdFigures) {
         "PD decode: {} steps, mean batch {:.2}, peak KV {} tokens per rank, {} steps over the pool (SGLang would retract: not modelled)",
         pd.decode_steps, pd.decode_batch_mean, pd.decode_peak_tokens, pd.decode_overflow_steps
     );
+    if pd.decode_radix_cache {
+        let share = if pd.decode_prompt_tokens > 0 {
+            pd.decode_prefix_tokens as f64 / pd.decode_prompt_tokens as f64 * 100.0
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            o,
+            "PD decode radix cache: {} of {} prompt tokens ({share:.2} %) already on their decode server, not sent",
+            pd.decode_prefix_tokens, pd.decode_prompt_tokens
+        );
+    }
 }

@@ -10,7 +10,8 @@ use crate::scenario::Scenario;
 use crate::workload::read::{TraceOptions, open_trace_with};
 
 /// The decode server of `s`'s deployment: the same launch with `--disaggregation-mode
-/// decode`, its radix cache off and no HiCache (`handle_pd_disaggregation`'s default),
+/// decode`, its radix cache off (`handle_pd_disaggregation`'s default) unless
+/// `runtime.pd.decode_radix_cache`, and no HiCache,
 /// sized as the start-up sizes it (its pool per rank, `release::PdRoles`' reserve); and
 /// what a transfer sends per rank. DeepSeek-V4: its compressed pages per token
 /// (`_compressed_bytes_per_full_token`), its window's SWA pages
@@ -27,7 +28,8 @@ fn decode_server(s: &Scenario, spec: &PdSpec) -> Result<(DecodeServer, TransferB
     }
     let mut d = s.clone();
     d.server.disaggregation_mode = crate::domain::DisaggregationMode::Decode;
-    d.server.disable_radix_cache = true;
+    d.server.disaggregation_decode_enable_radix_cache = spec.decode_radix_cache;
+    d.server.disable_radix_cache = !spec.decode_radix_cache;
     d.server.enable_hierarchical_cache = Some(false);
     d.server.hicache_storage_backend = None;
     let plan = crate::startup::StartupPlan::new(&d)
@@ -36,6 +38,28 @@ fn decode_server(s: &Scenario, spec: &PdSpec) -> Result<(DecodeServer, TransferB
         return Err(at(
             "the decode server has no KV pool (no GPU memory is left for it)".into(),
         ));
+    }
+    if spec.decode_radix_cache {
+        // `kv_cache_builder.py: validate_decode_radix_cache` (0.5.23) takes SWA models
+        // on the unified tree's SWA component (DeepSeek-V4 only on its unified KV
+        // layout) and hybrid SSM models on its Mamba component: neither is the decode
+        // tree here.
+        let component = if matches!(s.model.attention, crate::model::Attention::Dsv4 { .. }) {
+            Some("DeepSeek-V4's compressed pages and SWA ring")
+        } else if plan.device_swa_tokens.is_some() {
+            Some("a sliding-window model's SWA component")
+        } else if plan.device_state_slots.is_some() {
+            Some("a hybrid model's Mamba component")
+        } else {
+            None
+        };
+        if let Some(c) = component {
+            return Err(at(format!(
+                "a decode server's radix cache with {c} is not modelled (the replay's decode tree is full-attention only): set decode_radix_cache: false"
+            ))
+            .field("runtime.pd.decode_radix_cache")
+            .not_modelled());
+        }
     }
     // The server's value, each DP-attention rank its share (`resolve_max_num_reqs`:
     // `max(1, max_running_requests // attn_dp_size)`); unset, the defaults SGLang's
@@ -147,6 +171,8 @@ pub fn with_decode_server(
 ) -> Result<crate::scenario::RuntimeSection, InputError> {
     let mut section = section.clone();
     if let Some(pd) = section.pd.as_mut() {
+        // A launch command shared by both roles carries the decode server's flag.
+        pd.decode_radix_cache |= s.server.disaggregation_decode_enable_radix_cache;
         let (server, b) = decode_server(s, pd)?;
         pd.decode = Some(server);
         pd.full_bytes_per_token = b.full;
@@ -176,6 +202,9 @@ pub fn pd_unverified(s: &Scenario, spec: &PdSpec, swa: bool) -> Vec<String> {
     }
     if s.layout.dp_size > 1 {
         v.push(crate::runtime::pd::PD_DECODE_DP_UNMODELLED.to_string());
+    }
+    if spec.decode_radix_cache || s.server.disaggregation_decode_enable_radix_cache {
+        v.push(crate::runtime::pd::PD_DECODE_RADIX_UNMODELLED.to_string());
     }
     if spec.decode_max_running_requests.is_none()
         && s.server.max_running_requests.is_none()

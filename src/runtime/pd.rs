@@ -41,6 +41,12 @@ pub struct PdSpec {
     /// ([`DecodeServer`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decode_max_running_requests: Option<u32>,
+    /// The decode servers' radix cache (`--disaggregation-decode-enable-radix-cache` on
+    /// their launch; also on when the scenario's launch carries the flag, a command
+    /// shared by both roles): each decode server keeps the prompts it finished in a
+    /// tree, and a request whose prefix it holds has only the rest of its KV sent
+    /// (`timed::decode_cache`). Off by default, as in SGLang.
+    pub decode_radix_cache: bool,
     /// The decode server as its start-up sizes it (set where the scenario is read, not a
     /// key of the section).
     #[serde(skip)]
@@ -76,6 +82,7 @@ impl Default for PdSpec {
             transfer_latency: Duration(0),
             num_reserved_decode_tokens: 512,
             decode_max_running_requests: None,
+            decode_radix_cache: false,
             decode: None,
             seed: 0,
             full_bytes_per_token: 0,
@@ -198,6 +205,9 @@ pub const PD_SWA_UNMODELLED: &str = "PD replay of a sliding-window model: the de
 /// What a PD replay with DP attention leaves out of its decode servers.
 pub const PD_DECODE_DP_UNMODELLED: &str = "PD replay with DP attention: a decode server's DP ranks step independently (SGLang syncs their forwards, prepare_mlp_sync_batch), a rank's decode step is costed on its own batch, and its ranks are dealt round-robin (a decode server's auto; another --load-balance-method is not applied there); a prefill rank chosen by load is chosen at the preallocation, not at the arrival, and its registration with the bootstrap server is not timed";
 
+/// What a PD replay with the decode servers' radix cache leaves out.
+pub const PD_DECODE_RADIX_UNMODELLED: &str = "PD replay with the decode servers' radix cache: a finished request's prompt pages go into its decode server's tree, its output's do not (SGLang's `cache_finished_req` inserts both; a trace does not know the outputs' page hashes), so a next turn's match stops where the last prompt ended; the decode server's HiCache (its L2/L3 behind the tree) is not modelled";
+
 /// The figures of a PD replay (`metrics.pd`): where a request's time to first token
 /// goes, and what the decode servers held.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -229,4 +239,10 @@ pub struct PdFigures {
     pub decode_overflow_steps: u64,
     /// Requests each decode server took.
     pub decode_assigned: Vec<u64>,
+    /// The decode servers keep a radix cache (`runtime.pd.decode_radix_cache`).
+    pub decode_radix_cache: bool,
+    /// The measured requests' prompt tokens, and those of them their decode server
+    /// already held (`decode_prefix_len`, not sent).
+    pub decode_prompt_tokens: u64,
+    pub decode_prefix_tokens: u64,
 }

@@ -48,6 +48,7 @@
 //!   token's, streamed before; their TPOT carries the redo). `prompt_only` is the
 //!   replay before it.
 
+mod decode_cache;
 pub(crate) mod fleet;
 pub(crate) mod kv_budget;
 pub(crate) mod lockstep;
@@ -133,28 +134,35 @@ pub(crate) struct PdSend {
     /// compress state), unless the prompt is a whole number of `state_period` tokens.
     pub state_bytes: u64,
     pub state_period: u64,
+    /// The prefix each request's decode server already holds (`decode_prefix_len`,
+    /// tokens, whole pages; `timed::decode_cache`), by trace position: not sent.
+    pub decode_prefix: std::collections::BTreeMap<u64, u64>,
 }
 
 impl PdSend {
-    /// The bytes a prompt of `input` tokens sends (`disaggregation/prefill.py:
-    /// send_kv_chunk` and `_request_state_payload`, 0.5.23): every page of the per-token
-    /// pools, of the SWA pools only the pages holding its last `window` tokens
-    /// (`ceil(L / P) − floor(max(0, L − W) / P)`), and the request-scoped state.
-    pub(crate) fn bytes(&self, input: u64, page_size: u64) -> u64 {
+    /// The bytes a prompt of `input` tokens sends when its decode server holds its first
+    /// `prefix` tokens (whole pages; 0 without a decode radix cache)
+    /// (`disaggregation/prefill.py: send_kv_chunk` from `start_send_idx`,
+    /// `_num_pages_to_send` and `_request_state_payload`, 0.5.23): the pages of the
+    /// per-token pools after the prefix, of the SWA pools only the pages holding its last
+    /// `window` tokens and none of the prefix's
+    /// (`ceil(L / P) − floor(max(prefix, L − W) / P)`), and the request-scoped state.
+    pub(crate) fn bytes(&self, input: u64, prefix: u64, page_size: u64) -> u64 {
         let ps = page_size.max(1);
         let pages = input.div_ceil(ps);
+        let skipped = (prefix / ps).min(pages);
         let full = self.full_bytes_per_token;
         let swa_pages = if self.window == 0 {
             0
         } else {
-            pages - input.saturating_sub(self.window) / ps
+            pages - (input.saturating_sub(self.window).max(prefix) / ps).min(pages)
         };
         let state = if self.state_period > 0 && !input.is_multiple_of(self.state_period) {
             self.state_bytes
         } else {
             0
         };
-        pages * ps * full + swa_pages * ps * self.swa_bytes_per_token + state
+        (pages - skipped) * ps * full + swa_pages * ps * self.swa_bytes_per_token + state
     }
 
     /// Queues a transfer of `bytes` at `now` (a prefill's end) for the request at trace
@@ -1556,7 +1564,8 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
     fn send_kv(&mut self, a: Admitted, last: NodeId, now: Nanos, measured: bool) {
         let ps = self.s.ps;
         let pd = self.pd.as_mut().expect("a PD prefill server");
-        let bytes = pd.bytes(u64::from(a.w.input_tokens), ps);
+        let prefix = pd.decode_prefix.remove(&a.w.index).unwrap_or(0);
+        let bytes = pd.bytes(u64::from(a.w.input_tokens), prefix, ps);
         let end = pd.send(a.w.index, bytes, now);
         let index = a.w.index;
         if self.kv {

@@ -9,7 +9,7 @@ use hicache_sim::runtime::{ReplayConfig, Timing, replay_pd};
 use hicache_sim::units::Bandwidth;
 use hicache_sim::workload::Request;
 
-use crate::support::{repo, run, stderr, stdout};
+use crate::support::{exit2, repo, run, stderr, stdout};
 
 fn cfg() -> ReplayConfig {
     let mut c = ReplayConfig::default();
@@ -404,5 +404,113 @@ fn the_deepseek_v4_pd_scenario() {
     assert!(
         !t.contains("takes a request's decode KV when its decode starts"),
         "{t}"
+    );
+}
+
+/// A decode server's radix cache (`--disaggregation-decode-enable-radix-cache`,
+/// `runtime.pd.decode_radix_cache`): A (4 pages, 2 out) finishes on the decode server,
+/// which keeps its prompt's 4 pages in its tree. B at 1 s extends A's prompt by 4 pages
+/// (512 tokens): its decode server matches A's 4 pages (`decode_prefix_len` 256), so
+/// the prefill server — which prefills B's 256 new tokens over its own cached 256 in
+/// 12.8 ms — sends only the last 4 pages, 3,355,443 ns at 10 GB/s, where without the
+/// cache it sends all 8 (6,710,886 ns).
+#[test]
+fn a_decode_radix_cache_sends_only_what_the_decode_server_lacks() {
+    let b = Request {
+        id: 1,
+        arrival_ns: 1_000_000_000,
+        input_tokens: 512,
+        output_tokens: 2,
+        page_hashes: (100..108).collect(),
+    };
+    let reqs = || vec![req(0, 0.0, 100, 2), b.clone()];
+    let mut on = spec(1 << 20);
+    on.decode_radix_cache = true;
+    let (m, _) = replay_pd(&cfg(), &on, None, reqs()).unwrap();
+    let pd = m.pd.as_ref().unwrap();
+    assert!(pd.decode_radix_cache);
+    assert_eq!(
+        (pd.decode_prefix_tokens, pd.decode_prompt_tokens),
+        (256, 768)
+    );
+    // Both transfers are 4 pages; both TTFTs 12.8 ms + 3,355,443 ns.
+    assert!((pd.transfer_mean_s - 0.003_355_443).abs() < 1e-12);
+    assert_eq!(m.ttft_p99_s, Some(0.016_155_443));
+    // B's KV on the decode server: A's 4 cached pages (locked) and its own 4, then a
+    // ninth page for its decoded token: 576 tokens at the peak.
+    assert_eq!(pd.decode_peak_tokens, 576);
+    let (m, _) = replay_pd(&cfg(), &spec(1 << 20), None, reqs()).unwrap();
+    let pd = m.pd.as_ref().unwrap();
+    assert!(!pd.decode_radix_cache);
+    assert_eq!((pd.decode_prefix_tokens, pd.decode_prompt_tokens), (0, 768));
+    assert!((pd.transfer_mean_s - (0.003_355_443 + 0.006_710_886) / 2.0).abs() < 1e-12);
+    assert_eq!(m.ttft_p99_s, Some(0.019_510_886));
+}
+
+/// The decode radix cache's pages are the pool's: on a decode pool of 1,024 tokens
+/// (16 pages) A's 4 finished pages stay cached, and C (4 pages of its own, 600 out),
+/// growing to 14 pages (256 + 599 tokens), evicts them when it needs its 13th instead
+/// of outgrowing the pool. B, back at 20 s for A's prefix, finds it gone and is sent
+/// whole.
+#[test]
+fn the_decode_radix_cache_gives_its_pages_to_running_requests() {
+    let b = Request {
+        id: 2,
+        arrival_ns: 20_000_000_000,
+        input_tokens: 256,
+        output_tokens: 2,
+        page_hashes: (100..104).collect(),
+    };
+    let mut on = spec(1024);
+    on.decode_radix_cache = true;
+    let reqs = vec![req(0, 0.0, 100, 2), req(1, 1000.0, 200, 600), b];
+    let (m, _) = replay_pd(&cfg(), &on, None, reqs).unwrap();
+    let pd = m.pd.as_ref().unwrap();
+    assert_eq!(pd.decode_prefix_tokens, 0);
+    assert_eq!(pd.decode_overflow_steps, 0);
+    assert_eq!(pd.decode_peak_tokens, 896);
+}
+
+/// `scenarios/pd-deepseek-v3-h200.yaml` with the decode servers' radix cache: the text
+/// says how much of the prompts' KV the decode servers already held (this Mooncake
+/// trace at half speed keeps the decode pools nearly full of running requests, so
+/// little: 2.90 %), and the JSON carries it. A sliding-window model's decode tree is
+/// refused, naming the key.
+#[test]
+fn the_pd_scenario_with_a_decode_radix_cache() {
+    let o = run(
+        &[
+            "replay",
+            "scenarios/pd-deepseek-v3-h200.yaml",
+            "--set",
+            "runtime.pd.decode_radix_cache=true",
+        ],
+        &repo("."),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = stdout(&o);
+    for want in [
+        "PD decode radix cache: 1773440 of 61194628 prompt tokens (2.90 %) already on their decode server, not sent",
+        "KV transfer 0.079 s",
+        "PD decode: 290130 steps, mean batch 2.04, peak KV 713216 tokens per rank, 0 steps over the pool",
+        "PD replay with the decode servers' radix cache: a finished request's prompt pages go into its decode server's tree, its output's do not",
+    ] {
+        assert!(t.contains(want), "missing {want:?} in\n{t}");
+    }
+    let o = run(
+        &[
+            "replay",
+            "scenarios/pd-deepseek-v4-flash-h200.yaml",
+            "--set",
+            "runtime.pd.decode_radix_cache=true",
+        ],
+        &repo("."),
+    );
+    exit2(
+        &o,
+        &[
+            "runtime.pd.decode_radix_cache",
+            "DeepSeek-V4's compressed pages and SWA ring is not modelled",
+        ],
     );
 }

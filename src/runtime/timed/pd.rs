@@ -37,8 +37,8 @@
 //! Not here (`runtime::pd::PD_UNMODELLED`, in every answer's status): the transfer of each
 //! chunk as it is computed (the whole prompt goes after its last chunk), the bootstrap
 //! handshake's own time (`runtime.pd.transfer_latency`), a decode server's retraction and
-//! overlap scheduler, its radix cache and HiCache
-//! (`--disaggregation-decode-enable-radix-cache`, refused).
+//! overlap scheduler, its HiCache. Its radix cache
+//! (`--disaggregation-decode-enable-radix-cache`) is `timed::decode_cache`.
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
@@ -57,6 +57,7 @@ use crate::runtime::router::{Router, RouterFigures, RouterSpec, RoutingText};
 use crate::units::Nanos;
 use crate::workload::Request;
 
+use super::decode_cache::{DecodeCache, decode_cache};
 use super::fleet::FleetError;
 use super::lockstep::Lockstep;
 use super::rank::{Dispatch, Rank, RankFeed, check_arrival};
@@ -144,6 +145,9 @@ struct Phases {
     transfer: u128,
     first_wait: u128,
     n: u64,
+    /// Prompt tokens, and those the decode servers already held.
+    prompt: u64,
+    decode_prefix: u64,
 }
 
 /// One prefill server: one scheduler, or its DP-attention ranks in lockstep.
@@ -271,10 +275,15 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
     let servers = pd.decode_engines.max(1) as usize;
     let mut decode = Vec::with_capacity(servers * ranks);
     for _ in 0..servers * ranks {
+        let cache = pd.decode_radix_cache.then(|| {
+            let ps = server.page_size.max(1);
+            decode_cache(cfg, server.pool_tokens / u64::from(ps), ps)
+        });
         decode.push(DecodeEngine::new(
             server,
             pd.num_reserved_decode_tokens,
             super::cost_model(cfg)?,
+            cache,
         ));
     }
     let mut dealt = vec![0u64; servers];
@@ -350,6 +359,7 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
                 input: r.input_tokens,
                 output: r.output_tokens.min(max_new_tokens),
                 max_new: max_new_tokens,
+                decode_prefix: 0,
                 req: r,
             });
             if decode[k].idle() {
@@ -411,6 +421,10 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
         for p in released.drain(..) {
             let tr = tracks.get_mut(&p.index).expect("tracked");
             tr.prealloc = now;
+            if tr.measured {
+                phases.prompt += u64::from(p.input);
+                phases.decode_prefix += p.decode_prefix;
+            }
             let e = tr.prefill;
             awaiting[e] -= 1;
             sent[e] += 1;
@@ -418,7 +432,15 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
             let mut req = p.req;
             req.arrival_ns = now;
             d.borrow_mut().queues[e * ranks + k].push_back((p.index, req));
-            prefill[e].sims()[k].feed()?;
+            let sim = &mut prefill[e].sims()[k];
+            if p.decode_prefix > 0 {
+                sim.pd()
+                    .as_mut()
+                    .expect("a prefill server")
+                    .decode_prefix
+                    .insert(p.index, p.decode_prefix);
+            }
+            sim.feed()?;
         }
     }
     if let Some((k, p)) = decode
@@ -498,6 +520,9 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
         decode_peak_tokens: peak,
         decode_overflow_steps: overflow,
         decode_assigned: assigned,
+        decode_radix_cache: pd.decode_radix_cache,
+        decode_prompt_tokens: phases.prompt,
+        decode_prefix_tokens: phases.decode_prefix,
     });
     let figures = router.map(|r| {
         let mut f = r.figures();
@@ -515,6 +540,8 @@ struct Pending {
     output: u32,
     /// Its `max_new_tokens`.
     max_new: u32,
+    /// The prefix its decode server holds, tokens (set at its preallocation).
+    decode_prefix: u64,
     req: Request,
 }
 
@@ -552,9 +579,27 @@ struct DecodeEvent {
     kind: DecodeEventKind,
 }
 
-/// One decode server (`--disaggregation-mode decode`, radix cache off).
+/// What a request holds in its decode server's radix cache, from its preallocation to
+/// its finish.
+struct Held {
+    /// Its prompt's whole pages.
+    pages: Vec<crate::cache::PageKey>,
+    /// The matched prefix's node, locked.
+    lock: crate::cache::NodeId,
+    /// The matched prefix, pages.
+    prefix_pages: u64,
+    /// Pages allocated to it (its prompt after the prefix, its decode's growth).
+    pages_held: u64,
+}
+
+/// One decode server (`--disaggregation-mode decode`), its radix cache off (SGLang's
+/// default) or on (`timed::decode_cache`).
 struct DecodeEngine {
     server: DecodeServer,
+    /// Its radix cache, which then owns the pool's pages.
+    cache: Option<Box<dyn DecodeCache>>,
+    /// Each request's share of the radix cache, by trace position.
+    held: BTreeMap<u64, Held>,
     /// `--num-reserved-decode-tokens`.
     reserved: u64,
     cost: CostModel,
@@ -581,10 +626,17 @@ struct DecodeEngine {
 }
 
 impl DecodeEngine {
-    fn new(server: DecodeServer, reserved: u64, cost: CostModel) -> Self {
+    fn new(
+        server: DecodeServer,
+        reserved: u64,
+        cost: CostModel,
+        cache: Option<Box<dyn DecodeCache>>,
+    ) -> Self {
         let per_step = cost.tokens_per_iteration();
         DecodeEngine {
             server,
+            cache,
+            held: BTreeMap::new(),
             reserved,
             cost,
             per_step,
@@ -621,6 +673,15 @@ impl DecodeEngine {
         tokens.div_ceil(ps) * ps
     }
 
+    /// KV tokens the requests hold (with a radix cache, their locked prefixes counted
+    /// once).
+    fn in_use(&self) -> u64 {
+        match &self.cache {
+            Some(c) => c.in_use() * u64::from(self.server.page_size.max(1)),
+            None => self.used,
+        }
+    }
+
     /// Request slots in use: running, in transfer and transferred (a finished request's
     /// slot is already free).
     fn slots_used(&self) -> usize {
@@ -629,7 +690,10 @@ impl DecodeEngine {
 
     /// `pop_preallocated`: FIFO, stopping at the first request without a request slot, a
     /// metadata buffer or room. `_active_req_count` reads `running_batch.reqs`, the
-    /// requests the last step finished included.
+    /// requests the last step finished included. With a radix cache the prompt is
+    /// matched and its prefix locked first (`_match_prefix_and_lock`), only the pages
+    /// after it are allocated and needed, the tree's evictable pages count as free, and
+    /// a request that does not fit gives its lock back.
     fn prealloc(&mut self, out: &mut Vec<Pending>) {
         let in_batch = || self.running.iter().chain(&self.just_finished);
         let retractable: i64 = in_batch().map(|d| d.len() as i64).sum();
@@ -650,18 +714,50 @@ impl DecodeEngine {
             {
                 break;
             }
-            let free = self.server.pool_tokens.saturating_sub(self.used) as i64;
+            let ps = u64::from(self.server.page_size.max(1));
+            let whole = self.pages(u64::from(p.input));
+            let (prefix, lock) = match self.cache.as_mut() {
+                Some(c) => {
+                    let (pages, lock) = c.match_lock(&p.req.page_hashes);
+                    ((pages * ps).min(whole), lock)
+                }
+                None => (0, crate::cache::ROOT),
+            };
+            let free = match &self.cache {
+                Some(c) => (c.room() * ps) as i64,
+                None => self.server.pool_tokens.saturating_sub(self.used) as i64,
+            };
             let active = (self.slots_used() + finished) as u64;
             let allocatable = free - ((self.reserved * active) as i64).max(single);
-            let alloc = self.pages(u64::from(p.input));
+            // `_required_alloc_tokens`: the prompt's pages after the prefix.
+            let alloc = whole - prefix;
             let admission = ((alloc + self.reserved) as i64)
-                .max(i64::from(p.input) + clip(p.max_new) - retractable);
+                .max(i64::from(p.input) - prefix as i64 + clip(p.max_new) - retractable);
             if admission > allocatable {
+                if let Some(c) = self.cache.as_mut() {
+                    c.unlock(lock);
+                }
                 break;
             }
-            let p = self.queue.pop_front().expect("front");
-            self.used += alloc;
-            self.peak = self.peak.max(self.used);
+            let mut p = self.queue.pop_front().expect("front");
+            p.decode_prefix = prefix;
+            if let Some(c) = self.cache.as_mut() {
+                let pages_held = c.alloc(alloc / ps);
+                if pages_held < alloc / ps {
+                    self.overflow_steps += 1;
+                }
+                self.held.insert(
+                    p.index,
+                    Held {
+                        pages: p.req.page_hashes.clone(),
+                        lock,
+                        prefix_pages: prefix / ps,
+                        pages_held,
+                    },
+                );
+            }
+            self.used += whole;
+            self.peak = self.peak.max(self.in_use());
             self.in_transfer.insert(
                 p.index,
                 Dec {
@@ -670,7 +766,7 @@ impl DecodeEngine {
                     output: p.output,
                     max_new: p.max_new,
                     made: 0.0,
-                    alloc,
+                    alloc: whole,
                     first_token: 0,
                 },
             );
@@ -742,15 +838,27 @@ impl DecodeEngine {
     fn step_done(&mut self, now: Nanos, events: &mut Vec<DecodeEvent>) {
         self.step_end = None;
         let ps = u64::from(self.server.page_size.max(1));
+        let mut short = false;
         for d in &mut self.running {
             d.made = (d.made + self.per_step).min(f64::from(d.output - 1));
             let kv = u64::from(d.input) + d.made.floor() as u64;
             let alloc = kv.div_ceil(ps) * ps;
-            self.used += alloc.saturating_sub(d.alloc);
+            let grow = alloc.saturating_sub(d.alloc);
+            self.used += grow;
             d.alloc = d.alloc.max(alloc);
+            if let (Some(c), true) = (self.cache.as_mut(), grow > 0) {
+                // The radix cache's evictable pages make room first.
+                let got = c.alloc(grow / ps);
+                short |= got < grow / ps;
+                self.held.get_mut(&d.index).expect("held").pages_held += got;
+            }
         }
-        self.peak = self.peak.max(self.used);
-        if self.used > self.server.pool_tokens {
+        self.peak = self.peak.max(self.in_use());
+        let over = match self.cache {
+            Some(_) => short,
+            None => self.used > self.server.pool_tokens,
+        };
+        if over {
             self.overflow_steps += 1;
         }
         let mut i = 0;
@@ -765,8 +873,18 @@ impl DecodeEngine {
         }
     }
 
+    /// A request finished: its KV freed, or with a radix cache its prompt's whole pages
+    /// inserted (`cache_finished_req`) and the rest freed.
     fn finish(&mut self, d: Dec, now: Nanos, events: &mut Vec<DecodeEvent>) {
         self.used -= d.alloc;
+        if let Some(c) = self.cache.as_mut() {
+            let h = self.held.remove(&d.index).expect("held");
+            let own = (h.pages.len() as u64)
+                .saturating_sub(h.prefix_pages)
+                .min(h.pages_held);
+            c.finish(&h.pages[..(h.prefix_pages + own) as usize], own, h.lock);
+            c.free(h.pages_held - own);
+        }
         events.push(DecodeEvent {
             index: d.index,
             kind: DecodeEventKind::Finished {
@@ -792,9 +910,9 @@ mod tests {
             ..PdSend::default()
         };
         // 1,000 tokens: 16 pages of 64; SWA: tokens 872..1000 on pages 13..15 (3).
-        assert_eq!(pd.bytes(1000, 64), 16 * 64 * 100 + 3 * 64 * 10);
+        assert_eq!(pd.bytes(1000, 0, 64), 16 * 64 * 100 + 3 * 64 * 10);
         // 1,024 tokens: the window 896..1024 on 2 whole pages.
-        assert_eq!(pd.bytes(1024, 64), 16 * 64 * 100 + 2 * 64 * 10);
+        assert_eq!(pd.bytes(1024, 0, 64), 16 * 64 * 100 + 2 * 64 * 10);
         // Request state, unless the prompt is a whole number of 128-token blocks.
         let state = PdSend {
             full_bytes_per_token: 100,
@@ -802,15 +920,22 @@ mod tests {
             state_period: 128,
             ..PdSend::default()
         };
-        assert_eq!(state.bytes(1000, 64), 16 * 64 * 100 + 7);
-        assert_eq!(state.bytes(1024, 64), 16 * 64 * 100);
+        assert_eq!(state.bytes(1000, 0, 64), 16 * 64 * 100 + 7);
+        assert_eq!(state.bytes(1024, 0, 64), 16 * 64 * 100);
         // 100 tokens: 2 pages, both in the window.
-        assert_eq!(pd.bytes(100, 64), 2 * 64 * 100 + 2 * 64 * 10);
+        assert_eq!(pd.bytes(100, 0, 64), 2 * 64 * 100 + 2 * 64 * 10);
         // No SWA pool: the full pages only.
         let full = PdSend {
             full_bytes_per_token: 100,
             ..PdSend::default()
         };
-        assert_eq!(full.bytes(1000, 64), 16 * 64 * 100);
+        assert_eq!(full.bytes(1000, 0, 64), 16 * 64 * 100);
+        // A decode server holding the first 640 tokens (10 pages): the 6 pages after
+        // them; the window's 3 SWA pages are all after the prefix.
+        assert_eq!(pd.bytes(1000, 640, 64), 6 * 64 * 100 + 3 * 64 * 10);
+        // Holding 960 (15 pages): one page of each, none of the prefix's SWA pages.
+        assert_eq!(pd.bytes(1000, 960, 64), 64 * 100 + 64 * 10);
+        // The whole prompt held (1,024 tokens, 16 whole pages): nothing is sent.
+        assert_eq!(pd.bytes(1024, 1024, 64), 0);
     }
 }

@@ -411,7 +411,8 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
                 // releases it on success).
                 swa_checkpoint(&mut self.t, &a.w.pages, a.w.index, input, &mut r);
                 a.req = Some(r);
-                let bytes = pd.bytes(input, u64::from(self.cfg.capacities.page_size));
+                let prefix = pd.decode_prefix.remove(&a.w.index).unwrap_or(0);
+                let bytes = pd.bytes(input, prefix, u64::from(self.cfg.capacities.page_size));
                 let end = pd.send(a.w.index, bytes, now);
                 if let Some(t) = self.times.as_mut() {
                     t.push(RequestTime {
