@@ -800,6 +800,11 @@ fn render_engines(
                     "the router picks the rank (--dp-aware: {} workers, engine-major; the request's data_parallel_rank)",
                     r.assigned.len()
                 )
+            } else if r.policy == "dynamo_kv" {
+                format!(
+                    "the router picks the rank (Dynamo scores every (worker, dp_rank) from that rank's KV events: {} workers, engine-major; the request's data_parallel_rank)",
+                    r.assigned.len()
+                )
             } else if let Some(b) = &r.dp_balance {
                 format!(
                     "the router picks the engine, the engine's DataParallelController its rank by --load-balance-method {b} (each engine's ranks in lockstep on its clock)"

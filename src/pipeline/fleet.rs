@@ -59,18 +59,20 @@ fn route_trace(
 }
 
 /// Routes the first `limit` requests of the trace at `path` with Dynamo's KV router
-/// (`runtime::router::dynamo_kv`), fed by the engines' state: the engines (`cfg` is one
-/// engine's) are replayed side by side as the requests are routed. Each request's
-/// engine, and the router's figures.
+/// (`runtime::router::dynamo_kv`), fed by the workers' state: every engine's `ranks`
+/// DP ranks (`cfg` is one rank's) are replayed side by side as the requests are routed.
+/// Each request's worker (engine-major), and the router's figures, each worker's
+/// requests in `assigned`.
 fn route_dynamo(
     path: &str,
     opts: &TraceOptions,
     cfg: &ReplayConfig,
     spec: &RouterSpec,
+    ranks: u32,
     limit: u64,
 ) -> Result<(Vec<u16>, RouterFigures), InputError> {
     use crate::runtime::router::dynamo_kv::{DynamoKv, TierOverlap};
-    let n = spec.engines.clamp(1, router::MAX_ENGINES);
+    let n = spec.workers(ranks).clamp(1, router::MAX_ENGINES);
     // One stream of the scenario's seed, apart from any other use of it.
     let rng = crate::engine::stream(spec.seed, 0xD7A4_0000);
     let mut dyn_router = DynamoKv::new(
@@ -119,12 +121,12 @@ fn validated(spec: &RouterSpec) -> Result<(), InputError> {
     })
 }
 
-/// More `--dp-aware` workers than the router's tree tells apart.
+/// More rank workers (`--dp-aware`, Dynamo's) than the router tells apart.
 fn too_many_workers(engines: u32, ranks: u32, workers: u32) -> InputError {
     InputError::new(
         "runtime.router",
         format!(
-            "{engines} engines x {ranks} data-parallel ranks = {workers} router workers (--dp-aware): the router's tree tells at most {} apart",
+            "{engines} engines x {ranks} data-parallel ranks = {workers} router workers (--dp-aware, or Dynamo's (worker, dp_rank) candidates): the router tells at most {} apart",
             router::MAX_ENGINES
         ),
     )
@@ -146,7 +148,7 @@ pub(super) fn check(cfg: &ReplayConfig, spec: &RouterSpec) -> Result<(), InputEr
         return Err(too_many_workers(n, cfg.capacities.dp_ranks, workers));
     }
     if cfg.capacities.dp_ranks > 1
-        && !spec.dp_aware
+        && !spec.routes_ranks()
         && cfg.capacities.dp_balance != crate::runtime::dp::DpBalance::RoundRobin
         && cfg.measurement.timing == Timing::Off
     {
@@ -161,11 +163,7 @@ pub(super) fn check(cfg: &ReplayConfig, spec: &RouterSpec) -> Result<(), InputEr
         );
     }
     if spec.policy == router::RouterPolicy::DynamoKv {
-        let why = if cfg.capacities.dp_ranks > 1 {
-            Some(
-                "data-parallel ranks inside the engines behind Dynamo's KV router are not modelled (each rank publishes its own KV events): use one rank per engine, or policy cache_aware",
-            )
-        } else if cfg.capacities.swa.is_some() {
+        let why = if cfg.capacities.swa.is_some() {
             Some(
                 "a sliding-window model's engines behind Dynamo's KV router are not modelled (the router is fed from the full tree's events only): use policy cache_aware",
             )
@@ -206,18 +204,25 @@ pub(super) fn replay_fleet(
         return replay_fleet_timed(path, opts, cfg, spec, limit, factor);
     }
     let ranks = cfg.capacities.dp_ranks.max(1);
-    // Each request's (engine, rank): with `dp_aware` the router's worker is a rank
-    // (engine-major); else the router picks the engine and the engine's
+    // Each request's (engine, rank): with `dp_aware`, and behind Dynamo, the router's
+    // worker is a rank (engine-major); else the router picks the engine and the engine's
     // `DataParallelController` round-robins its own arrivals over its ranks
     // (`round_robin_scheduler`, `runtime::dp`).
     let mut slots: Vec<(u16, u32)> = Vec::new();
     let mut arrivals = vec![0u64; spec.engines as usize];
     let routed = routed_spec(spec, ranks);
     let mut figures = if spec.policy == router::RouterPolicy::DynamoKv {
+        // Every rank its own worker, its tree replayed as one engine's.
         let mut c = cfg.clone();
         c.capacities.dp_ranks = 1;
-        let (engines, figures) = route_dynamo(path, opts, &c, spec, limit)?;
-        slots = engines.into_iter().map(|e| (e, 0)).collect();
+        let (workers, figures) = route_dynamo(path, opts, &c, spec, ranks, limit)?;
+        slots = workers
+            .into_iter()
+            .map(|w| {
+                let w = u32::from(w);
+                ((w / ranks) as u16, w % ranks)
+            })
+            .collect();
         figures
     } else {
         route_trace(path, opts, cfg.capacities.page_size, &routed, limit, |r| {
@@ -267,7 +272,7 @@ fn set_worker_figures(
     ranks: u32,
 ) {
     figures.request_imbalance = router::max_over_mean(figures.assigned.iter().copied());
-    figures.token_imbalance = if spec.dp_aware && ranks > 1 {
+    figures.token_imbalance = if spec.routes_ranks() && ranks > 1 {
         router::max_over_mean(
             m.engines
                 .iter()
@@ -346,7 +351,7 @@ pub(super) fn set_timed_figures(
     set_worker_figures(&mut figures, m, spec, ranks);
     // The engines' balance method decides only what the router does not route itself.
     if ranks > 1
-        && !spec.dp_aware
+        && !spec.routes_ranks()
         && cfg.capacities.dp_balance != crate::runtime::dp::DpBalance::RoundRobin
     {
         figures.dp_balance = Some(cfg.capacities.dp_balance.id().to_string());

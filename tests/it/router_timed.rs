@@ -401,3 +401,70 @@ fn dynamo_kv_runs_timed_on_the_loads_it_tracks() {
     let y = f.assigned.iter().position(|&k| k == 3).unwrap();
     assert_eq!(m.engines[y].device_hit_tokens, 256);
 }
+
+/// Dynamo's KV router in front of an engine with DP-attention ranks scores every rank
+/// as its own worker (each rank publishes its own KV events) and sends the request to
+/// the rank it picks (`data_parallel_rank`). One engine of two ranks: A (pages 100–103,
+/// one token) at 0 costs 4 + 4 on both ranks, a drawn tie; B, the same prompt at 1 s,
+/// costs (256 − 256 + 256) / 64 − 4 credit + 4 new = 4 on A's rank against 8 on the
+/// other: A's rank, 256 tokens hit. The engine alone deals B to the other rank by
+/// round-robin and hits nothing.
+#[test]
+fn dynamo_kv_picks_the_dp_rank() {
+    let spec = RouterSpec {
+        engines: 1,
+        policy: RouterPolicy::DynamoKv,
+        ..RouterSpec::default()
+    };
+    let reqs = vec![req(0, 0.0, 100, 1), req(1, 1.0, 100, 1)];
+    let mut c = cfg();
+    c.capacities.dp_ranks = 2;
+    let (m, f) = replay_fleet_timed(&c, &spec, reqs.clone()).unwrap();
+    let mut assigned = f.assigned.clone();
+    assigned.sort_unstable();
+    assert_eq!(assigned, [0, 2]);
+    assert_eq!((f.tie_draws, f.overlap_routed), (1, 1));
+    assert_eq!(m.device_hit_tokens, 256);
+    let rank = f.assigned.iter().position(|&k| k == 2).unwrap();
+    assert_eq!(m.engines[0].ranks[rank].device_hit_tokens, 256);
+    let alone = hicache_sim::runtime::replay(&c, reqs).unwrap();
+    assert_eq!(alone.device_hit_tokens, 0);
+}
+
+/// `scenarios/deepseek-v32-dp8-gb300.yaml` as two engines behind Dynamo's KV router
+/// (DP ranks behind it refused before), untimed and timed: its 16 workers are the
+/// ranks, and the text says so.
+#[test]
+fn dynamo_kv_routes_the_ranks_of_dp_engines() {
+    let args = [
+        "replay",
+        "scenarios/deepseek-v32-dp8-gb300.yaml",
+        "--set",
+        "runtime.router.engines=2",
+        "--set",
+        "runtime.router.policy=dynamo_kv",
+    ];
+    let ranks = "the router picks the rank (Dynamo scores every (worker, dp_rank) from that rank's KV events: 16 workers, engine-major; the request's data_parallel_rank)";
+    let o = run(&args, &repo("."));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = stdout(&o);
+    for want in [
+        ranks,
+        "all         3993       61194628       35097536              0              0    57.35 %",
+    ] {
+        assert!(t.contains(want), "{want}\n{t}");
+    }
+    let o = run(
+        &[&args[..], &["--set", "runtime.replay.timing=on"]].concat(),
+        &repo("."),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = stdout(&o);
+    for want in [
+        ranks,
+        "all         3993       61194628       36354176              0              0    59.41 %    0.402 s    4.716 s",
+        "under cache_aware the same engines would hit 22.90 % in total",
+    ] {
+        assert!(t.contains(want), "{want}\n{t}");
+    }
+}

@@ -209,7 +209,7 @@ impl RouterSpec {
                     not_modelled: e.not_modelled,
                 })?;
                 if self.dp_aware {
-                    return Err(RouterRefusal::not_modelled(("dp_aware", "true with policy dynamo_kv is not modelled: Dynamo routes to (worker, dp_rank) pairs from each rank's KV events, which the replay does not publish per rank; set dp_aware: false".into())));
+                    return Err(RouterRefusal::not_modelled(("dp_aware", "true with policy dynamo_kv is not modelled: --dp-aware is sgl-router's flag, and Dynamo's KV router picks each engine's DP rank itself (every (worker, dp_rank) its own candidate); set dp_aware: false".into())));
                 }
             }
             RouterPolicy::Random => return Err(RouterRefusal::not_modelled(("policy", "random is not modelled: the router draws from an OS-seeded thread RNG (src/policies/random.rs); use round_robin or cache_aware".into()))),
@@ -255,11 +255,23 @@ impl RouterSpec {
         self.engines > 1 || self.dp_aware
     }
 
+    /// The router picks the DP rank a request runs on, past the engine's
+    /// `DataParallelController` method: sgl-router with `--dp-aware`, and Dynamo's KV
+    /// router, which scores every (worker, dp_rank) as its own candidate
+    /// (`dynamo-kv-router` 1.6.1 `scheduling/selector/reference.rs`:
+    /// `for_each_eligible_worker_rank`), each rank publishing its own KV events, and whose
+    /// SGLang worker passes the rank on (ai-dynamo/dynamo
+    /// `components/src/dynamo/sglang/request_handlers`: `async_generate(...,
+    /// data_parallel_rank=dp_rank)` from the router's `routing.dp_rank`).
+    pub fn routes_ranks(&self) -> bool {
+        self.dp_aware || self.policy == RouterPolicy::DynamoKv
+    }
+
     /// The workers the router chooses among with `dp_ranks` ranks an engine: the engines,
-    /// or with `dp_aware` every engine's ranks (engine-major, as `get_dp_aware_workers`
-    /// lists them).
+    /// or when it routes ranks ([`Self::routes_ranks`]) every engine's ranks
+    /// (engine-major, as `get_dp_aware_workers` lists them).
     pub fn workers(&self, dp_ranks: u32) -> u32 {
-        if self.dp_aware {
+        if self.routes_ranks() {
             self.engines.saturating_mul(dp_ranks.max(1))
         } else {
             self.engines

@@ -61,7 +61,7 @@ pub fn run<I: IntoIterator<Item = Request>>(
         });
     }
     if spec.policy == RouterPolicy::DynamoKv {
-        let choose = DynamoRouter::new(cfg, spec);
+        let choose = DynamoRouter::new(cfg, spec, 1);
         return match cfg.policy.tree {
             TreeKind::V1 => run_engines(cfg, spec, requests, choose, |c, feed| {
                 tracked(Sim::<_, V1>::new(c, feed, false, false))
@@ -151,11 +151,12 @@ impl<S: Rank> ChooseEngine<S> for SglRouter {
 }
 
 /// Dynamo's KV router (`runtime::router::dynamo_kv`): at each arrival it reads every
-/// engine's tree as that engine's KV events publish it, and the loads it tracks itself
+/// worker's tree as that worker's KV events publish it, and the loads it tracks itself
 /// — each request's effective prompt tokens from its routing to its first token, its
-/// blocks to its end (`DynamoKv::select_timed`). Each engine one rank
-/// (`pipeline::fleet` refuses DP ranks and sliding-window models behind it). The KV
-/// events and the first token reach the router without delay.
+/// blocks to its end (`DynamoKv::select_timed`). Its workers are the engines, or with
+/// DP attention every engine's ranks ([`RouterSpec::routes_ranks`]; `pipeline::fleet`
+/// refuses sliding-window models behind it). The KV events and the first token reach
+/// the router without delay.
 struct DynamoRouter {
     router: crate::runtime::router::dynamo_kv::DynamoKv,
     in_flight: u32,
@@ -164,9 +165,12 @@ struct DynamoRouter {
 }
 
 impl DynamoRouter {
-    fn new(cfg: &ReplayConfig, spec: &RouterSpec) -> Self {
+    /// Over `spec`'s workers, each engine's `ranks` DP ranks.
+    fn new(cfg: &ReplayConfig, spec: &RouterSpec, ranks: u32) -> Self {
         use crate::runtime::router::dynamo_kv::DynamoKv;
-        let n = spec.engines.clamp(1, crate::runtime::router::MAX_ENGINES);
+        let n = spec
+            .workers(ranks)
+            .clamp(1, crate::runtime::router::MAX_ENGINES);
         // The untimed replay's stream of the scenario's seed (`pipeline::fleet`).
         let rng = crate::engine::stream(spec.seed, 0xD7A4_0000);
         Self {
@@ -178,9 +182,10 @@ impl DynamoRouter {
     }
 }
 
-impl<S: Rank + RouterView> ChooseEngine<S> for DynamoRouter {
-    fn hear(&mut self, engines: &mut [S]) {
-        for s in engines {
+impl DynamoRouter {
+    /// Hears the workers' progress since its last decision.
+    fn hear_all<'a, S: RouterView + 'a>(&mut self, workers: impl Iterator<Item = &'a mut S>) {
+        for s in workers {
             s.drain_progress(&mut self.progress);
         }
         for (index, step) in self.progress.drain(..) {
@@ -191,16 +196,16 @@ impl<S: Rank + RouterView> ChooseEngine<S> for DynamoRouter {
         }
     }
 
-    fn choose(
+    /// The worker (a position in `workers`' order) of request `i`, arriving now.
+    fn choose_worker<'a, S: RouterView + 'a>(
         &mut self,
         i: u64,
         r: &Request,
-        engines: &[S],
-        _queues: &[VecDeque<(u64, Request)>],
-    ) -> Result<usize, FleetError> {
+        workers: impl Iterator<Item = &'a S>,
+    ) -> usize {
         use crate::runtime::router::dynamo_kv::TierOverlap;
         self.overlaps.clear();
-        self.overlaps.extend(engines.iter().map(|s| {
+        self.overlaps.extend(workers.map(|s| {
             let (device, host) = s.peek_tiers(&r.page_hashes);
             TierOverlap {
                 device,
@@ -208,12 +213,28 @@ impl<S: Rank + RouterView> ChooseEngine<S> for DynamoRouter {
                 disk: 0,
             }
         }));
-        Ok(usize::from(self.router.select_timed(
+        usize::from(self.router.select_timed(
             i,
             &r.page_hashes,
             u64::from(r.input_tokens),
             &self.overlaps,
-        )))
+        ))
+    }
+}
+
+impl<S: Rank + RouterView> ChooseEngine<S> for DynamoRouter {
+    fn hear(&mut self, engines: &mut [S]) {
+        self.hear_all(engines.iter_mut());
+    }
+
+    fn choose(
+        &mut self,
+        i: u64,
+        r: &Request,
+        engines: &[S],
+        _queues: &[VecDeque<(u64, Request)>],
+    ) -> Result<usize, FleetError> {
+        Ok(self.choose_worker(i, r, engines.iter()))
     }
 
     fn figures(self, sent: Vec<u64>) -> RouterFigures {
@@ -299,37 +320,172 @@ fn run_engines<I: Iterator<Item = Request>, S: Rank, C: ChooseEngine<S>>(
 
 /// [`run`] with DP-attention ranks inside each engine: each engine's ranks run in
 /// lockstep on its own clock (`timed::lockstep`), its `DataParallelController` choosing
-/// a rank for each request the router sends it (`--load-balance-method`).
+/// a rank for each request the router sends it (`--load-balance-method`), or the router
+/// choosing the rank ([`RouterSpec::routes_ranks`]).
 fn run_dp<I: Iterator<Item = Request>>(
     cfg: &ReplayConfig,
     spec: &RouterSpec,
     requests: I,
 ) -> Result<(ReplayMetrics, RouterFigures), FleetError> {
+    let ranks = cfg.capacities.dp_ranks.max(1);
     if cfg.capacities.swa.is_some() {
-        return run_dp_engines(cfg, spec, requests, |c, feed| {
-            super::swa::Sim::new(c, feed, false, true)
-        });
+        return run_dp_engines(
+            cfg,
+            spec,
+            requests,
+            SglDpRouter::new(spec, ranks),
+            |c, feed| super::swa::Sim::new(c, feed, false, true),
+        );
     }
+    if spec.policy == RouterPolicy::DynamoKv {
+        let choose = DynamoRouter::new(cfg, spec, ranks);
+        return match cfg.policy.tree {
+            TreeKind::V1 => run_dp_engines(cfg, spec, requests, choose, |c, feed| {
+                tracked(Sim::<_, V1>::new(c, feed, false, true))
+            }),
+            TreeKind::Unified0523 => run_dp_engines(cfg, spec, requests, choose, |c, feed| {
+                tracked(Sim::<_, Unified0523>::new(c, feed, false, true))
+            }),
+            TreeKind::HiRadix => run_dp_engines(cfg, spec, requests, choose, |c, feed| {
+                tracked(Sim::<_, HiRadix>::new(c, feed, false, true))
+            }),
+        };
+    }
+    let choose = SglDpRouter::new(spec, ranks);
     match cfg.policy.tree {
-        TreeKind::V1 => run_dp_engines(cfg, spec, requests, |c, feed| {
+        TreeKind::V1 => run_dp_engines(cfg, spec, requests, choose, |c, feed| {
             Sim::<_, V1>::new(c, feed, false, true)
         }),
-        TreeKind::Unified0523 => run_dp_engines(cfg, spec, requests, |c, feed| {
+        TreeKind::Unified0523 => run_dp_engines(cfg, spec, requests, choose, |c, feed| {
             Sim::<_, Unified0523>::new(c, feed, false, true)
         }),
-        TreeKind::HiRadix => run_dp_engines(cfg, spec, requests, |c, feed| {
+        TreeKind::HiRadix => run_dp_engines(cfg, spec, requests, choose, |c, feed| {
             Sim::<_, HiRadix>::new(c, feed, false, true)
         }),
     }
 }
 
-fn run_dp_engines<I: Iterator<Item = Request>, S: Rank>(
+/// Where the router sends a request among engines with DP ranks.
+enum Worker {
+    /// An engine, whose `DataParallelController` picks the rank.
+    Engine(usize),
+    /// A rank (engine-major), past the engine's method.
+    Rank(usize),
+}
+
+/// The router in front of engines with DP-attention ranks.
+trait ChooseDpWorker<S> {
+    /// Hears what the ranks streamed back since its last decision.
+    fn hear(&mut self, _engines: &mut [Lockstep<S>]) {}
+    /// The worker of request `i` (trace position), arriving now, given the engines and
+    /// what waits in their ranks' feeds (engine-major).
+    fn choose(
+        &mut self,
+        i: u64,
+        r: &Request,
+        engines: &[Lockstep<S>],
+        queues: &[VecDeque<(u64, Request)>],
+    ) -> Result<Worker, FleetError>;
+    /// Its figures, given the requests sent to each of its workers.
+    fn figures(self, sent: Vec<u64>) -> RouterFigures;
+}
+
+/// sgl-router's policies in front of engines with DP ranks: its workers the engines, or
+/// with `--dp-aware` their ranks (engine-major, as `get_dp_aware_workers` lists
+/// `url@rank`), each worker's load its requests sent and not finished, those still in
+/// its feeds too.
+struct SglDpRouter {
+    router: Router,
+    text: RoutingText,
+    loads: Vec<u32>,
+    dp_aware: bool,
+    ranks: usize,
+}
+
+impl SglDpRouter {
+    fn new(spec: &RouterSpec, ranks: u32) -> Self {
+        let workers = spec.workers(ranks);
+        Self {
+            router: Router::new(&RouterSpec {
+                engines: workers,
+                ..spec.clone()
+            }),
+            text: RoutingText::default(),
+            loads: vec![0; workers as usize],
+            dp_aware: spec.dp_aware,
+            ranks: ranks.max(1) as usize,
+        }
+    }
+}
+
+impl<S: Rank> ChooseDpWorker<S> for SglDpRouter {
+    fn choose(
+        &mut self,
+        _i: u64,
+        r: &Request,
+        engines: &[Lockstep<S>],
+        queues: &[VecDeque<(u64, Request)>],
+    ) -> Result<Worker, FleetError> {
+        self.text.set(&r.page_hashes)?;
+        let ranks = self.ranks;
+        if self.dp_aware {
+            for (w, l) in self.loads.iter_mut().enumerate() {
+                *l = engines[w / ranks].sims[w % ranks].in_flight() + queues[w].len() as u32;
+            }
+        } else {
+            for (e, l) in self.loads.iter_mut().enumerate() {
+                *l = engines[e].in_flight()
+                    + queues[e * ranks..(e + 1) * ranks]
+                        .iter()
+                        .map(VecDeque::len)
+                        .sum::<usize>() as u32;
+            }
+        }
+        let w = usize::from(self.router.route_with_loads(&self.text.text, &self.loads)?);
+        Ok(if self.dp_aware {
+            Worker::Rank(w)
+        } else {
+            Worker::Engine(w)
+        })
+    }
+
+    fn figures(self, _sent: Vec<u64>) -> RouterFigures {
+        self.router.figures()
+    }
+}
+
+impl<S: Rank + RouterView> ChooseDpWorker<S> for DynamoRouter {
+    fn hear(&mut self, engines: &mut [Lockstep<S>]) {
+        self.hear_all(engines.iter_mut().flat_map(|g| g.sims.iter_mut()));
+    }
+
+    fn choose(
+        &mut self,
+        i: u64,
+        r: &Request,
+        engines: &[Lockstep<S>],
+        _queues: &[VecDeque<(u64, Request)>],
+    ) -> Result<Worker, FleetError> {
+        Ok(Worker::Rank(self.choose_worker(
+            i,
+            r,
+            engines.iter().flat_map(|g| g.sims.iter()),
+        )))
+    }
+
+    fn figures(self, sent: Vec<u64>) -> RouterFigures {
+        self.router.figures(self.in_flight, sent)
+    }
+}
+
+fn run_dp_engines<I: Iterator<Item = Request>, S: Rank, C: ChooseDpWorker<S>>(
     cfg: &ReplayConfig,
     spec: &RouterSpec,
     requests: I,
+    mut choose: C,
     make: impl Fn(&ReplayConfig, RankFeed<I>) -> Result<S, ReplayError>,
 ) -> Result<(ReplayMetrics, RouterFigures), FleetError> {
-    if !spec.dp_aware {
+    if !spec.routes_ranks() {
         // A request the router gives a rank never reaches the method's room assert
         // (`maybe_external_dp_rank_routing` comes first).
         super::lockstep::refuse_rooms(cfg.capacities.dp_balance)?;
@@ -356,50 +512,33 @@ fn run_dp_engines<I: Iterator<Item = Request>, S: Rank>(
         }
         engines.push(Lockstep::new(cfg, sims));
     }
-    // With `--dp-aware` the router's workers are the ranks (engine-major, as
-    // `get_dp_aware_workers` lists `url@rank`), each with its own load.
-    let workers = spec.workers(ranks as u32) as usize;
-    let mut router = Router::new(&RouterSpec {
-        engines: workers as u32,
-        ..spec.clone()
-    });
-    let mut text = RoutingText::default();
-    let mut loads = vec![0u32; workers];
     let mut src = requests.enumerate().peekable();
+    // Requests sent to each engine, and to each of the router's workers.
     let mut sent = vec![0u64; n];
+    let mut per_worker = vec![0u64; spec.workers(ranks as u32) as usize];
     let mut prev_arrival = 0;
     loop {
+        choose.hear(&mut engines);
         let next_event = engines.iter().filter_map(Lockstep::next_time).min();
         if let Some((_, r)) = src.peek()
             && next_event.is_none_or(|t| r.arrival_ns <= t)
         {
             let (i, r) = src.next().expect("peeked");
             check_arrival(i as u64, &r, &mut prev_arrival)?;
-            text.set(&r.page_hashes)?;
-            // The router's load of a worker: its requests sent and not finished, those
-            // still in its feeds too.
-            {
-                let q = d.borrow();
-                if spec.dp_aware {
-                    for (w, l) in loads.iter_mut().enumerate() {
-                        *l = engines[w / ranks].sims[w % ranks].in_flight()
-                            + q.queues[w].len() as u32;
-                    }
-                } else {
-                    for (e, l) in loads.iter_mut().enumerate() {
-                        *l = engines[e].in_flight() + q.queued(e, ranks);
-                    }
-                }
-            }
-            let w = usize::from(router.route_with_loads(&text.text, &loads)?);
-            let (e, k) = if spec.dp_aware {
-                // The request carries its rank (`routed_dp_rank`): the engine's
+            let w = choose.choose(i as u64, &r, &engines, &d.borrow().queues)?;
+            let (e, k) = match w {
+                // The request carries its rank (`data_parallel_rank`): the engine's
                 // controller sends it there, past its balance method and without
                 // advancing its counters (`managers/data_parallel_controller.py:
                 // maybe_external_dp_rank_routing`, 0.5.23).
-                (w / ranks, w % ranks)
-            } else {
-                (w, engines[w].pick(r.arrival_ns, r.input_tokens, None))
+                Worker::Rank(w) => {
+                    per_worker[w] += 1;
+                    (w / ranks, w % ranks)
+                }
+                Worker::Engine(e) => {
+                    per_worker[e] += 1;
+                    (e, engines[e].pick(r.arrival_ns, r.input_tokens, None))
+                }
             };
             d.borrow_mut().queues[e * ranks + k].push_back((i as u64, r));
             sent[e] += 1;
@@ -424,7 +563,7 @@ fn run_dp_engines<I: Iterator<Item = Request>, S: Rank>(
         .collect();
     let mut m = super::merge_ranks(ends);
     m.engines = std::mem::take(&mut m.ranks);
-    let mut f = router.figures();
+    let mut f = choose.figures(per_worker);
     f.clock_loads = true;
     Ok((m, f))
 }
