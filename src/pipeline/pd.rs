@@ -40,10 +40,14 @@ fn decode_server(s: &Scenario, spec: &PdSpec) -> Result<(DecodeServer, TransferB
         ));
     }
     if spec.decode_radix_cache {
+        if let Some(m) = crate::release::decode_radix_speculative_refusal(s.version, &s.server) {
+            return Err(at(format!("the decode server cannot start: {m}"))
+                .field("runtime.pd.decode_radix_cache"));
+        }
         // `kv_cache_builder.py: validate_decode_radix_cache` (0.5.23) takes SWA models
         // on the unified tree's SWA component (DeepSeek-V4 only on its unified KV
-        // layout) and hybrid SSM models on its Mamba component: neither is the decode
-        // tree here.
+        // layout) and hybrid SSM models on its Mamba component, where older releases
+        // refuse some of them at start-up: neither is the decode tree here.
         let component = if matches!(s.model.attention, crate::model::Attention::Dsv4 { .. }) {
             Some("DeepSeek-V4's compressed pages and SWA ring")
         } else if plan.device_swa_tokens.is_some() {
@@ -55,7 +59,7 @@ fn decode_server(s: &Scenario, spec: &PdSpec) -> Result<(DecodeServer, TransferB
         };
         if let Some(c) = component {
             return Err(at(format!(
-                "a decode server's radix cache with {c} is not modelled (the replay's decode tree is full-attention only): set decode_radix_cache: false"
+                "a decode server's radix cache with {c} is not modelled (the replay's decode tree is full-attention only; SGLang 0.5.23 runs it on UnifiedRadixCache's component, older releases refuse some of these at start-up): set decode_radix_cache: false"
             ))
             .field("runtime.pd.decode_radix_cache")
             .not_modelled());

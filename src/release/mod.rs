@@ -39,8 +39,9 @@ pub use rules::{
     Sm100Attention, StorageWriteGate,
 };
 pub use server_check::{
-    FieldError, RELEASE_CHOICE_FIELDS, check_server, choice_refusal, dsv4_kv_cache_dtype_refusal,
-    dsv4_speculative_refusal, eviction_policy_refusal, storage_backend_refusal,
+    FieldError, RELEASE_CHOICE_FIELDS, check_server, choice_refusal,
+    decode_radix_speculative_refusal, dsv4_kv_cache_dtype_refusal, dsv4_speculative_refusal,
+    eviction_policy_refusal, storage_backend_refusal,
 };
 
 impl Release {

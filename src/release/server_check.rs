@@ -62,7 +62,7 @@ pub fn check_server(
     if let Some(m) = eviction_policy_refusal(sglang, server.radix_eviction_policy.id()) {
         return Err(("server.radix_eviction_policy", m));
     }
-    pd_decode_radix_cache(server)?;
+    pd_decode_radix_cache(sglang, server)?;
     if let Some(b) = server.hicache_storage_backend
         && let Some(m) = storage_backend_refusal(sglang, b.id())
     {
@@ -203,11 +203,14 @@ pub fn choice_refusal(sglang: Sglang, field: &str, given: &str) -> Option<String
 /// off, `--enable-hierarchical-cache` is refused (`kv_cache_hook.py:
 /// handle_cache_compatibility`, `server_args.py` before 0.5.21: "The arguments
 /// enable-hierarchical-cache and disable-radix-cache are mutually exclusive").
-fn pd_decode_radix_cache(server: &mut ServerArgs) -> Result<(), FieldError> {
+fn pd_decode_radix_cache(sglang: Sglang, server: &mut ServerArgs) -> Result<(), FieldError> {
     if server.disaggregation_mode != crate::domain::DisaggregationMode::Decode {
         return Ok(());
     }
     if server.disaggregation_decode_enable_radix_cache {
+        if let Some(m) = decode_radix_speculative_refusal(sglang, server) {
+            return Err(("server.speculative_algorithm", m));
+        }
         server.disable_radix_cache = false;
         return Ok(());
     }
@@ -219,4 +222,31 @@ fn pd_decode_radix_cache(server: &mut ServerArgs) -> Result<(), FieldError> {
         ));
     }
     Ok(())
+}
+
+/// A decode server's radix cache with a speculative algorithm, as each release's argument
+/// hook takes it: refused for any algorithm in 0.5.14–0.5.20
+/// (`arg_groups/pd_disaggregation_hook.py: handle_pd_disaggregation`), for any but DSPARK
+/// in 0.5.21–0.5.22 (the same hook), for any but DSPARK, EAGLE and EAGLE3 (NEXTN being
+/// EAGLE by then) in 0.5.23 (`speculative_hook.py: handle_speculative_decoding`). The
+/// message SGLang raises, or `None`.
+pub fn decode_radix_speculative_refusal(sglang: Sglang, server: &ServerArgs) -> Option<String> {
+    use crate::domain::SpecAlgorithm as A;
+    use crate::wheel::Release;
+    let algo = server.speculative_algorithm.as_ref()?;
+    let allowed = match sglang.release() {
+        r if r >= Release::V0_5_23 => {
+            matches!(algo.algorithm(), A::Eagle | A::Eagle3 | A::Nextn)
+                || algo.as_written().eq_ignore_ascii_case("DSPARK")
+        }
+        r if r >= Release::V0_5_21 => algo.as_written().eq_ignore_ascii_case("DSPARK"),
+        _ => false,
+    };
+    (!allowed).then(|| {
+        format!(
+            "SGLang {} raises ValueError: \"--disaggregation-decode-enable-radix-cache is incompatible with speculative decoding (--speculative-algorithm {})\"",
+            sglang.id(),
+            algo.as_written()
+        )
+    })
 }

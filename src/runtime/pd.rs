@@ -206,7 +206,7 @@ pub const PD_SWA_UNMODELLED: &str = "PD replay of a sliding-window model: the de
 pub const PD_DECODE_DP_UNMODELLED: &str = "PD replay with DP attention: a decode server's DP ranks step independently (SGLang syncs their forwards, prepare_mlp_sync_batch), a rank's decode step is costed on its own batch, and its ranks are dealt round-robin (a decode server's auto; another --load-balance-method is not applied there); a prefill rank chosen by load is chosen at the preallocation, not at the arrival, and its registration with the bootstrap server is not timed";
 
 /// What a PD replay with the decode servers' radix cache leaves out.
-pub const PD_DECODE_RADIX_UNMODELLED: &str = "PD replay with the decode servers' radix cache: a finished request's prompt pages go into its decode server's tree, its output's do not (SGLang's `cache_finished_req` inserts both; a trace does not know the outputs' page hashes), so a next turn's match stops where the last prompt ended; the decode server's HiCache (its L2/L3 behind the tree) is not modelled";
+pub const PD_DECODE_RADIX_UNMODELLED: &str = "PD replay with the decode servers' radix cache: a request's prompt pages go into its decode server's tree when it joins the running batch, its output's never (SGLang's `release_kv_cache` inserts them at the finish; a trace does not know the outputs' page hashes), so a next turn's match stops where the last prompt ended; the decode server's HiCache (an L2/L3 behind its tree, on when its launch has --enable-hierarchical-cache, whose host hits SGLang adds to decode_prefix_len) is not modelled";
 
 /// The figures of a PD replay (`metrics.pd`): where a request's time to first token
 /// goes, and what the decode servers held.

@@ -474,8 +474,8 @@ fn the_decode_radix_cache_gives_its_pages_to_running_requests() {
 /// `scenarios/pd-deepseek-v3-h200.yaml` with the decode servers' radix cache: the text
 /// says how much of the prompts' KV the decode servers already held (this Mooncake
 /// trace at half speed keeps the decode pools nearly full of running requests, so
-/// little: 2.90 %), and the JSON carries it. A sliding-window model's decode tree is
-/// refused, naming the key.
+/// little: 2.95 %), and the status says what the decode tree leaves out. DeepSeek-V4's
+/// decode tree is refused, naming the key.
 #[test]
 fn the_pd_scenario_with_a_decode_radix_cache() {
     let o = run(
@@ -490,10 +490,10 @@ fn the_pd_scenario_with_a_decode_radix_cache() {
     assert!(o.status.success(), "{}", stderr(&o));
     let t = stdout(&o);
     for want in [
-        "PD decode radix cache: 1773440 of 61194628 prompt tokens (2.90 %) already on their decode server, not sent",
+        "PD decode radix cache: 1806336 of 61194628 prompt tokens (2.95 %) already on their decode server, not sent",
         "KV transfer 0.079 s",
-        "PD decode: 290130 steps, mean batch 2.04, peak KV 713216 tokens per rank, 0 steps over the pool",
-        "PD replay with the decode servers' radix cache: a finished request's prompt pages go into its decode server's tree, its output's do not",
+        "PD decode: 289966 steps, mean batch 2.04, peak KV 713216 tokens per rank, 0 steps over the pool",
+        "PD replay with the decode servers' radix cache: a request's prompt pages go into its decode server's tree when it joins the running batch, its output's never",
     ] {
         assert!(t.contains(want), "missing {want:?} in\n{t}");
     }
@@ -513,4 +513,79 @@ fn the_pd_scenario_with_a_decode_radix_cache() {
             "DeepSeek-V4's compressed pages and SWA ring is not modelled",
         ],
     );
+}
+
+/// A request's prompt goes into its decode server's tree when it joins the running batch
+/// (`process_prebuilt` → `checkpoint_kv_cache`), not at its finish: B at 1 s, extending
+/// the prompt of A, which decodes for 20 s, finds A's 4 pages and is sent its own 4.
+#[test]
+fn the_decode_tree_holds_a_running_requests_prompt() {
+    let b = Request {
+        id: 1,
+        arrival_ns: 1_000_000_000,
+        input_tokens: 512,
+        output_tokens: 2,
+        page_hashes: (100..108).collect(),
+    };
+    let mut on = spec(1 << 20);
+    on.decode_radix_cache = true;
+    let (m, _) = replay_pd(&cfg(), &on, None, vec![req(0, 0.0, 100, 1000), b]).unwrap();
+    let pd = m.pd.as_ref().unwrap();
+    assert_eq!(
+        (pd.decode_prefix_tokens, pd.decode_prompt_tokens),
+        (256, 768)
+    );
+    assert!((pd.transfer_mean_s - 0.003_355_443).abs() < 1e-12);
+}
+
+/// What SGLang refuses or the decode tree does not model, with the decode radix cache:
+/// a speculative algorithm by release (0.5.21 takes only DSPARK; 0.5.23 takes NEXTN, as
+/// EAGLE), a sliding-window model's and a hybrid Mamba model's decode tree.
+#[test]
+fn the_decode_radix_cache_refusals() {
+    let d = tempfile::tempdir().unwrap();
+    let trace = repo("traces/synthetic_trace.jsonl");
+    let write = |model: &str, flags: &str, sglang: &str| {
+        let text = format!(
+            "name: pd\nsglang: {sglang}\nnode: hgx-h200\nmodel: {model}\nserver:\n  launch: python -m sglang.launch_server --model-path {model} --tp 8 --disaggregation-mode prefill {flags}\nmemory:\n  host_other_used: 0GB\nruntime:\n  trace: {}\n  max_requests: 20\n  pd: {{decode_engines: 1, decode_radix_cache: true}}\n  replay: {{timing: on}}\n",
+            trace.display()
+        );
+        std::fs::write(d.path().join("s.yaml"), text).unwrap();
+    };
+    let nextn = "--speculative-algorithm NEXTN";
+    write("deepseek-ai/DeepSeek-V3", nextn, "0.5.21");
+    exit2(
+        &run(&["replay", "s.yaml"], d.path()),
+        &[
+            "runtime.pd.decode_radix_cache",
+            "SGLang 0.5.21 raises ValueError: \"--disaggregation-decode-enable-radix-cache is incompatible with speculative decoding (--speculative-algorithm NEXTN)\"",
+        ],
+    );
+    write("deepseek-ai/DeepSeek-V3", nextn, "0.5.23");
+    let o = run(&["replay", "s.yaml"], d.path());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("PD decode radix cache: "),
+        "{}",
+        stdout(&o)
+    );
+    for (model, component) in [
+        (
+            "openai/gpt-oss-120b",
+            "a sliding-window model's SWA component",
+        ),
+        (
+            "Qwen/Qwen3-Next-80B-A3B-Instruct",
+            "a hybrid model's Mamba component",
+        ),
+    ] {
+        write(model, "", "0.5.23");
+        exit2(
+            &run(&["replay", "s.yaml"], d.path()),
+            &[
+                "runtime.pd.decode_radix_cache",
+                &format!("a decode server's radix cache with {component} is not modelled"),
+            ],
+        );
+    }
 }

@@ -588,8 +588,11 @@ struct Held {
     lock: crate::cache::NodeId,
     /// The matched prefix, pages.
     prefix_pages: u64,
-    /// Pages allocated to it (its prompt after the prefix, its decode's growth).
+    /// Pages allocated to it and not in the tree (its prompt after the prefix until it
+    /// joins the running batch, its partial last page, its decode's growth).
     pages_held: u64,
+    /// Pages its decode's growth did not get (a pool SGLang would retract in).
+    owed: u64,
 }
 
 /// One decode server (`--disaggregation-mode decode`), its radix cache off (SGLang's
@@ -600,6 +603,8 @@ struct DecodeEngine {
     cache: Option<Box<dyn DecodeCache>>,
     /// Each request's share of the radix cache, by trace position.
     held: BTreeMap<u64, Held>,
+    /// The pages the running requests' growth did not get, summed: not room.
+    owed: u64,
     /// `--num-reserved-decode-tokens`.
     reserved: u64,
     cost: CostModel,
@@ -637,6 +642,7 @@ impl DecodeEngine {
             server,
             cache,
             held: BTreeMap::new(),
+            owed: 0,
             reserved,
             cost,
             per_step,
@@ -724,7 +730,7 @@ impl DecodeEngine {
                 None => (0, crate::cache::ROOT),
             };
             let free = match &self.cache {
-                Some(c) => (c.room() * ps) as i64,
+                Some(c) => (c.room().saturating_sub(self.owed) * ps) as i64,
                 None => self.server.pool_tokens.saturating_sub(self.used) as i64,
             };
             let active = (self.slots_used() + finished) as u64;
@@ -742,9 +748,11 @@ impl DecodeEngine {
             let mut p = self.queue.pop_front().expect("front");
             p.decode_prefix = prefix;
             if let Some(c) = self.cache.as_mut() {
-                let pages_held = c.alloc(alloc / ps);
-                if pages_held < alloc / ps {
+                let pages_held = c.alloc_prealloc(alloc / ps);
+                let owed = alloc / ps - pages_held;
+                if owed > 0 {
                     self.overflow_steps += 1;
+                    self.owed += owed;
                 }
                 self.held.insert(
                     p.index,
@@ -753,6 +761,7 @@ impl DecodeEngine {
                         lock,
                         prefix_pages: prefix / ps,
                         pages_held,
+                        owed,
                     },
                 );
             }
@@ -805,6 +814,7 @@ impl DecodeEngine {
         self.just_finished.clear();
         for _ in 0..room.min(self.waiting.len()) {
             let mut d = self.waiting.pop_front().expect("counted");
+            self.checkpoint(d.index);
             d.first_token = now;
             events.push(DecodeEvent {
                 index: d.index,
@@ -839,6 +849,11 @@ impl DecodeEngine {
         self.step_end = None;
         let ps = u64::from(self.server.page_size.max(1));
         let mut short = false;
+        if let Some(c) = self.cache.as_mut() {
+            // A page per running request, asked of the tree before the step's
+            // allocation (`alloc_paged_token_slots_decode`).
+            c.make_step_room(self.running.len() as u64);
+        }
         for d in &mut self.running {
             d.made = (d.made + self.per_step).min(f64::from(d.output - 1));
             let kv = u64::from(d.input) + d.made.floor() as u64;
@@ -847,10 +862,14 @@ impl DecodeEngine {
             self.used += grow;
             d.alloc = d.alloc.max(alloc);
             if let (Some(c), true) = (self.cache.as_mut(), grow > 0) {
-                // The radix cache's evictable pages make room first.
-                let got = c.alloc(grow / ps);
-                short |= got < grow / ps;
-                self.held.get_mut(&d.index).expect("held").pages_held += got;
+                let got = c.reserve(grow / ps);
+                let h = self.held.get_mut(&d.index).expect("held");
+                h.pages_held += got;
+                if got < grow / ps {
+                    short = true;
+                    h.owed += grow / ps - got;
+                    self.owed += grow / ps - got;
+                }
             }
         }
         self.peak = self.peak.max(self.in_use());
@@ -873,17 +892,31 @@ impl DecodeEngine {
         }
     }
 
-    /// A request finished: its KV freed, or with a radix cache its prompt's whole pages
-    /// inserted (`cache_finished_req`) and the rest freed.
+    /// With a radix cache, a request joining the running batch: its prompt's whole pages
+    /// go into the tree (`process_prebuilt` → `checkpoint_kv_cache`), its lock onto
+    /// their deepest node.
+    fn checkpoint(&mut self, index: u64) {
+        let (Some(c), Some(h)) = (self.cache.as_mut(), self.held.get_mut(&index)) else {
+            return;
+        };
+        let own = (h.pages.len() as u64)
+            .saturating_sub(h.prefix_pages)
+            .min(h.pages_held);
+        h.lock = c.checkpoint(&h.pages[..(h.prefix_pages + own) as usize], own, h.lock);
+        h.prefix_pages += own;
+        h.pages_held -= own;
+    }
+
+    /// A request finished: its KV freed, or with a radix cache its lock on the tree
+    /// given back (`release_kv_cache`; its output, which SGLang inserts, is freed here)
+    /// and the rest freed.
     fn finish(&mut self, d: Dec, now: Nanos, events: &mut Vec<DecodeEvent>) {
         self.used -= d.alloc;
         if let Some(c) = self.cache.as_mut() {
             let h = self.held.remove(&d.index).expect("held");
-            let own = (h.pages.len() as u64)
-                .saturating_sub(h.prefix_pages)
-                .min(h.pages_held);
-            c.finish(&h.pages[..(h.prefix_pages + own) as usize], own, h.lock);
-            c.free(h.pages_held - own);
+            c.unlock(h.lock);
+            c.free(h.pages_held);
+            self.owed -= h.owed;
         }
         events.push(DecodeEvent {
             index: d.index,
