@@ -137,6 +137,10 @@ pub(crate) struct PdSend {
     /// The prefix each request's decode server already holds (`decode_prefix_len`,
     /// tokens, whole pages; `timed::decode_cache`), by trace position: not sent.
     pub decode_prefix: std::collections::BTreeMap<u64, u64>,
+    /// The batch on the GPU: each forward's end from the forward's start (ns), and the
+    /// new tokens a forward takes (0: one forward).
+    forward_ends: Vec<Nanos>,
+    chunk: u64,
 }
 
 impl PdSend {
@@ -169,10 +173,57 @@ impl PdSend {
     /// position `index`: its end (the link's time, then the fixed latency, which does not
     /// hold the link).
     pub(crate) fn send(&mut self, index: u64, bytes: u64, now: Nanos) -> Nanos {
-        let dur = (bytes as f64 / self.bandwidth * 1e9).round() as Nanos;
-        let end = self.link.transfer(now, dur) + self.latency;
+        let end = self.link.transfer(now, self.link_ns(bytes)) + self.latency;
         self.sent.push((index, now, end));
         end
+    }
+
+    fn link_ns(&self, bytes: u64) -> Nanos {
+        (bytes as f64 / self.bandwidth * 1e9).round() as Nanos
+    }
+
+    /// Sends the KV of the prompt of `input` tokens at trace position `index`, its first
+    /// `cached` cached on the prefill server and its new tokens starting at `offset`
+    /// among its batch's, whose forward ended at `end` (`forward_ends` its forwards'):
+    /// each chunk's whole pages after that chunk's forward (`prefill.py: send_kv_chunk`
+    /// with `last_chunk=False`: from `start_send_idx` to the page-floored end of what is
+    /// computed), the rest with the SWA window and the request state after the last
+    /// (`last_chunk=True`), none of the decode server's prefix. Returns the last
+    /// transfer's end.
+    pub(crate) fn send_prompt(
+        &mut self,
+        index: u64,
+        input: u64,
+        cached: u64,
+        offset: u64,
+        page_size: u64,
+        end: Nanos,
+    ) -> Nanos {
+        let ps = page_size.max(1);
+        let prefix = self.decode_prefix.remove(&index).unwrap_or(0);
+        let new = input.saturating_sub(cached);
+        let forward = self.forward_ends.last().copied().unwrap_or(0);
+        let mut start = prefix;
+        if self.chunk > 0 {
+            for k in 0..self.forward_ends.len() {
+                let boundary = (k as u64 + 1) * self.chunk;
+                if boundary <= offset {
+                    continue;
+                }
+                if boundary >= offset + new {
+                    break;
+                }
+                let end_idx = (cached + boundary - offset) / ps * ps;
+                if end_idx > start {
+                    let at = end - (forward - self.forward_ends[k]);
+                    let dur = self.link_ns((end_idx - start) * self.full_bytes_per_token);
+                    self.link.transfer(at, dur);
+                    start = end_idx;
+                }
+            }
+        }
+        let rest = self.bytes(input, prefix, ps) - (start - prefix) * self.full_bytes_per_token;
+        self.send(index, rest, end)
     }
 }
 
@@ -1276,7 +1327,15 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                 .map_or(0, |k| k.time_ns(h2d_bytes, per_layer_runs)),
         );
         assert_eq!(tokens, shapes.iter().map(|s| s.0).sum::<u64>());
-        let forward = self.cost.prefill_ns(&shapes);
+        let forward = match self.pd.as_mut() {
+            Some(pd) => {
+                pd.forward_ends.clear();
+                pd.chunk = self.cost.chunk_tokens();
+                self.cost
+                    .prefill_forward_ends(&shapes, Some(&mut pd.forward_ends))
+            }
+            None => self.cost.prefill_ns(&shapes),
+        };
         // `compute.hit_cost_per_cached_token` (not an SGLang rule; 0 by default): the
         // batch starts that long per cached token (every tier's) after it is
         // scheduled. It sits on the GPU's timeline (`gpu_busy` holds through it, so
@@ -1377,7 +1436,12 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         // The batch's H2D load-backs finished before its forward: `loading_check`
         // acks them (`finish_load_back`).
         self.s.tree.finish_load_backs();
+        // Where each request's new tokens start among the batch's (its chunks').
+        let mut offset = 0;
         for a in reqs {
+            let new = u64::from(a.w.input_tokens).saturating_sub(a.cached);
+            let batch_offset = offset;
+            offset += new;
             let s = &mut self.s;
             let last = s.tree.insert(&a.w.pages[..a.upto as usize], a.reserved);
             s.tree.inc_lock_ref(last);
@@ -1414,7 +1478,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                 self.ttft_sums.add(&a.w, &batch, now);
             }
             if self.pd.is_some() {
-                self.send_kv(a, last, now, measured);
+                self.send_kv(a, last, now, measured, batch_offset);
                 continue;
             }
             if self.kv {
@@ -1556,17 +1620,25 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
 
     /// A PD prefill server's request after its prefill
     /// (`disaggregation/prefill.py: process_batch_result_disagg_prefill`, 0.5.23): its
-    /// prompt is in the tree (inserted above), `send_kv_chunk(last_chunk=True)` queues its
-    /// KV — every prompt page, the cached prefix included, as the decode server keeps no
-    /// tree — on the sending link, and it waits in the inflight queue with its KV held
-    /// until the transfer ends (`process_disagg_prefill_inflight_queue` releases it on
-    /// `KVPoll.Success`). Its one output token is the prefill's (`max_new_tokens` = 1).
-    fn send_kv(&mut self, a: Admitted, last: NodeId, now: Nanos, measured: bool) {
+    /// prompt is in the tree (inserted above), its chunks' KV went out after their
+    /// forwards and `send_kv_chunk(last_chunk=True)` queues the rest — every prompt page
+    /// the decode server lacks, the prefill's cached prefix included —
+    /// ([`PdSend::send_prompt`], `offset`: where its new tokens start among the
+    /// batch's) on the sending link, and it waits in the inflight queue with its KV
+    /// held until the transfer ends (`process_disagg_prefill_inflight_queue` releases it
+    /// on `KVPoll.Success`). Its one output token is the prefill's (`max_new_tokens` =
+    /// 1).
+    fn send_kv(&mut self, a: Admitted, last: NodeId, now: Nanos, measured: bool, offset: u64) {
         let ps = self.s.ps;
         let pd = self.pd.as_mut().expect("a PD prefill server");
-        let prefix = pd.decode_prefix.remove(&a.w.index).unwrap_or(0);
-        let bytes = pd.bytes(u64::from(a.w.input_tokens), prefix, ps);
-        let end = pd.send(a.w.index, bytes, now);
+        let end = pd.send_prompt(
+            a.w.index,
+            u64::from(a.w.input_tokens),
+            a.cached,
+            offset,
+            ps,
+            now,
+        );
         let index = a.w.index;
         if self.kv {
             let d = self.new_decoding(a, last, now, measured);

@@ -162,10 +162,10 @@ fn the_pd_scenario_replays_with_its_ttft_split() {
     let t = stdout(&o);
     for want in [
         "PD: 2 prefill server(s), 2 decode server(s) (pool 724992 tokens per rank, max_running_requests 256, 256 request slots); requests per decode server [1997, 1996]",
-        "PD TTFT mean 77.510 s = decode preallocation wait 54.648 s (70.5 %) + prefill server 22.768 s (29.4 %) + KV transfer 0.090 s (0.1 %; 23.75 GB/s per rank) + first-token wait 0.003 s (0.0 %)",
-        "TTFT: p50 26.198 s, p90 224.417 s, p99 288.261 s",
-        "total          17631232    28.81 %",
-        "status: unverified: PD replay: the KV transfer starts at the end of the last prefill chunk",
+        "PD TTFT mean 99.686 s = decode preallocation wait 75.148 s (75.4 %) + prefill server 24.490 s (24.6 %) + KV transfer 0.045 s (0.0 %; 23.75 GB/s per rank) + first-token wait 0.003 s (0.0 %)",
+        "TTFT: p50 26.692 s, p90 330.979 s, p99 440.712 s",
+        "total          17041344    27.85 %",
+        "status: unverified: PD replay: the KV transfer runs at runtime.pd.transfer_bandwidth per rank",
         "an engine's TTFT is its prefill server's",
     ] {
         assert!(t.contains(want), "missing {want:?} in\n{t}");
@@ -474,7 +474,7 @@ fn the_decode_radix_cache_gives_its_pages_to_running_requests() {
 /// `scenarios/pd-deepseek-v3-h200.yaml` with the decode servers' radix cache: the text
 /// says how much of the prompts' KV the decode servers already held (this Mooncake
 /// trace at half speed keeps the decode pools nearly full of running requests, so
-/// little: 2.95 %), and the status says what the decode tree leaves out. DeepSeek-V4's
+/// little: 2.12 %), and the status says what the decode tree leaves out. DeepSeek-V4's
 /// decode tree is refused, naming the key.
 #[test]
 fn the_pd_scenario_with_a_decode_radix_cache() {
@@ -490,9 +490,9 @@ fn the_pd_scenario_with_a_decode_radix_cache() {
     assert!(o.status.success(), "{}", stderr(&o));
     let t = stdout(&o);
     for want in [
-        "PD decode radix cache: 1806336 of 61194628 prompt tokens (2.95 %) already on their decode server, not sent",
-        "KV transfer 0.079 s",
-        "PD decode: 289966 steps, mean batch 2.04, peak KV 713216 tokens per rank, 0 steps over the pool",
+        "PD decode radix cache: 1297216 of 61194628 prompt tokens (2.12 %) already on their decode server, not sent",
+        "KV transfer 0.045 s",
+        "PD decode: 298683 steps, mean batch 1.98, peak KV 714240 tokens per rank, 0 steps over the pool",
         "PD replay with the decode servers' radix cache: a request's prompt pages go into its decode server's tree when it joins the running batch, its output's never",
     ] {
         assert!(t.contains(want), "missing {want:?} in\n{t}");

@@ -232,13 +232,28 @@ impl CostModel {
     /// over a prefix that includes its computed part (`PrefillAdder`'s chunked request,
     /// run back to back here: other requests do not interleave between its chunks).
     pub fn prefill_ns(&self, reqs: &[(u64, u64)]) -> Nanos {
+        self.prefill_forward_ends(reqs, None)
+    }
+
+    /// [`Self::prefill_ns`], with each forward's end from the batch's start (ns, the
+    /// last the batch's forward) pushed onto `ends` when given: the chunk boundaries a
+    /// PD prefill server sends each chunk's KV at (`send_kv_chunk`).
+    pub fn prefill_forward_ends(
+        &self,
+        reqs: &[(u64, u64)],
+        mut ends: Option<&mut Vec<Nanos>>,
+    ) -> Nanos {
         let (chunk, scale) = match self {
             CostModel::Fixed {
                 prefill_tokens_per_s,
                 ..
             } => {
                 let t: u64 = reqs.iter().map(|r| r.0).sum();
-                return (t as f64 / prefill_tokens_per_s * 1e9).round() as Nanos;
+                let ns = (t as f64 / prefill_tokens_per_s * 1e9).round() as Nanos;
+                if let Some(e) = ends {
+                    e.push(ns);
+                }
+                return ns;
             }
             CostModel::Table {
                 chunk, scale, spec, ..
@@ -252,6 +267,7 @@ impl CostModel {
             CostModel::Roofline { roofline, .. } => roofline.prefill_us(pieces),
             CostModel::Fixed { .. } => 0.0,
         };
+        let ns = |us: f64| (us * scale * 1e3).round() as Nanos;
         let us = if chunk == 0 {
             forward(reqs)
         } else {
@@ -267,6 +283,9 @@ impl CostModel {
                     room -= take;
                     if room == 0 {
                         total += forward(&pieces);
+                        if let Some(e) = ends.as_deref_mut() {
+                            e.push(ns(total));
+                        }
                         pieces.clear();
                         room = u64::from(chunk);
                     }
@@ -274,10 +293,26 @@ impl CostModel {
             }
             if !pieces.is_empty() {
                 total += forward(&pieces);
+                if let Some(e) = ends.as_deref_mut() {
+                    e.push(ns(total));
+                }
             }
             total
         };
-        (us * scale * 1e3).round() as Nanos
+        if let Some(e) = ends
+            && e.is_empty()
+        {
+            e.push(ns(us));
+        }
+        ns(us)
+    }
+
+    /// New tokens per forward when the scheduler chunks (`--chunked-prefill-size`), or 0.
+    pub fn chunk_tokens(&self) -> u64 {
+        match self {
+            CostModel::Table { chunk, .. } | CostModel::Roofline { chunk, .. } => u64::from(*chunk),
+            CostModel::Fixed { .. } => 0,
+        }
     }
 
     /// Decode of `output` tokens for a request at context `ctx` while `batch` requests

@@ -12,8 +12,9 @@
 //!    decode step. Only then does the prefill server queue it (`prefill.py:
 //!    pop_bootstrapped` waits for the sender's `WaitingForInput`, which the decode
 //!    side's page indices set).
-//! 3. The prefill server prefills it with `max_new_tokens` = 1, sends its KV
-//!    (`timed::Sim::send_kv`) and holds it until the transfer ends.
+//! 3. The prefill server prefills it with `max_new_tokens` = 1, sends its KV — each
+//!    chunk's pages after that chunk's forward, the rest after the last
+//!    (`timed::PdSend::send_prompt`) — and holds it until the transfer ends.
 //! 4. At the transfer's end the decode server takes it at its next loop iteration, which
 //!    streams the prefill's token (`process_batch_result_prebuilt`, before any decode
 //!    forward): the client's first token. It then decodes the rest in the decode
@@ -34,9 +35,9 @@
 //! round-robin. A sliding-window model's prefill servers run the SWA tree
 //! (`timed::swa`).
 //!
-//! Not here (`runtime::pd::PD_UNMODELLED`, in every answer's status): the transfer of each
-//! chunk as it is computed (the whole prompt goes after its last chunk), the bootstrap
-//! handshake's own time (`runtime.pd.transfer_latency`), a decode server's retraction and
+//! Not here (`runtime::pd::PD_UNMODELLED`, in every answer's status): a sliding-window
+//! prefill server's chunks sent as computed (its whole prompt goes after its last
+//! chunk), the bootstrap handshake's own time (`runtime.pd.transfer_latency`), a decode server's retraction and
 //! overlap scheduler, its HiCache. Its radix cache
 //! (`--disaggregation-decode-enable-radix-cache`) is `timed::decode_cache`.
 
@@ -970,5 +971,46 @@ mod tests {
         assert_eq!(pd.bytes(1000, 960, 64), 64 * 100 + 64 * 10);
         // The whole prompt held (1,024 tokens, 16 whole pages): nothing is sent.
         assert_eq!(pd.bytes(1024, 1024, 64), 0);
+    }
+
+    /// A chunked prefill sends each chunk's whole pages after its forward: 2,500 tokens
+    /// in 1,000-token forwards ending at 1, 2 and 3 ms, 100 B a token at 1 GB/s. Pages up
+    /// to 960 go at 1 ms (96 µs), up to 1,984 at 2 ms (102.4 µs), the last 8 pages' 51,200
+    /// B and the partial page's 6,400 B after the last forward: done at 3.0576 ms, where
+    /// the whole prompt after the last forward takes until 3.256 ms. At 0.1 GB/s the
+    /// chunks back up: 1.96, 3.024, then 3.6 ms. A decode server holding 1,024 tokens
+    /// takes the first chunk's pages itself.
+    #[test]
+    fn a_chunked_prefill_sends_each_chunk_after_its_forward() {
+        let chunked = |bandwidth: f64| PdSend {
+            bandwidth,
+            full_bytes_per_token: 100,
+            forward_ends: vec![1_000_000, 2_000_000, 3_000_000],
+            chunk: 1000,
+            ..PdSend::default()
+        };
+        let mut pd = chunked(1e9);
+        assert_eq!(pd.send_prompt(0, 2500, 0, 0, 64, 3_000_000), 3_057_600);
+        let mut whole = PdSend {
+            bandwidth: 1e9,
+            full_bytes_per_token: 100,
+            ..PdSend::default()
+        };
+        assert_eq!(whole.send_prompt(0, 2500, 0, 0, 64, 3_000_000), 3_256_000);
+        let mut slow = chunked(1e8);
+        assert_eq!(slow.send_prompt(0, 2500, 0, 0, 64, 3_000_000), 3_600_000);
+        let mut held = chunked(1e9);
+        held.decode_prefix.insert(7, 1024);
+        assert_eq!(held.send_prompt(7, 2500, 0, 0, 64, 3_000_000), 3_057_600);
+        assert_eq!(held.link.busy_until, 3_057_600);
+        // A request whose new tokens start at 1,500 among the batch's (the boundary at
+        // 2,000 falls 500 into them) over 200 cached: pages to 640 at 2 ms, the other
+        // 9 pages' 57,600 B after the last forward.
+        let mut second = chunked(1e9);
+        assert_eq!(
+            second.send_prompt(0, 1200, 200, 1500, 64, 3_000_000),
+            3_057_600
+        );
+        assert_eq!(second.link.busy_until, 3_057_600);
     }
 }
