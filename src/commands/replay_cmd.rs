@@ -215,7 +215,13 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
         )
         .into());
     }
-    if engine == Engine::PolicySimulator && section.router.as_ref().is_some_and(|r| r.is_fleet()) {
+    let scenario_ranks = base_cfg.as_ref().map_or(1, |(c, _)| c.capacities.dp_ranks);
+    if engine == Engine::PolicySimulator
+        && section
+            .router
+            .as_ref()
+            .is_some_and(|r| r.is_fleet(scenario_ranks))
+    {
         return Err(InputError::new(
             "--engine",
             "the policy simulator replays one tree: engines behind a router (runtime.router) are replayed by the hiradix engine",
@@ -264,7 +270,11 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
     }
     if let Some(out) = &a.engines_csv {
         refuse_input_as_output(&a, &section, "--engines-csv", out)?;
-        if !section.router.as_ref().is_some_and(|r| r.is_fleet()) {
+        if !section
+            .router
+            .as_ref()
+            .is_some_and(|r| r.is_fleet(cfg.capacities.dp_ranks))
+        {
             return Err(InputError::new(
                 "--engines-csv",
                 "no engines behind a router: the scenario needs runtime.router with engines of 2 or more",
@@ -274,7 +284,12 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
     }
     if let Some(out) = &a.ranks_csv {
         refuse_input_as_output(&a, &section, "--ranks-csv", out)?;
-        if cfg.capacities.dp_ranks < 2 || section.router.as_ref().is_some_and(|r| r.is_fleet()) {
+        if cfg.capacities.dp_ranks < 2
+            || section
+                .router
+                .as_ref()
+                .is_some_and(|r| r.is_fleet(cfg.capacities.dp_ranks))
+        {
             return Err(InputError::new(
                 "--ranks-csv",
                 "no data-parallel ranks of one engine: the scenario needs --dp-size 2 or more with --enable-dp-attention, and no router fleet (its engines: --engines-csv)",
@@ -778,7 +793,7 @@ fn render_engines(
         if r.clock_loads && m.pd.is_some() {
             "each a PD prefill server on its own clock, the router's load of an engine its requests sent and not yet transferred; an engine's TTFT is its prefill server's (from the decode server's preallocation to its prefill's end), the `all` row's the client's".to_string()
         } else if r.clock_loads && r.policy == "dynamo_kv" {
-            "each on its own clock; Dynamo's load of an engine, tracked by the router itself: the prompt tokens it did not find cached of the requests sent whose first token has not come back, and the blocks of those not finished".to_string()
+            "each on its own clock; Dynamo's load of an engine (of a rank, when it routes ranks), tracked by the router itself: the prompt tokens it did not find cached of the requests sent whose first token has not come back, and the blocks of those not finished".to_string()
         } else if r.clock_loads {
             "each on its own clock, the router's load of an engine its requests in flight (sent, not finished) at each arrival".to_string()
         } else {
@@ -824,7 +839,7 @@ fn render_engines(
     if r.policy == "dynamo_kv" {
         let _ = writeln!(
             o,
-            "router decisions: {} to an engine holding some of the prompt's prefix (device or host, from its KV events), {} drawn among engines of equal least cost (seeded: the scenario's seed)",
+            "router decisions: {} to a worker (an engine, or a rank) holding some of the prompt's prefix (device or host, from its KV events), {} drawn among workers of equal least cost (seeded: the scenario's seed)",
             r.overlap_routed, r.tie_draws
         );
     }

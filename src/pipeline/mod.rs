@@ -473,7 +473,10 @@ pub fn run_replay(
     section: &RuntimeSection,
     cfg: &ReplayConfig,
 ) -> Result<ReplayMetrics, InputError> {
-    let fleet = section.router.as_ref().filter(|r| r.is_fleet());
+    let fleet = section
+        .router
+        .as_ref()
+        .filter(|r| r.is_fleet(cfg.capacities.dp_ranks));
     if let Some(b) = &section.bench {
         if fleet.is_some() {
             return Err(InputError::new(
@@ -583,7 +586,11 @@ pub fn router_events(
     cfg: &ReplayConfig,
     out: &mut dyn std::io::Write,
 ) -> Result<crate::runtime::router::RouterFigures, InputError> {
-    let Some(spec) = section.router.as_ref().filter(|r| r.is_fleet()) else {
+    let Some(spec) = section
+        .router
+        .as_ref()
+        .filter(|r| r.is_fleet(cfg.capacities.dp_ranks))
+    else {
         return Err(InputError::new(
             "--router-events",
             "no router: the scenario needs runtime.router with engines of 2 or more",

@@ -360,3 +360,32 @@ fn the_kv_events_view_of_an_engines_tree() {
     // No split ([1, 2] of [1, 2, 3] and [4] of [4, 5] matched in part), no new node.
     assert_eq!(t.node_count(), nodes);
 }
+
+/// Two engines of two DP ranks behind Dynamo (untimed): its four workers are the ranks,
+/// engine-major, each with its own tree and load; the five requests go as to four
+/// one-rank engines. Whatever the seed: 3,072 tokens hit, two ties drawn, three requests
+/// to a worker holding part of their prefix; each worker's `assigned` is its rank's
+/// requests, and the rank that took three holds 2,048 of the hits.
+#[test]
+fn dp_ranks_behind_dynamo_by_hand() {
+    let d = tempfile::tempdir().unwrap();
+    let s = five_requests(d.path());
+    let mut cfg = config();
+    cfg.capacities.dp_ranks = 2;
+    for seed in [0, 1, 2, 3, 4, 5, 6, 7] {
+        let mut sec = s.clone();
+        sec.router = Some(dynamo(16, seed));
+        let m = hicache_sim::pipeline::run_replay(&sec, &cfg).unwrap();
+        let r = m.router.as_ref().unwrap();
+        assert_eq!((r.tie_draws, r.overlap_routed), (2, 3), "seed {seed}");
+        assert_eq!(m.device_hit_tokens, 3072, "seed {seed}");
+        assert_eq!(r.assigned.len(), 4);
+        for (w, &k) in r.assigned.iter().enumerate() {
+            let rank = &m.engines[w / 2].ranks[w % 2];
+            assert_eq!(rank.requests, k, "seed {seed} worker {w}");
+            if k == 3 {
+                assert_eq!(rank.device_hit_tokens, 2048, "seed {seed}");
+            }
+        }
+    }
+}

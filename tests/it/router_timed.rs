@@ -128,7 +128,7 @@ fn the_router_scenario_replays_timed() {
     assert!(o.status.success(), "{}", stderr(&o));
     let t = stdout(&o);
     for want in [
-        "Dynamo's load of an engine, tracked by the router itself",
+        "Dynamo's load of an engine (of a rank, when it routes ranks), tracked by the router itself",
         "all         3993       61194628       30049536         598016              0    50.08 %    0.041 s    2.756 s",
         "under cache_aware the same engines would hit 62.18 % in total",
     ] {
@@ -464,6 +464,27 @@ fn dynamo_kv_routes_the_ranks_of_dp_engines() {
         ranks,
         "all         3993       61194628       36354176              0              0    59.41 %    0.402 s    4.716 s",
         "under cache_aware the same engines would hit 22.90 % in total",
+    ] {
+        assert!(t.contains(want), "{want}\n{t}");
+    }
+    // One engine of eight ranks behind Dynamo is a fleet of its ranks, not the engine
+    // alone (its controller's round-robin, timed: 21.15 %).
+    let o = run(
+        &[
+            "replay",
+            "scenarios/deepseek-v32-dp8-gb300.yaml",
+            "--set",
+            "runtime.router.policy=dynamo_kv",
+            "--set",
+            "runtime.replay.timing=on",
+        ],
+        &repo("."),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = stdout(&o);
+    for want in [
+        "8 workers, engine-major",
+        "all         3993       61194628       33025088              0              0    53.97 %    1.717 s    8.626 s",
     ] {
         assert!(t.contains(want), "{want}\n{t}");
     }

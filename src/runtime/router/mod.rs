@@ -250,9 +250,9 @@ impl RouterSpec {
     }
 
     /// Whether the replay has engines behind a router (more than one), or a router that
-    /// picks DP ranks (`dp_aware`).
-    pub fn is_fleet(&self) -> bool {
-        self.engines > 1 || self.dp_aware
+    /// picks the DP ranks (`dp_aware`; Dynamo's, when the engines have `dp_ranks` ranks).
+    pub fn is_fleet(&self, dp_ranks: u32) -> bool {
+        self.engines > 1 || self.dp_aware || (self.routes_ranks() && dp_ranks > 1)
     }
 
     /// The router picks the DP rank a request runs on, past the engine's
@@ -301,7 +301,8 @@ pub struct RouterFigures {
     /// (from the scenario's seed) as Dynamo draws them (not written while 0).
     #[serde(skip_serializing_if = "is_zero")]
     pub tie_draws: u64,
-    /// dynamo_kv: requests sent to an engine holding some of their prefix on the device
+    /// dynamo_kv: requests sent to a worker (an engine, or a rank) holding some of their
+    /// prefix on the device
     /// or the host (not written while 0).
     #[serde(skip_serializing_if = "is_zero")]
     pub overlap_routed: u64,

@@ -52,6 +52,15 @@ pub fn run<I: IntoIterator<Item = Request>>(
     requests: I,
 ) -> Result<(ReplayMetrics, RouterFigures), FleetError> {
     let requests = requests.into_iter();
+    if cfg.capacities.swa.is_some() && spec.policy == RouterPolicy::DynamoKv {
+        // The SWA tree publishes no KV events here (`pipeline::fleet` refuses it too).
+        return Err(ReplayError::InvalidConfig {
+            field: "router",
+            message: "a sliding-window model's engines behind Dynamo's KV router are not modelled"
+                .into(),
+        }
+        .into());
+    }
     if cfg.capacities.dp_ranks > 1 {
         return run_dp(cfg, spec, requests);
     }
@@ -404,7 +413,11 @@ struct SglDpRouter {
 
 impl SglDpRouter {
     fn new(spec: &RouterSpec, ranks: u32) -> Self {
-        let workers = spec.workers(ranks);
+        let workers = if spec.dp_aware {
+            spec.engines.saturating_mul(ranks.max(1))
+        } else {
+            spec.engines
+        };
         Self {
             router: Router::new(&RouterSpec {
                 engines: workers,
