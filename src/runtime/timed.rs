@@ -188,8 +188,11 @@ impl PdSend {
     /// each chunk's whole pages after that chunk's forward (`prefill.py: send_kv_chunk`
     /// with `last_chunk=False`: from `start_send_idx` to the page-floored end of what is
     /// computed), the rest with the SWA window and the request state after the last
-    /// (`last_chunk=True`), none of the decode server's prefix. Returns the last
-    /// transfer's end.
+    /// (`last_chunk=True`), none of the decode server's prefix. `early`: when the batch's
+    /// forward could start and the request's device-cached prefix (whole pages), sent
+    /// then (`maybe_send_cached_prefix_chunk`, 0.5.23: before the forward, in a batch
+    /// that loads nothing back). Returns the last transfer's end.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn send_prompt(
         &mut self,
         index: u64,
@@ -198,12 +201,21 @@ impl PdSend {
         offset: u64,
         page_size: u64,
         end: Nanos,
+        early: Option<(Nanos, u64)>,
     ) -> Nanos {
         let ps = page_size.max(1);
         let prefix = self.decode_prefix.remove(&index).unwrap_or(0);
         let new = input.saturating_sub(cached);
         let forward = self.forward_ends.last().copied().unwrap_or(0);
         let mut start = prefix;
+        if let Some((at, device)) = early {
+            let device = device / ps * ps;
+            if device > start {
+                let dur = self.link_ns((device - start) * self.full_bytes_per_token);
+                self.link.transfer(at, dur);
+                start = device;
+            }
+        }
         if self.chunk > 0 {
             for k in 0..self.forward_ends.len() {
                 let boundary = (k as u64 + 1) * self.chunk;
@@ -349,6 +361,8 @@ struct Admitted {
     cached: u64,
     /// Device pages it owns beyond its prompt's whole pages (`kv_budget`).
     held: u64,
+    /// Its prefix on the device when admitted, tokens (`prefix_len − host_hit_length`).
+    device_prefix: u64,
 }
 
 /// A prefill batch in flight: its requests and its clock, for the TTFT breakdown.
@@ -366,6 +380,8 @@ struct Batch {
     forward: Nanos,
     /// How long its forward waited for the other DP-attention ranks' (lockstep).
     dp_wait: Nanos,
+    /// It loads KV back from the host (`hicache_consumer_index >= 0`).
+    loads_back: bool,
 }
 
 /// Sums over the measured requests of where their TTFT went, in ns
@@ -1290,6 +1306,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                 on_dev,
                 staged,
                 held,
+                device_prefix: (m.device_pages - pre) * s.ps,
             });
             // `budget_state`: no room left in `rem_total_tokens` ends the batch.
             if kv && Self::rem_total_tokens(&self.s, offset) <= 0.0 {
@@ -1388,6 +1405,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             start,
             forward,
             dp_wait: 0,
+            loads_back: h2d_bytes > 0,
         };
         let id = put_slot(&mut self.batches, &mut self.free_batches, batch);
         self.gpu_start(done, Ev::BatchDone(id));
@@ -1478,7 +1496,12 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                 self.ttft_sums.add(&a.w, &batch, now);
             }
             if self.pd.is_some() {
-                self.send_kv(a, last, now, measured, batch_offset);
+                // `maybe_send_cached_prefix_chunk` (0.5.23,
+                // `SGLANG_DISAGG_PREFILL_EARLY_SEND_CACHED_PREFIX` on by default): the
+                // device-cached prefix goes before the forward, unless the batch loads
+                // back from the host.
+                let early = (!batch.loads_back).then_some((batch.start, a.device_prefix));
+                self.send_kv(a, last, now, measured, batch_offset, early);
                 continue;
             }
             if self.kv {
@@ -1628,7 +1651,15 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
     /// held until the transfer ends (`process_disagg_prefill_inflight_queue` releases it
     /// on `KVPoll.Success`). Its one output token is the prefill's (`max_new_tokens` =
     /// 1).
-    fn send_kv(&mut self, a: Admitted, last: NodeId, now: Nanos, measured: bool, offset: u64) {
+    fn send_kv(
+        &mut self,
+        a: Admitted,
+        last: NodeId,
+        now: Nanos,
+        measured: bool,
+        offset: u64,
+        early: Option<(Nanos, u64)>,
+    ) {
         let ps = self.s.ps;
         let pd = self.pd.as_mut().expect("a PD prefill server");
         let end = pd.send_prompt(
@@ -1638,6 +1669,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             offset,
             ps,
             now,
+            early,
         );
         let index = a.w.index;
         if self.kv {

@@ -162,9 +162,9 @@ fn the_pd_scenario_replays_with_its_ttft_split() {
     let t = stdout(&o);
     for want in [
         "PD: 2 prefill server(s), 2 decode server(s) (pool 724992 tokens per rank, max_running_requests 256, 256 request slots); requests per decode server [1997, 1996]",
-        "PD TTFT mean 99.686 s = decode preallocation wait 75.148 s (75.4 %) + prefill server 24.490 s (24.6 %) + KV transfer 0.045 s (0.0 %; 23.75 GB/s per rank) + first-token wait 0.003 s (0.0 %)",
-        "TTFT: p50 26.692 s, p90 330.979 s, p99 440.712 s",
-        "total          17041344    27.85 %",
+        "PD TTFT mean 105.621 s = decode preallocation wait 80.363 s (76.1 %) + prefill server 25.210 s (23.9 %) + KV transfer 0.044 s (0.0 %; 23.75 GB/s per rank) + first-token wait 0.003 s (0.0 %)",
+        "TTFT: p50 30.525 s, p90 361.578 s, p99 448.142 s",
+        "total          17126208    27.99 %",
         "status: unverified: PD replay: the KV transfer runs at runtime.pd.transfer_bandwidth per rank",
         "an engine's TTFT is its prefill server's",
     ] {
@@ -412,8 +412,10 @@ fn the_deepseek_v4_pd_scenario() {
 /// which keeps its prompt's 4 pages in its tree. B at 1 s extends A's prompt by 4 pages
 /// (512 tokens): its decode server matches A's 4 pages (`decode_prefix_len` 256), so
 /// the prefill server — which prefills B's 256 new tokens over its own cached 256 in
-/// 12.8 ms — sends only the last 4 pages, 3,355,443 ns at 10 GB/s, where without the
-/// cache it sends all 8 (6,710,886 ns).
+/// 12.8 ms — sends only the last 4 pages, 33,554,432 ns at 1 GB/s. Without the cache it
+/// sends all 8: A's 4, on its device, when the forward starts
+/// (`maybe_send_cached_prefix_chunk`), its own 4 after them, done 67,108,864 ns after
+/// the forward's start.
 #[test]
 fn a_decode_radix_cache_sends_only_what_the_decode_server_lacks() {
     let b = Request {
@@ -424,27 +426,33 @@ fn a_decode_radix_cache_sends_only_what_the_decode_server_lacks() {
         page_hashes: (100..108).collect(),
     };
     let reqs = || vec![req(0, 0.0, 100, 2), b.clone()];
-    let mut on = spec(1 << 20);
-    on.decode_radix_cache = true;
-    let (m, _) = replay_pd(&cfg(), &on, None, reqs()).unwrap();
+    let slow = |radix: bool| {
+        let mut s = spec(1 << 20);
+        s.transfer_bandwidth = Bandwidth(1e9);
+        s.decode_radix_cache = radix;
+        s
+    };
+    let (m, _) = replay_pd(&cfg(), &slow(true), None, reqs()).unwrap();
     let pd = m.pd.as_ref().unwrap();
     assert!(pd.decode_radix_cache);
     assert_eq!(
         (pd.decode_prefix_tokens, pd.decode_prompt_tokens),
         (256, 768)
     );
-    // Both transfers are 4 pages; both TTFTs 12.8 ms + 3,355,443 ns.
-    assert!((pd.transfer_mean_s - 0.003_355_443).abs() < 1e-12);
-    assert_eq!(m.ttft_p99_s, Some(0.016_155_443));
+    // Both transfers are 4 pages after the prefill; both TTFTs 12.8 + 33.554432 ms.
+    assert!((pd.transfer_mean_s - 0.033_554_432).abs() < 1e-12);
+    assert_eq!(m.ttft_p99_s, Some(0.046_354_432));
     // B's KV on the decode server: A's 4 cached pages (locked) and its own 4, then a
     // ninth page for its decoded token: 576 tokens at the peak.
     assert_eq!(pd.decode_peak_tokens, 576);
-    let (m, _) = replay_pd(&cfg(), &spec(1 << 20), None, reqs()).unwrap();
+    let (m, _) = replay_pd(&cfg(), &slow(false), None, reqs()).unwrap();
     let pd = m.pd.as_ref().unwrap();
     assert!(!pd.decode_radix_cache);
     assert_eq!((pd.decode_prefix_tokens, pd.decode_prompt_tokens), (0, 768));
-    assert!((pd.transfer_mean_s - (0.003_355_443 + 0.006_710_886) / 2.0).abs() < 1e-12);
-    assert_eq!(m.ttft_p99_s, Some(0.019_510_886));
+    // B's transfer ends 67.108864 ms after its forward's start: 54.308864 ms after its
+    // prefill.
+    assert!((pd.transfer_mean_s - (0.033_554_432 + 0.054_308_864) / 2.0).abs() < 1e-12);
+    assert_eq!(m.ttft_p99_s, Some(0.067_108_864));
 }
 
 /// The decode radix cache's pages are the pool's: on a decode pool of 1,024 tokens
@@ -474,7 +482,7 @@ fn the_decode_radix_cache_gives_its_pages_to_running_requests() {
 /// `scenarios/pd-deepseek-v3-h200.yaml` with the decode servers' radix cache: the text
 /// says how much of the prompts' KV the decode servers already held (this Mooncake
 /// trace at half speed keeps the decode pools nearly full of running requests, so
-/// little: 2.12 %), and the status says what the decode tree leaves out. DeepSeek-V4's
+/// little: 1.92 %), and the status says what the decode tree leaves out. DeepSeek-V4's
 /// decode tree is refused, naming the key.
 #[test]
 fn the_pd_scenario_with_a_decode_radix_cache() {
@@ -490,9 +498,9 @@ fn the_pd_scenario_with_a_decode_radix_cache() {
     assert!(o.status.success(), "{}", stderr(&o));
     let t = stdout(&o);
     for want in [
-        "PD decode radix cache: 1297216 of 61194628 prompt tokens (2.12 %) already on their decode server, not sent",
-        "KV transfer 0.045 s",
-        "PD decode: 298683 steps, mean batch 1.98, peak KV 714240 tokens per rank, 0 steps over the pool",
+        "PD decode radix cache: 1176064 of 61194628 prompt tokens (1.92 %) already on their decode server, not sent",
+        "KV transfer 0.043 s",
+        "PD decode: 288026 steps, mean batch 2.05, peak KV 715008 tokens per rank, 0 steps over the pool",
         "PD replay with the decode servers' radix cache: a request's prompt pages go into its decode server's tree when it joins the running batch, its output's never",
     ] {
         assert!(t.contains(want), "missing {want:?} in\n{t}");
@@ -588,4 +596,31 @@ fn the_decode_radix_cache_refusals() {
             ],
         );
     }
+}
+
+/// A long prompt's KV goes chunk by chunk (`send_kv_chunk`): the Mooncake trace's first
+/// request (40,160 tokens, five 8,192-token chunks on DeepSeek-V3's H200 table) at 1 GB/s
+/// a rank waits 0.522 s after its 4.068 s prefill for the last chunk's pages, where the
+/// whole prompt after the last chunk took 2.824 s.
+#[test]
+fn a_long_prompt_is_sent_chunk_by_chunk() {
+    let o = run(
+        &[
+            "replay",
+            "scenarios/pd-deepseek-v3-h200.yaml",
+            "--set",
+            "runtime.max_requests=1",
+            "--set",
+            "runtime.pd.transfer_bandwidth=1GB/s",
+        ],
+        &repo("."),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = stdout(&o);
+    assert!(
+        t.contains(
+            "prefill server 4.068 s (88.6 %) + KV transfer 0.522 s (11.4 %; 1.00 GB/s per rank)"
+        ),
+        "{t}"
+    );
 }

@@ -37,8 +37,8 @@
 //!
 //! Not here (`runtime::pd::PD_UNMODELLED`, in every answer's status): a sliding-window
 //! prefill server's chunks sent as computed (its whole prompt goes after its last
-//! chunk), the bootstrap handshake's own time (`runtime.pd.transfer_latency`), a decode server's retraction and
-//! overlap scheduler, its HiCache. Its radix cache
+//! chunk), the bootstrap handshake's own time (`runtime.pd.transfer_latency`), a decode
+//! server's retraction and overlap scheduler, its HiCache. Its radix cache
 //! (`--disaggregation-decode-enable-radix-cache`) is `timed::decode_cache`.
 
 use std::cell::RefCell;
@@ -990,27 +990,71 @@ mod tests {
             ..PdSend::default()
         };
         let mut pd = chunked(1e9);
-        assert_eq!(pd.send_prompt(0, 2500, 0, 0, 64, 3_000_000), 3_057_600);
+        assert_eq!(
+            pd.send_prompt(0, 2500, 0, 0, 64, 3_000_000, None),
+            3_057_600
+        );
         let mut whole = PdSend {
             bandwidth: 1e9,
             full_bytes_per_token: 100,
             ..PdSend::default()
         };
-        assert_eq!(whole.send_prompt(0, 2500, 0, 0, 64, 3_000_000), 3_256_000);
+        assert_eq!(
+            whole.send_prompt(0, 2500, 0, 0, 64, 3_000_000, None),
+            3_256_000
+        );
         let mut slow = chunked(1e8);
-        assert_eq!(slow.send_prompt(0, 2500, 0, 0, 64, 3_000_000), 3_600_000);
+        assert_eq!(
+            slow.send_prompt(0, 2500, 0, 0, 64, 3_000_000, None),
+            3_600_000
+        );
         let mut held = chunked(1e9);
         held.decode_prefix.insert(7, 1024);
-        assert_eq!(held.send_prompt(7, 2500, 0, 0, 64, 3_000_000), 3_057_600);
+        assert_eq!(
+            held.send_prompt(7, 2500, 0, 0, 64, 3_000_000, None),
+            3_057_600
+        );
         assert_eq!(held.link.busy_until, 3_057_600);
         // A request whose new tokens start at 1,500 among the batch's (the boundary at
         // 2,000 falls 500 into them) over 200 cached: pages to 640 at 2 ms, the other
         // 9 pages' 57,600 B after the last forward.
         let mut second = chunked(1e9);
         assert_eq!(
-            second.send_prompt(0, 1200, 200, 1500, 64, 3_000_000),
+            second.send_prompt(0, 1200, 200, 1500, 64, 3_000_000, None),
             3_057_600
         );
         assert_eq!(second.link.busy_until, 3_057_600);
+        // A prompt whose first 1,984 tokens are on the prefill server's device, in a
+        // batch of one forward ending at 1 ms that loads nothing back: the cached
+        // prefix (198,400 B) goes when the forward starts, at 0.5 ms; the rest (57,600 B)
+        // after it: 1.0576 ms, where all of it after the forward ends at 1.256 ms.
+        let one = |early| {
+            let mut pd = PdSend {
+                bandwidth: 1e9,
+                full_bytes_per_token: 100,
+                forward_ends: vec![1_000_000],
+                chunk: 1000,
+                ..PdSend::default()
+            };
+            pd.send_prompt(0, 2500, 1984, 0, 64, 1_000_000, early)
+        };
+        assert_eq!(one(Some((500_000, 1984))), 1_057_600);
+        assert_eq!(one(None), 1_256_000);
+    }
+
+    /// A chunked batch's forwards end cumulatively, the last at the batch's forward.
+    #[test]
+    fn forward_ends_are_cumulative() {
+        use crate::runtime::cost::CostModel;
+        let fixed = CostModel::Fixed {
+            prefill_tokens_per_s: 20_000.0,
+            decode_tokens_per_s: 50.0,
+        };
+        let mut ends = Vec::new();
+        assert_eq!(
+            fixed.prefill_forward_ends(&[(2000, 0)], Some(&mut ends)),
+            100_000_000
+        );
+        assert_eq!(ends, [100_000_000]);
     }
 }
