@@ -1643,14 +1643,13 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
 
     /// A PD prefill server's request after its prefill
     /// (`disaggregation/prefill.py: process_batch_result_disagg_prefill`, 0.5.23): its
-    /// prompt is in the tree (inserted above), its chunks' KV went out after their
-    /// forwards and `send_kv_chunk(last_chunk=True)` queues the rest — every prompt page
-    /// the decode server lacks, the prefill's cached prefix included —
-    /// ([`PdSend::send_prompt`], `offset`: where its new tokens start among the
-    /// batch's) on the sending link, and it waits in the inflight queue with its KV
-    /// held until the transfer ends (`process_disagg_prefill_inflight_queue` releases it
-    /// on `KVPoll.Success`). Its one output token is the prefill's (`max_new_tokens` =
-    /// 1).
+    /// prompt is in the tree (inserted above); of the prompt pages its decode server
+    /// lacks, the device-cached prefix went when the forward started (`early`), each
+    /// chunk's pages after its forward, and `send_kv_chunk(last_chunk=True)` queues the
+    /// rest ([`PdSend::send_prompt`], `offset`: where its new tokens start among the
+    /// batch's) on the sending link. It waits in the inflight queue with its KV held
+    /// until the transfer ends (`process_disagg_prefill_inflight_queue` releases it on
+    /// `KVPoll.Success`). Its one output token is the prefill's (`max_new_tokens` = 1).
     fn send_kv(
         &mut self,
         a: Admitted,
