@@ -447,11 +447,7 @@ impl<S: Rank> ChooseDpWorker<S> for SglDpRouter {
             }
         } else {
             for (e, l) in self.loads.iter_mut().enumerate() {
-                *l = engines[e].in_flight()
-                    + queues[e * ranks..(e + 1) * ranks]
-                        .iter()
-                        .map(VecDeque::len)
-                        .sum::<usize>() as u32;
+                *l = engines[e].in_flight() + super::rank::queued(queues, e, ranks);
             }
         }
         let w = usize::from(self.router.route_with_loads(&self.text.text, &self.loads)?);

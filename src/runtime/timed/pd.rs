@@ -1042,9 +1042,10 @@ mod tests {
         assert_eq!(one(None), 1_256_000);
     }
 
-    /// A chunked batch's forwards end cumulatively, the last at the batch's forward.
+    /// At the fixed speeds a batch is one forward (no chunking): its one end is the
+    /// batch's forward, so the whole prompt goes after it.
     #[test]
-    fn forward_ends_are_cumulative() {
+    fn a_fixed_speed_batch_is_one_forward() {
         use crate::runtime::cost::CostModel;
         let fixed = CostModel::Fixed {
             prefill_tokens_per_s: 20_000.0,

@@ -30,11 +30,17 @@ pub(super) struct Dispatch<I> {
 impl<I> Dispatch<I> {
     /// Requests waiting in the feeds of engine `e`'s `ranks` ranks (engine-major).
     pub(super) fn queued(&self, e: usize, ranks: usize) -> u32 {
-        self.queues[e * ranks..(e + 1) * ranks]
-            .iter()
-            .map(VecDeque::len)
-            .sum::<usize>() as u32
+        queued(&self.queues, e, ranks)
     }
+}
+
+/// Requests waiting in `queues` (one per rank, engine-major) for engine `e`'s `ranks`
+/// ranks.
+pub(super) fn queued(queues: &[VecDeque<(u64, Request)>], e: usize, ranks: usize) -> u32 {
+    queues[e * ranks..(e + 1) * ranks]
+        .iter()
+        .map(VecDeque::len)
+        .sum::<usize>() as u32
 }
 
 /// A driver that reads the trace itself (a router's, a PD deployment's) checks its
