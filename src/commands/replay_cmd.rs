@@ -1506,4 +1506,11 @@ fn write_pd(o: &mut String, pd: &crate::runtime::pd::PdFigures) {
             pd.decode_prefix_tokens, pd.decode_prompt_tokens
         );
     }
+    if pd.decode_hicache {
+        let _ = writeln!(
+            o,
+            "PD decode HiCache: {} of them restored from the decode servers' host tier; {} pages backed up to it; {} restores without device room",
+            pd.decode_host_prefix_tokens, pd.decode_backup_pages, pd.decode_restore_failed
+        );
+    }
 }

@@ -11,7 +11,8 @@ use crate::workload::read::{TraceOptions, open_trace_with};
 
 /// The decode server of `s`'s deployment: the same launch with `--disaggregation-mode
 /// decode`, its radix cache off (`handle_pd_disaggregation`'s default) unless
-/// `runtime.pd.decode_radix_cache`, and no HiCache,
+/// `runtime.pd.decode_radix_cache`, HiCache on it only with its radix cache
+/// (`runtime.pd.decode_hicache`, resolved in `spec.decode_hicache_on`) and never its L3,
 /// sized as the start-up sizes it (its pool per rank, `release::PdRoles`' reserve); and
 /// what a transfer sends per rank. DeepSeek-V4: its compressed pages per token
 /// (`_compressed_bytes_per_full_token`), its window's SWA pages
@@ -30,7 +31,7 @@ fn decode_server(s: &Scenario, spec: &PdSpec) -> Result<(DecodeServer, TransferB
     d.server.disaggregation_mode = crate::domain::DisaggregationMode::Decode;
     d.server.disaggregation_decode_enable_radix_cache = spec.decode_radix_cache;
     d.server.disable_radix_cache = !spec.decode_radix_cache;
-    d.server.enable_hierarchical_cache = Some(false);
+    d.server.enable_hierarchical_cache = Some(spec.decode_hicache_on);
     d.server.hicache_storage_backend = None;
     let plan = crate::startup::StartupPlan::new(&d)
         .map_err(|e| at(format!("the decode server cannot be sized: {e}")))?;
@@ -88,6 +89,7 @@ fn decode_server(s: &Scenario, spec: &PdSpec) -> Result<(DecodeServer, TransferB
             let sched = crate::model::dsv4::Dsv4Schedule::sglang_default(8192);
             let co = g.coefficients(&sched);
             TransferBytes {
+                host_tokens: 0,
                 full: g.compressed_bytes_per_full_token(sched.page_size).round() as u64,
                 swa: co.bytes_per_swa_token.map_or(0, |b| b.round() as u64),
                 window: u64::from(g.sliding_window),
@@ -106,6 +108,7 @@ fn decode_server(s: &Scenario, spec: &PdSpec) -> Result<(DecodeServer, TransferB
                     .sum()
             };
             TransferBytes {
+                host_tokens: 0,
                 full: tokens(false),
                 swa: tokens(true),
                 window: match s.model.attention {
@@ -122,6 +125,19 @@ fn decode_server(s: &Scenario, spec: &PdSpec) -> Result<(DecodeServer, TransferB
             "the KV bytes a transfer sends per token are not known for this model (no per-token pool in its start-up): the transfer cannot be timed".into(),
         ));
     }
+    let host_tokens = if spec.decode_hicache_on {
+        match plan.fixed_host_tokens.first() {
+            Some(&t) if t > 0 => t,
+            _ => {
+                return Err(at(
+                    "the decode server's HiCache has no host pool (an automatic --hicache-size, or a ratio of 0): its size is not known before its start-up; set --hicache-ratio or --hicache-size, or runtime.pd.decode_hicache: false".into(),
+                )
+                .field("runtime.pd.decode_hicache"));
+            }
+        }
+    } else {
+        0
+    };
     Ok((
         DecodeServer::new(
             plan.device_tokens,
@@ -129,7 +145,10 @@ fn decode_server(s: &Scenario, spec: &PdSpec) -> Result<(DecodeServer, TransferB
             requested,
             context_length(s),
         ),
-        bytes,
+        TransferBytes {
+            host_tokens,
+            ..bytes
+        },
     ))
 }
 
@@ -175,8 +194,17 @@ pub fn with_decode_server(
 ) -> Result<crate::scenario::RuntimeSection, InputError> {
     let mut section = section.clone();
     if let Some(pd) = section.pd.as_mut() {
-        // A launch command shared by both roles carries the decode server's flag.
+        // A launch command shared by both roles carries the decode server's flags:
+        // `enable_decode_hicache` is its radix cache with --enable-hierarchical-cache.
         pd.decode_radix_cache |= s.server.disaggregation_decode_enable_radix_cache;
+        if pd.decode_hicache == Some(true) && !pd.decode_radix_cache {
+            return Err(InputError::new(
+                "runtime.pd",
+                "decode_hicache: true needs the decode servers' radix cache (SGLang's `enable_decode_hicache` is --disaggregation-decode-enable-radix-cache with --enable-hierarchical-cache): set decode_radix_cache: true",
+            )
+            .field("runtime.pd.decode_hicache"));
+        }
+        pd.decode_hicache_on = decode_hicache_on(s, pd);
         let (server, b) = decode_server(s, pd)?;
         pd.decode = Some(server);
         pd.full_bytes_per_token = b.full;
@@ -184,12 +212,25 @@ pub fn with_decode_server(
         pd.window = b.window;
         pd.state_bytes_per_request = b.state;
         pd.state_period = b.state_period;
+        pd.decode_host_tokens = b.host_tokens;
     }
     Ok(section)
 }
 
+/// Whether `spec`'s decode servers run HiCache: their radix cache on (the key, or the
+/// shared launch's flag) and `decode_hicache`, unset as the launch has
+/// `--enable-hierarchical-cache` (`Scheduler.enable_decode_hicache`).
+fn decode_hicache_on(s: &Scenario, spec: &PdSpec) -> bool {
+    (spec.decode_radix_cache || s.server.disaggregation_decode_enable_radix_cache)
+        && spec
+            .decode_hicache
+            .unwrap_or(s.server.enable_hierarchical_cache == Some(true))
+}
+
 /// What a PD transfer sends of a model, per rank (`timed::PdSend::bytes`).
 struct TransferBytes {
+    /// The decode server's host pool, tokens per rank (0 without its HiCache).
+    host_tokens: u64,
     full: u64,
     swa: u64,
     window: u64,
@@ -212,6 +253,9 @@ pub fn pd_unverified(s: &Scenario, spec: &PdSpec, swa: bool, swa_in_tree: bool) 
     }
     if spec.decode_radix_cache || s.server.disaggregation_decode_enable_radix_cache {
         v.push(crate::runtime::pd::PD_DECODE_RADIX_UNMODELLED.to_string());
+        if decode_hicache_on(s, spec) {
+            v.push(crate::runtime::pd::PD_DECODE_HICACHE_UNMODELLED.to_string());
+        }
     }
     if spec.decode_max_running_requests.is_none()
         && s.server.max_running_requests.is_none()

@@ -723,10 +723,46 @@ impl ReplayConfig {
     /// The H2D rate one rank's load-back reaches: its own link, or its share of the
     /// node's host DRAM bandwidth when that is lower.
     pub fn load_back_bandwidth(&self) -> f64 {
-        match self.links.host_read_share {
-            Some(b) => self.links.h2d_bandwidth.0.min(b.0),
-            None => self.links.h2d_bandwidth.0,
+        self.links.load_back_bandwidth()
+    }
+}
+
+impl Links {
+    /// The H2D rate a load-back reaches: the link's, under the rank's share of the
+    /// host's DRAM bandwidth when one is set.
+    pub fn load_back_bandwidth(&self) -> f64 {
+        match self.host_read_share {
+            Some(b) => self.h2d_bandwidth.0.min(b.0),
+            None => self.h2d_bandwidth.0,
         }
+    }
+
+    /// A load-back of `bytes` in `per_layer_runs` runs (a run per node and layer,
+    /// `HiCacheController.start_loading`): the link's time, or the SM copy kernel's
+    /// where it is slower (`release::copy_kernel`: `--hicache-io-backend kernel`).
+    pub fn load_back_ns(&self, bytes: u64, per_layer_runs: u64) -> crate::units::Nanos {
+        super::transfer::run_time_ns(
+            bytes,
+            per_layer_runs,
+            self.load_back_bandwidth(),
+            self.bandwidth_efficiency,
+            self.h2d_run_overhead.0,
+        )
+        .max(
+            self.load_back_kernel
+                .map_or(0, |k| k.time_ns(bytes, per_layer_runs)),
+        )
+    }
+
+    /// A backup of `bytes` in `runs` runs (a run per node) on the D2H link.
+    pub fn backup_ns(&self, bytes: u64, runs: u64) -> crate::units::Nanos {
+        super::transfer::run_time_ns(
+            bytes,
+            runs,
+            self.d2h_bandwidth.0,
+            self.bandwidth_efficiency,
+            self.d2h_run_overhead.0,
+        )
     }
 }
 

@@ -47,6 +47,21 @@ pub struct PdSpec {
     /// tree, and a request whose prefix it holds has only the rest of its KV sent
     /// (`timed::decode_cache`). Off by default, as in SGLang.
     pub decode_radix_cache: bool,
+    /// HiCache on the decode servers (`Scheduler.enable_decode_hicache`: the radix cache
+    /// and `--enable-hierarchical-cache` on their launch, 0.5.14–0.5.23): a host tier
+    /// behind each decode rank's tree, sized as the start-up sizes the decode server's
+    /// host pool, whose hits join the prefix the prefill server does not send and are
+    /// loaded back before the request runs (`timed::decode_cache`). Unset: as the
+    /// scenario's launch (the decode servers' too) has it, with the radix cache on;
+    /// `false`: a decode launch without HiCache. Its L3 is not modelled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decode_hicache: Option<bool>,
+    /// Whether the decode servers run HiCache, resolved (set where the scenario is read).
+    #[serde(skip)]
+    pub decode_hicache_on: bool,
+    /// The decode server's host pool, tokens per rank (set where the scenario is read).
+    #[serde(skip)]
+    pub decode_host_tokens: u64,
     /// The decode server as its start-up sizes it (set where the scenario is read, not a
     /// key of the section).
     #[serde(skip)]
@@ -83,6 +98,9 @@ impl Default for PdSpec {
             num_reserved_decode_tokens: 512,
             decode_max_running_requests: None,
             decode_radix_cache: false,
+            decode_hicache: None,
+            decode_hicache_on: false,
+            decode_host_tokens: 0,
             decode: None,
             seed: 0,
             full_bytes_per_token: 0,
@@ -209,7 +227,10 @@ pub const PD_SWA_TREE_UNMODELLED: &str = "PD replay on the SWA tree: its prefill
 pub const PD_DECODE_DP_UNMODELLED: &str = "PD replay with DP attention: a decode server's DP ranks step independently (SGLang syncs their forwards, prepare_mlp_sync_batch), a rank's decode step is costed on its own batch, and its ranks are dealt round-robin (a decode server's auto; another --load-balance-method is not applied there); a prefill rank chosen by load is chosen at the preallocation, not at the arrival, and its registration with the bootstrap server is not timed";
 
 /// What a PD replay with the decode servers' radix cache leaves out.
-pub const PD_DECODE_RADIX_UNMODELLED: &str = "PD replay with the decode servers' radix cache: a request's prompt pages go into its decode server's tree when it joins the running batch, its output's never (SGLang's `release_kv_cache` inserts them at the finish; a trace does not know the outputs' page hashes), so a next turn's match stops where the last prompt ended; the decode server's HiCache (an L2/L3 behind its tree, on when its launch has --enable-hierarchical-cache, whose host hits SGLang adds to decode_prefix_len) is not modelled";
+pub const PD_DECODE_RADIX_UNMODELLED: &str = "PD replay with the decode servers' radix cache: a request's prompt pages go into its decode server's tree when it joins the running batch, its output's never (SGLang's `release_kv_cache` inserts them at the finish; a trace does not know the outputs' page hashes), so a next turn's match stops where the last prompt ended";
+
+/// What the PD replay leaves out of a decode server's HiCache (`runtime.pd.decode_hicache`).
+pub const PD_DECODE_HICACHE_UNMODELLED: &str = "PD replay with HiCache on the decode servers: their host tier is modelled (the host hits promised to the prefill server and loaded back before the request runs, the backups on the write policy), their L3 is not (SGLang queries the decode server's storage too and prefetches the hit into decode_prefix_len; the replay's decode tree has no storage), and a restore that finds no device room has its pages sent by the prefill server where SGLang fails the request (`decode_restore_failed` counts them)";
 
 /// The figures of a PD replay (`metrics.pd`): where a request's time to first token
 /// goes, and what the decode servers held.
@@ -248,4 +269,21 @@ pub struct PdFigures {
     /// already held (`decode_prefix_len`, not sent).
     pub decode_prompt_tokens: u64,
     pub decode_prefix_tokens: u64,
+    /// The decode servers run HiCache behind their tree (`runtime.pd.decode_hicache`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub decode_hicache: bool,
+    /// Of `decode_prefix_tokens`, those restored from the decode servers' host tier.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub decode_host_prefix_tokens: u64,
+    /// Restores that found no device room (SGLang fails such a request; the replay has
+    /// the prefill server send those pages).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub decode_restore_failed: u64,
+    /// Pages the decode servers backed up to their host tier.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub decode_backup_pages: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }

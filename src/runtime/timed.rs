@@ -1329,20 +1329,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         }
         let c = &self.s.cfg;
         let per_layer_runs = h2d_runs * u64::from(c.capacities.num_layers.max(1));
-        // The link's time, or the SM copy kernel's where it is slower
-        // (`release::copy_kernel`: `--hicache-io-backend kernel`).
-        let h2d_time = run_time_ns(
-            h2d_bytes,
-            per_layer_runs,
-            c.load_back_bandwidth(),
-            c.links.bandwidth_efficiency,
-            c.links.h2d_run_overhead.0,
-        )
-        .max(
-            c.links
-                .load_back_kernel
-                .map_or(0, |k| k.time_ns(h2d_bytes, per_layer_runs)),
-        );
+        let h2d_time = c.links.load_back_ns(h2d_bytes, per_layer_runs);
         assert_eq!(tokens, shapes.iter().map(|s| s.0).sum::<u64>());
         let forward = match self.pd.as_mut() {
             Some(pd) => {
@@ -2052,14 +2039,11 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             return;
         }
         let pages: u64 = self.recs.iter().map(|r| r.pages).sum();
-        let c = &self.s.cfg;
-        let d = run_time_ns(
-            self.s.bytes(pages),
-            self.recs.len() as u64,
-            c.links.d2h_bandwidth.0,
-            c.links.bandwidth_efficiency,
-            c.links.d2h_run_overhead.0,
-        );
+        let d = self
+            .s
+            .cfg
+            .links
+            .backup_ns(self.s.bytes(pages), self.recs.len() as u64);
         let t = self.d2h.transfer(now, d);
         // write_back backups are not pinned on device; their L3 write is issued now,
         // after the blocking flush (`writing_check(write_back=True)`), on the

@@ -479,11 +479,14 @@ fn the_decode_radix_cache_gives_its_pages_to_running_requests() {
     assert_eq!(pd.decode_peak_tokens, 896);
 }
 
-/// `scenarios/pd-deepseek-v3-h200.yaml` with the decode servers' radix cache: the text
-/// says how much of the prompts' KV the decode servers already held (this Mooncake
-/// trace at half speed keeps the decode pools nearly full of running requests, so
-/// little: 1.92 %), and the status says what the decode tree leaves out. DeepSeek-V4's
-/// decode tree is refused, naming the key.
+/// `scenarios/pd-deepseek-v3-h200.yaml` with the decode servers' radix cache and no
+/// HiCache on them: the text says how much of the prompts' KV the decode servers
+/// already held (this Mooncake trace at half speed keeps the decode pools nearly full
+/// of running requests, so little: 1.92 %), and the status says what the decode tree
+/// leaves out. With the launch's HiCache on them too (the default: the launch is theirs
+/// too) their host tier holds what their pools lose: 16.57 % is not sent, 12.37 points
+/// of it restored from host. DeepSeek-V4's decode tree is refused, naming the key, and
+/// so is HiCache without the radix cache.
 #[test]
 fn the_pd_scenario_with_a_decode_radix_cache() {
     let o = run(
@@ -492,6 +495,8 @@ fn the_pd_scenario_with_a_decode_radix_cache() {
             "scenarios/pd-deepseek-v3-h200.yaml",
             "--set",
             "runtime.pd.decode_radix_cache=true",
+            "--set",
+            "runtime.pd.decode_hicache=false",
         ],
         &repo("."),
     );
@@ -505,6 +510,42 @@ fn the_pd_scenario_with_a_decode_radix_cache() {
     ] {
         assert!(t.contains(want), "missing {want:?} in\n{t}");
     }
+    assert!(!t.contains("PD decode HiCache"), "{t}");
+    let o = run(
+        &[
+            "replay",
+            "scenarios/pd-deepseek-v3-h200.yaml",
+            "--set",
+            "runtime.pd.decode_radix_cache=true",
+        ],
+        &repo("."),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = stdout(&o);
+    for want in [
+        "PD decode radix cache: 10137152 of 61194628 prompt tokens (16.57 %) already on their decode server, not sent",
+        "PD decode HiCache: 7571264 of them restored from the decode servers' host tier; 743657 pages backed up to it; 0 restores without device room",
+        "KV transfer 0.022 s",
+        "PD replay with HiCache on the decode servers: their host tier is modelled",
+    ] {
+        assert!(t.contains(want), "missing {want:?} in\n{t}");
+    }
+    let o = run(
+        &[
+            "replay",
+            "scenarios/pd-deepseek-v3-h200.yaml",
+            "--set",
+            "runtime.pd.decode_hicache=true",
+        ],
+        &repo("."),
+    );
+    exit2(
+        &o,
+        &[
+            "runtime.pd.decode_hicache",
+            "needs the decode servers' radix cache",
+        ],
+    );
     let o = run(
         &[
             "replay",
@@ -623,4 +664,65 @@ fn a_long_prompt_is_sent_chunk_by_chunk() {
         ),
         "{t}"
     );
+}
+
+/// HiCache on the decode server (`enable_decode_hicache`): the decode tree of
+/// `the_decode_radix_cache_gives_its_pages_to_running_requests` with a 4,096-token host
+/// tier behind it. A's 4 pages are backed up to host when A joins the running batch
+/// (write_through); C's growth evicts them from the device to the host. B at 20 s,
+/// extending A's prompt (8 pages), finds A's 4 on the host: they are promised to the
+/// prefill server (`decode_prefix_len` = l1 + l2), which sends only B's own 4 (TTFT
+/// 12.8 + 33.554432 ms at 1 GB/s, as with a device hit), and loaded back onto the decode
+/// device meanwhile (33,554,432 B at 55 GB/s × 0.85, 717,742 ns, plus 32 layers × a
+/// 6.67 µs run: 931,182 ns, long over before the transfer). Without the host tier B is
+/// sent whole (67.108864 ms). At 0.2 GB/s H2D the restore (197,379,012 + 213,440 ns)
+/// outlasts the transfer, and B runs when it ends: TTFT 197,592,452 ns from its
+/// preallocation at its arrival. 12 pages backed up: A's, C's and B's own 4.
+#[test]
+fn a_decode_servers_hicache_restores_what_its_device_lost() {
+    let b = Request {
+        id: 2,
+        arrival_ns: 20_000_000_000,
+        input_tokens: 512,
+        output_tokens: 2,
+        page_hashes: (100..108).collect(),
+    };
+    let reqs = || vec![req(0, 0.0, 100, 2), req(1, 1000.0, 200, 600), b.clone()];
+    let mut on = spec(1024);
+    on.transfer_bandwidth = Bandwidth(1e9);
+    on.decode_radix_cache = true;
+    on.decode_hicache_on = true;
+    on.decode_host_tokens = 4096;
+    let (m, _) = replay_pd(&cfg(), &on, None, reqs()).unwrap();
+    let pd = m.pd.as_ref().unwrap();
+    assert!(pd.decode_hicache);
+    assert_eq!(
+        (
+            pd.decode_prefix_tokens,
+            pd.decode_host_prefix_tokens,
+            pd.decode_prompt_tokens
+        ),
+        (256, 256, 1024)
+    );
+    assert_eq!((pd.decode_backup_pages, pd.decode_restore_failed), (12, 0));
+    assert_eq!(pd.decode_overflow_steps, 0);
+    assert_eq!(m.ttft_p99_s, Some(0.046_354_432));
+    assert!((pd.transfer_mean_s - 0.033_554_432).abs() < 1e-12);
+
+    let mut off = on.clone();
+    off.decode_hicache_on = false;
+    let (m, _) = replay_pd(&cfg(), &off, None, reqs()).unwrap();
+    let pd = m.pd.as_ref().unwrap();
+    assert!(!pd.decode_hicache);
+    assert_eq!((pd.decode_prefix_tokens, pd.decode_backup_pages), (0, 0));
+    assert_eq!(m.ttft_p99_s, Some(0.067_108_864));
+
+    let mut slow = cfg();
+    slow.links.h2d_bandwidth = Bandwidth(0.2e9);
+    let (m, _) = replay_pd(&slow, &on, None, reqs()).unwrap();
+    let pd = m.pd.as_ref().unwrap();
+    assert_eq!(pd.decode_host_prefix_tokens, 256);
+    assert_eq!(m.ttft_p99_s, Some(0.197_592_452));
+    // B waited 197,592,452 − 46,354,432 ns past its transfer's end.
+    assert!((pd.first_token_wait_mean_s - (0.197_592_452 - 0.046_354_432) / 3.0).abs() < 1e-12);
 }

@@ -38,8 +38,10 @@
 //! Not here (`runtime::pd::PD_UNMODELLED`, in every answer's status): a sliding-window
 //! prefill server's chunks sent as computed (its whole prompt goes after its last
 //! chunk), the bootstrap handshake's own time (`runtime.pd.transfer_latency`), a decode
-//! server's retraction and overlap scheduler, its HiCache. Its radix cache
-//! (`--disaggregation-decode-enable-radix-cache`) is `timed::decode_cache`.
+//! server's retraction and overlap scheduler, its HiCache's L3. Its radix cache
+//! (`--disaggregation-decode-enable-radix-cache`) and the HiCache host tier behind it
+//! are `timed::decode_cache`; the host tier's copies (a restore's H2D before the request
+//! may run, the backups' D2H) go on the decode rank's own links ([`HostLinks`]).
 
 use std::cell::RefCell;
 use std::cmp::Reverse;
@@ -55,6 +57,7 @@ use crate::runtime::cost::CostModel;
 use crate::runtime::metrics::ReplayMetrics;
 use crate::runtime::pd::{CLIP_MAX_NEW_TOKENS, DecodeServer, PdFigures, PdSpec};
 use crate::runtime::router::{Router, RouterFigures, RouterSpec, RoutingText};
+use crate::runtime::transfer::Link;
 use crate::units::Nanos;
 use crate::workload::Request;
 
@@ -63,6 +66,7 @@ use super::fleet::FleetError;
 use super::lockstep::Lockstep;
 use super::rank::{Dispatch, Rank, RankFeed, check_arrival};
 use super::{PdSend, Sim};
+use crate::cache::BackupRecord;
 
 /// Replays `requests` on the PD deployment: the prefill servers' figures (each engine's
 /// in `engines` when there are several) with the client's times, the deployment's in
@@ -146,9 +150,11 @@ struct Phases {
     transfer: u128,
     first_wait: u128,
     n: u64,
-    /// Prompt tokens, and those the decode servers already held.
+    /// Prompt tokens, those the decode servers already held, and of them those
+    /// restored from their host tier.
     prompt: u64,
     decode_prefix: u64,
+    decode_host_prefix: u64,
 }
 
 /// One prefill server: one scheduler, or its DP-attention ranks in lockstep.
@@ -275,16 +281,23 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
     // requests round-robin (a PD decode server's `auto`).
     let servers = pd.decode_engines.max(1) as usize;
     let mut decode = Vec::with_capacity(servers * ranks);
+    let ps = server.page_size.max(1);
+    let host_pages = if pd.decode_hicache_on {
+        pd.decode_host_tokens / u64::from(ps)
+    } else {
+        0
+    };
     for _ in 0..servers * ranks {
-        let cache = pd.decode_radix_cache.then(|| {
-            let ps = server.page_size.max(1);
-            decode_cache(cfg, server.pool_tokens / u64::from(ps), ps)
-        });
+        let cache = pd
+            .decode_radix_cache
+            .then(|| decode_cache(cfg, server.pool_tokens / u64::from(ps), host_pages, ps));
+        let links = (host_pages > 0).then(|| HostLinks::new(cfg, full, ps));
         decode.push(DecodeEngine::new(
             server,
             pd.num_reserved_decode_tokens,
             super::cost_model(cfg)?,
             cache,
+            links,
         ));
     }
     let mut dealt = vec![0u64; servers];
@@ -361,10 +374,11 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
                 output: r.output_tokens.min(max_new_tokens),
                 max_new: max_new_tokens,
                 decode_prefix: 0,
+                restored: 0,
                 req: r,
             });
             if decode[k].idle() {
-                decode[k].prealloc(&mut released);
+                decode[k].prealloc(now, &mut released);
             }
         } else {
             let Some(t) = next_event else { break };
@@ -425,6 +439,7 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
             if tr.measured {
                 phases.prompt += u64::from(p.input);
                 phases.decode_prefix += p.decode_prefix;
+                phases.decode_host_prefix += p.restored;
             }
             let e = tr.prefill;
             awaiting[e] -= 1;
@@ -501,6 +516,12 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
             a.3 + x.overflow_steps,
         )
     });
+    let restore_failed = decode.iter().map(|x| x.restore_failed).sum();
+    let backup_pages = decode
+        .iter()
+        .filter_map(|x| x.links.as_ref())
+        .map(|l| l.backup_pages)
+        .sum();
     m.pd = Some(PdFigures {
         prefill_engines: n as u32,
         decode_engines: servers as u32,
@@ -524,6 +545,10 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
         decode_radix_cache: pd.decode_radix_cache,
         decode_prompt_tokens: phases.prompt,
         decode_prefix_tokens: phases.decode_prefix,
+        decode_hicache: pd.decode_hicache_on,
+        decode_host_prefix_tokens: phases.decode_host_prefix,
+        decode_restore_failed: restore_failed,
+        decode_backup_pages: backup_pages,
     });
     let figures = router.map(|r| {
         let mut f = r.figures();
@@ -543,6 +568,8 @@ struct Pending {
     max_new: u32,
     /// The prefix its decode server holds, tokens (set at its preallocation).
     decode_prefix: u64,
+    /// Of it, the tokens restored from the decode server's host tier.
+    restored: u64,
     req: Request,
 }
 
@@ -558,6 +585,9 @@ struct Dec {
     /// KV tokens it holds (whole pages).
     alloc: u64,
     first_token: Nanos,
+    /// When its host-tier restore's copy ends (0: none): it runs after both that and
+    /// its transfer.
+    ready: Nanos,
 }
 
 impl Dec {
@@ -596,12 +626,77 @@ struct Held {
     owed: u64,
 }
 
+/// A decode rank's copies between its device and its HiCache host tier: a restore's
+/// load-back (`init_load_back`, H2D, layer by layer as the prefill side's load-back:
+/// the link's time or the release's copy kernel's, [`crate::runtime::config::Links::load_back_ns`])
+/// and the backups' write (`start_writing`, D2H), each on its own link, one run per node.
+struct HostLinks {
+    h2d: Link,
+    d2h: Link,
+    /// The scenario's links (the decode node is the prefill node's model).
+    links: crate::runtime::config::Links,
+    /// Bytes a page moves (the rank's share of a page's KV).
+    page_bytes: u64,
+    layers: u64,
+    /// Backups in flight: (their copy's end, sequence), and their records.
+    acks: BinaryHeap<Reverse<(Nanos, u64)>>,
+    records: BTreeMap<u64, Vec<BackupRecord>>,
+    seq: u64,
+    /// Pages backed up to host.
+    backup_pages: u64,
+}
+
+impl HostLinks {
+    fn new(cfg: &ReplayConfig, bytes_per_token: u64, page_size: u32) -> Self {
+        HostLinks {
+            h2d: Link::default(),
+            d2h: Link::default(),
+            links: cfg.links.clone(),
+            page_bytes: bytes_per_token * u64::from(page_size),
+            layers: u64::from(cfg.capacities.num_layers.max(1)),
+            acks: BinaryHeap::new(),
+            records: BTreeMap::new(),
+            seq: 0,
+            backup_pages: 0,
+        }
+    }
+
+    /// A restore of `pages` pages over `nodes` nodes issued at `now`: its copy's end.
+    fn restore(&mut self, now: Nanos, pages: u64, nodes: u64) -> Nanos {
+        let d = self
+            .links
+            .load_back_ns(pages * self.page_bytes, nodes * self.layers);
+        self.h2d.transfer(now, d)
+    }
+
+    /// `records`' backups put on the D2H link at `now` as one op.
+    fn backup(&mut self, now: Nanos, records: Vec<BackupRecord>) {
+        let pages: u64 = records.iter().map(|r| r.pages).sum();
+        self.backup_pages += pages;
+        let d = self
+            .links
+            .backup_ns(pages * self.page_bytes, records.len() as u64);
+        let end = self.d2h.transfer(now, d);
+        self.seq += 1;
+        self.acks.push(Reverse((end, self.seq)));
+        self.records.insert(self.seq, records);
+    }
+
+    fn next_ack(&self) -> Option<Nanos> {
+        self.acks.peek().map(|Reverse((t, _))| *t)
+    }
+}
+
 /// One decode server (`--disaggregation-mode decode`), its radix cache off (SGLang's
-/// default) or on (`timed::decode_cache`).
+/// default) or on (`timed::decode_cache`), with or without HiCache behind it.
 struct DecodeEngine {
     server: DecodeServer,
     /// Its radix cache, which then owns the pool's pages.
     cache: Option<Box<dyn DecodeCache>>,
+    /// Its HiCache host tier's links (with a radix cache on a host tier).
+    links: Option<HostLinks>,
+    /// Restores whose load-back found no room (the prefill server sent those pages).
+    restore_failed: u64,
     /// Each request's share of the radix cache, by trace position.
     held: BTreeMap<u64, Held>,
     /// The pages the running requests' growth did not get, summed: not room.
@@ -637,11 +732,14 @@ impl DecodeEngine {
         reserved: u64,
         cost: CostModel,
         cache: Option<Box<dyn DecodeCache>>,
+        links: Option<HostLinks>,
     ) -> Self {
         let per_step = cost.tokens_per_iteration();
         DecodeEngine {
             server,
             cache,
+            links,
+            restore_failed: 0,
             held: BTreeMap::new(),
             owed: 0,
             reserved,
@@ -664,9 +762,19 @@ impl DecodeEngine {
 
     fn next_time(&self) -> Option<Nanos> {
         let arrival = self.arrivals.peek().map(|Reverse((t, _))| *t);
-        match (self.step_end, arrival) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        let ack = self.links.as_ref().and_then(HostLinks::next_ack);
+        [self.step_end, arrival, ack].into_iter().flatten().min()
+    }
+
+    /// The backups the tree made since the last call, on the D2H link.
+    fn flush_backups(&mut self, now: Nanos) {
+        let (Some(c), Some(l)) = (self.cache.as_mut(), self.links.as_mut()) else {
+            return;
+        };
+        let mut recs = Vec::new();
+        c.take_backups(&mut recs);
+        if !recs.is_empty() {
+            l.backup(now, recs);
         }
     }
 
@@ -701,7 +809,7 @@ impl DecodeEngine {
     /// matched and its prefix locked first (`_match_prefix_and_lock`), only the pages
     /// after it are allocated and needed, the tree's evictable pages count as free, and
     /// a request that does not fit gives its lock back.
-    fn prealloc(&mut self, out: &mut Vec<Pending>) {
+    fn prealloc(&mut self, now: Nanos, out: &mut Vec<Pending>) {
         let in_batch = || self.running.iter().chain(&self.just_finished);
         let retractable: i64 = in_batch().map(|d| d.len() as i64).sum();
         let clip = |max_new: u32| u64::from(max_new).min(CLIP_MAX_NEW_TOKENS) as i64;
@@ -723,12 +831,15 @@ impl DecodeEngine {
             }
             let ps = u64::from(self.server.page_size.max(1));
             let whole = self.pages(u64::from(p.input));
-            let (prefix, lock) = match self.cache.as_mut() {
+            // The device prefix (`l1_prefix_len`), and with HiCache the host pages after
+            // it (`l2_host_hit_length`).
+            let (prefix, host, lock) = match self.cache.as_mut() {
                 Some(c) => {
-                    let (pages, lock) = c.match_lock(&p.req.page_hashes);
-                    ((pages * ps).min(whole), lock)
+                    let m = c.match_lock(&p.req.page_hashes);
+                    let prefix = (m.device * ps).min(whole);
+                    (prefix, (m.host * ps).min(whole - prefix), m.lock)
                 }
-                None => (0, crate::cache::ROOT),
+                None => (0, 0, crate::cache::ROOT),
             };
             let free = match &self.cache {
                 Some(c) => (c.room().saturating_sub(self.owed) * ps) as i64,
@@ -748,9 +859,33 @@ impl DecodeEngine {
             }
             let mut p = self.queue.pop_front().expect("front");
             p.decode_prefix = prefix;
+            let mut ready = 0;
             if let Some(c) = self.cache.as_mut() {
-                let pages_held = c.alloc_prealloc(alloc / ps);
-                let owed = alloc / ps - pages_held;
+                // `_pre_alloc`: room for the pages after the device prefix, those after
+                // the whole prefix taken (`delta_len`); the host span's come with its
+                // restore, issued by the transfer queue in the same loop iteration.
+                let take = (alloc - host) / ps;
+                let mut pages_held = c.alloc_prealloc(alloc / ps, take);
+                let mut owed = take - pages_held;
+                let mut lock = lock;
+                if host > 0 {
+                    let end = (prefix + host) / ps;
+                    let r = c.restore(&p.req.page_hashes[..end as usize], lock);
+                    if r.pages > 0 {
+                        lock = r.lock;
+                        p.restored = r.pages * ps;
+                        p.decode_prefix += p.restored;
+                        let l = self.links.as_mut().expect("a host tier has links");
+                        ready = l.restore(now, r.pages, r.nodes);
+                    } else {
+                        // SGLang fails the request (`HiCacheRestoreResult.FAILED`); the
+                        // replay has the prefill server send those pages instead.
+                        self.restore_failed += 1;
+                        let got = c.reserve(host / ps);
+                        pages_held += got;
+                        owed += host / ps - got;
+                    }
+                }
                 if owed > 0 {
                     self.overflow_steps += 1;
                     self.owed += owed;
@@ -760,7 +895,7 @@ impl DecodeEngine {
                     Held {
                         pages: p.req.page_hashes.clone(),
                         lock,
-                        prefix_pages: prefix / ps,
+                        prefix_pages: p.decode_prefix / ps,
                         pages_held,
                         owed,
                     },
@@ -778,19 +913,38 @@ impl DecodeEngine {
                     made: 0.0,
                     alloc: whole,
                     first_token: 0,
+                    ready,
                 },
             );
             out.push(p);
         }
+        self.flush_backups(now);
     }
 
     /// Its events due at `t`: transfers ending, the step ending; then, with the GPU
     /// free, one loop iteration.
     fn handle(&mut self, t: Nanos, out: &mut Vec<Pending>, events: &mut Vec<DecodeEvent>) {
+        // Backups whose copy ended: `writing_check` unpins their nodes.
+        if let (Some(c), Some(l)) = (self.cache.as_mut(), self.links.as_mut()) {
+            while let Some(&Reverse((at, seq))) = l.acks.peek()
+                && at == t
+            {
+                l.acks.pop();
+                for r in l.records.remove(&seq).expect("in flight") {
+                    c.backup_acked(&r);
+                }
+            }
+        }
         while let Some(&Reverse((at, index))) = self.arrivals.peek()
             && at == t
         {
             self.arrivals.pop();
+            let d = self.in_transfer.get(&index).expect("preallocated");
+            if d.ready > t {
+                // Transferred, its restore still copying.
+                self.arrivals.push(Reverse((d.ready, index)));
+                continue;
+            }
             let d = self.in_transfer.remove(&index).expect("preallocated");
             self.waiting.push_back(d);
         }
@@ -800,6 +954,7 @@ impl DecodeEngine {
         if self.step_end.is_none() {
             self.iterate(t, out, events);
         }
+        self.flush_backups(t);
     }
 
     /// One loop iteration with the GPU free (`event_loop_*_disagg_decode`):
@@ -808,7 +963,7 @@ impl DecodeEngine {
     /// room for under `max_running_requests`) whose first tokens it streams, then the
     /// decode step of every running request.
     fn iterate(&mut self, now: Nanos, out: &mut Vec<Pending>, events: &mut Vec<DecodeEvent>) {
-        self.prealloc(out);
+        self.prealloc(now, out);
         let room = (self.server.max_running_requests as usize)
             .saturating_sub(self.running.len() + self.just_finished.len());
         let mut freed = !self.just_finished.is_empty();
@@ -832,7 +987,7 @@ impl DecodeEngine {
             if freed {
                 // Nothing to run: the loop's next iteration comes at once, with the
                 // finished requests filtered out, and the freed KV may admit more.
-                self.prealloc(out);
+                self.prealloc(now, out);
             }
             return;
         }
