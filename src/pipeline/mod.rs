@@ -149,7 +149,7 @@ pub fn replay_unverified(s: &Scenario, plan: &StartupPlan, swa_in_tree: bool) ->
         .filter(|u| pd.is_none() || u.what != "--disaggregation-mode prefill")
         .map(ToString::to_string)
         .chain(
-            pd.map(|p| pd::pd_unverified(s, p, plan.device_swa_tokens.is_some(), swa_in_tree))
+            pd.map(|p| pd::pd_unverified(s, p, plan.device_swa_tokens.is_some()))
                 .into_iter()
                 .flatten(),
         )

@@ -239,14 +239,11 @@ struct TransferBytes {
 }
 
 /// What the PD replay of `spec` leaves out, for the status (`swa`: the model has an SWA
-/// pool; `swa_in_tree`: its prefill servers run the SWA tree).
-pub fn pd_unverified(s: &Scenario, spec: &PdSpec, swa: bool, swa_in_tree: bool) -> Vec<String> {
+/// pool).
+pub fn pd_unverified(s: &Scenario, spec: &PdSpec, swa: bool) -> Vec<String> {
     let mut v = vec![PD_UNMODELLED.to_string()];
     if swa {
         v.push(crate::runtime::pd::PD_SWA_UNMODELLED.to_string());
-    }
-    if swa_in_tree {
-        v.push(crate::runtime::pd::PD_SWA_TREE_UNMODELLED.to_string());
     }
     if s.layout.dp_size > 1 {
         v.push(crate::runtime::pd::PD_DECODE_DP_UNMODELLED.to_string());

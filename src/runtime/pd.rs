@@ -220,9 +220,6 @@ pub const PD_UNMODELLED: &str = "PD replay: the KV transfer runs at runtime.pd.t
 /// What a PD replay of a sliding-window model leaves out.
 pub const PD_SWA_UNMODELLED: &str = "PD replay of a sliding-window model: the decode server's admission counts its full pool only (SGLang also reserves its SWA pool's tail, `_swa_tail_allocatable_token_budget`); DeepSeek-V4's transfer is its compressed pages per token, the window's SWA pages and the C128 state per request under SGLang's default schedule (the draft's pages left out)";
 
-/// What a PD replay on the SWA tree's prefill servers leaves out.
-pub const PD_SWA_TREE_UNMODELLED: &str = "PD replay on the SWA tree: its prefill server sends the whole prompt after its last chunk (SGLang sends each chunk's pages after its forward, and a device-cached prefix before the forward)";
-
 /// What a PD replay with DP attention leaves out of its decode servers.
 pub const PD_DECODE_DP_UNMODELLED: &str = "PD replay with DP attention: a decode server's DP ranks step independently (SGLang syncs their forwards, prepare_mlp_sync_batch), a rank's decode step is costed on its own batch, and its ranks are dealt round-robin (a decode server's auto; another --load-balance-method is not applied there); a prefill rank chosen by load is chosen at the preallocation, not at the arrival, and its registration with the bootstrap server is not timed";
 

@@ -35,9 +35,8 @@
 //! round-robin. A sliding-window model's prefill servers run the SWA tree
 //! (`timed::swa`).
 //!
-//! Not here (`runtime::pd::PD_UNMODELLED`, in every answer's status): a sliding-window
-//! prefill server's chunks sent as computed (its whole prompt goes after its last
-//! chunk), the bootstrap handshake's own time (`runtime.pd.transfer_latency`), a decode
+//! Not here (`runtime::pd::PD_UNMODELLED`, in every answer's status): the bootstrap
+//! handshake's own time (`runtime.pd.transfer_latency`), a decode
 //! server's retraction and overlap scheduler, its HiCache's L3. Its radix cache
 //! (`--disaggregation-decode-enable-radix-cache`) and the HiCache host tier behind it
 //! are `timed::decode_cache`; the host tier's copies (a restore's H2D before the request
@@ -1135,6 +1134,28 @@ mod tests {
     /// the whole prompt after the last forward takes until 3.256 ms. At 0.1 GB/s the
     /// chunks back up: 1.96, 3.024, then 3.6 ms. A decode server holding 1,024 tokens
     /// takes the first chunk's pages itself.
+    /// A sliding-window model's chunked prefill (the SWA tree's prefill server, as
+    /// `_send_kv_chunk` does for any model): the chunks' full-attention pages go after
+    /// their forwards as above (to 960 at 1 ms, to 1,984 at 2 ms), and the last send
+    /// carries the rest of them with the window's SWA pages (`_swa_payload`: tokens
+    /// 2,372..2,500 on pages 37..39, 3 × 64 × 10 B): 57,600 + 1,920 B after 3 ms.
+    #[test]
+    fn a_sliding_window_prompt_sends_its_window_with_the_last_chunk() {
+        let mut pd = PdSend {
+            bandwidth: 1e9,
+            full_bytes_per_token: 100,
+            swa_bytes_per_token: 10,
+            window: 128,
+            forward_ends: vec![1_000_000, 2_000_000, 3_000_000],
+            chunk: 1000,
+            ..PdSend::default()
+        };
+        assert_eq!(
+            pd.send_prompt(0, 2500, 0, 0, 64, 3_000_000, None),
+            3_000_000 + 57_600 + 1_920
+        );
+    }
+
     #[test]
     fn a_chunked_prefill_sends_each_chunk_after_its_forward() {
         let chunked = |bandwidth: f64| PdSend {

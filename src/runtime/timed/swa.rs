@@ -360,7 +360,16 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
         if reqs.is_empty() {
             return Ok(());
         }
-        let forward = self.cost.prefill_ns(&shapes);
+        let forward = match self.pd.as_mut() {
+            // A PD prefill server sends each chunk's pages after its forward.
+            Some(pd) => {
+                pd.forward_ends.clear();
+                pd.chunk = self.cost.chunk_tokens();
+                self.cost
+                    .prefill_forward_ends(&shapes, Some(&mut pd.forward_ends))
+            }
+            None => self.cost.prefill_ns(&shapes),
+        };
         self.running += reqs.len() as u32;
         self.running_tokens += reqs
             .iter()
@@ -386,6 +395,8 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
         self.free_batches.push(b);
         self.gpu_busy = false;
         let warmup = self.cfg.measurement.warmup_requests;
+        // Where each request's new tokens start among the batch's (its chunks').
+        let mut offset = 0;
         for mut a in batch.reqs {
             let input = u64::from(a.w.input_tokens);
             let out = u64::from(a.w.output_tokens);
@@ -411,9 +422,21 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
                 // releases it on success).
                 swa_checkpoint(&mut self.t, &a.w.pages, a.w.index, input, &mut r);
                 a.req = Some(r);
-                let prefix = pd.decode_prefix.remove(&a.w.index).unwrap_or(0);
-                let bytes = pd.bytes(input, prefix, u64::from(self.cfg.capacities.page_size));
-                let end = pd.send(a.w.index, bytes, now);
+                // Of the pages the decode server lacks: the device-cached prefix when
+                // the forward starts (`maybe_send_cached_prefix_chunk`; the SWA tree
+                // loads nothing back), each chunk's full-attention pages after its
+                // forward, and with the last the rest, the window's SWA pages and the
+                // request's state (`_send_kv_chunk(last_chunk=True)`: `_swa_payload`).
+                let end = pd.send_prompt(
+                    a.w.index,
+                    input,
+                    a.cached,
+                    offset,
+                    u64::from(self.cfg.capacities.page_size),
+                    now,
+                    Some((batch.formed, a.cached)),
+                );
+                offset += input - a.cached;
                 if let Some(t) = self.times.as_mut() {
                     t.push(RequestTime {
                         index: a.w.index,
