@@ -1509,7 +1509,7 @@ fn write_pd(o: &mut String, pd: &crate::runtime::pd::PdFigures) {
     if pd.decode_hicache {
         let _ = writeln!(
             o,
-            "PD decode HiCache: {} of them restored from the decode servers' host tier; {} pages backed up to it; {} restores without device room",
+            "PD decode HiCache: {} of them restored from the decode servers' host tier; {} pages backed up to it; {} restores SGLang would fail (sent by the prefill server instead)",
             pd.decode_host_prefix_tokens, pd.decode_backup_pages, pd.decode_restore_failed
         );
     }

@@ -27,6 +27,23 @@ fn decode_server(s: &Scenario, spec: &PdSpec) -> Result<(DecodeServer, TransferB
         )
         .field("server.disaggregation_mode"));
     }
+    if spec.decode_hicache_on
+        && s.server.hicache_host_memory_mode == crate::domain::HostMemoryMode::BufferOnly
+    {
+        // `hicache_hook.py: _validate_hicache_host_memory_mode` (0.5.21+); 0.5.19–0.5.20
+        // run it, staging L3 only, and the decode side's L3 is not modelled.
+        let m = if s.version.release() >= crate::wheel::Release::V0_5_21 {
+            "the decode server cannot start: --hicache-host-memory-mode buffer_only is not supported on decode instances (SGLang's ValueError): set runtime.pd.decode_hicache: false".to_string()
+        } else {
+            "a decode server's HiCache in buffer_only mode is not modelled (its host pool stages L3 only, and the decode side's L3 is not modelled): set runtime.pd.decode_hicache: false".to_string()
+        };
+        let e = at(m).field("runtime.pd.decode_hicache");
+        return Err(if s.version.release() >= crate::wheel::Release::V0_5_21 {
+            e
+        } else {
+            e.not_modelled()
+        });
+    }
     let mut d = s.clone();
     d.server.disaggregation_mode = crate::domain::DisaggregationMode::Decode;
     d.server.disaggregation_decode_enable_radix_cache = spec.decode_radix_cache;
@@ -125,12 +142,15 @@ fn decode_server(s: &Scenario, spec: &PdSpec) -> Result<(DecodeServer, TransferB
             "the KV bytes a transfer sends per token are not known for this model (no per-token pool in its start-up): the transfer cannot be timed".into(),
         ));
     }
+    // The decode server's host pool as its start-up makes it (an auto-sized ratio cut
+    // to the host's memory included), as the prefill server's is taken.
     let host_tokens = if spec.decode_hicache_on {
-        match plan.fixed_host_tokens.first() {
-            Some(&t) if t > 0 => t,
+        let mc = crate::startup::run(&plan, s.seed, 1);
+        match super::host_pool_tokens(&mc) {
+            Some(t) if t > 0 => t,
             _ => {
                 return Err(at(
-                    "the decode server's HiCache has no host pool (an automatic --hicache-size, or a ratio of 0): its size is not known before its start-up; set --hicache-ratio or --hicache-size, or runtime.pd.decode_hicache: false".into(),
+                    "the decode server's start-up gives it no host pool (refused, killed, or its HiCache turned off): its HiCache cannot be replayed; see `startup` with --disaggregation-mode decode, or set runtime.pd.decode_hicache: false".into(),
                 )
                 .field("runtime.pd.decode_hicache"));
             }

@@ -32,11 +32,11 @@ use crate::sizing::{self, SglangVersion};
 pub use crate::wheel::Release;
 pub use rules::{
     BufferOnlyWriteBack, ControllerRules, CpuOffloadResident, DSV4_DEFAULT_SWA_FULL_TOKENS_RATIO,
-    DevicePoolRules, DraftCell, DsaIndexK, DsaPage, Dsv4DraftTokenBound, Dsv4HostPools, Dsv4Pools,
-    EvictionChoices, FlagRules, HicacheSizeSplit, MambaSlotFormula, MidGpuTier, MmReservation,
-    MtpDraftHost, PdRoles, PoolRules, PrefetchRetries, PrefetchTimeout, PrefetchTimeoutClock,
-    PrefetchTimeoutTokens, PrefillGraphDefault, REPORTED_NOT_MODELLED, ReleaseRules, RunningOffset,
-    Sm100Attention, StorageWriteGate,
+    DecodeRestoreGate, DevicePoolRules, DraftCell, DsaIndexK, DsaPage, Dsv4DraftTokenBound,
+    Dsv4HostPools, Dsv4Pools, EvictionChoices, FlagRules, HicacheSizeSplit, MambaSlotFormula,
+    MidGpuTier, MmReservation, MtpDraftHost, PdRoles, PoolRules, PrefetchRetries, PrefetchTimeout,
+    PrefetchTimeoutClock, PrefetchTimeoutTokens, PrefillGraphDefault, REPORTED_NOT_MODELLED,
+    ReleaseRules, RunningOffset, Sm100Attention, StorageWriteGate,
 };
 pub use server_check::{
     FieldError, RELEASE_CHOICE_FIELDS, check_server, choice_refusal,

@@ -204,6 +204,26 @@ pub struct ControllerRules {
     /// `versions --format json`.
     #[serde(skip)]
     pub running_offset: RunningOffset,
+    /// Which requests a PD decode server's HiCache restore holds back. Not in
+    /// `versions --format json`.
+    #[serde(skip)]
+    pub decode_restore_gate: DecodeRestoreGate,
+}
+
+/// When a PD decode server with HiCache lets a preallocated request run
+/// (`disaggregation/decode_hicache_mixin.py: _process_hicache_local_restores`, its
+/// readiness gating the KV poll through `HiCacheRestoreGatedKVReceiver`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecodeRestoreGate {
+    /// 0.5.14–0.5.22: a request waits for its own restore's copy only; one with
+    /// nothing to restore is ready at once.
+    OwnCopy,
+    /// 0.5.23: every pending request, with a restore or not, is bound to the newest
+    /// load event when it is queued ("L1 followers can see indices published before
+    /// the restoring DMA ends"), so it waits for the copies in flight then.
+    #[default]
+    LatestCopy,
 }
 
 /// A running request's term of `PrefillAdder`'s `rem_total_token_offset`
@@ -615,6 +635,7 @@ fn r0_5_14() -> ReleaseRules {
             write_back_trigger: WriteBackTrigger::AtEviction,
             l3_write: L3WriteRule::AtHostAdmission,
             running_offset: RunningOffset::Ratio,
+            decode_restore_gate: DecodeRestoreGate::OwnCopy,
         },
         tree: TreeKind::HiRadix,
         flags: FlagRules {
@@ -897,6 +918,7 @@ pub(super) fn of_release(r: Release) -> ReleaseRules {
                 tokens: PrefetchTimeoutTokens::Requested,
                 ..v0_5_22.controller.prefetch_timeout
             },
+            decode_restore_gate: DecodeRestoreGate::LatestCopy,
             ..v0_5_22.controller
         },
         // `pool_host/mamba.py: MambaPoolHost.__init__`: `… Mamba cache (%d state slots,

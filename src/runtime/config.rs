@@ -384,6 +384,9 @@ pub struct Scheduler {
     /// ([`crate::release::RunningOffset`], set by [`ReplayConfig::with_release`]; not a
     /// `runtime.replay` key, the release names it).
     pub running_offset: crate::release::RunningOffset,
+    /// Which requests a PD decode server's HiCache restore holds back: the release's rule
+    /// ([`crate::release::DecodeRestoreGate`], set by [`ReplayConfig::with_release`]).
+    pub decode_restore_gate: crate::release::DecodeRestoreGate,
     /// While the GPU is idle but requests wait, SGLang's scheduler loop spins
     /// (`Scheduler.on_idle`: `time.sleep(0)`); the timed replay counts one iteration
     /// (one admission poll, one retry step) per this interval. Not an SGLang figure.
@@ -405,6 +408,7 @@ impl Default for Scheduler {
             max_new_tokens: None,
             ignore_eos: true,
             running_offset: crate::release::RunningOffset::WholeUnderIgnoreEos,
+            decode_restore_gate: crate::release::DecodeRestoreGate::LatestCopy,
             scheduler_idle_poll: Duration(NS_PER_MS),
         }
     }
@@ -625,6 +629,7 @@ impl From<ReplayFields> for ReplayConfig {
                 ignore_eos: f.ignore_eos,
                 // Not in the text form: the release's ([`ReplayConfig::with_release`]).
                 running_offset: crate::release::RunningOffset::default(),
+                decode_restore_gate: crate::release::DecodeRestoreGate::default(),
                 scheduler_idle_poll: f.scheduler_idle_poll,
             },
             measurement: Measurement {
@@ -904,6 +909,7 @@ impl ReplayConfig {
         self.policy.storage_write_gate = c.storage_write_gate;
         self.policy.buffer_only_write_back = c.buffer_only_write_back;
         self.scheduler.running_offset = c.running_offset;
+        self.scheduler.decode_restore_gate = c.decode_restore_gate;
         self.policy.load_back = c.load_back;
         self.policy.l3_write = c.l3_write;
         self.policy.write_back_threshold = match c.write_back_trigger {

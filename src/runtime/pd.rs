@@ -49,8 +49,8 @@ pub struct PdSpec {
     pub decode_radix_cache: bool,
     /// HiCache on the decode servers (`Scheduler.enable_decode_hicache`: the radix cache
     /// and `--enable-hierarchical-cache` on their launch, 0.5.14–0.5.23): a host tier
-    /// behind each decode rank's tree, sized as the start-up sizes the decode server's
-    /// host pool, whose hits join the prefix the prefill server does not send and are
+    /// behind each decode rank's tree, the host pool the decode server's start-up
+    /// makes, whose hits join the prefix the prefill server does not send and are
     /// loaded back before the request runs (`timed::decode_cache`). Unset: as the
     /// scenario's launch (the decode servers' too) has it, with the radix cache on;
     /// `false`: a decode launch without HiCache. Its L3 is not modelled.
@@ -227,7 +227,7 @@ pub const PD_DECODE_DP_UNMODELLED: &str = "PD replay with DP attention: a decode
 pub const PD_DECODE_RADIX_UNMODELLED: &str = "PD replay with the decode servers' radix cache: a request's prompt pages go into its decode server's tree when it joins the running batch, its output's never (SGLang's `release_kv_cache` inserts them at the finish; a trace does not know the outputs' page hashes), so a next turn's match stops where the last prompt ended";
 
 /// What the PD replay leaves out of a decode server's HiCache (`runtime.pd.decode_hicache`).
-pub const PD_DECODE_HICACHE_UNMODELLED: &str = "PD replay with HiCache on the decode servers: their host tier is modelled (the host hits promised to the prefill server and loaded back before the request runs, the backups on the write policy), their L3 is not (SGLang queries the decode server's storage too and prefetches the hit into decode_prefix_len; the replay's decode tree has no storage), and a restore that finds no device room has its pages sent by the prefill server where SGLang fails the request (`decode_restore_failed` counts them)";
+pub const PD_DECODE_HICACHE_UNMODELLED: &str = "PD replay with HiCache on the decode servers: their host tier is modelled (the host hits promised to the prefill server and loaded back before the request runs, the backups on the write policy), their L3 is not (SGLang queries the decode server's storage too and prefetches the hit into decode_prefix_len; the replay's decode tree has no storage); a restore SGLang fails (no device room, or a host span under load_back_threshold) has its pages sent by the prefill server here (`decode_restore_failed` counts them); a prompt's pages are counted once per request (0.5.14–0.5.21 count them again at the finish, which under write_through_selective backs a single request's prompt up)";
 
 /// The figures of a PD replay (`metrics.pd`): where a request's time to first token
 /// goes, and what the decode servers held.
@@ -272,8 +272,9 @@ pub struct PdFigures {
     /// Of `decode_prefix_tokens`, those restored from the decode servers' host tier.
     #[serde(skip_serializing_if = "is_zero")]
     pub decode_host_prefix_tokens: u64,
-    /// Restores that found no device room (SGLang fails such a request; the replay has
-    /// the prefill server send those pages).
+    /// Restores SGLang fails (no device room, or a host span under
+    /// `load_back_threshold`: it aborts the request; the replay has the prefill server
+    /// send those pages).
     #[serde(skip_serializing_if = "is_zero")]
     pub decode_restore_failed: u64,
     /// Pages the decode servers backed up to their host tier.

@@ -531,7 +531,7 @@ fn the_pd_scenario_with_a_decode_radix_cache() {
     let t = stdout(&o);
     for want in [
         "PD decode radix cache: 10137152 of 61194628 prompt tokens (16.57 %) already on their decode server, not sent",
-        "PD decode HiCache: 7571264 of them restored from the decode servers' host tier; 743657 pages backed up to it; 0 restores without device room",
+        "PD decode HiCache: 7571264 of them restored from the decode servers' host tier; 743657 pages backed up to it; 0 restores SGLang would fail (sent by the prefill server instead)",
         "KV transfer 0.022 s",
         "PD replay with HiCache on the decode servers: their host tier is modelled",
     ] {
@@ -551,6 +551,47 @@ fn the_pd_scenario_with_a_decode_radix_cache() {
         &[
             "runtime.pd.decode_hicache",
             "needs the decode servers' radix cache",
+        ],
+    );
+    // Without --hicache-ratio on a 600 GB host, the decode server's start-up auto-sizes
+    // its host pool (0.5.21+: ratio 2 cut to 0.875, 634,368 tokens a rank), and its host
+    // tier holds less than at ratio 2.
+    let o = run(
+        &[
+            "replay",
+            "scenarios/pd-deepseek-v3-h200.yaml",
+            "--set",
+            "runtime.pd.decode_radix_cache=true",
+            "--set",
+            "server.hicache_ratio=null",
+            "--set",
+            "node.host_dram=600GB",
+        ],
+        &repo("."),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = stdout(&o);
+    let want = "PD decode radix cache: 4912064 of 61194628 prompt tokens (8.03 %)";
+    assert!(t.contains(want), "missing {want:?} in\n{t}");
+    // buffer_only on a decode server: SGLang's ValueError from 0.5.21.
+    let o = run(
+        &[
+            "replay",
+            "scenarios/pd-deepseek-v3-h200.yaml",
+            "--set",
+            "runtime.pd.decode_radix_cache=true",
+            "--set",
+            "server.hicache_host_memory_mode=buffer_only",
+            "--set",
+            "server.hicache_storage_backend=file",
+        ],
+        &repo("."),
+    );
+    exit2(
+        &o,
+        &[
+            "runtime.pd.decode_hicache",
+            "buffer_only is not supported on decode instances",
         ],
     );
     let o = run(
@@ -732,4 +773,51 @@ fn a_decode_servers_hicache_restores_what_its_device_lost() {
     assert_eq!(m.ttft_p99_s, Some(0.197_592_452));
     // B waited 197,592,452 − 46,354,432 ns past its transfer's end.
     assert!((pd.first_token_wait_mean_s - (0.197_592_452 - 0.046_354_432) / 3.0).abs() < 1e-12);
+}
+
+/// Which requests a decode server's restore holds back, by release
+/// (`_process_hicache_local_restores`). A 2,048-token decode pool: C (1,700 out) grows
+/// to 31 pages and evicts A's 4 to the host; B at 40 s restores them at 0.2 GB/s H2D
+/// (197,592,452 ns, as above). D at 40.001 s, 4 pages nothing holds, is prefilled after
+/// B (12.8 → 25.6 ms) and its transfer queued behind B's (46.354432 → 79.908864 ms):
+/// TTFT 78.908864 ms where a request waits for its own restore only (0.5.14–0.5.22);
+/// 0.5.23 binds every pending request to the newest load event, B's restore, which
+/// ends at 40.197592452 s: D's TTFT 196.592452 ms.
+#[test]
+fn a_decode_restore_holds_back_the_requests_behind_it_in_0_5_23() {
+    use hicache_sim::release::DecodeRestoreGate;
+    let b = Request {
+        id: 2,
+        arrival_ns: 40_000_000_000,
+        input_tokens: 512,
+        output_tokens: 2,
+        page_hashes: (100..108).collect(),
+    };
+    let reqs = vec![
+        req(0, 0.0, 100, 2),
+        req(1, 1000.0, 200, 1700),
+        b,
+        req(3, 40_001.0, 300, 2),
+    ];
+    let mut on = spec(2048);
+    on.transfer_bandwidth = Bandwidth(1e9);
+    on.decode_radix_cache = true;
+    on.decode_hicache_on = true;
+    on.decode_host_tokens = 4096;
+    // The mean wait from a transfer's end to the first token, over the four: B's
+    // 197.592452 − 46.354432 ms, and D's 196.592452 − 78.908864 ms under 0.5.23's gate.
+    let first_wait = |gate| {
+        let mut c = cfg();
+        c.links.h2d_bandwidth = Bandwidth(0.2e9);
+        c.scheduler.decode_restore_gate = gate;
+        let (m, _) = replay_pd(&c, &on, None, reqs.clone()).unwrap();
+        let pd = m.pd.unwrap();
+        assert_eq!(pd.decode_host_prefix_tokens, 256);
+        assert_eq!(m.ttft_p99_s, Some(0.197_592_452));
+        pd.first_token_wait_mean_s
+    };
+    let b = 0.197_592_452 - 0.046_354_432;
+    let d = 0.196_592_452 - 0.078_908_864;
+    assert!((first_wait(DecodeRestoreGate::OwnCopy) - b / 4.0).abs() < 1e-12);
+    assert!((first_wait(DecodeRestoreGate::LatestCopy) - (b + d) / 4.0).abs() < 1e-12);
 }

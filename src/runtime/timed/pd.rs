@@ -291,12 +291,14 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
             .decode_radix_cache
             .then(|| decode_cache(cfg, server.pool_tokens / u64::from(ps), host_pages, ps));
         let links = (host_pages > 0).then(|| HostLinks::new(cfg, full, ps));
+        let gate = cfg.scheduler.decode_restore_gate;
         decode.push(DecodeEngine::new(
             server,
             pd.num_reserved_decode_tokens,
             super::cost_model(cfg)?,
             cache,
             links,
+            gate,
         ));
     }
     let mut dealt = vec![0u64; servers];
@@ -694,7 +696,10 @@ struct DecodeEngine {
     cache: Option<Box<dyn DecodeCache>>,
     /// Its HiCache host tier's links (with a radix cache on a host tier).
     links: Option<HostLinks>,
-    /// Restores whose load-back found no room (the prefill server sent those pages).
+    /// Which requests its restores hold back (the release's).
+    gate: crate::release::DecodeRestoreGate,
+    /// Restores whose load-back failed (no device room, or under `load_back_threshold`:
+    /// SGLang fails the request; here the prefill server sent those pages).
     restore_failed: u64,
     /// Each request's share of the radix cache, by trace position.
     held: BTreeMap<u64, Held>,
@@ -732,12 +737,14 @@ impl DecodeEngine {
         cost: CostModel,
         cache: Option<Box<dyn DecodeCache>>,
         links: Option<HostLinks>,
+        gate: crate::release::DecodeRestoreGate,
     ) -> Self {
         let per_step = cost.tokens_per_iteration();
         DecodeEngine {
             server,
             cache,
             links,
+            gate,
             restore_failed: 0,
             held: BTreeMap::new(),
             owed: 0,
@@ -877,6 +884,7 @@ impl DecodeEngine {
                         let l = self.links.as_mut().expect("a host tier has links");
                         ready = l.restore(now, r.pages, r.nodes);
                     } else {
+                        // No device room, or a host span under `load_back_threshold`:
                         // SGLang fails the request (`HiCacheRestoreResult.FAILED`); the
                         // replay has the prefill server send those pages instead.
                         self.restore_failed += 1;
@@ -884,6 +892,13 @@ impl DecodeEngine {
                         pages_held += got;
                         owed += host / ps - got;
                     }
+                }
+                if let (Some(l), crate::release::DecodeRestoreGate::LatestCopy) =
+                    (self.links.as_ref(), self.gate)
+                {
+                    // 0.5.23 binds every pending request to the newest load event:
+                    // it runs after the copies in flight when it is queued.
+                    ready = ready.max(l.h2d.busy_until);
                 }
                 if owed > 0 {
                     self.overflow_steps += 1;
