@@ -95,6 +95,10 @@ pub const MAMBA_TREE_UNMODELLED: &str = "the tree's Mamba component is not model
 /// are not in it.
 pub const SWA_TREE_DRAFT_UNMODELLED: &str = "with a speculative draft the SWA tree's decode is not SGLang's: each verify step allocates the draft tokens' slots in both pools and frees the rejected ones, where the tree takes one slot per output token (the SWA pool's evictions may be off)";
 
+/// Several trees with an L3 (engines behind a router, DP-attention ranks): each keeps
+/// its own storage here.
+pub const L3_PER_TREE_UNMODELLED: &str = "each engine and each DP-attention rank keeps its own L3 here, holding only the pages it wrote itself, where SGLang's storage backends are a store every server pointed at it reads (Mooncake, 3FS, NIXL, a file backend on a shared path): a page another engine or rank wrote (the same prompt, model and key layout) would be an L3 hit there, so the L3 hits here are a lower bound and the misses an upper one";
+
 /// What the final replay configuration adds to a scenario's reasons for `unverified`:
 /// a timed replay on the SWA tree (`runtime::TIMED_SWA_UNMODELLED`: its decode KV taken
 /// at once, no retraction), and a cost table profiled for another model than the
@@ -110,6 +114,14 @@ pub fn replay_config_unverified(s: Option<&Scenario>, cfg: &ReplayConfig) -> Vec
     let Some(s) = s else {
         return out;
     };
+    let engines = s
+        .runtime
+        .as_ref()
+        .and_then(|r| r.router.as_ref())
+        .map_or(1, |r| r.engines);
+    if cfg.has_storage() && (engines > 1 || cfg.capacities.dp_ranks > 1) {
+        out.push(L3_PER_TREE_UNMODELLED.to_string());
+    }
     if let ComputeSource::Table {
         node,
         model,

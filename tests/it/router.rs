@@ -623,3 +623,35 @@ fn an_unmodelled_router_behaviour_is_not_modelled() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.starts_with("error: "), "{err}");
 }
+
+/// Engines behind a router with an L3: each keeps its own storage in the replay, where
+/// SGLang's backends are shared stores, so every answer (text, JSON) says so; without
+/// an L3, or with one engine and one rank, nothing is said.
+#[test]
+fn engines_with_an_l3_say_each_keeps_its_own() {
+    let with = |set: &[&str]| {
+        let mut args = vec![
+            "replay",
+            "scenarios/router-4-engines.yaml",
+            "--format",
+            "json",
+        ];
+        for s in set {
+            args.extend(["--set", s]);
+        }
+        let o = run(&args, &repo("."));
+        assert!(o.status.success(), "{}", crate::support::stderr(&o));
+        let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        v["unverified"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| u.as_str().unwrap().contains("keeps its own L3 here"))
+    };
+    assert!(with(&["server.hicache_storage_backend=file"]));
+    assert!(!with(&[]));
+    assert!(!with(&[
+        "server.hicache_storage_backend=file",
+        "runtime.router.engines=1"
+    ]));
+}
