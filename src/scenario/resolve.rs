@@ -249,7 +249,7 @@ pub fn resolve_file(
     }
     // One side of a PD deployment: its pools are sized as SGLang sizes that side; what
     // the two sides do together is not modelled.
-    unmodelled.extend(pd_role_unmodelled(s.disaggregation_mode));
+    unmodelled.extend(pd_role_unmodelled(s, &model, version.release()));
     // An open PR's replay rules (`sglang: pr39395`, …): in no release, partly assumed.
     if let crate::release::Sglang::Proposal(p) = f.sglang {
         unmodelled.push(super::schema::Unmodelled {
@@ -1228,22 +1228,68 @@ pub fn resolve_relative(path: &str, scenario: &str) -> String {
 
 /// What a PD prefill or decode server leaves out (`--disaggregation-mode`): its start-up
 /// default (`release::PdRoles`) and a decode server's radix cache are modelled; the rest
-/// of the deployment is not.
+/// of the deployment is not. A decode server's retraction-backup host pool is named
+/// where SGLang builds it ([`decode_retraction_host_pool`]).
 fn pd_role_unmodelled(
-    mode: crate::domain::DisaggregationMode,
+    s: &crate::domain::ServerArgs,
+    model: &ModelPreset,
+    release: crate::wheel::Release,
 ) -> Option<super::schema::Unmodelled> {
     use crate::domain::DisaggregationMode as Pd;
+    let mode = s.disaggregation_mode;
     let effect = match mode {
         Pd::Null => return None,
         Pd::Prefill => {
-            "the pools are a PD prefill server's (no decode CUDA-graph reserve) and the SWA tree ends each request at its prefill, but not modelled are its admission waiting for the decode server's KV preallocation, each request's KV held until its transfer ends, the transfer itself, and `max_new_tokens` forced to 1 (the timed replay still decodes each request's output on it): TTFT and device occupancy may be off"
+            "the pools are a PD prefill server's (no decode CUDA-graph reserve) and the SWA tree ends each request at its prefill, but not modelled are its admission waiting for the decode server's KV preallocation, each request's KV held until its transfer ends, the transfer itself, and `max_new_tokens` forced to 1 (the timed replay still decodes each request's output on it): TTFT and device occupancy may be off".to_string()
         }
         Pd::Decode => {
-            "the pools are a PD decode server's (activation from the running batch, no prefill CUDA-graph reserve, radix cache off), but not the host pool it builds for retraction backups (`--disaggregation-decode-retraction-backup`, `host_pool` by default on CUDA: HiCache ratio max(0.2, one longest request / the device pool); host memory use is larger than shown) or its extra request slots"
+            let radix = if s.disaggregation_decode_enable_radix_cache {
+                "radix cache on"
+            } else {
+                "radix cache off"
+            };
+            match decode_retraction_host_pool(s, model, release) {
+                Some(pool) => format!(
+                    "the pools are a PD decode server's (activation from the running batch, no prefill CUDA-graph reserve, {radix}), but not the host pool it builds for retraction backups ({pool}; host memory use is larger than shown) or its extra request slots"
+                ),
+                None => format!(
+                    "the pools are a PD decode server's (activation from the running batch, no prefill CUDA-graph reserve, {radix}), but not its extra request slots"
+                ),
+            }
         }
     };
     Some(super::schema::Unmodelled {
         what: format!("--disaggregation-mode {}", crate::domain::Choice::id(mode)),
-        effect: effect.into(),
+        effect,
+    })
+}
+
+/// The retraction-backup host pool a decode server builds by default, described, or
+/// `None` where it builds none (`mem_cache/kv_cache_builder.py:
+/// resolve_decode_retraction_backup`): from 0.5.18, `host_pool` unless the decode radix
+/// cache (or the KV offload, DCP, priority preemption, ROCm from 0.5.19) is on, for an
+/// MHA or hybrid-SWA KV pool only (`supports_host_pool`: MLA, DSA, DeepSeek-V4 and
+/// hybrid state models keep `cpu_tensor`, no pool). Its ratio when none is given: 1.0
+/// (0.5.18), `BACKUP_ONLY_HICACHE_RATIO` 0.2 (0.5.19–0.5.20), max(0.2, one longest
+/// request ÷ the device pool) auto-sized to the host's memory (0.5.21+).
+fn decode_retraction_host_pool(
+    s: &crate::domain::ServerArgs,
+    model: &ModelPreset,
+    release: crate::wheel::Release,
+) -> Option<&'static str> {
+    use crate::model::Attention as A;
+    use crate::wheel::Release as R;
+    if release < R::V0_5_18
+        || s.disaggregation_decode_enable_radix_cache
+        || !matches!(model.attention, A::Gqa { .. } | A::GqaSwa { .. })
+    {
+        return None;
+    }
+    Some(if release >= R::V0_5_21 {
+        "`--disaggregation-decode-retraction-backup host_pool`, the default on CUDA for an MHA or hybrid-SWA pool without the decode radix cache: a pinned KV host pool of HiCache ratio max(0.2, one longest request / the device pool), auto-sized to the host's memory"
+    } else if release >= R::V0_5_19 {
+        "`--disaggregation-decode-retraction-backup host_pool`, the default on CUDA for an MHA or hybrid-SWA pool without the decode radix cache: a pinned KV host pool of HiCache ratio 0.2"
+    } else {
+        "`--disaggregation-decode-retraction-backup host_pool`, the default for an MHA or hybrid-SWA pool without the decode radix cache: a pinned KV host pool of HiCache ratio 1.0, the device pool's size"
     })
 }

@@ -196,3 +196,45 @@ fn a_prefill_server_s_dp_ranks_follow_the_bootstrap_room() {
     let o = run(&["replay", &s], d.path());
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+/// A decode server's retraction-backup host pool is named where SGLang builds it
+/// (`resolve_decode_retraction_backup`): from 0.5.18, for an MHA (here Qwen3-32B) pool
+/// without the decode radix cache, at the release's ratio; never for an MLA model
+/// (DeepSeek-V3 keeps `cpu_tensor`), nor before 0.5.18, nor with the radix cache.
+#[test]
+fn a_decode_servers_retraction_pool_is_named_where_sglang_builds_it() {
+    let d = tempfile::tempdir().unwrap();
+    let status = |sglang: &str, model: &str, flags: &str| {
+        let p = d.path().join("d.yaml");
+        std::fs::write(
+            &p,
+            format!(
+                "name: d\nsglang: {sglang}\nnode: hgx-h200\nmodel: {model}\nserver:\n  launch: python -m sglang.launch_server --model-path {model} --tp 2 --disaggregation-mode decode {flags}\nmemory:\n  host_other_used: 0GB\n"
+            ),
+        )
+        .unwrap();
+        let o = run(&["startup", p.to_str().unwrap()], d.path());
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let qwen = "Qwen/Qwen3-32B";
+    let t = status("0.5.23", qwen, "");
+    assert!(
+        t.contains("a pinned KV host pool of HiCache ratio max(0.2, one longest request / the device pool), auto-sized to the host's memory"),
+        "{t}"
+    );
+    assert!(status("0.5.20", qwen, "").contains("a pinned KV host pool of HiCache ratio 0.2;"));
+    assert!(status("0.5.18", qwen, "").contains("HiCache ratio 1.0, the device pool's size"));
+    for t in [
+        status("0.5.17", qwen, ""),
+        status("0.5.23", "deepseek-v3", ""),
+        status("0.5.23", qwen, "--disaggregation-decode-enable-radix-cache"),
+    ] {
+        assert!(!t.contains("retraction backups"), "{t}");
+        assert!(t.contains("disaggregation-mode decode"), "{t}");
+    }
+    assert!(
+        status("0.5.23", qwen, "--disaggregation-decode-enable-radix-cache")
+            .contains("no prefill CUDA-graph reserve, radix cache on)")
+    );
+}
