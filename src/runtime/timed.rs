@@ -141,6 +141,9 @@ pub(crate) struct PdSend {
     /// new tokens a forward takes (0: one forward).
     forward_ends: Vec<Nanos>,
     chunk: u64,
+    /// Where each request's early send of its device-cached prefix ended, tokens, by
+    /// trace position ([`PdSend::send_cached_prefix`]), until its other sends.
+    early: std::collections::BTreeMap<u64, u64>,
 }
 
 impl PdSend {
@@ -178,6 +181,28 @@ impl PdSend {
         end
     }
 
+    /// `maybe_send_cached_prefix_chunk` (0.5.23, `SGLANG_DISAGG_PREFILL_EARLY_SEND_CACHED_PREFIX`
+    /// on by default): before a batch's forward (`run_batch`, every request of the batch
+    /// in turn, ahead of any chunk's send) the request at trace position `index` sends
+    /// its device-cached prefix (`device` tokens, whole pages) after its decode server's,
+    /// at `at`, the forward's start; not in a batch that loads back from the host.
+    pub(crate) fn send_cached_prefix(
+        &mut self,
+        index: u64,
+        at: Nanos,
+        device: u64,
+        page_size: u64,
+    ) {
+        let ps = page_size.max(1);
+        let prefix = self.decode_prefix.get(&index).copied().unwrap_or(0);
+        let device = device / ps * ps;
+        if device > prefix {
+            let dur = self.link_ns((device - prefix) * self.full_bytes_per_token);
+            self.link.transfer(at, dur);
+            self.early.insert(index, device);
+        }
+    }
+
     fn link_ns(&self, bytes: u64) -> Nanos {
         (bytes as f64 / self.bandwidth * 1e9).round() as Nanos
     }
@@ -188,11 +213,12 @@ impl PdSend {
     /// each chunk's whole pages after that chunk's forward (`prefill.py: send_kv_chunk`
     /// with `last_chunk=False`: from `start_send_idx` to the page-floored end of what is
     /// computed), the rest with the SWA window and the request state after the last
-    /// (`last_chunk=True`), none of the decode server's prefix. `early`: when the batch's
-    /// forward could start and the request's device-cached prefix (whole pages), sent
-    /// then (`maybe_send_cached_prefix_chunk`, 0.5.23: before the forward, in a batch
-    /// that loads nothing back). Returns the last transfer's end.
-    #[allow(clippy::too_many_arguments)]
+    /// (`last_chunk=True`), none of the decode server's prefix nor what its early send
+    /// ([`Self::send_cached_prefix`]) took. Returns the last transfer's end.
+    ///
+    /// Under DP attention `end` is the lockstep step's end, so the step's wait for the
+    /// other ranks falls before the first chunk's send (SGLang syncs each chunk's
+    /// forward: its chunk ends lie between the rank's own and these).
     pub(crate) fn send_prompt(
         &mut self,
         index: u64,
@@ -201,21 +227,12 @@ impl PdSend {
         offset: u64,
         page_size: u64,
         end: Nanos,
-        early: Option<(Nanos, u64)>,
     ) -> Nanos {
         let ps = page_size.max(1);
         let prefix = self.decode_prefix.remove(&index).unwrap_or(0);
         let new = input.saturating_sub(cached);
         let forward = self.forward_ends.last().copied().unwrap_or(0);
-        let mut start = prefix;
-        if let Some((at, device)) = early {
-            let device = device / ps * ps;
-            if device > start {
-                let dur = self.link_ns((device - start) * self.full_bytes_per_token);
-                self.link.transfer(at, dur);
-                start = device;
-            }
-        }
+        let mut start = self.early.remove(&index).unwrap_or(prefix);
         if self.chunk > 0 {
             for k in 0..self.forward_ends.len() {
                 let boundary = (k as u64 + 1) * self.chunk;
@@ -1441,6 +1458,17 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         // The batch's H2D load-backs finished before its forward: `loading_check`
         // acks them (`finish_load_back`).
         self.s.tree.finish_load_backs();
+        // `maybe_send_cached_prefix_chunk` (0.5.23,
+        // `SGLANG_DISAGG_PREFILL_EARLY_SEND_CACHED_PREFIX` on by default): every
+        // request's device-cached prefix went when the forward started, ahead of the
+        // chunks' sends, unless the batch loads back from the host.
+        if let Some(pd) = self.pd.as_mut()
+            && !batch.loads_back
+        {
+            for a in &reqs {
+                pd.send_cached_prefix(a.w.index, batch.start, a.device_prefix, self.s.ps);
+            }
+        }
         // Where each request's new tokens start among the batch's (its chunks').
         let mut offset = 0;
         for a in reqs {
@@ -1483,12 +1511,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                 self.ttft_sums.add(&a.w, &batch, now);
             }
             if self.pd.is_some() {
-                // `maybe_send_cached_prefix_chunk` (0.5.23,
-                // `SGLANG_DISAGG_PREFILL_EARLY_SEND_CACHED_PREFIX` on by default): the
-                // device-cached prefix goes before the forward, unless the batch loads
-                // back from the host.
-                let early = (!batch.loads_back).then_some((batch.start, a.device_prefix));
-                self.send_kv(a, last, now, measured, batch_offset, early);
+                self.send_kv(a, last, now, measured, batch_offset);
                 continue;
             }
             if self.kv {
@@ -1631,21 +1654,13 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
     /// A PD prefill server's request after its prefill
     /// (`disaggregation/prefill.py: process_batch_result_disagg_prefill`, 0.5.23): its
     /// prompt is in the tree (inserted above); of the prompt pages its decode server
-    /// lacks, the device-cached prefix went when the forward started (`early`), each
+    /// lacks, the device-cached prefix went when the forward started, each
     /// chunk's pages after its forward, and `send_kv_chunk(last_chunk=True)` queues the
     /// rest ([`PdSend::send_prompt`], `offset`: where its new tokens start among the
     /// batch's) on the sending link. It waits in the inflight queue with its KV held
     /// until the transfer ends (`process_disagg_prefill_inflight_queue` releases it on
     /// `KVPoll.Success`). Its one output token is the prefill's (`max_new_tokens` = 1).
-    fn send_kv(
-        &mut self,
-        a: Admitted,
-        last: NodeId,
-        now: Nanos,
-        measured: bool,
-        offset: u64,
-        early: Option<(Nanos, u64)>,
-    ) {
+    fn send_kv(&mut self, a: Admitted, last: NodeId, now: Nanos, measured: bool, offset: u64) {
         let ps = self.s.ps;
         let pd = self.pd.as_mut().expect("a PD prefill server");
         let end = pd.send_prompt(
@@ -1655,7 +1670,6 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             offset,
             ps,
             now,
-            early,
         );
         let index = a.w.index;
         if self.kv {

@@ -162,9 +162,9 @@ fn the_pd_scenario_replays_with_its_ttft_split() {
     let t = stdout(&o);
     for want in [
         "PD: 2 prefill server(s), 2 decode server(s) (pool 724992 tokens per rank, max_running_requests 256, 256 request slots); requests per decode server [1997, 1996]",
-        "PD TTFT mean 105.621 s = decode preallocation wait 80.363 s (76.1 %) + prefill server 25.210 s (23.9 %) + KV transfer 0.044 s (0.0 %; 23.75 GB/s per rank) + first-token wait 0.003 s (0.0 %)",
-        "TTFT: p50 30.525 s, p90 361.578 s, p99 448.142 s",
-        "total          17126208    27.99 %",
+        "PD TTFT mean 105.685 s = decode preallocation wait 80.420 s (76.1 %) + prefill server 25.219 s (23.9 %) + KV transfer 0.043 s (0.0 %; 23.75 GB/s per rank) + first-token wait 0.003 s (0.0 %)",
+        "TTFT: p50 30.525 s, p90 362.007 s, p99 448.571 s",
+        "total          17116992    27.97 %",
         "status: unverified: PD replay: the KV transfer runs at runtime.pd.transfer_bandwidth per rank",
         "an engine's TTFT is its prefill server's",
     ] {
@@ -383,7 +383,7 @@ fn the_pd_scenario_with_dp_attention() {
 /// servers running SGLang's tree with its SWA component behind cache_aware, two TP2
 /// decode servers. Each prompt's transfer sends its compressed KV pages (each chunk's
 /// after its forward, a device-cached prefix when the forward starts), its window's
-/// SWA pages and its C128 state with the last: the mean transfer 0.004 s (0.006 s when
+/// SWA pages and its C128 state with the last: the mean transfer 0.002 s (0.006 s when
 /// the whole prompt went after the last chunk); the status names the SWA simplifications of the PD replay
 /// and not the timed SWA tree's decode ones (a prefill server decodes nothing).
 #[test]
@@ -397,7 +397,7 @@ fn the_deepseek_v4_pd_scenario() {
     for want in [
         // DeepSeek-V4's argument hook sets --max-running-requests 256 on a decode server too.
         "PD: 2 prefill server(s), 2 decode server(s) (pool 7665152 tokens per rank, max_running_requests 256, 256 request slots); requests per decode server [150, 150]",
-        "KV transfer 0.004 s",
+        "KV transfer 0.002 s",
         "all          300        3980639        3399424              0              0    85.40 %    0.099 s    1.633 s",
         "PD replay of a sliding-window model: the decode server's admission counts its full pool only",
     ] {
@@ -489,9 +489,9 @@ fn the_decode_radix_cache_gives_its_pages_to_running_requests() {
 /// `scenarios/pd-deepseek-v3-h200.yaml` with the decode servers' radix cache and no
 /// HiCache on them: the text says how much of the prompts' KV the decode servers
 /// already held (this Mooncake trace at half speed keeps the decode pools nearly full
-/// of running requests, so little: 1.92 %), and the status says what the decode tree
+/// of running requests, so little: 1.75 %), and the status says what the decode tree
 /// leaves out. With the launch's HiCache on them too (the default: the launch is theirs
-/// too) their host tier holds what their pools lose: 16.57 % is not sent, 12.37 points
+/// too) their host tier holds what their pools lose: 16.67 % is not sent, 12.60 points
 /// of it restored from host. DeepSeek-V4's decode tree is refused, naming the key, and
 /// so is HiCache without the radix cache.
 #[test]
@@ -510,9 +510,9 @@ fn the_pd_scenario_with_a_decode_radix_cache() {
     assert!(o.status.success(), "{}", stderr(&o));
     let t = stdout(&o);
     for want in [
-        "PD decode radix cache: 1176064 of 61194628 prompt tokens (1.92 %) already on their decode server, not sent",
-        "KV transfer 0.043 s",
-        "PD decode: 288026 steps, mean batch 2.05, peak KV 715008 tokens per rank, 0 steps over the pool",
+        "PD decode radix cache: 1069632 of 61194628 prompt tokens (1.75 %) already on their decode server, not sent",
+        "KV transfer 0.047 s",
+        "PD decode: 289119 steps, mean batch 2.05, peak KV 714624 tokens per rank, 0 steps over the pool",
         "PD replay with the decode servers' radix cache: a request's prompt pages go into its decode server's tree when it joins the running batch, its output's never",
     ] {
         assert!(t.contains(want), "missing {want:?} in\n{t}");
@@ -530,9 +530,9 @@ fn the_pd_scenario_with_a_decode_radix_cache() {
     assert!(o.status.success(), "{}", stderr(&o));
     let t = stdout(&o);
     for want in [
-        "PD decode radix cache: 10137152 of 61194628 prompt tokens (16.57 %) already on their decode server, not sent",
-        "PD decode HiCache: 7571264 of them restored from the decode servers' host tier; 743657 pages backed up to it; 0 restores SGLang would fail (sent by the prefill server instead)",
-        "KV transfer 0.022 s",
+        "PD decode radix cache: 10202880 of 61194628 prompt tokens (16.67 %) already on their decode server, not sent",
+        "PD decode HiCache: 7711936 of them restored from the decode servers' host tier; 744246 pages backed up to it; 0 restores SGLang would fail (sent by the prefill server instead)",
+        "KV transfer 0.021 s",
         "PD replay with HiCache on the decode servers: their host tier is modelled",
     ] {
         assert!(t.contains(want), "missing {want:?} in\n{t}");
@@ -571,7 +571,7 @@ fn the_pd_scenario_with_a_decode_radix_cache() {
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let t = stdout(&o);
-    let want = "PD decode radix cache: 4912064 of 61194628 prompt tokens (8.03 %)";
+    let want = "PD decode radix cache: 5089216 of 61194628 prompt tokens (8.32 %)";
     assert!(t.contains(want), "missing {want:?} in\n{t}");
     // buffer_only on a decode server: SGLang's ValueError from 0.5.21.
     let o = run(

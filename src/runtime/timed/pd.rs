@@ -1142,13 +1142,6 @@ mod tests {
         assert_eq!(pd.bytes(1024, 1024, 64), 0);
     }
 
-    /// A chunked prefill sends each chunk's whole pages after its forward: 2,500 tokens
-    /// in 1,000-token forwards ending at 1, 2 and 3 ms, 100 B a token at 1 GB/s. Pages up
-    /// to 960 go at 1 ms (96 µs), up to 1,984 at 2 ms (102.4 µs), the last 8 pages' 51,200
-    /// B and the partial page's 6,400 B after the last forward: done at 3.0576 ms, where
-    /// the whole prompt after the last forward takes until 3.256 ms. At 0.1 GB/s the
-    /// chunks back up: 1.96, 3.024, then 3.6 ms. A decode server holding 1,024 tokens
-    /// takes the first chunk's pages itself.
     /// A sliding-window model's chunked prefill (the SWA tree's prefill server, as
     /// `_send_kv_chunk` does for any model): the chunks' full-attention pages go after
     /// their forwards as above (to 960 at 1 ms, to 1,984 at 2 ms), and the last send
@@ -1166,11 +1159,18 @@ mod tests {
             ..PdSend::default()
         };
         assert_eq!(
-            pd.send_prompt(0, 2500, 0, 0, 64, 3_000_000, None),
+            pd.send_prompt(0, 2500, 0, 0, 64, 3_000_000),
             3_000_000 + 57_600 + 1_920
         );
     }
 
+    /// A chunked prefill sends each chunk's whole pages after its forward: 2,500 tokens
+    /// in 1,000-token forwards ending at 1, 2 and 3 ms, 100 B a token at 1 GB/s. Pages up
+    /// to 960 go at 1 ms (96 µs), up to 1,984 at 2 ms (102.4 µs), the last 8 pages' 51,200
+    /// B and the partial page's 6,400 B after the last forward: done at 3.0576 ms, where
+    /// the whole prompt after the last forward takes until 3.256 ms. At 0.1 GB/s the
+    /// chunks back up: 1.96, 3.024, then 3.6 ms. A decode server holding 1,024 tokens
+    /// takes the first chunk's pages itself.
     #[test]
     fn a_chunked_prefill_sends_each_chunk_after_its_forward() {
         let chunked = |bandwidth: f64| PdSend {
@@ -1181,37 +1181,25 @@ mod tests {
             ..PdSend::default()
         };
         let mut pd = chunked(1e9);
-        assert_eq!(
-            pd.send_prompt(0, 2500, 0, 0, 64, 3_000_000, None),
-            3_057_600
-        );
+        assert_eq!(pd.send_prompt(0, 2500, 0, 0, 64, 3_000_000), 3_057_600);
         let mut whole = PdSend {
             bandwidth: 1e9,
             full_bytes_per_token: 100,
             ..PdSend::default()
         };
-        assert_eq!(
-            whole.send_prompt(0, 2500, 0, 0, 64, 3_000_000, None),
-            3_256_000
-        );
+        assert_eq!(whole.send_prompt(0, 2500, 0, 0, 64, 3_000_000), 3_256_000);
         let mut slow = chunked(1e8);
-        assert_eq!(
-            slow.send_prompt(0, 2500, 0, 0, 64, 3_000_000, None),
-            3_600_000
-        );
+        assert_eq!(slow.send_prompt(0, 2500, 0, 0, 64, 3_000_000), 3_600_000);
         let mut held = chunked(1e9);
         held.decode_prefix.insert(7, 1024);
-        assert_eq!(
-            held.send_prompt(7, 2500, 0, 0, 64, 3_000_000, None),
-            3_057_600
-        );
+        assert_eq!(held.send_prompt(7, 2500, 0, 0, 64, 3_000_000), 3_057_600);
         assert_eq!(held.link.busy_until, 3_057_600);
         // A request whose new tokens start at 1,500 among the batch's (the boundary at
         // 2,000 falls 500 into them) over 200 cached: pages to 640 at 2 ms, the other
         // 9 pages' 57,600 B after the last forward.
         let mut second = chunked(1e9);
         assert_eq!(
-            second.send_prompt(0, 1200, 200, 1500, 64, 3_000_000, None),
+            second.send_prompt(0, 1200, 200, 1500, 64, 3_000_000),
             3_057_600
         );
         assert_eq!(second.link.busy_until, 3_057_600);
@@ -1219,7 +1207,7 @@ mod tests {
         // batch of one forward ending at 1 ms that loads nothing back: the cached
         // prefix (198,400 B) goes when the forward starts, at 0.5 ms; the rest (57,600 B)
         // after it: 1.0576 ms, where all of it after the forward ends at 1.256 ms.
-        let one = |early| {
+        let one = |early: bool| {
             let mut pd = PdSend {
                 bandwidth: 1e9,
                 full_bytes_per_token: 100,
@@ -1227,10 +1215,31 @@ mod tests {
                 chunk: 1000,
                 ..PdSend::default()
             };
-            pd.send_prompt(0, 2500, 1984, 0, 64, 1_000_000, early)
+            if early {
+                pd.send_cached_prefix(0, 500_000, 1984, 64);
+            }
+            pd.send_prompt(0, 2500, 1984, 0, 64, 1_000_000)
         };
-        assert_eq!(one(Some((500_000, 1984))), 1_057_600);
-        assert_eq!(one(None), 1_256_000);
+        assert_eq!(one(true), 1_057_600);
+        assert_eq!(one(false), 1_256_000);
+        // Two such requests in one batch: both early sends go at the forward's start,
+        // ahead of either one's last send (198,400 B each from 0.5 ms: 0.6984 and
+        // 0.8968 ms), then the two rests after the forward: 1.0576 and 1.1152 ms.
+        let mut two = PdSend {
+            bandwidth: 1e9,
+            full_bytes_per_token: 100,
+            forward_ends: vec![1_000_000],
+            chunk: 1000,
+            ..PdSend::default()
+        };
+        two.send_cached_prefix(0, 500_000, 1984, 64);
+        two.send_cached_prefix(1, 500_000, 1984, 64);
+        assert_eq!(two.link.busy_until, 896_800);
+        assert_eq!(two.send_prompt(0, 2500, 1984, 0, 64, 1_000_000), 1_057_600);
+        assert_eq!(
+            two.send_prompt(1, 2500, 1984, 516, 64, 1_000_000),
+            1_115_200
+        );
     }
 
     /// At the fixed speeds a batch is one forward (no chunking): its one end is the

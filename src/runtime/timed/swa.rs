@@ -395,6 +395,15 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
         self.free_batches.push(b);
         self.gpu_busy = false;
         let warmup = self.cfg.measurement.warmup_requests;
+        if let Some(pd) = self.pd.as_mut() {
+            // Every request's device-cached prefix went when the forward started, ahead
+            // of the chunks' sends (`maybe_send_cached_prefix_chunk`; the SWA tree loads
+            // nothing back).
+            let ps = u64::from(self.cfg.capacities.page_size);
+            for a in &batch.reqs {
+                pd.send_cached_prefix(a.w.index, batch.formed, a.cached, ps);
+            }
+        }
         // Where each request's new tokens start among the batch's (its chunks').
         let mut offset = 0;
         for mut a in batch.reqs {
@@ -422,11 +431,10 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
                 // releases it on success).
                 swa_checkpoint(&mut self.t, &a.w.pages, a.w.index, input, &mut r);
                 a.req = Some(r);
-                // Of the pages the decode server lacks: the device-cached prefix when
-                // the forward starts (`maybe_send_cached_prefix_chunk`; the SWA tree
-                // loads nothing back), each chunk's full-attention pages after its
-                // forward, and with the last the rest, the window's SWA pages and the
-                // request's state (`_send_kv_chunk(last_chunk=True)`: `_swa_payload`).
+                // Of the pages the decode server lacks, after the early send: each
+                // chunk's full-attention pages after its forward, and with the last the
+                // rest, the window's SWA pages and the request's state
+                // (`_send_kv_chunk(last_chunk=True)`: `_swa_payload`).
                 let end = pd.send_prompt(
                     a.w.index,
                     input,
@@ -434,7 +442,6 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
                     offset,
                     u64::from(self.cfg.capacities.page_size),
                     now,
-                    Some((batch.formed, a.cached)),
                 );
                 offset += input - a.cached;
                 if let Some(t) = self.times.as_mut() {
