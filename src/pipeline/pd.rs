@@ -32,16 +32,13 @@ fn decode_server(s: &Scenario, spec: &PdSpec) -> Result<(DecodeServer, TransferB
     {
         // `hicache_hook.py: _validate_hicache_host_memory_mode` (0.5.21+); 0.5.19–0.5.20
         // run it, staging L3 only, and the decode side's L3 is not modelled.
-        let m = if s.version.release() >= crate::wheel::Release::V0_5_21 {
-            "the decode server cannot start: --hicache-host-memory-mode buffer_only is not supported on decode instances (SGLang's ValueError): set runtime.pd.decode_hicache: false".to_string()
-        } else {
-            "a decode server's HiCache in buffer_only mode is not modelled (its host pool stages L3 only, and the decode side's L3 is not modelled): set runtime.pd.decode_hicache: false".to_string()
-        };
-        let e = at(m).field("runtime.pd.decode_hicache");
         return Err(if s.version.release() >= crate::wheel::Release::V0_5_21 {
-            e
+            at("the decode server cannot start: --hicache-host-memory-mode buffer_only is not supported on decode instances (SGLang's ValueError): set runtime.pd.decode_hicache: false".into())
+                .field("runtime.pd.decode_hicache")
         } else {
-            e.not_modelled()
+            at("a decode server's HiCache in buffer_only mode is not modelled (its host pool stages L3 only, and the decode side's L3 is not modelled): set runtime.pd.decode_hicache: false".into())
+                .field("runtime.pd.decode_hicache")
+                .not_modelled()
         });
     }
     let mut d = s.clone();
