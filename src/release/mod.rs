@@ -39,7 +39,7 @@ pub use rules::{
     ReleaseRules, RunningOffset, Sm100Attention, StorageWriteGate,
 };
 pub use server_check::{
-    FieldError, RELEASE_CHOICE_FIELDS, check_server, choice_refusal,
+    FieldError, RELEASE_CHOICE_FIELDS, check_server, choice_refusal, chunk_page_refusal,
     decode_radix_speculative_refusal, dsv4_kv_cache_dtype_refusal, dsv4_speculative_refusal,
     eviction_policy_refusal, storage_backend_refusal,
 };

@@ -230,6 +230,26 @@ fn pd_decode_radix_cache(sglang: Sglang, server: &mut ServerArgs) -> Result<(), 
 /// in 0.5.21–0.5.22 (the same hook), for any but DSPARK, EAGLE and EAGLE3 (NEXTN being
 /// EAGLE by then) in 0.5.23 (`speculative_hook.py: handle_speculative_decoding`). The
 /// message SGLang raises, or `None`.
+/// `server_args.py: check_server_args` (0.5.14–0.5.18) / `arg_groups/validation_hook.py`
+/// (0.5.19+), every modelled release, after the hooks set the page size: a chunk is a
+/// whole number of pages, except on a decode server. SGLang's `AssertionError`, or
+/// `None`.
+pub fn chunk_page_refusal(server: &ServerArgs) -> Option<String> {
+    let c = server.chunked_prefill_size?;
+    let ps = i64::from(server.page_size.max(1));
+    (c > 0
+        && !matches!(
+            server.disaggregation_mode,
+            crate::domain::DisaggregationMode::Decode
+        )
+        && c % ps != 0)
+        .then(|| {
+            format!(
+                "{c} is not a multiple of the page size {ps}: SGLang's launch fails with `AssertionError: chunked_prefill_size must be divisible by page_size`"
+            )
+        })
+}
+
 pub fn decode_radix_speculative_refusal(sglang: Sglang, server: &ServerArgs) -> Option<String> {
     use crate::domain::SpecAlgorithm as A;
     use crate::wheel::Release;

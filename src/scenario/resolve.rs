@@ -657,6 +657,9 @@ fn check_server(
     let (page_note, backend_unmodelled) =
         resolve_page_size(&mut server, version, node, resolved, model_name, model);
     release_notes.extend(page_note);
+    if let Some(m) = crate::release::chunk_page_refusal(&server) {
+        return Err(at("server.chunked_prefill_size", m).sglang_refuses());
+    }
     Ok((server, release_notes, kv_dtype, backend_unmodelled))
 }
 

@@ -626,3 +626,33 @@ fn the_page_size_is_the_one_sglangs_attention_backend_runs() {
         "{v}"
     );
 }
+
+/// `--chunked-prefill-size` not a whole number of pages is SGLang's `AssertionError` at
+/// launch (`validation_hook.py`, `server_args.py` before 0.5.19; every modelled
+/// release), checked against the page size the hooks leave (64 here): 8,100 is refused,
+/// 8,000 (125 pages) and -1 (chunking off) are not.
+#[test]
+fn a_chunk_of_part_pages_is_refused_like_sglang() {
+    let e = load(
+        "scenarios/quickstart.yaml",
+        &["server.chunked_prefill_size=8100".to_string()],
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("server.chunked_prefill_size"));
+    assert_eq!(
+        e.message,
+        "8100 is not a multiple of the page size 64: SGLang's launch fails with `AssertionError: chunked_prefill_size must be divisible by page_size`"
+    );
+    for ok in ["8000", "-1"] {
+        assert!(
+            load(
+                "scenarios/quickstart.yaml",
+                &[format!("server.chunked_prefill_size={ok}")],
+                None
+            )
+            .is_ok(),
+            "{ok}"
+        );
+    }
+}
