@@ -59,6 +59,13 @@ fn decode_server(s: &Scenario, spec: &PdSpec) -> Result<(DecodeServer, TransferB
             return Err(at(format!("the decode server cannot start: {m}"))
                 .field("runtime.pd.decode_radix_cache"));
         }
+        if let Some(m) = decode_radix_component_refusal(s, spec, &plan) {
+            return Err(at(format!(
+                "the decode server cannot start: SGLang {} raises ValueError: \"{m}\"",
+                s.version
+            ))
+            .field("runtime.pd.decode_radix_cache"));
+        }
         // `kv_cache_builder.py: validate_decode_radix_cache` (0.5.23) takes SWA models
         // on the unified tree's SWA component (DeepSeek-V4 only on its unified KV
         // layout) and hybrid SSM models on its Mamba component, where older releases
@@ -232,6 +239,66 @@ pub fn with_decode_server(
         pd.decode_host_tokens = b.host_tokens;
     }
     Ok(section)
+}
+
+/// What SGLang raises at a decode server's start-up for its radix cache on a
+/// sliding-window, DeepSeek-V4 or hybrid SSM model (`mem_cache/kv_cache_builder.py`:
+/// the build's check in 0.5.14–0.5.22, `validate_decode_radix_cache` in 0.5.23), or
+/// `None` where it starts:
+/// - 0.5.14–0.5.18: any SWA model, any SSM model;
+/// - 0.5.19–0.5.20: an SWA model without `SGLANG_ENABLE_UNIFIED_RADIX_TREE=1` (the
+///   replay's launch never sets it), any SSM model;
+/// - 0.5.21–0.5.22: an SWA model with HiCache, DeepSeek-V4;
+/// - 0.5.23: an SWA model with HiCache, DeepSeek-V4 off its unified KV layout (a ROCm
+///   layout: never here).
+///
+/// DeepSeek-V4 before 0.5.19 is left to the not-modelled refusal.
+fn decode_radix_component_refusal(
+    s: &Scenario,
+    spec: &PdSpec,
+    plan: &crate::startup::StartupPlan,
+) -> Option<&'static str> {
+    use crate::wheel::Release as R;
+    let dsv4 = matches!(s.model.attention, crate::model::Attention::Dsv4 { .. });
+    let swa = plan.device_swa_tokens.is_some() && !dsv4;
+    let ssm = plan.device_state_slots.is_some() && !dsv4;
+    let r = s.version.release();
+    const SWA_HICACHE: &str = "--disaggregation-decode-enable-radix-cache with sliding window attention (SWA) models currently supports only device-resident cache and is incompatible with --enable-hierarchical-cache.";
+    const SSM: &str =
+        "--disaggregation-decode-enable-radix-cache is incompatible with Mamba/SSM models";
+    if r < R::V0_5_19 {
+        return if swa {
+            Some(
+                "--disaggregation-decode-enable-radix-cache is incompatible with sliding window attention (SWA) models",
+            )
+        } else if ssm {
+            Some(SSM)
+        } else {
+            None
+        };
+    }
+    if r < R::V0_5_21 {
+        return if swa || dsv4 {
+            Some(
+                "--disaggregation-decode-enable-radix-cache with sliding window attention (SWA) models requires the unified radix tree (set SGLANG_ENABLE_UNIFIED_RADIX_TREE=1).",
+            )
+        } else if ssm {
+            Some(SSM)
+        } else {
+            None
+        };
+    }
+    if (swa || dsv4) && spec.decode_hicache_on {
+        return Some(SWA_HICACHE);
+    }
+    if dsv4 {
+        return Some(if r < R::V0_5_23 {
+            "--disaggregation-decode-enable-radix-cache does not support DeepSeek-V4 (DSA) compressed KV (c4/c128/indexer) yet."
+        } else {
+            "--disaggregation-decode-enable-radix-cache with DeepSeek-V4 requires the unified KV layout (SGLANG_HACK_FLASHMLA_BACKEND=unified_kv_triton)."
+        });
+    }
+    None
 }
 
 /// Whether `spec`'s decode servers run HiCache: their radix cache on (the key, or the

@@ -607,7 +607,7 @@ fn the_pd_scenario_with_a_decode_radix_cache() {
         &o,
         &[
             "runtime.pd.decode_radix_cache",
-            "DeepSeek-V4's compressed pages and SWA ring is not modelled",
+            "SGLang 0.5.23 raises ValueError: \"--disaggregation-decode-enable-radix-cache with DeepSeek-V4 requires the unified KV layout",
         ],
     );
 }
@@ -684,6 +684,45 @@ fn the_decode_radix_cache_refusals() {
                 &format!("a decode server's radix cache with {component} is not modelled"),
             ],
         );
+    }
+    // What SGLang itself refuses, by release (`kv_cache_builder.py`).
+    for (model, flags, sglang, says) in [
+        (
+            "openai/gpt-oss-120b",
+            "",
+            "0.5.18",
+            "is incompatible with sliding window attention (SWA) models",
+        ),
+        (
+            "openai/gpt-oss-120b",
+            "",
+            "0.5.20",
+            "requires the unified radix tree (set SGLANG_ENABLE_UNIFIED_RADIX_TREE=1)",
+        ),
+        (
+            "openai/gpt-oss-120b",
+            "--enable-hierarchical-cache",
+            "0.5.23",
+            "currently supports only device-resident cache and is incompatible with --enable-hierarchical-cache",
+        ),
+        (
+            "Qwen/Qwen3-Next-80B-A3B-Instruct",
+            "",
+            "0.5.20",
+            "is incompatible with Mamba/SSM models",
+        ),
+    ] {
+        write(model, flags, sglang);
+        let o = run(&["replay", "s.yaml"], d.path());
+        exit2(
+            &o,
+            &[
+                "runtime.pd.decode_radix_cache",
+                &format!("SGLang {sglang} raises ValueError"),
+                says,
+            ],
+        );
+        assert!(!stderr(&o).contains("not modelled"), "{}", stderr(&o));
     }
 }
 
