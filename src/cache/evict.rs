@@ -407,6 +407,18 @@ impl<R: TreeRules> HiRadixTree<R> {
         freed
     }
 
+    /// The nodes between `m`'s deepest match and its deepest device node: those a
+    /// `load_back` of `m` copies, one copy run each (per layer).
+    pub fn host_nodes(&self, m: &MatchResult) -> u64 {
+        let mut n = 0;
+        let mut x = m.last_node;
+        while x != m.last_device_node {
+            n += 1;
+            x = self.nodes[x as usize].parent;
+        }
+        n
+    }
+
     /// `load_back` (`hiradix_cache.py: HiRadixCache.load_back`) from `m` (a fresh `match_prefix`): loads the trailing host
     /// pages to the device, all or nothing. Skipped (returns 0) below
     /// `load_back_threshold` tokens or when the device cannot make room after `evict`.

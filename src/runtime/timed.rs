@@ -203,6 +203,14 @@ impl PdSend {
         }
     }
 
+    /// The batch's forward (`cost.prefill_ns`), its chunks' ends kept for
+    /// [`Self::send_prompt`].
+    fn forwards(&mut self, cost: &CostModel, shapes: &[(u64, u64)]) -> Nanos {
+        self.forward_ends.clear();
+        self.chunk = cost.chunk_tokens();
+        cost.prefill_forward_ends(shapes, Some(&mut self.forward_ends))
+    }
+
     fn link_ns(&self, bytes: u64) -> Nanos {
         (bytes as f64 / self.bandwidth * 1e9).round() as Nanos
     }
@@ -253,6 +261,19 @@ impl PdSend {
         }
         let rest = self.bytes(input, prefix, ps) - (start - prefix) * self.full_bytes_per_token;
         self.send(index, rest, end)
+    }
+}
+
+/// A prefill batch's forward (`runtime::cost`): on a PD prefill server, with each
+/// chunk's end kept for its sends (`send_kv_chunk`).
+pub(super) fn prefill_forward(
+    cost: &CostModel,
+    pd: Option<&mut PdSend>,
+    shapes: &[(u64, u64)],
+) -> Nanos {
+    match pd {
+        Some(pd) => pd.forwards(cost, shapes),
+        None => cost.prefill_ns(shapes),
     }
 }
 
@@ -1243,14 +1264,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             }
             let loaded = s.tree.load_back(&m);
             // One run per loaded node.
-            let mut runs = 0;
-            if loaded > 0 {
-                let mut x = m.last_node;
-                while x != m.last_device_node {
-                    runs += 1;
-                    x = s.tree.node(x).parent;
-                }
-            }
+            let runs = if loaded > 0 { s.tree.host_nodes(&m) } else { 0 };
             let on_dev = m.device_pages + loaded;
             let want = w.pages.len() as u64;
             let need = want - on_dev;
@@ -1348,15 +1362,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         let per_layer_runs = h2d_runs * u64::from(c.capacities.num_layers.max(1));
         let h2d_time = c.links.load_back_ns(h2d_bytes, per_layer_runs);
         assert_eq!(tokens, shapes.iter().map(|s| s.0).sum::<u64>());
-        let forward = match self.pd.as_mut() {
-            Some(pd) => {
-                pd.forward_ends.clear();
-                pd.chunk = self.cost.chunk_tokens();
-                self.cost
-                    .prefill_forward_ends(&shapes, Some(&mut pd.forward_ends))
-            }
-            None => self.cost.prefill_ns(&shapes),
-        };
+        let forward = prefill_forward(&self.cost, self.pd.as_mut(), &shapes);
         // `compute.hit_cost_per_cached_token` (not an SGLang rule; 0 by default): the
         // batch starts that long per cached token (every tier's) after it is
         // scheduled. It sits on the GPU's timeline (`gpu_busy` holds through it, so

@@ -1279,7 +1279,7 @@ fn decode_retraction_host_pool(
     s: &crate::domain::ServerArgs,
     model: &ModelPreset,
     release: crate::wheel::Release,
-) -> Option<&'static str> {
+) -> Option<String> {
     use crate::model::Attention as A;
     use crate::wheel::Release as R;
     if release < R::V0_5_18
@@ -1288,11 +1288,17 @@ fn decode_retraction_host_pool(
     {
         return None;
     }
-    Some(if release >= R::V0_5_21 {
-        "`--disaggregation-decode-retraction-backup host_pool`, the default on CUDA for an MHA or hybrid-SWA pool without the decode radix cache: a pinned KV host pool of HiCache ratio max(0.2, one longest request / the device pool), auto-sized to the host's memory"
+    let (on_cuda, ratio) = if release >= R::V0_5_21 {
+        (
+            " on CUDA",
+            "max(0.2, one longest request / the device pool), auto-sized to the host's memory",
+        )
     } else if release >= R::V0_5_19 {
-        "`--disaggregation-decode-retraction-backup host_pool`, the default on CUDA for an MHA or hybrid-SWA pool without the decode radix cache: a pinned KV host pool of HiCache ratio 0.2"
+        (" on CUDA", "0.2")
     } else {
-        "`--disaggregation-decode-retraction-backup host_pool`, the default for an MHA or hybrid-SWA pool without the decode radix cache: a pinned KV host pool of HiCache ratio 1.0, the device pool's size"
-    })
+        ("", "1.0, the device pool's size")
+    };
+    Some(format!(
+        "`--disaggregation-decode-retraction-backup host_pool`, the default{on_cuda} for an MHA or hybrid-SWA pool without the decode radix cache: a pinned KV host pool of HiCache ratio {ratio}"
+    ))
 }

@@ -486,6 +486,15 @@ fn the_decode_radix_cache_gives_its_pages_to_running_requests() {
     assert_eq!(pd.decode_peak_tokens, 896);
 }
 
+/// `replay scenarios/pd-deepseek-v3-h200.yaml` with `--set` each of `sets`.
+fn pd_v3(sets: &[&str]) -> std::process::Output {
+    let mut args = vec!["replay", "scenarios/pd-deepseek-v3-h200.yaml"];
+    for s in sets {
+        args.extend(["--set", s]);
+    }
+    run(&args, &repo("."))
+}
+
 /// `scenarios/pd-deepseek-v3-h200.yaml` with the decode servers' radix cache and no
 /// HiCache on them: the text says how much of the prompts' KV the decode servers
 /// already held (this Mooncake trace at half speed keeps the decode pools nearly full
@@ -496,17 +505,10 @@ fn the_decode_radix_cache_gives_its_pages_to_running_requests() {
 /// so is HiCache without the radix cache.
 #[test]
 fn the_pd_scenario_with_a_decode_radix_cache() {
-    let o = run(
-        &[
-            "replay",
-            "scenarios/pd-deepseek-v3-h200.yaml",
-            "--set",
-            "runtime.pd.decode_radix_cache=true",
-            "--set",
-            "runtime.pd.decode_hicache=false",
-        ],
-        &repo("."),
-    );
+    let o = pd_v3(&[
+        "runtime.pd.decode_radix_cache=true",
+        "runtime.pd.decode_hicache=false",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let t = stdout(&o);
     for want in [
@@ -518,15 +520,7 @@ fn the_pd_scenario_with_a_decode_radix_cache() {
         assert!(t.contains(want), "missing {want:?} in\n{t}");
     }
     assert!(!t.contains("PD decode HiCache"), "{t}");
-    let o = run(
-        &[
-            "replay",
-            "scenarios/pd-deepseek-v3-h200.yaml",
-            "--set",
-            "runtime.pd.decode_radix_cache=true",
-        ],
-        &repo("."),
-    );
+    let o = pd_v3(&["runtime.pd.decode_radix_cache=true"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let t = stdout(&o);
     for want in [
@@ -537,15 +531,7 @@ fn the_pd_scenario_with_a_decode_radix_cache() {
     ] {
         assert!(t.contains(want), "missing {want:?} in\n{t}");
     }
-    let o = run(
-        &[
-            "replay",
-            "scenarios/pd-deepseek-v3-h200.yaml",
-            "--set",
-            "runtime.pd.decode_hicache=true",
-        ],
-        &repo("."),
-    );
+    let o = pd_v3(&["runtime.pd.decode_hicache=true"]);
     exit2(
         &o,
         &[
@@ -556,37 +542,21 @@ fn the_pd_scenario_with_a_decode_radix_cache() {
     // Without --hicache-ratio on a 600 GB host, the decode server's start-up auto-sizes
     // its host pool (0.5.21+: ratio 2 cut to 0.875, 634,368 tokens a rank), and its host
     // tier holds less than at ratio 2.
-    let o = run(
-        &[
-            "replay",
-            "scenarios/pd-deepseek-v3-h200.yaml",
-            "--set",
-            "runtime.pd.decode_radix_cache=true",
-            "--set",
-            "server.hicache_ratio=null",
-            "--set",
-            "node.host_dram=600GB",
-        ],
-        &repo("."),
-    );
+    let o = pd_v3(&[
+        "runtime.pd.decode_radix_cache=true",
+        "server.hicache_ratio=null",
+        "node.host_dram=600GB",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let t = stdout(&o);
     let want = "PD decode radix cache: 5089216 of 61194628 prompt tokens (8.32 %)";
     assert!(t.contains(want), "missing {want:?} in\n{t}");
     // buffer_only on a decode server: SGLang's ValueError from 0.5.21.
-    let o = run(
-        &[
-            "replay",
-            "scenarios/pd-deepseek-v3-h200.yaml",
-            "--set",
-            "runtime.pd.decode_radix_cache=true",
-            "--set",
-            "server.hicache_host_memory_mode=buffer_only",
-            "--set",
-            "server.hicache_storage_backend=file",
-        ],
-        &repo("."),
-    );
+    let o = pd_v3(&[
+        "runtime.pd.decode_radix_cache=true",
+        "server.hicache_host_memory_mode=buffer_only",
+        "server.hicache_storage_backend=file",
+    ]);
     exit2(
         &o,
         &[

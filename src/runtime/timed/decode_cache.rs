@@ -138,12 +138,7 @@ impl<R: TreeRules> DecodeCache for HiRadixTree<R> {
         // `commit_load_back` is done by the time the request runs: the restore's copy
         // is waited for before it joins the running batch.
         self.finish_load_backs();
-        let mut nodes = 0;
-        let mut x = m.last_node;
-        while x != m.last_device_node {
-            nodes += 1;
-            x = self.node(x).parent;
-        }
+        let nodes = self.host_nodes(&m);
         self.dec_lock_ref(lock);
         Restore {
             pages: loaded,

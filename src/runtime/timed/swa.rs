@@ -360,16 +360,8 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
         if reqs.is_empty() {
             return Ok(());
         }
-        let forward = match self.pd.as_mut() {
-            // A PD prefill server sends each chunk's pages after its forward.
-            Some(pd) => {
-                pd.forward_ends.clear();
-                pd.chunk = self.cost.chunk_tokens();
-                self.cost
-                    .prefill_forward_ends(&shapes, Some(&mut pd.forward_ends))
-            }
-            None => self.cost.prefill_ns(&shapes),
-        };
+        // A PD prefill server sends each chunk's pages after its forward.
+        let forward = super::prefill_forward(&self.cost, self.pd.as_mut(), &shapes);
         self.running += reqs.len() as u32;
         self.running_tokens += reqs
             .iter()
