@@ -1053,9 +1053,19 @@ fn render(
     if cfg.has_storage() {
         // SGLang's prefetch budget (`cache_controller.py: prefetch_rate_limited`) binds
         // when prefetches in flight hold `prefetch_capacity_limit` tokens.
+        // The polls' all-reduces, where charged (outputs without them keep their bytes).
+        let polls = if m.prefetch_poll_all_reduces > 0 {
+            format!(
+                "; {} all-reduces in admission polls and terminations ({} ms)",
+                m.prefetch_poll_all_reduces,
+                m.prefetch_poll_all_reduces * cfg.prefetch_poll_sync_ns() / 1_000_000
+            )
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             o,
-            "prefetches: {} issued, {} refused by the prefetch capacity limit ({} tokens), {} retries",
+            "prefetches: {} issued, {} refused by the prefetch capacity limit ({} tokens), {} retries{polls}",
             m.prefetches_issued,
             m.prefetches_rate_limited,
             cfg.prefetch_capacity_limit_tokens(),
@@ -1110,10 +1120,22 @@ fn render(
                 .collect();
             // With HiCache's per-step synchronisation charged, one per-iteration cost
             // is in the model (its own part); without, the line keeps its bytes.
-            let missing = if cfg.hicache_step_sync_ns() > 0 {
-                "fixed per-request and per-iteration costs other than HiCache's per-step synchronisation, HiCache's own bookkeeping"
-            } else {
-                "fixed per-request and per-iteration costs, HiCache's own bookkeeping"
+            let missing = match (
+                cfg.hicache_step_sync_ns() > 0,
+                cfg.prefetch_poll_sync_ns() > 0,
+            ) {
+                (true, true) => {
+                    "fixed per-request and per-iteration costs other than HiCache's per-step synchronisation and the L3 prefetch polls' all-reduces, HiCache's own bookkeeping"
+                }
+                (true, false) => {
+                    "fixed per-request and per-iteration costs other than HiCache's per-step synchronisation, HiCache's own bookkeeping"
+                }
+                (false, true) => {
+                    "fixed per-request and per-iteration costs other than the L3 prefetch polls' all-reduces, HiCache's own bookkeeping"
+                }
+                (false, false) => {
+                    "fixed per-request and per-iteration costs, HiCache's own bookkeeping"
+                }
             };
             let _ = writeln!(
                 o,

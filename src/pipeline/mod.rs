@@ -371,13 +371,23 @@ impl StepSyncDefault {
     /// `overrides` do not give it, to the release's default under a modelled clock
     /// (`table`, `roofline`): 0.5 ms × the release's all-reduces per iteration with a
     /// host tier and more than one rank in the group; 0 under fixed speeds (end-to-end
-    /// rates).
+    /// rates). `compute.prefetch_poll_sync` likewise: 0.5 ms per prefetch-poll
+    /// all-reduce with an L3 tier too.
     pub fn fill(&self, mut cfg: ReplayConfig, overrides: &Map<String, Value>) -> ReplayConfig {
-        let given = overrides
-            .get("compute")
-            .and_then(|c| c.get("hicache_step_sync"))
-            .is_some();
-        if !given {
+        let given = |key: &str| overrides.get("compute").and_then(|c| c.get(key)).is_some();
+        let modelled = !matches!(cfg.scheduler.compute.source, ComputeSource::Fixed);
+        if !given("prefetch_poll_sync") {
+            cfg.scheduler.compute.prefetch_poll_sync = if modelled {
+                crate::release::step_sync::default_prefetch_poll_sync(
+                    cfg.capacities.l2_pages > 0,
+                    cfg.has_storage(),
+                    self.group_world,
+                )
+            } else {
+                crate::units::Duration(0)
+            };
+        }
+        if !given("hicache_step_sync") {
             // Set whole from the final configuration (0 under fixed speeds), so a
             // configuration filled before its last overrides is filled again right.
             cfg.scheduler.compute.hicache_step_sync =

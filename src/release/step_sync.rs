@@ -36,6 +36,8 @@
 //! <https://github.com/sgl-project/sglang/pull/30511> reports on a single node; a
 //! two-socket host is a `compute.hicache_step_sync` of its own.
 
+use crate::cache::TreeKind;
+use crate::domain::PrefetchPolicy;
 use crate::units::{Duration, NS_PER_US};
 use crate::wheel::Release;
 
@@ -70,6 +72,54 @@ pub fn default_step_sync(
     Duration(ALL_REDUCE_NS * u64::from(all_reduces_per_iteration(release, storage, pp)))
 }
 
+/// The blocking all-reduce one admission poll of an L3 prefetch makes
+/// (`managers/scheduler.py: _get_new_batch_prefill_raw` calls the tree's
+/// `check_prefetch_progress` for each waiting request it reaches, every iteration, until
+/// the request's prefetch terminates). `finished`: the prefetch's pages have all arrived
+/// by the poll.
+///
+/// - `HiRadixCache` (the tree of 0.5.14–0.5.18, [`TreeKind::HiRadix`] and
+///   [`TreeKind::V1`]; `mem_cache/hiradix_cache.py: can_terminate_prefetch`): under
+///   `wait_complete` and `timeout` every poll reduces `[not can_terminate, terminated]`
+///   with MAX over the attention groups, finished or not; `best_effort` returns before it.
+/// - `UnifiedRadixCache` (0.5.19–0.5.23, `mem_cache/unified_radix_cache.py:
+///   _can_terminate_prefetch`): only `timeout` votes, with MAX, and only while the
+///   operation is not terminated; `wait_complete` waits for the ack drain that
+///   `check_hicache_events` already reduces ([`all_reduces_per_iteration`]).
+///
+/// A prefetch whose existence query finds nothing is not polled here: the replay's query
+/// is instant, so it never enters the queue as a prefetch (SGLang polls it until its
+/// query thread marks it terminated, a few polls).
+pub fn prefetch_poll_all_reduces(tree: TreeKind, policy: PrefetchPolicy, finished: bool) -> u32 {
+    match tree {
+        TreeKind::HiRadix | TreeKind::V1 => u32::from(policy != PrefetchPolicy::BestEffort),
+        TreeKind::Unified0523 => u32::from(policy == PrefetchPolicy::Timeout && !finished),
+    }
+}
+
+/// The blocking all-reduce a prefetch's termination makes once it may stop: `HiRadixCache`
+/// agrees the tokens every rank completed with a MIN (`hiradix_cache.py:
+/// check_prefetch_progress` → `_sync_and_clamp_prefetch_result`, 0.5.14–0.5.18, every
+/// policy); `UnifiedRadixCache` does not (`_handle_prefetch_result`: "All PP/TP ranks
+/// will get the same `min_completed_tokens` … No need to sync cross-rank here").
+pub fn prefetch_finalise_all_reduces(tree: TreeKind) -> u32 {
+    match tree {
+        TreeKind::HiRadix | TreeKind::V1 => 1,
+        TreeKind::Unified0523 => 0,
+    }
+}
+
+/// The default `compute.prefetch_poll_sync`: one [`ALL_REDUCE_NS`] per admission-poll
+/// all-reduce when the server has an L3 tier under HiCache and the attention-TP group
+/// has more than one rank (`_all_reduce_attn_groups` skips a group of one), else 0.
+pub fn default_prefetch_poll_sync(host_tier: bool, storage: bool, group_world: u32) -> Duration {
+    if host_tier && storage && group_world > 1 {
+        Duration(ALL_REDUCE_NS)
+    } else {
+        Duration(0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,6 +132,31 @@ mod tests {
         assert_eq!(all_reduces_per_iteration(Release::V0_5_20, true, true), 3);
         assert_eq!(all_reduces_per_iteration(Release::V0_5_21, true, true), 1);
         assert_eq!(all_reduces_per_iteration(Release::V0_5_23, false, false), 1);
+    }
+
+    #[test]
+    fn prefetch_polls_per_tree_and_policy() {
+        use PrefetchPolicy::*;
+        let hi = TreeKind::HiRadix;
+        let un = TreeKind::Unified0523;
+        // HiRadixCache: every poll under wait_complete / timeout, finished or not.
+        assert_eq!(prefetch_poll_all_reduces(hi, WaitComplete, false), 1);
+        assert_eq!(prefetch_poll_all_reduces(hi, Timeout, true), 1);
+        assert_eq!(
+            prefetch_poll_all_reduces(TreeKind::V1, WaitComplete, true),
+            1
+        );
+        assert_eq!(prefetch_poll_all_reduces(hi, BestEffort, false), 0);
+        assert_eq!(prefetch_finalise_all_reduces(hi), 1);
+        // UnifiedRadixCache: timeout's vote while unfinished only.
+        assert_eq!(prefetch_poll_all_reduces(un, Timeout, false), 1);
+        assert_eq!(prefetch_poll_all_reduces(un, Timeout, true), 0);
+        assert_eq!(prefetch_poll_all_reduces(un, WaitComplete, false), 0);
+        assert_eq!(prefetch_poll_all_reduces(un, BestEffort, false), 0);
+        assert_eq!(prefetch_finalise_all_reduces(un), 0);
+        assert_eq!(default_prefetch_poll_sync(true, true, 2), Duration(500_000));
+        assert_eq!(default_prefetch_poll_sync(true, true, 1), Duration(0));
+        assert_eq!(default_prefetch_poll_sync(true, false, 8), Duration(0));
     }
 
     #[test]

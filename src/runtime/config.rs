@@ -961,6 +961,16 @@ impl ReplayConfig {
         }
     }
 
+    /// One admission-poll all-reduce of an L3 prefetch, ns (`compute.prefetch_poll_sync`):
+    /// 0 without a host tier or an L3 tier, where SGLang polls no prefetch.
+    pub fn prefetch_poll_sync_ns(&self) -> crate::units::Nanos {
+        if self.capacities.l2_pages > 0 && self.has_storage() {
+            self.scheduler.compute.prefetch_poll_sync.0
+        } else {
+            0
+        }
+    }
+
     /// Whether an L3 tier exists.
     pub fn has_storage(&self) -> bool {
         self.capacities.l3_unbounded || self.capacities.l3_pages.is_some()

@@ -187,6 +187,7 @@ pub fn merge(ranks: Vec<ReplayMetrics>) -> ReplayMetrics {
         t.prefetches_issued += m.prefetches_issued;
         t.prefetches_rate_limited += m.prefetches_rate_limited;
         t.prefetch_retries += m.prefetch_retries;
+        t.prefetch_poll_all_reduces += m.prefetch_poll_all_reduces;
         t.device_evicted_pages += m.device_evicted_pages;
         t.host_evicted_pages += m.host_evicted_pages;
         t.storage_evicted_pages += m.storage_evicted_pages;

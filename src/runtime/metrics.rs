@@ -45,7 +45,9 @@ pub struct TimelinePoint {
 ///   device room, an L3 prefetch not yet allowed to end);
 /// - `hit_cost_s`: `compute.hit_cost_per_cached_token` (opt-in, not an SGLang rule);
 /// - `hicache_sync_s`: HiCache's per-step synchronisation of the batch's scheduler
-///   iterations (`compute.hicache_step_sync`, `crate::release::step_sync`);
+///   iterations (`compute.hicache_step_sync`, `crate::release::step_sync`) and the
+///   all-reduces of the L3 prefetch polls of the iteration that formed it
+///   (`compute.prefetch_poll_sync`);
 /// - `load_back_s`: the host→device load-back not hidden under the forward (the copy
 ///   and its link's queue, minus what the layer pipeline overlaps);
 /// - `forward_s`: the batch's prefill forward;
@@ -145,6 +147,12 @@ pub struct ReplayMetrics {
     pub prefetches_rate_limited: u64,
     /// L3 re-queries of waiting requests whose prefetch missed (0.5.20+ retries).
     pub prefetch_retries: u64,
+    /// Timed replay: the blocking all-reduces of L3 prefetches' admission polls and
+    /// terminations, charged at `compute.prefetch_poll_sync` each
+    /// (`crate::release::step_sync::prefetch_poll_all_reduces`); 0, and not written,
+    /// when none is charged.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub prefetch_poll_all_reduces: u64,
     /// Device pages freed by eviction (demoted or deleted).
     pub device_evicted_pages: u64,
     /// Host pages freed by evict_host.

@@ -21,14 +21,32 @@ pub const STEP: f64 = 1.25;
 pub const NOT_IN_THE_MODEL: &str = "fixed per-request and per-iteration costs (HTTP / ZMQ / detokenizer, the scheduler's loop, CUDA-graph launch) and HiCache's own bookkeeping are not in the time model, so no row shows them";
 
 /// [`NOT_IN_THE_MODEL`] for a report of `rows`: with a `hicache_sync` row (HiCache's
-/// per-step synchronisation charged) it says that one per-iteration cost is in the
-/// model; without, the constant itself (outputs without the term keep their bytes).
-pub fn not_in_the_model(rows: &[Row]) -> &'static str {
-    if rows.iter().any(|r| r.term == Term::HicacheSync) {
-        "fixed per-request and per-iteration costs (HTTP / ZMQ / detokenizer, the scheduler's loop, CUDA-graph launch; HiCache's per-step synchronisation is in the model: hicache_sync) and HiCache's own bookkeeping are not in the time model, so no row shows them"
-    } else {
-        NOT_IN_THE_MODEL
+/// per-step synchronisation charged) or a `prefetch_poll` row (the L3 prefetch polls'
+/// all-reduces charged) it says which per-iteration costs are in the model; without,
+/// the constant itself (outputs without the terms keep their bytes).
+pub fn not_in_the_model(rows: &[Row]) -> String {
+    let has = |t: Term| rows.iter().any(|r| r.term == t);
+    let modelled: Vec<&str> = [
+        (
+            Term::HicacheSync,
+            "HiCache's per-step synchronisation is in the model: hicache_sync",
+        ),
+        (
+            Term::PrefetchPoll,
+            "the L3 prefetch polls' all-reduces are in the model: prefetch_poll",
+        ),
+    ]
+    .into_iter()
+    .filter(|&(t, _)| has(t))
+    .map(|(_, s)| s)
+    .collect();
+    if modelled.is_empty() {
+        return NOT_IN_THE_MODEL.to_string();
     }
+    format!(
+        "fixed per-request and per-iteration costs (HTTP / ZMQ / detokenizer, the scheduler's loop, CUDA-graph launch; {}) and HiCache's own bookkeeping are not in the time model, so no row shows them",
+        modelled.join("; ")
+    )
 }
 
 /// One cost term of the time model and how it is made [`STEP`] dearer.
@@ -58,6 +76,9 @@ pub enum Term {
     /// HiCache's per-step synchronisation (`compute.hicache_step_sync`), where it is
     /// charged (a host tier).
     HicacheSync,
+    /// The blocking all-reduce of an L3 prefetch's admission poll
+    /// (`compute.prefetch_poll_sync`), where it is charged (an L3 tier, TP > 1).
+    PrefetchPoll,
     /// The speculative draft's acceptance: 1.25× fewer tokens a decode iteration
     /// (`compute.speculative.accept_length`).
     Acceptance,
@@ -65,7 +86,7 @@ pub enum Term {
 
 impl Term {
     /// Every term, in the order the report lists ties.
-    pub const ALL: [Term; 12] = [
+    pub const ALL: [Term; 13] = [
         Term::Compute,
         Term::H2d,
         Term::H2dRunOverhead,
@@ -77,6 +98,7 @@ impl Term {
         Term::Tokenize,
         Term::HitCost,
         Term::HicacheSync,
+        Term::PrefetchPoll,
         Term::Acceptance,
     ];
 
@@ -94,6 +116,7 @@ impl Term {
             Term::Tokenize => "tokenize",
             Term::HitCost => "hit_cost",
             Term::HicacheSync => "hicache_sync",
+            Term::PrefetchPoll => "prefetch_poll",
             Term::Acceptance => "acceptance",
         }
     }
@@ -149,6 +172,11 @@ impl Term {
                 "hicache_step_sync",
             ),
             Term::HicacheSync => None,
+            Term::PrefetchPoll if cfg.prefetch_poll_sync_ns() > 0 => longer(
+                &mut c.scheduler.compute.prefetch_poll_sync,
+                "prefetch_poll_sync",
+            ),
+            Term::PrefetchPoll => None,
             Term::Acceptance => {
                 let s = c.scheduler.compute.speculative.as_mut()?;
                 // Only where decode iterations verify drafts in the clock.

@@ -41,6 +41,11 @@ pub struct Speeds {
     /// (`compute.hicache_step_sync` with a host tier: `crate::release::step_sync`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hicache_step_sync_ns: Option<u64>,
+    /// One admission-poll all-reduce of an L3 prefetch in ns, when charged
+    /// (`compute.prefetch_poll_sync` with an L3 tier:
+    /// `crate::release::step_sync::prefetch_poll_all_reduces`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefetch_poll_sync_ns: Option<u64>,
     /// How a host hit's load-back meets the forward: `layer_pipelined` (table,
     /// roofline) or `before_forward` (fixed: the SGLang Simulator's clock).
     pub load_back: &'static str,
@@ -200,6 +205,7 @@ impl Speeds {
                 .tokenizes()
                 .then_some(cfg.frontend.tokenize_per_token.0),
             hicache_step_sync_ns: Some(cfg.hicache_step_sync_ns()).filter(|&ns| ns > 0),
+            prefetch_poll_sync_ns: Some(cfg.prefetch_poll_sync_ns()).filter(|&ns| ns > 0),
             load_back: if fixed {
                 "before_forward"
             } else if cfg.serializes_load_back() {
@@ -247,7 +253,7 @@ impl Speeds {
 
     /// `; hit cost N ns per cached token` when the sensitivity is on, `; tokenize N
     /// ns per prompt token` when requests arrive as text and `; HiCache step sync N ns
-    /// per scheduler iteration` when it is charged, else nothing (outputs made without
+    /// per scheduler iteration` (and `; prefetch poll N ns per all-reduce`) when charged, else nothing (outputs made without
     /// them keep their bytes).
     fn opt_in_text(&self) -> String {
         let hit = self
@@ -261,6 +267,10 @@ impl Speeds {
         let sync = self
             .hicache_step_sync_ns
             .map(|ns| format!("; HiCache step sync {ns} ns per scheduler iteration"))
+            .unwrap_or_default();
+        let poll = self
+            .prefetch_poll_sync_ns
+            .map(|ns| format!("; prefetch poll {ns} ns per all-reduce"))
             .unwrap_or_default();
         let spec = self
             .speculative
@@ -282,7 +292,7 @@ impl Speeds {
                 )
             })
             .unwrap_or_default();
-        hit + &tok + &sync + &spec + &dp
+        hit + &tok + &sync + &poll + &spec + &dp
     }
 
     /// A short line for plot captions: the compute model, then the links.

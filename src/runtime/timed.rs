@@ -62,7 +62,7 @@ use std::collections::VecDeque;
 
 use crate::cache::{BackupRecord, HostMemoryMode, NodeId, PageKey, PrefetchPolicy};
 use crate::engine::EventQueue;
-use crate::release::{PrefetchTimeoutClock, PrefetchTimeoutTokens};
+use crate::release::{PrefetchTimeoutClock, PrefetchTimeoutTokens, step_sync};
 use crate::units::Nanos;
 use crate::workload::Request;
 
@@ -557,6 +557,12 @@ struct Sim<I: Iterator<Item = (u64, Request)>, R: TreeRules> {
     /// HiCache's per-step synchronisation, ns a scheduler iteration
     /// (`ReplayConfig::hicache_step_sync_ns`; 0 without a host tier).
     step_sync: Nanos,
+    /// One admission-poll all-reduce of an L3 prefetch, ns
+    /// (`ReplayConfig::prefetch_poll_sync_ns`; 0 without an L3 tier or at one rank).
+    poll_sync: Nanos,
+    /// The poll all-reduces of an iteration that formed no prefill batch, ns: its
+    /// decode step pays them (`start_decode_step`).
+    poll_sync_due: Nanos,
     times: Option<Vec<RequestTime>>,
     recs: Vec<BackupRecord>,
     scratch: Vec<PageKey>,
@@ -838,6 +844,8 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             tpot: (0.0, 0),
             cost,
             step_sync: cfg.hicache_step_sync_ns(),
+            poll_sync: cfg.prefetch_poll_sync_ns(),
+            poll_sync_due: 0,
             times: times.then(Vec::new),
             recs: Vec::new(),
             scratch: Vec::new(),
@@ -1210,17 +1218,28 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         let mut h2d_runs = 0u64;
         let mut shapes: Vec<(u64, u64)> = Vec::new();
         let mut wake: Option<Nanos> = None;
+        // The blocking all-reduces this iteration's prefetch polls make
+        // (`crate::release::step_sync::prefetch_poll_all_reduces`), when they cost.
+        let mut polls = 0u64;
         let mut j = 0;
         while j < self.waiting.len() {
             if self.running + batch.len() as u32 >= max_run {
                 break;
             }
-            if let Some(p) = self.waiting[j].prefetch.as_mut()
-                && let Err(t) = Self::can_terminate(&self.s.cfg, p, now)
-            {
-                wake = Some(wake.map_or(t, |w| w.min(t)));
-                j += 1;
-                continue;
+            if let Some(p) = self.waiting[j].prefetch.as_mut() {
+                let c = &self.s.cfg;
+                let (tree, policy) = (c.policy.tree, c.prefetch.prefetch_policy);
+                polls += u64::from(step_sync::prefetch_poll_all_reduces(
+                    tree,
+                    policy,
+                    now >= p.end,
+                ));
+                if let Err(t) = Self::can_terminate(c, p, now) {
+                    wake = Some(wake.map_or(t, |w| w.min(t)));
+                    j += 1;
+                    continue;
+                }
+                polls += u64::from(step_sync::prefetch_finalise_all_reduces(tree));
             }
             // Would it fit the token budget? (Estimate from a fresh match.)
             let m0 = self.s.tree.match_prefix(&self.waiting[j].pages);
@@ -1344,8 +1363,17 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                 break;
             }
         }
+        let polls_ns = if self.poll_sync > 0 {
+            self.s.m.prefetch_poll_all_reduces += polls;
+            polls * self.poll_sync
+        } else {
+            0
+        };
         if batch.is_empty() {
             self.idle_reset();
+            // The decode step this iteration runs instead pays its polls; with no step
+            // to run the scheduler spins idle and the polls delay nothing modelled.
+            self.poll_sync_due = polls_ns;
             if self.pending_retries > 0 {
                 // The idle loop spins (`on_idle`: `time.sleep(0)`): the next
                 // iterations come one `scheduler_idle_poll` apart.
@@ -1378,7 +1406,9 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         // `check_hicache_events` all-reduces run before the forward is launched. The
         // chunks' are charged together up front (the sum is exact for the batch's end;
         // SGLang pays each before its chunk).
-        let sync = self.step_sync * self.cost.prefill_forwards(&shapes);
+        // The iteration's prefetch polls run in `get_new_batch_prefill`, before the
+        // batch's first forward.
+        let sync = self.step_sync * self.cost.prefill_forwards(&shapes) + polls_ns;
         let start = now
             + sync
             + c.scheduler
@@ -1999,6 +2029,9 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
     /// request (`decode_timeline: interleaved`; `get_next_batch_to_run` runs the
     /// decode batch when no prefill batch forms): `step(batch, mean context)`.
     fn start_decode_step(&mut self, now: Nanos) {
+        // The prefetch polls of the iteration that found no prefill batch (none from
+        // any other caller).
+        let polls = std::mem::take(&mut self.poll_sync_due);
         if self.gpu_busy || self.decoding.is_empty() || self.hold_decode {
             return;
         }
@@ -2014,7 +2047,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         }
         let b = self.decoding.len() as u64;
         let ctx = self.decoding.iter().map(|d| d.ctx).sum::<u64>() / b;
-        let dur = self.decode_iteration_ns(b, ctx).max(1);
+        let dur = (self.decode_iteration_ns(b, ctx) + polls).max(1);
         self.gpu_start(now + dur, Ev::DecodeStep);
     }
 

@@ -176,7 +176,9 @@ fn storage_latency_is_paid_once_per_prefetch() {
 /// (`cache_controller.py: prefetch_rate_limited`, half the host pool: 1 000 pages of 64
 /// = 64 000 tokens) binds, and `replay` says how often: 26 of 192 L3 prefetches refused
 /// (18 before admission reserved room for the running requests' output tokens, which
-/// keeps more requests waiting with their prefetches in flight).
+/// keeps more requests waiting with their prefetches in flight). At TP 4 under 0.5.23's
+/// `timeout` policy, the polls that find a prefetch unfinished vote with 21 blocking
+/// all-reduces of 0.5 ms (`prefetch_poll_all_reduces`).
 /// With a 20 000-page host pool the budget never binds.
 #[test]
 fn the_replay_reports_prefetches_the_capacity_limit_refuses() {
@@ -207,11 +209,101 @@ fn the_replay_reports_prefetches_the_capacity_limit_refuses() {
     };
     assert_eq!(
         run("2000"),
-        "prefetches: 166 issued, 26 refused by the prefetch capacity limit (64000 tokens), 0 retries"
+        "prefetches: 166 issued, 26 refused by the prefetch capacity limit (64000 tokens), 0 retries; 21 all-reduces in admission polls and terminations (10 ms)"
     );
     let big = run("20000");
     assert!(
         big.contains(", 0 refused by the prefetch capacity limit (640000 tokens)"),
         "{big}"
     );
+}
+
+/// The blocking all-reduces of an L3 prefetch's admission polls, per tree
+/// (`hicache_sim::release::step_sync::prefetch_poll_all_reduces`), at 0.5 ms each
+/// (`compute.prefetch_poll_sync`). One request whose 4 pages are only in L3 (latency
+/// 50 ms) arrives at an idle server: its first poll finds the prefetch unfinished (the
+/// server spins idle, nothing waits on it), the poll at the prefetch's end admits it.
+/// - `HiRadixCache` (0.5.14–0.5.18), `wait_complete`: MAX at both polls and MIN at the
+///   termination: 3 all-reduces, the last two (1 ms) before the prefill.
+/// - `HiRadixCache`, `best_effort`: no vote; the MIN at the first poll: 0.5 ms.
+/// - `UnifiedRadixCache` (0.5.19–0.5.23), `timeout`: MAX at the unfinished poll only:
+///   1 all-reduce, none on the clock. `wait_complete`: none.
+#[test]
+fn prefetch_polls_all_reduce_as_each_tree_does() {
+    use hicache_sim::cache::TreeKind;
+    use hicache_sim::units::Duration;
+    let preload: Vec<_> = [1u64, 2, 3, 4].iter().map(|&p| p.into()).collect();
+    let run = |tree: TreeKind, policy: PrefetchPolicy, poll_ns: u64| {
+        let mut c = cfg();
+        c.capacities.l1_pages = 64;
+        c.capacities.l2_pages = 128;
+        c.policy.tree = tree;
+        c.prefetch.prefetch_policy = policy;
+        c.links.storage_latency = Duration(50_000_000);
+        c.scheduler.compute.prefetch_poll_sync = Duration(poll_ns);
+        let (m, t) = replay_timed(&c, [req(0, 0, &[1, 2, 3, 4, 5])], &preload).unwrap();
+        (
+            m.prefetch_poll_all_reduces,
+            t[0].first_token_ns - t[0].arrival_ns,
+        )
+    };
+    use PrefetchPolicy::*;
+    for (tree, policy, count, on_clock_ns) in [
+        (TreeKind::HiRadix, WaitComplete, 3, 1_000_000),
+        (TreeKind::V1, Timeout, 3, 1_000_000),
+        (TreeKind::HiRadix, BestEffort, 1, 500_000),
+        (TreeKind::Unified0523, Timeout, 1, 0),
+        (TreeKind::Unified0523, WaitComplete, 0, 0),
+        (TreeKind::Unified0523, BestEffort, 0, 0),
+    ] {
+        let (n, with) = run(tree, policy, 500_000);
+        let (n0, without) = run(tree, policy, 0);
+        assert_eq!((n, n0), (count, 0), "{tree:?} {policy:?}");
+        assert_eq!(with - without, on_clock_ns, "{tree:?} {policy:?}");
+    }
+}
+
+/// The polls of a request waiting on its L3 prefetch run in every scheduler iteration,
+/// so with another request decoding they lengthen its decode steps: A decodes 200 tokens
+/// (at 100 tok/s, 10 ms a step, `interleaved`) while B, arriving at 1 ms, waits 50 ms
+/// for its prefetch. Under `HiRadixCache`'s `wait_complete` each of A's steps in that
+/// wait pays B's 0.5 ms vote; under `UnifiedRadixCache`'s `wait_complete` none does.
+#[test]
+fn prefetch_polls_lengthen_the_decode_steps_they_run_in() {
+    use hicache_sim::cache::TreeKind;
+    use hicache_sim::runtime::DecodeTimeline;
+    use hicache_sim::units::Duration;
+    let preload: Vec<_> = [1u64, 2, 3, 4].iter().map(|&p| p.into()).collect();
+    let run = |tree: TreeKind, poll_ns: u64| {
+        let mut c = cfg();
+        c.capacities.l1_pages = 64;
+        c.capacities.l2_pages = 128;
+        c.policy.tree = tree;
+        c.prefetch.prefetch_policy = PrefetchPolicy::WaitComplete;
+        c.links.storage_latency = Duration(50_000_000);
+        c.scheduler.decode_timeline = DecodeTimeline::Interleaved;
+        c.scheduler.decode_tokens_per_s = 100.0;
+        c.scheduler.compute.prefetch_poll_sync = Duration(poll_ns);
+        let mut a = req(0, 0, &[10, 11]);
+        a.output_tokens = 200;
+        let b = req(1, 1_000_000, &[1, 2, 3, 4, 5]);
+        let (m, t) = replay_timed(&c, [a, b], &preload).unwrap();
+        (
+            m.prefetch_poll_all_reduces,
+            t[0].finish_ns,
+            t[1].first_token_ns,
+        )
+    };
+    // Without the votes: B's prefetch ends at 51.x ms, inside A's step of 46.4–56.4 ms;
+    // B is admitted at 56.4 ms and prefilled by 59.6 ms; A ends at 1 999.6 ms.
+    let without = (0, 1_999_612_277, 59_612_277);
+    assert_eq!(run(TreeKind::HiRadix, 0), without);
+    // HiRadixCache: the polls at 6.4, 16.9, 27.4, 37.9 and 48.4 ms find B unfinished
+    // (0.5 ms each on A's step), the one at 58.9 ms admits it with its MAX and MIN
+    // (1 ms before B's prefill): 7 all-reduces, 3.5 ms on both requests.
+    assert_eq!(
+        run(TreeKind::HiRadix, 500_000),
+        (7, 1_999_612_277 + 3_500_000, 59_612_277 + 3_500_000)
+    );
+    assert_eq!(run(TreeKind::Unified0523, 500_000), without);
 }

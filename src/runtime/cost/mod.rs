@@ -85,6 +85,20 @@ pub struct Compute {
         deserialize_with = "crate::units::duration_with_unit"
     )]
     pub hicache_step_sync: Duration,
+    /// One blocking all-reduce of an L3 prefetch's admission poll or termination
+    /// ([`crate::release::step_sync::prefetch_poll_all_reduces`],
+    /// [`crate::release::step_sync::prefetch_finalise_all_reduces`]: how many each tree
+    /// and policy make). The scheduler iteration that polls pays them before its forward:
+    /// the prefill batch's, or the decode step's when no batch forms. A scenario sets it
+    /// to 0.5 ms (the 4-rank gloo all-reduce of sglang PR
+    /// <https://github.com/sgl-project/sglang/pull/39903>) with an L3 tier, a modelled
+    /// clock and more than one rank in the attention-TP group; default 0 (not written into
+    /// outputs). Needs a unit (`500us`).
+    #[serde(
+        skip_serializing_if = "is_zero",
+        deserialize_with = "crate::units::duration_with_unit"
+    )]
+    pub prefetch_poll_sync: Duration,
     /// Speculative decoding from the launch command (`speculative`): in the clock of
     /// `table` and `roofline` when it is an MTP chain; not written while unset.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -103,6 +117,7 @@ impl Default for Compute {
             compute_scale: 1.0,
             hit_cost_per_cached_token: Duration(0),
             hicache_step_sync: Duration(0),
+            prefetch_poll_sync: Duration(0),
             speculative: None,
         }
     }
