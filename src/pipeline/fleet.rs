@@ -239,17 +239,41 @@ pub(super) fn replay_fleet(
         })?
     };
     let warmup = usize::try_from(cfg.measurement.warmup_requests).unwrap_or(usize::MAX);
-    let mut per_engine = Vec::with_capacity(spec.engines as usize);
-    for e in 0..spec.engines as u16 {
-        let mut per_rank = Vec::with_capacity(ranks as usize);
-        for r in 0..ranks {
+    // Every (engine, rank)'s configuration, engine-major: its own warm-up share.
+    let cfgs: Vec<ReplayConfig> = (0..spec.engines as u16)
+        .flat_map(|e| (0..ranks).map(move |r| (e, r)))
+        .map(|(e, r)| {
             let mut c = cfg.clone();
             c.capacities.dp_ranks = 1;
             c.measurement.warmup_requests =
                 slots.iter().take(warmup).filter(|&&x| x == (e, r)).count() as u64;
-            let share = |i: usize| slots.get(i) == Some(&(e, r));
-            per_rank.push(super::replay_share(path, opts, &c, limit, factor, &share)?);
-        }
+            c
+        })
+        .collect();
+    let mut slot = |i: u64| {
+        let &(e, r) = slots.get(usize::try_from(i).ok()?)?;
+        Some(usize::from(e) * ranks as usize + r as usize)
+    };
+    // One read of the trace with every scheduler side by side, their L3 stores shared
+    // (`runtime.replay.l3_scope`); else each share apart (each its own L3: said in
+    // `unverified`).
+    let mut flat =
+        match super::replay_side_by_side(path, opts, &cfgs, ranks as usize, cfg, limit, &mut slot)?
+        {
+            Some(m) => m,
+            None => {
+                let mut out = Vec::with_capacity(cfgs.len());
+                for (k, c) in cfgs.iter().enumerate() {
+                    let (e, r) = ((k / ranks as usize) as u16, (k % ranks as usize) as u32);
+                    let share = |i: usize| slots.get(i) == Some(&(e, r));
+                    out.push(super::replay_share(path, opts, c, limit, factor, &share)?);
+                }
+                out
+            }
+        };
+    let mut per_engine = Vec::with_capacity(spec.engines as usize);
+    for _ in 0..spec.engines {
+        let mut per_rank: Vec<ReplayMetrics> = flat.drain(..ranks as usize).collect();
         per_engine.push(if ranks > 1 {
             crate::runtime::dp::merge(per_rank)
         } else {

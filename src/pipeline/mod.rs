@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 use crate::error::InputError;
 use crate::runtime::cost::ComputeSource;
 use crate::runtime::dp::DpBalance;
+use crate::runtime::l3_store::L3Scope;
 use crate::runtime::{Capacities, Links, ReplayConfig, ReplayMetrics, Timing};
 use crate::scenario::{RuntimeSection, Scenario};
 use crate::startup::{MonteCarlo, Outcome, StartupPlan};
@@ -97,7 +98,33 @@ pub const SWA_TREE_DRAFT_UNMODELLED: &str = "with a speculative draft the SWA tr
 
 /// Several trees with an L3 (engines behind a router, DP-attention ranks): each keeps
 /// its own storage here.
-pub const L3_PER_TREE_UNMODELLED: &str = "each engine and each DP-attention rank keeps its own L3 here, holding only the pages it wrote itself, where SGLang's storage backends are a store every server pointed at it reads (Mooncake, 3FS, NIXL, a file backend on a shared path): a page another engine or rank wrote (the same prompt, model and key layout) would be an L3 hit there, so the L3 hits here are a lower bound and the misses an upper one";
+/// A file (or shared-memory) backend's store is on each node (`/tmp/hicache`): the DP ranks
+/// of an engine on several nodes do not all share it, where the replay gives each
+/// engine one store.
+pub const L3_FILE_PER_NODE_UNMODELLED: &str = "a file or shared-memory backend's store is on each node (the file backend's SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR, default /tmp/hicache): this engine's DP-attention ranks span several nodes, each node's ranks sharing their own, where the replay gives the engine one store; set runtime.replay.l3_scope (rank, engine, fleet) to bound it";
+
+/// The default `runtime.replay.l3_scope` for `--hicache-storage-backend`
+/// ([`crate::runtime::l3_store`]): a file backend's directory is on each node (one
+/// engine's); Mooncake, 3FS (its metadata server), EIC and AIBrix are one store every
+/// server reads; the other backends are taken to be one store too, and said so
+/// ([`l3_scope_assumed`]).
+pub fn l3_scope(backend: Option<crate::domain::StorageBackend>) -> L3Scope {
+    use crate::domain::StorageBackend as B;
+    match backend {
+        Some(B::File | B::Shm) => L3Scope::Engine,
+        _ => L3Scope::Fleet,
+    }
+}
+
+/// Whether [`l3_scope`]'s default for `backend` is an assumption (its key layout not
+/// read): every backend but the file, shared-memory, Mooncake, 3FS, EIC and AIBrix ones.
+fn l3_scope_assumed(backend: Option<crate::domain::StorageBackend>) -> bool {
+    use crate::domain::StorageBackend as B;
+    !matches!(
+        backend,
+        None | Some(B::File | B::Shm | B::Mooncake | B::Hf3fs | B::Eic | B::Aibrix)
+    )
+}
 
 /// What the final replay configuration adds to a scenario's reasons for `unverified`:
 /// a timed replay on the SWA tree (`runtime::TIMED_SWA_UNMODELLED`: its decode KV taken
@@ -120,7 +147,27 @@ pub fn replay_config_unverified(s: Option<&Scenario>, cfg: &ReplayConfig) -> Vec
         .and_then(|r| r.router.as_ref())
         .map_or(1, |r| r.engines);
     if cfg.has_storage() && (engines > 1 || cfg.capacities.dp_ranks > 1) {
-        out.push(L3_PER_TREE_UNMODELLED.to_string());
+        let given = s
+            .runtime
+            .as_ref()
+            .is_some_and(|r| r.replay.contains_key("l3_scope"));
+        let backend = s.server.hicache_storage_backend;
+        // Every replay with an L3 runs a deployment's schedulers side by side on their
+        // shared stores (the plain-page LRU and the SWA tree, replayed one scheduler at
+        // a time, have no L3).
+        if given {
+            // The user's own scope.
+        } else if cfg.capacities.l3_scope == L3Scope::Engine
+            && cfg.capacities.dp_ranks > 1
+            && s.layout.nnodes > 1
+        {
+            out.push(L3_FILE_PER_NODE_UNMODELLED.to_string());
+        } else if l3_scope_assumed(backend) {
+            out.push(format!(
+                "the {} storage backend's store is taken to be one store every engine and DP-attention rank reads and writes (its key layout is not read here): set runtime.replay.l3_scope (rank, engine, fleet) if each engine or scheduler has its own",
+                backend.map_or("configured", |b| crate::domain::choices::Choice::id(b))
+            ));
+        }
     }
     if let ComputeSource::Table {
         node,
@@ -265,6 +312,7 @@ pub fn replay_config_without_swa(
     // by the controller's method; one not modelled is refused, never replayed as
     // round-robin.
     cfg.capacities.dp_ranks = s.layout.dp_size.max(1);
+    cfg.capacities.l3_scope = l3_scope(sv.hicache_storage_backend);
     // `auto` is `follow_bootstrap_room` on a PD prefill server
     // (`serving_hook.py: handle_load_balance_method`), round-robin elsewhere.
     let prefill_server = sv.disaggregation_mode.is_prefill();
@@ -556,16 +604,32 @@ pub fn run_replay(
             .field("runtime.replay.timing"));
         }
         // `round_robin_scheduler`: request i of the trace (arrival order) to rank i mod
-        // N, each rank its own tree and pools (`runtime::dp`).
-        let mut per_rank = Vec::with_capacity(ranks as usize);
-        for r in 0..ranks {
-            let mut c = cfg.clone();
-            c.capacities.dp_ranks = 1;
-            c.measurement.warmup_requests =
-                crate::runtime::dp::warmup_share(cfg.measurement.warmup_requests, r, ranks);
-            let share = |i: usize| crate::runtime::dp::round_robin_rank(i as u64, ranks) == r;
-            per_rank.push(replay_share(path, &opts, &c, limit, factor, &share)?);
-        }
+        // N, each rank its own tree and pools (`runtime::dp`), their L3 stores shared
+        // (`runtime.replay.l3_scope`).
+        let cfgs: Vec<ReplayConfig> = (0..ranks)
+            .map(|r| {
+                let mut c = cfg.clone();
+                c.capacities.dp_ranks = 1;
+                c.measurement.warmup_requests =
+                    crate::runtime::dp::warmup_share(cfg.measurement.warmup_requests, r, ranks);
+                c
+            })
+            .collect();
+        let mut slot = |i: u64| Some(crate::runtime::dp::round_robin_rank(i, ranks) as usize);
+        let per_rank =
+            match replay_side_by_side(path, &opts, &cfgs, ranks as usize, cfg, limit, &mut slot)? {
+                Some(m) => m,
+                // One scheduler at a time (each its own L3: said in `unverified`).
+                None => {
+                    let mut per_rank = Vec::with_capacity(ranks as usize);
+                    for (r, c) in (0..ranks).zip(&cfgs) {
+                        let share =
+                            |i: usize| crate::runtime::dp::round_robin_rank(i as u64, ranks) == r;
+                        per_rank.push(replay_share(path, &opts, c, limit, factor, &share)?);
+                    }
+                    per_rank
+                }
+            };
         crate::runtime::dp::merge(per_rank)
     };
     nothing_to_measure(
@@ -633,6 +697,38 @@ pub fn router_events(
 
 /// One replay of the trace at `path`: those of its first `limit` requests whose index
 /// (trace order) `share` keeps (a DP rank's, an engine's, or all).
+/// The trace read once through [`crate::runtime::replay_side_by_side`]: `cfgs`'
+/// schedulers (`ranks` per engine) side by side, their L3 stores shared as `cfg`'s
+/// `l3_scope` says. `None` where the configuration replays one scheduler at a time.
+/// (Untimed: the slowdown factor moves no figure.)
+pub(super) fn replay_side_by_side(
+    path: &str,
+    opts: &TraceOptions,
+    cfgs: &[ReplayConfig],
+    ranks: usize,
+    cfg: &ReplayConfig,
+    limit: u64,
+    slot: &mut dyn FnMut(u64) -> Option<usize>,
+) -> Result<Option<Vec<ReplayMetrics>>, InputError> {
+    if cfgs.is_empty() || !crate::runtime::side_by_side_ok(&cfgs[0]) {
+        return Ok(None);
+    }
+    let mut reader = open_trace_with(std::path::Path::new(path), opts, cfg.capacities.page_size)?;
+    let mut err: Option<InputError> = None;
+    let metrics = {
+        let requests =
+            until_error(reader.by_ref(), &mut err).take(limit.min(usize::MAX as u64) as usize);
+        crate::runtime::replay_side_by_side(cfgs, ranks, cfg.capacities.l3_scope, requests, slot)
+            .expect("checked: side by side")
+            .map_err(|e| InputError::new(path, e.to_string()))
+    };
+    reader.finish()?;
+    if let Some(e) = err {
+        return Err(e);
+    }
+    metrics.map(Some)
+}
+
 fn replay_share(
     path: &str,
     opts: &TraceOptions,

@@ -135,6 +135,9 @@ pub struct Capacities {
     /// How the `DataParallelController` picks a rank (`--load-balance-method`); the
     /// load-reading methods run in the timed replay only.
     pub dp_balance: super::dp::DpBalance,
+    /// Which of a deployment's schedulers (DP-attention ranks, engines) share one L3
+    /// store ([`super::l3_store::L3Scope`]; default `fleet`, every one).
+    pub l3_scope: super::l3_store::L3Scope,
     /// A sliding-window model's SWA pool (`SWATokenToKVPoolAllocator`'s second pool)
     /// and window: the tree then runs 0.5.23's SWA component
     /// ([`crate::cache::SwaRadixTree`]). `None`: one full-attention pool (every output
@@ -175,6 +178,7 @@ impl Default for Capacities {
             num_layers: 32,
             dp_ranks: 1,
             dp_balance: super::dp::DpBalance::RoundRobin,
+            l3_scope: super::l3_store::L3Scope::Fleet,
             swa: None,
         }
     }
@@ -527,6 +531,9 @@ struct ReplayFields {
     /// Not written while round-robin (SGLang's default: every output as before).
     #[serde(default, skip_serializing_if = "is_round_robin")]
     dp_balance: super::dp::DpBalance,
+    /// Not written while `fleet` (every scheduler shares one store).
+    #[serde(default, skip_serializing_if = "is_fleet")]
+    l3_scope: super::l3_store::L3Scope,
     /// Not written while absent (no SWA pool: every output as before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     swa: Option<SwaPool>,
@@ -546,6 +553,10 @@ fn is_batched(m: &LoadBackMode) -> bool {
 
 fn is_at_host_admission(r: &L3WriteRule) -> bool {
     *r == L3WriteRule::AtHostAdmission
+}
+
+fn is_fleet(s: &super::l3_store::L3Scope) -> bool {
+    *s == super::l3_store::L3Scope::Fleet
 }
 
 fn is_one(n: &u32) -> bool {
@@ -571,6 +582,7 @@ impl From<ReplayFields> for ReplayConfig {
                 num_layers: f.num_layers,
                 dp_ranks: f.dp_ranks,
                 dp_balance: f.dp_balance,
+                l3_scope: f.l3_scope,
                 swa: f.swa,
             },
             policy: TreePolicy {
@@ -716,6 +728,7 @@ impl From<ReplayConfig> for ReplayFields {
             debug_checks: measurement.debug_checks,
             dp_ranks: capacities.dp_ranks,
             dp_balance: capacities.dp_balance,
+            l3_scope: capacities.l3_scope,
             swa: capacities.swa,
             load_back: policy.load_back,
             write_back_threshold: policy.write_back_threshold,

@@ -28,6 +28,7 @@ pub mod config;
 pub mod cost;
 pub mod dp;
 pub mod frontend;
+pub mod l3_store;
 pub mod metrics;
 mod overrides;
 pub mod pd;
@@ -155,6 +156,33 @@ pub fn replay<I: IntoIterator<Item = Request>>(
         Timing::On if cfg.capacities.dp_ranks > 1 => timed::lockstep::run(cfg, requests),
         Timing::On => timed::run(cfg, requests),
     }
+}
+
+/// Several schedulers (DP-attention ranks, engines of `ranks` ranks each, engine-major)
+/// side by side without time, in trace order: scheduler `k` replays with `cfgs[k]` the
+/// requests `slot` gives it, their L3 stores shared as `scope` says (`runtime::l3_store`).
+/// Each scheduler's figures, in order; `None` where the configuration replays one
+/// scheduler at a time only (the plain-page LRU, an SWA pool): replay each share apart.
+pub fn replay_side_by_side<I: IntoIterator<Item = Request>>(
+    cfgs: &[ReplayConfig],
+    ranks: usize,
+    scope: l3_store::L3Scope,
+    requests: I,
+    slot: &mut dyn FnMut(u64) -> Option<usize>,
+) -> Option<Result<Vec<ReplayMetrics>, ReplayError>> {
+    let first = cfgs.first()?;
+    if !side_by_side_ok(first) {
+        return None;
+    }
+    Some(untimed::run_side_by_side(
+        cfgs, ranks, scope, requests, slot,
+    ))
+}
+
+/// Whether [`replay_side_by_side`] replays `cfg`'s schedulers (untimed, the leaf-only
+/// LRU tree, no SWA pool).
+pub fn side_by_side_ok(cfg: &ReplayConfig) -> bool {
+    cfg.measurement.timing == Timing::Off && untimed::runs_side_by_side(cfg)
 }
 
 /// Engines behind SGLang's router, timed (`timing: on`; `runtime::timed::fleet`): the

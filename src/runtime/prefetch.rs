@@ -77,7 +77,7 @@ impl<R: TreeRules> Session<R> {
             return Admission::RateLimited;
         }
         self.m.prefetches_issued += 1;
-        let hit = self.storage.as_mut().map_or(0, |st| st.hit_run(span));
+        let hit = self.storage.as_ref().map_or(0, |st| st.get().hit_run(span));
         if hit * self.ps < thr {
             return Admission::Revoked;
         }

@@ -1,9 +1,10 @@
 //! State shared by the timed and untimed replays: the tree, the L3
 //! store, the prefetch budget, and the metric accumulators.
 
-use crate::cache::{HiRadixTree, HostMemoryMode, Storage, TreeConfig, TreeRules};
+use crate::cache::{HiRadixTree, HostMemoryMode, TreeConfig, TreeRules};
 
 use super::config::ReplayConfig;
+use super::l3_store::StoreHandle;
 use super::metrics::{ReplayMetrics, TimelinePoint};
 
 /// Per-request hit split, in pages.
@@ -19,7 +20,9 @@ pub(crate) struct Hits {
 pub(crate) struct Session<R: TreeRules> {
     pub cfg: ReplayConfig,
     pub tree: HiRadixTree<R>,
-    pub storage: Option<Storage>,
+    /// Its L3 store: its own, or one its deployment's schedulers share
+    /// ([`super::l3_store`]).
+    pub storage: Option<StoreHandle>,
     pub m: ReplayMetrics,
     pub ps: u64,
     /// `prefetch_tokens_occupied`.
@@ -67,7 +70,9 @@ impl<R: TreeRules> Session<R> {
         Self {
             cfg: cfg.clone(),
             tree,
-            storage: cfg.has_storage().then(|| Storage::new(cfg.l3_capacity())),
+            storage: cfg
+                .has_storage()
+                .then(|| StoreHandle::new(cfg.l3_capacity())),
             m: ReplayMetrics::default(),
             ps: u64::from(cfg.capacities.page_size),
             prefetch_occupied: 0,
@@ -78,6 +83,19 @@ impl<R: TreeRules> Session<R> {
             storage_hit_pages: 0,
             span: Vec::new(),
         }
+    }
+
+    /// Reads and writes `store`, which other schedulers share, instead of its own L3
+    /// (nothing without an L3 tier). Before its first request.
+    pub fn share_store(&mut self, store: StoreHandle) {
+        if self.storage.is_some() {
+            self.storage = Some(store);
+        }
+    }
+
+    /// A handle on its L3 store for another scheduler to share.
+    pub fn store_to_share(&self) -> Option<StoreHandle> {
+        self.storage.as_ref().map(StoreHandle::share)
     }
 
     /// Pages a buffer_only prefetch may stage now: the budget staged prefetches do not
@@ -155,8 +173,8 @@ impl<R: TreeRules> Session<R> {
     /// Writes `pages` to L3 (after a D2H ack, or through the bounce buffer); returns
     /// the pages storage did not hold.
     pub fn write_storage(&mut self, pages: &[crate::cache::PageKey]) -> u64 {
-        if let Some(s) = self.storage.as_mut() {
-            let new = s.write(pages);
+        if let Some(s) = self.storage.as_ref() {
+            let new = s.get().write(pages);
             self.m.l3_write_bytes += new * self.ps * self.cfg.capacities.bytes_per_token;
             new
         } else {
@@ -196,6 +214,7 @@ impl<R: TreeRules> Session<R> {
             crate::release::StorageWriteGate::WriteThreshold => {
                 self.tree.take_storage_intents(out);
                 if let Some(st) = self.storage.as_ref() {
+                    let st = st.peek();
                     out.retain(|&p| !st.contains(p));
                 }
                 out.sort_unstable();
@@ -223,7 +242,9 @@ impl<R: TreeRules> Session<R> {
         m.peak_host_device_resident_pages = st.peak_host_device_resident;
         m.peak_host_only_pages = st.peak_host_only;
         m.peak_host_pages = st.peak_host_used;
-        if let Some(s) = &self.storage {
+        // A shared store's figures once, from the scheduler that made it.
+        if let Some(s) = self.storage.as_ref().filter(|s| s.reports()) {
+            let s = s.peek();
             m.final_storage_pages = s.len();
             m.storage_evicted_pages = s.evicted_pages;
         }

@@ -80,6 +80,79 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
     Ok(s.finish())
 }
 
+/// Whether [`run_side_by_side`] replays `cfg`'s schedulers: the leaf-only LRU tree
+/// without an SWA pool (the plain-page and SWA replays run one scheduler at a time).
+pub(crate) fn runs_side_by_side(cfg: &ReplayConfig) -> bool {
+    cfg.policy.lru_mode == LruMode::LeafOnly && cfg.capacities.swa.is_none()
+}
+
+/// Several schedulers side by side without time (DP-attention ranks, engines, `ranks`
+/// of each, engine-major): scheduler `k` replays with `cfgs[k]` (its own tree and
+/// pools, its own warm-up) the requests `slot` gives it, in trace order, so that the L3
+/// stores `scope` makes them share ([`super::l3_store`]) hold every page written
+/// before a read. Each scheduler's figures, in order; [`runs_side_by_side`] configurations
+/// only.
+pub(crate) fn run_side_by_side<I: IntoIterator<Item = Request>>(
+    cfgs: &[ReplayConfig],
+    ranks: usize,
+    scope: super::l3_store::L3Scope,
+    requests: I,
+    slot: &mut dyn FnMut(u64) -> Option<usize>,
+) -> Result<Vec<ReplayMetrics>, ReplayError> {
+    let Some(first) = cfgs.first() else {
+        return Ok(Vec::new());
+    };
+    for c in cfgs {
+        c.validate()?;
+    }
+    match first.policy.tree {
+        TreeKind::V1 => side_by_side::<V1, _>(cfgs, ranks, scope, requests, slot),
+        TreeKind::Unified0523 => side_by_side::<Unified0523, _>(cfgs, ranks, scope, requests, slot),
+        TreeKind::HiRadix => side_by_side::<HiRadix, _>(cfgs, ranks, scope, requests, slot),
+    }
+}
+
+fn side_by_side<R: TreeRules, I: IntoIterator<Item = Request>>(
+    cfgs: &[ReplayConfig],
+    ranks: usize,
+    scope: super::l3_store::L3Scope,
+    requests: I,
+    slot: &mut dyn FnMut(u64) -> Option<usize>,
+) -> Result<Vec<ReplayMetrics>, ReplayError> {
+    let mut sessions: Vec<Session<R>> = cfgs.iter().map(Session::<R>::new).collect();
+    {
+        let mut engines: Vec<&mut [Session<R>]> = sessions.chunks_mut(ranks.max(1)).collect();
+        super::l3_store::share_stores(
+            scope,
+            &mut engines,
+            Session::store_to_share,
+            Session::share_store,
+        );
+    }
+    let n = sessions.len();
+    let mut recs: Vec<Vec<crate::cache::BackupRecord>> = vec![Vec::new(); n];
+    // Each scheduler's own request count (its warm-up counts its own requests).
+    let mut local = vec![0u64; n];
+    let scheduler = cfgs[0].policy.call_pattern == CallPattern::Scheduler0523;
+    for (index, req) in requests.into_iter().enumerate() {
+        check_request(&cfgs[0], index as u64, &req)?;
+        // A request no scheduler takes (`None`) is not replayed.
+        let Some(k) = slot(index as u64).filter(|&k| k < n) else {
+            continue;
+        };
+        let s = &mut sessions[k];
+        let h = if scheduler {
+            process_scheduler(s, &req.page_hashes, req.input_tokens, &mut recs[k])
+        } else {
+            process(s, &req.page_hashes, &mut recs[k])
+        };
+        s.record(local[k], req.input_tokens, req.page_hashes.len() as u64, h);
+        local[k] += 1;
+        crate::workload::recycle_pages(req.page_hashes);
+    }
+    Ok(sessions.into_iter().map(Session::finish).collect())
+}
+
 /// Engines side by side, one tree each (`cfg` is one engine's), for a router fed by
 /// their KV events (`runtime::router::dynamo_kv`): before each request, every engine's
 /// tiers of its pages as the events publish them ([`crate::cache::HiRadixTree::peek_tiers`]:
@@ -488,14 +561,14 @@ fn drain_backups<R: TreeRules>(s: &mut Session<R>, recs: &mut Vec<crate::cache::
     s.tree.take_backups(recs);
     for r in recs.iter() {
         s.tree.backup_acked(r);
-        if let Some(st) = s.storage.as_mut() {
+        if let Some(st) = s.storage.as_ref() {
             // `write_backup_storage`: nothing when the host copy is gone by the ack;
             // else every page the backup moved, split fragments included.
             if !s.tree.config().l3_at_host_eviction
                 && s.tree.backup_span(r, &mut s.span)
                 && s.tree.node(r.node).backed_up
             {
-                let new = st.write(&s.span);
+                let new = st.get().write(&s.span);
                 s.m.l3_write_bytes += new * s.ps * s.cfg.capacities.bytes_per_token;
             }
         }

@@ -285,6 +285,10 @@ fn run_engines<I: Iterator<Item = Request>, S: Rank, C: ChooseEngine<S>>(
         };
         engines.push(make(&c, feed)?);
     }
+    {
+        let mut each: Vec<&mut [S]> = engines.chunks_mut(1).collect();
+        super::rank::share_stores(cfg.capacities.l3_scope, &mut each);
+    }
     let mut src = requests.enumerate().peekable();
     // Requests sent to each engine (its count: its requests carry trace positions).
     let mut sent = vec![0u64; n as usize];
@@ -509,7 +513,7 @@ fn run_dp_engines<I: Iterator<Item = Request>, S: Rank, C: ChooseDpWorker<S>>(
         queues: (0..n * ranks).map(|_| VecDeque::new()).collect(),
     }));
     let c = super::lockstep::rank_config(cfg);
-    let mut engines = Vec::with_capacity(n);
+    let mut all = Vec::with_capacity(n);
     for e in 0..n {
         let mut sims = Vec::with_capacity(ranks);
         for r in 0..ranks {
@@ -519,8 +523,16 @@ fn run_dp_engines<I: Iterator<Item = Request>, S: Rank, C: ChooseDpWorker<S>>(
             };
             sims.push(make(&c, feed)?);
         }
-        engines.push(Lockstep::new(cfg, sims));
+        all.push(sims);
     }
+    {
+        let mut each: Vec<&mut [S]> = all.iter_mut().map(Vec::as_mut_slice).collect();
+        super::rank::share_stores(cfg.capacities.l3_scope, &mut each);
+    }
+    let mut engines: Vec<Lockstep<S>> = all
+        .into_iter()
+        .map(|sims| Lockstep::new(cfg, sims))
+        .collect();
     let mut src = requests.enumerate().peekable();
     // Requests sent to each engine, and to each of the router's workers.
     let mut sent = vec![0u64; n];

@@ -244,7 +244,7 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
         c.capacities.dp_ranks = 1;
         c
     };
-    let mut prefill = Vec::with_capacity(n);
+    let mut all = Vec::with_capacity(n);
     for e in 0..n {
         let mut sims = Vec::with_capacity(ranks);
         for r in 0..ranks {
@@ -268,12 +268,23 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
             });
             sims.push(s);
         }
-        prefill.push(if ranks > 1 {
-            Prefill::Dp(Lockstep::new(&pcfg, sims))
-        } else {
-            Prefill::One(sims.pop().expect("one rank"))
-        });
+        all.push(sims);
     }
+    // The prefill servers' L3 (`runtime.replay.l3_scope`).
+    {
+        let mut each: Vec<&mut [S]> = all.iter_mut().map(Vec::as_mut_slice).collect();
+        super::rank::share_stores(cfg.capacities.l3_scope, &mut each);
+    }
+    let mut prefill: Vec<_> = all
+        .into_iter()
+        .map(|mut sims| {
+            if ranks > 1 {
+                Prefill::Dp(Lockstep::new(&pcfg, sims))
+            } else {
+                Prefill::One(sims.pop().expect("one rank"))
+            }
+        })
+        .collect();
 
     // Each decode server's DP-attention ranks (the same launch's `--dp`), each with its
     // own pool and preallocation queue, server-major; the server's controller deals its

@@ -10,6 +10,7 @@ use std::rc::Rc;
 use crate::cache::TreeRules;
 use crate::runtime::ReplayError;
 use crate::runtime::dp::round_robin_rank;
+use crate::runtime::l3_store::{L3Scope, StoreHandle};
 use crate::units::Nanos;
 use crate::workload::Request;
 
@@ -113,6 +114,16 @@ pub(crate) trait Rank {
     fn pull(&mut self) -> Result<(), ReplayError>;
     /// Its end, for the deployment's figures.
     fn finish(self) -> super::RunEnd;
+    /// A handle on its L3 store for the deployment's other schedulers (`None`: no L3).
+    fn store_to_share(&self) -> Option<StoreHandle>;
+    /// Reads and writes `store` instead of its own L3 (before its first request).
+    fn share_store(&mut self, store: StoreHandle);
+}
+
+/// Gives the ranks of `engines` (each engine's ranks) the L3 stores `scope` says they
+/// share ([`crate::runtime::l3_store::share_stores`]).
+pub(super) fn share_stores<S: Rank>(scope: L3Scope, engines: &mut [&mut [S]]) {
+    crate::runtime::l3_store::share_stores(scope, engines, S::store_to_share, S::share_store);
 }
 
 /// What a router that reads the engines' caches and tracks each request (Dynamo's KV
@@ -201,5 +212,13 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Rank for Sim<I, R> {
 
     fn finish(self) -> super::RunEnd {
         Sim::finish(self)
+    }
+
+    fn store_to_share(&self) -> Option<StoreHandle> {
+        self.s.store_to_share()
+    }
+
+    fn share_store(&mut self, store: StoreHandle) {
+        self.s.share_store(store)
     }
 }

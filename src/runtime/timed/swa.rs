@@ -620,4 +620,12 @@ impl<I: Iterator<Item = (u64, Request)>> super::rank::Rank for Sim<I> {
     fn finish(self) -> RunEnd {
         Sim::finish(self)
     }
+
+    fn store_to_share(&self) -> Option<crate::runtime::l3_store::StoreHandle> {
+        self.s.store_to_share()
+    }
+
+    fn share_store(&mut self, store: crate::runtime::l3_store::StoreHandle) {
+        self.s.share_store(store)
+    }
 }

@@ -1,0 +1,201 @@
+//! Which schedulers read and write one L3 store.
+//!
+//! SGLang's storage key of a page is its token hash chain and the backend's layout
+//! suffix, with no DP rank, instance or engine in it (0.5.14–0.5.23,
+//! `managers/cache_controller.py: _generate_storage_config` gives a backend the
+//! attention-TP rank under DP attention; `mem_cache/hicache_storage.py: HiCacheFile`
+//! keys `{hash}_{model}[_{tp_rank}_{tp_size}]`, MLA without the rank;
+//! `storage/mooncake_store/mooncake_store.py` `[{tag}_{model}_]{hash}_{rank}_k`, MLA
+//! `{hash}__k`). So every DP-attention rank of a server, and every server of the same
+//! launch pointed at the same store, writes and finds the same keys: a page one of them
+//! wrote is an L3 hit for the others, and a page already stored is not written again
+//! (`batch_set_v1` / `HiCacheFile.set` skip existing keys). A file backend's store is a
+//! directory (`SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR`, default `/tmp/hicache`): the
+//! ranks of one node share it, servers on other nodes do not unless it is a shared path.
+//! 3FS with its local metadata client keeps each process's index in memory: nothing is
+//! shared.
+//!
+//! A page written by one rank is visible to the others from the moment its write is
+//! issued here, not when the write ends (as for one rank's own pages).
+
+use std::cell::{Ref, RefCell, RefMut};
+use std::rc::Rc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cache::Storage;
+
+/// `runtime.replay.l3_scope`: which schedulers of a replayed deployment share one L3
+/// store. Only a deployment of several schedulers (DP-attention ranks, engines) is
+/// affected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum L3Scope {
+    /// One store for every engine and rank: Mooncake, NIXL, EIC, 3FS with its metadata
+    /// server, a file backend on a shared path.
+    #[default]
+    Fleet,
+    /// One store per engine, shared by its DP-attention ranks: a file backend on each
+    /// node's local disk (one node per engine).
+    Engine,
+    /// One store per scheduler: 3FS with its local metadata client.
+    Rank,
+}
+
+impl L3Scope {
+    pub fn id(self) -> &'static str {
+        match self {
+            L3Scope::Fleet => "fleet",
+            L3Scope::Engine => "engine",
+            L3Scope::Rank => "rank",
+        }
+    }
+}
+
+/// A scheduler's handle on its L3 store, its own or one it shares. The figures of a
+/// shared store (its pages, its evictions) are reported once, by the handle that made
+/// it, so that summing the ranks' figures counts each store once.
+pub(crate) struct StoreHandle {
+    store: Rc<RefCell<Storage>>,
+    reports: bool,
+}
+
+impl StoreHandle {
+    /// A new store of `capacity` pages (`u64::MAX`: unbounded), reported by this handle.
+    pub fn new(capacity: u64) -> Self {
+        StoreHandle {
+            store: Rc::new(RefCell::new(Storage::new(capacity))),
+            reports: true,
+        }
+    }
+
+    /// Another scheduler's handle on the same store; it does not report its figures.
+    pub fn share(&self) -> Self {
+        StoreHandle {
+            store: Rc::clone(&self.store),
+            reports: false,
+        }
+    }
+
+    pub fn get(&self) -> RefMut<'_, Storage> {
+        self.store.borrow_mut()
+    }
+
+    pub fn peek(&self) -> Ref<'_, Storage> {
+        self.store.borrow()
+    }
+
+    /// Whether this handle reports the store's figures.
+    pub fn reports(&self) -> bool {
+        self.reports
+    }
+}
+
+/// Gives the schedulers of `engines` (each its ranks) the stores `scope` says they share:
+/// under [`L3Scope::Fleet`] the first rank's store goes to every other, under
+/// [`L3Scope::Engine`] each engine's first rank's store to its other ranks. `store` and
+/// `share` reach a scheduler's handle (`None`: no L3).
+pub(crate) fn share_stores<S>(
+    scope: L3Scope,
+    engines: &mut [&mut [S]],
+    store: impl Fn(&S) -> Option<StoreHandle>,
+    share: impl Fn(&mut S, StoreHandle),
+) {
+    let mut fleet: Option<StoreHandle> = None;
+    for ranks in engines.iter_mut() {
+        let mut engine: Option<StoreHandle> = None;
+        for s in ranks.iter_mut() {
+            let from = match scope {
+                L3Scope::Rank => None,
+                L3Scope::Engine => engine.as_ref(),
+                L3Scope::Fleet => fleet.as_ref(),
+            };
+            if let Some(h) = from {
+                share(s, h.share());
+                continue;
+            }
+            // The first scheduler of its engine (fleet) keeps its own store.
+            let Some(own) = store(s) else { return };
+            engine = Some(own.share());
+            if fleet.is_none() {
+                fleet = Some(own);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each scheduler's store, as a pointer to compare which share.
+    fn ptrs(v: &[Vec<Option<StoreHandle>>]) -> Vec<Vec<*const RefCell<Storage>>> {
+        v.iter()
+            .map(|e| {
+                e.iter()
+                    .map(|h| Rc::as_ptr(&h.as_ref().unwrap().store))
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn deployment() -> Vec<Vec<Option<StoreHandle>>> {
+        (0..2)
+            .map(|_| (0..2).map(|_| Some(StoreHandle::new(u64::MAX))).collect())
+            .collect()
+    }
+
+    fn run(scope: L3Scope) -> Vec<Vec<Option<StoreHandle>>> {
+        let mut d = deployment();
+        let mut engines: Vec<&mut [Option<StoreHandle>]> =
+            d.iter_mut().map(Vec::as_mut_slice).collect();
+        share_stores(
+            scope,
+            &mut engines,
+            |h| h.as_ref().map(StoreHandle::share),
+            |h, s| *h = Some(s),
+        );
+        d
+    }
+
+    #[test]
+    fn each_scope_shares_as_it_says() {
+        let f = ptrs(&run(L3Scope::Fleet));
+        assert!(f.iter().flatten().all(|&p| p == f[0][0]));
+        let e = ptrs(&run(L3Scope::Engine));
+        assert_eq!(e[0][0], e[0][1]);
+        assert_eq!(e[1][0], e[1][1]);
+        assert_ne!(e[0][0], e[1][0]);
+        let r = ptrs(&run(L3Scope::Rank));
+        assert_ne!(r[0][0], r[0][1]);
+    }
+
+    #[test]
+    fn a_shared_store_is_reported_once() {
+        let d = run(L3Scope::Fleet);
+        let reporting = d
+            .iter()
+            .flatten()
+            .filter(|h| h.as_ref().unwrap().reports())
+            .count();
+        assert_eq!(reporting, 1);
+        let d = run(L3Scope::Engine);
+        let reporting = d
+            .iter()
+            .flatten()
+            .filter(|h| h.as_ref().unwrap().reports())
+            .count();
+        assert_eq!(reporting, 2);
+    }
+
+    #[test]
+    fn a_page_one_writes_the_other_finds() {
+        let a = StoreHandle::new(u64::MAX);
+        let b = a.share();
+        assert_eq!(a.get().write(&[1u64.into(), 2u64.into()]), 2);
+        assert_eq!(b.get().hit_run(&[1u64.into(), 2u64.into(), 3u64.into()]), 2);
+        // Already stored: not written again.
+        assert_eq!(b.get().write(&[2u64.into(), 3u64.into()]), 1);
+        assert_eq!(a.peek().len(), 3);
+    }
+}
