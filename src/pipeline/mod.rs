@@ -98,20 +98,15 @@ pub const SWA_TREE_DRAFT_UNMODELLED: &str = "with a speculative draft the SWA tr
 
 /// Several trees with an L3 (engines behind a router, DP-attention ranks): each keeps
 /// its own storage here.
-/// A file (or shared-memory) backend's store is on each node (`/tmp/hicache`): the DP ranks
-/// of an engine on several nodes do not all share it, where the replay gives each
-/// engine one store.
-pub const L3_FILE_PER_NODE_UNMODELLED: &str = "a file or shared-memory backend's store is on each node (the file backend's SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR, default /tmp/hicache): this engine's DP-attention ranks span several nodes, each node's ranks sharing their own, where the replay gives the engine one store; set runtime.replay.l3_scope (rank, engine, fleet) to bound it";
-
 /// The default `runtime.replay.l3_scope` for `--hicache-storage-backend`
-/// ([`crate::runtime::l3_store`]): a file backend's directory is on each node (one
-/// engine's); Mooncake, 3FS (its metadata server), EIC and AIBrix are one store every
+/// ([`crate::runtime::l3_store`]): a file backend's directory (and a shared-memory
+/// backend's segment) is on each node, shared by the ranks there; Mooncake, 3FS (its metadata server), EIC and AIBrix are one store every
 /// server reads; the other backends are taken to be one store too, and said so
 /// ([`l3_scope_assumed`]).
 pub fn l3_scope(backend: Option<crate::domain::StorageBackend>) -> L3Scope {
     use crate::domain::StorageBackend as B;
     match backend {
-        Some(B::File | B::Shm) => L3Scope::Engine,
+        Some(B::File | B::Shm) => L3Scope::Node,
         _ => L3Scope::Fleet,
     }
 }
@@ -155,14 +150,7 @@ pub fn replay_config_unverified(s: Option<&Scenario>, cfg: &ReplayConfig) -> Vec
         // Every replay with an L3 runs a deployment's schedulers side by side on their
         // shared stores (the plain-page LRU and the SWA tree, replayed one scheduler at
         // a time, have no L3).
-        if given {
-            // The user's own scope.
-        } else if cfg.capacities.l3_scope == L3Scope::Engine
-            && cfg.capacities.dp_ranks > 1
-            && s.layout.nnodes > 1
-        {
-            out.push(L3_FILE_PER_NODE_UNMODELLED.to_string());
-        } else if l3_scope_assumed(backend) {
+        if !given && l3_scope_assumed(backend) {
             out.push(format!(
                 "the {} storage backend's store is taken to be one store every engine and DP-attention rank reads and writes (its key layout is not read here): set runtime.replay.l3_scope (rank, engine, fleet) if each engine or scheduler has its own",
                 backend.map_or("configured", |b| crate::domain::choices::Choice::id(b))
@@ -313,6 +301,7 @@ pub fn replay_config_without_swa(
     // round-robin.
     cfg.capacities.dp_ranks = s.layout.dp_size.max(1);
     cfg.capacities.l3_scope = l3_scope(sv.hicache_storage_backend);
+    cfg.capacities.nodes = s.layout.nnodes.max(1);
     // `auto` is `follow_bootstrap_room` on a PD prefill server
     // (`serving_hook.py: handle_load_balance_method`), round-robin elsewhere.
     let prefill_server = sv.disaggregation_mode.is_prefill();
@@ -718,7 +707,7 @@ pub(super) fn replay_side_by_side(
     let metrics = {
         let requests =
             until_error(reader.by_ref(), &mut err).take(limit.min(usize::MAX as u64) as usize);
-        crate::runtime::replay_side_by_side(cfgs, ranks, cfg.capacities.l3_scope, requests, slot)
+        crate::runtime::replay_side_by_side(cfgs, ranks, requests, slot)
             .expect("checked: side by side")
             .map_err(|e| InputError::new(path, e.to_string()))
     };

@@ -138,6 +138,10 @@ pub struct Capacities {
     /// Which of a deployment's schedulers (DP-attention ranks, engines) share one L3
     /// store ([`super::l3_store::L3Scope`]; default `fleet`, every one).
     pub l3_scope: super::l3_store::L3Scope,
+    /// The nodes each engine spans (`--nnodes`), its DP-attention ranks split evenly
+    /// over them in order: which ranks share a node's store under `l3_scope: node`. 1:
+    /// one node.
+    pub nodes: u32,
     /// A sliding-window model's SWA pool (`SWATokenToKVPoolAllocator`'s second pool)
     /// and window: the tree then runs 0.5.23's SWA component
     /// ([`crate::cache::SwaRadixTree`]). `None`: one full-attention pool (every output
@@ -179,6 +183,7 @@ impl Default for Capacities {
             dp_ranks: 1,
             dp_balance: super::dp::DpBalance::RoundRobin,
             l3_scope: super::l3_store::L3Scope::Fleet,
+            nodes: 1,
             swa: None,
         }
     }
@@ -534,6 +539,9 @@ struct ReplayFields {
     /// Not written while `fleet` (every scheduler shares one store).
     #[serde(default, skip_serializing_if = "is_fleet")]
     l3_scope: super::l3_store::L3Scope,
+    /// Not written while 1.
+    #[serde(default = "one_u32", skip_serializing_if = "is_one")]
+    nodes: u32,
     /// Not written while absent (no SWA pool: every output as before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     swa: Option<SwaPool>,
@@ -557,6 +565,10 @@ fn is_at_host_admission(r: &L3WriteRule) -> bool {
 
 fn is_fleet(s: &super::l3_store::L3Scope) -> bool {
     *s == super::l3_store::L3Scope::Fleet
+}
+
+fn one_u32() -> u32 {
+    1
 }
 
 fn is_one(n: &u32) -> bool {
@@ -583,6 +595,7 @@ impl From<ReplayFields> for ReplayConfig {
                 dp_ranks: f.dp_ranks,
                 dp_balance: f.dp_balance,
                 l3_scope: f.l3_scope,
+                nodes: f.nodes,
                 swa: f.swa,
             },
             policy: TreePolicy {
@@ -729,6 +742,7 @@ impl From<ReplayConfig> for ReplayFields {
             dp_ranks: capacities.dp_ranks,
             dp_balance: capacities.dp_balance,
             l3_scope: capacities.l3_scope,
+            nodes: capacities.nodes,
             swa: capacities.swa,
             load_back: policy.load_back,
             write_back_threshold: policy.write_back_threshold,

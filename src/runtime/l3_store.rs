@@ -31,13 +31,14 @@ use crate::cache::Storage;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum L3Scope {
-    /// One store for every engine and rank: Mooncake, NIXL, EIC, 3FS with its metadata
-    /// server, a file backend on a shared path.
+    /// One store for every engine and rank: Mooncake, 3FS with its metadata server,
+    /// EIC, AIBrix, a file backend on a shared path.
     #[default]
     Fleet,
-    /// One store per engine, shared by its DP-attention ranks: a file backend on each
-    /// node's local disk (one node per engine).
-    Engine,
+    /// One store per node, shared by the DP-attention ranks of an engine on that node
+    /// (`capacities.nodes`: an engine's ranks split evenly over its nodes, in order):
+    /// a file backend's directory on each node's local disk, a shared-memory backend.
+    Node,
     /// One store per scheduler: 3FS with its local metadata client.
     Rank,
 }
@@ -46,7 +47,7 @@ impl L3Scope {
     pub fn id(self) -> &'static str {
         match self {
             L3Scope::Fleet => "fleet",
-            L3Scope::Engine => "engine",
+            L3Scope::Node => "node",
             L3Scope::Rank => "rank",
         }
     }
@@ -93,30 +94,37 @@ impl StoreHandle {
 
 /// Gives the schedulers of `engines` (each its ranks) the stores `scope` says they share:
 /// under [`L3Scope::Fleet`] the first rank's store goes to every other, under
-/// [`L3Scope::Engine`] each engine's first rank's store to its other ranks. `store` and
-/// `share` reach a scheduler's handle (`None`: no L3).
+/// [`L3Scope::Node`] each node's first rank's store to the engine's other ranks on that
+/// node (`nodes` per engine, its ranks split evenly over them in order: rank `r` of `n`
+/// on node `r × nodes / n`). `store` and `share` reach a scheduler's handle (`None`: no
+/// L3).
 pub(crate) fn share_stores<S>(
     scope: L3Scope,
+    nodes: u32,
     engines: &mut [&mut [S]],
     store: impl Fn(&S) -> Option<StoreHandle>,
     share: impl Fn(&mut S, StoreHandle),
 ) {
     let mut fleet: Option<StoreHandle> = None;
     for ranks in engines.iter_mut() {
-        let mut engine: Option<StoreHandle> = None;
-        for s in ranks.iter_mut() {
+        let n = ranks.len().max(1);
+        let nodes = (nodes.max(1) as usize).min(n);
+        // The store of each node of this engine, once its first rank is met.
+        let mut node: Vec<Option<StoreHandle>> = (0..nodes).map(|_| None).collect();
+        for (r, s) in ranks.iter_mut().enumerate() {
+            let k = r * nodes / n;
             let from = match scope {
                 L3Scope::Rank => None,
-                L3Scope::Engine => engine.as_ref(),
+                L3Scope::Node => node[k].as_ref(),
                 L3Scope::Fleet => fleet.as_ref(),
             };
             if let Some(h) = from {
                 share(s, h.share());
                 continue;
             }
-            // The first scheduler of its engine (fleet) keeps its own store.
+            // The first scheduler of its node (fleet) keeps its own store.
             let Some(own) = store(s) else { return };
-            engine = Some(own.share());
+            node[k] = Some(own.share());
             if fleet.is_none() {
                 fleet = Some(own);
             }
@@ -146,11 +154,16 @@ mod tests {
     }
 
     fn run(scope: L3Scope) -> Vec<Vec<Option<StoreHandle>>> {
+        run_on(scope, 1)
+    }
+
+    fn run_on(scope: L3Scope, nodes: u32) -> Vec<Vec<Option<StoreHandle>>> {
         let mut d = deployment();
         let mut engines: Vec<&mut [Option<StoreHandle>]> =
             d.iter_mut().map(Vec::as_mut_slice).collect();
         share_stores(
             scope,
+            nodes,
             &mut engines,
             |h| h.as_ref().map(StoreHandle::share),
             |h, s| *h = Some(s),
@@ -162,12 +175,19 @@ mod tests {
     fn each_scope_shares_as_it_says() {
         let f = ptrs(&run(L3Scope::Fleet));
         assert!(f.iter().flatten().all(|&p| p == f[0][0]));
-        let e = ptrs(&run(L3Scope::Engine));
+        let e = ptrs(&run(L3Scope::Node));
         assert_eq!(e[0][0], e[0][1]);
         assert_eq!(e[1][0], e[1][1]);
         assert_ne!(e[0][0], e[1][0]);
         let r = ptrs(&run(L3Scope::Rank));
         assert_ne!(r[0][0], r[0][1]);
+        // Two nodes an engine: its two ranks on one each.
+        let n = ptrs(&run_on(L3Scope::Node, 2));
+        assert_ne!(n[0][0], n[0][1]);
+        assert_ne!(n[0][0], n[1][0]);
+        // Fleet ignores the nodes.
+        let f = ptrs(&run_on(L3Scope::Fleet, 2));
+        assert!(f.iter().flatten().all(|&p| p == f[0][0]));
     }
 
     #[test]
@@ -179,7 +199,7 @@ mod tests {
             .filter(|h| h.as_ref().unwrap().reports())
             .count();
         assert_eq!(reporting, 1);
-        let d = run(L3Scope::Engine);
+        let d = run(L3Scope::Node);
         let reporting = d
             .iter()
             .flatten()

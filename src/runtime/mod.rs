@@ -160,13 +160,13 @@ pub fn replay<I: IntoIterator<Item = Request>>(
 
 /// Several schedulers (DP-attention ranks, engines of `ranks` ranks each, engine-major)
 /// side by side without time, in trace order: scheduler `k` replays with `cfgs[k]` the
-/// requests `slot` gives it, their L3 stores shared as `scope` says (`runtime::l3_store`).
+/// requests `slot` gives it, their L3 stores shared as their `l3_scope` says
+/// (`runtime::l3_store`).
 /// Each scheduler's figures, in order; `None` where the configuration replays one
 /// scheduler at a time only (the plain-page LRU, an SWA pool): replay each share apart.
 pub fn replay_side_by_side<I: IntoIterator<Item = Request>>(
     cfgs: &[ReplayConfig],
     ranks: usize,
-    scope: l3_store::L3Scope,
     requests: I,
     slot: &mut dyn FnMut(u64) -> Option<usize>,
 ) -> Option<Result<Vec<ReplayMetrics>, ReplayError>> {
@@ -174,9 +174,7 @@ pub fn replay_side_by_side<I: IntoIterator<Item = Request>>(
     if !side_by_side_ok(first) {
         return None;
     }
-    Some(untimed::run_side_by_side(
-        cfgs, ranks, scope, requests, slot,
-    ))
+    Some(untimed::run_side_by_side(cfgs, ranks, requests, slot))
 }
 
 /// Whether [`replay_side_by_side`] replays `cfg`'s schedulers (untimed, the leaf-only

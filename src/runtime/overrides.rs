@@ -24,6 +24,8 @@ pub fn full_value(cfg: &ReplayConfig) -> Value {
         .or_insert(Value::from(cfg.capacities.dp_ranks));
     o.entry("l3_scope")
         .or_insert_with(|| Value::from(cfg.capacities.l3_scope.id()));
+    o.entry("nodes")
+        .or_insert(Value::from(cfg.capacities.nodes));
     o.entry("host_read_share").or_insert(Value::Null);
     o.entry("load_back_kernel").or_insert(Value::Null);
     o.entry("storage_latency")

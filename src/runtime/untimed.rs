@@ -95,7 +95,6 @@ pub(crate) fn runs_side_by_side(cfg: &ReplayConfig) -> bool {
 pub(crate) fn run_side_by_side<I: IntoIterator<Item = Request>>(
     cfgs: &[ReplayConfig],
     ranks: usize,
-    scope: super::l3_store::L3Scope,
     requests: I,
     slot: &mut dyn FnMut(u64) -> Option<usize>,
 ) -> Result<Vec<ReplayMetrics>, ReplayError> {
@@ -106,24 +105,25 @@ pub(crate) fn run_side_by_side<I: IntoIterator<Item = Request>>(
         c.validate()?;
     }
     match first.policy.tree {
-        TreeKind::V1 => side_by_side::<V1, _>(cfgs, ranks, scope, requests, slot),
-        TreeKind::Unified0523 => side_by_side::<Unified0523, _>(cfgs, ranks, scope, requests, slot),
-        TreeKind::HiRadix => side_by_side::<HiRadix, _>(cfgs, ranks, scope, requests, slot),
+        TreeKind::V1 => side_by_side::<V1, _>(cfgs, ranks, requests, slot),
+        TreeKind::Unified0523 => side_by_side::<Unified0523, _>(cfgs, ranks, requests, slot),
+        TreeKind::HiRadix => side_by_side::<HiRadix, _>(cfgs, ranks, requests, slot),
     }
 }
 
 fn side_by_side<R: TreeRules, I: IntoIterator<Item = Request>>(
     cfgs: &[ReplayConfig],
     ranks: usize,
-    scope: super::l3_store::L3Scope,
     requests: I,
     slot: &mut dyn FnMut(u64) -> Option<usize>,
 ) -> Result<Vec<ReplayMetrics>, ReplayError> {
     let mut sessions: Vec<Session<R>> = cfgs.iter().map(Session::<R>::new).collect();
     {
         let mut engines: Vec<&mut [Session<R>]> = sessions.chunks_mut(ranks.max(1)).collect();
+        let c = &cfgs[0].capacities;
         super::l3_store::share_stores(
-            scope,
+            c.l3_scope,
+            c.nodes,
             &mut engines,
             Session::store_to_share,
             Session::share_store,

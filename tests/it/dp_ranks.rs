@@ -663,8 +663,8 @@ fn dp_ranks_share_one_l3_store() {
 /// The DP8 DeepSeek-V3.2 scenario with a Mooncake store: the eight ranks' shared store
 /// takes the trace's hit rate from 22.22 % (one store per rank) to 47.83 %, 26.70 % of
 /// it from L3; timed, 22.70 % → 52.30 % and the TTFT p50 from 3.517 to 2.048 s. A file
-/// backend's store is one per node: this server spans two trays, so the answer says the
-/// replay's one store per engine may be more than SGLang shares.
+/// backend's store is a directory on each node (`l3_scope: node`): this server spans two
+/// trays of four ranks each, two stores, 38.11 %.
 #[test]
 fn the_dp8_scenario_shares_its_l3_store() {
     let json = |set: &[&str]| -> serde_json::Value {
@@ -699,20 +699,24 @@ fn the_dp8_scenario_shares_its_l3_store() {
     let t = json(&[mc, timed, rank]);
     assert_eq!(rate(&t).0, 0.2270);
     assert_eq!(t["metrics"]["ttft_p50_s"].as_f64().unwrap(), 3.51745);
+    // A file backend's directory is on each tray: ranks 0-3 share one, 4-7 the other.
     let file = json(&["server.hicache_storage_backend=file"]);
-    assert!(
-        file["unverified"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|u| u.as_str().unwrap().contains("store is on each node")),
-        "{file}"
-    );
-    assert!(
-        !json(&[mc])["unverified"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|u| u.as_str().unwrap().contains("store")),
-    );
+    assert_eq!(rate(&file), (0.3811, 0.1699));
+    let stores: Vec<u64> = file["metrics"]["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["final_storage_pages"].as_u64().unwrap())
+        .collect();
+    assert_eq!(stores, [207_735, 0, 0, 0, 213_665, 0, 0, 0]);
+    for v in [file, json(&[mc])] {
+        assert!(
+            !v["unverified"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|u| u.as_str().unwrap().contains("store")),
+            "{v}"
+        );
+    }
 }

@@ -691,6 +691,6 @@ fn engines_share_one_l3_store_as_their_backend_does() {
     }
     let nixl = "server.hicache_storage_backend=nixl";
     assert!(says(&[nixl], assumed));
-    assert!(!says(&[nixl, "runtime.replay.l3_scope=engine"], assumed));
+    assert!(!says(&[nixl, "runtime.replay.l3_scope=node"], assumed));
     assert!(!says(&[nixl, "runtime.router.engines=1"], assumed));
 }

@@ -287,7 +287,7 @@ fn run_engines<I: Iterator<Item = Request>, S: Rank, C: ChooseEngine<S>>(
     }
     {
         let mut each: Vec<&mut [S]> = engines.chunks_mut(1).collect();
-        super::rank::share_stores(cfg.capacities.l3_scope, &mut each);
+        super::rank::share_stores(&cfg.capacities, &mut each);
     }
     let mut src = requests.enumerate().peekable();
     // Requests sent to each engine (its count: its requests carry trace positions).
@@ -527,7 +527,7 @@ fn run_dp_engines<I: Iterator<Item = Request>, S: Rank, C: ChooseDpWorker<S>>(
     }
     {
         let mut each: Vec<&mut [S]> = all.iter_mut().map(Vec::as_mut_slice).collect();
-        super::rank::share_stores(cfg.capacities.l3_scope, &mut each);
+        super::rank::share_stores(&cfg.capacities, &mut each);
     }
     let mut engines: Vec<Lockstep<S>> = all
         .into_iter()

@@ -223,7 +223,7 @@ fn run_ranks<I: Iterator<Item = Request>, S: Rank>(
         };
         sims.push(make(&c, feed)?);
     }
-    super::rank::share_stores(cfg.capacities.l3_scope, &mut [&mut sims[..]]);
+    super::rank::share_stores(&cfg.capacities, &mut [&mut sims[..]]);
     for s in &mut sims {
         s.pull()?;
     }

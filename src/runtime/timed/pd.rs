@@ -273,7 +273,7 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
     // The prefill servers' L3 (`runtime.replay.l3_scope`).
     {
         let mut each: Vec<&mut [S]> = all.iter_mut().map(Vec::as_mut_slice).collect();
-        super::rank::share_stores(cfg.capacities.l3_scope, &mut each);
+        super::rank::share_stores(&cfg.capacities, &mut each);
     }
     let mut prefill: Vec<_> = all
         .into_iter()

@@ -8,9 +8,10 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 
 use crate::cache::TreeRules;
+use crate::runtime::Capacities;
 use crate::runtime::ReplayError;
 use crate::runtime::dp::round_robin_rank;
-use crate::runtime::l3_store::{L3Scope, StoreHandle};
+use crate::runtime::l3_store::StoreHandle;
 use crate::units::Nanos;
 use crate::workload::Request;
 
@@ -120,10 +121,16 @@ pub(crate) trait Rank {
     fn share_store(&mut self, store: StoreHandle);
 }
 
-/// Gives the ranks of `engines` (each engine's ranks) the L3 stores `scope` says they
-/// share ([`crate::runtime::l3_store::share_stores`]).
-pub(super) fn share_stores<S: Rank>(scope: L3Scope, engines: &mut [&mut [S]]) {
-    crate::runtime::l3_store::share_stores(scope, engines, S::store_to_share, S::share_store);
+/// Gives the ranks of `engines` (each engine's ranks) the L3 stores `c`'s `l3_scope`
+/// says they share ([`crate::runtime::l3_store::share_stores`]).
+pub(super) fn share_stores<S: Rank>(c: &Capacities, engines: &mut [&mut [S]]) {
+    crate::runtime::l3_store::share_stores(
+        c.l3_scope,
+        c.nodes,
+        engines,
+        S::store_to_share,
+        S::share_store,
+    );
 }
 
 /// What a router that reads the engines' caches and tracks each request (Dynamo's KV
