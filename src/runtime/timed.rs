@@ -330,6 +330,10 @@ struct Prefetch {
     end: Nanos,
     /// The first admission poll that found it unfinished (0.5.23 `PollTimer`).
     first_poll: Option<Nanos>,
+    /// A poll let it end: SGLang's `check_prefetch_progress` terminated it then (the
+    /// request left `ongoing_prefetch`), so later polls, while the request still waits
+    /// for the batch's token budget, make no all-reduce.
+    ended: bool,
 }
 
 /// What `_prefetch_kvcache` did for a request.
@@ -560,9 +564,9 @@ struct Sim<I: Iterator<Item = (u64, Request)>, R: TreeRules> {
     /// One admission-poll all-reduce of an L3 prefetch, ns
     /// (`ReplayConfig::prefetch_poll_sync_ns`; 0 without an L3 tier or at one rank).
     poll_sync: Nanos,
-    /// The poll all-reduces of an iteration that formed no prefill batch, ns: its
+    /// The poll all-reduces of an iteration that formed no prefill batch (count): its
     /// decode step pays them (`start_decode_step`).
-    poll_sync_due: Nanos,
+    pub(super) poll_sync_due: u64,
     times: Option<Vec<RequestTime>>,
     recs: Vec<BackupRecord>,
     scratch: Vec<PageKey>,
@@ -1084,6 +1088,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             start: end - dur,
             end,
             first_poll: None,
+            ended: false,
         })
     }
 
@@ -1221,24 +1226,32 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         // The blocking all-reduces this iteration's prefetch polls make
         // (`crate::release::step_sync::prefetch_poll_all_reduces`), when they cost.
         let mut polls = 0u64;
+        // Of them, those of requests left waiting: SGLang polls them again before each
+        // chunk of a chunked batch.
+        let mut unfinished = 0u64;
         let mut j = 0;
         while j < self.waiting.len() {
             if self.running + batch.len() as u32 >= max_run {
                 break;
             }
-            if let Some(p) = self.waiting[j].prefetch.as_mut() {
+            if let Some(p) = self.waiting[j].prefetch.as_mut()
+                && !p.ended
+            {
                 let c = &self.s.cfg;
                 let (tree, policy) = (c.policy.tree, c.prefetch.prefetch_policy);
-                polls += u64::from(step_sync::prefetch_poll_all_reduces(
+                let vote = u64::from(step_sync::prefetch_poll_all_reduces(
                     tree,
                     policy,
                     now >= p.end,
                 ));
+                polls += vote;
                 if let Err(t) = Self::can_terminate(c, p, now) {
+                    unfinished += vote;
                     wake = Some(wake.map_or(t, |w| w.min(t)));
                     j += 1;
                     continue;
                 }
+                p.ended = true;
                 polls += u64::from(step_sync::prefetch_finalise_all_reduces(tree));
             }
             // Would it fit the token budget? (Estimate from a fresh match.)
@@ -1363,17 +1376,15 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                 break;
             }
         }
-        let polls_ns = if self.poll_sync > 0 {
-            self.s.m.prefetch_poll_all_reduces += polls;
-            polls * self.poll_sync
-        } else {
-            0
-        };
+        if self.poll_sync == 0 {
+            (polls, unfinished) = (0, 0);
+        }
         if batch.is_empty() {
             self.idle_reset();
             // The decode step this iteration runs instead pays its polls; with no step
-            // to run the scheduler spins idle and the polls delay nothing modelled.
-            self.poll_sync_due = polls_ns;
+            // to run the scheduler spins idle and the polls delay nothing modelled (nor
+            // are they counted).
+            self.poll_sync_due = polls;
             if self.pending_retries > 0 {
                 // The idle loop spins (`on_idle`: `time.sleep(0)`): the next
                 // iterations come one `scheduler_idle_poll` apart.
@@ -1407,8 +1418,12 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         // chunks' are charged together up front (the sum is exact for the batch's end;
         // SGLang pays each before its chunk).
         // The iteration's prefetch polls run in `get_new_batch_prefill`, before the
-        // batch's first forward.
-        let sync = self.step_sync * self.cost.prefill_forwards(&shapes) + polls_ns;
+        // batch's first forward; a chunked batch's later chunks each poll the requests
+        // still waiting again (`chunked_req` skips the early returns).
+        let forwards = self.cost.prefill_forwards(&shapes);
+        let polls = polls + unfinished * forwards.saturating_sub(1);
+        self.s.m.prefetch_poll_all_reduces += polls;
+        let sync = self.step_sync * forwards + polls * self.poll_sync;
         let start = now
             + sync
             + c.scheduler
@@ -2029,10 +2044,14 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
     /// request (`decode_timeline: interleaved`; `get_next_batch_to_run` runs the
     /// decode batch when no prefill batch forms): `step(batch, mean context)`.
     fn start_decode_step(&mut self, now: Nanos) {
+        if self.hold_decode {
+            // A speculative draft's prefill-first step: the step it holds pays the polls.
+            return;
+        }
         // The prefetch polls of the iteration that found no prefill batch (none from
         // any other caller).
         let polls = std::mem::take(&mut self.poll_sync_due);
-        if self.gpu_busy || self.decoding.is_empty() || self.hold_decode {
+        if self.gpu_busy || self.decoding.is_empty() {
             return;
         }
         if self.kv {
@@ -2047,7 +2066,8 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         }
         let b = self.decoding.len() as u64;
         let ctx = self.decoding.iter().map(|d| d.ctx).sum::<u64>() / b;
-        let dur = (self.decode_iteration_ns(b, ctx) + polls).max(1);
+        self.s.m.prefetch_poll_all_reduces += polls;
+        let dur = (self.decode_iteration_ns(b, ctx) + polls * self.poll_sync).max(1);
         self.gpu_start(now + dur, Ev::DecodeStep);
     }
 

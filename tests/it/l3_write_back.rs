@@ -177,8 +177,8 @@ fn storage_latency_is_paid_once_per_prefetch() {
 /// = 64 000 tokens) binds, and `replay` says how often: 26 of 192 L3 prefetches refused
 /// (18 before admission reserved room for the running requests' output tokens, which
 /// keeps more requests waiting with their prefetches in flight). At TP 4 under 0.5.23's
-/// `timeout` policy, the polls that find a prefetch unfinished vote with 21 blocking
-/// all-reduces of 0.5 ms (`prefetch_poll_all_reduces`).
+/// `timeout` policy, the polls that find a prefetch unfinished while a forward is to
+/// run vote with 3 blocking all-reduces of 0.5 ms (`prefetch_poll_all_reduces`).
 /// With a 20 000-page host pool the budget never binds.
 #[test]
 fn the_replay_reports_prefetches_the_capacity_limit_refuses() {
@@ -209,7 +209,7 @@ fn the_replay_reports_prefetches_the_capacity_limit_refuses() {
     };
     assert_eq!(
         run("2000"),
-        "prefetches: 166 issued, 26 refused by the prefetch capacity limit (64000 tokens), 0 retries; 21 all-reduces in admission polls and terminations (10 ms)"
+        "prefetches: 166 issued, 26 refused by the prefetch capacity limit (64000 tokens), 0 retries; 3 all-reduces in admission polls and terminations (1 ms)"
     );
     let big = run("20000");
     assert!(
@@ -222,12 +222,13 @@ fn the_replay_reports_prefetches_the_capacity_limit_refuses() {
 /// (`hicache_sim::release::step_sync::prefetch_poll_all_reduces`), at 0.5 ms each
 /// (`compute.prefetch_poll_sync`). One request whose 4 pages are only in L3 (latency
 /// 50 ms) arrives at an idle server: its first poll finds the prefetch unfinished (the
-/// server spins idle, nothing waits on it), the poll at the prefetch's end admits it.
+/// server spins idle, nothing waits on it: neither charged nor counted), the poll at the
+/// prefetch's end admits it.
 /// - `HiRadixCache` (0.5.14–0.5.18), `wait_complete`: MAX at both polls and MIN at the
-///   termination: 3 all-reduces, the last two (1 ms) before the prefill.
+///   termination: the last two (1 ms) before the prefill.
 /// - `HiRadixCache`, `best_effort`: no vote; the MIN at the first poll: 0.5 ms.
 /// - `UnifiedRadixCache` (0.5.19–0.5.23), `timeout`: MAX at the unfinished poll only:
-///   1 all-reduce, none on the clock. `wait_complete`: none.
+///   none on the clock. `wait_complete`: none.
 #[test]
 fn prefetch_polls_all_reduce_as_each_tree_does() {
     use hicache_sim::cache::TreeKind;
@@ -249,10 +250,10 @@ fn prefetch_polls_all_reduce_as_each_tree_does() {
     };
     use PrefetchPolicy::*;
     for (tree, policy, count, on_clock_ns) in [
-        (TreeKind::HiRadix, WaitComplete, 3, 1_000_000),
-        (TreeKind::V1, Timeout, 3, 1_000_000),
+        (TreeKind::HiRadix, WaitComplete, 2, 1_000_000),
+        (TreeKind::V1, Timeout, 2, 1_000_000),
         (TreeKind::HiRadix, BestEffort, 1, 500_000),
-        (TreeKind::Unified0523, Timeout, 1, 0),
+        (TreeKind::Unified0523, Timeout, 0, 0),
         (TreeKind::Unified0523, WaitComplete, 0, 0),
         (TreeKind::Unified0523, BestEffort, 0, 0),
     ] {

@@ -2926,14 +2926,12 @@ fn tokenizer_sensitivity_over_the_corpus() {
     print!("{table}\n{note}");
 
     // The default, 16: B19 L2 and L3 and B10 come in (−66 → −5 %, −26 → −18 %,
-    // −74 → +4 %). Token ids everywhere: 14, the 13 of the table before and B04
-    // Mooncake round 9 (−20 %, in by the prefetch polls' all-reduces; the default's
-    // tokenizer queue takes it out, +41 %). 17 at 75 % of the
+    // −74 → +4 %). Token ids everywhere: the 13 of the table before. 17 at 75 % of the
     // rates (B04 Mooncake round 9 comes in: it swings −21 / +5 / +41 / +77 % at 0 / 75 /
     // 100 / 125 %, its 80 round-9 prompts of ~20 K tokens queueing at the one
     // tokenizer once Mooncake makes the GPU side fast), 15 at 125 % (B10 leaves,
     // +22 %). B06 / B07 sending text: 15, B06 8K leaves (−1 → +75 %).
-    assert_eq!(counts, [16, 14, 17, 15, 15]);
+    assert_eq!(counts, [16, 13, 17, 15, 15]);
     let key = |r: &(&'static str, &'static str, f64, f64)| (r.0, r.1);
     assert_eq!(
         came_in.iter().map(|r| key(r)).collect::<Vec<_>>(),
@@ -2943,10 +2941,7 @@ fn tokenizer_sensitivity_over_the_corpus() {
             ("19", "L3 hit / recompute, 32 512"),
         ]
     );
-    assert_eq!(
-        went_out.iter().map(|r| key(r)).collect::<Vec<_>>(),
-        [("04", "+Mooncake 20 GB/s round 9")]
-    );
+    assert!(went_out.is_empty());
     assert_eq!(
         swung.iter().map(|&i| key(&measured[i])).collect::<Vec<_>>(),
         [("04", "+Mooncake 20 GB/s round 9"), ("10", "L2 hit / cold")]

@@ -186,6 +186,9 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Rank for Sim<I, R> {
         self.hold_decode = false;
         if decode {
             self.decode_now();
+        } else {
+            // No decode step this iteration: its prefetch polls go with it.
+            self.poll_sync_due = 0;
         }
     }
 
