@@ -89,17 +89,23 @@ fn route_dynamo(
     {
         let requests = super::until_error(reader.by_ref(), &mut err)
             .take(limit.min(usize::MAX as u64) as usize);
-        crate::runtime::route_by_engine_state(cfg, n as usize, requests, &mut |req, tiers| {
-            overlaps.clear();
-            overlaps.extend(tiers.iter().map(|&(device, host)| TierOverlap {
-                device,
-                host,
-                disk: 0,
-            }));
-            let e = dyn_router.select(&req.page_hashes, u64::from(req.input_tokens), &overlaps);
-            out.push(e);
-            e
-        })
+        crate::runtime::route_by_engine_state(
+            cfg,
+            n as usize,
+            ranks as usize,
+            requests,
+            &mut |req, tiers| {
+                overlaps.clear();
+                overlaps.extend(tiers.iter().map(|&(device, host)| TierOverlap {
+                    device,
+                    host,
+                    disk: 0,
+                }));
+                let e = dyn_router.select(&req.page_hashes, u64::from(req.input_tokens), &overlaps);
+                out.push(e);
+                e
+            },
+        )
         .map_err(|e| InputError::new(path, e.to_string()))?;
     }
     reader.finish()?;

@@ -99,32 +99,32 @@ pub const SWA_TREE_DRAFT_UNMODELLED: &str = "with a speculative draft the SWA tr
 /// Several trees with an L3 (engines behind a router, DP-attention ranks): each keeps
 /// its own storage here.
 /// The default `runtime.replay.l3_scope` for `--hicache-storage-backend`
-/// ([`crate::runtime::l3_store`]): a file backend's directory (and a shared-memory
-/// backend's segment) is on each node, shared by the ranks there; Mooncake, 3FS (its metadata server), EIC and AIBrix are one store every
-/// server reads; the other backends are taken to be one store too, and said so
-/// ([`l3_scope_assumed`]).
+/// ([`crate::runtime::l3_store`]): a file backend's directory is on each node, shared by
+/// the ranks there, and so is NIXL's under its `auto` plugin choice (file plugins at
+/// `/tmp/hicache_storage`); the `sim` backend keeps its keys in each process
+/// (`sim_storage.py: SimHiCacheStorage._keys`); Mooncake, EIC, AIBrix and 3FS are one
+/// store every server reads (3FS only with its metadata server: [`l3_scope_assumed`]).
 pub fn l3_scope(backend: Option<crate::domain::StorageBackend>) -> L3Scope {
     use crate::domain::StorageBackend as B;
     match backend {
-        Some(B::File | B::Shm) => L3Scope::Node,
+        Some(B::File | B::Nixl) => L3Scope::Node,
+        Some(B::Sim) => L3Scope::Rank,
         _ => L3Scope::Fleet,
     }
 }
 
-/// Whether [`l3_scope`]'s default for `backend` is an assumption (its key layout not
-/// read): every backend but the file, shared-memory, Mooncake, 3FS, EIC and AIBrix ones.
+/// Whether [`l3_scope`]'s default for `backend` is an assumption: every backend but the
+/// file, `sim`, Mooncake, EIC and AIBrix ones. 3FS shares its store only with a
+/// metadata server (without one, `Hf3fsLocalMetadataClient` keeps each process's index
+/// in memory); NIXL is per node only under its file plugins.
 fn l3_scope_assumed(backend: Option<crate::domain::StorageBackend>) -> bool {
     use crate::domain::StorageBackend as B;
     !matches!(
         backend,
-        None | Some(B::File | B::Shm | B::Mooncake | B::Hf3fs | B::Eic | B::Aibrix)
+        None | Some(B::File | B::Sim | B::Mooncake | B::Eic | B::Aibrix)
     )
 }
 
-/// What the final replay configuration adds to a scenario's reasons for `unverified`:
-/// a timed replay on the SWA tree (`runtime::TIMED_SWA_UNMODELLED`: its decode KV taken
-/// at once, no retraction), and a cost table profiled for another model than the
-/// scenario's (its times stand in; only with a scenario, which names the model).
 pub fn replay_config_unverified(s: Option<&Scenario>, cfg: &ReplayConfig) -> Vec<String> {
     let mut out = Vec::new();
     // A PD deployment's prefill servers decode nothing (`max_new_tokens` 1): the timed
@@ -152,8 +152,13 @@ pub fn replay_config_unverified(s: Option<&Scenario>, cfg: &ReplayConfig) -> Vec
         // a time, have no L3).
         if !given && l3_scope_assumed(backend) {
             out.push(format!(
-                "the {} storage backend's store is taken to be one store every engine and DP-attention rank reads and writes (its key layout is not read here): set runtime.replay.l3_scope (rank, engine, fleet) if each engine or scheduler has its own",
-                backend.map_or("configured", |b| crate::domain::choices::Choice::id(b))
+                "the {} storage backend's store is taken to be {} (how this backend is deployed decides it): set runtime.replay.l3_scope (rank, node, fleet) to say whether each scheduler, each node or the whole fleet has one",
+                backend.map_or("configured", |b| crate::domain::choices::Choice::id(b)),
+                match cfg.capacities.l3_scope {
+                    L3Scope::Fleet => "one store every engine and DP-attention rank reads and writes",
+                    L3Scope::Node => "one store per node, shared by the ranks on it",
+                    L3Scope::Rank => "one store per scheduler",
+                }
             ));
         }
     }
@@ -277,7 +282,11 @@ pub fn replay_config_without_swa(
         page_size: page as u32,
         l1_pages: plan.device_tokens / page,
         l2_pages: host_tokens.unwrap_or(0) / page,
-        l3_unbounded: sv.hicache_storage_backend.is_some(),
+        // The shared-memory backend is a dummy store: nothing is ever found in it
+        // (`storage/shm/hicache_shm.py: HiCacheShm`, "Dummy storage backend").
+        l3_unbounded: sv
+            .hicache_storage_backend
+            .is_some_and(|b| b != crate::domain::StorageBackend::Shm),
         // Per-token pools only: a hybrid model's state pool is bytes per slot.
         bytes_per_token: plan
             .pools

@@ -162,24 +162,38 @@ fn side_by_side<R: TreeRules, I: IntoIterator<Item = Request>>(
 pub(crate) fn route_by_engine_state<I: IntoIterator<Item = Request>>(
     cfg: &ReplayConfig,
     engines: usize,
+    ranks: usize,
     requests: I,
     route: &mut dyn FnMut(&Request, &[(u64, u64)]) -> u16,
 ) -> Result<(), ReplayError> {
     cfg.validate()?;
     match cfg.policy.tree {
-        TreeKind::V1 => route_tree::<V1, _>(cfg, engines, requests, route),
-        TreeKind::Unified0523 => route_tree::<Unified0523, _>(cfg, engines, requests, route),
-        TreeKind::HiRadix => route_tree::<HiRadix, _>(cfg, engines, requests, route),
+        TreeKind::V1 => route_tree::<V1, _>(cfg, engines, ranks, requests, route),
+        TreeKind::Unified0523 => route_tree::<Unified0523, _>(cfg, engines, ranks, requests, route),
+        TreeKind::HiRadix => route_tree::<HiRadix, _>(cfg, engines, ranks, requests, route),
     }
 }
 
 fn route_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
     cfg: &ReplayConfig,
     engines: usize,
+    ranks: usize,
     requests: I,
     route: &mut dyn FnMut(&Request, &[(u64, u64)]) -> u16,
 ) -> Result<(), ReplayError> {
     let mut sessions: Vec<Session<R>> = (0..engines).map(|_| Session::<R>::new(cfg)).collect();
+    // The L3 stores the workers share, as the figures' replay shares them
+    // (`run_side_by_side`): `engines` workers, `ranks` to an engine.
+    {
+        let mut groups: Vec<&mut [Session<R>]> = sessions.chunks_mut(ranks.max(1)).collect();
+        super::l3_store::share_stores(
+            cfg.capacities.l3_scope,
+            cfg.capacities.nodes,
+            &mut groups,
+            Session::store_to_share,
+            Session::share_store,
+        );
+    }
     let mut recs: Vec<Vec<crate::cache::BackupRecord>> = vec![Vec::new(); engines];
     let mut tiers = Vec::with_capacity(engines);
     let scheduler = cfg.policy.call_pattern == CallPattern::Scheduler0523;

@@ -685,7 +685,7 @@ fn engines_share_one_l3_store_as_their_backend_does() {
             .iter()
             .any(|u| u.as_str().unwrap().contains(words))
     };
-    let assumed = "is taken to be one store every engine";
+    let assumed = "storage backend's store is taken to be";
     for set in [&[mc][..], &["server.hicache_storage_backend=file"], &[]] {
         assert!(!says(set, assumed), "{set:?}");
     }
@@ -693,4 +693,12 @@ fn engines_share_one_l3_store_as_their_backend_does() {
     assert!(says(&[nixl], assumed));
     assert!(!says(&[nixl, "runtime.replay.l3_scope=node"], assumed));
     assert!(!says(&[nixl, "runtime.router.engines=1"], assumed));
+    // 3FS shares only with its metadata server: said. The `sim` backend is one store
+    // per process (rank), as its code keeps it: not said.
+    assert!(says(&["server.hicache_storage_backend=hf3fs"], assumed));
+    assert!(!says(&["server.hicache_storage_backend=sim"], assumed));
+    // The shared-memory backend finds nothing: no L3.
+    let shm = json(&["server.hicache_storage_backend=shm"]);
+    assert_eq!(shm["metrics"]["storage_hit_tokens"], 0);
+    assert!(!says(&["server.hicache_storage_backend=shm"], assumed));
 }
