@@ -37,9 +37,10 @@ pub enum L3Scope {
     Fleet,
     /// One store per node, shared by the DP-attention ranks of an engine on that node
     /// (`capacities.nodes`: an engine's ranks split evenly over its nodes, in order):
-    /// a file backend's directory on each node's local disk, a shared-memory backend.
+    /// a file backend's directory on each node's local disk, NIXL's file plugins.
     Node,
-    /// One store per scheduler: 3FS with its local metadata client.
+    /// One store per scheduler: the `sim` backend (its keys in each process), 3FS with
+    /// its local metadata client.
     Rank,
 }
 
