@@ -1118,24 +1118,29 @@ fn render(
                 .filter(|(name, s, _)| !matches!(*name, "DP wait" | "HiCache sync") || *s > 0.0)
                 .map(|(name, s, share)| format!("{name} {:.3} s ({:.1} %)", s, share * 100.0))
                 .collect();
-            // With HiCache's per-step synchronisation charged, one per-iteration cost
-            // is in the model (its own part); without, the line keeps its bytes.
-            let missing = match (
-                cfg.hicache_step_sync_ns() > 0,
-                cfg.prefetch_poll_sync_ns() > 0,
-            ) {
-                (true, true) => {
-                    "fixed per-request and per-iteration costs other than HiCache's per-step synchronisation and the L3 prefetch polls' all-reduces, HiCache's own bookkeeping"
-                }
-                (true, false) => {
-                    "fixed per-request and per-iteration costs other than HiCache's per-step synchronisation, HiCache's own bookkeeping"
-                }
-                (false, true) => {
-                    "fixed per-request and per-iteration costs other than the L3 prefetch polls' all-reduces, HiCache's own bookkeeping"
-                }
-                (false, false) => {
-                    "fixed per-request and per-iteration costs, HiCache's own bookkeeping"
-                }
+            // The per-iteration costs charged (HiCache's per-step synchronisation, the
+            // L3 prefetch polls' all-reduces) are in the model; without them the line
+            // keeps its bytes.
+            let modelled: Vec<&str> = [
+                (
+                    cfg.hicache_step_sync_ns() > 0,
+                    "HiCache's per-step synchronisation",
+                ),
+                (
+                    cfg.prefetch_poll_sync_ns() > 0,
+                    "the L3 prefetch polls' all-reduces",
+                ),
+            ]
+            .into_iter()
+            .filter_map(|(on, what)| on.then_some(what))
+            .collect();
+            let missing = if modelled.is_empty() {
+                "fixed per-request and per-iteration costs, HiCache's own bookkeeping".to_string()
+            } else {
+                format!(
+                    "fixed per-request and per-iteration costs other than {}, HiCache's own bookkeeping",
+                    modelled.join(" and ")
+                )
             };
             let _ = writeln!(
                 o,

@@ -261,11 +261,10 @@ pub(super) fn replay_fleet(
         Some(usize::from(e) * ranks as usize + r as usize)
     };
     // One read of the trace with every scheduler side by side, their L3 stores shared
-    // (`runtime.replay.l3_scope`); else each share apart (each its own L3: said in
-    // `unverified`).
+    // (`runtime.replay.l3_scope`); else each share apart (the plain-page LRU, an SWA
+    // pool: no L3 to share).
     let mut flat =
-        match super::replay_side_by_side(path, opts, &cfgs, ranks as usize, cfg, limit, &mut slot)?
-        {
+        match super::replay_side_by_side(path, opts, &cfgs, ranks as usize, limit, &mut slot)? {
             Some(m) => m,
             None => {
                 let mut out = Vec::with_capacity(cfgs.len());

@@ -96,8 +96,6 @@ pub const MAMBA_TREE_UNMODELLED: &str = "the tree's Mamba component is not model
 /// are not in it.
 pub const SWA_TREE_DRAFT_UNMODELLED: &str = "with a speculative draft the SWA tree's decode is not SGLang's: each verify step allocates the draft tokens' slots in both pools and frees the rejected ones, where the tree takes one slot per output token (the SWA pool's evictions may be off)";
 
-/// Several trees with an L3 (engines behind a router, DP-attention ranks): each keeps
-/// its own storage here.
 /// The default `runtime.replay.l3_scope` for `--hicache-storage-backend`
 /// ([`crate::runtime::l3_store`]): a file backend's directory is on each node, shared by
 /// the ranks there, and so is NIXL's under its `auto` plugin choice (file plugins at
@@ -125,6 +123,12 @@ fn l3_scope_assumed(backend: Option<crate::domain::StorageBackend>) -> bool {
     )
 }
 
+/// What the final replay configuration adds to a scenario's reasons for `unverified`:
+/// a timed replay on the SWA tree (`runtime::TIMED_SWA_UNMODELLED`: its decode KV taken
+/// at once, no retraction), an L3 store whose sharing among a deployment's schedulers
+/// is a guess about the backend's deployment ([`l3_scope_assumed`]), and a cost table
+/// profiled for another model than the scenario's (its times stand in; only with a
+/// scenario, which names the model).
 pub fn replay_config_unverified(s: Option<&Scenario>, cfg: &ReplayConfig) -> Vec<String> {
     let mut out = Vec::new();
     // A PD deployment's prefill servers decode nothing (`max_new_tokens` 1): the timed
@@ -615,9 +619,10 @@ pub fn run_replay(
             .collect();
         let mut slot = |i: u64| Some(crate::runtime::dp::round_robin_rank(i, ranks) as usize);
         let per_rank =
-            match replay_side_by_side(path, &opts, &cfgs, ranks as usize, cfg, limit, &mut slot)? {
+            match replay_side_by_side(path, &opts, &cfgs, ranks as usize, limit, &mut slot)? {
                 Some(m) => m,
-                // One scheduler at a time (each its own L3: said in `unverified`).
+                // One scheduler at a time (the plain-page LRU, an SWA pool: no L3 to
+                // share).
                 None => {
                     let mut per_rank = Vec::with_capacity(ranks as usize);
                     for (r, c) in (0..ranks).zip(&cfgs) {
@@ -693,10 +698,8 @@ pub fn router_events(
     )
 }
 
-/// One replay of the trace at `path`: those of its first `limit` requests whose index
-/// (trace order) `share` keeps (a DP rank's, an engine's, or all).
 /// The trace read once through [`crate::runtime::replay_side_by_side`]: `cfgs`'
-/// schedulers (`ranks` per engine) side by side, their L3 stores shared as `cfg`'s
+/// schedulers (`ranks` per engine) side by side, their L3 stores shared as their
 /// `l3_scope` says. `None` where the configuration replays one scheduler at a time.
 /// (Untimed: the slowdown factor moves no figure.)
 pub(super) fn replay_side_by_side(
@@ -704,14 +707,13 @@ pub(super) fn replay_side_by_side(
     opts: &TraceOptions,
     cfgs: &[ReplayConfig],
     ranks: usize,
-    cfg: &ReplayConfig,
     limit: u64,
     slot: &mut dyn FnMut(u64) -> Option<usize>,
 ) -> Result<Option<Vec<ReplayMetrics>>, InputError> {
-    if cfgs.is_empty() || !crate::runtime::side_by_side_ok(&cfgs[0]) {
+    let Some(first) = cfgs.first().filter(|c| crate::runtime::side_by_side_ok(c)) else {
         return Ok(None);
-    }
-    let mut reader = open_trace_with(std::path::Path::new(path), opts, cfg.capacities.page_size)?;
+    };
+    let mut reader = open_trace_with(std::path::Path::new(path), opts, first.capacities.page_size)?;
     let mut err: Option<InputError> = None;
     let metrics = {
         let requests =
@@ -727,6 +729,8 @@ pub(super) fn replay_side_by_side(
     metrics.map(Some)
 }
 
+/// One replay of the trace at `path`: those of its first `limit` requests whose index
+/// (trace order) `share` keeps (a DP rank's, an engine's, or all).
 fn replay_share(
     path: &str,
     opts: &TraceOptions,

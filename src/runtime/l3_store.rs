@@ -193,20 +193,14 @@ mod tests {
 
     #[test]
     fn a_shared_store_is_reported_once() {
-        let d = run(L3Scope::Fleet);
-        let reporting = d
-            .iter()
-            .flatten()
-            .filter(|h| h.as_ref().unwrap().reports())
-            .count();
-        assert_eq!(reporting, 1);
-        let d = run(L3Scope::Node);
-        let reporting = d
-            .iter()
-            .flatten()
-            .filter(|h| h.as_ref().unwrap().reports())
-            .count();
-        assert_eq!(reporting, 2);
+        let reporting = |d: Vec<Vec<Option<StoreHandle>>>| {
+            d.iter()
+                .flatten()
+                .filter(|h| h.as_ref().unwrap().reports())
+                .count()
+        };
+        assert_eq!(reporting(run(L3Scope::Fleet)), 1);
+        assert_eq!(reporting(run(L3Scope::Node)), 2);
     }
 
     #[test]

@@ -98,6 +98,25 @@ impl<R: TreeRules> Session<R> {
         self.storage.as_ref().map(StoreHandle::share)
     }
 
+    /// Gives `sessions` (engines of `ranks` each, engine-major) the L3 stores their
+    /// `l3_scope` says they share ([`super::l3_store::share_stores`]).
+    pub fn share_stores(sessions: &mut [Self], ranks: usize) {
+        let Some((scope, nodes)) = sessions
+            .first()
+            .map(|s| (s.cfg.capacities.l3_scope, s.cfg.capacities.nodes))
+        else {
+            return;
+        };
+        let mut engines: Vec<&mut [Self]> = sessions.chunks_mut(ranks.max(1)).collect();
+        super::l3_store::share_stores(
+            scope,
+            nodes,
+            &mut engines,
+            Self::store_to_share,
+            Self::share_store,
+        );
+    }
+
     /// Pages a buffer_only prefetch may stage now: the budget staged prefetches do not
     /// hold yet (`prefetch_capacity_limit - prefetch_tokens_occupied`, in whole pages),
     /// the same rule in both replays (the untimed one never holds a prefetch across

@@ -252,9 +252,9 @@ impl Speeds {
     }
 
     /// `; hit cost N ns per cached token` when the sensitivity is on, `; tokenize N
-    /// ns per prompt token` when requests arrive as text and `; HiCache step sync N ns
-    /// per scheduler iteration` (and `; prefetch poll N ns per all-reduce`) when charged, else nothing (outputs made without
-    /// them keep their bytes).
+    /// ns per prompt token` when requests arrive as text, `; HiCache step sync N ns
+    /// per scheduler iteration` and `; prefetch poll N ns per all-reduce` when charged,
+    /// else nothing (outputs made without them keep their bytes).
     fn opt_in_text(&self) -> String {
         let hit = self
             .hit_cost_per_cached_token_ns

@@ -89,8 +89,8 @@ pub(crate) fn runs_side_by_side(cfg: &ReplayConfig) -> bool {
 /// Several schedulers side by side without time (DP-attention ranks, engines, `ranks`
 /// of each, engine-major): scheduler `k` replays with `cfgs[k]` (its own tree and
 /// pools, its own warm-up) the requests `slot` gives it, in trace order, so that the L3
-/// stores `scope` makes them share ([`super::l3_store`]) hold every page written
-/// before a read. Each scheduler's figures, in order; [`runs_side_by_side`] configurations
+/// stores their `l3_scope` makes them share ([`super::l3_store`]) hold every page
+/// written before a read. Each scheduler's figures, in order; [`runs_side_by_side`] configurations
 /// only.
 pub(crate) fn run_side_by_side<I: IntoIterator<Item = Request>>(
     cfgs: &[ReplayConfig],
@@ -118,17 +118,7 @@ fn side_by_side<R: TreeRules, I: IntoIterator<Item = Request>>(
     slot: &mut dyn FnMut(u64) -> Option<usize>,
 ) -> Result<Vec<ReplayMetrics>, ReplayError> {
     let mut sessions: Vec<Session<R>> = cfgs.iter().map(Session::<R>::new).collect();
-    {
-        let mut engines: Vec<&mut [Session<R>]> = sessions.chunks_mut(ranks.max(1)).collect();
-        let c = &cfgs[0].capacities;
-        super::l3_store::share_stores(
-            c.l3_scope,
-            c.nodes,
-            &mut engines,
-            Session::store_to_share,
-            Session::share_store,
-        );
-    }
+    Session::share_stores(&mut sessions, ranks);
     let n = sessions.len();
     let mut recs: Vec<Vec<crate::cache::BackupRecord>> = vec![Vec::new(); n];
     // Each scheduler's own request count (its warm-up counts its own requests).
@@ -184,16 +174,7 @@ fn route_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
     let mut sessions: Vec<Session<R>> = (0..engines).map(|_| Session::<R>::new(cfg)).collect();
     // The L3 stores the workers share, as the figures' replay shares them
     // (`run_side_by_side`): `engines` workers, `ranks` to an engine.
-    {
-        let mut groups: Vec<&mut [Session<R>]> = sessions.chunks_mut(ranks.max(1)).collect();
-        super::l3_store::share_stores(
-            cfg.capacities.l3_scope,
-            cfg.capacities.nodes,
-            &mut groups,
-            Session::store_to_share,
-            Session::share_store,
-        );
-    }
+    Session::share_stores(&mut sessions, ranks);
     let mut recs: Vec<Vec<crate::cache::BackupRecord>> = vec![Vec::new(); engines];
     let mut tiers = Vec::with_capacity(engines);
     let scheduler = cfg.policy.call_pattern == CallPattern::Scheduler0523;
