@@ -140,7 +140,7 @@ pub fn replay(a: ReplayArgs) -> CmdResult {
                 unverified_full = pipeline::replay_unverified(&s, &plan, false);
                 swa_plan = pipeline::swa_pool(&s, &plan);
                 scenario_for_reasons = Some(s.clone());
-                step_sync = Some(pipeline::StepSyncDefault::of(&s));
+                step_sync = Some(pipeline::ClockDefaults::of(&s));
                 // An open PR's rule set is labelled as such, with what it assumes (after
                 // the status line, which waits for the final configuration).
                 let note = match s.version {
@@ -1114,8 +1114,11 @@ fn render(
                 .shares()
                 .iter()
                 // One rank has no DP wait, a replay without HiCache's per-step
-                // synchronisation no sync part: its line keeps its five parts.
-                .filter(|(name, s, _)| !matches!(*name, "DP wait" | "HiCache sync") || *s > 0.0)
+                // synchronisation no sync part, one without the fixed per-request way
+                // no overhead part: its line keeps its five parts.
+                .filter(|(name, s, _)| {
+                    !matches!(*name, "DP wait" | "HiCache sync" | "request overhead") || *s > 0.0
+                })
                 .map(|(name, s, share)| format!("{name} {:.3} s ({:.1} %)", s, share * 100.0))
                 .collect();
             // The per-iteration costs charged (HiCache's per-step synchronisation, the
@@ -1134,11 +1137,18 @@ fn render(
             .into_iter()
             .filter_map(|(on, what)| on.then_some(what))
             .collect();
+            // With the fixed per-request way charged, only the per-iteration costs are
+            // left out.
+            let fixed = if cfg.frontend.request_overhead.0 > 0 {
+                "fixed per-iteration costs"
+            } else {
+                "fixed per-request and per-iteration costs"
+            };
             let missing = if modelled.is_empty() {
-                "fixed per-request and per-iteration costs, HiCache's own bookkeeping".to_string()
+                format!("{fixed}, HiCache's own bookkeeping")
             } else {
                 format!(
-                    "fixed per-request and per-iteration costs other than {}, HiCache's own bookkeeping",
+                    "{fixed} other than {}, HiCache's own bookkeeping",
                     modelled.join(" and ")
                 )
             };

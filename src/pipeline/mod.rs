@@ -383,20 +383,23 @@ pub fn replay_config_without_swa(
     // over everything derived (a `tlru` from the server arguments is refused there, or
     // by `apply_overrides`' check when no key replaces it).
     let cfg = apply_overrides(cfg, overrides)?;
-    Ok(StepSyncDefault::of(s).fill(cfg, overrides))
+    Ok(ClockDefaults::of(s).fill(cfg, overrides))
 }
 
-/// What a scenario's default HiCache per-step synchronisation depends on
-/// ([`crate::release::step_sync`]): its release, whether it runs PP, and the world of
-/// the group the counts are reduced on (the attention-TP size).
+/// The terms a scenario's modelled clock fills in where its `runtime.replay` does not
+/// give them: HiCache's per-step synchronisation and the L3 prefetch polls' all-reduces
+/// ([`crate::release::step_sync`]: they depend on the release, whether it runs PP, and
+/// the world of the group the counts are reduced on, the attention-TP size), and every
+/// request's fixed way through the server
+/// ([`crate::runtime::frontend::REQUEST_OVERHEAD_DEFAULT`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StepSyncDefault {
+pub struct ClockDefaults {
     release: crate::wheel::Release,
     pp: bool,
     group_world: u32,
 }
 
-impl StepSyncDefault {
+impl ClockDefaults {
     pub fn of(s: &Scenario) -> Self {
         Self::new(
             s.version.release(),
@@ -408,9 +411,9 @@ impl StepSyncDefault {
     /// The default of a server of `release`, with pipeline parallelism (`pp`) or not,
     /// whose HiCache counts are reduced over `group_world` ranks (the attention-TP size):
     /// for configurations built without a scenario (the bench corpus of
-    /// `tests/it/timecost.rs`), set as [`StepSyncDefault::of`] would.
+    /// `tests/it/timecost.rs`), set as [`ClockDefaults::of`] would.
     pub fn new(release: crate::wheel::Release, pp: bool, group_world: u32) -> Self {
-        StepSyncDefault {
+        ClockDefaults {
             release,
             pp,
             group_world,
@@ -422,10 +425,18 @@ impl StepSyncDefault {
     /// (`table`, `roofline`): 0.5 ms × the release's all-reduces per iteration with a
     /// host tier and more than one rank in the group; 0 under fixed speeds (end-to-end
     /// rates). `compute.prefetch_poll_sync` likewise: 0.5 ms per prefetch-poll
-    /// all-reduce with an L3 tier too.
+    /// all-reduce with an L3 tier too. `request_overhead`: 6 ms under a modelled clock,
+    /// 0 under fixed speeds (their rates are end to end).
     pub fn fill(&self, mut cfg: ReplayConfig, overrides: &Map<String, Value>) -> ReplayConfig {
         let given = |key: &str| overrides.get("compute").and_then(|c| c.get(key)).is_some();
         let modelled = !matches!(cfg.scheduler.compute.source, ComputeSource::Fixed);
+        if !overrides.contains_key("request_overhead") {
+            cfg.frontend.request_overhead = if modelled {
+                crate::runtime::frontend::REQUEST_OVERHEAD_DEFAULT
+            } else {
+                crate::units::Duration(0)
+            };
+        }
         if !given("prefetch_poll_sync") {
             cfg.scheduler.compute.prefetch_poll_sync = if modelled {
                 crate::release::step_sync::default_prefetch_poll_sync(

@@ -504,6 +504,11 @@ struct ReplayFields {
         deserialize_with = "crate::units::duration_with_unit"
     )]
     tokenize_per_token: Duration,
+    #[serde(
+        skip_serializing_if = "is_zero_duration",
+        deserialize_with = "crate::units::duration_with_unit"
+    )]
+    request_overhead: Duration,
     max_running_requests: u32,
     /// Not written while false (every output as before).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -665,6 +670,7 @@ impl From<ReplayFields> for ReplayConfig {
             },
             frontend: super::frontend::Frontend {
                 tokenize_per_token: f.tokenize_per_token,
+                request_overhead: f.request_overhead,
             },
         }
     }
@@ -719,6 +725,7 @@ impl From<ReplayConfig> for ReplayFields {
             compute: scheduler.compute,
             decode_timeline: scheduler.decode_timeline,
             tokenize_per_token: frontend.tokenize_per_token,
+            request_overhead: frontend.request_overhead,
             max_running_requests: scheduler.max_running_requests,
             max_running_requests_split: scheduler.max_running_requests_split,
             max_prefill_tokens: scheduler.max_prefill_tokens,
@@ -1178,6 +1185,15 @@ impl ReplayConfig {
                 format!(
                     "{} ns a token is more than 1 ms: an encode that slow (1,000 tokens/s) is no tokenizer's; write the unit (`6756ns`)",
                     self.frontend.tokenize_per_token.0
+                ),
+            );
+        }
+        if self.frontend.request_overhead.0 > 10_000_000_000 {
+            return bad(
+                "request_overhead",
+                format!(
+                    "{} ns is more than 10 s: a request's fixed way through the server is milliseconds; write the unit (`6ms`)",
+                    self.frontend.request_overhead.0
                 ),
             );
         }

@@ -38,8 +38,10 @@ pub struct TimelinePoint {
 /// Where the measured requests' time to first token went in the timed replay, as means
 /// in seconds over `requests`; the five parts add up to `mean_s` (each request's TTFT
 /// splits exactly into them, in integer nanoseconds; the means agree to rounding):
-/// - `tokenize_s`: from the client's send until the scheduler sees the request (the
-///   TokenizerManager's encode and its queue, `runtime::frontend`);
+/// - `tokenize_s`: from the client's send until the TokenizerManager has encoded the
+///   request (its encode and its queue, `runtime::frontend`);
+/// - `request_overhead_s`: the request's fixed way through the server until the
+///   scheduler sees it (`request_overhead`, `runtime::frontend`);
 /// - `queue_s`: waiting in the scheduler's queue until a prefill batch takes it (the GPU
 ///   busy with an earlier batch, `--max-running-requests`, the batch's token budget, no
 ///   device room, an L3 prefetch not yet allowed to end);
@@ -53,14 +55,19 @@ pub struct TimelinePoint {
 /// - `forward_s`: the batch's prefill forward;
 /// - `dp_wait_s`: with DP attention, the wait for the slowest rank's forward.
 ///
-/// Fixed per-request and per-iteration costs (HTTP, detokenizer, CUDA-graph launch) and
-/// HiCache's own bookkeeping (its tree's work) are not in the time model: they are in no
-/// part. HiCache's per-step synchronisation is (`hicache_sync_s`).
+/// Fixed per-iteration costs (the scheduler's loop, CUDA-graph launch) and HiCache's own
+/// bookkeeping (its tree's work) are not in the time model: they are in no part.
+/// HiCache's per-step synchronisation is (`hicache_sync_s`), and so is the fixed
+/// per-request way where it is charged (`request_overhead_s`).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct TtftBreakdown {
     pub requests: u64,
     pub mean_s: f64,
     pub tokenize_s: f64,
+    /// Every request's fixed way through the server (`request_overhead`); 0, and not
+    /// written, without it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub request_overhead_s: f64,
     pub queue_s: f64,
     pub hit_cost_s: f64,
     /// HiCache's per-step synchronisation; 0, and not written, without it.
@@ -84,7 +91,7 @@ fn is_zero_u64(x: &u64) -> bool {
 
 impl TtftBreakdown {
     /// The parts, named as the text output names them, with their share of the mean.
-    pub fn shares(&self) -> [(&'static str, f64, f64); 7] {
+    pub fn shares(&self) -> [(&'static str, f64, f64); 8] {
         let share = |x: f64| {
             if self.mean_s > 0.0 {
                 x / self.mean_s
@@ -94,6 +101,11 @@ impl TtftBreakdown {
         };
         [
             ("tokenize", self.tokenize_s, share(self.tokenize_s)),
+            (
+                "request overhead",
+                self.request_overhead_s,
+                share(self.request_overhead_s),
+            ),
             ("queue", self.queue_s, share(self.queue_s)),
             ("hit cost", self.hit_cost_s, share(self.hit_cost_s)),
             (

@@ -10,7 +10,8 @@ use crate::error::InputError;
 /// `cfg` as a value with every key, those left out of the serialized config while
 /// they hold their default (`compute`, `storage_backend`, `storage_latency`,
 /// `decode_timeline`, `decode_memory`, `schedule_conservativeness`, `max_new_tokens`,
-/// `ignore_eos`, `host_read_share`, `load_back_kernel`, `tokenize_per_token`: outputs made before them keep their bytes) included: what a
+/// `ignore_eos`, `host_read_share`, `load_back_kernel`, `tokenize_per_token`,
+/// `request_overhead`: outputs made before them keep their bytes) included: what a
 /// scenario's `runtime.replay` keys and a sweep's `runtime.replay.*` axes are checked
 /// against.
 pub fn full_value(cfg: &ReplayConfig) -> Value {
@@ -41,6 +42,8 @@ pub fn full_value(cfg: &ReplayConfig) -> Value {
         .or_insert(Value::from(cfg.scheduler.ignore_eos));
     o.entry("tokenize_per_token")
         .or_insert_with(|| Value::from(format!("{}ns", cfg.frontend.tokenize_per_token.0)));
+    o.entry("request_overhead")
+        .or_insert_with(|| Value::from(format!("{}ns", cfg.frontend.request_overhead.0)));
     v
 }
 

@@ -4,9 +4,9 @@
 //!
 //! A term that is 0 or absent in the configuration (no storage, no tokenizer cost, no
 //! speculative draft) is left out: making it dearer changes nothing. The terms SGLang
-//! pays that the time model does not have (fixed per-request and per-iteration costs,
-//! HiCache's bookkeeping; its per-step synchronisation is a term) cannot appear here;
-//! [`NOT_IN_THE_MODEL`] names them.
+//! pays that the time model does not have (fixed per-iteration costs, HiCache's
+//! bookkeeping; its per-step synchronisation and the fixed per-request way are terms)
+//! cannot appear here; [`NOT_IN_THE_MODEL`] names them.
 
 use serde::Serialize;
 
@@ -20,10 +20,12 @@ pub const STEP: f64 = 1.25;
 /// What the time model leaves out, so no row of the report can show it.
 pub const NOT_IN_THE_MODEL: &str = "fixed per-request and per-iteration costs (HTTP / ZMQ / detokenizer, the scheduler's loop, CUDA-graph launch) and HiCache's own bookkeeping are not in the time model, so no row shows them";
 
-/// [`NOT_IN_THE_MODEL`] for a report of `rows`: with a `hicache_sync` row (HiCache's
-/// per-step synchronisation charged) or a `prefetch_poll` row (the L3 prefetch polls'
-/// all-reduces charged) it says which per-iteration costs are in the model; without,
-/// the constant itself (outputs without the terms keep their bytes).
+/// [`NOT_IN_THE_MODEL`] for a report of `rows`: with a `request_overhead` row (the
+/// fixed per-request way charged) it names only the per-iteration costs as left out;
+/// with a `hicache_sync` row (HiCache's per-step synchronisation charged) or a
+/// `prefetch_poll` row (the L3 prefetch polls' all-reduces charged) it says which
+/// per-iteration costs are in the model; without any, the constant itself (outputs
+/// without the terms keep their bytes).
 pub fn not_in_the_model(rows: &[Row]) -> String {
     let has = |t: Term| rows.iter().any(|r| r.term == t);
     let modelled: Vec<&str> = [
@@ -40,12 +42,22 @@ pub fn not_in_the_model(rows: &[Row]) -> String {
     .filter(|&(t, _)| has(t))
     .map(|(_, s)| s)
     .collect();
-    if modelled.is_empty() {
+    let per_request = has(Term::RequestOverhead);
+    if modelled.is_empty() && !per_request {
         return NOT_IN_THE_MODEL.to_string();
     }
+    let what = if per_request {
+        "fixed per-iteration costs (the scheduler's loop, CUDA-graph launch"
+    } else {
+        "fixed per-request and per-iteration costs (HTTP / ZMQ / detokenizer, the scheduler's loop, CUDA-graph launch"
+    };
+    let modelled = if modelled.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", modelled.join("; "))
+    };
     format!(
-        "fixed per-request and per-iteration costs (HTTP / ZMQ / detokenizer, the scheduler's loop, CUDA-graph launch; {}) and HiCache's own bookkeeping are not in the time model, so no row shows them",
-        modelled.join("; ")
+        "{what}{modelled}) and HiCache's own bookkeeping are not in the time model, so no row shows them"
     )
 }
 
@@ -71,6 +83,8 @@ pub enum Term {
     StorageLatency,
     /// The TokenizerManager's encode per prompt token (`tokenize_per_token`).
     Tokenize,
+    /// Every request's fixed way through the server (`request_overhead`).
+    RequestOverhead,
     /// The opt-in charge per cached token (`compute.hit_cost_per_cached_token`).
     HitCost,
     /// HiCache's per-step synchronisation (`compute.hicache_step_sync`), where it is
@@ -86,7 +100,7 @@ pub enum Term {
 
 impl Term {
     /// Every term, in the order the report lists ties.
-    pub const ALL: [Term; 13] = [
+    pub const ALL: [Term; 14] = [
         Term::Compute,
         Term::H2d,
         Term::H2dRunOverhead,
@@ -96,6 +110,7 @@ impl Term {
         Term::StorageWrite,
         Term::StorageLatency,
         Term::Tokenize,
+        Term::RequestOverhead,
         Term::HitCost,
         Term::HicacheSync,
         Term::PrefetchPoll,
@@ -114,6 +129,7 @@ impl Term {
             Term::StorageWrite => "storage_write",
             Term::StorageLatency => "storage_latency",
             Term::Tokenize => "tokenize",
+            Term::RequestOverhead => "request_overhead",
             Term::HitCost => "hit_cost",
             Term::HicacheSync => "hicache_sync",
             Term::PrefetchPoll => "prefetch_poll",
@@ -163,6 +179,7 @@ impl Term {
             }
             Term::StorageRead | Term::StorageWrite | Term::StorageLatency => None,
             Term::Tokenize => longer(&mut c.frontend.tokenize_per_token, "tokenize_per_token"),
+            Term::RequestOverhead => longer(&mut c.frontend.request_overhead, "request_overhead"),
             Term::HitCost => longer(
                 &mut c.scheduler.compute.hit_cost_per_cached_token,
                 "hit_cost_per_cached_token",

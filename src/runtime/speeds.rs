@@ -37,6 +37,10 @@ pub struct Speeds {
     /// prompt before the scheduler (`runtime::frontend`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokenize_per_token_ns: Option<u64>,
+    /// `request_overhead` in ns, when not 0: every request's fixed way through the
+    /// server outside its forwards (`runtime::frontend`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_overhead_ns: Option<u64>,
     /// HiCache's per-step synchronisation in ns per scheduler iteration, when charged
     /// (`compute.hicache_step_sync` with a host tier: `crate::release::step_sync`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -204,6 +208,7 @@ impl Speeds {
                 .frontend
                 .tokenizes()
                 .then_some(cfg.frontend.tokenize_per_token.0),
+            request_overhead_ns: Some(cfg.frontend.request_overhead.0).filter(|&ns| ns > 0),
             hicache_step_sync_ns: Some(cfg.hicache_step_sync_ns()).filter(|&ns| ns > 0),
             prefetch_poll_sync_ns: Some(cfg.prefetch_poll_sync_ns()).filter(|&ns| ns > 0),
             load_back: if fixed {
@@ -252,7 +257,8 @@ impl Speeds {
     }
 
     /// `; hit cost N ns per cached token` when the sensitivity is on, `; tokenize N
-    /// ns per prompt token` when requests arrive as text, `; HiCache step sync N ns
+    /// ns per prompt token` when requests arrive as text, `; request overhead N ns per
+    /// request` when charged, `; HiCache step sync N ns
     /// per scheduler iteration` and `; prefetch poll N ns per all-reduce` when charged,
     /// else nothing (outputs made without them keep their bytes).
     fn opt_in_text(&self) -> String {
@@ -263,6 +269,10 @@ impl Speeds {
         let tok = self
             .tokenize_per_token_ns
             .map(|ns| format!("; tokenize {ns} ns per prompt token"))
+            .unwrap_or_default();
+        let fixed = self
+            .request_overhead_ns
+            .map(|ns| format!("; request overhead {ns} ns per request"))
             .unwrap_or_default();
         let sync = self
             .hicache_step_sync_ns
@@ -292,7 +302,7 @@ impl Speeds {
                 )
             })
             .unwrap_or_default();
-        hit + &tok + &sync + &poll + &spec + &dp
+        hit + &tok + &fixed + &sync + &poll + &spec + &dp
     }
 
     /// A short line for plot captions: the compute model, then the links.

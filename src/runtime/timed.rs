@@ -430,9 +430,13 @@ struct Batch {
 /// ([`super::metrics::TtftBreakdown`]).
 #[derive(Debug, Default)]
 struct TtftSums {
+    /// Every request's fixed way through the server (`Frontend::request_overhead`),
+    /// part of its `seen − arrival`: counted as its own part, not the encode's.
+    fixed: Nanos,
     requests: u64,
     total: u128,
     tokenize: u128,
+    request_overhead: u128,
     queue: u128,
     hit_cost: u128,
     hicache_sync: u128,
@@ -442,8 +446,17 @@ struct TtftSums {
 }
 
 impl TtftSums {
+    /// Sums for a scheduler whose requests each take `cfg`'s fixed way
+    /// (`request_overhead`) before it sees them.
+    fn new(cfg: &ReplayConfig) -> Self {
+        TtftSums {
+            fixed: cfg.frontend.request_overhead.0,
+            ..TtftSums::default()
+        }
+    }
+
     /// Adds one request: `arrival ≤ seen ≤ formed ≤ formed + sync ≤ start ≤ done −
-    /// dp_wait`, `forward ≤ done − dp_wait − start`; the seven parts sum to `done −
+    /// dp_wait`, `forward ≤ done − dp_wait − start`; the eight parts sum to `done −
     /// arrival` exactly.
     fn add(&mut self, w: &Waiting, b: &Batch, done: Nanos) {
         self.add_parts(
@@ -469,7 +482,9 @@ impl TtftSums {
         let exposed_load_back = (own - start).saturating_sub(forward);
         self.requests += 1;
         self.total += u128::from(done - arrival);
-        self.tokenize += u128::from(seen - arrival);
+        let fixed = self.fixed.min(seen - arrival);
+        self.request_overhead += u128::from(fixed);
+        self.tokenize += u128::from(seen - arrival - fixed);
         self.queue += u128::from(formed - seen);
         self.hicache_sync += u128::from(sync);
         self.hit_cost += u128::from(start - formed - sync);
@@ -483,6 +498,7 @@ impl TtftSums {
         self.requests += o.requests;
         self.total += o.total;
         self.tokenize += o.tokenize;
+        self.request_overhead += o.request_overhead;
         self.queue += o.queue;
         self.hit_cost += o.hit_cost;
         self.hicache_sync += o.hicache_sync;
@@ -500,6 +516,7 @@ impl TtftSums {
             requests: self.requests,
             mean_s: mean(self.total),
             tokenize_s: mean(self.tokenize),
+            request_overhead_s: mean(self.request_overhead),
             queue_s: mean(self.queue),
             hit_cost_s: mean(self.hit_cost),
             hicache_sync_s: mean(self.hicache_sync),
@@ -844,7 +861,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             sread: Link::default(),
             swrite: Link::default(),
             ttft: Vec::new(),
-            ttft_sums: TtftSums::default(),
+            ttft_sums: TtftSums::new(cfg),
             tpot: (0.0, 0),
             cost,
             step_sync: cfg.hicache_step_sync_ns(),

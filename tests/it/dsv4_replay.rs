@@ -108,7 +108,8 @@ fn deepseek_v4_pro_with_mtp_prints_ttft_and_tpot_with_its_acceptance() {
         "the compute cost table is deepseek-ai/DeepSeek-V3.2's (deepseek-v3.2 fp8 TP8 on hgx-b200), not deepseek-ai/DeepSeek-V4-Pro's",
         "with its SWA component: 1449 SWA pages, window 128, requests decoding their output, requests overlapping on the clock",
         "device          3388160    85.12 %",
-        "TTFT: p50 1.365 s, p90 2.735 s, p99 3.130 s",
+        "TTFT: p50 1.371 s, p90 2.741 s, p99 3.136 s",
+        "+ request overhead 0.006 s (0.4 %) +",
         "TPOT mean 21.31 ms",
         "speculative EAGLE 3 steps x 1 MTP layer(s) / 4 draft tokens / accept length 2.105 (assumed",
     ] {

@@ -194,9 +194,12 @@ fn the_replay_reports_prefetches_the_capacity_limit_refuses() {
                 "--set",
                 "runtime.replay.l3_unbounded=true",
                 // Without HiCache's per-step synchronisation (its own tests:
-                // `step_sync.rs`), the counts as before it.
+                // `step_sync.rs`) and the request's fixed way through the server (its
+                // own: `request_overhead.rs`), the counts as before them.
                 "--set",
                 "runtime.replay.compute.hicache_step_sync=0ns",
+                "--set",
+                "runtime.replay.request_overhead=0ns",
             ],
             &crate::support::repo(""),
         );

@@ -46,6 +46,7 @@ mod recipes;
 mod releases;
 mod reliability;
 mod replay_rules;
+mod request_overhead;
 mod router;
 mod router_dynamo;
 mod router_timed;

@@ -227,14 +227,10 @@ fn timing_on_hand_computed_transfers() {
     assert!((b.mean_s - (0.064 + h2d) / 3.0).abs() < 1e-15, "{b:?}");
 }
 
-/// A request that arrives while the GPU runs another's prefill waits in the queue:
-/// R0 (256 tokens at 10,000 tok/s: 25.6 ms) at 0, R1 (other pages, 256 tokens) at 10
-/// ms, formed into a batch when R0's ends at 25.6 ms (15.6 ms queued), done at 51.2 ms.
-/// TTFT 25.6 and 41.2 ms: mean 33.4 = queue 7.8 + forward 25.6. The timing-off replay
-/// has no breakdown.
-#[test]
-fn ttft_breakdown_counts_the_queue() {
-    let mut cfg = ReplayConfig {
+/// The timed configuration of [`ttft_breakdown_counts_the_queue`]: 64-token pages,
+/// 10,000 prefill tokens/s, the debug checks on.
+pub(crate) fn queue_case() -> ReplayConfig {
+    ReplayConfig {
         capacities: Capacities {
             page_size: 64,
             l1_pages: 100,
@@ -254,7 +250,17 @@ fn ttft_breakdown_counts_the_queue() {
             ..Default::default()
         },
         ..ReplayConfig::default()
-    };
+    }
+}
+
+/// A request that arrives while the GPU runs another's prefill waits in the queue:
+/// R0 (256 tokens at 10,000 tok/s: 25.6 ms) at 0, R1 (other pages, 256 tokens) at 10
+/// ms, formed into a batch when R0's ends at 25.6 ms (15.6 ms queued), done at 51.2 ms.
+/// TTFT 25.6 and 41.2 ms: mean 33.4 = queue 7.8 + forward 25.6. The timing-off replay
+/// has no breakdown.
+#[test]
+fn ttft_breakdown_counts_the_queue() {
+    let mut cfg = queue_case();
     let trace = || vec![req(0, 0, 1..5, 64, 1), req(1, 10, 11..15, 64, 1)];
     let m = replay(&cfg, trace()).unwrap();
     let b = m.ttft_breakdown.unwrap();
@@ -263,8 +269,10 @@ fn ttft_breakdown_counts_the_queue() {
     assert!((b.forward_s - 0.0256).abs() < 1e-15, "{b:?}");
     assert!((b.mean_s - 0.0334).abs() < 1e-15, "{b:?}");
     let shares = b.shares();
-    assert_eq!(shares[1].0, "queue");
-    assert!((shares[1].2 - 0.0078 / 0.0334).abs() < 1e-12);
+    assert_eq!(shares[2].0, "queue");
+    assert!((shares[2].2 - 0.0078 / 0.0334).abs() < 1e-12);
+    // No fixed way through the server configured: that part is 0.
+    assert_eq!((shares[1].0, shares[1].1), ("request overhead", 0.0));
     cfg.measurement.timing = Timing::Off;
     assert_eq!(replay(&cfg, trace()).unwrap().ttft_breakdown, None);
 }

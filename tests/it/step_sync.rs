@@ -190,8 +190,8 @@ fn a_tp4_hicache_scenario_charges_the_default_and_a_set_overrides_it() {
 }
 
 /// The TTFT breakdown's "not modelled" list and the sensitivity's closing line name
-/// HiCache's per-step synchronisation as modelled where it is charged, and keep their
-/// old text where it is not.
+/// HiCache's per-step synchronisation, and each request's fixed way through the server,
+/// as modelled where they are charged, and keep their old text where neither is.
 #[test]
 fn the_not_modelled_lines_follow_the_charge() {
     let out = |sets: &[&str]| -> String {
@@ -205,15 +205,29 @@ fn the_not_modelled_lines_follow_the_charge() {
     };
     let charged = out(&[]);
     assert!(charged.contains(
-        "(not modelled: fixed per-request and per-iteration costs other than HiCache's per-step synchronisation, HiCache's own bookkeeping)"
+        "(not modelled: fixed per-iteration costs other than HiCache's per-step synchronisation, HiCache's own bookkeeping)"
     ), "{charged}");
     assert!(
         charged.contains(
-            "CUDA-graph launch; HiCache's per-step synchronisation is in the model: hicache_sync)"
+            "fixed per-iteration costs (the scheduler's loop, CUDA-graph launch; HiCache's per-step synchronisation is in the model: hicache_sync)"
         ),
         "{charged}"
     );
-    let zero = out(&["runtime.replay.compute.hicache_step_sync=0ns"]);
+    let no_sync = out(&["runtime.replay.compute.hicache_step_sync=0ns"]);
+    assert!(
+        no_sync.contains("(not modelled: fixed per-iteration costs, HiCache's own bookkeeping)"),
+        "{no_sync}"
+    );
+    assert!(
+        no_sync.contains(
+            "fixed per-iteration costs (the scheduler's loop, CUDA-graph launch) and HiCache's own bookkeeping are not in the time model"
+        ),
+        "{no_sync}"
+    );
+    let zero = out(&[
+        "runtime.replay.compute.hicache_step_sync=0ns",
+        "runtime.replay.request_overhead=0ns",
+    ]);
     assert!(
         zero.contains(
             "(not modelled: fixed per-request and per-iteration costs, HiCache's own bookkeeping)"

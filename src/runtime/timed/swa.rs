@@ -186,7 +186,7 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
             chunk,
             decode_in_tree: pool.decode,
             ttft: Vec::new(),
-            sums: TtftSums::default(),
+            sums: TtftSums::new(cfg),
             tpot: (0.0, 0),
             times: times.then(Vec::new),
             last_event: 0,
