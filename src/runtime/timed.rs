@@ -561,6 +561,15 @@ struct Sim<I: Iterator<Item = (u64, Request)>, R: TreeRules> {
     tokenizer_free: Nanos,
     waiting: VecDeque<Waiting>,
     running: u32,
+    /// `running_batch.batch_is_full` (`managers/scheduler.py`, 0.5.14–0.5.23): set when
+    /// an admission scan stops at the running cap or on `NO_TOKEN` (a request the KV
+    /// budget cannot take, with others admitted or running); while set the scheduler
+    /// skips the scan (`get_new_batch_prefill` returns at once: no admission, no
+    /// prefetch polls) until a running request leaves (a finish or a retraction) or the
+    /// running batch is empty. A PD prefill server clears it every iteration
+    /// (`disaggregation/prefill.py`: "we never enter update_running_batch"), and so does
+    /// a hybrid SWA server (`is_hybrid_swa`), which the SWA replay (`timed::swa`) runs.
+    batch_is_full: bool,
     gpu_busy: bool,
     batches: Vec<Option<Batch>>,
     free_batches: Vec<u32>,
@@ -867,6 +876,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             step_sync: cfg.hicache_step_sync_ns(),
             poll_sync: cfg.prefetch_poll_sync_ns(),
             poll_sync_due: 0,
+            batch_is_full: false,
             times: times.then(Vec::new),
             recs: Vec::new(),
             scratch: Vec::new(),
@@ -907,6 +917,8 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             } => {
                 self.s.tree.dec_lock_ref(last);
                 self.running -= 1;
+                // The running batch shrank (`filter_batch`).
+                self.batch_is_full = false;
                 self.running_tokens -= u64::from(tokens);
                 self.progressed(index, Progress::Finished);
             }
@@ -1226,6 +1238,12 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             self.start_decode_step(now);
             return;
         }
+        if self.pd.is_some() || self.running == 0 {
+            // A PD prefill server's reset every iteration; an empty running batch has
+            // no request left to leave (0.5.23 clears it explicitly; before, only a
+            // shrinking batch did, which is how a batch gets empty).
+            self.batch_is_full = false;
+        }
         // `PrefillAdder`'s `rem_total_token_offset` (`kv_budget::prefill_adder_fits`):
         // the running requests' reserved future tokens.
         let kv = self.kv;
@@ -1247,8 +1265,14 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         // chunk of a chunked batch.
         let mut unfinished = 0u64;
         let mut j = 0;
-        while j < self.waiting.len() {
+        // While the batch is full `get_new_batch_prefill` returns before its scan: no
+        // waiting request is polled or admitted, and the iteration runs as one without
+        // a prefill batch (the decode step; the idle loop's next spin for a retry).
+        let scan = !self.batch_is_full;
+        while scan && j < self.waiting.len() {
             if self.running + batch.len() as u32 >= max_run {
+                // `get_num_allocatable_reqs` spent.
+                self.batch_is_full = true;
                 break;
             }
             if let Some(p) = self.waiting[j].prefetch.as_mut()
@@ -1308,6 +1332,9 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                     s.tree.dec_lock_ref(m.last_node);
                     w.carried = (fetched, staged);
                     self.waiting.insert(j, w);
+                    // `NO_TOKEN`: full "after making sure there are requests that can
+                    // be served".
+                    self.batch_is_full = !batch.is_empty() || self.running > 0;
                     break;
                 }
             }
@@ -1340,6 +1367,9 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                 w.preloaded += loaded;
                 w.carried = (fetched, staged);
                 self.waiting.insert(j, w);
+                // No device room: SGLang's `NO_TOKEN` (its budget counts the same
+                // free and evictable pages).
+                self.batch_is_full = !batch.is_empty() || self.running > 0;
                 break;
             };
             // Loaded by an earlier attempt and still on the device: copied now.
@@ -1994,6 +2024,8 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         self.s.tree.free_device(d.held);
         self.s.tree.dec_lock_ref(d.last);
         self.running -= 1;
+        // The running batch shrank (a finish, or `retract_decode`).
+        self.batch_is_full = false;
         self.running_tokens -= u64::from(d.input_tokens);
     }
 

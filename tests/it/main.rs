@@ -1,6 +1,7 @@
 //! One integration-test crate: a module per area, so `cargo test` links one test binary
 //! instead of one per file (the link step dominated a cold build on 2 cores).
 
+mod batch_is_full;
 mod cache_props;
 mod cache_rules;
 mod capture;
