@@ -19,7 +19,10 @@
 //! Every request, text or token ids, also takes a fixed way through the server outside
 //! its forwards ([`Frontend::request_overhead`]): the HTTP request and response, the
 //! TokenizerManager's ZMQ hop to the scheduler, the scheduler's receive and the
-//! detokenizer's. It is a latency, not a queue: the TokenizerManager is not held by it.
+//! detokenizer's. It is charged as a latency, not a queue — an assumption: the HTTP
+//! parsing, chat template and response run on the TokenizerManager's event loop (in
+//! the HTTP server's process), so under load that share would queue behind the
+//! encodes; only the ZMQ hops, the scheduler's receive and the detokenizer are off it.
 
 use crate::units::{Duration, Nanos};
 
@@ -32,7 +35,8 @@ pub struct Frontend {
     /// The fixed time of every request's way through the server outside its forwards
     /// and its encode (`runtime.replay.request_overhead`, e.g. `6ms`): SGLang's HTTP
     /// server, the TokenizerManager → scheduler ZMQ hop and the scheduler's receive
-    /// (`managers/scheduler.py: recv_requests`), the detokenizer and the response
+    /// (`managers/scheduler_components/request_receiver.py: RequestReceiver.recv_requests`),
+    /// the scheduler → detokenizer → TokenizerManager hops and the response
     /// (0.5.14–0.5.23). One latency per request; where in the way it falls is not
     /// measured, so the replay charges it before the scheduler sees the request
     /// (the TTFT is the same on an idle server). A scenario with a modelled clock
@@ -49,7 +53,8 @@ pub struct Frontend {
 /// `/v1/chat/completions`. Less the one mocked prefill forward (2.632 ms) and the
 /// encode of 128 tokens at the rate `tools/costs/tokenize_rate.json` measured (6 756
 /// ns a token: 0.865 ms), 6.04 ms; 6 ms, as four requests allow. The host CPU is the
-/// source's, not stated.
+/// source's, not stated; the figure also holds the prefill iteration's own loop
+/// (~0.3 ms, the same source's per-step overhead).
 pub const REQUEST_OVERHEAD_DEFAULT: Duration = Duration(6_000_000);
 
 impl Frontend {

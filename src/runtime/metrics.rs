@@ -36,7 +36,7 @@ pub struct TimelinePoint {
 }
 
 /// Where the measured requests' time to first token went in the timed replay, as means
-/// in seconds over `requests`; the five parts add up to `mean_s` (each request's TTFT
+/// in seconds over `requests`; the parts add up to `mean_s` (each request's TTFT
 /// splits exactly into them, in integer nanoseconds; the means agree to rounding):
 /// - `tokenize_s`: from the client's send until the TokenizerManager has encoded the
 ///   request (its encode and its queue, `runtime::frontend`);

@@ -2365,8 +2365,8 @@ fn without_the_encode_the_hits_are_too_cheap(c: &ReplayConfig, l1: u64, l2: u64,
 /// a 64-token extend. The published slope between 16 384 and 32 512 tokens is the
 /// encode's (#19: 5.7 µs per token, #20: 7.8; the measured rate 6.8); the fixed part,
 /// the report's ~30–36 ms intercept, is 6 ms in the replay (`request_overhead`: HTTP,
-/// two ZMQ hops, a scheduler iteration, as a mocked-GPU SGLang measured them), and
-/// 21–43 ms of it is left.
+/// the three ZMQ hops through the scheduler and the detokenizer, as a mocked-GPU
+/// SGLang measured them), and 21–43 ms of it is left.
 #[test]
 fn the_l1_probes_are_the_encode_and_a_short_extend() {
     for (name, c, l1, l2, published, want) in [
@@ -2881,8 +2881,8 @@ fn ratio_names(rows: &[&(&str, &str, f64, f64)]) -> String {
 }
 
 /// The corpus's 26 ratios with the TokenizerManager's encode (`runtime::frontend`) at
-/// the measured rates (the docs table), without it (every client sending token ids:
-/// the table before the encode was modelled), at 75 % and 125 % of the measured rates
+/// the measured rates (the docs table), without it (every client sending token ids,
+/// each request's fixed way through the server still charged), at 75 % and 125 % of the measured rates
 /// (the measurement's run-to-run spread on this 2-core machine was 5.8–7.2 µs per
 /// probe token at 32 512), and with B06 / B07's unnamed client taken to send text
 /// (`bench_serving`'s default). Writes the table and its counts to
@@ -2986,7 +2986,8 @@ fn tokenizer_sensitivity_over_the_corpus() {
     );
     let note = format!(
         "The count of ratios within 20 % at other encode rates (\"The TokenizerManager\", \
-         below): {} of {} with token ids, before the TokenizerManager's encode was modelled \
+         below): {} of {} with token ids (each request's fixed way still charged; 13 before \
+         it), before the TokenizerManager's encode was modelled \
          ({moved}); {lo}–{hi} across ±25 % of the measured rate.\n",
         counts[1],
         measured.len(),
