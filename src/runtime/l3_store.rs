@@ -15,8 +15,9 @@
 //! 3FS with its local metadata client keeps each process's index in memory: nothing is
 //! shared.
 //!
-//! A page written by one rank is visible to the others from the moment its write is
-//! issued here, not when the write ends (as for one rank's own pages).
+//! In the timed replay a page is in the store once its write has ended on the writer's
+//! storage-write link (`runtime::timed`: `Sim::store_at`), for the writer and every
+//! other reader alike; the untimed replay, which has no clock, writes at once.
 
 use std::cell::{Ref, RefCell, RefMut};
 use std::rc::Rc;

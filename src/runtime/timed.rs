@@ -92,6 +92,9 @@ enum Ev {
     StorageAck {
         node: NodeId,
     },
+    /// An L3 write ended: its pages (`writes`, this slot) are in the store from now on,
+    /// for every reader of it.
+    StorageWritten(u32),
     /// One decode step of every decoding request ended (`decode_timeline: interleaved`).
     DecodeStep,
     /// A request's decode beside the prefill ended (`decode_memory: sglang`): the
@@ -596,6 +599,10 @@ struct Sim<I: Iterator<Item = (u64, Request)>, R: TreeRules> {
     times: Option<Vec<RequestTime>>,
     recs: Vec<BackupRecord>,
     scratch: Vec<PageKey>,
+    /// The pages of the L3 writes in flight, by slot (`Ev::StorageWritten`), and the
+    /// free slots (their vectors kept for reuse).
+    writes: Vec<Vec<PageKey>>,
+    free_writes: Vec<u32>,
     /// Scheduler iterations (`StoragePrefetchRetries._step`).
     step: u64,
     /// Requests with a pending retry.
@@ -880,6 +887,8 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             times: times.then(Vec::new),
             recs: Vec::new(),
             scratch: Vec::new(),
+            writes: Vec::new(),
+            free_writes: Vec::new(),
             step: 0,
             pending_retries: 0,
             decoding: Vec::new(),
@@ -924,6 +933,12 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             }
             Ev::D2hAck(a) => self.d2h_ack(a),
             Ev::StorageAck { node } => self.s.tree.release_host(node),
+            Ev::StorageWritten(w) => {
+                let pages = std::mem::take(&mut self.writes[w as usize]);
+                self.s.write_storage(&pages);
+                self.writes[w as usize] = pages;
+                self.free_writes.push(w);
+            }
             Ev::DecodeStep => self.decode_step_done(),
             Ev::DecodeDone { index, retractions } => self.decode_done(index, retractions),
             Ev::TransferDone { index } => self.transfer_done(index),
@@ -1590,16 +1605,16 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                     s.cfg.links.bandwidth_efficiency,
                     s.cfg.links.d2h_run_overhead.0,
                 );
+                let wt = storage_time_ns(bytes, s.cfg.links.storage_write_bandwidth.0)
+                    + s.cfg.links.storage_latency.0;
                 if !new.is_empty() {
                     let t = self.d2h.transfer(now, d);
-                    let wt = storage_time_ns(bytes, s.cfg.links.storage_write_bandwidth.0)
-                        + s.cfg.links.storage_latency.0;
-                    self.swrite.transfer(t, wt);
-                    s.write_storage(&new);
+                    let end = self.swrite.transfer(t, wt);
+                    self.store_at(end, &new);
                 }
                 self.scratch = new;
             }
-            let measured = a.w.index >= s.cfg.measurement.warmup_requests;
+            let measured = a.w.index >= self.s.cfg.measurement.warmup_requests;
             if a.w.retractions == 0 {
                 self.progressed(a.w.index, Progress::FirstToken);
             }
@@ -2222,6 +2237,29 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         self.flush_backups(now);
     }
 
+    /// `pages` written to L3 by a write that ends at `end`: in the store from then on, at
+    /// once when it has ended. The backup thread's `batch_set_v1` puts the keys as the
+    /// write completes (`managers/cache_controller.py: _page_backup`, 0.5.14–0.5.23), so
+    /// a `batch_exists` before that misses them, the writer's as any other reader's of
+    /// a shared store.
+    fn store_at(&mut self, end: Nanos, pages: &[PageKey]) {
+        if end <= self.q.now() {
+            self.s.write_storage(pages);
+            return;
+        }
+        let w = match self.free_writes.pop() {
+            Some(w) => w,
+            None => {
+                self.writes.push(Vec::new());
+                (self.writes.len() - 1) as u32
+            }
+        };
+        let slot = &mut self.writes[w as usize];
+        slot.clear();
+        slot.extend_from_slice(pages);
+        self.q.schedule_at(end, Ev::StorageWritten(w));
+    }
+
     /// `write_backup_storage`: the backup's pages go to L3 on the storage-write link —
     /// all of them, the head fragments of a node split since the backup included
     /// ([`HiRadixTree::backup_span`](crate::cache::HiRadixTree::backup_span)); with
@@ -2242,7 +2280,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         let d = storage_time_ns(bytes, self.s.cfg.links.storage_write_bandwidth.0)
             + self.s.cfg.links.storage_latency.0;
         let t = self.swrite.transfer(at, d);
-        self.s.write_storage(&pages);
+        self.store_at(t, &pages);
         if pin && self.s.tree.node(node).backed_up {
             self.s.tree.protect_host(node);
             self.q.schedule_at(t, Ev::StorageAck { node });

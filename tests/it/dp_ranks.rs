@@ -660,6 +660,61 @@ fn dp_ranks_share_one_l3_store() {
     assert_eq!(own["final_storage_pages"], 4);
 }
 
+/// A page is in the shared L3 store once its write has ended, not when it is issued:
+/// a `batch_exists` before that misses it. Two ranks, round-robin, timed at fixed speeds,
+/// write-through, `wait_complete`, 1 KiB a token (a 512-token page is 512 KiB). Rank 0
+/// prefills request 0 (1,024 tokens at 20,000 tok/s: 51.2 ms); its backup reaches the
+/// host ~26 µs later and its 1 MiB L3 write then takes 1.048576 s at 1 MB/s, so the
+/// pages are in the store from ~1.0998 s. Request 1 (rank 1, the same two pages) sent
+/// at 1.090 s misses them and recomputes; sent at 1.110 s it fetches both (1,024
+/// storage-hit tokens).
+#[test]
+fn an_l3_page_is_readable_once_its_write_ends() {
+    let d = tempfile::tempdir().unwrap();
+    let hits = |at_ms: u32| -> Vec<u64> {
+        let line = |t: u32| {
+            format!(
+                "{{\"timestamp\": {t}, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [1, 2]}}\n"
+            )
+        };
+        std::fs::write(d.path().join("t.jsonl"), line(0) + &line(at_ms)).unwrap();
+        let mut args = vec![
+            "replay",
+            "--trace",
+            "t.jsonl",
+            "--page-size",
+            "512",
+            "--l1-pages",
+            "2",
+        ];
+        for c in [
+            "l2_pages=8",
+            "l3_unbounded=true",
+            "write_policy=write_through",
+            "dp_ranks=2",
+            "l3_scope=fleet",
+            "timing=on",
+            "bytes_per_token=1024",
+            "prefetch_policy=wait_complete",
+            "storage_write_bandwidth=1MB/s",
+        ] {
+            args.extend(["--config", c]);
+        }
+        args.extend(["--format", "json"]);
+        let o = run(&args, d.path());
+        ok(&o);
+        let m = serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()["metrics"].clone();
+        m["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["storage_hit_tokens"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(hits(1090), [0, 0]);
+    assert_eq!(hits(1110), [0, 1024]);
+}
+
 /// The DP8 DeepSeek-V3.2 scenario with a Mooncake store: the eight ranks' shared store
 /// takes the trace's hit rate from 22.22 % (one store per rank) to 47.83 %, 26.70 % of
 /// it from L3; timed, 22.70 % → 52.30 % and the TTFT p50 from 3.517 to 2.048 s. A file
