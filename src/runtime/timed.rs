@@ -18,9 +18,10 @@
 //!   `load_back` of the host hit (H2D on the H2D link), device allocation of the
 //!   rest. A batch holds at most `max_prefill_tokens` new tokens (one request always
 //!   fits) and the engine runs at most `max_running_requests`. A request the device
-//!   cannot hold waits while requests run or a write-through backup still pins device
-//!   pages until its ack; only when nothing will free pages is it cached as far as it
-//!   fits.
+//!   cannot hold waits while requests run (the batch is then full, `batch_is_full`:
+//!   until one of them leaves) or, with nothing running, while a write-through backup
+//!   still pins device pages until its ack; only when nothing will free pages is it
+//!   cached as far as it fits.
 //! - **Prefill** takes `H2D time + new tokens / prefill_tokens_per_s` (the SGLang
 //!   simulator's non-overlap clock), or with `compute: {source: table | roofline}` the
 //!   forward's cost from `runtime::cost` with the load-back layer-pipelined; an opt-in
@@ -427,6 +428,8 @@ struct Batch {
     dp_wait: Nanos,
     /// It loads KV back from the host (`hicache_consumer_index >= 0`).
     loads_back: bool,
+    /// It ran in more than one forward (a chunked prefill).
+    chunked: bool,
 }
 
 /// Sums over the measured requests of where their TTFT went, in ns
@@ -1255,8 +1258,8 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         }
         if self.pd.is_some() || self.running == 0 {
             // A PD prefill server's reset every iteration; an empty running batch has
-            // no request left to leave (0.5.23 clears it explicitly; before, only a
-            // shrinking batch did, which is how a batch gets empty).
+            // no request left to leave (0.5.22 and 0.5.23 clear it explicitly; before,
+            // only a shrinking batch did, which is how a batch gets empty).
             self.batch_is_full = false;
         }
         // `PrefillAdder`'s `rem_total_token_offset` (`kv_budget::prefill_adder_fits`):
@@ -1433,8 +1436,10 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                 held,
                 device_prefix: (m.device_pages - pre) * s.ps,
             });
-            // `budget_state`: no room left in `rem_total_tokens` ends the batch.
+            // `budget_state`: no room left in `rem_total_tokens` ends the batch, a
+            // `NO_TOKEN` with a request admitted: the batch is full.
             if kv && Self::rem_total_tokens(&self.s, offset) <= 0.0 {
+                self.batch_is_full = true;
                 break;
             }
         }
@@ -1523,13 +1528,15 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
             forward,
             dp_wait: 0,
             loads_back: h2d_bytes > 0,
+            chunked: forwards > 1,
         };
         let id = put_slot(&mut self.batches, &mut self.free_batches, batch);
         self.gpu_start(done, Ev::BatchDone(id));
     }
 
     /// A write-through backup is on the D2H link: its device pages stay pinned until
-    /// its ack (`d2h_ack`), which frees them for the waiting requests.
+    /// its ack (`d2h_ack`), which frees them for the waiting requests (with a request
+    /// running, only once one leaves: `batch_is_full`).
     fn d2h_in_flight(&self) -> bool {
         self.acks.len() > self.free_acks.len()
     }
@@ -1568,6 +1575,14 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         let reqs = std::mem::take(&mut batch.reqs);
         self.free_batches.push(b);
         self.gpu_busy = false;
+        if batch.chunked {
+            // After each chunk but the last the chunked request leaves `last_batch`
+            // (`filter_batch` shrinks it: the flag clears) and the next chunk's
+            // iteration scans again (`chunked_req` skips the early return). The replay
+            // scans once for the whole batch, so its flag is cleared at the batch's end
+            // and the next scan decides, as the last chunk's would have.
+            self.batch_is_full = false;
+        }
         // The batch's H2D load-backs finished before its forward: `loading_check`
         // acks them (`finish_load_back`).
         self.s.tree.finish_load_backs();
