@@ -1350,9 +1350,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                     s.tree.dec_lock_ref(m.last_node);
                     w.carried = (fetched, staged);
                     self.waiting.insert(j, w);
-                    // `NO_TOKEN`: full "after making sure there are requests that can
-                    // be served".
-                    self.batch_is_full = !batch.is_empty() || self.running > 0;
+                    self.no_token(!batch.is_empty());
                     break;
                 }
             }
@@ -1385,9 +1383,9 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
                 w.preloaded += loaded;
                 w.carried = (fetched, staged);
                 self.waiting.insert(j, w);
-                // No device room: SGLang's `NO_TOKEN` (its budget counts the same
-                // free and evictable pages).
-                self.batch_is_full = !batch.is_empty() || self.running > 0;
+                // No device room: SGLang's budget counts the same free and evictable
+                // pages.
+                self.no_token(!batch.is_empty());
                 break;
             };
             // Loaded by an earlier attempt and still on the device: copied now.
@@ -1532,6 +1530,14 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
         };
         let id = put_slot(&mut self.batches, &mut self.free_batches, batch);
         self.gpu_start(done, Ev::BatchDone(id));
+    }
+
+    /// `AddReqResult.NO_TOKEN` in the admission scan (`managers/scheduler.py:
+    /// _get_new_batch_prefill_raw`, 0.5.14–0.5.23): the batch is full "after making
+    /// sure there are requests that can be served" — one admitted in this scan
+    /// (`admitted`) or one running.
+    fn no_token(&mut self, admitted: bool) {
+        self.batch_is_full = admitted || self.running > 0;
     }
 
     /// A write-through backup is on the D2H link: its device pages stay pinned until

@@ -4,6 +4,14 @@
 
 use crate::support::{exit2, ok, repo, run};
 
+/// One Mooncake-trace line: sent at `t` ms, `n` prompt tokens, one output token, the
+/// page hashes `ids` (comma-separated).
+fn trace_line(t: u32, n: u32, ids: &str) -> String {
+    format!(
+        "{{\"timestamp\": {t}, \"input_length\": {n}, \"output_length\": 1, \"hash_ids\": [{ids}]}}\n"
+    )
+}
+
 /// Five requests of one 2-page prefix (512-token pages), the last one a page longer:
 /// - one tree: request 0 misses, 1–3 hit 1,024 tokens, 4 hits 1,024 of 1,536: 4,096;
 /// - two ranks, round-robin: rank 0 gets requests 0, 2, 4 (0 + 1,024 + 1,024), rank 1
@@ -13,11 +21,7 @@ use crate::support::{exit2, ok, repo, run};
 #[test]
 fn round_robin_ranks_each_with_their_own_tree() {
     let d = tempfile::tempdir().unwrap();
-    let line = |t: u32, n: u32, ids: &str| {
-        format!(
-            "{{\"timestamp\": {t}, \"input_length\": {n}, \"output_length\": 1, \"hash_ids\": [{ids}]}}\n"
-        )
-    };
+    let line = trace_line;
     let trace: String = (0..4)
         .map(|t| line(t, 1024, "1, 2"))
         .chain(std::iter::once(line(4, 1536, "1, 2, 3")))
@@ -605,12 +609,7 @@ fn timed_dp_cfg(ranks: u32) -> hicache_sim::runtime::ReplayConfig {
 #[test]
 fn dp_ranks_share_one_l3_store() {
     let d = tempfile::tempdir().unwrap();
-    let line = |t: u32| {
-        format!(
-            "{{\"timestamp\": {t}, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [1, 2]}}\n"
-        )
-    };
-    let trace: String = (0..3).map(line).collect();
+    let trace: String = (0..3).map(|t| trace_line(t, 1024, "1, 2")).collect();
     std::fs::write(d.path().join("t.jsonl"), trace).unwrap();
     let json = |scope: &str| -> serde_json::Value {
         let o = run(
@@ -672,11 +671,7 @@ fn dp_ranks_share_one_l3_store() {
 fn an_l3_page_is_readable_once_its_write_ends() {
     let d = tempfile::tempdir().unwrap();
     let hits = |at_ms: u32| -> Vec<u64> {
-        let line = |t: u32| {
-            format!(
-                "{{\"timestamp\": {t}, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [1, 2]}}\n"
-            )
-        };
+        let line = |t: u32| trace_line(t, 1024, "1, 2");
         std::fs::write(d.path().join("t.jsonl"), line(0) + &line(at_ms)).unwrap();
         let mut args = vec![
             "replay",
