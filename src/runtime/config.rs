@@ -1066,16 +1066,6 @@ impl ReplayConfig {
                 format!("must be from 1 to {}", super::dp::MAX_DP_RANKS),
             );
         }
-        if self.capacities.dp_ranks > 1
-            && self.measurement.timing == Timing::On
-            && self.frontend.tokenize_per_token.0 > 0
-        {
-            // Each lockstep rank has its own encode queue in the replay; SGLang has one.
-            return bad(
-                "tokenize_per_token",
-                "one TokenizerManager encodes for every DP rank, a shared queue the timed replay of DP ranks does not model: set tokenize_per_token: 0 (token ids), or dp_ranks: 1".into(),
-            );
-        }
         if let Some(swa) = self.capacities.swa {
             // The SWA tree (`crate::cache::SwaRadixTree`) is 0.5.23's device tier under
             // the scheduler's call pattern, LRU, untimed or on one clock

@@ -23,6 +23,12 @@
 //! parsing, chat template and response run on the TokenizerManager's event loop (in
 //! the HTTP server's process), so under load that share would queue behind the
 //! encodes; only the ZMQ hops, the scheduler's receive and the detokenizer are off it.
+//!
+//! A server has one TokenizerManager, in front of its `DataParallelController`: the
+//! DP-attention ranks of an engine share its encode queue, and the controller picks a
+//! request's rank once the request has taken its encode and fixed way in. The drivers
+//! of several schedulers run it that way (`timed::rank::Inbound`); a lone scheduler's
+//! replay runs its own ([`Frontend::deliver`]).
 
 use crate::units::{Duration, Nanos};
 

@@ -556,7 +556,7 @@ pub struct RequestTime {
     pub cached_tokens: u64,
 }
 
-struct Sim<I: Iterator<Item = (u64, Request)>, R: TreeRules> {
+struct Sim<I: Iterator<Item = rank::Fed>, R: TreeRules> {
     s: Session<R>,
     q: EventQueue<Ev>,
     /// The requests with their position in the trace.
@@ -778,7 +778,10 @@ fn run_tree<R: TreeRules, I: IntoIterator<Item = Request>>(
     preload: &[PageKey],
     times: bool,
 ) -> Result<(ReplayMetrics, Vec<RequestTime>), ReplayError> {
-    let src = requests.into_iter().enumerate().map(|(i, r)| (i as u64, r));
+    let src = requests
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| rank::Fed::own(i as u64, r));
     let mut sim = Sim::<_, R>::new(cfg, src, times, false)?;
     if !preload.is_empty() {
         sim.s.write_storage(preload);
@@ -805,12 +808,14 @@ fn cost_model(cfg: &ReplayConfig) -> Result<CostModel, ReplayError> {
 }
 
 /// Checks request `i` of the trace (its pages, its arrival not before the previous one)
-/// and returns when the scheduler sees it: once the TokenizerManager has encoded it (at
-/// once for token ids); its TTFT still runs from the client's send.
+/// and returns when the scheduler sees it: when the driver's front end delivered it
+/// (`seen`), else once this scheduler's TokenizerManager has encoded it (at once for
+/// token ids) and its fixed way in is done; its TTFT still runs from the client's send.
 fn scheduler_sees(
     cfg: &ReplayConfig,
     i: u64,
     r: &Request,
+    seen: Option<Nanos>,
     prev_arrival: &mut Nanos,
     tokenizer_free: &mut Nanos,
 ) -> Result<Nanos, ReplayError> {
@@ -824,9 +829,10 @@ fn scheduler_sees(
         });
     }
     *prev_arrival = r.arrival_ns;
-    Ok(cfg
-        .frontend
-        .deliver(r.arrival_ns, r.input_tokens, tokenizer_free))
+    Ok(seen.unwrap_or_else(|| {
+        cfg.frontend
+            .deliver(r.arrival_ns, r.input_tokens, tokenizer_free)
+    }))
 }
 
 /// Puts `x` in a free slot of `slots` (one `free` lists) or a new one; its index (the
@@ -853,7 +859,7 @@ fn add_tpot(acc: &mut (f64, u64), decode: Nanos, output_tokens: u32) {
     }
 }
 
-impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
+impl<I: Iterator<Item = rank::Fed>, R: TreeRules> Sim<I, R> {
     pub(crate) fn new(
         cfg: &ReplayConfig,
         src: I,
@@ -1045,12 +1051,18 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Sim<I, R> {
     /// Reads the next request and schedules its arrival (streaming).
     fn pull(&mut self) -> Result<(), ReplayError> {
         self.next = None;
-        if let Some((i, r)) = self.src.next() {
+        if let Some(rank::Fed {
+            index: i,
+            req: r,
+            seen,
+        }) = self.src.next()
+        {
             self.pulled += 1;
             let at = scheduler_sees(
                 &self.s.cfg,
                 i,
                 &r,
+                seen,
                 &mut self.prev_arrival,
                 &mut self.tokenizer_free,
             )?;

@@ -580,7 +580,7 @@ fn timed_req(id: u64, at_ms: u64, tokens: u32, out: u32) -> hicache_sim::workloa
 
 /// A timed replay over `ranks` DP-attention ranks at fixed speeds (prefill 20,000
 /// tok/s, decode 50 tok/s), 1,000 device pages, no host tier, invariants checked.
-fn timed_dp_cfg(ranks: u32) -> hicache_sim::runtime::ReplayConfig {
+pub(crate) fn timed_dp_cfg(ranks: u32) -> hicache_sim::runtime::ReplayConfig {
     use hicache_sim::runtime::{Capacities, Measurement, ReplayConfig, Timing};
     ReplayConfig {
         capacities: Capacities {

@@ -22,6 +22,7 @@ mod golden_startup;
 mod help_text;
 mod host_golden;
 mod hostile;
+mod inbound;
 mod kv_bytes;
 mod l3_write_back;
 mod launch_corpus;

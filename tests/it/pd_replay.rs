@@ -162,9 +162,9 @@ fn the_pd_scenario_replays_with_its_ttft_split() {
     let t = stdout(&o);
     for want in [
         "PD: 2 prefill server(s), 2 decode server(s) (pool 724992 tokens per rank, max_running_requests 256, 256 request slots); requests per decode server [1997, 1996]",
-        "PD TTFT mean 98.414 s = decode preallocation wait 73.836 s (75.0 %) + prefill server 24.520 s (24.9 %) + KV transfer 0.055 s (0.1 %; 23.75 GB/s per rank) + first-token wait 0.003 s (0.0 %)",
-        "TTFT: p50 24.955 s, p90 321.703 s, p99 392.743 s",
-        "total          17224512    28.15 %",
+        "PD TTFT mean 96.066 s = decode preallocation wait 71.532 s (74.5 %) + prefill server 24.471 s (25.5 %) + KV transfer 0.060 s (0.1 %; 23.75 GB/s per rank) + first-token wait 0.003 s (0.0 %)",
+        "TTFT: p50 26.135 s, p90 313.426 s, p99 381.138 s",
+        "total          17179264    28.07 %",
         "status: unverified: PD replay: the KV transfer runs at runtime.pd.transfer_bandwidth per rank",
         "an engine's TTFT is its prefill server's",
     ] {
@@ -498,9 +498,9 @@ fn pd_v3(sets: &[&str]) -> std::process::Output {
 /// `scenarios/pd-deepseek-v3-h200.yaml` with the decode servers' radix cache and no
 /// HiCache on them: the text says how much of the prompts' KV the decode servers
 /// already held (this Mooncake trace at half speed keeps the decode pools nearly full
-/// of running requests, so little: 2.67 %), and the status says what the decode tree
+/// of running requests, so little: 2.65 %), and the status says what the decode tree
 /// leaves out. With the launch's HiCache on them too (the default: the launch is theirs
-/// too) their host tier holds what their pools lose: 16.43 % is not sent, 11.69 points
+/// too) their host tier holds what their pools lose: 16.75 % is not sent, 11.44 points
 /// of it restored from host. DeepSeek-V4's decode tree is refused, naming the key, and
 /// so is HiCache without the radix cache.
 #[test]
@@ -512,9 +512,9 @@ fn the_pd_scenario_with_a_decode_radix_cache() {
     assert!(o.status.success(), "{}", stderr(&o));
     let t = stdout(&o);
     for want in [
-        "PD decode radix cache: 1634432 of 61194628 prompt tokens (2.67 %) already on their decode server, not sent",
-        "KV transfer 0.048 s",
-        "PD decode: 292900 steps, mean batch 2.02, peak KV 713600 tokens per rank, 0 steps over the pool",
+        "PD decode radix cache: 1621824 of 61194628 prompt tokens (2.65 %) already on their decode server, not sent",
+        "KV transfer 0.051 s",
+        "PD decode: 290864 steps, mean batch 2.03, peak KV 715072 tokens per rank, 0 steps over the pool",
         "PD replay with the decode servers' radix cache: a request's prompt pages go into its decode server's tree when it joins the running batch, its output's never",
     ] {
         assert!(t.contains(want), "missing {want:?} in\n{t}");
@@ -524,9 +524,9 @@ fn the_pd_scenario_with_a_decode_radix_cache() {
     assert!(o.status.success(), "{}", stderr(&o));
     let t = stdout(&o);
     for want in [
-        "PD decode radix cache: 10052672 of 61194628 prompt tokens (16.43 %) already on their decode server, not sent",
-        "PD decode HiCache: 7154112 of them restored from the decode servers' host tier; 744706 pages backed up to it; 0 restores SGLang would fail (sent by the prefill server instead)",
-        "KV transfer 0.029 s",
+        "PD decode radix cache: 10251264 of 61194628 prompt tokens (16.75 %) already on their decode server, not sent",
+        "PD decode HiCache: 7001024 of them restored from the decode servers' host tier; 745055 pages backed up to it; 0 restores SGLang would fail (sent by the prefill server instead)",
+        "KV transfer 0.026 s",
         "PD replay with HiCache on the decode servers: their host tier is modelled",
     ] {
         assert!(t.contains(want), "missing {want:?} in\n{t}");
@@ -549,7 +549,7 @@ fn the_pd_scenario_with_a_decode_radix_cache() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let t = stdout(&o);
-    let want = "PD decode radix cache: 5877312 of 61194628 prompt tokens (9.60 %)";
+    let want = "PD decode radix cache: 5753024 of 61194628 prompt tokens (9.40 %)";
     assert!(t.contains(want), "missing {want:?} in\n{t}");
     // buffer_only on a decode server: SGLang's ValueError from 0.5.21.
     let o = pd_v3(&[
@@ -698,8 +698,8 @@ fn the_decode_radix_cache_refusals() {
 
 /// A long prompt's KV goes chunk by chunk (`send_kv_chunk`): the Mooncake trace's first
 /// request (40,160 tokens, five 8,192-token chunks on DeepSeek-V3's H200 table) at 1 GB/s
-/// a rank waits 0.522 s after its 4.074 s prefill (the request's fixed 6 ms way
-/// through the server included) for the last chunk's pages, where the
+/// a rank waits 0.522 s after its 4.068 s prefill (the request's fixed 6 ms way
+/// through the server is before, in the decode server's preallocation wait) for the last chunk's pages, where the
 /// whole prompt after the last chunk took 2.824 s.
 #[test]
 fn a_long_prompt_is_sent_chunk_by_chunk() {
@@ -718,7 +718,7 @@ fn a_long_prompt_is_sent_chunk_by_chunk() {
     let t = stdout(&o);
     assert!(
         t.contains(
-            "prefill server 4.074 s (88.6 %) + KV transfer 0.522 s (11.4 %; 1.00 GB/s per rank)"
+            "decode preallocation wait 0.006 s (0.1 %) + prefill server 4.068 s (88.5 %) + KV transfer 0.522 s (11.4 %; 1.00 GB/s per rank)"
         ),
         "{t}"
     );

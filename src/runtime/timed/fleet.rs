@@ -12,8 +12,9 @@
 //!
 //! DP-attention ranks inside an engine run in lockstep on the engine's clock
 //! (`timed::lockstep`), its `DataParallelController` choosing a rank for each request
-//! the router sends it; with `--dp-aware` the router's workers are the ranks, and the
-//! rank it picks is the one the request runs on. Behind Dynamo's KV router the engines'
+//! the router sends it once the engine's TokenizerManager has it in (`rank::Inbound`);
+//! with `--dp-aware` the router's workers are the ranks, and the rank it picks is the
+//! one the request runs on. Behind Dynamo's KV router the engines'
 //! trees and each request's progress feed the router ([`DynamoRouter`]). Not here: the
 //! router's periodic tree eviction (a router tree past `max_tree_size` is an error, as
 //! untimed).
@@ -32,7 +33,7 @@ use crate::runtime::router::{
 use crate::workload::Request;
 
 use super::lockstep::Lockstep;
-use super::rank::{Dispatch, Rank, RankFeed, RouterView, check_arrival};
+use super::rank::{Dispatch, Fed, Inbound, Rank, RankFeed, RouterView, check_arrival};
 use super::{Progress, Sim};
 
 /// Why a timed fleet replay stopped: the router's or an engine's error.
@@ -108,7 +109,7 @@ trait ChooseEngine<S> {
         i: u64,
         r: &Request,
         engines: &[S],
-        queues: &[VecDeque<(u64, Request)>],
+        queues: &[VecDeque<Fed>],
     ) -> Result<usize, FleetError>;
     /// Its figures, given the requests sent to each engine.
     fn figures(self, sent: Vec<u64>) -> RouterFigures;
@@ -139,7 +140,7 @@ impl<S: Rank> ChooseEngine<S> for SglRouter {
         _i: u64,
         r: &Request,
         engines: &[S],
-        queues: &[VecDeque<(u64, Request)>],
+        queues: &[VecDeque<Fed>],
     ) -> Result<usize, FleetError> {
         self.text.set(&r.page_hashes)?;
         self.loads.clear();
@@ -241,7 +242,7 @@ impl<S: Rank + RouterView> ChooseEngine<S> for DynamoRouter {
         i: u64,
         r: &Request,
         engines: &[S],
-        _queues: &[VecDeque<(u64, Request)>],
+        _queues: &[VecDeque<Fed>],
     ) -> Result<usize, FleetError> {
         Ok(self.choose_worker(i, r, engines.iter()))
     }
@@ -269,12 +270,7 @@ fn run_engines<I: Iterator<Item = Request>, S: Rank, C: ChooseEngine<S>>(
     make: impl Fn(&ReplayConfig, RankFeed<I>) -> Result<S, ReplayError>,
 ) -> Result<(ReplayMetrics, RouterFigures), FleetError> {
     let n = spec.engines.clamp(1, crate::runtime::router::MAX_ENGINES);
-    let d = Rc::new(RefCell::new(Dispatch {
-        src: None,
-        read: 0,
-        ranks: n,
-        queues: (0..n).map(|_| VecDeque::new()).collect(),
-    }));
+    let d = Rc::new(RefCell::new(Dispatch::driven(n as usize)));
     let mut engines = Vec::with_capacity(n as usize);
     for e in 0..n {
         let mut c = cfg.clone();
@@ -302,7 +298,7 @@ fn run_engines<I: Iterator<Item = Request>, S: Rank, C: ChooseEngine<S>>(
             let (i, r) = src.next().expect("peeked");
             check_arrival(i as u64, &r, &mut prev_arrival)?;
             let e = choose.choose(i as u64, &r, &engines, &d.borrow().queues)?;
-            d.borrow_mut().queues[e].push_back((i as u64, r));
+            d.borrow_mut().queues[e].push_back(Fed::own(i as u64, r));
             sent[e] += 1;
             engines[e].feed()?;
             continue;
@@ -390,14 +386,16 @@ enum Worker {
 trait ChooseDpWorker<S> {
     /// Hears what the ranks streamed back since its last decision.
     fn hear(&mut self, _engines: &mut [Lockstep<S>]) {}
-    /// The worker of request `i` (trace position), arriving now, given the engines and
-    /// what waits in their ranks' feeds (engine-major).
+    /// The worker of request `i` (trace position), arriving now, given the engines,
+    /// what waits in their ranks' feeds (engine-major) and what each engine's
+    /// TokenizerManager holds for its controller (`held`).
     fn choose(
         &mut self,
         i: u64,
         r: &Request,
         engines: &[Lockstep<S>],
-        queues: &[VecDeque<(u64, Request)>],
+        queues: &[VecDeque<Fed>],
+        held: &[VecDeque<Fed>],
     ) -> Result<Worker, FleetError>;
     /// Its figures, given the requests sent to each of its workers.
     fn figures(self, sent: Vec<u64>) -> RouterFigures;
@@ -441,7 +439,8 @@ impl<S: Rank> ChooseDpWorker<S> for SglDpRouter {
         _i: u64,
         r: &Request,
         engines: &[Lockstep<S>],
-        queues: &[VecDeque<(u64, Request)>],
+        queues: &[VecDeque<Fed>],
+        held: &[VecDeque<Fed>],
     ) -> Result<Worker, FleetError> {
         self.text.set(&r.page_hashes)?;
         let ranks = self.ranks;
@@ -451,7 +450,9 @@ impl<S: Rank> ChooseDpWorker<S> for SglDpRouter {
             }
         } else {
             for (e, l) in self.loads.iter_mut().enumerate() {
-                *l = engines[e].in_flight() + super::rank::queued(queues, e, ranks);
+                *l = engines[e].in_flight()
+                    + super::rank::queued(queues, e, ranks)
+                    + held[e].len() as u32;
             }
         }
         let w = usize::from(self.router.route_with_loads(&self.text.text, &self.loads)?);
@@ -477,7 +478,8 @@ impl<S: Rank + RouterView> ChooseDpWorker<S> for DynamoRouter {
         i: u64,
         r: &Request,
         engines: &[Lockstep<S>],
-        _queues: &[VecDeque<(u64, Request)>],
+        _queues: &[VecDeque<Fed>],
+        _held: &[VecDeque<Fed>],
     ) -> Result<Worker, FleetError> {
         Ok(Worker::Rank(self.choose_worker(
             i,
@@ -506,12 +508,7 @@ fn run_dp_engines<I: Iterator<Item = Request>, S: Rank, C: ChooseDpWorker<S>>(
     let n = spec.engines.max(1) as usize;
     let ranks = cfg.capacities.dp_ranks.max(1) as usize;
     // One feed per rank of every engine (engine-major).
-    let d = Rc::new(RefCell::new(Dispatch {
-        src: None,
-        read: 0,
-        ranks: (n * ranks) as u32,
-        queues: (0..n * ranks).map(|_| VecDeque::new()).collect(),
-    }));
+    let d = Rc::new(RefCell::new(Dispatch::driven(n * ranks)));
     let c = super::lockstep::rank_config(cfg);
     let mut all = Vec::with_capacity(n);
     for e in 0..n {
@@ -538,32 +535,66 @@ fn run_dp_engines<I: Iterator<Item = Request>, S: Rank, C: ChooseDpWorker<S>>(
     let mut sent = vec![0u64; n];
     let mut per_worker = vec![0u64; spec.workers(ranks as u32) as usize];
     let mut prev_arrival = 0;
+    // Each engine's TokenizerManager, and the requests the router sent to an engine
+    // (not to a rank) that it has not yet handed its `DataParallelController`, in the
+    // order it delivers them.
+    let mut inbound = vec![Inbound::new(cfg.frontend); n];
+    let mut held: Vec<VecDeque<Fed>> = (0..n).map(|_| VecDeque::new()).collect();
     loop {
         choose.hear(&mut engines);
         let next_event = engines.iter().filter_map(Lockstep::next_time).min();
-        if let Some((_, r)) = src.peek()
-            && next_event.is_none_or(|t| r.arrival_ns <= t)
+        let arrival = src.peek().map(|(_, r)| r.arrival_ns);
+        // A controller dispatches a request when its TokenizerManager delivers it,
+        // before a later arrival and the events at or after then.
+        let due = held
+            .iter()
+            .enumerate()
+            .filter_map(|(e, q)| q.front().and_then(|f| f.seen).map(|at| (at, e)))
+            .min();
+        if let Some((at, e)) = due
+            && arrival.is_none_or(|a| at <= a)
+            && next_event.is_none_or(|t| at <= t)
+        {
+            let fed = held[e].pop_front().expect("due");
+            let k = engines[e].pick(at, fed.req.input_tokens, None);
+            d.borrow_mut().queues[e * ranks + k].push_back(fed);
+            engines[e].sims[k].feed()?;
+            continue;
+        }
+        if let Some(a) = arrival
+            && next_event.is_none_or(|t| a <= t)
         {
             let (i, r) = src.next().expect("peeked");
             check_arrival(i as u64, &r, &mut prev_arrival)?;
-            let w = choose.choose(i as u64, &r, &engines, &d.borrow().queues)?;
-            let (e, k) = match w {
+            let w = choose.choose(i as u64, &r, &engines, &d.borrow().queues, &held)?;
+            match w {
                 // The request carries its rank (`data_parallel_rank`): the engine's
                 // controller sends it there, past its balance method and without
                 // advancing its counters (`managers/data_parallel_controller.py:
                 // maybe_external_dp_rank_routing`, 0.5.23).
                 Worker::Rank(w) => {
                     per_worker[w] += 1;
-                    (w / ranks, w % ranks)
+                    let e = w / ranks;
+                    let seen = Some(inbound[e].deliver(&r));
+                    d.borrow_mut().queues[w].push_back(Fed {
+                        index: i as u64,
+                        req: r,
+                        seen,
+                    });
+                    sent[e] += 1;
+                    engines[e].sims[w % ranks].feed()?;
                 }
                 Worker::Engine(e) => {
                     per_worker[e] += 1;
-                    (e, engines[e].pick(r.arrival_ns, r.input_tokens, None))
+                    let seen = Some(inbound[e].deliver(&r));
+                    held[e].push_back(Fed {
+                        index: i as u64,
+                        req: r,
+                        seen,
+                    });
+                    sent[e] += 1;
                 }
-            };
-            d.borrow_mut().queues[e * ranks + k].push_back((i as u64, r));
-            sent[e] += 1;
-            engines[e].sims[k].feed()?;
+            }
             continue;
         }
         let Some(t) = next_event else { break };

@@ -13,6 +13,10 @@
 //! draft a step is all prefill or all decode: while any rank prefills, the others'
 //! decodes wait (`get_next_batch_to_run`'s MLP sync of the new prefill batch first).
 //!
+//! The controller receives each request from the server's one TokenizerManager
+//! (`rank::Inbound`), once its encode and fixed way in are done: the ranks share that
+//! encode queue, and a load-reading method reads the loads then, not at the send.
+//!
 //! The model's simplification, labelled in the speeds (`Speeds::dp_attention`): a
 //! rank's forward costs what the cost model gives for its own batch; the MoE layers'
 //! work on the other ranks' gathered tokens is not charged to it.
@@ -29,7 +33,7 @@ use crate::runtime::metrics::ReplayMetrics;
 use crate::units::Nanos;
 use crate::workload::Request;
 
-use super::rank::{Dispatch, Rank, RankFeed};
+use super::rank::{Dispatch, Fed, Inbound, Rank, RankFeed, check_arrival};
 use super::{Sim, merge_ranks};
 
 /// Replays `requests` on `cfg.capacities.dp_ranks` lockstep ranks: the deployment's
@@ -206,10 +210,11 @@ fn run_ranks<I: Iterator<Item = Request>, S: Rank>(
     let (dealt, mut direct) = if method == DpBalance::RoundRobin {
         (Some(requests), None)
     } else {
-        (None, Some(requests.enumerate().peekable()))
+        (None, Some(requests.enumerate()))
     };
     let d = Rc::new(RefCell::new(Dispatch {
         src: dealt,
+        inbound: Inbound::new(cfg.frontend),
         read: 0,
         ranks,
         queues: (0..ranks).map(|_| VecDeque::new()).collect(),
@@ -228,17 +233,31 @@ fn run_ranks<I: Iterator<Item = Request>, S: Rank>(
         s.pull()?;
     }
     let mut group = Lockstep::new(cfg, sims);
+    // The next request the TokenizerManager delivers to the controller (load-reading
+    // methods), in the trace's order.
+    let mut next: Option<Fed> = None;
+    let mut prev_arrival = 0;
     loop {
-        let next_event = group.next_time();
-        // The controller receives the next request (token ids: no encode) before
-        // the events at or after its arrival.
-        if let Some(src) = direct.as_mut()
-            && let Some((_, r)) = src.peek()
-            && next_event.is_none_or(|t| r.arrival_ns <= t)
+        if next.is_none()
+            && let Some((i, r)) = direct.as_mut().and_then(Iterator::next)
         {
-            let (i, r) = src.next().expect("peeked");
-            let k = group.pick(r.arrival_ns, r.input_tokens, None);
-            d.borrow_mut().queues[k].push_back((i as u64, r));
+            check_arrival(i as u64, &r, &mut prev_arrival)?;
+            let seen = Some(d.borrow_mut().inbound.deliver(&r));
+            next = Some(Fed {
+                index: i as u64,
+                req: r,
+                seen,
+            });
+        }
+        let next_event = group.next_time();
+        // The controller receives the request when the TokenizerManager sends it on,
+        // before the events at or after then.
+        if let Some(at) = next.as_ref().and_then(|f| f.seen)
+            && next_event.is_none_or(|t| at <= t)
+        {
+            let fed = next.take().expect("delivered");
+            let k = group.pick(at, fed.req.input_tokens, None);
+            d.borrow_mut().queues[k].push_back(fed);
             group.sims[k].feed()?;
             continue;
         }

@@ -63,7 +63,7 @@ use crate::workload::Request;
 use super::decode_cache::{DecodeCache, decode_cache};
 use super::fleet::FleetError;
 use super::lockstep::Lockstep;
-use super::rank::{Dispatch, Rank, RankFeed, check_arrival};
+use super::rank::{Dispatch, Fed, Inbound, Rank, RankFeed, check_arrival};
 use super::{PdSend, Sim};
 use crate::cache::BackupRecord;
 
@@ -114,13 +114,13 @@ pub(super) trait PdPrefill: Rank {
     fn pd(&mut self) -> &mut Option<PdSend>;
 }
 
-impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> PdPrefill for Sim<I, R> {
+impl<I: Iterator<Item = super::rank::Fed>, R: TreeRules> PdPrefill for Sim<I, R> {
     fn pd(&mut self) -> &mut Option<PdSend> {
         &mut self.pd
     }
 }
 
-impl<I: Iterator<Item = (u64, Request)>> PdPrefill for super::swa::Sim<I> {
+impl<I: Iterator<Item = super::rank::Fed>> PdPrefill for super::swa::Sim<I> {
     fn pd(&mut self) -> &mut Option<PdSend> {
         &mut self.pd
     }
@@ -136,6 +136,8 @@ struct Track {
     /// Its bootstrap room.
     room: u64,
     measured: bool,
+    /// When its prefill server's scheduler sees it (that server's TokenizerManager).
+    prefill_seen: Nanos,
     prealloc: Nanos,
     prefill_end: Nanos,
     transfer_end: Nanos,
@@ -227,12 +229,7 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
         x => x,
     };
     // One feed per rank of every prefill server (server-major).
-    let d = Rc::new(RefCell::new(Dispatch::<I> {
-        src: None,
-        read: 0,
-        ranks: (n * ranks) as u32,
-        queues: (0..n * ranks).map(|_| VecDeque::new()).collect(),
-    }));
+    let d = Rc::new(RefCell::new(Dispatch::<I>::driven(n * ranks)));
     // A prefill server's requests end at their first token (`max_new_tokens` = 1:
     // `PrefillBootstrapQueue._process_req`).
     let mut pcfg = cfg.clone();
@@ -332,19 +329,48 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
     let warmup = cfg.measurement.warmup_requests;
     let max_new = cfg.scheduler.max_new_tokens;
     let mut src = requests.enumerate().peekable();
+    // The router sends each request to both servers at once, and each server's
+    // TokenizerManager hands it to its scheduler (`Inbound`): the decode server
+    // preallocates once its scheduler sees it, and the prefill server's bootstrap
+    // queue holds it from then until that preallocation (`prefill.py:
+    // pop_bootstrapped`). A decode server's requests wait here for its scheduler, in
+    // the order its TokenizerManager delivers them.
+    let mut prefill_in = vec![Inbound::new(cfg.frontend); n];
+    let mut decode_in = vec![Inbound::new(cfg.frontend); servers];
+    let mut held: Vec<VecDeque<(Nanos, usize, Pending)>> =
+        (0..servers).map(|_| VecDeque::new()).collect();
+    // The driver's clock: the time of what it handled last.
+    let mut now: Nanos;
     loop {
         let next_event = prefill
             .iter()
             .filter_map(Prefill::next_time)
             .chain(decode.iter().filter_map(DecodeEngine::next_time))
             .min();
-        if let Some((_, r)) = src.peek()
-            && next_event.is_none_or(|t| r.arrival_ns <= t)
+        let arrival = src.peek().map(|(_, r)| r.arrival_ns);
+        let due = held
+            .iter()
+            .enumerate()
+            .filter_map(|(x, q)| q.front().map(|h| (h.0, x)))
+            .min();
+        if let Some((at, x)) = due
+            && arrival.is_none_or(|a| at <= a)
+            && next_event.is_none_or(|t| at <= t)
+        {
+            // A decode server's scheduler receives a request (`DecodePreallocQueue`).
+            now = at;
+            let (_, k, pending) = held[x].pop_front().expect("due");
+            decode[k].queue.push_back(pending);
+            if decode[k].idle() {
+                decode[k].prealloc(now, &mut released);
+            }
+        } else if let Some(a) = arrival
+            && next_event.is_none_or(|t| a <= t)
         {
             let (i, r) = src.next().expect("peeked");
             let i = i as u64;
             check_arrival(i, &r, &mut prev_arrival)?;
-            let now = r.arrival_ns;
+            now = a;
             let e = match router.as_mut() {
                 Some(router) => {
                     text.set(&r.page_hashes)?;
@@ -372,6 +398,7 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
                     decode: k,
                     room,
                     measured: i >= warmup,
+                    prefill_seen: prefill_in[e].deliver(&r),
                     prealloc: 0,
                     prefill_end: 0,
                     transfer_end: 0,
@@ -380,20 +407,23 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
             // The `max_new_tokens` the client sent (the admission reserves for it) and
             // the tokens it makes (a longer trace output stops at it).
             let max_new_tokens = max_new.unwrap_or(r.output_tokens);
-            decode[k].queue.push_back(Pending {
-                index: i,
-                input: r.input_tokens,
-                output: r.output_tokens.min(max_new_tokens),
-                max_new: max_new_tokens,
-                decode_prefix: 0,
-                restored: 0,
-                req: r,
-            });
-            if decode[k].idle() {
-                decode[k].prealloc(now, &mut released);
-            }
+            let at = decode_in[server_k].deliver(&r);
+            held[server_k].push_back((
+                at,
+                k,
+                Pending {
+                    index: i,
+                    input: r.input_tokens,
+                    output: r.output_tokens.min(max_new_tokens),
+                    max_new: max_new_tokens,
+                    decode_prefix: 0,
+                    restored: 0,
+                    req: r,
+                },
+            ));
         } else {
             let Some(t) = next_event else { break };
+            now = t;
             last = last.max(t);
             for x in &mut decode {
                 if x.next_time() == Some(t) {
@@ -443,8 +473,7 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
             }
         }
         // Preallocated requests go to their prefill server now (the bootstrap is done),
-        // to the rank its controller picks.
-        let now = last.max(prev_arrival);
+        // to the rank its controller picks, and wait there once its scheduler has them.
         for p in released.drain(..) {
             let tr = tracks.get_mut(&p.index).expect("tracked");
             tr.prealloc = now;
@@ -459,7 +488,11 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
             let k = prefill[e].rank_for(now, p.input, tr.room);
             let mut req = p.req;
             req.arrival_ns = now;
-            d.borrow_mut().queues[e * ranks + k].push_back((p.index, req));
+            d.borrow_mut().queues[e * ranks + k].push_back(Fed {
+                index: p.index,
+                req,
+                seen: Some(now.max(tr.prefill_seen)),
+            });
             let sim = &mut prefill[e].sims()[k];
             if p.decode_prefix > 0 {
                 sim.pd()

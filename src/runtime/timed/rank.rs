@@ -11,25 +11,89 @@ use crate::cache::TreeRules;
 use crate::runtime::Capacities;
 use crate::runtime::ReplayError;
 use crate::runtime::dp::round_robin_rank;
+use crate::runtime::frontend::Frontend;
 use crate::runtime::l3_store::StoreHandle;
 use crate::units::Nanos;
 use crate::workload::Request;
 
 use super::Sim;
 
-/// The trace, read once, handed out round-robin: rank r's requests in arrival order.
-/// Only the requests read ahead of a rank's next one are buffered (fewer than the
-/// ranks under round-robin), so the replay still streams.
+/// A request a driver hands a replay: its position in the trace, the request, and when
+/// its scheduler sees it if the driver's front end delivered it — the TokenizerManager
+/// an engine's DP ranks share, a PD server's inbound path ([`Inbound`]); `None`: the
+/// replay's own front end delivers it (`Frontend::deliver`, one engine's own
+/// TokenizerManager).
+pub(crate) struct Fed {
+    pub(crate) index: u64,
+    pub(crate) req: Request,
+    pub(crate) seen: Option<Nanos>,
+}
+
+impl Fed {
+    /// A request the replay's own front end delivers.
+    pub(crate) fn own(index: u64, req: Request) -> Self {
+        Fed {
+            index,
+            req,
+            seen: None,
+        }
+    }
+}
+
+/// One server's TokenizerManager as a driver of several schedulers runs it: SGLang runs
+/// one per server (`--tokenizer-worker-num` 1), in front of its
+/// `DataParallelController` (`managers/data_parallel_controller.py`, 0.5.14–0.5.23), so
+/// the DP ranks of an engine share its encode queue and the controller dispatches a
+/// request once the TokenizerManager has sent it on, after its encode and its fixed way
+/// in. Requests are delivered in the order they were sent.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Inbound {
+    frontend: Frontend,
+    tokenizer_free: Nanos,
+}
+
+impl Inbound {
+    pub(super) fn new(frontend: Frontend) -> Self {
+        Inbound {
+            frontend,
+            tokenizer_free: 0,
+        }
+    }
+
+    /// When the scheduler side sees `r`, sent now (`Frontend::deliver`).
+    pub(super) fn deliver(&mut self, r: &Request) -> Nanos {
+        self.frontend
+            .deliver(r.arrival_ns, r.input_tokens, &mut self.tokenizer_free)
+    }
+}
+
+/// The trace, read once, handed out round-robin: rank r's requests in arrival order,
+/// each delivered by the ranks' shared [`Inbound`] as read (the trace's order is the
+/// TokenizerManager's). Only the requests read ahead of a rank's next one are buffered
+/// (fewer than the ranks under round-robin), so the replay still streams.
 pub(super) struct Dispatch<I> {
     /// Round-robin: the trace, dealt as read. The load-reading methods deal each
     /// request at its arrival from the driver instead (`None`).
     pub(super) src: Option<I>,
+    pub(super) inbound: Inbound,
     pub(super) read: u64,
     pub(super) ranks: u32,
-    pub(super) queues: Vec<VecDeque<(u64, Request)>>,
+    pub(super) queues: Vec<VecDeque<Fed>>,
 }
 
 impl<I> Dispatch<I> {
+    /// The dispatch of a driver that deals every request itself (`src: None`) to
+    /// `ranks` feeds.
+    pub(super) fn driven(ranks: usize) -> Self {
+        Dispatch {
+            src: None,
+            inbound: Inbound::new(Frontend::default()),
+            read: 0,
+            ranks: ranks as u32,
+            queues: (0..ranks).map(|_| VecDeque::new()).collect(),
+        }
+    }
+
     /// Requests waiting in the feeds of engine `e`'s `ranks` ranks (engine-major).
     pub(super) fn queued(&self, e: usize, ranks: usize) -> u32 {
         queued(&self.queues, e, ranks)
@@ -38,7 +102,7 @@ impl<I> Dispatch<I> {
 
 /// Requests waiting in `queues` (one per rank, engine-major) for engine `e`'s `ranks`
 /// ranks.
-pub(super) fn queued(queues: &[VecDeque<(u64, Request)>], e: usize, ranks: usize) -> u32 {
+pub(super) fn queued(queues: &[VecDeque<Fed>], e: usize, ranks: usize) -> u32 {
     queues[e * ranks..(e + 1) * ranks]
         .iter()
         .map(VecDeque::len)
@@ -68,10 +132,9 @@ pub(super) struct RankFeed<I> {
 }
 
 impl<I: Iterator<Item = Request>> Iterator for RankFeed<I> {
-    /// The request and its position in the trace.
-    type Item = (u64, Request);
+    type Item = Fed;
 
-    fn next(&mut self) -> Option<(u64, Request)> {
+    fn next(&mut self) -> Option<Fed> {
         let mut d = self.d.borrow_mut();
         loop {
             if let Some(r) = d.queues[self.rank].pop_front() {
@@ -80,7 +143,12 @@ impl<I: Iterator<Item = Request>> Iterator for RankFeed<I> {
             let req = d.src.as_mut()?.next()?;
             let (i, k) = (d.read, round_robin_rank(d.read, d.ranks) as usize);
             d.read += 1;
-            d.queues[k].push_back((i, req));
+            let seen = Some(d.inbound.deliver(&req));
+            d.queues[k].push_back(Fed {
+                index: i,
+                req,
+                seen,
+            });
         }
     }
 }
@@ -146,7 +214,7 @@ pub(crate) trait RouterView {
     fn drain_progress(&mut self, out: &mut Vec<(u64, super::Progress)>);
 }
 
-impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> RouterView for Sim<I, R> {
+impl<I: Iterator<Item = Fed>, R: TreeRules> RouterView for Sim<I, R> {
     fn peek_tiers(&self, pages: &[crate::cache::PageKey]) -> (u64, u64) {
         self.s.tree.peek_tiers(pages)
     }
@@ -162,7 +230,7 @@ impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> RouterView for Sim<I, R> 
     }
 }
 
-impl<I: Iterator<Item = (u64, Request)>, R: TreeRules> Rank for Sim<I, R> {
+impl<I: Iterator<Item = Fed>, R: TreeRules> Rank for Sim<I, R> {
     fn next_time(&self) -> Option<Nanos> {
         self.q.peek_time()
     }

@@ -88,7 +88,7 @@ struct Batch {
     dp_wait: Nanos,
 }
 
-pub(super) struct Sim<I: Iterator<Item = (u64, Request)>> {
+pub(super) struct Sim<I: Iterator<Item = super::rank::Fed>> {
     cfg: ReplayConfig,
     t: SwaRadixTree,
     /// Hit counters and metrics; its own (full-attention) tree stays empty.
@@ -137,7 +137,10 @@ pub(crate) fn run<I: IntoIterator<Item = Request>>(
     requests: I,
     times: bool,
 ) -> Result<(ReplayMetrics, Vec<RequestTime>), ReplayError> {
-    let src = requests.into_iter().enumerate().map(|(i, r)| (i as u64, r));
+    let src = requests
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| super::rank::Fed::own(i as u64, r));
     let mut sim = Sim::new(cfg, src, times, false)?;
     sim.pull()?;
     while let Some(ev) = sim.q.pop() {
@@ -148,7 +151,7 @@ pub(crate) fn run<I: IntoIterator<Item = Request>>(
     Ok(sim.finish().figures())
 }
 
-impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
+impl<I: Iterator<Item = super::rank::Fed>> Sim<I> {
     /// A replay of `src` (requests with their trace positions); `lockstep`: a
     /// DP-attention rank of `timed::lockstep`.
     pub(super) fn new(
@@ -238,12 +241,18 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
     /// Reads the next request and schedules its arrival (streaming).
     fn pull(&mut self) -> Result<(), ReplayError> {
         self.next = None;
-        if let Some((i, r)) = self.src.next() {
+        if let Some(super::rank::Fed {
+            index: i,
+            req: r,
+            seen,
+        }) = self.src.next()
+        {
             self.pulled += 1;
             let at = super::scheduler_sees(
                 &self.cfg,
                 i,
                 &r,
+                seen,
                 &mut self.prev_arrival,
                 &mut self.tokenizer_free,
             )?;
@@ -547,7 +556,7 @@ impl<I: Iterator<Item = (u64, Request)>> Sim<I> {
     }
 }
 
-impl<I: Iterator<Item = (u64, Request)>> super::rank::Rank for Sim<I> {
+impl<I: Iterator<Item = super::rank::Fed>> super::rank::Rank for Sim<I> {
     fn next_time(&self) -> Option<Nanos> {
         self.q.peek_time()
     }
