@@ -88,6 +88,13 @@ pub struct ServerArgs {
     pub chunked_prefill_size: Option<i64>,
     /// `--max-prefill-tokens`.
     pub max_prefill_tokens: u32,
+    /// `--schedule-conservativeness` (SGLang's default 1.0 when unset): it scales the
+    /// decode reserve of the running requests at admission (`new_token_ratio_tracker.py:
+    /// NewTokenRatioTracker`, 0.5.14–0.5.23),
+    /// which the timed replay models (`runtime.replay.schedule_conservativeness`, which
+    /// wins when the scenario gives both).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule_conservativeness: Option<f64>,
     /// `--speculative-algorithm` (`EAGLE`, `NEXTN` = EAGLE with the model's own MTP
     /// layers, `EAGLE3`, `STANDALONE`, `NGRAM`, …). Only NextN/EAGLE MTP drafts of a
     /// model with MTP layers change the host pools here.
@@ -278,6 +285,7 @@ impl Default for ServerArgs {
             max_running_requests: None,
             chunked_prefill_size: None,
             max_prefill_tokens: 16384,
+            schedule_conservativeness: None,
             speculative_algorithm: None,
             speculative_draft_model_path: None,
             speculative_num_steps: None,

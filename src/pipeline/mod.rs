@@ -125,7 +125,8 @@ fn l3_scope_assumed(backend: Option<crate::domain::StorageBackend>) -> bool {
 
 /// What the final replay configuration adds to a scenario's reasons for `unverified`:
 /// a timed replay on the SWA tree (`runtime::TIMED_SWA_UNMODELLED`: its decode KV taken
-/// at once, no retraction), an L3 store whose sharing among a deployment's schedulers
+/// at once, no retraction), the launch's scheduling flags the replay does not model
+/// (`scenario::launch_schedule`), an L3 store whose sharing among a deployment's schedulers
 /// is a guess about the backend's deployment ([`l3_scope_assumed`]), and a cost table
 /// profiled for another model than the scenario's (its times stand in; only with a
 /// scenario, which names the model).
@@ -140,6 +141,12 @@ pub fn replay_config_unverified(s: Option<&Scenario>, cfg: &ReplayConfig) -> Vec
     let Some(s) = s else {
         return out;
     };
+    if let Some(launch) = &s.launch {
+        out.extend(crate::scenario::launch_schedule::replay_unmodelled(
+            launch,
+            cfg.measurement.timing == Timing::On,
+        ));
+    }
     let engines = s
         .runtime
         .as_ref()
@@ -360,6 +367,9 @@ pub fn replay_config_without_swa(
     scheduler.compute.chunked_prefill_size = scheduler_chunk(s, overrides)?;
     scheduler.compute.speculative = speculative(s);
     scheduler.max_prefill_tokens = sv.max_prefill_tokens;
+    if let Some(c) = sv.schedule_conservativeness {
+        scheduler.schedule_conservativeness = c;
+    }
     if let Some(m) = sv.max_running_requests {
         scheduler.max_running_requests = m;
     } else if sv.speculative_algorithm.is_some()

@@ -250,10 +250,14 @@ pub fn run(
     let unverified = {
         let bad = |m: super::probe::ProbeError| LadderError::Input(m.into_input("plan"));
         let (_, plan) = prober.plan(&size_patch(planned_gb)).map_err(bad)?;
-        crate::pipeline::tree_unmodelled(&plan, false)
+        let mut u: Vec<String> = crate::pipeline::tree_unmodelled(&plan, false)
             .into_iter()
             .map(String::from)
-            .collect()
+            .collect();
+        // The ladder's replays run without a clock: the launch's flags that move hit
+        // rates (`scenario::launch_schedule`).
+        u.extend(prober.replay_unmodelled.iter().cloned());
+        u
     };
     Ok(Ladder {
         unverified,

@@ -26,6 +26,9 @@ pub struct Prober {
     pub runs: u64,
     /// The launch command's notes (flags not modelled, Dynamo's flags dropped, …).
     pub launch_notes: Vec<String>,
+    /// What the launch command sets that a replay without a clock does not model
+    /// ([`crate::scenario::launch_schedule`]): the hit rates' reasons for `unverified`.
+    pub replay_unmodelled: Vec<String>,
 }
 
 /// A field patch: path (`server.hicache_size`) and value.
@@ -79,6 +82,9 @@ impl Prober {
             seed: seed.unwrap_or(s.seed),
             runs,
             launch_notes: loaded.not_modelled_flags.clone(),
+            replay_unmodelled: loaded.launch.as_ref().map_or_else(Vec::new, |l| {
+                crate::scenario::launch_schedule::replay_unmodelled(l, false)
+            }),
         })
     }
 

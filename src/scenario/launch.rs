@@ -44,6 +44,7 @@ const MODELLED: &[&str] = &[
     "max_running_requests",
     "chunked_prefill_size",
     "max_prefill_tokens",
+    "schedule_conservativeness",
     "speculative_algorithm",
     "speculative_draft_model_path",
     "speculative_num_steps",

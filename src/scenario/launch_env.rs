@@ -108,6 +108,11 @@ pub fn unmodelled<'a>(
         .collect()
 }
 
+/// Whether `value` is true as `environ.py: EnvBool` reads it.
+pub(super) fn is_true(value: &str) -> bool {
+    same(value, "true")
+}
+
 /// `value` means `default` as SGLang reads it: the same text (case aside), or for a
 /// boolean the spellings `environ.py: EnvBool` takes for it.
 fn same(value: &str, default: &str) -> bool {

@@ -6,6 +6,7 @@ pub mod arith;
 pub mod launch;
 pub mod launch_env;
 pub mod launch_file;
+pub mod launch_schedule;
 pub mod lines;
 pub mod load;
 pub mod resolve;

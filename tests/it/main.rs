@@ -28,6 +28,7 @@ mod l3_write_back;
 mod launch_corpus;
 mod launch_files;
 mod launch_misreads;
+mod launch_schedule;
 mod log_corpus;
 mod models;
 mod models_v4;

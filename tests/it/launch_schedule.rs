@@ -1,0 +1,124 @@
+//! A launch command's scheduling flags in the replay (`scenario::launch_schedule`): the
+//! ones the replay models fill its configuration (`--schedule-conservativeness`), the
+//! ones it does not make every answer `unverified`, naming the flag — never a plain
+//! `ok` on a run SGLang would schedule otherwise.
+
+use crate::support::{ok, repo, run};
+
+/// A GB300 GLM-5.2 TP4 scenario with HiCache whose launch command ends in `extra`,
+/// replaying the bundled Mooncake trace's first 200 requests, timed or not.
+fn scenario(dir: &std::path::Path, extra: &str, timing: &str) -> std::path::PathBuf {
+    let text = format!(
+        "name: launch-schedule
+sglang: 0.5.23
+node: gb300
+model: glm-5.2
+server:
+  launch: python -m sglang.launch_server --model-path zai-org/GLM-5.2 --tp 4 --page-size 64 --kv-cache-dtype fp8_e4m3 --mem-fraction-static 0.85 --enable-hierarchical-cache --hicache-ratio 1 {extra}
+memory:
+  host_other_used: 10GB
+startup:
+  gpu_reserved: 1GiB
+runtime:
+  trace: {}
+  max_requests: 200
+  replay: {{timing: {timing}}}
+",
+        repo("traces/synthetic_trace.jsonl").display()
+    );
+    let p = dir.join("s.yaml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// The replay's JSON for the scenario.
+fn replay_json(extra: &str, timing: &str) -> serde_json::Value {
+    let d = tempfile::tempdir().unwrap();
+    let p = scenario(d.path(), extra, timing);
+    let o = run(
+        &["replay", p.to_str().unwrap(), "--format", "json"],
+        d.path(),
+    );
+    ok(&o);
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The reasons for `unverified` that name a launch flag's scheduling.
+fn named(v: &serde_json::Value) -> Vec<String> {
+    v["unverified"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|r| r.as_str())
+                .filter(|r| r.contains("is not modelled: ") && r.starts_with("--"))
+                .map(|r| r.split(" is not modelled").next().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `--schedule-policy lpm` reorders the waiting queue, which no replay models: timed and
+/// untimed answers are `unverified` and name it; SGLang's default `fcfs` given
+/// explicitly is not named.
+#[test]
+fn a_reordering_schedule_policy_is_named() {
+    for timing in ["on", "off"] {
+        let v = replay_json("--schedule-policy lpm", timing);
+        assert_eq!(v["status"], "unverified", "{timing}");
+        assert_eq!(named(&v), ["--schedule-policy lpm"], "{timing}");
+        let reason = v["unverified"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find_map(|r| r.as_str().filter(|r| r.starts_with("--schedule-policy")))
+            .unwrap()
+            .to_string();
+        assert!(reason.contains("SchedulePolicy.calc_priority"), "{reason}");
+    }
+    assert!(named(&replay_json("--schedule-policy fcfs", "on")).is_empty());
+}
+
+/// Flags that change the clock are named on a timed replay only (hit rates without a
+/// clock do not depend on them); `--max-queued-requests` with its value.
+#[test]
+fn clock_flags_are_named_on_a_timed_replay() {
+    let flags = "--enable-mixed-chunk --disable-overlap-schedule --max-queued-requests 64";
+    assert_eq!(
+        named(&replay_json(flags, "on")),
+        [
+            "--enable-mixed-chunk",
+            "--disable-overlap-schedule",
+            "--max-queued-requests 64"
+        ]
+    );
+    assert!(named(&replay_json(flags, "off")).is_empty());
+    // A flag with no reader in the release changes nothing and is not named.
+    assert!(named(&replay_json("--num-continuous-decode-steps 4", "on")).is_empty());
+}
+
+/// `--schedule-conservativeness` is modelled: it reaches the replay's configuration (the
+/// admission's decode reserve), as `runtime.replay.schedule_conservativeness` would,
+/// and names nothing.
+#[test]
+fn the_schedule_conservativeness_flag_reaches_the_replay() {
+    let v = replay_json("--schedule-conservativeness 0.3", "on");
+    assert_eq!(v["config"]["schedule_conservativeness"], 0.3);
+    assert!(named(&v).is_empty());
+    let v = replay_json("", "on");
+    assert!(v["config"].get("schedule_conservativeness").is_none());
+}
+
+/// `plan`'s hit-rate ladder replays the trace without a clock: its hit rates name a
+/// reordering schedule policy too.
+#[test]
+fn plan_names_the_schedule_policy_on_its_hit_rates() {
+    let d = tempfile::tempdir().unwrap();
+    let p = scenario(d.path(), "--schedule-policy lpm", "off");
+    let o = run(&["plan", p.to_str().unwrap()], d.path());
+    ok(&o);
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        t.contains("hit rates unverified: --schedule-policy lpm is not modelled"),
+        "{t}"
+    );
+}
