@@ -791,7 +791,7 @@ fn render_engines(
         r.router,
         r.policy,
         if r.clock_loads && m.pd.is_some() {
-            "each a PD prefill server on its own clock, the router's load of an engine its requests sent and not yet transferred; an engine's TTFT is its prefill server's (from the decode server's preallocation to its prefill's end), the `all` row's the client's".to_string()
+            "each a PD prefill server on its own clock, the router's load of an engine its requests sent and not yet transferred; an engine's TTFT is its prefill server's (from the decode server's preallocation, or the prefill server's receipt when later, to its prefill's end), the `all` row's the client's".to_string()
         } else if r.clock_loads && r.policy == "dynamo_kv" {
             "each on its own clock; Dynamo's load of an engine (of a rank, when it routes ranks), tracked by the router itself: the prompt tokens it did not find cached of the requests sent whose first token has not come back, and the blocks of those not finished".to_string()
         } else if r.clock_loads {

@@ -215,7 +215,7 @@ pub fn hf_context_length(config: &serde_json::Value) -> u64 {
 pub const DECODE_MAX_RUNNING_ASSUMED: &str = "the decode server's max_running_requests is SGLang's estimate's floor (2048, or half the pool): `resolve_max_num_reqs` reads the model's context length, which is not known for this model (set runtime.pd.decode_max_running_requests)";
 
 /// What the PD replay leaves out: every answer of it is `unverified`, naming these.
-pub const PD_UNMODELLED: &str = "PD replay: the KV transfer runs at runtime.pd.transfer_bandwidth per rank (default: the Mooncake Transfer Engine's published 190 GB/s per 8-GPU node) plus runtime.pd.transfer_latency; a decode server retracts no request (its admission reserves 512 tokens per active request; decode_overflow_steps counts the steps whose KV outgrew the pool) and its overlap scheduler is not modelled (a request joining a busy decode server makes its decode tokens one step later in SGLang: TPOT slightly higher); the prefill server's L3 prefetch starts when the decode server has preallocated (SGLang issues it at the request's arrival) and its metadata buffers (2 x max_running_requests) are not counted; with DP attention a prefill server's controller picks a request's rank at its preallocation (SGLang's, when its TokenizerManager sends the request on: earlier, the same rank under follow_bootstrap_room)";
+pub const PD_UNMODELLED: &str = "PD replay: the KV transfer runs at runtime.pd.transfer_bandwidth per rank (default: the Mooncake Transfer Engine's published 190 GB/s per 8-GPU node) plus runtime.pd.transfer_latency; a decode server retracts no request (its admission reserves 512 tokens per active request; decode_overflow_steps counts the steps whose KV outgrew the pool) and its overlap scheduler is not modelled (a request joining a busy decode server makes its decode tokens one step later in SGLang: TPOT slightly higher); the prefill server's L3 prefetch starts when the decode server has preallocated (SGLang issues it at the request's arrival) and its metadata buffers (2 x max_running_requests) are not counted; with DP attention a prefill server's controller picks a request's rank when the request leaves the bootstrap queue (SGLang's, when its TokenizerManager sends the request on: earlier, the same rank under follow_bootstrap_room; under another method SGLang's decode server also waits for that receipt to learn the rank, `decode.py: _resolve_prefill_dp_rank`)";
 
 /// What a PD replay of a sliding-window model leaves out.
 pub const PD_SWA_UNMODELLED: &str = "PD replay of a sliding-window model: the decode server's admission counts its full pool only (SGLang also reserves its SWA pool's tail, `_swa_tail_allocatable_token_budget`); DeepSeek-V4's transfer is its compressed pages per token, the window's SWA pages and the C128 state per request under SGLang's default schedule (the draft's pages left out)";
@@ -252,7 +252,8 @@ pub struct PdFigures {
     pub prefill_mean_s: f64,
     pub transfer_mean_s: f64,
     pub first_token_wait_mean_s: f64,
-    /// The prefill servers' own TTFT (from the preallocation to the prefill's end), p50.
+    /// The prefill servers' own TTFT (from the later of the preallocation and the
+    /// prefill server's receipt to the prefill's end), p50.
     pub prefill_ttft_p50_s: Option<f64>,
     /// Decode steps run, their mean batch, the most KV tokens a decode server held at
     /// once (per rank) and the steps whose KV outgrew the pool (SGLang would retract).

@@ -108,3 +108,39 @@ fn a_pd_decode_server_preallocates_once_its_scheduler_has_the_request() {
     assert!((pd.prefill_mean_s - 0.0128).abs() < 1e-12, "{pd:?}");
     assert_eq!(m.ttft_p50_s, Some(0.022_411_443));
 }
+
+/// PD with two decode servers: a prefill server takes its requests in the order its
+/// own TokenizerManager delivers them, whatever order the decode servers preallocate
+/// them in. Two text requests sent at once (1 µs a token): r0 (4,096 tokens) goes to
+/// decode server 0, r1 (128) to decode server 1, which preallocates it first (at
+/// 0.128 ms; r0 at 4.096 ms). The prefill server encodes r0 first and receives it at
+/// 4.096 ms, r1 at 4.224 ms: r0 prefills alone, 4.096 → 208.896 ms, then r1, → 215.296
+/// ms. The prefill server's part (from each preallocation) averages (204.8 + 215.168) / 2
+/// = 209.984 ms; the preallocation wait (4.096 + 0.128) / 2 = 2.112 ms. (Fed in the
+/// order of their preallocations, r0 waited behind r1 and both prefilled in one batch
+/// ending at 215.424 ms.)
+#[test]
+fn a_pd_prefill_server_takes_requests_in_its_own_receipt_order() {
+    let mut c = ReplayConfig::default();
+    c.measurement.timing = Timing::On;
+    c.frontend.tokenize_per_token = Duration(1_000);
+    let spec = PdSpec {
+        transfer_bandwidth: Bandwidth(10e9),
+        decode_engines: 2,
+        decode: Some(DecodeServer::new(1 << 20, 64, None, None)),
+        ..PdSpec::default()
+    };
+    let (m, _) = replay_pd(
+        &c,
+        &spec,
+        None,
+        vec![req(0, 0, 4096, 0), req(1, 0, 128, 1000)],
+    )
+    .unwrap();
+    let pd = m.pd.as_ref().unwrap();
+    assert!((pd.prefill_mean_s - 0.209_984).abs() < 1e-12, "{pd:?}");
+    assert!(
+        (pd.prealloc_wait_mean_s - 0.002_112).abs() < 1e-12,
+        "{pd:?}"
+    );
+}

@@ -30,6 +30,7 @@ use crate::runtime::metrics::ReplayMetrics;
 use crate::runtime::router::{
     Router, RouterError, RouterFigures, RouterPolicy, RouterSpec, RoutingText,
 };
+use crate::units::Nanos;
 use crate::workload::Request;
 
 use super::lockstep::Lockstep;
@@ -395,7 +396,7 @@ trait ChooseDpWorker<S> {
         r: &Request,
         engines: &[Lockstep<S>],
         queues: &[VecDeque<Fed>],
-        held: &[VecDeque<Fed>],
+        held: &[VecDeque<(Nanos, Fed)>],
     ) -> Result<Worker, FleetError>;
     /// Its figures, given the requests sent to each of its workers.
     fn figures(self, sent: Vec<u64>) -> RouterFigures;
@@ -440,7 +441,7 @@ impl<S: Rank> ChooseDpWorker<S> for SglDpRouter {
         r: &Request,
         engines: &[Lockstep<S>],
         queues: &[VecDeque<Fed>],
-        held: &[VecDeque<Fed>],
+        held: &[VecDeque<(Nanos, Fed)>],
     ) -> Result<Worker, FleetError> {
         self.text.set(&r.page_hashes)?;
         let ranks = self.ranks;
@@ -479,7 +480,7 @@ impl<S: Rank + RouterView> ChooseDpWorker<S> for DynamoRouter {
         r: &Request,
         engines: &[Lockstep<S>],
         _queues: &[VecDeque<Fed>],
-        _held: &[VecDeque<Fed>],
+        _held: &[VecDeque<(Nanos, Fed)>],
     ) -> Result<Worker, FleetError> {
         Ok(Worker::Rank(self.choose_worker(
             i,
@@ -539,7 +540,7 @@ fn run_dp_engines<I: Iterator<Item = Request>, S: Rank, C: ChooseDpWorker<S>>(
     // (not to a rank) that it has not yet handed its `DataParallelController`, in the
     // order it delivers them.
     let mut inbound = vec![Inbound::new(cfg.frontend); n];
-    let mut held: Vec<VecDeque<Fed>> = (0..n).map(|_| VecDeque::new()).collect();
+    let mut held: Vec<VecDeque<(Nanos, Fed)>> = (0..n).map(|_| VecDeque::new()).collect();
     loop {
         choose.hear(&mut engines);
         let next_event = engines.iter().filter_map(Lockstep::next_time).min();
@@ -549,13 +550,13 @@ fn run_dp_engines<I: Iterator<Item = Request>, S: Rank, C: ChooseDpWorker<S>>(
         let due = held
             .iter()
             .enumerate()
-            .filter_map(|(e, q)| q.front().and_then(|f| f.seen).map(|at| (at, e)))
+            .filter_map(|(e, q)| q.front().map(|h| (h.0, e)))
             .min();
         if let Some((at, e)) = due
             && arrival.is_none_or(|a| at <= a)
             && next_event.is_none_or(|t| at <= t)
         {
-            let fed = held[e].pop_front().expect("due");
+            let (_, fed) = held[e].pop_front().expect("due");
             let k = engines[e].pick(at, fed.req.input_tokens, None);
             d.borrow_mut().queues[e * ranks + k].push_back(fed);
             engines[e].sims[k].feed()?;
@@ -586,12 +587,15 @@ fn run_dp_engines<I: Iterator<Item = Request>, S: Rank, C: ChooseDpWorker<S>>(
                 }
                 Worker::Engine(e) => {
                     per_worker[e] += 1;
-                    let seen = Some(inbound[e].deliver(&r));
-                    held[e].push_back(Fed {
-                        index: i as u64,
-                        req: r,
-                        seen,
-                    });
+                    let at = inbound[e].deliver(&r);
+                    held[e].push_back((
+                        at,
+                        Fed {
+                            index: i as u64,
+                            req: r,
+                            seen: Some(at),
+                        },
+                    ));
                     sent[e] += 1;
                 }
             }

@@ -235,27 +235,30 @@ fn run_ranks<I: Iterator<Item = Request>, S: Rank>(
     let mut group = Lockstep::new(cfg, sims);
     // The next request the TokenizerManager delivers to the controller (load-reading
     // methods), in the trace's order.
-    let mut next: Option<Fed> = None;
+    let mut next: Option<(Nanos, Fed)> = None;
     let mut prev_arrival = 0;
     loop {
         if next.is_none()
             && let Some((i, r)) = direct.as_mut().and_then(Iterator::next)
         {
             check_arrival(i as u64, &r, &mut prev_arrival)?;
-            let seen = Some(d.borrow_mut().inbound.deliver(&r));
-            next = Some(Fed {
-                index: i as u64,
-                req: r,
-                seen,
-            });
+            let at = d.borrow_mut().inbound.deliver(&r);
+            next = Some((
+                at,
+                Fed {
+                    index: i as u64,
+                    req: r,
+                    seen: Some(at),
+                },
+            ));
         }
         let next_event = group.next_time();
         // The controller receives the request when the TokenizerManager sends it on,
         // before the events at or after then.
-        if let Some(at) = next.as_ref().and_then(|f| f.seen)
+        if let Some(&(at, _)) = next.as_ref()
             && next_event.is_none_or(|t| at <= t)
         {
-            let fed = next.take().expect("delivered");
+            let (_, fed) = next.take().expect("delivered");
             let k = group.pick(at, fed.req.input_tokens, None);
             d.borrow_mut().queues[k].push_back(fed);
             group.sims[k].feed()?;

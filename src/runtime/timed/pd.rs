@@ -339,6 +339,10 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
     let mut decode_in = vec![Inbound::new(cfg.frontend); servers];
     let mut held: Vec<VecDeque<(Nanos, usize, Pending)>> =
         (0..servers).map(|_| VecDeque::new()).collect();
+    // Preallocated requests whose prefill server's scheduler has not received them yet:
+    // (when it does, trace position), and the requests by position.
+    let mut bootstrapped: BinaryHeap<Reverse<(Nanos, u64)>> = BinaryHeap::new();
+    let mut ready: BTreeMap<u64, Pending> = BTreeMap::new();
     // The driver's clock: the time of what it handled last.
     let mut now: Nanos;
     loop {
@@ -353,7 +357,15 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
             .enumerate()
             .filter_map(|(x, q)| q.front().map(|h| (h.0, x)))
             .min();
-        if let Some((at, x)) = due
+        let boot = bootstrapped.peek().map(|&Reverse((b, _))| b);
+        if let Some(b) = boot
+            && due.is_none_or(|(at, _)| b <= at)
+            && arrival.is_none_or(|a| b <= a)
+            && next_event.is_none_or(|t| b <= t)
+        {
+            // A prefill server's scheduler receives a preallocated request (fed below).
+            now = b;
+        } else if let Some((at, x)) = due
             && arrival.is_none_or(|a| at <= a)
             && next_event.is_none_or(|t| at <= t)
         {
@@ -472,8 +484,9 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
                     .push(Reverse((transfer_end, index)));
             }
         }
-        // Preallocated requests go to their prefill server now (the bootstrap is done),
-        // to the rank its controller picks, and wait there once its scheduler has them.
+        // Preallocated requests leave the bootstrap queue of their prefill server (the
+        // decode side's page indices are in) once that server's scheduler has them too:
+        // until then they wait here, the earliest first.
         for p in released.drain(..) {
             let tr = tracks.get_mut(&p.index).expect("tracked");
             tr.prealloc = now;
@@ -482,16 +495,27 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
                 phases.decode_prefix += p.decode_prefix;
                 phases.decode_host_prefix += p.restored;
             }
+            bootstrapped.push(Reverse((now.max(tr.prefill_seen), p.index)));
+            ready.insert(p.index, p);
+        }
+        // Each goes to the rank its server's controller picks.
+        while let Some(&Reverse((at, index))) = bootstrapped.peek()
+            && at <= now
+        {
+            bootstrapped.pop();
+            let p = ready.remove(&index).expect("bootstrapped");
+            let tr = &tracks[&index];
             let e = tr.prefill;
             awaiting[e] -= 1;
             sent[e] += 1;
             let k = prefill[e].rank_for(now, p.input, tr.room);
+            // Its prefill server's own clock starts here (its TTFT, its order).
             let mut req = p.req;
             req.arrival_ns = now;
             d.borrow_mut().queues[e * ranks + k].push_back(Fed {
-                index: p.index,
+                index,
                 req,
-                seen: Some(now.max(tr.prefill_seen)),
+                seen: Some(now),
             });
             let sim = &mut prefill[e].sims()[k];
             if p.decode_prefix > 0 {
@@ -499,7 +523,7 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
                     .as_mut()
                     .expect("a prefill server")
                     .decode_prefix
-                    .insert(p.index, p.decode_prefix);
+                    .insert(index, p.decode_prefix);
             }
             sim.feed()?;
         }
