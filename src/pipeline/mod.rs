@@ -126,10 +126,10 @@ fn l3_scope_assumed(backend: Option<crate::domain::StorageBackend>) -> bool {
 /// What the final replay configuration adds to a scenario's reasons for `unverified`:
 /// a timed replay on the SWA tree (`runtime::TIMED_SWA_UNMODELLED`: its decode KV taken
 /// at once, no retraction), the launch's scheduling flags the replay does not model
-/// (`scenario::launch_schedule`), an L3 store whose sharing among a deployment's schedulers
-/// is a guess about the backend's deployment ([`l3_scope_assumed`]), and a cost table
-/// profiled for another model than the scenario's (its times stand in; only with a
-/// scenario, which names the model).
+/// (`scenario::launch_schedule`), an L3 store whose sharing among a deployment's
+/// schedulers is a guess about the backend's deployment ([`l3_scope_assumed`]), and a
+/// cost table profiled for another model than the scenario's (its times stand in; only
+/// with a scenario, which names the model).
 pub fn replay_config_unverified(s: Option<&Scenario>, cfg: &ReplayConfig) -> Vec<String> {
     let mut out = Vec::new();
     // A PD deployment's prefill servers decode nothing (`max_new_tokens` 1): the timed

@@ -7,10 +7,16 @@
 //! `--schedule-conservativeness`, `--load-balance-method`, the HiCache flags).
 //!
 //! Flags a modelled release accepts but that change nothing here are not named:
-//! `--num-continuous-decode-steps` has no reader in 0.5.14–0.5.23 (only its field), and
+//! `--num-continuous-decode-steps` has no reader in 0.5.14–0.5.23 (only its field);
 //! `--enable-priority-scheduling` over a trace without priorities gives every request
-//! the same default (`scheduler.py: _set_or_validate_priority`), so its sort is FCFS
-//! and it preempts nothing.
+//! the same default (`scheduler.py: _set_or_validate_priority`), so its sort is
+//! arrival order, and it preempts only past a priority difference above
+//! `--priority-scheduling-preemption-threshold` (named when that is below 0);
+//! `--schedule-policy routing-key` sorts nothing when no request has a routing key
+//! (`_sort_by_routing_key`); `--enable-mixed-chunk` without chunked prefill or on a PD
+//! server mixes nothing. Not named either (said in the docs): where SGLang turns the
+//! overlap scheduler off or a flag on by itself (PP > 1, a Mamba model whose radix
+//! cache has no extra buffer, DFLASH's free-slot delay).
 
 use serde_json::Value;
 
@@ -19,12 +25,8 @@ use super::launch::LaunchArgs;
 /// Flags whose `true` changes the timed replay's clock, with what is left out.
 const TIMED_UNMODELLED: &[(&str, &str)] = &[
     (
-        "enable_mixed_chunk",
-        "SGLang runs the running requests' decode rows in the prefill chunk's forward (`scheduler.py: get_new_batch_prefill` → `ScheduleBatch.mix_with_running`, 0.5.14–0.5.23); the replay runs a chunk and a decode step apart: TTFT and TPOT under load may be off",
-    ),
-    (
         "disable_overlap_schedule",
-        "without the overlap scheduler (`scheduler.py: event_loop_normal`) each iteration's CPU work (batch formation, result processing: ~0.3 ms a decode step on a CPU-mocked server, tenstorrent/tt-inference-server#3560) adds to every forward, where the replay's clock takes it as hidden behind the GPU: TTFT and TPOT may be low",
+        "without the overlap scheduler (`scheduler.py: event_loop_normal`) each iteration's CPU work (batch formation, result processing) adds to the GPU's forwards, where the replay's clock takes it as hidden behind them: TTFT and TPOT may be low",
     ),
     (
         "enable_two_batch_overlap",
@@ -35,20 +37,69 @@ const TIMED_UNMODELLED: &[(&str, &str)] = &[
         "single-batch overlap runs a forward's MoE communication beside its compute; the replay's forwards cost the profile without it: forward times may be off",
     ),
     (
-        "enable_prefill_delayer",
-        "the prefill delayer (`managers/prefill_delayer.py`) holds a DP-attention rank's prefill back until the other ranks have prefills too; the replay prefills as soon as a rank can: TTFT may be low",
+        "enable_deterministic_inference",
+        "deterministic inference aligns prefill chunks (`init_deterministic_inference_config`) and, with an attention backend outside its list, turns the radix cache off; the replay chunks and caches as without it",
     ),
 ];
 
-/// `--schedule-policy` values that reorder admissions (every one but SGLang's default
-/// `fcfs`), and whether the policy reads the tree (with the radix cache off SGLang
-/// runs those as FCFS: `schedule_policy.py: _validate_and_adjust_policy`).
-fn reorders(policy: &str, radix_cache_off: bool) -> bool {
-    let cache_aware = matches!(
-        policy,
-        "lpm" | "dfs-weight" | "hrrn" | "shortest-prefill-first"
-    );
-    policy != "fcfs" && !(cache_aware && radix_cache_off)
+/// The prefill delayer's reason (the flag, or the environment variable that turns it
+/// on: `server_args.py: _handle_prefill_delayer_env_compat` in 0.5.14–0.5.18,
+/// `arg_groups/serving_hook.py` from 0.5.19).
+const PREFILL_DELAYER: &str = "the prefill delayer (`managers/prefill_delayer.py`) holds prefills back (until the other DP-attention ranks have some too, while the queue or the token usage stays under its watermarks); the replay prefills as soon as it can: TTFT may be low";
+
+/// Flags whose value (other than the default) changes the timed replay's clock.
+const TIMED_VALUED: &[(&str, &str)] = &[
+    (
+        "prefill_max_requests",
+        "caps the requests of a prefill batch (`schedule_policy.py: PrefillAdder.add_one_req`); the replay admits to the token budget and the running cap only",
+    ),
+    (
+        "pp_max_micro_batch_size",
+        "caps the running batch (`scheduler.py: get_num_allocatable_reqs`); the replay caps it at --max-running-requests only",
+    ),
+    (
+        "min_free_slots_delay",
+        "holds prefills until that many request slots are free (`min_free_slots_delayer.py: MinFreeSlotsDelayer`); the replay admits at the first free slot",
+    ),
+    (
+        "prefill_decode_interval",
+        "runs that many decode rounds after each prefill before the next (`scheduler.py: _should_defer_prefill`); the replay prefills first whenever it can",
+    ),
+];
+
+/// SGLang's scheduler variables the replay holds at their defaults (`environ.py`).
+const TIMED_ENV: &[&str] = &[
+    "SGLANG_INIT_NEW_TOKEN_RATIO",
+    "SGLANG_MIN_NEW_TOKEN_RATIO_FACTOR",
+    "SGLANG_NEW_TOKEN_RATIO_DECAY_STEPS",
+    "SGLANG_RETRACT_DECODE_STEPS",
+    "SGLANG_CLIP_MAX_NEW_TOKENS_ESTIMATION",
+    "SGLANG_REQ_WAITING_TIMEOUT",
+    "SGLANG_REQ_RUNNING_TIMEOUT",
+];
+
+/// What `--schedule-policy p` does under SGLang 0.5.14–0.5.23
+/// (`schedule_policy.py: SchedulePolicy._validate_and_adjust_policy`, `calc_priority`).
+#[derive(Debug, PartialEq, Eq)]
+enum Policy {
+    /// Admission in arrival order, as the replay: `fcfs`; a cache-aware policy with the
+    /// radix cache off (run as FCFS); `routing-key` over requests without keys.
+    Fcfs,
+    /// A reordering the replay does not model.
+    Reorders,
+    /// The scheduler raises at start: `priority` (accepted by argparse, in neither
+    /// policy enum) and, from 0.5.21, `shortest-prefill-first` without prefix caching.
+    Refused,
+}
+
+fn policy(p: &str, radix_cache_off: bool) -> Policy {
+    match p {
+        "fcfs" | "routing-key" => Policy::Fcfs,
+        "priority" => Policy::Refused,
+        "shortest-prefill-first" if radix_cache_off => Policy::Refused,
+        "lpm" | "dfs-weight" | "hrrn" if radix_cache_off => Policy::Fcfs,
+        _ => Policy::Reorders,
+    }
 }
 
 /// What `launch` sets that a replay (timed when `timed`) does not model, each a reason
@@ -63,14 +114,21 @@ pub fn replay_unmodelled(launch: &LaunchArgs, timed: bool) -> Vec<String> {
             .cloned()
             .unwrap_or_else(|| format!("--{}", dest.replace('_', "-")))
     };
+    let pd = given("disaggregation_mode")
+        .and_then(Value::as_str)
+        .is_some_and(|m| m != "null");
     let mut out = Vec::new();
-    if let Some(p) = given("schedule_policy").and_then(Value::as_str)
-        && reorders(p, is_on("disable_radix_cache"))
-    {
-        out.push(format!(
-            "{} {p} is not modelled: the replay admits the waiting queue first come, first served (SGLang's default fcfs); {p} reorders it before every admission scan (`managers/schedule_policy.py: SchedulePolicy.calc_priority`, 0.5.14-0.5.23; lpm and hrrn fall back to fcfs above 128 waiting requests): hit rates and TTFT under load may differ",
-            typed("schedule_policy")
-        ));
+    if let Some(p) = given("schedule_policy").and_then(Value::as_str) {
+        let flag = typed("schedule_policy");
+        match policy(p, is_on("disable_radix_cache")) {
+            Policy::Fcfs => {}
+            Policy::Reorders => out.push(format!(
+                "{flag} {p} is not modelled: the replay admits the waiting queue first come, first served (SGLang's default fcfs); {p} reorders it before every admission scan (`managers/schedule_policy.py: SchedulePolicy.calc_priority`; lpm, and hrrn from 0.5.20, fall back to fcfs above 128 waiting requests): hit rates and TTFT under load may differ"
+            )),
+            Policy::Refused => out.push(format!(
+                "{flag} {p} is refused by SGLang's scheduler at start (`managers/schedule_policy.py: SchedulePolicy._validate_and_adjust_policy` raises: no such policy, or shortest-prefill-first without prefix caching from 0.5.21): these figures are for a server that does not start"
+            )),
+        }
     }
     if !timed {
         return out;
@@ -80,25 +138,76 @@ pub fn replay_unmodelled(launch: &LaunchArgs, timed: bool) -> Vec<String> {
             out.push(format!("{} is not modelled: {what}", typed(dest)));
         }
     }
-    if !is_on("enable_prefill_delayer")
-        && launch
-            .env
-            .get("SGLANG_SCHEDULER_DECREASE_PREFILL_IDLE")
-            .is_some_and(|v| super::launch_env::is_true(v))
-    {
+    let chunked = given("chunked_prefill_size")
+        .and_then(Value::as_i64)
+        .is_none_or(|c| c > 0);
+    if is_on("enable_mixed_chunk") && chunked && !pd {
         out.push(format!(
-            "SGLANG_SCHEDULER_DECREASE_PREFILL_IDLE (the prefill delayer, `serving_hook.py`) is not modelled: {}",
-            TIMED_UNMODELLED
-                .iter()
-                .find(|(d, _)| *d == "enable_prefill_delayer")
-                .map_or("", |(_, w)| w)
+            "{} is not modelled: SGLang runs the running requests' decode rows in the prefill chunk's forward and takes them off the chunk's budget (`scheduler.py: _get_new_batch_prefill_raw` → `ScheduleBatch.mix_with_running`); the replay runs a chunk and a decode step apart: TTFT and TPOT under load may be off",
+            typed("enable_mixed_chunk")
         ));
     }
-    if let Some(n) = given("max_queued_requests").and_then(Value::as_u64) {
+    let delayer_env = launch
+        .env
+        .get("SGLANG_SCHEDULER_DECREASE_PREFILL_IDLE")
+        .is_some_and(|v| super::launch_env::is_true(v));
+    if is_on("enable_prefill_delayer") {
         out.push(format!(
-            "{} {n} is not modelled: SGLang aborts a request that arrives with the waiting queue full (`scheduler.py: _abort_on_queued_limit`); the replay queues every request: under overload its TTFT counts requests SGLang would have refused",
+            "{} is not modelled: {PREFILL_DELAYER}",
+            typed("enable_prefill_delayer")
+        ));
+    } else if delayer_env {
+        out.push(format!(
+            "SGLANG_SCHEDULER_DECREASE_PREFILL_IDLE is not modelled: {PREFILL_DELAYER}"
+        ));
+    }
+    for (dest, what) in TIMED_VALUED {
+        let set = match given(dest) {
+            Some(Value::Number(n)) => n.as_f64().is_some_and(|x| x > 0.0),
+            _ => false,
+        };
+        if set {
+            out.push(format!(
+                "{} {} is not modelled: it {what}",
+                typed(dest),
+                given(dest).expect("set")
+            ));
+        }
+    }
+    if let Some(n) = given("scheduler_recv_interval").and_then(Value::as_u64)
+        && n > 1
+    {
+        out.push(format!(
+            "{} {n} is not modelled: SGLang polls for new requests every {n} iterations (`SchedulerRecvSkipper`); the replay receives each at once",
+            typed("scheduler_recv_interval")
+        ));
+    }
+    if let Some(n) = given("max_queued_requests").and_then(Value::as_u64)
+        && !pd
+    {
+        out.push(format!(
+            "{} {n} is not modelled: SGLang aborts a request that arrives (or is retracted) with the waiting queue full (`scheduler.py: _abort_on_queued_limit`); the replay queues every request: under overload its TTFT and hit rates count requests SGLang would have refused",
             typed("max_queued_requests")
         ));
+    }
+    if is_on("enable_priority_scheduling")
+        && !is_on("disable_priority_preemption")
+        && given("priority_scheduling_preemption_threshold")
+            .and_then(Value::as_f64)
+            .is_some_and(|t| t < 0.0)
+    {
+        out.push(format!(
+            "{} with a negative {} is not modelled: requests of equal priority preempt each other (`scheduler.py: preempt_to_schedule`); the replay preempts none",
+            typed("enable_priority_scheduling"),
+            typed("priority_scheduling_preemption_threshold")
+        ));
+    }
+    for name in TIMED_ENV {
+        if let Some(v) = launch.env.get(*name) {
+            out.push(format!(
+                "{name}={v} is not modelled: the replay's scheduler holds SGLang's default"
+            ));
+        }
     }
     out
 }
@@ -108,11 +217,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_a_reordering_policy_is_named() {
-        assert!(!reorders("fcfs", false));
-        assert!(reorders("lpm", false));
-        assert!(!reorders("lpm", true));
-        assert!(reorders("lof", true));
-        assert!(reorders("random", false));
+    fn only_a_reordering_policy_is_named_and_a_refused_one_is_said() {
+        assert_eq!(policy("fcfs", false), Policy::Fcfs);
+        assert_eq!(policy("lpm", false), Policy::Reorders);
+        assert_eq!(policy("lpm", true), Policy::Fcfs);
+        assert_eq!(policy("lof", true), Policy::Reorders);
+        assert_eq!(policy("routing-key", false), Policy::Fcfs);
+        assert_eq!(policy("priority", false), Policy::Refused);
+        assert_eq!(policy("shortest-prefill-first", true), Policy::Refused);
+        assert_eq!(policy("shortest-prefill-first", false), Policy::Reorders);
     }
 }

@@ -76,24 +76,47 @@ fn a_reordering_schedule_policy_is_named() {
         assert!(reason.contains("SchedulePolicy.calc_priority"), "{reason}");
     }
     assert!(named(&replay_json("--schedule-policy fcfs", "on")).is_empty());
+    // `priority` passes argparse but no policy enum has it: SGLang's scheduler raises.
+    let v = replay_json("--schedule-policy priority", "off");
+    assert_eq!(v["status"], "unverified");
+    assert!(
+        v["unverified"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r.as_str().unwrap().starts_with(
+                "--schedule-policy priority is refused by SGLang's scheduler at start"
+            )),
+        "{v}"
+    );
 }
 
 /// Flags that change the clock are named on a timed replay only (hit rates without a
 /// clock do not depend on them); `--max-queued-requests` with its value.
 #[test]
 fn clock_flags_are_named_on_a_timed_replay() {
-    let flags = "--enable-mixed-chunk --disable-overlap-schedule --max-queued-requests 64";
+    let flags = "--enable-mixed-chunk --disable-overlap-schedule --max-queued-requests 64 --prefill-max-requests 8";
     assert_eq!(
         named(&replay_json(flags, "on")),
         [
-            "--enable-mixed-chunk",
             "--disable-overlap-schedule",
+            "--enable-mixed-chunk",
+            "--prefill-max-requests 8",
             "--max-queued-requests 64"
         ]
     );
     assert!(named(&replay_json(flags, "off")).is_empty());
-    // A flag with no reader in the release changes nothing and is not named.
-    assert!(named(&replay_json("--num-continuous-decode-steps 4", "on")).is_empty());
+    // Flags that change nothing here are not named: one with no reader in the release,
+    // mixed chunks without chunked prefill, a routing-key sort over requests without
+    // keys, priority scheduling over requests without priorities.
+    for quiet in [
+        "--num-continuous-decode-steps 4",
+        "--enable-mixed-chunk --chunked-prefill-size -1",
+        "--schedule-policy routing-key",
+        "--enable-priority-scheduling",
+    ] {
+        assert!(named(&replay_json(quiet, "on")).is_empty(), "{quiet}");
+    }
 }
 
 /// `--schedule-conservativeness` is modelled: it reaches the replay's configuration (the
