@@ -142,10 +142,13 @@ pub fn sweep(a: SweepArgs) -> CmdResult {
         .map(|m| m.keys().cloned().collect())
         .unwrap_or_default();
     let source = a.scenario.clone();
+    // The launch command's scheduling flags a replay does not model (the points' trees
+    // have no launch text).
+    let launch = crate::scenario::launch_schedule::ReplayUnmodelled::of(loaded.launch.as_ref());
     let runner = |p: &sweep::Point| {
         let mut v = sweep::apply(&tree, p);
         keep_explicit_replay_keys(&mut v, &user_replay, p);
-        point_row(&v, p, releases.of(p), &source)
+        point_row(&v, p, releases.of(p), &source, &launch)
     };
     let mut columns: Vec<String> = COLUMNS.iter().map(|c| c.to_string()).collect();
     columns.extend(bench_columns(&base, &points));

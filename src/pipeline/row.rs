@@ -61,11 +61,14 @@ pub const COLUMNS: &[&str] = &[
 
 /// Runs one point under `sglang` (typed once for the sweep). `base_source` names the
 /// scenario file for errors.
+/// `launch`: what the base scenario's launch command sets that a replay does not model
+/// (the point's tree has no launch text).
 pub fn point_row(
     scenario: &Value,
     point: &Point,
     sglang: Sglang,
     base_source: &str,
+    launch: &crate::scenario::launch_schedule::ReplayUnmodelled,
 ) -> Result<Row, crate::sweep::PointError> {
     let mut value = scenario.clone();
     // The point's seed drives the start-up jitter and the replay.
@@ -106,6 +109,9 @@ pub fn point_row(
             );
             if let Some(c) = cfg.as_ref() {
                 u.extend(super::replay_config_unverified(Some(&s), c));
+                u.extend_from_slice(
+                    launch.of_replay(c.measurement.timing == crate::runtime::Timing::On),
+                );
             }
             u
         }

@@ -249,14 +249,18 @@ pub fn run(
     .collect::<Result<Vec<_>, LadderError>>()?;
     let unverified = {
         let bad = |m: super::probe::ProbeError| LadderError::Input(m.into_input("plan"));
-        let (_, plan) = prober.plan(&size_patch(planned_gb)).map_err(bad)?;
+        let (ps, plan) = prober.plan(&size_patch(planned_gb)).map_err(bad)?;
         let mut u: Vec<String> = crate::pipeline::tree_unmodelled(&plan, false)
             .into_iter()
             .map(String::from)
             .collect();
-        // The ladder's replays run without a clock: the launch's flags that move hit
-        // rates (`scenario::launch_schedule`).
-        u.extend(prober.replay_unmodelled.iter().cloned());
+        // The launch's scheduling flags its replays do not model, with the scenario's
+        // clock or without (`scenario::launch_schedule`).
+        let timed = ps.runtime.as_ref().is_some_and(|r| {
+            replay_config(&ps, &plan, None, &r.replay)
+                .is_ok_and(|c| c.measurement.timing == crate::runtime::Timing::On)
+        });
+        u.extend_from_slice(prober.replay_unmodelled.of_replay(timed));
         u
     };
     Ok(Ladder {

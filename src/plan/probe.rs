@@ -26,9 +26,9 @@ pub struct Prober {
     pub runs: u64,
     /// The launch command's notes (flags not modelled, Dynamo's flags dropped, …).
     pub launch_notes: Vec<String>,
-    /// What the launch command sets that a replay without a clock does not model
+    /// What the launch command sets that a replay does not model
     /// ([`crate::scenario::launch_schedule`]): the hit rates' reasons for `unverified`.
-    pub replay_unmodelled: Vec<String>,
+    pub replay_unmodelled: crate::scenario::launch_schedule::ReplayUnmodelled,
 }
 
 /// A field patch: path (`server.hicache_size`) and value.
@@ -82,9 +82,9 @@ impl Prober {
             seed: seed.unwrap_or(s.seed),
             runs,
             launch_notes: loaded.not_modelled_flags.clone(),
-            replay_unmodelled: loaded.launch.as_ref().map_or_else(Vec::new, |l| {
-                crate::scenario::launch_schedule::replay_unmodelled(l, false)
-            }),
+            replay_unmodelled: crate::scenario::launch_schedule::ReplayUnmodelled::of(
+                loaded.launch.as_ref(),
+            ),
         })
     }
 

@@ -212,6 +212,28 @@ pub fn replay_unmodelled(launch: &LaunchArgs, timed: bool) -> Vec<String> {
     out
 }
 
+/// [`replay_unmodelled`] for both clocks, kept for drivers that re-type a patched
+/// scenario tree, which has no launch text (a sweep's points, `plan`'s probes).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplayUnmodelled {
+    timed: Vec<String>,
+    untimed: Vec<String>,
+}
+
+impl ReplayUnmodelled {
+    pub fn of(launch: Option<&LaunchArgs>) -> Self {
+        launch.map_or_else(Self::default, |l| ReplayUnmodelled {
+            timed: replay_unmodelled(l, true),
+            untimed: replay_unmodelled(l, false),
+        })
+    }
+
+    /// The reasons of a replay with a clock (`timed`) or without.
+    pub fn of_replay(&self, timed: bool) -> &[String] {
+        if timed { &self.timed } else { &self.untimed }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -145,3 +145,33 @@ fn plan_names_the_schedule_policy_on_its_hit_rates() {
         "{t}"
     );
 }
+
+/// A sweep's points re-type the scenario without its launch text: every row still
+/// names the launch's scheduling flags in its `unverified` cell.
+#[test]
+fn every_sweep_row_names_the_launchs_scheduling_flags() {
+    let d = tempfile::tempdir().unwrap();
+    let p = scenario(d.path(), "--schedule-policy lpm --enable-mixed-chunk", "on");
+    let mut text = std::fs::read_to_string(&p).unwrap();
+    text.push_str(
+        "sweep:\n  axes:\n    server.hicache_write_policy: [write_through, write_back]\n",
+    );
+    std::fs::write(&p, text).unwrap();
+    let o = run(
+        &["sweep", p.to_str().unwrap(), "--out", "out", "--quiet"],
+        d.path(),
+    );
+    ok(&o);
+    let csv = std::fs::read_to_string(d.path().join("out/results.csv")).unwrap();
+    let mut r = csv::Reader::from_reader(csv.as_bytes());
+    let h = r.headers().unwrap().clone();
+    let col = |name: &str| h.iter().position(|c| c == name).unwrap();
+    let rows: Vec<_> = r.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 2);
+    for row in rows {
+        assert_eq!(&row[col("status")], "unverified");
+        let u = &row[col("unverified")];
+        assert!(u.contains("--schedule-policy lpm is not modelled"), "{u}");
+        assert!(u.contains("--enable-mixed-chunk is not modelled"), "{u}");
+    }
+}
