@@ -162,16 +162,10 @@ pub fn replay_unmodelled(launch: &LaunchArgs, timed: bool) -> Vec<String> {
         ));
     }
     for (dest, what) in TIMED_VALUED {
-        let set = match given(dest) {
-            Some(Value::Number(n)) => n.as_f64().is_some_and(|x| x > 0.0),
-            _ => false,
-        };
-        if set {
-            out.push(format!(
-                "{} {} is not modelled: it {what}",
-                typed(dest),
-                given(dest).expect("set")
-            ));
+        if let Some(Value::Number(n)) = given(dest)
+            && n.as_f64().is_some_and(|x| x > 0.0)
+        {
+            out.push(format!("{} {n} is not modelled: it {what}", typed(dest)));
         }
     }
     if let Some(n) = given("scheduler_recv_interval").and_then(Value::as_u64)

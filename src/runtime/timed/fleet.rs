@@ -34,7 +34,9 @@ use crate::units::Nanos;
 use crate::workload::Request;
 
 use super::lockstep::Lockstep;
-use super::rank::{Dispatch, Fed, Inbound, Rank, RankFeed, RouterView, check_arrival};
+use super::rank::{
+    Dispatch, Fed, Inbound, Rank, RankFeed, RouterView, check_arrival, first_delivery,
+};
 use super::{Progress, Sim};
 
 /// Why a timed fleet replay stopped: the router's or an engine's error.
@@ -547,11 +549,7 @@ fn run_dp_engines<I: Iterator<Item = Request>, S: Rank, C: ChooseDpWorker<S>>(
         let arrival = src.peek().map(|(_, r)| r.arrival_ns);
         // A controller dispatches a request when its TokenizerManager delivers it,
         // before a later arrival and the events at or after then.
-        let due = held
-            .iter()
-            .enumerate()
-            .filter_map(|(e, q)| q.front().map(|h| (h.0, e)))
-            .min();
+        let due = first_delivery(&held);
         if let Some((at, e)) = due
             && arrival.is_none_or(|a| at <= a)
             && next_event.is_none_or(|t| at <= t)

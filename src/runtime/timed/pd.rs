@@ -63,7 +63,7 @@ use crate::workload::Request;
 use super::decode_cache::{DecodeCache, decode_cache};
 use super::fleet::FleetError;
 use super::lockstep::Lockstep;
-use super::rank::{Dispatch, Fed, Inbound, Rank, RankFeed, check_arrival};
+use super::rank::{Dispatch, Fed, Inbound, Rank, RankFeed, check_arrival, first_delivery};
 use super::{PdSend, Sim};
 use crate::cache::BackupRecord;
 
@@ -337,7 +337,7 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
     // the order its TokenizerManager delivers them.
     let mut prefill_in = vec![Inbound::new(cfg.frontend); n];
     let mut decode_in = vec![Inbound::new(cfg.frontend); servers];
-    let mut held: Vec<VecDeque<(Nanos, usize, Pending)>> =
+    let mut held: Vec<VecDeque<(Nanos, (usize, Pending))>> =
         (0..servers).map(|_| VecDeque::new()).collect();
     // Preallocated requests whose prefill server's scheduler has not received them yet:
     // (when it does, trace position), and the requests by position.
@@ -352,11 +352,7 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
             .chain(decode.iter().filter_map(DecodeEngine::next_time))
             .min();
         let arrival = src.peek().map(|(_, r)| r.arrival_ns);
-        let due = held
-            .iter()
-            .enumerate()
-            .filter_map(|(x, q)| q.front().map(|h| (h.0, x)))
-            .min();
+        let due = first_delivery(&held);
         let boot = bootstrapped.peek().map(|&Reverse((b, _))| b);
         if let Some(b) = boot
             && due.is_none_or(|(at, _)| b <= at)
@@ -371,7 +367,7 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
         {
             // A decode server's scheduler receives a request (`DecodePreallocQueue`).
             now = at;
-            let (_, k, pending) = held[x].pop_front().expect("due");
+            let (_, (k, pending)) = held[x].pop_front().expect("due");
             decode[k].queue.push_back(pending);
             if decode[k].idle() {
                 decode[k].prealloc(now, &mut released);
@@ -422,16 +418,18 @@ fn run_deployment<I: Iterator<Item = Request>, S: PdPrefill>(
             let at = decode_in[server_k].deliver(&r);
             held[server_k].push_back((
                 at,
-                k,
-                Pending {
-                    index: i,
-                    input: r.input_tokens,
-                    output: r.output_tokens.min(max_new_tokens),
-                    max_new: max_new_tokens,
-                    decode_prefix: 0,
-                    restored: 0,
-                    req: r,
-                },
+                (
+                    k,
+                    Pending {
+                        index: i,
+                        input: r.input_tokens,
+                        output: r.output_tokens.min(max_new_tokens),
+                        max_new: max_new_tokens,
+                        decode_prefix: 0,
+                        restored: 0,
+                        req: r,
+                    },
+                ),
             ));
         } else {
             let Some(t) = next_event else { break };

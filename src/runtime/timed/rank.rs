@@ -67,6 +67,15 @@ impl Inbound {
     }
 }
 
+/// The earliest delivery among `held` (one queue per server, each in the order its
+/// [`Inbound`] delivers): when, and which server's; ties go to the lowest server.
+pub(super) fn first_delivery<T>(held: &[VecDeque<(Nanos, T)>]) -> Option<(Nanos, usize)> {
+    held.iter()
+        .enumerate()
+        .filter_map(|(x, q)| q.front().map(|h| (h.0, x)))
+        .min()
+}
+
 /// The trace, read once, handed out round-robin: rank r's requests in arrival order,
 /// each delivered by the ranks' shared [`Inbound`] as read (the trace's order is the
 /// TokenizerManager's). Only the requests read ahead of a rank's next one are buffered
