@@ -127,9 +127,9 @@ fn l3_scope_assumed(backend: Option<crate::domain::StorageBackend>) -> bool {
 /// a timed replay on the SWA tree (`runtime::TIMED_SWA_UNMODELLED`: its decode KV taken
 /// at once, no retraction), the launch's scheduling flags the replay does not model
 /// (`scenario::launch_schedule`), an L3 store whose sharing among a deployment's
-/// schedulers is a guess about the backend's deployment ([`l3_scope_assumed`]), and a
-/// cost table profiled for another model than the scenario's (its times stand in; only
-/// with a scenario, which names the model).
+/// schedulers is a guess about the backend's deployment ([`l3_scope_assumed`]), a cost
+/// table profiled for another model, TP size or GPU than the scenario's (its times stand
+/// in; only with a scenario, which names them), and a clock over pipeline parallelism.
 pub fn replay_config_unverified(s: Option<&Scenario>, cfg: &ReplayConfig) -> Vec<String> {
     let mut out = Vec::new();
     // A PD deployment's prefill servers decode nothing (`max_new_tokens` 1): the timed
@@ -180,11 +180,119 @@ pub fn replay_config_unverified(s: Option<&Scenario>, cfg: &ReplayConfig) -> Vec
         tp,
     } = &cfg.scheduler.compute.source
         && let Ok(t) = crate::runtime::cost::table::find(node, model, *quant, *tp)
-        && !table_is_scenario_model(t, s)
+    {
+        if !table_is_scenario_model(t, s) {
+            out.push(format!(
+                "the compute cost table is {}'s ({} {} TP{} on {}), not {}'s: its times stand in for this model's",
+                t.hf_id, t.model, t.quant, t.tp, t.node, s.model_name
+            ));
+        }
+        out.extend(table_shape_unverified(
+            t,
+            s,
+            cfg.scheduler.compute.compute_scale,
+        ));
+    }
+    if cfg.measurement.timing == Timing::On
+        && let Some(m) = qwen3_vl_hopper_interval(s)
+    {
+        out.push(m);
+    }
+    if s.layout.pp_size > 1
+        && cfg.measurement.timing == Timing::On
+        && !matches!(cfg.scheduler.compute.source, ComputeSource::Fixed)
     {
         out.push(format!(
-            "the compute cost table is {}'s ({} {} TP{} on {}), not {}'s: its times stand in for this model's",
-            t.hf_id, t.model, t.quant, t.tp, t.node, s.model_name
+            "pipeline parallelism (--pp-size {}) is not in the clock: SGLang runs the stages as a pipeline of micro-batches (`managers/scheduler_pp_mixin.py: event_loop_pp`, or on a PD server `event_loop_pp_disagg_prefill` / `_decode`, 0.5.14–0.5.23), where the replay's forwards are one engine's, as the cost source times them: TTFT, TPOT and throughput may be off",
+            s.layout.pp_size
+        ));
+    }
+    out
+}
+
+/// A GPU name compared across spellings: its words (split at spaces, `-` and `_`) in
+/// upper case, without a form-factor or memory word (`H100-SXM` and `H100 80GB` are
+/// `H100`; `H100-NVL` stays itself: another part's clocks and power).
+fn gpu_key(name: &str) -> String {
+    name.split([' ', '-', '_'])
+        .map(str::to_ascii_uppercase)
+        .filter(|w| {
+            let memory = w
+                .strip_suffix("GB")
+                .is_some_and(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()));
+            !w.is_empty() && !w.starts_with("SXM") && !memory
+        })
+        .collect()
+}
+
+/// SGLang's own `--prefill-decode-interval` for Qwen3-VL on a large Hopper GPU, which a
+/// timed replay does not model: 0.5.20–0.5.23 `arg_groups/model_overrides/qwen3_vl.py:
+/// _qwen3vl_hopper_serving_overrides` sets 22 when the flag is unset, for a multimodal
+/// `qwen3_vl` / `qwen3_vl_moe` model on an SM90 GPU of at least 60 GiB
+/// (`large_hopper_qwen3_vl_model_type`). A scenario without its launch text (a sweep's
+/// point) is taken as not giving the flag. Its other defaults there change nothing the
+/// replay models: the radix eviction's `priority` strategy is LRU over requests of one
+/// priority, and the decode attention backend is not in the clock's cost sources.
+fn qwen3_vl_hopper_interval(s: &Scenario) -> Option<String> {
+    let arch = s.resolved_model.hf.as_ref()?.architecture.as_str();
+    let large_hopper =
+        crate::model::sm_major(&s.node.gpu) == Some(9) && s.node.gpu_memory.0 >= 60 << 30;
+    let given = s
+        .launch
+        .as_ref()
+        .is_some_and(|l| l.given.contains_key("prefill_decode_interval"));
+    (matches!(
+        arch,
+        "Qwen3VLForConditionalGeneration" | "Qwen3VLMoeForConditionalGeneration"
+    ) && large_hopper
+        && s.version.release() >= crate::wheel::Release::V0_5_20
+        && !given)
+        .then(|| {
+            format!(
+                "SGLang {} runs Qwen3-VL on a large Hopper GPU ({}) with --prefill-decode-interval 22 (`model_overrides/qwen3_vl.py: _qwen3vl_hopper_serving_overrides`): 22 decode rounds after each prefill before the next (`scheduler.py: _should_defer_prefill`), where the replay prefills first whenever it can: TTFT may be low and TPOT high; give --prefill-decode-interval 0 to replay what the replay models",
+                s.version.id(),
+                s.node.gpu
+            )
+        })
+}
+
+/// Where the scenario's engine is not the one cost table `t` was profiled on: another
+/// tensor-parallel size (the table's TP stands in: its GEMM shards, all-reduces and
+/// weight reads are that TP's), or another GPU (by the node preset's GPU name; the
+/// `compute_scale` in use said, as the factor a user sets for a sibling chip).
+fn table_shape_unverified(
+    t: &crate::runtime::cost::table::CostTable,
+    s: &Scenario,
+    scale: f64,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if t.tp != s.layout.tp_size {
+        out.push(format!(
+            "the compute cost table was profiled at TP{} ({} on {}), the scenario runs TP{}: its forward times stand in for this TP's",
+            t.tp, t.model, t.node, s.layout.tp_size
+        ));
+    }
+    if s.layout.attn_tp_size() != u64::from(s.layout.tp_size) {
+        out.push(format!(
+            "the compute cost tables are profiled without DP attention (attention at TP{}), the scenario runs attention at TP{} on {} DP ranks: its forward times stand in",
+            t.tp,
+            s.layout.attn_tp_size(),
+            s.layout.dp_size
+        ));
+    }
+    if let Ok(n) = crate::hardware::node_preset(&t.node)
+        && gpu_key(&n.gpu) != gpu_key(&s.node.gpu)
+    {
+        out.push(format!(
+            "the compute cost table was profiled on {} ({}), the scenario's GPUs are {}: its forward times stand in{}",
+            n.gpu,
+            t.node,
+            s.node.gpu,
+            if scale == 1.0 {
+                String::new()
+            } else {
+                format!(", scaled by compute_scale {}", crate::units::fmt_num(scale))
+            }
         ));
     }
     out
@@ -824,4 +932,19 @@ pub fn nothing_to_measure(
         path,
         format!("nothing to measure: no request is counted ({why})"),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gpu_key;
+
+    #[test]
+    fn a_gpu_is_the_same_across_spellings_but_not_across_parts() {
+        assert_eq!(gpu_key("H100"), gpu_key("H100-SXM"));
+        assert_eq!(gpu_key("H100"), gpu_key("h100 80GB"));
+        assert_eq!(gpu_key("A100-80GB"), "A100");
+        assert_ne!(gpu_key("H100"), gpu_key("H100-NVL"));
+        assert_ne!(gpu_key("GB300"), gpu_key("B300"));
+        assert_ne!(gpu_key("H20"), gpu_key("H20-3e"));
+    }
 }

@@ -15,8 +15,10 @@
 //! `--schedule-policy routing-key` sorts nothing when no request has a routing key
 //! (`_sort_by_routing_key`); `--enable-mixed-chunk` without chunked prefill or on a PD
 //! server mixes nothing. Not named either (said in the docs): where SGLang turns the
-//! overlap scheduler off or a flag on by itself (PP > 1, a Mamba model whose radix
-//! cache has no extra buffer, DFLASH's free-slot delay).
+//! overlap scheduler off or a flag on by itself (a Mamba model whose radix cache has no
+//! extra buffer, DFLASH's free-slot delay); what depends on the model, the GPU or the
+//! release (PP > 1, Qwen3-VL's interval on Hopper) is `pipeline::replay_config_unverified`'s.
+//! Scheduling flags SGLang refuses at start are refused ([`start_refusal`]).
 
 use serde_json::Value;
 
@@ -87,9 +89,75 @@ enum Policy {
     Fcfs,
     /// A reordering the replay does not model.
     Reorders,
-    /// The scheduler raises at start: `priority` (accepted by argparse, in neither
-    /// policy enum) and, from 0.5.21, `shortest-prefill-first` without prefix caching.
+    /// The scheduler raises at start ([`start_refusal`]): `priority` (accepted by
+    /// argparse, in neither policy enum) and `shortest-prefill-first` (a choice from
+    /// 0.5.21) without prefix caching.
     Refused,
+}
+
+/// Whether the scheduler's tree cache is off (`getattr(tree_cache, "disable", True)`):
+/// `--disable-radix-cache`, or a PD decode server without
+/// `--disaggregation-decode-enable-radix-cache` (its `ChunkCache` has no `disable`),
+/// whatever `--disable-radix-cache` says there (`pd_disaggregation_hook.py:
+/// handle_pd_disaggregation` sets it from that flag, every modelled release). Not read:
+/// where SGLang turns the radix cache off by itself (deterministic inference on a
+/// backend outside its list, embedding and noncausal models, …): a refusal missed there,
+/// never one made up.
+fn radix_cache_off(launch: &LaunchArgs) -> bool {
+    let is_on = |dest: &str| launch.given.get(dest).and_then(Value::as_bool) == Some(true);
+    let decode = launch
+        .given
+        .get("disaggregation_mode")
+        .and_then(Value::as_str)
+        == Some("decode");
+    if decode {
+        !is_on("disaggregation_decode_enable_radix_cache")
+    } else {
+        is_on("disable_radix_cache")
+    }
+}
+
+/// The scheduling flags SGLang refuses at start, as `(dest, message)`: the flag whose
+/// line the error points at and SGLang's own words. Every release 0.5.14–0.5.23:
+/// - `--enable-priority-scheduling` with a `--schedule-policy` other than `fcfs` or
+///   `lof`: the server-argument check's `AssertionError` (`server_args.py:
+///   check_server_args` to 0.5.18, `arg_groups/validation_hook.py` from 0.5.19);
+/// - `--schedule-policy priority` (in argparse's choices, in neither policy enum), and
+///   from 0.5.21 `shortest-prefill-first` with the tree cache off: the scheduler's
+///   `ValueError` (`managers/schedule_policy.py: SchedulePolicy.
+///   _validate_and_adjust_policy`, raised from `Scheduler.init_schedule_policy`; the
+///   prefix-caching error is caught there and re-raised as an unknown policy).
+pub fn start_refusal(launch: &LaunchArgs) -> Option<(&'static str, String)> {
+    let p = launch
+        .given
+        .get("schedule_policy")
+        .and_then(Value::as_str)?;
+    let priority = launch
+        .given
+        .get("enable_priority_scheduling")
+        .and_then(Value::as_bool)
+        == Some(true);
+    if priority && !matches!(p, "fcfs" | "lof") {
+        return Some((
+            "schedule_policy",
+            format!(
+                "SGLang's launch fails with `AssertionError: To use priority scheduling, schedule_policy must be 'fcfs' or 'lof'. '{p}' is not supported.`"
+            ),
+        ));
+    }
+    (policy(p, radix_cache_off(launch)) == Policy::Refused).then(|| {
+        (
+            "schedule_policy",
+            format!(
+                "SGLang's scheduler fails at start with `ValueError: Unknown schedule_policy: policy='{p}'`{}",
+                if p == "priority" {
+                    " (`priority` is a choice of the flag but no policy: priority scheduling is --enable-priority-scheduling with --schedule-policy fcfs or lof)"
+                } else {
+                    " (shortest-prefill-first requires prefix caching: the radix cache is off)"
+                }
+            ),
+        )
+    })
 }
 
 fn policy(p: &str, radix_cache_off: bool) -> Policy {
@@ -118,17 +186,14 @@ pub fn replay_unmodelled(launch: &LaunchArgs, timed: bool) -> Vec<String> {
         .and_then(Value::as_str)
         .is_some_and(|m| m != "null");
     let mut out = Vec::new();
-    if let Some(p) = given("schedule_policy").and_then(Value::as_str) {
-        let flag = typed("schedule_policy");
-        match policy(p, is_on("disable_radix_cache")) {
-            Policy::Fcfs => {}
-            Policy::Reorders => out.push(format!(
-                "{flag} {p} is not modelled: the replay admits the waiting queue first come, first served (SGLang's default fcfs); {p} reorders it before every admission scan (`managers/schedule_policy.py: SchedulePolicy.calc_priority`; lpm, and hrrn from 0.5.20, fall back to fcfs above 128 waiting requests): hit rates and TTFT under load may differ"
-            )),
-            Policy::Refused => out.push(format!(
-                "{flag} {p} is refused by SGLang's scheduler at start (`managers/schedule_policy.py: SchedulePolicy._validate_and_adjust_policy` raises: no such policy, or shortest-prefill-first without prefix caching from 0.5.21): these figures are for a server that does not start"
-            )),
-        }
+    if let Some(p) = given("schedule_policy").and_then(Value::as_str)
+        && policy(p, radix_cache_off(launch)) == Policy::Reorders
+    {
+        // A refused policy never gets here: the launch is refused ([`start_refusal`]).
+        out.push(format!(
+            "{} {p} is not modelled: the replay admits the waiting queue first come, first served (SGLang's default fcfs); {p} reorders it before every admission scan (`managers/schedule_policy.py: SchedulePolicy.calc_priority`; lpm, and hrrn from 0.5.20, fall back to fcfs above 128 waiting requests): hit rates and TTFT under load may differ",
+            typed("schedule_policy")
+        ));
     }
     if !timed {
         return out;
@@ -233,7 +298,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_a_reordering_policy_is_named_and_a_refused_one_is_said() {
+    fn only_a_reordering_policy_is_named_and_a_refused_one_is_refused() {
         assert_eq!(policy("fcfs", false), Policy::Fcfs);
         assert_eq!(policy("lpm", false), Policy::Reorders);
         assert_eq!(policy("lpm", true), Policy::Fcfs);

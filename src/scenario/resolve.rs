@@ -124,6 +124,23 @@ impl Scenario {
 /// Resolves a loaded scenario.
 pub fn resolve(l: &LoadedScenario) -> Result<Scenario, InputError> {
     let mut s = resolve_file(&l.file, &l.source, &l.lines, &l.not_modelled_flags)?;
+    // A scheduling flag SGLang refuses: after its server-argument checks (the chunk's
+    // page assert and the others `resolve_file` runs come first, as in SGLang).
+    if let Some(launch) = &l.launch
+        && let Some((dest, m)) = super::launch_schedule::start_refusal(launch)
+    {
+        let (flag, line) = match launch.given_at.get(dest) {
+            Some((f, line)) => (format!("`{f}`"), *line),
+            None => ("this command".into(), l.lines.line_of("server.launch")),
+        };
+        return Err(InputError::new(
+            &l.source,
+            format!("SGLang {} refuses {flag}: {m}", launch.release),
+        )
+        .line_opt(line)
+        .field("server.launch")
+        .sglang_refuses());
+    }
     s.launch = l.launch.clone();
     Ok(s)
 }

@@ -8,13 +8,22 @@ use crate::support::{csv_row, ok, repo, run};
 /// A GB300 GLM-5.2 TP4 scenario with HiCache whose launch command ends in `extra`,
 /// replaying the bundled Mooncake trace's first 200 requests, timed or not.
 fn scenario(dir: &std::path::Path, extra: &str, timing: &str) -> std::path::PathBuf {
+    scenario_of(
+        dir,
+        &format!("--enable-hierarchical-cache --hicache-ratio 1 {extra}"),
+        timing,
+    )
+}
+
+/// [`scenario`] without HiCache: the launch ends in `extra` alone.
+fn scenario_of(dir: &std::path::Path, extra: &str, timing: &str) -> std::path::PathBuf {
     let text = format!(
         "name: launch-schedule
 sglang: 0.5.23
 node: gb300
 model: glm-5.2
 server:
-  launch: python -m sglang.launch_server --model-path zai-org/GLM-5.2 --tp 4 --page-size 64 --kv-cache-dtype fp8_e4m3 --mem-fraction-static 0.85 --enable-hierarchical-cache --hicache-ratio 1 {extra}
+  launch: python -m sglang.launch_server --model-path zai-org/GLM-5.2 --tp 4 --page-size 64 --kv-cache-dtype fp8_e4m3 --mem-fraction-static 0.85 {extra}
 memory:
   host_other_used: 10GB
 startup:
@@ -76,19 +85,89 @@ fn a_reordering_schedule_policy_is_named() {
         assert!(reason.contains("SchedulePolicy.calc_priority"), "{reason}");
     }
     assert!(named(&replay_json("--schedule-policy fcfs", "on")).is_empty());
-    // `priority` passes argparse but no policy enum has it: SGLang's scheduler raises.
-    let v = replay_json("--schedule-policy priority", "off");
-    assert_eq!(v["status"], "unverified");
+}
+
+/// Scheduling flags SGLang refuses at start are refused, with SGLang's own words and
+/// the flag's line, never replayed: `--schedule-policy priority` (argparse takes it, the
+/// scheduler raises), a policy other than fcfs or lof with priority scheduling (the
+/// server-argument assert), and from 0.5.21 shortest-prefill-first without the radix
+/// cache. `check` makes each an `invalid_args` row (exit 1).
+#[test]
+fn a_scheduling_flag_sglang_refuses_refuses_the_launch() {
+    let cases = [
+        (
+            "--schedule-policy priority",
+            "off",
+            "ValueError: Unknown schedule_policy: policy='priority'",
+        ),
+        (
+            "--schedule-policy lpm --enable-priority-scheduling",
+            "on",
+            "AssertionError: To use priority scheduling, schedule_policy must be 'fcfs' or 'lof'. 'lpm' is not supported.",
+        ),
+        (
+            "--schedule-policy shortest-prefill-first --disable-radix-cache",
+            "on",
+            "ValueError: Unknown schedule_policy: policy='shortest-prefill-first'",
+        ),
+    ];
+    for (extra, timing, said) in cases {
+        let d = tempfile::tempdir().unwrap();
+        // Without HiCache: it refuses the radix cache off before the scheduler starts.
+        let p = scenario_of(d.path(), extra, timing);
+        let o = run(&["replay", p.to_str().unwrap()], d.path());
+        assert_eq!(o.status.code(), Some(2), "{extra}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.contains(said), "{extra}: {e}");
+        assert!(
+            e.contains("s.yaml:6: field `server.launch`"),
+            "{extra}: {e}"
+        );
+        let o = run(
+            &["check", p.to_str().unwrap(), "--format", "json"],
+            d.path(),
+        );
+        assert_eq!(o.status.code(), Some(1), "{extra}");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v[0]["status"], "invalid_args", "{extra}");
+        assert!(v[0]["message"].as_str().unwrap().contains(said), "{extra}");
+    }
+    // SGLang's server-argument checks come before: a chunk that is no whole number of
+    // pages is what it says, not the priority assert.
+    let check = |extra: &str| {
+        let d = tempfile::tempdir().unwrap();
+        let p = scenario(d.path(), extra, "off");
+        let o = run(
+            &["check", p.to_str().unwrap(), "--format", "json"],
+            d.path(),
+        );
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v[0].clone()
+    };
+    let v = check("--enable-priority-scheduling --schedule-policy lpm --chunked-prefill-size 1000");
+    assert_eq!(v["status"], "invalid_args");
     assert!(
-        v["unverified"]
-            .as_array()
+        v["message"]
+            .as_str()
             .unwrap()
-            .iter()
-            .any(|r| r.as_str().unwrap().starts_with(
-                "--schedule-policy priority is refused by SGLang's scheduler at start"
-            )),
+            .contains("chunked_prefill_size must be divisible by page_size"),
         "{v}"
     );
+    // A decode server's radix cache is its own flag's, whatever --disable-radix-cache
+    // says: shortest-prefill-first starts there.
+    let v = check(
+        "--disaggregation-mode decode --disaggregation-decode-enable-radix-cache --disable-radix-cache --schedule-policy shortest-prefill-first",
+    );
+    assert_ne!(v["status"], "invalid_args", "{v}");
+    // With priority scheduling, fcfs and lof start; so does shortest-prefill-first on
+    // the radix cache.
+    for extra in [
+        "--schedule-policy fcfs --enable-priority-scheduling",
+        "--schedule-policy shortest-prefill-first",
+    ] {
+        let v = replay_json(extra, "off");
+        assert_ne!(v["status"], "refused", "{extra}");
+    }
 }
 
 /// Flags that change the clock are named on a timed replay only (hit rates without a

@@ -8,6 +8,7 @@ mod capture;
 mod check;
 mod cli_replay_trace;
 mod cli_startup;
+mod clock_shape;
 mod config_numbers;
 mod decode_memory;
 mod docs_reference;
