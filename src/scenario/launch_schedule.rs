@@ -38,11 +38,13 @@ const TIMED_UNMODELLED: &[(&str, &str)] = &[
         "enable_single_batch_overlap",
         "single-batch overlap runs a forward's MoE communication beside its compute; the replay's forwards cost the profile without it: forward times may be off",
     ),
-    (
-        "enable_deterministic_inference",
-        "deterministic inference aligns prefill chunks (`init_deterministic_inference_config`) and, with an attention backend outside its list, turns the radix cache off; the replay chunks and caches as without it",
-    ),
 ];
+
+/// Deterministic inference, named on every replay: with an attention backend outside
+/// `RADIX_SUPPORTED_DETERMINISTIC_ATTENTION_BACKEND` SGLang turns the radix cache off
+/// (`server_args.py: _handle_deterministic_inference` 0.5.14–0.5.18,
+/// `arg_groups/attention_hook.py` 0.5.19–0.5.23), which moves hit rates too.
+const DETERMINISTIC: &str = "deterministic inference aligns prefill chunks (`init_deterministic_inference_config`) and, with an attention backend outside its list (`RADIX_SUPPORTED_DETERMINISTIC_ATTENTION_BACKEND`), turns the radix cache off (`_handle_deterministic_inference`): no cached prefix at all; the replay chunks and caches as without it";
 
 /// The prefill delayer's reason (the flag, or the environment variable that turns it
 /// on: `server_args.py: _handle_prefill_delayer_env_compat` in 0.5.14–0.5.18,
@@ -193,6 +195,12 @@ pub fn replay_unmodelled(launch: &LaunchArgs, timed: bool) -> Vec<String> {
         out.push(format!(
             "{} {p} is not modelled: the replay admits the waiting queue first come, first served (SGLang's default fcfs); {p} reorders it before every admission scan (`managers/schedule_policy.py: SchedulePolicy.calc_priority`; lpm, and hrrn from 0.5.20, fall back to fcfs above 128 waiting requests): hit rates and TTFT under load may differ",
             typed("schedule_policy")
+        ));
+    }
+    if is_on("enable_deterministic_inference") {
+        out.push(format!(
+            "{} is not modelled: {DETERMINISTIC}",
+            typed("enable_deterministic_inference")
         ));
     }
     if !timed {

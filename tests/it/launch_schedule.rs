@@ -185,6 +185,14 @@ fn clock_flags_are_named_on_a_timed_replay() {
         ]
     );
     assert!(named(&replay_json(flags, "off")).is_empty());
+    // Deterministic inference may turn the radix cache off: named without a clock too.
+    for timing in ["on", "off"] {
+        assert_eq!(
+            named(&replay_json("--enable-deterministic-inference", timing)),
+            ["--enable-deterministic-inference"],
+            "{timing}"
+        );
+    }
     // Flags that change nothing here are not named: one with no reader in the release,
     // mixed chunks without chunked prefill, a routing-key sort over requests without
     // keys, priority scheduling over requests without priorities.
