@@ -95,6 +95,12 @@ pub struct ServerArgs {
     /// wins when the scenario gives both).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub schedule_conservativeness: Option<f64>,
+    /// `--schedule-policy` (SGLang's default `fcfs` when unset), as written: a timed
+    /// replay runs `fcfs` and `lpm` (`runtime::SchedulePolicy`) and names the others;
+    /// SGLang's scheduler refuses `priority`, and `shortest-prefill-first` with the
+    /// radix cache off (`scenario::launch_schedule::policy_refusal`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule_policy: Option<String>,
     /// `--speculative-algorithm` (`EAGLE`, `NEXTN` = EAGLE with the model's own MTP
     /// layers, `EAGLE3`, `STANDALONE`, `NGRAM`, …). Only NextN/EAGLE MTP drafts of a
     /// model with MTP layers change the host pools here.
@@ -286,6 +292,7 @@ impl Default for ServerArgs {
             chunked_prefill_size: None,
             max_prefill_tokens: 16384,
             schedule_conservativeness: None,
+            schedule_policy: None,
             speculative_algorithm: None,
             speculative_draft_model_path: None,
             speculative_num_steps: None,

@@ -193,10 +193,9 @@ pub fn replay_config_unverified(s: Option<&Scenario>, cfg: &ReplayConfig) -> Vec
             cfg.scheduler.compute.compute_scale,
         ));
     }
-    if cfg.measurement.timing == Timing::On
-        && let Some(m) = qwen3_vl_hopper_interval(s)
-    {
-        out.push(m);
+    if cfg.measurement.timing == Timing::On {
+        out.extend(qwen3_vl_hopper_interval(s));
+        out.extend(schedule_policy_unverified(s, cfg));
     }
     if s.layout.pp_size > 1
         && cfg.measurement.timing == Timing::On
@@ -223,6 +222,32 @@ fn gpu_key(name: &str) -> String {
             !w.is_empty() && !w.starts_with("SXM") && !memory
         })
         .collect()
+}
+
+/// `--schedule-policy` on a timed replay (a replay without a clock admits each request
+/// alone: no policy reorders anything there): a reordering the replay does not run
+/// (`dfs-weight`, `hrrn`, `lof`, `random`, `shortest-prefill-first`), LPM on the SWA
+/// tree's replay (it admits first come, first served), and LPM's in-batch check at a
+/// page of more than its 32 tokens.
+fn schedule_policy_unverified(s: &Scenario, cfg: &ReplayConfig) -> Vec<String> {
+    use crate::scenario::launch_schedule::{Policy, policy};
+    let Some(p) = s.server.schedule_policy.as_deref() else {
+        return Vec::new();
+    };
+    let page = u64::from(s.server.page_size.max(1));
+    match policy(p, s.server.disable_radix_cache) {
+        Policy::Reorders => vec![format!(
+            "--schedule-policy {p} is not modelled: the timed replay admits the waiting queue first come, first served (SGLang's default fcfs; lpm is modelled); {p} reorders it before every admission scan (`managers/schedule_policy.py: SchedulePolicy.calc_priority`; hrrn from 0.5.20 falls back to fcfs above 128 waiting requests): TTFT and hit rates under load may differ"
+        )],
+        Policy::Lpm if cfg.capacities.swa.is_some() => vec![
+            "--schedule-policy lpm is not modelled on the sliding-window tree's timed replay: it admits the waiting queue first come, first served: TTFT and hit rates under load may differ".into(),
+        ],
+        Policy::Lpm if page > 32 => vec![format!(
+            "--schedule-policy lpm: its in-batch prefix check (`_compute_prefix_matches`: a waiting request whose first 32 tokens another waiting request brings goes last) is taken at the trace's page granularity, {page} tokens: two requests that share 32 to {} tokens are not seen to share them",
+            page - 1
+        )],
+        _ => Vec::new(),
+    }
 }
 
 /// SGLang's own `--prefill-decode-interval` for Qwen3-VL on a large Hopper GPU, which a
@@ -477,6 +502,12 @@ pub fn replay_config_without_swa(
     scheduler.max_prefill_tokens = sv.max_prefill_tokens;
     if let Some(c) = sv.schedule_conservativeness {
         scheduler.schedule_conservativeness = c;
+    }
+    if sv.schedule_policy.as_deref().is_some_and(|p| {
+        crate::scenario::launch_schedule::policy(p, sv.disable_radix_cache)
+            == crate::scenario::launch_schedule::Policy::Lpm
+    }) {
+        scheduler.schedule_policy = crate::runtime::SchedulePolicy::Lpm;
     }
     if let Some(m) = sv.max_running_requests {
         scheduler.max_running_requests = m;

@@ -67,6 +67,28 @@ pub enum DecodeTimeline {
     Interleaved,
 }
 
+/// The order in which a timed replay's scheduler scans its waiting queue before each
+/// prefill batch (`--schedule-policy`, `managers/schedule_policy.py:
+/// SchedulePolicy.calc_priority`, 0.5.14–0.5.23). A replay without a clock admits each
+/// request alone at its arrival, so no policy reorders anything there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SchedulePolicy {
+    /// First come, first served (SGLang's default; every cache-aware policy with the
+    /// radix cache off).
+    #[default]
+    Fcfs,
+    /// Longest prefix match ([`crate::runtime::timed::lpm`]): with at most 128 waiting
+    /// requests, the queue sorted by each one's cached prefix (device and host), the
+    /// ones whose prefix another waiting request already brings (in-batch prefix
+    /// caching) last; above 128, FCFS.
+    Lpm,
+}
+
+fn is_fcfs(p: &SchedulePolicy) -> bool {
+    *p == SchedulePolicy::Fcfs
+}
+
 /// Whether a timed replay's decoding requests hold KV in the device pool, and what
 /// admission and decode do about it (`runtime::timed::kv_budget`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
@@ -376,6 +398,8 @@ pub struct Scheduler {
     /// `--schedule-conservativeness` (default 1.0): scales `new_token_ratio`'s start
     /// (`SGLANG_INIT_NEW_TOKEN_RATIO` 0.7 × it, at most 1). Not written while 1.
     pub schedule_conservativeness: f64,
+    /// `--schedule-policy` as the timed replay runs it. Not written while FCFS.
+    pub schedule_policy: SchedulePolicy,
     /// The `max_new_tokens` sampling parameter every request sends (what admission
     /// reserves). Unset (the default): each request's own output length, as benchmark
     /// clients send `max_tokens = output_len`. A request whose trace output is longer
@@ -414,6 +438,7 @@ impl Default for Scheduler {
             max_prefill_tokens: 16_384,
             decode_memory: DecodeMemory::Sglang,
             schedule_conservativeness: 1.0,
+            schedule_policy: SchedulePolicy::Fcfs,
             max_new_tokens: None,
             ignore_eos: true,
             running_offset: crate::release::RunningOffset::WholeUnderIgnoreEos,
@@ -518,6 +543,8 @@ struct ReplayFields {
     decode_memory: DecodeMemory,
     #[serde(default = "one_f64", skip_serializing_if = "is_one_f64")]
     schedule_conservativeness: f64,
+    #[serde(default, skip_serializing_if = "is_fcfs")]
+    schedule_policy: SchedulePolicy,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     max_new_tokens: Option<u32>,
     #[serde(default = "yes", skip_serializing_if = "is_true")]
@@ -655,6 +682,7 @@ impl From<ReplayFields> for ReplayConfig {
                 max_prefill_tokens: f.max_prefill_tokens,
                 decode_memory: f.decode_memory,
                 schedule_conservativeness: f.schedule_conservativeness,
+                schedule_policy: f.schedule_policy,
                 max_new_tokens: f.max_new_tokens,
                 ignore_eos: f.ignore_eos,
                 // Not in the text form: the release's ([`ReplayConfig::with_release`]).
@@ -731,6 +759,7 @@ impl From<ReplayConfig> for ReplayFields {
             max_prefill_tokens: scheduler.max_prefill_tokens,
             decode_memory: scheduler.decode_memory,
             schedule_conservativeness: scheduler.schedule_conservativeness,
+            schedule_policy: scheduler.schedule_policy,
             max_new_tokens: scheduler.max_new_tokens,
             ignore_eos: scheduler.ignore_eos,
             prefetch_timeout_base: prefetch.prefetch_timeout_base,

@@ -47,7 +47,7 @@ pub(crate) use untimed::route_by_engine_state;
 
 pub use config::{
     CallPattern, Capacities, DecodeMemory, DecodeTimeline, Links, Measurement, Prefetch,
-    ReplayConfig, Scheduler, SwaPool, Timing, TreePolicy,
+    ReplayConfig, SchedulePolicy, Scheduler, SwaPool, Timing, TreePolicy,
 };
 pub use metrics::{ReplayMetrics, TimelinePoint, definitions};
 pub use overrides::{apply_overrides, full_value};

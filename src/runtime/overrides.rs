@@ -9,7 +9,8 @@ use crate::error::InputError;
 
 /// `cfg` as a value with every key, those left out of the serialized config while
 /// they hold their default (`compute`, `storage_backend`, `storage_latency`,
-/// `decode_timeline`, `decode_memory`, `schedule_conservativeness`, `max_new_tokens`,
+/// `decode_timeline`, `decode_memory`, `schedule_conservativeness`, `schedule_policy`,
+/// `max_new_tokens`,
 /// `ignore_eos`, `host_read_share`, `load_back_kernel`, `tokenize_per_token`,
 /// `request_overhead`: outputs made before them keep their bytes) included: what a
 /// scenario's `runtime.replay` keys and a sweep's `runtime.replay.*` axes are checked
@@ -37,6 +38,8 @@ pub fn full_value(cfg: &ReplayConfig) -> Value {
         .or_insert_with(|| Value::from("sglang"));
     o.entry("schedule_conservativeness")
         .or_insert(Value::from(cfg.scheduler.schedule_conservativeness));
+    o.entry("schedule_policy")
+        .or_insert_with(|| Value::from("fcfs"));
     o.entry("max_new_tokens").or_insert(Value::Null);
     o.entry("ignore_eos")
         .or_insert(Value::from(cfg.scheduler.ignore_eos));

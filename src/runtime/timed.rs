@@ -53,6 +53,7 @@ mod decode_cache;
 pub(crate) mod fleet;
 pub(crate) mod kv_budget;
 pub(crate) mod lockstep;
+mod lpm;
 pub(crate) mod pd;
 mod rank;
 mod swa;
@@ -576,6 +577,8 @@ struct Sim<I: Iterator<Item = rank::Fed>, R: TreeRules> {
     /// (`disaggregation/prefill.py`: "we never enter update_running_batch"), and so does
     /// a hybrid SWA server (`is_hybrid_swa`), which the SWA replay (`timed::swa`) runs.
     batch_is_full: bool,
+    /// `--schedule-policy lpm`'s buffers (`timed::lpm`).
+    lpm: lpm::Scratch,
     gpu_busy: bool,
     batches: Vec<Option<Batch>>,
     free_batches: Vec<u32>,
@@ -875,6 +878,7 @@ impl<I: Iterator<Item = rank::Fed>, R: TreeRules> Sim<I, R> {
             prev_arrival: 0,
             tokenizer_free: 0,
             waiting: VecDeque::new(),
+            lpm: lpm::Scratch::default(),
             running: 0,
             gpu_busy: false,
             batches: Vec::new(),
@@ -1299,6 +1303,28 @@ impl<I: Iterator<Item = rank::Fed>, R: TreeRules> Sim<I, R> {
         // waiting request is polled or admitted, and the iteration runs as one without
         // a prefill batch (the decode step; the idle loop's next spin for a retry).
         let scan = !self.batch_is_full;
+        // `calc_priority`, after `get_new_batch_prefill`'s early returns (a full batch,
+        // no request slot left).
+        if scan
+            && self.running < max_run
+            && self.s.cfg.scheduler.schedule_policy == crate::runtime::SchedulePolicy::Lpm
+        {
+            let (waiting, tree) = (&mut self.waiting, &mut self.s.tree);
+            lpm::sort(
+                waiting,
+                self.s.ps,
+                &mut self.lpm,
+                |w| &w.pages,
+                |w| u64::from(w.input_tokens),
+                |w| {
+                    let m = tree.match_prefix(&w.pages);
+                    lpm::Matched {
+                        device_pages: m.device_pages,
+                        hit_pages: m.device_pages + m.host_pages,
+                    }
+                },
+            );
+        }
         while scan && j < self.waiting.len() {
             if self.running + batch.len() as u32 >= max_run {
                 // `get_num_allocatable_reqs` spent.

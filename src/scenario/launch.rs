@@ -45,6 +45,7 @@ const MODELLED: &[&str] = &[
     "chunked_prefill_size",
     "max_prefill_tokens",
     "schedule_conservativeness",
+    "schedule_policy",
     "speculative_algorithm",
     "speculative_draft_model_path",
     "speculative_num_steps",

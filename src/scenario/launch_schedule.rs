@@ -4,7 +4,9 @@
 //! way the figures may be off (flags that move memory are `launch`'s
 //! `MEMORY_UNMODELLED`; scheduling flags the replay models fill `server:` fields:
 //! `--max-running-requests`, `--chunked-prefill-size`, `--max-prefill-tokens`,
-//! `--schedule-conservativeness`, `--load-balance-method`, the HiCache flags).
+//! `--schedule-conservativeness`, `--schedule-policy`, `--load-balance-method`, the
+//! HiCache flags; a policy the timed replay does not run is named by
+//! `pipeline::replay_config_unverified`).
 //!
 //! Flags a modelled release accepts but that change nothing here are not named:
 //! `--num-continuous-decode-steps` has no reader in 0.5.14–0.5.23 (only its field);
@@ -85,50 +87,39 @@ const TIMED_ENV: &[&str] = &[
 /// What `--schedule-policy p` does under SGLang 0.5.14–0.5.23
 /// (`schedule_policy.py: SchedulePolicy._validate_and_adjust_policy`, `calc_priority`).
 #[derive(Debug, PartialEq, Eq)]
-enum Policy {
-    /// Admission in arrival order, as the replay: `fcfs`; a cache-aware policy with the
-    /// radix cache off (run as FCFS); `routing-key` over requests without keys.
+pub enum Policy {
+    /// Admission in arrival order: `fcfs`; a cache-aware policy with the radix cache off
+    /// (run as FCFS); `routing-key` over requests without keys.
     Fcfs,
+    /// Longest prefix match, which the timed replay runs (`runtime::SchedulePolicy::Lpm`).
+    Lpm,
     /// A reordering the replay does not model.
     Reorders,
-    /// The scheduler raises at start ([`start_refusal`]): `priority` (accepted by
+    /// The scheduler raises at start ([`policy_refusal`]): `priority` (accepted by
     /// argparse, in neither policy enum) and `shortest-prefill-first` (a choice from
     /// 0.5.21) without prefix caching.
     Refused,
 }
 
-/// Whether the scheduler's tree cache is off (`getattr(tree_cache, "disable", True)`):
-/// `--disable-radix-cache`, or a PD decode server without
-/// `--disaggregation-decode-enable-radix-cache` (its `ChunkCache` has no `disable`),
-/// whatever `--disable-radix-cache` says there (`pd_disaggregation_hook.py:
-/// handle_pd_disaggregation` sets it from that flag, every modelled release). Not read:
-/// where SGLang turns the radix cache off by itself (deterministic inference on a
-/// backend outside its list, embedding and noncausal models, …): a refusal missed there,
-/// never one made up.
-fn radix_cache_off(launch: &LaunchArgs) -> bool {
-    let is_on = |dest: &str| launch.given.get(dest).and_then(Value::as_bool) == Some(true);
-    let decode = launch
-        .given
-        .get("disaggregation_mode")
-        .and_then(Value::as_str)
-        == Some("decode");
-    if decode {
-        !is_on("disaggregation_decode_enable_radix_cache")
-    } else {
-        is_on("disable_radix_cache")
+/// What SGLang's scheduler makes of policy `p` with its tree cache off or on
+/// (`getattr(tree_cache, "disable", True)`: `--disable-radix-cache`, or a PD decode
+/// server without its radix cache, as `release::check_server` resolves them).
+pub fn policy(p: &str, radix_cache_off: bool) -> Policy {
+    match p {
+        "fcfs" | "routing-key" => Policy::Fcfs,
+        "priority" => Policy::Refused,
+        "shortest-prefill-first" if radix_cache_off => Policy::Refused,
+        "lpm" | "dfs-weight" | "hrrn" if radix_cache_off => Policy::Fcfs,
+        "lpm" => Policy::Lpm,
+        _ => Policy::Reorders,
     }
 }
 
-/// The scheduling flags SGLang refuses at start, as `(dest, message)`: the flag whose
-/// line the error points at and SGLang's own words. Every release 0.5.14–0.5.23:
-/// - `--enable-priority-scheduling` with a `--schedule-policy` other than `fcfs` or
-///   `lof`: the server-argument check's `AssertionError` (`server_args.py:
-///   check_server_args` to 0.5.18, `arg_groups/validation_hook.py` from 0.5.19);
-/// - `--schedule-policy priority` (in argparse's choices, in neither policy enum), and
-///   from 0.5.21 `shortest-prefill-first` with the tree cache off: the scheduler's
-///   `ValueError` (`managers/schedule_policy.py: SchedulePolicy.
-///   _validate_and_adjust_policy`, raised from `Scheduler.init_schedule_policy`; the
-///   prefix-caching error is caught there and re-raised as an unknown policy).
+/// `--enable-priority-scheduling` with a `--schedule-policy` other than `fcfs` or `lof`:
+/// the server-argument check's `AssertionError`, every release 0.5.14–0.5.23
+/// (`server_args.py: check_server_args` to 0.5.18, `arg_groups/validation_hook.py`
+/// from 0.5.19), as `(dest, message)`: the flag whose line the error points at and
+/// SGLang's own words.
 pub fn start_refusal(launch: &LaunchArgs) -> Option<(&'static str, String)> {
     let p = launch
         .given
@@ -139,37 +130,36 @@ pub fn start_refusal(launch: &LaunchArgs) -> Option<(&'static str, String)> {
         .get("enable_priority_scheduling")
         .and_then(Value::as_bool)
         == Some(true);
-    if priority && !matches!(p, "fcfs" | "lof") {
-        return Some((
-            "schedule_policy",
-            format!(
-                "SGLang's launch fails with `AssertionError: To use priority scheduling, schedule_policy must be 'fcfs' or 'lof'. '{p}' is not supported.`"
-            ),
-        ));
-    }
-    (policy(p, radix_cache_off(launch)) == Policy::Refused).then(|| {
+    (priority && !matches!(p, "fcfs" | "lof")).then(|| {
         (
             "schedule_policy",
             format!(
-                "SGLang's scheduler fails at start with `ValueError: Unknown schedule_policy: policy='{p}'`{}",
-                if p == "priority" {
-                    " (`priority` is a choice of the flag but no policy: priority scheduling is --enable-priority-scheduling with --schedule-policy fcfs or lof)"
-                } else {
-                    " (shortest-prefill-first requires prefix caching: the radix cache is off)"
-                }
+                "SGLang's launch fails with `AssertionError: To use priority scheduling, schedule_policy must be 'fcfs' or 'lof'. '{p}' is not supported.`"
             ),
         )
     })
 }
 
-fn policy(p: &str, radix_cache_off: bool) -> Policy {
-    match p {
-        "fcfs" | "routing-key" => Policy::Fcfs,
-        "priority" => Policy::Refused,
-        "shortest-prefill-first" if radix_cache_off => Policy::Refused,
-        "lpm" | "dfs-weight" | "hrrn" if radix_cache_off => Policy::Fcfs,
-        _ => Policy::Reorders,
-    }
+/// The scheduler's `ValueError` at start (the message follows "SGLang X's"), every
+/// release 0.5.14–0.5.23: `priority` (in
+/// argparse's choices, in neither policy enum) and, from 0.5.21 (a choice from then),
+/// `shortest-prefill-first` with the tree cache off (`managers/schedule_policy.py:
+/// SchedulePolicy._validate_and_adjust_policy`, raised from
+/// `Scheduler.init_schedule_policy` in every role; the prefix-caching error is caught
+/// there and re-raised as an unknown policy). Where SGLang turns the radix cache off by
+/// itself (deterministic inference on a backend outside its list, embedding models, …)
+/// a refusal is missed, never made up.
+pub fn policy_refusal(p: &str, radix_cache_off: bool) -> Option<String> {
+    (policy(p, radix_cache_off) == Policy::Refused).then(|| {
+        format!(
+            "scheduler fails at start with `ValueError: Unknown schedule_policy: policy='{p}'`{}",
+            if p == "priority" {
+                " (`priority` is a choice of the flag but no policy: priority scheduling is --enable-priority-scheduling with --schedule-policy fcfs or lof)"
+            } else {
+                " (shortest-prefill-first requires prefix caching: the radix cache is off)"
+            }
+        )
+    })
 }
 
 /// What `launch` sets that a replay (timed when `timed`) does not model, each a reason
@@ -188,15 +178,6 @@ pub fn replay_unmodelled(launch: &LaunchArgs, timed: bool) -> Vec<String> {
         .and_then(Value::as_str)
         .is_some_and(|m| m != "null");
     let mut out = Vec::new();
-    if let Some(p) = given("schedule_policy").and_then(Value::as_str)
-        && policy(p, radix_cache_off(launch)) == Policy::Reorders
-    {
-        // A refused policy never gets here: the launch is refused ([`start_refusal`]).
-        out.push(format!(
-            "{} {p} is not modelled: the replay admits the waiting queue first come, first served (SGLang's default fcfs); {p} reorders it before every admission scan (`managers/schedule_policy.py: SchedulePolicy.calc_priority`; lpm, and hrrn from 0.5.20, fall back to fcfs above 128 waiting requests): hit rates and TTFT under load may differ",
-            typed("schedule_policy")
-        ));
-    }
     if is_on("enable_deterministic_inference") {
         out.push(format!(
             "{} is not modelled: {DETERMINISTIC}",
@@ -306,9 +287,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_a_reordering_policy_is_named_and_a_refused_one_is_refused() {
+    fn each_policy_is_run_named_or_refused() {
         assert_eq!(policy("fcfs", false), Policy::Fcfs);
-        assert_eq!(policy("lpm", false), Policy::Reorders);
+        assert_eq!(policy("lpm", false), Policy::Lpm);
+        assert_eq!(policy("hrrn", false), Policy::Reorders);
         assert_eq!(policy("lpm", true), Policy::Fcfs);
         assert_eq!(policy("lof", true), Policy::Reorders);
         assert_eq!(policy("routing-key", false), Policy::Fcfs);

@@ -141,6 +141,44 @@ pub fn resolve(l: &LoadedScenario) -> Result<Scenario, InputError> {
         .field("server.launch")
         .sglang_refuses());
     }
+    // `--schedule-policy`: the release's choices (argparse's, for a value the file or a
+    // `--set` gives) and the scheduler's refusal at start, on the radix cache as the
+    // release's checks left it.
+    if let Some(p) = s.server.schedule_policy.as_deref() {
+        let at = |m: String| {
+            let mut e = InputError::new(&l.source, m)
+                .line_opt(l.lines.line_of("server.schedule_policy"))
+                .field("server.schedule_policy");
+            if let Some((f, line)) = l
+                .launch
+                .as_ref()
+                .and_then(|x| x.given_at.get("schedule_policy"))
+            {
+                e = e.line_opt(*line);
+                e.message = format!("launch command flag `{f}`: {}", e.message);
+            }
+            e.sglang_refuses()
+        };
+        let flags = crate::flags::table().release(s.version.release());
+        let choices = flags
+            .exact("--schedule-policy")
+            .and_then(|i| flags.actions[i].choices.clone())
+            .unwrap_or_default();
+        if !choices.iter().any(|c| c == p) {
+            return Err(at(format!(
+                "SGLang {} refuses this command: argument --schedule-policy: invalid choice: '{p}' (choose from {})",
+                s.version.id(),
+                choices
+                    .iter()
+                    .map(|c| format!("'{c}'"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        if let Some(m) = super::launch_schedule::policy_refusal(p, s.server.disable_radix_cache) {
+            return Err(at(format!("SGLang {}'s {m}", s.version.id())));
+        }
+    }
     s.launch = l.launch.clone();
     Ok(s)
 }

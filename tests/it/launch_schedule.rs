@@ -66,25 +66,36 @@ fn named(v: &serde_json::Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// `--schedule-policy lpm` reorders the waiting queue, which no replay models: timed and
-/// untimed answers are `unverified` and name it; SGLang's default `fcfs` given
-/// explicitly is not named.
+/// A `--schedule-policy` the timed replay does not run (`hrrn`) reorders its waiting
+/// queue: a timed answer is `unverified` and names it. A replay without a clock admits
+/// each request alone, so no policy is named there. `lpm` is run (`server.
+/// schedule_policy` reaches the replay's configuration), with its in-batch check at the
+/// page's granularity said; SGLang's default `fcfs` given explicitly is not named.
 #[test]
 fn a_reordering_schedule_policy_is_named() {
-    for timing in ["on", "off"] {
-        let v = replay_json("--schedule-policy lpm", timing);
-        assert_eq!(v["status"], "unverified", "{timing}");
-        assert_eq!(named(&v), ["--schedule-policy lpm"], "{timing}");
-        let reason = v["unverified"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find_map(|r| r.as_str().filter(|r| r.starts_with("--schedule-policy")))
-            .unwrap()
-            .to_string();
-        assert!(reason.contains("SchedulePolicy.calc_priority"), "{reason}");
-    }
+    let v = replay_json("--schedule-policy hrrn", "on");
+    assert_eq!(v["status"], "unverified");
+    assert_eq!(named(&v), ["--schedule-policy hrrn"]);
+    let reason = v["unverified"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|r| r.as_str().filter(|r| r.starts_with("--schedule-policy")))
+        .unwrap()
+        .to_string();
+    assert!(reason.contains("SchedulePolicy.calc_priority"), "{reason}");
+    assert!(named(&replay_json("--schedule-policy hrrn", "off")).is_empty());
     assert!(named(&replay_json("--schedule-policy fcfs", "on")).is_empty());
+    let v = replay_json("--schedule-policy lpm", "on");
+    assert_eq!(v["config"]["schedule_policy"], "lpm");
+    assert!(named(&v).is_empty());
+    assert!(
+        v["unverified"].as_array().unwrap().iter().any(|r| r
+            .as_str()
+            .unwrap()
+            .starts_with("--schedule-policy lpm: its in-batch prefix check")),
+        "{v}"
+    );
 }
 
 /// Scheduling flags SGLang refuses at start are refused, with SGLang's own words and
@@ -119,10 +130,7 @@ fn a_scheduling_flag_sglang_refuses_refuses_the_launch() {
         assert_eq!(o.status.code(), Some(2), "{extra}");
         let e = String::from_utf8_lossy(&o.stderr);
         assert!(e.contains(said), "{extra}: {e}");
-        assert!(
-            e.contains("s.yaml:6: field `server.launch`"),
-            "{extra}: {e}"
-        );
+        assert!(e.contains("s.yaml:6: field `server."), "{extra}: {e}");
         let o = run(
             &["check", p.to_str().unwrap(), "--format", "json"],
             d.path(),
@@ -218,19 +226,17 @@ fn the_schedule_conservativeness_flag_reaches_the_replay() {
     assert!(v["config"].get("schedule_conservativeness").is_none());
 }
 
-/// `plan`'s hit-rate ladder replays the trace without a clock: its hit rates name a
-/// reordering schedule policy too.
+/// `plan`'s hit-rate ladder replays the trace without a clock, each request alone: a
+/// schedule policy reorders nothing there and is not named on its hit rates.
 #[test]
-fn plan_names_the_schedule_policy_on_its_hit_rates() {
+fn plan_does_not_name_the_schedule_policy_on_its_hit_rates() {
     let d = tempfile::tempdir().unwrap();
-    let p = scenario(d.path(), "--schedule-policy lpm", "off");
+    let p = scenario(d.path(), "--schedule-policy hrrn", "off");
     let o = run(&["plan", p.to_str().unwrap()], d.path());
     ok(&o);
     let t = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        t.contains("hit rates unverified: --schedule-policy lpm is not modelled"),
-        "{t}"
-    );
+    assert!(!t.contains("--schedule-policy"), "{t}");
+    assert!(t.contains("hit rate"), "{t}");
 }
 
 /// A sweep's points re-type the scenario without its launch text: every row still
@@ -238,7 +244,11 @@ fn plan_names_the_schedule_policy_on_its_hit_rates() {
 #[test]
 fn every_sweep_row_names_the_launchs_scheduling_flags() {
     let d = tempfile::tempdir().unwrap();
-    let p = scenario(d.path(), "--schedule-policy lpm --enable-mixed-chunk", "on");
+    let p = scenario(
+        d.path(),
+        "--schedule-policy hrrn --enable-mixed-chunk",
+        "on",
+    );
     let mut text = std::fs::read_to_string(&p).unwrap();
     text.push_str(
         "sweep:\n  axes:\n    server.hicache_write_policy: [write_through, write_back]\n",
@@ -256,7 +266,7 @@ fn every_sweep_row_names_the_launchs_scheduling_flags() {
         let cell = |name: &str| cells.iter().find(|(c, _)| c == name).unwrap().1.clone();
         assert_eq!(cell("status"), "unverified");
         let u = cell("unverified");
-        assert!(u.contains("--schedule-policy lpm is not modelled"), "{u}");
+        assert!(u.contains("--schedule-policy hrrn is not modelled"), "{u}");
         assert!(u.contains("--enable-mixed-chunk is not modelled"), "{u}");
     }
 }

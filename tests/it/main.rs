@@ -31,6 +31,7 @@ mod launch_files;
 mod launch_misreads;
 mod launch_schedule;
 mod log_corpus;
+mod lpm;
 mod models;
 mod models_v4;
 mod offload;
