@@ -242,10 +242,40 @@ fn schedule_policy_unverified(s: &Scenario, cfg: &ReplayConfig) -> Vec<String> {
         Policy::Lpm if cfg.capacities.swa.is_some() => vec![
             "--schedule-policy lpm is not modelled on the sliding-window tree's timed replay: it admits the waiting queue first come, first served: TTFT and hit rates under load may differ".into(),
         ],
-        Policy::Lpm if page > 32 => vec![format!(
-            "--schedule-policy lpm: its in-batch prefix check (`_compute_prefix_matches`: a waiting request whose first 32 tokens another waiting request brings goes last) is taken at the trace's page granularity, {page} tokens: two requests that share 32 to {} tokens are not seen to share them",
-            page - 1
-        )],
+        Policy::Lpm => {
+            let mut out = Vec::new();
+            // The pages inside one of the trace's blocks are hashed from the block's id
+            // (`workload::reblock`): what two prompts share is seen at the larger of the
+            // two; unknown while the format is detected from the file.
+            let section = s.runtime.as_ref();
+            let block = section.and_then(|r| {
+                r.block_size.map(u64::from).or_else(|| {
+                    r.trace_format
+                        .as_deref()
+                        .and_then(crate::workload::TraceFormat::from_id)
+                        .map(|f| u64::from(f.default_block_size()))
+                })
+            });
+            let exact = block.is_some_and(|b| {
+                let g = page.max(b);
+                g <= 32 && 32 % g == 0
+            });
+            if !exact {
+                out.push(format!(
+                    "--schedule-policy lpm: its in-batch prefix check (`_compute_prefix_matches`: a waiting request whose first 32 tokens another waiting request brings goes last) is taken on the trace's pages and blocks ({}): two requests that share 32 tokens inside one of them are not seen to share them",
+                    match block {
+                        Some(b) => format!("{} tokens", page.max(b)),
+                        None => format!("a page of {page} tokens, blocks of the trace's format"),
+                    }
+                ));
+            }
+            if cfg.scheduler.compute.chunked_prefill_size > 0
+                && !matches!(cfg.scheduler.compute.source, ComputeSource::Fixed)
+            {
+                out.push("--schedule-policy lpm with chunked prefill: SGLang sorts the queue again before each chunk of a chunked request (`_get_new_batch_prefill_raw` skips its early returns then) and fills the chunk's leftover budget in that order; the replay sorts once per batch".into());
+            }
+            out
+        }
         _ => Vec::new(),
     }
 }

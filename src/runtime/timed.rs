@@ -1315,7 +1315,8 @@ impl<I: Iterator<Item = rank::Fed>, R: TreeRules> Sim<I, R> {
                 self.s.ps,
                 &mut self.lpm,
                 |w| &w.pages,
-                |w| u64::from(w.input_tokens),
+                // `origin_input_ids + output_ids`: a retracted request's outputs too.
+                |w| u64::from(w.input_tokens) + u64::from(w.out),
                 |w| {
                     let m = tree.match_prefix(&w.pages);
                     lpm::Matched {

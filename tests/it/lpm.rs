@@ -54,8 +54,8 @@ fn cfg(policy: SchedulePolicy) -> ReplayConfig {
 /// A (t = 0, 32 pages, 33 output tokens) prefills until 0.5 s and decodes until 1.5 s;
 /// B (0.1 s, 32 new pages) and C (0.2 s, A's 32 pages and 8 more) wait for the one
 /// running slot. At 1.5 s FCFS admits B (0.5 s of prefill, first token at 2.0 s) and
-/// then C (512 new tokens, 0.125 s: 2.125 s); LPM sorts C first (2,047 tokens cached,
-/// the prompt less one) and admits it (1.625 s), then B (2.125 s).
+/// then C (512 new tokens, 0.125 s: 2.125 s); LPM sorts C first (2,048 tokens cached)
+/// and admits it (1.625 s), then B (2.125 s).
 #[test]
 fn lpm_admits_the_request_with_the_longest_cached_prefix_first() {
     let trace = || {
@@ -117,4 +117,49 @@ fn lpm_puts_a_request_whose_prefix_another_waiting_one_brings_last() {
         first(SchedulePolicy::Lpm),
         [500_000_000, 1_500_000_000, 1_984_375_000, 1_500_000_000]
     );
+}
+
+/// What the timed quickstart under lpm says it leaves out: the in-batch check on its
+/// Mooncake trace's 512-token blocks, and the sort once per chunked batch (its cost
+/// table chunks prefill). Its TTFT p50 moves with the policy.
+#[test]
+fn the_timed_quickstart_under_lpm_says_what_it_leaves_out() {
+    use crate::support::{ok, repo, run};
+    let d = tempfile::tempdir().unwrap();
+    let q = repo("scenarios/quickstart-timed.yaml");
+    let json = |policy: &str| {
+        let o = run(
+            &[
+                "replay",
+                q.to_str().unwrap(),
+                "--format",
+                "json",
+                "--set",
+                "runtime.max_requests=400",
+                "--set",
+                &format!("server.schedule_policy={policy}"),
+            ],
+            d.path(),
+        );
+        ok(&o);
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let v = json("lpm");
+    let lpm: Vec<&str> = v["unverified"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r.as_str())
+        .filter(|r| r.starts_with("--schedule-policy lpm"))
+        .collect();
+    assert_eq!(lpm.len(), 2, "{lpm:?}");
+    assert!(lpm[0].contains("pages and blocks (512 tokens)"), "{lpm:?}");
+    assert!(
+        lpm[1].starts_with("--schedule-policy lpm with chunked prefill"),
+        "{lpm:?}"
+    );
+    assert_eq!(v["config"]["schedule_policy"], "lpm");
+    let fcfs = json("fcfs");
+    assert!(fcfs["config"].get("schedule_policy").is_none());
+    assert_ne!(v["metrics"], fcfs["metrics"]);
 }

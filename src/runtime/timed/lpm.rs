@@ -8,8 +8,8 @@
 //! - **Otherwise every waiting request is matched** against the tree in queue order
 //!   (`_compute_prefix_matches` → `match_kv_cache`, which refreshes the matched nodes'
 //!   access times as an admission's match does): `num_matched_prefix_tokens` = device
-//!   and host hit tokens, at most the prompt less one token
-//!   (`_compute_max_prefix_len`).
+//!   and host hit tokens, at most the prompt (and a retracted request's outputs) less
+//!   one token (`_compute_max_prefix_len`).
 //! - **In-batch prefix caching**: a request whose device hit is at most
 //!   `IN_BATCH_PREFIX_CACHING_CHECK_THRESHOLD` (32) tokens is matched against the
 //!   waiting requests checked before it that were not put last; a match of at least
@@ -50,7 +50,8 @@ pub struct Scratch {
 }
 
 /// Sorts `queue` as `calc_priority` under LPM does (the module doc), when it holds at
-/// most [`MATCH_MAX`] requests. `pages(w)` and `input_tokens(w)` read a request;
+/// most [`MATCH_MAX`] requests. `pages(w)` and `input_tokens(w)` (its prompt and
+/// outputs so far, `origin_input_ids + output_ids`) read a request;
 /// `matched(w)` matches it against the tree (and refreshes what it matched).
 pub fn sort<W>(
     queue: &mut VecDeque<W>,
