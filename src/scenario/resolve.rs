@@ -123,7 +123,7 @@ impl Scenario {
 
 /// Resolves a loaded scenario.
 pub fn resolve(l: &LoadedScenario) -> Result<Scenario, InputError> {
-    let mut s = resolve_file(&l.file, &l.source, &l.lines, &l.not_modelled_flags)?;
+    let mut s = resolve_file_parts(&l.file, &l.source, &l.lines, &l.not_modelled_flags)?;
     // A scheduling flag SGLang refuses: after its server-argument checks (the chunk's
     // page assert and the others `resolve_file` runs come first, as in SGLang).
     if let Some(launch) = &l.launch
@@ -141,44 +141,7 @@ pub fn resolve(l: &LoadedScenario) -> Result<Scenario, InputError> {
         .field("server.launch")
         .sglang_refuses());
     }
-    // `--schedule-policy`: the release's choices (argparse's, for a value the file or a
-    // `--set` gives) and the scheduler's refusal at start, on the radix cache as the
-    // release's checks left it.
-    if let Some(p) = s.server.schedule_policy.as_deref() {
-        let at = |m: String| {
-            let mut e = InputError::new(&l.source, m)
-                .line_opt(l.lines.line_of("server.schedule_policy"))
-                .field("server.schedule_policy");
-            if let Some((f, line)) = l
-                .launch
-                .as_ref()
-                .and_then(|x| x.given_at.get("schedule_policy"))
-            {
-                e = e.line_opt(*line);
-                e.message = format!("launch command flag `{f}`: {}", e.message);
-            }
-            e.sglang_refuses()
-        };
-        let flags = crate::flags::table().release(s.version.release());
-        let choices = flags
-            .exact("--schedule-policy")
-            .and_then(|i| flags.actions[i].choices.clone())
-            .unwrap_or_default();
-        if !choices.iter().any(|c| c == p) {
-            return Err(at(format!(
-                "SGLang {} refuses this command: argument --schedule-policy: invalid choice: '{p}' (choose from {})",
-                s.version.id(),
-                choices
-                    .iter()
-                    .map(|c| format!("'{c}'"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
-        if let Some(m) = super::launch_schedule::policy_refusal(p, s.server.disable_radix_cache) {
-            return Err(at(format!("SGLang {}'s {m}", s.version.id())));
-        }
-    }
+    schedule_policy_check(&s, &l.source, &l.lines)?;
     s.launch = l.launch.clone();
     Ok(s)
 }
@@ -257,6 +220,55 @@ fn check_runtime(rt: &super::RuntimeSection) -> Result<(), FieldError> {
 /// memory figures, HiCache's pool arguments, the runtime section; each checked in that
 /// order, the first error returned.
 pub fn resolve_file(
+    f: &ScenarioFile,
+    source: &str,
+    lines: &LineIndex,
+    not_modelled: &[String],
+) -> Result<Scenario, InputError> {
+    let s = resolve_file_parts(f, source, lines, not_modelled)?;
+    schedule_policy_check(&s, source, lines)?;
+    Ok(s)
+}
+
+/// `--schedule-policy` (`server.schedule_policy`: the launch's, the file's, a `--set`'s
+/// or a sweep axis's): the release's argparse choices, then the scheduler's refusal at
+/// start ([`super::launch_schedule::policy_refusal`]) on the radix cache as the
+/// release's checks left it. Last of SGLang's checks: its scheduler starts after the
+/// server arguments are checked.
+fn schedule_policy_check(s: &Scenario, source: &str, lines: &LineIndex) -> Result<(), InputError> {
+    let Some(p) = s.server.schedule_policy.as_deref() else {
+        return Ok(());
+    };
+    let at = |msg: String| {
+        lines
+            .input_error(source, FieldError::new("server.schedule_policy", msg))
+            .sglang_refuses()
+    };
+    let flags = crate::flags::table().release(s.version.release());
+    let choices = flags
+        .exact("--schedule-policy")
+        .and_then(|i| flags.actions[i].choices.clone())
+        .unwrap_or_default();
+    if !choices.iter().any(|c| c == p) {
+        return Err(at(format!(
+            "SGLang {} refuses this command: argument --schedule-policy: invalid choice: '{p}' (choose from {})",
+            s.version.id(),
+            choices
+                .iter()
+                .map(|c| format!("'{c}'"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    match super::launch_schedule::policy_refusal(p, s.server.disable_radix_cache) {
+        Some(m) => Err(at(format!("SGLang {}'s {m}", s.version.id()))),
+        None => Ok(()),
+    }
+}
+
+/// [`resolve_file`] without the scheduler's own check, which [`resolve`] runs after
+/// the launch's server-argument asserts.
+fn resolve_file_parts(
     f: &ScenarioFile,
     source: &str,
     lines: &LineIndex,
