@@ -196,15 +196,12 @@ pub fn replay_config_unverified(s: Option<&Scenario>, cfg: &ReplayConfig) -> Vec
     if cfg.measurement.timing == Timing::On {
         out.extend(qwen3_vl_hopper_interval(s));
         out.extend(schedule_policy_unverified(s, cfg));
-    }
-    if s.layout.pp_size > 1
-        && cfg.measurement.timing == Timing::On
-        && !matches!(cfg.scheduler.compute.source, ComputeSource::Fixed)
-    {
-        out.push(format!(
-            "pipeline parallelism (--pp-size {}) is not in the clock: SGLang runs the stages as a pipeline of micro-batches (`managers/scheduler_pp_mixin.py: event_loop_pp`, or on a PD server `event_loop_pp_disagg_prefill` / `_decode`, 0.5.14–0.5.23), where the replay's forwards are one engine's, as the cost source times them: TTFT, TPOT and throughput may be off",
-            s.layout.pp_size
-        ));
+        if s.layout.pp_size > 1 && !matches!(cfg.scheduler.compute.source, ComputeSource::Fixed) {
+            out.push(format!(
+                "pipeline parallelism (--pp-size {}) is not in the clock: SGLang runs the stages as a pipeline of micro-batches (`managers/scheduler_pp_mixin.py: event_loop_pp`, or on a PD server `event_loop_pp_disagg_prefill` / `_decode`, 0.5.14–0.5.23), where the replay's forwards are one engine's, as the cost source times them: TTFT, TPOT and throughput may be off",
+                s.layout.pp_size
+            ));
+        }
     }
     out
 }
@@ -227,8 +224,9 @@ fn gpu_key(name: &str) -> String {
 /// `--schedule-policy` on a timed replay (a replay without a clock admits each request
 /// alone: no policy reorders anything there): a reordering the replay does not run
 /// (`dfs-weight`, `hrrn`, `lof`, `random`, `shortest-prefill-first`), LPM on the SWA
-/// tree's replay (it admits first come, first served), and LPM's in-batch check at a
-/// page of more than its 32 tokens.
+/// tree's replay (it admits first come, first served), LPM's in-batch check where the
+/// trace's pages or blocks do not resolve its 32 tokens, and its single sort per
+/// chunked batch.
 fn schedule_policy_unverified(s: &Scenario, cfg: &ReplayConfig) -> Vec<String> {
     use crate::scenario::launch_schedule::{Policy, policy};
     let Some(p) = s.server.schedule_policy.as_deref() else {

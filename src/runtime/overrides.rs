@@ -10,9 +10,9 @@ use crate::error::InputError;
 /// `cfg` as a value with every key, those left out of the serialized config while
 /// they hold their default (`compute`, `storage_backend`, `storage_latency`,
 /// `decode_timeline`, `decode_memory`, `schedule_conservativeness`, `schedule_policy`,
-/// `max_new_tokens`,
-/// `ignore_eos`, `host_read_share`, `load_back_kernel`, `tokenize_per_token`,
-/// `request_overhead`: outputs made before them keep their bytes) included: what a
+/// `max_new_tokens`, `ignore_eos`, `host_read_share`, `load_back_kernel`,
+/// `tokenize_per_token`, `request_overhead`: outputs made before them keep their bytes)
+/// included: what a
 /// scenario's `runtime.replay` keys and a sweep's `runtime.replay.*` axes are checked
 /// against.
 pub fn full_value(cfg: &ReplayConfig) -> Value {

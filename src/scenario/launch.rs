@@ -222,9 +222,6 @@ pub struct LaunchArgs {
     /// The unset variable the model path is read from (`$MODEL_PATH`), and the scenario
     /// file's line of it, when known: the scenario's `model:` names the model.
     pub unset_model_path: Option<(String, Option<usize>)>,
-    /// For each of `given`, the flag as typed with its value and the scenario file's
-    /// line of it, when known (errors about a flag point there).
-    pub given_at: BTreeMap<String, (String, Option<usize>)>,
 }
 
 /// Where the launch text sits in the scenario file, for errors: the line of line 1 of
@@ -431,11 +428,6 @@ pub fn parse_launch_src(
             out.flag_of.insert(field.clone(), flags[i].clone());
         }
     }
-    // Every given flag as typed and its line (the last one of a repeated flag, which
-    // argparse keeps).
-    for (g, f) in parsed.given.iter().zip(&flags) {
-        out.given_at.insert(g.dest.clone(), f.clone());
-    }
     Ok(out)
 }
 
@@ -533,7 +525,6 @@ fn to_fields(launch: Launch, release: Release, p: &Parsed) -> LaunchArgs {
         model_path_line: None,
         flag_of: BTreeMap::new(),
         unset_model_path: None,
-        given_at: BTreeMap::new(),
     };
     for g in &p.given {
         let v = p.values.get(&g.dest).cloned().unwrap_or(Value::Null);

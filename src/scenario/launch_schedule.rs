@@ -118,9 +118,8 @@ pub fn policy(p: &str, radix_cache_off: bool) -> Policy {
 /// `--enable-priority-scheduling` with a `--schedule-policy` other than `fcfs` or `lof`:
 /// the server-argument check's `AssertionError`, every release 0.5.14–0.5.23
 /// (`server_args.py: check_server_args` to 0.5.18, `arg_groups/validation_hook.py`
-/// from 0.5.19), as `(dest, message)`: the flag whose line the error points at and
-/// SGLang's own words.
-pub fn start_refusal(launch: &LaunchArgs) -> Option<(&'static str, String)> {
+/// from 0.5.19), in SGLang's own words (the message follows "SGLang X's").
+pub fn start_refusal(launch: &LaunchArgs) -> Option<String> {
     let p = launch
         .given
         .get("schedule_policy")
@@ -131,19 +130,16 @@ pub fn start_refusal(launch: &LaunchArgs) -> Option<(&'static str, String)> {
         .and_then(Value::as_bool)
         == Some(true);
     (priority && !matches!(p, "fcfs" | "lof")).then(|| {
-        (
-            "schedule_policy",
-            format!(
-                "SGLang's launch fails with `AssertionError: To use priority scheduling, schedule_policy must be 'fcfs' or 'lof'. '{p}' is not supported.`"
-            ),
+        format!(
+            "launch fails with `AssertionError: To use priority scheduling, schedule_policy must be 'fcfs' or 'lof'. '{p}' is not supported.`"
         )
     })
 }
 
 /// The scheduler's `ValueError` at start (the message follows "SGLang X's"), every
-/// release 0.5.14–0.5.23: `priority` (in
-/// argparse's choices, in neither policy enum) and, from 0.5.21 (a choice from then),
-/// `shortest-prefill-first` with the tree cache off (`managers/schedule_policy.py:
+/// release 0.5.14–0.5.23: `priority` (in argparse's choices, in neither policy enum)
+/// and, from 0.5.21 (a choice from then), `shortest-prefill-first` with the tree cache
+/// off (`managers/schedule_policy.py:
 /// SchedulePolicy._validate_and_adjust_policy`, raised from
 /// `Scheduler.init_schedule_policy` in every role; the prefix-caching error is caught
 /// there and re-raised as an unknown policy). Where SGLang turns the radix cache off by

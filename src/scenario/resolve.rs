@@ -124,22 +124,23 @@ impl Scenario {
 /// Resolves a loaded scenario.
 pub fn resolve(l: &LoadedScenario) -> Result<Scenario, InputError> {
     let mut s = resolve_file_parts(&l.file, &l.source, &l.lines, &l.not_modelled_flags)?;
-    // A scheduling flag SGLang refuses: after its server-argument checks (the chunk's
-    // page assert and the others `resolve_file` runs come first, as in SGLang).
-    if let Some(launch) = &l.launch
-        && let Some((dest, m)) = super::launch_schedule::start_refusal(launch)
+    // The launch's priority-scheduling assert: after the server-argument checks
+    // `resolve_file_parts` runs (the chunk's page assert among them), as in SGLang.
+    if let Some(m) = l
+        .launch
+        .as_ref()
+        .and_then(super::launch_schedule::start_refusal)
     {
-        let (flag, line) = match launch.given_at.get(dest) {
-            Some((f, line)) => (format!("`{f}`"), *line),
-            None => ("this command".into(), l.lines.line_of("server.launch")),
-        };
-        return Err(InputError::new(
-            &l.source,
-            format!("SGLang {} refuses {flag}: {m}", launch.release),
-        )
-        .line_opt(line)
-        .field("server.launch")
-        .sglang_refuses());
+        return Err(l
+            .lines
+            .input_error(
+                &l.source,
+                FieldError::new(
+                    "server.schedule_policy",
+                    format!("SGLang {}'s {m}", s.version.id()),
+                ),
+            )
+            .sglang_refuses());
     }
     schedule_policy_check(&s, &l.source, &l.lines)?;
     s.launch = l.launch.clone();
